@@ -1,0 +1,184 @@
+/* Result encoding: the lecture's tables as JSON. */
+#include "api/encode.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+void api_format_time(double unix_s, char *buf, size_t len) {
+  time_t secs = (time_t)unix_s;
+  int ms = (int)((unix_s - (double)secs) * 1000.0);
+  if (ms < 0) ms = 0;
+  if (ms > 999) ms = 999;
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char base[24];
+  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, len, "%s.%03dZ", base, ms);
+}
+
+/* A finite double, or null: JSON has no NaN or infinity. */
+static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+json_t *api_spec_to_json(const struct exp_spec *spec) {
+  json_t *o = json_object();
+  switch (spec->type) {
+  case EXP_TRANSPOSE:
+    json_object_set_new(o, "m", json_integer(spec->u.transpose.m));
+    json_object_set_new(o, "n", json_integer(spec->u.transpose.n));
+    break;
+  case EXP_GEMM:
+    json_object_set_new(o, "m", json_integer(spec->u.gemm.m));
+    json_object_set_new(o, "n", json_integer(spec->u.gemm.n));
+    json_object_set_new(o, "k", json_integer(spec->u.gemm.k));
+    break;
+  case EXP_STENCIL:
+    json_object_set_new(o, "n", json_integer(spec->u.stencil.n));
+    json_object_set_new(o, "radius", json_integer(spec->u.stencil.radius));
+    break;
+  case EXP_PIPELINE: {
+    json_object_set_new(o, "chunk", json_integer(spec->u.pipeline.chunk));
+    json_object_set_new(o, "chunks", json_integer(spec->u.pipeline.chunks));
+    json_object_set_new(o, "terms", json_integer(spec->u.pipeline.terms));
+    json_t *streams = json_array();
+    for (int i = 0; i < spec->u.pipeline.n_stream_counts; i++)
+      json_array_append_new(streams, json_integer(spec->u.pipeline.stream_counts[i]));
+    json_object_set_new(o, "streams", streams);
+    break;
+  }
+  default: break;
+  }
+  if (spec->type != EXP_PIPELINE) {
+    json_t *variants = json_array();
+    for (int i = 0; i < spec->n_variants; i++)
+      json_array_append_new(variants, json_string(exp_variant_name(spec->type, spec->variants[i])));
+    json_object_set_new(o, "variant", variants);
+  }
+  json_object_set_new(o, "seed", json_integer((json_int_t)spec->seed));
+  json_object_set_new(o, "warmup", json_integer(spec->timing.warmup));
+  json_object_set_new(o, "batches", json_integer(spec->timing.batches));
+  json_object_set_new(o, "reps", json_integer(spec->timing.reps));
+  return o;
+}
+
+static json_t *check_to_json(const struct exp_check *c) {
+  if (!c->done) return json_null();
+  json_t *o = json_object();
+  json_object_set_new(o, "passed", json_boolean(c->passed));
+  json_object_set_new(o, "checked", json_string(c->sampled ? "sample" : "all"));
+  if (c->sampled) json_object_set_new(o, "rows_checked", json_integer(c->rows_checked));
+  json_object_set_new(o, "compared", json_integer(c->compared));
+  json_object_set_new(o, "mismatches", json_integer(c->mismatches));
+  json_object_set_new(o, "max_abs_err", number_or_null(c->max_abs_err));
+  json_object_set_new(o, "max_rel_err", number_or_null(c->max_rel_err));
+  json_object_set_new(o, "tolerance", number_or_null(c->tolerance));
+  json_object_set_new(o, "tolerance_rule", json_string(c->tolerance_rule));
+  json_object_set_new(o, "reference", json_string(c->reference));
+  return o;
+}
+
+static json_t *timing_to_json(const struct exp_timing *t) {
+  if (t->n_samples == 0) return json_null();
+  json_t *o = json_object();
+  json_object_set_new(o, "median_ms", json_real(t->median_ms));
+  json_object_set_new(o, "min_ms", json_real(t->min_ms));
+  json_object_set_new(o, "max_ms", json_real(t->max_ms));
+  json_object_set_new(o, "mean_ms", json_real(t->mean_ms));
+  json_object_set_new(o, "stdev_ms", json_real(t->stdev_ms));
+  json_t *samples = json_array();
+  for (int i = 0; i < t->n_samples; i++) json_array_append_new(samples, json_real(t->samples_ms[i]));
+  json_object_set_new(o, "samples_ms", samples);
+  json_object_set_new(o, "warmup", json_integer(t->warmup));
+  json_object_set_new(o, "batches", json_integer(t->batches));
+  json_object_set_new(o, "reps", json_integer(t->reps));
+  if (t->capped_by) {
+    json_object_set_new(o, "warmup_requested", json_integer(t->warmup_requested));
+    json_object_set_new(o, "reps_requested", json_integer(t->reps_requested));
+    json_object_set_new(o, "capped_by", json_string(t->capped_by));
+  }
+  json_object_set_new(o, "method", json_string(t->method ? t->method : ""));
+  return o;
+}
+
+static json_t *triple(const int v[3]) { return json_pack("[iii]", v[0], v[1], v[2]); }
+
+static json_t *kernel_to_json(const struct exp_kernel_info *k) {
+  json_t *o = json_object();
+  json_object_set_new(o, "name", json_string(k->name));
+  json_object_set_new(o, "description", json_string(k->description));
+  if (k->has_launch) {
+    json_object_set_new(o, "grid", triple(k->grid));
+    json_object_set_new(o, "block", triple(k->block));
+    json_object_set_new(o, "registers", json_integer(k->registers));
+    json_object_set_new(o, "static_shared_bytes", json_integer(k->static_shared_bytes));
+    json_object_set_new(o, "dynamic_shared_bytes", json_integer(k->dynamic_shared_bytes));
+    json_object_set_new(o, "local_bytes", json_integer(k->local_bytes));
+  }
+  return o;
+}
+
+static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r) {
+  json_t *o = json_object();
+  json_object_set_new(o, "variant", json_string(r->label));
+  if (spec->type == EXP_PIPELINE) json_object_set_new(o, "streams", json_integer(r->variant));
+  json_object_set_new(o, "available", json_boolean(r->available));
+  if (!r->available) {
+    json_object_set_new(o, "reason", json_string(r->reason));
+    return o;
+  }
+  if (r->mapped_to[0]) json_object_set_new(o, "mapped_to", json_string(r->mapped_to));
+  json_object_set_new(o, "check", check_to_json(&r->check));
+  json_object_set_new(o, "timing", timing_to_json(&r->timing));
+  /* A run whose check failed has no figure: a fast wrong answer is not a result. */
+  json_object_set_new(o, "figure", r->figure > 0 ? json_real(r->figure) : json_null());
+  json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
+  json_object_set_new(o, "speedup", r->speedup > 0 ? json_real(r->speedup) : json_null());
+  json_object_set_new(o, "kernel", kernel_to_json(&r->kernel));
+  return o;
+}
+
+json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result *result) {
+  json_t *o = json_object();
+  json_object_set_new(o, "backend", json_string(result->backend));
+  json_object_set_new(o, "device", json_string(result->device_name));
+  json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
+  json_object_set_new(o, "work", json_real(exp_spec_work(spec)));
+  json_object_set_new(o, "work_unit", json_string(spec->type == EXP_GEMM ? "flop" : "bytes"));
+  json_t *runs = json_array();
+  for (int i = 0; i < result->n_runs; i++) json_array_append_new(runs, run_to_json(spec, &result->runs[i]));
+  json_object_set_new(o, "passed", json_boolean(exp_result_passed(result)));
+  json_object_set_new(o, "runs", runs);
+  return o;
+}
+
+json_t *api_device_to_json(const struct backend_device_info *d) {
+  json_t *o = json_object();
+  json_object_set_new(o, "backend", json_string(d->backend));
+  json_object_set_new(o, "name", json_string(d->name));
+  json_object_set_new(o, "index", json_integer(d->index));
+  json_object_set_new(o, "memory_total_bytes", json_integer((json_int_t)d->mem_total_bytes));
+  json_object_set_new(o, "memory_free_bytes", json_integer((json_int_t)d->mem_free_bytes));
+  if (d->cpu_cores) json_object_set_new(o, "cpu_cores", json_integer(d->cpu_cores));
+  if (d->backend[0] == 'c' && d->backend[1] == 'u') {
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+    json_object_set_new(o, "compute_capability", json_string(cc));
+    json_object_set_new(o, "sms", json_integer(d->sms));
+    json_object_set_new(o, "sm_clock_mhz", json_integer(d->sm_clock_mhz));
+    json_object_set_new(o, "memory_clock_mhz", json_integer(d->mem_clock_mhz));
+    json_object_set_new(o, "memory_bus_bits", json_integer(d->mem_bus_bits));
+    json_object_set_new(o, "l2_bytes", json_integer(d->l2_bytes));
+    char v[16];
+    snprintf(v, sizeof v, "%d.%d", d->runtime_version / 1000, d->runtime_version % 1000 / 10);
+    json_object_set_new(o, "cuda_runtime", json_string(v));
+    snprintf(v, sizeof v, "%d.%d", d->driver_version / 1000, d->driver_version % 1000 / 10);
+    json_object_set_new(o, "cuda_driver", json_string(v));
+  }
+  return o;
+}
+
+json_t *api_error_to_json(const struct api_error *err) {
+  return json_pack("{s:{s:i,s:s,s:s,s:o}}", "error", "status", err->status, "code", err->code,
+                   "message", err->message, "field",
+                   err->field[0] ? json_string(err->field) : json_null());
+}

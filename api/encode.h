@@ -1,0 +1,24 @@
+/* Result encoding: experiments, results and devices as JSON (jansson). Every
+ * function returns a new reference the caller owns (json_decref), or NULL when
+ * memory ran out. */
+#ifndef GPULAB_API_ENCODE_H
+#define GPULAB_API_ENCODE_H
+
+#include <jansson.h>
+#include "api/error.h"
+#include "kernels/backend.h"
+#include "kernels/experiment.h"
+
+/* The effective params of spec (defaults filled in), as a request would give them. */
+json_t *api_spec_to_json(const struct exp_spec *spec);
+/* {"backend", "device", "unit", "runs": [...]}: the lecture's table as data. */
+json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result *result);
+json_t *api_device_to_json(const struct backend_device_info *info);
+/* {"error": {"status", "code", "message", "field"}}; field is null when empty. */
+json_t *api_error_to_json(const struct api_error *err);
+
+/* Formats a unix time (seconds, with fraction) as RFC 3339 UTC with milliseconds,
+ * e.g. "2026-11-29T15:04:05.123Z", into buf (at least 32 bytes). */
+void api_format_time(double unix_s, char *buf, size_t len);
+
+#endif

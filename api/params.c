@@ -1,0 +1,320 @@
+/* Request parsing and validation: every field is typed, ranged and named. */
+#include "api/params.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int api_error_set(struct api_error *err, int status, const char *code, const char *field,
+                  const char *fmt, ...) {
+  err->status = status;
+  snprintf(err->code, sizeof err->code, "%s", code);
+  snprintf(err->field, sizeof err->field, "%s", field ? field : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* One integer field: where it lives in the spec and what it may hold. */
+struct int_field {
+  const char *name;
+  long long min, max;
+  size_t offset; /* of an int in struct exp_spec, or SIZE_MAX for the seed */
+};
+
+#define SPEC_INT(member) offsetof(struct exp_spec, member)
+#define FIELD_SEED ((size_t)-1)
+
+static const struct int_field common_fields[] = {
+    {"seed", 0, INT64_MAX, FIELD_SEED},
+    {"warmup", 0, API_MAX_WARMUP, SPEC_INT(timing.warmup)},
+    {"batches", 1, EXP_MAX_BATCHES, SPEC_INT(timing.batches)},
+    {"reps", 1, API_MAX_REPS, SPEC_INT(timing.reps)},
+};
+
+static const struct int_field transpose_fields[] = {
+    {"m", 1, API_MAX_DIM, SPEC_INT(u.transpose.m)},
+    {"n", 1, API_MAX_DIM, SPEC_INT(u.transpose.n)},
+};
+static const struct int_field gemm_fields[] = {
+    {"m", 1, API_MAX_DIM, SPEC_INT(u.gemm.m)},
+    {"n", 1, API_MAX_DIM, SPEC_INT(u.gemm.n)},
+    {"k", 1, API_MAX_DIM, SPEC_INT(u.gemm.k)},
+};
+static const struct int_field stencil_fields[] = {
+    {"n", 1, API_MAX_STENCIL_N, SPEC_INT(u.stencil.n)},
+    {"radius", 0, API_MAX_RADIUS, SPEC_INT(u.stencil.radius)},
+};
+static const struct int_field pipeline_fields[] = {
+    {"chunk", 1, API_MAX_CHUNK, SPEC_INT(u.pipeline.chunk)},
+    {"chunks", 1, API_MAX_CHUNKS, SPEC_INT(u.pipeline.chunks)},
+    {"terms", 1, API_MAX_TERMS, SPEC_INT(u.pipeline.terms)},
+};
+
+struct field_table {
+  const struct int_field *fields;
+  int count;
+};
+
+static struct field_table type_fields(enum exp_type type) {
+  switch (type) {
+  case EXP_TRANSPOSE: return (struct field_table){transpose_fields, 2};
+  case EXP_GEMM: return (struct field_table){gemm_fields, 3};
+  case EXP_STENCIL: return (struct field_table){stencil_fields, 2};
+  case EXP_PIPELINE: return (struct field_table){pipeline_fields, 3};
+  default: return (struct field_table){NULL, 0};
+  }
+}
+
+static const char *json_kind(const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a number with a fraction";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  default: return "null";
+  }
+}
+
+/* Lists the accepted field names of type, for unknown-field messages. */
+static void accepted_fields(enum exp_type type, char *buf, size_t len) {
+  struct field_table t = type_fields(type);
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < t.count; i++)
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", t.fields[i].name);
+  if (type == EXP_PIPELINE)
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "streams, ");
+  else
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "variant, ");
+  snprintf(buf + used, used < len ? len - used : 0, "seed, warmup, batches, reps");
+}
+
+static int parse_int(const struct int_field *f, json_t *v, const char *field,
+                     struct exp_spec *spec, struct api_error *err) {
+  if (!json_is_integer(v))
+    return api_error_set(err, 400, "wrong_type", field, "%s must be an integer, got %s",
+                         field, json_kind(v));
+  long long x = json_integer_value(v);
+  if (x < f->min || x > f->max)
+    return api_error_set(err, 400, "out_of_range", field,
+                         "%s must be between %lld and %lld, got %lld", field, f->min, f->max, x);
+  if (f->offset == FIELD_SEED)
+    spec->seed = (uint64_t)x;
+  else
+    *(int *)((char *)spec + f->offset) = (int)x;
+  return 0;
+}
+
+static int unknown_variant(enum exp_type type, const char *field, const char *name,
+                           struct api_error *err) {
+  char valid[128] = "";
+  size_t used = 0;
+  for (int i = 0; i < exp_variant_count(type); i++)
+    used += (size_t)snprintf(valid + used, sizeof valid - used, "%s, ", exp_variant_name(type, i));
+  return api_error_set(err, 400, "unknown_variant", field,
+                       "unknown variant '%.64s' for %s; valid: %sall", name, exp_type_name(type),
+                       valid);
+}
+
+/* variant: "name", "all", or a non-empty list of distinct names. */
+static int parse_variant(enum exp_type type, json_t *v, const char *field, struct exp_spec *spec,
+                         struct api_error *err) {
+  if (json_is_string(v)) {
+    const char *name = json_string_value(v);
+    if (strcmp(name, "all") == 0) return 0; /* the default already lists all */
+    int id = exp_variant_from_name(type, name);
+    if (id < 0) return unknown_variant(type, field, name, err);
+    spec->n_variants = 1;
+    spec->variants[0] = id;
+    return 0;
+  }
+  if (!json_is_array(v))
+    return api_error_set(err, 400, "wrong_type", field,
+                         "%s must be a variant name, a list of names or \"all\", got %s", field,
+                         json_kind(v));
+  size_t n = json_array_size(v);
+  if (n == 0 || n > (size_t)exp_variant_count(type))
+    return api_error_set(err, 400, "out_of_range", field,
+                         "%s must list between 1 and %d variants, got %zu", field,
+                         exp_variant_count(type), n);
+  unsigned seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_t *item = json_array_get(v, i);
+    if (!json_is_string(item))
+      return api_error_set(err, 400, "wrong_type", field, "%s[%zu] must be a string, got %s",
+                           field, i, json_kind(item));
+    int id = exp_variant_from_name(type, json_string_value(item));
+    if (id < 0) return unknown_variant(type, field, json_string_value(item), err);
+    if (seen & (1u << id))
+      return api_error_set(err, 400, "duplicate_variant", field, "%s lists '%s' twice", field,
+                           json_string_value(item));
+    seen |= 1u << id;
+    spec->variants[i] = id;
+  }
+  spec->n_variants = (int)n;
+  return 0;
+}
+
+/* streams: a stream count or a list of them, each 1..EXP_MAX_STREAMS. */
+static int parse_streams(json_t *v, const char *field, struct exp_spec *spec,
+                         struct api_error *err) {
+  json_t *one = json_is_integer(v) ? v : NULL;
+  size_t n = one ? 1 : json_array_size(v);
+  if (!one && !json_is_array(v))
+    return api_error_set(err, 400, "wrong_type", field,
+                         "%s must be a stream count or a list of them, got %s", field,
+                         json_kind(v));
+  if (n == 0 || n > EXP_MAX_STREAM_COUNTS)
+    return api_error_set(err, 400, "out_of_range", field,
+                         "%s must list between 1 and %d stream counts, got %zu", field,
+                         EXP_MAX_STREAM_COUNTS, n);
+  for (size_t i = 0; i < n; i++) {
+    json_t *item = one ? one : json_array_get(v, i);
+    if (!json_is_integer(item))
+      return api_error_set(err, 400, "wrong_type", field,
+                           "%s must hold integers, got %s", field, json_kind(item));
+    long long s = json_integer_value(item);
+    if (s < 1 || s > EXP_MAX_STREAMS)
+      return api_error_set(err, 400, "out_of_range", field,
+                           "%s: each stream count must be between 1 and %d, got %lld", field,
+                           EXP_MAX_STREAMS, s);
+    spec->u.pipeline.stream_counts[i] = (int)s;
+  }
+  spec->u.pipeline.n_stream_counts = (int)n;
+  return 0;
+}
+
+static const struct int_field *find_int_field(enum exp_type type, const char *key) {
+  struct field_table t = type_fields(type);
+  for (int i = 0; i < t.count; i++)
+    if (strcmp(key, t.fields[i].name) == 0) return &t.fields[i];
+  for (size_t i = 0; i < sizeof common_fields / sizeof common_fields[0]; i++)
+    if (strcmp(key, common_fields[i].name) == 0) return &common_fields[i];
+  return NULL;
+}
+
+static int parse_params_object(enum exp_type type, json_t *obj, const char *prefix,
+                               struct exp_spec *spec, struct api_error *err) {
+  exp_spec_default(type, spec);
+  if (!json_is_object(obj))
+    return api_error_set(err, 400, "wrong_type", *prefix ? "params" : "",
+                         "the %s must be a JSON object, got %s", *prefix ? "params" : "body",
+                         json_kind(obj));
+  const char *key;
+  json_t *v;
+  json_object_foreach(obj, key, v) {
+    char field[64];
+    snprintf(field, sizeof field, "%s%.40s", prefix, key);
+    const struct int_field *f = find_int_field(type, key);
+    int rc;
+    if (f)
+      rc = parse_int(f, v, field, spec, err);
+    else if (type != EXP_PIPELINE && strcmp(key, "variant") == 0)
+      rc = parse_variant(type, v, field, spec, err);
+    else if (type == EXP_PIPELINE && strcmp(key, "streams") == 0)
+      rc = parse_streams(v, field, spec, err);
+    else {
+      char accepted[160];
+      accepted_fields(type, accepted, sizeof accepted);
+      return api_error_set(err, 400, "unknown_field", field, "unknown field '%s'; %s accepts: %s",
+                           field, exp_type_name(type), accepted);
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* Loads a JSON document; an empty (or all-blank) body means {}. */
+static json_t *load_body(const char *body, size_t len, struct api_error *err) {
+  size_t i = 0;
+  while (i < len && strchr(" \t\r\n", body[i]) && body[i]) i++;
+  if (i == len) return json_object();
+  json_error_t je;
+  json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+  if (!root)
+    api_error_set(err, 400, "invalid_json", "",
+                  "malformed JSON at byte %d (line %d, column %d): %s", je.position, je.line,
+                  je.column, je.text);
+  return root;
+}
+
+int api_params_parse(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
+                     struct api_error *err) {
+  json_t *root = load_body(body, len, err);
+  if (!root) return -1;
+  int rc = parse_params_object(type, root, "", spec, err);
+  json_decref(root);
+  return rc;
+}
+
+int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
+                          struct api_error *err) {
+  json_t *root = load_body(body, len, err);
+  if (!root) return -1;
+  int rc = -1;
+  json_t *type = NULL, *params = NULL;
+  const char *key;
+  json_t *v;
+  if (!json_is_object(root)) {
+    api_error_set(err, 400, "wrong_type", "", "the body must be a JSON object, got %s",
+                  json_kind(root));
+    goto fail;
+  }
+  json_object_foreach(root, key, v) {
+    if (strcmp(key, "type") == 0)
+      type = v;
+    else if (strcmp(key, "params") == 0)
+      params = v;
+    else {
+      api_error_set(err, 400, "unknown_field", key, "unknown field '%.40s'; a job accepts: type, params",
+                    key);
+      goto fail;
+    }
+  }
+  if (!type) {
+    api_error_set(err, 400, "missing_field", "type",
+                  "type is required: one of transpose, gemm, stencil, pipeline");
+    goto fail;
+  }
+  int t = json_is_string(type) ? exp_type_from_name(json_string_value(type)) : -1;
+  if (t < 0) {
+    api_error_set(err, 400, json_is_string(type) ? "unknown_type" : "wrong_type", "type",
+                  "type must be one of transpose, gemm, stencil, pipeline, got %s%.40s%s",
+                  json_is_string(type) ? "'" : json_kind(type),
+                  json_is_string(type) ? json_string_value(type) : "", json_is_string(type) ? "'" : "");
+    goto fail;
+  }
+  json_t *empty = NULL;
+  if (!params) params = empty = json_object();
+  rc = parse_params_object((enum exp_type)t, params, "params.", &req->spec, err);
+  json_decref(empty);
+fail:
+  json_decref(root);
+  return rc;
+}
+
+int api_wait_parse(const char *text, double default_s, double *wait_s, struct api_error *err) {
+  if (!text) {
+    *wait_s = default_s;
+    return 0;
+  }
+  char *end = NULL;
+  double w = strtod(text, &end);
+  if (end == text || *end != '\0' || !isfinite(w))
+    return api_error_set(err, 400, "wrong_type", "wait", "wait must be a number of seconds, got '%.40s'",
+                         text);
+  if (w < 0 || w > API_MAX_WAIT_S)
+    return api_error_set(err, 400, "out_of_range", "wait", "wait must be between 0 and %d seconds, got %g",
+                         API_MAX_WAIT_S, w);
+  *wait_s = w;
+  return 0;
+}

@@ -1,0 +1,41 @@
+/* Request parsing and validation: JSON bodies into exp_spec, rejecting anything
+ * unknown, mistyped or out of range with an api_error that names the field. */
+#ifndef GPULAB_API_PARAMS_H
+#define GPULAB_API_PARAMS_H
+
+#include <stddef.h>
+#include "api/error.h"
+#include "kernels/experiment.h"
+
+/* Allowed ranges, also quoted in error messages and the README. */
+#define API_MAX_DIM (1 << 20)        /* m, n, k of transpose and gemm */
+#define API_MAX_STENCIL_N (1 << 30)
+#define API_MAX_RADIUS 1024
+#define API_MAX_CHUNK (1 << 28)
+#define API_MAX_CHUNKS 64
+#define API_MAX_TERMS 4096
+#define API_MAX_WARMUP 1000
+#define API_MAX_REPS 10000
+#define API_MAX_WAIT_S 600
+
+/* A POST /jobs body: the job type and its parameters. */
+struct api_job_request {
+  struct exp_spec spec;
+};
+
+/* Parses the params object of a job of `type` (the body of POST /transpose etc.,
+ * or "params" of POST /jobs) into spec, starting from the lecture's defaults.
+ * field_prefix ("" or "params.") is prepended to field names in errors.
+ * Returns 0, or -1 with err filled (400). body need not be NUL-terminated. */
+int api_params_parse(enum exp_type type, const char *body, size_t len,
+                     struct exp_spec *spec, struct api_error *err);
+
+/* Parses a POST /jobs body {"type": ..., "params": {...}}. Returns 0 or -1. */
+int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
+                          struct api_error *err);
+
+/* Parses the ?wait= query value (seconds, 0..API_MAX_WAIT_S, may be fractional);
+ * NULL gives default_s. Returns 0 or -1 with err. */
+int api_wait_parse(const char *text, double default_s, double *wait_s, struct api_error *err);
+
+#endif

@@ -1,0 +1,61 @@
+/* Picks and forwards to a backend (backend_impl.h). */
+#include "kernels/backend_impl.h"
+
+#include <stdio.h>
+
+int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
+                 char *why, size_t why_len) {
+  *out = NULL;
+  if (kind == BACKEND_CPU) {
+    int rc = cpu_backend_open(n_lanes, out, why, why_len);
+    if (rc == 0) snprintf(why, why_len, "cpu backend: asked for with --backend cpu");
+    return rc;
+  }
+#ifdef GPULAB_HAVE_CUDA
+  char cuda_why[256] = "";
+  int rc = cuda_backend_open(device, n_lanes, out, cuda_why, sizeof cuda_why);
+  if (rc == 0) {
+    snprintf(why, why_len, "cuda backend: %s", cuda_why);
+    return 0;
+  }
+  if (kind == BACKEND_CUDA) {
+    snprintf(why, why_len, "cuda backend unavailable: %s", cuda_why);
+    return rc;
+  }
+  rc = cpu_backend_open(n_lanes, out, why, why_len);
+  if (rc == 0) snprintf(why, why_len, "cpu backend: no CUDA device answered (%s)", cuda_why);
+  return rc;
+#else
+  if (kind == BACKEND_CUDA) {
+    snprintf(why, why_len, "cuda backend unavailable: gpulabd was built without CUDA (no nvcc)");
+    return BACKEND_EUNAVAIL;
+  }
+  int rc = cpu_backend_open(n_lanes, out, why, why_len);
+  if (rc == 0) snprintf(why, why_len, "cpu backend: gpulabd was built without CUDA (no nvcc)");
+  return rc;
+#endif
+}
+
+void backend_free(struct backend *b) {
+  if (b) b->ops->free(b);
+}
+
+const char *backend_name(const struct backend *b) { return b->ops->name; }
+int backend_lanes(const struct backend *b) { return b->n_lanes; }
+
+void backend_device_info(struct backend *b, struct backend_device_info *info) {
+  b->ops->device_info(b, info);
+}
+
+uint64_t backend_memory_limit(const struct backend *b) { return b->ops->memory_limit(b); }
+bool backend_healthy(const struct backend *b) { return b->ops->healthy(b); }
+
+int backend_run(struct backend *b, int lane, const struct exp_spec *spec,
+                const struct backend_hooks *hooks, struct exp_result *result, char *err,
+                size_t err_len) {
+  if (lane < 0 || lane >= b->n_lanes) {
+    snprintf(err, err_len, "lane %d out of range 0..%d", lane, b->n_lanes - 1);
+    return BACKEND_EINVAL;
+  }
+  return b->ops->run(b, lane, spec, hooks, result, err, err_len);
+}

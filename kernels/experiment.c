@@ -1,0 +1,151 @@
+/* Names, defaults and work counts of the lecture's experiments. */
+#include "kernels/experiment.h"
+
+#include <string.h>
+#include "kernels/stats.h"
+
+static const char *const type_names[EXP_TYPE_COUNT] = {"transpose", "gemm", "stencil",
+                                                       "pipeline"};
+static const char *const transpose_variants[] = {"naive", "shared32", "padded33", "copy"};
+static const char *const gemm_variants[] = {"naive", "tiled", "cublas"};
+static const char *const stencil_variants[] = {"naive", "shared"};
+
+struct variant_table {
+  const char *const *names;
+  int count;
+};
+
+static struct variant_table variants_of(enum exp_type type) {
+  switch (type) {
+  case EXP_TRANSPOSE: return (struct variant_table){transpose_variants, 4};
+  case EXP_GEMM: return (struct variant_table){gemm_variants, 3};
+  case EXP_STENCIL: return (struct variant_table){stencil_variants, 2};
+  default: return (struct variant_table){NULL, 0};
+  }
+}
+
+const char *exp_type_name(enum exp_type type) {
+  return (unsigned)type < EXP_TYPE_COUNT ? type_names[type] : NULL;
+}
+
+int exp_type_from_name(const char *name) {
+  for (int i = 0; i < EXP_TYPE_COUNT; i++)
+    if (strcmp(name, type_names[i]) == 0) return i;
+  return -1;
+}
+
+int exp_variant_count(enum exp_type type) { return variants_of(type).count; }
+
+const char *exp_variant_name(enum exp_type type, int variant) {
+  struct variant_table t = variants_of(type);
+  return variant >= 0 && variant < t.count ? t.names[variant] : NULL;
+}
+
+int exp_variant_from_name(enum exp_type type, const char *name) {
+  struct variant_table t = variants_of(type);
+  for (int i = 0; i < t.count; i++)
+    if (strcmp(name, t.names[i]) == 0) return i;
+  return -1;
+}
+
+enum exp_order exp_type_order(enum exp_type type) {
+  return type == EXP_STENCIL || type == EXP_PIPELINE ? EXP_ORDER_ALTERNATING
+                                                     : EXP_ORDER_SEQUENTIAL;
+}
+
+void exp_spec_default(enum exp_type type, struct exp_spec *spec) {
+  memset(spec, 0, sizeof *spec);
+  spec->type = type;
+  spec->seed = 2026;
+  spec->n_variants = exp_variant_count(type);
+  for (int i = 0; i < spec->n_variants; i++) spec->variants[i] = i;
+  /* The lecture's timing: transpose and GEMM warm up 3 times and time 5 batches of
+   * 20; stencil 20 and 5 x 100; the stream pipeline 5 warm-ups and 9 samples. */
+  switch (type) {
+  case EXP_TRANSPOSE:
+    spec->u.transpose.m = spec->u.transpose.n = 4096;
+    spec->timing = (struct exp_timing_params){3, 5, 20};
+    break;
+  case EXP_GEMM:
+    spec->u.gemm.m = spec->u.gemm.n = spec->u.gemm.k = 1024;
+    spec->timing = (struct exp_timing_params){3, 5, 20};
+    break;
+  case EXP_STENCIL:
+    spec->u.stencil.n = 1 << 22;
+    spec->u.stencil.radius = 32;
+    spec->timing = (struct exp_timing_params){20, 5, 100};
+    break;
+  case EXP_PIPELINE:
+    spec->u.pipeline.chunk = 1 << 20;
+    spec->u.pipeline.chunks = 3;
+    spec->u.pipeline.terms = 64;
+    spec->u.pipeline.n_stream_counts = 2;
+    spec->u.pipeline.stream_counts[0] = 1;
+    spec->u.pipeline.stream_counts[1] = 3;
+    spec->timing = (struct exp_timing_params){5, 9, 1};
+    break;
+  default: break;
+  }
+}
+
+uint64_t exp_spec_bytes(const struct exp_spec *spec) {
+  const uint64_t f = sizeof(float);
+  switch (spec->type) {
+  case EXP_TRANSPOSE: return 2 * f * (uint64_t)spec->u.transpose.m * (uint64_t)spec->u.transpose.n;
+  case EXP_GEMM: {
+    uint64_t m = (uint64_t)spec->u.gemm.m, n = (uint64_t)spec->u.gemm.n, k = (uint64_t)spec->u.gemm.k;
+    return f * (m * k + k * n + m * n);
+  }
+  case EXP_STENCIL: return 2 * f * (uint64_t)spec->u.stencil.n;
+  case EXP_PIPELINE:
+    return 2 * f * (uint64_t)spec->u.pipeline.chunk * (uint64_t)spec->u.pipeline.chunks;
+  default: return 0;
+  }
+}
+
+double exp_spec_work(const struct exp_spec *spec) {
+  switch (spec->type) {
+  case EXP_TRANSPOSE: return 8.0 * spec->u.transpose.m * (double)spec->u.transpose.n;
+  case EXP_GEMM: return 2.0 * spec->u.gemm.m * (double)spec->u.gemm.n * spec->u.gemm.k;
+  case EXP_STENCIL: return 8.0 * spec->u.stencil.n;
+  case EXP_PIPELINE: /* uploaded and downloaded bytes */
+    return 8.0 * spec->u.pipeline.chunk * (double)spec->u.pipeline.chunks;
+  default: return 0;
+  }
+}
+
+const char *exp_figure_unit(enum exp_type type) {
+  return type == EXP_GEMM ? "GFLOP/s" : "GB/s";
+}
+
+void exp_timing_summarize(struct exp_timing *t) {
+  struct stats_summary s;
+  stats_summarize(t->samples_ms, t->n_samples, &s);
+  t->median_ms = s.median;
+  t->min_ms = s.min;
+  t->max_ms = s.max;
+  t->mean_ms = s.mean;
+  t->stdev_ms = s.stdev;
+}
+
+void exp_result_finish(const struct exp_spec *spec, struct exp_result *result) {
+  double work = exp_spec_work(spec), base_ms = 0;
+  for (int i = 0; i < result->n_runs; i++) {
+    struct exp_run *run = &result->runs[i];
+    run->figure = 0;
+    run->speedup = 0;
+    if (!run->available || run->timing.n_samples == 0 || run->timing.median_ms <= 0) continue;
+    if (base_ms == 0) base_ms = run->timing.median_ms;
+    run->speedup = base_ms / run->timing.median_ms;
+    /* work per ms / 1e6 = work per s / 1e9: GB/s or GFLOP/s */
+    if (run->check.done && run->check.passed) run->figure = work / run->timing.median_ms / 1e6;
+  }
+}
+
+bool exp_result_passed(const struct exp_result *result) {
+  for (int i = 0; i < result->n_runs; i++) {
+    const struct exp_run *r = &result->runs[i];
+    if (r->available && !(r->check.done && r->check.passed)) return false;
+  }
+  return true;
+}

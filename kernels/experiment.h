@@ -1,0 +1,143 @@
+/* The experiments of the lecture as plain C data: what a job asks for (its spec)
+ * and what running it produced (its result). Shared by the JSON codec (api/), the
+ * engine (server/) and the backends (kernels/); knows neither JSON, HTTP nor CUDA. */
+#ifndef GPULAB_EXPERIMENT_H
+#define GPULAB_EXPERIMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum exp_type {
+  EXP_TRANSPOSE,
+  EXP_GEMM,
+  EXP_STENCIL,
+  EXP_PIPELINE,
+  EXP_TYPE_COUNT
+};
+
+/* Variants, numbered per type in their canonical ("all") order. */
+enum exp_transpose_variant { TRANSPOSE_NAIVE, TRANSPOSE_SHARED32, TRANSPOSE_PADDED33, TRANSPOSE_COPY };
+enum exp_gemm_variant { GEMM_NAIVE, GEMM_TILED, GEMM_CUBLAS };
+enum exp_stencil_variant { STENCIL_NAIVE, STENCIL_SHARED };
+
+#define EXP_MAX_VARIANTS 8   /* variants of one type, also runs of one job */
+#define EXP_MAX_STREAM_COUNTS 8
+#define EXP_MAX_STREAMS 32   /* largest stream count a pipeline run may use */
+#define EXP_MAX_BATCHES 100
+
+/* Order of variants across batches: the lecture times transpose and GEMM one
+ * variant after another, stencil and pipeline alternating the order per batch. */
+enum exp_order { EXP_ORDER_SEQUENTIAL, EXP_ORDER_ALTERNATING };
+
+struct exp_timing_params {
+  int warmup;  /* untimed launches per variant before the batches */
+  int batches; /* timed samples; each sample is one batch's mean per launch */
+  int reps;    /* launches per batch */
+};
+
+struct exp_spec {
+  enum exp_type type;
+  uint64_t seed; /* inputs come from gen.h with this seed */
+  struct exp_timing_params timing;
+  int n_variants;                     /* transpose/gemm/stencil: runs in this order */
+  int variants[EXP_MAX_VARIANTS];     /* values of the type's variant enum */
+  union {
+    struct { int m, n; } transpose;               /* A is m x n, B = A^T is n x m */
+    struct { int m, n, k; } gemm;                 /* C[m,n] = A[m,k] B[k,n] */
+    struct { int n, radius; } stencil;            /* y[i] = sum x[i-r..i+r] / (2r+1) */
+    struct {
+      int chunk, chunks, terms;
+      int n_stream_counts;
+      int stream_counts[EXP_MAX_STREAM_COUNTS];   /* one run per entry */
+    } pipeline;
+  } u;
+};
+
+/* Names and defaults. Lookups return NULL / -1 for unknown input. */
+const char *exp_type_name(enum exp_type type);
+int exp_type_from_name(const char *name); /* -1 if unknown */
+int exp_variant_count(enum exp_type type); /* 0 for pipeline (runs are stream counts) */
+const char *exp_variant_name(enum exp_type type, int variant);
+int exp_variant_from_name(enum exp_type type, const char *name); /* -1 if unknown */
+enum exp_order exp_type_order(enum exp_type type);
+
+/* Fills spec with the lecture's defaults for type (all variants). Cannot fail. */
+void exp_spec_default(enum exp_type type, struct exp_spec *spec);
+
+/* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once. */
+uint64_t exp_spec_bytes(const struct exp_spec *spec);
+
+/* Work counted for a run's figure: bytes moved (transpose, stencil, pipeline) or
+ * floating-point operations (gemm). The figure is work / median time. */
+double exp_spec_work(const struct exp_spec *spec);
+const char *exp_figure_unit(enum exp_type type); /* "GB/s" or "GFLOP/s" */
+
+/* ---- results ---- */
+
+struct exp_timing {
+  double median_ms, min_ms, max_ms, mean_ms, stdev_ms; /* over samples_ms */
+  int n_samples;
+  double samples_ms[EXP_MAX_BATCHES]; /* per batch: mean time of one launch (or one pipeline pass) */
+  int warmup, batches, reps;          /* what was used */
+  int warmup_requested, reps_requested;
+  const char *capped_by; /* NULL, or why fewer reps/warm-ups than requested were used */
+  const char *method;    /* static text: how the samples were timed */
+};
+
+struct exp_check {
+  bool done;      /* false: not compared (the run failed or was unavailable) */
+  bool passed;
+  bool sampled;   /* true: only rows_checked whole rows were compared */
+  int rows_checked;
+  int64_t compared; /* elements compared */
+  int64_t mismatches;
+  double max_abs_err, max_rel_err;
+  double tolerance;         /* per element, absolute; 0 = exact */
+  char tolerance_rule[96];  /* how tolerance was set, for humans */
+  char reference[64];       /* what the output was compared against */
+};
+
+struct exp_kernel_info {
+  char name[64];       /* kernel or CPU function that ran */
+  char description[96];/* one line: mapping or library */
+  bool has_launch;     /* grid/block and resources below are meaningful */
+  int grid[3], block[3];
+  int registers, static_shared_bytes, dynamic_shared_bytes, local_bytes;
+};
+
+struct exp_run {
+  int variant;        /* the type's variant enum; for pipeline, the stream count */
+  char label[32];     /* "padded33", "streams=3", ... */
+  bool available;     /* false: this backend cannot run it; reason says why */
+  char reason[128];
+  char mapped_to[64]; /* non-empty: ran a substitute of this backend, named here */
+  struct exp_check check;
+  struct exp_timing timing;
+  double figure;      /* work / median; reported as null when the check failed */
+  double speedup;     /* first available run's median / this median; 0 if n/a */
+  struct exp_kernel_info kernel;
+};
+
+struct exp_result {
+  int n_runs;
+  struct exp_run runs[EXP_MAX_VARIANTS];
+  char backend[8];       /* "cuda" or "cpu" */
+  char device_name[96];
+};
+
+/* Fills timing's summary fields from samples_ms[0..n_samples). */
+void exp_timing_summarize(struct exp_timing *timing);
+/* True when every available run was checked and passed. */
+bool exp_result_passed(const struct exp_result *result);
+/* Sets every run's figure and speedup from its timing and check. */
+void exp_result_finish(const struct exp_spec *spec, struct exp_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,48 @@
+/* CPU side of every experiment: the inputs (from gen.h) and the reference answer a
+ * backend's output is checked against. Built once per job, shared by its variants. */
+#ifndef GPULAB_REFERENCE_H
+#define GPULAB_REFERENCE_H
+
+#include <stddef.h>
+#include "kernels/experiment.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Above this many multiply-adds, a GEMM check compares a sample of whole rows
+ * (REFERENCE_GEMM_SAMPLE_ROWS of them, first and last included) in FP64. */
+#define REFERENCE_GEMM_FULL_MAX_FMAS (1ull << 27)
+#define REFERENCE_GEMM_SAMPLE_ROWS 64
+
+struct reference;
+
+/* Generates spec's inputs on the host and the expected output (FP64 where the
+ * experiment computes in floating point). Returns 0 or -ENOMEM. *out is owned by
+ * the caller: free it with reference_free. */
+int reference_new(const struct exp_spec *spec, struct reference **out);
+void reference_free(struct reference *ref); /* NULL is a no-op */
+
+/* The job's inputs, as generated; owned by ref, valid until reference_free.
+ * transpose: a (m*n). gemm: a (m*k), b (k*n). stencil: x (n).
+ * pipeline: x (chunk*chunks), phases in [-pi, pi). NULL for inputs the type lacks. */
+const float *reference_input(const struct reference *ref, int which /* GEN_A, GEN_B, GEN_X */);
+
+/* Number of output elements the job writes per variant. */
+size_t reference_output_len(const struct reference *ref);
+
+/* Compares out (reference_output_len floats) with the expected output of variant
+ * and fills check. Transpose variants compare exactly (copy: against the input);
+ * gemm per element within k * 2^-23 * sum|a*b|; stencil within (2r+1) * 2^-23;
+ * pipeline within 2e-6 * terms + 1e-6. NaN never passes. Cannot fail. */
+void reference_check(const struct reference *ref, int variant, const float *out,
+                     struct exp_check *check);
+
+/* The per-type generators, also used by the unit tests: fill h[0..n). */
+void reference_fill(float *h, size_t n, uint64_t seed, int stream);
+void reference_fill_phases(float *h, size_t n, uint64_t seed); /* gen * pi */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+/* gpulabd's command line. */
+#include "server/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GPULAB_VERSION "0.1.0"
+
+static const char usage[] =
+    "usage: gpulabd [flags]\n"
+    "Runs the CUDA lecture's experiments (transpose, gemm, stencil, pipeline) as HTTP jobs.\n"
+    "\n"
+    "  --host ADDR         numeric address to listen on (default 127.0.0.1)\n"
+    "  --port N            TCP port; 0 picks a free one (default 8080)\n"
+    "  --backend KIND      auto | cuda | cpu (default auto: CUDA when a device answers)\n"
+    "  --device N          CUDA device ordinal (default 0)\n"
+    "  --streams N         CUDA streams (CPU: worker threads) jobs run on, 1..64 (default 4)\n"
+    "  --max-body BYTES    largest request body; larger gets 413 (default 1048576)\n"
+    "  --http-threads N    HTTP worker threads, 1..256 (default 4)\n"
+    "  --max-queued N      queued jobs at most; more get 429 (default 1024)\n"
+    "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
+    "  --wait SECONDS      how long a POST waits for its job without ?wait= (default 60)\n"
+    "  --help              this text\n"
+    "  --version           the version\n";
+
+static int parse_long(const char *flag, const char *text, long lo, long hi, long *out, char *err,
+                      size_t err_len) {
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (end == text || *end || errno || v < lo || v > hi) {
+    snprintf(err, err_len, "%s must be an integer between %ld and %ld, got '%s'", flag, lo, hi, text);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
+  *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
+                         .device = 0, .streams = 4, .max_body = 1 << 20, .http_threads = 4,
+                         .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60};
+  static const struct option options[] = {
+      {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
+      {"backend", required_argument, 0, 'b'},   {"device", required_argument, 0, 'd'},
+      {"streams", required_argument, 0, 's'},   {"max-body", required_argument, 0, 'B'},
+      {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
+      {"max-jobs-kept", required_argument, 0, 'k'}, {"wait", required_argument, 0, 'w'},
+      {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
+      {0, 0, 0, 0}};
+  optind = 1;
+  opterr = 0;
+  int c;
+  long v;
+  while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    int rc = 0;
+    switch (c) {
+    case 'H':
+      if (strlen(optarg) >= sizeof cfg->host) {
+        snprintf(err, err_len, "--host is too long");
+        return -1;
+      }
+      strcpy(cfg->host, optarg);
+      break;
+    case 'p': rc = parse_long("--port", optarg, 0, 65535, &v, err, err_len); cfg->port = (int)v; break;
+    case 'b':
+      if (strcmp(optarg, "auto") == 0) cfg->backend = BACKEND_AUTO;
+      else if (strcmp(optarg, "cuda") == 0) cfg->backend = BACKEND_CUDA;
+      else if (strcmp(optarg, "cpu") == 0) cfg->backend = BACKEND_CPU;
+      else {
+        snprintf(err, err_len, "--backend must be auto, cuda or cpu, got '%s'", optarg);
+        return -1;
+      }
+      break;
+    case 'd': rc = parse_long("--device", optarg, 0, 1023, &v, err, err_len); cfg->device = (int)v; break;
+    case 's': rc = parse_long("--streams", optarg, 1, 64, &v, err, err_len); cfg->streams = (int)v; break;
+    case 'B': rc = parse_long("--max-body", optarg, 64, 1L << 40, &v, err, err_len); cfg->max_body = (size_t)v; break;
+    case 't': rc = parse_long("--http-threads", optarg, 1, 256, &v, err, err_len); cfg->http_threads = (int)v; break;
+    case 'q': rc = parse_long("--max-queued", optarg, 1, 1000000, &v, err, err_len); cfg->max_queued = (int)v; break;
+    case 'k': rc = parse_long("--max-jobs-kept", optarg, 1, 10000000, &v, err, err_len); cfg->max_jobs_kept = (int)v; break;
+    case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
+    case 'h': fputs(usage, out); return 1;
+    case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
+    default:
+      snprintf(err, err_len, "unknown or incomplete flag '%s' (see --help)", argv[optind - 1]);
+      return -1;
+    }
+    if (rc) return -1;
+  }
+  if (optind < argc) {
+    snprintf(err, err_len, "unexpected argument '%s' (see --help)", argv[optind]);
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+/* gpulabd's command line: every flag, its default, and --help. */
+#ifndef GPULAB_CONFIG_H
+#define GPULAB_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "kernels/backend.h"
+
+struct config {
+  char host[64];
+  int port;
+  enum backend_kind backend;
+  int device;
+  int streams;
+  size_t max_body;
+  int http_threads;
+  int max_queued;
+  int max_jobs_kept;
+  double default_wait_s;
+};
+
+/* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or
+ * --version was printed to out, -1 with a message in err for a bad flag. */
+int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len);
+
+#endif

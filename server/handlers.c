@@ -1,0 +1,343 @@
+/* The routes: what each URL and method does, in terms of the engine and api/. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/encode.h"
+#include "api/params.h"
+#include "server/http_priv.h"
+
+enum route_id { ROUTE_INDEX, ROUTE_HEALTH, ROUTE_DEVICE, ROUTE_JOBS, ROUTE_JOB, ROUTE_EXPERIMENT };
+
+struct route_match {
+  enum route_id id;
+  const char *allow;
+  int exp_type;        /* ROUTE_EXPERIMENT */
+  const char *job_id;  /* ROUTE_JOB: the text after /jobs/ */
+};
+
+#define LIST_LIMIT_DEFAULT 50
+#define LIST_LIMIT_MAX 1000
+
+static bool match_route(const char *url, struct route_match *m) {
+  memset(m, 0, sizeof *m);
+  m->exp_type = -1;
+  if (strcmp(url, "/") == 0) *m = (struct route_match){ROUTE_INDEX, "GET, HEAD", -1, NULL};
+  else if (strcmp(url, "/health") == 0) *m = (struct route_match){ROUTE_HEALTH, "GET, HEAD", -1, NULL};
+  else if (strcmp(url, "/device") == 0) *m = (struct route_match){ROUTE_DEVICE, "GET, HEAD", -1, NULL};
+  else if (strcmp(url, "/jobs") == 0) *m = (struct route_match){ROUTE_JOBS, "GET, HEAD, POST", -1, NULL};
+  else if (strncmp(url, "/jobs/", 6) == 0 && url[6] && !strchr(url + 6, '/'))
+    *m = (struct route_match){ROUTE_JOB, "GET, HEAD, DELETE", -1, url + 6};
+  else if (url[0] == '/' && exp_type_from_name(url + 1) >= 0)
+    *m = (struct route_match){ROUTE_EXPERIMENT, "POST", exp_type_from_name(url + 1), NULL};
+  else
+    return false;
+  return true;
+}
+
+static bool method_allowed(const char *method, const char *allow) {
+  size_t n = strlen(method);
+  for (const char *p = allow; (p = strstr(p, method)); p += n)
+    if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return true;
+  return false;
+}
+
+static bool is_json_route(const struct route_match *m, const char *method) {
+  return strcmp(method, "POST") == 0 && (m->id == ROUTE_EXPERIMENT || m->id == ROUTE_JOBS);
+}
+
+/* JSON, or curl -d's default form type (the README's examples send JSON that way). */
+static bool json_content_type(const char *ct) {
+  if (!ct) return true;
+  size_t len = strcspn(ct, ";");
+  while (len && isspace((unsigned char)ct[len - 1])) len--;
+  static const char *const ok[] = {"application/json", "application/x-www-form-urlencoded"};
+  for (size_t i = 0; i < 2; i++)
+    if (len == strlen(ok[i]) && strncasecmp(ct, ok[i], len) == 0) return true;
+  return len > 5 && strncasecmp(ct + len - 5, "+json", 5) == 0;
+}
+
+bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result) {
+  struct route_match m;
+  if (!match_route(url, &m)) {
+    *result = respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);
+    return true;
+  }
+  r->allow = m.allow;
+  const char *method = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
+  if (!method_allowed(method, m.allow)) {
+    *result = respond_fail(r, 405, "method_not_allowed", NULL, "%.8s is not allowed on %.200s; allowed: %s",
+                           r->method, url, m.allow);
+    return true;
+  }
+  if (!is_json_route(&m, method)) return false;
+  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  if (!json_content_type(ct)) {
+    *result = respond_fail(r, 415, "unsupported_media_type", NULL,
+                           "the body must be JSON (Content-Type: application/json), got '%.100s'", ct);
+    return true;
+  }
+  const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  unsigned long long length = cl ? strtoull(cl, NULL, 10) : 0;
+  if (length > r->srv->opts.max_body) {
+    *result = respond_fail(r, 413, "body_too_large", NULL,
+                           "the request body has %llu bytes; --max-body allows %zu", length,
+                           r->srv->opts.max_body);
+    return true;
+  }
+  return false;
+}
+
+static json_t *time_or_null(double unix_s) {
+  if (unix_s <= 0) return json_null();
+  char buf[40];
+  api_format_time(unix_s, buf, sizeof buf);
+  return json_string(buf);
+}
+
+static json_t *ms_between(double from, double to) {
+  return from > 0 && to > 0 ? json_real((to - from) * 1e3) : json_null();
+}
+
+static json_t *job_to_json(struct engine *e, struct job *job, bool with_result) {
+  struct job_view v;
+  job_get_view(e, job, &v);
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_integer((json_int_t)v.id));
+  json_object_set_new(o, "type", json_string(exp_type_name(v.spec.type)));
+  json_object_set_new(o, "state", json_string(job_state_name(v.state)));
+  json_object_set_new(o, "client", json_string(v.client));
+  json_object_set_new(o, "params", api_spec_to_json(&v.spec));
+  json_object_set_new(o, "created_at", time_or_null(v.created_at));
+  json_object_set_new(o, "started_at", time_or_null(v.started_at));
+  json_object_set_new(o, "finished_at", time_or_null(v.finished_at));
+  double queue_end = v.started_at > 0 ? v.started_at : v.finished_at;
+  json_object_set_new(o, "queue_ms", ms_between(v.created_at, queue_end));
+  json_object_set_new(o, "run_ms", ms_between(v.started_at, v.finished_at));
+  json_object_set_new(o, "device", v.device >= 0 ? json_integer(v.device) : json_null());
+  json_object_set_new(o, "stream", v.lane >= 0 ? json_integer(v.lane) : json_null());
+  if (with_result)
+    json_object_set_new(o, "result", v.result ? api_result_to_json(&v.spec, v.result) : json_null());
+  else if (v.result)
+    json_object_set_new(o, "passed", json_boolean(exp_result_passed(v.result)));
+  json_object_set_new(o, "error", v.error_code[0] ? json_pack("{s:s,s:s}", "code", v.error_code,
+                                                              "message", v.error_message)
+                                                  : json_null());
+  return o;
+}
+
+static enum MHD_Result respond_job(struct request *r, struct job *job) {
+  struct job_view v;
+  job_get_view(r->srv->engine, job, &v);
+  bool final = job_state_final(v.state);
+  json_t *body = job_to_json(r->srv->engine, job, true);
+  if (final) return respond_json(r, 200, body);
+  /* Still going: 202 and where to look. */
+  char *text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (!text) return respond_json(r, 500, NULL);
+  size_t len = strlen(text);
+  text[len] = '\n';
+  struct MHD_Response *resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
+  if (!resp) return MHD_NO;
+  char location[48];
+  snprintf(location, sizeof location, "/jobs/%" PRIu64, v.id);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
+  enum MHD_Result ret = MHD_queue_response(r->conn, 202, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+enum MHD_Result handle_resumed(struct request *r) { return respond_job(r, r->job); }
+
+static const char *client_address(struct request *r, char *buf, size_t len) {
+  const union MHD_ConnectionInfo *info =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  buf[0] = '\0';
+  if (!info || !info->client_addr) return buf;
+  const struct sockaddr *sa = info->client_addr;
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+  return buf;
+}
+
+static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec) {
+  struct api_error err;
+  double wait_s;
+  const char *wait_text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait");
+  if (api_wait_parse(wait_text, r->srv->opts.default_wait_s, &wait_s, &err))
+    return respond_error(r, &err);
+  struct engine *e = r->srv->engine;
+  if (!engine_healthy(e))
+    return respond_fail(r, 503, "backend_unavailable", NULL,
+                        "the device failed and gpulabd is not accepting jobs; see /health");
+  char client[64];
+  struct job *job;
+  int rc = engine_submit(e, spec, client_address(r, client, sizeof client), &job);
+  if (rc == -EFBIG)
+    return respond_fail(r, 413, "job_too_large", NULL,
+                        "this job needs %" PRIu64 " bytes of memory; the limit per job is %" PRIu64
+                        " bytes", exp_spec_bytes(spec), engine_memory_limit(e));
+  if (rc == -EAGAIN) {
+    enum MHD_Result ret = respond_fail(r, 429, "queue_full", NULL, "the job queue is full; retry later");
+    return ret;
+  }
+  if (rc) return respond_fail(r, 503, "unavailable", NULL, "cannot queue the job: %s", strerror(-rc));
+  enum MHD_Result ret;
+  if (wait_s > 0) {
+    request_wait_for_job(r, job, wait_s);
+    ret = MHD_YES;
+  } else {
+    ret = respond_job(r, job);
+  }
+  job_unref(job);
+  return ret;
+}
+
+static enum MHD_Result post_experiment(struct request *r, int type) {
+  struct exp_spec spec;
+  struct api_error err;
+  if (api_params_parse((enum exp_type)type, r->body ? r->body : "", r->body_len, &spec, &err))
+    return respond_error(r, &err);
+  return submit_job(r, &spec);
+}
+
+static enum MHD_Result post_jobs(struct request *r) {
+  struct api_job_request req;
+  struct api_error err;
+  if (api_job_request_parse(r->body ? r->body : "", r->body_len, &req, &err))
+    return respond_error(r, &err);
+  return submit_job(r, &req.spec);
+}
+
+/* Parses a decimal job id; false for anything else (leading zeros, signs, overflow). */
+static bool parse_job_id(const char *text, uint64_t *id) {
+  if (!*text || *text == '0' || strlen(text) > 19) return false;
+  for (const char *p = text; *p; p++)
+    if (!isdigit((unsigned char)*p)) return false;
+  *id = strtoull(text, NULL, 10);
+  return true;
+}
+
+static enum MHD_Result job_route(struct request *r, const char *id_text) {
+  uint64_t id;
+  struct engine *e = r->srv->engine;
+  struct job *job = parse_job_id(id_text, &id) ? engine_job_get(e, id) : NULL;
+  if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+  enum MHD_Result ret;
+  if (strcmp(r->method, "DELETE") == 0 && engine_job_cancel(e, job) == -EALREADY)
+    ret = respond_fail(r, 409, "job_finished", "id", "job %" PRIu64 " has already finished", id);
+  else
+    ret = respond_json(r, 200, job_to_json(e, job, true));
+  job_unref(job);
+  return ret;
+}
+
+/* Reads an integer query argument in [lo, hi]; absent gives def. */
+static int query_int(struct request *r, const char *name, long long lo, long long hi,
+                     long long def, long long *out, struct api_error *err) {
+  const char *text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+  *out = def;
+  if (!text) return 0;
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (end == text || *end || errno)
+    return api_error_set(err, 400, "wrong_type", name, "%s must be an integer, got '%.40s'", name, text);
+  if (v < lo || v > hi)
+    return api_error_set(err, 400, "out_of_range", name, "%s must be between %lld and %lld, got %lld",
+                         name, lo, hi, v);
+  *out = v;
+  return 0;
+}
+
+static enum MHD_Result list_jobs(struct request *r) {
+  struct api_error err;
+  long long limit, before;
+  if (query_int(r, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit, &err) ||
+      query_int(r, "before", 1, INT64_MAX, 0, &before, &err))
+    return respond_error(r, &err);
+  struct engine_list_filter f = {.state = -1, .type = -1, .before_id = (uint64_t)before};
+  const char *state = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "state");
+  const char *type = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "type");
+  if (state && (f.state = job_state_from_name(state)) < 0)
+    return respond_fail(r, 400, "unknown_state", "state",
+                        "unknown state '%.40s'; valid: queued, waiting, running, done, failed, canceled", state);
+  if (type && (f.type = exp_type_from_name(type)) < 0)
+    return respond_fail(r, 400, "unknown_type", "type",
+                        "unknown type '%.40s'; valid: transpose, gemm, stencil, pipeline", type);
+  struct job **jobs = malloc(((size_t)limit + 1) * sizeof *jobs);
+  if (!jobs) return respond_json(r, 500, NULL);
+  /* One more than asked tells whether a next page exists. */
+  int n = engine_jobs_list(r->srv->engine, &f, jobs, (int)limit + 1);
+  json_t *list = json_array();
+  for (int i = 0; i < n && i < limit; i++)
+    json_array_append_new(list, job_to_json(r->srv->engine, jobs[i], false));
+  json_t *next = json_null();
+  if (n > limit) {
+    struct job_view v;
+    job_get_view(r->srv->engine, jobs[limit - 1], &v);
+    next = json_integer((json_int_t)v.id);
+  }
+  for (int i = 0; i < n; i++) job_unref(jobs[i]);
+  free(jobs);
+  return respond_json(r, 200, json_pack("{s:o,s:o}", "jobs", list, "next_before", next));
+}
+
+static json_t *device_json(struct engine *e) {
+  struct backend *b = engine_device(e, 0);
+  struct backend_device_info info;
+  backend_device_info(b, &info);
+  json_t *o = api_device_to_json(&info);
+  json_object_set_new(o, "streams", json_integer(backend_lanes(b)));
+  json_object_set_new(o, "job_memory_limit_bytes", json_integer((json_int_t)backend_memory_limit(b)));
+  json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
+  return o;
+}
+
+static enum MHD_Result health(struct request *r) {
+  struct engine *e = r->srv->engine;
+  struct engine_counts c;
+  engine_counts(e, &c);
+  bool ok = engine_healthy(e);
+  json_t *jobs = json_object();
+  for (int s = 0; s < JOB_STATE_COUNT; s++)
+    json_object_set_new(jobs, job_state_name((enum job_state)s), json_integer(c.by_state[s]));
+  return respond_json(r, ok ? 200 : 503,
+                      json_pack("{s:s,s:s,s:f,s:I,s:o}", "status", ok ? "ok" : "unhealthy", "backend",
+                                backend_name(engine_device(e, 0)), "uptime_s",
+                                engine_now_mono() - r->srv->started_mono, "jobs_submitted",
+                                (json_int_t)c.submitted, "jobs", jobs));
+}
+
+static enum MHD_Result index_page(struct request *r) {
+  return respond_json(
+      r, 200,
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes", "POST /transpose",
+                "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs", "GET /jobs",
+                "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /device", "GET /health"));
+}
+
+enum MHD_Result handle_request(struct request *r, const char *url) {
+  struct route_match m;
+  match_route(url, &m); /* handle_precheck already refused unknown routes */
+  bool post = strcmp(r->method, "POST") == 0;
+  switch (m.id) {
+  case ROUTE_INDEX: return index_page(r);
+  case ROUTE_HEALTH: return health(r);
+  case ROUTE_DEVICE: return respond_json(r, 200, device_json(r->srv->engine));
+  case ROUTE_JOBS: return post ? post_jobs(r) : list_jobs(r);
+  case ROUTE_JOB: return job_route(r, m.job_id);
+  case ROUTE_EXPERIMENT: return post_experiment(r, m.exp_type);
+  }
+  return respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);
+}

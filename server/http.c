@@ -1,0 +1,198 @@
+/* The HTTP plumbing: libmicrohttpd's daemon, one `struct request` per request,
+ * body collection under --max-body, suspension while a job runs, JSON replies. */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/encode.h"
+#include "server/http_priv.h"
+#include "server/log.h"
+
+enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
+  char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+  json_decref(json);
+  struct MHD_Response *resp;
+  if (text) {
+    size_t len = strlen(text);
+    text[len] = '\n'; /* replaces the NUL: friendlier in a terminal */
+    resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
+  } else {
+    static const char oom[] =
+        "{\"error\":{\"status\":500,\"code\":\"out_of_memory\",\"message\":\"out of memory\",\"field\":null}}\n";
+    status = 500;
+    resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+  }
+  if (!resp) return MHD_NO;
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+  if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+  enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+enum MHD_Result respond_error(struct request *r, const struct api_error *err) {
+  return respond_json(r, (unsigned)err->status, api_error_to_json(err));
+}
+
+enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
+                             const char *fmt, ...) {
+  struct api_error err = {.status = status};
+  snprintf(err.code, sizeof err.code, "%s", code);
+  snprintf(err.field, sizeof err.field, "%s", field ? field : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err.message, sizeof err.message, fmt, ap);
+  va_end(ap);
+  return respond_error(r, &err);
+}
+
+static void on_job_ready(void *arg) {
+  struct request *r = arg;
+  MHD_resume_connection(r->conn);
+}
+
+void request_wait_for_job(struct request *r, struct job *job, double wait_s) {
+  job_ref(job);
+  r->job = job;
+  r->suspended = true;
+  MHD_suspend_connection(r->conn);
+  /* Added after suspending: a job that ends meanwhile resumes at once. */
+  engine_watch_add(r->srv->engine, job, &r->watch, engine_now_mono() + wait_s, on_job_ready, r);
+}
+
+/* Appends upload data, remembering (not storing) what goes past max_body. */
+static void collect_body(struct request *r, const char *data, size_t size) {
+  if (r->body_too_large || r->body_len + size > r->srv->opts.max_body) {
+    r->body_too_large = true;
+    return;
+  }
+  if (r->body_len + size + 1 > r->body_cap) {
+    size_t cap = r->body_cap ? r->body_cap : 1024;
+    while (cap < r->body_len + size + 1) cap *= 2;
+    char *body = realloc(r->body, cap);
+    if (!body) {
+      r->body_too_large = true; /* reported as 413: we could not hold it */
+      return;
+    }
+    r->body = body;
+    r->body_cap = cap;
+  }
+  memcpy(r->body + r->body_len, data, size);
+  r->body_len += size;
+  r->body[r->body_len] = '\0';
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **req_cls) {
+  struct http_server *srv = cls;
+  struct request *r = *req_cls;
+  if (!r) {
+    r = calloc(1, sizeof *r);
+    if (!r) return MHD_NO;
+    r->srv = srv;
+    r->conn = conn;
+    snprintf(r->method, sizeof r->method, "%s", method);
+    *req_cls = r;
+    enum MHD_Result early;
+    if (handle_precheck(r, url, &early)) return early;
+    return MHD_YES;
+  }
+  if (r->suspended) { /* resumed: the job ended or the wait ran out */
+    r->suspended = false;
+    return handle_resumed(r);
+  }
+  if (*upload_data_size) {
+    collect_body(r, upload_data, *upload_data_size);
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (r->body_too_large)
+    return respond_fail(r, 413, "body_too_large", NULL,
+                        "the request body is larger than --max-body (%zu bytes)",
+                        srv->opts.max_body);
+  return handle_request(r, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  struct request *r = *req_cls;
+  if (!r) return;
+  job_unref(r->job);
+  free(r->body);
+  free(r);
+  *req_cls = NULL;
+}
+
+static int parse_bind_address(const char *host, int port, struct sockaddr_storage *ss,
+                              unsigned *flags) {
+  memset(ss, 0, sizeof *ss);
+  struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+  if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+    return 0;
+  }
+  if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((uint16_t)port);
+    *flags |= MHD_USE_IPv6;
+    return 0;
+  }
+  return -1;
+}
+
+int http_server_start(const struct http_options *opts, struct engine *engine,
+                      struct http_server **out, char *err, size_t err_len) {
+  struct http_server *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, err_len, "out of memory");
+    return -1;
+  }
+  s->engine = engine;
+  s->opts = *opts;
+  s->started_mono = engine_now_mono();
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                   MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  struct sockaddr_storage addr;
+  if (parse_bind_address(opts->host, opts->port, &addr, &flags)) {
+    snprintf(err, err_len, "--host %s is not a numeric IPv4 or IPv6 address", opts->host);
+    free(s);
+    return -1;
+  }
+  s->daemon = MHD_start_daemon(
+      flags, (uint16_t)opts->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opts->threads, MHD_OPTION_NOTIFY_COMPLETED,
+      on_completed, s, MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+      MHD_OPTION_END);
+  if (!s->daemon) {
+    snprintf(err, err_len, "cannot listen on %s:%d (in use, or not an address of this machine)",
+             opts->host, opts->port);
+    free(s);
+    return -1;
+  }
+  *out = s;
+  return 0;
+}
+
+int http_server_port(const struct http_server *s) {
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  return info ? info->port : -1;
+}
+
+void http_server_quiesce(struct http_server *s) {
+  if (s) MHD_quiesce_daemon(s->daemon);
+}
+
+void http_server_stop(struct http_server *s) {
+  if (!s) return;
+  MHD_stop_daemon(s->daemon);
+  free(s);
+}

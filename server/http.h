@@ -1,0 +1,30 @@
+/* The HTTP layer: libmicrohttpd in internal polling mode with a thread pool,
+ * routing, and JSON responses. Waiting clients are suspended, never holding a
+ * thread. Knows libmicrohttpd and the engine; not CUDA. */
+#ifndef GPULAB_HTTP_H
+#define GPULAB_HTTP_H
+
+#include <stddef.h>
+#include "server/engine.h"
+
+struct http_options {
+  const char *host;      /* numeric IPv4 or IPv6 address to bind */
+  int port;              /* 0 picks a free port */
+  int threads;           /* libmicrohttpd's thread pool */
+  size_t max_body;       /* larger request bodies get 413 */
+  double default_wait_s; /* how long POSTs wait for their job without ?wait= */
+};
+
+struct http_server;
+
+/* Starts serving. engine is borrowed and must outlive the server. Returns 0, or
+ * -1 with a message in err. */
+int http_server_start(const struct http_options *opts, struct engine *engine,
+                      struct http_server **out, char *err, size_t err_len);
+int http_server_port(const struct http_server *s); /* the bound port */
+/* Stops accepting new connections; requests in flight go on. */
+void http_server_quiesce(struct http_server *s);
+/* Closes every connection and frees the server. NULL is a no-op. */
+void http_server_stop(struct http_server *s);
+
+#endif

@@ -1,0 +1,55 @@
+/* Private to the HTTP layer: the per-request state shared by http.c (plumbing)
+ * and handlers.c (routes). */
+#ifndef GPULAB_HTTP_PRIV_H
+#define GPULAB_HTTP_PRIV_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "api/error.h"
+#include "server/engine.h"
+#include "server/http.h"
+
+struct http_server {
+  struct MHD_Daemon *daemon;
+  struct engine *engine;
+  struct http_options opts;
+  double started_mono;
+};
+
+struct request {
+  struct http_server *srv;
+  struct MHD_Connection *conn;
+  char method[8];
+  const char *allow; /* methods of the matched route, for 405's Allow */
+  char *body;
+  size_t body_len, body_cap;
+  bool body_too_large;
+  bool body_complete;
+  /* A job the request waits for (POST with ?wait > 0): suspended until the watch fires. */
+  struct job *job;
+  struct engine_watch watch;
+  bool suspended;
+};
+
+/* Responses. Each queues exactly one response and returns MHD's result. json is
+ * consumed (decref'd). */
+enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json);
+enum MHD_Result respond_error(struct request *r, const struct api_error *err);
+/* respond_error for a new error, built from the arguments. */
+enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
+                             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Route handlers (handlers.c). Called once the whole body has arrived. */
+enum MHD_Result handle_request(struct request *r, const char *url);
+/* Called again for a request that was suspended waiting for its job. */
+enum MHD_Result handle_resumed(struct request *r);
+/* Early refusals before the body is read (413 by Content-Length, 415, 404, 405).
+ * Returns MHD_YES with nothing queued when the request may go on. */
+bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result);
+
+/* Suspends r until job ends or wait_s passes (handlers.c uses it). */
+void request_wait_for_job(struct request *r, struct job *job, double wait_s);
+
+#endif

@@ -1,0 +1,68 @@
+/* gpulabd: reads the flags, opens the backend, starts the engine and the HTTP
+ * server, and shuts them down in order on SIGINT or SIGTERM. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+#include "server/config.h"
+#include "server/engine.h"
+#include "server/http.h"
+#include "server/log.h"
+
+int main(int argc, char **argv) {
+  struct config cfg;
+  char err[512];
+  int rc = config_parse(argc, argv, &cfg, stdout, err, sizeof err);
+  if (rc == 1) return 0;
+  if (rc < 0) {
+    fprintf(stderr, "gpulabd: %s\n", err);
+    return 2;
+  }
+  /* Block the stop signals in every thread; main waits for them with sigwait. */
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  struct backend *backend = NULL;
+  struct engine *engine = NULL;
+  struct http_server *server = NULL;
+  int status = 1;
+  if (backend_open(cfg.backend, cfg.device, cfg.streams, &backend, err, sizeof err)) {
+    log_warn("gpulabd: %s", err);
+    goto fail;
+  }
+  log_info("%s", err);
+  struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued};
+  if (engine_new(&backend, 1, &ecfg, &engine)) {
+    log_warn("gpulabd: cannot start the engine");
+    goto fail;
+  }
+  struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
+                               .max_body = cfg.max_body, .default_wait_s = cfg.default_wait_s};
+  if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
+    log_warn("gpulabd: %s", err);
+    goto fail;
+  }
+  bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
+  log_info("listening on http://%s%s%s:%d (%d streams, %d http threads)", ipv6 ? "[" : "",
+           cfg.host, ipv6 ? "]" : "", http_server_port(server), cfg.streams, cfg.http_threads);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  log_info("signal %d: stopping", sig);
+  status = 0;
+fail:
+  http_server_quiesce(server);
+  if (engine) engine_stop(engine); /* resumes every waiting request */
+  http_server_stop(server);
+  engine_free(engine);
+  backend_free(backend);
+  if (status == 0) log_info("stopped");
+  return status;
+}

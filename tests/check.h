@@ -1,0 +1,45 @@
+/* Minimal test assertions in libuv's style: on failure print both values and the
+ * place, then exit 1. A test that cannot run here exits with CHECK_SKIP (77). */
+#ifndef GPULAB_TEST_CHECK_H
+#define GPULAB_TEST_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK_SKIP 77
+
+#define CHECK_FAIL_(fmt, ...)                                                      \
+  do {                                                                             \
+    fprintf(stderr, "%s:%d: " fmt "\n", __FILE__, __LINE__, __VA_ARGS__);          \
+    exit(1);                                                                       \
+  } while (0)
+
+#define CHECK(cond)                                                                \
+  do {                                                                             \
+    if (!(cond)) CHECK_FAIL_("CHECK(%s) failed", #cond);                          \
+  } while (0)
+
+#define CHECK_INT_EQ(a, b)                                                         \
+  do {                                                                             \
+    long long a_ = (long long)(a), b_ = (long long)(b);                            \
+    if (a_ != b_) CHECK_FAIL_("%s == %s failed: %lld != %lld", #a, #b, a_, b_);    \
+  } while (0)
+
+#define CHECK_STR_EQ(a, b)                                                         \
+  do {                                                                             \
+    const char *a_ = (a), *b_ = (b);                                               \
+    if (!a_ || !b_ || strcmp(a_, b_) != 0)                                         \
+      CHECK_FAIL_("%s == %s failed: \"%s\" != \"%s\"", #a, #b, a_ ? a_ : "(null)", \
+                  b_ ? b_ : "(null)");                                             \
+  } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                      \
+  do {                                                                             \
+    double a_ = (double)(a), b_ = (double)(b), t_ = (double)(tol);                 \
+    if (!(a_ - b_ <= t_ && b_ - a_ <= t_))                                         \
+      CHECK_FAIL_("|%s - %s| <= %g failed: %.9g vs %.9g", #a, #b, t_, a_, b_);     \
+  } while (0)
+
+#endif

@@ -1,0 +1,48 @@
+/* stats.h: summaries of timing samples on known data. */
+#include <math.h>
+#include "kernels/stats.h"
+#include "tests/check.h"
+
+static void test_odd(void) {
+  const double x[] = {5, 1, 4, 2, 3};
+  struct stats_summary s;
+  stats_summarize(x, 5, &s);
+  CHECK_NEAR(s.median, 3, 0);
+  CHECK_NEAR(s.min, 1, 0);
+  CHECK_NEAR(s.max, 5, 0);
+  CHECK_NEAR(s.mean, 3, 1e-12);
+  CHECK_NEAR(s.stdev, sqrt(2.5), 1e-12); /* sum of squares 10 over n-1 = 4 */
+  CHECK(x[0] == 5 && x[4] == 3);         /* input untouched */
+}
+
+static void test_even(void) {
+  const double x[] = {2, 4, 4, 4, 5, 5, 7, 9};
+  struct stats_summary s;
+  stats_summarize(x, 8, &s);
+  CHECK_NEAR(s.median, 4.5, 0);
+  CHECK_NEAR(s.mean, 5, 1e-12);
+  CHECK_NEAR(s.stdev, sqrt(32.0 / 7.0), 1e-12);
+  CHECK_NEAR(s.min, 2, 0);
+  CHECK_NEAR(s.max, 9, 0);
+  const double y[] = {10, 1};
+  stats_summarize(y, 2, &s);
+  CHECK_NEAR(s.median, 5.5, 0);
+}
+
+static void test_small(void) {
+  struct stats_summary s;
+  stats_summarize(NULL, 0, &s);
+  CHECK(s.median == 0 && s.min == 0 && s.max == 0 && s.mean == 0 && s.stdev == 0);
+  const double one = 1.25;
+  stats_summarize(&one, 1, &s);
+  CHECK(s.median == 1.25 && s.min == 1.25 && s.max == 1.25 && s.mean == 1.25);
+  CHECK(s.stdev == 0);
+}
+
+int main(void) {
+  test_odd();
+  test_even();
+  test_small();
+  printf("test_stats: ok\n");
+  return 0;
+}
