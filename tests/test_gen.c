@@ -29,8 +29,10 @@ static void test_pinned(void) {
     float v = gen_uniform(pins[p].seed, pins[p].stream, pins[p].i);
     CHECK(v == (float)pins[p].q / 8388608.0f);
   }
-  for (uint64_t i = 0; i < 1000; i++)
-    CHECK(gen_uniform(7 + i, 1 + (uint32_t)(i % 3), i * 977) == formula(7 + i, 1 + (uint32_t)(i % 3), i * 977));
+  for (uint64_t i = 0; i < 1000; i++) {
+    uint32_t stream = 1 + (uint32_t)(i % 3);
+    CHECK(gen_uniform(7 + i, stream, i * 977) == formula(7 + i, stream, i * 977));
+  }
 }
 
 static void test_range_grid_determinism(void) {

@@ -23,7 +23,8 @@ static void expect_pass(const struct reference *ref, int variant, const float *o
                         int64_t n) {
   struct exp_check c;
   reference_check(ref, variant, out, &c);
-  if (!c.passed) fprintf(stderr, "mismatches %" PRId64 " max_abs %g\n", c.mismatches, c.max_abs_err);
+  if (!c.passed)
+    fprintf(stderr, "mismatches %" PRId64 ", max_abs_err %g\n", c.mismatches, c.max_abs_err);
   CHECK(c.done && c.passed);
   CHECK_INT_EQ(c.compared, n);
   CHECK_INT_EQ(c.mismatches, 0);
@@ -79,7 +80,8 @@ static double *gemm_double(const float *a, const float *b, int m, int n, int k) 
   CHECK(c != NULL);
   for (int i = 0; i < m; i++)
     for (int kk = 0; kk < k; kk++)
-      for (int j = 0; j < n; j++) c[(size_t)i * n + j] += (double)a[(size_t)i * k + kk] * b[(size_t)kk * n + j];
+      for (int j = 0; j < n; j++)
+        c[(size_t)i * n + j] += (double)a[(size_t)i * k + kk] * b[(size_t)kk * n + j];
   return c;
 }
 

@@ -50,8 +50,7 @@ static const struct kernel_desc gemm_kernels[] = {
 };
 static const struct kernel_desc stencil_kernels[] = {
     {"cpu_stencil_naive", "direct 2r+1 float sum per output", ""},
-    {"cpu_stencil_shared", "tiles of 256 outputs: tile + halo copied to a local buffer, then summed",
-     ""},
+    {"cpu_stencil_shared", "tiles of 256: tile + halo copied to a local buffer, then summed", ""},
 };
 static const struct kernel_desc pipeline_kernel = {
     "cpu_synthesize", "upload, synthesize, download per chunk; s threads stand in for s streams",
@@ -136,9 +135,10 @@ static int call_once(struct job *job, int i) {
   switch (s->type) {
   case EXP_TRANSPOSE: {
     const float *a = reference_input(job->ref, GEN_A);
-    if (variant == TRANSPOSE_NAIVE) cpu_transpose_naive(a, out, s->u.transpose.m, s->u.transpose.n);
+    int m = s->u.transpose.m, n = s->u.transpose.n;
+    if (variant == TRANSPOSE_NAIVE) cpu_transpose_naive(a, out, m, n);
     else if (variant == TRANSPOSE_COPY) cpu_copy(a, out, job->out_len);
-    else cpu_transpose_blocked(a, out, s->u.transpose.m, s->u.transpose.n);
+    else cpu_transpose_blocked(a, out, m, n);
     return 0;
   }
   case EXP_GEMM: {
@@ -281,7 +281,7 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
   }
   return 0;
 fail:
-  snprintf(err, err_len, "the cpu backend cannot run this spec (variants or timing out of range)");
+  snprintf(err, err_len, "cpu backend: variants, stream counts or timing out of range");
   return BACKEND_EINVAL;
 }
 
@@ -312,7 +312,9 @@ static int cpu_run(struct backend *b, int lane, const struct exp_spec *spec,
                    const struct backend_hooks *hooks, struct exp_result *result, char *err,
                    size_t err_len) {
   const struct cpu_impl *impl = b->impl;
-  struct job job = {.spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len};
+  struct job job = {.spec = spec, .hooks = hooks, .result = result};
+  job.err = err;
+  job.err_len = err_len;
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", impl->model);
@@ -320,7 +322,7 @@ static int cpu_run(struct backend *b, int lane, const struct exp_spec *spec,
   if (rc < 0) goto fail;
   rc = reference_new(spec, &job.ref);
   if (rc == -EINVAL) {
-    snprintf(err, err_len, "the cpu backend cannot run this spec (negative sizes)");
+    snprintf(err, err_len, "cpu backend: negative sizes");
     rc = BACKEND_EINVAL;
     goto fail;
   }

@@ -32,7 +32,8 @@ void cpu_gemm_naive(const float *a, const float *b, float *c, int m, int n, int 
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
       float acc = 0.0f;
-      for (int kk = 0; kk < k; kk++) acc = fmaf(a[(size_t)i * k + kk], b[(size_t)kk * n + j], acc);
+      for (int kk = 0; kk < k; kk++)
+        acc = fmaf(a[(size_t)i * k + kk], b[(size_t)kk * n + j], acc);
       c[(size_t)i * n + j] = acc;
     }
 }
@@ -48,7 +49,8 @@ static void gemm_tile(const float *a, const float *b, float *c, int n, int k, in
       for (int kk = k0; kk < k1; kk++) {
         float a_ik = a[(size_t)i * k + kk];
         const float *b_row = b + (size_t)kk * n;
-        for (int j = j0; j < j1; j++) acc[i - i0][j - j0] = fmaf(a_ik, b_row[j], acc[i - i0][j - j0]);
+        float *acc_row = acc[i - i0] - j0;
+        for (int j = j0; j < j1; j++) acc_row[j] = fmaf(a_ik, b_row[j], acc_row[j]);
       }
   }
   for (int i = i0; i < i1; i++)
