@@ -19,7 +19,7 @@ enum backend_kind { BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA };
 #define BACKEND_ECANCELED (-1) /* hooks->canceled said stop; the result is partial */
 #define BACKEND_ENOMEM (-2)    /* device (or host) memory ran out; the backend is fine */
 #define BACKEND_EDEVICE (-3)   /* the device failed; backend_healthy() is now false */
-#define BACKEND_EINVAL (-4)    /* a spec the backend cannot run */
+#define BACKEND_EINVAL (-4)    /* a spec (or lane count) the backend cannot take */
 #define BACKEND_EUNAVAIL (-5)  /* backend_open: this kind is not available here */
 
 struct backend;

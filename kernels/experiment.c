@@ -4,6 +4,9 @@
 #include <string.h>
 #include "kernels/stats.h"
 
+/* A pipeline job has one run per stream count, in the same runs[] array. */
+_Static_assert(EXP_MAX_STREAM_COUNTS <= EXP_MAX_VARIANTS, "runs[] holds every stream count");
+
 static const char *const type_names[EXP_TYPE_COUNT] = {"transpose", "gemm", "stencil",
                                                        "pipeline"};
 static const char *const transpose_variants[] = {"naive", "shared32", "padded33", "copy"};
@@ -96,7 +99,8 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec) {
     uint64_t m = (uint64_t)spec->u.gemm.m, n = (uint64_t)spec->u.gemm.n, k = (uint64_t)spec->u.gemm.k;
     return f * (m * k + k * n + m * n);
   }
-  case EXP_STENCIL: return 2 * f * (uint64_t)spec->u.stencil.n;
+  case EXP_STENCIL: /* alternating variants keep one output each */
+    return (1 + (uint64_t)spec->n_variants) * f * (uint64_t)spec->u.stencil.n;
   case EXP_PIPELINE:
     return 2 * f * (uint64_t)spec->u.pipeline.chunk * (uint64_t)spec->u.pipeline.chunks;
   default: return 0;

@@ -69,7 +69,9 @@ enum exp_order exp_type_order(enum exp_type type);
 /* Fills spec with the lecture's defaults for type (all variants). Cannot fail. */
 void exp_spec_default(enum exp_type type, struct exp_spec *spec);
 
-/* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once. */
+/* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once:
+ * inputs and outputs (one per variant where variants alternate). Library
+ * workspaces and the pipeline's pinned host copies are not counted. */
 uint64_t exp_spec_bytes(const struct exp_spec *spec);
 
 /* Work counted for a run's figure: bytes moved (transpose, stencil, pipeline) or
@@ -130,7 +132,8 @@ struct exp_result {
   char device_name[96];
 };
 
-/* Fills timing's summary fields from samples_ms[0..n_samples). */
+/* Fills timing's summary fields from samples_ms[0..n_samples); the caller sets
+ * n_samples. */
 void exp_timing_summarize(struct exp_timing *timing);
 /* True when every available run was checked and passed. */
 bool exp_result_passed(const struct exp_result *result);

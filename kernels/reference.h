@@ -18,7 +18,8 @@ extern "C" {
 struct reference;
 
 /* Generates spec's inputs on the host and the expected output (FP64 where the
- * experiment computes in floating point). Returns 0 or -ENOMEM. *out is owned by
+ * experiment computes in floating point). Returns 0, -ENOMEM, or -EINVAL for a
+ * malformed spec (negative sizes). *out is owned by
  * the caller: free it with reference_free. */
 int reference_new(const struct exp_spec *spec, struct reference **out);
 void reference_free(struct reference *ref); /* NULL is a no-op */

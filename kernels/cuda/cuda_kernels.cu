@@ -168,6 +168,15 @@ __global__ __launch_bounds__(256) void gen_kernel(float *d, size_t n, uint64_t s
 
 static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
 
+static void plan_set(struct cuda_plan *p, const void *func, const char *name,
+                     const char *description) {
+  p->func = func;
+  p->name = name;
+  p->description = description;
+  p->grid = p->block = dim3(1, 1, 1);
+  p->dyn_smem_bytes = 0;
+}
+
 static bool is_default_stream(cudaStream_t s) {
   return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread;
 }
@@ -184,20 +193,20 @@ static int grid_ok(const struct cuda_plan *p, char *why, size_t why_len) {
 int transpose_plan(int variant, int m, int n, struct cuda_plan *p, char *why, size_t why_len) {
   switch (variant) {
   case TRANSPOSE_NAIVE:
-    *p = {KFUNC(transpose_naive_kernel), "transpose_naive_kernel",
-          "thread per element; reads A rows coalesced, writes B columns m floats apart"};
+    plan_set(p, KFUNC(transpose_naive_kernel), "transpose_naive_kernel",
+          "thread per element; reads A rows coalesced, writes B columns m floats apart");
     break;
   case TRANSPOSE_SHARED32:
-    *p = {KFUNC(transpose_tiled_kernel<32>), "transpose_tiled_kernel<32>",
-          "thread per element via tile[32][32]; coalesced both ways, 32-way bank conflict"};
+    plan_set(p, KFUNC(transpose_tiled_kernel<32>), "transpose_tiled_kernel<32>",
+          "thread per element via tile[32][32]; coalesced both ways, 32-way bank conflict");
     break;
   case TRANSPOSE_PADDED33:
-    *p = {KFUNC(transpose_tiled_kernel<33>), "transpose_tiled_kernel<33>",
-          "thread per element via tile[32][33]; coalesced both ways, no bank conflict"};
+    plan_set(p, KFUNC(transpose_tiled_kernel<33>), "transpose_tiled_kernel<33>",
+          "thread per element via tile[32][33]; coalesced both ways, no bank conflict");
     break;
   case TRANSPOSE_COPY:
-    *p = {KFUNC(copy_kernel), "copy_kernel",
-          "thread per element, B[y][x] = A[y][x]; bandwidth reference, not a transpose"};
+    plan_set(p, KFUNC(copy_kernel), "copy_kernel",
+          "thread per element, B[y][x] = A[y][x]; bandwidth reference, not a transpose");
     break;
   default: snprintf(why, why_len, "unknown transpose variant %d", variant); return -1;
   }
@@ -211,12 +220,12 @@ int gemm_plan(int variant, int m, int n, int k, struct cuda_plan *p, char *why,
               size_t why_len) {
   switch (variant) {
   case GEMM_NAIVE:
-    *p = {KFUNC(gemm_naive_kernel), "gemm_naive_kernel",
-          "thread per C element, 16x16 block; full K dot product from global memory"};
+    plan_set(p, KFUNC(gemm_naive_kernel), "gemm_naive_kernel",
+          "thread per C element, 16x16 block; full K dot product from global memory");
     break;
   case GEMM_TILED:
-    *p = {KFUNC(gemm_tiled_kernel), "gemm_tiled_kernel",
-          "thread per C element, 16x16 block; 16x16 A and B tiles in shared per K step"};
+    plan_set(p, KFUNC(gemm_tiled_kernel), "gemm_tiled_kernel",
+          "thread per C element, 16x16 block; 16x16 A and B tiles in shared per K step");
     break;
   default: snprintf(why, why_len, "gemm variant %d has no kernel of its own", variant); return -1;
   }
@@ -238,18 +247,21 @@ int stencil_plan(int variant, int n, int radius, struct cuda_plan *p, char *why,
     snprintf(why, why_len, "stencil radius %d is negative", radius);
     return -1;
   }
-  if (radius == 2)
-    *p = shared ? cuda_plan{KFUNC(stencil_shared_kernel<2>), "stencil_shared_kernel<2>"}
-                : cuda_plan{KFUNC(stencil_naive_kernel<2>), "stencil_naive_kernel<2>"};
-  else if (radius == 32)
-    *p = shared ? cuda_plan{KFUNC(stencil_shared_kernel<32>), "stencil_shared_kernel<32>"}
-                : cuda_plan{KFUNC(stencil_naive_kernel<32>), "stencil_naive_kernel<32>"};
-  else
-    *p = shared ? cuda_plan{KFUNC(stencil_shared_kernel<-1>), "stencil_shared_kernel<-1>"}
-                : cuda_plan{KFUNC(stencil_naive_kernel<-1>), "stencil_naive_kernel<-1>"};
-  p->description = shared
-                       ? "thread per output, 256 per block; B+2R inputs loaded once into shared"
-                       : "thread per output, 256 per block; reads its 2R+1 inputs from global";
+  const void *func;
+  const char *name;
+  if (radius == 2) {
+    func = shared ? KFUNC(stencil_shared_kernel<2>) : KFUNC(stencil_naive_kernel<2>);
+    name = shared ? "stencil_shared_kernel<2>" : "stencil_naive_kernel<2>";
+  } else if (radius == 32) {
+    func = shared ? KFUNC(stencil_shared_kernel<32>) : KFUNC(stencil_naive_kernel<32>);
+    name = shared ? "stencil_shared_kernel<32>" : "stencil_naive_kernel<32>";
+  } else {
+    func = shared ? KFUNC(stencil_shared_kernel<-1>) : KFUNC(stencil_naive_kernel<-1>);
+    name = shared ? "stencil_shared_kernel<-1>" : "stencil_naive_kernel<-1>";
+  }
+  plan_set(p, func, name,
+           shared ? "thread per output, 256 per block; B+2R inputs loaded once into shared"
+                  : "thread per output, 256 per block; reads its 2R+1 inputs from global");
   p->block = dim3(STENCIL_BLOCK);
   p->grid = dim3(ceil_div(n, STENCIL_BLOCK));
   p->dyn_smem_bytes = shared ? (size_t)(STENCIL_BLOCK + 2 * (size_t)radius) * sizeof(float) : 0;
@@ -262,8 +274,8 @@ int stencil_plan(int variant, int n, int radius, struct cuda_plan *p, char *why,
 }
 
 int synthesize_plan(int n, struct cuda_plan *p, char *why, size_t why_len) {
-  *p = {KFUNC(synthesize_kernel), "synthesize_kernel",
-        "thread per sample, 256 per block; sum of terms sinf(k x) / k"};
+  plan_set(p, KFUNC(synthesize_kernel), "synthesize_kernel",
+        "thread per sample, 256 per block; sum of terms sinf(k x) / k");
   p->block = dim3(SYNTHESIZE_BLOCK);
   p->grid = dim3(ceil_div(n, SYNTHESIZE_BLOCK));
   p->dyn_smem_bytes = 0;
