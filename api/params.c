@@ -239,7 +239,7 @@ static json_t *load_body(const char *body, size_t len, struct api_error *err) {
   while (i < len && strchr(" \t\r\n", body[i]) && body[i]) i++;
   if (i == len) return json_object();
   json_error_t je;
-  json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+  json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
   if (!root)
     api_error_set(err, 400, "invalid_json", "",
                   "malformed JSON at byte %d (line %d, column %d): %s", je.position, je.line,

@@ -135,7 +135,7 @@ struct exp_result {
 /* Fills timing's summary fields from samples_ms[0..n_samples); the caller sets
  * n_samples. */
 void exp_timing_summarize(struct exp_timing *timing);
-/* True when every available run was checked and passed. */
+/* True when at least one run ran and every run that ran was checked and passed. */
 bool exp_result_passed(const struct exp_result *result);
 /* Sets every run's figure and speedup from its timing and check. */
 void exp_result_finish(const struct exp_spec *spec, struct exp_result *result);

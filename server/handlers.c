@@ -188,8 +188,8 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
                         "this job needs %" PRIu64 " bytes of memory; the limit per job is %" PRIu64
                         " bytes", exp_spec_bytes(spec), engine_memory_limit(e));
   if (rc == -EAGAIN) {
-    enum MHD_Result ret = respond_fail(r, 429, "queue_full", NULL, "the job queue is full; retry later");
-    return ret;
+    r->retry_after_s = 1; /* queues drain at job speed; a second is a fair first guess */
+    return respond_fail(r, 429, "queue_full", NULL, "the job queue is full; retry later");
   }
   if (rc) return respond_fail(r, 503, "unavailable", NULL, "cannot queue the job: %s", strerror(-rc));
   enum MHD_Result ret;
@@ -251,6 +251,8 @@ static int query_int(struct request *r, const char *name, long long lo, long lon
   char *end;
   errno = 0;
   long long v = strtoll(text, &end, 10);
+  if (errno == ERANGE)
+    return api_error_set(err, 400, "out_of_range", name, "%s must be between %lld and %lld", name, lo, hi);
   if (end == text || *end || errno)
     return api_error_set(err, 400, "wrong_type", name, "%s must be an integer, got '%.40s'", name, text);
   if (v < lo || v > hi)
@@ -262,11 +264,11 @@ static int query_int(struct request *r, const char *name, long long lo, long lon
 
 static enum MHD_Result list_jobs(struct request *r) {
   struct api_error err;
-  long long limit, before;
+  long long limit, cursor;
   if (query_int(r, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit, &err) ||
-      query_int(r, "before", 1, INT64_MAX, 0, &before, &err))
+      query_int(r, "cursor", 1, INT64_MAX, 0, &cursor, &err))
     return respond_error(r, &err);
-  struct engine_list_filter f = {.state = -1, .type = -1, .before_id = (uint64_t)before};
+  struct engine_list_filter f = {.state = -1, .type = -1, .before_id = (uint64_t)cursor};
   const char *state = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "state");
   const char *type = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "type");
   if (state && (f.state = job_state_from_name(state)) < 0)
@@ -290,7 +292,7 @@ static enum MHD_Result list_jobs(struct request *r) {
   }
   for (int i = 0; i < n; i++) job_unref(jobs[i]);
   free(jobs);
-  return respond_json(r, 200, json_pack("{s:o,s:o}", "jobs", list, "next_before", next));
+  return respond_json(r, 200, json_pack("{s:o,s:o}", "jobs", list, "next_cursor", next));
 }
 
 static json_t *device_json(struct engine *e) {

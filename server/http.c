@@ -30,6 +30,11 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
   if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+  if (r->retry_after_s > 0) {
+    char seconds[16];
+    snprintf(seconds, sizeof seconds, "%d", r->retry_after_s);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
+  }
   enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
   MHD_destroy_response(resp);
   return ret;

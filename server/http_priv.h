@@ -23,6 +23,7 @@ struct request {
   struct MHD_Connection *conn;
   char method[8];
   const char *allow; /* methods of the matched route, for 405's Allow */
+  int retry_after_s;  /* > 0: sent as Retry-After (429) */
   char *body;
   size_t body_len, body_cap;
   bool body_too_large;

@@ -1,1 +1,683 @@
-/* placeholder: being written */
+/* The HTTP tests' harness (http_client.h): a gpulabd child process whose stderr is
+ * forwarded to ours, and a libcurl client that captures what the tests check. */
+#include "http_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define START_TIMEOUT_S 30.0
+#define STOP_TIMEOUT_S 10.0
+#define REQUEST_TIMEOUT_S 300L
+#define LISTENING "listening on http://127.0.0.1:"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- children: killed if the test exits early ---- */
+
+#define MAX_CHILDREN 16
+static pid_t children[MAX_CHILDREN];
+static pthread_mutex_t children_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void kill_children(void) {
+  pthread_mutex_lock(&children_lock);
+  for (int i = 0; i < MAX_CHILDREN; i++)
+    if (children[i] > 0) kill(children[i], SIGKILL);
+  pthread_mutex_unlock(&children_lock);
+}
+
+static void children_set(pid_t old, pid_t new_pid) {
+  static bool registered;
+  pthread_mutex_lock(&children_lock);
+  if (!registered) registered = atexit(kill_children) == 0;
+  for (int i = 0; i < MAX_CHILDREN; i++)
+    if (children[i] == old) {
+      children[i] = new_pid;
+      break;
+    }
+  pthread_mutex_unlock(&children_lock);
+}
+
+/* ---- start and stop ---- */
+
+static void forward_log(const char *data, size_t len) {
+  if (len) fwrite(data, 1, len, stderr);
+}
+
+static void *drain_main(void *arg) {
+  struct gpulabd *d = arg;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(d->log_fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    forward_log(buf, (size_t)n);
+  }
+  return NULL;
+}
+
+/* Builds argv: $GPULABD --host 127.0.0.1 --port 0 extra_args... NULL. */
+static char **build_argv(const char *exe, const char *const *extra) {
+  size_t n_extra = 0;
+  while (extra && extra[n_extra]) n_extra++;
+  char **argv = calloc(n_extra + 6, sizeof *argv);
+  CHECK(argv != NULL);
+  size_t i = 0;
+  argv[i++] = (char *)exe;
+  argv[i++] = "--host";
+  argv[i++] = "127.0.0.1";
+  argv[i++] = "--port";
+  argv[i++] = "0";
+  for (size_t j = 0; j < n_extra; j++) argv[i++] = (char *)extra[j];
+  argv[i] = NULL;
+  return argv;
+}
+
+static pid_t spawn(char **argv, int *log_fd) {
+  int fds[2];
+  CHECK(pipe2(fds, O_CLOEXEC) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) { /* only async-signal-safe calls until exec */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(fds[1], STDERR_FILENO);
+    execv(argv[0], argv);
+    static const char msg[] = "test harness: cannot exec $GPULABD\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  close(fds[1]);
+  *log_fd = fds[0];
+  children_set(0, pid);
+  return pid;
+}
+
+/* Finds the port in the "listening on" line of log, or returns -1. */
+static int find_port(const char *log) {
+  const char *p = strstr(log, LISTENING);
+  if (!p || !strchr(p, '\n')) return -1; /* wait for the whole line */
+  char *end;
+  long port = strtol(p + strlen(LISTENING), &end, 10);
+  return end != p + strlen(LISTENING) && port > 0 && port < 65536 ? (int)port : -1;
+}
+
+/* Ends a child that did not start: collects its status (killing it on a timeout). */
+static int reap_failed(pid_t pid, bool timed_out) {
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  children_set(pid, 0);
+  return !timed_out && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *log, size_t log_len,
+                      int *exit_status) {
+  const char *exe = getenv("GPULABD");
+  if (!exe || !*exe) CHECK_FAIL_("%s", "GPULABD is not set (the path of the built gpulabd)");
+  signal(SIGPIPE, SIG_IGN);
+  memset(out, 0, sizeof *out);
+  char **argv = build_argv(exe, extra_args);
+  out->pid = spawn(argv, &out->log_fd);
+  free(argv);
+
+  size_t cap = 1 << 16, len = 0, forwarded = 0;
+  char *buf = malloc(cap);
+  CHECK(buf != NULL);
+  buf[0] = '\0';
+  double deadline = now_s() + START_TIMEOUT_S;
+  int port = -1;
+  bool eof = false;
+  while (port < 0 && !eof) {
+    int left_ms = (int)((deadline - now_s()) * 1e3);
+    if (left_ms <= 0) break;
+    struct pollfd pfd = {.fd = out->log_fd, .events = POLLIN};
+    int rc = poll(&pfd, 1, left_ms);
+    if (rc < 0 && errno == EINTR) continue;
+    CHECK(rc >= 0);
+    if (rc == 0) continue;
+    if (len + 4096 + 1 > cap) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      CHECK(buf != NULL);
+    }
+    ssize_t n = read(out->log_fd, buf + len, cap - len - 1);
+    if (n < 0 && errno == EINTR) continue;
+    eof = n <= 0;
+    if (n > 0) len += (size_t)n;
+    buf[len] = '\0';
+    /* Forward whole lines as they come, so a hung start-up still shows its log. */
+    char *nl = strrchr(buf + forwarded, '\n');
+    if (nl) {
+      forward_log(buf + forwarded, (size_t)(nl + 1 - (buf + forwarded)));
+      forwarded = (size_t)(nl + 1 - buf);
+    }
+    port = find_port(buf);
+  }
+  if (port < 0) {
+    forward_log(buf + forwarded, len - forwarded);
+    *exit_status = reap_failed(out->pid, !eof);
+    if (!eof)
+      fprintf(stderr, "test harness: gpulabd did not listen within %.0f s\n", START_TIMEOUT_S);
+    snprintf(log, log_len, "%s", buf);
+    free(buf);
+    close(out->log_fd);
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  forward_log(buf + forwarded, len - forwarded);
+  free(buf);
+  out->port = port;
+  CHECK(pthread_create(&out->drain, NULL, drain_main, out) == 0);
+  http_client_open(&out->http, port);
+  *exit_status = 0;
+  if (log_len) log[0] = '\0';
+  return 0;
+}
+
+void gpulabd_start(const char *const *extra_args, struct gpulabd *out) {
+  static char log[1 << 16];
+  int status;
+  if (gpulabd_try_start(extra_args, out, log, sizeof log, &status))
+    CHECK_FAIL_("gpulabd did not start (exit status %d); its log:\n%s", status, log);
+}
+
+void gpulabd_stop(struct gpulabd *d) {
+  if (!d->pid) return;
+  http_client_close(&d->http);
+  CHECK(kill(d->pid, SIGTERM) == 0);
+  double deadline = now_s() + STOP_TIMEOUT_S;
+  int status = 0;
+  pid_t got = 0;
+  while ((got = waitpid(d->pid, &status, WNOHANG)) == 0 && now_s() < deadline) usleep(10000);
+  if (got == 0) {
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, &status, 0);
+    children_set(d->pid, 0);
+    CHECK_FAIL_("gpulabd (pid %d) did not exit within %.0f s of SIGTERM", (int)d->pid,
+                STOP_TIMEOUT_S);
+  }
+  CHECK(got == d->pid);
+  children_set(d->pid, 0);
+  pthread_join(d->drain, NULL);
+  close(d->log_fd);
+  pid_t pid = d->pid;
+  d->pid = 0;
+  if (!WIFEXITED(status))
+    CHECK_FAIL_("gpulabd (pid %d) died of signal %d after SIGTERM", (int)pid,
+                WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+  CHECK_INT_EQ(WEXITSTATUS(status), 0);
+}
+
+/* ---- requests ---- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void) { CHECK(curl_global_init(CURL_GLOBAL_DEFAULT) == 0); }
+
+void http_client_open(struct http_client *c, int port) {
+  pthread_once(&curl_once, curl_init);
+  c->curl = curl_easy_init();
+  CHECK(c->curl != NULL);
+  snprintf(c->base_url, sizeof c->base_url, "http://127.0.0.1:%d", port);
+}
+
+void http_client_close(struct http_client *c) {
+  if (c->curl) curl_easy_cleanup(c->curl);
+  c->curl = NULL;
+}
+
+void http_reply_free(struct http_reply *r) {
+  free(r->content_type);
+  free(r->location);
+  free(r->allow);
+  free(r->retry_after);
+  free(r->body);
+  json_decref(r->json);
+  memset(r, 0, sizeof *r);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg) {
+  struct http_reply *r = arg;
+  size_t add = size * n;
+  char *body = realloc(r->body, r->body_len + add + 1);
+  if (!body) return 0;
+  memcpy(body + r->body_len, data, add);
+  r->body = body;
+  r->body_len += add;
+  r->body[r->body_len] = '\0';
+  return add;
+}
+
+static void set_header(char **slot, const char *value, size_t len) {
+  free(*slot);
+  *slot = strndup(value, len);
+}
+
+/* Keeps the headers the tests look at; a new status line (after 100 Continue)
+ * starts over. */
+static size_t on_header(char *data, size_t size, size_t n, void *arg) {
+  struct http_reply *r = arg;
+  size_t len = size * n;
+  if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+    char **slots[] = {&r->content_type, &r->location, &r->allow, &r->retry_after};
+    for (size_t i = 0; i < 4; i++) {
+      free(*slots[i]);
+      *slots[i] = NULL;
+    }
+    return len;
+  }
+  const char *colon = memchr(data, ':', len);
+  if (!colon) return len;
+  size_t name_len = (size_t)(colon - data);
+  const char *v = colon + 1, *end = data + len;
+  while (v < end && (*v == ' ' || *v == '\t')) v++;
+  while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ')) end--;
+  static const struct {
+    const char *name;
+    size_t offset;
+  } wanted[] = {
+      {"Content-Type", offsetof(struct http_reply, content_type)},
+      {"Location", offsetof(struct http_reply, location)},
+      {"Allow", offsetof(struct http_reply, allow)},
+      {"Retry-After", offsetof(struct http_reply, retry_after)},
+  };
+  for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+    if (name_len == strlen(wanted[i].name) && strncasecmp(data, wanted[i].name, name_len) == 0)
+      set_header((char **)((char *)r + wanted[i].offset), v, (size_t)(end - v));
+  return len;
+}
+
+struct upload {
+  const char *data;
+  size_t len, pos;
+};
+
+/* Hands the body out in small pieces, so a chunked upload has several chunks. */
+static size_t on_read(char *buf, size_t size, size_t n, void *arg) {
+  struct upload *u = arg;
+  size_t want = size * n, left = u->len - u->pos;
+  if (want > 1000) want = 1000;
+  if (want > left) want = left;
+  memcpy(buf, u->data + u->pos, want);
+  u->pos += want;
+  return want;
+}
+
+void http_client_request(struct http_client *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         unsigned flags, struct http_reply *out) {
+  memset(out, 0, sizeof *out);
+  out->body = calloc(1, 1);
+  CHECK(out->body != NULL);
+  CURL *h = c->curl;
+  curl_easy_reset(h); /* keeps the connection cache: keep-alive survives */
+  char url[1024], errbuf[CURL_ERROR_SIZE] = "", ct[256];
+  snprintf(url, sizeof url, "%s%s", c->base_url, path);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
+
+  struct curl_slist *headers = NULL;
+  if (content_type)
+    snprintf(ct, sizeof ct, "Content-Type: %s", content_type);
+  else
+    snprintf(ct, sizeof ct, "Content-Type:"); /* drops curl's default form type */
+  headers = curl_slist_append(headers, ct);
+  headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+  struct upload up = {body, body_len, 0};
+  if (strcmp(method, "GET") == 0) {
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+  } else if (strcmp(method, "HEAD") == 0) {
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  } else if (body || strcmp(method, "POST") == 0) {
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    if (flags & HTTP_CHUNKED) {
+      headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+      curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(h, CURLOPT_READDATA, &up);
+    } else {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+    }
+    if (strcmp(method, "POST") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  } else {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  }
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  CURLcode rc = curl_easy_perform(h);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK && (flags & HTTP_TRANSPORT_OK)) {
+    free(out->body);
+    out->body = strdup(errbuf[0] ? errbuf : curl_easy_strerror(rc));
+    out->body_len = strlen(out->body);
+    out->status = 0;
+    return;
+  }
+  if (rc != CURLE_OK)
+    CHECK_FAIL_("%s %s: curl error %d: %s (%s)", method, path, (int)rc, curl_easy_strerror(rc),
+                errbuf);
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+  curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &out->total_s);
+  if (out->body_len) out->json = json_loadb(out->body, out->body_len, 0, NULL);
+}
+
+void http_request(struct gpulabd *d, const char *method, const char *path, const char *content_type,
+                  const char *body, size_t body_len, struct http_reply *out) {
+  http_client_request(&d->http, method, path, content_type, body, body_len, 0, out);
+}
+
+void http_get(struct gpulabd *d, const char *path, struct http_reply *out) {
+  http_request(d, "GET", path, NULL, NULL, 0, out);
+}
+
+json_t *http_get_json(struct gpulabd *d, const char *path) {
+  struct http_reply r;
+  http_get(d, path, &r);
+  if (r.status != 200 || !r.json)
+    CHECK_FAIL_("GET %s: HTTP %ld, body: %.4000s", path, r.status, r.body);
+  json_t *json = json_incref(r.json);
+  http_reply_free(&r);
+  return json;
+}
+
+void http_post_json(struct gpulabd *d, const char *path, const char *json_text,
+                    struct http_reply *out) {
+  http_request(d, "POST", path, "application/json", json_text, strlen(json_text), out);
+}
+
+/* ---- JSON and checks ---- */
+
+json_t *json_at(json_t *root, const char *path) {
+  json_t *v = root;
+  const char *p = path;
+  while (v && *p) {
+    size_t key_len = strcspn(p, ".[");
+    if (key_len) {
+      char key[128];
+      snprintf(key, sizeof key, "%.*s", (int)key_len, p);
+      v = json_object_get(v, key);
+      p += key_len;
+    }
+    while (v && *p == '[') {
+      char *end;
+      long i = strtol(p + 1, &end, 10);
+      if (*end != ']') return NULL;
+      v = json_array_get(v, (size_t)i);
+      p = end + 1;
+    }
+    if (*p == '.') p++;
+  }
+  return v;
+}
+
+static json_t *json_at_checked(json_t *root, const char *path, json_type type, const char *want,
+                               const char *file, int line) {
+  json_t *v = json_at(root, path);
+  bool ok = v && (json_typeof(v) == type || (type == JSON_REAL && json_is_number(v)) ||
+                  (type == JSON_TRUE && json_is_boolean(v)));
+  if (!ok) {
+    char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    fprintf(stderr, "%s:%d: %s is not %s in %.4000s\n", file, line, path, want,
+            text ? text : "(no JSON)");
+    free(text);
+    exit(1);
+  }
+  return v;
+}
+
+long long json_int_at_(json_t *root, const char *path, const char *file, int line) {
+  return json_integer_value(json_at_checked(root, path, JSON_INTEGER, "an integer", file, line));
+}
+
+double json_num_at_(json_t *root, const char *path, const char *file, int line) {
+  return json_number_value(json_at_checked(root, path, JSON_REAL, "a number", file, line));
+}
+
+const char *json_str_at_(json_t *root, const char *path, const char *file, int line) {
+  return json_string_value(json_at_checked(root, path, JSON_STRING, "a string", file, line));
+}
+
+bool json_bool_at_(json_t *root, const char *path, const char *file, int line) {
+  return json_is_true(json_at_checked(root, path, JSON_TRUE, "a boolean", file, line));
+}
+
+void check_status_(const struct http_reply *r, long status, const char *file, int line) {
+  if (r->status != status) {
+    fprintf(stderr, "%s:%d: HTTP status %ld, expected %ld; body: %.4000s\n", file, line, r->status,
+            status, r->body);
+    exit(1);
+  }
+  if (r->body_len &&
+      (!r->content_type || strncmp(r->content_type, "application/json", 16) != 0 || !r->json)) {
+    fprintf(stderr, "%s:%d: body is not JSON (Content-Type %s): %.4000s\n", file, line,
+            r->content_type ? r->content_type : "(none)", r->body);
+    exit(1);
+  }
+}
+
+static void error_fail(const struct http_reply *r, const char *file, int line, const char *fmt,
+                       ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "; HTTP %ld, body: %.4000s\n", r->status, r->body);
+  va_end(ap);
+  exit(1);
+}
+
+void check_error_(const struct http_reply *r, long status, const char *code, const char *field,
+                  const char *file, int line) {
+  if (r->status != status) error_fail(r, file, line, "expected HTTP status %ld", status);
+  if (!r->content_type || strncmp(r->content_type, "application/json", 16) != 0)
+    error_fail(r, file, line, "Content-Type is %s, not application/json",
+               r->content_type ? r->content_type : "(none)");
+  if (!json_is_object(r->json) || json_object_size(r->json) != 1)
+    error_fail(r, file, line, "the body is not an object with exactly one member");
+  json_t *e = json_object_get(r->json, "error");
+  if (!json_is_object(e) || json_object_size(e) != 4)
+    error_fail(r, file, line, "\"error\" is not an object of exactly 4 members");
+  json_t *s = json_object_get(e, "status"), *c = json_object_get(e, "code"),
+         *m = json_object_get(e, "message"), *f = json_object_get(e, "field");
+  if (!json_is_integer(s) || json_integer_value(s) != r->status)
+    error_fail(r, file, line, "error.status is not the HTTP status");
+  if (!json_is_string(c) || strcmp(json_string_value(c), code) != 0)
+    error_fail(r, file, line, "error.code is not \"%s\"", code);
+  if (!json_is_string(m) || !*json_string_value(m))
+    error_fail(r, file, line, "error.message is not a non-empty string");
+  if (!f) error_fail(r, file, line, "error.field is missing");
+  if (field ? !json_is_string(f) || strcmp(json_string_value(f), field) != 0 : !json_is_null(f))
+    error_fail(r, file, line, "error.field is not %s%s%s", field ? "\"" : "",
+               field ? field : "null", field ? "\"" : "");
+}
+
+/* ---- experiment replies ---- */
+
+bool is_rfc3339_utc(const char *t) {
+  static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+  size_t n = strlen(shape);
+  if (!t || strlen(t) < n + 1) return false;
+  for (size_t i = 0; i < n; i++)
+    if (shape[i] == 'd' ? !(t[i] >= '0' && t[i] <= '9') : t[i] != shape[i]) return false;
+  const char *p = t + n;
+  if (*p == '.') {
+    if (!(p[1] >= '0' && p[1] <= '9')) return false;
+    for (p++; *p >= '0' && *p <= '9'; p++) {
+    }
+  }
+  return strcmp(p, "Z") == 0;
+}
+
+static void reply_fail(json_t *root, const char *file, int line, const char *what) {
+  char *text = json_dumps(root, JSON_COMPACT);
+  fprintf(stderr, "%s:%d: %s in %.6000s\n", file, line, what, text ? text : "(null)");
+  free(text);
+  exit(1);
+}
+#define EXPECT(cond) \
+  do { \
+    if (!(cond)) reply_fail(root, file, line, "expected " #cond); \
+  } while (0)
+
+void check_run_(json_t *root, const char *unit, bool first, bool want_launch, const char *file,
+                int line) {
+  EXPECT(json_bool_at_(root, "available", file, line));
+  EXPECT(json_bool_at_(root, "check.passed", file, line));
+  EXPECT(json_int_at_(root, "check.compared", file, line) > 0);
+  EXPECT(json_int_at_(root, "check.mismatches", file, line) == 0);
+  double med = json_num_at_(root, "timing.median_ms", file, line);
+  double lo = json_num_at_(root, "timing.min_ms", file, line);
+  double hi = json_num_at_(root, "timing.max_ms", file, line);
+  double mean = json_num_at_(root, "timing.mean_ms", file, line);
+  EXPECT(lo > 0 && lo <= med && med <= hi && lo <= mean && mean <= hi);
+  EXPECT(json_num_at_(root, "timing.stdev_ms", file, line) >= 0);
+  EXPECT(json_int_at_(root, "timing.warmup", file, line) >= 0);
+  EXPECT(json_int_at_(root, "timing.reps", file, line) >= 1);
+  long long batches = json_int_at_(root, "timing.batches", file, line);
+  json_t *samples = json_at(root, "timing.samples_ms");
+  EXPECT(json_is_array(samples) && (long long)json_array_size(samples) == batches);
+  size_t i;
+  json_t *s;
+  json_array_foreach(samples, i, s) {
+    EXPECT(json_is_number(s));
+    EXPECT(json_number_value(s) >= lo && json_number_value(s) <= hi);
+  }
+  EXPECT(json_num_at_(root, "figure", file, line) > 0);
+  EXPECT(strcmp(json_str_at_(root, "unit", file, line), unit) == 0);
+  double speedup = json_num_at_(root, "speedup", file, line);
+  EXPECT(speedup > 0);
+  if (first) EXPECT(speedup == 1.0);
+  EXPECT(*json_str_at_(root, "kernel.name", file, line));
+  if (want_launch) {
+    EXPECT(json_array_size(json_at(root, "kernel.grid")) == 3);
+    EXPECT(json_array_size(json_at(root, "kernel.block")) == 3);
+    EXPECT(json_int_at_(root, "kernel.grid[0]", file, line) >= 1);
+    EXPECT(json_int_at_(root, "kernel.block[0]", file, line) >= 1);
+    EXPECT(json_int_at_(root, "kernel.registers", file, line) > 0);
+  }
+}
+
+void check_job_done_(json_t *root, const char *type, const char *backend, const char *file,
+                     int line) {
+  EXPECT(json_int_at_(root, "id", file, line) > 0);
+  EXPECT(strcmp(json_str_at_(root, "type", file, line), type) == 0);
+  EXPECT(strcmp(json_str_at_(root, "state", file, line), "done") == 0);
+  EXPECT(json_is_object(json_at(root, "params")));
+  const char *created = json_str_at_(root, "created_at", file, line);
+  const char *started = json_str_at_(root, "started_at", file, line);
+  const char *finished = json_str_at_(root, "finished_at", file, line);
+  EXPECT(is_rfc3339_utc(created) && is_rfc3339_utc(started) && is_rfc3339_utc(finished));
+  EXPECT(strcmp(created, started) <= 0 && strcmp(started, finished) <= 0);
+  EXPECT(json_num_at_(root, "queue_ms", file, line) >= 0);
+  EXPECT(json_num_at_(root, "run_ms", file, line) >= 0);
+  EXPECT(json_is_null(json_at(root, "error")));
+  EXPECT(json_bool_at_(root, "result.passed", file, line));
+  EXPECT(strcmp(json_str_at_(root, "result.backend", file, line), backend) == 0);
+  const char *unit = strcmp(type, "gemm") == 0 ? "GFLOP/s" : "GB/s";
+  EXPECT(strcmp(json_str_at_(root, "result.unit", file, line), unit) == 0);
+  json_t *runs = json_at(root, "result.runs");
+  EXPECT(json_array_size(runs) > 0);
+  size_t i;
+  json_t *run;
+  bool first = true;
+  json_array_foreach(runs, i, run) {
+    if (!json_is_true(json_object_get(run, "available"))) continue;
+    check_run_(run, unit, first, false, file, line);
+    first = false;
+  }
+}
+
+json_t *job_post_done(struct gpulabd *d, const char *backend, const char *path, const char *type,
+                      const char *body) {
+  struct http_reply r;
+  http_post_json(d, path, body, &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_JOB_DONE(r.json, type, backend);
+  json_t *job = json_incref(r.json);
+  http_reply_free(&r);
+  return job;
+}
+
+json_t *job_wait_final(struct gpulabd *d, long long id, double timeout_s) {
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  double deadline = now_s() + timeout_s;
+  for (;;) {
+    struct http_reply r;
+    http_get(d, path, &r);
+    CHECK_STATUS(&r, 200);
+    const char *state = JSTR(r.json, "state");
+    if (strcmp(state, "done") == 0 || strcmp(state, "failed") == 0 ||
+        strcmp(state, "canceled") == 0) {
+      json_t *job = json_incref(r.json);
+      http_reply_free(&r);
+      return job;
+    }
+    if (now_s() > deadline) CHECK_FAIL_("job %lld still %s after %.0f s", id, state, timeout_s);
+    http_reply_free(&r);
+    usleep(20000);
+  }
+}
+
+void job_wait_state(struct gpulabd *d, long long id, const char *state, double timeout_s) {
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  double deadline = now_s() + timeout_s;
+  for (;;) {
+    json_t *job = http_get_json(d, path);
+    bool there = strcmp(JSTR(job, "state"), state) == 0;
+    json_decref(job);
+    if (there) return;
+    if (now_s() > deadline) CHECK_FAIL_("job %lld not %s after %.0f s", id, state, timeout_s);
+    usleep(10000);
+  }
+}
+
+long long job_check_accepted(const struct http_reply *r, const char *type) {
+  CHECK_STATUS(r, 202);
+  long long id = JINT(r->json, "id");
+  char location[64];
+  snprintf(location, sizeof location, "/jobs/%lld", id);
+  CHECK_STR_EQ(r->location, location);
+  CHECK_STR_EQ(JSTR(r->json, "type"), type);
+  const char *state = JSTR(r->json, "state");
+  CHECK(strcmp(state, "queued") == 0 || strcmp(state, "running") == 0);
+  CHECK(is_rfc3339_utc(JSTR(r->json, "created_at")));
+  CHECK(json_is_null(json_at(r->json, "finished_at")));
+  CHECK(json_is_null(json_at(r->json, "result")));
+  return id;
+}
+
+void check_run_labels(json_t *job, const char *const *labels, int n) {
+  json_t *runs = json_at(job, "result.runs"), *variants = json_at(job, "params.variant");
+  CHECK_INT_EQ(json_array_size(runs), n);
+  if (variants) CHECK_INT_EQ(json_array_size(variants), n);
+  for (int i = 0; i < n; i++) {
+    CHECK_STR_EQ(JSTR(json_array_get(runs, (size_t)i), "variant"), labels[i]);
+    if (variants) CHECK_STR_EQ(json_string_value(json_array_get(variants, (size_t)i)), labels[i]);
+  }
+}

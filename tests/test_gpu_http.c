@@ -1,1 +1,104 @@
-/* placeholder: being written */
+/* HTTP tests of gpulabd on the CUDA backend: every variant of every experiment at
+ * sizes with tails and at the lecture's sizes, all available and all passing, with
+ * launch details. Skips (77) where no CUDA device answers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "http_client.h"
+
+static struct gpulabd D;
+
+/* Starts gpulabd --backend cuda, or exits 77 when it says CUDA is unavailable. */
+static void start_or_skip(void) {
+  static const char *const args[] = {"--backend", "cuda", "--streams", "2", NULL};
+  static char log[1 << 16];
+  int status;
+  if (gpulabd_try_start(args, &D, log, sizeof log, &status) == 0) return;
+  const char *why = strstr(log, "cuda backend unavailable");
+  if (!why)
+    CHECK_FAIL_("gpulabd --backend cuda did not start (exit status %d); its log:\n%s", status, log);
+  fprintf(stderr, "skip: %.*s\n", (int)strcspn(why, "\n"), why);
+  exit(CHECK_SKIP);
+}
+
+static void test_device(void) {
+  struct http_reply r;
+  http_get(&D, "/health", &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "status"), "ok");
+  CHECK_STR_EQ(JSTR(r.json, "backend"), "cuda");
+  http_reply_free(&r);
+
+  http_get(&D, "/device", &r);
+  CHECK_STATUS(&r, 200);
+  fprintf(stderr, "device: %s\n", r.body);
+  CHECK_STR_EQ(JSTR(r.json, "backend"), "cuda");
+  CHECK(*JSTR(r.json, "name"));
+  int major = -1, minor = -1;
+  CHECK(sscanf(JSTR(r.json, "compute_capability"), "%d.%d", &major, &minor) == 2);
+  CHECK(major >= 1 && minor >= 0);
+  CHECK(JINT(r.json, "sms") > 0);
+  CHECK(JINT(r.json, "memory_total_bytes") > 0);
+  CHECK(JINT(r.json, "job_memory_limit_bytes") > 0);
+  CHECK_INT_EQ(JINT(r.json, "streams"), 2);
+  CHECK(JBOOL(r.json, "healthy"));
+  http_reply_free(&r);
+}
+
+/* Runs one job and checks that every variant ran on the GPU and passed, in order,
+ * each with its launch shape (a library call such as cuBLAS may lack one). */
+static void run_all(const char *type, const char *body, const char *const *variants, int n) {
+  char path[32];
+  snprintf(path, sizeof path, "/%s", type);
+  json_t *job = job_post_done(&D, "cuda", path, type, body);
+  json_t *runs = json_at(job, "result.runs");
+  const char *unit = strcmp(type, "gemm") == 0 ? "GFLOP/s" : "GB/s";
+  CHECK_INT_EQ(json_array_size(runs), n);
+  for (int i = 0; i < n; i++) {
+    json_t *run = json_array_get(runs, (size_t)i);
+    CHECK_STR_EQ(JSTR(run, "variant"), variants[i]);
+    if (!JBOOL(run, "available"))
+      CHECK_FAIL_("%s %s is unavailable on the GPU: %s", type, variants[i], JSTR(run, "reason"));
+    bool library = strcmp(variants[i], "cublas") == 0;
+    CHECK_RUN(run, unit, i == 0, !library);
+    fprintf(stderr, "  %s %s %s: %.3f ms, %.1f %s\n", type, body, variants[i],
+            JNUM(run, "timing.median_ms"), JNUM(run, "figure"), unit);
+  }
+  json_decref(job);
+}
+
+static const char *const transpose_all[] = {"naive", "shared32", "padded33", "copy"};
+static const char *const gemm_all[] = {"naive", "tiled", "cublas"};
+static const char *const stencil_all[] = {"naive", "shared"};
+static const char *const streams_1_3[] = {"streams=1", "streams=3"};
+
+static void test_odd_sizes(void) {
+  run_all("transpose", "{\"m\":33,\"n\":47}", transpose_all, 4);
+  run_all("transpose", "{\"m\":47,\"n\":33}", transpose_all, 4);
+  run_all("gemm", "{\"m\":33,\"n\":47,\"k\":18}", gemm_all, 3);
+  run_all("stencil", "{\"n\":1000,\"radius\":0}", stencil_all, 2);
+  run_all("stencil", "{\"n\":1000,\"radius\":2}", stencil_all, 2);
+  run_all("stencil", "{\"n\":1000,\"radius\":32}", stencil_all, 2);
+  run_all("pipeline", "{\"chunk\":1000,\"chunks\":3,\"streams\":[1,3],\"terms\":8}", streams_1_3,
+          2);
+}
+
+static void test_lecture_sizes(void) {
+  run_all("transpose", "{\"m\":4096,\"n\":4096}", transpose_all, 4);
+  run_all("gemm", "{\"m\":1024,\"n\":1024,\"k\":1024}", gemm_all, 3);
+  run_all("stencil", "{\"n\":16777216,\"radius\":2}", stencil_all, 2);
+  run_all("stencil", "{\"n\":16777216,\"radius\":32}", stencil_all, 2);
+  run_all("pipeline", "{\"chunk\":4194304,\"streams\":[1,3]}", streams_1_3, 2);
+}
+
+int main(void) {
+  start_or_skip();
+  test_device();
+  test_odd_sizes();
+  test_lecture_sizes();
+  gpulabd_stop(&D);
+  fprintf(stderr, "ok\n");
+  return 0;
+}

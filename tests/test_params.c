@@ -84,6 +84,8 @@ static void test_errors(void) {
   expect_error(EXP_TRANSPOSE, "{\"m\":1,\"m\":2}", 400, "invalid_json", "");
   expect_error(EXP_TRANSPOSE, "{\"m\":100000000000000000000000}", 400, "invalid_json", "");
   expect_error(EXP_TRANSPOSE, "[1]", 400, "wrong_type", "");
+  expect_error(EXP_TRANSPOSE, "33", 400, "wrong_type", "");
+  expect_error(EXP_TRANSPOSE, "null", 400, "wrong_type", "");
   expect_error(EXP_TRANSPOSE, "{\"m\":\"x\"}", 400, "wrong_type", "m");
   expect_error(EXP_TRANSPOSE, "{\"m\":4.5}", 400, "wrong_type", "m");
   expect_error(EXP_TRANSPOSE, "{\"m\":null}", 400, "wrong_type", "m");

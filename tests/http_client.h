@@ -1,0 +1,141 @@
+/* The HTTP tests' harness: starts a real gpulabd ($GPULABD) on 127.0.0.1 with a
+ * free port, talks to it with libcurl, and checks replies. Failures print what
+ * was seen and exit 1 (check.h's style); a started gpulabd is killed on exit. */
+#ifndef GPULAB_TEST_HTTP_CLIENT_H
+#define GPULAB_TEST_HTTP_CLIENT_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* One connection's worth of client: a CURL handle reused across requests
+ * (keep-alive). Not thread-safe: a thread that talks to gpulabd opens its own. */
+struct http_client {
+  CURL *curl;
+  char base_url[64]; /* "http://127.0.0.1:PORT" */
+};
+
+/* A running gpulabd. It must stay at its address from start to stop (a thread
+ * reads its log_fd). */
+struct gpulabd {
+  pid_t pid; /* 0 once stopped */
+  int port;
+  int log_fd; /* read end of its stderr */
+  pthread_t drain; /* forwards its stderr after start-up */
+  struct http_client http;
+};
+
+/* Starts $GPULABD --host 127.0.0.1 --port 0 extra_args... (extra_args NULL-terminated,
+ * or NULL) and waits (30 s at most) for its "listening on http://127.0.0.1:PORT" line.
+ * Returns 0 with *out ready. If it exits (or times out) first, returns -1 with its
+ * stderr in log (NUL-terminated, truncated to log_len) and *exit_status set to its
+ * exit code (-1 for a signal or a timeout, then it is killed). */
+int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *log, size_t log_len,
+                      int *exit_status);
+/* gpulabd_try_start that fails the test, printing the log, if gpulabd does not start. */
+void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
+/* SIGTERM, wait 10 s at most (then SIGKILL and fail), and check it exited with 0. */
+void gpulabd_stop(struct gpulabd *d);
+
+/* A reply. Headers and body are copies owned by the reply; json is the body parsed
+ * (NULL when the body is not JSON). Free with http_reply_free. */
+struct http_reply {
+  long status;
+  char *content_type, *location, *allow, *retry_after; /* NULL when absent */
+  char *body; /* NUL-terminated, never NULL */
+  size_t body_len;
+  json_t *json;
+  double total_s; /* time the request took */
+};
+void http_reply_free(struct http_reply *reply); /* zeroes it; safe to call twice */
+
+void http_client_open(struct http_client *c, int port);
+void http_client_close(struct http_client *c);
+
+/* Request flags. */
+#define HTTP_CHUNKED 1u /* send the body with Transfer-Encoding: chunked (no Content-Length) */
+#define HTTP_TRANSPORT_OK 2u /* a transport error gives status 0 and curl's message as body */
+
+/* Sends one request and fills *out (free it with http_reply_free). content_type NULL
+ * sends no Content-Type header. body may be NULL (no body) even for POST. A transport
+ * error (no connection, timeout) fails the test unless flags has HTTP_TRANSPORT_OK. */
+void http_client_request(struct http_client *c, const char *method, const char *path,
+                         const char *content_type, const char *body, size_t body_len,
+                         unsigned flags, struct http_reply *out);
+/* The same on d's own client. */
+void http_request(struct gpulabd *d, const char *method, const char *path, const char *content_type,
+                  const char *body, size_t body_len, struct http_reply *out);
+/* GET path. */
+void http_get(struct gpulabd *d, const char *path, struct http_reply *out);
+/* GET path, expecting 200 with JSON; returns the JSON (the caller decrefs it). */
+json_t *http_get_json(struct gpulabd *d, const char *path);
+/* POST path with a JSON body (a C string) as application/json. */
+void http_post_json(struct gpulabd *d, const char *path, const char *json_text,
+                    struct http_reply *out);
+
+/* The value at a dotted path with [i] indices ("result.runs[0].check.passed"), or
+ * NULL. Borrowed from root. */
+json_t *json_at(json_t *root, const char *path);
+
+/* Checks that reply is a JSON error with this status, error.code and error.field
+ * (NULL: field must be null), and that the body is exactly
+ * {"error": {"status", "code", "message", "field"}} with status equal to the HTTP
+ * status and a non-empty message. Prints the body and exits 1 otherwise. */
+void check_error_(const struct http_reply *reply, long status, const char *code, const char *field,
+                  const char *file, int line);
+#define CHECK_ERROR(reply, status, code, field) \
+  check_error_((reply), (status), (code), (field), __FILE__, __LINE__)
+
+/* Checks a 2xx/4xx status, printing the body on failure. */
+void check_status_(const struct http_reply *reply, long status, const char *file, int line);
+#define CHECK_STATUS(reply, status) check_status_((reply), (status), __FILE__, __LINE__)
+
+/* Typed reads of json_at(root, path) that fail the test when absent or mistyped. */
+long long json_int_at_(json_t *root, const char *path, const char *file, int line);
+double json_num_at_(json_t *root, const char *path, const char *file, int line);
+const char *json_str_at_(json_t *root, const char *path, const char *file, int line);
+bool json_bool_at_(json_t *root, const char *path, const char *file, int line);
+#define JINT(root, path) json_int_at_((root), (path), __FILE__, __LINE__)
+#define JNUM(root, path) json_num_at_((root), (path), __FILE__, __LINE__)
+#define JSTR(root, path) json_str_at_((root), (path), __FILE__, __LINE__)
+#define JBOOL(root, path) json_bool_at_((root), (path), __FILE__, __LINE__)
+
+/* Shared checks of experiment replies (both HTTP tests use them). */
+
+/* True for "YYYY-MM-DDTHH:MM:SS[.fff]Z". */
+bool is_rfc3339_utc(const char *text);
+/* A finished job of this type on this backend ("cpu", "cuda"): id, type, state done,
+ * params, ordered RFC 3339 times, queue_ms, run_ms, no error, result.passed true,
+ * and every available run checked with check_run. */
+void check_job_done_(json_t *job, const char *type, const char *backend, const char *file,
+                     int line);
+#define CHECK_JOB_DONE(job, type, backend) \
+  check_job_done_((job), (type), (backend), __FILE__, __LINE__)
+/* POSTs body (JSON) to path with the default wait and expects 200 with a finished,
+ * passed job of this type and backend (CHECK_JOB_DONE). Returns the job; the caller
+ * decrefs it. */
+json_t *job_post_done(struct gpulabd *d, const char *backend, const char *path, const char *type,
+                      const char *body);
+/* GETs /jobs/{id} until the job is done, failed or canceled (timeout_s at most, then
+ * the test fails). Returns the job; the caller decrefs it. */
+json_t *job_wait_final(struct gpulabd *d, long long id, double timeout_s);
+/* GETs /jobs/{id} until its state is `state` (timeout_s at most). */
+void job_wait_state(struct gpulabd *d, long long id, const char *state, double timeout_s);
+/* Checks a 202 from a POST with ?wait: Location /jobs/{id}, the type, a job neither
+ * finished nor with a result. Returns its id. */
+long long job_check_accepted(const struct http_reply *reply, const char *type);
+/* Checks that the job's runs are labelled labels[0..n) in this order ("padded33",
+ * "streams=3"), and that params.variant, where the type has one, lists the same. */
+void check_run_labels(json_t *job, const char *const *labels, int n);
+/* One available run: check passed, timing summary consistent with its samples,
+ * figure > 0, the unit, speedup (1 for the first run), kernel.name; with
+ * want_launch, kernel grid/block/registers too. */
+void check_run_(json_t *run, const char *unit, bool first, bool want_launch, const char *file,
+                int line);
+#define CHECK_RUN(run, unit, first, want_launch) \
+  check_run_((run), (unit), (first), (want_launch), __FILE__, __LINE__)
+
+#endif
