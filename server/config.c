@@ -53,7 +53,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
   optind = 1;
   opterr = 0;
   int c;
-  long v;
+  long v = 0;
   while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
     int rc = 0;
     switch (c) {
