@@ -1,5 +1,5 @@
 /* HTTP tests against a real gpulabd on the CPU backend: every route, every job type
- * at sizes with tails, every error the API promises, cancellation, and 50 clients
+ * at sizes with tails, every error the API promises, cancellation, and 200 clients
  * waiting at once on two HTTP threads. Sizes and timing are kept small for CI. */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,12 +13,12 @@
 #define FAST "\"warmup\":1,\"batches\":2,\"reps\":1"
 #define SMALL_TRANSPOSE "{\"m\":33,\"n\":47," FAST "}"
 #define MAX_BODY 4096 /* A's --max-body */
-#define N_CLIENTS 50
-#define MAX_QUEUED 52 /* B's --max-queued */
-#define MAX_QUEUED_ARG "52"
+#define N_CLIENTS 200
+#define MAX_QUEUED 202 /* B's --max-queued */
+#define MAX_QUEUED_ARG "202"
 
 static struct gpulabd A; /* --streams 2 --max-body 4096: most tests */
-static struct gpulabd B; /* --streams 1 --max-queued 52: queueing, cancel, concurrency */
+static struct gpulabd B; /* --streams 1 --max-queued 202: queueing, cancel, concurrency */
 
 static const char *const transpose_all[] = {"naive", "shared32", "padded33", "copy"};
 static const char *const gemm_all[] = {"naive", "tiled", "cublas"};
