@@ -1,6 +1,7 @@
 /* The backends behind one small interface: run one job's experiment on one lane
- * (a CUDA stream, or a CPU thread) of one device. The engine owns the threads;
- * a backend never starts any of its own. */
+ * (a CUDA stream, or a CPU thread) of one device, keep data in device buffers, and
+ * order jobs with fences (CUDA events, or completion flags on the CPU). The engine
+ * owns the threads; a backend never starts any of its own. */
 #ifndef GPULAB_BACKEND_H
 #define GPULAB_BACKEND_H
 
@@ -23,6 +24,11 @@ enum backend_kind { BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA };
 #define BACKEND_EUNAVAIL (-5)  /* backend_open: this kind is not available here */
 
 struct backend;
+/* floats in the device's memory (the CPU backend's: host memory). */
+struct backend_buffer;
+/* The point in a job's device work after which its output is complete: children
+ * wait on it on the device (cudaStreamWaitEvent), never on the host. */
+struct backend_fence;
 
 struct backend_device_info {
   char backend[8];   /* "cuda" or "cpu" */
@@ -35,17 +41,52 @@ struct backend_device_info {
   int cpu_cores;
 };
 
-/* Called by the backend while a job runs; all may be NULL. */
+/* The phases of a job's device work, reported through hooks->phase so that the
+ * engine can keep timed windows exclusive. */
+enum backend_phase {
+  BACKEND_PHASE_SETUP,   /* inputs, the output, untimed work */
+  BACKEND_PHASE_TIMED,   /* a timed window: warm-ups and batches of one or more runs */
+  BACKEND_PHASE_UNTIMED, /* after a timed window: copies for the check, graph capture */
+  BACKEND_PHASE_IDLE,    /* all device work of the job is complete */
+};
+
+/* Called by the backend while a job runs, from the job's thread. All may be NULL.
+ * phase(): entering a phase. The backend calls it for TIMED only once the job's
+ * earlier device work is complete when job->exclusive, and for UNTIMED and IDLE
+ * only once the window's (the job's) device work is complete; it may block (the
+ * engine waits there for exclusivity). Entering UNTIMED returns whether the timed
+ * window just closed was contended: another job's device work may have overlapped
+ * it. issued(): the job's output and done fence are enqueued; its children may be
+ * issued now. */
 struct backend_hooks {
   bool (*canceled)(void *arg); /* polled at batch boundaries */
   void (*progress)(void *arg, int run, int batch, double sample_ms);
+  bool (*phase)(void *arg, enum backend_phase phase);
+  void (*issued)(void *arg);
   void *arg;
+};
+
+/* One job, as the engine hands it to backend_run. */
+struct backend_job {
+  const struct exp_spec *spec; /* sizes resolved from the inputs */
+  /* Inputs given as data, by slot (NULL: generate from spec->inputs[slot].value).
+   * Borrowed: the engine keeps them alive until backend_run returns. They may be
+   * written by jobs still running: wait on `after` before reading them. */
+  struct backend_buffer *input[EXP_MAX_INPUTS];
+  struct backend_fence *const *after; /* fences of the parents, borrowed */
+  int n_after;
+  bool exclusive; /* see hooks->phase */
+  /* Set by the backend before hooks->issued, owned by the engine afterwards (also
+   * when backend_run then fails): the output of the job's first run, computed once
+   * before any timing, and the fence after which it is complete. */
+  struct backend_buffer *output;
+  struct backend_fence *done;
 };
 
 /* Opens device `device` of kind with n_lanes lanes. BACKEND_AUTO picks CUDA when a
  * device answers, else the CPU. why receives one line saying what was chosen and
- * why (or why opening failed). Returns 0 or BACKEND_EUNAVAIL / BACKEND_ENOMEM;
- * *out is owned by the caller (backend_free). */
+ * why (or why opening failed). Returns 0 or BACKEND_EUNAVAIL / BACKEND_ENOMEM /
+ * BACKEND_EINVAL; *out is owned by the caller (backend_free). */
 int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
                  char *why, size_t why_len);
 void backend_free(struct backend *b); /* NULL is a no-op; no job may be running */
@@ -58,12 +99,26 @@ uint64_t backend_memory_limit(const struct backend *b);
 /* False once the device hit an error it cannot recover from. */
 bool backend_healthy(const struct backend *b);
 
-/* Runs spec on lane (0 <= lane < n_lanes) and fills result. Blocks the calling
+/* Runs job on lane (0 <= lane < n_lanes) and fills result. Blocks the calling
  * thread; at most one call per lane at a time, different lanes concurrently.
  * Returns 0 (result complete, checks done), or an error with a message in err. */
-int backend_run(struct backend *b, int lane, const struct exp_spec *spec,
-                const struct backend_hooks *hooks, struct exp_result *result,
-                char *err, size_t err_len);
+int backend_run(struct backend *b, int lane, struct backend_job *job,
+                const struct backend_hooks *hooks, struct exp_result *result, char *err,
+                size_t err_len);
+
+/* Buffers. Upload and download block the calling thread (any thread) and are safe
+ * to call concurrently with jobs. A download waits for `fence` (may be NULL) first:
+ * the fence of the job that wrote the buffer. Free only once no job that uses the
+ * buffer is running. Errors as above. */
+int backend_buffer_upload(struct backend *b, const float *host, uint64_t count,
+                          struct backend_buffer **out, char *err, size_t err_len);
+int backend_buffer_download(struct backend *b, struct backend_buffer *buf,
+                            struct backend_fence *fence, float *host, char *err,
+                            size_t err_len);
+uint64_t backend_buffer_count(const struct backend_buffer *buf); /* floats */
+void backend_buffer_free(struct backend *b, struct backend_buffer *buf); /* NULL: no-op */
+/* Frees a fence once no job waits on it any more. NULL is a no-op. */
+void backend_fence_free(struct backend *b, struct backend_fence *fence);
 
 #ifdef __cplusplus
 }

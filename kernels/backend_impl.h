@@ -13,10 +13,23 @@ struct backend_ops {
   void (*device_info)(struct backend *b, struct backend_device_info *info);
   uint64_t (*memory_limit)(const struct backend *b);
   bool (*healthy)(const struct backend *b);
-  int (*run)(struct backend *b, int lane, const struct exp_spec *spec,
+  int (*run)(struct backend *b, int lane, struct backend_job *job,
              const struct backend_hooks *hooks, struct exp_result *result, char *err,
              size_t err_len);
+  int (*buffer_upload)(struct backend *b, const float *host, uint64_t count,
+                       struct backend_buffer **out, char *err, size_t err_len);
+  int (*buffer_download)(struct backend *b, struct backend_buffer *buf,
+                         struct backend_fence *fence, float *host, char *err, size_t err_len);
+  void (*buffer_free)(struct backend *b, struct backend_buffer *buf);
+  void (*fence_free)(struct backend *b, struct backend_fence *fence);
   void (*free)(struct backend *b);
+};
+
+/* Both backends keep a buffer as one allocation of floats: device memory from the
+ * device's pool (CUDA) or host memory (CPU). */
+struct backend_buffer {
+  uint64_t count;
+  float *data;
 };
 
 struct backend {
@@ -37,6 +50,13 @@ static inline bool backend_hooks_canceled(const struct backend_hooks *h) {
 static inline void backend_hooks_progress(const struct backend_hooks *h, int run, int batch,
                                           double ms) {
   if (h && h->progress) h->progress(h->arg, run, batch, ms);
+}
+/* Returns whether the window just closed was contended (when phase is UNTIMED). */
+static inline bool backend_hooks_phase(const struct backend_hooks *h, enum backend_phase phase) {
+  return h && h->phase ? h->phase(h->arg, phase) : false;
+}
+static inline void backend_hooks_issued(const struct backend_hooks *h) {
+  if (h && h->issued) h->issued(h->arg);
 }
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
 /* Names, defaults and work counts of the lecture's experiments. */
 #include "kernels/experiment.h"
 
+#include <stdio.h>
 #include <string.h>
 #include "kernels/stats.h"
 
@@ -60,6 +61,7 @@ void exp_spec_default(enum exp_type type, struct exp_spec *spec) {
   memset(spec, 0, sizeof *spec);
   spec->type = type;
   spec->seed = 2026;
+  for (int i = 0; i < EXP_MAX_INPUTS; i++) spec->inputs[i] = (struct exp_input){EXP_INPUT_SEED, spec->seed};
   spec->n_variants = exp_variant_count(type);
   for (int i = 0; i < spec->n_variants; i++) spec->variants[i] = i;
   /* The lecture's timing: transpose and GEMM warm up 3 times and time 5 batches of
@@ -155,4 +157,126 @@ bool exp_result_passed(const struct exp_result *result) {
     ran++;
   }
   return ran > 0; /* nothing ran, nothing passed */
+}
+
+/* ---- inputs and shapes ---- */
+
+int exp_input_count(enum exp_type type) { return type == EXP_GEMM ? 2 : 1; }
+
+const char *exp_input_name(enum exp_type type, int slot) {
+  if (slot == 0) return type == EXP_TRANSPOSE || type == EXP_GEMM ? "a" : "x";
+  return slot == 1 && type == EXP_GEMM ? "b" : NULL;
+}
+
+static void shape2(struct exp_shape *s, int64_t rows, int64_t cols) {
+  *s = (struct exp_shape){2, {rows, cols}};
+}
+static void shape1(struct exp_shape *s, int64_t n) { *s = (struct exp_shape){1, {n, 0}}; }
+
+void exp_input_shape(const struct exp_spec *spec, int slot, struct exp_shape *shape) {
+  switch (spec->type) {
+  case EXP_TRANSPOSE: shape2(shape, spec->u.transpose.m, spec->u.transpose.n); break;
+  case EXP_GEMM:
+    if (slot == 0)
+      shape2(shape, spec->u.gemm.m, spec->u.gemm.k);
+    else
+      shape2(shape, spec->u.gemm.k, spec->u.gemm.n);
+    break;
+  case EXP_STENCIL: shape1(shape, spec->u.stencil.n); break;
+  default: shape1(shape, (int64_t)spec->u.pipeline.chunk * spec->u.pipeline.chunks); break;
+  }
+}
+
+void exp_output_shape(const struct exp_spec *spec, struct exp_shape *shape) {
+  switch (spec->type) {
+  case EXP_TRANSPOSE: /* the output is the first run's: copy keeps A's shape */
+    if (spec->n_variants > 0 && spec->variants[0] == TRANSPOSE_COPY)
+      shape2(shape, spec->u.transpose.m, spec->u.transpose.n);
+    else
+      shape2(shape, spec->u.transpose.n, spec->u.transpose.m);
+    break;
+  case EXP_GEMM: shape2(shape, spec->u.gemm.m, spec->u.gemm.n); break;
+  default: exp_input_shape(spec, 0, shape); break;
+  }
+}
+
+int64_t exp_shape_count(const struct exp_shape *shape) {
+  return shape->ndim == 2 ? shape->dims[0] * shape->dims[1] : shape->dims[0];
+}
+
+void exp_shape_format(const struct exp_shape *shape, char *buf, size_t len) {
+  if (shape->ndim == 2)
+    snprintf(buf, len, "(%lld, %lld)", (long long)shape->dims[0], (long long)shape->dims[1]);
+  else
+    snprintf(buf, len, "(%lld,)", (long long)shape->dims[0]);
+}
+
+/* Sets *dim to value unless the request fixed it to something else. */
+static bool fit_dim(int *dim, int64_t value, bool given) {
+  if (value < 1 || value > INT32_MAX) return false;
+  if (given && *dim != value) return false;
+  *dim = (int)value;
+  return true;
+}
+
+static int shape_mismatch(const struct exp_spec *spec, int slot, const struct exp_shape *got,
+                          const char *why, char *msg, size_t len) {
+  char want[48], have[48];
+  struct exp_shape expected;
+  exp_input_shape(spec, slot, &expected);
+  exp_shape_format(&expected, want, sizeof want);
+  exp_shape_format(got, have, sizeof have);
+  snprintf(msg, len, "input %s has shape %s but this %s job needs %s%s%s",
+           exp_input_name(spec->type, slot), have, exp_type_name(spec->type), want,
+           why ? ": " : "", why ? why : "");
+  return -1;
+}
+
+int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *shape,
+                       char *msg, size_t msg_len) {
+  const struct exp_spec before = *spec; /* messages quote the shape asked before fitting */
+  unsigned g = spec->dims_given;
+  int64_t count = exp_shape_count(shape);
+  int64_t rows = shape->ndim == 2 ? shape->dims[0] : 1, cols = shape->ndim == 2 ? shape->dims[1] : shape->dims[0];
+  bool ok = true;
+  switch (spec->type) {
+  case EXP_TRANSPOSE:
+    ok = fit_dim(&spec->u.transpose.m, rows, g & EXP_DIM_M) && fit_dim(&spec->u.transpose.n, cols, g & EXP_DIM_N);
+    if (ok) spec->dims_given |= EXP_DIM_M | EXP_DIM_N;
+    break;
+  case EXP_GEMM: {
+    bool k_fixed = (g & EXP_DIM_K) != 0; /* by the request or by the other input */
+    if (slot == 0)
+      ok = fit_dim(&spec->u.gemm.m, rows, g & EXP_DIM_M) && fit_dim(&spec->u.gemm.k, cols, k_fixed);
+    else
+      ok = fit_dim(&spec->u.gemm.k, rows, k_fixed) && fit_dim(&spec->u.gemm.n, cols, g & EXP_DIM_N);
+    if (!ok && k_fixed) {
+      *spec = before;
+      return shape_mismatch(spec, slot, shape, "the inner dimensions (k) of a and b must agree", msg, msg_len);
+    }
+    if (ok) spec->dims_given |= EXP_DIM_K | (slot == 0 ? EXP_DIM_M : EXP_DIM_N);
+    break;
+  }
+  case EXP_STENCIL:
+    ok = fit_dim(&spec->u.stencil.n, count, g & EXP_DIM_N);
+    if (ok) spec->dims_given |= EXP_DIM_N;
+    break;
+  case EXP_PIPELINE: {
+    struct { int chunk, chunks; } d = {spec->u.pipeline.chunk, spec->u.pipeline.chunks};
+    if (g & EXP_DIM_CHUNK)
+      ok = count % d.chunk == 0 && count / d.chunk <= 64 && fit_dim(&d.chunks, count / d.chunk, false);
+    else
+      ok = count % d.chunks == 0 && fit_dim(&d.chunk, count / d.chunks, false);
+    if (!ok)
+      return shape_mismatch(spec, slot, shape, "its length must be chunk * chunks", msg, msg_len);
+    spec->u.pipeline.chunk = d.chunk;
+    spec->u.pipeline.chunks = d.chunks;
+    spec->dims_given |= EXP_DIM_CHUNK;
+    break;
+  }
+  default: ok = false;
+  }
+  if (ok) return 0;
+  *spec = before;
+  return shape_mismatch(spec, slot, shape, NULL, msg, msg_len);
 }

@@ -34,6 +34,27 @@ enum exp_stencil_variant { STENCIL_NAIVE, STENCIL_SHARED };
  * variant after another, stencil and pipeline alternating the order per batch. */
 enum exp_order { EXP_ORDER_SEQUENTIAL, EXP_ORDER_ALTERNATING };
 
+/* Where one input of a job comes from: generated from a seed, an uploaded buffer,
+ * or another job's output. */
+enum exp_input_kind { EXP_INPUT_SEED, EXP_INPUT_BUFFER, EXP_INPUT_JOB };
+struct exp_input {
+  enum exp_input_kind kind;
+  uint64_t value; /* the seed, buffer id or job id */
+};
+#define EXP_MAX_INPUTS 2 /* slot 0: a (transpose, gemm) or x (stencil, pipeline); 1: gemm's b */
+
+/* A tensor shape: 1-D (dims[0]) or 2-D (rows, columns). */
+struct exp_shape {
+  int ndim;
+  int64_t dims[2];
+};
+
+/* Bits of exp_spec.dims_given: which size params the request set explicitly. */
+#define EXP_DIM_M 1u
+#define EXP_DIM_N 2u
+#define EXP_DIM_K 4u
+#define EXP_DIM_CHUNK 8u
+
 struct exp_timing_params {
   int warmup;  /* untimed launches per variant before the batches */
   int batches; /* timed samples; each sample is one batch's mean per launch */
@@ -42,7 +63,10 @@ struct exp_timing_params {
 
 struct exp_spec {
   enum exp_type type;
-  uint64_t seed; /* inputs come from gen.h with this seed */
+  uint64_t seed; /* default seed of every input given no other source */
+  struct exp_input inputs[EXP_MAX_INPUTS]; /* SEED inputs use gen.h with value as seed */
+  unsigned dims_given; /* EXP_DIM_* */
+  bool graph;          /* time the reps of a batch as one captured CUDA Graph */
   struct exp_timing_params timing;
   int n_variants;                     /* transpose/gemm/stencil: runs in this order */
   int variants[EXP_MAX_VARIANTS];     /* values of the type's variant enum */
@@ -57,6 +81,21 @@ struct exp_spec {
     } pipeline;
   } u;
 };
+
+/* Inputs: how many slots a type has and their names ("a", "b", "x"). */
+int exp_input_count(enum exp_type type);
+const char *exp_input_name(enum exp_type type, int slot);
+/* The shape spec's dims give input slot, and the output (the first run's). */
+void exp_input_shape(const struct exp_spec *spec, int slot, struct exp_shape *shape);
+void exp_output_shape(const struct exp_spec *spec, struct exp_shape *shape);
+/* Takes spec's dims from the shape of an input given as data (a buffer or a job's
+ * output). Returns 0, or -1 with a message naming both shapes when the shape does
+ * not fit the job or disagrees with a dim the request gave (or another input). */
+int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *shape,
+                       char *msg, size_t msg_len);
+/* "(4096, 1024)" or "(1000,)", as NumPy writes shapes. */
+void exp_shape_format(const struct exp_shape *shape, char *buf, size_t len);
+int64_t exp_shape_count(const struct exp_shape *shape);
 
 /* Names and defaults. Lookups return NULL / -1 for unknown input. */
 const char *exp_type_name(enum exp_type type);
@@ -116,6 +155,9 @@ struct exp_run {
   int variant;        /* the type's variant enum; for pipeline, the stream count */
   char label[32];     /* "padded33", "streams=3", ... */
   bool available;     /* false: this backend cannot run it; reason says why */
+  bool contended;     /* another job's device work overlapped this run's timed window */
+  /* graph: per-launch time of the same reps launched one by one and as a graph */
+  double stream_us_per_launch, graph_us_per_launch;
   char reason[128];
   char mapped_to[64]; /* non-empty: ran a substitute of this backend, named here */
   struct exp_check check;

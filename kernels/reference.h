@@ -17,11 +17,14 @@ extern "C" {
 
 struct reference;
 
-/* Generates spec's inputs on the host and the expected output (FP64 where the
- * experiment computes in floating point). Returns 0, -ENOMEM, or -EINVAL for a
- * malformed spec (negative sizes). *out is owned by
- * the caller: free it with reference_free. */
-int reference_new(const struct exp_spec *spec, struct reference **out);
+/* Builds spec's inputs on the host and the expected output (FP64 where the
+ * experiment computes in floating point). given[slot] is the host copy of an input
+ * that came as data (a buffer or another job's output), borrowed: it must outlive
+ * ref; NULL generates input slot from spec->inputs[slot].value as seed. given may
+ * be NULL (all generated). Returns 0, -ENOMEM, or -EINVAL for a malformed spec
+ * (negative sizes). *out is owned by the caller: free it with reference_free. */
+int reference_new(const struct exp_spec *spec, const float *const *given,
+                  struct reference **out);
 void reference_free(struct reference *ref); /* NULL is a no-op */
 
 /* The job's inputs, as generated; owned by ref, valid until reference_free.
@@ -34,8 +37,9 @@ size_t reference_output_len(const struct reference *ref);
 
 /* Compares out (reference_output_len floats) with the expected output of variant
  * and fills check. Transpose variants compare exactly (copy: against the input);
- * gemm per element within k * 2^-23 * sum|a*b|; stencil within (2r+1) * 2^-23;
- * pipeline within 2e-6 * terms + 1e-6. NaN never passes. Cannot fail. */
+ * gemm per element within k * 2^-23 * sum|a*b|; stencil per element within
+ * (2r+2) * 2^-23 * sum|x| / (2r+1) over its window; pipeline within
+ * 2e-6 * terms + 1e-6. NaN never passes. Cannot fail. */
 void reference_check(const struct reference *ref, int variant, const float *out,
                      struct exp_check *check);
 
