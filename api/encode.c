@@ -54,6 +54,11 @@ json_t *api_spec_to_json(const struct exp_spec *spec) {
       json_array_append_new(variants, json_string(exp_variant_name(spec->type, spec->variants[i])));
     json_object_set_new(o, "variant", variants);
   }
+  static const char *const sources[] = {"seed", "buffer", "job"};
+  for (int i = 0; i < exp_input_count(spec->type); i++)
+    json_object_set_new(o, exp_input_name(spec->type, i),
+                        json_pack("{s:I}", sources[spec->inputs[i].kind], (json_int_t)spec->inputs[i].value));
+  json_object_set_new(o, "graph", json_boolean(spec->graph));
   json_object_set_new(o, "seed", json_integer((json_int_t)spec->seed));
   json_object_set_new(o, "warmup", json_integer(spec->timing.warmup));
   json_object_set_new(o, "batches", json_integer(spec->timing.batches));
@@ -133,6 +138,11 @@ static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r)
   json_object_set_new(o, "figure", r->figure > 0 ? json_real(r->figure) : json_null());
   json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
   json_object_set_new(o, "speedup", r->speedup > 0 ? json_real(r->speedup) : json_null());
+  json_object_set_new(o, "contended", json_boolean(r->contended));
+  if (r->graph_us_per_launch > 0)
+    json_object_set_new(o, "launch", json_pack("{s:f,s:f,s:f}", "stream_us", r->stream_us_per_launch,
+                                               "graph_us", r->graph_us_per_launch, "saved_us",
+                                               r->stream_us_per_launch - r->graph_us_per_launch));
   json_object_set_new(o, "kernel", kernel_to_json(&r->kernel));
   return o;
 }

@@ -95,7 +95,9 @@ static void accepted_fields(enum exp_type type, char *buf, size_t len) {
     used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "streams, ");
   else
     used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "variant, ");
-  snprintf(buf + used, used < len ? len - used : 0, "seed, warmup, batches, reps");
+  for (int s = 0; s < exp_input_count(type); s++)
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", exp_input_name(type, s));
+  snprintf(buf + used, used < len ? len - used : 0, "seed, warmup, batches, reps, graph");
 }
 
 static int parse_int(const struct int_field *f, json_t *v, const char *field,
@@ -193,6 +195,98 @@ static int parse_streams(json_t *v, const char *field, struct exp_spec *spec,
   return 0;
 }
 
+/* An input: {"seed": s}, {"buffer": id} or {"job": id}. */
+static int parse_input(json_t *v, const char *field, struct exp_input *in, struct api_error *err) {
+  static const char *const kinds[] = {"seed", "buffer", "job"};
+  if (!json_is_object(v) || json_object_size(v) != 1)
+    return api_error_set(err, 400, "wrong_type", field,
+                         "%s must be {\"seed\": s}, {\"buffer\": id} or {\"job\": id}", field);
+  const char *key = json_object_iter_key(json_object_iter(v));
+  json_t *value = json_object_iter_value(json_object_iter(v));
+  for (int k = 0; k < 3; k++) {
+    if (strcmp(key, kinds[k]) != 0) continue;
+    long long min = k == 0 ? 0 : 1;
+    if (!json_is_integer(value) || json_integer_value(value) < min)
+      return api_error_set(err, 400, json_is_integer(value) ? "out_of_range" : "wrong_type", field,
+                           "%s.%s must be an integer of at least %lld", field, key, min);
+    *in = (struct exp_input){(enum exp_input_kind)k, (uint64_t)json_integer_value(value)};
+    return 0;
+  }
+  return api_error_set(err, 400, "unknown_field", field,
+                       "%s: unknown source '%.40s'; use seed, buffer or job", field, key);
+}
+
+static int parse_choice(json_t *v, const char *field, const char *yes, const char *no, bool *out,
+                        struct api_error *err) {
+  const char *text = json_string_value(v);
+  if (text && strcmp(text, yes) == 0) *out = true;
+  else if (text && strcmp(text, no) == 0) *out = false;
+  else
+    return api_error_set(err, 400, json_is_string(v) ? "out_of_range" : "wrong_type", field,
+                         "%s must be \"%s\" or \"%s\"", field, yes, no);
+  return 0;
+}
+
+static int parse_bool(json_t *v, const char *field, bool *out, struct api_error *err) {
+  if (!json_is_boolean(v))
+    return api_error_set(err, 400, "wrong_type", field, "%s must be true or false, got %s", field,
+                         json_kind(v));
+  *out = json_is_true(v);
+  return 0;
+}
+
+/* One job option; returns 1 when key is not one. */
+static int parse_option(const char *key, json_t *v, struct api_job_options *o,
+                        struct api_error *err) {
+  if (strcmp(key, "priority") == 0) {
+    if (!json_is_integer(v))
+      return api_error_set(err, 400, "wrong_type", key, "priority must be an integer, got %s", json_kind(v));
+    long long p = json_integer_value(v);
+    if (p < -API_MAX_PRIORITY || p > API_MAX_PRIORITY)
+      return api_error_set(err, 400, "out_of_range", key, "priority must be between %d and %d, got %lld",
+                           -API_MAX_PRIORITY, API_MAX_PRIORITY, p);
+    o->priority = (int)p;
+    return 0;
+  }
+  if (strcmp(key, "isolation") == 0) return parse_choice(v, key, "exclusive", "shared", &o->exclusive, err);
+  if (strcmp(key, "dependency") == 0) return parse_choice(v, key, "host", "event", &o->host_sync, err);
+  if (strcmp(key, "keep_output") == 0) return parse_bool(v, key, &o->keep_output, err);
+  if (strcmp(key, "depends_on") != 0) return 1;
+  size_t n = json_array_size(v);
+  if (!json_is_array(v))
+    return api_error_set(err, 400, "wrong_type", key, "depends_on must be a list of job ids, got %s", json_kind(v));
+  if (n > API_MAX_DEPENDS)
+    return api_error_set(err, 400, "out_of_range", key, "depends_on lists at most %d jobs, got %zu",
+                         API_MAX_DEPENDS, n);
+  for (size_t i = 0; i < n; i++) {
+    json_t *id = json_array_get(v, i);
+    if (!json_is_integer(id) || json_integer_value(id) < 1)
+      return api_error_set(err, 400, json_is_integer(id) ? "out_of_range" : "wrong_type", key,
+                           "depends_on[%zu] must be a job id (an integer of at least 1)", i);
+    o->depends_on[i] = (uint64_t)json_integer_value(id);
+  }
+  o->n_depends = (int)n;
+  return 0;
+}
+
+static void options_default(struct api_job_options *o) {
+  memset(o, 0, sizeof *o);
+  o->exclusive = true;
+}
+
+static unsigned dim_bit(enum exp_type type, const char *key) {
+  if (strcmp(key, "m") == 0) return EXP_DIM_M;
+  if (strcmp(key, "n") == 0) return EXP_DIM_N;
+  if (strcmp(key, "k") == 0) return EXP_DIM_K;
+  return strcmp(key, "chunk") == 0 && type == EXP_PIPELINE ? EXP_DIM_CHUNK : 0;
+}
+
+static int input_slot(enum exp_type type, const char *key) {
+  for (int s = 0; s < exp_input_count(type); s++)
+    if (strcmp(key, exp_input_name(type, s)) == 0) return s;
+  return -1;
+}
+
 static const struct int_field *find_int_field(enum exp_type type, const char *key) {
   struct field_table t = type_fields(type);
   for (int i = 0; i < t.count; i++)
@@ -203,8 +297,10 @@ static const struct int_field *find_int_field(enum exp_type type, const char *ke
 }
 
 static int parse_params_object(enum exp_type type, json_t *obj, const char *prefix,
-                               struct exp_spec *spec, struct api_error *err) {
+                               struct exp_spec *spec, struct api_job_options *opts,
+                               struct api_error *err) {
   exp_spec_default(type, spec);
+  bool input_given[EXP_MAX_INPUTS] = {false};
   if (!json_is_object(obj))
     return api_error_set(err, 400, "wrong_type", *prefix ? "params" : "",
                          "the %s must be a JSON object, got %s", *prefix ? "params" : "body",
@@ -215,21 +311,32 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
     char field[64];
     snprintf(field, sizeof field, "%s%.40s", prefix, key);
     const struct int_field *f = find_int_field(type, key);
-    int rc;
-    if (f)
+    int rc, slot = input_slot(type, key);
+    if (f) {
       rc = parse_int(f, v, field, spec, err);
+      spec->dims_given |= dim_bit(type, key);
+    } else if (slot >= 0) {
+      rc = parse_input(v, field, &spec->inputs[slot], err);
+      input_given[slot] = true;
+    } else if (strcmp(key, "graph") == 0)
+      rc = parse_bool(v, field, &spec->graph, err);
+    else if (opts && (rc = parse_option(key, v, opts, err)) <= 0)
+      ; /* a job option beside the params */
     else if (type != EXP_PIPELINE && strcmp(key, "variant") == 0)
       rc = parse_variant(type, v, field, spec, err);
     else if (type == EXP_PIPELINE && strcmp(key, "streams") == 0)
       rc = parse_streams(v, field, spec, err);
     else {
-      char accepted[160];
+      char accepted[200];
       accepted_fields(type, accepted, sizeof accepted);
       return api_error_set(err, 400, "unknown_field", field, "unknown field '%s'; %s accepts: %s",
                            field, exp_type_name(type), accepted);
     }
     if (rc) return rc;
   }
+  /* Inputs nobody named come from the job's seed. */
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (!input_given[s]) spec->inputs[s] = (struct exp_input){EXP_INPUT_SEED, spec->seed};
   return 0;
 }
 
@@ -248,10 +355,11 @@ static json_t *load_body(const char *body, size_t len, struct api_error *err) {
 }
 
 int api_params_parse(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
-                     struct api_error *err) {
+                     struct api_job_options *opts, struct api_error *err) {
   json_t *root = load_body(body, len, err);
   if (!root) return -1;
-  int rc = parse_params_object(type, root, "", spec, err);
+  options_default(opts);
+  int rc = parse_params_object(type, root, "", spec, opts, err);
   json_decref(root);
   return rc;
 }
@@ -269,14 +377,19 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
                   json_kind(root));
     goto fail;
   }
+  options_default(&req->opts);
   json_object_foreach(root, key, v) {
+    int orc;
     if (strcmp(key, "type") == 0)
       type = v;
     else if (strcmp(key, "params") == 0)
       params = v;
-    else {
-      api_error_set(err, 400, "unknown_field", key, "unknown field '%.40s'; a job accepts: type, params",
-                    key);
+    else if ((orc = parse_option(key, v, &req->opts, err)) < 0)
+      goto fail;
+    else if (orc > 0) {
+      api_error_set(err, 400, "unknown_field", key,
+                    "unknown field '%.40s'; a job accepts: type, params, depends_on, priority, "
+                    "isolation, keep_output, dependency", key);
       goto fail;
     }
   }
@@ -295,7 +408,7 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
   }
   json_t *empty = NULL;
   if (!params) params = empty = json_object();
-  rc = parse_params_object((enum exp_type)t, params, "params.", &req->spec, err);
+  rc = parse_params_object((enum exp_type)t, params, "params.", &req->spec, NULL, err);
   json_decref(empty);
 fail:
   json_decref(root);

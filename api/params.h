@@ -18,19 +18,33 @@
 #define API_MAX_REPS 10000
 #define API_MAX_WAIT_S 600
 
-/* A POST /jobs body: the job type and its parameters. */
-struct api_job_request {
-  struct exp_spec spec;
+#define API_MAX_PRIORITY 1000
+#define API_MAX_DEPENDS 16
+
+/* How a job runs, beside what it computes. */
+struct api_job_options {
+  int priority;      /* -API_MAX_PRIORITY..API_MAX_PRIORITY, default 0 */
+  bool exclusive;    /* "isolation": "exclusive" (default) or "shared" */
+  bool keep_output;  /* keep the output as a buffer */
+  bool host_sync;    /* "dependency": "event" (default) or "host" */
+  int n_depends;
+  uint64_t depends_on[API_MAX_DEPENDS];
 };
 
-/* Parses the params object of a job of `type` (the body of POST /transpose etc.,
- * or "params" of POST /jobs) into spec, starting from the lecture's defaults.
- * field_prefix ("" or "params.") is prepended to field names in errors.
- * Returns 0, or -1 with err filled (400). body need not be NUL-terminated. */
-int api_params_parse(enum exp_type type, const char *body, size_t len,
-                     struct exp_spec *spec, struct api_error *err);
+/* A POST /jobs body: the job type, its parameters and its options. */
+struct api_job_request {
+  struct exp_spec spec;
+  struct api_job_options opts;
+};
 
-/* Parses a POST /jobs body {"type": ..., "params": {...}}. Returns 0 or -1. */
+/* Parses the body of POST /transpose etc. into spec (from the lecture's defaults)
+ * and opts (the job options may stand beside the params there). Returns 0, or -1
+ * with err filled (400). body need not be NUL-terminated. */
+int api_params_parse(enum exp_type type, const char *body, size_t len,
+                     struct exp_spec *spec, struct api_job_options *opts,
+                     struct api_error *err);
+
+/* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -1. */
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err);
 

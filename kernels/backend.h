@@ -101,7 +101,11 @@ bool backend_healthy(const struct backend *b);
 
 /* Runs job on lane (0 <= lane < n_lanes) and fills result. Blocks the calling
  * thread; at most one call per lane at a time, different lanes concurrently.
- * Returns 0 (result complete, checks done), or an error with a message in err. */
+ * Returns 0 (result complete, checks done), or an error with a message in err.
+ * A spec or input the backend cannot take (BACKEND_EINVAL, also a data input whose
+ * count does not match its shape) fails before any hook; an error before issued()
+ * leaves output and done NULL; a failure after SETUP still reports UNTIMED (if a
+ * window was open) and IDLE. Each backend defines its own struct backend_fence. */
 int backend_run(struct backend *b, int lane, struct backend_job *job,
                 const struct backend_hooks *hooks, struct exp_result *result, char *err,
                 size_t err_len);

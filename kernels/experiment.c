@@ -94,19 +94,17 @@ void exp_spec_default(enum exp_type type, struct exp_spec *spec) {
 }
 
 uint64_t exp_spec_bytes(const struct exp_spec *spec) {
-  const uint64_t f = sizeof(float);
-  switch (spec->type) {
-  case EXP_TRANSPOSE: return 2 * f * (uint64_t)spec->u.transpose.m * (uint64_t)spec->u.transpose.n;
-  case EXP_GEMM: {
-    uint64_t m = (uint64_t)spec->u.gemm.m, n = (uint64_t)spec->u.gemm.n, k = (uint64_t)spec->u.gemm.k;
-    return f * (m * k + k * n + m * n);
+  /* Inputs, one output per run (each is checked after all timing), and the job's
+   * own output, computed once before timing. */
+  struct exp_shape in, out;
+  uint64_t inputs = 0;
+  for (int s = 0; s < exp_input_count(spec->type); s++) {
+    exp_input_shape(spec, s, &in);
+    inputs += (uint64_t)exp_shape_count(&in);
   }
-  case EXP_STENCIL: /* alternating variants keep one output each */
-    return (1 + (uint64_t)spec->n_variants) * f * (uint64_t)spec->u.stencil.n;
-  case EXP_PIPELINE:
-    return 2 * f * (uint64_t)spec->u.pipeline.chunk * (uint64_t)spec->u.pipeline.chunks;
-  default: return 0;
-  }
+  exp_output_shape(spec, &out);
+  int runs = spec->type == EXP_PIPELINE ? spec->u.pipeline.n_stream_counts : spec->n_variants;
+  return sizeof(float) * (inputs + (uint64_t)(runs + 1) * (uint64_t)exp_shape_count(&out));
 }
 
 double exp_spec_work(const struct exp_spec *spec) {
@@ -250,7 +248,8 @@ int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *
       ok = fit_dim(&spec->u.gemm.m, rows, g & EXP_DIM_M) && fit_dim(&spec->u.gemm.k, cols, k_fixed);
     else
       ok = fit_dim(&spec->u.gemm.k, rows, k_fixed) && fit_dim(&spec->u.gemm.n, cols, g & EXP_DIM_N);
-    if (!ok && k_fixed) {
+    int64_t k_of_input = slot == 0 ? cols : rows;
+    if (!ok && k_fixed && k_of_input != spec->u.gemm.k) {
       *spec = before;
       return shape_mismatch(spec, slot, shape, "the inner dimensions (k) of a and b must agree", msg, msg_len);
     }

@@ -56,7 +56,8 @@ struct exp_shape {
 #define EXP_DIM_CHUNK 8u
 
 struct exp_timing_params {
-  int warmup;  /* untimed launches per variant before the batches */
+  int warmup;  /* untimed launches per variant before the batches (graph: launches
+                  of the captured graph, each of reps kernels) */
   int batches; /* timed samples; each sample is one batch's mean per launch */
   int reps;    /* launches per batch */
 };
@@ -109,8 +110,8 @@ enum exp_order exp_type_order(enum exp_type type);
 void exp_spec_default(enum exp_type type, struct exp_spec *spec);
 
 /* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once:
- * inputs and outputs (one per variant where variants alternate). Library
- * workspaces and the pipeline's pinned host copies are not counted. */
+ * its inputs, one output per run and the job's output. Library workspaces and the
+ * pipeline's pinned host copies are not counted. */
 uint64_t exp_spec_bytes(const struct exp_spec *spec);
 
 /* Work counted for a run's figure: bytes moved (transpose, stencil, pipeline) or
@@ -156,7 +157,8 @@ struct exp_run {
   char label[32];     /* "padded33", "streams=3", ... */
   bool available;     /* false: this backend cannot run it; reason says why */
   bool contended;     /* another job's device work overlapped this run's timed window */
-  /* graph: per-launch time of the same reps launched one by one and as a graph */
+  /* graph: per-launch time of the same reps launched one by one and as a graph;
+   * both 0 without graph, graph_us 0 when capture failed */
   double stream_us_per_launch, graph_us_per_launch;
   char reason[128];
   char mapped_to[64]; /* non-empty: ran a substitute of this backend, named here */

@@ -1,6 +1,7 @@
 /* CPU inputs and expected outputs of every experiment (reference.h). GEMM and the
  * pipeline precompute their FP64 answers once per job; transpose and the stencil
- * are cheap enough to recompute exactly inside reference_check. */
+ * are cheap enough to recompute inside reference_check (the stencil's window sums
+ * exactly, whatever the inputs' magnitudes). */
 #include "kernels/reference.h"
 
 #include <errno.h>
@@ -13,11 +14,15 @@
 
 #define GRID (1.0 / 8388608.0) /* 2^-23: the grid gen_uniform's values lie on */
 #define PHASE_SCALE 3.14159265f
+/* Absolute part of the stencil's tolerance: windows of zeros compare exactly, a
+ * GPU that flushes subnormal sums to zero still passes. */
+#define REFERENCE_STENCIL_TOL_FLOOR 1e-30
 
 struct reference {
   struct exp_spec spec;
   size_t out_len;
-  float *a, *b, *x;         /* inputs; NULL where the type has none */
+  const float *a, *b, *x;   /* inputs, given or owned[]; NULL where the type has none */
+  float *owned[EXP_MAX_INPUTS]; /* inputs generated here, by slot */
   /* gemm: expected rows (FP64) and their per-element tolerances */
   int n_rows;               /* rows compared */
   int *rows;                /* n_rows row indices, ascending */
@@ -41,10 +46,30 @@ static void *alloc_array(size_t n, size_t size) {
   return malloc(n ? n * size : 1);
 }
 
-static float *new_filled(size_t n, uint64_t seed, int stream) {
+/* Sets *dst to input slot: given[slot] when the caller has it, else generated from
+ * the slot's seed into owned[slot]. Returns 0 or -ENOMEM. */
+static int take_input(struct reference *ref, const float *const *given, int slot,
+                      const float **dst) {
+  if (given && given[slot]) {
+    *dst = given[slot];
+    return 0;
+  }
+  const struct exp_spec *s = &ref->spec;
+  struct exp_shape shape;
+  exp_input_shape(s, slot, &shape);
+  size_t n = (size_t)exp_shape_count(&shape);
   float *h = alloc_array(n, sizeof *h);
-  if (h) reference_fill(h, n, seed, stream);
-  return h;
+  if (!h) return -ENOMEM;
+  uint64_t seed = s->inputs[slot].value;
+  if (s->type == EXP_PIPELINE)
+    reference_fill_phases(h, n, seed);
+  else if (slot == 1)
+    reference_fill(h, n, seed, GEN_B);
+  else
+    reference_fill(h, n, seed, s->type == EXP_STENCIL ? GEN_X : GEN_A);
+  ref->owned[slot] = h;
+  *dst = h;
+  return 0;
 }
 
 /* Expected rows of C = A B in FP64, looping i-k-j so B and the accumulators are
@@ -73,18 +98,18 @@ static void gemm_expect(struct reference *ref) {
   }
 }
 
-static int gemm_new(struct reference *ref) {
+static int gemm_new(struct reference *ref, const float *const *given) {
   const struct exp_spec *s = &ref->spec;
   int m = s->u.gemm.m, n = s->u.gemm.n, k = s->u.gemm.k;
-  ref->a = new_filled((size_t)m * k, s->seed, GEN_A);
-  ref->b = new_filled((size_t)k * n, s->seed, GEN_B);
+  if (take_input(ref, given, 0, &ref->a) < 0 || take_input(ref, given, 1, &ref->b) < 0)
+    return -ENOMEM;
   bool big = (uint64_t)m * n * k > REFERENCE_GEMM_FULL_MAX_FMAS;
   ref->n_rows = big && m > REFERENCE_GEMM_SAMPLE_ROWS ? REFERENCE_GEMM_SAMPLE_ROWS : m;
   ref->sampled = ref->n_rows < m;
   ref->rows = alloc_array((size_t)ref->n_rows, sizeof *ref->rows);
   ref->want = alloc_array((size_t)ref->n_rows * n, sizeof *ref->want);
   ref->tol = alloc_array((size_t)ref->n_rows * n, sizeof *ref->tol);
-  if (!ref->a || !ref->b || !ref->rows || !ref->want || !ref->tol) return -ENOMEM;
+  if (!ref->rows || !ref->want || !ref->tol) return -ENOMEM;
   /* Evenly spread, first and last included: row r of R is r (m-1) / (R-1). */
   for (int r = 0; r < ref->n_rows; r++)
     ref->rows[r] = ref->n_rows == 1 ? 0
@@ -93,13 +118,10 @@ static int gemm_new(struct reference *ref) {
   return 0;
 }
 
-static int pipeline_new(struct reference *ref) {
-  const struct exp_spec *s = &ref->spec;
-  int terms = s->u.pipeline.terms;
-  ref->x = alloc_array(ref->out_len, sizeof *ref->x);
+static int pipeline_new(struct reference *ref, const float *const *given) {
+  int terms = ref->spec.u.pipeline.terms;
   ref->want = alloc_array(ref->out_len, sizeof *ref->want);
-  if (!ref->x || !ref->want) return -ENOMEM;
-  reference_fill_phases(ref->x, ref->out_len, s->seed);
+  if (!ref->want || take_input(ref, given, 0, &ref->x) < 0) return -ENOMEM;
   /* The kernel's sinf argument is the float product (float)k * x; the reference
    * takes that same argument, then sin, division and sum in double. */
   for (size_t i = 0; i < ref->out_len; i++) {
@@ -130,7 +152,8 @@ static int64_t spec_out_len(const struct exp_spec *s) {
   }
 }
 
-int reference_new(const struct exp_spec *spec, struct reference **out) {
+int reference_new(const struct exp_spec *spec, const float *const *given,
+                  struct reference **out) {
   *out = NULL;
   int64_t len = spec_out_len(spec);
   if (len < 0) return -EINVAL;
@@ -140,16 +163,10 @@ int reference_new(const struct exp_spec *spec, struct reference **out) {
   ref->out_len = (size_t)len;
   int rc = 0;
   switch (spec->type) {
-  case EXP_TRANSPOSE:
-    ref->a = new_filled(ref->out_len, spec->seed, GEN_A);
-    if (!ref->a) rc = -ENOMEM;
-    break;
-  case EXP_GEMM: rc = gemm_new(ref); break;
-  case EXP_STENCIL:
-    ref->x = new_filled(ref->out_len, spec->seed, GEN_X);
-    if (!ref->x) rc = -ENOMEM;
-    break;
-  default: rc = pipeline_new(ref); break;
+  case EXP_TRANSPOSE: rc = take_input(ref, given, 0, &ref->a); break;
+  case EXP_GEMM: rc = gemm_new(ref, given); break;
+  case EXP_STENCIL: rc = take_input(ref, given, 0, &ref->x); break;
+  default: rc = pipeline_new(ref, given); break;
   }
   if (rc < 0) goto fail;
   *out = ref;
@@ -161,9 +178,7 @@ fail:
 
 void reference_free(struct reference *ref) {
   if (!ref) return;
-  free(ref->a);
-  free(ref->b);
-  free(ref->x);
+  for (int i = 0; i < EXP_MAX_INPUTS; i++) free(ref->owned[i]);
   free(ref->rows);
   free(ref->want);
   free(ref->tol);
@@ -232,23 +247,98 @@ static void check_gemm(const struct reference *ref, const float *out, struct exp
   snprintf(c->reference, sizeof c->reference, "cpu fp64");
 }
 
-/* The window sums are exact: inputs are multiples of 2^-23 in [-1, 1), so sums of
- * them, scaled by 2^23, are integers that fit int64 for any n. */
+/* ---- exact window sums for the stencil ---- */
+
+/* A finite float is m * 2^(e-150) with m < 2^24 and 0 <= e-1 <= 253 (e: the biased
+ * exponent, subnormals m * 2^-149), so x * 2^149 is an integer below 2^277. Five
+ * 64-bit limbs, two's complement, hold sums of up to 2^42 of them exactly, so a
+ * sliding window adds and subtracts without ever losing a bit. */
+#define XSUM_LIMBS 5
+struct xsum {
+  uint64_t limb[XSUM_LIMBS];
+};
+
+/* Adds (or, when negate, subtracts) the finite float v to s exactly. */
+static void xsum_add(struct xsum *s, float v, bool negate) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  uint32_t e = bits >> 23 & 0xff;
+  uint64_t m = bits & 0x7fffff;
+  int shift = 0;
+  if (e) {
+    m |= 0x800000;
+    shift = (int)e - 1;
+  }
+  int q = shift / 64, r = shift % 64;
+  uint64_t part[2] = {m << r, r ? m >> (64 - r) : 0};
+  uint64_t carry = 0;
+  bool sub = ((bits >> 31) != 0) != negate;
+  for (int i = q; i < XSUM_LIMBS; i++) {
+    uint64_t p = i - q < 2 ? part[i - q] : 0, l = s->limb[i];
+    if (sub) {
+      uint64_t t = l - p, u = t - carry;
+      carry = (l < p) | (t < carry);
+      s->limb[i] = u;
+    } else {
+      uint64_t t = l + p, u = t + carry;
+      carry = (t < p) | (u < carry);
+      s->limb[i] = u;
+    }
+  }
+}
+
+/* s as a double, within 2^-52 relative: the top two nonzero limbs carry it. */
+static double xsum_value(const struct xsum *s) {
+  static const double scale[XSUM_LIMBS] = {0x1p-149, 0x1p-85, 0x1p-21, 0x1p43, 0x1p107};
+  uint64_t l[XSUM_LIMBS];
+  bool neg = s->limb[XSUM_LIMBS - 1] >> 63;
+  uint64_t carry = 1;
+  for (int i = 0; i < XSUM_LIMBS; i++) { /* |s|: two's complement negation */
+    l[i] = neg ? ~s->limb[i] + carry : s->limb[i];
+    carry = neg && carry && l[i] == 0;
+  }
+  int t = XSUM_LIMBS - 1;
+  while (t > 0 && l[t] == 0) t--;
+  double v = (double)l[t] * scale[t] + (t > 0 ? (double)l[t - 1] * scale[t - 1] : 0.0);
+  return neg ? -v : v;
+}
+
+/* The stencil's window: exact sums of x and of |x|, and how many of its elements
+ * are not finite (then the expected output is NaN, which nothing matches). */
+struct window {
+  struct xsum sum, abs_sum;
+  int64_t n_nonfinite;
+};
+
+static void window_move(struct window *w, float v, bool enter) {
+  if (!isfinite(v)) {
+    w->n_nonfinite += enter ? 1 : -1;
+    return;
+  }
+  xsum_add(&w->sum, v, !enter);
+  xsum_add(&w->abs_sum, fabsf(v), !enter);
+}
+
+/* The expected outputs come from exact window sums (the inputs may be any floats,
+ * so no rounding of a running sum may leak from one window into another). The
+ * tolerance bounds a float sum of 2r+1 terms and its division, per element. */
 static void check_stencil(const struct reference *ref, const float *out,
                           struct exp_check *c) {
   int64_t n = ref->spec.u.stencil.n, r = ref->spec.u.stencil.radius;
   const float *x = ref->x;
-  double width = (double)(2 * r + 1), tol = width * GRID;
-  int64_t sum = 0; /* sum of x[j] * 2^23 over the window of i, clipped to [0, n) */
-  for (int64_t j = 0; j <= r && j < n; j++) sum += (int64_t)((double)x[j] * 8388608.0);
+  double width = (double)(2 * r + 1), rel = (double)(2 * r + 2) * GRID / width;
+  struct window w = {0};
+  for (int64_t j = 0; j <= r && j < n; j++) window_move(&w, x[j], true);
   for (int64_t i = 0; i < n; i++) {
-    compare(c, out[i], (double)sum * GRID / width, tol);
-    if (i + r + 1 < n) sum += (int64_t)((double)x[i + r + 1] * 8388608.0);
-    if (i - r >= 0) sum -= (int64_t)((double)x[i - r] * 8388608.0);
+    double want = w.n_nonfinite ? NAN : xsum_value(&w.sum) / width;
+    double tol = rel * xsum_value(&w.abs_sum) + REFERENCE_STENCIL_TOL_FLOOR;
+    compare(c, out[i], want, tol);
+    if (tol > c->tolerance) c->tolerance = tol;
+    if (i + r + 1 < n) window_move(&w, x[i + r + 1], true);
+    if (i - r >= 0) window_move(&w, x[i - r], false);
   }
-  c->tolerance = tol;
   snprintf(c->tolerance_rule, sizeof c->tolerance_rule,
-           "|y - ref| <= (2r+1) * 2^-23, zero boundary, divide by 2r+1");
+           "per element |y - ref| <= (2r+2) * 2^-23 * sum_window |x| / (2r+1) + 1e-30");
   snprintf(c->reference, sizeof c->reference, "cpu fp64 (exact window sums)");
 }
 

@@ -27,9 +27,11 @@ int reference_new(const struct exp_spec *spec, const float *const *given,
                   struct reference **out);
 void reference_free(struct reference *ref); /* NULL is a no-op */
 
-/* The job's inputs, as generated; owned by ref, valid until reference_free.
+/* The job's inputs, as generated or as given (then borrowed from the caller);
+ * valid until reference_free.
  * transpose: a (m*n). gemm: a (m*k), b (k*n). stencil: x (n).
- * pipeline: x (chunk*chunks), phases in [-pi, pi). NULL for inputs the type lacks. */
+ * pipeline: x (chunk*chunks; generated phases lie in [-pi, pi)). NULL for inputs
+ * the type lacks. */
 const float *reference_input(const struct reference *ref, int which /* GEN_A, GEN_B, GEN_X */);
 
 /* Number of output elements the job writes per variant. */
@@ -38,7 +40,7 @@ size_t reference_output_len(const struct reference *ref);
 /* Compares out (reference_output_len floats) with the expected output of variant
  * and fills check. Transpose variants compare exactly (copy: against the input);
  * gemm per element within k * 2^-23 * sum|a*b|; stencil per element within
- * (2r+2) * 2^-23 * sum|x| / (2r+1) over its window; pipeline within
+ * (2r+2) * 2^-23 * sum|x| / (2r+1) over its window + 1e-30; pipeline within
  * 2e-6 * terms + 1e-6. NaN never passes. Cannot fail. */
 void reference_check(const struct reference *ref, int variant, const float *out,
                      struct exp_check *check);

@@ -18,8 +18,9 @@ static const char usage[] =
     "  --device N          CUDA device ordinal (default 0)\n"
     "  --streams N         CUDA streams (CPU: worker threads) jobs run on, 1..64 (default 4)\n"
     "  --max-body BYTES    largest request body; larger gets 413 (default 1048576)\n"
+    "  --max-upload BYTES  largest POST /buffers body (default 268435456)\n"
     "  --http-threads N    HTTP worker threads, 1..256 (default 4)\n"
-    "  --max-queued N      queued jobs at most; more get 429 (default 1024)\n"
+    "  --max-queued N      queued or waiting jobs per client; more get 429 (default 1024)\n"
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
     "  --wait SECONDS      how long a POST waits for its job without ?wait= (default 60)\n"
     "  --help              this text\n"
@@ -40,14 +41,15 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
 
 int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
-                         .device = 0, .streams = 4, .max_body = 1 << 20, .http_threads = 4,
+                         .device = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"device", required_argument, 0, 'd'},
       {"streams", required_argument, 0, 's'},   {"max-body", required_argument, 0, 'B'},
       {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
-      {"max-jobs-kept", required_argument, 0, 'k'}, {"wait", required_argument, 0, 'w'},
+      {"max-jobs-kept", required_argument, 0, 'k'},
+      {"max-upload", required_argument, 0, 'U'}, {"wait", required_argument, 0, 'w'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -80,6 +82,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 't': rc = parse_long("--http-threads", optarg, 1, 256, &v, err, err_len); cfg->http_threads = (int)v; break;
     case 'q': rc = parse_long("--max-queued", optarg, 1, 1000000, &v, err, err_len); cfg->max_queued = (int)v; break;
     case 'k': rc = parse_long("--max-jobs-kept", optarg, 1, 10000000, &v, err, err_len); cfg->max_jobs_kept = (int)v; break;
+    case 'U': rc = parse_long("--max-upload", optarg, 64, 1L << 40, &v, err, err_len); cfg->max_upload = (size_t)v; break;
     case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
     case 'h': fputs(usage, out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;

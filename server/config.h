@@ -13,6 +13,7 @@ struct config {
   int device;
   int streams;
   size_t max_body;
+  size_t max_upload;
   int http_threads;
   int max_queued;
   int max_jobs_kept;

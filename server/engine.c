@@ -1,61 +1,18 @@
-/* The job engine: a table of jobs, one FIFO queue, a worker thread per lane, and a
- * timer thread for watch deadlines. One mutex guards all of it; backends run
- * outside the lock. */
+/* The job engine: job table, dependencies, fair dispatch to one worker per lane,
+ * exclusive timed windows through each device's gate, and watches and events for
+ * listeners. One mutex guards it all; backends run outside the lock. */
 #include "server/engine.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "server/engine_priv.h"
 #include "server/log.h"
-
-struct job {
-  atomic_int refs;
-  atomic_bool cancel_requested;
-  uint64_t id;
-  enum job_state state;
-  struct exp_spec spec;
-  char client[64];
-  double created_at, started_at, finished_at;
-  int device, lane;
-  struct exp_result *result; /* set once, when done */
-  char error_code[32];
-  char error_message[256];
-  struct job *next_queued;
-};
-
-struct worker {
-  struct engine *engine;
-  int device, lane;
-  pthread_t thread;
-};
-
-struct engine {
-  pthread_mutex_t lock;
-  pthread_cond_t work_ready;  /* queue gained a job, or stopping */
-  pthread_cond_t timer_wake;  /* a watch was added, or stopping */
-  bool stopping;
-
-  struct backend *const *devices;
-  int n_devices;
-  struct engine_config cfg;
-
-  struct job **jobs; /* sorted by id: ids only grow */
-  int n_jobs, cap_jobs;
-  uint64_t next_id;
-  struct job *queue_head, *queue_tail;
-  int n_queued;
-
-  struct engine_watch *watches;
-
-  struct worker *workers;
-  int n_workers;
-  pthread_t timer;
-};
 
 static const char *const state_names[JOB_STATE_COUNT] = {"queued", "waiting", "running",
                                                          "done", "failed", "canceled"};
@@ -80,22 +37,34 @@ double engine_now_unix(void) { return clock_seconds(CLOCK_REALTIME); }
 
 void job_ref(struct job *job) { atomic_fetch_add(&job->refs, 1); }
 
+/* The last reference frees the job. By then it holds no buffers (released when it
+ * ended), only its fence, its result and its parents. */
 void job_unref(struct job *job) {
-  if (job && atomic_fetch_sub(&job->refs, 1) == 1) {
-    free(job->result);
-    free(job);
-  }
+  if (!job || atomic_fetch_sub(&job->refs, 1) != 1) return;
+  if (job->done) backend_fence_free(job->backend, job->done);
+  for (int i = 0; i < job->n_parents; i++) job_unref(job->parents[i]);
+  free(job->children);
+  free(job->result);
+  free(job);
 }
 
-/* ---- watches ---- */
+/* ---- events and watches ---- */
 
-/* Moves the watches that are due (job final, or deadline passed) from the engine's
- * list to *fired. Called with the lock held; the caller runs them unlocked. */
+static void publish_state_locked(struct engine *e, struct job *job) {
+  struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
+  snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
+  snprintf(ev.state, sizeof ev.state, "%s", job_state_name(job->state));
+  memcpy(ev.client, job->req.client, sizeof ev.client);
+  memcpy(ev.error_code, job->error_code, sizeof ev.error_code);
+  events_publish(e->events, &ev);
+}
+
+/* Moves due watches (job final, deadline passed, or stopping) to *fired. */
 static void collect_due_watches(struct engine *e, double now, struct engine_watch **fired) {
   struct engine_watch **link = &e->watches;
   while (*link) {
     struct engine_watch *w = *link;
-    if (e->stopping || job_state_final(w->job->state) || w->deadline <= now) {
+    if (e->stopped || job_state_final(w->job->state) || w->deadline <= now) {
       *link = w->next;
       w->next = *fired;
       *fired = w;
@@ -119,10 +88,7 @@ static void run_watches(struct engine_watch *fired) {
 void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w, double deadline,
                       void (*fn)(void *arg), void *arg) {
   job_ref(job);
-  w->job = job;
-  w->deadline = deadline;
-  w->fn = fn;
-  w->arg = arg;
+  *w = (struct engine_watch){.job = job, .deadline = deadline, .fn = fn, .arg = arg};
   struct engine_watch *fired = NULL;
   pthread_mutex_lock(&e->lock);
   w->next = e->watches;
@@ -137,7 +103,7 @@ void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
 static void *timer_main(void *arg) {
   struct engine *e = arg;
   pthread_mutex_lock(&e->lock);
-  while (!e->stopping) {
+  while (!e->stopped) {
     double earliest = engine_now_mono() + 3600;
     for (struct engine_watch *w = e->watches; w; w = w->next)
       if (w->deadline < earliest) earliest = w->deadline;
@@ -189,15 +155,13 @@ static void prune_locked(struct engine *e) {
 }
 
 static int table_add_locked(struct engine *e, struct job *job) {
+  if (e->n_jobs >= e->cfg.max_jobs_kept) prune_locked(e);
   if (e->n_jobs == e->cap_jobs) {
-    prune_locked(e);
-    if (e->n_jobs == e->cap_jobs) {
-      int cap = e->cap_jobs ? 2 * e->cap_jobs : 1024;
-      struct job **jobs = realloc(e->jobs, (size_t)cap * sizeof *jobs);
-      if (!jobs) return -ENOMEM;
-      e->jobs = jobs;
-      e->cap_jobs = cap;
-    }
+    int cap = e->cap_jobs ? 2 * e->cap_jobs : 1024;
+    struct job **jobs = realloc(e->jobs, (size_t)cap * sizeof *jobs);
+    if (!jobs) return -ENOMEM;
+    e->jobs = jobs;
+    e->cap_jobs = cap;
   }
   e->jobs[e->n_jobs++] = job;
   return 0;
@@ -212,43 +176,263 @@ uint64_t engine_memory_limit(const struct engine *e) {
   return limit;
 }
 
-int engine_submit(struct engine *e, const struct exp_spec *spec, const char *client,
-                  struct job **out) {
-  *out = NULL;
-  if (exp_spec_bytes(spec) > engine_memory_limit(e)) return -EFBIG;
-  struct job *job = calloc(1, sizeof *job);
-  if (!job) return -ENOMEM;
-  atomic_init(&job->refs, 2); /* the table's and the caller's */
-  atomic_init(&job->cancel_requested, false);
-  job->spec = *spec;
-  snprintf(job->client, sizeof job->client, "%s", client ? client : "");
-  job->device = job->lane = -1;
+/* ---- states and dependencies ---- */
+
+static void make_queued_locked(struct engine *e, struct job *job) {
   job->state = JOB_QUEUED;
+  sched_push(e->sched, job->sched_client, &job->item);
+  e->n_queued++;
+  publish_state_locked(e, job);
+  pthread_cond_signal(&e->work_ready);
+}
+
+/* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
+static void leave_pending_locked(struct engine *e, struct job *job) {
+  if (job->state == JOB_QUEUED) {
+    sched_remove(e->sched, &job->item);
+    e->n_queued--;
+  }
+  if (job->state == JOB_QUEUED || job->state == JOB_WAITING)
+    sched_pending_add(job->sched_client, -1);
+}
+
+static void release_buffers_locked(struct engine *e, struct job *job) {
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->inputs[s]) {
+      job->inputs[s]->in_use--;
+      ebuf_unref_locked(e, job->inputs[s]);
+      job->inputs[s] = NULL;
+    }
+  if (job->output) {
+    ebuf_unref_locked(e, job->output);
+    job->output = NULL;
+  }
+}
+
+static void end_job_locked(struct engine *e, struct job *job, enum job_state state,
+                           const char *code, const char *message);
+
+/* Children of a parent that failed or was canceled fail too, and theirs. */
+static void fail_children_locked(struct engine *e, struct job *parent) {
+  char message[256];
+  snprintf(message, sizeof message, "parent job %llu %s%s%s", (unsigned long long)parent->id,
+           parent->state == JOB_CANCELED ? "was canceled" : "failed",
+           parent->error_code[0] ? ": " : "", parent->error_code);
+  for (int i = 0; i < parent->n_children; i++) {
+    struct job *child = parent->children[i];
+    if (job_state_final(child->state)) continue;
+    if (child->state == JOB_RUNNING) { /* stops at its next batch, then fails */
+      snprintf(child->parent_failure, sizeof child->parent_failure, "%s", message);
+      atomic_store(&child->cancel_requested, true);
+    } else {
+      leave_pending_locked(e, child);
+      end_job_locked(e, child, JOB_FAILED, "parent_failed", message);
+    }
+  }
+}
+
+/* A parent got issued (or finished, for host_sync children): children whose
+ * parents are all ready join the queue. Children reading its output get it now. */
+static void parent_ready_locked(struct engine *e, struct job *parent, bool finished) {
+  for (int i = 0; i < parent->n_children; i++) {
+    struct job *child = parent->children[i];
+    if (child->state != JOB_WAITING || child->req.host_sync != finished) continue;
+    for (int s = 0; s < EXP_MAX_INPUTS; s++)
+      if (child->input_from[s] == parent && !child->inputs[s] && parent->output) {
+        ebuf_ref_locked(parent->output);
+        parent->output->in_use++;
+        child->inputs[s] = parent->output;
+      }
+    if (--child->deps_pending == 0) make_queued_locked(e, child);
+  }
+}
+
+/* Ends a job: final state, buffers released, children told, listeners woken. */
+static void end_job_locked(struct engine *e, struct job *job, enum job_state state,
+                           const char *code, const char *message) {
+  job->state = state;
+  job->finished_at = engine_now_unix();
+  if (code) snprintf(job->error_code, sizeof job->error_code, "%s", code);
+  if (message) snprintf(job->error_message, sizeof job->error_message, "%s", message);
+  release_buffers_locked(e, job);
+  publish_state_locked(e, job);
+  if (state == JOB_DONE) {
+    if (!job->issued) parent_ready_locked(e, job, false);
+    parent_ready_locked(e, job, true);
+  } else {
+    fail_children_locked(e, job);
+  }
+  /* Waiting children can only have failed above or been queued: drop them. */
+  for (int i = 0; i < job->n_children; i++) job_unref(job->children[i]);
+  job->n_children = 0;
+  pthread_cond_broadcast(&e->timer_wake); /* watches on it are due */
+}
+
+/* ---- submitting ---- */
+
+static int refuse(struct engine_error *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(struct engine_error *err, int code, const char *field, const char *fmt, ...) {
+  err->code = code;
+  snprintf(err->field, sizeof err->field, "%s", field);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
+ * referenced now, job outputs when their producer is issued. */
+static int resolve_inputs_locked(struct engine *e, struct job *job, struct engine_error *err) {
+  struct exp_spec *spec = &job->spec;
+  for (int s = 0; s < exp_input_count(spec->type); s++) {
+    struct exp_input in = spec->inputs[s];
+    char field[48];
+    snprintf(field, sizeof field, "%s", exp_input_name(spec->type, s));
+    struct exp_shape shape;
+    if (in.kind == EXP_INPUT_BUFFER) {
+      struct ebuf *b = ebuf_find_locked(e, in.value);
+      if (!b) return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
+      shape = b->shape;
+      ebuf_ref_locked(b);
+      b->in_use++;
+      job->inputs[s] = b;
+    } else if (in.kind == EXP_INPUT_JOB) {
+      struct job *p = find_locked(e, in.value);
+      if (!p) return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
+      /* A finished producer's output lives on only as its kept buffer. */
+      struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer) : p->output;
+      if (job_state_final(p->state) && !out && p->state == JOB_DONE)
+        return refuse(err, -EPIPE, field,
+                      "job %llu has finished and its output was not kept (keep_output)",
+                      (unsigned long long)p->id);
+      exp_output_shape(&p->spec, &shape);
+      job->input_from[s] = p;
+      if (out && (p->issued || job_state_final(p->state))) {
+        ebuf_ref_locked(out);
+        out->in_use++;
+        job->inputs[s] = out;
+      }
+    } else {
+      continue;
+    }
+    char why[240];
+    if (exp_spec_fit_input(spec, s, &shape, why, sizeof why))
+      return refuse(err, -EINVAL, field, "%s", why);
+  }
+  return 0;
+}
+
+static int add_parent_locked(struct job *job, struct job *parent) {
+  for (int i = 0; i < job->n_parents; i++)
+    if (job->parents[i] == parent) return 0;
+  if (job->n_parents == ENGINE_MAX_PARENTS) return -E2BIG;
+  job_ref(parent);
+  job->parents[job->n_parents++] = parent;
+  return 0;
+}
+
+static int link_parents_locked(struct engine *e, struct job *job, struct engine_error *err) {
+  const struct engine_job_request *req = &job->req;
+  for (int i = 0; i < req->n_depends; i++) {
+    struct job *p = find_locked(e, req->depends_on[i]);
+    if (!p) return refuse(err, -ENOENT, "depends_on", "no job %llu", (unsigned long long)req->depends_on[i]);
+    if (add_parent_locked(job, p))
+      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
+  }
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->input_from[s] && add_parent_locked(job, job->input_from[s]))
+      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
+  return 0;
+}
+
+/* Registers job with its parents; returns the failure message if one already failed. */
+static const char *attach_to_parents_locked(struct job *job, char *why, size_t why_len) {
+  for (int i = 0; i < job->n_parents; i++) {
+    struct job *p = job->parents[i];
+    if (p->state == JOB_FAILED || p->state == JOB_CANCELED) {
+      snprintf(why, why_len, "parent job %llu %s", (unsigned long long)p->id,
+               p->state == JOB_CANCELED ? "was canceled" : "failed");
+      return why;
+    }
+    bool ready = job->req.host_sync ? p->state == JOB_DONE : (p->issued || p->state == JOB_DONE);
+    if (ready) continue;
+    if (p->n_children == p->cap_children) {
+      int cap = p->cap_children ? 2 * p->cap_children : 4;
+      struct job **c = realloc(p->children, (size_t)cap * sizeof *c);
+      if (!c) return strcpy(why, "out of memory");
+      p->children = c;
+      p->cap_children = cap;
+    }
+    job_ref(job);
+    p->children[p->n_children++] = job;
+    job->deps_pending++;
+  }
+  return NULL;
+}
+
+static void discard_locked(struct engine *e, struct job *job) {
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->inputs[s]) {
+      job->inputs[s]->in_use--;
+      ebuf_unref_locked(e, job->inputs[s]);
+    }
+  job_unref(job);
+}
+
+int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
+                  struct engine_error *err) {
+  *out = NULL;
+  memset(err, 0, sizeof *err);
+  struct job *job = calloc(1, sizeof *job);
+  if (!job) return refuse(err, -ENOMEM, "", "out of memory");
+  atomic_init(&job->refs, 1);
+  atomic_init(&job->cancel_requested, false);
+  job->req = *req;
+  job->spec = req->spec;
+  job->device = job->lane = -1;
   job->created_at = engine_now_unix();
 
   pthread_mutex_lock(&e->lock);
   int rc = 0;
-  if (e->stopping)
-    rc = -ESHUTDOWN;
-  else if (e->n_queued >= e->cfg.max_queued)
-    rc = -EAGAIN;
-  else
-    rc = table_add_locked(e, job);
-  if (rc == 0) {
-    job->id = e->next_id++;
-    if (e->queue_tail)
-      e->queue_tail->next_queued = job;
-    else
-      e->queue_head = job;
-    e->queue_tail = job;
-    e->n_queued++;
-    pthread_cond_signal(&e->work_ready);
+  char why[160];
+  if (e->stopping) {
+    rc = refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
+  } else if (!(job->sched_client = sched_client(e->sched, req->client))) {
+    rc = refuse(err, -ENOMEM, "", "out of memory");
+  } else if (sched_pending(job->sched_client) >= e->cfg.max_queued) {
+    rc = refuse(err, -EAGAIN, "", "this client already has %d jobs queued or waiting (--max-queued)",
+                e->cfg.max_queued);
+  } else if ((rc = resolve_inputs_locked(e, job, err)) == 0 &&
+             (rc = link_parents_locked(e, job, err)) == 0) {
+    if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
+      rc = refuse(err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",
+                  (unsigned long long)exp_spec_bytes(&job->spec), (unsigned long long)engine_memory_limit(e));
+    else if ((rc = table_add_locked(e, job)) != 0)
+      refuse(err, rc, "", "out of memory");
   }
-  pthread_mutex_unlock(&e->lock);
   if (rc) {
-    free(job);
+    discard_locked(e, job);
+    pthread_mutex_unlock(&e->lock);
     return rc;
   }
+  job_ref(job); /* the caller's */
+  job->id = e->next_id++;
+  job->item.priority = req->priority;
+  job->item.seq = job->id;
+  const char *failure = attach_to_parents_locked(job, why, sizeof why);
+  sched_pending_add(job->sched_client, 1);
+  job->state = JOB_WAITING;
+  if (failure) {
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_FAILED, "parent_failed", failure);
+  } else if (job->deps_pending == 0) {
+    make_queued_locked(e, job);
+  } else {
+    publish_state_locked(e, job);
+  }
+  pthread_mutex_unlock(&e->lock);
   *out = job;
   return 0;
 }
@@ -261,44 +445,44 @@ struct job *engine_job_get(struct engine *e, uint64_t id) {
   return job;
 }
 
-void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
-  pthread_mutex_lock(&e->lock);
+static void view_locked(struct job *job, struct job_view *v) {
   v->id = job->id;
   v->state = job->state;
   v->spec = job->spec;
-  memcpy(v->client, job->client, sizeof v->client);
+  memcpy(v->client, job->req.client, sizeof v->client);
+  v->priority = job->req.priority;
+  v->exclusive = job->req.exclusive;
+  v->keep_output = job->req.keep_output;
+  v->host_sync = job->req.host_sync;
+  v->cancel_requested = atomic_load(&job->cancel_requested);
+  v->n_parents = job->n_parents;
+  for (int i = 0; i < job->n_parents; i++) v->parents[i] = job->parents[i]->id;
   v->created_at = job->created_at;
   v->started_at = job->started_at;
+  v->issued_at = job->issued_at;
   v->finished_at = job->finished_at;
   v->device = job->device;
   v->lane = job->lane;
+  v->output_buffer = job->output_buffer;
   v->result = job->state == JOB_DONE ? job->result : NULL;
   memcpy(v->error_code, job->error_code, sizeof v->error_code);
   memcpy(v->error_message, job->error_message, sizeof v->error_message);
+}
+
+void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
+  pthread_mutex_lock(&e->lock);
+  view_locked(job, v);
   pthread_mutex_unlock(&e->lock);
 }
 
-static void unlink_queued_locked(struct engine *e, struct job *job) {
-  struct job **link = &e->queue_head, *prev = NULL;
-  while (*link && *link != job) {
-    prev = *link;
-    link = &(*link)->next_queued;
-  }
-  if (!*link) return;
-  *link = job->next_queued;
-  if (e->queue_tail == job) e->queue_tail = prev;
-  job->next_queued = NULL;
-  e->n_queued--;
+void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, uint64_t *seq) {
+  pthread_mutex_lock(&e->lock);
+  view_locked(job, v);
+  *seq = events_last_seq(e->events); /* state events are published under our lock */
+  pthread_mutex_unlock(&e->lock);
 }
 
-/* Ends a job that never ran. Lock held; the caller fires watches. */
-static void finish_unrun_locked(struct engine *e, struct job *job, const char *message) {
-  unlink_queued_locked(e, job);
-  job->state = JOB_CANCELED;
-  job->finished_at = engine_now_unix();
-  snprintf(job->error_code, sizeof job->error_code, "canceled");
-  snprintf(job->error_message, sizeof job->error_message, "%s", message);
-}
+struct events *engine_events(struct engine *e) { return e->events; }
 
 int engine_job_cancel(struct engine *e, struct job *job) {
   struct engine_watch *fired = NULL;
@@ -309,7 +493,8 @@ int engine_job_cancel(struct engine *e, struct job *job) {
   } else if (job->state == JOB_RUNNING) {
     atomic_store(&job->cancel_requested, true); /* the worker ends it at a batch boundary */
   } else {
-    finish_unrun_locked(e, job, "canceled before it ran");
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_CANCELED, "canceled", "canceled before it ran");
     collect_due_watches(e, engine_now_mono(), &fired);
   }
   pthread_mutex_unlock(&e->lock);
@@ -338,6 +523,8 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   pthread_mutex_lock(&e->lock);
   for (int i = 0; i < e->n_jobs; i++) out->by_state[e->jobs[i]->state]++;
   out->submitted = e->next_id - 1;
+  out->buffers = e->n_buffers;
+  for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   pthread_mutex_unlock(&e->lock);
 }
 
@@ -352,28 +539,123 @@ struct backend *engine_device(struct engine *e, int index) { return e->devices[i
 
 /* ---- workers ---- */
 
-static bool job_canceled(void *arg) {
-  struct job *job = arg;
-  return atomic_load(&job->cancel_requested);
+/* What a worker knows about the job it runs, for the hooks. */
+struct run_ctx {
+  struct engine *e;
+  struct job *job;
+  struct backend_job *bj;
+  struct gate *gate;
+  int held; /* 0, or holding the gate shared (1) or exclusively (2) */
+  struct gate_window window;
+};
+
+static bool hook_canceled(void *arg) {
+  struct run_ctx *c = arg;
+  return atomic_load(&c->job->cancel_requested);
 }
 
-static void finish_run(struct engine *e, struct job *job, int rc, struct exp_result *result,
-                       const char *err) {
+static void hook_progress(void *arg, int run, int batch, double sample_ms) {
+  struct run_ctx *c = arg;
+  struct event ev = {.job_id = c->job->id, .kind = EVENT_PROGRESS, .run = run, .batch = batch,
+                     .sample_ms = sample_ms};
+  snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(c->job->spec.type));
+  snprintf(ev.state, sizeof ev.state, "running");
+  memcpy(ev.client, c->job->req.client, sizeof ev.client);
+  events_publish(c->e->events, &ev);
+}
+
+static void hold(struct run_ctx *c, int mode) {
+  if (c->held == mode) return;
+  if (c->held) gate_leave(c->gate, c->held == 2);
+  if (mode) gate_enter(c->gate, mode == 2);
+  c->held = mode;
+}
+
+/* Device work runs under the gate: shared, or exclusive for an exclusive job's
+ * timed windows. */
+static bool hook_phase(void *arg, enum backend_phase phase) {
+  struct run_ctx *c = arg;
+  switch (phase) {
+  case BACKEND_PHASE_SETUP: hold(c, 1); return false;
+  case BACKEND_PHASE_TIMED:
+    hold(c, c->job->req.exclusive ? 2 : 1);
+    gate_window_open(c->gate, &c->window);
+    return false;
+  case BACKEND_PHASE_UNTIMED: {
+    bool contended = gate_window_close(c->gate, &c->window);
+    hold(c, 1);
+    return contended;
+  }
+  case BACKEND_PHASE_IDLE: hold(c, 0); return false;
+  }
+  return false;
+}
+
+/* The job's output and fence exist: children may be issued behind it. */
+static void hook_issued(void *arg) {
+  struct run_ctx *c = arg;
+  struct engine *e = c->e;
+  struct job *job = c->job;
+  pthread_mutex_lock(&e->lock);
+  job->issued = true;
+  job->issued_at = engine_now_unix();
+  job->done = c->bj->done;
+  c->bj->done = NULL;
+  if (c->bj->output) {
+    job->output = ebuf_for_output_locked(e, job, c->bj->output);
+    if (job->output) c->bj->output = NULL; /* else freed by the worker */
+  }
+  parent_ready_locked(e, job, false);
+  pthread_mutex_unlock(&e->lock);
+}
+
+/* Takes the next job off the fair queue and marks it running; NULL when stopping. */
+static struct job *next_job(struct engine *e, struct worker *w, struct backend_job *bj,
+                            struct backend_fence **after) {
+  pthread_mutex_lock(&e->lock);
+  struct sched_item *item;
+  while (!e->stopping && !(item = sched_pop(e->sched))) pthread_cond_wait(&e->work_ready, &e->lock);
+  if (e->stopping) {
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+  }
+  struct job *job = (struct job *)((char *)item - offsetof(struct job, item));
+  e->n_queued--;
+  sched_pending_add(job->sched_client, -1);
+  job->state = JOB_RUNNING;
+  job->started_at = engine_now_unix();
+  job->device = w->device;
+  job->lane = w->lane;
+  job->backend = e->devices[w->device];
+  job_ref(job);
+  *bj = (struct backend_job){.spec = &job->spec, .after = after, .exclusive = job->req.exclusive};
+  for (int s = 0; s < EXP_MAX_INPUTS; s++) bj->input[s] = job->inputs[s] ? job->inputs[s]->buf : NULL;
+  for (int i = 0; i < job->n_parents; i++)
+    if (job->parents[i]->done) after[bj->n_after++] = job->parents[i]->done;
+  publish_state_locked(e, job);
+  pthread_mutex_unlock(&e->lock);
+  return job;
+}
+
+static void finish_run(struct engine *e, struct job *job, struct backend_job *bj, int rc,
+                       struct exp_result *result, const char *err) {
   struct engine_watch *fired = NULL;
   pthread_mutex_lock(&e->lock);
-  job->finished_at = engine_now_unix();
+  if (bj->done) job->done = bj->done; /* the backend failed before issuing */
+  if (bj->output) backend_buffer_free(job->backend, bj->output);
   if (rc == 0) {
-    job->state = JOB_DONE;
     job->result = result;
     result = NULL;
+    end_job_locked(e, job, JOB_DONE, NULL, NULL);
+  } else if (rc == BACKEND_ECANCELED && job->parent_failure[0]) {
+    end_job_locked(e, job, JOB_FAILED, "parent_failed", job->parent_failure);
+  } else if (rc == BACKEND_ECANCELED) {
+    end_job_locked(e, job, JOB_CANCELED, "canceled", err);
   } else {
-    const char *code = rc == BACKEND_ECANCELED ? "canceled"
-                       : rc == BACKEND_ENOMEM  ? "out_of_memory"
+    const char *code = rc == BACKEND_ENOMEM  ? "out_of_memory"
                        : rc == BACKEND_EDEVICE ? "device_error"
                                                : "backend_error";
-    job->state = rc == BACKEND_ECANCELED ? JOB_CANCELED : JOB_FAILED;
-    snprintf(job->error_code, sizeof job->error_code, "%s", code);
-    snprintf(job->error_message, sizeof job->error_message, "%s", err);
+    end_job_locked(e, job, JOB_FAILED, code, err);
   }
   collect_due_watches(e, engine_now_mono(), &fired);
   pthread_mutex_unlock(&e->lock);
@@ -385,37 +667,30 @@ static void *worker_main(void *arg) {
   struct worker *w = arg;
   struct engine *e = w->engine;
   struct backend *b = e->devices[w->device];
-  for (;;) {
-    pthread_mutex_lock(&e->lock);
-    while (!e->stopping && !e->queue_head) pthread_cond_wait(&e->work_ready, &e->lock);
-    if (e->stopping) {
-      pthread_mutex_unlock(&e->lock);
-      return NULL;
-    }
-    struct job *job = e->queue_head;
-    unlink_queued_locked(e, job);
-    job->state = JOB_RUNNING;
-    job->started_at = engine_now_unix();
-    job->device = w->device;
-    job->lane = w->lane;
-    job_ref(job);
-    pthread_mutex_unlock(&e->lock);
-
+  struct backend_fence *after[ENGINE_MAX_PARENTS];
+  struct backend_job bj;
+  struct job *job;
+  while ((job = next_job(e, w, &bj, after))) {
     char err[256] = "";
-    int rc = -1;
+    int rc = BACKEND_ENOMEM;
     struct exp_result *result = calloc(1, sizeof *result);
+    struct run_ctx ctx = {.e = e, .job = job, .bj = &bj, .gate = e->gates[w->device]};
     if (!result) {
-      rc = BACKEND_ENOMEM;
       snprintf(err, sizeof err, "out of host memory for the result");
     } else {
-      struct backend_hooks hooks = {.canceled = job_canceled, .arg = job};
-      rc = backend_run(b, w->lane, &job->spec, &hooks, result, err, sizeof err);
+      struct backend_hooks hooks = {hook_canceled, hook_progress, hook_phase, hook_issued, &ctx};
+      rc = backend_run(b, w->lane, &bj, &hooks, result, err, sizeof err);
     }
-    if (rc && rc != BACKEND_ECANCELED) log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
-    finish_run(e, job, rc, result, err);
+    hold(&ctx, 0);
+    if (rc && rc != BACKEND_ECANCELED)
+      log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
+    finish_run(e, job, &bj, rc, result, err);
     job_unref(job);
   }
+  return NULL;
 }
+
+/* ---- life ---- */
 
 int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
                struct engine **out) {
@@ -427,10 +702,13 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   e->devices = devices;
   e->n_devices = n_devices;
   e->cfg = *cfg;
-  e->next_id = 1;
+  e->next_id = e->next_buffer_id = 1;
   for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);
   e->workers = calloc((size_t)e->n_workers, sizeof *e->workers);
-  if (!e->workers) goto fail;
+  e->gates = calloc((size_t)n_devices, sizeof *e->gates);
+  if (!e->workers || !e->gates || sched_new(&e->sched) || events_new(4096, &e->events)) goto fail;
+  for (int d = 0; d < n_devices; d++)
+    if (gate_new(&e->gates[d])) goto fail;
   if (pthread_create(&e->timer, NULL, timer_main, e)) goto fail;
   int started = 0;
   for (int d = 0; d < n_devices; d++)
@@ -447,38 +725,58 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   *out = e;
   return 0;
 fail:
+  for (int d = 0; e->gates && d < n_devices; d++) gate_free(e->gates[d]);
+  events_free(e->events);
+  sched_free(e->sched);
+  free(e->gates);
   free(e->workers);
   free(e);
   return -ENOMEM;
 }
 
 void engine_stop(struct engine *e) {
-  struct engine_watch *fired = NULL;
   pthread_mutex_lock(&e->lock);
   if (e->stopping) {
     pthread_mutex_unlock(&e->lock);
     return;
   }
   e->stopping = true;
-  while (e->queue_head) finish_unrun_locked(e, e->queue_head, "gpulabd is shutting down");
-  for (int i = 0; i < e->n_jobs; i++)
-    if (e->jobs[i]->state == JOB_RUNNING) atomic_store(&e->jobs[i]->cancel_requested, true);
+  for (int i = 0; i < e->n_jobs; i++) {
+    struct job *job = e->jobs[i];
+    if (job->state == JOB_QUEUED || job->state == JOB_WAITING) {
+      leave_pending_locked(e, job);
+      end_job_locked(e, job, JOB_CANCELED, "canceled", "gpulabd is shutting down");
+    } else if (job->state == JOB_RUNNING) {
+      atomic_store(&job->cancel_requested, true);
+    }
+  }
   pthread_cond_broadcast(&e->work_ready);
-  pthread_cond_broadcast(&e->timer_wake);
   pthread_mutex_unlock(&e->lock);
   for (int i = 0; i < e->n_workers; i++) pthread_join(e->workers[i].thread, NULL);
-  pthread_join(e->timer, NULL);
+  struct engine_watch *fired = NULL;
   pthread_mutex_lock(&e->lock);
+  e->stopped = true; /* every watch is due now */
   collect_due_watches(e, engine_now_mono(), &fired);
+  pthread_cond_broadcast(&e->timer_wake);
   pthread_mutex_unlock(&e->lock);
+  pthread_join(e->timer, NULL);
   run_watches(fired);
+  events_close(e->events);
 }
 
 void engine_free(struct engine *e) {
   if (!e) return;
   engine_stop(e);
+  pthread_mutex_lock(&e->lock);
+  ebuf_free_all_locked(e);
   for (int i = 0; i < e->n_jobs; i++) job_unref(e->jobs[i]);
+  pthread_mutex_unlock(&e->lock);
+  events_free(e->events);
+  for (int d = 0; d < e->n_devices; d++) gate_free(e->gates[d]);
+  sched_free(e->sched);
+  free(e->gates);
   free(e->jobs);
+  free(e->buffers);
   free(e->workers);
   pthread_cond_destroy(&e->work_ready);
   pthread_cond_destroy(&e->timer_wake);

@@ -1,6 +1,7 @@
-/* The job engine: the job table, the queue, one worker per lane of each device,
- * cancellation, and watches that tell the HTTP layer when a job ends. Knows jobs,
- * backends and threads; not JSON, not HTTP.
+/* The job engine: the job and buffer tables, fair queues, one worker per lane of
+ * each device, dependencies (children issued behind their parents' fences),
+ * exclusive timed windows, cancellation, and the events and watches the HTTP layer
+ * listens to. Knows jobs, buffers, backends and threads; not JSON, not HTTP.
  *
  * Ownership: jobs are reference counted. The engine's table holds one reference
  * until the job is pruned; every `struct job *` returned to a caller carries a new
@@ -13,6 +14,7 @@
 #include <stdint.h>
 #include "kernels/backend.h"
 #include "kernels/experiment.h"
+#include "server/events.h"
 
 enum job_state { JOB_QUEUED, JOB_WAITING, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_CANCELED, JOB_STATE_COUNT };
 
@@ -20,8 +22,31 @@ const char *job_state_name(enum job_state state);
 int job_state_from_name(const char *name); /* -1 if unknown */
 static inline bool job_state_final(enum job_state s) { return s >= JOB_DONE; }
 
+#define ENGINE_MAX_PARENTS 16
+
 struct job;
 struct engine;
+
+/* What a client asks for. spec's inputs name buffers or jobs by id; the engine
+ * resolves them and fits spec's sizes to their shapes. */
+struct engine_job_request {
+  struct exp_spec spec;
+  char client[64];
+  int priority;    /* higher runs first among the client's jobs */
+  bool exclusive;  /* timed windows alone on the device (isolation "exclusive") */
+  bool keep_output;
+  bool host_sync;  /* wait for parents to finish, not just to be issued (benchmarks) */
+  int n_depends;
+  uint64_t depends_on[ENGINE_MAX_PARENTS];
+};
+
+/* Why a request was refused: code is a negative errno the HTTP layer maps. */
+struct engine_error {
+  int code;        /* -ENOENT (unknown job or buffer), -EINVAL (shapes), -EFBIG (memory),
+                      -EAGAIN (client's queue full), -ESHUTDOWN, -ENOMEM, -EPIPE (output gone) */
+  char field[48];
+  char message[320];
+};
 
 /* A consistent copy of a job's fields. result points into the job: valid while the
  * caller holds its reference, non-NULL only once the job is done. */
@@ -30,8 +55,13 @@ struct job_view {
   enum job_state state;
   struct exp_spec spec;
   char client[64];
-  double created_at, started_at, finished_at; /* unix seconds; 0 = not yet */
-  int device, lane;                           /* where it ran; -1 before */
+  int priority;
+  bool exclusive, keep_output, host_sync, cancel_requested;
+  int n_parents;
+  uint64_t parents[ENGINE_MAX_PARENTS];
+  double created_at, started_at, issued_at, finished_at; /* unix seconds; 0 = not yet */
+  int device, lane;                                       /* where it ran; -1 before */
+  uint64_t output_buffer; /* kept output's buffer id, 0 if none */
   const struct exp_result *result;
   char error_code[32];
   char error_message[256];
@@ -39,24 +69,24 @@ struct job_view {
 
 struct engine_config {
   int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first */
-  int max_queued;    /* queued jobs in total; more are refused (-EAGAIN) */
+  int max_queued;    /* queued or waiting jobs per client; more are refused (-EAGAIN) */
 };
 
 /* Starts one worker thread per lane of each device. devices are borrowed and must
  * outlive the engine. Returns 0 or a negative errno. */
 int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
                struct engine **out);
-/* Stops: cancels queued jobs, asks running ones to stop at their next batch, waits
- * for the workers, fires every pending watch. Jobs stay readable; submitting is
- * refused (-ESHUTDOWN). Idempotent. */
+/* Stops: cancels queued and waiting jobs, asks running ones to stop at their next
+ * batch, waits for the workers, fires every pending watch and closes the event
+ * stream. Jobs stay readable; submitting is refused. Idempotent. */
 void engine_stop(struct engine *e);
 /* Stops if needed and frees everything. NULL is a no-op. */
 void engine_free(struct engine *e);
 
-/* Queues a job. Returns 0 and a new reference in *out, or -EFBIG (the spec needs
- * more memory than engine_memory_limit), -EAGAIN (queue full), -ESHUTDOWN. */
-int engine_submit(struct engine *e, const struct exp_spec *spec, const char *client,
-                  struct job **out);
+/* Queues a job. Returns 0 and a new reference in *out (the job may already have
+ * failed, when a parent had), or a negative errno with err filled. */
+int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
+                  struct engine_error *err);
 /* Smallest per-job memory limit over the devices, in bytes. */
 uint64_t engine_memory_limit(const struct engine *e);
 
@@ -65,8 +95,8 @@ void job_ref(struct job *job);
 void job_unref(struct job *job); /* NULL is a no-op */
 void job_get_view(struct engine *e, struct job *job, struct job_view *view);
 
-/* Cancels a queued job at once, a running one at its next batch boundary (it then
- * ends `canceled`). Returns 0, or -EALREADY if the job had already finished. */
+/* Cancels a queued or waiting job at once, a running one at its next batch
+ * boundary. Returns 0, or -EALREADY if the job had already finished. */
 int engine_job_cancel(struct engine *e, struct job *job);
 
 struct engine_list_filter {
@@ -78,6 +108,44 @@ struct engine_list_filter {
  * Returns how many. */
 int engine_jobs_list(struct engine *e, const struct engine_list_filter *filter,
                      struct job **out, int max);
+
+/* ---- buffers ---- */
+
+struct engine_buffer_view {
+  uint64_t id;
+  struct exp_shape shape;
+  uint64_t bytes;
+  char client[64];
+  double created_at;
+  uint64_t producer_job; /* 0 for an upload */
+  int in_use;            /* queued, waiting or running jobs that read it */
+  int device;
+};
+
+/* Uploads count floats of host (borrowed; any alignment) with shape as a new
+ * buffer on device 0. Returns 0 and its id, or a negative errno with err. */
+int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
+                         const char *client, uint64_t *id, struct engine_error *err);
+/* 0 or -ENOENT. */
+int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *view);
+/* Copies the buffer into host (view.bytes long), waiting for the job that writes
+ * it. Returns 0, -ENOENT, or a backend error with err. */
+int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine_error *err);
+/* 0, -ENOENT, or -EBUSY while a queued, waiting or running job needs it. */
+int engine_buffer_delete(struct engine *e, uint64_t id);
+/* Newest first, ids below before_id (0: no bound). Returns how many. */
+int engine_buffers_list(struct engine *e, uint64_t before_id, struct engine_buffer_view *out,
+                        int max);
+
+/* ---- listening ---- */
+
+/* The event stream of job state changes and progress. Borrowed; lives as long as
+ * the engine. */
+struct events *engine_events(struct engine *e);
+/* The job's view and the last event seq, taken together: events after that seq
+ * are exactly the job's later changes. */
+void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *view,
+                         uint64_t *seq);
 
 /* A one-shot notification: fn(arg) runs once, from an engine thread, when the job
  * reaches a final state or when the monotonic clock passes deadline, whichever
@@ -96,6 +164,8 @@ void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
 struct engine_counts {
   int by_state[JOB_STATE_COUNT]; /* jobs currently kept, per state */
   uint64_t submitted;
+  int buffers;
+  uint64_t buffer_bytes;
 };
 void engine_counts(struct engine *e, struct engine_counts *out);
 

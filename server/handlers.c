@@ -13,31 +13,63 @@
 #include "api/params.h"
 #include "server/http_priv.h"
 
-enum route_id { ROUTE_INDEX, ROUTE_HEALTH, ROUTE_DEVICE, ROUTE_JOBS, ROUTE_JOB, ROUTE_EXPERIMENT };
+enum route_id {
+  ROUTE_INDEX, ROUTE_HEALTH, ROUTE_DEVICE, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
+  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT
+};
 
 struct route_match {
   enum route_id id;
   const char *allow;
   int exp_type;        /* ROUTE_EXPERIMENT */
-  const char *job_id;  /* ROUTE_JOB: the text after /jobs/ */
+  char id_text[24];    /* ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_BUFFER: the id as written */
 };
 
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 1000
 
+/* Matches "/<prefix>/<id><suffix>" with a non-empty id of at most 23 characters. */
+static bool match_id(const char *url, const char *prefix, const char *suffix, char *id, size_t len) {
+  size_t p = strlen(prefix), s = strlen(suffix);
+  if (strncmp(url, prefix, p) != 0) return false;
+  const char *start = url + p, *slash = strchr(start, '/');
+  size_t n = slash ? (size_t)(slash - start) : strlen(start);
+  if (n == 0 || n >= len || strcmp(start + n, suffix) != 0 || (s == 0 && slash)) return false;
+  memcpy(id, start, n);
+  id[n] = '\0';
+  return true;
+}
+
 static bool match_route(const char *url, struct route_match *m) {
+  static const struct { const char *path; enum route_id id; const char *allow; } fixed[] = {
+      {"/", ROUTE_INDEX, "GET, HEAD"},         {"/health", ROUTE_HEALTH, "GET, HEAD"},
+      {"/device", ROUTE_DEVICE, "GET, HEAD"},  {"/jobs", ROUTE_JOBS, "GET, HEAD, POST"},
+      {"/events", ROUTE_EVENTS, "GET"},        {"/buffers", ROUTE_BUFFERS, "GET, HEAD, POST"},
+  };
   memset(m, 0, sizeof *m);
   m->exp_type = -1;
-  if (strcmp(url, "/") == 0) *m = (struct route_match){ROUTE_INDEX, "GET, HEAD", -1, NULL};
-  else if (strcmp(url, "/health") == 0) *m = (struct route_match){ROUTE_HEALTH, "GET, HEAD", -1, NULL};
-  else if (strcmp(url, "/device") == 0) *m = (struct route_match){ROUTE_DEVICE, "GET, HEAD", -1, NULL};
-  else if (strcmp(url, "/jobs") == 0) *m = (struct route_match){ROUTE_JOBS, "GET, HEAD, POST", -1, NULL};
-  else if (strncmp(url, "/jobs/", 6) == 0 && url[6] && !strchr(url + 6, '/'))
-    *m = (struct route_match){ROUTE_JOB, "GET, HEAD, DELETE", -1, url + 6};
-  else if (url[0] == '/' && exp_type_from_name(url + 1) >= 0)
-    *m = (struct route_match){ROUTE_EXPERIMENT, "POST", exp_type_from_name(url + 1), NULL};
-  else
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    if (strcmp(url, fixed[i].path) == 0) {
+      m->id = fixed[i].id;
+      m->allow = fixed[i].allow;
+      return true;
+    }
+  if (match_id(url, "/jobs/", "/events", m->id_text, sizeof m->id_text)) {
+    m->id = ROUTE_JOB_EVENTS;
+    m->allow = "GET";
+  } else if (match_id(url, "/jobs/", "", m->id_text, sizeof m->id_text)) {
+    m->id = ROUTE_JOB;
+    m->allow = "GET, HEAD, DELETE";
+  } else if (match_id(url, "/buffers/", "", m->id_text, sizeof m->id_text)) {
+    m->id = ROUTE_BUFFER;
+    m->allow = "GET, HEAD, DELETE";
+  } else if (url[0] == '/' && exp_type_from_name(url + 1) >= 0) {
+    m->id = ROUTE_EXPERIMENT;
+    m->allow = "POST";
+    m->exp_type = exp_type_from_name(url + 1);
+  } else {
     return false;
+  }
   return true;
 }
 
@@ -50,6 +82,14 @@ static bool method_allowed(const char *method, const char *allow) {
 
 static bool is_json_route(const struct route_match *m, const char *method) {
   return strcmp(method, "POST") == 0 && (m->id == ROUTE_EXPERIMENT || m->id == ROUTE_JOBS);
+}
+
+static bool npy_content_type(const char *ct) {
+  if (!ct) return false;
+  size_t len = strcspn(ct, ";");
+  while (len && isspace((unsigned char)ct[len - 1])) len--;
+  return (len == 17 && strncasecmp(ct, "application/x-npy", len) == 0) ||
+         (len == 24 && strncasecmp(ct, "application/octet-stream", len) == 0);
 }
 
 /* JSON, or curl -d's default form type (the README's examples send JSON that way). */
@@ -76,25 +116,33 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
                            r->method, url, m.allow);
     return true;
   }
-  if (!is_json_route(&m, method)) return false;
+  bool upload = m.id == ROUTE_BUFFERS && strcmp(method, "POST") == 0;
+  if (!is_json_route(&m, method) && !upload) return false;
   const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-  if (!json_content_type(ct)) {
+  if (upload && !npy_content_type(ct)) {
+    *result = respond_fail(r, 415, "unsupported_media_type", NULL,
+                           "send a .npy file (Content-Type: application/x-npy) or raw float32 "
+                           "(application/octet-stream with ?shape=m,n), got '%.100s'", ct ? ct : "");
+    return true;
+  }
+  if (!upload && !json_content_type(ct)) {
     *result = respond_fail(r, 415, "unsupported_media_type", NULL,
                            "the body must be JSON (Content-Type: application/json), got '%.100s'", ct);
     return true;
   }
+  if (upload) r->body_limit = r->srv->opts.max_upload;
   const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
   unsigned long long length = cl ? strtoull(cl, NULL, 10) : 0;
-  if (length > r->srv->opts.max_body) {
+  if (length > r->body_limit) {
     *result = respond_fail(r, 413, "body_too_large", NULL,
-                           "the request body has %llu bytes; --max-body allows %zu", length,
-                           r->srv->opts.max_body);
+                           "the request body has %llu bytes; %s allows %zu", length,
+                           upload ? "--max-upload" : "--max-body", r->body_limit);
     return true;
   }
   return false;
 }
 
-static json_t *time_or_null(double unix_s) {
+json_t *time_json(double unix_s) {
   if (unix_s <= 0) return json_null();
   char buf[40];
   api_format_time(unix_s, buf, sizeof buf);
@@ -105,59 +153,60 @@ static json_t *ms_between(double from, double to) {
   return from > 0 && to > 0 ? json_real((to - from) * 1e3) : json_null();
 }
 
-static json_t *job_to_json(struct engine *e, struct job *job, bool with_result) {
-  struct job_view v;
-  job_get_view(e, job, &v);
+static json_t *job_to_json(const struct job_view *v, bool with_result) {
   json_t *o = json_object();
-  json_object_set_new(o, "id", json_integer((json_int_t)v.id));
-  json_object_set_new(o, "type", json_string(exp_type_name(v.spec.type)));
-  json_object_set_new(o, "state", json_string(job_state_name(v.state)));
-  json_object_set_new(o, "client", json_string(v.client));
-  json_object_set_new(o, "params", api_spec_to_json(&v.spec));
-  json_object_set_new(o, "created_at", time_or_null(v.created_at));
-  json_object_set_new(o, "started_at", time_or_null(v.started_at));
-  json_object_set_new(o, "finished_at", time_or_null(v.finished_at));
-  double queue_end = v.started_at > 0 ? v.started_at : v.finished_at;
-  json_object_set_new(o, "queue_ms", ms_between(v.created_at, queue_end));
-  json_object_set_new(o, "run_ms", ms_between(v.started_at, v.finished_at));
-  json_object_set_new(o, "device", v.device >= 0 ? json_integer(v.device) : json_null());
-  json_object_set_new(o, "stream", v.lane >= 0 ? json_integer(v.lane) : json_null());
+  json_object_set_new(o, "id", json_integer((json_int_t)v->id));
+  json_object_set_new(o, "type", json_string(exp_type_name(v->spec.type)));
+  json_object_set_new(o, "state", json_string(job_state_name(v->state)));
+  json_object_set_new(o, "client", json_string(v->client));
+  json_object_set_new(o, "params", api_spec_to_json(&v->spec));
+  json_object_set_new(o, "priority", json_integer(v->priority));
+  json_object_set_new(o, "isolation", json_string(v->exclusive ? "exclusive" : "shared"));
+  json_object_set_new(o, "dependency", json_string(v->host_sync ? "host" : "event"));
+  json_object_set_new(o, "keep_output", json_boolean(v->keep_output));
+  json_t *parents = json_array();
+  for (int i = 0; i < v->n_parents; i++) json_array_append_new(parents, json_integer((json_int_t)v->parents[i]));
+  json_object_set_new(o, "depends_on", parents);
+  json_object_set_new(o, "created_at", time_json(v->created_at));
+  json_object_set_new(o, "started_at", time_json(v->started_at));
+  json_object_set_new(o, "issued_at", time_json(v->issued_at));
+  json_object_set_new(o, "finished_at", time_json(v->finished_at));
+  double queue_end = v->started_at > 0 ? v->started_at : v->finished_at;
+  json_object_set_new(o, "queue_ms", ms_between(v->created_at, queue_end));
+  json_object_set_new(o, "run_ms", ms_between(v->started_at, v->finished_at));
+  json_object_set_new(o, "device", v->device >= 0 ? json_integer(v->device) : json_null());
+  json_object_set_new(o, "stream", v->lane >= 0 ? json_integer(v->lane) : json_null());
+  if (v->cancel_requested && !job_state_final(v->state))
+    json_object_set_new(o, "cancel_requested", json_true());
+  struct exp_shape shape;
+  exp_output_shape(&v->spec, &shape);
+  json_t *dims = json_array();
+  for (int d = 0; d < shape.ndim; d++) json_array_append_new(dims, json_integer(shape.dims[d]));
+  json_object_set_new(o, "output", json_pack("{s:o,s:o}", "shape", dims, "buffer",
+                                             v->output_buffer ? json_integer((json_int_t)v->output_buffer)
+                                                              : json_null()));
   if (with_result)
-    json_object_set_new(o, "result", v.result ? api_result_to_json(&v.spec, v.result) : json_null());
-  else if (v.result)
-    json_object_set_new(o, "passed", json_boolean(exp_result_passed(v.result)));
-  json_object_set_new(o, "error", v.error_code[0] ? json_pack("{s:s,s:s}", "code", v.error_code,
-                                                              "message", v.error_message)
-                                                  : json_null());
+    json_object_set_new(o, "result", v->result ? api_result_to_json(&v->spec, v->result) : json_null());
+  else if (v->result)
+    json_object_set_new(o, "passed", json_boolean(exp_result_passed(v->result)));
+  json_object_set_new(o, "error", v->error_code[0] ? json_pack("{s:s,s:s}", "code", v->error_code,
+                                                               "message", v->error_message)
+                                                   : json_null());
   return o;
 }
 
-static enum MHD_Result respond_job(struct request *r, struct job *job) {
+/* 200 with a finished job; 202 and where to look while it is still going. */
+static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
   bool final = job_state_final(v.state);
-  json_t *body = job_to_json(r->srv->engine, job, true);
-  if (final) return respond_json(r, 200, body);
-  /* Still going: 202 and where to look. */
-  char *text = json_dumps(body, JSON_COMPACT);
-  json_decref(body);
-  if (!text) return respond_json(r, 500, NULL);
-  size_t len = strlen(text);
-  text[len] = '\n';
-  struct MHD_Response *resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
-  if (!resp) return MHD_NO;
-  char location[48];
-  snprintf(location, sizeof location, "/jobs/%" PRIu64, v.id);
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
-  enum MHD_Result ret = MHD_queue_response(r->conn, 202, resp);
-  MHD_destroy_response(resp);
-  return ret;
+  if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
+  return respond_json(r, final ? status_done : 202, job_to_json(&v, true));
 }
 
-enum MHD_Result handle_resumed(struct request *r) { return respond_job(r, r->job); }
+enum MHD_Result handle_resumed(struct request *r) { return respond_job(r, r->job, 200); }
 
-static const char *client_address(struct request *r, char *buf, size_t len) {
+const char *request_client(struct request *r, char *buf, size_t len) {
   const union MHD_ConnectionInfo *info =
       MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   buf[0] = '\0';
@@ -170,7 +219,32 @@ static const char *client_address(struct request *r, char *buf, size_t len) {
   return buf;
 }
 
-static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec) {
+/* The API error for an engine refusal. */
+static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
+                                       const struct engine_error *e) {
+  const char *field = e->field[0] ? e->field : NULL;
+  switch (-e->code) {
+  case ENOENT: {
+    bool buffer = false;
+    for (int s = 0; s < exp_input_count(spec->type); s++)
+      if (field && strcmp(field, exp_input_name(spec->type, s)) == 0)
+        buffer = spec->inputs[s].kind == EXP_INPUT_BUFFER;
+    return respond_fail(r, 404, buffer ? "buffer_not_found" : "job_not_found", field, "%s", e->message);
+  }
+  case EINVAL:
+    return respond_fail(r, 400, field && strcmp(field, "depends_on") == 0 ? "out_of_range" : "shape_mismatch",
+                        field, "%s", e->message);
+  case EPIPE: return respond_fail(r, 409, "output_not_kept", field, "%s", e->message);
+  case EFBIG: return respond_fail(r, 413, "job_too_large", NULL, "%s", e->message);
+  case EAGAIN:
+    r->retry_after_s = 1; /* queues drain at job speed; a second is a fair first guess */
+    return respond_fail(r, 429, "queue_full", NULL, "%s", e->message);
+  default: return respond_fail(r, 503, "unavailable", NULL, "cannot queue the job: %s", e->message);
+  }
+}
+
+static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
+                                  const struct api_job_options *opts) {
   struct api_error err;
   double wait_s;
   const char *wait_text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait");
@@ -180,24 +254,20 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   if (!engine_healthy(e))
     return respond_fail(r, 503, "backend_unavailable", NULL,
                         "the device failed and gpulabd is not accepting jobs; see /health");
-  char client[64];
+  struct engine_job_request req = {.spec = *spec, .priority = opts->priority,
+                                   .exclusive = opts->exclusive, .keep_output = opts->keep_output,
+                                   .host_sync = opts->host_sync, .n_depends = opts->n_depends};
+  memcpy(req.depends_on, opts->depends_on, sizeof req.depends_on);
+  request_client(r, req.client, sizeof req.client);
   struct job *job;
-  int rc = engine_submit(e, spec, client_address(r, client, sizeof client), &job);
-  if (rc == -EFBIG)
-    return respond_fail(r, 413, "job_too_large", NULL,
-                        "this job needs %" PRIu64 " bytes of memory; the limit per job is %" PRIu64
-                        " bytes", exp_spec_bytes(spec), engine_memory_limit(e));
-  if (rc == -EAGAIN) {
-    r->retry_after_s = 1; /* queues drain at job speed; a second is a fair first guess */
-    return respond_fail(r, 429, "queue_full", NULL, "the job queue is full; retry later");
-  }
-  if (rc) return respond_fail(r, 503, "unavailable", NULL, "cannot queue the job: %s", strerror(-rc));
+  struct engine_error refusal;
+  if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal);
   enum MHD_Result ret;
   if (wait_s > 0) {
     request_wait_for_job(r, job, wait_s);
     ret = MHD_YES;
   } else {
-    ret = respond_job(r, job);
+    ret = respond_job(r, job, 200);
   }
   job_unref(job);
   return ret;
@@ -205,10 +275,11 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
 
 static enum MHD_Result post_experiment(struct request *r, int type) {
   struct exp_spec spec;
+  struct api_job_options opts;
   struct api_error err;
-  if (api_params_parse((enum exp_type)type, r->body ? r->body : "", r->body_len, &spec, &err))
+  if (api_params_parse((enum exp_type)type, r->body ? r->body : "", r->body_len, &spec, &opts, &err))
     return respond_error(r, &err);
-  return submit_job(r, &spec);
+  return submit_job(r, &spec, &opts);
 }
 
 static enum MHD_Result post_jobs(struct request *r) {
@@ -216,11 +287,10 @@ static enum MHD_Result post_jobs(struct request *r) {
   struct api_error err;
   if (api_job_request_parse(r->body ? r->body : "", r->body_len, &req, &err))
     return respond_error(r, &err);
-  return submit_job(r, &req.spec);
+  return submit_job(r, &req.spec, &req.opts);
 }
 
-/* Parses a decimal job id; false for anything else (leading zeros, signs, overflow). */
-static bool parse_job_id(const char *text, uint64_t *id) {
+bool parse_id(const char *text, uint64_t *id) {
   if (!*text || *text == '0' || strlen(text) > 19) return false;
   for (const char *p = text; *p; p++)
     if (!isdigit((unsigned char)*p)) return false;
@@ -228,23 +298,29 @@ static bool parse_job_id(const char *text, uint64_t *id) {
   return true;
 }
 
-static enum MHD_Result job_route(struct request *r, const char *id_text) {
+static struct job *find_job(struct request *r, const char *id_text) {
   uint64_t id;
+  return parse_id(id_text, &id) ? engine_job_get(r->srv->engine, id) : NULL;
+}
+
+static enum MHD_Result job_route(struct request *r, const char *id_text) {
   struct engine *e = r->srv->engine;
-  struct job *job = parse_job_id(id_text, &id) ? engine_job_get(e, id) : NULL;
+  struct job *job = find_job(r, id_text);
   if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
   enum MHD_Result ret;
-  if (strcmp(r->method, "DELETE") == 0 && engine_job_cancel(e, job) == -EALREADY)
-    ret = respond_fail(r, 409, "job_finished", "id", "job %" PRIu64 " has already finished", id);
-  else
-    ret = respond_json(r, 200, job_to_json(e, job, true));
+  if (strcmp(r->method, "DELETE") == 0 && engine_job_cancel(e, job) == -EALREADY) {
+    ret = respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text);
+  } else {
+    struct job_view v;
+    job_get_view(e, job, &v);
+    ret = respond_json(r, 200, job_to_json(&v, true));
+  }
   job_unref(job);
   return ret;
 }
 
-/* Reads an integer query argument in [lo, hi]; absent gives def. */
-static int query_int(struct request *r, const char *name, long long lo, long long hi,
-                     long long def, long long *out, struct api_error *err) {
+int query_int(struct request *r, const char *name, long long lo, long long hi, long long def,
+              long long *out, struct api_error *err) {
   const char *text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
   *out = def;
   if (!text) return 0;
@@ -282,8 +358,11 @@ static enum MHD_Result list_jobs(struct request *r) {
   /* One more than asked tells whether a next page exists. */
   int n = engine_jobs_list(r->srv->engine, &f, jobs, (int)limit + 1);
   json_t *list = json_array();
-  for (int i = 0; i < n && i < limit; i++)
-    json_array_append_new(list, job_to_json(r->srv->engine, jobs[i], false));
+  for (int i = 0; i < n && i < limit; i++) {
+    struct job_view v;
+    job_get_view(r->srv->engine, jobs[i], &v);
+    json_array_append_new(list, job_to_json(&v, false));
+  }
   json_t *next = json_null();
   if (n > limit) {
     struct job_view v;
@@ -324,9 +403,11 @@ static enum MHD_Result health(struct request *r) {
 static enum MHD_Result index_page(struct request *r) {
   return respond_json(
       r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes", "POST /transpose",
-                "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs", "GET /jobs",
-                "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /device", "GET /health"));
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
+                "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
+                "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
+                "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
+                "DELETE /buffers/{id}", "GET /device", "GET /health"));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {
@@ -338,7 +419,17 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   case ROUTE_HEALTH: return health(r);
   case ROUTE_DEVICE: return respond_json(r, 200, device_json(r->srv->engine));
   case ROUTE_JOBS: return post ? post_jobs(r) : list_jobs(r);
-  case ROUTE_JOB: return job_route(r, m.job_id);
+  case ROUTE_JOB: return job_route(r, m.id_text);
+  case ROUTE_JOB_EVENTS: {
+    struct job *job = find_job(r, m.id_text);
+    if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", m.id_text);
+    enum MHD_Result ret = sse_respond(r, job);
+    job_unref(job);
+    return ret;
+  }
+  case ROUTE_EVENTS: return sse_respond(r, NULL);
+  case ROUTE_BUFFERS: return post ? buffers_post(r) : buffers_list(r);
+  case ROUTE_BUFFER: return buffer_route(r, m.id_text);
   case ROUTE_EXPERIMENT: return post_experiment(r, m.exp_type);
   }
   return respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);

@@ -30,6 +30,7 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
   if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+  if (r->location[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
   if (r->retry_after_s > 0) {
     char seconds[16];
     snprintf(seconds, sizeof seconds, "%d", r->retry_after_s);
@@ -72,7 +73,7 @@ void request_wait_for_job(struct request *r, struct job *job, double wait_s) {
 
 /* Appends upload data, remembering (not storing) what goes past max_body. */
 static void collect_body(struct request *r, const char *data, size_t size) {
-  if (r->body_too_large || r->body_len + size > r->srv->opts.max_body) {
+  if (r->body_too_large || r->body_len + size > r->body_limit) {
     r->body_too_large = true;
     return;
   }
@@ -104,6 +105,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->srv = srv;
     r->conn = conn;
     snprintf(r->method, sizeof r->method, "%s", method);
+    r->body_limit = srv->opts.max_body;
     *req_cls = r;
     enum MHD_Result early;
     if (handle_precheck(r, url, &early)) return early;
@@ -120,8 +122,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   }
   if (r->body_too_large)
     return respond_fail(r, 413, "body_too_large", NULL,
-                        "the request body is larger than --max-body (%zu bytes)",
-                        srv->opts.max_body);
+                        "the request body is larger than the limit (%zu bytes; see --max-body "
+                        "and --max-upload)", r->body_limit);
   return handle_request(r, url);
 }
 

@@ -12,6 +12,7 @@ struct http_options {
   int port;              /* 0 picks a free port */
   int threads;           /* libmicrohttpd's thread pool */
   size_t max_body;       /* larger request bodies get 413 */
+  size_t max_upload;     /* the same for POST /buffers */
   double default_wait_s; /* how long POSTs wait for their job without ?wait= */
 };
 

@@ -24,8 +24,10 @@ struct request {
   char method[8];
   const char *allow; /* methods of the matched route, for 405's Allow */
   int retry_after_s;  /* > 0: sent as Retry-After (429) */
+  char location[48];  /* non-empty: sent as Location (201, 202) */
   char *body;
   size_t body_len, body_cap;
+  size_t body_limit; /* --max-body, or --max-upload for POST /buffers */
   bool body_too_large;
   bool body_complete;
   /* A job the request waits for (POST with ?wait > 0): suspended until the watch fires. */
@@ -52,5 +54,22 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
 
 /* Suspends r until job ends or wait_s passes (handlers.c uses it). */
 void request_wait_for_job(struct request *r, struct job *job, double wait_s);
+
+/* Shared by the route files. */
+const char *request_client(struct request *r, char *buf, size_t len); /* the queue identity */
+json_t *time_json(double unix_s); /* RFC 3339, or null for 0 */
+bool parse_id(const char *text, uint64_t *id); /* decimal, no sign, no leading zeros */
+int query_int(struct request *r, const char *name, long long lo, long long hi, long long def,
+              long long *out, struct api_error *err);
+
+/* handlers_buffers.c */
+enum MHD_Result buffers_post(struct request *r);
+enum MHD_Result buffers_list(struct request *r);
+enum MHD_Result buffer_route(struct request *r, const char *id_text);
+
+/* sse.c: answers with a Server-Sent Events stream of one job (job != NULL; the
+ * stream ends with the job) or of every job. Streams end when the engine stops
+ * (it closes the event bus before the daemon stops). */
+enum MHD_Result sse_respond(struct request *r, struct job *job);
 
 #endif

@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     goto fail;
   }
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
-                               .max_body = cfg.max_body, .default_wait_s = cfg.default_wait_s};
+                               .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;

@@ -236,6 +236,13 @@ void http_client_open(struct http_client *c, int port) {
   c->curl = curl_easy_init();
   CHECK(c->curl != NULL);
   snprintf(c->base_url, sizeof c->base_url, "http://127.0.0.1:%d", port);
+  c->local_addr[0] = '\0';
+}
+
+void http_client_open_from(struct http_client *c, int port, const char *local_addr) {
+  http_client_open(c, port);
+  CHECK(strlen(local_addr) < sizeof c->local_addr);
+  snprintf(c->local_addr, sizeof c->local_addr, "%s", local_addr);
 }
 
 void http_client_close(struct http_client *c) {
@@ -339,6 +346,7 @@ void http_client_request(struct http_client *c, const char *method, const char *
   curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
+  if (c->local_addr[0]) curl_easy_setopt(h, CURLOPT_INTERFACE, c->local_addr);
 
   struct curl_slist *headers = NULL;
   if (content_type)
@@ -680,4 +688,170 @@ void check_run_labels(json_t *job, const char *const *labels, int n) {
     CHECK_STR_EQ(JSTR(json_array_get(runs, (size_t)i), "variant"), labels[i]);
     if (variants) CHECK_STR_EQ(json_string_value(json_array_get(variants, (size_t)i)), labels[i]);
   }
+}
+
+
+/* ---- Server-Sent Events ---- */
+
+static size_t sse_on_body(char *data, size_t size, size_t n, void *arg) {
+  struct sse_stream *s = arg;
+  size_t add = size * n;
+  if (s->len + add + 1 > s->cap) {
+    size_t cap = s->cap ? s->cap : 4096;
+    while (cap < s->len + add + 1) cap *= 2;
+    char *buf = realloc(s->buf, cap);
+    if (!buf) return 0;
+    s->buf = buf;
+    s->cap = cap;
+  }
+  for (size_t i = 0; i < add; i++)
+    if (data[i] != '\r') s->buf[s->len++] = data[i]; /* lines may end in CRLF */
+  s->buf[s->len] = '\0';
+  return add;
+}
+
+static size_t sse_on_header(char *data, size_t size, size_t n, void *arg) {
+  struct sse_stream *s = arg;
+  size_t len = size * n;
+  if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+    free(s->content_type);
+    s->content_type = NULL;
+  } else if (len <= 2 && (data[0] == '\r' || data[0] == '\n')) {
+    s->headers_done = true;
+  } else if (len > 13 && strncasecmp(data, "Content-Type:", 13) == 0) {
+    const char *v = data + 13, *end = data + len;
+    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ')) end--;
+    free(s->content_type);
+    s->content_type = strndup(v, (size_t)(end - v));
+  }
+  return len;
+}
+
+/* Moves the transfer on, waiting for the socket until deadline (100 ms at most). */
+static void sse_pump(struct sse_stream *s, double deadline) {
+  int running = 0, left = 0;
+  CHECK(curl_multi_perform(s->multi, &running) == CURLM_OK);
+  CURLMsg *msg;
+  while ((msg = curl_multi_info_read(s->multi, &left)))
+    if (msg->msg == CURLMSG_DONE) {
+      s->ended = true;
+      s->result = msg->data.result;
+    }
+  if (s->ended) return;
+  int ms = (int)((deadline - now_s()) * 1e3);
+  if (ms > 100) ms = 100;
+  if (ms > 0) CHECK(curl_multi_poll(s->multi, NULL, 0, ms, NULL) == CURLM_OK);
+}
+
+void sse_open(struct sse_stream *s, int port, const char *path, const char *last_event_id,
+              double timeout_s) {
+  pthread_once(&curl_once, curl_init);
+  memset(s, 0, sizeof *s);
+  s->buf = calloc(1, 1);
+  s->cap = 1;
+  CHECK(s->buf != NULL);
+  s->multi = curl_multi_init();
+  s->curl = curl_easy_init();
+  CHECK(s->multi != NULL && s->curl != NULL);
+  char url[1024];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+  curl_easy_setopt(s->curl, CURLOPT_URL, url);
+  curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, sse_on_body);
+  curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, s);
+  curl_easy_setopt(s->curl, CURLOPT_HEADERFUNCTION, sse_on_header);
+  curl_easy_setopt(s->curl, CURLOPT_HEADERDATA, s);
+  s->headers = curl_slist_append(s->headers, "Accept: text/event-stream");
+  if (last_event_id) {
+    char header[96];
+    snprintf(header, sizeof header, "Last-Event-ID: %s", last_event_id);
+    s->headers = curl_slist_append(s->headers, header);
+  }
+  curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, s->headers);
+  CHECK(curl_multi_add_handle(s->multi, s->curl) == CURLM_OK);
+  double deadline = now_s() + timeout_s;
+  while (!s->headers_done && !s->ended) {
+    if (now_s() > deadline) CHECK_FAIL_("GET %s: no response headers within %.1f s", path, timeout_s);
+    sse_pump(s, deadline);
+  }
+  if (!s->headers_done)
+    CHECK_FAIL_("GET %s: curl error %d: %s", path, (int)s->result, curl_easy_strerror(s->result));
+  curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+}
+
+/* Takes the first whole message block off s->buf into *ev. Returns false when no
+ * whole block (one that is not only comments) is there. */
+static bool sse_take(struct sse_stream *s, struct sse_event *ev) {
+  for (;;) {
+    char *end = strstr(s->buf, "\n\n");
+    if (!end) return false;
+    size_t block_len = (size_t)(end - s->buf) + 2;
+    memset(ev, 0, sizeof *ev);
+    ev->id = -1;
+    snprintf(ev->event, sizeof ev->event, "message");
+    bool any = false;
+    size_t data_len = 0;
+    ev->data = calloc(1, 1);
+    CHECK(ev->data != NULL);
+    for (char *line = s->buf; line < end + 1;) {
+      char *nl = memchr(line, '\n', (size_t)(end + 1 - line));
+      *nl = '\0';
+      char *colon = strchr(line, ':');
+      const char *value = colon ? colon + 1 + (colon[1] == ' ') : "";
+      if (colon) *colon = '\0';
+      if (line[0] == '\0' && colon) {
+        s->comments++;
+      } else if (strcmp(line, "id") == 0) {
+        ev->id = strtoll(value, NULL, 10);
+        any = true;
+      } else if (strcmp(line, "event") == 0) {
+        snprintf(ev->event, sizeof ev->event, "%s", value);
+        any = true;
+      } else if (strcmp(line, "data") == 0) {
+        size_t add = strlen(value);
+        ev->data = realloc(ev->data, data_len + add + 2);
+        CHECK(ev->data != NULL);
+        if (data_len) ev->data[data_len++] = '\n';
+        memcpy(ev->data + data_len, value, add + 1);
+        data_len += add;
+        any = true;
+      }
+      line = nl + 1;
+    }
+    memmove(s->buf, s->buf + block_len, s->len - block_len + 1);
+    s->len -= block_len;
+    if (any) {
+      ev->json = json_loads(ev->data, 0, NULL);
+      return true;
+    }
+    sse_event_free(ev); /* only comments: look further */
+  }
+}
+
+int sse_next(struct sse_stream *s, double timeout_s, struct sse_event *ev) {
+  double deadline = now_s() + timeout_s;
+  for (;;) {
+    if (sse_take(s, ev)) return 1;
+    if (s->ended) return 0;
+    if (now_s() > deadline) return -1;
+    sse_pump(s, deadline);
+  }
+}
+
+void sse_event_free(struct sse_event *ev) {
+  free(ev->data);
+  json_decref(ev->json);
+  memset(ev, 0, sizeof *ev);
+}
+
+void sse_close(struct sse_stream *s) {
+  if (s->multi && s->curl) curl_multi_remove_handle(s->multi, s->curl);
+  if (s->curl) curl_easy_cleanup(s->curl);
+  if (s->multi) curl_multi_cleanup(s->multi);
+  curl_slist_free_all(s->headers);
+  free(s->content_type);
+  free(s->buf);
+  memset(s, 0, sizeof *s);
 }

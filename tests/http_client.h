@@ -16,6 +16,7 @@
 struct http_client {
   CURL *curl;
   char base_url[64]; /* "http://127.0.0.1:PORT" */
+  char local_addr[48]; /* "" or the address requests leave from (http_client_open_from) */
 };
 
 /* A running gpulabd. It must stay at its address from start to stop (a thread
@@ -53,6 +54,9 @@ struct http_reply {
 void http_reply_free(struct http_reply *reply); /* zeroes it; safe to call twice */
 
 void http_client_open(struct http_client *c, int port);
+/* http_client_open whose requests leave from local_addr (a numeric address such as
+ * "127.0.0.2": Linux routes all of 127/8 to lo), so gpulabd sees another client. */
+void http_client_open_from(struct http_client *c, int port, const char *local_addr);
 void http_client_close(struct http_client *c);
 
 /* Request flags. */
@@ -137,5 +141,42 @@ void check_run_(json_t *run, const char *unit, bool first, bool want_launch, con
                 int line);
 #define CHECK_RUN(run, unit, first, want_launch) \
   check_run_((run), (unit), (first), (want_launch), __FILE__, __LINE__)
+
+/* ---- Server-Sent Events ---- */
+
+/* One SSE message. */
+struct sse_event {
+  long long id;   /* its "id:" field; -1 when it had none */
+  char event[32]; /* its "event:" field; "message" when it had none */
+  char *data;     /* its "data:" lines joined by '\n', NUL-terminated, never NULL */
+  json_t *json;   /* data parsed as JSON, or NULL */
+};
+void sse_event_free(struct sse_event *ev); /* zeroes it; safe to call twice */
+
+/* A text/event-stream read as it arrives, on its own connection, without a thread:
+ * libcurl's multi interface moves it on inside sse_next. */
+struct sse_stream {
+  CURLM *multi;
+  CURL *curl;
+  struct curl_slist *headers;
+  long status;        /* the response's, once sse_open returned */
+  char *content_type; /* NULL when absent */
+  char *buf;          /* received and not yet returned (CRs dropped), NUL-terminated */
+  size_t len, cap;
+  int comments;       /* comment lines seen so far (": keep-alive") */
+  bool headers_done, ended;
+  CURLcode result;    /* once ended */
+};
+
+/* GETs path on 127.0.0.1:port as an event stream, with a Last-Event-ID header when
+ * last_event_id is not NULL, and waits (timeout_s at most) for the response's
+ * headers. A transport error or the timeout fails the test. Close with sse_close. */
+void sse_open(struct sse_stream *s, int port, const char *path, const char *last_event_id,
+              double timeout_s);
+/* The next message, waiting timeout_s at most; comments are counted, not returned.
+ * Returns 1 with *ev filled (free it with sse_event_free), 0 once the server ended
+ * the stream and no message is left, or -1 on the timeout. */
+int sse_next(struct sse_stream *s, double timeout_s, struct sse_event *ev);
+void sse_close(struct sse_stream *s); /* zeroes it; safe to call twice */
 
 #endif

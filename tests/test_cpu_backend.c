@@ -1,7 +1,11 @@
 /* The CPU backend end to end: every experiment at small odd sizes passes its check,
- * the timing order and budget, cancellation, and two lanes at once. */
+ * the phases and timed windows, the output and its fence, buffers, a chain of two
+ * jobs, the timing order and budget, cancellation, and two lanes at once. */
+#include <math.h>
 #include <pthread.h>
 #include "kernels/backend.h"
+#include "kernels/gen.h"
+#include "kernels/reference.h"
 #include "tests/check.h"
 
 static struct exp_spec small_spec(enum exp_type type) {
@@ -22,10 +26,15 @@ static struct exp_spec small_spec(enum exp_type type) {
   return s;
 }
 
-/* Hooks that record the (run, batch) order and cancel after `cancel_after` polls. */
+/* Hooks that record the (run, batch) order, the phases and issued, cancel after
+ * `cancel_after` polls, and call the k-th timed window contended when bit k of
+ * contended_mask is set. */
 struct trace {
   int polls, cancel_after, n;
   int run[64], batch[64];
+  int n_phases, n_untimed, issued, issued_at;
+  enum backend_phase phases[64];
+  unsigned contended_mask;
 };
 
 static bool trace_canceled(void *arg) {
@@ -39,6 +48,86 @@ static void trace_progress(void *arg, int run, int batch, double ms) {
   if (t->n < 64) t->run[t->n] = run, t->batch[t->n] = batch, t->n++;
 }
 
+static bool trace_phase(void *arg, enum backend_phase phase) {
+  struct trace *t = arg;
+  CHECK(t->n_phases < 64);
+  t->phases[t->n_phases++] = phase;
+  return phase == BACKEND_PHASE_UNTIMED && (t->contended_mask >> t->n_untimed++ & 1);
+}
+
+static void trace_issued(void *arg) {
+  struct trace *t = arg;
+  t->issued++;
+  t->issued_at = t->n_phases;
+}
+
+static int run_traced(struct backend *b, int lane, struct backend_job *job, struct trace *t,
+                      struct exp_result *r) {
+  struct backend_hooks hooks = {trace_canceled, trace_progress, trace_phase, trace_issued, t};
+  char err[160] = "";
+  int rc = backend_run(b, lane, job, &hooks, r, err, sizeof err);
+  if (rc != 0) CHECK(err[0]);
+  return rc;
+}
+
+/* The phases were SETUP, then `windows` TIMED/UNTIMED pairs, then IDLE, and the
+ * output was issued once, during SETUP. */
+static void check_phases(const struct trace *t, int windows) {
+  CHECK_INT_EQ(t->n_phases, 2 + 2 * windows);
+  CHECK_INT_EQ(t->phases[0], BACKEND_PHASE_SETUP);
+  for (int w = 0; w < windows; w++) {
+    CHECK_INT_EQ(t->phases[1 + 2 * w], BACKEND_PHASE_TIMED);
+    CHECK_INT_EQ(t->phases[2 + 2 * w], BACKEND_PHASE_UNTIMED);
+  }
+  CHECK_INT_EQ(t->phases[t->n_phases - 1], BACKEND_PHASE_IDLE);
+  CHECK_INT_EQ(t->issued, 1);
+  CHECK_INT_EQ(t->issued_at, 1);
+}
+
+static void release(struct backend *b, struct backend_job *job) {
+  backend_buffer_free(b, job->output);
+  backend_fence_free(b, job->done);
+  job->output = NULL;
+  job->done = NULL;
+}
+
+static int first_available(const struct exp_result *r) {
+  for (int i = 0; i < r->n_runs; i++)
+    if (r->runs[i].available) return i;
+  return -1;
+}
+
+/* A buffer's floats, downloaded after fence; the caller frees them. */
+static float *download(struct backend *b, struct backend_buffer *buf,
+                       struct backend_fence *fence) {
+  float *h = malloc((backend_buffer_count(buf) + 1) * sizeof *h);
+  char err[128];
+  CHECK(h != NULL);
+  CHECK_INT_EQ(backend_buffer_download(b, buf, fence, h, err, sizeof err), 0);
+  return h;
+}
+
+/* job->output has the output's shape and passes the first available run's check. */
+static void check_output(struct backend *b, const struct backend_job *job,
+                         const struct exp_result *r) {
+  struct exp_shape shape;
+  exp_output_shape(job->spec, &shape);
+  CHECK(job->output != NULL && job->done != NULL);
+  CHECK_INT_EQ(backend_buffer_count(job->output), exp_shape_count(&shape));
+  float *given[EXP_MAX_INPUTS] = {NULL, NULL};
+  for (int slot = 0; slot < EXP_MAX_INPUTS; slot++)
+    if (job->input[slot]) given[slot] = download(b, job->input[slot], NULL);
+  float *out = download(b, job->output, job->done);
+  struct reference *ref = NULL;
+  CHECK_INT_EQ(reference_new(job->spec, (const float *const *)given, &ref), 0);
+  struct exp_check c;
+  reference_check(ref, r->runs[first_available(r)].variant, out, &c);
+  CHECK(c.passed);
+  reference_free(ref);
+  free(out);
+  for (int slot = 0; slot < EXP_MAX_INPUTS; slot++) free(given[slot]);
+}
+
 static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   CHECK_STR_EQ(r->backend, "cpu");
   CHECK(r->device_name[0]);
@@ -47,7 +136,7 @@ static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   for (int i = 0; i < r->n_runs; i++) {
     const struct exp_run *run = &r->runs[i];
     if (s->type == EXP_GEMM && run->variant == GEMM_CUBLAS) {
-      CHECK(!run->available && run->reason[0] && !run->check.done);
+      CHECK(!run->available && run->reason[0] && !run->check.done && !run->contended);
       CHECK_STR_EQ(run->label, "cublas");
       continue;
     }
@@ -62,19 +151,34 @@ static void check_result(const struct exp_spec *s, const struct exp_result *r) {
     CHECK_INT_EQ(run->timing.warmup, s->timing.warmup);
     CHECK(run->timing.capped_by == NULL && run->timing.method != NULL);
     CHECK(run->timing.median_ms > 0 && run->figure > 0 && run->speedup > 0);
+    CHECK(run->stream_us_per_launch == 0 && run->graph_us_per_launch == 0);
   }
-  CHECK(r->runs[0].speedup == 1.0);
+  if (first_available(r) >= 0) CHECK(r->runs[first_available(r)].speedup == 1.0);
+}
+
+static int available_runs(const struct exp_result *r) {
+  int n = 0;
+  for (int i = 0; i < r->n_runs; i++) n += r->runs[i].available;
+  return n;
 }
 
 static void test_all_types(struct backend *b) {
   for (int type = 0; type < EXP_TYPE_COUNT; type++) {
     struct exp_spec s = small_spec(type);
+    struct backend_job job = {.spec = &s};
     struct exp_result r;
-    struct trace t = {.cancel_after = -1};
-    struct backend_hooks hooks = {trace_canceled, trace_progress, &t};
-    char err[128] = "";
-    CHECK_INT_EQ(backend_run(b, 1, &s, &hooks, &r, err, sizeof err), 0);
+    struct trace t = {.cancel_after = -1, .contended_mask = 2};
+    CHECK_INT_EQ(run_traced(b, 1, &job, &t, &r), 0);
     check_result(&s, &r);
+    check_output(b, &job, &r);
+    bool sequential = exp_type_order(s.type) == EXP_ORDER_SEQUENTIAL;
+    check_phases(&t, sequential ? available_runs(&r) : 1);
+    /* sequential: one window per run, the second contended; alternating: one */
+    for (int i = 0, w = 0; i < r.n_runs; i++) {
+      if (!r.runs[i].available) continue;
+      CHECK(r.runs[i].contended == (sequential && w == 1));
+      w++;
+    }
     if (type == EXP_PIPELINE) CHECK_STR_EQ(r.runs[2].label, "streams=5");
     /* stencil alternates: batch 0 runs forward, batch 1 backward */
     if (type == EXP_STENCIL) {
@@ -86,29 +190,181 @@ static void test_all_types(struct backend *b) {
       CHECK_INT_EQ(t.n, 12);
       CHECK(t.run[2] == 0 && t.batch[2] == 2 && t.run[3] == 1 && t.batch[3] == 0);
     }
+    release(b, &job);
   }
   struct exp_spec s = small_spec(EXP_STENCIL);
   s.u.stencil.radius = 0;
   s.u.stencil.n = 257;
+  struct backend_job job = {.spec = &s};
   struct exp_result r;
   char err[128];
-  CHECK_INT_EQ(backend_run(b, 0, &s, NULL, &r, err, sizeof err), 0);
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
   check_result(&s, &r);
+  check_output(b, &job, &r);
+  release(b, &job);
+}
+
+/* An alternating window the engine calls contended marks every run; transpose
+ * whose first variant is copy outputs A's shape. */
+static void test_contended_and_copy_first(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_STENCIL);
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  struct trace t = {.cancel_after = -1, .contended_mask = 1};
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), 0);
+  check_phases(&t, 1);
+  CHECK(r.runs[0].contended && r.runs[1].contended);
+  release(b, &job);
+  s = small_spec(EXP_TRANSPOSE);
+  s.n_variants = 2;
+  s.variants[0] = TRANSPOSE_COPY, s.variants[1] = TRANSPOSE_NAIVE;
+  t = (struct trace){.cancel_after = -1};
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), 0);
+  check_result(&s, &r);
+  check_output(b, &job, &r); /* a copy of A: (33, 47) */
+  CHECK(!r.runs[0].contended && !r.runs[1].contended);
+  release(b, &job);
+}
+
+static void test_graph(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_TRANSPOSE);
+  s.graph = true;
+  s.n_variants = 1;
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  char err[128];
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  check_result(&s, &r);
+  CHECK(strstr(r.runs[0].timing.method,
+               "graph: not applicable on the CPU backend; timed as plain calls") != NULL);
+  release(b, &job);
+}
+
+static void test_buffers(struct backend *b) {
+  enum { N = 1001 };
+  float host[N], back[N];
+  for (int i = 0; i < N; i++) host[i] = gen_uniform(9, GEN_X, (uint64_t)i) * 1e30f;
+  struct backend_buffer *buf = NULL, *empty = NULL;
+  char err[128];
+  CHECK_INT_EQ(backend_buffer_upload(b, host, N, &buf, err, sizeof err), 0);
+  CHECK_INT_EQ(backend_buffer_count(buf), N);
+  host[0] = 0; /* the buffer holds a copy */
+  CHECK_INT_EQ(backend_buffer_download(b, buf, NULL, back, err, sizeof err), 0);
+  CHECK(back[0] == gen_uniform(9, GEN_X, 0) * 1e30f);
+  CHECK(memcmp(host + 1, back + 1, (N - 1) * sizeof *host) == 0);
+  CHECK_INT_EQ(backend_buffer_upload(b, host, 0, &empty, err, sizeof err), 0);
+  CHECK_INT_EQ(backend_buffer_count(empty), 0);
+  CHECK_INT_EQ(backend_buffer_download(b, empty, NULL, back, err, sizeof err), 0);
+  backend_buffer_free(b, empty);
+  backend_buffer_free(b, buf);
+  backend_buffer_free(b, NULL);
+  backend_fence_free(b, NULL);
+}
+
+/* job1 transposes A, job2 transposes job1's output after job1's fence: A again,
+ * bit for bit, and job2's checks use the given input. */
+static void test_chain(struct backend *b) {
+  struct exp_spec s1 = small_spec(EXP_TRANSPOSE), s2 = s1;
+  s1.inputs[0].value = 21;
+  s1.n_variants = 2;
+  s1.variants[0] = TRANSPOSE_PADDED33, s1.variants[1] = TRANSPOSE_NAIVE;
+  struct backend_job j1 = {.spec = &s1};
+  struct exp_result r1, r2;
+  struct trace t1 = {.cancel_after = -1}, t2 = {.cancel_after = -1};
+  CHECK_INT_EQ(run_traced(b, 0, &j1, &t1, &r1), 0);
+  check_result(&s1, &r1);
+  s2.u.transpose.m = s1.u.transpose.n, s2.u.transpose.n = s1.u.transpose.m;
+  s2.inputs[0] = (struct exp_input){EXP_INPUT_JOB, 1};
+  struct backend_fence *const after[] = {j1.done};
+  struct backend_job j2 = {.spec = &s2, .input = {j1.output}, .after = after, .n_after = 1};
+  CHECK_INT_EQ(run_traced(b, 1, &j2, &t2, &r2), 0);
+  check_result(&s2, &r2);
+  check_output(b, &j2, &r2);
+  check_phases(&t2, 4);
+  size_t len = (size_t)s1.u.transpose.m * s1.u.transpose.n;
+  float *back = malloc(len * sizeof *back), *a = malloc(len * sizeof *a);
+  CHECK(back && a);
+  char err[128];
+  CHECK_INT_EQ(backend_buffer_download(b, j2.output, j2.done, back, err, sizeof err), 0);
+  reference_fill(a, len, 21, GEN_A);
+  CHECK(memcmp(a, back, len * sizeof *a) == 0);
+  free(a);
+  free(back);
+  release(b, &j2);
+  release(b, &j1);
+}
+
+/* A stencil on an uploaded input of magnitudes 2^-20 .. 2^20 passes its checks. */
+static void test_given_stencil(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_STENCIL);
+  s.u.stencil.n = 999;
+  s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
+  float x[999];
+  for (int i = 0; i < 999; i++)
+    x[i] = ldexpf(gen_uniform(4, GEN_X, (uint64_t)i), (int)(gen_mix64((uint64_t)i) % 40) - 20);
+  struct backend_buffer *buf = NULL;
+  char err[128];
+  CHECK_INT_EQ(backend_buffer_upload(b, x, 999, &buf, err, sizeof err), 0);
+  struct backend_job job = {.spec = &s, .input = {buf}};
+  struct exp_result r;
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  check_result(&s, &r);
+  check_output(b, &job, &r);
+  release(b, &job);
+  backend_buffer_free(b, buf);
+}
+
+/* gemm with only cuBLAS: nothing runs, no output, but a fence that is complete. */
+static void test_cublas_only(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_GEMM);
+  s.n_variants = 1;
+  s.variants[0] = GEMM_CUBLAS;
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  struct trace t = {.cancel_after = -1};
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), 0);
+  check_result(&s, &r);
+  CHECK(!r.runs[0].available && !exp_result_passed(&r));
+  CHECK(job.output == NULL && job.done != NULL);
+  check_phases(&t, 0);
+  float one = 1, back = 0;
+  struct backend_buffer *buf = NULL;
+  char err[128];
+  CHECK_INT_EQ(backend_buffer_upload(b, &one, 1, &buf, err, sizeof err), 0);
+  CHECK_INT_EQ(backend_buffer_download(b, buf, job.done, &back, err, sizeof err), 0);
+  CHECK(back == 1);
+  backend_buffer_free(b, buf);
+  release(b, &job);
 }
 
 static void test_cancel_and_invalid(struct backend *b) {
   struct exp_spec s = small_spec(EXP_GEMM);
+  struct backend_job job = {.spec = &s};
   struct exp_result r;
   struct trace t = {.cancel_after = 2};
-  struct backend_hooks hooks = {trace_canceled, trace_progress, &t};
-  char err[128] = "";
-  CHECK_INT_EQ(backend_run(b, 0, &s, &hooks, &r, err, sizeof err), BACKEND_ECANCELED);
-  CHECK(err[0]);
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), BACKEND_ECANCELED);
   CHECK_INT_EQ(t.n, 1); /* polls: warm-up, batch 0, then canceled before batch 1 */
+  check_phases(&t, 1);  /* the window is closed, IDLE follows */
+  CHECK(job.output != NULL && job.done != NULL); /* issued: the engine's now */
+  release(b, &job);
+  char err[128];
   s.variants[0] = 7;
-  CHECK_INT_EQ(backend_run(b, 0, &s, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  t = (struct trace){.cancel_after = -1};
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), BACKEND_EINVAL);
+  CHECK(t.n_phases == 0 && t.issued == 0 && job.output == NULL && job.done == NULL);
   s = small_spec(EXP_TRANSPOSE);
-  CHECK_INT_EQ(backend_run(b, 2, &s, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 2, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  float ten[10] = {0};
+  struct backend_buffer *buf = NULL;
+  CHECK_INT_EQ(backend_buffer_upload(b, ten, 10, &buf, err, sizeof err), 0);
+  job.input[0] = buf; /* 10 floats for a 33 x 47 input */
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK(strstr(err, "input a") != NULL);
+  CHECK(job.output == NULL && job.done == NULL);
+  backend_buffer_free(b, buf);
+  s.u.transpose.m = -1;
+  job.input[0] = NULL;
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
 }
 
 static void test_capped(struct backend *b) {
@@ -117,9 +373,10 @@ static void test_capped(struct backend *b) {
   s.u.transpose.m = s.u.transpose.n = 512;
   s.n_variants = 1;
   s.timing = (struct exp_timing_params){1000000, 1, 1000000};
+  struct backend_job job = {.spec = &s};
   struct exp_result r;
   char err[128];
-  CHECK_INT_EQ(backend_run(b, 0, &s, NULL, &r, err, sizeof err), 0);
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
   const struct exp_timing *t = &r.runs[0].timing;
   CHECK(t->capped_by != NULL);
   CHECK(t->reps >= 1 && t->reps < 1000000 && t->warmup >= 1 && t->warmup < 1000000);
@@ -127,31 +384,36 @@ static void test_capped(struct backend *b) {
   CHECK_INT_EQ(t->warmup_requested, 1000000);
   CHECK_INT_EQ(t->batches, 1);
   CHECK(r.runs[0].check.passed);
+  release(b, &job);
 }
 
 struct lane_job {
   struct backend *b;
   int lane, rc;
   struct exp_spec spec;
+  struct backend_job job;
   struct exp_result result;
 };
 
 static void *lane_main(void *arg) {
   struct lane_job *j = arg;
   char err[128];
-  j->rc = backend_run(j->b, j->lane, &j->spec, NULL, &j->result, err, sizeof err);
+  j->job.spec = &j->spec;
+  j->rc = backend_run(j->b, j->lane, &j->job, NULL, &j->result, err, sizeof err);
   return NULL;
 }
 
 static void test_two_lanes(struct backend *b) {
-  struct lane_job jobs[2] = {{b, 0, -99, small_spec(EXP_PIPELINE), {0}},
-                             {b, 1, -99, small_spec(EXP_STENCIL), {0}}};
+  struct lane_job jobs[2] = {{.b = b, .lane = 0, .rc = -99, .spec = small_spec(EXP_PIPELINE)},
+                             {.b = b, .lane = 1, .rc = -99, .spec = small_spec(EXP_STENCIL)}};
   pthread_t th[2];
   for (int i = 0; i < 2; i++) CHECK_INT_EQ(pthread_create(&th[i], NULL, lane_main, &jobs[i]), 0);
   for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
   for (int i = 0; i < 2; i++) {
     CHECK_INT_EQ(jobs[i].rc, 0);
     check_result(&jobs[i].spec, &jobs[i].result);
+    check_output(b, &jobs[i].job, &jobs[i].result);
+    release(b, &jobs[i].job);
   }
 }
 
@@ -170,6 +432,12 @@ int main(void) {
   CHECK(info.mem_free_bytes <= info.mem_total_bytes);
   CHECK_INT_EQ(backend_memory_limit(b), info.mem_total_bytes / 4);
   test_all_types(b);
+  test_contended_and_copy_first(b);
+  test_graph(b);
+  test_buffers(b);
+  test_chain(b);
+  test_given_stencil(b);
+  test_cublas_only(b);
   test_cancel_and_invalid(b);
   test_capped(b);
   test_two_lanes(b);

@@ -1,14 +1,21 @@
 /* The CUDA backend against the CPU reference: every variant of every experiment at
- * odd sizes (tails in every dimension) and at the lecture's large sizes, two lanes at
- * once, progress and cancel hooks, out of memory. Exits 77 where no CUDA device
+ * odd sizes (tails in every dimension) and at the lecture's large sizes, launched
+ * one by one and as CUDA Graphs, two lanes at once, the phases and hooks, inputs
+ * given as buffers, a chain of two jobs through an output and its fence, exclusive
+ * windows, concurrent buffer calls, out of memory. Exits 77 where no CUDA device
  * answers. Timing is kept minimal (1 warm-up, 2 batches of 2) so it runs in seconds. */
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "kernels/backend.h"
+#include "kernels/gen.h"
 #include "tests/check.h"
 
 static struct backend *be;
+
+/* ---- specs ---- */
 
 static struct exp_spec spec_new(enum exp_type type) {
   struct exp_spec s;
@@ -50,6 +57,18 @@ static struct exp_spec pipeline_spec(int chunk, int chunks, int terms) {
   return s;
 }
 
+static int64_t input_count(const struct exp_spec *s, int slot) {
+  struct exp_shape shape;
+  exp_input_shape(s, slot, &shape);
+  return exp_shape_count(&shape);
+}
+
+static int64_t output_count(const struct exp_spec *s) {
+  struct exp_shape shape;
+  exp_output_shape(s, &shape);
+  return exp_shape_count(&shape);
+}
+
 static void size_text(const struct exp_spec *s, char *buf, size_t len) {
   switch (s->type) {
   case EXP_TRANSPOSE: snprintf(buf, len, "%dx%d", s->u.transpose.m, s->u.transpose.n); break;
@@ -64,7 +83,90 @@ static void size_text(const struct exp_spec *s, char *buf, size_t len) {
   }
 }
 
-/* Every run must be available, pass its check and carry batches samples. */
+/* ---- hooks that record ---- */
+
+/* The phases ('S', 'T', 'U', 'I') and issued ('i') in the order they came, progress
+ * calls, a cancel after some progress, what UNTIMED answers, and a callback on
+ * issued and on each phase (for the chain). Called from the job's thread only. */
+struct trace {
+  char log[64];
+  int n_log;
+  int progress_calls, cancel_after; /* cancel_after < 0: never */
+  bool contended;                   /* what UNTIMED returns */
+  void (*on_issued)(void *user);
+  void (*on_phase)(void *user, enum backend_phase phase);
+  void *user;
+};
+
+static void trace_init(struct trace *t) {
+  memset(t, 0, sizeof *t);
+  t->cancel_after = -1;
+}
+
+static void trace_put(struct trace *t, char c) {
+  CHECK(t->n_log < (int)sizeof t->log - 1);
+  t->log[t->n_log++] = c;
+  t->log[t->n_log] = '\0';
+}
+
+static bool trace_canceled(void *arg) {
+  struct trace *t = arg;
+  return t->cancel_after >= 0 && t->progress_calls >= t->cancel_after;
+}
+
+static void trace_progress(void *arg, int run, int batch, double ms) {
+  struct trace *t = arg;
+  CHECK(run >= 0 && run < EXP_MAX_VARIANTS && batch >= 0 && ms > 0);
+  t->progress_calls++;
+}
+
+static bool trace_phase(void *arg, enum backend_phase phase) {
+  struct trace *t = arg;
+  static const char names[] = "STUI";
+  trace_put(t, names[phase]);
+  if (t->on_phase) t->on_phase(t->user, phase);
+  return phase == BACKEND_PHASE_UNTIMED && t->contended;
+}
+
+static void trace_issued(void *arg) {
+  struct trace *t = arg;
+  trace_put(t, 'i');
+  if (t->on_issued) t->on_issued(t->user);
+}
+
+/* SETUP, issued, `windows` TIMED/UNTIMED pairs, IDLE. */
+static void check_phases(const struct trace *t, int windows) {
+  char want[64] = "Si";
+  for (int w = 0; w < windows; w++) strcat(want, "TU");
+  strcat(want, "I");
+  CHECK_STR_EQ(t->log, want);
+}
+
+static int windows_of(const struct exp_spec *s, const struct exp_result *res) {
+  int available = 0;
+  for (int i = 0; i < res->n_runs; i++) available += res->runs[i].available;
+  if (available == 0) return 0;
+  return exp_type_order(s->type) == EXP_ORDER_ALTERNATING ? 1 : available;
+}
+
+static int run_traced(int lane, struct backend_job *job, struct trace *t,
+                      struct exp_result *res, char *err, size_t err_len) {
+  struct backend_hooks hooks = {trace_canceled, trace_progress, trace_phase, trace_issued, t};
+  return backend_run(be, lane, job, &hooks, res, err, err_len);
+}
+
+static void job_drop(struct backend_job *job) {
+  backend_buffer_free(be, job->output);
+  backend_fence_free(be, job->done);
+  job->output = NULL;
+  job->done = NULL;
+}
+
+/* ---- checks ---- */
+
+/* Every run must be available, pass its check and carry batches samples; in graph
+ * mode also both per-launch figures (cuBLAS may not capture: its graph figure is 0
+ * then, and its method says so). */
 static void expect_passed(const struct exp_spec *s, const struct exp_result *res) {
   char size[64];
   size_text(s, size, sizeof size);
@@ -75,11 +177,13 @@ static void expect_passed(const struct exp_spec *s, const struct exp_result *res
     const struct exp_run *run = &res->runs[i];
     const struct exp_check *c = &run->check;
     printf("%-9s %-10s %-20s median %10.4f ms  %10.1f %-7s check %s (%lld compared%s, "
-           "max abs err %.3g)  %s\n",
+           "max abs err %.3g)",
            exp_type_name(s->type), run->label, size, run->timing.median_ms, run->figure,
            exp_figure_unit(s->type), c->passed ? "passed" : "FAILED", (long long)c->compared,
-           c->sampled ? ", sampled" : "", c->max_abs_err,
-           run->available ? run->kernel.name : run->reason);
+           c->sampled ? ", sampled" : "", c->max_abs_err);
+    if (s->graph)
+      printf("  stream %.2f us graph %.2f us", run->stream_us_per_launch, run->graph_us_per_launch);
+    printf("  %s\n", run->available ? run->kernel.name : run->reason);
     fflush(stdout);
     CHECK(run->available);
     CHECK(c->done);
@@ -89,21 +193,54 @@ static void expect_passed(const struct exp_spec *s, const struct exp_result *res
     CHECK(run->timing.median_ms > 0);
     CHECK(run->figure > 0);
     CHECK(run->kernel.name[0] != '\0');
+    CHECK(run->timing.method != NULL);
+    if (!s->graph) {
+      CHECK(run->stream_us_per_launch == 0 && run->graph_us_per_launch == 0);
+      continue;
+    }
+    CHECK(run->stream_us_per_launch > 0);
+    bool cublas = s->type == EXP_GEMM && run->variant == GEMM_CUBLAS;
+    if (cublas && run->graph_us_per_launch == 0)
+      CHECK(strstr(run->timing.method, "could not be captured") != NULL);
+    else
+      CHECK(run->graph_us_per_launch > 0);
   }
 }
 
-static void run_ok_on(int lane, const struct exp_spec *s, struct exp_result *res) {
+/* Runs job on lane: it must succeed, pass, report the phases in order and hand
+ * over an output of the output shape and a fence. Both are freed unless keep. */
+static void run_job_ok(int lane, struct backend_job *job, struct exp_result *res, bool keep) {
   char err[256] = "";
-  int rc = backend_run(be, lane, s, NULL, res, err, sizeof err);
-  if (rc != 0) fprintf(stderr, "%s on lane %d: rc %d: %s\n", exp_type_name(s->type), lane, rc, err);
+  struct trace t;
+  trace_init(&t);
+  int rc = run_traced(lane, job, &t, res, err, sizeof err);
+  if (rc != 0)
+    fprintf(stderr, "%s on lane %d: rc %d: %s\n", exp_type_name(job->spec->type), lane, rc, err);
   CHECK_INT_EQ(rc, 0);
-  expect_passed(s, res);
+  expect_passed(job->spec, res);
+  check_phases(&t, windows_of(job->spec, res));
+  CHECK(job->output != NULL && job->done != NULL);
+  CHECK_INT_EQ(backend_buffer_count(job->output), output_count(job->spec));
+  if (!keep) job_drop(job);
+}
+
+static void run_ok_on(int lane, const struct exp_spec *s, struct exp_result *res) {
+  struct backend_job job = {.spec = s};
+  run_job_ok(lane, &job, res, false);
 }
 
 static void run_ok(struct exp_spec s) {
   static struct exp_result res; /* large; one job at a time on the main thread */
   run_ok_on(0, &s, &res);
 }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- tests ---- */
 
 static void test_device(void) {
   struct backend_device_info info;
@@ -150,6 +287,20 @@ static void test_large_sizes(void) {
   run_ok(pipeline_spec(1 << 22, 3, 8));
 }
 
+/* Every type with each run's reps captured as one CUDA Graph (the pipeline: one
+ * whole pass), timed beside the same launches one by one. */
+static void test_graph(void) {
+  struct exp_spec specs[] = {transpose_spec(257, 383), gemm_spec(130, 70, 300),
+                             stencil_spec(100003, 8), pipeline_spec(1 << 16, 3, 16),
+                             transpose_spec(2048, 2048), stencil_spec(1 << 22, 32)};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    specs[i].graph = true;
+    specs[i].timing = (struct exp_timing_params){2, 3, 10};
+    if (specs[i].type == EXP_PIPELINE) specs[i].timing.reps = 2;
+    run_ok(specs[i]);
+  }
+}
+
 /* Kernel info follows the lecture's launch shapes. */
 static void test_kernel_info(void) {
   static struct exp_result res;
@@ -178,8 +329,10 @@ static void test_kernel_info(void) {
   CHECK_INT_EQ(res.runs[GEMM_TILED].kernel.static_shared_bytes, 2 * 16 * 16 * 4);
 }
 
-/* Variants named in another order, and one twice, still run and pass. */
+/* Variants named in another order, and one twice, still run and pass; the output
+ * is the first run's (copy: A's shape and values). */
 static void test_variant_order(void) {
+  static struct exp_result res;
   struct exp_spec s = stencil_spec(5000, 7);
   s.n_variants = 3;
   s.variants[0] = STENCIL_SHARED;
@@ -190,7 +343,13 @@ static void test_variant_order(void) {
   s.n_variants = 2;
   s.variants[0] = TRANSPOSE_COPY;
   s.variants[1] = TRANSPOSE_NAIVE;
-  run_ok(s);
+  struct backend_job job = {.spec = &s};
+  run_job_ok(0, &job, &res, true);
+  float h[65 * 31];
+  char err[256] = "";
+  CHECK_INT_EQ(backend_buffer_download(be, job.output, job.done, h, err, sizeof err), 0);
+  for (int i = 0; i < 65 * 31; i++) CHECK(h[i] == gen_uniform(s.inputs[0].value, GEN_A, (uint64_t)i));
+  job_drop(&job);
 }
 
 struct lane_job {
@@ -215,61 +374,355 @@ static void test_two_lanes(void) {
   jobs[1].specs[0] = transpose_spec(1025, 2049);
   jobs[1].specs[1] = gemm_spec(300, 200, 100);
   jobs[1].specs[2] = pipeline_spec(1 << 18, 4, 16);
+  jobs[1].specs[2].graph = true;
   pthread_t t[2];
   for (int i = 0; i < 2; i++) CHECK_INT_EQ(pthread_create(&t[i], NULL, lane_main, &jobs[i]), 0);
   for (int i = 0; i < 2; i++) CHECK_INT_EQ(pthread_join(t[i], NULL), 0);
   CHECK(backend_healthy(be));
 }
 
-struct hook_state {
-  int progress_calls, cancel_after;
-};
-
-static bool hook_canceled(void *arg) {
-  struct hook_state *h = arg;
-  return h->cancel_after >= 0 && h->progress_calls >= h->cancel_after;
-}
-
-static void hook_progress(void *arg, int run, int batch, double ms) {
-  struct hook_state *h = arg;
-  CHECK(run >= 0 && run < EXP_MAX_VARIANTS && batch >= 0 && ms > 0);
-  h->progress_calls++;
+/* Every type with exclusive windows (the lane idle before each TIMED). */
+static void test_exclusive(void) {
+  static struct exp_result res;
+  struct exp_spec specs[] = {transpose_spec(513, 255), gemm_spec(64, 96, 80),
+                             stencil_spec(50000, 16), pipeline_spec(4096, 5, 8)};
+  for (int i = 0; i < 4; i++) {
+    struct backend_job job = {.spec = &specs[i], .exclusive = true};
+    run_job_ok(1, &job, &res, false);
+  }
 }
 
 static void test_hooks(void) {
   static struct exp_result res;
   char err[256] = "";
-  struct hook_state st = {0, -1};
-  struct backend_hooks hooks = {hook_canceled, hook_progress, &st};
+  struct trace t;
+  trace_init(&t);
   struct exp_spec s = stencil_spec(1 << 20, 32);
-  CHECK_INT_EQ(backend_run(be, 1, &s, &hooks, &res, err, sizeof err), 0);
-  CHECK_INT_EQ(st.progress_calls, 2 * s.timing.batches);
+  struct backend_job job = {.spec = &s};
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), 0);
+  CHECK_INT_EQ(t.progress_calls, 2 * s.timing.batches);
+  check_phases(&t, 1);
+  for (int r = 0; r < res.n_runs; r++) CHECK(!res.runs[r].contended);
+  job_drop(&job);
 
-  st = (struct hook_state){0, 1};
-  int rc = backend_run(be, 1, &s, &hooks, &res, err, sizeof err);
-  CHECK_INT_EQ(rc, BACKEND_ECANCELED);
-  CHECK_INT_EQ(st.progress_calls, 1);
+  /* UNTIMED says contended: every run of that window is. */
+  struct exp_spec tr = transpose_spec(64, 96);
+  job = (struct backend_job){.spec = &tr};
+  trace_init(&t);
+  t.contended = true;
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), 0);
+  check_phases(&t, 4);
+  for (int r = 0; r < res.n_runs; r++) CHECK(res.runs[r].contended);
+  job_drop(&job);
+
+  /* Canceled after the first sample: the window closes, IDLE follows, and the
+   * output (issued already) is the caller's. */
+  job = (struct backend_job){.spec = &s};
+  trace_init(&t);
+  t.cancel_after = 1;
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), BACKEND_ECANCELED);
+  CHECK_INT_EQ(t.progress_calls, 1);
+  check_phases(&t, 1);
+  CHECK(job.output != NULL && job.done != NULL);
+  job_drop(&job);
   CHECK(backend_healthy(be));
 
   s = pipeline_spec(1000, 3, 4);
-  st = (struct hook_state){0, 0}; /* canceled before the first batch */
-  CHECK_INT_EQ(backend_run(be, 1, &s, &hooks, &res, err, sizeof err), BACKEND_ECANCELED);
+  job = (struct backend_job){.spec = &s};
+  trace_init(&t);
+  t.cancel_after = 0; /* canceled before the first batch */
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), BACKEND_ECANCELED);
+  check_phases(&t, 1);
+  job_drop(&job);
   CHECK(backend_healthy(be));
   run_ok(stencil_spec(999, 3)); /* the lane still works */
+}
+
+static void fill(float *h, size_t n, uint64_t seed, float scale) {
+  for (size_t i = 0; i < n; i++) h[i] = gen_uniform(seed, 7, i) * scale;
+}
+
+static struct backend_buffer *upload(const float *h, uint64_t count) {
+  struct backend_buffer *buf = NULL;
+  char err[256] = "";
+  int rc = backend_buffer_upload(be, h, count, &buf, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "upload of %llu floats: %s\n", (unsigned long long)count, err);
+  CHECK_INT_EQ(rc, 0);
+  CHECK(buf != NULL);
+  CHECK_INT_EQ(backend_buffer_count(buf), count);
+  return buf;
+}
+
+static void download(struct backend_buffer *buf, struct backend_fence *fence, float *h) {
+  char err[256] = "";
+  int rc = backend_buffer_download(be, buf, fence, h, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "download: %s\n", err);
+  CHECK_INT_EQ(rc, 0);
+}
+
+/* Transposes an uploaded matrix (all variants, checked against the uploaded data),
+ * then downloads the output and compares it with a host transpose. */
+static void transpose_buffer(int m, int n) {
+  static struct exp_result res;
+  size_t count = (size_t)m * n;
+  float *h = malloc(count * sizeof *h), *out = malloc(count * sizeof *out);
+  CHECK(h && out);
+  fill(h, count, 11, 1.0f);
+  struct backend_buffer *in = upload(h, count);
+  struct exp_spec s = transpose_spec(m, n);
+  s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
+  struct backend_job job = {.spec = &s, .input = {in}};
+  run_job_ok(0, &job, &res, true);
+  download(job.output, job.done, out);
+  for (int r = 0; r < m; r++)
+    for (int c = 0; c < n; c++) CHECK(out[(size_t)c * m + r] == h[(size_t)r * n + c]);
+  download(in, NULL, out); /* the input was only read */
+  CHECK(memcmp(out, h, count * sizeof *h) == 0);
+  job_drop(&job);
+  backend_buffer_free(be, in);
+  free(h);
+  free(out);
+}
+
+/* gemm with both inputs uploaded; the output within the reference's tolerance of
+ * an FP64 product on the host. */
+static void gemm_buffers(int m, int n, int k) {
+  static struct exp_result res;
+  float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
+  float *c = malloc((size_t)m * n * sizeof *c);
+  CHECK(a && b && c);
+  fill(a, (size_t)m * k, 21, 1.0f);
+  fill(b, (size_t)k * n, 22, 1.0f);
+  struct backend_buffer *da = upload(a, (uint64_t)m * k), *db = upload(b, (uint64_t)k * n);
+  struct exp_spec s = gemm_spec(m, n, k);
+  s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
+  s.inputs[1] = (struct exp_input){EXP_INPUT_BUFFER, 2};
+  struct backend_job job = {.spec = &s, .input = {da, db}};
+  run_job_ok(1, &job, &res, true);
+  download(job.output, job.done, c);
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double want = 0, mag = 0;
+      for (int kk = 0; kk < k; kk++) {
+        double p = (double)a[(size_t)i * k + kk] * b[(size_t)kk * n + j];
+        want += p;
+        mag += fabs(p);
+      }
+      CHECK_NEAR(c[(size_t)i * n + j], want, k * mag / 8388608.0 + 1e-30);
+    }
+  job_drop(&job);
+  backend_buffer_free(be, da);
+  backend_buffer_free(be, db);
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* Stencil and pipeline on uploaded x (the pipeline's as phases in [-pi, pi)). */
+static void x_buffer(struct exp_spec s, float scale) {
+  static struct exp_result res;
+  size_t count = (size_t)input_count(&s, 0);
+  float *h = malloc(count * sizeof *h);
+  CHECK(h);
+  fill(h, count, 31, scale);
+  struct backend_buffer *in = upload(h, count);
+  s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
+  struct backend_job job = {.spec = &s, .input = {in}};
+  run_job_ok(0, &job, &res, false);
+  s.graph = true;
+  run_job_ok(1, &job, &res, false);
+  backend_buffer_free(be, in);
+  free(h);
+}
+
+static void test_buffer_inputs(void) {
+  transpose_buffer(37, 53);
+  transpose_buffer(1024, 1000);
+  gemm_buffers(70, 45, 130);
+  x_buffer(stencil_spec(10007, 5), 1.0f);
+  x_buffer(pipeline_spec(3000, 4, 16), 3.14159265f);
+
+  /* An empty buffer round-trips. */
+  float one = 1;
+  struct backend_buffer *empty = upload(&one, 0);
+  download(empty, NULL, &one);
+  backend_buffer_free(be, empty);
+}
+
+/* ---- a chain: job 2 transposes job 1's output back ---- */
+
+struct chain {
+  struct exp_spec s1, s2;
+  struct backend_job j1, j2;
+  struct trace t1, t2;
+  struct exp_result r1, r2;
+  pthread_t thread2;
+  int rc2;
+  char err2[256];
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  bool issued2;
+  double issued2_at, returned1_at;
+};
+
+static void *chain_job2(void *arg) {
+  struct chain *c = arg;
+  c->rc2 = run_traced(1, &c->j2, &c->t2, &c->r2, c->err2, sizeof c->err2);
+  return NULL;
+}
+
+/* Job 1's issued hook: job 2 starts at once on another thread, behind job 1's fence. */
+static void chain_start2(void *user) {
+  struct chain *c = user;
+  c->j2 = (struct backend_job){.spec = &c->s2, .input = {c->j1.output}, .after = &c->j1.done,
+                               .n_after = 1};
+  CHECK_INT_EQ(pthread_create(&c->thread2, NULL, chain_job2, c), 0);
+}
+
+static void chain_issued2(void *user) {
+  struct chain *c = user;
+  pthread_mutex_lock(&c->mu);
+  c->issued2 = true;
+  c->issued2_at = now_s();
+  pthread_cond_signal(&c->cond);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Job 1 ends only once job 2 was issued (within 20 s): job 2 must be able to issue
+ * while job 1 is still running, without waiting for it on the host. */
+static void chain_phase1(void *user, enum backend_phase phase) {
+  struct chain *c = user;
+  if (phase != BACKEND_PHASE_IDLE) return;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 20;
+  pthread_mutex_lock(&c->mu);
+  while (!c->issued2 && pthread_cond_timedwait(&c->cond, &c->mu, &until) == 0) {
+  }
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void test_chain(void) {
+  static struct chain c;
+  const int m = 1031, n = 2053;
+  char err[256] = "";
+  pthread_mutex_init(&c.mu, NULL);
+  pthread_cond_init(&c.cond, NULL);
+  c.s1 = transpose_spec(m, n);
+  c.s2 = transpose_spec(n, m);
+  c.s2.inputs[0] = (struct exp_input){EXP_INPUT_JOB, 1};
+  c.j1 = (struct backend_job){.spec = &c.s1};
+  trace_init(&c.t1);
+  trace_init(&c.t2);
+  c.t1.user = c.t2.user = &c;
+  c.t1.on_issued = chain_start2;
+  c.t1.on_phase = chain_phase1;
+  c.t2.on_issued = chain_issued2;
+  int rc1 = run_traced(0, &c.j1, &c.t1, &c.r1, err, sizeof err);
+  c.returned1_at = now_s();
+  pthread_mutex_lock(&c.mu);
+  bool issued_before_return = c.issued2;
+  pthread_mutex_unlock(&c.mu);
+  CHECK_INT_EQ(pthread_join(c.thread2, NULL), 0);
+  if (rc1 != 0 || c.rc2 != 0) fprintf(stderr, "chain: job 1: %s; job 2: %s\n", err, c.err2);
+  CHECK_INT_EQ(rc1, 0);
+  CHECK_INT_EQ(c.rc2, 0);
+  CHECK(issued_before_return);
+  printf("chain: job 2 issued %.3f ms before job 1 returned\n",
+         (c.returned1_at - c.issued2_at) * 1e3);
+  expect_passed(&c.s1, &c.r1);
+  expect_passed(&c.s2, &c.r2);
+  check_phases(&c.t1, 4);
+  check_phases(&c.t2, 4);
+
+  size_t count = (size_t)m * n;
+  float *h = malloc(count * sizeof *h);
+  CHECK(h);
+  download(c.j2.output, c.j2.done, h); /* A again, bit for bit */
+  for (size_t i = 0; i < count; i++) CHECK(h[i] == gen_uniform(c.s1.inputs[0].value, GEN_A, i));
+  download(c.j1.output, c.j1.done, h); /* A^T */
+  for (int r = 0; r < m; r++)
+    for (int col = 0; col < n; col++)
+      CHECK(h[(size_t)col * m + r] == gen_uniform(c.s1.inputs[0].value, GEN_A, (uint64_t)r * n + col));
+  free(h);
+  job_drop(&c.j2);
+  job_drop(&c.j1);
+  pthread_cond_destroy(&c.cond);
+  pthread_mutex_destroy(&c.mu);
+}
+
+/* ---- buffers from several threads while a job runs ---- */
+
+static void *buffer_main(void *arg) {
+  int id = (int)(intptr_t)arg;
+  for (int it = 0; it < 25; it++) {
+    size_t count = 1000 + 4099 * (size_t)id + 31 * (size_t)it;
+    float *h = malloc(count * sizeof *h), *back = malloc(count * sizeof *back);
+    CHECK(h && back);
+    fill(h, count, 100 + id * 1000 + it, 1.0f);
+    struct backend_buffer *buf = upload(h, count);
+    download(buf, NULL, back);
+    CHECK(memcmp(h, back, count * sizeof *h) == 0);
+    backend_buffer_free(be, buf);
+    free(h);
+    free(back);
+  }
+  return NULL;
+}
+
+static void *busy_main(void *arg) {
+  struct exp_spec s = stencil_spec(1 << 22, 32);
+  s.timing = (struct exp_timing_params){5, 5, 50};
+  run_ok_on(0, &s, arg);
+  return NULL;
+}
+
+static void test_buffers_concurrent(void) {
+  static struct exp_result res;
+  pthread_t busy, t[4];
+  CHECK_INT_EQ(pthread_create(&busy, NULL, busy_main, &res), 0);
+  for (int i = 0; i < 4; i++)
+    CHECK_INT_EQ(pthread_create(&t[i], NULL, buffer_main, (void *)(intptr_t)i), 0);
+  for (int i = 0; i < 4; i++) CHECK_INT_EQ(pthread_join(t[i], NULL), 0);
+  CHECK_INT_EQ(pthread_join(busy, NULL), 0);
+  CHECK(backend_healthy(be));
 }
 
 static void test_errors(void) {
   static struct exp_result res;
   char err[256] = "";
+  struct trace t;
+  trace_init(&t);
   struct exp_spec s = stencil_spec(1000, 2);
   s.timing.batches = 0;
-  CHECK_INT_EQ(backend_run(be, 0, &s, NULL, &res, err, sizeof err), BACKEND_EINVAL);
+  struct backend_job job = {.spec = &s};
+  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), BACKEND_EINVAL);
+  CHECK_STR_EQ(t.log, ""); /* refused before any device work */
+  CHECK(job.output == NULL && job.done == NULL);
 
-  /* 2 x 4 TiB: more than any GPU has; the backend says so and stays healthy. */
+  /* A buffer of the wrong size for its slot. */
+  float h[10] = {0};
+  struct backend_buffer *small = upload(h, 10);
+  s = stencil_spec(11, 2);
+  s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
+  job = (struct backend_job){.spec = &s, .input = {small}};
+  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), BACKEND_EINVAL);
+  printf("wrong-sized input: %s\n", err);
+  backend_buffer_free(be, small);
+
+  /* 2 x 4 TiB: more than any GPU has; the backend says so, issues nothing and
+   * stays healthy. */
   s = transpose_spec(1 << 20, 1 << 20);
-  int rc = backend_run(be, 0, &s, NULL, &res, err, sizeof err);
+  job = (struct backend_job){.spec = &s};
+  trace_init(&t);
+  int rc = run_traced(0, &job, &t, &res, err, sizeof err);
   printf("4 TiB transpose: rc %d: %s\n", rc, err);
   CHECK_INT_EQ(rc, BACKEND_ENOMEM);
+  CHECK_STR_EQ(t.log, "SI");
+  CHECK(job.output == NULL && job.done == NULL);
+  struct backend_buffer *huge = NULL;
+  CHECK_INT_EQ(backend_buffer_upload(be, h, 1ull << 40, &huge, err, sizeof err), BACKEND_ENOMEM);
+  CHECK(huge == NULL);
   CHECK(backend_healthy(be));
   run_ok(transpose_spec(77, 3));
 }
@@ -288,7 +741,12 @@ int main(int argc, char **argv) {
   test_kernel_info();
   test_variant_order();
   test_hooks();
+  test_graph();
+  test_exclusive();
+  test_buffer_inputs();
+  test_chain();
   test_two_lanes();
+  test_buffers_concurrent();
   if (!small) test_large_sizes();
   if (!small) test_errors();
   CHECK(backend_healthy(be));

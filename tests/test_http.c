@@ -355,7 +355,7 @@ static void test_bad_bodies(void) {
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"m\":1048576,\"n\":1048576}", &r);
   msg = JSTR(r.json, "error.message");
-  CHECK(strstr(msg, "bytes") && strstr(msg, "8796093022208")); /* 2 * 4 * 2^40 */
+  CHECK(strstr(msg, "bytes") && strstr(msg, "26388279066624")); /* (a + 4 run outputs + the job output) * 4 * 2^40 */
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"m\":0}", &r);
   CHECK(strstr(JSTR(r.json, "error.message"), "1048576")); /* the allowed range */

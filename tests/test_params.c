@@ -5,11 +5,13 @@
 #include "api/params.h"
 #include "tests/check.h"
 
+static struct api_job_options opts;
+
 static struct api_error parse_fail(enum exp_type type, const char *body) {
   struct exp_spec spec;
   struct api_error err;
   memset(&err, 0, sizeof err);
-  CHECK_INT_EQ(api_params_parse(type, body, strlen(body), &spec, &err), -1);
+  CHECK_INT_EQ(api_params_parse(type, body, strlen(body), &spec, &opts, &err), -1);
   return err;
 }
 
@@ -28,26 +30,26 @@ static void expect_error(enum exp_type type, const char *body, int status, const
 static void test_defaults(void) {
   struct exp_spec spec;
   struct api_error err;
-  CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, "{}", 2, &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, "{}", 2, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.transpose.m, 4096);
   CHECK_INT_EQ(spec.u.transpose.n, 4096);
   CHECK_INT_EQ(spec.n_variants, 4);
   CHECK_INT_EQ(spec.timing.warmup, 3);
   CHECK_INT_EQ(spec.timing.batches, 5);
   CHECK_INT_EQ(spec.timing.reps, 20);
-  CHECK_INT_EQ(api_params_parse(EXP_STENCIL, "  \n", 3, &spec, &err), 0); /* blank = {} */
+  CHECK_INT_EQ(api_params_parse(EXP_STENCIL, "  \n", 3, &spec, &opts, &err), 0); /* blank = {} */
   CHECK_INT_EQ(spec.u.stencil.n, 1 << 22);
   CHECK_INT_EQ(spec.u.stencil.radius, 32);
   CHECK_INT_EQ(spec.timing.warmup, 20);
   CHECK_INT_EQ(spec.timing.reps, 100);
-  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, "", 0, &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, "", 0, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.pipeline.chunk, 1 << 20);
   CHECK_INT_EQ(spec.u.pipeline.chunks, 3);
   CHECK_INT_EQ(spec.u.pipeline.terms, 64);
   CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 2);
   CHECK_INT_EQ(spec.u.pipeline.stream_counts[1], 3);
   CHECK_INT_EQ(spec.timing.batches, 9);
-  CHECK_INT_EQ(api_params_parse(EXP_GEMM, "{}", 2, &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_GEMM, "{}", 2, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.gemm.k, 1024);
   CHECK_INT_EQ(spec.n_variants, 3);
 }
@@ -57,7 +59,7 @@ static void test_values(void) {
   struct api_error err;
   const char *body = "{\"m\":33,\"n\":47,\"k\":18,\"variant\":[\"tiled\",\"naive\"],\"seed\":7,"
                      "\"warmup\":0,\"batches\":2,\"reps\":1}";
-  CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.gemm.m, 33);
   CHECK_INT_EQ(spec.u.gemm.k, 18);
   CHECK_INT_EQ(spec.n_variants, 2);
@@ -66,15 +68,15 @@ static void test_values(void) {
   CHECK_INT_EQ(spec.seed, 7);
   CHECK_INT_EQ(spec.timing.warmup, 0);
   body = "{\"variant\":\"padded33\"}";
-  CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, body, strlen(body), &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, body, strlen(body), &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.n_variants, 1);
   CHECK_INT_EQ(spec.variants[0], TRANSPOSE_PADDED33);
   body = "{\"streams\":4}";
-  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 1);
   CHECK_INT_EQ(spec.u.pipeline.stream_counts[0], 4);
   /* Not NUL-terminated: only len bytes count. */
-  CHECK_INT_EQ(api_params_parse(EXP_STENCIL, "{\"radius\":2}garbage", 12, &spec, &err), 0);
+  CHECK_INT_EQ(api_params_parse(EXP_STENCIL, "{\"radius\":2}garbage", 12, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.stencil.radius, 2);
 }
 
@@ -114,6 +116,56 @@ static void test_errors(void) {
   CHECK(strstr(err.message, "byte") != NULL);
   err = parse_fail(EXP_TRANSPOSE, "{\"m\":0}");
   CHECK(strstr(err.message, "between 1 and 1048576") != NULL);
+}
+
+static void test_inputs_and_options(void) {
+  struct exp_spec spec;
+  struct api_error err;
+  const char *body = "{\"a\":{\"buffer\":3},\"b\":{\"job\":9},\"k\":18,\"priority\":5,"
+                     "\"isolation\":\"shared\",\"keep_output\":true,\"depends_on\":[1,2],"
+                     "\"dependency\":\"host\",\"graph\":true,\"seed\":11}";
+  CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.inputs[0].kind, EXP_INPUT_BUFFER);
+  CHECK_INT_EQ(spec.inputs[0].value, 3);
+  CHECK_INT_EQ(spec.inputs[1].kind, EXP_INPUT_JOB);
+  CHECK_INT_EQ(spec.inputs[1].value, 9);
+  CHECK_INT_EQ(spec.dims_given, EXP_DIM_K);
+  CHECK(spec.graph);
+  CHECK_INT_EQ(opts.priority, 5);
+  CHECK(!opts.exclusive);
+  CHECK(opts.keep_output);
+  CHECK(opts.host_sync);
+  CHECK_INT_EQ(opts.n_depends, 2);
+  CHECK_INT_EQ(opts.depends_on[1], 2);
+  /* Inputs nobody named take the job's seed, wherever it stands. */
+  body = "{\"x\":{\"seed\":4},\"seed\":11}";
+  CHECK_INT_EQ(api_params_parse(EXP_STENCIL, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.inputs[0].value, 4);
+  CHECK(opts.exclusive); /* the default */
+  body = "{\"seed\":11}";
+  CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.inputs[0].kind, EXP_INPUT_SEED);
+  CHECK_INT_EQ(spec.inputs[0].value, 11);
+  expect_error(EXP_TRANSPOSE, "{\"a\":{\"buffer\":0}}", 400, "out_of_range", "a");
+  expect_error(EXP_TRANSPOSE, "{\"a\":{\"file\":1}}", 400, "unknown_field", "a");
+  expect_error(EXP_TRANSPOSE, "{\"a\":{\"buffer\":1,\"job\":2}}", 400, "wrong_type", "a");
+  expect_error(EXP_TRANSPOSE, "{\"a\":7}", 400, "wrong_type", "a");
+  expect_error(EXP_TRANSPOSE, "{\"b\":{\"seed\":1}}", 400, "unknown_field", "b");
+  expect_error(EXP_TRANSPOSE, "{\"isolation\":\"alone\"}", 400, "out_of_range", "isolation");
+  expect_error(EXP_TRANSPOSE, "{\"priority\":1001}", 400, "out_of_range", "priority");
+  expect_error(EXP_TRANSPOSE, "{\"depends_on\":[0]}", 400, "out_of_range", "depends_on");
+  expect_error(EXP_TRANSPOSE, "{\"depends_on\":3}", 400, "wrong_type", "depends_on");
+  expect_error(EXP_TRANSPOSE, "{\"keep_output\":1}", 400, "wrong_type", "keep_output");
+  expect_error(EXP_TRANSPOSE, "{\"graph\":\"yes\"}", 400, "wrong_type", "graph");
+  /* Under /jobs the options stand beside type and params, not inside params. */
+  struct api_job_request req;
+  body = "{\"type\":\"transpose\",\"params\":{\"m\":8},\"priority\":-3,\"isolation\":\"shared\"}";
+  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), 0);
+  CHECK_INT_EQ(req.opts.priority, -3);
+  CHECK(!req.opts.exclusive);
+  body = "{\"type\":\"transpose\",\"params\":{\"priority\":1}}";
+  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -1);
+  CHECK_STR_EQ(err.field, "params.priority");
 }
 
 static void expect_job_error(const char *body, const char *code, const char *field) {
@@ -183,6 +235,7 @@ int main(void) {
   test_values();
   test_errors();
   test_job_request();
+  test_inputs_and_options();
   test_wait();
   test_encode();
   printf("test_params: ok\n");

@@ -1,7 +1,8 @@
 /* The CPU backend (backend_impl.h): runs every experiment with the plain C kernels
  * of cpu_kernels.h, timed by the wall clock and checked against reference.h. Each
- * job allocates its own buffers, so lanes share nothing mutable. */
-#include <errno.h>
+ * job allocates its own buffers, so lanes share nothing mutable; the CPU computes
+ * synchronously, so a job's done fence is complete as soon as it exists. */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -24,6 +25,10 @@
 static const char timing_method[] =
     "CPU wall clock (CLOCK_MONOTONIC) around each batch; sample = batch time / reps; "
     "a first untimed probe call sizes warm-ups and reps";
+static const char timing_method_graph[] =
+    "CPU wall clock (CLOCK_MONOTONIC) around each batch; sample = batch time / reps; "
+    "a first untimed probe call sizes warm-ups and reps; "
+    "graph: not applicable on the CPU backend; timed as plain calls";
 static const char capped_reason[] = "cpu time budget: ~100 ms per batch";
 
 struct cpu_impl {
@@ -56,14 +61,25 @@ static const struct kernel_desc pipeline_kernel = {
     "cpu_synthesize", "upload, synthesize, download per chunk; s threads stand in for s streams",
     ""};
 
-/* One job on one lane; everything it points to belongs to the job. */
+/* A CPU fence: set once the job's output is complete. The CPU computes outputs
+ * before creating their fences, so waits return at once; the condition variable
+ * keeps the contract should that ever change. */
+struct backend_fence {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+};
+
+/* One job on one lane; everything it points to belongs to the job, except the
+ * inputs given as data. */
 struct job {
   const struct exp_spec *spec;
   const struct backend_hooks *hooks;
   struct exp_result *result;
-  struct reference *ref;
+  const float *in[EXP_MAX_INPUTS]; /* given (borrowed) or in_owned */
+  float *in_owned[EXP_MAX_INPUTS]; /* generated from the slot's seed */
   size_t out_len;
-  float *outs[EXP_MAX_VARIANTS]; /* per run; sequential runs share one buffer */
+  float *outs[EXP_MAX_VARIANTS]; /* per available run, checked after all timing */
   float *slab;                   /* backs outs */
   float *tile;                   /* stencil_shared's tile + halo */
   float *d_in, *d_out;           /* pipeline: the "device" buffers */
@@ -82,6 +98,69 @@ static void *alloc_floats(size_t n) {
   return malloc(n ? n * sizeof(float) : 1);
 }
 
+/* ---- fences and buffers ---- */
+
+static struct backend_fence *fence_new(bool done) {
+  struct backend_fence *f = malloc(sizeof *f);
+  if (!f) return NULL;
+  if (pthread_mutex_init(&f->mu, NULL) != 0) goto fail;
+  if (pthread_cond_init(&f->cv, NULL) != 0) {
+    pthread_mutex_destroy(&f->mu);
+    goto fail;
+  }
+  f->done = done;
+  return f;
+fail:
+  free(f);
+  return NULL;
+}
+
+static void fence_wait(struct backend_fence *f) {
+  pthread_mutex_lock(&f->mu);
+  while (!f->done) pthread_cond_wait(&f->cv, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void cpu_fence_free(struct backend *b, struct backend_fence *f) {
+  pthread_cond_destroy(&f->cv);
+  pthread_mutex_destroy(&f->mu);
+  free(f);
+}
+
+static struct backend_buffer *buffer_new(uint64_t count) {
+  struct backend_buffer *buf = malloc(sizeof *buf);
+  if (!buf) return NULL;
+  buf->count = count;
+  buf->data = count <= SIZE_MAX ? alloc_floats((size_t)count) : NULL;
+  if (buf->data) return buf;
+  free(buf);
+  return NULL;
+}
+
+static int cpu_buffer_upload(struct backend *b, const float *host, uint64_t count,
+                             struct backend_buffer **out, char *err, size_t err_len) {
+  *out = buffer_new(count);
+  if (!*out) {
+    snprintf(err, err_len, "host memory: cannot allocate a buffer of %" PRIu64 " floats", count);
+    return BACKEND_ENOMEM;
+  }
+  if (count) memcpy((*out)->data, host, (size_t)count * sizeof(float));
+  return 0;
+}
+
+static int cpu_buffer_download(struct backend *b, struct backend_buffer *buf,
+                               struct backend_fence *fence, float *host, char *err,
+                               size_t err_len) {
+  if (fence) fence_wait(fence);
+  if (buf->count) memcpy(host, buf->data, (size_t)buf->count * sizeof(float));
+  return 0;
+}
+
+static void cpu_buffer_free(struct backend *b, struct backend_buffer *buf) {
+  free(buf->data);
+  free(buf);
+}
+
 /* ---- the pipeline: chunks over emulated streams ---- */
 
 struct pass_share {
@@ -95,7 +174,7 @@ struct pass_share {
 static void *pass_worker(void *arg) {
   const struct pass_share *sh = arg;
   const struct job *job = sh->job;
-  const float *h_in = reference_input(job->ref, GEN_X);
+  const float *h_in = job->in[0];
   int chunk = job->spec->u.pipeline.chunk, chunks = job->spec->u.pipeline.chunks;
   int terms = job->spec->u.pipeline.terms;
   for (int c = sh->t; c < chunks; c += sh->streams)
@@ -126,31 +205,29 @@ static int pipeline_pass(struct job *job, float *h_out, int streams) {
   return rc;
 }
 
-/* ---- one call of run i's kernel ---- */
+/* ---- one call of a run's kernel ---- */
 
-static int call_once(struct job *job, int i) {
+/* Runs variant (for the pipeline: the stream count) once, writing out. */
+static int call_once(struct job *job, int variant, float *out) {
   const struct exp_spec *s = job->spec;
-  int variant = job->result->runs[i].variant;
-  float *out = job->outs[i];
   switch (s->type) {
   case EXP_TRANSPOSE: {
-    const float *a = reference_input(job->ref, GEN_A);
     int m = s->u.transpose.m, n = s->u.transpose.n;
-    if (variant == TRANSPOSE_NAIVE) cpu_transpose_naive(a, out, m, n);
-    else if (variant == TRANSPOSE_COPY) cpu_copy(a, out, job->out_len);
-    else cpu_transpose_blocked(a, out, m, n);
+    if (variant == TRANSPOSE_NAIVE) cpu_transpose_naive(job->in[0], out, m, n);
+    else if (variant == TRANSPOSE_COPY) cpu_copy(job->in[0], out, job->out_len);
+    else cpu_transpose_blocked(job->in[0], out, m, n);
     return 0;
   }
   case EXP_GEMM: {
-    const float *a = reference_input(job->ref, GEN_A), *b = reference_input(job->ref, GEN_B);
-    if (variant == GEMM_NAIVE) cpu_gemm_naive(a, b, out, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k);
-    else cpu_gemm_tiled(a, b, out, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k);
+    int m = s->u.gemm.m, n = s->u.gemm.n, k = s->u.gemm.k;
+    if (variant == GEMM_NAIVE) cpu_gemm_naive(job->in[0], job->in[1], out, m, n, k);
+    else cpu_gemm_tiled(job->in[0], job->in[1], out, m, n, k);
     return 0;
   }
   case EXP_STENCIL: {
-    const float *x = reference_input(job->ref, GEN_X);
-    if (variant == STENCIL_NAIVE) cpu_stencil_naive(x, out, s->u.stencil.n, s->u.stencil.radius);
-    else cpu_stencil_shared(x, out, s->u.stencil.n, s->u.stencil.radius, job->tile);
+    int n = s->u.stencil.n, r = s->u.stencil.radius;
+    if (variant == STENCIL_NAIVE) cpu_stencil_naive(job->in[0], out, n, r);
+    else cpu_stencil_shared(job->in[0], out, n, r, job->tile);
     return 0;
   }
   default: return pipeline_pass(job, out, variant);
@@ -164,18 +241,22 @@ static int canceled(struct job *job) {
   return BACKEND_ECANCELED;
 }
 
+static int out_of_memory(struct job *job, const char *what) {
+  snprintf(job->err, job->err_len, "host memory: cannot allocate %s", what);
+  return BACKEND_ENOMEM;
+}
+
 static int imin(int a, int b) { return a < b ? a : b; }
 
-/* Poisons run i's output with NaN (so an output the kernel never wrote fails the
- * check), makes the probe call, sizes warm-ups and reps to the CPU time budget and
+/* Makes run i's probe call, sizes warm-ups and reps to the CPU time budget and
  * makes the remaining warm-ups. The probe counts as the first warm-up. */
 static int warm_up(struct job *job, int i) {
   const struct exp_timing_params *p = &job->spec->timing;
-  struct exp_timing *t = &job->result->runs[i].timing;
+  struct exp_run *run = &job->result->runs[i];
+  struct exp_timing *t = &run->timing;
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
-  for (size_t j = 0; j < job->out_len; j++) job->outs[i][j] = NAN;
   double t0 = now_ms();
-  int rc = call_once(job, i);
+  int rc = call_once(job, run->variant, job->outs[i]);
   if (rc < 0) return rc;
   double t1 = fmax(now_ms() - t0, 1e-6);
   t->warmup = imin(p->warmup, (int)fmax(1.0, ceil(WARMUP_BUDGET_MS / t1)));
@@ -183,19 +264,20 @@ static int warm_up(struct job *job, int i) {
   t->batches = p->batches;
   t->warmup_requested = p->warmup;
   t->reps_requested = p->reps;
-  t->method = timing_method;
+  t->method = job->spec->graph ? timing_method_graph : timing_method;
   if (t->warmup < p->warmup || t->reps < p->reps) t->capped_by = capped_reason;
-  for (int w = 1; w < t->warmup && rc == 0; w++) rc = call_once(job, i);
+  for (int w = 1; w < t->warmup && rc == 0; w++) rc = call_once(job, run->variant, job->outs[i]);
   return rc;
 }
 
 /* Batch b of run i: reps calls inside one clock interval. */
 static int time_batch(struct job *job, int i, int b) {
-  struct exp_timing *t = &job->result->runs[i].timing;
+  struct exp_run *run = &job->result->runs[i];
+  struct exp_timing *t = &run->timing;
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
   double t0 = now_ms();
   for (int r = 0; r < t->reps; r++) {
-    int rc = call_once(job, i);
+    int rc = call_once(job, run->variant, job->outs[i]);
     if (rc < 0) return rc;
   }
   t->samples_ms[b] = (now_ms() - t0) / t->reps;
@@ -204,33 +286,53 @@ static int time_batch(struct job *job, int i, int b) {
   return 0;
 }
 
-static void finish_run(struct job *job, int i) {
-  struct exp_run *run = &job->result->runs[i];
-  exp_timing_summarize(&run->timing);
-  reference_check(job->ref, run->variant, job->outs[i], &run->check);
+/* One timed window over runs[0..n) (indices into result->runs): the warm-ups of
+ * each, then the batches, the order alternating per batch so no run always goes
+ * first (or last). Closes the window on every path; its runs are contended as the
+ * engine says. */
+static int time_window(struct job *job, const int *runs, int n) {
+  int batches = job->spec->timing.batches, rc = 0;
+  backend_hooks_phase(job->hooks, BACKEND_PHASE_TIMED);
+  for (int o = 0; o < n && rc == 0; o++) rc = warm_up(job, runs[o]);
+  for (int b = 0; b < batches && rc == 0; b++)
+    for (int o = 0; o < n && rc == 0; o++)
+      rc = time_batch(job, runs[b % 2 == 0 ? o : n - 1 - o], b);
+  bool contended = backend_hooks_phase(job->hooks, BACKEND_PHASE_UNTIMED);
+  for (int o = 0; o < n; o++) {
+    struct exp_run *run = &job->result->runs[runs[o]];
+    run->contended = contended;
+    exp_timing_summarize(&run->timing);
+  }
+  return rc;
 }
 
-/* Times every available run in the type's order (experiment.h) and checks it. */
+/* Times every available run in the type's order (experiment.h): sequential types
+ * one window per run, alternating ones one window for all. */
 static int time_runs(struct job *job) {
-  struct exp_result *res = job->result;
-  int batches = job->spec->timing.batches, rc = 0;
-  if (exp_type_order(job->spec->type) == EXP_ORDER_SEQUENTIAL) {
-    for (int i = 0; i < res->n_runs; i++) {
-      if (!res->runs[i].available) continue;
-      if ((rc = warm_up(job, i)) < 0) return rc;
-      for (int b = 0; b < batches; b++)
-        if ((rc = time_batch(job, i, b)) < 0) return rc;
-      finish_run(job, i); /* before the next run overwrites the shared output */
-    }
-    return 0;
-  }
+  const struct exp_result *res = job->result;
+  int runs[EXP_MAX_VARIANTS], n = 0, rc = 0;
   for (int i = 0; i < res->n_runs; i++)
-    if ((rc = warm_up(job, i)) < 0) return rc;
-  /* Alternate the order per batch so no variant always runs first (or last). */
-  for (int b = 0; b < batches; b++)
-    for (int o = 0; o < res->n_runs; o++)
-      if ((rc = time_batch(job, b % 2 == 0 ? o : res->n_runs - 1 - o, b)) < 0) return rc;
-  for (int i = 0; i < res->n_runs; i++) finish_run(job, i);
+    if (res->runs[i].available) runs[n++] = i;
+  if (exp_type_order(job->spec->type) == EXP_ORDER_ALTERNATING)
+    return n > 0 ? time_window(job, runs, n) : 0;
+  for (int o = 0; o < n && rc == 0; o++) rc = time_window(job, &runs[o], 1);
+  return rc;
+}
+
+/* Checks every available run's output against the reference (built on the job's
+ * own inputs, so it need not generate them again). */
+static int check_runs(struct job *job) {
+  struct exp_result *res = job->result;
+  struct reference *ref = NULL;
+  int i = 0;
+  while (i < res->n_runs && !res->runs[i].available) i++;
+  if (i == res->n_runs) return 0; /* nothing ran */
+  const float *given[EXP_MAX_INPUTS] = {job->in[0], job->in[1]};
+  if (reference_new(job->spec, given, &ref) < 0) return out_of_memory(job, "the reference");
+  for (; i < res->n_runs; i++)
+    if (res->runs[i].available)
+      reference_check(ref, res->runs[i].variant, job->outs[i], &res->runs[i].check);
+  reference_free(ref);
   return 0;
 }
 
@@ -251,6 +353,16 @@ static const struct kernel_desc *kernel_of(enum exp_type type, int variant) {
   }
 }
 
+static bool sizes_valid(const struct exp_spec *s) {
+  switch (s->type) {
+  case EXP_TRANSPOSE: return s->u.transpose.m >= 0 && s->u.transpose.n >= 0;
+  case EXP_GEMM: return s->u.gemm.m >= 0 && s->u.gemm.n >= 0 && s->u.gemm.k >= 0;
+  case EXP_STENCIL: return s->u.stencil.n >= 0 && s->u.stencil.radius >= 0;
+  default:
+    return s->u.pipeline.chunk >= 0 && s->u.pipeline.chunks >= 0 && s->u.pipeline.terms >= 0;
+  }
+}
+
 /* Fills the runs' identity (variant, label, kernel) from spec; BACKEND_EINVAL for a
  * spec this backend cannot run. */
 static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *err,
@@ -261,6 +373,10 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
   if ((unsigned)s->type >= EXP_TYPE_COUNT || n < 1 || n > EXP_MAX_VARIANTS ||
       p->warmup < 0 || p->reps < 1 || p->batches < 1 || p->batches > EXP_MAX_BATCHES)
     goto fail;
+  if (!sizes_valid(s)) {
+    snprintf(err, err_len, "cpu backend: negative sizes");
+    return BACKEND_EINVAL;
+  }
   res->n_runs = n;
   for (int i = 0; i < n; i++) {
     struct exp_run *run = &res->runs[i];
@@ -285,60 +401,140 @@ fail:
   return BACKEND_EINVAL;
 }
 
-/* Allocates the job's buffers; alternating runs each get their own output so one
- * run's result survives the others' batches until it is checked. */
-static int alloc_buffers(struct job *job) {
-  const struct exp_spec *s = job->spec;
-  int n_bufs = exp_type_order(s->type) == EXP_ORDER_ALTERNATING ? job->result->n_runs : 1;
-  job->out_len = reference_output_len(job->ref);
-  if (job->out_len > SIZE_MAX / EXP_MAX_VARIANTS) return BACKEND_ENOMEM;
-  job->slab = alloc_floats(job->out_len * (size_t)n_bufs);
-  if (!job->slab) return BACKEND_ENOMEM;
-  for (int i = 0; i < job->result->n_runs; i++)
-    job->outs[i] = job->slab + (n_bufs > 1 ? (size_t)i * job->out_len : 0);
-  if (s->type == EXP_STENCIL) {
-    job->tile = alloc_floats(CPU_STENCIL_TILE + 2 * (size_t)s->u.stencil.radius);
-    if (!job->tile) return BACKEND_ENOMEM;
-  }
-  if (s->type == EXP_PIPELINE) {
-    job->d_in = alloc_floats(job->out_len);
-    job->d_out = alloc_floats(job->out_len);
-    if (!job->d_in || !job->d_out) return BACKEND_ENOMEM;
+/* BACKEND_EINVAL unless every input given as data holds its slot's shape. */
+static int check_given(const struct backend_job *bj, char *err, size_t err_len) {
+  for (int slot = 0; slot < exp_input_count(bj->spec->type); slot++) {
+    if (!bj->input[slot]) continue;
+    struct exp_shape shape;
+    exp_input_shape(bj->spec, slot, &shape);
+    if (bj->input[slot]->count == (uint64_t)exp_shape_count(&shape)) continue;
+    snprintf(err, err_len,
+             "cpu backend: input %s holds %" PRIu64 " floats, the job needs %" PRId64,
+             exp_input_name(bj->spec->type, slot), bj->input[slot]->count,
+             exp_shape_count(&shape));
+    return BACKEND_EINVAL;
   }
   return 0;
 }
 
-static int cpu_run(struct backend *b, int lane, const struct exp_spec *spec,
+/* Sets the job's inputs: the given buffers' host data, else generated from the
+ * slot's seed (the streams and phases reference.h uses). */
+static int make_inputs(struct job *job, const struct backend_job *bj) {
+  const struct exp_spec *s = job->spec;
+  for (int slot = 0; slot < exp_input_count(s->type); slot++) {
+    if (bj->input[slot]) {
+      job->in[slot] = bj->input[slot]->data;
+      continue;
+    }
+    struct exp_shape shape;
+    exp_input_shape(s, slot, &shape);
+    size_t n = (size_t)exp_shape_count(&shape);
+    float *h = job->in_owned[slot] = alloc_floats(n);
+    if (!h) return out_of_memory(job, "the job's inputs");
+    uint64_t seed = s->inputs[slot].value;
+    if (s->type == EXP_PIPELINE) reference_fill_phases(h, n, seed);
+    else if (slot == 1) reference_fill(h, n, seed, GEN_B);
+    else reference_fill(h, n, seed, s->type == EXP_STENCIL ? GEN_X : GEN_A);
+    job->in[slot] = h;
+  }
+  return 0;
+}
+
+/* Allocates one output per available run (poisoned with NaN, so an output the
+ * kernel never wrote fails its check) and the kernels' scratch buffers. */
+static int alloc_buffers(struct job *job) {
+  const struct exp_spec *s = job->spec;
+  const struct exp_result *res = job->result;
+  struct exp_shape shape;
+  exp_output_shape(s, &shape);
+  job->out_len = (size_t)exp_shape_count(&shape);
+  int n_bufs = 0;
+  for (int i = 0; i < res->n_runs; i++) n_bufs += res->runs[i].available;
+  if (job->out_len > SIZE_MAX / EXP_MAX_VARIANTS)
+    return out_of_memory(job, "the runs' outputs");
+  job->slab = alloc_floats(job->out_len * (size_t)n_bufs);
+  if (!job->slab) return out_of_memory(job, "the runs' outputs");
+  for (size_t j = 0; j < job->out_len * (size_t)n_bufs; j++) job->slab[j] = NAN;
+  for (int i = 0, k = 0; i < res->n_runs; i++)
+    if (res->runs[i].available) job->outs[i] = job->slab + (size_t)k++ * job->out_len;
+  if (s->type == EXP_STENCIL) {
+    job->tile = alloc_floats(CPU_STENCIL_TILE + 2 * (size_t)s->u.stencil.radius);
+    if (!job->tile) return out_of_memory(job, "the stencil's tile");
+  }
+  if (s->type == EXP_PIPELINE) {
+    job->d_in = alloc_floats(job->out_len);
+    job->d_out = alloc_floats(job->out_len);
+    if (!job->d_in || !job->d_out) return out_of_memory(job, "the pipeline's buffers");
+  }
+  return 0;
+}
+
+/* The job's output, computed once by the first available run (none: NULL), and
+ * its done fence, complete at once. Both go to bj, then to the engine. */
+static int make_output(struct job *job, struct backend_job *bj) {
+  const struct exp_result *res = job->result;
+  struct backend_buffer *out = NULL;
+  int i = 0, rc = 0;
+  while (i < res->n_runs && !res->runs[i].available) i++;
+  if (i < res->n_runs) {
+    if (!(out = buffer_new(job->out_len))) return out_of_memory(job, "the job's output");
+    if ((rc = call_once(job, res->runs[i].variant, out->data)) < 0) goto fail;
+  }
+  struct backend_fence *done = fence_new(true);
+  if (!done) {
+    rc = out_of_memory(job, "a fence");
+    goto fail;
+  }
+  bj->output = out;
+  bj->done = done;
+  return 0;
+fail:
+  if (out) cpu_buffer_free(NULL, out);
+  return rc;
+}
+
+/* SETUP's work: waits for the parents, takes the inputs, makes the output and
+ * reports it issued. */
+static int prepare(struct job *job, struct backend_job *bj) {
+  for (int i = 0; i < bj->n_after; i++) fence_wait(bj->after[i]);
+  int rc = make_inputs(job, bj);
+  if (rc == 0) rc = alloc_buffers(job);
+  if (rc == 0) rc = make_output(job, bj);
+  if (rc == 0) backend_hooks_issued(job->hooks);
+  return rc;
+}
+
+static void job_free(struct job *job) {
+  free(job->d_out);
+  free(job->d_in);
+  free(job->tile);
+  free(job->slab);
+  for (int i = 0; i < EXP_MAX_INPUTS; i++) free(job->in_owned[i]);
+}
+
+/* Phases: SETUP (inputs, output, issued), a timed window per run (sequential) or
+ * one for all (alternating), IDLE, then the checks, which use no device. */
+static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
                    const struct backend_hooks *hooks, struct exp_result *result, char *err,
                    size_t err_len) {
   const struct cpu_impl *impl = b->impl;
-  struct job job = {.spec = spec, .hooks = hooks, .result = result};
-  job.err = err;
-  job.err_len = err_len;
+  const struct exp_spec *spec = bj->spec;
+  struct job job = {
+      .spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len};
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", impl->model);
+  bj->output = NULL;
+  bj->done = NULL;
   int rc = setup_runs(spec, result, err, err_len);
-  if (rc < 0) goto fail;
-  rc = reference_new(spec, &job.ref);
-  if (rc == -EINVAL) {
-    snprintf(err, err_len, "cpu backend: negative sizes");
-    rc = BACKEND_EINVAL;
-    goto fail;
-  }
-  if (rc < 0 || (rc = alloc_buffers(&job)) < 0) {
-    snprintf(err, err_len, "host memory: cannot allocate the job's buffers");
-    rc = BACKEND_ENOMEM;
-    goto fail;
-  }
-  if ((rc = time_runs(&job)) < 0) goto fail;
-  exp_result_finish(spec, result);
-fail:
-  free(job.d_out);
-  free(job.d_in);
-  free(job.tile);
-  free(job.slab);
-  reference_free(job.ref);
+  if (rc < 0 || (rc = check_given(bj, err, err_len)) < 0) return rc;
+  backend_hooks_phase(hooks, BACKEND_PHASE_SETUP);
+  rc = prepare(&job, bj);
+  if (rc == 0) rc = time_runs(&job);
+  backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
+  if (rc == 0) rc = check_runs(&job);
+  if (rc == 0) exp_result_finish(spec, result);
+  job_free(&job);
   return rc;
 }
 
@@ -393,6 +589,10 @@ static const struct backend_ops cpu_ops = {
     .memory_limit = cpu_memory_limit,
     .healthy = cpu_healthy,
     .run = cpu_run,
+    .buffer_upload = cpu_buffer_upload,
+    .buffer_download = cpu_buffer_download,
+    .buffer_free = cpu_buffer_free,
+    .fence_free = cpu_fence_free,
     .free = cpu_free,
 };
 

@@ -1,83 +1,16 @@
-/* The CUDA backend (backend_impl.h): one lane per engine worker thread, each with its
- * own non-blocking stream, timing events, pipeline streams, cuBLAS handle and host
- * buffers. A job generates its inputs on the GPU (gen.h, like the CPU reference does
- * on the host), times each variant with events around batches of launches, and
- * checks each output against reference.h. Nothing here synchronizes the device: it
- * waits only on its lane's own streams and events. */
-#include <cuda_runtime.h>
-#include <errno.h>
-#include <pthread.h>
+/* The CUDA backend (backend_impl.h): opening a device, its lanes (one non-blocking
+ * stream each, with timing events, pipeline streams, a cuBLAS handle and host
+ * caches), buffers in the device's memory pool, fences (events), and the error
+ * classification every CUDA call goes through. Running a job is cuda_run.cu.
+ * Nothing here synchronizes the device: it waits only on its own streams. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <atomic>
 #include <new>
 
-#include "kernels/backend_impl.h"
-#include "kernels/cuda/cublas_loader.h"
+#include "kernels/cuda/cuda_backend_impl.h"
 #include "kernels/cuda/cuda_kernels.cuh"
-#include "kernels/gen.h"
-#include "kernels/reference.h"
-
-#define ATTR_CACHE_MAX 32
-
-struct lane {
-  cudaStream_t stream; /* non-blocking; every job's work on this lane goes here */
-  cudaEvent_t start[EXP_MAX_BATCHES], stop[EXP_MAX_BATCHES];
-  cudaStream_t aux[EXP_MAX_STREAMS]; /* pipeline streams, created on first need */
-  int n_aux;
-  cudaEvent_t aux_ready;  /* recorded on stream, waited on by aux streams */
-  cublasHandle_t cublas;  /* created on first gemm cublas run, bound to stream */
-  void *pin;              /* pinned host cache, grow-only */
-  size_t pin_bytes;
-  void *host;             /* pageable host buffer for outputs, grow-only */
-  size_t host_bytes;
-};
-
-struct cuda_backend {
-  int device;
-  cudaDeviceProp prop;
-  int sm_clock_khz, mem_clock_khz;
-  uint64_t mem_free_at_open, mem_limit;
-  cudaMemPool_t pool;
-  std::atomic<bool> healthy;
-  pthread_mutex_t mu; /* guards sick and the attribute cache */
-  char sick[256];     /* the error that made the device unhealthy */
-  struct {
-    const void *func;
-    cudaFuncAttributes attr;
-  } attrs[ATTR_CACHE_MAX];
-  int n_attrs;
-  int n_lanes;
-  struct lane *lanes;
-};
-
-/* One job on one lane: what backend_run was given, plus its device buffers. */
-struct job {
-  struct cuda_backend *be;
-  struct lane *lane;
-  const struct exp_spec *spec;
-  const struct backend_hooks *hooks;
-  struct exp_result *result;
-  struct reference *ref;
-  char *err;
-  size_t err_len;
-  float *allocs[EXP_MAX_VARIANTS + 4]; /* every device allocation, freed at the end */
-  int n_allocs;
-  float *d_a, *d_b, *d_x;              /* inputs */
-  float *d_out[EXP_MAX_VARIANTS];      /* output of each run (may be shared) */
-  float *h_in, *h_out;                 /* pipeline: pinned */
-  const struct cublas_fns *cublas;
-};
-
-static const char *const METHOD_EVENTS =
-    "cuda events around each batch of reps launches on the job's stream; sample = batch "
-    "time / reps";
-static const char *const METHOD_WALL =
-    "host wall clock (CLOCK_MONOTONIC) around upload+kernel+download of all chunks and "
-    "the wait for all streams";
 
 /* ---- errors ---- */
 
@@ -107,126 +40,52 @@ static void mark_sick(struct cuda_backend *be, const char *msg) {
   pthread_mutex_unlock(&be->mu);
 }
 
-/* Classifies a failed CUDA call of job j: out of memory -> BACKEND_ENOMEM (error
- * cleared, backend fine); an error that sticks (it persists on the next
- * cudaGetLastError or shows on the lane's stream) -> BACKEND_EDEVICE and the backend
- * turns unhealthy; anything else (a bad launch configuration) -> BACKEND_EINVAL. */
-static int cuda_fail(struct job *j, cudaError_t e, const char *call) {
+int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e,
+                  const char *call, char *err, size_t err_len) {
   int name_len = (int)strcspn(call, "(");
-  snprintf(j->err, j->err_len, "%.*s: %s: %s", name_len, call, cudaGetErrorName(e),
+  snprintf(err, err_len, "%.*s: %s: %s", name_len, call, cudaGetErrorName(e),
            cudaGetErrorString(e));
   (void)cudaGetLastError();
   if (e == cudaErrorMemoryAllocation) return BACKEND_ENOMEM;
   bool sticky = known_sticky(e) || cudaGetLastError() != cudaSuccess;
-  cudaError_t q = cudaStreamQuery(j->lane->stream);
+  cudaError_t q = cudaStreamQuery(stream);
   if (q != cudaSuccess && q != cudaErrorNotReady) sticky = true;
   (void)cudaGetLastError();
   if (!sticky) return BACKEND_EINVAL;
-  mark_sick(j->be, j->err);
+  mark_sick(be, err);
   return BACKEND_EDEVICE;
 }
 
-#define CUDA_TRY(j, call)                                                                   \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) return cuda_fail((j), e_, #call);                                \
-  } while (0)
+bool cuda_unhealthy(struct cuda_backend *be, char *err, size_t err_len) {
+  if (be->healthy.load()) return false;
+  pthread_mutex_lock(&be->mu);
+  snprintf(err, err_len, "device unhealthy after an earlier error: %s", be->sick);
+  pthread_mutex_unlock(&be->mu);
+  return true;
+}
 
-#define TRY(call)                                                                           \
-  do {                                                                                      \
-    int rc_ = (call);                                                                       \
-    if (rc_ != 0) return rc_;                                                               \
-  } while (0)
-
-/* ---- buffers ---- */
-
-/* count floats of device memory from the pool, stream-ordered on the lane's stream;
- * on out-of-memory, trims the pool's cached memory once and retries. */
-static int dev_alloc(struct job *j, size_t count, float **out) {
+int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count,
+                    float **out, char *err, size_t err_len) {
   size_t bytes = (count ? count : 1) * sizeof(float);
   void *p = NULL;
-  cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, j->be->pool, j->lane->stream);
-  if (e == cudaErrorMemoryAllocation) {
+  cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, be->pool, stream);
+  if (e == cudaErrorMemoryAllocation) { /* memory the pool keeps but cannot place */
     (void)cudaGetLastError();
-    if (cudaStreamSynchronize(j->lane->stream) == cudaSuccess &&
-        cudaMemPoolTrimTo(j->be->pool, 0) == cudaSuccess)
-      e = cudaMallocFromPoolAsync(&p, bytes, j->be->pool, j->lane->stream);
+    if (cudaMemPoolTrimTo(be->pool, 0) == cudaSuccess)
+      e = cudaMallocFromPoolAsync(&p, bytes, be->pool, stream);
   }
   if (e != cudaSuccess) {
-    int rc = cuda_fail(j, e, "cudaMallocAsync");
+    int rc = cuda_classify(be, stream, e, "cudaMallocAsync", err, err_len);
     if (rc == BACKEND_ENOMEM)
-      snprintf(j->err, j->err_len, "device out of memory allocating %zu bytes", bytes);
+      snprintf(err, err_len, "device out of memory allocating %zu bytes", bytes);
     return rc;
   }
-  j->allocs[j->n_allocs++] = (float *)p;
   *out = (float *)p;
   return 0;
 }
 
-/* The lane's pinned host cache, grown to at least bytes. Contents are not kept. */
-static int lane_pinned(struct job *j, size_t bytes, void **out) {
-  struct lane *l = j->lane;
-  if (l->pin_bytes < bytes) {
-    if (l->pin) (void)cudaFreeHost(l->pin); /* no work of this lane is pending */
-    l->pin = NULL;
-    l->pin_bytes = 0;
-    void *p = NULL;
-    CUDA_TRY(j, cudaMallocHost(&p, bytes));
-    l->pin = p;
-    l->pin_bytes = bytes;
-  }
-  *out = l->pin;
-  return 0;
-}
-
-/* The lane's pageable host buffer, grown to at least count floats. */
-static int lane_host(struct job *j, size_t count, float **out) {
-  struct lane *l = j->lane;
-  size_t bytes = (count ? count : 1) * sizeof(float);
-  if (l->host_bytes < bytes) {
-    free(l->host);
-    l->host = malloc(bytes);
-    l->host_bytes = l->host ? bytes : 0;
-    if (!l->host) {
-      snprintf(j->err, j->err_len, "host out of memory for a %zu-byte output copy", bytes);
-      return BACKEND_ENOMEM;
-    }
-  }
-  *out = (float *)l->host;
-  return 0;
-}
-
-/* The lane's first n pipeline streams, created on first need. */
-static int lane_aux(struct job *j, int n) {
-  struct lane *l = j->lane;
-  if (!l->aux_ready) CUDA_TRY(j, cudaEventCreateWithFlags(&l->aux_ready, cudaEventDisableTiming));
-  while (l->n_aux < n) {
-    CUDA_TRY(j, cudaStreamCreateWithFlags(&l->aux[l->n_aux], cudaStreamNonBlocking));
-    l->n_aux++;
-  }
-  return 0;
-}
-
-/* Makes the first n pipeline streams wait for everything queued on the lane's stream
- * so far (allocations, poison), without blocking the host. */
-static int aux_join(struct job *j, int n) {
-  struct lane *l = j->lane;
-  CUDA_TRY(j, cudaEventRecord(l->aux_ready, l->stream));
-  for (int i = 0; i < n; i++) CUDA_TRY(j, cudaStreamWaitEvent(l->aux[i], l->aux_ready, 0));
-  return 0;
-}
-
-static int build_reference(struct job *j) {
-  int rc = reference_new(j->spec, &j->ref);
-  if (rc == 0) return 0;
-  snprintf(j->err, j->err_len, "reference_new: %s", strerror(-rc));
-  return rc == -ENOMEM ? BACKEND_ENOMEM : BACKEND_EINVAL;
-}
-
-/* ---- runs ---- */
-
-static int func_attrs(struct job *j, const void *func, cudaFuncAttributes *attr) {
-  struct cuda_backend *be = j->be;
+int cuda_func_attrs(struct cuda_backend *be, cudaStream_t stream, const void *func,
+                    cudaFuncAttributes *attr, char *err, size_t err_len) {
   pthread_mutex_lock(&be->mu);
   for (int i = 0; i < be->n_attrs; i++) {
     if (be->attrs[i].func == func) {
@@ -236,7 +95,8 @@ static int func_attrs(struct job *j, const void *func, cudaFuncAttributes *attr)
     }
   }
   pthread_mutex_unlock(&be->mu);
-  CUDA_TRY(j, cudaFuncGetAttributes(attr, func));
+  cudaError_t e = cudaFuncGetAttributes(attr, func);
+  if (e != cudaSuccess) return cuda_classify(be, stream, e, "cudaFuncGetAttributes", err, err_len);
   pthread_mutex_lock(&be->mu);
   if (be->n_attrs < ATTR_CACHE_MAX) {
     be->attrs[be->n_attrs].func = func;
@@ -247,346 +107,56 @@ static int func_attrs(struct job *j, const void *func, cudaFuncAttributes *attr)
   return 0;
 }
 
-/* Starts run r: variant, label, timing parameters; available until said otherwise. */
-static struct exp_run *run_init(struct job *j, int r, int variant, const char *method) {
-  struct exp_run *run = &j->result->runs[r];
-  const struct exp_timing_params *t = &j->spec->timing;
-  run->variant = variant;
-  run->available = true;
-  run->timing.warmup = run->timing.warmup_requested = t->warmup;
-  run->timing.reps = run->timing.reps_requested = t->reps;
-  run->timing.batches = t->batches;
-  run->timing.method = method;
-  return run;
-}
+/* ---- lanes ---- */
 
-/* Plans run's kernel and fills its kernel info; an unplannable size makes the run
- * unavailable (with the reason), not the job fail. */
-static int run_plan(struct job *j, struct exp_run *run, int plan_rc, const struct cuda_plan *p,
-                    const char *why) {
-  if (plan_rc != 0) {
-    run->available = false;
-    snprintf(run->reason, sizeof run->reason, "%s", why);
-    return 0;
+int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void **out,
+                     char *err, size_t err_len) {
+  if (l->pin_bytes < bytes) {
+    if (l->pin) (void)cudaFreeHost(l->pin);
+    l->pin = NULL;
+    l->pin_bytes = 0;
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes);
+    if (e != cudaSuccess) return cuda_classify(be, l->stream, e, "cudaMallocHost", err, err_len);
+    l->pin = p;
+    l->pin_bytes = bytes;
   }
-  cudaFuncAttributes attr;
-  TRY(func_attrs(j, p->func, &attr));
-  cuda_kernel_info_fill(p, &attr, &run->kernel);
+  *out = l->pin;
   return 0;
 }
 
-/* The gemm cublas run: available once cuBLAS loads and this lane has a handle. */
-static void run_cublas_init(struct job *j, struct exp_run *run) {
-  snprintf(run->kernel.name, sizeof run->kernel.name, "cublasSgemm (cuBLAS)");
-  snprintf(run->kernel.description, sizeof run->kernel.description,
-           "cuBLAS SGEMM, FP32, CUBLAS_DEFAULT_MATH (no TF32); row-major as C^T = B^T A^T");
-  const char *why = "";
-  j->cublas = cublas_loader_get(&why);
-  if (!j->cublas) {
-    run->available = false;
-    snprintf(run->reason, sizeof run->reason, "cuBLAS not loaded: %s", why);
-    return;
-  }
-  if (!j->lane->cublas) {
-    cublasStatus_t st = cublas_loader_handle_new(j->cublas, j->lane->stream, &j->lane->cublas);
-    (void)cudaGetLastError(); /* a failed create may leave a non-sticky error behind */
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      run->available = false;
-      snprintf(run->reason, sizeof run->reason, "cublasCreate failed: %s",
-               cublas_loader_status_name(st));
+int cuda_lane_host(struct lane *l, size_t count, float **out, char *err, size_t err_len) {
+  size_t bytes = (count ? count : 1) * sizeof(float);
+  if (l->host_bytes < bytes) {
+    free(l->host);
+    l->host = malloc(bytes);
+    l->host_bytes = l->host ? bytes : 0;
+    if (!l->host) {
+      snprintf(err, err_len, "host out of memory for a %zu-byte copy of the outputs", bytes);
+      return BACKEND_ENOMEM;
     }
   }
+  *out = (float *)l->host;
+  return 0;
 }
 
-static int setup_kernel_runs(struct job *j) {
-  const struct exp_spec *s = j->spec;
-  for (int r = 0; r < s->n_variants; r++) {
-    int v = s->variants[r];
-    struct exp_run *run = run_init(j, r, v, METHOD_EVENTS);
-    const char *name = exp_variant_name(s->type, v);
-    snprintf(run->label, sizeof run->label, "%s", name ? name : "?");
-    struct cuda_plan p;
-    char why[128] = "";
-    int prc;
-    if (s->type == EXP_TRANSPOSE) {
-      prc = transpose_plan(v, s->u.transpose.m, s->u.transpose.n, &p, why, sizeof why);
-    } else if (s->type == EXP_GEMM) {
-      if (v == GEMM_CUBLAS) {
-        run_cublas_init(j, run);
-        continue;
-      }
-      prc = gemm_plan(v, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k, &p, why, sizeof why);
-    } else {
-      prc = stencil_plan(v, s->u.stencil.n, s->u.stencil.radius, &p, why, sizeof why);
+int cuda_lane_aux(struct cuda_backend *be, struct lane *l, int n, char *err, size_t err_len) {
+  while (l->n_aux < n) {
+    cudaError_t e = cudaEventCreateWithFlags(&l->join[l->n_aux], cudaEventDisableTiming);
+    if (e != cudaSuccess) return cuda_classify(be, l->stream, e, "cudaEventCreate", err, err_len);
+    e = cudaStreamCreateWithFlags(&l->aux[l->n_aux], cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+      (void)cudaEventDestroy(l->join[l->n_aux]);
+      return cuda_classify(be, l->stream, e, "cudaStreamCreate", err, err_len);
     }
-    TRY(run_plan(j, run, prc, &p, why));
-  }
-  j->result->n_runs = s->n_variants;
-  return 0;
-}
-
-/* ---- kernel experiments: transpose, gemm, stencil ---- */
-
-static int cublas_gemm(struct job *j, float *d_c) {
-  const struct exp_spec *s = j->spec;
-  cublasStatus_t st = cublas_loader_sgemm_rowmajor(j->cublas, j->lane->cublas, s->u.gemm.m,
-                                                   s->u.gemm.n, s->u.gemm.k, j->d_a, j->d_b,
-                                                   d_c);
-  if (st == CUBLAS_STATUS_SUCCESS) return 0;
-  /* cuBLAS has its own runtime, so its errors are not in our cudaGetLastError; a
-   * sticky one shows on the stream. */
-  cudaError_t e = cudaStreamQuery(j->lane->stream);
-  if (e != cudaSuccess && e != cudaErrorNotReady) return cuda_fail(j, e, "cublasSgemm_v2");
-  snprintf(j->err, j->err_len, "cublasSgemm_v2: %s", cublas_loader_status_name(st));
-  return st == CUBLAS_STATUS_ALLOC_FAILED ? BACKEND_ENOMEM : BACKEND_EINVAL;
-}
-
-/* One launch of run r on the lane's stream. */
-static int launch(struct job *j, int r) {
-  const struct exp_spec *s = j->spec;
-  int v = j->result->runs[r].variant;
-  float *out = j->d_out[r];
-  cudaStream_t st = j->lane->stream;
-  switch (s->type) {
-  case EXP_TRANSPOSE:
-    CUDA_TRY(j, transpose_launch(v, j->d_a, out, s->u.transpose.m, s->u.transpose.n, st));
-    return 0;
-  case EXP_GEMM:
-    if (v == GEMM_CUBLAS) return cublas_gemm(j, out);
-    CUDA_TRY(j, gemm_launch(v, j->d_a, j->d_b, out, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k, st));
-    return 0;
-  case EXP_STENCIL:
-    CUDA_TRY(j, stencil_launch(v, j->d_x, out, s->u.stencil.n, s->u.stencil.radius, st));
-    return 0;
-  default: snprintf(j->err, j->err_len, "no kernel for this type"); return BACKEND_EINVAL;
-  }
-}
-
-/* Poisons run r's output, then its untimed warm-up launches. */
-static int kernel_prepare(struct job *j, int r) {
-  CUDA_TRY(j, poison_launch(j->d_out[r], reference_output_len(j->ref), j->lane->stream));
-  for (int i = 0; i < j->result->runs[r].timing.warmup; i++) TRY(launch(j, r));
-  return 0;
-}
-
-/* Batch b of run r: reps launches between two events; sample = elapsed / reps. */
-static int kernel_batch(struct job *j, int r, int b) {
-  struct lane *l = j->lane;
-  struct exp_timing *t = &j->result->runs[r].timing;
-  CUDA_TRY(j, cudaEventRecord(l->start[b], l->stream));
-  for (int i = 0; i < t->reps; i++) TRY(launch(j, r));
-  CUDA_TRY(j, cudaEventRecord(l->stop[b], l->stream));
-  CUDA_TRY(j, cudaEventSynchronize(l->stop[b]));
-  float ms = 0;
-  CUDA_TRY(j, cudaEventElapsedTime(&ms, l->start[b], l->stop[b]));
-  t->samples_ms[b] = (double)ms / t->reps;
-  t->n_samples = b + 1;
-  return 0;
-}
-
-/* Copies run r's output to the host and compares it with the reference. */
-static int kernel_check(struct job *j, int r) {
-  size_t len = reference_output_len(j->ref);
-  float *h = NULL;
-  TRY(lane_host(j, len, &h));
-  if (len) {
-    CUDA_TRY(j, cudaMemcpyAsync(h, j->d_out[r], len * sizeof(float), cudaMemcpyDeviceToHost,
-                                j->lane->stream));
-    CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
-  }
-  struct exp_run *run = &j->result->runs[r];
-  reference_check(j->ref, run->variant, h, &run->check);
-  return 0;
-}
-
-/* How one experiment prepares, times and checks a run (see schedule). */
-struct schedule_ops {
-  int (*prepare)(struct job *j, int r);
-  int (*batch)(struct job *j, int r, int b); /* stores sample b of run r */
-  int (*check)(struct job *j, int r);        /* may be NULL: batch checked already */
-};
-
-static int poll_cancel(struct job *j) {
-  if (!backend_hooks_canceled(j->hooks)) return 0;
-  snprintf(j->err, j->err_len, "canceled");
-  return BACKEND_ECANCELED;
-}
-
-/* Sample b of run r is in: a chance to cancel, then progress. */
-static int after_sample(struct job *j, int r, int b) {
-  TRY(poll_cancel(j));
-  backend_hooks_progress(j->hooks, r, b, j->result->runs[r].timing.samples_ms[b]);
-  return 0;
-}
-
-/* Runs every available run in the type's order: SEQUENTIAL prepares, times and
- * checks one run after another; ALTERNATING prepares all, then runs batch b forwards
- * when b is even and backwards when odd, then checks all. */
-static int schedule(struct job *j, const struct schedule_ops *ops) {
-  struct exp_result *res = j->result;
-  int n = res->n_runs, batches = j->spec->timing.batches;
-  if (exp_type_order(j->spec->type) == EXP_ORDER_SEQUENTIAL) {
-    for (int r = 0; r < n; r++) {
-      if (!res->runs[r].available) continue;
-      TRY(ops->prepare(j, r));
-      TRY(poll_cancel(j));
-      for (int b = 0; b < batches; b++) {
-        TRY(ops->batch(j, r, b));
-        TRY(after_sample(j, r, b));
-      }
-      if (ops->check) TRY(ops->check(j, r));
-    }
-    return 0;
-  }
-  for (int r = 0; r < n; r++)
-    if (res->runs[r].available) TRY(ops->prepare(j, r));
-  TRY(poll_cancel(j));
-  for (int b = 0; b < batches; b++) {
-    for (int i = 0; i < n; i++) {
-      int r = b % 2 == 0 ? i : n - 1 - i;
-      if (!res->runs[r].available) continue;
-      TRY(ops->batch(j, r, b));
-      TRY(after_sample(j, r, b));
-    }
-  }
-  for (int r = 0; r < n && ops->check; r++)
-    if (res->runs[r].available) TRY(ops->check(j, r));
-  return 0;
-}
-
-/* Allocates and generates the inputs on the GPU and the outputs: one output shared
- * by all runs when they run in turn, one per distinct variant when they alternate. */
-static int kernel_buffers(struct job *j) {
-  const struct exp_spec *s = j->spec;
-  cudaStream_t st = j->lane->stream;
-  uint64_t seed = s->seed;
-  size_t out_len;
-  if (s->type == EXP_TRANSPOSE) {
-    out_len = (size_t)s->u.transpose.m * (size_t)s->u.transpose.n;
-    TRY(dev_alloc(j, out_len, &j->d_a));
-    CUDA_TRY(j, gen_launch(j->d_a, out_len, seed, GEN_A, 1.0f, st));
-  } else if (s->type == EXP_GEMM) {
-    size_t m = (size_t)s->u.gemm.m, n = (size_t)s->u.gemm.n, k = (size_t)s->u.gemm.k;
-    out_len = m * n;
-    TRY(dev_alloc(j, m * k, &j->d_a));
-    TRY(dev_alloc(j, k * n, &j->d_b));
-    CUDA_TRY(j, gen_launch(j->d_a, m * k, seed, GEN_A, 1.0f, st));
-    CUDA_TRY(j, gen_launch(j->d_b, k * n, seed, GEN_B, 1.0f, st));
-  } else {
-    out_len = (size_t)s->u.stencil.n;
-    TRY(dev_alloc(j, out_len, &j->d_x));
-    CUDA_TRY(j, gen_launch(j->d_x, out_len, seed, GEN_X, 1.0f, st));
-  }
-  bool per_variant = exp_type_order(s->type) == EXP_ORDER_ALTERNATING;
-  const struct exp_run *runs = j->result->runs;
-  for (int r = 0; r < j->result->n_runs; r++) {
-    if (!runs[r].available) continue;
-    for (int q = 0; q < r && !j->d_out[r]; q++) /* an earlier output to share */
-      if (j->d_out[q] && (!per_variant || runs[q].variant == runs[r].variant))
-        j->d_out[r] = j->d_out[q];
-    if (!j->d_out[r]) TRY(dev_alloc(j, out_len, &j->d_out[r]));
+    l->n_aux++;
   }
   return 0;
 }
 
-static int run_kernels(struct job *j) {
-  static const struct schedule_ops ops = {kernel_prepare, kernel_batch, kernel_check};
-  TRY(setup_kernel_runs(j));
-  TRY(kernel_buffers(j));
-  TRY(build_reference(j)); /* on the host while the GPU generates the same inputs */
-  return schedule(j, &ops);
-}
+/* ---- what a job may ask ---- */
 
-/* ---- pipeline ---- */
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* The lecture's run_pipeline over n_streams of the lane's pipeline streams: all
- * uploads, then all kernels, then all downloads, chunk c on stream c % n_streams;
- * then waits for those streams. */
-static int pipeline_pass(struct job *j, int n_streams) {
-  const struct exp_spec *s = j->spec;
-  cudaStream_t *aux = j->lane->aux;
-  size_t chunk = (size_t)s->u.pipeline.chunk, bytes = chunk * sizeof(float);
-  int chunks = s->u.pipeline.chunks;
-  for (int c = 0; c < chunks; c++)
-    CUDA_TRY(j, cudaMemcpyAsync(j->d_x + c * chunk, j->h_in + c * chunk, bytes,
-                                cudaMemcpyHostToDevice, aux[c % n_streams]));
-  for (int c = 0; c < chunks; c++)
-    CUDA_TRY(j, synthesize_launch(j->d_x + c * chunk, j->d_out[0] + c * chunk,
-                                  s->u.pipeline.chunk, s->u.pipeline.terms,
-                                  aux[c % n_streams]));
-  for (int c = 0; c < chunks; c++)
-    CUDA_TRY(j, cudaMemcpyAsync(j->h_out + c * chunk, j->d_out[0] + c * chunk, bytes,
-                                cudaMemcpyDeviceToHost, aux[c % n_streams]));
-  for (int i = 0; i < n_streams; i++) CUDA_TRY(j, cudaStreamSynchronize(aux[i]));
-  return 0;
-}
-
-static int pipeline_prepare(struct job *j, int r) {
-  for (int i = 0; i < j->result->runs[r].timing.warmup; i++)
-    TRY(pipeline_pass(j, j->result->runs[r].variant));
-  return 0;
-}
-
-/* Batch b of run r: reps passes timed on the host. The last batch starts from
- * poisoned outputs (device and host) and its output is checked. */
-static int pipeline_batch(struct job *j, int r, int b) {
-  struct exp_run *run = &j->result->runs[r];
-  struct exp_timing *t = &run->timing;
-  size_t total = reference_output_len(j->ref);
-  bool last = b == j->spec->timing.batches - 1;
-  if (last) {
-    memset(j->h_out, 0xFF, total * sizeof(float));
-    CUDA_TRY(j, poison_launch(j->d_out[0], total, j->lane->stream));
-    TRY(aux_join(j, run->variant));
-  }
-  double t0 = now_ms();
-  for (int i = 0; i < t->reps; i++) TRY(pipeline_pass(j, run->variant));
-  t->samples_ms[b] = (now_ms() - t0) / t->reps;
-  t->n_samples = b + 1;
-  if (last) reference_check(j->ref, run->variant, j->h_out, &run->check);
-  return 0;
-}
-
-static int run_pipeline(struct job *j) {
-  static const struct schedule_ops ops = {pipeline_prepare, pipeline_batch, NULL};
-  const struct exp_spec *s = j->spec;
-  struct cuda_plan p;
-  char why[128] = "";
-  int prc = synthesize_plan(s->u.pipeline.chunk, &p, why, sizeof why), max_streams = 1;
-  for (int r = 0; r < s->u.pipeline.n_stream_counts; r++) {
-    int count = s->u.pipeline.stream_counts[r];
-    struct exp_run *run = run_init(j, r, count, METHOD_WALL);
-    snprintf(run->label, sizeof run->label, "streams=%d", count);
-    TRY(run_plan(j, run, prc, &p, why));
-    if (count > max_streams) max_streams = count;
-  }
-  j->result->n_runs = s->u.pipeline.n_stream_counts;
-
-  size_t total = (size_t)s->u.pipeline.chunk * (size_t)s->u.pipeline.chunks;
-  TRY(dev_alloc(j, total, &j->d_x));
-  TRY(dev_alloc(j, total, &j->d_out[0]));
-  TRY(build_reference(j));
-  void *pin = NULL;
-  TRY(lane_pinned(j, 2 * (total ? total : 1) * sizeof(float), &pin));
-  j->h_in = (float *)pin;
-  j->h_out = j->h_in + total;
-  /* The lecture's input is host data; the reference's phases are gen.h's, so both
-   * backends start from the same bits. */
-  if (total) memcpy(j->h_in, reference_input(j->ref, GEN_X), total * sizeof(float));
-  TRY(lane_aux(j, max_streams));
-  TRY(aux_join(j, max_streams)); /* the buffers were allocated on the lane's stream */
-  return schedule(j, &ops);
-}
-
-/* ---- run ---- */
-
-static int validate(const struct exp_spec *s, char *err, size_t err_len) {
+static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
   const struct exp_timing_params *t = &s->timing;
   if ((unsigned)s->type >= (unsigned)EXP_TYPE_COUNT) {
     snprintf(err, err_len, "unknown experiment type %d", (int)s->type);
@@ -617,61 +187,123 @@ static int validate(const struct exp_spec *s, char *err, size_t err_len) {
   return ok ? 0 : BACKEND_EINVAL;
 }
 
-/* Releases the job's device memory (stream-ordered, after the pipeline streams are
- * idle) and waits for the lane's stream, so no queued work still reads the lane's
- * host buffers. Returns the first error, classified. */
-static int job_release(struct job *j) {
+int cuda_validate(const struct backend_job *job, char *err, size_t err_len) {
+  const struct exp_spec *s = job->spec;
+  int rc = validate_spec(s, err, err_len);
+  if (rc != 0) return rc;
+  for (int slot = 0; slot < EXP_MAX_INPUTS; slot++) {
+    const struct backend_buffer *buf = job->input[slot];
+    if (slot >= exp_input_count(s->type)) {
+      if (!buf) continue;
+      snprintf(err, err_len, "a %s job has no input slot %d", exp_type_name(s->type), slot);
+      return BACKEND_EINVAL;
+    }
+    const char *name = exp_input_name(s->type, slot);
+    if (!buf) {
+      if (s->inputs[slot].kind == EXP_INPUT_SEED) continue;
+      snprintf(err, err_len, "input %s: no buffer given for a buffer or job input", name);
+      return BACKEND_EINVAL;
+    }
+    struct exp_shape shape;
+    exp_input_shape(s, slot, &shape);
+    if (buf->count != (uint64_t)exp_shape_count(&shape) || (buf->count && !buf->data)) {
+      snprintf(err, err_len, "input %s holds %llu floats, this job needs %lld", name,
+               (unsigned long long)buf->count, (long long)exp_shape_count(&shape));
+      return BACKEND_EINVAL;
+    }
+  }
+  if (job->n_after < 0 || (job->n_after > 0 && !job->after)) {
+    snprintf(err, err_len, "n_after %d without fences", job->n_after);
+    return BACKEND_EINVAL;
+  }
+  return 0;
+}
+
+/* ---- buffers and fences: any thread, on the utility stream ---- */
+
+#define UTIL_TRY(be, call)                                                                  \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
+      rc = cuda_classify((be), (be)->util, e_, #call, err, err_len);                        \
+      goto fail;                                                                            \
+    }                                                                                       \
+  } while (0)
+
+static int cuda_buffer_upload(struct backend *b, const float *host, uint64_t count,
+                              struct backend_buffer **out, char *err, size_t err_len) {
+  struct cuda_backend *be = (struct cuda_backend *)b->impl;
+  *out = NULL;
+  if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  struct backend_buffer *buf = (struct backend_buffer *)calloc(1, sizeof *buf);
+  if (!buf) {
+    snprintf(err, err_len, "host out of memory");
+    return BACKEND_ENOMEM;
+  }
+  buf->count = count;
   int rc = 0;
-  struct lane *l = j->lane;
-  for (int i = 0; i < l->n_aux; i++) {
-    cudaError_t e = cudaStreamSynchronize(l->aux[i]);
-    if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaStreamSynchronize");
-  }
-  for (int i = j->n_allocs - 1; i >= 0; i--) {
-    cudaError_t e = cudaFreeAsync(j->allocs[i], l->stream);
-    if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaFreeAsync");
-  }
-  cudaError_t e = cudaStreamSynchronize(l->stream);
-  if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaStreamSynchronize");
-  (void)cudaGetLastError(); /* errors ignored after the job had failed */
+  pthread_mutex_lock(&be->util_mu);
+  UTIL_TRY(be, cudaSetDevice(be->device)); /* HTTP threads: the device may be unset */
+  rc = cuda_pool_alloc(be, be->util, count, &buf->data, err, err_len);
+  if (rc != 0) goto fail;
+  if (count)
+    UTIL_TRY(be, cudaMemcpyAsync(buf->data, host, count * sizeof(float),
+                                 cudaMemcpyHostToDevice, be->util));
+  UTIL_TRY(be, cudaStreamSynchronize(be->util));
+  pthread_mutex_unlock(&be->util_mu);
+  *out = buf;
+  return 0;
+fail:
+  if (buf->data) (void)cudaFreeAsync(buf->data, be->util);
+  (void)cudaGetLastError();
+  pthread_mutex_unlock(&be->util_mu);
+  free(buf);
   return rc;
 }
 
-static int cuda_run(struct backend *b, int lane, const struct exp_spec *spec,
-                    const struct backend_hooks *hooks, struct exp_result *result, char *err,
-                    size_t err_len) {
+static int cuda_buffer_download(struct backend *b, struct backend_buffer *buf,
+                                struct backend_fence *fence, float *host, char *err,
+                                size_t err_len) {
   struct cuda_backend *be = (struct cuda_backend *)b->impl;
-  memset(result, 0, sizeof *result);
-  snprintf(result->backend, sizeof result->backend, "cuda");
-  snprintf(result->device_name, sizeof result->device_name, "%.95s", be->prop.name);
-  if (!be->healthy.load()) {
-    pthread_mutex_lock(&be->mu);
-    snprintf(err, err_len, "device unhealthy after an earlier error: %s", be->sick);
-    pthread_mutex_unlock(&be->mu);
-    return BACKEND_EDEVICE;
-  }
-  int rc = validate(spec, err, err_len);
-  if (rc != 0) return rc;
-
-  struct job j = {};
-  j.be = be;
-  j.lane = &be->lanes[lane];
-  j.spec = spec;
-  j.hooks = hooks;
-  j.result = result;
-  j.err = err;
-  j.err_len = err_len;
-  cudaError_t e = cudaSetDevice(be->device); /* the worker thread may be new */
-  if (e != cudaSuccess) rc = cuda_fail(&j, e, "cudaSetDevice");
-  if (rc == 0) rc = spec->type == EXP_PIPELINE ? run_pipeline(&j) : run_kernels(&j);
-
-  int release_rc = job_release(&j);
-  if (rc == 0) rc = release_rc;
-  reference_free(j.ref);
-  for (int r = 0; r < result->n_runs; r++)
-    if (result->runs[r].timing.n_samples > 0) exp_timing_summarize(&result->runs[r].timing);
-  exp_result_finish(spec, result);
+  if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  int rc = 0;
+  bool locked = false;
+  UTIL_TRY(be, cudaSetDevice(be->device));
+  /* Wait for the writer before taking the stream, so that a download of a job still
+   * running does not hold up every other upload and download. */
+  if (fence) UTIL_TRY(be, cudaEventSynchronize(fence->event));
+  pthread_mutex_lock(&be->util_mu);
+  locked = true;
+  if (fence) UTIL_TRY(be, cudaStreamWaitEvent(be->util, fence->event, 0));
+  if (buf->count)
+    UTIL_TRY(be, cudaMemcpyAsync(host, buf->data, buf->count * sizeof(float),
+                                 cudaMemcpyDeviceToHost, be->util));
+  UTIL_TRY(be, cudaStreamSynchronize(be->util));
+  pthread_mutex_unlock(&be->util_mu);
+  return 0;
+fail:
+  if (locked) pthread_mutex_unlock(&be->util_mu);
   return rc;
+}
+
+/* The engine frees a buffer only once no job uses it, so no ordering is needed
+ * against the lanes' streams; the free is ordered after earlier downloads. */
+static void cuda_buffer_free(struct backend *b, struct backend_buffer *buf) {
+  struct cuda_backend *be = (struct cuda_backend *)b->impl;
+  pthread_mutex_lock(&be->util_mu);
+  if (cudaSetDevice(be->device) == cudaSuccess) (void)cudaFreeAsync(buf->data, be->util);
+  (void)cudaGetLastError();
+  pthread_mutex_unlock(&be->util_mu);
+  free(buf);
+}
+
+/* Destroying an event that a stream still waits on is legal: the wait completes as
+ * it would have. */
+static void cuda_fence_free(struct backend *b, struct backend_fence *fence) {
+  struct cuda_backend *be = (struct cuda_backend *)b->impl;
+  if (cudaSetDevice(be->device) == cudaSuccess) (void)cudaEventDestroy(fence->event);
+  (void)cudaGetLastError();
+  free(fence);
 }
 
 /* ---- the backend ---- */
@@ -710,27 +342,34 @@ static bool cuda_healthy(const struct backend *b) {
   return ((const struct cuda_backend *)b->impl)->healthy.load();
 }
 
+static void lane_destroy(struct lane *l) {
+  if (l->cublas) cublas_loader_get(NULL)->destroy(l->cublas); /* loaded: it made one */
+  for (int k = 0; k < l->n_aux; k++) {
+    cudaStreamDestroy(l->aux[k]);
+    cudaEventDestroy(l->join[k]);
+  }
+  if (l->fork) cudaEventDestroy(l->fork);
+  if (l->start) cudaEventDestroy(l->start);
+  if (l->stop) cudaEventDestroy(l->stop);
+  if (l->stream) cudaStreamDestroy(l->stream);
+  if (l->pin) cudaFreeHost(l->pin);
+  free(l->host);
+}
+
 /* Frees whatever of be exists; safe on a partly opened backend. */
 static void destroy(struct cuda_backend *be) {
   if (!be) return;
+  (void)cudaSetDevice(be->device);
   if (be->lanes) {
-    (void)cudaSetDevice(be->device);
-    for (int i = 0; i < be->n_lanes; i++) {
-      struct lane *l = &be->lanes[i];
-      if (l->cublas) cublas_loader_get(NULL)->destroy(l->cublas); /* loaded: it made one */
-      for (int k = 0; k < l->n_aux; k++) cudaStreamDestroy(l->aux[k]);
-      if (l->aux_ready) cudaEventDestroy(l->aux_ready);
-      for (int k = 0; k < EXP_MAX_BATCHES; k++) {
-        if (l->start[k]) cudaEventDestroy(l->start[k]);
-        if (l->stop[k]) cudaEventDestroy(l->stop[k]);
-      }
-      if (l->stream) cudaStreamDestroy(l->stream);
-      if (l->pin) cudaFreeHost(l->pin);
-      free(l->host);
-    }
+    for (int i = 0; i < be->n_lanes; i++) lane_destroy(&be->lanes[i]);
     free(be->lanes);
-    (void)cudaGetLastError();
   }
+  if (be->util) {
+    (void)cudaStreamSynchronize(be->util); /* frees still queued */
+    cudaStreamDestroy(be->util);
+  }
+  (void)cudaGetLastError();
+  pthread_mutex_destroy(&be->util_mu);
   pthread_mutex_destroy(&be->mu);
   delete be;
 }
@@ -740,8 +379,10 @@ static void cuda_free(struct backend *b) {
   free(b);
 }
 
-static const struct backend_ops cuda_ops = {"cuda",       cuda_device_info, cuda_memory_limit,
-                                            cuda_healthy, cuda_run,         cuda_free};
+static const struct backend_ops cuda_ops = {
+    "cuda",           cuda_device_info,     cuda_memory_limit, cuda_healthy,
+    cuda_run,         cuda_buffer_upload,   cuda_buffer_download, cuda_buffer_free,
+    cuda_fence_free,  cuda_free};
 
 /* Reports a failed call during open: out of memory -> BACKEND_ENOMEM, else
  * BACKEND_EUNAVAIL. */
@@ -758,6 +399,7 @@ static int open_fail(cudaError_t e, const char *call, char *why, size_t why_len)
   } while (0)
 
 static int open_lanes(struct cuda_backend *be, char *why, size_t why_len) {
+  OPEN_TRY(cudaStreamCreateWithFlags(&be->util, cudaStreamNonBlocking), "cudaStreamCreate");
   be->lanes = (struct lane *)calloc((size_t)be->n_lanes, sizeof *be->lanes);
   if (!be->lanes) {
     snprintf(why, why_len, "out of host memory for %d lanes", be->n_lanes);
@@ -766,10 +408,9 @@ static int open_lanes(struct cuda_backend *be, char *why, size_t why_len) {
   for (int i = 0; i < be->n_lanes; i++) {
     struct lane *l = &be->lanes[i];
     OPEN_TRY(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    for (int k = 0; k < EXP_MAX_BATCHES; k++) {
-      OPEN_TRY(cudaEventCreate(&l->start[k]), "cudaEventCreate");
-      OPEN_TRY(cudaEventCreate(&l->stop[k]), "cudaEventCreate");
-    }
+    OPEN_TRY(cudaEventCreate(&l->start), "cudaEventCreate");
+    OPEN_TRY(cudaEventCreate(&l->stop), "cudaEventCreate");
+    OPEN_TRY(cudaEventCreateWithFlags(&l->fork, cudaEventDisableTiming), "cudaEventCreate");
   }
   return 0;
 }
@@ -823,6 +464,7 @@ extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, 
     return BACKEND_ENOMEM;
   }
   pthread_mutex_init(&be->mu, NULL);
+  pthread_mutex_init(&be->util_mu, NULL);
   be->healthy.store(true);
   be->device = device;
   be->n_lanes = n_lanes;

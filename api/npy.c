@@ -1,0 +1,446 @@
+/* The .npy codec: a bounds-checked reader for the header's Python-literal dict
+ * (only what NumPy writes for a float32 array, parsed as Python would) and the
+ * matching writer. Format: numpy.lib.format (NEP 1). */
+#include "api/npy.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAGIC "\x93NUMPY"
+#define MAGIC_LEN 6
+#define PREAMBLE_V1 10 /* magic, major, minor, uint16 header length */
+#define PREAMBLE_V2 12 /* the same with a uint32 header length (2.0 and 3.0) */
+#define HEADER_ALIGN 64
+#define STR_KEEP 40   /* bytes of a header string kept for comparison and messages */
+#define SHOW_MAX 72   /* untrusted text quoted in a message */
+#define SHAPE_TEXT 96 /* a shape as quoted in messages: "(3, 4, 5)" */
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len,
+                                                      const char *fmt, ...) {
+  if (err && err_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+/* Own classifiers: <ctype.h> depends on the locale, and the header is bytes. */
+static int is_digit(unsigned char ch) { return ch >= '0' && ch <= '9'; }
+static int is_space(unsigned char ch) {
+  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+static int is_ident(unsigned char ch) {
+  return is_digit(ch) || ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+/* Quotes n bytes of untrusted text into dst for a message: printable ASCII as is,
+ * anything else as \xNN, cut with "..." when it does not fit (or cut is set). */
+static void show(char *dst, size_t cap, const unsigned char *s, size_t n, int cut) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char one[5];
+    int w = (s[i] >= 0x20 && s[i] < 0x7f) ? snprintf(one, sizeof one, "%c", s[i])
+                                           : snprintf(one, sizeof one, "\\x%02x", s[i]);
+    if (o + (size_t)w + 4 > cap) {
+      cut = 1;
+      break;
+    }
+    memcpy(dst + o, one, (size_t)w);
+    o += (size_t)w;
+  }
+  if (cut && o + 4 <= cap) {
+    memcpy(dst + o, "...", 3);
+    o += 3;
+  }
+  dst[o] = '\0';
+}
+
+/* ---- Reading the header dict ---- */
+
+/* A read position in the header text, which excludes its final '\n'. */
+struct cursor {
+  const unsigned char *start, *p, *end;
+  char *err;
+  size_t err_len;
+};
+
+/* What the dict said; checked only once it has parsed, so that the first error
+ * reported does not depend on the order of the keys. */
+struct header {
+  int have_descr, have_fortran, have_shape;
+  char descr[STR_KEEP];
+  size_t descr_len; /* true length; descr keeps at most STR_KEEP - 1 bytes */
+  int fortran_order;
+  long ndim; /* dims seen, may exceed NPY_MAX_NDIM */
+  int64_t dim[NPY_MAX_NDIM];
+  int any_zero;
+  int elided; /* shape_text stopped listing dims */
+  char shape_text[SHAPE_TEXT];
+};
+
+__attribute__((format(printf, 2, 3))) static int syntax(struct cursor *c, const char *fmt,
+                                                        ...) {
+  char what[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return fail(c->err, c->err_len, "malformed .npy header: %s (at byte %zu of the header dict)",
+              what, (size_t)(c->p - c->start));
+}
+
+static void skip_space(struct cursor *c) {
+  while (c->p < c->end && is_space(*c->p)) c->p++;
+}
+
+static int at(const struct cursor *c, unsigned char ch) { return c->p < c->end && *c->p == ch; }
+
+/* Consumes word if it is next and not the start of a longer identifier. */
+static int match_word(struct cursor *c, const char *word) {
+  size_t n = strlen(word);
+  if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0) return 0;
+  if ((size_t)(c->end - c->p) > n && is_ident(c->p[n])) return 0;
+  c->p += n;
+  return 1;
+}
+
+/* A Python string literal in ' or " without escapes (NumPy writes none). Keeps the
+ * first STR_KEEP - 1 bytes NUL-terminated in out and the true length in *len. */
+static int parse_string(struct cursor *c, char *out, size_t *len) {
+  if (!at(c, '\'') && !at(c, '"')) return syntax(c, "expected a quoted string");
+  unsigned char quote = *c->p++;
+  size_t n = 0;
+  while (c->p < c->end && *c->p != quote) {
+    if (*c->p == '\\') return syntax(c, "escape sequences in header strings are not supported");
+    if (*c->p == '\n') break;
+    if (n < STR_KEEP - 1) out[n] = (char)*c->p;
+    n++;
+    c->p++;
+  }
+  if (!at(c, quote)) return syntax(c, "unterminated string");
+  c->p++;
+  out[n < STR_KEEP - 1 ? n : STR_KEEP - 1] = '\0';
+  *len = n;
+  return 0;
+}
+
+/* One dim: a non-negative decimal integer up to INT64_MAX, no leading zeros. */
+static int parse_dim(struct cursor *c, int64_t *dim) {
+  if (at(c, '-')) return syntax(c, "negative shape dimension");
+  const unsigned char *digits = c->p;
+  uint64_t v = 0;
+  while (c->p < c->end && is_digit(*c->p)) {
+    unsigned d = (unsigned)(*c->p - '0');
+    if (v > ((uint64_t)INT64_MAX - d) / 10) {
+      size_t n = 0;
+      while (digits + n < c->end && is_digit(digits[n])) n++;
+      char shown[SHOW_MAX];
+      show(shown, 32, digits, n, 0);
+      return fail(c->err, c->err_len, "shape dimension %s is too large (the limit is 2^63-1)",
+                  shown);
+    }
+    v = v * 10 + d;
+    c->p++;
+  }
+  if (c->p == digits) return syntax(c, "expected an integer shape dimension");
+  if (c->p - digits > 1 && digits[0] == '0')
+    return syntax(c, "leading zeros in a shape dimension");
+  *dim = (int64_t)v;
+  return 0;
+}
+
+/* Records a dim and appends it to the shape's text as NumPy prints it. */
+static void add_dim(struct header *h, int64_t dim, size_t *text_len) {
+  if (h->ndim < NPY_MAX_NDIM) h->dim[h->ndim] = dim;
+  if (dim == 0) h->any_zero = 1;
+  if (*text_len < SHAPE_TEXT - 32) {
+    int w = snprintf(h->shape_text + *text_len, SHAPE_TEXT - *text_len, "%s%" PRId64,
+                     h->ndim ? ", " : "", dim);
+    *text_len += (size_t)w;
+  } else if (!h->elided) {
+    *text_len += (size_t)snprintf(h->shape_text + *text_len, SHAPE_TEXT - *text_len, ", ...");
+    h->elided = 1;
+  }
+  h->ndim++;
+}
+
+/* A tuple of dims: "()", "(5,)", "(2, 3)", "(2,3,)"; "(5)" is an int, not a tuple. */
+static int parse_shape(struct cursor *c, struct header *h) {
+  if (!at(c, '(')) return syntax(c, "'shape' must be a tuple such as (5,) or (2, 3)");
+  c->p++;
+  size_t text_len = 1;
+  int comma = 0;
+  h->ndim = h->any_zero = h->elided = 0; /* a repeated key starts over, then fails */
+  strcpy(h->shape_text, "(");
+  skip_space(c);
+  while (!at(c, ')')) {
+    int64_t dim = 0;
+    if (parse_dim(c, &dim) != 0) return -1;
+    add_dim(h, dim, &text_len);
+    skip_space(c);
+    if (at(c, ',')) {
+      comma = 1;
+      c->p++;
+      skip_space(c);
+    } else if (!at(c, ')')) {
+      return syntax(c, "expected ',' or ')' in the shape");
+    }
+  }
+  c->p++;
+  if (h->ndim == 1 && !comma)
+    return syntax(c, "shape (%" PRId64 ") is not a tuple: a 1-D shape is written (%" PRId64 ",)",
+                  h->dim[0], h->dim[0]);
+  snprintf(h->shape_text + text_len, SHAPE_TEXT - text_len, "%s", h->ndim == 1 ? ",)" : ")");
+  return 0;
+}
+
+static int key_is(const char *key, size_t len, const char *name) {
+  return len == strlen(name) && memcmp(key, name, len) == 0;
+}
+
+/* The value of one key, which the cursor is at. */
+static int parse_value(struct cursor *c, struct header *h, const char *key, size_t key_len) {
+  if (key_is(key, key_len, "descr")) {
+    if (at(c, '['))
+      return fail(c->err, c->err_len,
+                  "unsupported dtype: structured dtypes are not accepted; only little-endian "
+                  "float32 ('<f4')");
+    h->have_descr++;
+    return parse_string(c, h->descr, &h->descr_len);
+  }
+  if (key_is(key, key_len, "fortran_order")) {
+    h->have_fortran++;
+    if (match_word(c, "False")) h->fortran_order = 0;
+    else if (match_word(c, "True")) h->fortran_order = 1;
+    else return syntax(c, "'fortran_order' must be True or False");
+    return 0;
+  }
+  if (key_is(key, key_len, "shape")) {
+    h->have_shape++;
+    return parse_shape(c, h);
+  }
+  char shown[SHOW_MAX];
+  show(shown, sizeof shown, (const unsigned char *)key,
+       key_len < STR_KEEP - 1 ? key_len : STR_KEEP - 1, key_len > STR_KEEP - 1);
+  return fail(c->err, c->err_len,
+              "unknown key '%s' in the .npy header: only 'descr', 'fortran_order' and 'shape'",
+              shown);
+}
+
+/* {'key': value, ...} with an optional trailing comma, then only whitespace. */
+static int parse_dict(struct cursor *c, struct header *h) {
+  skip_space(c);
+  if (!at(c, '{')) return syntax(c, "expected '{'");
+  c->p++;
+  for (;;) {
+    skip_space(c);
+    if (at(c, '}')) break;
+    char key[STR_KEEP];
+    size_t key_len;
+    if (parse_string(c, key, &key_len) != 0) return -1;
+    skip_space(c);
+    if (!at(c, ':')) return syntax(c, "expected ':' after a key");
+    c->p++;
+    skip_space(c);
+    if (parse_value(c, h, key, key_len) != 0) return -1;
+    if (h->have_descr > 1 || h->have_fortran > 1 || h->have_shape > 1)
+      return syntax(c, "a key appears twice");
+    skip_space(c);
+    if (at(c, ',')) {
+      c->p++;
+      continue;
+    }
+    if (!at(c, '}')) return syntax(c, "expected ',' or '}'");
+    break;
+  }
+  c->p++;
+  skip_space(c);
+  if (c->p != c->end) return syntax(c, "unexpected text after the dict");
+  if (!h->have_descr || !h->have_fortran || !h->have_shape)
+    return fail(c->err, c->err_len, "the .npy header lacks '%s'",
+                !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order" : "shape");
+  return 0;
+}
+
+/* ---- Checks shared by the two readers ---- */
+
+/* Fills out from checked dims: ndim 1 or 2, none zero, count * 4 fits in 64 bits. */
+static int check_shape(long ndim, const int64_t *dim, int any_zero, const char *text,
+                       struct npy_array *out, char *err, size_t err_len) {
+  if (ndim < 1 || ndim > NPY_MAX_NDIM)
+    return fail(err, err_len, "shape %s has %ld dimensions; 1 or 2 are accepted", text, ndim);
+  if (any_zero) return fail(err, err_len, "empty arrays are not accepted: shape %s", text);
+  uint64_t d0 = (uint64_t)dim[0], d1 = ndim == 2 ? (uint64_t)dim[1] : 1;
+  int overflow = d1 > UINT64_MAX / 4 / d0;
+#if SIZE_MAX < UINT64_MAX
+  overflow = overflow || d0 * d1 * 4 > SIZE_MAX; /* a 32-bit size_t must hold it too */
+#endif
+  if (overflow)
+    return fail(err, err_len, "shape %s has too many elements: its byte count overflows", text);
+  out->ndim = (int)ndim;
+  out->shape[0] = (int64_t)d0;
+  out->shape[1] = (int64_t)d1;
+  out->count = d0 * d1;
+  return 0;
+}
+
+/* The data must be exactly count * 4 bytes: shorter is truncated, longer is junk. */
+static int check_data(const unsigned char *data, size_t data_len, struct npy_array *out,
+                      char *err, size_t err_len) {
+  uint64_t want = out->count * 4;
+  if (data_len < want)
+    return fail(err, err_len, "truncated: the header promises %" PRIu64
+                " bytes of data, the body has %zu", want, data_len);
+  if (data_len > want)
+    return fail(err, err_len, "trailing bytes: the header promises %" PRIu64
+                " bytes of data, the body has %zu", want, data_len);
+  out->data = (const float *)(const void *)data;
+  return 0;
+}
+
+/* ---- npy_parse ---- */
+
+/* Checks magic and version and finds the header: [*hdr, *hdr + *hdr_len) lies in body. */
+static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t *hdr_len,
+                         char *err, size_t err_len) {
+  if (len == 0) return fail(err, err_len, "empty body: not a .npy file");
+  if (memcmp(b, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0)
+    return fail(err, err_len, "wrong magic: not a .npy file");
+  if (len < PREAMBLE_V1)
+    return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble", len);
+  unsigned major = b[6], minor = b[7];
+  if (major < 1 || major > 3 || minor != 0)
+    return fail(err, err_len, "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read",
+                major, minor);
+  size_t pre = major == 1 ? PREAMBLE_V1 : PREAMBLE_V2;
+  if (len < pre)
+    return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble", len);
+  uint32_t n = (uint32_t)b[8] | (uint32_t)b[9] << 8;
+  if (major > 1) n |= (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
+  /* Compared as len - pre, which cannot wrap, rather than pre + n, which might. */
+  if (n > len - pre)
+    return fail(err, err_len, "header length %" PRIu32 " runs past the body (%zu bytes)", n,
+                len);
+  if (n == 0 || b[pre + n - 1] != '\n')
+    return fail(err, err_len, "malformed .npy header: it does not end in a newline");
+  *hdr = pre;
+  *hdr_len = n;
+  return 0;
+}
+
+static int check_header(const struct header *h, struct npy_array *out, char *err,
+                        size_t err_len) {
+  if (!key_is(h->descr, h->descr_len, "<f4")) {
+    char shown[SHOW_MAX];
+    show(shown, sizeof shown, (const unsigned char *)h->descr,
+         h->descr_len < STR_KEEP - 1 ? h->descr_len : STR_KEEP - 1, h->descr_len > STR_KEEP - 1);
+    return fail(err, err_len, "unsupported dtype '%s': only little-endian float32 ('<f4')",
+                shown);
+  }
+  if (h->fortran_order) return fail(err, err_len, "Fortran order is not supported: send C order");
+  return check_shape(h->ndim, h->dim, h->any_zero, h->shape_text, out, err, err_len);
+}
+
+int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, size_t err_len) {
+  const unsigned char *b = body;
+  memset(out, 0, sizeof *out);
+  if (err && err_len) err[0] = '\0';
+  if (!b) len = 0;
+  size_t hdr = 0, hdr_len = 0;
+  if (read_preamble(b, len, &hdr, &hdr_len, err, err_len) != 0) return -1;
+  struct header h;
+  memset(&h, 0, sizeof h);
+  struct cursor c = {b + hdr, b + hdr, b + hdr + hdr_len - 1, err, err_len};
+  if (parse_dict(&c, &h) != 0 || check_header(&h, out, err, err_len) != 0 ||
+      check_data(b + hdr + hdr_len, len - hdr - hdr_len, out, err, err_len) != 0) {
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- npy_raw ---- */
+
+int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out,
+            char *err, size_t err_len) {
+  memset(out, 0, sizeof *out);
+  if (err && err_len) err[0] = '\0';
+  if (!shape_text || !*shape_text)
+    return fail(err, err_len, "missing shape: give ?shape=n or ?shape=m,n with raw float32");
+  size_t text_len = 0; /* bounded: shape_text comes from a query string */
+  while (text_len < SHOW_MAX && shape_text[text_len]) text_len++;
+  char shown[SHOW_MAX];
+  show(shown, sizeof shown, (const unsigned char *)shape_text, text_len, text_len == SHOW_MAX);
+  const char *p = shape_text;
+  int64_t dim[NPY_MAX_NDIM];
+  long ndim = 0;
+  int any_zero = 0;
+  for (;;) {
+    if (!is_digit((unsigned char)*p))
+      return fail(err, err_len, "shape '%s' is not n or m,n (decimal digits, one comma)", shown);
+    uint64_t v = 0;
+    for (; is_digit((unsigned char)*p); p++) {
+      unsigned d = (unsigned)(*p - '0');
+      if (v > ((uint64_t)INT64_MAX - d) / 10)
+        return fail(err, err_len, "shape '%s' has a dimension too large (over 2^63-1)", shown);
+      v = v * 10 + d;
+    }
+    any_zero |= v == 0;
+    dim[ndim++] = (int64_t)v;
+    if (*p == '\0') break;
+    if (*p != ',' || ndim == NPY_MAX_NDIM)
+      return fail(err, err_len, "shape '%s' is not n or m,n (decimal digits, one comma)", shown);
+    p++;
+  }
+  char text[SHAPE_TEXT];
+  if (ndim == 1) snprintf(text, sizeof text, "(%" PRId64 ",)", dim[0]);
+  else snprintf(text, sizeof text, "(%" PRId64 ", %" PRId64 ")", dim[0], dim[1]);
+  if (check_shape(ndim, dim, any_zero, text, out, err, err_len) != 0 ||
+      check_data(body, body ? len : 0, out, err, err_len) != 0) {
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- Writing ---- */
+
+/* The dict exactly as NumPy writes it (keys sorted, trailing ", "), into buf. */
+static size_t dict_text(char *buf, size_t cap, int ndim, const int64_t *shape) {
+  int n = ndim == 1
+              ? snprintf(buf, cap, "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRId64
+                         ",), }", shape[0])
+              : snprintf(buf, cap, "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRId64
+                         ", %" PRId64 "), }", shape[0], shape[1]);
+  return n > 0 ? (size_t)n : 0;
+}
+
+size_t npy_header_size(int ndim, const int64_t *shape) {
+  if (ndim < 1 || ndim > NPY_MAX_NDIM || !shape) return 0;
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0) return 0;
+  char dict[160];
+  size_t n = PREAMBLE_V1 + dict_text(dict, sizeof dict, ndim, shape) + 1; /* + '\n' */
+  return (n + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
+}
+
+size_t npy_write_header(char *buf, size_t cap, int ndim, const int64_t *shape) {
+  size_t size = npy_header_size(ndim, shape);
+  if (size == 0 || !buf || cap < size) return 0;
+  char dict[160];
+  size_t n = dict_text(dict, sizeof dict, ndim, shape);
+  size_t hdr_len = size - PREAMBLE_V1; /* at most a few hundred: fits uint16 */
+  memcpy(buf, MAGIC, MAGIC_LEN);
+  buf[6] = 1;
+  buf[7] = 0;
+  buf[8] = (char)(hdr_len & 0xff);
+  buf[9] = (char)(hdr_len >> 8);
+  memcpy(buf + PREAMBLE_V1, dict, n);
+  memset(buf + PREAMBLE_V1 + n, ' ', size - PREAMBLE_V1 - n - 1);
+  buf[size - 1] = '\n';
+  return size;
+}

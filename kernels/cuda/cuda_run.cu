@@ -1,0 +1,767 @@
+/* Running one job on one lane of the CUDA backend: the job's inputs (given buffers,
+ * or generated on the GPU with gen.h), its output and done fence, its timed windows
+ * (launches one by one on the lane's stream, or as captured CUDA Graphs), and the
+ * checks against reference.h. It waits only on the lane's own streams and events;
+ * a job's parents are waited for on the device (cudaStreamWaitEvent). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/cuda/cuda_backend_impl.h"
+#include "kernels/cuda/cuda_kernels.cuh"
+#include "kernels/gen.h"
+#include "kernels/reference.h"
+#include "kernels/stats.h"
+
+/* One job on one lane: what backend_run was given, plus its device state. */
+struct job_run {
+  struct cuda_backend *be;
+  struct lane *lane;
+  struct backend_job *bj;
+  const struct exp_spec *spec;
+  const struct backend_hooks *hooks;
+  struct exp_result *result;
+  char *err;
+  size_t err_len;
+  bool in_window, idle;                /* phases reported so far */
+  float *allocs[EXP_MAX_VARIANTS + 4]; /* device memory of this call only, freed at the end */
+  int n_allocs;
+  const float *d_in[EXP_MAX_INPUTS];   /* inputs: a given buffer's data (never written), or generated */
+  float *d_x;                          /* pipeline: where each pass uploads the input */
+  float *d_out[EXP_MAX_VARIANTS];      /* each run's own output */
+  size_t out_len;                      /* floats of one output */
+  float *pin_in, *pin_out[EXP_MAX_VARIANTS]; /* pipeline: the host side, pinned */
+  const struct cublas_fns *cublas;
+  cudaGraphExec_t graph[EXP_MAX_VARIANTS]; /* graph mode: one batch (pipeline: one pass) */
+  double stream_ms[EXP_MAX_VARIANTS][EXP_MAX_BATCHES]; /* graph mode: samples without it */
+};
+
+static const char *const METHOD_EVENTS =
+    "cuda events around each batch of reps launches on the job's stream; sample = batch "
+    "time / reps";
+static const char *const METHOD_EVENTS_GRAPH =
+    "cuda events around one launch of a CUDA Graph of reps captured launches per batch; "
+    "sample = batch time / reps; stream_us_per_launch: the same reps launched one by one, "
+    "in the same window";
+static const char *const METHOD_EVENTS_NO_GRAPH =
+    "cuda events around each batch of reps launches on the job's stream; sample = batch "
+    "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "
+    "graph_us_per_launch is 0)";
+static const char *const METHOD_WALL =
+    "host wall clock (CLOCK_MONOTONIC) around upload+kernel+download of all chunks and "
+    "the wait for all streams";
+static const char *const METHOD_WALL_GRAPH =
+    "host wall clock (CLOCK_MONOTONIC) around one launch of a CUDA Graph of a whole pass "
+    "(uploads, kernels, downloads over the streams, forked and joined with events) and "
+    "the wait for it; stream_us_per_launch: the same pass issued stream by stream, in the "
+    "same window";
+
+/* ---- errors and memory ---- */
+
+static int cuda_fail(struct job_run *j, cudaError_t e, const char *call) {
+  return cuda_classify(j->be, j->lane->stream, e, call, j->err, j->err_len);
+}
+
+#define CUDA_TRY(j, call)                                                                   \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) return cuda_fail((j), e_, #call);                                \
+  } while (0)
+
+#define TRY(call)                                                                           \
+  do {                                                                                      \
+    int rc_ = (call);                                                                       \
+    if (rc_ != 0) return rc_;                                                               \
+  } while (0)
+
+/* count floats of device memory, ordered on the lane's stream, freed by release. */
+static int dev_alloc(struct job_run *j, size_t count, float **out) {
+  TRY(cuda_pool_alloc(j->be, j->lane->stream, count, out, j->err, j->err_len));
+  j->allocs[j->n_allocs++] = *out;
+  return 0;
+}
+
+/* Fork: the first n pipeline streams wait for all work queued on the lane's stream. */
+static cudaError_t fork_aux(struct lane *l, int n) {
+  cudaError_t e = cudaEventRecord(l->fork, l->stream);
+  for (int i = 0; i < n && e == cudaSuccess; i++) e = cudaStreamWaitEvent(l->aux[i], l->fork, 0);
+  return e;
+}
+
+/* Join: the lane's stream waits for all work queued on the first n pipeline streams. */
+static cudaError_t join_aux(struct lane *l, int n) {
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < n && e == cudaSuccess; i++) {
+    e = cudaEventRecord(l->join[i], l->aux[i]);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(l->stream, l->join[i], 0);
+  }
+  return e;
+}
+
+/* Waits for all work queued on the lane's streams. */
+static int sync_lane(struct job_run *j) {
+  for (int i = 0; i < j->lane->n_aux; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
+  CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
+  return 0;
+}
+
+/* Waits for the pipeline streams, frees this call's device memory (ordered on the
+ * lane's stream) and graphs, then waits for the lane's stream. Idempotent; returns
+ * the first error, classified. Never frees job->output or the inputs. */
+static int release(struct job_run *j) {
+  struct lane *l = j->lane;
+  int rc = 0;
+  for (int i = 0; i < l->n_aux; i++) {
+    cudaError_t e = cudaStreamSynchronize(l->aux[i]);
+    if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaStreamSynchronize");
+  }
+  for (int i = j->n_allocs - 1; i >= 0; i--) {
+    cudaError_t e = cudaFreeAsync(j->allocs[i], l->stream);
+    if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaFreeAsync");
+  }
+  j->n_allocs = 0;
+  for (int r = 0; r < EXP_MAX_VARIANTS; r++) {
+    if (j->graph[r]) (void)cudaGraphExecDestroy(j->graph[r]);
+    j->graph[r] = NULL;
+  }
+  cudaError_t e = cudaStreamSynchronize(l->stream);
+  if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaStreamSynchronize");
+  (void)cudaGetLastError(); /* errors ignored after the job had failed */
+  return rc;
+}
+
+/* ---- phases ---- */
+
+/* Opens a timed window: when exclusive (always for the pipeline, whose wall clock
+ * would otherwise count earlier work) the lane's earlier work is complete first. */
+static int enter_timed(struct job_run *j) {
+  if (j->bj->exclusive || j->spec->type == EXP_PIPELINE) TRY(sync_lane(j));
+  backend_hooks_phase(j->hooks, BACKEND_PHASE_TIMED);
+  j->in_window = true;
+  return 0;
+}
+
+/* Closes the window (its device work is complete); returns whether it was contended. */
+static bool leave_timed(struct job_run *j) {
+  j->in_window = false;
+  return backend_hooks_phase(j->hooks, BACKEND_PHASE_UNTIMED);
+}
+
+static void enter_idle(struct job_run *j) {
+  j->idle = true;
+  backend_hooks_phase(j->hooks, BACKEND_PHASE_IDLE);
+}
+
+static int poll_cancel(struct job_run *j) {
+  if (!backend_hooks_canceled(j->hooks)) return 0;
+  snprintf(j->err, j->err_len, "canceled");
+  return BACKEND_ECANCELED;
+}
+
+/* ---- planning the runs ---- */
+
+/* Starts run r: variant, label, timing parameters; available until said otherwise. */
+static struct exp_run *run_init(struct job_run *j, int r, int variant, const char *method) {
+  struct exp_run *run = &j->result->runs[r];
+  const struct exp_timing_params *t = &j->spec->timing;
+  run->variant = variant;
+  run->available = true;
+  run->timing.warmup = run->timing.warmup_requested = t->warmup;
+  run->timing.reps = run->timing.reps_requested = t->reps;
+  run->timing.batches = t->batches;
+  run->timing.method = method;
+  return run;
+}
+
+/* Fills run's kernel info from its plan; an unplannable size makes the run
+ * unavailable (with the reason), not the job fail. */
+static int run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
+                    const struct cuda_plan *p, const char *why) {
+  if (plan_rc != 0) {
+    run->available = false;
+    snprintf(run->reason, sizeof run->reason, "%s", why);
+    return 0;
+  }
+  cudaFuncAttributes attr;
+  TRY(cuda_func_attrs(j->be, j->lane->stream, p->func, &attr, j->err, j->err_len));
+  cuda_kernel_info_fill(p, &attr, &run->kernel);
+  return 0;
+}
+
+/* The gemm cublas run: available once cuBLAS loads and this lane has a handle. */
+static void run_cublas_init(struct job_run *j, struct exp_run *run) {
+  snprintf(run->kernel.name, sizeof run->kernel.name, "cublasSgemm (cuBLAS)");
+  snprintf(run->kernel.description, sizeof run->kernel.description,
+           "cuBLAS SGEMM, FP32, CUBLAS_DEFAULT_MATH (no TF32); row-major as C^T = B^T A^T");
+  const char *why = "";
+  j->cublas = cublas_loader_get(&why);
+  if (!j->cublas) {
+    run->available = false;
+    snprintf(run->reason, sizeof run->reason, "cuBLAS not loaded: %s", why);
+    return;
+  }
+  if (!j->lane->cublas) {
+    cublasStatus_t st = cublas_loader_handle_new(j->cublas, j->lane->stream, &j->lane->cublas);
+    (void)cudaGetLastError(); /* a failed create may leave a non-sticky error behind */
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      run->available = false;
+      snprintf(run->reason, sizeof run->reason, "cublasCreate failed: %s",
+               cublas_loader_status_name(st));
+    }
+  }
+}
+
+static int plan_kernel_runs(struct job_run *j) {
+  const struct exp_spec *s = j->spec;
+  for (int r = 0; r < s->n_variants; r++) {
+    int v = s->variants[r];
+    struct exp_run *run = run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : METHOD_EVENTS);
+    const char *name = exp_variant_name(s->type, v);
+    snprintf(run->label, sizeof run->label, "%s", name ? name : "?");
+    struct cuda_plan p;
+    char why[128] = "";
+    int prc;
+    if (s->type == EXP_TRANSPOSE) {
+      prc = transpose_plan(v, s->u.transpose.m, s->u.transpose.n, &p, why, sizeof why);
+    } else if (s->type == EXP_GEMM) {
+      if (v == GEMM_CUBLAS) {
+        run_cublas_init(j, run);
+        continue;
+      }
+      prc = gemm_plan(v, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k, &p, why, sizeof why);
+    } else {
+      prc = stencil_plan(v, s->u.stencil.n, s->u.stencil.radius, &p, why, sizeof why);
+    }
+    TRY(run_plan(j, run, prc, &p, why));
+  }
+  j->result->n_runs = s->n_variants;
+  return 0;
+}
+
+static int plan_pipeline_runs(struct job_run *j) {
+  const struct exp_spec *s = j->spec;
+  struct cuda_plan p;
+  char why[128] = "";
+  int prc = synthesize_plan(s->u.pipeline.chunk, &p, why, sizeof why);
+  for (int r = 0; r < s->u.pipeline.n_stream_counts; r++) {
+    int count = s->u.pipeline.stream_counts[r];
+    struct exp_run *run = run_init(j, r, count, s->graph ? METHOD_WALL_GRAPH : METHOD_WALL);
+    snprintf(run->label, sizeof run->label, "streams=%d", count);
+    TRY(run_plan(j, run, prc, &p, why));
+  }
+  j->result->n_runs = s->u.pipeline.n_stream_counts;
+  return 0;
+}
+
+static int first_available(const struct job_run *j) {
+  for (int r = 0; r < j->result->n_runs; r++)
+    if (j->result->runs[r].available) return r;
+  return -1;
+}
+
+/* ---- inputs and the job's output ---- */
+
+/* Input slot: a given buffer is read in place; otherwise generated on the GPU from
+ * the slot's seed, gen.h's numbers times scale (the reference makes the same). */
+static int input_setup(struct job_run *j, int slot, float scale) {
+  static const uint32_t gen_streams[EXP_TYPE_COUNT][EXP_MAX_INPUTS] = {
+      {GEN_A, 0}, {GEN_A, GEN_B}, {GEN_X, 0}, {GEN_X, 0}};
+  if (j->bj->input[slot]) {
+    j->d_in[slot] = j->bj->input[slot]->data;
+    return 0;
+  }
+  struct exp_shape shape;
+  exp_input_shape(j->spec, slot, &shape);
+  size_t count = (size_t)exp_shape_count(&shape);
+  float *d = NULL;
+  TRY(dev_alloc(j, count, &d));
+  CUDA_TRY(j, gen_launch(d, count, j->spec->inputs[slot].value,
+                         gen_streams[j->spec->type][slot], scale, j->lane->stream));
+  j->d_in[slot] = d;
+  return 0;
+}
+
+/* Computes the output of run r into out, on the lane's streams, untimed. */
+typedef int (*compute_fn)(struct job_run *j, int r, float *out);
+
+/* Computes the job's output once with its first available run, records the done
+ * fence after it on the lane's stream and hands both to the engine (job->output,
+ * job->done, then hooks->issued). With no run available the fence is still
+ * recorded and job->output stays NULL. On failure nothing is handed over. */
+static int issue_output(struct job_run *j, compute_fn compute) {
+  struct lane *l = j->lane;
+  struct backend_buffer *out = NULL;
+  struct backend_fence *done = (struct backend_fence *)calloc(1, sizeof *done);
+  int first = first_available(j), rc = 0;
+  cudaError_t e = cudaSuccess;
+  if (!done) goto nomem;
+  if (first >= 0) {
+    out = (struct backend_buffer *)calloc(1, sizeof *out);
+    if (!out) goto nomem;
+    out->count = j->out_len;
+    rc = cuda_pool_alloc(j->be, l->stream, out->count, &out->data, j->err, j->err_len);
+    if (rc == 0) rc = compute(j, first, out->data);
+    if (rc != 0) goto fail;
+  }
+  e = cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(done->event, l->stream);
+  if (e != cudaSuccess) {
+    rc = cuda_fail(j, e, "cudaEventRecord (done fence)");
+    goto fail;
+  }
+  j->bj->output = out;
+  j->bj->done = done;
+  backend_hooks_issued(j->hooks);
+  return 0;
+nomem:
+  snprintf(j->err, j->err_len, "host out of memory for the job's output");
+  rc = BACKEND_ENOMEM;
+fail:
+  if (done && done->event) (void)cudaEventDestroy(done->event);
+  if (out && out->data) (void)cudaFreeAsync(out->data, l->stream);
+  (void)cudaGetLastError();
+  free(out);
+  free(done);
+  return rc;
+}
+
+/* ---- kernel experiments: transpose, gemm, stencil ---- */
+
+/* One launch of run r writing out, on the lane's stream. Returns CUDA's status;
+ * cuBLAS's goes to *cst. Never classifies, so it is safe inside a capture. */
+static cudaError_t launch_raw(struct job_run *j, int r, float *out, cublasStatus_t *cst) {
+  const struct exp_spec *s = j->spec;
+  int v = j->result->runs[r].variant;
+  cudaStream_t st = j->lane->stream;
+  switch (s->type) {
+  case EXP_TRANSPOSE: return transpose_launch(v, j->d_in[0], out, s->u.transpose.m, s->u.transpose.n, st);
+  case EXP_GEMM:
+    if (v == GEMM_CUBLAS) {
+      *cst = cublas_loader_sgemm_rowmajor(j->cublas, j->lane->cublas, s->u.gemm.m, s->u.gemm.n,
+                                          s->u.gemm.k, j->d_in[0], j->d_in[1], out);
+      return cudaSuccess;
+    }
+    return gemm_launch(v, j->d_in[0], j->d_in[1], out, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k, st);
+  case EXP_STENCIL:
+    return stencil_launch(v, j->d_in[0], out, s->u.stencil.n, s->u.stencil.radius, st);
+  default: return cudaErrorInvalidValue;
+  }
+}
+
+static int cublas_fail(struct job_run *j, cublasStatus_t st) {
+  /* cuBLAS has its own runtime, so its errors are not in our cudaGetLastError; a
+   * sticky one shows on the stream. */
+  cudaError_t e = cudaStreamQuery(j->lane->stream);
+  if (e != cudaSuccess && e != cudaErrorNotReady) return cuda_fail(j, e, "cublasSgemm_v2");
+  snprintf(j->err, j->err_len, "cublasSgemm_v2: %s", cublas_loader_status_name(st));
+  return st == CUBLAS_STATUS_ALLOC_FAILED ? BACKEND_ENOMEM : BACKEND_EINVAL;
+}
+
+/* One launch of run r writing out (a compute_fn). */
+static int launch(struct job_run *j, int r, float *out) {
+  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
+  cudaError_t e = launch_raw(j, r, out, &cst);
+  if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
+  return e == cudaSuccess ? 0 : cuda_fail(j, e, "kernel launch");
+}
+
+/* Inputs, one output per available run, then the job's output and fence. */
+static int kernel_setup(struct job_run *j) {
+  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) TRY(input_setup(j, slot, 1.0f));
+  for (int r = 0; r < j->result->n_runs; r++)
+    if (j->result->runs[r].available) TRY(dev_alloc(j, j->out_len, &j->d_out[r]));
+  return issue_output(j, launch);
+}
+
+/* Ends the capture begun on the lane's stream. When everything captured (e is
+ * cudaSuccess), instantiates the graph as run r's and uploads it. Returns the first
+ * error, unclassified (a capture's errors do not stick). */
+static cudaError_t capture_end(struct job_run *j, int r, cudaError_t e) {
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  cudaError_t end = cudaStreamEndCapture(j->lane->stream, &g);
+  if (e == cudaSuccess) e = end;
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, g, 0);
+  if (g) (void)cudaGraphDestroy(g);
+  if (e != cudaSuccess) return e;
+  j->graph[r] = exec; /* release destroys it */
+  return cudaGraphUpload(exec, j->lane->stream);
+}
+
+/* Graph mode: captures run r's reps launches. A cuBLAS run that cannot be captured
+ * keeps stream timing only (timing.method says so); any other failure fails. */
+static int kernel_capture(struct job_run *j, int r) {
+  struct exp_run *run = &j->result->runs[r];
+  CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
+  cudaError_t e = cudaSuccess;
+  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < run->timing.reps && e == cudaSuccess && cst == CUBLAS_STATUS_SUCCESS; i++)
+    e = launch_raw(j, r, j->d_out[r], &cst);
+  if (e == cudaSuccess && cst != CUBLAS_STATUS_SUCCESS) e = cudaErrorStreamCaptureInvalidated;
+  e = capture_end(j, r, e);
+  if (e == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  if (j->spec->type != EXP_GEMM || run->variant != GEMM_CUBLAS)
+    return cuda_fail(j, e, "graph capture of the run's launches");
+  run->timing.method = METHOD_EVENTS_NO_GRAPH;
+  cudaError_t q = cudaStreamQuery(j->lane->stream); /* a sticky error would show here */
+  return q == cudaSuccess || q == cudaErrorNotReady ? 0 : cuda_fail(j, q, "cublasSgemm_v2");
+}
+
+/* Untimed, before run r's window: poison its output, capture its graph. Graph
+ * mode launches once first, so that lazy module loading and cuBLAS's first-call
+ * set-up happen outside the capture. */
+static int kernel_prepare(struct job_run *j, int r) {
+  if (j->spec->graph) TRY(launch(j, r, j->d_out[r]));
+  CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
+  if (j->spec->graph) TRY(kernel_capture(j, r));
+  return 0;
+}
+
+static int kernel_warm(struct job_run *j, int r, bool graph) {
+  if (graph) CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
+  else TRY(launch(j, r, j->d_out[r]));
+  return 0;
+}
+
+/* One batch between two events: reps launches, or one graph of them. */
+static int kernel_sample(struct job_run *j, int r, bool graph, double *ms) {
+  struct lane *l = j->lane;
+  int reps = j->result->runs[r].timing.reps;
+  CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
+  if (graph)
+    CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
+  else
+    for (int i = 0; i < reps; i++) TRY(launch(j, r, j->d_out[r]));
+  CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
+  CUDA_TRY(j, cudaEventSynchronize(l->stop));
+  float elapsed = 0;
+  CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
+  *ms = (double)elapsed / reps;
+  return 0;
+}
+
+/* ---- pipeline ---- */
+
+/* The lecture's run_pipeline over n of the lane's pipeline streams, issued only:
+ * all uploads (pin_in to d_x), then all kernels (to d_out), then all downloads (to
+ * pin_out; none when NULL), chunk c on stream c % n. *call names a failing call. */
+static cudaError_t pipeline_issue(struct job_run *j, int n, float *d_out, float *pin_out,
+                                  const char **call) {
+  const int chunks = j->spec->u.pipeline.chunks, terms = j->spec->u.pipeline.terms;
+  const size_t chunk = (size_t)j->spec->u.pipeline.chunk, bytes = chunk * sizeof(float);
+  cudaStream_t *aux = j->lane->aux;
+  cudaError_t e = cudaSuccess;
+  *call = "cudaMemcpyAsync (upload)";
+  for (int c = 0; c < chunks && e == cudaSuccess; c++)
+    e = cudaMemcpyAsync(j->d_x + c * chunk, j->pin_in + c * chunk, bytes,
+                        cudaMemcpyHostToDevice, aux[c % n]);
+  if (e != cudaSuccess) return e;
+  *call = "synthesize_launch";
+  for (int c = 0; c < chunks && e == cudaSuccess; c++)
+    e = synthesize_launch(j->d_x + c * chunk, d_out + c * chunk, (int)chunk, terms, aux[c % n]);
+  if (e != cudaSuccess || !pin_out) return e;
+  *call = "cudaMemcpyAsync (download)";
+  for (int c = 0; c < chunks && e == cudaSuccess; c++)
+    e = cudaMemcpyAsync(pin_out + c * chunk, d_out + c * chunk, bytes, cudaMemcpyDeviceToHost,
+                        aux[c % n]);
+  return e;
+}
+
+/* The job's output (a compute_fn): uploads and kernels of one pass with run r's
+ * stream count, forked from and joined back into the lane's stream, no host wait.
+ * The output is the device result, so the pass skips the downloads. */
+static int pipeline_output(struct job_run *j, int r, float *out) {
+  int n = j->result->runs[r].variant;
+  const char *call = "cudaEventRecord (fork)";
+  cudaError_t e = fork_aux(j->lane, n);
+  if (e == cudaSuccess) e = pipeline_issue(j, n, out, NULL, &call);
+  if (e == cudaSuccess) {
+    call = "cudaEventRecord (join)";
+    e = join_aux(j->lane, n);
+  }
+  return e == cudaSuccess ? 0 : cuda_fail(j, e, call);
+}
+
+/* Input (kept on the host, pinned, as the lecture's is), one device and one host
+ * output per available run, the pipeline streams, then the job's output and fence. */
+static int pipeline_setup(struct job_run *j) {
+  struct lane *l = j->lane;
+  const int n_runs = j->result->n_runs;
+  const size_t total = j->out_len;
+  int max_streams = 1;
+  TRY(input_setup(j, 0, GEN_PHASE_SCALE));
+  if (j->bj->input[0]) /* given: never written, so the passes upload elsewhere */
+    TRY(dev_alloc(j, total, &j->d_x));
+  else /* generated: the passes upload the same bits over it */
+    j->d_x = (float *)j->d_in[0];
+  for (int r = 0; r < n_runs; r++) {
+    if (!j->result->runs[r].available) continue;
+    TRY(dev_alloc(j, total, &j->d_out[r]));
+    if (j->result->runs[r].variant > max_streams) max_streams = j->result->runs[r].variant;
+  }
+  void *pin = NULL;
+  TRY(cuda_lane_pinned(j->be, l, (size_t)(1 + n_runs) * (total ? total : 1) * sizeof(float),
+                       &pin, j->err, j->err_len));
+  j->pin_in = (float *)pin;
+  for (int r = 0; r < n_runs; r++) j->pin_out[r] = j->pin_in + (size_t)(1 + r) * total;
+  if (total)
+    CUDA_TRY(j, cudaMemcpyAsync(j->pin_in, j->d_in[0], total * sizeof(float),
+                                cudaMemcpyDeviceToHost, l->stream));
+  TRY(cuda_lane_aux(j->be, l, max_streams, j->err, j->err_len));
+  return issue_output(j, pipeline_output);
+}
+
+/* Graph mode: captures one whole pass of run r, forked from and joined back into
+ * the lane's stream inside the capture. */
+static int pipeline_capture(struct job_run *j, int r) {
+  int n = j->result->runs[r].variant;
+  CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
+  const char *call = "cudaEventRecord (fork)";
+  cudaError_t e = fork_aux(j->lane, n);
+  if (e == cudaSuccess) e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], &call);
+  cudaError_t joined = join_aux(j->lane, n); /* also after an error: the capture must end joined */
+  if (e == cudaSuccess) e = joined;
+  e = capture_end(j, r, e);
+  return e == cudaSuccess ? 0 : cuda_fail(j, e, "graph capture of a pipeline pass");
+}
+
+/* Untimed, before the window: poison run r's outputs (device and host), capture. */
+static int pipeline_prepare(struct job_run *j, int r) {
+  CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
+  memset(j->pin_out[r], 0xFF, j->out_len * sizeof(float)); /* no queued work writes it */
+  if (j->spec->graph) TRY(pipeline_capture(j, r));
+  return 0;
+}
+
+/* One pass of run r and the wait for it. The window starts with the lane idle, so
+ * the pipeline streams need no fork: every pass is complete before the next. */
+static int pipeline_warm(struct job_run *j, int r, bool graph) {
+  if (graph) {
+    CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
+    CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
+    return 0;
+  }
+  int n = j->result->runs[r].variant;
+  const char *call = "";
+  cudaError_t e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], &call);
+  if (e != cudaSuccess) return cuda_fail(j, e, call);
+  for (int i = 0; i < n; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
+  return 0;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One batch: reps passes timed on the host. */
+static int pipeline_sample(struct job_run *j, int r, bool graph, double *ms) {
+  int reps = j->result->runs[r].timing.reps;
+  double t0 = now_ms();
+  for (int i = 0; i < reps; i++) TRY(pipeline_warm(j, r, graph));
+  *ms = (now_ms() - t0) / reps;
+  return 0;
+}
+
+/* ---- timed windows ---- */
+
+/* How one experiment prepares and times a run (see window). */
+struct run_ops {
+  int (*prepare)(struct job_run *j, int r); /* untimed: poison, graph capture */
+  int (*warm)(struct job_run *j, int r, bool graph);
+  int (*sample)(struct job_run *j, int r, bool graph, double *ms); /* per launch (pass) */
+};
+
+static const struct run_ops kernel_ops = {kernel_prepare, kernel_warm, kernel_sample};
+static const struct run_ops pipeline_ops = {pipeline_prepare, pipeline_warm, pipeline_sample};
+
+/* Batch b of run r. Graph mode times the graph and the same launches one by one,
+ * alternating which goes first; without a graph (cuBLAS not captured) the stream
+ * timing is the run's timing. */
+static int batch(struct job_run *j, const struct run_ops *ops, int r, int b) {
+  struct exp_timing *t = &j->result->runs[r].timing;
+  if (!j->spec->graph) {
+    TRY(ops->sample(j, r, false, &t->samples_ms[b]));
+  } else {
+    for (int k = 0; k < 2; k++) {
+      bool as_graph = k == b % 2;
+      if (as_graph && j->graph[r]) TRY(ops->sample(j, r, true, &t->samples_ms[b]));
+      if (!as_graph) TRY(ops->sample(j, r, false, &j->stream_ms[r][b]));
+    }
+    if (!j->graph[r]) t->samples_ms[b] = j->stream_ms[r][b];
+  }
+  t->n_samples = b + 1;
+  TRY(poll_cancel(j));
+  backend_hooks_progress(j->hooks, r, b, t->samples_ms[b]);
+  return 0;
+}
+
+static double median(const double *x, int n) {
+  struct stats_summary s;
+  stats_summarize(x, n, &s);
+  return s.median;
+}
+
+/* After run r's window: contention, graph figures, the graph freed. */
+static void run_finish(struct job_run *j, int r, bool contended) {
+  struct exp_run *run = &j->result->runs[r];
+  run->contended = contended;
+  if (j->spec->graph) {
+    int n = run->timing.n_samples;
+    run->stream_us_per_launch = median(j->stream_ms[r], n) * 1e3;
+    run->graph_us_per_launch = j->graph[r] ? median(run->timing.samples_ms, n) * 1e3 : 0;
+  }
+  if (j->graph[r]) (void)cudaGraphExecDestroy(j->graph[r]);
+  j->graph[r] = NULL;
+}
+
+/* One timed window around runs[0..n): prepared untimed before it, then all their
+ * warm-ups, then batch b over the runs forwards when b is even, backwards when odd.
+ * The last batch waited for the window's work, so UNTIMED follows at once. */
+static int window(struct job_run *j, const struct run_ops *ops, const int *runs, int n) {
+  for (int i = 0; i < n; i++) TRY(ops->prepare(j, runs[i]));
+  TRY(enter_timed(j));
+  for (int i = 0; i < n; i++)
+    for (int w = 0; w < j->result->runs[runs[i]].timing.warmup; w++)
+      TRY(ops->warm(j, runs[i], j->graph[runs[i]] != NULL));
+  TRY(poll_cancel(j));
+  for (int b = 0; b < j->spec->timing.batches; b++)
+    for (int i = 0; i < n; i++) TRY(batch(j, ops, runs[b % 2 == 0 ? i : n - 1 - i], b));
+  bool contended = leave_timed(j);
+  for (int i = 0; i < n; i++) run_finish(j, runs[i], contended);
+  return 0;
+}
+
+/* The available runs in the type's order: SEQUENTIAL one window per run,
+ * ALTERNATING one window around all. */
+static int schedule(struct job_run *j, const struct run_ops *ops) {
+  int runs[EXP_MAX_VARIANTS], n = 0;
+  for (int r = 0; r < j->result->n_runs; r++)
+    if (j->result->runs[r].available) runs[n++] = r;
+  if (n == 0) return 0;
+  if (exp_type_order(j->spec->type) == EXP_ORDER_ALTERNATING) return window(j, ops, runs, n);
+  for (int i = 0; i < n; i++) TRY(window(j, ops, &runs[i], 1));
+  return 0;
+}
+
+/* ---- checks ---- */
+
+/* After the last window: copies each run's output (the pipeline's is on the host
+ * already) and each input given as data to the host, releases the device memory,
+ * waits for the lane and reports IDLE. */
+static int collect(struct job_run *j, float **h_out, const float **h_given) {
+  const bool pipeline = j->spec->type == EXP_PIPELINE;
+  const int n_inputs = exp_input_count(j->spec->type);
+  size_t n = 0;
+  for (int r = 0; r < j->result->n_runs; r++)
+    if (j->result->runs[r].available && !pipeline) n += j->out_len;
+  for (int slot = 0; slot < n_inputs; slot++)
+    if (j->bj->input[slot]) n += j->bj->input[slot]->count;
+  float *h = NULL;
+  TRY(cuda_lane_host(j->lane, n, &h, j->err, j->err_len));
+  cudaStream_t st = j->lane->stream;
+  for (int r = 0; r < j->result->n_runs; r++) {
+    if (!j->result->runs[r].available) continue;
+    if (pipeline) {
+      h_out[r] = j->pin_out[r];
+      continue;
+    }
+    h_out[r] = h;
+    h += j->out_len;
+    if (j->out_len)
+      CUDA_TRY(j, cudaMemcpyAsync(h_out[r], j->d_out[r], j->out_len * sizeof(float),
+                                  cudaMemcpyDeviceToHost, st));
+  }
+  for (int slot = 0; slot < n_inputs; slot++) {
+    const struct backend_buffer *in = j->bj->input[slot];
+    if (!in) continue;
+    h_given[slot] = h;
+    if (in->count)
+      CUDA_TRY(j, cudaMemcpyAsync(h, in->data, in->count * sizeof(float), cudaMemcpyDeviceToHost, st));
+    h += in->count;
+  }
+  TRY(release(j));
+  enter_idle(j);
+  return 0;
+}
+
+static int check_runs(struct job_run *j, float *const *h_out, const float *const *h_given) {
+  struct reference *ref = NULL;
+  int rc = reference_new(j->spec, h_given, &ref);
+  if (rc != 0) {
+    snprintf(j->err, j->err_len, "reference_new: %s", strerror(-rc));
+    return rc == -ENOMEM ? BACKEND_ENOMEM : BACKEND_EINVAL;
+  }
+  if (reference_output_len(ref) != j->out_len) {
+    snprintf(j->err, j->err_len, "reference has %zu outputs, the job %zu",
+             reference_output_len(ref), j->out_len);
+    reference_free(ref);
+    return BACKEND_EINVAL;
+  }
+  for (int r = 0; r < j->result->n_runs; r++) {
+    struct exp_run *run = &j->result->runs[r];
+    if (run->available) reference_check(ref, run->variant, h_out[r], &run->check);
+  }
+  reference_free(ref);
+  return 0;
+}
+
+/* ---- run ---- */
+
+/* Everything after SETUP: the parents' fences, setup, windows, copies, checks. */
+static int run_job(struct job_run *j) {
+  const bool pipeline = j->spec->type == EXP_PIPELINE;
+  struct exp_shape shape;
+  exp_output_shape(j->spec, &shape);
+  j->out_len = (size_t)exp_shape_count(&shape);
+  for (int i = 0; i < j->bj->n_after; i++)
+    if (j->bj->after[i]) CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
+  TRY(pipeline ? plan_pipeline_runs(j) : plan_kernel_runs(j));
+  TRY(pipeline ? pipeline_setup(j) : kernel_setup(j));
+  TRY(schedule(j, pipeline ? &pipeline_ops : &kernel_ops));
+  float *h_out[EXP_MAX_VARIANTS] = {};
+  const float *h_given[EXP_MAX_INPUTS] = {};
+  TRY(collect(j, h_out, h_given));
+  return first_available(j) < 0 ? 0 : check_runs(j, h_out, h_given);
+}
+
+int cuda_run(struct backend *b, int lane, struct backend_job *job,
+             const struct backend_hooks *hooks, struct exp_result *result, char *err,
+             size_t err_len) {
+  struct cuda_backend *be = (struct cuda_backend *)b->impl;
+  memset(result, 0, sizeof *result);
+  snprintf(result->backend, sizeof result->backend, "cuda");
+  snprintf(result->device_name, sizeof result->device_name, "%.95s", be->prop.name);
+  job->output = NULL;
+  job->done = NULL;
+  if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  int rc = cuda_validate(job, err, err_len);
+  if (rc != 0) return rc;
+
+  struct job_run j = {};
+  j.be = be;
+  j.lane = &be->lanes[lane];
+  j.bj = job;
+  j.spec = job->spec;
+  j.hooks = hooks;
+  j.result = result;
+  j.err = err;
+  j.err_len = err_len;
+  cudaError_t e = cudaSetDevice(be->device); /* the worker thread may be new */
+  if (e != cudaSuccess) return cuda_fail(&j, e, "cudaSetDevice");
+  backend_hooks_phase(hooks, BACKEND_PHASE_SETUP);
+  rc = run_job(&j);
+  /* On failure: the lane's work completes, then the phases close in order. */
+  int release_rc = release(&j);
+  if (rc == 0) rc = release_rc;
+  if (j.in_window) (void)leave_timed(&j);
+  if (!j.idle) enter_idle(&j);
+  for (int r = 0; r < result->n_runs; r++)
+    if (result->runs[r].timing.n_samples > 0) exp_timing_summarize(&result->runs[r].timing);
+  exp_result_finish(job->spec, result);
+  return rc;
+}

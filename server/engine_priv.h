@@ -1,0 +1,104 @@
+/* Private to the engine (engine.c, engine_buffers.c): its structures. One mutex,
+ * engine.lock, guards every field below except where a comment says otherwise. */
+#ifndef GPULAB_ENGINE_PRIV_H
+#define GPULAB_ENGINE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "server/engine.h"
+#include "server/gate.h"
+#include "server/sched.h"
+
+/* A buffer: an upload, or a job's output. Reference counted under the lock by the
+ * table (while listed), by the job that produced it (until it ends) and by every
+ * job that reads it (until it ends). */
+struct ebuf {
+  int refs;
+  uint64_t id;  /* 0 while not listed (an output nobody kept) */
+  bool listed;
+  struct exp_shape shape;
+  struct backend_buffer *buf;
+  int device;
+  struct job *producer; /* referenced, for its done fence; NULL for an upload */
+  int in_use;           /* unfinished jobs that read it */
+  char client[64];
+  double created_at;
+};
+
+struct job {
+  atomic_int refs;
+  atomic_bool cancel_requested;
+  struct backend *backend; /* of the device it ran on, for the fence; NULL before */
+  uint64_t id;
+  enum job_state state;
+  struct exp_spec spec;
+  struct engine_job_request req; /* as asked; spec above is the resolved one */
+  struct sched_item item;
+  struct sched_client *sched_client;
+
+  struct job *parents[ENGINE_MAX_PARENTS]; /* referenced */
+  int n_parents;
+  int deps_pending;         /* parents not yet issued (finished, with host_sync) */
+  struct job **children;    /* referenced until this job settles */
+  int n_children, cap_children;
+  struct job *input_from[EXP_MAX_INPUTS]; /* slot fed by this parent's output */
+  struct ebuf *inputs[EXP_MAX_INPUTS];    /* referenced while unfinished */
+
+  bool issued;
+  struct backend_fence *done; /* freed with the job */
+  struct ebuf *output;        /* referenced until the job ends */
+  uint64_t output_buffer;     /* listed id when kept */
+
+  double created_at, started_at, issued_at, finished_at;
+  int device, lane;
+  struct exp_result *result;
+  char error_code[32];
+  char error_message[256];
+  /* A running job whose parent failed: it ends failed with this, not canceled. */
+  char parent_failure[256];
+};
+
+struct worker {
+  struct engine *engine;
+  int device, lane;
+  pthread_t thread;
+};
+
+struct engine {
+  pthread_mutex_t lock;
+  pthread_cond_t work_ready; /* the fair queue gained a job, or stopping */
+  pthread_cond_t timer_wake; /* a watch was added, or stopping */
+  bool stopping, stopped;
+
+  struct backend *const *devices;
+  struct gate **gates; /* one per device */
+  int n_devices;
+  struct engine_config cfg;
+
+  struct job **jobs; /* sorted by id: ids only grow */
+  int n_jobs, cap_jobs;
+  uint64_t next_id;
+  struct sched *sched;
+  int n_queued;
+
+  struct ebuf **buffers; /* listed, sorted by id */
+  int n_buffers, cap_buffers;
+  uint64_t next_buffer_id;
+
+  struct events *events; /* has its own lock; published to under ours */
+  struct engine_watch *watches;
+  struct worker *workers;
+  int n_workers;
+  pthread_t timer;
+};
+
+/* engine_buffers.c, lock held: */
+void ebuf_ref_locked(struct ebuf *b);
+void ebuf_unref_locked(struct engine *e, struct ebuf *b);
+struct ebuf *ebuf_find_locked(struct engine *e, uint64_t id);
+/* Wraps a job's output; listed (given an id) when kept. NULL when out of memory. */
+struct ebuf *ebuf_for_output_locked(struct engine *e, struct job *job, struct backend_buffer *buf);
+void ebuf_free_all_locked(struct engine *e);
+
+#endif

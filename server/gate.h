@@ -1,0 +1,30 @@
+/* The gate that keeps timed windows exclusive on one device. A job holds it
+ * shared while it has device work in flight, and exclusively for a timed window
+ * ("isolation": "exclusive", the default); exclusive requests go first. A window
+ * opened under the gate learns at its close whether anyone else held the gate at
+ * any moment of it: device work only runs under the gate, so "no one else" means
+ * no other job's device work overlapped the window. Thread-safe. */
+#ifndef GPULAB_GATE_H
+#define GPULAB_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct gate;
+
+struct gate_window {
+  uint64_t epoch; /* entries into the gate when the window opened */
+  bool others;    /* someone else held the gate when it opened */
+};
+
+int gate_new(struct gate **out); /* 0 or -ENOMEM */
+void gate_free(struct gate *g);  /* NULL is a no-op; nobody may hold it */
+
+void gate_enter(struct gate *g, bool exclusive); /* blocks until granted */
+void gate_leave(struct gate *g, bool exclusive);
+
+/* The caller holds the gate. */
+void gate_window_open(struct gate *g, struct gate_window *w);
+bool gate_window_close(struct gate *g, const struct gate_window *w); /* true: contended */
+
+#endif
