@@ -157,6 +157,7 @@ json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result 
   json_t *runs = json_array();
   for (int i = 0; i < result->n_runs; i++) json_array_append_new(runs, run_to_json(spec, &result->runs[i]));
   json_object_set_new(o, "passed", json_boolean(exp_result_passed(result)));
+  if (result->input_path[0]) json_object_set_new(o, "input_path", json_string(result->input_path));
   json_object_set_new(o, "runs", runs);
   return o;
 }

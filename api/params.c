@@ -248,6 +248,15 @@ static int parse_option(const char *key, json_t *v, struct api_job_options *o,
     o->priority = (int)p;
     return 0;
   }
+  if (strcmp(key, "device") == 0) {
+    if (!json_is_integer(v))
+      return api_error_set(err, 400, "wrong_type", key, "device must be an integer, got %s", json_kind(v));
+    if (json_integer_value(v) < 0 || json_integer_value(v) > API_MAX_DEVICE)
+      return api_error_set(err, 400, "out_of_range", key, "device must be between 0 and %d, got %lld",
+                           API_MAX_DEVICE, (long long)json_integer_value(v));
+    o->device = (int)json_integer_value(v);
+    return 0;
+  }
   if (strcmp(key, "isolation") == 0) return parse_choice(v, key, "exclusive", "shared", &o->exclusive, err);
   if (strcmp(key, "dependency") == 0) return parse_choice(v, key, "host", "event", &o->host_sync, err);
   if (strcmp(key, "keep_output") == 0) return parse_bool(v, key, &o->keep_output, err);
@@ -272,6 +281,7 @@ static int parse_option(const char *key, json_t *v, struct api_job_options *o,
 static void options_default(struct api_job_options *o) {
   memset(o, 0, sizeof *o);
   o->exclusive = true;
+  o->device = -1;
 }
 
 static unsigned dim_bit(enum exp_type type, const char *key) {
@@ -389,7 +399,7 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
     else if (orc > 0) {
       api_error_set(err, 400, "unknown_field", key,
                     "unknown field '%.40s'; a job accepts: type, params, depends_on, priority, "
-                    "isolation, keep_output, dependency", key);
+                    "isolation, keep_output, dependency, device", key);
       goto fail;
     }
   }

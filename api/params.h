@@ -20,6 +20,7 @@
 
 #define API_MAX_PRIORITY 1000
 #define API_MAX_DEPENDS 16
+#define API_MAX_DEVICE 15
 
 /* How a job runs, beside what it computes. */
 struct api_job_options {
@@ -27,6 +28,7 @@ struct api_job_options {
   bool exclusive;    /* "isolation": "exclusive" (default) or "shared" */
   bool keep_output;  /* keep the output as a buffer */
   bool host_sync;    /* "dependency": "event" (default) or "host" */
+  int device;        /* pin to this device; -1 (default): the engine places it */
   int n_depends;
   uint64_t depends_on[API_MAX_DEPENDS];
 };

@@ -36,6 +36,23 @@ int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend
 #endif
 }
 
+int backend_cuda_device_count(void) {
+#ifdef GPULAB_HAVE_CUDA
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+void backend_connect(struct backend *const *devices, int n) {
+#ifdef GPULAB_HAVE_CUDA
+  cuda_backend_enable_peers(devices, n);
+#else
+  (void)devices;
+  (void)n;
+#endif
+}
+
 void backend_free(struct backend *b) {
   if (b) b->ops->free(b);
 }

@@ -90,6 +90,10 @@ struct backend_job {
 int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
                  char *why, size_t why_len);
 void backend_free(struct backend *b); /* NULL is a no-op; no job may be running */
+/* CUDA devices visible here; 0 without CUDA or a driver. */
+int backend_cuda_device_count(void);
+/* Connects the devices of one gpulabd (peer access between CUDA devices). */
+void backend_connect(struct backend *const *devices, int n);
 
 const char *backend_name(const struct backend *b); /* "cuda" or "cpu" */
 int backend_lanes(const struct backend *b);

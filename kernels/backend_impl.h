@@ -30,6 +30,7 @@ struct backend_ops {
 struct backend_buffer {
   uint64_t count;
   float *data;
+  int device; /* CUDA: the ordinal that holds data; CPU: 0 (host memory serves all) */
 };
 
 struct backend {
@@ -39,6 +40,11 @@ struct backend {
 };
 
 int cpu_backend_open(int n_lanes, struct backend **out, char *why, size_t why_len);
+/* Lets every CUDA device of devices read the others' memory directly (peer access)
+ * where the hardware allows; inputs then move by peer copies, else through host
+ * memory. Non-CUDA entries are skipped. */
+void cuda_backend_enable_peers(struct backend *const *devices, int n);
+int cuda_device_count(void);
 /* Returns BACKEND_EUNAVAIL (why says why) when no CUDA device answers. */
 int cuda_backend_open(int device, int n_lanes, struct backend **out, char *why,
                       size_t why_len);

@@ -173,6 +173,8 @@ struct exp_result {
   int n_runs;
   struct exp_run runs[EXP_MAX_VARIANTS];
   char backend[8];       /* "cuda" or "cpu" */
+  char input_path[8];    /* data inputs from another device came by "peer" copy or
+                            through "host" memory; "local" when all were here */
   char device_name[96];
 };
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,8 @@ static const char usage[] =
     "  --host ADDR         numeric address to listen on (default 127.0.0.1)\n"
     "  --port N            TCP port; 0 picks a free one (default 8080)\n"
     "  --backend KIND      auto | cuda | cpu (default auto: CUDA when a device answers)\n"
-    "  --device N          CUDA device ordinal (default 0)\n"
+    "  --devices LIST      devices to use: all, or ordinals like 0,1 (default all; the CPU\n"
+    "                      backend makes one CPU device per ordinal, for tests)\n"
     "  --streams N         CUDA streams (CPU: worker threads) jobs run on, 1..64 (default 4)\n"
     "  --max-body BYTES    largest request body; larger gets 413 (default 1048576)\n"
     "  --max-upload BYTES  largest POST /buffers body (default 268435456)\n"
@@ -39,13 +41,38 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
   return 0;
 }
 
+/* "all" or a comma-separated list of distinct ordinals 0..63. */
+static int parse_devices(const char *text, struct config *cfg, char *err, size_t err_len) {
+  cfg->n_devices = 0;
+  if (strcmp(text, "all") == 0) return 0;
+  const char *p = text;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long d = strtol(p, &end, 10);
+    bool dup = false;
+    for (int i = 0; i < cfg->n_devices; i++) dup |= cfg->devices[i] == d;
+    if (end == p || errno || d < 0 || d > 63 || dup || cfg->n_devices == 16 || (*end && *end != ',')) {
+      snprintf(err, err_len, "--devices must be all or up to 16 distinct ordinals 0..63 like 0,1; got '%s'", text);
+      return -1;
+    }
+    cfg->devices[cfg->n_devices++] = (int)d;
+    p = *end ? end + 1 : end;
+  }
+  if (cfg->n_devices == 0) {
+    snprintf(err, err_len, "--devices is empty");
+    return -1;
+  }
+  return 0;
+}
+
 int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
-                         .device = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
+                         .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
-      {"backend", required_argument, 0, 'b'},   {"device", required_argument, 0, 'd'},
+      {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
       {"streams", required_argument, 0, 's'},   {"max-body", required_argument, 0, 'B'},
       {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
       {"max-jobs-kept", required_argument, 0, 'k'},
@@ -76,7 +103,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
         return -1;
       }
       break;
-    case 'd': rc = parse_long("--device", optarg, 0, 1023, &v, err, err_len); cfg->device = (int)v; break;
+    case 'd': rc = parse_devices(optarg, cfg, err, err_len); break;
     case 's': rc = parse_long("--streams", optarg, 1, 64, &v, err, err_len); cfg->streams = (int)v; break;
     case 'B': rc = parse_long("--max-body", optarg, 64, 1L << 40, &v, err, err_len); cfg->max_body = (size_t)v; break;
     case 't': rc = parse_long("--http-threads", optarg, 1, 256, &v, err, err_len); cfg->http_threads = (int)v; break;

@@ -10,7 +10,8 @@ struct config {
   char host[64];
   int port;
   enum backend_kind backend;
-  int device;
+  int devices[16]; /* ordinals, in order */
+  int n_devices;    /* 0: all (CUDA), one (CPU) */
   int streams;
   size_t max_body;
   size_t max_upload;

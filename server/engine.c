@@ -178,12 +178,32 @@ uint64_t engine_memory_limit(const struct engine *e) {
 
 /* ---- states and dependencies ---- */
 
+/* Where a job runs: where it was pinned, else where its data lives, else on the
+ * least loaded device. */
+static int place_locked(struct engine *e, const struct job *job) {
+  if (job->req.device >= 0) return job->req.device;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->inputs[s]) return job->inputs[s]->device;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->input_from[s] && job->input_from[s]->device >= 0) return job->input_from[s]->device;
+  int best = 0, best_load = -1;
+  for (int d = 0; d < e->n_devices; d++) {
+    int load = sched_queued(e->sched, d) + e->running[d];
+    if (best_load < 0 || load < best_load) {
+      best = d;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
 static void make_queued_locked(struct engine *e, struct job *job) {
   job->state = JOB_QUEUED;
-  sched_push(e->sched, job->sched_client, &job->item);
+  job->device = place_locked(e, job);
+  sched_push(e->sched, job->device, job->sched_client, &job->item);
   e->n_queued++;
   publish_state_locked(e, job);
-  pthread_cond_signal(&e->work_ready);
+  pthread_cond_broadcast(&e->work_ready); /* the workers of that device */
 }
 
 /* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
@@ -401,6 +421,9 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
     rc = refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
   } else if (!(job->sched_client = sched_client(e->sched, req->client))) {
     rc = refuse(err, -ENOMEM, "", "out of memory");
+  } else if (req->device >= e->n_devices) {
+    rc = refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
+                req->device, e->n_devices);
   } else if (sched_pending(job->sched_client) >= e->cfg.max_queued) {
     rc = refuse(err, -EAGAIN, "", "this client already has %d jobs queued or waiting (--max-queued)",
                 e->cfg.max_queued);
@@ -462,6 +485,7 @@ static void view_locked(struct job *job, struct job_view *v) {
   v->issued_at = job->issued_at;
   v->finished_at = job->finished_at;
   v->device = job->device;
+  v->device_pinned = job->req.device >= 0;
   v->lane = job->lane;
   v->output_buffer = job->output_buffer;
   v->result = job->state == JOB_DONE ? job->result : NULL;
@@ -614,7 +638,8 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
                             struct backend_fence **after) {
   pthread_mutex_lock(&e->lock);
   struct sched_item *item;
-  while (!e->stopping && !(item = sched_pop(e->sched))) pthread_cond_wait(&e->work_ready, &e->lock);
+  while (!e->stopping && !(item = sched_pop(e->sched, w->device)))
+    pthread_cond_wait(&e->work_ready, &e->lock);
   if (e->stopping) {
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -624,7 +649,7 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
   sched_pending_add(job->sched_client, -1);
   job->state = JOB_RUNNING;
   job->started_at = engine_now_unix();
-  job->device = w->device;
+  e->running[w->device]++;
   job->lane = w->lane;
   job->backend = e->devices[w->device];
   job_ref(job);
@@ -641,6 +666,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
                        struct exp_result *result, const char *err) {
   struct engine_watch *fired = NULL;
   pthread_mutex_lock(&e->lock);
+  e->running[job->device]--;
   if (bj->done) job->done = bj->done; /* the backend failed before issuing */
   if (bj->output) backend_buffer_free(job->backend, bj->output);
   if (rc == 0) {
@@ -694,6 +720,7 @@ static void *worker_main(void *arg) {
 
 int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
                struct engine **out) {
+  if (n_devices < 1 || n_devices > SCHED_MAX_QUEUES) return -EINVAL;
   struct engine *e = calloc(1, sizeof *e);
   if (!e) return -ENOMEM;
   pthread_mutex_init(&e->lock, NULL);
@@ -706,7 +733,8 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);
   e->workers = calloc((size_t)e->n_workers, sizeof *e->workers);
   e->gates = calloc((size_t)n_devices, sizeof *e->gates);
-  if (!e->workers || !e->gates || sched_new(&e->sched) || events_new(4096, &e->events)) goto fail;
+  if (!e->workers || !e->gates || sched_new(n_devices, &e->sched) || events_new(4096, &e->events))
+    goto fail;
   for (int d = 0; d < n_devices; d++)
     if (gate_new(&e->gates[d])) goto fail;
   if (pthread_create(&e->timer, NULL, timer_main, e)) goto fail;

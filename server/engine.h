@@ -32,6 +32,7 @@ struct engine;
 struct engine_job_request {
   struct exp_spec spec;
   char client[64];
+  int device;      /* pin to this device; -1: placed by the engine */
   int priority;    /* higher runs first among the client's jobs */
   bool exclusive;  /* timed windows alone on the device (isolation "exclusive") */
   bool keep_output;
@@ -60,7 +61,8 @@ struct job_view {
   int n_parents;
   uint64_t parents[ENGINE_MAX_PARENTS];
   double created_at, started_at, issued_at, finished_at; /* unix seconds; 0 = not yet */
-  int device, lane;                                       /* where it ran; -1 before */
+  int device, lane; /* device: where it is placed (-1 while waiting); lane: where it ran */
+  bool device_pinned;
   uint64_t output_buffer; /* kept output's buffer id, 0 if none */
   const struct exp_result *result;
   char error_code[32];
@@ -123,9 +125,10 @@ struct engine_buffer_view {
 };
 
 /* Uploads count floats of host (borrowed; any alignment) with shape as a new
- * buffer on device 0. Returns 0 and its id, or a negative errno with err. */
+ * buffer on device (0 <= device < engine_device_count). Returns 0 and its id, or a
+ * negative errno with err. */
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const char *client, uint64_t *id, struct engine_error *err);
+                         const char *client, int device, uint64_t *id, struct engine_error *err);
 /* 0 or -ENOENT. */
 int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *view);
 /* Copies the buffer into host (view.bytes long), waiting for the job that writes

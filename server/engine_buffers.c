@@ -93,7 +93,7 @@ static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
 }
 
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const char *client, uint64_t *id, struct engine_error *err) {
+                         const char *client, int device, uint64_t *id, struct engine_error *err) {
   uint64_t count = (uint64_t)exp_shape_count(shape);
   memset(err, 0, sizeof *err);
   if (count * sizeof(float) > engine_memory_limit(e)) {
@@ -106,12 +106,14 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
   struct ebuf *b = calloc(1, sizeof *b);
   if (!b) return err->code = -ENOMEM;
   /* The copy to the device happens outside the lock: it may take milliseconds. */
-  int rc = backend_buffer_upload(e->devices[0], host, count, &b->buf, err->message, sizeof err->message);
+  int rc = backend_buffer_upload(e->devices[device], host, count, &b->buf, err->message,
+                                 sizeof err->message);
   if (rc) {
     free(b);
     return err->code = rc == BACKEND_ENOMEM ? -ENOMEM : -EIO;
   }
   b->shape = *shape;
+  b->device = device;
   snprintf(b->client, sizeof b->client, "%s", client);
   b->created_at = engine_now_unix();
   pthread_mutex_lock(&e->lock);
@@ -119,7 +121,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
   if (rc == 0) *id = b->id;
   pthread_mutex_unlock(&e->lock);
   if (rc) {
-    backend_buffer_free(e->devices[0], b->buf);
+    backend_buffer_free(e->devices[device], b->buf);
     free(b);
     snprintf(err->message, sizeof err->message, "%s", rc == -ESHUTDOWN ? "gpulabd is shutting down" : "out of memory");
     return err->code = rc;

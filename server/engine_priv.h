@@ -81,6 +81,7 @@ struct engine {
   uint64_t next_id;
   struct sched *sched;
   int n_queued;
+  int running[SCHED_MAX_QUEUES]; /* per device */
 
   struct ebuf **buffers; /* listed, sorted by id */
   int n_buffers, cap_buffers;

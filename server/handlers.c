@@ -14,7 +14,7 @@
 #include "server/http_priv.h"
 
 enum route_id {
-  ROUTE_INDEX, ROUTE_HEALTH, ROUTE_DEVICE, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
+  ROUTE_INDEX, ROUTE_HEALTH, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
   ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT
 };
 
@@ -43,7 +43,8 @@ static bool match_id(const char *url, const char *prefix, const char *suffix, ch
 static bool match_route(const char *url, struct route_match *m) {
   static const struct { const char *path; enum route_id id; const char *allow; } fixed[] = {
       {"/", ROUTE_INDEX, "GET, HEAD"},         {"/health", ROUTE_HEALTH, "GET, HEAD"},
-      {"/device", ROUTE_DEVICE, "GET, HEAD"},  {"/jobs", ROUTE_JOBS, "GET, HEAD, POST"},
+      {"/device", ROUTE_DEVICE, "GET, HEAD"},  {"/devices", ROUTE_DEVICES, "GET, HEAD"},
+      {"/jobs", ROUTE_JOBS, "GET, HEAD, POST"},
       {"/events", ROUTE_EVENTS, "GET"},        {"/buffers", ROUTE_BUFFERS, "GET, HEAD, POST"},
   };
   memset(m, 0, sizeof *m);
@@ -232,7 +233,9 @@ static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec 
     return respond_fail(r, 404, buffer ? "buffer_not_found" : "job_not_found", field, "%s", e->message);
   }
   case EINVAL:
-    return respond_fail(r, 400, field && strcmp(field, "depends_on") == 0 ? "out_of_range" : "shape_mismatch",
+    return respond_fail(r, 400,
+                        field && (!strcmp(field, "depends_on") || !strcmp(field, "device")) ? "out_of_range"
+                                                                                          : "shape_mismatch",
                         field, "%s", e->message);
   case EPIPE: return respond_fail(r, 409, "output_not_kept", field, "%s", e->message);
   case EFBIG: return respond_fail(r, 413, "job_too_large", NULL, "%s", e->message);
@@ -254,7 +257,7 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   if (!engine_healthy(e))
     return respond_fail(r, 503, "backend_unavailable", NULL,
                         "the device failed and gpulabd is not accepting jobs; see /health");
-  struct engine_job_request req = {.spec = *spec, .priority = opts->priority,
+  struct engine_job_request req = {.spec = *spec, .device = opts->device, .priority = opts->priority,
                                    .exclusive = opts->exclusive, .keep_output = opts->keep_output,
                                    .host_sync = opts->host_sync, .n_depends = opts->n_depends};
   memcpy(req.depends_on, opts->depends_on, sizeof req.depends_on);
@@ -374,11 +377,14 @@ static enum MHD_Result list_jobs(struct request *r) {
   return respond_json(r, 200, json_pack("{s:o,s:o}", "jobs", list, "next_cursor", next));
 }
 
-static json_t *device_json(struct engine *e) {
-  struct backend *b = engine_device(e, 0);
+/* One device; "index" is its position in this gpulabd (the "device" of jobs). */
+static json_t *device_json(struct engine *e, int index) {
+  struct backend *b = engine_device(e, index);
   struct backend_device_info info;
   backend_device_info(b, &info);
   json_t *o = api_device_to_json(&info);
+  json_object_set_new(o, "ordinal", json_integer(info.index));
+  json_object_set_new(o, "index", json_integer(index));
   json_object_set_new(o, "streams", json_integer(backend_lanes(b)));
   json_object_set_new(o, "job_memory_limit_bytes", json_integer((json_int_t)backend_memory_limit(b)));
   json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
@@ -403,11 +409,11 @@ static enum MHD_Result health(struct request *r) {
 static enum MHD_Result index_page(struct request *r) {
   return respond_json(
       r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
                 "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
                 "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
                 "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
-                "DELETE /buffers/{id}", "GET /device", "GET /health"));
+                "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health"));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {
@@ -417,7 +423,17 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   switch (m.id) {
   case ROUTE_INDEX: return index_page(r);
   case ROUTE_HEALTH: return health(r);
-  case ROUTE_DEVICE: return respond_json(r, 200, device_json(r->srv->engine));
+  case ROUTE_DEVICE: { /* the first device, and how many there are */
+    json_t *o = device_json(r->srv->engine, 0);
+    json_object_set_new(o, "device_count", json_integer(engine_device_count(r->srv->engine)));
+    return respond_json(r, 200, o);
+  }
+  case ROUTE_DEVICES: {
+    json_t *list = json_array();
+    for (int d = 0; d < engine_device_count(r->srv->engine); d++)
+      json_array_append_new(list, device_json(r->srv->engine, d));
+    return respond_json(r, 200, json_pack("{s:o}", "devices", list));
+  }
   case ROUTE_JOBS: return post ? post_jobs(r) : list_jobs(r);
   case ROUTE_JOB: return job_route(r, m.id_text);
   case ROUTE_JOB_EVENTS: {

@@ -31,9 +31,13 @@ enum MHD_Result buffers_post(struct request *r) {
   struct exp_shape s = {arr.ndim, {arr.shape[0], arr.ndim == 2 ? arr.shape[1] : 0}};
   char client[64];
   struct engine_error err;
+  struct api_error aerr;
   uint64_t id;
+  long long device;
+  if (query_int(r, "device", 0, engine_device_count(r->srv->engine) - 1, 0, &device, &aerr))
+    return respond_error(r, &aerr);
   int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, request_client(r, client, sizeof client),
-                                &id, &err);
+                                (int)device, &id, &err);
   if (rc == -EFBIG) return respond_fail(r, 413, "buffer_too_large", NULL, "%s", err.message);
   if (rc) return respond_fail(r, 503, "upload_failed", NULL, "cannot store the buffer: %s", err.message);
   struct engine_buffer_view v;

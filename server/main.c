@@ -12,6 +12,32 @@
 #include "server/http.h"
 #include "server/log.h"
 
+/* Opens every device of --devices: the first decides the kind (auto: CUDA when a
+ * device answers), the rest follow it. Returns how many were opened, 0 on error. */
+static int open_devices(const struct config *cfg, struct backend **devices, char *err,
+                        size_t err_len) {
+  int ordinals[16], n = cfg->n_devices;
+  memcpy(ordinals, cfg->devices, sizeof ordinals);
+  if (n == 0) { /* all: every CUDA device, or one CPU device */
+    int count = cfg->backend == BACKEND_CPU ? 0 : backend_cuda_device_count();
+    n = count > 0 ? (count < 16 ? count : 16) : 1;
+    for (int i = 0; i < n; i++) ordinals[i] = i;
+  }
+  enum backend_kind kind = cfg->backend;
+  for (int i = 0; i < n; i++) {
+    char why[256];
+    if (backend_open(kind, ordinals[i], cfg->streams, &devices[i], why, sizeof why)) {
+      snprintf(err, err_len, "device %d: %s", ordinals[i], why);
+      while (i-- > 0) backend_free(devices[i]);
+      return 0;
+    }
+    log_info("device %d: %s", ordinals[i], why);
+    kind = strcmp(backend_name(devices[i]), "cuda") == 0 ? BACKEND_CUDA : BACKEND_CPU;
+  }
+  backend_connect(devices, n);
+  return n;
+}
+
 int main(int argc, char **argv) {
   struct config cfg;
   char err[512];
@@ -29,17 +55,19 @@ int main(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  struct backend *backend = NULL;
+  struct backend *devices[16];
+  int n_devices = 0;
+
   struct engine *engine = NULL;
   struct http_server *server = NULL;
   int status = 1;
-  if (backend_open(cfg.backend, cfg.device, cfg.streams, &backend, err, sizeof err)) {
+  n_devices = open_devices(&cfg, devices, err, sizeof err);
+  if (n_devices == 0) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
-  log_info("%s", err);
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued};
-  if (engine_new(&backend, 1, &ecfg, &engine)) {
+  if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
   }
@@ -50,8 +78,9 @@ int main(int argc, char **argv) {
     goto fail;
   }
   bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
-  log_info("listening on http://%s%s%s:%d (%d streams, %d http threads)", ipv6 ? "[" : "",
-           cfg.host, ipv6 ? "]" : "", http_server_port(server), cfg.streams, cfg.http_threads);
+  log_info("listening on http://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
+           ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
+           cfg.streams, cfg.http_threads);
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -62,7 +91,7 @@ fail:
   if (engine) engine_stop(engine); /* resumes every waiting request */
   http_server_stop(server);
   engine_free(engine);
-  backend_free(backend);
+  for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
   if (status == 0) log_info("stopped");
   return status;
 }

@@ -1,6 +1,6 @@
-/* Fair queueing: clients with queued items form a ring; sched_pop serves the ring's
- * head and moves it to the back. Client records are few (one per address or
- * token), so a list is enough. */
+/* Fair queueing: per queue (device), the clients with items there form a ring;
+ * sched_pop serves the ring's head and moves it to the back. Client records are few
+ * (one per address or token), so a list is enough. */
 #include "server/sched.h"
 
 #include <errno.h>
@@ -11,22 +11,34 @@
 
 struct sched_client {
   struct sched_client *next_known; /* every client */
-  struct sched_client *next_ready; /* ring of clients with items */
-  bool ready;
   char name[64];
-  struct sched_item *head; /* sorted: priority desc, then seq asc */
   int pending;
+  /* per queue: */
+  struct sched_client *next_ready[SCHED_MAX_QUEUES]; /* ring of clients with items */
+  bool ready[SCHED_MAX_QUEUES];
+  struct sched_item *head[SCHED_MAX_QUEUES]; /* sorted: priority desc, then seq asc */
+};
+
+struct ring {
+  struct sched_client *head, *tail;
+  int items;
 };
 
 struct sched {
   struct sched_client *known;
-  struct sched_client *ready_head, *ready_tail;
+  int n_queues;
+  struct ring rings[SCHED_MAX_QUEUES];
 };
 
-int sched_new(struct sched **out) {
+int sched_new(int n_queues, struct sched **out) {
+  if (n_queues < 1 || n_queues > SCHED_MAX_QUEUES) return -EINVAL;
   *out = calloc(1, sizeof **out);
-  return *out ? 0 : -ENOMEM;
+  if (!*out) return -ENOMEM;
+  (*out)->n_queues = n_queues;
+  return 0;
 }
+
+int sched_queued(const struct sched *s, int queue) { return s->rings[queue].items; }
 
 void sched_free(struct sched *s) {
   if (!s) return;
@@ -51,59 +63,65 @@ struct sched_client *sched_client(struct sched *s, const char *name) {
 int sched_pending(const struct sched_client *c) { return c->pending; }
 void sched_pending_add(struct sched_client *c, int delta) { c->pending += delta; }
 
-static void ring_append(struct sched *s, struct sched_client *c) {
-  c->ready = true;
-  c->next_ready = NULL;
-  if (s->ready_tail)
-    s->ready_tail->next_ready = c;
+static void ring_append(struct ring *r, int q, struct sched_client *c) {
+  c->ready[q] = true;
+  c->next_ready[q] = NULL;
+  if (r->tail)
+    r->tail->next_ready[q] = c;
   else
-    s->ready_head = c;
-  s->ready_tail = c;
+    r->head = c;
+  r->tail = c;
 }
 
-static void ring_remove(struct sched *s, struct sched_client *c) {
-  struct sched_client **link = &s->ready_head, *prev = NULL;
+static void ring_remove(struct ring *r, int q, struct sched_client *c) {
+  struct sched_client **link = &r->head, *prev = NULL;
   while (*link && *link != c) {
     prev = *link;
-    link = &(*link)->next_ready;
+    link = &(*link)->next_ready[q];
   }
   if (!*link) return;
-  *link = c->next_ready;
-  if (s->ready_tail == c) s->ready_tail = prev;
-  c->ready = false;
+  *link = c->next_ready[q];
+  if (r->tail == c) r->tail = prev;
+  c->ready[q] = false;
 }
 
 static bool goes_before(const struct sched_item *a, const struct sched_item *b) {
   return a->priority != b->priority ? a->priority > b->priority : a->seq < b->seq;
 }
 
-void sched_push(struct sched *s, struct sched_client *c, struct sched_item *item) {
+void sched_push(struct sched *s, int queue, struct sched_client *c, struct sched_item *item) {
   item->client = c;
-  struct sched_item **link = &c->head;
+  item->queue = queue;
+  struct sched_item **link = &c->head[queue];
   while (*link && !goes_before(item, *link)) link = &(*link)->next;
   item->next = *link;
   *link = item;
-  if (!c->ready) ring_append(s, c);
+  s->rings[queue].items++;
+  if (!c->ready[queue]) ring_append(&s->rings[queue], queue, c);
 }
 
-struct sched_item *sched_pop(struct sched *s) {
-  struct sched_client *c = s->ready_head;
+struct sched_item *sched_pop(struct sched *s, int queue) {
+  struct ring *r = &s->rings[queue];
+  struct sched_client *c = r->head;
   if (!c) return NULL;
-  struct sched_item *item = c->head;
-  c->head = item->next;
+  struct sched_item *item = c->head[queue];
+  c->head[queue] = item->next;
   item->next = NULL;
-  ring_remove(s, c);
-  if (c->head) ring_append(s, c); /* its next item waits for the others' turns */
+  r->items--;
+  ring_remove(r, queue, c);
+  if (c->head[queue]) ring_append(r, queue, c); /* its next item waits for the others' turns */
   return item;
 }
 
 void sched_remove(struct sched *s, struct sched_item *item) {
   struct sched_client *c = item->client;
   if (!c) return;
-  struct sched_item **link = &c->head;
+  int q = item->queue;
+  struct sched_item **link = &c->head[q];
   while (*link && *link != item) link = &(*link)->next;
   if (!*link) return;
   *link = item->next;
   item->next = NULL;
-  if (!c->head) ring_remove(s, c);
+  s->rings[q].items--;
+  if (!c->head[q]) ring_remove(&s->rings[q], q, c);
 }

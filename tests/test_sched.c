@@ -1,5 +1,6 @@
 /* The engine's parts that need no backend: fair queueing, the exclusivity gate,
  * and the event ring with its waiters. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -14,17 +15,17 @@ static struct sched_item items[16];
 
 static void push(struct sched *s, const char *client, int i, int priority) {
   items[i] = (struct sched_item){.priority = priority, .seq = (uint64_t)i};
-  sched_push(s, sched_client(s, client), &items[i]);
+  sched_push(s, 0, sched_client(s, client), &items[i]);
 }
 
 static int pop(struct sched *s) {
-  struct sched_item *it = sched_pop(s);
+  struct sched_item *it = sched_pop(s, 0);
   return it ? (int)(it - items) : -1;
 }
 
 static void test_round_robin(void) {
   struct sched *s;
-  CHECK_INT_EQ(sched_new(&s), 0);
+  CHECK_INT_EQ(sched_new(1, &s), 0);
   /* flood: 6 jobs; quiet: 2 jobs submitted after the flood. */
   for (int i = 0; i < 6; i++) push(s, "flood", i, 0);
   push(s, "quiet", 6, 0);
@@ -44,7 +45,7 @@ static void test_round_robin(void) {
 
 static void test_priority_and_remove(void) {
   struct sched *s;
-  CHECK_INT_EQ(sched_new(&s), 0);
+  CHECK_INT_EQ(sched_new(1, &s), 0);
   push(s, "a", 0, 0);
   push(s, "a", 1, 5);
   push(s, "a", 2, 5);
@@ -72,6 +73,26 @@ static void *exclusive_holder(void *arg) {
   atomic_store(&h->entered, 1);
   gate_leave(h->g, true);
   return NULL;
+}
+
+static void test_queues(void) {
+  struct sched *s;
+  CHECK_INT_EQ(sched_new(2, &s), 0);
+  struct sched_client *a = sched_client(s, "a");
+  items[0] = (struct sched_item){.seq = 0};
+  items[1] = (struct sched_item){.seq = 1};
+  sched_push(s, 1, a, &items[0]);
+  sched_push(s, 0, a, &items[1]);
+  CHECK_INT_EQ(sched_queued(s, 0), 1);
+  CHECK_INT_EQ(sched_queued(s, 1), 1);
+  CHECK(sched_pop(s, 1) == &items[0]); /* each device serves its own queue */
+  CHECK(sched_pop(s, 1) == NULL);
+  sched_remove(s, &items[1]);
+  CHECK(sched_pop(s, 0) == NULL);
+  CHECK_INT_EQ(sched_queued(s, 0), 0);
+  CHECK_INT_EQ(sched_new(0, &s), -EINVAL);
+  CHECK_INT_EQ(sched_new(SCHED_MAX_QUEUES + 1, &s), -EINVAL);
+  sched_free(s);
 }
 
 static void test_gate(void) {
@@ -153,6 +174,7 @@ static void test_events(void) {
 int main(void) {
   test_round_robin();
   test_priority_and_remove();
+  test_queues();
   test_gate();
   test_events();
   printf("test_sched: ok\n");

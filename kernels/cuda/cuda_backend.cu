@@ -241,6 +241,7 @@ static int cuda_buffer_upload(struct backend *b, const float *host, uint64_t cou
     return BACKEND_ENOMEM;
   }
   buf->count = count;
+  buf->device = be->device;
   int rc = 0;
   pthread_mutex_lock(&be->util_mu);
   UTIL_TRY(be, cudaSetDevice(be->device)); /* HTTP threads: the device may be unset */
@@ -481,4 +482,32 @@ extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, 
            be->prop.minor, be->prop.multiProcessorCount, n_lanes, n_lanes == 1 ? "" : "s");
   *out = b;
   return 0;
+}
+
+extern "C" int cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+/* Peer access is a property of the pair; each device records whom it can read. */
+extern "C" void cuda_backend_enable_peers(struct backend *const *devices, int n) {
+  for (int i = 0; i < n; i++) {
+    if (devices[i]->ops != &cuda_ops) continue;
+    struct cuda_backend *a = (struct cuda_backend *)devices[i]->impl;
+    for (int k = 0; k < n; k++) {
+      if (k == i || devices[k]->ops != &cuda_ops) continue;
+      struct cuda_backend *b = (struct cuda_backend *)devices[k]->impl;
+      int can = 0;
+      if (b->device >= 64 || cudaDeviceCanAccessPeer(&can, a->device, b->device) != cudaSuccess || !can)
+        continue;
+      cudaSetDevice(a->device);
+      cudaError_t e = cudaDeviceEnablePeerAccess(b->device, 0);
+      if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) a->peer[b->device] = true;
+      (void)cudaGetLastError();
+    }
+  }
 }

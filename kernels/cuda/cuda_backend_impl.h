@@ -47,6 +47,7 @@ struct cuda_backend {
    * share one non-blocking stream, one caller at a time. */
   pthread_mutex_t util_mu;
   cudaStream_t util;
+  bool peer[64]; /* peer[d]: this device reads device d's memory directly */
   int n_lanes;
   struct lane *lanes;
 };

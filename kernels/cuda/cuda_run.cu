@@ -268,8 +268,22 @@ static int first_available(const struct job_run *j) {
 static int input_setup(struct job_run *j, int slot, float scale) {
   static const uint32_t gen_streams[EXP_TYPE_COUNT][EXP_MAX_INPUTS] = {
       {GEN_A, 0}, {GEN_A, GEN_B}, {GEN_X, 0}, {GEN_X, 0}};
-  if (j->bj->input[slot]) {
-    j->d_in[slot] = j->bj->input[slot]->data;
+  const struct backend_buffer *given = j->bj->input[slot];
+  if (given && given->device == j->be->device) {
+    j->d_in[slot] = given->data;
+    if (!j->result->input_path[0]) snprintf(j->result->input_path, sizeof j->result->input_path, "local");
+    return 0;
+  }
+  if (given) { /* on another device: copied here after the parents' fences */
+    float *d = NULL;
+    TRY(dev_alloc(j, given->count, &d));
+    if (given->count)
+      CUDA_TRY(j, cudaMemcpyPeerAsync(d, j->be->device, given->data, given->device,
+                                      given->count * sizeof(float), j->lane->stream));
+    /* Without peer access the driver stages the copy through host memory. */
+    snprintf(j->result->input_path, sizeof j->result->input_path, "%s",
+             given->device >= 0 && given->device < 64 && j->be->peer[given->device] ? "peer" : "host");
+    j->d_in[slot] = d;
     return 0;
   }
   struct exp_shape shape;
@@ -301,6 +315,7 @@ static int issue_output(struct job_run *j, compute_fn compute) {
     out = (struct backend_buffer *)calloc(1, sizeof *out);
     if (!out) goto nomem;
     out->count = j->out_len;
+    out->device = j->be->device;
     rc = cuda_pool_alloc(j->be, l->stream, out->count, &out->data, j->err, j->err_len);
     if (rc == 0) rc = compute(j, first, out->data);
     if (rc != 0) goto fail;
@@ -680,8 +695,8 @@ static int collect(struct job_run *j, float **h_out, const float **h_given) {
     const struct backend_buffer *in = j->bj->input[slot];
     if (!in) continue;
     h_given[slot] = h;
-    if (in->count)
-      CUDA_TRY(j, cudaMemcpyAsync(h, in->data, in->count * sizeof(float), cudaMemcpyDeviceToHost, st));
+    if (in->count) /* d_in: here, also when the buffer lives on another device */
+      CUDA_TRY(j, cudaMemcpyAsync(h, j->d_in[slot], in->count * sizeof(float), cudaMemcpyDeviceToHost, st));
     h += in->count;
   }
   TRY(release(j));
