@@ -122,6 +122,19 @@ static json_t *kernel_to_json(const struct exp_kernel_info *k) {
   return o;
 }
 
+/* The pipeline's last pass: one entry per op, as recorded (chunk by chunk). */
+static json_t *timeline_to_json(const struct exp_run *r) {
+  static const char *const ops[EXP_OP_COUNT] = {"upload", "kernel", "download"};
+  json_t *a = json_array();
+  for (int i = 0; i < r->n_timeline; i++) {
+    const struct exp_timeline_op *t = &r->timeline[i];
+    json_array_append_new(a, json_pack("{s:i,s:i,s:s,s:f,s:f}", "stream", t->stream, "chunk", t->chunk,
+                                       "op", ops[t->op % EXP_OP_COUNT], "start_ms", (double)t->start_ms,
+                                       "end_ms", (double)t->end_ms));
+  }
+  return a;
+}
+
 static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r) {
   json_t *o = json_object();
   json_object_set_new(o, "variant", json_string(r->label));
@@ -144,6 +157,10 @@ static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r)
                                                "graph_us", r->graph_us_per_launch, "saved_us",
                                                r->stream_us_per_launch - r->graph_us_per_launch));
   json_object_set_new(o, "kernel", kernel_to_json(&r->kernel));
+  if (spec->type == EXP_PIPELINE && r->n_timeline > 0) {
+    json_object_set_new(o, "timeline", timeline_to_json(r));
+    json_object_set_new(o, "timeline_chunks", json_integer(r->n_timeline / EXP_OP_COUNT));
+  }
   return o;
 }
 

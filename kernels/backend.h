@@ -54,10 +54,13 @@ enum backend_phase {
  * phase(): entering a phase. The backend calls it for TIMED only once the job's
  * earlier device work is complete when job->exclusive, and for UNTIMED and IDLE
  * only once the window's (the job's) device work is complete; it may block (the
- * engine waits there for exclusivity). Entering UNTIMED returns whether the timed
- * window just closed was contended: another job's device work may have overlapped
- * it. issued(): the job's output and done fence are enqueued; its children may be
- * issued now. */
+ * engine waits there for exclusivity). Entering SETUP or TIMED returns true when
+ * the job was canceled while it waited: the backend then issues none of that
+ * phase's work, reports UNTIMED (after TIMED) and IDLE, and returns
+ * BACKEND_ECANCELED. Entering UNTIMED
+ * returns whether the timed window just closed was contended: another job's
+ * device work may have overlapped it. issued(): the job's output and done fence
+ * are enqueued; its children may be issued now. */
 struct backend_hooks {
   bool (*canceled)(void *arg); /* polled at batch boundaries */
   void (*progress)(void *arg, int run, int batch, double sample_ms);

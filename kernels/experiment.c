@@ -10,9 +10,15 @@ _Static_assert(EXP_MAX_STREAM_COUNTS <= EXP_MAX_VARIANTS, "runs[] holds every st
 
 static const char *const type_names[EXP_TYPE_COUNT] = {"transpose", "gemm", "stencil",
                                                        "pipeline"};
-static const char *const transpose_variants[] = {"naive", "shared32", "padded33", "copy"};
-static const char *const gemm_variants[] = {"naive", "tiled", "cublas"};
-static const char *const stencil_variants[] = {"naive", "shared"};
+static const char *const transpose_variants[] = {"naive", "shared32", "padded33", "copy",
+                                                 "best"};
+static const char *const gemm_variants[] = {"naive", "tiled", "cublas", "best", "tf32"};
+static const char *const stencil_variants[] = {"naive", "shared", "best"};
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+_Static_assert(COUNT_OF(transpose_variants) == TRANSPOSE_BEST + 1, "one name per variant");
+_Static_assert(COUNT_OF(gemm_variants) == GEMM_TF32 + 1, "one name per variant");
+_Static_assert(COUNT_OF(stencil_variants) == STENCIL_BEST + 1, "one name per variant");
+_Static_assert(COUNT_OF(transpose_variants) <= EXP_MAX_VARIANTS, "runs[] holds every variant");
 
 struct variant_table {
   const char *const *names;
@@ -21,9 +27,9 @@ struct variant_table {
 
 static struct variant_table variants_of(enum exp_type type) {
   switch (type) {
-  case EXP_TRANSPOSE: return (struct variant_table){transpose_variants, 4};
-  case EXP_GEMM: return (struct variant_table){gemm_variants, 3};
-  case EXP_STENCIL: return (struct variant_table){stencil_variants, 2};
+  case EXP_TRANSPOSE: return (struct variant_table){transpose_variants, COUNT_OF(transpose_variants)};
+  case EXP_GEMM: return (struct variant_table){gemm_variants, COUNT_OF(gemm_variants)};
+  case EXP_STENCIL: return (struct variant_table){stencil_variants, COUNT_OF(stencil_variants)};
   default: return (struct variant_table){NULL, 0};
   }
 }

@@ -21,9 +21,13 @@ enum exp_type {
 };
 
 /* Variants, numbered per type in their canonical ("all") order. */
-enum exp_transpose_variant { TRANSPOSE_NAIVE, TRANSPOSE_SHARED32, TRANSPOSE_PADDED33, TRANSPOSE_COPY };
-enum exp_gemm_variant { GEMM_NAIVE, GEMM_TILED, GEMM_CUBLAS };
-enum exp_stencil_variant { STENCIL_NAIVE, STENCIL_SHARED };
+/* The lecture's variants, then each job's `best` (and gemm's `tf32`), appended so
+ * that the lecture's numbering stays. */
+enum exp_transpose_variant {
+  TRANSPOSE_NAIVE, TRANSPOSE_SHARED32, TRANSPOSE_PADDED33, TRANSPOSE_COPY, TRANSPOSE_BEST
+};
+enum exp_gemm_variant { GEMM_NAIVE, GEMM_TILED, GEMM_CUBLAS, GEMM_BEST, GEMM_TF32 };
+enum exp_stencil_variant { STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST };
 
 #define EXP_MAX_VARIANTS 8   /* variants of one type, also runs of one job */
 #define EXP_MAX_STREAM_COUNTS 8
@@ -152,6 +156,16 @@ struct exp_kernel_info {
   int registers, static_shared_bytes, dynamic_shared_bytes, local_bytes;
 };
 
+/* The pipeline's timeline: when each op of one pass ran on its stream, in ms from
+ * the pass's start, for the first EXP_TIMELINE_CHUNKS chunks. */
+#define EXP_TIMELINE_CHUNKS 16
+enum exp_pipeline_op { EXP_OP_UPLOAD, EXP_OP_KERNEL, EXP_OP_DOWNLOAD, EXP_OP_COUNT };
+struct exp_timeline_op {
+  uint8_t stream, op; /* op: enum exp_pipeline_op */
+  uint16_t chunk;
+  float start_ms, end_ms;
+};
+
 struct exp_run {
   int variant;        /* the type's variant enum; for pipeline, the stream count */
   char label[32];     /* "padded33", "streams=3", ... */
@@ -167,6 +181,10 @@ struct exp_run {
   double figure;      /* work / median; reported as null when the check failed */
   double speedup;     /* first available run's median / this median; 0 if n/a */
   struct exp_kernel_info kernel;
+  /* pipeline: the last sample's last pass; entry c * EXP_OP_COUNT + op is chunk c's
+   * op. n_timeline: 0 when none was recorded (other types, graph-only passes). */
+  int n_timeline;
+  struct exp_timeline_op timeline[EXP_OP_COUNT * EXP_TIMELINE_CHUNKS];
 };
 
 struct exp_result {

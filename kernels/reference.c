@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/gen.h"
+#include "kernels/stencil_best.h"
 
 #define GRID (1.0 / 8388608.0) /* 2^-23: the grid gen_uniform's values lie on */
 #define PHASE_SCALE 3.14159265f
@@ -23,11 +24,11 @@ struct reference {
   size_t out_len;
   const float *a, *b, *x;   /* inputs, given or owned[]; NULL where the type has none */
   float *owned[EXP_MAX_INPUTS]; /* inputs generated here, by slot */
-  /* gemm: expected rows (FP64) and their per-element tolerances */
+  /* gemm: expected rows (FP64) and each element's sum_k |a*b|, which the variant's
+   * rule scales into its tolerance */
   int n_rows;               /* rows compared */
   int *rows;                /* n_rows row indices, ascending */
-  double *want, *tol;       /* n_rows * n each; pipeline: want has out_len */
-  double max_tol;
+  double *want, *mag;       /* n_rows * n each; pipeline: want has out_len */
   bool sampled;
 };
 
@@ -73,27 +74,22 @@ static int take_input(struct reference *ref, const float *const *given, int slot
 }
 
 /* Expected rows of C = A B in FP64, looping i-k-j so B and the accumulators are
- * read by rows; tolerance per element is k * 2^-23 * sum_k |a*b|. */
+ * read by rows, and per element sum_k |a*b|. */
 static void gemm_expect(struct reference *ref) {
   int n = ref->spec.u.gemm.n, k = ref->spec.u.gemm.k;
-  ref->max_tol = 0;
   for (int r = 0; r < ref->n_rows; r++) {
     const float *a_row = ref->a + (size_t)ref->rows[r] * k;
-    double *want = ref->want + (size_t)r * n, *tol = ref->tol + (size_t)r * n;
+    double *want = ref->want + (size_t)r * n, *mag = ref->mag + (size_t)r * n;
     memset(want, 0, (size_t)n * sizeof *want);
-    memset(tol, 0, (size_t)n * sizeof *tol);
+    memset(mag, 0, (size_t)n * sizeof *mag);
     for (int kk = 0; kk < k; kk++) {
       double a_ik = a_row[kk];
       const float *b_row = ref->b + (size_t)kk * n;
       for (int j = 0; j < n; j++) {
         double p = a_ik * b_row[j];
         want[j] += p;
-        tol[j] += fabs(p);
+        mag[j] += fabs(p);
       }
-    }
-    for (int j = 0; j < n; j++) {
-      tol[j] *= (double)k * GRID;
-      if (tol[j] > ref->max_tol) ref->max_tol = tol[j];
     }
   }
 }
@@ -108,8 +104,8 @@ static int gemm_new(struct reference *ref, const float *const *given) {
   ref->sampled = ref->n_rows < m;
   ref->rows = alloc_array((size_t)ref->n_rows, sizeof *ref->rows);
   ref->want = alloc_array((size_t)ref->n_rows * n, sizeof *ref->want);
-  ref->tol = alloc_array((size_t)ref->n_rows * n, sizeof *ref->tol);
-  if (!ref->rows || !ref->want || !ref->tol) return -ENOMEM;
+  ref->mag = alloc_array((size_t)ref->n_rows * n, sizeof *ref->mag);
+  if (!ref->rows || !ref->want || !ref->mag) return -ENOMEM;
   /* Evenly spread, first and last included: row r of R is r (m-1) / (R-1). */
   for (int r = 0; r < ref->n_rows; r++)
     ref->rows[r] = ref->n_rows == 1 ? 0
@@ -181,7 +177,7 @@ void reference_free(struct reference *ref) {
   for (int i = 0; i < EXP_MAX_INPUTS; i++) free(ref->owned[i]);
   free(ref->rows);
   free(ref->want);
-  free(ref->tol);
+  free(ref->mag);
   free(ref);
 }
 
@@ -232,18 +228,31 @@ static void check_transpose(const struct reference *ref, int variant, const floa
   snprintf(c->reference, sizeof c->reference, "cpu exact transpose");
 }
 
-static void check_gemm(const struct reference *ref, const float *out, struct exp_check *c) {
-  int n = ref->spec.u.gemm.n;
+/* FP32 variants: an FP32 dot product of k terms is within k * 2^-23 * sum |a*b| (twice
+ * the textbook bound, so any summation order and FMA passes). TF32 (gemm tf32) rounds
+ * both operands to 10 mantissa bits (unit roundoff 2^-11), so each product is off by
+ * at most 2^-10 relative; the tensor cores accumulate in FP32 but may truncate inside
+ * an mma's sum of 8 products and the accumulator, so the FP32 term is doubled again:
+ * (2^-10 + k * 2^-22) * sum |a*b|. */
+static void check_gemm(const struct reference *ref, int variant, const float *out,
+                       struct exp_check *c) {
+  int n = ref->spec.u.gemm.n, k = ref->spec.u.gemm.k;
+  bool tf32 = variant == GEMM_TF32;
+  double scale = tf32 ? 0x1p-10 + (double)k * 0x1p-22 : (double)k * GRID;
   for (int r = 0; r < ref->n_rows; r++) {
     const float *got = out + (size_t)ref->rows[r] * n;
-    const double *want = ref->want + (size_t)r * n, *tol = ref->tol + (size_t)r * n;
-    for (int j = 0; j < n; j++) compare(c, got[j], want[j], tol[j]);
+    const double *want = ref->want + (size_t)r * n, *mag = ref->mag + (size_t)r * n;
+    for (int j = 0; j < n; j++) {
+      double tol = scale * mag[j];
+      compare(c, got[j], want[j], tol);
+      if (tol > c->tolerance) c->tolerance = tol;
+    }
   }
   c->sampled = ref->sampled;
   c->rows_checked = ref->n_rows;
-  c->tolerance = ref->max_tol;
-  snprintf(c->tolerance_rule, sizeof c->tolerance_rule,
-           "per element |c - ref| <= k * 2^-23 * sum_k |a*b|");
+  snprintf(c->tolerance_rule, sizeof c->tolerance_rule, "%s",
+           tf32 ? "per element |c - ref| <= (2^-10 + k * 2^-22) * sum_k |a*b| (TF32 operands)"
+                : "per element |c - ref| <= k * 2^-23 * sum_k |a*b|");
   snprintf(c->reference, sizeof c->reference, "cpu fp64");
 }
 
@@ -319,26 +328,57 @@ static void window_move(struct window *w, float v, bool enter) {
   xsum_add(&w->abs_sum, fabsf(v), !enter);
 }
 
+/* sum |x[j]| over finite x[j], j in [lo, hi) clipped to [0, n), in double. */
+static double abs_sum(const float *x, int64_t n, int64_t lo, int64_t hi) {
+  double s = 0;
+  for (int64_t j = lo < 0 ? 0 : lo; j < hi && j < n; j++)
+    if (isfinite(x[j])) s += fabs((double)x[j]);
+  return s;
+}
+
 /* The expected outputs come from exact window sums (the inputs may be any floats,
  * so no rounding of a running sum may leak from one window into another). The
- * tolerance bounds a float sum of 2r+1 terms and its division, per element. */
-static void check_stencil(const struct reference *ref, const float *out,
+ * naive and shared tolerance bounds a float sum of 2r+1 terms and its division, per
+ * element. Best (stencil_best.h) differences double prefix sums that run over its
+ * whole tile's span and restart at the next tile: each prefix is off by at most
+ * ~25 * 2^-53 (GPU scan depth) or 2^14 * 2^-53 (the CPU's sliding window over at most
+ * 2r+1 + 2T < 2^14 steps) times sum |x| over the span, and the result is rounded once
+ * to float: |y - ref| <= 2^-23 |ref| + 2^-38 * sum_span |x| / (2r+1) + 1e-30. That is
+ * looser than naive's where a tile holds values far larger than a window's, tighter
+ * where it does not (no float sum of 2r+1 terms). */
+static void check_stencil(const struct reference *ref, int variant, const float *out,
                           struct exp_check *c) {
   int64_t n = ref->spec.u.stencil.n, r = ref->spec.u.stencil.radius;
   const float *x = ref->x;
   double width = (double)(2 * r + 1), rel = (double)(2 * r + 2) * GRID / width;
+  const bool best = variant == STENCIL_BEST;
+  int64_t tile = best ? stencil_best_tile((int)r) : 0, at = -1;
+  if (tile == 0) tile = n > 0 ? n : 1; /* a radius best cannot take: one span */
+  int64_t lead = best ? stencil_best_lead((int)r) : 0;
+  double span = 0;
   struct window w = {0};
   for (int64_t j = 0; j <= r && j < n; j++) window_move(&w, x[j], true);
   for (int64_t i = 0; i < n; i++) {
-    double want = w.n_nonfinite ? NAN : xsum_value(&w.sum) / width;
-    double tol = rel * xsum_value(&w.abs_sum) + REFERENCE_STENCIL_TOL_FLOOR;
+    double want = w.n_nonfinite ? NAN : xsum_value(&w.sum) / width, tol;
+    if (best) {
+      if (i / tile != at) {
+        at = i / tile;
+        span = abs_sum(x, n, at * tile - lead, at * tile + tile + r);
+      }
+      tol = 0x1p-23 * (isfinite(want) ? fabs(want) : 0) + 0x1p-38 * span / width +
+            REFERENCE_STENCIL_TOL_FLOOR;
+    } else {
+      tol = rel * xsum_value(&w.abs_sum) + REFERENCE_STENCIL_TOL_FLOOR;
+    }
     compare(c, out[i], want, tol);
     if (tol > c->tolerance) c->tolerance = tol;
     if (i + r + 1 < n) window_move(&w, x[i + r + 1], true);
     if (i - r >= 0) window_move(&w, x[i - r], false);
   }
-  snprintf(c->tolerance_rule, sizeof c->tolerance_rule,
-           "per element |y - ref| <= (2r+2) * 2^-23 * sum_window |x| / (2r+1) + 1e-30");
+  snprintf(c->tolerance_rule, sizeof c->tolerance_rule, "%s",
+           best ? "per element |y - ref| <= 2^-23 |ref| + 2^-38 * sum_tile_span |x| / (2r+1) "
+                  "+ 1e-30"
+                : "per element |y - ref| <= (2r+2) * 2^-23 * sum_window |x| / (2r+1) + 1e-30");
   snprintf(c->reference, sizeof c->reference, "cpu fp64 (exact window sums)");
 }
 
@@ -357,8 +397,8 @@ void reference_check(const struct reference *ref, int variant, const float *out,
   check->done = true;
   switch (ref->spec.type) {
   case EXP_TRANSPOSE: check_transpose(ref, variant, out, check); break;
-  case EXP_GEMM: check_gemm(ref, out, check); break;
-  case EXP_STENCIL: check_stencil(ref, out, check); break;
+  case EXP_GEMM: check_gemm(ref, variant, out, check); break;
+  case EXP_STENCIL: check_stencil(ref, variant, out, check); break;
   default: check_pipeline(ref, out, check); break;
   }
   check->passed = check->mismatches == 0;

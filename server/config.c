@@ -24,7 +24,12 @@ static const char usage[] =
     "  --http-threads N    HTTP worker threads, 1..256 (default 4)\n"
     "  --max-queued N      queued or waiting jobs per client; more get 429 (default 1024)\n"
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
+    "  --access-log PATH   one JSON line per request: - (stdout, the default), off, or a file\n"
     "  --wait SECONDS      how long a POST waits for its job without ?wait= (default 60)\n"
+    "  --web-root DIR      serve the dashboard's files from DIR (e.g. web/, while editing it)\n"
+    "                      instead of the copies built into gpulabd\n"
+    "  --chartjs PATH      Chart.js for the dashboard's charts (default\n"
+    "                      /usr/share/javascript/chart.js/chart.min.js, from libjs-chart.js)\n"
     "  --help              this text\n"
     "  --version           the version\n";
 
@@ -69,14 +74,16 @@ static int parse_devices(const char *text, struct config *cfg, char *err, size_t
 int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
                          .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
-                         .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60};
+                         .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60,
+                         .access_log = "-"};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
       {"streams", required_argument, 0, 's'},   {"max-body", required_argument, 0, 'B'},
       {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
       {"max-jobs-kept", required_argument, 0, 'k'},
-      {"max-upload", required_argument, 0, 'U'}, {"wait", required_argument, 0, 'w'},
+      {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'}, {"wait", required_argument, 0, 'w'},
+      {"web-root", required_argument, 0, 'W'}, {"chartjs", required_argument, 0, 'C'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -110,7 +117,16 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'q': rc = parse_long("--max-queued", optarg, 1, 1000000, &v, err, err_len); cfg->max_queued = (int)v; break;
     case 'k': rc = parse_long("--max-jobs-kept", optarg, 1, 10000000, &v, err, err_len); cfg->max_jobs_kept = (int)v; break;
     case 'U': rc = parse_long("--max-upload", optarg, 64, 1L << 40, &v, err, err_len); cfg->max_upload = (size_t)v; break;
+    case 'A':
+      if (strlen(optarg) >= sizeof cfg->access_log) {
+        snprintf(err, err_len, "--access-log is too long");
+        return -1;
+      }
+      strcpy(cfg->access_log, optarg);
+      break;
     case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
+    case 'W': cfg->web_root = optarg; break;
+    case 'C': cfg->chartjs = optarg; break;
     case 'h': fputs(usage, out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:

@@ -19,6 +19,9 @@ struct config {
   int max_queued;
   int max_jobs_kept;
   double default_wait_s;
+  char access_log[256]; /* "-": stdout; "off": none; else a file appended to */
+  const char *web_root; /* NULL: the embedded dashboard; borrowed from argv */
+  const char *chartjs;  /* NULL: the default path (server/static.h); borrowed from argv */
 };
 
 /* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or

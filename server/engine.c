@@ -50,6 +50,8 @@ void job_unref(struct job *job) {
 
 /* ---- events and watches ---- */
 
+static void view_locked(struct job *job, struct job_view *v);
+
 static void publish_state_locked(struct engine *e, struct job *job) {
   struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
   snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
@@ -274,14 +276,20 @@ static void end_job_locked(struct engine *e, struct job *job, enum job_state sta
   job->finished_at = engine_now_unix();
   if (code) snprintf(job->error_code, sizeof job->error_code, "%s", code);
   if (message) snprintf(job->error_message, sizeof job->error_message, "%s", message);
-  release_buffers_locked(e, job);
   publish_state_locked(e, job);
+  if (e->cfg.on_job_end) {
+    struct job_view v;
+    view_locked(job, &v);
+    e->cfg.on_job_end(e->cfg.on_job_end_arg, &v);
+  }
   if (state == JOB_DONE) {
     if (!job->issued) parent_ready_locked(e, job, false);
     parent_ready_locked(e, job, true);
   } else {
     fail_children_locked(e, job);
   }
+  /* After the children took what they read of its output. */
+  release_buffers_locked(e, job);
   /* Waiting children can only have failed above or been queued: drop them. */
   for (int i = 0; i < job->n_children; i++) job_unref(job->children[i]);
   job->n_children = 0;
@@ -376,8 +384,10 @@ static const char *attach_to_parents_locked(struct job *job, char *why, size_t w
                p->state == JOB_CANCELED ? "was canceled" : "failed");
       return why;
     }
+    /* Registered with every unfinished parent, so that a parent failing later
+     * fails it too; pending only on the parents not yet ready for it. */
     bool ready = job->req.host_sync ? p->state == JOB_DONE : (p->issued || p->state == JOB_DONE);
-    if (ready) continue;
+    if (p->state == JOB_DONE) continue;
     if (p->n_children == p->cap_children) {
       int cap = p->cap_children ? 2 * p->cap_children : 4;
       struct job **c = realloc(p->children, (size_t)cap * sizeof *c);
@@ -387,7 +397,7 @@ static const char *attach_to_parents_locked(struct job *job, char *why, size_t w
     }
     job_ref(job);
     p->children[p->n_children++] = job;
-    job->deps_pending++;
+    if (!ready) job->deps_pending++;
   }
   return NULL;
 }
@@ -571,6 +581,7 @@ struct run_ctx {
   struct gate *gate;
   int held; /* 0, or holding the gate shared (1) or exclusively (2) */
   struct gate_window window;
+  bool window_open;
 };
 
 static bool hook_canceled(void *arg) {
@@ -588,10 +599,19 @@ static void hook_progress(void *arg, int run, int batch, double sample_ms) {
   events_publish(c->e->events, &ev);
 }
 
-static void hold(struct run_ctx *c, int mode) {
-  if (c->held == mode) return;
+/* Moves to holding the gate in mode (0 none, 1 shared, 2 exclusive). Returns false
+ * when the job was canceled while it waited: it then holds nothing. */
+static bool hold(struct run_ctx *c, int mode) {
+  if (c->held == mode) return true;
   if (c->held) gate_leave(c->gate, c->held == 2);
-  if (mode) gate_enter(c->gate, mode == 2);
+  c->held = 0;
+  if (mode && gate_enter(c->gate, mode == 2, hook_canceled, c) != 0) return false;
+  c->held = mode;
+  return true;
+}
+
+static void hold_uncancelable(struct run_ctx *c, int mode) {
+  gate_enter(c->gate, mode == 2, NULL, NULL);
   c->held = mode;
 }
 
@@ -600,14 +620,16 @@ static void hold(struct run_ctx *c, int mode) {
 static bool hook_phase(void *arg, enum backend_phase phase) {
   struct run_ctx *c = arg;
   switch (phase) {
-  case BACKEND_PHASE_SETUP: hold(c, 1); return false;
+  case BACKEND_PHASE_SETUP: return !hold(c, 1); /* true: canceled while it waited */
   case BACKEND_PHASE_TIMED:
-    hold(c, c->job->req.exclusive ? 2 : 1);
+    if (!hold(c, c->job->req.exclusive ? 2 : 1)) return true; /* canceled while waiting */
     gate_window_open(c->gate, &c->window);
+    c->window_open = true;
     return false;
   case BACKEND_PHASE_UNTIMED: {
-    bool contended = gate_window_close(c->gate, &c->window);
-    hold(c, 1);
+    bool contended = c->window_open && gate_window_close(c->gate, &c->window);
+    c->window_open = false;
+    if (!hold(c, 1)) hold_uncancelable(c, 1); /* copies for the check run under it too */
     return contended;
   }
   case BACKEND_PHASE_IDLE: hold(c, 0); return false;

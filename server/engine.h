@@ -72,6 +72,10 @@ struct job_view {
 struct engine_config {
   int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first */
   int max_queued;    /* queued or waiting jobs per client; more are refused (-EAGAIN) */
+  /* Called (may be NULL) when a job ends, under the engine's lock: keep it short and
+   * never call back into the engine. */
+  void (*on_job_end)(void *arg, const struct job_view *view);
+  void *on_job_end_arg;
 };
 
 /* Starts one worker thread per lane of each device. devices are borrowed and must

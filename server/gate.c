@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 struct gate {
   pthread_mutex_t lock;
@@ -31,19 +32,46 @@ void gate_free(struct gate *g) {
   free(g);
 }
 
-void gate_enter(struct gate *g, bool exclusive) {
-  pthread_mutex_lock(&g->lock);
-  if (exclusive) {
-    g->exclusive_waiting++;
-    while (g->exclusive || g->shared > 0) pthread_cond_wait(&g->changed, &g->lock);
-    g->exclusive_waiting--;
-    g->exclusive = true;
-  } else {
-    while (g->exclusive || g->exclusive_waiting > 0) pthread_cond_wait(&g->changed, &g->lock);
-    g->shared++;
+/* Waits on the condition for at most 50 ms, so a stop request is seen soon. */
+static void wait_a_while(struct gate *g) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 50 * 1000 * 1000;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
   }
-  g->epoch++;
+  pthread_cond_timedwait(&g->changed, &g->lock, &ts);
+}
+
+int gate_enter(struct gate *g, bool exclusive, bool (*stop)(void *arg), void *arg) {
+  int rc = 0;
+  pthread_mutex_lock(&g->lock);
+  if (exclusive) g->exclusive_waiting++;
+  for (;;) {
+    bool free = exclusive ? !g->exclusive && g->shared == 0 : !g->exclusive && g->exclusive_waiting == 0;
+    if (free) break;
+    if (stop && stop(arg)) {
+      rc = -ECANCELED;
+      break;
+    }
+    if (stop)
+      wait_a_while(g);
+    else
+      pthread_cond_wait(&g->changed, &g->lock);
+  }
+  if (exclusive) g->exclusive_waiting--;
+  if (rc == 0) {
+    if (exclusive)
+      g->exclusive = true;
+    else
+      g->shared++;
+    g->epoch++;
+  } else {
+    pthread_cond_broadcast(&g->changed); /* shared waiters may go now */
+  }
   pthread_mutex_unlock(&g->lock);
+  return rc;
 }
 
 void gate_leave(struct gate *g, bool exclusive) {

@@ -20,7 +20,9 @@ struct gate_window {
 int gate_new(struct gate **out); /* 0 or -ENOMEM */
 void gate_free(struct gate *g);  /* NULL is a no-op; nobody may hold it */
 
-void gate_enter(struct gate *g, bool exclusive); /* blocks until granted */
+/* Blocks until granted (0), or until stop(arg) turns true (-ECANCELED; polled a
+ * few times a second; stop may be NULL). */
+int gate_enter(struct gate *g, bool exclusive, bool (*stop)(void *arg), void *arg);
 void gate_leave(struct gate *g, bool exclusive);
 
 /* The caller holds the gate. */

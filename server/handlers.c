@@ -10,17 +10,21 @@
 #include <strings.h>
 
 #include "api/encode.h"
+#include "api/openapi.h"
 #include "api/params.h"
 #include "server/http_priv.h"
+#include "server/metrics.h"
+#include "server/static.h"
 
 enum route_id {
-  ROUTE_INDEX, ROUTE_HEALTH, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
-  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT
+  ROUTE_INDEX, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
+  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI
 };
 
 struct route_match {
   enum route_id id;
   const char *allow;
+  const char *pattern; /* e.g. "/jobs/{id}": the route's name in metrics and logs */
   int exp_type;        /* ROUTE_EXPERIMENT */
   char id_text[24];    /* ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_BUFFER: the id as written */
 };
@@ -46,28 +50,40 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/device", ROUTE_DEVICE, "GET, HEAD"},  {"/devices", ROUTE_DEVICES, "GET, HEAD"},
       {"/jobs", ROUTE_JOBS, "GET, HEAD, POST"},
       {"/events", ROUTE_EVENTS, "GET"},        {"/buffers", ROUTE_BUFFERS, "GET, HEAD, POST"},
+      {"/metrics", ROUTE_METRICS, "GET, HEAD"},  {"/openapi.json", ROUTE_OPENAPI, "GET, HEAD"},
   };
+  static const char *const experiment_patterns[EXP_TYPE_COUNT] = {"/transpose", "/gemm", "/stencil",
+                                                                  "/pipeline"};
   memset(m, 0, sizeof *m);
   m->exp_type = -1;
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     if (strcmp(url, fixed[i].path) == 0) {
       m->id = fixed[i].id;
       m->allow = fixed[i].allow;
+      m->pattern = fixed[i].path;
       return true;
     }
   if (match_id(url, "/jobs/", "/events", m->id_text, sizeof m->id_text)) {
     m->id = ROUTE_JOB_EVENTS;
     m->allow = "GET";
+    m->pattern = "/jobs/{id}/events";
   } else if (match_id(url, "/jobs/", "", m->id_text, sizeof m->id_text)) {
     m->id = ROUTE_JOB;
     m->allow = "GET, HEAD, DELETE";
+    m->pattern = "/jobs/{id}";
+  } else if (strncmp(url, "/static/", 8) == 0) { /* the dashboard's files (static.c) */
+    m->id = ROUTE_STATIC;
+    m->allow = "GET, HEAD";
+    m->pattern = "/static/*";
   } else if (match_id(url, "/buffers/", "", m->id_text, sizeof m->id_text)) {
     m->id = ROUTE_BUFFER;
     m->allow = "GET, HEAD, DELETE";
+    m->pattern = "/buffers/{id}";
   } else if (url[0] == '/' && exp_type_from_name(url + 1) >= 0) {
     m->id = ROUTE_EXPERIMENT;
     m->allow = "POST";
     m->exp_type = exp_type_from_name(url + 1);
+    m->pattern = experiment_patterns[m->exp_type];
   } else {
     return false;
   }
@@ -111,6 +127,7 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
     return true;
   }
   r->allow = m.allow;
+  r->route = m.pattern;
   const char *method = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
   if (!method_allowed(method, m.allow)) {
     *result = respond_fail(r, 405, "method_not_allowed", NULL, "%.8s is not allowed on %.200s; allowed: %s",
@@ -221,14 +238,22 @@ const char *request_client(struct request *r, char *buf, size_t len) {
 }
 
 /* The API error for an engine refusal. */
+/* The API error for an engine refusal. Input fields are params: under /jobs they
+ * are named "params.<input>" like every other param there. */
 static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
-                                       const struct engine_error *e) {
+                                       const struct engine_error *e, const char *params_prefix) {
+  char named[64];
   const char *field = e->field[0] ? e->field : NULL;
+  for (int s = 0; field && s < exp_input_count(spec->type); s++)
+    if (strcmp(field, exp_input_name(spec->type, s)) == 0) {
+      snprintf(named, sizeof named, "%s%s", params_prefix, field);
+      field = named;
+    }
   switch (-e->code) {
   case ENOENT: {
     bool buffer = false;
     for (int s = 0; s < exp_input_count(spec->type); s++)
-      if (field && strcmp(field, exp_input_name(spec->type, s)) == 0)
+      if (strcmp(e->field, exp_input_name(spec->type, s)) == 0)
         buffer = spec->inputs[s].kind == EXP_INPUT_BUFFER;
     return respond_fail(r, 404, buffer ? "buffer_not_found" : "job_not_found", field, "%s", e->message);
   }
@@ -247,7 +272,7 @@ static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec 
 }
 
 static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
-                                  const struct api_job_options *opts) {
+                                  const struct api_job_options *opts, const char *params_prefix) {
   struct api_error err;
   double wait_s;
   const char *wait_text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait");
@@ -264,7 +289,7 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   request_client(r, req.client, sizeof req.client);
   struct job *job;
   struct engine_error refusal;
-  if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal);
+  if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal, params_prefix);
   enum MHD_Result ret;
   if (wait_s > 0) {
     request_wait_for_job(r, job, wait_s);
@@ -282,7 +307,7 @@ static enum MHD_Result post_experiment(struct request *r, int type) {
   struct api_error err;
   if (api_params_parse((enum exp_type)type, r->body ? r->body : "", r->body_len, &spec, &opts, &err))
     return respond_error(r, &err);
-  return submit_job(r, &spec, &opts);
+  return submit_job(r, &spec, &opts, "");
 }
 
 static enum MHD_Result post_jobs(struct request *r) {
@@ -290,7 +315,7 @@ static enum MHD_Result post_jobs(struct request *r) {
   struct api_error err;
   if (api_job_request_parse(r->body ? r->body : "", r->body_len, &req, &err))
     return respond_error(r, &err);
-  return submit_job(r, &req.spec, &req.opts);
+  return submit_job(r, &req.spec, &req.opts, "params.");
 }
 
 bool parse_id(const char *text, uint64_t *id) {
@@ -356,6 +381,10 @@ static enum MHD_Result list_jobs(struct request *r) {
   if (type && (f.type = exp_type_from_name(type)) < 0)
     return respond_fail(r, 400, "unknown_type", "type",
                         "unknown type '%.40s'; valid: transpose, gemm, stencil, pipeline", type);
+  /* ?fields=result: each job with its result (the dashboard's history, in one request). */
+  const char *fields = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "fields");
+  if (fields && strcmp(fields, "result") != 0)
+    return respond_fail(r, 400, "unknown_field", "fields", "unknown fields '%.40s'; valid: result", fields);
   struct job **jobs = malloc(((size_t)limit + 1) * sizeof *jobs);
   if (!jobs) return respond_json(r, 500, NULL);
   /* One more than asked tells whether a next page exists. */
@@ -364,7 +393,7 @@ static enum MHD_Result list_jobs(struct request *r) {
   for (int i = 0; i < n && i < limit; i++) {
     struct job_view v;
     job_get_view(r->srv->engine, jobs[i], &v);
-    json_array_append_new(list, job_to_json(&v, false));
+    json_array_append_new(list, job_to_json(&v, fields != NULL));
   }
   json_t *next = json_null();
   if (n > limit) {
@@ -389,6 +418,29 @@ static json_t *device_json(struct engine *e, int index) {
   json_object_set_new(o, "job_memory_limit_bytes", json_integer((json_int_t)backend_memory_limit(b)));
   json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
   return o;
+}
+
+/* Prometheus' text format, version 0.0.4. */
+static enum MHD_Result metrics_page(struct request *r) {
+  size_t len = 0;
+  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine, &len) : NULL;
+  if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
+  struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+  if (!resp) {
+    free(text);
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+  return request_queue(r, 200, resp, len);
+}
+
+/* GET /openapi.json: api/openapi.json as built in (api/openapi.h). */
+static enum MHD_Result openapi_doc(struct request *r) {
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(api_openapi_json_len, (void *)api_openapi_json, MHD_RESPMEM_PERSISTENT);
+  if (!resp) return MHD_NO;
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+  return request_queue(r, 200, resp, api_openapi_json_len);
 }
 
 static enum MHD_Result health(struct request *r) {
@@ -421,8 +473,14 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   match_route(url, &m); /* handle_precheck already refused unknown routes */
   bool post = strcmp(r->method, "POST") == 0;
   switch (m.id) {
-  case ROUTE_INDEX: return index_page(r);
+  case ROUTE_INDEX: /* browsers get the dashboard; API clients the list of routes */
+    return static_wants_html(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))
+               ? static_respond(r, url)
+               : index_page(r);
+  case ROUTE_STATIC: return static_respond(r, url);
   case ROUTE_HEALTH: return health(r);
+  case ROUTE_METRICS: return metrics_page(r);
+  case ROUTE_OPENAPI: return openapi_doc(r);
   case ROUTE_DEVICE: { /* the first device, and how many there are */
     json_t *o = device_json(r->srv->engine, 0);
     json_object_set_new(o, "device_count", json_integer(engine_device_count(r->srv->engine)));

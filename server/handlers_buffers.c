@@ -88,9 +88,7 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   snprintf(disposition, sizeof disposition, "attachment; filename=\"buffer-%" PRIu64 ".npy\"", v->id);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-npy");
   MHD_add_response_header(resp, "Content-Disposition", disposition);
-  enum MHD_Result ret = MHD_queue_response(r->conn, 200, resp);
-  MHD_destroy_response(resp);
-  return ret;
+  return request_queue(r, 200, resp, header + v->bytes);
 }
 
 enum MHD_Result buffer_route(struct request *r, const char *id_text) {

@@ -12,20 +12,32 @@
 #include "api/encode.h"
 #include "server/http_priv.h"
 #include "server/log.h"
+#include "server/metrics.h"
+
+enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
+                              uint64_t bytes) {
+  r->status = status;
+  r->bytes = bytes;
+  enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
 
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
   char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
   json_decref(json);
   struct MHD_Response *resp;
+  size_t len = 0;
   if (text) {
-    size_t len = strlen(text);
-    text[len] = '\n'; /* replaces the NUL: friendlier in a terminal */
-    resp = MHD_create_response_from_buffer(len + 1, text, MHD_RESPMEM_MUST_FREE);
+    len = strlen(text);
+    text[len++] = '\n'; /* replaces the NUL: friendlier in a terminal */
+    resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   } else {
     static const char oom[] =
         "{\"error\":{\"status\":500,\"code\":\"out_of_memory\",\"message\":\"out of memory\",\"field\":null}}\n";
     status = 500;
-    resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+    len = sizeof oom - 1;
+    resp = MHD_create_response_from_buffer(len, (void *)oom, MHD_RESPMEM_PERSISTENT);
   }
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -36,9 +48,7 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
     snprintf(seconds, sizeof seconds, "%d", r->retry_after_s);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
   }
-  enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
-  MHD_destroy_response(resp);
-  return ret;
+  return request_queue(r, status, resp, len);
 }
 
 enum MHD_Result respond_error(struct request *r, const struct api_error *err) {
@@ -105,7 +115,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->srv = srv;
     r->conn = conn;
     snprintf(r->method, sizeof r->method, "%s", method);
+    snprintf(r->path, sizeof r->path, "%s", url);
     r->body_limit = srv->opts.max_body;
+    r->route = "other";
+    r->started = engine_now_mono();
     *req_cls = r;
     enum MHD_Result early;
     if (handle_precheck(r, url, &early)) return early;
@@ -127,10 +140,34 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   return handle_request(r, url);
 }
 
+/* One JSON line per request: time, client, method, route, path, status, bytes,
+ * duration and job. A single fwrite keeps lines of different threads apart. */
+static void access_log(struct request *r, FILE *out, double seconds) {
+  char client[64], when[40];
+  api_format_time(engine_now_unix(), when, sizeof when);
+  json_t *line = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:f,s:o}", "time", when, "client",
+                           request_client(r, client, sizeof client), "method", r->method, "route",
+                           r->route, "path", r->path, "status", (int)r->status, "bytes",
+                           (json_int_t)r->bytes, "duration_ms", seconds * 1e3, "job",
+                           r->job_id ? json_integer((json_int_t)r->job_id) : json_null());
+  char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+  json_decref(line);
+  if (!text) return;
+  size_t len = strlen(text);
+  text[len] = '\n';
+  fwrite(text, 1, len + 1, out);
+  fflush(out);
+  free(text);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
+  struct http_server *srv = cls;
   struct request *r = *req_cls;
   if (!r) return;
+  double seconds = engine_now_mono() - r->started;
+  if (srv->opts.metrics) metrics_http_request(srv->opts.metrics, r->route, r->method, (int)r->status, seconds);
+  if (srv->opts.access_log) access_log(r, srv->opts.access_log, seconds);
   job_unref(r->job);
   free(r->body);
   free(r);

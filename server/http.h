@@ -5,6 +5,7 @@
 #define GPULAB_HTTP_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "server/engine.h"
 
 struct http_options {
@@ -14,11 +15,17 @@ struct http_options {
   size_t max_body;       /* larger request bodies get 413 */
   size_t max_upload;     /* the same for POST /buffers */
   double default_wait_s; /* how long POSTs wait for their job without ?wait= */
+  struct metrics *metrics; /* borrowed; counts every request */
+  FILE *access_log;        /* borrowed; one JSON line per request, or NULL */
+  const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
+  const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/static.h) */
 };
+
+struct metrics;
 
 struct http_server;
 
-/* Starts serving. engine is borrowed and must outlive the server. Returns 0, or
+/* Starts serving. engine and opts' strings are borrowed and must outlive the server. Returns 0, or
  * -1 with a message in err. */
 int http_server_start(const struct http_options *opts, struct engine *engine,
                       struct http_server **out, char *err, size_t err_len);

@@ -24,6 +24,13 @@ struct request {
   char method[8];
   const char *allow; /* methods of the matched route, for 405's Allow */
   int retry_after_s;  /* > 0: sent as Retry-After (429) */
+  /* For the access log and the metrics: */
+  const char *route;  /* the matched route's pattern, "other" when none */
+  char path[128];     /* the URL path, cut to fit */
+  double started;     /* engine_now_mono() at the first byte */
+  unsigned status;    /* the answer's status, 0 before */
+  uint64_t bytes;     /* the answer's body size, when known */
+  uint64_t job_id;    /* the job the request made or named, 0 if none */
   char location[48];  /* non-empty: sent as Location (201, 202) */
   char *body;
   size_t body_len, body_cap;
@@ -37,7 +44,11 @@ struct request {
 };
 
 /* Responses. Each queues exactly one response and returns MHD's result. json is
- * consumed (decref'd). */
+ * consumed (decref'd). request_queue queues resp (and destroys the caller's
+ * reference), noting status and body bytes for the access log and metrics; every
+ * response goes through it. */
+enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
+                              uint64_t bytes);
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json);
 enum MHD_Result respond_error(struct request *r, const struct api_error *err);
 /* respond_error for a new error, built from the arguments. */

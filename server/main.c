@@ -1,16 +1,20 @@
 /* gpulabd: reads the flags, opens the backend, starts the engine and the HTTP
  * server, and shuts them down in order on SIGINT or SIGTERM. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/backend.h"
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/metrics.h"
+#include "server/static.h"
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
  * device answers), the rest follow it. Returns how many were opened, 0 on error. */
@@ -38,6 +42,22 @@ static int open_devices(const struct config *cfg, struct backend **devices, char
   return n;
 }
 
+/* Jobs that end feed the metrics (called under the engine's lock: counters only). */
+static void count_job(void *arg, const struct job_view *v) {
+  double queue_s = v->started_at > 0 ? v->started_at - v->created_at : -1;
+  double run_s = v->started_at > 0 ? v->finished_at - v->started_at : -1;
+  metrics_job_ended(arg, exp_type_name(v->spec.type), job_state_name(v->state), queue_s, run_s);
+}
+
+/* The access log's stream: stdout, none, or a file opened for appending. */
+static FILE *open_access_log(const char *path) {
+  if (strcmp(path, "off") == 0) return NULL;
+  if (strcmp(path, "-") == 0) return stdout;
+  FILE *f = fopen(path, "a");
+  if (!f) log_warn("--access-log %s: %s; logging requests to stdout", path, strerror(errno));
+  return f ? f : stdout;
+}
+
 int main(int argc, char **argv) {
   struct config cfg;
   char err[512];
@@ -60,23 +80,38 @@ int main(int argc, char **argv) {
 
   struct engine *engine = NULL;
   struct http_server *server = NULL;
+  struct metrics *metrics = NULL;
+  FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
+  if (metrics_new(&metrics)) {
+    log_warn("gpulabd: out of memory");
+    goto fail;
+  }
   n_devices = open_devices(&cfg, devices, err, sizeof err);
   if (n_devices == 0) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
-  struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued};
+  struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
+                               .on_job_end = count_job, .on_job_end_arg = metrics};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
   }
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
-                               .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s};
+                               .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
+                               .web_root = cfg.web_root, .chartjs_path = cfg.chartjs,
+                               .metrics = metrics, .access_log = access_log};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
+  const char *chartjs = cfg.chartjs ? cfg.chartjs : STATIC_CHARTJS_DEFAULT;
+  if (access(chartjs, R_OK) == 0)
+    log_info("dashboard at / (Chart.js: %s)", chartjs);
+  else
+    log_warn("dashboard at /: no Chart.js at %s (install libjs-chart.js or pass --chartjs): tables only",
+             chartjs);
   bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
   log_info("listening on http://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
            ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
@@ -92,6 +127,8 @@ fail:
   http_server_stop(server);
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
+  metrics_free(metrics);
+  if (access_log && access_log != stdout) fclose(access_log);
   if (status == 0) log_info("stopped");
   return status;
 }

@@ -144,7 +144,5 @@ enum MHD_Result sse_respond(struct request *r, struct job *job) {
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-  enum MHD_Result ret = MHD_queue_response(r->conn, 200, resp);
-  MHD_destroy_response(resp);
-  return ret;
+  return request_queue(r, 200, resp, 0); /* a stream: its length is not known */
 }

@@ -773,7 +773,8 @@ void sse_open(struct sse_stream *s, int port, const char *path, const char *last
   CHECK(curl_multi_add_handle(s->multi, s->curl) == CURLM_OK);
   double deadline = now_s() + timeout_s;
   while (!s->headers_done && !s->ended) {
-    if (now_s() > deadline) CHECK_FAIL_("GET %s: no response headers within %.1f s", path, timeout_s);
+    if (now_s() > deadline)
+      CHECK_FAIL_("GET %s: no response headers within %.1f s", path, timeout_s);
     sse_pump(s, deadline);
   }
   if (!s->headers_done)

@@ -6,6 +6,7 @@
 #include "kernels/backend.h"
 #include "kernels/gen.h"
 #include "kernels/reference.h"
+#include "kernels/stencil_best.h"
 #include "tests/check.h"
 
 static struct exp_spec small_spec(enum exp_type type) {
@@ -181,13 +182,17 @@ static void test_all_types(struct backend *b) {
     }
     if (type == EXP_PIPELINE) CHECK_STR_EQ(r.runs[2].label, "streams=5");
     /* stencil alternates: batch 0 runs forward, batch 1 backward */
+    int nv = exp_variant_count(s.type);
     if (type == EXP_STENCIL) {
-      CHECK_INT_EQ(t.n, 6);
-      CHECK(t.run[0] == 0 && t.run[1] == 1 && t.run[2] == 1 && t.run[3] == 0);
-      CHECK(t.batch[2] == 1 && t.batch[4] == 2);
+      CHECK_INT_EQ(t.n, 3 * nv);
+      for (int k = 0; k < nv; k++) {
+        CHECK(t.run[k] == k && t.batch[k] == 0);
+        CHECK(t.run[nv + k] == nv - 1 - k && t.batch[nv + k] == 1);
+      }
+      CHECK(t.batch[2 * nv] == 2);
     }
     if (type == EXP_TRANSPOSE) { /* sequential: all of run 0's batches first */
-      CHECK_INT_EQ(t.n, 12);
+      CHECK_INT_EQ(t.n, 3 * nv);
       CHECK(t.run[2] == 0 && t.batch[2] == 2 && t.run[3] == 1 && t.batch[3] == 0);
     }
     release(b, &job);
@@ -280,7 +285,7 @@ static void test_chain(struct backend *b) {
   CHECK_INT_EQ(run_traced(b, 1, &j2, &t2, &r2), 0);
   check_result(&s2, &r2);
   check_output(b, &j2, &r2);
-  check_phases(&t2, 4);
+  check_phases(&t2, exp_variant_count(EXP_TRANSPOSE));
   size_t len = (size_t)s1.u.transpose.m * s1.u.transpose.n;
   float *back = malloc(len * sizeof *back), *a = malloc(len * sizeof *a);
   CHECK(back && a);
@@ -312,6 +317,59 @@ static void test_given_stencil(struct backend *b) {
   check_output(b, &job, &r);
   release(b, &job);
   backend_buffer_free(b, buf);
+}
+
+/* The best variants run their CPU stand-ins (mapped_to names them) and pass their
+ * checks: stencil best at radii from 0 to its limit, tails in every tile, then a
+ * radius past the limit is unavailable, with the reason. */
+static void test_best_variants(struct backend *b) {
+  static const struct {
+    enum exp_type type;
+    int variant;
+    const char *label, *mapped_to;
+  } best[] = {{EXP_TRANSPOSE, TRANSPOSE_BEST, "best", "cpu_transpose_blocked"},
+              {EXP_GEMM, GEMM_BEST, "best", "cpu_gemm_tiled"},
+              {EXP_GEMM, GEMM_TF32, "tf32", "cpu_gemm_tiled"},
+              {EXP_STENCIL, STENCIL_BEST, "best", "cpu_stencil_window"}};
+  char err[128];
+  for (size_t i = 0; i < sizeof best / sizeof best[0]; i++) {
+    struct exp_spec s = small_spec(best[i].type);
+    s.n_variants = 1;
+    s.variants[0] = best[i].variant;
+    struct backend_job job = {.spec = &s};
+    struct exp_result r;
+    CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+    check_result(&s, &r);
+    check_output(b, &job, &r);
+    CHECK_STR_EQ(r.runs[0].label, best[i].label);
+    CHECK_STR_EQ(r.runs[0].mapped_to, best[i].mapped_to);
+    release(b, &job);
+  }
+  static const int radii[] = {0, 1, 2, 32, 64, 255, 1024, STENCIL_BEST_MAX_RADIUS};
+  static const int sizes[] = {1, 1000, 4093, 10007};
+  for (int ri = 0; ri < 8; ri++)
+    for (int ni = 0; ni < 4; ni++) {
+      struct exp_spec s = small_spec(EXP_STENCIL);
+      s.u.stencil.n = sizes[ni];
+      s.u.stencil.radius = radii[ri];
+      s.n_variants = 2;
+      s.variants[0] = STENCIL_BEST, s.variants[1] = STENCIL_NAIVE;
+      struct backend_job job = {.spec = &s};
+      struct exp_result r;
+      CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+      check_result(&s, &r);
+      check_output(b, &job, &r);
+      release(b, &job);
+    }
+  struct exp_spec s = small_spec(EXP_STENCIL);
+  s.u.stencil.radius = STENCIL_BEST_MAX_RADIUS + 1;
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  CHECK(r.runs[0].available && r.runs[0].check.passed);
+  CHECK(!r.runs[STENCIL_BEST].available);
+  CHECK(strstr(r.runs[STENCIL_BEST].reason, "radii 0..2047") != NULL);
+  release(b, &job);
 }
 
 /* gemm with only cuBLAS: nothing runs, no output, but a fence that is complete. */
@@ -437,6 +495,7 @@ int main(void) {
   test_buffers(b);
   test_chain(b);
   test_given_stencil(b);
+  test_best_variants(b);
   test_cublas_only(b);
   test_cancel_and_invalid(b);
   test_capped(b);

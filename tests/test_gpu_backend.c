@@ -276,6 +276,45 @@ static void test_odd_sizes(void) {
   run_ok(pipeline_spec(1000, 3, 64));
 }
 
+/* spec limited to the listed variants, in that order */
+static struct exp_spec only(struct exp_spec s, int n, const int *variants) {
+  s.n_variants = n;
+  for (int i = 0; i < n; i++) s.variants[i] = variants[i];
+  return s;
+}
+
+/* The best variants at odd sizes: tails in every dimension, sizes whose rows are not
+ * a whole number of float4 (4-byte path) and ones that are (float4 path) but end in
+ * partial tiles, K = 0, radii from 0 to the tile limit and one past it. */
+static void test_best_odd_sizes(void) {
+  static const int tr[] = {TRANSPOSE_BEST};
+  static const int tsizes[][2] = {{33, 47}, {47, 33}, {1, 1000}, {1000, 1}, {64, 64}, {65, 63},
+                                  {4100, 1028}, {1028, 4100}, {4099, 1023}, {1023, 4099}};
+  for (size_t i = 0; i < sizeof tsizes / sizeof tsizes[0]; i++)
+    run_ok(only(transpose_spec(tsizes[i][0], tsizes[i][1]), 1, tr));
+  static const int gv[] = {GEMM_BEST, GEMM_TF32};
+  static const int gsizes[][3] = {{33, 47, 18}, {130, 70, 300}, {1000, 1001, 999}, {1, 1, 1},
+                                  {17, 19, 0},  {128, 128, 128}, {256, 384, 16}, {129, 131, 33},
+                                  {200, 260, 36}, {1000, 1000, 1004}};
+  for (size_t i = 0; i < sizeof gsizes / sizeof gsizes[0]; i++)
+    run_ok(only(gemm_spec(gsizes[i][0], gsizes[i][1], gsizes[i][2]), 2, gv));
+  static const int sv[] = {STENCIL_BEST, STENCIL_NAIVE};
+  static const int radii[] = {0, 2, 32, 64, 1024};
+  static const int sizes[] = {1, 1000, 4093, (1 << 24) + 3};
+  for (int ri = 0; ri < 5; ri++)
+    for (int ni = 0; ni < 4; ni++) run_ok(only(stencil_spec(sizes[ni], radii[ri]), 2, sv));
+  run_ok(only(stencil_spec(10007, 2047), 2, sv));
+  /* past the tile limit: unavailable with the reason, the other run still passes */
+  static struct exp_result res;
+  struct exp_spec s = only(stencil_spec(1000, 2048), 2, sv);
+  struct backend_job job = {.spec = &s};
+  char err[256] = "";
+  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &res, err, sizeof err), 0);
+  CHECK(!res.runs[0].available && strstr(res.runs[0].reason, "radii 0..2047") != NULL);
+  CHECK(res.runs[1].available && res.runs[1].check.passed);
+  job_drop(&job);
+}
+
 static void test_large_sizes(void) {
   run_ok(transpose_spec(4096, 4096));
   run_ok(transpose_spec(4099, 1023));
@@ -283,6 +322,11 @@ static void test_large_sizes(void) {
   run_ok(gemm_spec(2048, 2048, 2048)); /* the reference samples 64 rows */
   run_ok(stencil_spec(1 << 24, 2));
   run_ok(stencil_spec(1 << 24, 32));
+  static const int tr[] = {TRANSPOSE_BEST}, gv[] = {GEMM_BEST, GEMM_TF32}, sv[] = {STENCIL_BEST};
+  run_ok(only(transpose_spec(8192, 8192), 1, tr));
+  run_ok(only(gemm_spec(4096, 4096, 4096), 2, gv));
+  run_ok(only(stencil_spec(1 << 26, 2), 1, sv));
+  run_ok(only(stencil_spec(1 << 26, 32), 1, sv));
   /* 8 terms keep the FP64 reference (chunk * chunks * terms sin calls) to seconds. */
   run_ok(pipeline_spec(1 << 22, 3, 8));
 }
@@ -323,10 +367,41 @@ static void test_kernel_info(void) {
   CHECK_INT_EQ(k->grid[0], 4);
   CHECK_INT_EQ(k->dynamic_shared_bytes, (256 + 2 * 32) * 4);
 
+  k = &res.runs[STENCIL_BEST].kernel;
+  CHECK_INT_EQ(k->block[0], 256);
+  CHECK_INT_EQ(k->grid[0], 1); /* one tile of 4028 */
+  CHECK_INT_EQ(k->dynamic_shared_bytes, (4 * 1024 + 80) * 8);
+  printf("stencil_best_kernel: %d registers, %d bytes dynamic shared\n", k->registers,
+         k->dynamic_shared_bytes);
+
+  s = transpose_spec(100, 70);
+  run_ok_on(0, &s, &res);
+  k = &res.runs[TRANSPOSE_BEST].kernel;
+  CHECK(k->block[0] == 32 && k->block[1] == 8);
+  CHECK(k->grid[0] == 2 && k->grid[1] == 2); /* 64x64 tiles */
+  CHECK_INT_EQ(k->static_shared_bytes, 64 * 64 * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  printf("transpose_best_kernel: %d registers, %d bytes static shared\n", k->registers,
+         k->static_shared_bytes);
+
   s = gemm_spec(40, 30, 20);
   run_ok_on(0, &s, &res);
   CHECK(!res.runs[GEMM_CUBLAS].kernel.has_launch);
   CHECK_INT_EQ(res.runs[GEMM_TILED].kernel.static_shared_bytes, 2 * 16 * 16 * 4);
+  s = gemm_spec(300, 200, 100);
+  run_ok_on(0, &s, &res);
+  k = &res.runs[GEMM_BEST].kernel;
+  CHECK(k->block[0] == 256 && k->grid[0] == 3 * 2); /* 128x128 tiles */
+  CHECK_INT_EQ(k->static_shared_bytes, 2 * 2 * 16 * 128 * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  printf("gemm_best_kernel: %d registers, %d bytes static shared\n", k->registers,
+         k->static_shared_bytes);
+  k = &res.runs[GEMM_TF32].kernel;
+  CHECK(k->block[0] == 256 && k->grid[0] == 3 * 2);
+  CHECK_INT_EQ(k->dynamic_shared_bytes, 3 * (128 * 36 + 32 * 136) * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  printf("gemm_tf32_kernel: %d registers, %d bytes dynamic shared\n", k->registers,
+         k->dynamic_shared_bytes);
 }
 
 /* Variants named in another order, and one twice, still run and pass; the output
@@ -400,7 +475,7 @@ static void test_hooks(void) {
   struct exp_spec s = stencil_spec(1 << 20, 32);
   struct backend_job job = {.spec = &s};
   CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), 0);
-  CHECK_INT_EQ(t.progress_calls, 2 * s.timing.batches);
+  CHECK_INT_EQ(t.progress_calls, exp_variant_count(EXP_STENCIL) * s.timing.batches);
   check_phases(&t, 1);
   for (int r = 0; r < res.n_runs; r++) CHECK(!res.runs[r].contended);
   job_drop(&job);
@@ -411,7 +486,7 @@ static void test_hooks(void) {
   trace_init(&t);
   t.contended = true;
   CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), 0);
-  check_phases(&t, 4);
+  check_phases(&t, exp_variant_count(EXP_TRANSPOSE));
   for (int r = 0; r < res.n_runs; r++) CHECK(res.runs[r].contended);
   job_drop(&job);
 
@@ -632,8 +707,8 @@ static void test_chain(void) {
          (c.returned1_at - c.issued2_at) * 1e3);
   expect_passed(&c.s1, &c.r1);
   expect_passed(&c.s2, &c.r2);
-  check_phases(&c.t1, 4);
-  check_phases(&c.t2, 4);
+  check_phases(&c.t1, exp_variant_count(EXP_TRANSPOSE));
+  check_phases(&c.t2, exp_variant_count(EXP_TRANSPOSE));
 
   size_t count = (size_t)m * n;
   float *h = malloc(count * sizeof *h);
@@ -738,6 +813,7 @@ int main(int argc, char **argv) {
   printf("%s\n", why);
   test_device();
   test_odd_sizes();
+  test_best_odd_sizes();
   test_kernel_info();
   test_variant_order();
   test_hooks();

@@ -20,9 +20,10 @@
 static struct gpulabd A; /* --streams 2 --max-body 4096: most tests */
 static struct gpulabd B; /* --streams 1 --max-queued 202: queueing, cancel, concurrency */
 
-static const char *const transpose_all[] = {"naive", "shared32", "padded33", "copy"};
-static const char *const gemm_all[] = {"naive", "tiled", "cublas"};
-static const char *const stencil_all[] = {"naive", "shared"};
+static const char *const transpose_all[] = {"naive", "shared32", "padded33", "copy", "best"};
+static const char *const gemm_all[] = {"naive", "tiled", "cublas", "best", "tf32"};
+static const char *const stencil_all[] = {"naive", "shared", "best"};
+enum { N_TRANSPOSE = 5, N_GEMM = 5, N_STENCIL = 3 }; /* the lists above, "all" */
 
 static long long health_int(struct gpulabd *d, const char *path) {
   json_t *health = http_get_json(d, "/health");
@@ -91,7 +92,7 @@ static void test_index_health_device(void) {
 /* ---- experiments at sizes that are not multiples of any tile ---- */
 
 static void test_transpose(void) {
-  json_t *job = run_ok("transpose", SMALL_TRANSPOSE, transpose_all, 4);
+  json_t *job = run_ok("transpose", SMALL_TRANSPOSE, transpose_all, N_TRANSPOSE);
   CHECK_INT_EQ(JINT(job, "params.m"), 33);
   CHECK_INT_EQ(JINT(job, "params.n"), 47);
   CHECK_INT_EQ(JINT(job, "params.batches"), 2);
@@ -106,13 +107,14 @@ static void test_transpose(void) {
   json_decref(run_ok("transpose",
                      "{\"m\":33,\"n\":47,\"variant\":[\"padded33\",\"naive\"]," FAST "}", two, 2));
   json_decref(
-      run_ok("transpose", "{\"m\":47,\"n\":33,\"variant\":\"all\"," FAST "}", transpose_all, 4));
+      run_ok("transpose", "{\"m\":47,\"n\":33,\"variant\":\"all\"," FAST "}", transpose_all,
+             N_TRANSPOSE));
   json_decref(
       run_ok("transpose", "{\"m\":1,\"n\":1,\"variant\":\"copy\"," FAST "}", transpose_all + 3, 1));
 }
 
 static void test_gemm(void) {
-  json_t *job = run_ok("gemm", "{\"m\":33,\"n\":47,\"k\":18," FAST "}", gemm_all, 3);
+  json_t *job = run_ok("gemm", "{\"m\":33,\"n\":47,\"k\":18," FAST "}", gemm_all, N_GEMM);
   CHECK(JBOOL(job, "result.runs[0].available"));
   CHECK(JBOOL(job, "result.runs[1].available"));
   CHECK(!JBOOL(job, "result.runs[2].available"));
@@ -130,13 +132,13 @@ static void test_stencil(void) {
   for (size_t i = 0; i < 3; i++) {
     char body[256];
     snprintf(body, sizeof body, "{\"n\":1000,\"radius\":%d," FAST "}", radii[i]);
-    json_t *job = run_ok("stencil", body, stencil_all, 2);
+    json_t *job = run_ok("stencil", body, stencil_all, N_STENCIL);
     CHECK_INT_EQ(JINT(job, "params.radius"), radii[i]);
     CHECK_INT_EQ(JINT(job, "params.n"), 1000);
     json_decref(job);
   }
   /* A radius wider than the whole array: every neighbour is boundary. */
-  json_decref(run_ok("stencil", "{\"n\":7,\"radius\":40," FAST "}", stencil_all, 2));
+  json_decref(run_ok("stencil", "{\"n\":7,\"radius\":40," FAST "}", stencil_all, N_STENCIL));
 }
 
 static void test_pipeline(void) {
@@ -210,7 +212,7 @@ static void start_defaults(long long ids[2]) {
   ids[0] = job_check_accepted(&r, "transpose");
   CHECK_INT_EQ(JINT(r.json, "params.m"), 4096);
   CHECK_INT_EQ(JINT(r.json, "params.n"), 4096);
-  CHECK_INT_EQ(json_array_size(json_at(r.json, "params.variant")), 4);
+  CHECK_INT_EQ(json_array_size(json_at(r.json, "params.variant")), N_TRANSPOSE);
   CHECK_INT_EQ(JINT(r.json, "params.seed"), 2026);
   CHECK_INT_EQ(JINT(r.json, "params.warmup"), 3);
   CHECK_INT_EQ(JINT(r.json, "params.batches"), 5);
@@ -229,11 +231,11 @@ static void start_defaults(long long ids[2]) {
 static void finish_defaults(const long long ids[2]) {
   json_t *job = job_wait_final(&A, ids[0], 60);
   CHECK_JOB_DONE(job, "transpose", "cpu");
-  check_run_labels(job, transpose_all, 4);
+  check_run_labels(job, transpose_all, N_TRANSPOSE);
   json_decref(job);
   job = job_wait_final(&A, ids[1], 60);
   CHECK_JOB_DONE(job, "stencil", "cpu");
-  check_run_labels(job, stencil_all, 2);
+  check_run_labels(job, stencil_all, N_STENCIL);
   CHECK_INT_EQ(JINT(job, "result.runs[0].timing.batches"), 5);
   json_decref(job);
 }
@@ -355,7 +357,7 @@ static void test_bad_bodies(void) {
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"m\":1048576,\"n\":1048576}", &r);
   msg = JSTR(r.json, "error.message");
-  CHECK(strstr(msg, "bytes") && strstr(msg, "26388279066624")); /* (a + 4 run outputs + the job output) * 4 * 2^40 */
+  CHECK(strstr(msg, "bytes") && strstr(msg, "30786325577728")); /* (a + 5 run outputs + the job output) * 4 * 2^40 */
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"m\":0}", &r);
   CHECK(strstr(JSTR(r.json, "error.message"), "1048576")); /* the allowed range */
@@ -701,7 +703,7 @@ static void test_cancel(void) {
   CHECK_INT_EQ(JINT(r.json, "params.m"), 1024);
   CHECK_INT_EQ(JINT(r.json, "params.n"), 1024);
   CHECK_INT_EQ(JINT(r.json, "params.k"), 1024);
-  CHECK_INT_EQ(json_array_size(json_at(r.json, "params.variant")), 3);
+  CHECK_INT_EQ(json_array_size(json_at(r.json, "params.variant")), N_GEMM);
   http_reply_free(&r);
   http_post_json(&B, "/jobs?wait=0", "{\"type\":\"pipeline\"}", &r);
   long long pipeline = job_check_accepted(&r, "pipeline");

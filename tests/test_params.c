@@ -33,7 +33,7 @@ static void test_defaults(void) {
   CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, "{}", 2, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.transpose.m, 4096);
   CHECK_INT_EQ(spec.u.transpose.n, 4096);
-  CHECK_INT_EQ(spec.n_variants, 4);
+  CHECK_INT_EQ(spec.n_variants, 5); /* naive, shared32, padded33, copy, best */
   CHECK_INT_EQ(spec.timing.warmup, 3);
   CHECK_INT_EQ(spec.timing.batches, 5);
   CHECK_INT_EQ(spec.timing.reps, 20);
@@ -51,7 +51,7 @@ static void test_defaults(void) {
   CHECK_INT_EQ(spec.timing.batches, 9);
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, "{}", 2, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.u.gemm.k, 1024);
-  CHECK_INT_EQ(spec.n_variants, 3);
+  CHECK_INT_EQ(spec.n_variants, 5); /* naive, tiled, cublas, best, tf32 */
 }
 
 static void test_values(void) {

@@ -4,6 +4,7 @@
 #include <math.h>
 #include "kernels/gen.h"
 #include "kernels/reference.h"
+#include "kernels/stencil_best.h"
 #include "tests/check.h"
 
 static struct reference *make_given(const struct exp_spec *spec, const float *const *given) {
@@ -14,6 +15,9 @@ static struct reference *make_given(const struct exp_spec *spec, const float *co
 }
 
 static struct reference *make(const struct exp_spec *spec) { return make_given(spec, NULL); }
+
+static void push_out(const struct reference *ref, int variant, float *out, size_t i);
+static double window_mean(const float *x, int n, int r, int i, double *abs_sum);
 
 static float *alloc_f(size_t n) {
   float *p = malloc((n ? n : 1) * sizeof *p);
@@ -189,6 +193,163 @@ static void test_stencil(int n, int r) {
   expect_fail(ref, STENCIL_NAIVE, y, 2);
   free(y);
   reference_free(ref);
+}
+
+/* f rounded to TF32 as cvt.rna does: 10 mantissa bits, to nearest, ties away. */
+static float tf32_round(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  bits = (bits + 0x1000u) & ~0x1fffu;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* gemm tf32: a product of TF32-rounded operands with FP32 accumulation passes the
+ * TF32 rule, which is (2^-10 + k 2^-22) sum|ab|; the FP32 rule rejects it; an
+ * element pushed past the TF32 tolerance fails. */
+static void test_gemm_tf32(int m, int n, int k, bool fp32_rejects) {
+  struct exp_spec spec;
+  exp_spec_default(EXP_GEMM, &spec);
+  spec.u.gemm.m = m, spec.u.gemm.n = n, spec.u.gemm.k = k;
+  struct reference *ref = make(&spec);
+  const float *a = reference_input(ref, GEN_A), *b = reference_input(ref, GEN_B);
+  float *c = alloc_f((size_t)m * n);
+  double max_tol = 0;
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      float acc = 0;
+      double mag = 0;
+      for (int kk = 0; kk < k; kk++) {
+        float x = a[(size_t)i * k + kk], y = b[(size_t)kk * n + j];
+        acc = fmaf(tf32_round(x), tf32_round(y), acc);
+        mag += fabs((double)x * y);
+      }
+      c[(size_t)i * n + j] = acc;
+      max_tol = fmax(max_tol, (0x1p-10 + k * 0x1p-22) * mag);
+    }
+  struct exp_check chk;
+  reference_check(ref, GEMM_TF32, c, &chk);
+  if (!chk.passed) fprintf(stderr, "tf32 %dx%dx%d: %" PRId64 " mismatches\n", m, n, k, chk.mismatches);
+  CHECK(chk.passed && chk.max_abs_err > 0);
+  CHECK(strstr(chk.tolerance_rule, "2^-10") && strstr(chk.tolerance_rule, "TF32"));
+  if (!chk.sampled) CHECK_NEAR(chk.tolerance, max_tol, max_tol * 1e-12);
+  CHECK(chk.tolerance <= max_tol * (1 + 1e-12));
+  struct exp_check fp32;
+  reference_check(ref, GEMM_BEST, c, &fp32);
+  CHECK(fp32.tolerance < chk.tolerance);
+  if (fp32_rejects) CHECK(!fp32.passed);
+  push_out(ref, GEMM_TF32, c, 0); /* row 0 is always compared */
+  expect_fail(ref, GEMM_TF32, c, 1);
+  free(c);
+  reference_free(ref);
+}
+
+/* ---- stencil best: double prefix sums restarted per tile (stencil_best.h) ---- */
+
+/* The best kernel's arithmetic, sequentially: per tile a double prefix over its span
+ * x[base - lead, base + T + r), y = (P[i+r] - P[i-r-1]) / (2r+1) rounded to float. */
+static void stencil_prefix(const float *x, float *y, int n, int r) {
+  int tile = stencil_best_tile(r), lead = stencil_best_lead(r);
+  double *p = malloc((size_t)(tile + stencil_best_halo(r)) * sizeof *p);
+  CHECK(p != NULL);
+  for (int base = 0; base < n; base += tile) {
+    double sum = 0;
+    for (int q = 0; q < tile + stencil_best_halo(r); q++) {
+      long g = (long)base - lead + q;
+      p[q] = sum += g >= 0 && g < n ? x[g] : 0.0f;
+    }
+    for (int i = base; i < n && i < base + tile; i++) {
+      int j = i - base;
+      y[i] = (float)((p[j + lead + r] - p[j + lead - r - 1]) * (1.0 / (2 * r + 1)));
+    }
+  }
+  free(p);
+}
+
+/* sum |x| over [lo, hi) clipped to [0, n), in double */
+static double span_abs(const float *x, int n, long lo, long hi) {
+  double s = 0;
+  for (long j = lo < 0 ? 0 : lo; j < hi && j < n; j++) s += fabs((double)x[j]);
+  return s;
+}
+
+static void test_stencil_best(int n, int r) {
+  struct exp_spec spec;
+  exp_spec_default(EXP_STENCIL, &spec);
+  spec.u.stencil.n = n, spec.u.stencil.radius = r;
+  struct reference *ref = make(&spec);
+  const float *x = reference_input(ref, GEN_X);
+  float *y = alloc_f((size_t)n), *exact = alloc_f((size_t)n);
+  stencil_prefix(x, y, n, r);
+  int tile = stencil_best_tile(r), lead = stencil_best_lead(r);
+  double max_tol = 0;
+  for (int i = 0; i < n; i++) {
+    double abs_s;
+    double want = window_mean(x, n, r, i, &abs_s);
+    exact[i] = (float)want;
+    long base = (long)(i / tile) * tile;
+    double tol = 0x1p-23 * fabs(want) +
+                 0x1p-38 * span_abs(x, n, base - lead, base + tile + r) / (2 * r + 1) + 1e-30;
+    max_tol = fmax(max_tol, tol);
+  }
+  struct exp_check c;
+  reference_check(ref, STENCIL_BEST, y, &c);
+  if (!c.passed) fprintf(stderr, "best n=%d r=%d: %" PRId64 " mismatches, max err %g\n", n, r, c.mismatches, c.max_abs_err);
+  CHECK(c.passed);
+  CHECK_INT_EQ(c.compared, n);
+  CHECK_NEAR(c.tolerance, max_tol, max_tol * 1e-9);
+  CHECK(strstr(c.tolerance_rule, "2^-38") != NULL);
+  expect_pass(ref, STENCIL_BEST, exact, n);
+  /* the prefix differences stay far inside the bound on these inputs */
+  CHECK(c.max_abs_err <= 0.6 / 8388608.0);
+  y[n / 2] += (float)(4 * max_tol) + 1e-6f;
+  expect_fail(ref, STENCIL_BEST, y, 1);
+  y[0] = NAN;
+  expect_fail(ref, STENCIL_BEST, y, 2);
+  free(y);
+  free(exact);
+  reference_free(ref);
+}
+
+/* The restart bounds the damage of a huge value to its own tile: there best's
+ * tolerance is as wide as 2^-38 * 1e30 (naive's is not), in the next tile it is back
+ * to float rounding. A non-finite input fails its whole tile. */
+static void test_stencil_best_tiles(void) {
+  enum { R = 3 };
+  const int tile = stencil_best_tile(R), n = 3 * tile;
+  struct exp_spec spec;
+  exp_spec_default(EXP_STENCIL, &spec);
+  spec.u.stencil.n = n, spec.u.stencil.radius = R;
+  float *x = alloc_f((size_t)n), *y = alloc_f((size_t)n);
+  for (int i = 0; i < n; i++) x[i] = gen_uniform(6, GEN_X, (uint64_t)i);
+  x[tile / 2] = 1e30f; /* in tile 0, far from tile 1's span */
+  const float *given[EXP_MAX_INPUTS] = {x, NULL};
+  struct reference *ref = make_given(&spec, given);
+  stencil_prefix(x, y, n, R);
+  expect_pass(ref, STENCIL_BEST, y, n); /* tile 0's outputs are mostly noise, allowed */
+  double abs_s;
+  for (int i = 0; i < n; i++) y[i] = (float)window_mean(x, n, R, i, &abs_s);
+  expect_pass(ref, STENCIL_NAIVE, y, n);
+  y[10] += 1.0f; /* tile 0, away from the huge value: best allows it, naive not */
+  expect_pass(ref, STENCIL_BEST, y, n);
+  expect_fail(ref, STENCIL_NAIVE, y, 1);
+  y[10] -= 1.0f;
+  y[tile + 10] += 1e-5f; /* tile 1: float rounding only */
+  expect_fail(ref, STENCIL_BEST, y, 1);
+  reference_free(ref);
+  x[tile / 2] = 0.5f;
+  x[2 * tile + 100] = INFINITY; /* tile 2: its windows with infinity expect NaN */
+  ref = make_given(&spec, given);
+  for (int i = 0; i < n; i++) y[i] = (float)window_mean(x, n, R, i, &abs_s);
+  struct exp_check c;
+  reference_check(ref, STENCIL_BEST, y, &c);
+  CHECK_INT_EQ(c.mismatches, 2 * R + 1);
+  stencil_prefix(x, y, n, R); /* the prefix makes every later output of tile 2 NaN */
+  reference_check(ref, STENCIL_BEST, y, &c);
+  CHECK(!c.passed && c.mismatches >= tile - 100 - R);
+  for (int i = 0; i < 2 * tile; i++) CHECK(isfinite(y[i]));
+  reference_free(ref);
+  free(x), free(y);
 }
 
 static void test_pipeline(void) {
@@ -441,6 +602,14 @@ int main(void) {
   static const int radii[] = {0, 2, 32};
   for (int i = 0; i < 3; i++) test_stencil(1000, radii[i]); /* n not a multiple of 256 */
   test_stencil(300, 400); /* radius wider than the array */
+  test_gemm_tf32(33, 47, 18, true);
+  test_gemm_tf32(130, 70, 300, false);
+  test_gemm_tf32(300, 700, 700, false); /* sampled rows */
+  static const int best_radii[] = {0, 2, 32, 64, 1024, STENCIL_BEST_MAX_RADIUS};
+  for (int i = 0; i < 6; i++) test_stencil_best(1000, best_radii[i]);
+  test_stencil_best(20011, 5); /* several tiles, a partial last one */
+  test_stencil_best(9001, 1024);
+  test_stencil_best_tiles();
   test_pipeline();
   test_invalid();
   test_seeds_per_input();

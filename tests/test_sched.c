@@ -69,7 +69,7 @@ struct holder {
 
 static void *exclusive_holder(void *arg) {
   struct holder *h = arg;
-  gate_enter(h->g, true);
+  gate_enter(h->g, true, NULL, NULL);
   atomic_store(&h->entered, 1);
   gate_leave(h->g, true);
   return NULL;
@@ -95,21 +95,23 @@ static void test_queues(void) {
   sched_free(s);
 }
 
+static bool always_stop(void *arg) { return true; }
+
 static void test_gate(void) {
   struct gate *g;
   CHECK_INT_EQ(gate_new(&g), 0);
   /* Alone: not contended. */
   struct gate_window w;
-  gate_enter(g, false);
+  gate_enter(g, false, NULL, NULL);
   gate_window_open(g, &w);
   CHECK(!gate_window_close(g, &w));
   /* Someone else enters during the window: contended. */
   gate_window_open(g, &w);
-  gate_enter(g, false);
+  gate_enter(g, false, NULL, NULL);
   gate_leave(g, false);
   CHECK(gate_window_close(g, &w));
   /* Someone else already inside when it opens: contended. */
-  gate_enter(g, false);
+  gate_enter(g, false, NULL, NULL);
   gate_window_open(g, &w);
   gate_leave(g, false);
   CHECK(gate_window_close(g, &w));
@@ -122,6 +124,13 @@ static void test_gate(void) {
   gate_leave(g, false);
   pthread_join(t, NULL);
   CHECK_INT_EQ(atomic_load(&h.entered), 1);
+  /* A request told to stop gives up instead of waiting for the holder. */
+  gate_enter(g, true, NULL, NULL);
+  CHECK_INT_EQ(gate_enter(g, false, always_stop, NULL), -ECANCELED);
+  CHECK_INT_EQ(gate_enter(g, true, always_stop, NULL), -ECANCELED);
+  gate_leave(g, true);
+  CHECK_INT_EQ(gate_enter(g, false, always_stop, NULL), 0); /* free: granted */
+  gate_leave(g, false);
   gate_free(g);
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/gen.h"
 #include "kernels/reference.h"
+#include "kernels/stencil_best.h"
 
 /* The lecture's repetition counts are sized for a GPU; a CPU call can take a second,
  * so warm-ups and reps are cut to about these budgets (batches never are). */
@@ -48,14 +49,23 @@ static const struct kernel_desc transpose_kernels[] = {
     {"cpu_transpose_blocked", "32x32 cache-blocked loop (a CPU has no banks to pad for)",
      "cpu_transpose_blocked"},
     {"cpu_copy", "memcpy of A: the bandwidth reference", ""},
+    {"cpu_transpose_blocked", "32x32 cache-blocked loop (CPU stand-in for the GPU's float4 tiles)",
+     "cpu_transpose_blocked"},
 };
 static const struct kernel_desc gemm_kernels[] = {
     {"cpu_gemm_naive", "i-j-k loop: one float fmaf dot product per output", ""},
     {"cpu_gemm_tiled", "16x16 output tiles over 16-wide K steps, float fmaf accumulators", ""},
+    {NULL, NULL, NULL}, /* cublas: CUDA only */
+    {"cpu_gemm_tiled", "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
+     "kernel)", "cpu_gemm_tiled"},
+    {"cpu_gemm_tiled", "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
+     "tolerance", "cpu_gemm_tiled"},
 };
 static const struct kernel_desc stencil_kernels[] = {
     {"cpu_stencil_naive", "direct 2r+1 float sum per output", ""},
     {"cpu_stencil_shared", "tiles of 256: tile + halo copied to a local buffer, then summed", ""},
+    {"cpu_stencil_window", "sliding double window sum, restarted per tile of the GPU's best kernel",
+     "cpu_stencil_window"},
 };
 static const struct kernel_desc pipeline_kernel = {
     "cpu_synthesize", "upload, synthesize, download per chunk; s threads stand in for s streams",
@@ -83,6 +93,7 @@ struct job {
   float *slab;                   /* backs outs */
   float *tile;                   /* stencil_shared's tile + halo */
   float *d_in, *d_out;           /* pipeline: the "device" buffers */
+  struct exp_run *timeline;      /* pipeline: the run whose passes record their ops, or NULL */
   char *err;
   size_t err_len;
 };
@@ -167,7 +178,16 @@ struct pass_share {
   const struct job *job;
   float *h_out;
   int streams, t;
+  double t0; /* the pass's start (now_ms) */
 };
+
+/* Chunk c's op, begun at start and ending now, into the recording run's timeline. */
+static void record_op(const struct pass_share *sh, int c, int op, double start) {
+  struct exp_run *run = sh->job->timeline;
+  if (!run || c >= EXP_TIMELINE_CHUNKS) return;
+  run->timeline[c * EXP_OP_COUNT + op] = (struct exp_timeline_op){
+      (uint8_t)sh->t, (uint8_t)op, (uint16_t)c, (float)(start - sh->t0), (float)(now_ms() - sh->t0)};
+}
 
 /* Stream t's work: chunks c with c % streams == t, submitted as the lecture does
  * (all uploads, then all kernels, then all downloads); a stream runs in order. */
@@ -177,12 +197,22 @@ static void *pass_worker(void *arg) {
   const float *h_in = job->in[0];
   int chunk = job->spec->u.pipeline.chunk, chunks = job->spec->u.pipeline.chunks;
   int terms = job->spec->u.pipeline.terms;
-  for (int c = sh->t; c < chunks; c += sh->streams)
+  double start;
+  for (int c = sh->t; c < chunks; c += sh->streams) {
+    start = now_ms();
     cpu_copy(h_in + (size_t)c * chunk, job->d_in + (size_t)c * chunk, (size_t)chunk);
-  for (int c = sh->t; c < chunks; c += sh->streams)
+    record_op(sh, c, EXP_OP_UPLOAD, start);
+  }
+  for (int c = sh->t; c < chunks; c += sh->streams) {
+    start = now_ms();
     cpu_synthesize(job->d_in + (size_t)c * chunk, job->d_out + (size_t)c * chunk, chunk, terms);
-  for (int c = sh->t; c < chunks; c += sh->streams)
+    record_op(sh, c, EXP_OP_KERNEL, start);
+  }
+  for (int c = sh->t; c < chunks; c += sh->streams) {
+    start = now_ms();
     cpu_copy(job->d_out + (size_t)c * chunk, sh->h_out + (size_t)c * chunk, (size_t)chunk);
+    record_op(sh, c, EXP_OP_DOWNLOAD, start);
+  }
   return NULL;
 }
 
@@ -192,7 +222,8 @@ static int pipeline_pass(struct job *job, float *h_out, int streams) {
   pthread_t threads[EXP_MAX_STREAMS];
   struct pass_share shares[EXP_MAX_STREAMS];
   int started = 1, rc = 0;
-  for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){job, h_out, streams, t};
+  double t0 = now_ms();
+  for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){job, h_out, streams, t, t0};
   for (; started < streams; started++) {
     if (pthread_create(&threads[started], NULL, pass_worker, &shares[started]) != 0) {
       snprintf(job->err, job->err_len, "cannot start a thread for stream %d", started);
@@ -202,6 +233,9 @@ static int pipeline_pass(struct job *job, float *h_out, int streams) {
   }
   if (rc == 0) pass_worker(&shares[0]);
   for (int t = 1; t < started; t++) pthread_join(threads[t], NULL);
+  int chunks = job->spec->u.pipeline.chunks;
+  if (rc == 0 && job->timeline)
+    job->timeline->n_timeline = EXP_OP_COUNT * (chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS);
   return rc;
 }
 
@@ -227,6 +261,7 @@ static int call_once(struct job *job, int variant, float *out) {
   case EXP_STENCIL: {
     int n = s->u.stencil.n, r = s->u.stencil.radius;
     if (variant == STENCIL_NAIVE) cpu_stencil_naive(job->in[0], out, n, r);
+    else if (variant == STENCIL_BEST) cpu_stencil_window(job->in[0], out, n, r);
     else cpu_stencil_shared(job->in[0], out, n, r, job->tile);
     return 0;
   }
@@ -275,12 +310,15 @@ static int time_batch(struct job *job, int i, int b) {
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
+  /* The pipeline's last sample records its passes' ops; its last pass's stay. */
+  job->timeline = job->spec->type == EXP_PIPELINE && b == t->batches - 1 ? run : NULL;
   double t0 = now_ms();
   for (int r = 0; r < t->reps; r++) {
     int rc = call_once(job, run->variant, job->outs[i]);
     if (rc < 0) return rc;
   }
   t->samples_ms[b] = (now_ms() - t0) / t->reps;
+  job->timeline = NULL;
   t->n_samples = b + 1;
   backend_hooks_progress(job->hooks, i, b, t->samples_ms[b]);
   return 0;
@@ -292,7 +330,7 @@ static int time_batch(struct job *job, int i, int b) {
  * engine says. */
 static int time_window(struct job *job, const int *runs, int n) {
   int batches = job->spec->timing.batches, rc = 0;
-  backend_hooks_phase(job->hooks, BACKEND_PHASE_TIMED);
+  if (backend_hooks_phase(job->hooks, BACKEND_PHASE_TIMED)) rc = canceled(job); /* while it waited */
   for (int o = 0; o < n && rc == 0; o++) rc = warm_up(job, runs[o]);
   for (int b = 0; b < batches && rc == 0; b++)
     for (int o = 0; o < n && rc == 0; o++)
@@ -388,6 +426,12 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
     if (pipeline) snprintf(run->label, sizeof run->label, "streams=%d", v);
     else snprintf(run->label, sizeof run->label, "%s", exp_variant_name(s->type, v));
     const struct kernel_desc *k = kernel_of(s->type, v);
+    if (s->type == EXP_STENCIL && v == STENCIL_BEST && stencil_best_tile(s->u.stencil.radius) == 0) {
+      run->available = false;
+      snprintf(run->reason, sizeof run->reason, "stencil best supports radii 0..%d",
+               STENCIL_BEST_MAX_RADIUS);
+      continue;
+    }
     if (k) {
       describe(run, k);
       continue;
@@ -528,7 +572,11 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
   bj->done = NULL;
   int rc = setup_runs(spec, result, err, err_len);
   if (rc < 0 || (rc = check_given(bj, err, err_len)) < 0) return rc;
-  backend_hooks_phase(hooks, BACKEND_PHASE_SETUP);
+  if (backend_hooks_phase(hooks, BACKEND_PHASE_SETUP)) { /* canceled while it waited */
+    backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
+    snprintf(err, err_len, "canceled");
+    return BACKEND_ECANCELED;
+  }
   rc = prepare(&job, bj);
   if (rc == 0) rc = time_runs(&job);
   backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);

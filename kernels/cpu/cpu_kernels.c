@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <string.h>
+#include "kernels/stencil_best.h"
 
 #define TRANSPOSE_TILE 32
 #define GEMM_TILE 16
@@ -91,6 +92,22 @@ void cpu_stencil_shared(const float *x, float *y, int n, int r, float *tile) {
       float sum = 0.0f;
       for (int d = 0; d < 2 * r + 1; d++) sum += tile[t + d];
       y[base + t] = sum / width;
+    }
+  }
+}
+
+void cpu_stencil_window(const float *x, float *y, int n, int r) {
+  const int tile = stencil_best_tile(r);
+  const double inv_width = 1.0 / (double)(2 * r + 1);
+  for (int base = 0; base < n && tile > 0; base += tile) {
+    double sum = 0.0;
+    for (long j = (long)base - r; j <= (long)base + r; j++)
+      if (j >= 0 && j < n) sum += x[j];
+    int end = n - base < tile ? n : base + tile;
+    for (int i = base; i < end; i++) {
+      y[i] = (float)(sum * inv_width);
+      if ((long)i + r + 1 < n) sum += x[i + r + 1];
+      if (i - r >= 0) sum -= x[i - r];
     }
   }
 }

@@ -38,6 +38,13 @@ void cpu_gemm_tiled(const float *a, const float *b, float *c, int m, int n, int 
 void cpu_stencil_naive(const float *x, float *y, int n, int r);
 void cpu_stencil_shared(const float *x, float *y, int n, int r, float *tile);
 
+/* The stand-in for stencil best: per tile of stencil_best_tile(r) outputs (the CUDA
+ * kernel's tiles), the first window summed directly, then slid one output at a time
+ * (add x[i+r+1], subtract x[i-r]); the running sum is a double and restarts at every
+ * tile, as the kernel's prefix sums do, so the same tolerance (reference.h) holds.
+ * Requires 0 <= r <= STENCIL_BEST_MAX_RADIUS (stencil_best.h). */
+void cpu_stencil_window(const float *x, float *y, int n, int r);
+
 /* The pipeline's kernel (synthesize): y[i] = sum_{k=1..terms} sinf(k x[i]) / k in
  * float, the same operation order as the CUDA kernel. */
 void cpu_synthesize(const float *x, float *y, int n, int terms);

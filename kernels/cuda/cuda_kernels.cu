@@ -1,6 +1,7 @@
 /* The lecture's kernels (seeds/000): transpose naive / tiled<32> / tiled<33> / copy,
  * GEMM naive and tiled (T = TK = 16), stencil naive and shared (B = 256), the
- * pipeline's synthesize, plus the input generator. Bodies follow the lecture's code;
+ * pipeline's synthesize, plus the input generator; the `best` variants live in
+ * cuda_best.cu and are planned and launched through here. Bodies follow the lecture's code;
  * indices are size_t or 64-bit so sizes near the API's limits do not overflow.
  * Built without fast-math: sinf and the divisions are the accurate ones. */
 #include "kernels/cuda/cuda_kernels.cuh"
@@ -168,8 +169,8 @@ __global__ __launch_bounds__(256) void gen_kernel(float *d, size_t n, uint64_t s
 
 static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
 
-static void plan_set(struct cuda_plan *p, const void *func, const char *name,
-                     const char *description) {
+void cuda_plan_set(struct cuda_plan *p, const void *func, const char *name,
+                   const char *description) {
   p->func = func;
   p->name = name;
   p->description = description;
@@ -181,7 +182,7 @@ static bool is_default_stream(cudaStream_t s) {
   return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread;
 }
 
-static int grid_ok(const struct cuda_plan *p, char *why, size_t why_len) {
+int cuda_plan_grid_ok(const struct cuda_plan *p, char *why, size_t why_len) {
   if (p->grid.y > 65535 || p->grid.z > 65535) {
     snprintf(why, why_len, "%s needs grid.y = %u, above CUDA's limit of 65535", p->name,
              p->grid.y);
@@ -192,20 +193,21 @@ static int grid_ok(const struct cuda_plan *p, char *why, size_t why_len) {
 
 int transpose_plan(int variant, int m, int n, struct cuda_plan *p, char *why, size_t why_len) {
   switch (variant) {
+  case TRANSPOSE_BEST: return transpose_best_plan(m, n, p, why, why_len);
   case TRANSPOSE_NAIVE:
-    plan_set(p, KFUNC(transpose_naive_kernel), "transpose_naive_kernel",
+    cuda_plan_set(p, KFUNC(transpose_naive_kernel), "transpose_naive_kernel",
           "thread per element; reads A rows coalesced, writes B columns m floats apart");
     break;
   case TRANSPOSE_SHARED32:
-    plan_set(p, KFUNC(transpose_tiled_kernel<32>), "transpose_tiled_kernel<32>",
+    cuda_plan_set(p, KFUNC(transpose_tiled_kernel<32>), "transpose_tiled_kernel<32>",
           "thread per element via tile[32][32]; coalesced both ways, 32-way bank conflict");
     break;
   case TRANSPOSE_PADDED33:
-    plan_set(p, KFUNC(transpose_tiled_kernel<33>), "transpose_tiled_kernel<33>",
+    cuda_plan_set(p, KFUNC(transpose_tiled_kernel<33>), "transpose_tiled_kernel<33>",
           "thread per element via tile[32][33]; coalesced both ways, no bank conflict");
     break;
   case TRANSPOSE_COPY:
-    plan_set(p, KFUNC(copy_kernel), "copy_kernel",
+    cuda_plan_set(p, KFUNC(copy_kernel), "copy_kernel",
           "thread per element, B[y][x] = A[y][x]; bandwidth reference, not a transpose");
     break;
   default: snprintf(why, why_len, "unknown transpose variant %d", variant); return -1;
@@ -213,18 +215,20 @@ int transpose_plan(int variant, int m, int n, struct cuda_plan *p, char *why, si
   p->block = dim3(TRANSPOSE_TILE, TRANSPOSE_TILE);
   p->grid = dim3(ceil_div(n, TRANSPOSE_TILE), ceil_div(m, TRANSPOSE_TILE));
   p->dyn_smem_bytes = 0;
-  return grid_ok(p, why, why_len);
+  return cuda_plan_grid_ok(p, why, why_len);
 }
 
 int gemm_plan(int variant, int m, int n, int k, struct cuda_plan *p, char *why,
               size_t why_len) {
   switch (variant) {
+  case GEMM_BEST: return gemm_best_plan(m, n, k, p, why, why_len);
+  case GEMM_TF32: return gemm_tf32_plan(m, n, k, p, why, why_len);
   case GEMM_NAIVE:
-    plan_set(p, KFUNC(gemm_naive_kernel), "gemm_naive_kernel",
+    cuda_plan_set(p, KFUNC(gemm_naive_kernel), "gemm_naive_kernel",
           "thread per C element, 16x16 block; full K dot product from global memory");
     break;
   case GEMM_TILED:
-    plan_set(p, KFUNC(gemm_tiled_kernel), "gemm_tiled_kernel",
+    cuda_plan_set(p, KFUNC(gemm_tiled_kernel), "gemm_tiled_kernel",
           "thread per C element, 16x16 block; 16x16 A and B tiles in shared per K step");
     break;
   default: snprintf(why, why_len, "gemm variant %d has no kernel of its own", variant); return -1;
@@ -233,11 +237,12 @@ int gemm_plan(int variant, int m, int n, int k, struct cuda_plan *p, char *why,
   p->block = dim3(GEMM_TILE, GEMM_TILE);
   p->grid = dim3(ceil_div(n, GEMM_TILE), ceil_div(m, GEMM_TILE));
   p->dyn_smem_bytes = 0;
-  return grid_ok(p, why, why_len);
+  return cuda_plan_grid_ok(p, why, why_len);
 }
 
 int stencil_plan(int variant, int n, int radius, struct cuda_plan *p, char *why,
                  size_t why_len) {
+  if (variant == STENCIL_BEST) return stencil_best_plan(n, radius, p, why, why_len);
   bool shared = variant == STENCIL_SHARED;
   if (variant != STENCIL_NAIVE && !shared) {
     snprintf(why, why_len, "unknown stencil variant %d", variant);
@@ -259,7 +264,7 @@ int stencil_plan(int variant, int n, int radius, struct cuda_plan *p, char *why,
     func = shared ? KFUNC(stencil_shared_kernel<-1>) : KFUNC(stencil_naive_kernel<-1>);
     name = shared ? "stencil_shared_kernel<-1>" : "stencil_naive_kernel<-1>";
   }
-  plan_set(p, func, name,
+  cuda_plan_set(p, func, name,
            shared ? "thread per output, 256 per block; B+2R inputs loaded once into shared"
                   : "thread per output, 256 per block; reads its 2R+1 inputs from global");
   p->block = dim3(STENCIL_BLOCK);
@@ -274,18 +279,18 @@ int stencil_plan(int variant, int n, int radius, struct cuda_plan *p, char *why,
 }
 
 int synthesize_plan(int n, struct cuda_plan *p, char *why, size_t why_len) {
-  plan_set(p, KFUNC(synthesize_kernel), "synthesize_kernel",
+  cuda_plan_set(p, KFUNC(synthesize_kernel), "synthesize_kernel",
         "thread per sample, 256 per block; sum of terms sinf(k x) / k");
   p->block = dim3(SYNTHESIZE_BLOCK);
   p->grid = dim3(ceil_div(n, SYNTHESIZE_BLOCK));
   p->dyn_smem_bytes = 0;
-  return grid_ok(p, why, why_len);
+  return cuda_plan_grid_ok(p, why, why_len);
 }
 
 /* ---- launchers ---- */
 
 /* Launches plan with args; an empty grid launches nothing. */
-static cudaError_t launch_plan(const struct cuda_plan *p, void **args, cudaStream_t s) {
+cudaError_t cuda_plan_launch(const struct cuda_plan *p, void **args, cudaStream_t s) {
   if (is_default_stream(s)) return cudaErrorInvalidValue;
   if (p->grid.x == 0 || p->grid.y == 0 || p->grid.z == 0) return cudaSuccess;
   cudaError_t e = cudaLaunchKernel(p->func, p->grid, p->block, args, p->dyn_smem_bytes, s);
@@ -295,32 +300,36 @@ static cudaError_t launch_plan(const struct cuda_plan *p, void **args, cudaStrea
 
 cudaError_t transpose_launch(int variant, const float *d_a, float *d_b, int m, int n,
                              cudaStream_t s) {
+  if (variant == TRANSPOSE_BEST) return transpose_best_launch(d_a, d_b, m, n, s);
   struct cuda_plan p;
   char why[128];
   if (transpose_plan(variant, m, n, &p, why, sizeof why) != 0)
     return cudaErrorInvalidConfiguration;
   void *args[] = {&d_a, &d_b, &m, &n};
-  return launch_plan(&p, args, s);
+  return cuda_plan_launch(&p, args, s);
 }
 
 cudaError_t gemm_launch(int variant, const float *d_a, const float *d_b, float *d_c, int m,
                         int n, int k, cudaStream_t s) {
+  if (variant == GEMM_BEST) return gemm_best_launch(d_a, d_b, d_c, m, n, k, s);
+  if (variant == GEMM_TF32) return gemm_tf32_launch(d_a, d_b, d_c, m, n, k, s);
   struct cuda_plan p;
   char why[128];
   if (gemm_plan(variant, m, n, k, &p, why, sizeof why) != 0)
     return cudaErrorInvalidConfiguration;
   void *args[] = {&d_a, &d_b, &d_c, &m, &n, &k};
-  return launch_plan(&p, args, s);
+  return cuda_plan_launch(&p, args, s);
 }
 
 cudaError_t stencil_launch(int variant, const float *d_x, float *d_y, int n, int radius,
                            cudaStream_t s) {
+  if (variant == STENCIL_BEST) return stencil_best_launch(d_x, d_y, n, radius, s);
   struct cuda_plan p;
   char why[128];
   if (stencil_plan(variant, n, radius, &p, why, sizeof why) != 0)
     return cudaErrorInvalidConfiguration;
   void *args[] = {&d_x, &d_y, &n, &radius};
-  return launch_plan(&p, args, s);
+  return cuda_plan_launch(&p, args, s);
 }
 
 cudaError_t synthesize_launch(const float *d_x, float *d_y, int n, int terms,
@@ -329,7 +338,7 @@ cudaError_t synthesize_launch(const float *d_x, float *d_y, int n, int terms,
   char why[128];
   if (synthesize_plan(n, &p, why, sizeof why) != 0) return cudaErrorInvalidConfiguration;
   void *args[] = {&d_x, &d_y, &n, &terms};
-  return launch_plan(&p, args, s);
+  return cuda_plan_launch(&p, args, s);
 }
 
 cudaError_t gen_launch(float *d, size_t n, uint64_t seed, uint32_t stream, float scale,

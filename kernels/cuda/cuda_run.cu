@@ -36,6 +36,9 @@ struct job_run {
   const struct cublas_fns *cublas;
   cudaGraphExec_t graph[EXP_MAX_VARIANTS]; /* graph mode: one batch (pipeline: one pass) */
   double stream_ms[EXP_MAX_VARIANTS][EXP_MAX_BATCHES]; /* graph mode: samples without it */
+  /* pipeline timeline: the pass's start, then each recorded op's start and end */
+  cudaEvent_t tl_ev[1 + 2 * EXP_OP_COUNT * EXP_TIMELINE_CHUNKS];
+  int n_tl_ev; /* created so far; destroyed by release */
 };
 
 static const char *const METHOD_EVENTS =
@@ -122,6 +125,8 @@ static int release(struct job_run *j) {
     if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaFreeAsync");
   }
   j->n_allocs = 0;
+  for (int i = 0; i < j->n_tl_ev; i++) (void)cudaEventDestroy(j->tl_ev[i]);
+  j->n_tl_ev = 0;
   for (int r = 0; r < EXP_MAX_VARIANTS; r++) {
     if (j->graph[r]) (void)cudaGraphExecDestroy(j->graph[r]);
     j->graph[r] = NULL;
@@ -138,8 +143,12 @@ static int release(struct job_run *j) {
  * would otherwise count earlier work) the lane's earlier work is complete first. */
 static int enter_timed(struct job_run *j) {
   if (j->bj->exclusive || j->spec->type == EXP_PIPELINE) TRY(sync_lane(j));
-  backend_hooks_phase(j->hooks, BACKEND_PHASE_TIMED);
+  bool stop = backend_hooks_phase(j->hooks, BACKEND_PHASE_TIMED);
   j->in_window = true;
+  if (stop) { /* canceled while it waited for the device */
+    snprintf(j->err, j->err_len, "canceled");
+    return BACKEND_ECANCELED;
+  }
   return 0;
 }
 
@@ -460,28 +469,46 @@ static int kernel_sample(struct job_run *j, int r, bool graph, double *ms) {
 
 /* ---- pipeline ---- */
 
+/* Timeline: records chunk c's op start (end 0) or end (1) on s, when recording. */
+static cudaError_t mark(cudaEvent_t *ev, int c, int op, int end, cudaStream_t s) {
+  if (!ev || c >= EXP_TIMELINE_CHUNKS) return cudaSuccess;
+  return cudaEventRecord(ev[1 + 2 * (c * EXP_OP_COUNT + op) + end], s);
+}
+
 /* The lecture's run_pipeline over n of the lane's pipeline streams, issued only:
  * all uploads (pin_in to d_x), then all kernels (to d_out), then all downloads (to
- * pin_out; none when NULL), chunk c on stream c % n. *call names a failing call. */
+ * pin_out; none when NULL), chunk c on stream c % n. With ev (j->tl_ev), events
+ * around each op on its stream and the pass's start. *call names a failing call. */
 static cudaError_t pipeline_issue(struct job_run *j, int n, float *d_out, float *pin_out,
-                                  const char **call) {
+                                  cudaEvent_t *ev, const char **call) {
   const int chunks = j->spec->u.pipeline.chunks, terms = j->spec->u.pipeline.terms;
   const size_t chunk = (size_t)j->spec->u.pipeline.chunk, bytes = chunk * sizeof(float);
   cudaStream_t *aux = j->lane->aux;
-  cudaError_t e = cudaSuccess;
-  *call = "cudaMemcpyAsync (upload)";
-  for (int c = 0; c < chunks && e == cudaSuccess; c++)
-    e = cudaMemcpyAsync(j->d_x + c * chunk, j->pin_in + c * chunk, bytes,
-                        cudaMemcpyHostToDevice, aux[c % n]);
-  if (e != cudaSuccess) return e;
-  *call = "synthesize_launch";
-  for (int c = 0; c < chunks && e == cudaSuccess; c++)
-    e = synthesize_launch(j->d_x + c * chunk, d_out + c * chunk, (int)chunk, terms, aux[c % n]);
-  if (e != cudaSuccess || !pin_out) return e;
-  *call = "cudaMemcpyAsync (download)";
-  for (int c = 0; c < chunks && e == cudaSuccess; c++)
-    e = cudaMemcpyAsync(pin_out + c * chunk, d_out + c * chunk, bytes, cudaMemcpyDeviceToHost,
-                        aux[c % n]);
+  *call = "cudaEventRecord (timeline)";
+  cudaError_t e = ev ? cudaEventRecord(ev[0], aux[0]) : cudaSuccess;
+  for (int c = 0; c < chunks && e == cudaSuccess; c++) {
+    *call = "cudaMemcpyAsync (upload)";
+    e = mark(ev, c, EXP_OP_UPLOAD, 0, aux[c % n]);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(j->d_x + c * chunk, j->pin_in + c * chunk, bytes,
+                          cudaMemcpyHostToDevice, aux[c % n]);
+    if (e == cudaSuccess) e = mark(ev, c, EXP_OP_UPLOAD, 1, aux[c % n]);
+  }
+  for (int c = 0; c < chunks && e == cudaSuccess; c++) {
+    *call = "synthesize_launch";
+    e = mark(ev, c, EXP_OP_KERNEL, 0, aux[c % n]);
+    if (e == cudaSuccess)
+      e = synthesize_launch(j->d_x + c * chunk, d_out + c * chunk, (int)chunk, terms, aux[c % n]);
+    if (e == cudaSuccess) e = mark(ev, c, EXP_OP_KERNEL, 1, aux[c % n]);
+  }
+  for (int c = 0; pin_out && c < chunks && e == cudaSuccess; c++) {
+    *call = "cudaMemcpyAsync (download)";
+    e = mark(ev, c, EXP_OP_DOWNLOAD, 0, aux[c % n]);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(pin_out + c * chunk, d_out + c * chunk, bytes, cudaMemcpyDeviceToHost,
+                          aux[c % n]);
+    if (e == cudaSuccess) e = mark(ev, c, EXP_OP_DOWNLOAD, 1, aux[c % n]);
+  }
   return e;
 }
 
@@ -492,7 +519,7 @@ static int pipeline_output(struct job_run *j, int r, float *out) {
   int n = j->result->runs[r].variant;
   const char *call = "cudaEventRecord (fork)";
   cudaError_t e = fork_aux(j->lane, n);
-  if (e == cudaSuccess) e = pipeline_issue(j, n, out, NULL, &call);
+  if (e == cudaSuccess) e = pipeline_issue(j, n, out, NULL, NULL, &call);
   if (e == cudaSuccess) {
     call = "cudaEventRecord (join)";
     e = join_aux(j->lane, n);
@@ -536,7 +563,7 @@ static int pipeline_capture(struct job_run *j, int r) {
   CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
   const char *call = "cudaEventRecord (fork)";
   cudaError_t e = fork_aux(j->lane, n);
-  if (e == cudaSuccess) e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], &call);
+  if (e == cudaSuccess) e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], NULL, &call);
   cudaError_t joined = join_aux(j->lane, n); /* also after an error: the capture must end joined */
   if (e == cudaSuccess) e = joined;
   e = capture_end(j, r, e);
@@ -551,9 +578,10 @@ static int pipeline_prepare(struct job_run *j, int r) {
   return 0;
 }
 
-/* One pass of run r and the wait for it. The window starts with the lane idle, so
- * the pipeline streams need no fork: every pass is complete before the next. */
-static int pipeline_warm(struct job_run *j, int r, bool graph) {
+/* One pass of run r and the wait for it (recording the timeline's events when ev
+ * is not NULL). The window starts with the lane idle, so the pipeline streams need
+ * no fork: every pass is complete before the next. */
+static int pipeline_pass(struct job_run *j, int r, bool graph, cudaEvent_t *ev) {
   if (graph) {
     CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
     CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
@@ -561,9 +589,36 @@ static int pipeline_warm(struct job_run *j, int r, bool graph) {
   }
   int n = j->result->runs[r].variant;
   const char *call = "";
-  cudaError_t e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], &call);
+  cudaError_t e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], ev, &call);
   if (e != cudaSuccess) return cuda_fail(j, e, call);
   for (int i = 0; i < n; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
+  return 0;
+}
+
+static int pipeline_warm(struct job_run *j, int r, bool graph) {
+  return pipeline_pass(j, r, graph, NULL);
+}
+
+/* The timeline's events, created once per job (before a timed pass uses them). */
+static int timeline_events(struct job_run *j) {
+  for (; j->n_tl_ev < (int)(sizeof j->tl_ev / sizeof j->tl_ev[0]); j->n_tl_ev++)
+    CUDA_TRY(j, cudaEventCreate(&j->tl_ev[j->n_tl_ev]));
+  return 0;
+}
+
+/* Run r's timeline from the events of its last, completed pass: ms from its start. */
+static int timeline_read(struct job_run *j, struct exp_run *run) {
+  const int n = run->variant, chunks = j->spec->u.pipeline.chunks;
+  const int shown = chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS;
+  for (int k = 0; k < shown * EXP_OP_COUNT; k++) {
+    float start = 0, end = 0;
+    CUDA_TRY(j, cudaEventElapsedTime(&start, j->tl_ev[0], j->tl_ev[1 + 2 * k]));
+    CUDA_TRY(j, cudaEventElapsedTime(&end, j->tl_ev[0], j->tl_ev[2 + 2 * k]));
+    int c = k / EXP_OP_COUNT;
+    run->timeline[k] = (struct exp_timeline_op){(uint8_t)(c % n), (uint8_t)(k % EXP_OP_COUNT),
+                                                (uint16_t)c, start, end};
+  }
+  run->n_timeline = shown * EXP_OP_COUNT;
   return 0;
 }
 
@@ -575,10 +630,15 @@ static double now_ms(void) {
 
 /* One batch: reps passes timed on the host. */
 static int pipeline_sample(struct job_run *j, int r, bool graph, double *ms) {
-  int reps = j->result->runs[r].timing.reps;
+  struct exp_run *run = &j->result->runs[r];
+  int reps = run->timing.reps;
+  /* The last sample's last pass issued stream by stream records its ops' events. */
+  bool record = !graph && run->timing.n_samples == j->spec->timing.batches - 1;
+  if (record) TRY(timeline_events(j));
   double t0 = now_ms();
-  for (int i = 0; i < reps; i++) TRY(pipeline_warm(j, r, graph));
+  for (int i = 0; i < reps; i++) TRY(pipeline_pass(j, r, graph, record && i == reps - 1 ? j->tl_ev : NULL));
   *ms = (now_ms() - t0) / reps;
+  if (record) TRY(timeline_read(j, run));
   return 0;
 }
 
@@ -768,7 +828,12 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   j.err_len = err_len;
   cudaError_t e = cudaSetDevice(be->device); /* the worker thread may be new */
   if (e != cudaSuccess) return cuda_fail(&j, e, "cudaSetDevice");
-  backend_hooks_phase(hooks, BACKEND_PHASE_SETUP);
+  if (backend_hooks_phase(hooks, BACKEND_PHASE_SETUP)) { /* canceled while it waited */
+    snprintf(err, err_len, "canceled");
+    j.idle = true;
+    backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
+    return BACKEND_ECANCELED;
+  }
   rc = run_job(&j);
   /* On failure: the lane's work completes, then the phases close in order. */
   int release_rc = release(&j);

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""How long a batch of independent jobs takes on one gpulabd: N transposes
+(8192^2, naive, exclusive) submitted at once; the time is the last finished_at minus
+the first created_at, from the engine's own timestamps. Run it against a gpulabd with
+--devices 0 and again with --devices 0,1 to see what a second GPU buys.
+
+usage: batch.py URL [N]   prints one line: devices, jobs, seconds, jobs per device."""
+import json
+import sys
+import time
+import urllib.request
+from datetime import datetime
+
+URL = sys.argv[1].rstrip("/")
+N = int(sys.argv[2]) if len(sys.argv) > 2 else 16
+PARAMS = {"m": 8192, "n": 8192, "variant": "naive", "warmup": 1, "batches": 3, "reps": 20}
+
+
+def call(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(URL + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.load(r)
+
+
+def unix(ts):
+    return datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+
+
+def main():
+    devices = len(call("GET", "/devices")["devices"])
+    ids = [call("POST", "/transpose?wait=0", PARAMS)["id"] for _ in range(N)]
+    jobs = []
+    for i in ids:
+        while True:
+            job = call("GET", f"/jobs/{i}")
+            if job["state"] in ("done", "failed", "canceled"):
+                break
+            time.sleep(0.05)
+        assert job["state"] == "done" and job["result"]["passed"], job
+        jobs.append(job)
+    wall = max(unix(j["finished_at"]) for j in jobs) - min(unix(j["created_at"]) for j in jobs)
+    per = {}
+    for j in jobs:
+        per[j["device"]] = per.get(j["device"], 0) + 1
+    print(f"| {devices} | {N} | {wall:.3f} | {json.dumps(per)} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+#!/usr/bin/env node
+'use strict';
+/* gpulab's dashboard, tested as a person would use it: starts gpulabd (CPU backend)
+ * on a free port, opens the page in Debian's headless Chromium (driven by
+ * playwright-core), submits jobs from the forms, watches them in the live queue,
+ * opens them and checks the tables, charts and the pipeline's stream timeline, the
+ * validation messages and the history; then the page without Chart.js. Screenshots
+ * go to $GPULAB_ARTIFACTS (ctest: <build>/test-artifacts).
+ *   GPULABD=build/gpulabd node tests/browser/dashboard.test.js
+ * Exits 0, 1 on a failure, 77 (skipped) only where node or Chromium is missing. */
+const { spawn } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const SKIP = 77;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const CHARTJS = '/usr/share/javascript/chart.js/chart.min.js';
+const GPULABD = process.env.GPULABD;
+const ARTIFACTS = process.env.GPULAB_ARTIFACTS || path.resolve('test-artifacts');
+const TIMEOUT = 90000; /* a job on a busy 2-core CI machine */
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+
+let passed = 0;
+let failed = 0;
+
+function log(msg) { process.stdout.write(`${msg}\n`); }
+
+if (!fs.existsSync(CHROMIUM)) {
+  log(`SKIP: no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/gpulab test installs it)`);
+  process.exit(SKIP);
+}
+if (!GPULABD) {
+  log('FAIL: GPULABD is not set (the path of the built gpulabd; ctest sets it)');
+  process.exit(1);
+}
+let chromium;
+try {
+  ({ chromium } = require('playwright-core'));
+} catch (e) {
+  log('FAIL: playwright-core is not installed: run `npm ci` in tests/browser (scripts/gpulab test does)');
+  process.exit(1);
+}
+
+/* ---- gpulabd ---- */
+
+function startGpulabd(extra) {
+  return new Promise((resolve, reject) => {
+    const args = ['--backend', 'cpu', '--host', '127.0.0.1', '--port', '0', '--streams', '2', ...extra];
+    const proc = spawn(GPULABD, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let text = '';
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`gpulabd did not start in 30 s:\n${text}`)); }, 30000);
+    proc.stderr.on('data', (d) => {
+      text += d;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(text);
+      if (m && !proc.port) {
+        clearTimeout(timer);
+        proc.port = Number(m[1]);
+        proc.base = `http://127.0.0.1:${proc.port}`;
+        resolve(proc);
+      }
+    });
+    proc.on('exit', (code) => {
+      proc.exited = true;
+      if (!proc.port) { clearTimeout(timer); reject(new Error(`gpulabd exited with ${code}:\n${text}`)); }
+    });
+    proc.log = () => text;
+  });
+}
+
+function stopGpulabd(proc) {
+  if (!proc || proc.exited) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10000);
+    proc.on('exit', () => { clearTimeout(timer); resolve(); });
+    proc.kill('SIGTERM');
+  });
+}
+
+/* POST /jobs?wait=0 from outside the page (another client of the same gpulabd). */
+async function postJob(proc, body) {
+  const res = await fetch(`${proc.base}/jobs?wait=0`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body) });
+  const job = await res.json();
+  if (res.status !== 202 && res.status !== 200) throw new Error(`POST /jobs: ${res.status} ${JSON.stringify(job)}`);
+  return job.id;
+}
+
+async function waitDone(proc, id) {
+  const end = Date.now() + TIMEOUT;
+  for (;;) {
+    const job = await (await fetch(`${proc.base}/jobs/${id}`)).json();
+    if (job.state === 'done') return job;
+    if (job.state === 'failed' || job.state === 'canceled') throw new Error(`job ${id} ${job.state}: ${JSON.stringify(job.error)}`);
+    if (Date.now() > end) throw new Error(`job ${id} still ${job.state}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/* ---- checks ---- */
+
+function check(cond, msg) { if (!cond) throw new Error(msg); }
+function checkEq(got, want, what) {
+  if (JSON.stringify(got) !== JSON.stringify(want))
+    throw new Error(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+async function step(name, page, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    passed++;
+    log(`ok   ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failed++;
+    log(`FAIL ${name}: ${e.stack || e}`);
+    if (page) await page.screenshot({ path: path.join(ARTIFACTS, `failure-${passed + failed}.png`), fullPage: true }).catch(() => {});
+    throw e;
+  }
+}
+
+async function shot(page, name) {
+  const file = path.join(ARTIFACTS, name);
+  await page.screenshot({ path: file, fullPage: true });
+  log(`     screenshot: ${file}`);
+}
+
+/* Console errors and CSP violations fail the test (those matching allow excepted). */
+function watchErrors(page, allow) {
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error' && !(allow && allow.test(m.text()))) errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
+  return errors;
+}
+
+const text = (page, sel) => page.locator(sel).first().innerText();
+
+async function openDashboard(page, proc) {
+  await page.goto(`${proc.base}/`);
+  await page.waitForSelector('#device [data-key="backend"]', { timeout: TIMEOUT });
+  await page.waitForSelector('#conn[data-state="live"]', { timeout: TIMEOUT });
+}
+
+/* Fills the visible form of type with values ({name: value}) and submits it. */
+async function submitForm(page, type, values) {
+  await page.click(`#type-tabs button[data-type="${type}"]`);
+  for (const [name, value] of Object.entries(values)) await page.fill(`#form-${type} [name="${name}"]`, String(value));
+  await page.click(`#form-${type} button[type="submit"]`);
+}
+
+async function submittedId(page, type) {
+  const link = page.locator(`#form-${type} .form-status a[data-job-id]`);
+  await link.waitFor({ timeout: TIMEOUT });
+  return Number(await link.getAttribute('data-job-id'));
+}
+
+async function waitQueueState(page, id, state) {
+  await page.waitForSelector(`#queue tr[data-job-id="${id}"][data-state="${state}"]`, { timeout: TIMEOUT });
+}
+
+async function openJob(page, id) {
+  await page.click(`#queue tr[data-job-id="${id}"] a[href="#/jobs/${id}"]`);
+  await page.waitForSelector('#view-job table.runs tbody tr', { timeout: TIMEOUT });
+}
+
+async function runsTable(page) {
+  return page.$$eval('#view-job table.runs tbody tr', (rows) => rows.map((r) => ({
+    variant: r.querySelector('th').innerText.trim(),
+    cells: [...r.querySelectorAll('td')].map((td) => td.innerText.trim()),
+  })));
+}
+
+/* The bar chart's canvas and what Chart.js drew on it (null without Chart.js). */
+async function barChart(page) {
+  return page.$eval('#view-job canvas#bar-chart', (c) => {
+    const chart = window.Chart && window.Chart.getChart ? window.Chart.getChart(c) : null;
+    return { width: c.width, height: c.height, labels: chart ? chart.data.labels : null,
+      values: chart ? chart.data.datasets[0].data : null };
+  });
+}
+
+/* ---- the dashboard, with Chart.js ---- */
+
+async function withCharts(context, proc) {
+  const page = await context.newPage();
+  const errors = watchErrors(page, /status of 400/); /* the two refusals this test provokes */
+  const charts = fs.existsSync(CHARTJS);
+  if (!charts) log(`NOTE: ${CHARTJS} is missing (apt-get install libjs-chart.js): chart checks skipped`);
+  let transposeId, pipelineId;
+  /* The variants gpulabd runs (the page takes them from the same file). */
+  const experiments = await (await fetch(`${proc.base}/static/experiments.json`)).json();
+  const variants = experiments.types.transpose.variants;
+  check(variants.slice(0, 4).join() === 'naive,shared32,padded33,copy', `transpose variants ${variants}`);
+
+  await step('the page loads: device panel, live connection, no CSP or script errors', page, async () => {
+    await openDashboard(page, proc);
+    checkEq(await text(page, '#device [data-key="backend"]'), 'cpu', 'device backend');
+    check((await text(page, '#device [data-key="name"]')).length > 0, 'device name is empty');
+    check((await text(page, '#device [data-key="cpu cores"]')).length > 0, 'no CPU cores shown');
+    checkEq(await page.isVisible('#charts-off'), !charts, 'the charts-off notice');
+    checkEq(await page.evaluate(() => typeof window.Chart), charts ? 'function' : 'undefined', 'Chart.js loaded');
+    for (const t of ['transpose', 'gemm', 'stencil', 'pipeline'])
+      check(await page.isVisible(`#type-tabs button[data-type="${t}"]`), `no ${t} tab`);
+    /* Defaults filled in. */
+    checkEq(await page.inputValue('#form-transpose [name="m"]'), '4096', 'transpose m default');
+    checkEq(await page.inputValue('#form-transpose [name="reps"]'), '20', 'transpose reps default');
+    checkEq(await page.$$eval('#form-transpose input[name="variant"]', (b) => b.map((x) => x.value)), variants,
+      'variant boxes');
+    await page.evaluate(() => { window.__sameDocument = true; });
+  });
+
+  await step('a wrong field shows the API\'s message next to it', page, async () => {
+    await submitForm(page, 'transpose', { m: 0 });
+    const err = page.locator('#form-transpose .field[data-field="m"] .field-error');
+    await err.waitFor({ state: 'visible', timeout: TIMEOUT });
+    const msg = await err.innerText();
+    check(/between 1 and 1048576/.test(msg) && /got 0/.test(msg), `m's message: ${msg}`);
+    checkEq(await page.getAttribute('#f-transpose-m', 'aria-invalid'), 'true', 'm aria-invalid');
+    checkEq(await page.locator('#form-transpose .field[data-field="n"] .field-error').innerText(), '', 'n error');
+    await page.locator('#submit-panel').screenshot({ path: path.join(ARTIFACTS, 'validation.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'validation.png')}`);
+    await page.fill('#form-transpose [name="m"]', '33');
+    checkEq(await page.locator('#form-transpose .field[data-field="m"] .field-error').innerText(), '', 'm error after editing');
+    /* Another wrong one: no variant ticked. */
+    const boxes = page.locator('#form-transpose input[name="variant"]');
+    for (let i = 0; i < variants.length; i++) await boxes.nth(i).uncheck();
+    await page.click('#form-transpose button[type="submit"]');
+    const verr = page.locator('#form-transpose .field[data-field="variant"] .field-error');
+    await verr.waitFor({ state: 'visible', timeout: TIMEOUT });
+    check((await verr.innerText()).includes('variant'), `variant's message: ${await verr.innerText()}`);
+    for (let i = 0; i < variants.length; i++) await boxes.nth(i).check();
+  });
+
+  await step('a transpose from the form appears in the live queue and finishes there', page, async () => {
+    await submitForm(page, 'transpose', { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 });
+    transposeId = await submittedId(page, 'transpose');
+    await page.waitForSelector(`#queue tr[data-job-id="${transposeId}"]`, { timeout: TIMEOUT });
+    await waitQueueState(page, transposeId, 'done');
+    const row = `#queue tr[data-job-id="${transposeId}"]`;
+    checkEq(await text(page, `${row} td.type`), 'transpose', 'queue type');
+    checkEq(await text(page, `${row} td.size`), '33 × 47', 'queue size');
+    checkEq(await text(page, `${row} td.client`), '127.0.0.1', 'queue client');
+    checkEq(await text(page, `${row} td.state`), 'done', 'queue state');
+    await page.waitForFunction((sel) => /\d/.test(document.querySelector(sel).innerText), `${row} td.run-ms`, { timeout: TIMEOUT });
+    check(/\d/.test(await text(page, `${row} td.queue-ms`)), 'no queue time');
+    check(/checked/.test(await text(page, `${row} td.result`)), 'no check result in the queue');
+    check(await page.evaluate(() => window.__sameDocument === true), 'the page reloaded');
+  });
+
+  await step('a job from another client appears live', page, async () => {
+    const id = await postJob(proc, { type: 'stencil', params: { n: 5000, radius: 3, warmup: 1, batches: 2, reps: 1 } });
+    await waitQueueState(page, id, 'done');
+    checkEq(await text(page, `#queue tr[data-job-id="${id}"] td.type`), 'stencil', 'stencil row');
+    check(await page.evaluate(() => window.__sameDocument === true), 'the page reloaded');
+  });
+
+  await step('the transpose\'s page: the lecture\'s table and the bar chart', page, async () => {
+    await openJob(page, transposeId);
+    const rows = await runsTable(page);
+    checkEq(rows.map((r) => r.variant), variants, 'variants');
+    for (const r of rows.filter((x) => x.cells.length > 1)) { /* not those unavailable here */
+      check(/^\d/.test(r.cells[0]), `${r.variant}: median ${r.cells[0]}`);
+      check(/^\d/.test(r.cells[1]), `${r.variant}: figure ${r.cells[1]}`);
+      checkEq(r.cells[2], '—', `${r.variant}: % of ceiling on the CPU`);
+      check(/×$/.test(r.cells[3]), `${r.variant}: speedup ${r.cells[3]}`);
+      check(r.cells[4].startsWith('✓'), `${r.variant}: check ${r.cells[4]}`);
+    }
+    checkEq(rows[0].cells[3], '1×', 'first speedup');
+    const head = await page.$$eval('#view-job table.runs thead th', (t) => t.map((x) => x.innerText.trim().toLowerCase()));
+    checkEq(head.slice(0, 6), ['variant', 'median ms', 'gb/s', '% of ceiling', 'speedup', 'check'], 'table head');
+    if (charts) {
+      await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#bar-chart')), null, { timeout: TIMEOUT });
+      const chart = await barChart(page);
+      check(chart.width > 100 && chart.height > 100, `canvas ${chart.width}x${chart.height}`);
+      checkEq(chart.labels, rows.filter((x) => x.cells.length > 1).map((x) => x.variant), 'chart labels');
+      check(chart.values.every((v) => v > 0), `chart values ${chart.values}`);
+    }
+    await shot(page, 'job-transpose.png');
+  });
+
+  await step('a pipeline: its page shows each stream\'s uploads, kernels and downloads', page, async () => {
+    await page.click('#view-job a.back');
+    await page.waitForSelector('#view-dashboard:not([hidden])');
+    await submitForm(page, 'pipeline', { chunk: 32768, chunks: 4, terms: 8, streams: '1, 2', warmup: 1, batches: 2, reps: 1 });
+    pipelineId = await submittedId(page, 'pipeline');
+    await waitQueueState(page, pipelineId, 'done');
+    await openJob(page, pipelineId);
+    checkEq((await runsTable(page)).map((r) => r.variant), ['streams=1', 'streams=2'], 'pipeline runs');
+    await page.waitForSelector('#timeline svg.timeline');
+    for (const [variant, lanes] of [['streams=1', 1], ['streams=2', 2]]) {
+      const svg = `#timeline svg.timeline[data-variant="${variant}"]`;
+      checkEq(await page.locator(`${svg} text.lane-label`).count(), lanes, `${variant} lanes`);
+      checkEq(await page.locator(`${svg} rect.op`).count(), 12, `${variant} ops`);
+      for (const op of ['upload', 'kernel', 'download'])
+        checkEq(await page.locator(`${svg} rect.op-${op}`).count(), 4, `${variant} ${op}s`);
+    }
+    if (charts) checkEq((await barChart(page)).labels, ['streams=1', 'streams=2'], 'pipeline chart labels');
+    await shot(page, 'job-pipeline.png');
+  });
+
+  await step('history: the same transpose over time as a line chart', page, async () => {
+    await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
+    const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
+    await waitDone(proc, last);
+    await page.goto(`${proc.base}/#/history/transpose/padded33/${encodeURIComponent('33 × 47')}`);
+    await page.waitForFunction(() => document.querySelectorAll('#history-table tbody tr').length >= 3, null, { timeout: TIMEOUT });
+    checkEq(await page.inputValue('#history-controls select[name="variant"]'), 'padded33', 'history variant');
+    checkEq(await page.inputValue('#history-controls select[name="size"]'), '33 × 47', 'history size');
+    const jobs = await page.$$eval('#history-table tbody tr td:first-child', (t) => t.map((x) => x.innerText));
+    checkEq(jobs[0], `#${last}`, 'newest first in the history table');
+    check(jobs.includes(`#${transposeId}`), 'the form\'s transpose is in the history');
+    if (charts) {
+      const points = await page.$eval('#history-chart', (c) => window.Chart.getChart(c).data.datasets[0].data.length);
+      check(points >= 3, `history points ${points}`);
+    }
+    /* Every queue row complete (params and times fetched after its events). */
+    await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody tr')].every((tr) =>
+      tr.querySelector('td.size').innerText && /\d/.test(tr.querySelector('td.run-ms').innerText)), null, { timeout: TIMEOUT });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shot(page, 'dashboard.png');
+  });
+
+  await step('no console errors or CSP violations on the way', page, async () => {
+    checkEq(errors, [], 'console errors');
+  });
+  await page.close();
+}
+
+/* ---- the dashboard without Chart.js: the same tables, no charts ---- */
+
+async function withoutCharts(context, proc) {
+  const page = await context.newPage();
+  const errors = watchErrors(page, /404|chart\.min\.js/);
+  await step('without Chart.js (--chartjs at a missing file) the page works with tables', page, async () => {
+    await openDashboard(page, proc);
+    check(await page.isVisible('#charts-off'), 'no charts-off notice');
+    await submitForm(page, 'transpose', { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 });
+    const id = await submittedId(page, 'transpose');
+    await waitQueueState(page, id, 'done');
+    await openJob(page, id);
+    const rows = await runsTable(page);
+    checkEq(rows.slice(0, 4).map((r) => r.variant), ['naive', 'shared32', 'padded33', 'copy'], 'variants');
+    check(rows.every((r) => r.cells.length === 1 || r.cells[4].startsWith('✓')), 'a check did not pass');
+    checkEq(await page.locator('#view-job canvas').count(), 0, 'canvases without Chart.js');
+    await shot(page, 'job-tables-only.png');
+    checkEq(errors, [], 'console errors');
+  });
+  await page.close();
+}
+
+async function main() {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpulab-chromium-'));
+  let a, b, context;
+  try {
+    a = await startGpulabd([]);
+    b = await startGpulabd(['--chartjs', '/nonexistent/chart.min.js']);
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
+      viewport: { width: 1360, height: 900 }, deviceScaleFactor: 1, timeout: 60000,
+    });
+    context.setDefaultTimeout(TIMEOUT);
+    await withCharts(context, a);
+    await withoutCharts(context, b);
+  } catch (e) {
+    if (!failed) { failed++; log(`FAIL ${e.stack || e}`); }
+    if (a) log(`gpulabd (charts) log:\n${a.log()}`);
+  } finally {
+    if (context) await context.close().catch(() => {});
+    await stopGpulabd(a);
+    await stopGpulabd(b);
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  }
+  log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+}
+
+main();

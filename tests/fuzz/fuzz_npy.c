@@ -1,0 +1,78 @@
+/* libFuzzer target for the .npy reader (api/npy.c). The whole input goes to
+ * npy_parse; it is also split at its first '\n' into a ?shape= text and a raw body
+ * for npy_raw ("2,3\n" then 24 bytes). Each part is copied into a heap block of
+ * exactly its size so that ASan sees any read past it. An accepted array must be
+ * consistent, and written back (npy_write_header) it must parse to the same. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/npy.h"
+
+#define FUZZ_CHECK(cond)                                                           \
+  do {                                                                             \
+    if (!(cond)) {                                                                 \
+      fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+      abort();                                                                     \
+    }                                                                              \
+  } while (0)
+
+static void check_array(const struct npy_array *a, const void *body, size_t len) {
+  FUZZ_CHECK(a->ndim == 1 || a->ndim == 2);
+  FUZZ_CHECK(a->shape[0] >= 1 && a->shape[1] >= 1);
+  FUZZ_CHECK(a->ndim == 2 || a->shape[1] == 1);
+  FUZZ_CHECK(a->count == (uint64_t)a->shape[0] * (uint64_t)a->shape[1]);
+  const char *data = (const char *)a->data, *start = body;
+  FUZZ_CHECK(data >= start && (uint64_t)(data - start) + a->count * 4 == len);
+
+  /* Written back as a version 1.0 file, it reads the same. */
+  size_t hdr = npy_header_size(a->ndim, a->shape);
+  FUZZ_CHECK(hdr > 0 && hdr % 64 == 0);
+  size_t n = hdr + (size_t)a->count * 4;
+  char *file = malloc(n);
+  FUZZ_CHECK(file != NULL);
+  FUZZ_CHECK(npy_write_header(file, hdr - 1, a->ndim, a->shape) == 0);
+  FUZZ_CHECK(npy_write_header(file, n, a->ndim, a->shape) == hdr);
+  memcpy(file + hdr, a->data, (size_t)a->count * 4);
+  struct npy_array b;
+  char err[256];
+  int rc = npy_parse(file, n, &b, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "written back, refused: %s\n", err);
+  FUZZ_CHECK(rc == 0);
+  FUZZ_CHECK(b.ndim == a->ndim && b.shape[0] == a->shape[0] && b.shape[1] == a->shape[1]);
+  FUZZ_CHECK(b.count == a->count && memcmp(b.data, a->data, (size_t)a->count * 4) == 0);
+  free(file);
+}
+
+static void check_refused(int rc, const struct npy_array *a, const char *err, size_t err_len) {
+  FUZZ_CHECK(rc == -1);
+  FUZZ_CHECK(a->ndim == 0 && a->count == 0 && a->data == NULL);
+  FUZZ_CHECK(memchr(err, '\0', err_len) && err[0]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  struct npy_array a;
+  char err[200];
+  /* A small err buffer on every other input: messages must be cut, not overrun. */
+  size_t err_len = size % 2 ? sizeof err : 17;
+  int rc = npy_parse(data, size, &a, err, err_len);
+  if (rc == 0) check_array(&a, data, size);
+  else check_refused(rc, &a, err, err_len);
+
+  const uint8_t *nl = memchr(data, '\n', size);
+  size_t shape_len = nl ? (size_t)(nl - data) : size;
+  size_t body_len = nl ? size - shape_len - 1 : 0;
+  char *shape = malloc(shape_len + 1);
+  char *body = malloc(body_len ? body_len : 1);
+  FUZZ_CHECK(shape && body);
+  memcpy(shape, data, shape_len);
+  shape[shape_len] = '\0'; /* an embedded NUL just ends the text, as in a query */
+  if (body_len) memcpy(body, nl + 1, body_len);
+  rc = npy_raw(body, body_len, shape, &a, err, err_len);
+  if (rc == 0) check_array(&a, body, body_len);
+  else check_refused(rc, &a, err, err_len);
+  free(body);
+  free(shape);
+  return 0;
+}

@@ -1,0 +1,68 @@
+'use strict';
+/* The dashboard's start: hash routes (#/, #/jobs/ID, #/history/...), one
+ * EventSource on GET /events feeding the queue and the open job, and a clock
+ * that ticks running jobs' times. */
+(function () {
+  const conn = document.getElementById('conn');
+
+  function setConn(state, text) {
+    conn.dataset.state = state;
+    conn.textContent = text;
+  }
+
+  function route() {
+    const hash = location.hash || '#/';
+    const job = /^#\/jobs\/(\d+)$/.exec(hash);
+    const hist = /^#\/history\/([a-z]+)\/([^/]*)\/(.*)$/.exec(hash);
+    document.getElementById('view-dashboard').hidden = !!job;
+    document.getElementById('view-job').hidden = !job;
+    if (job) {
+      GL.jobView.show(Number(job[1]));
+      window.scrollTo(0, 0);
+    } else {
+      GL.jobView.hide();
+      if (hist) GL.dash.showHistory(hist[1], decodeURIComponent(hist[2]), decodeURIComponent(hist[3]));
+    }
+  }
+
+  /* The browser's EventSource reconnects by itself (sending Last-Event-ID) after a
+   * dropped stream; a refused one (closed) is retried here. On every (re)open the
+   * queue is fetched again, so nothing missed while away stays stale. */
+  function connect() {
+    const es = new EventSource('/events');
+    es.addEventListener('open', () => {
+      setConn('live', 'live');
+      GL.dash.refreshQueue();
+    });
+    es.addEventListener('error', () => {
+      setConn('down', es.readyState === EventSource.CLOSED ? 'offline' : 'reconnecting…');
+      if (es.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+    });
+    es.addEventListener('state', (e) => {
+      const ev = JSON.parse(e.data);
+      GL.dash.onState(ev);
+      GL.jobView.onState(ev);
+    });
+    es.addEventListener('progress', (e) => {
+      const ev = JSON.parse(e.data);
+      GL.dash.onProgress(ev);
+      GL.jobView.onProgress(ev);
+    });
+  }
+
+  async function start() {
+    document.getElementById('charts-off').hidden = GL.chartsOn();
+    document.body.classList.toggle('no-charts', !GL.chartsOn());
+    await GL.loadExperiments();
+    GL.dash.buildForms();
+    GL.dash.loadDevice().then(() => GL.jobView.id && GL.jobView.reload());
+    GL.dash.refreshQueue();
+    GL.dash.loadHistory();
+    connect();
+    window.addEventListener('hashchange', route);
+    route();
+    setInterval(GL.dash.tick, 500);
+  }
+
+  start();
+})();

@@ -1,0 +1,554 @@
+'use strict';
+/* The dashboard view: the device panel, a form per job type, the live queue (fed
+ * by app.js from GET /events) and the history chart. */
+(function () {
+  const { h, clear } = GL;
+  const dash = (GL.dash = {});
+  const QUEUE_ROWS = 50;
+
+  /* ---- device ---- */
+
+  function deviceRows(d) {
+    const rows = [
+      ['Name', d.name], ['Backend', d.backend],
+      ['Compute capability', d.compute_capability], ['SMs', d.sms],
+      ['CPU cores', d.cpu_cores],
+      ['Memory', d.memory_total_bytes != null ? `${GL.fmtBytes(d.memory_total_bytes)} total, ` +
+        `${GL.fmtBytes(d.memory_free_bytes)} free` : null],
+      ['SM clock', d.sm_clock_mhz ? `${d.sm_clock_mhz} MHz` : null],
+      ['Memory clock', d.memory_clock_mhz ? `${d.memory_clock_mhz} MHz` +
+        (d.memory_bus_bits ? ` · ${d.memory_bus_bits}-bit bus` : '') : null],
+      ['L2', d.l2_bytes ? GL.fmtBytes(d.l2_bytes) : null],
+      ['CUDA', d.cuda_runtime ? `runtime ${d.cuda_runtime}, driver ${d.cuda_driver}` : null],
+      ['Streams', d.streams], ['Job memory limit', d.job_memory_limit_bytes != null
+        ? GL.fmtBytes(d.job_memory_limit_bytes) : null],
+      ['Devices', d.device_count > 1 ? d.device_count : null],
+    ];
+    return rows.filter(([, v]) => v != null && v !== '');
+  }
+
+  function renderDevice(d) {
+    const box = clear(document.getElementById('device'));
+    const dl = h('dl', { class: 'kv' });
+    for (const [k, v] of deviceRows(d))
+      dl.append(h('dt', { text: k }), h('dd', { 'data-key': k.toLowerCase(), text: String(v) }));
+    const health = h('dd', { 'data-key': 'health' },
+      h('span', { class: `badge ${d.healthy === false ? 'state-failed' : 'state-done'}`,
+        text: d.healthy === false ? 'unhealthy' : 'healthy' }));
+    dl.append(h('dt', { text: 'Health' }), health);
+    box.append(dl);
+    const ceilings = GL.ceilings(d);
+    box.append(h('h3', { text: 'Measured ceilings' }));
+    if (ceilings.length) {
+      box.append(h('dl', { class: 'kv' }, ceilings.map((c) => [h('dt', { text: c.name, title: c.about }),
+        h('dd', { text: `${GL.fmtNum(c.value)} ${c.unit}` })])));
+    } else {
+      box.append(h('p', { class: 'muted small', text: d.backend === 'cpu'
+        ? 'None on the CPU backend: runs show no % of ceiling.'
+        : 'Not reported by this gpulabd: runs show no % of ceiling.' }));
+    }
+    const top = document.getElementById('top-device');
+    top.textContent = `${d.name} · ${d.backend}`;
+  }
+
+  dash.loadDevice = async function () {
+    try {
+      const d = await GL.getJSON('/device');
+      GL.device = d;
+      renderDevice(d);
+      fillDeviceOptions(d);
+    } catch (e) {
+      clear(document.getElementById('device')).append(h('p', { class: 'error', text: e.message }));
+    }
+  };
+
+  /* ---- forms ---- */
+
+  function field(type, f, value, extra) {
+    const id = `f-${type}-${f.name}`;
+    const input = extra && extra.input ? extra.input : h('input', {
+      id, name: f.name, type: 'text', inputmode: 'numeric', value: value ?? '', autocomplete: 'off',
+      'aria-describedby': `${id}-hint ${id}-err`,
+    });
+    return h('div', { class: `field${extra && extra.wide ? ' wide' : ''}`, 'data-field': f.name },
+      h('label', { for: id, text: f.label }), input,
+      h('small', { class: 'hint', id: `${id}-hint`, text: f.hint || '' }),
+      h('div', { class: 'field-error', id: `${id}-err`, role: 'alert' }));
+  }
+
+  function inputSelect(type, slot) {
+    const id = `f-${type}-${slot}`;
+    const kind = h('select', { name: `${slot}-kind`, id, 'aria-label': `input ${slot} source` },
+      h('option', { value: 'seed', text: 'generated (seed)' }),
+      h('option', { value: 'buffer', text: 'buffer id' }),
+      h('option', { value: 'job', text: 'output of job' }));
+    const ref = h('input', { name: `${slot}-ref`, type: 'text', inputmode: 'numeric',
+      placeholder: 'id', class: 'ref', 'aria-label': `input ${slot} id` });
+    return field(type, { name: slot, label: `input ${slot}`, hint: 'seed, a buffer or a job\'s output' },
+      null, { input: h('div', { class: 'pair' }, kind, ref) });
+  }
+
+  function buildForm(type) {
+    const t = GL.TYPES[type];
+    const form = h('form', { id: `form-${type}`, class: 'job-form', novalidate: true, 'data-type': type,
+      role: 'tabpanel', hidden: true });
+    form.append(h('p', { class: 'about', text: t.about }));
+    const size = h('div', { class: 'fields' }, t.fields.map((f) => field(type, f, f.def)));
+    if (t.streams)
+      size.append(field(type, { name: 'streams', label: 'streams', hint: t.streams.hint },
+        t.streams.def, { wide: true }));
+    form.append(h('fieldset', {}, h('legend', { text: 'Size' }), size));
+    if (t.variants) {
+      const boxes = t.variants.map((v) => h('label', { class: 'check' },
+        h('input', { type: 'checkbox', name: 'variant', value: v, checked: true }), v));
+      form.append(h('fieldset', { class: 'field', 'data-field': 'variant' },
+        h('legend', { text: 'Variants' }), h('div', { class: 'checks' }, boxes),
+        h('div', { class: 'field-error', role: 'alert' })));
+    }
+    const timing = GL.TIMING_FIELDS.map((f) => field(type, f, t.timing[f.name]));
+    const graph = h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'graph' }),
+      'time each batch as one CUDA Graph');
+    form.append(h('fieldset', {}, h('legend', { text: 'Timing' }),
+      h('div', { class: 'fields' }, timing),
+      h('div', { class: 'field', 'data-field': 'graph' }, graph, h('div', { class: 'field-error', role: 'alert' }))));
+    if (t.extra && t.extra.length) {
+      form.append(h('fieldset', {}, h('legend', { text: 'More' }), h('div', { class: 'fields' },
+        t.extra.map((f) => (typeof f.def === 'boolean'
+          ? h('div', { class: 'field', 'data-field': f.name }, h('label', { class: 'check' },
+            h('input', { type: 'checkbox', name: f.name, checked: f.def }), f.label),
+          h('div', { class: 'field-error', role: 'alert' }))
+          : field(type, f, f.def))))));
+    }
+    form.append(optionsBlock(type, t));
+    form.append(h('div', { class: 'actions' },
+      h('button', { type: 'submit', class: 'primary', text: `Run ${t.title.toLowerCase()}` }),
+      h('button', { type: 'button', class: 'ghost', text: 'Defaults', onclick: () => resetForm(type) }),
+      h('span', { class: 'form-status', role: 'status', 'aria-live': 'polite' })));
+    form.addEventListener('submit', (e) => { e.preventDefault(); submit(form, type); });
+    form.addEventListener('input', (e) => clearFieldError(e.target.closest('[data-field]')));
+    return form;
+  }
+
+  function optionsBlock(type, t) {
+    const opts = h('div', { class: 'fields' },
+      t.inputs.map((slot) => inputSelect(type, slot)),
+      field(type, { name: 'priority', label: 'priority', hint: '-1000..1000, higher first' }, 0),
+      field(type, { name: 'isolation', label: 'isolation', hint: 'exclusive: timed alone' }, null, {
+        input: h('select', { name: 'isolation', id: `f-${type}-isolation` },
+          h('option', { value: 'exclusive', text: 'exclusive' }), h('option', { value: 'shared', text: 'shared' })),
+      }),
+      field(type, { name: 'depends_on', label: 'depends on', hint: 'job ids, comma-separated' }, ''),
+      field(type, { name: 'dependency', label: 'dependency', hint: 'how a child waits' }, null, {
+        input: h('select', { name: 'dependency', id: `f-${type}-dependency` },
+          h('option', { value: 'event', text: 'event (device)' }), h('option', { value: 'host', text: 'host' })),
+      }),
+      field(type, { name: 'device', label: 'device', hint: 'where it runs' }, null, {
+        input: h('select', { name: 'device', id: `f-${type}-device`, class: 'device-select' },
+          h('option', { value: '', text: 'any (placed by gpulabd)' })),
+      }),
+      h('div', { class: 'field', 'data-field': 'keep_output' },
+        h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'keep_output' }),
+          'keep the output as a buffer'), h('div', { class: 'field-error', role: 'alert' })));
+    return h('details', { class: 'options' }, h('summary', { text: 'Inputs and job options' }), opts);
+  }
+
+  function fillDeviceOptions(d) {
+    const n = d.device_count || 1;
+    for (const sel of document.querySelectorAll('select.device-select')) {
+      while (sel.options.length > 1) sel.remove(1);
+      for (let i = 0; i < n; i++) sel.append(h('option', { value: String(i), text: `device ${i}` }));
+      sel.closest('.field').hidden = n < 2;
+    }
+  }
+
+  function resetForm(type) {
+    const old = document.getElementById(`form-${type}`);
+    const form = buildForm(type);
+    form.hidden = old.hidden;
+    old.replaceWith(form);
+    if (GL.device) fillDeviceOptions(GL.device);
+  }
+
+  /* A JSON integer as the user wrote it (so 64-bit seeds survive), else a string the
+   * API will refuse by name. */
+  function intText(s) {
+    s = s.trim();
+    return /^-?\d+$/.test(s) ? s.replace(/^(-?)0+(?=\d)/, '$1') : JSON.stringify(s);
+  }
+
+  function listText(s) {
+    const parts = s.split(/[\s,]+/).filter(Boolean);
+    return `[${parts.map(intText).join(',')}]`;
+  }
+
+  function obj(entries) {
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${v}`).join(',')}}`;
+  }
+
+  /* The POST /jobs body, as JSON text, from the form. Empty fields are left out (the
+   * API's default applies). */
+  function requestBody(form, type) {
+    const t = GL.TYPES[type];
+    const val = (name) => (form.elements[name] ? form.elements[name].value.trim() : '');
+    const params = [];
+    for (const f of [...t.fields, ...GL.TIMING_FIELDS])
+      if (val(f.name) !== '') params.push([f.name, intText(val(f.name))]);
+    if (t.streams && val('streams') !== '') params.push(['streams', listText(val('streams'))]);
+    if (t.variants) {
+      const on = [...form.querySelectorAll('input[name=variant]')].filter((c) => c.checked).map((c) => c.value);
+      if (on.length !== t.variants.length) params.push(['variant', JSON.stringify(on)]);
+    }
+    if (form.elements.graph.checked) params.push(['graph', 'true']);
+    for (const f of t.extra || []) { /* params only experiments.json named: sent when changed */
+      const el = form.elements[f.name];
+      if (typeof f.def === 'boolean') {
+        if (el.checked !== f.def) params.push([f.name, String(el.checked)]);
+      } else if (el.value.trim() !== String(f.def)) {
+        const v = el.value.trim();
+        params.push([f.name, /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(v) ? v : JSON.stringify(v)]);
+      }
+    }
+    for (const slot of t.inputs) {
+      const kind = val(`${slot}-kind`);
+      if (kind !== 'seed') params.push([slot, obj([[kind, intText(val(`${slot}-ref`))]])]);
+    }
+    const top = [['type', JSON.stringify(type)], ['params', obj(params)]];
+    if (val('priority') !== '' && val('priority') !== '0') top.push(['priority', intText(val('priority'))]);
+    if (val('isolation') !== 'exclusive') top.push(['isolation', JSON.stringify(val('isolation'))]);
+    if (val('dependency') !== 'event') top.push(['dependency', JSON.stringify(val('dependency'))]);
+    if (val('depends_on') !== '') top.push(['depends_on', listText(val('depends_on'))]);
+    if (val('device') !== '') top.push(['device', intText(val('device'))]);
+    if (form.elements.keep_output.checked) top.push(['keep_output', 'true']);
+    return obj(top);
+  }
+
+  function clearFieldError(box) {
+    if (!box) return;
+    const err = box.querySelector('.field-error');
+    if (err) err.textContent = '';
+    box.classList.remove('invalid');
+    for (const el of box.querySelectorAll('input, select')) el.removeAttribute('aria-invalid');
+  }
+
+  /* Shows the API's error next to the field it names ("params.m" is m's), or beside
+   * the submit button when it names none the form has. */
+  function showError(form, err) {
+    const name = (err.field || '').replace(/^params\./, '').replace(/\[.*$/, '').replace(/\..*$/, '');
+    const box = name && form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+    const status = form.querySelector('.form-status');
+    if (box) {
+      const details = box.closest('details');
+      if (details) details.open = true;
+      box.classList.add('invalid');
+      box.querySelector('.field-error').textContent = err.message;
+      const input = box.querySelector('input:not([type=checkbox]), select, input');
+      if (input) { input.setAttribute('aria-invalid', 'true'); input.focus(); }
+      status.className = 'form-status error';
+      status.textContent = `Not queued: fix ${name}.`;
+    } else {
+      status.className = 'form-status error';
+      status.textContent = err.message;
+    }
+  }
+
+  async function submit(form, type) {
+    for (const box of form.querySelectorAll('[data-field]')) clearFieldError(box);
+    const status = form.querySelector('.form-status');
+    const button = form.querySelector('button[type=submit]');
+    status.className = 'form-status';
+    status.textContent = 'Submitting…';
+    button.disabled = true;
+    try {
+      const r = await GL.api('POST', '/jobs?wait=0', requestBody(form, type));
+      if (r.ok && r.json && r.json.id) {
+        clear(status).append('Queued ', h('a', { href: `#/jobs/${r.json.id}`, 'data-job-id': r.json.id,
+          text: `job #${r.json.id}` }), '.');
+        status.className = 'form-status ok';
+        dash.upsertJob(r.json);
+      } else if (r.json && r.json.error) {
+        showError(form, r.json.error);
+      } else {
+        status.className = 'form-status error';
+        status.textContent = `gpulabd answered HTTP ${r.status}`;
+      }
+    } catch (e) {
+      status.className = 'form-status error';
+      status.textContent = `Cannot reach gpulabd: ${e.message}`;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  function selectType(type) {
+    for (const b of document.querySelectorAll('#type-tabs button'))
+      b.setAttribute('aria-selected', String(b.dataset.type === type));
+    for (const f of document.querySelectorAll('#forms form')) f.hidden = f.dataset.type !== type;
+  }
+
+  dash.buildForms = function () {
+    const tabs = document.getElementById('type-tabs');
+    const forms = document.getElementById('forms');
+    for (const type of Object.keys(GL.TYPES)) {
+      tabs.append(h('button', { type: 'button', role: 'tab', 'data-type': type,
+        text: GL.TYPES[type].title, onclick: () => selectType(type) }));
+      forms.append(buildForm(type));
+    }
+    selectType('transpose');
+  };
+
+  /* ---- the live queue ---- */
+
+  const jobs = new Map(); /* id -> {job (as GET /jobs lists it), progress} */
+
+  function runsOf(job) {
+    const p = job.params || {};
+    return job.type === 'pipeline' ? (p.streams || []).length : (p.variant || []).length;
+  }
+
+  function liveMs(job) {
+    const now = Date.now();
+    if (job.state === 'running' && job.started_at) return { queue: job.queue_ms, run: now - Date.parse(job.started_at) };
+    if ((job.state === 'queued' || job.state === 'waiting') && job.created_at)
+      return { queue: now - Date.parse(job.created_at), run: null };
+    return { queue: job.queue_ms, run: job.run_ms };
+  }
+
+  function progressCell(entry) {
+    const job = entry.job;
+    if (job.state === 'done') {
+      const passed = job.passed ?? (job.result ? job.result.passed : null);
+      return passed === false ? h('span', { class: 'bad', text: '✗ a check failed' })
+        : h('span', { class: 'good', text: '✓ checked' });
+    }
+    if (job.state === 'failed' || job.state === 'canceled')
+      return h('span', { class: job.state === 'failed' ? 'bad' : 'muted',
+        text: job.error ? `${job.error.code}: ${job.error.message}` : job.state });
+    if (job.state === 'running' && entry.progress) {
+      const p = entry.progress, runs = runsOf(job), batches = (job.params || {}).batches;
+      const done = runs && batches ? (p.run * batches + p.batch + 1) / (runs * batches) : null;
+      return h('span', { class: 'progress' },
+        done != null ? h('progress', { max: '1', value: String(Math.min(1, done)) }) : null,
+        ` run ${p.run + 1}${runs ? `/${runs}` : ''} · batch ${p.batch + 1}${batches ? `/${batches}` : ''}`);
+    }
+    if (job.state === 'waiting') return h('span', { class: 'muted', text: `after ${(job.depends_on || []).map((d) => `#${d}`).join(', ')}` });
+    return h('span', { class: 'muted', text: job.state === 'running' ? 'warming up' : '' });
+  }
+
+  function renderRow(tr, entry) {
+    const job = entry.job, ms = liveMs(job);
+    const cancel = GL.FINAL.has(job.state) ? '' : h('button', { type: 'button', class: 'ghost small',
+      text: 'Cancel', onclick: () => GL.api('DELETE', `/jobs/${job.id}`).then(() => dash.refreshJob(job.id)) });
+    clear(tr).append(
+      h('td', {}, h('a', { href: `#/jobs/${job.id}`, text: `#${job.id}` })),
+      h('td', { class: 'type', text: job.type }),
+      h('td', { class: 'size', text: GL.sizeLabel(job.type, job.params) }),
+      h('td', { class: 'client', text: job.client || '' }),
+      h('td', { class: 'state' }, GL.stateBadge(job.state)),
+      h('td', { class: 'num queue-ms', text: GL.fmtDuration(ms.queue) }),
+      h('td', { class: 'num run-ms', text: GL.fmtDuration(ms.run) }),
+      h('td', { class: 'result' }, progressCell(entry)),
+      h('td', { class: 'act' }, cancel));
+    tr.dataset.state = job.state;
+  }
+
+  function renderQueue() {
+    const tbody = document.querySelector('#queue tbody');
+    const ids = [...jobs.keys()].sort((a, b) => b - a);
+    for (const id of ids.slice(QUEUE_ROWS)) jobs.delete(id);
+    const rows = new Map([...tbody.children].map((tr) => [Number(tr.dataset.jobId), tr]));
+    let prev = null;
+    for (const id of ids.slice(0, QUEUE_ROWS)) {
+      let tr = rows.get(id);
+      if (!tr) tr = h('tr', { 'data-job-id': id });
+      const entry = jobs.get(id);
+      if (entry.dirty !== false || !tr.firstChild) { renderRow(tr, entry); entry.dirty = false; }
+      if (prev ? prev.nextSibling !== tr : tbody.firstChild !== tr)
+        prev ? prev.after(tr) : tbody.prepend(tr);
+      prev = tr;
+      rows.delete(id);
+    }
+    for (const tr of rows.values()) tr.remove();
+    document.getElementById('queue-empty').hidden = jobs.size > 0;
+  }
+
+  /* A job as GET /jobs or /jobs/{id} gave it. */
+  dash.upsertJob = function (job) {
+    const entry = jobs.get(job.id) || {};
+    const keep = entry.job && !GL.FINAL.has(entry.job.state) && GL.FINAL.has(job.state) ? null : entry.progress;
+    jobs.set(job.id, { job: Object.assign(entry.job || {}, job), progress: keep, dirty: true });
+    renderQueue();
+  };
+
+  const inflight = new Map(); /* id -> whether it changed again while being fetched */
+  /* Fetches one job again (its params, times and result): at once, and once more
+   * after that when it changed meanwhile; one request per job at a time. */
+  dash.refreshJob = async function (id) {
+    if (inflight.has(id)) { inflight.set(id, true); return; }
+    try {
+      do {
+        inflight.set(id, false);
+        dash.upsertJob(await GL.getJSON(`/jobs/${id}`));
+      } while (inflight.get(id));
+    } catch (e) { /* forgotten by gpulabd */ } finally { inflight.delete(id); }
+  };
+
+  dash.refreshQueue = async function () {
+    try {
+      const list = await GL.getJSON(`/jobs?limit=${QUEUE_ROWS}`);
+      for (const job of list.jobs) dash.upsertJob(job);
+    } catch (e) { /* app.js shows the connection state */ }
+    dash.refreshCounts();
+  };
+
+  let countsTimer = null;
+  dash.refreshCounts = function () {
+    if (countsTimer) return;
+    countsTimer = setTimeout(async () => {
+      countsTimer = null;
+      try {
+        const hl = await GL.getJSON('/health');
+        const c = hl.jobs || {};
+        const el = clear(document.getElementById('counts'));
+        for (const s of ['queued', 'waiting', 'running', 'done', 'failed', 'canceled'])
+          if (c[s]) el.append(h('span', { class: `count state-${s}`, text: `${c[s]} ${s}` }));
+      } catch (e) { /* offline */ }
+    }, 100);
+  };
+
+  /* SSE: {job, type, client, state} and {job, run, batch, sample_ms}. */
+  dash.onState = function (ev) {
+    const entry = jobs.get(ev.job);
+    if (entry) {
+      entry.job.state = ev.state;
+      if (ev.error) entry.job.error = entry.job.error || { code: ev.error, message: '' };
+      if (ev.state === 'running' && !entry.job.started_at) entry.job.started_at = ev.time;
+      entry.dirty = true;
+      renderQueue();
+    } else {
+      dash.upsertJob({ id: ev.job, type: ev.type, client: ev.client, state: ev.state, created_at: ev.time });
+    }
+    dash.refreshJob(ev.job);
+    dash.refreshCounts();
+    if (ev.state === 'done') dash.historyJobDone(ev.type);
+  };
+
+  dash.onProgress = function (ev) {
+    const entry = jobs.get(ev.job);
+    if (!entry) return;
+    entry.progress = ev;
+    entry.dirty = true;
+    renderQueue();
+  };
+
+  /* Running and queued rows tick. */
+  dash.tick = function () {
+    let any = false;
+    for (const entry of jobs.values())
+      if (!GL.FINAL.has(entry.job.state)) { entry.dirty = true; any = true; }
+    if (any) renderQueue();
+  };
+
+  /* ---- history ---- */
+
+  const hist = { type: 'transpose', size: '', variant: '', last: 20, metric: 'figure', jobs: [] };
+
+  function histControls() {
+    const box = clear(document.getElementById('history-controls'));
+    const sel = (name, label, options, value) => h('label', { class: 'control' }, label,
+      h('select', { name, onchange: (e) => setHistory({ [name]: e.target.value }) },
+        options.map(([v, t]) => h('option', { value: v, text: t, selected: v === value }))));
+    const sizes = [...new Set(hist.jobs.map((j) => GL.sizeLabel(hist.type, j.params)))];
+    const variants = [...new Set(hist.jobs.filter((j) => GL.sizeLabel(hist.type, j.params) === hist.size)
+      .flatMap((j) => (j.result ? j.result.runs : []).filter((r) => r.available).map((r) => r.variant)))];
+    box.append(
+      sel('type', 'Type', Object.keys(GL.TYPES).map((t) => [t, t]), hist.type),
+      sel('size', 'Size', sizes.length ? sizes.map((s) => [s, s]) : [['', '—']], hist.size),
+      sel('variant', 'Variant', variants.length ? variants.map((v) => [v, v]) : [['', '—']], hist.variant),
+      sel('metric', 'Plot', [['figure', 'figure'], ['median_ms', 'median ms']], hist.metric),
+      h('label', { class: 'control' }, 'Last', h('input', { type: 'number', name: 'last', min: '2', max: '1000',
+        value: String(hist.last), onchange: (e) => setHistory({ last: Math.max(2, Number(e.target.value) || 20) }) }),
+      'runs'));
+    return { sizes, variants };
+  }
+
+  function setHistory(change) {
+    const reload = change.type && change.type !== hist.type;
+    Object.assign(hist, change);
+    if (reload) { hist.size = change.size || ''; hist.variant = change.variant || ''; loadHistory(); } else renderHistory();
+  }
+
+  function renderHistory() {
+    const { sizes, variants } = histControls();
+    if (!sizes.includes(hist.size) && sizes.length) { hist.size = sizes[0]; return renderHistory(); }
+    if (!variants.includes(hist.variant) && variants.length) { hist.variant = variants[0]; return renderHistory(); }
+    const points = [];
+    for (const j of hist.jobs) {
+      if (GL.sizeLabel(hist.type, j.params) !== hist.size || !j.result) continue;
+      const run = j.result.runs.find((r) => r.variant === hist.variant && r.available);
+      if (run) points.push({ job: j, run });
+    }
+    points.sort((a, b) => a.job.id - b.job.id);
+    const shown = points.slice(-hist.last);
+    const tbody = clear(document.querySelector('#history-table tbody'));
+    for (const { job, run } of shown.slice().reverse())
+      tbody.append(h('tr', {},
+        h('td', {}, h('a', { href: `#/jobs/${job.id}`, text: `#${job.id}` })),
+        h('td', { text: GL.fmtTime(job.finished_at) }),
+        h('td', { class: 'num', text: GL.fmtMs(run.timing && run.timing.median_ms) }),
+        h('td', { class: 'num', text: run.figure != null ? `${GL.fmtNum(run.figure)} ${run.unit}` : '—' }),
+        h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—' }),
+        h('td', {}, checkText(run)),
+        h('td', { text: job.result.backend })));
+    document.getElementById('history-empty').hidden = shown.length > 0;
+    const box = document.getElementById('history-chart-box');
+    box.hidden = !GL.chartsOn() || shown.length === 0;
+    if (box.hidden) return;
+    const unit = shown[0].run.unit;
+    const label = hist.metric === 'figure' ? unit : 'median ms';
+    GL.chart(document.getElementById('history-chart'), {
+      type: 'line',
+      data: {
+        labels: shown.map((p) => `#${p.job.id}`),
+        datasets: [{ label: `${hist.variant} · ${label}`, borderColor: GL.PALETTE[0], backgroundColor: GL.PALETTE[0],
+          pointRadius: 3, tension: 0.15,
+          data: shown.map((p) => (hist.metric === 'figure' ? p.run.figure : p.run.timing.median_ms)) }],
+      },
+      options: {
+        plugins: { legend: { display: false }, title: { display: true,
+          text: `${hist.type} ${hist.size}, ${hist.variant}: ${label} per job (${hist.metric === 'figure' ? 'higher' : 'lower'} is better)` } },
+        scales: { y: { beginAtZero: true, title: { display: true, text: label } },
+          x: { title: { display: true, text: 'job' } } },
+      },
+    });
+  }
+
+  function checkText(run) {
+    if (!run.check) return '—';
+    return run.check.passed ? h('span', { class: 'good', text: '✓' })
+      : h('span', { class: 'bad', text: `✗ ${run.check.mismatches} off` });
+  }
+
+  async function loadHistory() {
+    try {
+      const list = await GL.getJSON(`/jobs?type=${hist.type}&state=done&limit=1000&fields=result`);
+      hist.jobs = list.jobs.filter((j) => j.result);
+    } catch (e) {
+      hist.jobs = [];
+    }
+    renderHistory();
+  }
+
+  /* #/history/<type>/<variant>/<size>: the job page's link. */
+  dash.showHistory = function (type, variant, size) {
+    hist.type = type; hist.variant = variant; hist.size = size;
+    loadHistory().then(() => document.getElementById('history').scrollIntoView());
+  };
+
+  let histTimer = null;
+  dash.historyJobDone = function (type) {
+    if (type !== hist.type || histTimer) return;
+    histTimer = setTimeout(() => { histTimer = null; loadHistory(); }, 400);
+  };
+
+  dash.loadHistory = loadHistory;
+})();

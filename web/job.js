@@ -1,0 +1,246 @@
+'use strict';
+/* The job view (#/jobs/ID): the lecture's table of the job's runs, a bar chart of
+ * the variants, the pipeline's per-stream timeline, the kernels and the params. */
+(function () {
+  const { h, clear } = GL;
+  const view = (GL.jobView = { id: null, job: null });
+
+  function header(job) {
+    const size = GL.sizeLabel(job.type, job.params);
+    const cancel = GL.FINAL.has(job.state) ? null : h('button', { type: 'button', class: 'ghost',
+      text: 'Cancel job', onclick: () => GL.api('DELETE', `/jobs/${job.id}`).then(() => view.reload()) });
+    const r = job.result;
+    const first = r && r.runs.find((x) => x.available);
+    const hist = first ? h('a', { class: 'button ghost', text: 'History of this experiment',
+      href: `#/history/${job.type}/${encodeURIComponent(first.variant)}/${encodeURIComponent(size)}` }) : null;
+    const facts = [
+      ['client', job.client], ['created', GL.fmtTime(job.created_at)],
+      ['queued', GL.fmtDuration(job.queue_ms)], ['ran', GL.fmtDuration(job.run_ms)],
+      ['backend', r ? `${r.backend} · ${r.device}` : null],
+      ['device', job.device != null ? `${job.device}, stream ${job.stream}` : null],
+      ['isolation', job.isolation], ['priority', job.priority || null],
+      ['depends on', (job.depends_on || []).length ? job.depends_on.map((d) => `#${d}`).join(', ') : null],
+      ['output buffer', job.output && job.output.buffer ? `#${job.output.buffer}` : null],
+    ].filter(([, v]) => v != null);
+    return h('div', { class: 'panel job-head' },
+      h('div', { class: 'job-title' },
+        h('a', { href: '#/', class: 'back', text: '← Dashboard' }),
+        h('h2', {}, `Job #${job.id} · ${job.type} `, h('span', { class: 'size', text: size })),
+        GL.stateBadge(job.state), h('span', { class: 'spacer' }), hist, cancel),
+      h('dl', { class: 'facts' }, facts.map(([k, v]) => h('div', {}, h('dt', { text: k }), h('dd', { text: String(v) })))));
+  }
+
+  function checkCell(run) {
+    const c = run.check;
+    if (!c) return h('td', { class: 'muted', text: '—' });
+    const detail = c.tolerance ? `max abs err ${GL.fmtNum(c.max_abs_err, 3)} (tol ${GL.fmtNum(c.tolerance, 3)})`
+      : 'exact';
+    const what = c.checked === 'sample' ? `${c.rows_checked} rows` : 'all';
+    return h('td', { class: c.passed ? 'good' : 'bad', title: `${c.reference}; ${c.tolerance_rule}` },
+      c.passed ? `✓ ${what}, ${detail}` : `✗ ${c.mismatches} of ${c.compared} off`);
+  }
+
+  function notes(run) {
+    const n = [];
+    if (run.contended) n.push('contended');
+    if (run.mapped_to) n.push(`ran ${run.mapped_to}`);
+    if (run.timing && run.timing.capped_by) n.push(`reps ${run.timing.reps} of ${run.timing.reps_requested}`);
+    if (run.launch) n.push(`graph saves ${GL.fmtNum(run.launch.saved_us, 3)} µs/launch`);
+    return n.join(' · ');
+  }
+
+  function runsTable(job) {
+    const r = job.result;
+    const tbody = h('tbody');
+    for (const run of r.runs) {
+      if (!run.available) {
+        tbody.append(h('tr', { class: 'unavailable', 'data-variant': run.variant },
+          h('th', { scope: 'row', text: run.variant }),
+          h('td', { colspan: '6', class: 'muted', text: `not available: ${run.reason}` })));
+        continue;
+      }
+      const t = run.timing || {};
+      const pct = GL.ceilingPercent(job.type, run, GL.device);
+      tbody.append(h('tr', { 'data-variant': run.variant },
+        h('th', { scope: 'row', text: run.variant }),
+        h('td', { class: 'num', title: t.samples_ms ? `samples: ${t.samples_ms.map((s) => GL.fmtMs(s)).join(', ')}` : '' },
+          GL.fmtMs(t.median_ms), t.stdev_ms != null ? h('span', { class: 'pm', text: ` ± ${GL.fmtMs(t.stdev_ms)}` }) : ''),
+        h('td', { class: 'num', text: run.figure != null ? GL.fmtNum(run.figure) : '—' }),
+        h('td', { class: 'num', text: pct != null ? `${GL.fmtNum(pct, 3)} %` : '—' }),
+        h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—' }),
+        checkCell(run),
+        h('td', { class: 'muted small', text: notes(run) })));
+    }
+    return h('table', { class: 'data runs' },
+      h('thead', {}, h('tr', {},
+        h('th', { text: job.type === 'pipeline' ? 'Run' : 'Variant' }), h('th', { class: 'num', text: 'Median ms' }),
+        h('th', { class: 'num', text: r.unit }), h('th', { class: 'num', text: '% of ceiling' }),
+        h('th', { class: 'num', text: 'Speedup' }), h('th', { text: 'Check' }), h('th', { text: 'Notes' }))),
+      tbody);
+  }
+
+  function barChart(job) {
+    const runs = job.result.runs.filter((r) => r.available);
+    const canvas = h('canvas', { id: 'bar-chart', 'aria-label': `${job.result.unit} by variant`, role: 'img' });
+    const box = h('div', { class: 'chart-box' }, canvas);
+    requestAnimationFrame(() => GL.chart(canvas, {
+      type: 'bar',
+      data: {
+        labels: runs.map((r) => r.variant),
+        datasets: [{ label: job.result.unit, data: runs.map((r) => r.figure),
+          backgroundColor: runs.map((r, i) => (r.check && !r.check.passed ? '#e45756' : GL.PALETTE[i % GL.PALETTE.length])),
+          borderRadius: 3, maxBarThickness: 90 }],
+      },
+      options: {
+        plugins: { legend: { display: false }, title: { display: true,
+          text: `${job.result.unit} by ${job.type === 'pipeline' ? 'stream count' : 'variant'} (higher is better)` },
+          tooltip: { callbacks: { afterLabel: (c) => `median ${GL.fmtMs(runs[c.dataIndex].timing.median_ms)} ms` } } },
+        scales: { y: { beginAtZero: true, title: { display: true, text: job.result.unit } } },
+      },
+    }));
+    return box;
+  }
+
+  /* ---- the pipeline's timeline ---- */
+
+  const OPS = ['upload', 'kernel', 'download'];
+
+  function niceStep(span, target) {
+    const raw = span / target, p = 10 ** Math.floor(Math.log10(raw));
+    return [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw) || raw;
+  }
+
+  /* One run's last pass: a lane per stream, a bar per op, on a shared time axis. */
+  function timelineSvg(run, tEnd) {
+    const ops = run.timeline;
+    const streams = Math.max(...ops.map((o) => o.stream)) + 1;
+    const W = 960, left = 80, right = 16, rowH = 28, top = 6, axisH = 24;
+    const H = top + streams * rowH + axisH;
+    const x = (t) => left + (Math.max(0, t) / tEnd) * (W - left - right);
+    const svg = h('svg:svg', { class: 'timeline', viewBox: `0 0 ${W} ${H}`, role: 'img',
+      'aria-label': `timeline of ${run.variant}`, 'data-variant': run.variant });
+    const step = niceStep(tEnd, 8);
+    for (let t = 0; t <= tEnd + 1e-9; t += step) {
+      svg.append(h('svg:line', { class: 'grid', x1: x(t), x2: x(t), y1: top, y2: top + streams * rowH }));
+      svg.append(h('svg:text', { class: 'tick', x: x(t), y: H - 8, 'text-anchor': 'middle', text: `${GL.fmtNum(t, 3)} ms` }));
+    }
+    for (let s = 0; s < streams; s++) {
+      const y = top + s * rowH;
+      svg.append(h('svg:rect', { class: 'lane', x: left, y: y + 2, width: W - left - right, height: rowH - 4, rx: 3 }));
+      svg.append(h('svg:text', { class: 'lane-label', x: left - 8, y: y + rowH / 2 + 4, 'text-anchor': 'end', text: `stream ${s}` }));
+    }
+    for (const o of ops) {
+      const y = top + o.stream * rowH, x0 = x(o.start_ms), w = Math.max(1.5, x(o.end_ms) - x0);
+      const rect = h('svg:rect', { class: `op op-${o.op}`, x: x0, y: y + 5, width: w, height: rowH - 10, rx: 2,
+        'data-chunk': o.chunk, 'data-op': o.op },
+        h('svg:title', { text: `chunk ${o.chunk} ${o.op}: ${GL.fmtNum(o.start_ms, 3)}–${GL.fmtNum(o.end_ms, 3)} ms` }));
+      svg.append(rect);
+      if (w > 16) svg.append(h('svg:text', { class: 'op-label', x: x0 + w / 2, y: y + rowH / 2 + 4, 'text-anchor': 'middle', text: String(o.chunk) }));
+    }
+    return svg;
+  }
+
+  function timelinePanel(job) {
+    const runs = job.result.runs.filter((r) => r.available && Array.isArray(r.timeline) && r.timeline.length);
+    if (!runs.length) return null;
+    const tEnd = Math.max(...runs.flatMap((r) => r.timeline.map((o) => o.end_ms))) || 1;
+    const legend = h('div', { class: 'legend' }, OPS.map((op) => h('span', {},
+      h('svg:svg', { class: 'swatch', viewBox: '0 0 12 12' }, h('svg:rect', { class: `op op-${op}`, width: 12, height: 12, rx: 2 })), op)),
+    h('span', { class: 'muted', text: 'numbers are chunk indices; hover a bar for its times' }));
+    const blocks = runs.map((run) => {
+      const span = Math.max(...run.timeline.map((o) => o.end_ms));
+      const busy = run.timeline.reduce((a, o) => a + (o.end_ms - o.start_ms), 0);
+      const more = run.timeline_chunks != null && run.timeline_chunks < job.params.chunks
+        ? ` · first ${run.timeline_chunks} of ${job.params.chunks} chunks shown` : '';
+      return h('div', { class: 'timeline-run' },
+        h('h4', {}, run.variant, h('span', { class: 'muted', text: ` · pass ${GL.fmtNum(span, 3)} ms, ` +
+          `ops add up to ${GL.fmtNum(busy, 3)} ms (overlap ×${GL.fmtNum(busy / span, 3)})${more}` })),
+        timelineSvg(run, tEnd));
+    });
+    return h('section', { class: 'panel', id: 'timeline' },
+      h('div', { class: 'panel-head' }, h('h3', { text: 'Streams: the last sample of each run' }), legend),
+      blocks);
+  }
+
+  function kernelsTable(job) {
+    const rows = job.result.runs.filter((r) => r.available && r.kernel).map((r) => {
+      const k = r.kernel;
+      return h('tr', {},
+        h('th', { scope: 'row', text: r.variant }), h('td', { class: 'mono', text: k.name }),
+        h('td', { class: 'mono', text: k.grid ? `${k.grid.join('×')} / ${k.block.join('×')}` : '—' }),
+        h('td', { class: 'num', text: k.registers ?? '—' }),
+        h('td', { class: 'num', text: k.grid ? GL.fmtBytes(k.static_shared_bytes + k.dynamic_shared_bytes) : '—' }),
+        h('td', { class: 'muted', text: k.description }));
+    });
+    return h('table', { class: 'data compact' },
+      h('thead', {}, h('tr', {}, ['Run', 'Kernel', 'Grid / block', 'Registers', 'Shared', 'What it does']
+        .map((t, i) => h('th', { class: i === 3 || i === 4 ? 'num' : null, text: t })))),
+      h('tbody', {}, rows));
+  }
+
+  function paramsList(job) {
+    const p = job.params || {};
+    return h('dl', { class: 'facts' }, Object.entries(p).map(([k, v]) =>
+      h('div', {}, h('dt', { text: k }), h('dd', { class: 'mono', text: typeof v === 'object' ? JSON.stringify(v) : String(v) }))));
+  }
+
+  function pendingPanel(job) {
+    return h('section', { class: 'panel pending' },
+      h('p', {}, GL.stateBadge(job.state), ' ', job.state === 'running'
+        ? 'Running: the table appears when it finishes.' : 'Waiting for its turn on the device.'),
+      h('p', { class: 'muted', id: 'job-progress', text: '' }));
+  }
+
+  function render(job) {
+    const root = clear(document.getElementById('view-job'));
+    root.append(header(job));
+    if (job.state === 'done' && job.result) {
+      const chart = GL.chartsOn() ? barChart(job) : null;
+      root.append(h('section', { class: 'panel', id: 'results' },
+        h('div', { class: 'panel-head' }, h('h3', { text: 'Results' }),
+          h('span', { class: 'muted', text: `${job.result.backend} · ${job.result.device} · ` +
+            `work ${GL.fmtNum(job.result.work)} ${job.result.work_unit}` })),
+        h('div', { class: 'table-wrap' }, runsTable(job)), chart));
+      const tl = timelinePanel(job);
+      if (tl) root.append(tl);
+      root.append(h('section', { class: 'panel' }, h('h3', { text: 'Kernels' }),
+        h('div', { class: 'table-wrap' }, kernelsTable(job))));
+    } else if (job.state === 'failed' || job.state === 'canceled') {
+      root.append(h('section', { class: 'panel' }, h('p', { class: 'error' },
+        job.error ? `${job.error.code}: ${job.error.message}` : job.state)));
+    } else {
+      root.append(pendingPanel(job));
+    }
+    root.append(h('section', { class: 'panel' }, h('h3', { text: 'Params' }), paramsList(job)));
+  }
+
+  view.show = async function (id) {
+    view.id = id;
+    const root = document.getElementById('view-job');
+    if (!view.job || view.job.id !== id) clear(root).append(h('p', { class: 'panel muted', text: `Loading job #${id}…` }));
+    try {
+      const job = await GL.getJSON(`/jobs/${id}`);
+      if (view.id !== id) return;
+      view.job = job;
+      render(job);
+    } catch (e) {
+      if (view.id !== id) return;
+      clear(root).append(h('section', { class: 'panel' }, h('a', { href: '#/', class: 'back', text: '← Dashboard' }),
+        h('p', { class: 'error', text: e.status === 404 ? `No job #${id} (gpulabd forgets the oldest).` : e.message })));
+    }
+  };
+
+  view.reload = function () { if (view.id) view.show(view.id); };
+  view.hide = function () { view.id = null; view.job = null; };
+
+  /* From app.js's event stream. */
+  view.onState = function (ev) {
+    if (ev.job !== view.id) return;
+    view.show(view.id);
+  };
+  view.onProgress = function (ev) {
+    if (ev.job !== view.id) return;
+    const el = document.getElementById('job-progress');
+    if (el) el.textContent = `run ${ev.run + 1}, batch ${ev.batch + 1}: ${GL.fmtMs(ev.sample_ms)} ms per launch`;
+  };
+})();
