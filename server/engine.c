@@ -199,7 +199,21 @@ static int place_locked(struct engine *e, const struct job *job) {
   return best;
 }
 
+static void end_job_locked(struct engine *e, struct job *job, enum job_state state,
+                           const char *code, const char *message);
+
 static void make_queued_locked(struct engine *e, struct job *job) {
+  /* Every input given as data must be here by now; a job never computes on numbers
+   * made up in their place. */
+  for (int s = 0; s < exp_input_count(job->spec.type); s++)
+    if (job->spec.inputs[s].kind != EXP_INPUT_SEED && !job->inputs[s]) {
+      char why[160];
+      snprintf(why, sizeof why, "input %s: job %llu produced no output",
+               exp_input_name(job->spec.type, s), (unsigned long long)job->spec.inputs[s].value);
+      sched_pending_add(job->sched_client, -1);
+      end_job_locked(e, job, JOB_FAILED, "input_missing", why);
+      return;
+    }
   job->state = JOB_QUEUED;
   job->device = place_locked(e, job);
   sched_push(e->sched, job->device, job->sched_client, &job->item);
@@ -231,8 +245,6 @@ static void release_buffers_locked(struct engine *e, struct job *job) {
   }
 }
 
-static void end_job_locked(struct engine *e, struct job *job, enum job_state state,
-                           const char *code, const char *message);
 
 /* Children of a parent that failed or was canceled fail too, and theirs. */
 static void fail_children_locked(struct engine *e, struct job *parent) {
