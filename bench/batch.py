@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""How long a batch of independent jobs takes on one gpulabd: N transposes
-(8192^2, naive, exclusive) submitted at once; the time is the last finished_at minus
+"""How long a batch of independent jobs takes on one gpulabd: N GEMMs (2048^3,
+naive, exclusive: about 0.3 s of device time each, more than their host check)
+submitted at once; the time is the last finished_at minus
 the first created_at, from the engine's own timestamps. Run it against a gpulabd with
 --devices 0 and again with --devices 0,1 to see what a second GPU buys.
 
@@ -13,7 +14,7 @@ from datetime import datetime
 
 URL = sys.argv[1].rstrip("/")
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 16
-PARAMS = {"m": 8192, "n": 8192, "variant": "naive", "warmup": 1, "batches": 3, "reps": 20}
+PARAMS = {"m": 2048, "n": 2048, "k": 2048, "variant": "naive", "warmup": 3, "batches": 5, "reps": 20}
 
 
 def call(method, path, body=None):
@@ -30,7 +31,7 @@ def unix(ts):
 
 def main():
     devices = len(call("GET", "/devices")["devices"])
-    ids = [call("POST", "/transpose?wait=0", PARAMS)["id"] for _ in range(N)]
+    ids = [call("POST", "/gemm?wait=0", PARAMS)["id"] for _ in range(N)]
     jobs = []
     for i in ids:
         while True:
