@@ -15,16 +15,17 @@ echo "ctest -L gpu exit $?" >> "$out/ctest-gpu.log"
 
 serve() { # devices port
   "$root/build-gpu/gpulabd" --backend cuda --devices "$1" --port "$2" --access-log off 2>> "$out/gpulabd.log" &
+  pid=$!
   for _ in $(seq 100); do curl -sf "localhost:$2/health" >/dev/null && return; sleep 0.1; done
 }
 serve 0 18081
 python3 "$root/bench/chain.py" http://127.0.0.1:18081 100 3 > "$out/chain.md" 2>&1
 { echo "| devices | jobs | seconds | jobs per device |"; echo "| --- | --- | --- | --- |"; } > "$out/batch.md"
 python3 "$root/bench/batch.py" http://127.0.0.1:18081 16 >> "$out/batch.md" 2>&1
-kill -TERM %1; wait
+kill -TERM $pid; wait $pid
 serve 0,1 18082
 python3 "$root/bench/batch.py" http://127.0.0.1:18082 16 >> "$out/batch.md" 2>&1
-kill -TERM %1; wait
+kill -TERM $pid; wait $pid
 
 grep -E "tests passed|Passed|Failed|Skipped|exit" "$out/ctest-gpu.log" | tail -12
 cat "$out/chain.md" "$out/batch.md"
