@@ -187,7 +187,8 @@ int main(int argc, char **argv) {
   TRY(cudaEventCreate(&ev1));
 
   double d2d26 = d2d_gbs((size_t)1 << 26), d2d28 = quick ? d2d26 : d2d_gbs((size_t)1 << 28);
-  double sg4 = cublas_tflops(4096, CUBLAS_DEFAULT_MATH), tf4 = cublas_tflops(4096, CUBLAS_TF32_TENSOR_OP_MATH);
+  double sg4 = cublas_tflops(4096, CUBLAS_DEFAULT_MATH);
+  double tf4 = cublas_tflops(4096, CUBLAS_TF32_TENSOR_OP_MATH);
   double sg8 = quick ? sg4 : cublas_tflops(8192, CUBLAS_DEFAULT_MATH);
   double tf8 = quick ? tf4 : cublas_tflops(8192, CUBLAS_TF32_TENSOR_OP_MATH);
   printf("ceilings: d2d copy 2^26 %.0f GB/s, 2^28 %.0f GB/s; cuBLAS SGEMM 4096 %.1f, 8192 %.1f "
@@ -232,7 +233,8 @@ int main(int argc, char **argv) {
     run_job(&s, job, cs, cn);
   }
 
-  printf("\n| job | variant | median ms | figure | ceiling | %% of ceiling | check | regs | smem B | kernel |\n");
+  printf("\n| job | variant | median ms | figure | ceiling | %% of ceiling | check | regs | smem B "
+         "| kernel |\n");
   printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (int i = 0; i < n_rows; i++) {
     const struct row *w = &rows[i];

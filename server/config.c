@@ -24,6 +24,18 @@ static const char usage[] =
     "  --http-threads N    HTTP worker threads, 1..256 (default 4)\n"
     "  --max-queued N      queued or waiting jobs per client; more get 429 (default 1024)\n"
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
+    "  --tokens FILE       clients and their tokens (TOKEN NAME [max_queued=N]\n"
+    "                      [max_buffer_bytes=N] [rate=JOBS_PER_S] [admin] per line); every\n"
+    "                      route but /health and the dashboard's files then needs\n"
+    "                      Authorization: Bearer TOKEN. Without it gpulabd listens on\n"
+    "                      loopback addresses only\n"
+    "  --insecure-no-auth  allow a non-loopback --host without --tokens (anyone can use it)\n"
+    "  --tls-cert PEM      serve HTTPS with this certificate (needs --tls-key)\n"
+    "  --tls-key PEM       the certificate's private key\n"
+    "  --max-connections N          connections at once (default 4096)\n"
+    "  --max-connections-per-ip N   connections at once from one address (default 256)\n"
+    "  --timeout SECONDS   drop a connection idle this long (default 30; waiting requests\n"
+    "                      and event streams are not idle)\n"
     "  --access-log PATH   one JSON line per request: - (stdout, the default), off, or a file\n"
     "  --wait SECONDS      how long a POST waits for its job without ?wait= (default 60)\n"
     "  --web-root DIR      serve the dashboard's files from DIR (e.g. web/, while editing it)\n"
@@ -75,14 +87,18 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
                          .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60,
-                         .access_log = "-"};
+                         .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
       {"streams", required_argument, 0, 's'},   {"max-body", required_argument, 0, 'B'},
       {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
       {"max-jobs-kept", required_argument, 0, 'k'},
-      {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'}, {"wait", required_argument, 0, 'w'},
+      {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'},
+      {"tokens", required_argument, 0, 'T'}, {"insecure-no-auth", no_argument, 0, 'I'},
+      {"tls-cert", required_argument, 0, 'c'}, {"tls-key", required_argument, 0, 'K'},
+      {"max-connections", required_argument, 0, 'M'},
+      {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
       {"web-root", required_argument, 0, 'W'}, {"chartjs", required_argument, 0, 'C'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -126,6 +142,13 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       break;
     case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
     case 'W': cfg->web_root = optarg; break;
+    case 'T': cfg->tokens = optarg; break;
+    case 'I': cfg->insecure_no_auth = true; break;
+    case 'c': cfg->tls_cert = optarg; break;
+    case 'K': cfg->tls_key = optarg; break;
+    case 'M': rc = parse_long("--max-connections", optarg, 1, 100000, &v, err, err_len); cfg->max_connections = (int)v; break;
+    case 'P': rc = parse_long("--max-connections-per-ip", optarg, 1, 100000, &v, err, err_len); cfg->max_connections_per_ip = (int)v; break;
+    case 'o': rc = parse_long("--timeout", optarg, 1, 3600, &v, err, err_len); cfg->timeout_s = (int)v; break;
     case 'C': cfg->chartjs = optarg; break;
     case 'h': fputs(usage, out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;

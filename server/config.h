@@ -2,6 +2,7 @@
 #ifndef GPULAB_CONFIG_H
 #define GPULAB_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "kernels/backend.h"
@@ -21,6 +22,10 @@ struct config {
   double default_wait_s;
   char access_log[256]; /* "-": stdout; "off": none; else a file appended to */
   const char *web_root; /* NULL: the embedded dashboard; borrowed from argv */
+  const char *tokens;   /* --tokens FILE, or NULL (then loopback only) */
+  bool insecure_no_auth;
+  const char *tls_cert, *tls_key; /* PEM files, or NULL for plain HTTP */
+  int max_connections, max_connections_per_ip, timeout_s;
   const char *chartjs;  /* NULL: the default path (server/static.h); borrowed from argv */
 };
 

@@ -333,6 +333,7 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
     struct exp_shape shape;
     if (in.kind == EXP_INPUT_BUFFER) {
       struct ebuf *b = ebuf_find_locked(e, in.value);
+      if (b && !job->req.admin && strcmp(b->client, job->req.client) != 0) b = NULL; /* not yours */
       if (!b) return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
       shape = b->shape;
       ebuf_ref_locked(b);
@@ -340,6 +341,7 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
       job->inputs[s] = b;
     } else if (in.kind == EXP_INPUT_JOB) {
       struct job *p = find_locked(e, in.value);
+      if (p && !job->req.admin && strcmp(p->req.client, job->req.client) != 0) p = NULL;
       if (!p) return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
       /* A finished producer's output lives on only as its kept buffer. */
       struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer) : p->output;
@@ -377,6 +379,7 @@ static int link_parents_locked(struct engine *e, struct job *job, struct engine_
   const struct engine_job_request *req = &job->req;
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = find_locked(e, req->depends_on[i]);
+    if (p && !req->admin && strcmp(p->req.client, req->client) != 0) p = NULL; /* ids do not leak */
     if (!p) return refuse(err, -ENOENT, "depends_on", "no job %llu", (unsigned long long)req->depends_on[i]);
     if (add_parent_locked(job, p))
       return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
@@ -446,9 +449,9 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
   } else if (req->device >= e->n_devices) {
     rc = refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
                 req->device, e->n_devices);
-  } else if (sched_pending(job->sched_client) >= e->cfg.max_queued) {
-    rc = refuse(err, -EAGAIN, "", "this client already has %d jobs queued or waiting (--max-queued)",
-                e->cfg.max_queued);
+  } else if (sched_pending(job->sched_client) >= (req->max_queued ? req->max_queued : e->cfg.max_queued)) {
+    rc = refuse(err, -EAGAIN, "", "this client already has %d jobs queued or waiting (its limit)",
+                sched_pending(job->sched_client));
   } else if ((rc = resolve_inputs_locked(e, job, err)) == 0 &&
              (rc = link_parents_locked(e, job, err)) == 0) {
     if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
@@ -557,6 +560,7 @@ int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struc
     if (f->before_id && job->id >= f->before_id) continue;
     if (f->state >= 0 && (int)job->state != f->state) continue;
     if (f->type >= 0 && (int)job->spec.type != f->type) continue;
+    if (f->client && strcmp(f->client, job->req.client) != 0) continue;
     job_ref(job);
     out[n++] = job;
   }

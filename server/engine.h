@@ -37,6 +37,8 @@ struct engine_job_request {
   bool exclusive;  /* timed windows alone on the device (isolation "exclusive") */
   bool keep_output;
   bool host_sync;  /* wait for parents to finish, not just to be issued (benchmarks) */
+  bool admin;      /* may name other clients' jobs and buffers */
+  int max_queued;  /* this client's limit; 0: the engine's */
   int n_depends;
   uint64_t depends_on[ENGINE_MAX_PARENTS];
 };
@@ -109,6 +111,7 @@ struct engine_list_filter {
   int state;           /* enum job_state, or -1 for any */
   int type;            /* enum exp_type, or -1 for any */
   uint64_t before_id;  /* only ids below this (paging); 0 for no bound */
+  const char *client;  /* only this client's jobs; NULL for everyone's */
 };
 /* Newest first: up to max jobs matching filter, as new references in out.
  * Returns how many. */
@@ -129,10 +132,12 @@ struct engine_buffer_view {
 };
 
 /* Uploads count floats of host (borrowed; any alignment) with shape as a new
- * buffer on device (0 <= device < engine_device_count). Returns 0 and its id, or a
- * negative errno with err. */
+ * buffer on device (0 <= device < engine_device_count). client_max_bytes (0: none)
+ * caps the bytes of the client's listed buffers (-EDQUOT past it). Returns 0 and
+ * its id, or a negative errno with err. */
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const char *client, int device, uint64_t *id, struct engine_error *err);
+                         const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
+                         struct engine_error *err);
 /* 0 or -ENOENT. */
 int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *view);
 /* Copies the buffer into host (view.bytes long), waiting for the job that writes
@@ -140,9 +145,10 @@ int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *
 int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine_error *err);
 /* 0, -ENOENT, or -EBUSY while a queued, waiting or running job needs it. */
 int engine_buffer_delete(struct engine *e, uint64_t id);
-/* Newest first, ids below before_id (0: no bound). Returns how many. */
-int engine_buffers_list(struct engine *e, uint64_t before_id, struct engine_buffer_view *out,
-                        int max);
+/* Newest first, ids below before_id (0: no bound), of client (NULL: everyone's).
+ * Returns how many. */
+int engine_buffers_list(struct engine *e, uint64_t before_id, const char *client,
+                        struct engine_buffer_view *out, int max);
 
 /* ---- listening ---- */
 

@@ -92,8 +92,17 @@ static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
   v->device = b->device;
 }
 
+/* Bytes of client's listed buffers. Lock held. */
+static uint64_t client_bytes_locked(struct engine *e, const char *client) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < e->n_buffers; i++)
+    if (!strcmp(e->buffers[i]->client, client)) bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
+  return bytes;
+}
+
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const char *client, int device, uint64_t *id, struct engine_error *err) {
+                         const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
+                         struct engine_error *err) {
   uint64_t count = (uint64_t)exp_shape_count(shape);
   memset(err, 0, sizeof *err);
   if (count * sizeof(float) > engine_memory_limit(e)) {
@@ -117,13 +126,25 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
   snprintf(b->client, sizeof b->client, "%s", client);
   b->created_at = engine_now_unix();
   pthread_mutex_lock(&e->lock);
-  rc = e->stopping ? -ESHUTDOWN : list_locked(e, b);
+  uint64_t held = client_bytes_locked(e, client);
+  if (e->stopping)
+    rc = -ESHUTDOWN;
+  else if (client_max_bytes && held + count * sizeof(float) > client_max_bytes)
+    rc = -EDQUOT;
+  else
+    rc = list_locked(e, b);
   if (rc == 0) *id = b->id;
   pthread_mutex_unlock(&e->lock);
   if (rc) {
     backend_buffer_free(e->devices[device], b->buf);
     free(b);
-    snprintf(err->message, sizeof err->message, "%s", rc == -ESHUTDOWN ? "gpulabd is shutting down" : "out of memory");
+    if (rc == -EDQUOT)
+      snprintf(err->message, sizeof err->message,
+               "this client's buffers hold %llu bytes; %llu more would pass its limit of %llu",
+               (unsigned long long)held, (unsigned long long)(count * sizeof(float)),
+               (unsigned long long)client_max_bytes);
+    else
+      snprintf(err->message, sizeof err->message, "%s", rc == -ESHUTDOWN ? "gpulabd is shutting down" : "out of memory");
     return err->code = rc;
   }
   return 0;
@@ -165,12 +186,13 @@ int engine_buffer_delete(struct engine *e, uint64_t id) {
   return rc;
 }
 
-int engine_buffers_list(struct engine *e, uint64_t before_id, struct engine_buffer_view *out,
-                        int max) {
+int engine_buffers_list(struct engine *e, uint64_t before_id, const char *client,
+                        struct engine_buffer_view *out, int max) {
   int n = 0;
   pthread_mutex_lock(&e->lock);
   for (int i = e->n_buffers - 1; i >= 0 && n < max; i--)
-    if (!before_id || e->buffers[i]->id < before_id) view_of(e->buffers[i], &out[n++]);
+    if ((!before_id || e->buffers[i]->id < before_id) && (!client || !strcmp(client, e->buffers[i]->client)))
+      view_of(e->buffers[i], &out[n++]);
   pthread_mutex_unlock(&e->lock);
   return n;
 }

@@ -13,6 +13,7 @@
 #include "api/openapi.h"
 #include "api/params.h"
 #include "server/http_priv.h"
+#include "server/auth.h"
 #include "server/metrics.h"
 #include "server/static.h"
 
@@ -120,12 +121,41 @@ static bool json_content_type(const char *ct) {
   return len > 5 && strncasecmp(ct + len - 5, "+json", 5) == 0;
 }
 
+bool request_sees_all(const struct request *r) {
+  return !r->srv->opts.auth || (r->who && r->who->admin);
+}
+
+bool request_may_see(const struct request *r, const char *owner) {
+  return request_sees_all(r) || strcmp(r->client, owner) == 0;
+}
+
+/* With --tokens, every route but /health and the dashboard's files needs a token:
+ * "Authorization: Bearer T", or ?access_token=T for an EventSource (which cannot
+ * set headers). Sets r->who and r->client. Returns false after answering 401. */
+static bool authenticate(struct request *r, const struct route_match *m, enum MHD_Result *result) {
+  const struct auth *auth = r->srv->opts.auth;
+  if (!auth) return true;
+  bool public_route = m->id == ROUTE_HEALTH || m->id == ROUTE_STATIC || m->id == ROUTE_INDEX;
+  const char *header = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  const char *token = NULL;
+  if (header && strncasecmp(header, "Bearer ", 7) == 0) token = header + 7;
+  if (!token) token = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "access_token");
+  r->who = token ? auth_check(auth, token) : NULL;
+  if (r->who) snprintf(r->client, sizeof r->client, "%s", r->who->name);
+  if (r->who || public_route) return true;
+  r->www_authenticate = token ? "Bearer realm=\"gpulab\", error=\"invalid_token\"" : "Bearer realm=\"gpulab\"";
+  *result = respond_fail(r, 401, token ? "invalid_token" : "missing_token", NULL,
+                         token ? "the token is not valid" : "send Authorization: Bearer <token>");
+  return false;
+}
+
 bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result) {
   struct route_match m;
   if (!match_route(url, &m)) {
     *result = respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);
     return true;
   }
+  if (!authenticate(r, &m, result)) return true;
   r->allow = m.allow;
   r->route = m.pattern;
   const char *method = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
@@ -225,6 +255,10 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
 enum MHD_Result handle_resumed(struct request *r) { return respond_job(r, r->job, 200); }
 
 const char *request_client(struct request *r, char *buf, size_t len) {
+  if (r->client[0]) {
+    snprintf(buf, len, "%s", r->client);
+    return buf;
+  }
   const union MHD_ConnectionInfo *info =
       MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   buf[0] = '\0';
@@ -271,6 +305,8 @@ static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec 
   }
 }
 
+static double rate_take(struct http_server *srv, const struct auth_client *who);
+
 static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                                   const struct api_job_options *opts, const char *params_prefix) {
   struct api_error err;
@@ -287,6 +323,15 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
                                    .host_sync = opts->host_sync, .n_depends = opts->n_depends};
   memcpy(req.depends_on, opts->depends_on, sizeof req.depends_on);
   request_client(r, req.client, sizeof req.client);
+  req.admin = !r->srv->opts.auth || (r->who && r->who->admin);
+  req.max_queued = r->who ? r->who->max_queued : 0;
+  double wait_for_rate = r->who ? rate_take(r->srv, r->who) : 0;
+  if (wait_for_rate > 0) {
+    r->retry_after_s = (int)wait_for_rate + 1;
+    return respond_fail(r, 429, "rate_limited", NULL,
+                        "this client may submit %g jobs per second; retry in %.1f s", r->who->rate,
+                        wait_for_rate);
+  }
   struct job *job;
   struct engine_error refusal;
   if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal, params_prefix);
@@ -326,14 +371,51 @@ bool parse_id(const char *text, uint64_t *id) {
   return true;
 }
 
-static struct job *find_job(struct request *r, const char *id_text) {
+/* A job the requester may see: its own, or any for an admin; others' are "not
+ * found" (404, not 403), so ids do not leak. */
+static struct job *find_visible_job(struct request *r, const char *id_text) {
   uint64_t id;
-  return parse_id(id_text, &id) ? engine_job_get(r->srv->engine, id) : NULL;
+  struct job *job = parse_id(id_text, &id) ? engine_job_get(r->srv->engine, id) : NULL;
+  if (job) {
+    struct job_view v;
+    job_get_view(r->srv->engine, job, &v);
+    if (!request_may_see(r, v.client)) {
+      job_unref(job);
+      job = NULL;
+    }
+  }
+  return job;
+}
+
+/* A token bucket per client: rate jobs per second, bursts of up to 2 s worth.
+ * Returns 0 when a submission may go now, else the seconds until it may. */
+static double rate_take(struct http_server *srv, const struct auth_client *who) {
+  if (who->rate <= 0) return 0;
+  double now = engine_now_mono(), wait = 0;
+  pthread_mutex_lock(&srv->rates_lock);
+  struct rate_bucket *b = NULL;
+  for (int i = 0; i < srv->n_rates && !b; i++)
+    if (srv->rates[i].who == who) b = &srv->rates[i];
+  if (!b && srv->n_rates < HTTP_MAX_RATES) {
+    b = &srv->rates[srv->n_rates++];
+    *b = (struct rate_bucket){.who = who, .tokens = 2 * who->rate, .at = now};
+  }
+  if (b) {
+    b->tokens += (now - b->at) * who->rate;
+    if (b->tokens > 2 * who->rate) b->tokens = 2 * who->rate;
+    b->at = now;
+    if (b->tokens >= 1)
+      b->tokens -= 1;
+    else
+      wait = (1 - b->tokens) / who->rate;
+  }
+  pthread_mutex_unlock(&srv->rates_lock);
+  return wait;
 }
 
 static enum MHD_Result job_route(struct request *r, const char *id_text) {
   struct engine *e = r->srv->engine;
-  struct job *job = find_job(r, id_text);
+  struct job *job = find_visible_job(r, id_text);
   if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
   enum MHD_Result ret;
   if (strcmp(r->method, "DELETE") == 0 && engine_job_cancel(e, job) == -EALREADY) {
@@ -372,7 +454,8 @@ static enum MHD_Result list_jobs(struct request *r) {
   if (query_int(r, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit, &err) ||
       query_int(r, "cursor", 1, INT64_MAX, 0, &cursor, &err))
     return respond_error(r, &err);
-  struct engine_list_filter f = {.state = -1, .type = -1, .before_id = (uint64_t)cursor};
+  struct engine_list_filter f = {.state = -1, .type = -1, .before_id = (uint64_t)cursor,
+                                 .client = request_sees_all(r) ? NULL : r->client};
   const char *state = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "state");
   const char *type = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "type");
   if (state && (f.state = job_state_from_name(state)) < 0)
@@ -461,11 +544,12 @@ static enum MHD_Result health(struct request *r) {
 static enum MHD_Result index_page(struct request *r) {
   return respond_json(
       r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
                 "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
                 "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
                 "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
-                "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health"));
+                "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health",
+                "GET /openapi.json"));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {
@@ -495,7 +579,7 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   case ROUTE_JOBS: return post ? post_jobs(r) : list_jobs(r);
   case ROUTE_JOB: return job_route(r, m.id_text);
   case ROUTE_JOB_EVENTS: {
-    struct job *job = find_job(r, m.id_text);
+    struct job *job = find_visible_job(r, m.id_text);
     if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", m.id_text);
     enum MHD_Result ret = sse_respond(r, job);
     job_unref(job);

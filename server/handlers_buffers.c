@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/npy.h"
+#include "server/auth.h"
 #include "server/http_priv.h"
 
 #define LIST_LIMIT_MAX 1000
@@ -37,8 +38,9 @@ enum MHD_Result buffers_post(struct request *r) {
   if (query_int(r, "device", 0, engine_device_count(r->srv->engine) - 1, 0, &device, &aerr))
     return respond_error(r, &aerr);
   int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, request_client(r, client, sizeof client),
-                                (int)device, &id, &err);
+                                (int)device, r->who ? r->who->max_buffer_bytes : 0, &id, &err);
   if (rc == -EFBIG) return respond_fail(r, 413, "buffer_too_large", NULL, "%s", err.message);
+  if (rc == -EDQUOT) return respond_fail(r, 413, "quota_exceeded", NULL, "%s", err.message);
   if (rc) return respond_fail(r, 503, "upload_failed", NULL, "cannot store the buffer: %s", err.message);
   struct engine_buffer_view v;
   if (engine_buffer_get(r->srv->engine, id, &v)) /* deleted at once by someone else */
@@ -55,7 +57,8 @@ enum MHD_Result buffers_list(struct request *r) {
     return respond_error(r, &err);
   struct engine_buffer_view *views = malloc(((size_t)limit + 1) * sizeof *views);
   if (!views) return respond_json(r, 500, NULL);
-  int n = engine_buffers_list(r->srv->engine, (uint64_t)cursor, views, (int)limit + 1);
+  int n = engine_buffers_list(r->srv->engine, (uint64_t)cursor,
+                              request_sees_all(r) ? NULL : r->client, views, (int)limit + 1);
   json_t *list = json_array();
   for (int i = 0; i < n && i < limit; i++) json_array_append_new(list, buffer_json(&views[i]));
   json_t *next = n > limit ? json_integer((json_int_t)views[limit - 1].id) : json_null();
@@ -94,7 +97,8 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
 enum MHD_Result buffer_route(struct request *r, const char *id_text) {
   uint64_t id = 0;
   struct engine_buffer_view v;
-  if (!parse_id(id_text, &id) || engine_buffer_get(r->srv->engine, id, &v))
+  if (!parse_id(id_text, &id) || engine_buffer_get(r->srv->engine, id, &v) ||
+      !request_may_see(r, v.client)) /* others' buffers are not found: ids do not leak */
     return respond_fail(r, 404, "buffer_not_found", "id", "no buffer '%.40s'", id_text);
   if (strcmp(r->method, "DELETE") != 0) return download(r, &v);
   int rc = engine_buffer_delete(r->srv->engine, id);

@@ -43,6 +43,8 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
   if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
   if (r->location[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+  if (r->www_authenticate)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_authenticate);
   if (r->retry_after_s > 0) {
     char seconds[16];
     snprintf(seconds, sizeof seconds, "%d", r->retry_after_s);
@@ -202,6 +204,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   }
   s->engine = engine;
   s->opts = *opts;
+  pthread_mutex_init(&s->rates_lock, NULL);
   s->started_mono = engine_now_mono();
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_ITC | MHD_USE_ERROR_LOG;
@@ -211,14 +214,28 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
     free(s);
     return -1;
   }
-  s->daemon = MHD_start_daemon(
-      flags, (uint16_t)opts->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
-      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opts->threads, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, s, MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_CONNECTION_TIMEOUT, 120u,
-      MHD_OPTION_END);
+  /* Limits: connections in all and per address; an idle connection is dropped
+   * (suspended ones, waiting for a job or an event, are not idle). */
+  struct MHD_OptionItem options[] = {
+      {MHD_OPTION_SOCK_ADDR, 0, &addr},
+      {MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL},
+      {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+      {MHD_OPTION_CONNECTION_LIMIT, opts->max_connections > 0 ? opts->max_connections : 4096, NULL},
+      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip, NULL},
+      {MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s > 0 ? opts->timeout_s : 30, NULL},
+      {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opts->tls_cert_pem},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opts->tls_key_pem},
+      {MHD_OPTION_END, 0, NULL},
+  };
+  if (opts->tls_cert_pem && opts->tls_key_pem)
+    flags |= MHD_USE_TLS;
+  else
+    options[6].option = options[7].option = MHD_OPTION_END; /* plain HTTP */
+  s->daemon = MHD_start_daemon(flags, (uint16_t)opts->port, NULL, NULL, on_request, s,
+                               MHD_OPTION_ARRAY, options, MHD_OPTION_END);
   if (!s->daemon) {
-    snprintf(err, err_len, "cannot listen on %s:%d (in use, or not an address of this machine)",
-             opts->host, opts->port);
+    snprintf(err, err_len, "cannot listen on %s:%d (in use, not an address of this machine%s)",
+             opts->host, opts->port, flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
     free(s);
     return -1;
   }

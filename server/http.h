@@ -17,11 +17,15 @@ struct http_options {
   double default_wait_s; /* how long POSTs wait for their job without ?wait= */
   struct metrics *metrics; /* borrowed; counts every request */
   FILE *access_log;        /* borrowed; one JSON line per request, or NULL */
+  const struct auth *auth; /* borrowed; NULL: no tokens, clients are addresses */
+  const char *tls_cert_pem, *tls_key_pem; /* PEM text (borrowed), or NULL for HTTP */
+  int max_connections, max_connections_per_ip, timeout_s;
   const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/static.h) */
 };
 
 struct metrics;
+struct auth;
 
 struct http_server;
 

@@ -5,17 +5,28 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "api/error.h"
 #include "server/engine.h"
 #include "server/http.h"
 
+#define HTTP_MAX_RATES 256
+
+struct rate_bucket {
+  const struct auth_client *who;
+  double tokens, at;
+};
+
 struct http_server {
   struct MHD_Daemon *daemon;
   struct engine *engine;
   struct http_options opts;
   double started_mono;
+  pthread_mutex_t rates_lock; /* guards rates */
+  struct rate_bucket rates[HTTP_MAX_RATES];
+  int n_rates;
 };
 
 struct request {
@@ -24,6 +35,7 @@ struct request {
   char method[8];
   const char *allow; /* methods of the matched route, for 405's Allow */
   int retry_after_s;  /* > 0: sent as Retry-After (429) */
+  const char *www_authenticate; /* non-NULL: sent as WWW-Authenticate (401) */
   /* For the access log and the metrics: */
   const char *route;  /* the matched route's pattern, "other" when none */
   char path[128];     /* the URL path, cut to fit */
@@ -31,6 +43,9 @@ struct request {
   unsigned status;    /* the answer's status, 0 before */
   uint64_t bytes;     /* the answer's body size, when known */
   uint64_t job_id;    /* the job the request made or named, 0 if none */
+  /* Who asks: the token's client, or (without --tokens) the peer address. */
+  const struct auth_client *who;
+  char client[64];
   char location[48];  /* non-empty: sent as Location (201, 202) */
   char *body;
   size_t body_len, body_cap;
@@ -68,6 +83,10 @@ void request_wait_for_job(struct request *r, struct job *job, double wait_s);
 
 /* Shared by the route files. */
 const char *request_client(struct request *r, char *buf, size_t len); /* the queue identity */
+/* True when r may see what client owns (its own, or r is an admin, or there are
+ * no tokens); request_sees_all: everyone's. */
+bool request_may_see(const struct request *r, const char *owner);
+bool request_sees_all(const struct request *r);
 json_t *time_json(double unix_s); /* RFC 3339, or null for 0 */
 bool parse_id(const char *text, uint64_t *id); /* decimal, no sign, no leading zeros */
 int query_int(struct request *r, const char *name, long long lo, long long hi, long long def,

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "server/config.h"
 #include "server/engine.h"
 #include "server/http.h"
+#include "server/auth.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/static.h"
@@ -58,6 +60,28 @@ static FILE *open_access_log(const char *path) {
   return f ? f : stdout;
 }
 
+/* A whole (small) file as a NUL-terminated string, or NULL with err. */
+static char *read_file(const char *path, char *err, size_t err_len) {
+  FILE *f = fopen(path, "rb");
+  char *text = NULL;
+  long n = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) && fseek(f, 0, SEEK_SET) == 0 &&
+      (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, f) == (size_t)n) {
+    text[n] = '\0';
+  } else {
+    snprintf(err, err_len, "%s: %s", path, f ? "cannot read it (or larger than 1 MiB)" : strerror(errno));
+    free(text);
+    text = NULL;
+  }
+  if (f) fclose(f);
+  return text;
+}
+
+/* Without tokens anyone who reaches the port may run jobs: only loopback then. */
+static bool loopback(const char *host) {
+  return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
+}
+
 int main(int argc, char **argv) {
   struct config cfg;
   char err[512];
@@ -77,6 +101,32 @@ int main(int argc, char **argv) {
 
   struct backend *devices[16];
   int n_devices = 0;
+  struct auth *auth = NULL;
+  char *tls_cert = NULL, *tls_key = NULL;
+  if (cfg.tokens && auth_load(cfg.tokens, &auth, err, sizeof err)) {
+    fprintf(stderr, "gpulabd: --tokens %s\n", err);
+    return 2;
+  }
+  if (!auth && !loopback(cfg.host)) {
+    if (!cfg.insecure_no_auth) {
+      fprintf(stderr, "gpulabd: refusing to listen on %s without --tokens: anyone reaching it could "
+                      "run jobs on this GPU. Give --tokens FILE, or --insecure-no-auth if you mean it.\n",
+              cfg.host);
+      return 2;
+    }
+    log_warn("INSECURE: listening on %s without tokens (--insecure-no-auth): anyone who reaches "
+             "this port can run jobs", cfg.host);
+  }
+  if (!cfg.tls_cert != !cfg.tls_key) {
+    fprintf(stderr, "gpulabd: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  if (cfg.tls_cert && (!(tls_cert = read_file(cfg.tls_cert, err, sizeof err)) ||
+                       !(tls_key = read_file(cfg.tls_key, err, sizeof err)))) {
+    fprintf(stderr, "gpulabd: %s\n", err);
+    return 2;
+  }
+  if (auth) log_info("tokens: %d client(s) from %s", auth_count(auth), cfg.tokens);
 
   struct engine *engine = NULL;
   struct http_server *server = NULL;
@@ -101,7 +151,11 @@ int main(int argc, char **argv) {
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .web_root = cfg.web_root, .chartjs_path = cfg.chartjs,
-                               .metrics = metrics, .access_log = access_log};
+                               .metrics = metrics, .access_log = access_log, .auth = auth,
+                               .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
+                               .max_connections = cfg.max_connections,
+                               .max_connections_per_ip = cfg.max_connections_per_ip,
+                               .timeout_s = cfg.timeout_s};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;
@@ -113,8 +167,8 @@ int main(int argc, char **argv) {
     log_warn("dashboard at /: no Chart.js at %s (install libjs-chart.js or pass --chartjs): tables only",
              chartjs);
   bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
-  log_info("listening on http://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
-           ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
+  log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
+           tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
            cfg.streams, cfg.http_threads);
 
   int sig = 0;
@@ -128,6 +182,9 @@ fail:
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
   metrics_free(metrics);
+  auth_free(auth);
+  free(tls_cert);
+  free(tls_key);
   if (access_log && access_log != stdout) fclose(access_log);
   if (status == 0) log_info("stopped");
   return status;

@@ -17,6 +17,7 @@ struct sse_stream {
   struct MHD_Connection *conn;
   struct events *bus;
   uint64_t job_id;      /* 0: every job */
+  char client[64];      /* non-empty: only this client's jobs (a client without admin) */
   uint64_t next_seq;    /* events after this one are still to send */
   struct job_view first;/* the job's state when the stream opened */
   bool send_first, ended;
@@ -52,6 +53,7 @@ static bool final_state(const char *state) {
 }
 
 static void append_bus_event(struct sse_stream *s, const struct event *ev) {
+  if (s->client[0] && strcmp(s->client, ev->client) != 0) return; /* not this client's */
   json_t *o = json_pack("{s:I,s:o,s:I,s:s,s:s}", "seq", (json_int_t)ev->seq, "time", time_json(ev->time),
                         "job", (json_int_t)ev->job_id, "type", ev->job_type, "client", ev->client);
   if (ev->kind == EVENT_STATE) {
@@ -128,6 +130,7 @@ enum MHD_Result sse_respond(struct request *r, struct job *job) {
     s->send_first = true;
   } else {
     s->next_seq = events_last_seq(s->bus);
+    if (!request_sees_all(r)) snprintf(s->client, sizeof s->client, "%s", r->client);
   }
   /* A reconnecting EventSource says where it stopped. */
   const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");

@@ -22,6 +22,7 @@
 #define STOP_TIMEOUT_S 10.0
 #define REQUEST_TIMEOUT_S 300L
 #define LISTENING "listening on http://127.0.0.1:"
+#define LISTENING_TLS "listening on https://127.0.0.1:"
 
 static double now_s(void) {
   struct timespec ts;
@@ -109,13 +110,14 @@ static pid_t spawn(char **argv, int *log_fd) {
   return pid;
 }
 
-/* Finds the port in the "listening on" line of log, or returns -1. */
+/* Finds the port in the "listening on" line of log (http or https), or returns -1. */
 static int find_port(const char *log) {
-  const char *p = strstr(log, LISTENING);
+  const char *prefix = LISTENING, *p = strstr(log, LISTENING);
+  if (!p) p = strstr(log, prefix = LISTENING_TLS);
   if (!p || !strchr(p, '\n')) return -1; /* wait for the whole line */
   char *end;
-  long port = strtol(p + strlen(LISTENING), &end, 10);
-  return end != p + strlen(LISTENING) && port > 0 && port < 65536 ? (int)port : -1;
+  long port = strtol(p + strlen(prefix), &end, 10);
+  return end != p + strlen(prefix) && port > 0 && port < 65536 ? (int)port : -1;
 }
 
 /* Ends a child that did not start: collects its status (killing it on a timeout). */
@@ -237,6 +239,7 @@ void http_client_open(struct http_client *c, int port) {
   CHECK(c->curl != NULL);
   snprintf(c->base_url, sizeof c->base_url, "http://127.0.0.1:%d", port);
   c->local_addr[0] = '\0';
+  c->token[0] = '\0';
 }
 
 void http_client_open_from(struct http_client *c, int port, const char *local_addr) {
@@ -355,6 +358,11 @@ void http_client_request(struct http_client *c, const char *method, const char *
     snprintf(ct, sizeof ct, "Content-Type:"); /* drops curl's default form type */
   headers = curl_slist_append(headers, ct);
   headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+  if (c->token[0]) {
+    char auth[200];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
+    headers = curl_slist_append(headers, auth);
+  }
   struct upload up = {body, body_len, 0};
   if (strcmp(method, "GET") == 0) {
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);

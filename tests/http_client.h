@@ -17,6 +17,7 @@ struct http_client {
   CURL *curl;
   char base_url[64]; /* "http://127.0.0.1:PORT" */
   char local_addr[48]; /* "" or the address requests leave from (http_client_open_from) */
+  char token[160];     /* non-empty: sent as Authorization: Bearer <token> */
 };
 
 /* A running gpulabd. It must stay at its address from start to stop (a thread

@@ -191,7 +191,7 @@ static void expect_passed(const struct exp_spec *s, const struct exp_result *res
     CHECK(c->passed);
     CHECK_INT_EQ(run->timing.n_samples, s->timing.batches);
     CHECK(run->timing.median_ms > 0);
-    CHECK(run->figure > 0);
+    CHECK(run->figure > 0 || exp_spec_work(s) == 0); /* gemm with k = 0 does no work */
     CHECK(run->kernel.name[0] != '\0');
     CHECK(run->timing.method != NULL);
     if (!s->graph) {
@@ -369,7 +369,7 @@ static void test_kernel_info(void) {
 
   k = &res.runs[STENCIL_BEST].kernel;
   CHECK_INT_EQ(k->block[0], 256);
-  CHECK_INT_EQ(k->grid[0], 1); /* one tile of 4028 */
+  CHECK_INT_EQ(k->grid[0], 1); /* one tile of 4028 (at most one block per tile) */
   CHECK_INT_EQ(k->dynamic_shared_bytes, (4 * 1024 + 80) * 8);
   printf("stencil_best_kernel: %d registers, %d bytes dynamic shared\n", k->registers,
          k->dynamic_shared_bytes);
@@ -378,7 +378,7 @@ static void test_kernel_info(void) {
   run_ok_on(0, &s, &res);
   k = &res.runs[TRANSPOSE_BEST].kernel;
   CHECK(k->block[0] == 32 && k->block[1] == 8);
-  CHECK(k->grid[0] == 2 && k->grid[1] == 2); /* 64x64 tiles */
+  CHECK(k->grid[0] == 2 * 2 && k->grid[1] == 1); /* 64x64 tiles, a 1-D grouped grid */
   CHECK_INT_EQ(k->static_shared_bytes, 64 * 64 * 4);
   CHECK_INT_EQ(k->local_bytes, 0);
   printf("transpose_best_kernel: %d registers, %d bytes static shared\n", k->registers,

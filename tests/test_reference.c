@@ -229,7 +229,8 @@ static void test_gemm_tf32(int m, int n, int k, bool fp32_rejects) {
     }
   struct exp_check chk;
   reference_check(ref, GEMM_TF32, c, &chk);
-  if (!chk.passed) fprintf(stderr, "tf32 %dx%dx%d: %" PRId64 " mismatches\n", m, n, k, chk.mismatches);
+  if (!chk.passed)
+    fprintf(stderr, "tf32 %dx%dx%d: %" PRId64 " mismatches\n", m, n, k, chk.mismatches);
   CHECK(chk.passed && chk.max_abs_err > 0);
   CHECK(strstr(chk.tolerance_rule, "2^-10") && strstr(chk.tolerance_rule, "TF32"));
   if (!chk.sampled) CHECK_NEAR(chk.tolerance, max_tol, max_tol * 1e-12);
@@ -294,7 +295,9 @@ static void test_stencil_best(int n, int r) {
   }
   struct exp_check c;
   reference_check(ref, STENCIL_BEST, y, &c);
-  if (!c.passed) fprintf(stderr, "best n=%d r=%d: %" PRId64 " mismatches, max err %g\n", n, r, c.mismatches, c.max_abs_err);
+  if (!c.passed)
+    fprintf(stderr, "best n=%d r=%d: %" PRId64 " mismatches, max err %g\n", n, r, c.mismatches,
+            c.max_abs_err);
   CHECK(c.passed);
   CHECK_INT_EQ(c.compared, n);
   CHECK_NEAR(c.tolerance, max_tol, max_tol * 1e-9);

@@ -33,11 +33,12 @@
   function checkCell(run) {
     const c = run.check;
     if (!c) return h('td', { class: 'muted', text: '—' });
-    const detail = c.tolerance ? `max abs err ${GL.fmtNum(c.max_abs_err, 3)} (tol ${GL.fmtNum(c.tolerance, 3)})`
-      : 'exact';
-    const what = c.checked === 'sample' ? `${c.rows_checked} rows` : 'all';
-    return h('td', { class: c.passed ? 'good' : 'bad', title: `${c.reference}; ${c.tolerance_rule}` },
-      c.passed ? `✓ ${what}, ${detail}` : `✗ ${c.mismatches} of ${c.compared} off`);
+    const sci = (x) => (x == null ? '—' : x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(1) : GL.fmtNum(x, 3));
+    const detail = c.tolerance ? `err ${sci(c.max_abs_err)} ≤ ${sci(c.tolerance)}` : 'exact';
+    const what = c.checked === 'sample' ? ` · ${c.rows_checked} rows` : '';
+    return h('td', { class: `${c.passed ? 'good' : 'bad'} nowrap`,
+      title: `${c.compared} compared against ${c.reference}; ${c.tolerance_rule}` },
+    c.passed ? `✓ ${detail}${what}` : `✗ ${c.mismatches} of ${c.compared} off`);
   }
 
   function notes(run) {

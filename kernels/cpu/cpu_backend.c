@@ -426,7 +426,8 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
     if (pipeline) snprintf(run->label, sizeof run->label, "streams=%d", v);
     else snprintf(run->label, sizeof run->label, "%s", exp_variant_name(s->type, v));
     const struct kernel_desc *k = kernel_of(s->type, v);
-    if (s->type == EXP_STENCIL && v == STENCIL_BEST && stencil_best_tile(s->u.stencil.radius) == 0) {
+    if (s->type == EXP_STENCIL && v == STENCIL_BEST &&
+        stencil_best_tile(s->u.stencil.radius) == 0) {
       run->available = false;
       snprintf(run->reason, sizeof run->reason, "stencil best supports radii 0..%d",
                STENCIL_BEST_MAX_RADIUS);

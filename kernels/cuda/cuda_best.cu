@@ -19,13 +19,31 @@ static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
+/* Block pid's tile (bm, bn) of a tiles_m x tiles_n grid of tiles when the 1-D grid
+ * walks groups of `group` tile rows column by column: the blocks resident at once
+ * cover a compact patch instead of a few whole tile rows. gemm: neighbours share A's
+ * row panels and B's column panels in L2. transpose: the resident blocks write a few
+ * thousand rows of B instead of all of them (all n rows of a 16384^2 B are 1 GiB
+ * apart end to end; measured 82% of copy that way, against 92% at 8192^2). */
+__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group,
+                                             int *bm, int *bn) {
+  const int per_group = group * tiles_n;
+  const int g = pid / per_group, first = g * group;
+  const int rows = min(tiles_m - first, group);
+  const int in = pid - g * per_group;
+  *bm = first + in % rows;
+  *bn = in / rows;
+}
+
 /* ---- transpose: A is m x n, B = A^T is n x m, both row-major ---- */
 
 #define TB_TILE 64             /* rows and columns of A per block */
 #define TB_Q (TB_TILE / 4)     /* float4 per tile row */
+#define TB_GROUP 32            /* tile rows per group of the launch order */
 
-/* Block 32x8 (256 threads) moves the 64x64 tile of A at (64*blockIdx.y,
- * 64*blockIdx.x); grid (ceil(n/64), ceil(m/64)). Thread t = 32*ty + tx owns the 4x4
+/* Block 32x8 (256 threads) moves one 64x64 tile of A; 1-D grid of ceil(m/64) *
+ * ceil(n/64) blocks in grouped order (grouped_tile, 32 tile rows per group). Thread
+ * t = 32*ty + tx owns the 4x4
  * block of A at rows 4*(t/16).., columns 4*(t%16)..: four float4 loads (a warp reads
  * two 256-byte row segments per load), a 4x4 transpose in registers, and four float4
  * stores into tile[B row][float4 of B columns]; then it reads tile rows t/16 + 16u
@@ -42,7 +60,10 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
   __shared__ float4 tile[TB_TILE][TB_Q];
   const int t = threadIdx.y * 32 + threadIdx.x;
   const int bc = t & 15, br = t >> 4;
-  const long long row0 = (long long)blockIdx.y * TB_TILE, col0 = (long long)blockIdx.x * TB_TILE;
+  int bm, bn;
+  grouped_tile(blockIdx.x, (m + TB_TILE - 1) / TB_TILE, (n + TB_TILE - 1) / TB_TILE, TB_GROUP,
+               &bm, &bn);
+  const long long row0 = (long long)bm * TB_TILE, col0 = (long long)bn * TB_TILE;
   const long long c = col0 + 4 * bc;
   float4 v[4];
 #pragma unroll
@@ -75,8 +96,9 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
     const long long brow = col0 + row, bcol = row0 + 4 * q;
     if (brow >= n) continue;
     float *dst = b + brow * m + bcol;
-    if (vec) {
-      if (bcol < m) *reinterpret_cast<float4 *>(dst) = o;
+    if (vec) { /* __stwb: a plain store, but one the compiler keeps 16 bytes wide (a
+                * float4 assignment here was split into four 4-byte STG.E in the SASS) */
+      if (bcol < m) __stwb(reinterpret_cast<float4 *>(dst), o);
     } else {
       if (bcol < m) dst[0] = o.x;
       if (bcol + 1 < m) dst[1] = o.y;
@@ -89,19 +111,6 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
 /* ---- gemm: C[M,N] = A[M,K] B[K,N], row-major ---- */
 
 #define GEMM_GROUP_M 8 /* block rows per group in the launch order (L2 reuse) */
-
-/* Block pid's tile (bm, bn) when the grid walks groups of GEMM_GROUP_M tile rows
- * column by column: neighbouring blocks share A's row panels and B's column panels,
- * so the blocks resident at once read a few of each from L2 instead of all of B. */
-__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int *bm,
-                                             int *bn) {
-  const int per_group = GEMM_GROUP_M * tiles_n;
-  const int group = pid / per_group, first = group * GEMM_GROUP_M;
-  const int rows = min(tiles_m - first, GEMM_GROUP_M);
-  const int in = pid - group * per_group;
-  *bm = first + in % rows;
-  *bn = in / rows;
-}
 
 /* Element (row, col) .. (row, col+3) of a rows x cols row-major matrix, zero outside;
  * vec: cols % 4 == 0, p 16-byte aligned and col % 4 == 0 (one float4, wholly in or
@@ -149,7 +158,8 @@ __global__ __launch_bounds__(SG_THREADS, 2) void gemm_best_kernel(const float *_
   __shared__ __align__(16) float Bs[2][SG_BK][SG_BN];
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   int bm, bn;
-  grouped_tile(blockIdx.x, (M + SG_BM - 1) / SG_BM, (N + SG_BN - 1) / SG_BN, &bm, &bn);
+  grouped_tile(blockIdx.x, (M + SG_BM - 1) / SG_BM, (N + SG_BN - 1) / SG_BN, GEMM_GROUP_M, &bm,
+               &bn);
   const int m0 = bm * SG_BM, n0 = bn * SG_BN;
   const bool vec_a = flags & GEMM_VEC_A, vec_b = flags & GEMM_VEC_B, vec_c = flags & GEMM_VEC_C;
   const int a_row = t & 127, a_k = 4 * (t >> 7); /* and a_k + 8 */
@@ -261,12 +271,12 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
-/* Rounds an FP32 value to TF32 (10 mantissa bits, to nearest, ties away). */
-__device__ __forceinline__ unsigned to_tf32(float f) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(f));
-  return r;
-}
+/* FP32 bits rounded to TF32 for mma: adding half a TF32 ulp (bit 12) and letting the
+ * tensor cores ignore the 13 low bits rounds to nearest, ties away, like cvt.rna for
+ * finite values, in one integer add (cvt.rna costs a compare and a predicated add
+ * per element: 4.5 ALU instructions per mma here, measured 130 TFLOP/s). An infinite
+ * input becomes NaN. */
+__device__ __forceinline__ unsigned to_tf32(unsigned bits) { return bits + 0x1000u; }
 
 /* Stage s of the pipeline: A's 128x32 panel at k-tile kt into as[128][36] and B's
  * 32x128 panel into bs[32][136], as cp.async 16-byte chunks (vec; consecutive
@@ -332,7 +342,7 @@ __device__ __forceinline__ void store2(float *C, int M, int N, int r, int c, flo
  * of b16: lane (g=l/4, t=l%4) receives A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]) and
  * each 8x8 B fragment with two 4-byte loads (B[t][g], B[t+4][g]; B rows are
  * n-contiguous, which ldmatrix cannot split into 32-bit columns), rounds both to TF32
- * (cvt.rna) and issues 16 mma. Paddings make the ldmatrix rows and the B loads
+ * (to_tf32) and issues 16 mma. Paddings make the ldmatrix rows and the B loads
  * conflict-free. flags: GEMM_VEC_A (K % 4 == 0) and GEMM_VEC_B (N % 4 == 0) pick
  * 16-byte copies, else 4-byte ones; GEMM_VEC_C (N even) float2 stores. */
 __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *__restrict__ A,
@@ -343,7 +353,8 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
   extern __shared__ __align__(16) float smem[];
   const int t = threadIdx.x, lane = t & 31, w = t >> 5, g = lane >> 2, tq = lane & 3;
   int bm, bn;
-  grouped_tile(blockIdx.x, (M + TC_BM - 1) / TC_BM, (N + TC_BN - 1) / TC_BN, &bm, &bn);
+  grouped_tile(blockIdx.x, (M + TC_BM - 1) / TC_BM, (N + TC_BN - 1) / TC_BN, GEMM_GROUP_M, &bm,
+               &bn);
   const int m0 = bm * TC_BM, n0 = bn * TC_BN;
   const int wm0 = (w >> 2) * 64, wn0 = (w & 3) * 32;
   float acc[4][4][4];
@@ -384,13 +395,13 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
                      : "r"(smem_addr(p))
                      : "memory");
 #pragma unroll
-        for (int e = 0; e < 4; e++) af[mi][e] = to_tf32(__uint_as_float(af[mi][e]));
+        for (int e = 0; e < 4; e++) af[mi][e] = to_tf32(af[mi][e]);
       }
 #pragma unroll
       for (int ni = 0; ni < 4; ni++) {
         const float *p = bs + (kk + tq) * TC_B_PITCH + wn0 + ni * 8 + g;
-        bf[ni][0] = to_tf32(p[0]);
-        bf[ni][1] = to_tf32(p[4 * TC_B_PITCH]);
+        bf[ni][0] = to_tf32(__float_as_uint(p[0]));
+        bf[ni][1] = to_tf32(__float_as_uint(p[4 * TC_B_PITCH]));
       }
 #pragma unroll
       for (int mi = 0; mi < 4; mi++)
@@ -423,21 +434,39 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
 #define SB_THREADS 256
 #define SB_SEGS (STENCIL_BEST_MAX_STEPS * 8) /* 128-float segments: one warp's per step */
 
-/* Cost per output independent of r: block b owns the tile of T outputs at b*T
- * (stencil_best.h; T ~ 4096 - 2r) and scans its span x[b*T - lead, b*T + T + r) (lead
- * = r+1 rounded up to 4, so the span starts 16-byte aligned) in `steps` steps of
- * 1024: thread t loads the float4 at 1024*step + 4t (all steps' loads in flight
- * first), sums its 4 floats in double, and a warp shuffle scan gives every float its
- * prefix within the warp's 128-float segment, stored to shared (double) with the
- * segment's total. One warp then scans the <= 40 segment totals into carries. Output
- * j of the tile (thread t takes j = t, t+256, ...: 4-byte stores, a warp writes 128
- * contiguous bytes) is (P[j + r + lead] - P[j + lead - r - 1]) / (2r+1), each P a
+/* x[g..g+3], zero outside [0, n); g is a multiple of 4, so g < 0 means all four are.
+ * vec: x is 16-byte aligned (one float4 unless the array ends inside it). */
+__device__ __forceinline__ float4 stencil_load4(const float *__restrict__ x, long long g, int n,
+                                                int vec) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (g < 0 || g >= n) return v;
+  if (vec && g + 4 <= n) return __ldg(reinterpret_cast<const float4 *>(x + g));
+  v.x = x[g];
+  if (g + 1 < n) v.y = x[g + 1];
+  if (g + 2 < n) v.z = x[g + 2];
+  if (g + 3 < n) v.w = x[g + 3];
+  return v;
+}
+
+/* Cost per output independent of r: tile k owns the T outputs at k*T (stencil_best.h;
+ * T ~ 4096 - 2r) and scans its span x[k*T - lead, k*T + T + r) (lead = r+1 rounded up
+ * to 4, so the span starts 16-byte aligned) in `steps` steps of 1024 floats. Block b
+ * takes tiles b, b + gridDim.x, ...; when it has a next tile, that tile's float4
+ * loads are issued as soon as the current tile's are consumed. The plan launches one
+ * block per tile all the same: a persistent grid (as many blocks as fit at once, each
+ * prefetching its next tile) measured 68% of copy bandwidth on the H200 against 80%
+ * for one tile per block, whose blocks the scheduler starts at staggered times, so
+ * that some load while others scan and store (persistent blocks move in lock-step).
+ * Thread t holds the float4 at 1024*step + 4t, sums it in double, and a warp shuffle
+ * scan gives every float its prefix within the warp's 128-float segment, stored to
+ * shared (double) with the segment's total; one warp then scans the <= 40 totals
+ * into carries. Output j of the tile (thread t takes j = t, t+256, ...: a warp writes
+ * 128 contiguous bytes) is (P[j + r + lead] - P[j + lead - r - 1]) / (2r+1), each P a
  * partial prefix plus its segment's carry, read as consecutive doubles (no bank
  * conflicts). Sums restart at every tile and run in double, so an output's rounding
  * error is at most ~25 * 2^-53 * sum |x| over its tile's span (reference.c states the
- * tolerance); a non-finite input makes its whole tile NaN. vec: x is 16-byte aligned
- * (float4 loads; the last partial float4 is loaded by elements). Launch SB_THREADS
- * threads, ceil(n/T) blocks, (1024*steps + 2*SB_SEGS) doubles of dynamic shared. */
+ * tolerance); a non-finite input makes its whole tile NaN. Launch SB_THREADS threads,
+ * at most ceil(n/T) blocks, (1024*steps + 2*SB_SEGS) doubles of dynamic shared. */
 __global__ __launch_bounds__(SB_THREADS) void stencil_best_kernel(const float *__restrict__ x,
                                                                   float *__restrict__ y, int n,
                                                                   int r, int tile, int steps,
@@ -446,65 +475,65 @@ __global__ __launch_bounds__(SB_THREADS) void stencil_best_kernel(const float *_
   double *seg_total = prefix + STENCIL_BEST_STEP * steps, *carry = seg_total + SB_SEGS;
   const unsigned full = 0xffffffffu;
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  const long long base = (long long)blockIdx.x * tile;
-  const int lead = stencil_best_lead(r);
-  const long long a0 = base - lead; /* a multiple of 4, like base */
+  const int lead = stencil_best_lead(r), hi_off = lead + r, lo_off = lead - r - 1;
+  const long long tiles = ((long long)n + tile - 1) / tile;
+  long long k = blockIdx.x;
   float4 v[STENCIL_BEST_MAX_STEPS];
 #pragma unroll
-  for (int q = 0; q < STENCIL_BEST_MAX_STEPS; q++) {
-    v[q] = make_float4(0.f, 0.f, 0.f, 0.f);
-    const long long g = a0 + STENCIL_BEST_STEP * q + 4 * t;
-    if (q >= steps || g < 0 || g >= n) continue; /* g < 0: all four are */
-    if (vec && g + 4 <= n) {
-      v[q] = __ldg(reinterpret_cast<const float4 *>(x + g));
-    } else {
-      v[q].x = x[g];
-      if (g + 1 < n) v[q].y = x[g + 1];
-      if (g + 2 < n) v[q].z = x[g + 2];
-      if (g + 3 < n) v[q].w = x[g + 3];
-    }
-  }
+  for (int q = 0; q < STENCIL_BEST_MAX_STEPS; q++)
+    v[q] = q < steps ? stencil_load4(x, k * tile - lead + STENCIL_BEST_STEP * q + 4 * t, n, vec)
+                     : make_float4(0.f, 0.f, 0.f, 0.f);
+  for (; k < tiles; k += gridDim.x) {
+    const long long base = k * tile;
 #pragma unroll
-  for (int q = 0; q < STENCIL_BEST_MAX_STEPS; q++) {
-    if (q >= steps) break; /* uniform across the block */
-    const double s0 = v[q].x, s1 = s0 + v[q].y, s2 = s1 + v[q].z, s3 = s2 + v[q].w;
-    double incl = s3;
+    for (int q = 0; q < STENCIL_BEST_MAX_STEPS; q++) {
+      if (q >= steps) break; /* uniform across the block */
+      const double s0 = v[q].x, s1 = s0 + v[q].y, s2 = s1 + v[q].z, s3 = s2 + v[q].w;
+      double incl = s3;
 #pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const double u = __shfl_up_sync(full, incl, o);
-      if (lane >= o) incl += u;
+      for (int o = 1; o < 32; o <<= 1) {
+        const double u = __shfl_up_sync(full, incl, o);
+        if (lane >= o) incl += u;
+      }
+      double excl = __shfl_up_sync(full, incl, 1);
+      if (lane == 0) excl = 0.0;
+      double2 *dst = reinterpret_cast<double2 *>(prefix + STENCIL_BEST_STEP * q + 4 * t);
+      dst[0] = make_double2(excl + s0, excl + s1);
+      dst[1] = make_double2(excl + s2, excl + s3);
+      if (lane == 31) seg_total[8 * q + w] = incl;
     }
-    double excl = __shfl_up_sync(full, incl, 1);
-    if (lane == 0) excl = 0.0;
-    double2 *dst = reinterpret_cast<double2 *>(prefix + STENCIL_BEST_STEP * q + 4 * t);
-    dst[0] = make_double2(excl + s0, excl + s1);
-    dst[1] = make_double2(excl + s2, excl + s3);
-    if (lane == 31) seg_total[8 * q + w] = incl;
-  }
-  __syncthreads();
-  if (w == 0) { /* carries: exclusive scan of the segment totals, lane l has 2l, 2l+1 */
-    const int segs = 8 * steps;
-    const double lo = 2 * lane < segs ? seg_total[2 * lane] : 0.0;
-    const double hi = 2 * lane + 1 < segs ? seg_total[2 * lane + 1] : 0.0;
-    double incl = lo + hi;
+    const long long next = k + gridDim.x; /* its loads fly during the rest of this tile */
 #pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const double u = __shfl_up_sync(full, incl, o);
-      if (lane >= o) incl += u;
+    for (int q = 0; q < STENCIL_BEST_MAX_STEPS; q++)
+      v[q] = q < steps && next < tiles
+                 ? stencil_load4(x, next * tile - lead + STENCIL_BEST_STEP * q + 4 * t, n, vec)
+                 : make_float4(0.f, 0.f, 0.f, 0.f);
+    __syncthreads(); /* prefixes and totals written */
+    if (w == 0) { /* carries: exclusive scan of the segment totals, lane l has 2l, 2l+1 */
+      const int segs = 8 * steps;
+      const double lo = 2 * lane < segs ? seg_total[2 * lane] : 0.0;
+      const double hi = 2 * lane + 1 < segs ? seg_total[2 * lane + 1] : 0.0;
+      double incl = lo + hi;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const double u = __shfl_up_sync(full, incl, o);
+        if (lane >= o) incl += u;
+      }
+      double excl = __shfl_up_sync(full, incl, 1);
+      if (lane == 0) excl = 0.0;
+      if (2 * lane < segs) carry[2 * lane] = excl;
+      if (2 * lane + 1 < segs) carry[2 * lane + 1] = excl + lo;
     }
-    double excl = __shfl_up_sync(full, incl, 1);
-    if (lane == 0) excl = 0.0;
-    if (2 * lane < segs) carry[2 * lane] = excl;
-    if (2 * lane + 1 < segs) carry[2 * lane + 1] = excl + lo;
-  }
-  __syncthreads();
-  const int hi_off = lead + r, lo_off = lead - r - 1;
-  for (int j = t; j < tile; j += SB_THREADS) {
-    const long long i = base + j;
-    if (i >= n) break;
-    const int hi = j + hi_off, lo = j + lo_off;
-    const double p_hi = prefix[hi] + carry[hi >> 7], p_lo = prefix[lo] + carry[lo >> 7];
-    y[i] = (float)((p_hi - p_lo) * inv_width);
+    __syncthreads(); /* carries written */
+#pragma unroll 4
+    for (int j = t; j < tile; j += SB_THREADS) {
+      const long long i = base + j;
+      if (i >= n) break;
+      const int hi = j + hi_off, lo = j + lo_off;
+      const double p_hi = prefix[hi] + carry[hi >> 7], p_lo = prefix[lo] + carry[lo >> 7];
+      y[i] = (float)((p_hi - p_lo) * inv_width);
+    }
+    __syncthreads(); /* everyone is done with prefix and carry before the next tile */
   }
 }
 
@@ -515,8 +544,8 @@ int transpose_best_plan(int m, int n, struct cuda_plan *p, char *why, size_t why
                 "32x8 block, 64x64 tile: float4 in, 4x4 register transpose, swizzled tile, "
                 "float4 out");
   p->block = dim3(32, 8);
-  p->grid = dim3(ceil_div(n, TB_TILE), ceil_div(m, TB_TILE));
-  return cuda_plan_grid_ok(p, why, why_len);
+  p->grid = dim3((unsigned)(ceil_div(m, TB_TILE) * (unsigned long long)ceil_div(n, TB_TILE)));
+  return 0;
 }
 
 cudaError_t transpose_best_launch(const float *d_a, float *d_b, int m, int n, cudaStream_t s) {
@@ -626,10 +655,10 @@ int stencil_best_plan(int n, int radius, struct cuda_plan *p, char *why, size_t 
              radius);
     return -1;
   }
+  const int steps = stencil_best_steps(radius);
   p->block = dim3(SB_THREADS);
-  p->grid = dim3(ceil_div(n, tile));
-  p->dyn_smem_bytes =
-      ((size_t)STENCIL_BEST_STEP * stencil_best_steps(radius) + 2 * SB_SEGS) * sizeof(double);
+  p->dyn_smem_bytes = ((size_t)STENCIL_BEST_STEP * steps + 2 * SB_SEGS) * sizeof(double);
+  p->grid = dim3(ceil_div(n, tile)); /* one tile per block: see the kernel's comment */
   return 0;
 }
 
