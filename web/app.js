@@ -10,6 +10,13 @@
     conn.textContent = text;
   }
 
+  /* The token form in the header: saved in this browser, then the page reloads. */
+  document.getElementById('token-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    localStorage.setItem('gpulab.token', document.getElementById('token').value.trim());
+    location.reload();
+  });
+
   function route() {
     const hash = location.hash || '#/';
     const job = /^#\/jobs\/(\d+)$/.exec(hash);
@@ -29,7 +36,9 @@
    * dropped stream; a refused one (closed) is retried here. On every (re)open the
    * queue is fetched again, so nothing missed while away stays stale. */
   function connect() {
-    const es = new EventSource('/events');
+    /* An EventSource cannot send headers: the token goes in the query. */
+    const token = GL.token();
+    const es = new EventSource(token ? `/events?access_token=${encodeURIComponent(token)}` : '/events');
     es.addEventListener('open', () => {
       setConn('live', 'live');
       GL.dash.refreshQueue();

@@ -33,14 +33,27 @@ GL.clear = function (el) {
 
 /* ---- the API ---- */
 
+/* The API token (gpulabd --tokens), kept in this browser; '' when none. */
+GL.token = () => localStorage.getItem('gpulab.token') || '';
+
+/* Asks for a token once the server says one is needed (401). */
+GL.askToken = function (message) {
+  const form = document.getElementById('token-form');
+  if (!form) return;
+  form.hidden = false;
+  document.getElementById('token-why').textContent = message || 'this gpulabd needs a token';
+};
+
 /* One request; resolves to {status, ok, json} (json null when the body is not JSON). */
 GL.api = async function (method, path, body) {
   const init = { method, headers: { Accept: 'application/json' } };
+  if (GL.token()) init.headers.Authorization = `Bearer ${GL.token()}`;
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = body;
   }
   const res = await fetch(path, init);
+  if (res.status === 401) GL.askToken(GL.token() ? 'the token was not accepted' : null);
   let json = null;
   try { json = await res.json(); } catch (e) { /* not JSON */ }
   return { status: res.status, ok: res.ok, json };

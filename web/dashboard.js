@@ -51,11 +51,28 @@
     top.textContent = `${d.name} · ${d.backend}`;
   }
 
+  /* The other devices of this gpulabd, one line each (GET /devices). */
+  function renderOtherDevices(list) {
+    if (list.length < 2) return;
+    const box = document.getElementById('device');
+    box.append(h('h3', { text: `All ${list.length} devices` }));
+    const rows = list.map((x) => h('tr', {},
+      h('td', { text: String(x.index) }), h('td', { text: x.name }),
+      h('td', { class: 'num', text: GL.fmtBytes(x.memory_total_bytes - x.memory_free_bytes) }),
+      h('td', { class: 'num', text: GL.fmtBytes(x.memory_total_bytes) }),
+      h('td', {}, h('span', { class: `badge ${x.healthy === false ? 'state-failed' : 'state-done'}`,
+        text: x.healthy === false ? 'unhealthy' : 'healthy' }))));
+    box.append(h('table', { class: 'table small', id: 'device-list' },
+      h('thead', {}, h('tr', {}, ['#', 'name', 'used', 'memory', 'health'].map((t) => h('th', { text: t })))),
+      h('tbody', {}, rows)));
+  }
+
   dash.loadDevice = async function () {
     try {
       const d = await GL.getJSON('/device');
       GL.device = d;
       renderDevice(d);
+      if (d.device_count > 1) renderOtherDevices((await GL.getJSON('/devices')).devices);
       fillDeviceOptions(d);
     } catch (e) {
       clear(document.getElementById('device')).append(h('p', { class: 'error', text: e.message }));

@@ -349,13 +349,41 @@ async function withoutCharts(context, proc) {
   await page.close();
 }
 
+/* ---- a gpulabd with --tokens: the page asks for one, then works with it ---- */
+
+const TOKEN = 'lab-token-0123456789abcdef';
+
+async function withTokens(context, proc) {
+  const page = await context.newPage();
+  await step('with --tokens the page asks for a token, then lists the device and runs jobs', page, async () => {
+    await page.goto(`${proc.base}/`);
+    await page.waitForSelector('#token-form:not([hidden])', { timeout: 30000 });
+    await page.fill('#token', TOKEN);
+    await Promise.all([page.waitForNavigation(), page.click('#token-form button')]);
+    await page.waitForSelector('#device dd[data-key="backend"]', { timeout: 30000 });
+    checkEq(await text(page, '#device dd[data-key="backend"]'), 'cpu', 'device backend');
+    check(await page.isHidden('#token-form'), 'the token form stayed');
+    await page.waitForFunction(() => document.getElementById('conn').dataset.state === 'live', null,
+      { timeout: 30000 });
+    await submitForm(page, 'transpose', { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 });
+    const id = await submittedId(page, 'transpose');
+    await waitQueueState(page, id, 'done'); /* the live queue: the token went with the stream */
+    await shot(page, 'dashboard-token.png');
+    await page.evaluate(() => localStorage.removeItem('gpulab.token'));
+  });
+  await page.close();
+}
+
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpulab-chromium-'));
-  let a, b, context;
+  let a, b, c, context;
+  const tokens = path.join(userDataDir, 'tokens');
+  fs.writeFileSync(tokens, `${TOKEN} lab\n`);
   try {
     a = await startGpulabd([]);
     b = await startGpulabd(['--chartjs', '/nonexistent/chart.min.js']);
+    c = await startGpulabd(['--tokens', tokens]);
     context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
       viewport: { width: 1360, height: 900 }, deviceScaleFactor: 1, timeout: 60000,
@@ -363,6 +391,7 @@ async function main() {
     context.setDefaultTimeout(TIMEOUT);
     await withCharts(context, a);
     await withoutCharts(context, b);
+    await withTokens(context, c);
   } catch (e) {
     if (!failed) { failed++; log(`FAIL ${e.stack || e}`); }
     if (a) log(`gpulabd (charts) log:\n${a.log()}`);
@@ -370,6 +399,7 @@ async function main() {
     if (context) await context.close().catch(() => {});
     await stopGpulabd(a);
     await stopGpulabd(b);
+    await stopGpulabd(c);
     fs.rmSync(userDataDir, { recursive: true, force: true });
   }
   log(`${passed} passed, ${failed} failed`);
