@@ -24,6 +24,10 @@ static const char usage[] =
     "  --http-threads N    HTTP worker threads, 1..256 (default 4)\n"
     "  --max-queued N      queued or waiting jobs per client; more get 429 (default 1024)\n"
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
+    "  --db PATH           job records in SQLite (default ./gpulab.db; :memory: keeps\n"
+    "                      nothing): accepted jobs survive a crash or restart\n"
+    "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
+    "  --grace SECONDS     on SIGTERM, how long running jobs may take to finish (default 30)\n"
     "  --tokens FILE       clients and their tokens (TOKEN NAME [max_queued=N]\n"
     "                      [max_buffer_bytes=N] [rate=JOBS_PER_S] [admin] per line); every\n"
     "                      route but /health and the dashboard's files then needs\n"
@@ -87,7 +91,8 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
                          .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60,
-                         .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30};
+                         .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
+                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -95,7 +100,8 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
       {"max-jobs-kept", required_argument, 0, 'k'},
       {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'},
-      {"tokens", required_argument, 0, 'T'}, {"insecure-no-auth", no_argument, 0, 'I'},
+      {"tokens", required_argument, 0, 'T'}, {"db", required_argument, 0, 'D'},
+      {"keep-days", required_argument, 0, 'R'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
       {"tls-cert", required_argument, 0, 'c'}, {"tls-key", required_argument, 0, 'K'},
       {"max-connections", required_argument, 0, 'M'},
       {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
@@ -143,6 +149,15 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
     case 'W': cfg->web_root = optarg; break;
     case 'T': cfg->tokens = optarg; break;
+    case 'D':
+      if (strlen(optarg) >= sizeof cfg->db) {
+        snprintf(err, err_len, "--db is too long");
+        return -1;
+      }
+      strcpy(cfg->db, optarg);
+      break;
+    case 'R': rc = parse_long("--keep-days", optarg, 0, 100000, &v, err, err_len); cfg->keep_days = (int)v; break;
+    case 'G': rc = parse_long("--grace", optarg, 0, 3600, &v, err, err_len); cfg->grace_s = (int)v; break;
     case 'I': cfg->insecure_no_auth = true; break;
     case 'c': cfg->tls_cert = optarg; break;
     case 'K': cfg->tls_key = optarg; break;

@@ -26,6 +26,9 @@ struct config {
   bool insecure_no_auth;
   const char *tls_cert, *tls_key; /* PEM files, or NULL for plain HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
+  char db[256];     /* job records: a SQLite file, or ":memory:" to keep nothing */
+  int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
+  int grace_s;      /* SIGTERM: how long running jobs may take to finish */
   const char *chartjs;  /* NULL: the default path (server/static.h); borrowed from argv */
 };
 

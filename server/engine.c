@@ -53,6 +53,11 @@ void job_unref(struct job *job) {
 static void view_locked(struct job *job, struct job_view *v);
 
 static void publish_state_locked(struct engine *e, struct job *job) {
+  if (e->cfg.on_job_change) {
+    struct job_view v;
+    view_locked(job, &v);
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
+  }
   struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
   snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
   snprintf(ev.state, sizeof ev.state, "%s", job_state_name(job->state));
@@ -446,6 +451,10 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
     rc = refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
   } else if (!(job->sched_client = sched_client(e->sched, req->client))) {
     rc = refuse(err, -ENOMEM, "", "out of memory");
+  } else if (req->restore_id && (req->restore_id >= e->next_id || find_locked(e, req->restore_id) ||
+                                  (e->n_jobs && req->restore_id < e->jobs[e->n_jobs - 1]->id))) {
+    /* Restored jobs come first, in id order, below the new ones: the table stays sorted. */
+    rc = refuse(err, -EINVAL, "id", "job %llu cannot be restored here", (unsigned long long)req->restore_id);
   } else if (req->device >= e->n_devices) {
     rc = refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
                 req->device, e->n_devices);
@@ -466,7 +475,7 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
     return rc;
   }
   job_ref(job); /* the caller's */
-  job->id = e->next_id++;
+  job->id = req->restore_id ? req->restore_id : e->next_id++;
   job->item.priority = req->priority;
   job->item.seq = job->id;
   const char *failure = attach_to_parents_locked(job, why, sizeof why);
@@ -767,7 +776,8 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   e->devices = devices;
   e->n_devices = n_devices;
   e->cfg = *cfg;
-  e->next_id = e->next_buffer_id = 1;
+  e->next_id = cfg->first_id ? cfg->first_id : 1;
+  e->next_buffer_id = 1;
   for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);
   e->workers = calloc((size_t)e->n_workers, sizeof *e->workers);
   e->gates = calloc((size_t)n_devices, sizeof *e->gates);
@@ -800,23 +810,57 @@ fail:
   return -ENOMEM;
 }
 
-void engine_stop(struct engine *e) {
+/* Stops the workers: queued and waiting jobs are canceled unless keep_queued;
+ * running ones get grace_s seconds to finish, then are asked to stop. */
+static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
   pthread_mutex_lock(&e->lock);
   if (e->stopping) {
     pthread_mutex_unlock(&e->lock);
     return;
   }
-  e->stopping = true;
-  for (int i = 0; i < e->n_jobs; i++) {
+  e->stopping = true; /* no worker takes another job */
+  for (int i = 0; i < e->n_jobs && !keep_queued; i++) {
     struct job *job = e->jobs[i];
     if (job->state == JOB_QUEUED || job->state == JOB_WAITING) {
       leave_pending_locked(e, job);
       end_job_locked(e, job, JOB_CANCELED, "canceled", "gpulabd is shutting down");
-    } else if (job->state == JOB_RUNNING) {
-      atomic_store(&job->cancel_requested, true);
     }
   }
   pthread_cond_broadcast(&e->work_ready);
+  double deadline = engine_now_mono() + grace_s;
+  for (;;) {
+    int running = 0;
+    for (int d = 0; d < e->n_devices; d++) running += e->running[d];
+    if (running == 0 || engine_now_mono() >= deadline) break;
+    pthread_mutex_unlock(&e->lock);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    pthread_mutex_lock(&e->lock);
+  }
+  for (int i = 0; i < e->n_jobs; i++)
+    if (e->jobs[i]->state == JOB_RUNNING) atomic_store(&e->jobs[i]->cancel_requested, true);
+  pthread_mutex_unlock(&e->lock);
+}
+
+void engine_shutdown(struct engine *e, double grace_s) {
+  stop_workers(e, true, grace_s);
+  engine_stop(e);
+}
+
+uint64_t engine_oldest_id(struct engine *e) {
+  pthread_mutex_lock(&e->lock);
+  uint64_t id = e->n_jobs ? e->jobs[0]->id : 0;
+  pthread_mutex_unlock(&e->lock);
+  return id;
+}
+
+void engine_stop(struct engine *e) {
+  stop_workers(e, false, 0);
+  pthread_mutex_lock(&e->lock);
+  if (e->stopped) {
+    pthread_mutex_unlock(&e->lock);
+    return;
+  }
   pthread_mutex_unlock(&e->lock);
   for (int i = 0; i < e->n_workers; i++) pthread_join(e->workers[i].thread, NULL);
   struct engine_watch *fired = NULL;

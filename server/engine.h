@@ -39,6 +39,8 @@ struct engine_job_request {
   bool host_sync;  /* wait for parents to finish, not just to be issued (benchmarks) */
   bool admin;      /* may name other clients' jobs and buffers */
   int max_queued;  /* this client's limit; 0: the engine's */
+  uint64_t restore_id; /* after a restart: run again under this id (>= first_id is not
+                          needed; it must be unused); 0: a new id */
   int n_depends;
   uint64_t depends_on[ENGINE_MAX_PARENTS];
 };
@@ -78,6 +80,12 @@ struct engine_config {
    * never call back into the engine. */
   void (*on_job_end)(void *arg, const struct job_view *view);
   void *on_job_end_arg;
+  /* Called (may be NULL) under the lock whenever a job is accepted or changes
+   * state, with what was asked: what the durable store records. */
+  void (*on_job_change)(void *arg, const struct job_view *view,
+                        const struct engine_job_request *req);
+  void *on_job_change_arg;
+  uint64_t first_id; /* ids start here (above those of a previous run); 0 means 1 */
 };
 
 /* Starts one worker thread per lane of each device. devices are borrowed and must
@@ -88,6 +96,11 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
  * batch, waits for the workers, fires every pending watch and closes the event
  * stream. Jobs stay readable; submitting is refused. Idempotent. */
 void engine_stop(struct engine *e);
+/* Stops gracefully (SIGTERM): no new job starts, running ones get up to grace_s
+ * seconds to finish before they are asked to stop; queued and waiting jobs are
+ * left as they are (the durable store runs them again after a restart). Then as
+ * engine_stop. */
+void engine_shutdown(struct engine *e, double grace_s);
 /* Stops if needed and frees everything. NULL is a no-op. */
 void engine_free(struct engine *e);
 
@@ -99,6 +112,9 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
 uint64_t engine_memory_limit(const struct engine *e);
 
 struct job *engine_job_get(struct engine *e, uint64_t id); /* new reference, or NULL */
+/* The smallest id still kept in memory (older ones live only in the store); 0 if
+ * none. */
+uint64_t engine_oldest_id(struct engine *e);
 void job_ref(struct job *job);
 void job_unref(struct job *job); /* NULL is a no-op */
 void job_get_view(struct engine *e, struct job *job, struct job_view *view);

@@ -13,8 +13,10 @@
 #include "api/openapi.h"
 #include "api/params.h"
 #include "server/http_priv.h"
+#include "server/job_json.h"
 #include "server/auth.h"
 #include "server/metrics.h"
+#include "server/store.h"
 #include "server/static.h"
 
 enum route_id {
@@ -129,13 +131,15 @@ bool request_may_see(const struct request *r, const char *owner) {
   return request_sees_all(r) || strcmp(r->client, owner) == 0;
 }
 
-/* With --tokens, every route but /health and the dashboard's files needs a token:
+/* With --tokens, every route but /health, the dashboard's files and the API's
+ * description (/openapi.json) needs a token:
  * "Authorization: Bearer T", or ?access_token=T for an EventSource (which cannot
  * set headers). Sets r->who and r->client. Returns false after answering 401. */
 static bool authenticate(struct request *r, const struct route_match *m, enum MHD_Result *result) {
   const struct auth *auth = r->srv->opts.auth;
   if (!auth) return true;
-  bool public_route = m->id == ROUTE_HEALTH || m->id == ROUTE_STATIC || m->id == ROUTE_INDEX;
+  bool public_route = m->id == ROUTE_HEALTH || m->id == ROUTE_STATIC || m->id == ROUTE_INDEX ||
+                      m->id == ROUTE_OPENAPI;
   const char *header = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
   const char *token = NULL;
   if (header && strncasecmp(header, "Bearer ", 7) == 0) token = header + 7;
@@ -190,66 +194,13 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
   return false;
 }
 
-json_t *time_json(double unix_s) {
-  if (unix_s <= 0) return json_null();
-  char buf[40];
-  api_format_time(unix_s, buf, sizeof buf);
-  return json_string(buf);
-}
-
-static json_t *ms_between(double from, double to) {
-  return from > 0 && to > 0 ? json_real((to - from) * 1e3) : json_null();
-}
-
-static json_t *job_to_json(const struct job_view *v, bool with_result) {
-  json_t *o = json_object();
-  json_object_set_new(o, "id", json_integer((json_int_t)v->id));
-  json_object_set_new(o, "type", json_string(exp_type_name(v->spec.type)));
-  json_object_set_new(o, "state", json_string(job_state_name(v->state)));
-  json_object_set_new(o, "client", json_string(v->client));
-  json_object_set_new(o, "params", api_spec_to_json(&v->spec));
-  json_object_set_new(o, "priority", json_integer(v->priority));
-  json_object_set_new(o, "isolation", json_string(v->exclusive ? "exclusive" : "shared"));
-  json_object_set_new(o, "dependency", json_string(v->host_sync ? "host" : "event"));
-  json_object_set_new(o, "keep_output", json_boolean(v->keep_output));
-  json_t *parents = json_array();
-  for (int i = 0; i < v->n_parents; i++) json_array_append_new(parents, json_integer((json_int_t)v->parents[i]));
-  json_object_set_new(o, "depends_on", parents);
-  json_object_set_new(o, "created_at", time_json(v->created_at));
-  json_object_set_new(o, "started_at", time_json(v->started_at));
-  json_object_set_new(o, "issued_at", time_json(v->issued_at));
-  json_object_set_new(o, "finished_at", time_json(v->finished_at));
-  double queue_end = v->started_at > 0 ? v->started_at : v->finished_at;
-  json_object_set_new(o, "queue_ms", ms_between(v->created_at, queue_end));
-  json_object_set_new(o, "run_ms", ms_between(v->started_at, v->finished_at));
-  json_object_set_new(o, "device", v->device >= 0 ? json_integer(v->device) : json_null());
-  json_object_set_new(o, "stream", v->lane >= 0 ? json_integer(v->lane) : json_null());
-  if (v->cancel_requested && !job_state_final(v->state))
-    json_object_set_new(o, "cancel_requested", json_true());
-  struct exp_shape shape;
-  exp_output_shape(&v->spec, &shape);
-  json_t *dims = json_array();
-  for (int d = 0; d < shape.ndim; d++) json_array_append_new(dims, json_integer(shape.dims[d]));
-  json_object_set_new(o, "output", json_pack("{s:o,s:o}", "shape", dims, "buffer",
-                                             v->output_buffer ? json_integer((json_int_t)v->output_buffer)
-                                                              : json_null()));
-  if (with_result)
-    json_object_set_new(o, "result", v->result ? api_result_to_json(&v->spec, v->result) : json_null());
-  else if (v->result)
-    json_object_set_new(o, "passed", json_boolean(exp_result_passed(v->result)));
-  json_object_set_new(o, "error", v->error_code[0] ? json_pack("{s:s,s:s}", "code", v->error_code,
-                                                               "message", v->error_message)
-                                                   : json_null());
-  return o;
-}
-
 /* 200 with a finished job; 202 and where to look while it is still going. */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
   bool final = job_state_final(v.state);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
-  return respond_json(r, final ? status_done : 202, job_to_json(&v, true));
+  return respond_json(r, final ? status_done : 202, job_json(&v, true));
 }
 
 enum MHD_Result handle_resumed(struct request *r) { return respond_job(r, r->job, 200); }
@@ -413,17 +364,43 @@ static double rate_take(struct http_server *srv, const struct auth_client *who) 
   return wait;
 }
 
+/* A job older than memory (or of a previous run) as the store recorded it; NULL
+ * when there is none the requester may see. */
+static json_t *stored_job(struct request *r, const char *id_text) {
+  uint64_t id;
+  char *text = r->srv->opts.store && parse_id(id_text, &id) ? store_record(r->srv->opts.store, id) : NULL;
+  json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  const char *owner = json_string_value(json_object_get(j, "client"));
+  if (j && !request_may_see(r, owner ? owner : "")) {
+    json_decref(j);
+    j = NULL;
+  }
+  return j;
+}
+
 static enum MHD_Result job_route(struct request *r, const char *id_text) {
   struct engine *e = r->srv->engine;
   struct job *job = find_visible_job(r, id_text);
-  if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+  if (!job) {
+    json_t *stored = stored_job(r, id_text);
+    if (!stored) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+    const char *state = json_string_value(json_object_get(stored, "state"));
+    bool finished = state && job_state_from_name(state) >= JOB_DONE;
+    if (strcmp(r->method, "DELETE") == 0) {
+      json_decref(stored);
+      return finished ? respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text)
+                      : respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+    }
+    return respond_json(r, 200, stored);
+  }
   enum MHD_Result ret;
   if (strcmp(r->method, "DELETE") == 0 && engine_job_cancel(e, job) == -EALREADY) {
     ret = respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text);
   } else {
     struct job_view v;
     job_get_view(e, job, &v);
-    ret = respond_json(r, 200, job_to_json(&v, true));
+    ret = respond_json(r, 200, job_json(&v, true));
   }
   job_unref(job);
   return ret;
@@ -448,6 +425,24 @@ int query_int(struct request *r, const char *name, long long lo, long long hi, l
   return 0;
 }
 
+struct stored_page {
+  json_t *list;
+  bool with_result;
+};
+
+/* Appends a stored record to a listing, summarized like the in-memory ones. */
+static void add_stored(void *arg, uint64_t id, const char *record) {
+  struct stored_page *p = arg;
+  json_t *j = json_loads(record, 0, NULL);
+  if (!j) return;
+  if (!p->with_result) {
+    json_t *result = json_object_get(j, "result");
+    if (json_is_object(result)) json_object_set(j, "passed", json_object_get(result, "passed"));
+    json_object_del(j, "result");
+  }
+  json_array_append_new(p->list, j);
+}
+
 static enum MHD_Result list_jobs(struct request *r) {
   struct api_error err;
   long long limit, cursor;
@@ -468,24 +463,33 @@ static enum MHD_Result list_jobs(struct request *r) {
   const char *fields = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "fields");
   if (fields && strcmp(fields, "result") != 0)
     return respond_fail(r, 400, "unknown_field", "fields", "unknown fields '%.40s'; valid: result", fields);
-  struct job **jobs = malloc(((size_t)limit + 1) * sizeof *jobs);
-  if (!jobs) return respond_json(r, 500, NULL);
-  /* One more than asked tells whether a next page exists. */
-  int n = engine_jobs_list(r->srv->engine, &f, jobs, (int)limit + 1);
+  /* One more than asked tells whether a next page exists. The store holds every
+   * job (those of earlier runs too) in its current state; without one, memory. */
   json_t *list = json_array();
-  for (int i = 0; i < n && i < limit; i++) {
-    struct job_view v;
-    job_get_view(r->srv->engine, jobs[i], &v);
-    json_array_append_new(list, job_to_json(&v, fields != NULL));
+  if (r->srv->opts.store) {
+    struct stored_page page = {list, fields != NULL};
+    store_list(r->srv->opts.store, (uint64_t)cursor, state, type,
+               request_sees_all(r) ? NULL : r->client, (int)limit + 1, add_stored, &page);
+  } else {
+    struct job **jobs = malloc(((size_t)limit + 1) * sizeof *jobs);
+    if (!jobs) {
+      json_decref(list);
+      return respond_json(r, 500, NULL);
+    }
+    int n = engine_jobs_list(r->srv->engine, &f, jobs, (int)limit + 1);
+    for (int i = 0; i < n; i++) {
+      struct job_view v;
+      job_get_view(r->srv->engine, jobs[i], &v);
+      json_array_append_new(list, job_json(&v, fields != NULL));
+      job_unref(jobs[i]);
+    }
+    free(jobs);
   }
   json_t *next = json_null();
-  if (n > limit) {
-    struct job_view v;
-    job_get_view(r->srv->engine, jobs[limit - 1], &v);
-    next = json_integer((json_int_t)v.id);
+  if ((int)json_array_size(list) > limit) {
+    json_array_remove(list, json_array_size(list) - 1);
+    next = json_incref(json_object_get(json_array_get(list, json_array_size(list) - 1), "id"));
   }
-  for (int i = 0; i < n; i++) job_unref(jobs[i]);
-  free(jobs);
   return respond_json(r, 200, json_pack("{s:o,s:o}", "jobs", list, "next_cursor", next));
 }
 

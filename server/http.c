@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/encode.h"
 #include "server/http_priv.h"
@@ -121,6 +122,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     r->body_limit = srv->opts.max_body;
     r->route = "other";
     r->started = engine_now_mono();
+    atomic_fetch_add(&srv->in_flight, 1);
     *req_cls = r;
     enum MHD_Result early;
     if (handle_precheck(r, url, &early)) return early;
@@ -167,6 +169,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
   struct http_server *srv = cls;
   struct request *r = *req_cls;
   if (!r) return;
+  atomic_fetch_sub(&srv->in_flight, 1);
   double seconds = engine_now_mono() - r->started;
   if (srv->opts.metrics) metrics_http_request(srv->opts.metrics, r->route, r->method, (int)r->status, seconds);
   if (srv->opts.access_log) access_log(r, srv->opts.access_log, seconds);
@@ -250,6 +253,14 @@ int http_server_port(const struct http_server *s) {
 
 void http_server_quiesce(struct http_server *s) {
   if (s) MHD_quiesce_daemon(s->daemon);
+}
+
+void http_server_drain(struct http_server *s, double timeout_s) {
+  double end = engine_now_mono() + timeout_s;
+  while (s && atomic_load(&s->in_flight) > 0 && engine_now_mono() < end) {
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
 }
 
 void http_server_stop(struct http_server *s) {

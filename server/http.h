@@ -20,12 +20,14 @@ struct http_options {
   const struct auth *auth; /* borrowed; NULL: no tokens, clients are addresses */
   const char *tls_cert_pem, *tls_key_pem; /* PEM text (borrowed), or NULL for HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
+  struct store *store; /* borrowed; finished jobs older than memory are read here */
   const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/static.h) */
 };
 
 struct metrics;
 struct auth;
+struct store;
 
 struct http_server;
 
@@ -36,6 +38,9 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
 int http_server_port(const struct http_server *s); /* the bound port */
 /* Stops accepting new connections; requests in flight go on. */
 void http_server_quiesce(struct http_server *s);
+/* Waits (timeout_s at most) until every request begun has been answered, so that
+ * answers given at shutdown reach their clients. NULL is a no-op. */
+void http_server_drain(struct http_server *s, double timeout_s);
 /* Closes every connection and frees the server. NULL is a no-op. */
 void http_server_stop(struct http_server *s);
 

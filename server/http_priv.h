@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "api/error.h"
@@ -24,6 +25,7 @@ struct http_server {
   struct engine *engine;
   struct http_options opts;
   double started_mono;
+  atomic_int in_flight;        /* requests begun and not completed */
   pthread_mutex_t rates_lock; /* guards rates */
   struct rate_bucket rates[HTTP_MAX_RATES];
   int n_rates;
@@ -87,7 +89,7 @@ const char *request_client(struct request *r, char *buf, size_t len); /* the que
  * no tokens); request_sees_all: everyone's. */
 bool request_may_see(const struct request *r, const char *owner);
 bool request_sees_all(const struct request *r);
-json_t *time_json(double unix_s); /* RFC 3339, or null for 0 */
+#include "server/job_json.h" /* time_json */
 bool parse_id(const char *text, uint64_t *id); /* decimal, no sign, no leading zeros */
 int query_int(struct request *r, const char *name, long long lo, long long hi, long long def,
               long long *out, struct api_error *err);

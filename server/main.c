@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,9 @@
 #include "server/engine.h"
 #include "server/http.h"
 #include "server/auth.h"
+#include "server/job_json.h"
 #include "server/log.h"
+#include "server/store.h"
 #include "server/metrics.h"
 #include "server/static.h"
 
@@ -42,6 +45,86 @@ static int open_devices(const struct config *cfg, struct backend **devices, char
   }
   backend_connect(devices, n);
   return n;
+}
+
+/* The request as stored, to run the job again after a restart: tagged, so a
+ * database written by another build of gpulabd is not misread. */
+struct stored_request {
+  uint32_t magic, size;
+  struct engine_job_request req;
+};
+#define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
+
+/* Every accepted job and change of state goes to the store (under the engine's
+ * lock, so rows follow the order of events). */
+static void persist_job(void *arg, const struct job_view *v, const struct engine_job_request *req) {
+  struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
+  json_t *j = job_json(v, job_state_final(v->state));
+  char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  struct store_row row = {.id = v->id, .client = v->client, .type = exp_type_name(v->spec.type),
+                          .state = job_state_name(v->state), .created = v->created_at,
+                          .finished = v->finished_at, .request = &stored,
+                          .request_len = sizeof stored, .record = record};
+  store_put(arg, &row);
+  free(record);
+}
+
+/* After a restart: queued and waiting jobs run again under their ids, with their
+ * inputs if those were generated (buffers and other jobs' outputs did not survive).
+ * Running ones are marked failed, `interrupted`: not run again, since they may be
+ * what stopped gpulabd. */
+struct recovery {
+  struct engine *engine;
+  struct store *store;
+  int rerun, interrupted;
+};
+
+static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) {
+  char *record = store_record(rc->store, id);
+  json_t *j = record ? json_loads(record, 0, NULL) : NULL;
+  free(record);
+  if (!j) j = json_pack("{s:I}", "id", (json_int_t)id);
+  json_object_set_new(j, "state", json_string("failed"));
+  json_object_set_new(j, "finished_at", time_json(engine_now_unix()));
+  json_object_set_new(j, "error", json_pack("{s:s,s:s}", "code", "interrupted", "message", why));
+  char *text = json_dumps(j, JSON_COMPACT);
+  const char *client = json_string_value(json_object_get(j, "client"));
+  const char *type = json_string_value(json_object_get(j, "type"));
+  struct store_row row = {.id = id, .client = client ? client : "", .type = type ? type : "",
+                          .state = "failed", .finished = engine_now_unix(), .record = text};
+  store_put(rc->store, &row);
+  free(text);
+  json_decref(j);
+  rc->interrupted++;
+}
+
+static void recover_job(void *arg, uint64_t id, const char *state, const void *blob, size_t len) {
+  struct recovery *rc = arg;
+  struct stored_request stored;
+  if (strcmp(state, "running") == 0)
+    return mark_interrupted(rc, id, "gpulabd stopped while it ran; it is not run again");
+  if (len != sizeof stored || (memcpy(&stored, blob, sizeof stored), stored.magic != STORED_REQUEST_MAGIC))
+    return mark_interrupted(rc, id, "gpulabd restarted, and this job was stored by another version");
+  struct engine_job_request *req = &stored.req;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (req->spec.inputs[s].kind != EXP_INPUT_SEED)
+      return mark_interrupted(rc, id, "gpulabd restarted, and this job's input (a buffer or another "
+                                      "job's output) did not survive it");
+  int kept = 0; /* parents that finished before the restart are done with */
+  for (int i = 0; i < req->n_depends; i++) {
+    struct job *p = engine_job_get(rc->engine, req->depends_on[i]);
+    if (p) req->depends_on[kept++] = req->depends_on[i];
+    job_unref(p);
+  }
+  req->n_depends = kept;
+  req->restore_id = id;
+  struct job *job;
+  struct engine_error err;
+  if (engine_submit(rc->engine, req, &job, &err))
+    return mark_interrupted(rc, id, err.message);
+  job_unref(job);
+  rc->rerun++;
 }
 
 /* Jobs that end feed the metrics (called under the engine's lock: counters only). */
@@ -131,6 +214,7 @@ int main(int argc, char **argv) {
   struct engine *engine = NULL;
   struct http_server *server = NULL;
   struct metrics *metrics = NULL;
+  struct store *store = NULL;
   FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
   if (metrics_new(&metrics)) {
@@ -142,12 +226,26 @@ int main(int argc, char **argv) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
+  if (store_open(cfg.db, &store, err, sizeof err)) {
+    log_warn("gpulabd: --db %s", err);
+    goto fail;
+  }
+  if (cfg.keep_days > 0) {
+    int pruned = store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
+    if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg.keep_days);
+  }
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
-                               .on_job_end = count_job, .on_job_end_arg = metrics};
+                               .on_job_end = count_job, .on_job_end_arg = metrics,
+                               .on_job_change = persist_job, .on_job_change_arg = store,
+                               .first_id = store_max_id(store) + 1};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
   }
+  struct recovery recovery = {.engine = engine, .store = store};
+  if (store_unfinished(store, recover_job, &recovery) > 0)
+    log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovery.rerun,
+             recovery.interrupted);
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .web_root = cfg.web_root, .chartjs_path = cfg.chartjs,
@@ -155,7 +253,7 @@ int main(int argc, char **argv) {
                                .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
-                               .timeout_s = cfg.timeout_s};
+                               .timeout_s = cfg.timeout_s, .store = store};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;
@@ -171,17 +269,26 @@ int main(int argc, char **argv) {
            tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
            cfg.streams, cfg.http_threads);
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  /* Wait for a stop signal; meanwhile prune the store once an hour. */
+  int sig = -1;
+  while (sig < 0) {
+    struct timespec hour = {3600, 0};
+    sig = sigtimedwait(&stop_signals, NULL, &hour);
+    if (sig < 0 && cfg.keep_days > 0) store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
+  }
   log_info("signal %d: stopping", sig);
   status = 0;
 fail:
   http_server_quiesce(server);
-  if (engine) engine_stop(engine); /* resumes every waiting request */
+  /* Running jobs may finish; queued ones stay in the store for the next start.
+   * Every waiting request is answered. */
+  if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
+  http_server_drain(server, 2);
   http_server_stop(server);
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
   metrics_free(metrics);
+  store_close(store);
   auth_free(auth);
   free(tls_cert);
   free(tls_key);

@@ -73,11 +73,14 @@ static void *drain_main(void *arg) {
   return NULL;
 }
 
-/* Builds argv: $GPULABD --host 127.0.0.1 --port 0 extra_args... NULL. */
+/* Builds argv: $GPULABD --host 127.0.0.1 --port 0 [--db :memory:] extra_args... NULL.
+ * Tests run side by side: each gpulabd keeps its jobs in memory unless it names
+ * its own --db. */
 static char **build_argv(const char *exe, const char *const *extra) {
   size_t n_extra = 0;
-  while (extra && extra[n_extra]) n_extra++;
-  char **argv = calloc(n_extra + 6, sizeof *argv);
+  bool own_db = false;
+  while (extra && extra[n_extra]) own_db |= strcmp(extra[n_extra++], "--db") == 0;
+  char **argv = calloc(n_extra + 8, sizeof *argv);
   CHECK(argv != NULL);
   size_t i = 0;
   argv[i++] = (char *)exe;
@@ -85,6 +88,10 @@ static char **build_argv(const char *exe, const char *const *extra) {
   argv[i++] = "127.0.0.1";
   argv[i++] = "--port";
   argv[i++] = "0";
+  if (!own_db) {
+    argv[i++] = "--db";
+    argv[i++] = ":memory:";
+  }
   for (size_t j = 0; j < n_extra; j++) argv[i++] = (char *)extra[j];
   argv[i] = NULL;
   return argv;
@@ -226,6 +233,19 @@ void gpulabd_stop(struct gpulabd *d) {
     CHECK_FAIL_("gpulabd (pid %d) died of signal %d after SIGTERM", (int)pid,
                 WIFSIGNALED(status) ? WTERMSIG(status) : -1);
   CHECK_INT_EQ(WEXITSTATUS(status), 0);
+}
+
+void gpulabd_kill(struct gpulabd *d) {
+  if (!d->pid) return;
+  http_client_close(&d->http);
+  CHECK(kill(d->pid, SIGKILL) == 0);
+  int status = 0;
+  CHECK(waitpid(d->pid, &status, 0) == d->pid);
+  children_set(d->pid, 0);
+  pthread_join(d->drain, NULL);
+  close(d->log_fd);
+  d->pid = 0;
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 /* ---- requests ---- */

@@ -41,6 +41,8 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
 void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
 /* SIGTERM, wait 10 s at most (then SIGKILL and fail), and check it exited with 0. */
 void gpulabd_stop(struct gpulabd *d);
+/* kill -9: a crash, as far as gpulabd can tell. */
+void gpulabd_kill(struct gpulabd *d);
 
 /* A reply. Headers and body are copies owned by the reply; json is the body parsed
  * (NULL when the body is not JSON). Free with http_reply_free. */

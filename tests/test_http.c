@@ -790,8 +790,10 @@ static void test_concurrency(void) {
   CHECK_INT_EQ(health_int(&B, "jobs.running"), 0);
 }
 
-/* SIGTERM while a job runs and a client waits on a queued one: gpulabd cancels
- * both, answers the client, and exits 0 (gpulabd_stop checks the exit). */
+/* SIGTERM while a job runs and a client waits on a queued one: the running job
+ * gets --grace (1 s here) and is then stopped; the queued one stays queued for the
+ * next start (the store keeps it); the waiting client is answered 202 with it, and
+ * gpulabd exits 0 (checked by gpulabd_stop). */
 static void test_shutdown(void) {
   start_blocker();
   struct client waiter;
@@ -801,8 +803,8 @@ static void test_shutdown(void) {
   pthread_join(waiter.thread, NULL);
   if (waiter.reply.status == 0)
     CHECK_FAIL_("a client waiting at shutdown got no reply: %s", waiter.reply.body);
-  CHECK_STATUS(&waiter.reply, 200);
-  CHECK_STR_EQ(JSTR(waiter.reply.json, "state"), "canceled");
+  CHECK_STATUS(&waiter.reply, 202);
+  CHECK_STR_EQ(JSTR(waiter.reply.json, "state"), "queued");
   http_reply_free(&waiter.reply);
 }
 
@@ -811,7 +813,7 @@ int main(void) {
       "--backend", "cpu", "--streams", "2", "--max-body", "4096", "--http-threads", "2", NULL};
   static const char *const args_b[] = {
       "--backend", "cpu",          "--streams",    "1", "--http-threads",
-      "2",         "--max-queued", MAX_QUEUED_ARG, NULL};
+      "2",         "--max-queued", MAX_QUEUED_ARG, "--grace", "1", NULL};
   gpulabd_start(args_a, &A);
   gpulabd_start(args_b, &B);
   long long defaults[2];

@@ -198,7 +198,6 @@ static void test_connection_limit(void) {
     http_reply_free(&r);
   }
   for (int i = 0; i < 3; i++) http_client_close(&c[i]);
-  test_metrics(&d);
   gpulabd_stop(&d);
 }
 
@@ -248,6 +247,11 @@ int main(void) {
   test_start_refusals();
   test_tokens();
   test_connection_limit();
+  const char *args[] = {"--backend", "cpu", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  test_metrics(&d);
+  gpulabd_stop(&d);
   test_tls();
   char cmd[96];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -47,7 +47,7 @@ try {
 
 function startGpulabd(extra) {
   return new Promise((resolve, reject) => {
-    const args = ['--backend', 'cpu', '--host', '127.0.0.1', '--port', '0', '--streams', '2', ...extra];
+    const args = ['--backend', 'cpu', '--host', '127.0.0.1', '--port', '0', '--streams', '2', '--db', ':memory:', ...extra];
     const proc = spawn(GPULABD, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let text = '';
     const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`gpulabd did not start in 30 s:\n${text}`)); }, 30000);
