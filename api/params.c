@@ -35,6 +35,7 @@ static const struct int_field common_fields[] = {
     {"warmup", 0, API_MAX_WARMUP, SPEC_INT(timing.warmup)},
     {"batches", 1, EXP_MAX_BATCHES, SPEC_INT(timing.batches)},
     {"reps", 1, API_MAX_REPS, SPEC_INT(timing.reps)},
+    {"min_samples", 1, EXP_MAX_BATCHES, SPEC_INT(stop.min_samples)},
 };
 
 static const struct int_field transpose_fields[] = {
@@ -97,7 +98,9 @@ static void accepted_fields(enum exp_type type, char *buf, size_t len) {
     used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "variant, ");
   for (int s = 0; s < exp_input_count(type); s++)
     used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", exp_input_name(type, s));
-  snprintf(buf + used, used < len ? len - used : 0, "seed, warmup, batches, reps, graph");
+  snprintf(buf + used, used < len ? len - used : 0,
+           "seed, warmup, batches, reps, graph, %sorder, min_samples, max_noise, max_time",
+           type == EXP_PIPELINE ? "" : "cold, ");
 }
 
 static int parse_int(const struct int_field *f, json_t *v, const char *field,
@@ -166,32 +169,49 @@ static int parse_variant(enum exp_type type, json_t *v, const char *field, struc
   return 0;
 }
 
-/* streams: a stream count or a list of them, each 1..EXP_MAX_STREAMS. */
+/* streams: a stream count, "best", or a list of them; counts 1..EXP_MAX_STREAMS.
+ * "best" (at most once) adds two runs: best and best_graph (experiment.h). */
 static int parse_streams(json_t *v, const char *field, struct exp_spec *spec,
                          struct api_error *err) {
-  json_t *one = json_is_integer(v) ? v : NULL;
-  size_t n = one ? 1 : json_array_size(v);
+  json_t *one = json_is_integer(v) || json_is_string(v) ? v : NULL;
+  size_t n = one ? 1 : json_array_size(v), runs = 0;
   if (!one && !json_is_array(v))
     return api_error_set(err, 400, "wrong_type", field,
-                         "%s must be a stream count or a list of them, got %s", field,
+                         "%s must be a stream count, \"best\" or a list of them, got %s", field,
                          json_kind(v));
-  if (n == 0 || n > EXP_MAX_STREAM_COUNTS)
-    return api_error_set(err, 400, "out_of_range", field,
-                         "%s must list between 1 and %d stream counts, got %zu", field,
-                         EXP_MAX_STREAM_COUNTS, n);
+  bool best = false;
   for (size_t i = 0; i < n; i++) {
     json_t *item = one ? one : json_array_get(v, i);
+    const char *text = json_string_value(item);
+    if (text && strcmp(text, "best") == 0 && !best) {
+      best = true;
+      if (runs + 2 <= EXP_MAX_STREAM_COUNTS) {
+        spec->u.pipeline.stream_counts[runs] = EXP_STREAMS_BEST;
+        spec->u.pipeline.stream_counts[runs + 1] = EXP_STREAMS_BEST_GRAPH;
+      }
+      runs += 2;
+      continue;
+    }
+    if (text)
+      return api_error_set(err, 400, best && !strcmp(text, "best") ? "out_of_range" : "wrong_type",
+                           field, "%s: the only name it takes is \"best\", once; got '%.40s'",
+                           field, text);
     if (!json_is_integer(item))
       return api_error_set(err, 400, "wrong_type", field,
-                           "%s must hold integers, got %s", field, json_kind(item));
+                           "%s must hold integers or \"best\", got %s", field, json_kind(item));
     long long s = json_integer_value(item);
     if (s < 1 || s > EXP_MAX_STREAMS)
       return api_error_set(err, 400, "out_of_range", field,
                            "%s: each stream count must be between 1 and %d, got %lld", field,
                            EXP_MAX_STREAMS, s);
-    spec->u.pipeline.stream_counts[i] = (int)s;
+    if (runs < EXP_MAX_STREAM_COUNTS) spec->u.pipeline.stream_counts[runs] = (int)s;
+    runs++;
   }
-  spec->u.pipeline.n_stream_counts = (int)n;
+  if (runs == 0 || runs > EXP_MAX_STREAM_COUNTS)
+    return api_error_set(err, 400, "out_of_range", field,
+                         "%s must give between 1 and %d runs (\"best\" gives two: best and "
+                         "best_graph), got %zu", field, EXP_MAX_STREAM_COUNTS, runs);
+  spec->u.pipeline.n_stream_counts = (int)runs;
   return 0;
 }
 
@@ -227,12 +247,37 @@ static int parse_choice(json_t *v, const char *field, const char *yes, const cha
   return 0;
 }
 
+/* A number (integer or with a fraction) in [min, max]. */
+static int parse_number(json_t *v, const char *field, double min, double max, double *out,
+                        struct api_error *err) {
+  if (!json_is_number(v))
+    return api_error_set(err, 400, "wrong_type", field, "%s must be a number, got %s", field,
+                         json_kind(v));
+  double x = json_number_value(v);
+  if (!(x >= min && x <= max))
+    return api_error_set(err, 400, "out_of_range", field, "%s must be between %g and %g, got %g",
+                         field, min, max, x);
+  *out = x;
+  return 0;
+}
+
 static int parse_bool(json_t *v, const char *field, bool *out, struct api_error *err) {
   if (!json_is_boolean(v))
     return api_error_set(err, 400, "wrong_type", field, "%s must be true or false, got %s", field,
                          json_kind(v));
   *out = json_is_true(v);
   return 0;
+}
+
+/* cold: a boolean; true only for the kernel experiments. */
+static int parse_cold(enum exp_type type, json_t *v, const char *field, struct exp_spec *spec,
+                      struct api_error *err) {
+  int rc = parse_bool(v, field, &spec->cold, err);
+  if (rc == 0 && spec->cold && type == EXP_PIPELINE)
+    return api_error_set(err, 400, "out_of_range", field,
+                         "%s must be false for pipeline: a pass starts from host memory, so the "
+                         "L2 holds nothing of it to flush", field);
+  return rc;
 }
 
 /* One job option; returns 1 when key is not one. */
@@ -284,6 +329,9 @@ static void options_default(struct api_job_options *o) {
   o->device = -1;
 }
 
+static bool faults_allowed;
+void api_params_allow_faults(bool allow) { faults_allowed = allow; }
+
 static unsigned dim_bit(enum exp_type type, const char *key) {
   if (strcmp(key, "m") == 0) return EXP_DIM_M;
   if (strcmp(key, "n") == 0) return EXP_DIM_N;
@@ -330,6 +378,18 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
       input_given[slot] = true;
     } else if (strcmp(key, "graph") == 0)
       rc = parse_bool(v, field, &spec->graph, err);
+    else if (faults_allowed && strcmp(key, "fault") == 0)
+      rc = parse_choice(v, field, "device_lost", "none", &spec->fault, err);
+    else if (strcmp(key, "cold") == 0)
+      rc = parse_cold(type, v, field, spec, err);
+    else if (strcmp(key, "order") == 0) {
+      bool interleaved = true;
+      rc = parse_choice(v, field, "interleaved", "sequential", &interleaved, err);
+      spec->order = interleaved ? EXP_ORDER_ALTERNATING : EXP_ORDER_SEQUENTIAL;
+    } else if (strcmp(key, "max_noise") == 0)
+      rc = parse_number(v, field, 0, 1, &spec->stop.max_noise, err);
+    else if (strcmp(key, "max_time") == 0)
+      rc = parse_number(v, field, API_MIN_TIME_S, API_MAX_TIME_S, &spec->stop.max_time_s, err);
     else if (opts && (rc = parse_option(key, v, opts, err)) <= 0)
       ; /* a job option beside the params */
     else if (type != EXP_PIPELINE && strcmp(key, "variant") == 0)
@@ -343,6 +403,14 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
                            field, exp_type_name(type), accepted);
     }
     if (rc) return rc;
+  }
+  /* cold times each launch alone, a graph replays reps launches back to back: hot. */
+  if (spec->cold && spec->graph) {
+    char field[64];
+    snprintf(field, sizeof field, "%scold", prefix);
+    return api_error_set(err, 400, "out_of_range", field,
+                         "%s and graph do not go together: a graph runs its launches back to back, "
+                         "so all but the first find the L2 warm", field);
   }
   /* Inputs nobody named come from the job's seed. */
   for (int s = 0; s < EXP_MAX_INPUTS; s++)

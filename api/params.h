@@ -17,6 +17,8 @@
 #define API_MAX_WARMUP 1000
 #define API_MAX_REPS 10000
 #define API_MAX_WAIT_S 600
+#define API_MIN_TIME_S 0.01 /* max_time: seconds of one run's timed batches (noise rule) */
+#define API_MAX_TIME_S 600
 
 #define API_MAX_PRIORITY 1000
 #define API_MAX_DEPENDS 16
@@ -49,6 +51,10 @@ int api_params_parse(enum exp_type type, const char *body, size_t len,
 /* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -1. */
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err);
+
+/* Lets requests carry "fault": "device_lost" (gpulabd --allow-fault-injection, for
+ * the recovery tests). Off by default: the field is then unknown. */
+void api_params_allow_faults(bool allow);
 
 /* Parses the ?wait= query value (seconds, 0..API_MAX_WAIT_S, may be fractional);
  * NULL gives default_s. Returns 0 or -1 with err. */

@@ -34,8 +34,11 @@ enum exp_stencil_variant { STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST };
 #define EXP_MAX_STREAMS 32   /* largest stream count a pipeline run may use */
 #define EXP_MAX_BATCHES 100
 
-/* Order of variants across batches: the lecture times transpose and GEMM one
- * variant after another, stencil and pipeline alternating the order per batch. */
+/* Order of variants across batches. ALTERNATING (the default of every type, "order":
+ * "interleaved"): one timed window around all runs, batch b over the runs forwards
+ * when b is even, backwards when odd, so that drift (clocks, heat, other tenants)
+ * falls on every variant alike. SEQUENTIAL ("order": "sequential", how the lecture
+ * timed transpose and GEMM): one window per run, all its batches in a row. */
 enum exp_order { EXP_ORDER_SEQUENTIAL, EXP_ORDER_ALTERNATING };
 
 /* Where one input of a job comes from: generated from a seed, an uploaded buffer,
@@ -66,13 +69,27 @@ struct exp_timing_params {
   int reps;    /* launches per batch */
 };
 
+/* When a run's batches stop. max_noise 0 (the default): after timing.batches, the
+ * lecture's fixed count. max_noise > 0: once at least min_samples (and 2) samples
+ * have a relative stdev (stdev / mean) under max_noise, or the run's timed batches
+ * took max_time_s, or EXP_MAX_BATCHES samples were taken (exp_timing_stop). */
+struct exp_stop_params {
+  int min_samples;   /* 0: timing.batches */
+  double max_noise;  /* relative stdev, 0..1; 0 = off */
+  double max_time_s; /* wall seconds of one run's timed batches; 0 = no limit */
+};
+
 struct exp_spec {
   enum exp_type type;
   uint64_t seed; /* default seed of every input given no other source */
   struct exp_input inputs[EXP_MAX_INPUTS]; /* SEED inputs use gen.h with value as seed */
   unsigned dims_given; /* EXP_DIM_* */
   bool graph;          /* time the reps of a batch as one captured CUDA Graph */
+  bool fault;          /* tests (gpulabd --allow-fault-injection): lose the device */
   struct exp_timing_params timing;
+  struct exp_stop_params stop;
+  enum exp_order order; /* exp_spec_default: exp_type_order(type) */
+  bool cold;            /* flush the L2 before every timed launch (kernel experiments) */
   int n_variants;                     /* transpose/gemm/stencil: runs in this order */
   int variants[EXP_MAX_VARIANTS];     /* values of the type's variant enum */
   union {
@@ -108,7 +125,7 @@ int exp_type_from_name(const char *name); /* -1 if unknown */
 int exp_variant_count(enum exp_type type); /* 0 for pipeline (runs are stream counts) */
 const char *exp_variant_name(enum exp_type type, int variant);
 int exp_variant_from_name(enum exp_type type, const char *name); /* -1 if unknown */
-enum exp_order exp_type_order(enum exp_type type);
+enum exp_order exp_type_order(enum exp_type type); /* ALTERNATING for every type */
 
 /* Fills spec with the lecture's defaults for type (all variants). Cannot fail. */
 void exp_spec_default(enum exp_type type, struct exp_spec *spec);
@@ -123,7 +140,95 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec);
 double exp_spec_work(const struct exp_spec *spec);
 const char *exp_figure_unit(enum exp_type type); /* "GB/s" or "GFLOP/s" */
 
+/* Both counts behind a run's figure, so a student sees what the figure divides:
+ * transpose 8mn bytes and no flops; gemm 2mnk flops and the minimal bytes
+ * 4(mk + kn + mn); stencil 8n bytes and (2r + 1)n adds; pipeline the bytes moved
+ * (8 chunk chunks) and terms x n sin terms. counted says so in words (static). */
+struct exp_work {
+  double bytes, flops;
+  const char *counted;
+};
+void exp_spec_work_counts(const struct exp_spec *spec, struct exp_work *work);
+
+/* Runs of a job (variants, or pipeline stream-count entries) and run i's label
+ * ("padded33", "streams=3", "best", "best_graph"), as both backends name them. */
+int exp_run_count(const struct exp_spec *spec);
+void exp_run_label(const struct exp_spec *spec, int i, char *buf, size_t len);
+
+/* ---- the pipeline's plans ---- */
+
+/* Stream-count entries that are not counts: "best" in the request's streams asks for
+ * both, the best overlap the copy engines allow (chunking and streams chosen from
+ * the total size, issued chunk by chunk) and the same pass as one CUDA Graph. */
+#define EXP_STREAMS_BEST 0
+#define EXP_STREAMS_BEST_GRAPH (-1)
+#define EXP_BEST_CHUNK_MIN_BYTES (1 << 20)  /* best's chunks: total / 24, clamped */
+#define EXP_BEST_CHUNK_MAX_BYTES (16 << 20)
+#define EXP_BEST_STREAMS 4
+
+/* How one pass of a pipeline run moves the input: total floats in chunks of chunk
+ * floats (the last may be shorter), chunk c on stream c % streams; issued op by op
+ * over all chunks (the lecture's breadth-first order) or chunk by chunk
+ * (depth_first: chunk c's download and chunk c+1's upload can use both copy
+ * engines at once); graph: captured once, replayed per pass. */
+struct exp_pipeline_plan {
+  int64_t total, chunk;
+  int chunks, streams;
+  bool depth_first, graph, best;
+};
+/* The plan of stream-count entry `entry` (a count, or EXP_STREAMS_BEST*) of spec.
+ * Cannot fail; a total of 0 gives 0 chunks. */
+void exp_pipeline_plan(const struct exp_spec *spec, int entry, struct exp_pipeline_plan *plan);
+/* Floats in chunk c of plan. */
+int64_t exp_pipeline_chunk_len(const struct exp_pipeline_plan *plan, int c);
+
 /* ---- results ---- */
+
+/* A device's ceilings, measured once at start-up (backend_measure_ceilings): what
+ * a run's figure is compared with. GB/s count bytes read + written (the pinned
+ * ones: bytes moved over the bus); 0 = not measured. */
+struct exp_ceilings {
+  double copy_gbps;    /* device-to-device copy */
+  double sgemm_gflops; /* cuBLAS SGEMM, FP32, TF32 off */
+  double tf32_gflops;  /* cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH */
+  double h2d_gbps, d2h_gbps; /* pinned host <-> device, one direction at a time */
+  double bidir_gbps;   /* both directions at once, on two streams: bytes both ways / t */
+};
+
+/* NVML's clock-event (throttle) reason bits, as nvml.h numbers them. */
+#define EXP_CLOCK_GPU_IDLE 0x1ull
+#define EXP_CLOCK_APPLICATIONS_CLOCKS 0x2ull
+#define EXP_CLOCK_SW_POWER_CAP 0x4ull
+#define EXP_CLOCK_HW_SLOWDOWN 0x8ull
+#define EXP_CLOCK_SYNC_BOOST 0x10ull
+#define EXP_CLOCK_SW_THERMAL 0x20ull
+#define EXP_CLOCK_HW_THERMAL 0x40ull
+#define EXP_CLOCK_HW_POWER_BRAKE 0x80ull
+#define EXP_CLOCK_DISPLAY_CLOCKS 0x100ull
+/* The reasons that mean "this measurement ran slowed by something outside the
+ * kernel": thermal limits, hardware slowdown and power brake, and sync boost (held
+ * to a group's clock). Not: gpu_idle (says only that no work ran at the instant of
+ * the reading), applications_clocks_setting and display_clock_setting (configured
+ * caps, the same for every run), sw_power_cap (a power-bound kernel at the board's
+ * limit: the sustained speed of that work, which is what it measures). */
+#define EXP_CLOCK_THROTTLED                                                               \
+  (EXP_CLOCK_HW_SLOWDOWN | EXP_CLOCK_SYNC_BOOST | EXP_CLOCK_SW_THERMAL |                  \
+   EXP_CLOCK_HW_THERMAL | EXP_CLOCK_HW_POWER_BRAKE)
+/* The name of reason bit `bit` ("sw_power_cap", ...), or NULL for unknown bits. */
+const char *exp_clock_reason_name(uint64_t bit);
+
+/* The device's clocks around a run's timed window, through NVML (valid false
+ * without it). before: after the warm-ups, as the first batch starts; after: once
+ * the last batch completed. reasons: NVML's bits seen in either reading, gpu_idle
+ * left out. */
+struct exp_clocks {
+  bool valid;
+  int sm_mhz_before, sm_mhz_after;
+  int temp_c;     /* the higher of the two readings */
+  double power_w; /* after */
+  uint64_t reasons;
+  bool throttled; /* reasons & EXP_CLOCK_THROTTLED */
+};
 
 struct exp_timing {
   double median_ms, min_ms, max_ms, mean_ms, stdev_ms; /* over samples_ms */
@@ -133,6 +238,9 @@ struct exp_timing {
   int warmup_requested, reps_requested;
   const char *capped_by; /* NULL, or why fewer reps/warm-ups than requested were used */
   const char *method;    /* static text: how the samples were timed */
+  const char *stopped_by; /* the rule that ended the batches (exp_timing_stop) */
+  double relstdev;        /* stdev_ms / mean_ms of the samples */
+  bool cold;              /* each launch was timed after an L2 flush */
 };
 
 struct exp_check {
@@ -154,6 +262,15 @@ struct exp_kernel_info {
   bool has_launch;     /* grid/block and resources below are meaningful */
   int grid[3], block[3];
   int registers, static_shared_bytes, dynamic_shared_bytes, local_bytes;
+  /* Theoretical occupancy from cudaOccupancyMaxActiveBlocksPerMultiprocessor (CUDA
+   * kernels only: has_occupancy is false for cuBLAS and on the CPU). */
+  bool has_occupancy;
+  int blocks_per_sm, warps_per_sm, max_warps_per_sm;
+  double occupancy; /* warps_per_sm / max_warps_per_sm */
+  /* The work counted for the run's figure (exp_spec_work_counts); has_work false
+   * when the backend did not fill it. */
+  bool has_work;
+  struct exp_work work;
 };
 
 /* The pipeline's timeline: when each op of one pass ran on its stream, in ms from
@@ -180,7 +297,12 @@ struct exp_run {
   struct exp_timing timing;
   double figure;      /* work / median; reported as null when the check failed */
   double speedup;     /* first available run's median / this median; 0 if n/a */
+  /* The speedup's spread from the samples: [q1 first / q3 this, q3 first / q1 this]
+   * (min / max when either has under 4 samples); both 0 when speedup is. */
+  double speedup_lo, speedup_hi;
+  struct exp_clocks clocks;
   struct exp_kernel_info kernel;
+  struct exp_pipeline_plan plan; /* pipeline: how its passes ran (CPU: the threads) */
   /* pipeline: the last sample's last pass; entry c * EXP_OP_COUNT + op is chunk c's
    * op. n_timeline: 0 when none was recorded (other types, graph-only passes). */
   int n_timeline;
@@ -194,11 +316,18 @@ struct exp_result {
   char input_path[8];    /* data inputs from another device came by "peer" copy or
                             through "host" memory; "local" when all were here */
   char device_name[96];
+  struct exp_ceilings ceilings; /* the device's at the time of the run; zeros: none */
 };
 
 /* Fills timing's summary fields from samples_ms[0..n_samples); the caller sets
  * n_samples. */
 void exp_timing_summarize(struct exp_timing *timing);
+/* After a run's latest sample (timing->n_samples counts it): the rule that stops
+ * its batches now ("batches", "noise", "time", "max_batches", see exp_stop_params),
+ * or NULL to time another batch. elapsed_s: wall seconds of its timed batches so
+ * far. Sets timing->relstdev. Cannot fail. */
+const char *exp_timing_stop(const struct exp_spec *spec, struct exp_timing *timing,
+                            double elapsed_s);
 /* True when at least one run ran and every run that ran was checked and passed. */
 bool exp_result_passed(const struct exp_result *result);
 /* Sets every run's figure and speedup from its timing and check. */

@@ -28,6 +28,8 @@ static const char usage[] =
     "                      nothing): accepted jobs survive a crash or restart\n"
     "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
     "  --grace SECONDS     on SIGTERM, how long running jobs may take to finish (default 30)\n"
+    "  --allow-fault-injection  for recovery tests only: a job with \"fault\":\"device_lost\"\n"
+    "                      makes the device fail as a lost CUDA context does\n"
     "  --tokens FILE       clients and their tokens (TOKEN NAME [max_queued=N]\n"
     "                      [max_buffer_bytes=N] [rate=JOBS_PER_S] [admin] per line); every\n"
     "                      route but /health and the dashboard's files then needs\n"
@@ -46,6 +48,9 @@ static const char usage[] =
     "                      instead of the copies built into gpulabd\n"
     "  --chartjs PATH      Chart.js for the dashboard's charts (default\n"
     "                      /usr/share/javascript/chart.js/chart.min.js, from libjs-chart.js)\n"
+    "  --no-ceilings       skip measuring each GPU's ceilings at start-up (copy, SGEMM, TF32\n"
+    "                      and pinned copy rates; about half a second per GPU): runs then\n"
+    "                      carry no percent_of_ceiling\n"
     "  --help              this text\n"
     "  --version           the version\n";
 
@@ -100,12 +105,13 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
       {"max-jobs-kept", required_argument, 0, 'k'},
       {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'},
-      {"tokens", required_argument, 0, 'T'}, {"db", required_argument, 0, 'D'},
+      {"tokens", required_argument, 0, 'T'}, {"allow-fault-injection", no_argument, 0, 'F'}, {"db", required_argument, 0, 'D'},
       {"keep-days", required_argument, 0, 'R'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
       {"tls-cert", required_argument, 0, 'c'}, {"tls-key", required_argument, 0, 'K'},
       {"max-connections", required_argument, 0, 'M'},
       {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
       {"web-root", required_argument, 0, 'W'}, {"chartjs", required_argument, 0, 'C'},
+      {"no-ceilings", no_argument, 0, 'N'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -149,6 +155,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
     case 'W': cfg->web_root = optarg; break;
     case 'T': cfg->tokens = optarg; break;
+    case 'F': cfg->allow_fault_injection = true; break;
     case 'D':
       if (strlen(optarg) >= sizeof cfg->db) {
         snprintf(err, err_len, "--db is too long");
@@ -165,6 +172,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'P': rc = parse_long("--max-connections-per-ip", optarg, 1, 100000, &v, err, err_len); cfg->max_connections_per_ip = (int)v; break;
     case 'o': rc = parse_long("--timeout", optarg, 1, 3600, &v, err, err_len); cfg->timeout_s = (int)v; break;
     case 'C': cfg->chartjs = optarg; break;
+    case 'N': cfg->no_ceilings = true; break;
     case 'h': fputs(usage, out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:

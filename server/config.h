@@ -29,7 +29,9 @@ struct config {
   char db[256];     /* job records: a SQLite file, or ":memory:" to keep nothing */
   int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
   int grace_s;      /* SIGTERM: how long running jobs may take to finish */
+  bool allow_fault_injection;
   const char *chartjs;  /* NULL: the default path (server/static.h); borrowed from argv */
+  bool no_ceilings;     /* --no-ceilings: skip measuring the devices' ceilings at start-up */
 };
 
 /* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or

@@ -685,7 +685,9 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
                             struct backend_fence **after) {
   pthread_mutex_lock(&e->lock);
   struct sched_item *item;
-  while (!e->stopping && !(item = sched_pop(e->sched, w->device)))
+  /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
+  while (!e->stopping && (!backend_healthy(e->devices[w->device]) ||
+                          !(item = sched_pop(e->sched, w->device))))
     pthread_cond_wait(&e->work_ready, &e->lock);
   if (e->stopping) {
     pthread_mutex_unlock(&e->lock);
@@ -726,7 +728,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
     end_job_locked(e, job, JOB_CANCELED, "canceled", err);
   } else {
     const char *code = rc == BACKEND_ENOMEM  ? "out_of_memory"
-                       : rc == BACKEND_EDEVICE ? "device_error"
+                       : rc == BACKEND_EDEVICE ? "gpu_context_lost"
                                                : "backend_error";
     end_job_locked(e, job, JOB_FAILED, code, err);
   }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/params.h"
 #include "kernels/backend.h"
 #include "server/config.h"
 #include "server/engine.h"
@@ -44,8 +45,22 @@ static int open_devices(const struct config *cfg, struct backend **devices, char
     kind = strcmp(backend_name(devices[i]), "cuda") == 0 ? BACKEND_CUDA : BACKEND_CPU;
   }
   backend_connect(devices, n);
+  for (int i = 0; i < n && kind == BACKEND_CUDA; i++) { /* before any job: the device alone */
+    char why[512];
+    if (cfg->no_ceilings) {
+      log_info("device %d: ceilings not measured (--no-ceilings)", ordinals[i]);
+      break;
+    }
+    if (backend_measure_ceilings(devices[i], why, sizeof why) == 0)
+      log_info("device %d: ceilings: %s", ordinals[i], why);
+    else
+      log_warn("device %d: ceilings not measured: %s", ordinals[i], why);
+  }
   return n;
 }
+
+/* The exit status that asks the supervisor for a restart after a lost device. */
+#define EXIT_DEVICE_LOST 3
 
 /* The request as stored, to run the job again after a restart: tagged, so a
  * database written by another build of gpulabd is not misread. */
@@ -186,6 +201,8 @@ int main(int argc, char **argv) {
   int n_devices = 0;
   struct auth *auth = NULL;
   char *tls_cert = NULL, *tls_key = NULL;
+  api_params_allow_faults(cfg.allow_fault_injection);
+  if (cfg.allow_fault_injection) log_warn("fault injection is allowed (--allow-fault-injection): for tests only");
   if (cfg.tokens && auth_load(cfg.tokens, &auth, err, sizeof err)) {
     fprintf(stderr, "gpulabd: --tokens %s\n", err);
     return 2;
@@ -253,7 +270,8 @@ int main(int argc, char **argv) {
                                .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
-                               .timeout_s = cfg.timeout_s, .store = store};
+                               .timeout_s = cfg.timeout_s, .store = store,
+                               .max_queued = cfg.max_queued};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;
@@ -269,20 +287,39 @@ int main(int argc, char **argv) {
            tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
            cfg.streams, cfg.http_threads);
 
-  /* Wait for a stop signal; meanwhile prune the store once an hour. */
+  /* Wait for a stop signal; meanwhile prune the store once an hour, and watch the
+   * devices: a lost one (a sticky CUDA error) cannot come back in this process, so
+   * after a moment of /health saying 503, gpulabd exits for its supervisor
+   * (systemd, Kubernetes) to start it again; the store keeps the queue. */
   int sig = -1;
+  double next_prune = engine_now_mono() + 3600, lost_since = 0;
   while (sig < 0) {
-    struct timespec hour = {3600, 0};
-    sig = sigtimedwait(&stop_signals, NULL, &hour);
-    if (sig < 0 && cfg.keep_days > 0) store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
+    struct timespec tick = {0, 250 * 1000 * 1000};
+    sig = sigtimedwait(&stop_signals, NULL, &tick);
+    if (sig >= 0) break;
+    if (engine_now_mono() >= next_prune && cfg.keep_days > 0) {
+      store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
+      next_prune = engine_now_mono() + 3600;
+    }
+    if (!engine_healthy(engine) && lost_since == 0) {
+      lost_since = engine_now_mono();
+      log_warn("a device was lost (its CUDA context failed): /health says 503; exiting in 2 s "
+               "with status %d for the supervisor to restart gpulabd, queue intact", EXIT_DEVICE_LOST);
+    }
+    if (lost_since > 0 && engine_now_mono() - lost_since >= 2) break;
   }
-  log_info("signal %d: stopping", sig);
-  status = 0;
+  if (sig >= 0) {
+    log_info("signal %d: stopping", sig);
+    status = 0;
+  } else {
+    status = EXIT_DEVICE_LOST;
+  }
 fail:
   http_server_quiesce(server);
   /* Running jobs may finish; queued ones stay in the store for the next start.
    * Every waiting request is answered. */
   if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
+  if (status == EXIT_DEVICE_LOST) status = EXIT_DEVICE_LOST;
   http_server_drain(server, 2);
   http_server_stop(server);
   engine_free(engine);

@@ -235,6 +235,20 @@ void gpulabd_stop(struct gpulabd *d) {
   CHECK_INT_EQ(WEXITSTATUS(status), 0);
 }
 
+int gpulabd_wait_exit(struct gpulabd *d, double timeout_s) {
+  double deadline = now_s() + timeout_s;
+  int status = 0;
+  pid_t got = 0;
+  while ((got = waitpid(d->pid, &status, WNOHANG)) == 0 && now_s() < deadline) usleep(10000);
+  if (got != d->pid) return -1;
+  http_client_close(&d->http);
+  children_set(d->pid, 0);
+  pthread_join(d->drain, NULL);
+  close(d->log_fd);
+  d->pid = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 void gpulabd_kill(struct gpulabd *d) {
   if (!d->pid) return;
   http_client_close(&d->http);

@@ -43,6 +43,9 @@ void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
 void gpulabd_stop(struct gpulabd *d);
 /* kill -9: a crash, as far as gpulabd can tell. */
 void gpulabd_kill(struct gpulabd *d);
+/* Waits (timeout_s at most) for gpulabd to exit by itself; returns its exit status,
+ * or -1 (still running, or killed by a signal). */
+int gpulabd_wait_exit(struct gpulabd *d, double timeout_s);
 
 /* A reply. Headers and body are copies owned by the reply; json is the body parsed
  * (NULL when the body is not JSON). Free with http_reply_free. */

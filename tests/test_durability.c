@@ -123,7 +123,7 @@ int main(void) {
   test_crash();
   test_sigterm();
   test_one_per_db();
-  char cmd[160];
+  char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);
   (void)!system(cmd);
   printf("test_durability: ok\n");

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,12 +31,17 @@ static const char timing_method_graph[] =
     "CPU wall clock (CLOCK_MONOTONIC) around each batch; sample = batch time / reps; "
     "a first untimed probe call sizes warm-ups and reps; "
     "graph: not applicable on the CPU backend; timed as plain calls";
+static const char timing_method_cold[] =
+    "CPU wall clock (CLOCK_MONOTONIC) around each batch; sample = batch time / reps; "
+    "a first untimed probe call sizes warm-ups and reps; "
+    "cold: not applicable on the CPU backend (no cache flush); timed warm";
 static const char capped_reason[] = "cpu time budget: ~100 ms per batch";
 
 struct cpu_impl {
   char model[128];
   int cores;
   uint64_t mem_total_bytes;
+  atomic_bool lost; /* an injected fault (spec->fault) stands for a lost device */
 };
 
 struct kernel_desc {
@@ -96,6 +102,7 @@ struct job {
   struct exp_run *timeline;      /* pipeline: the run whose passes record their ops, or NULL */
   char *err;
   size_t err_len;
+  atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
 };
 
 static double now_ms(void) {
@@ -176,8 +183,9 @@ static void cpu_buffer_free(struct backend *b, struct backend_buffer *buf) {
 
 struct pass_share {
   const struct job *job;
+  const struct exp_pipeline_plan *plan;
   float *h_out;
-  int streams, t;
+  int t;     /* this thread's stream */
   double t0; /* the pass's start (now_ms) */
 };
 
@@ -189,41 +197,45 @@ static void record_op(const struct pass_share *sh, int c, int op, double start) 
       (uint8_t)sh->t, (uint8_t)op, (uint16_t)c, (float)(start - sh->t0), (float)(now_ms() - sh->t0)};
 }
 
-/* Stream t's work: chunks c with c % streams == t, submitted as the lecture does
- * (all uploads, then all kernels, then all downloads); a stream runs in order. */
+/* Chunk c's op (upload, synthesize or download), as a stream would run it. */
+static void pass_op(const struct pass_share *sh, int c, int op) {
+  const struct job *job = sh->job;
+  const size_t at = (size_t)c * (size_t)sh->plan->chunk;
+  const size_t len = (size_t)exp_pipeline_chunk_len(sh->plan, c);
+  double start = now_ms();
+  if (op == EXP_OP_UPLOAD) cpu_copy(job->in[0] + at, job->d_in + at, len);
+  else if (op == EXP_OP_KERNEL)
+    cpu_synthesize(job->d_in + at, job->d_out + at, (int)len, job->spec->u.pipeline.terms);
+  else cpu_copy(job->d_out + at, sh->h_out + at, len);
+  record_op(sh, c, op, start);
+}
+
+/* Stream t's work: chunks c with c % streams == t, in the plan's order: the
+ * lecture's (all uploads, then all kernels, then all downloads) or best's (chunk by
+ * chunk); a stream runs in order. */
 static void *pass_worker(void *arg) {
   const struct pass_share *sh = arg;
-  const struct job *job = sh->job;
-  const float *h_in = job->in[0];
-  int chunk = job->spec->u.pipeline.chunk, chunks = job->spec->u.pipeline.chunks;
-  int terms = job->spec->u.pipeline.terms;
-  double start;
-  for (int c = sh->t; c < chunks; c += sh->streams) {
-    start = now_ms();
-    cpu_copy(h_in + (size_t)c * chunk, job->d_in + (size_t)c * chunk, (size_t)chunk);
-    record_op(sh, c, EXP_OP_UPLOAD, start);
-  }
-  for (int c = sh->t; c < chunks; c += sh->streams) {
-    start = now_ms();
-    cpu_synthesize(job->d_in + (size_t)c * chunk, job->d_out + (size_t)c * chunk, chunk, terms);
-    record_op(sh, c, EXP_OP_KERNEL, start);
-  }
-  for (int c = sh->t; c < chunks; c += sh->streams) {
-    start = now_ms();
-    cpu_copy(job->d_out + (size_t)c * chunk, sh->h_out + (size_t)c * chunk, (size_t)chunk);
-    record_op(sh, c, EXP_OP_DOWNLOAD, start);
+  const struct exp_pipeline_plan *p = sh->plan;
+  if (p->depth_first) {
+    for (int c = sh->t; c < p->chunks; c += p->streams)
+      for (int op = 0; op < EXP_OP_COUNT; op++) pass_op(sh, c, op);
+  } else {
+    for (int op = 0; op < EXP_OP_COUNT; op++)
+      for (int c = sh->t; c < p->chunks; c += p->streams) pass_op(sh, c, op);
   }
   return NULL;
 }
 
-/* One pass over all chunks with `streams` streams: the caller is stream 0, the
- * others are threads started for this pass. */
-static int pipeline_pass(struct job *job, float *h_out, int streams) {
+/* One pass over all chunks with the plan of stream-count entry `entry`: the caller
+ * is stream 0, the others are threads started for this pass. */
+static int pipeline_pass(struct job *job, float *h_out, int entry) {
   pthread_t threads[EXP_MAX_STREAMS];
   struct pass_share shares[EXP_MAX_STREAMS];
-  int started = 1, rc = 0;
+  struct exp_pipeline_plan plan;
+  exp_pipeline_plan(job->spec, entry, &plan);
+  int started = 1, rc = 0, streams = plan.streams;
   double t0 = now_ms();
-  for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){job, h_out, streams, t, t0};
+  for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){job, &plan, h_out, t, t0};
   for (; started < streams; started++) {
     if (pthread_create(&threads[started], NULL, pass_worker, &shares[started]) != 0) {
       snprintf(job->err, job->err_len, "cannot start a thread for stream %d", started);
@@ -233,7 +245,7 @@ static int pipeline_pass(struct job *job, float *h_out, int streams) {
   }
   if (rc == 0) pass_worker(&shares[0]);
   for (int t = 1; t < started; t++) pthread_join(threads[t], NULL);
-  int chunks = job->spec->u.pipeline.chunks;
+  int chunks = plan.chunks;
   if (rc == 0 && job->timeline)
     job->timeline->n_timeline = EXP_OP_COUNT * (chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS);
   return rc;
@@ -265,11 +277,16 @@ static int call_once(struct job *job, int variant, float *out) {
     else cpu_stencil_shared(job->in[0], out, n, r, job->tile);
     return 0;
   }
-  default: return pipeline_pass(job, out, variant);
+  default: return pipeline_pass(job, out, variant); /* variant: the stream-count entry */
   }
 }
 
 /* ---- timing ---- */
+
+static int device_lost(struct job *job) {
+  snprintf(job->err, job->err_len, "the device was lost (injected fault)");
+  return BACKEND_EDEVICE;
+}
 
 static int canceled(struct job *job) {
   snprintf(job->err, job->err_len, "canceled");
@@ -289,6 +306,7 @@ static int warm_up(struct job *job, int i) {
   const struct exp_timing_params *p = &job->spec->timing;
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
+  if (atomic_load(job->lost)) return device_lost(job);
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
   double t0 = now_ms();
   int rc = call_once(job, run->variant, job->outs[i]);
@@ -299,7 +317,7 @@ static int warm_up(struct job *job, int i) {
   t->batches = p->batches;
   t->warmup_requested = p->warmup;
   t->reps_requested = p->reps;
-  t->method = job->spec->graph ? timing_method_graph : timing_method;
+  t->method = job->spec->graph ? timing_method_graph : job->spec->cold ? timing_method_cold : timing_method;
   if (t->warmup < p->warmup || t->reps < p->reps) t->capped_by = capped_reason;
   for (int w = 1; w < t->warmup && rc == 0; w++) rc = call_once(job, run->variant, job->outs[i]);
   return rc;
@@ -309,6 +327,7 @@ static int warm_up(struct job *job, int i) {
 static int time_batch(struct job *job, int i, int b) {
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
+  if (atomic_load(job->lost)) return device_lost(job);
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
   /* The pipeline's last sample records its passes' ops; its last pass's stay. */
   job->timeline = job->spec->type == EXP_PIPELINE && b == t->batches - 1 ? run : NULL;
@@ -325,33 +344,46 @@ static int time_batch(struct job *job, int i, int b) {
 }
 
 /* One timed window over runs[0..n) (indices into result->runs): the warm-ups of
- * each, then the batches, the order alternating per batch so no run always goes
- * first (or last). Closes the window on every path; its runs are contended as the
- * engine says. */
+ * each, then the batches over the runs still being timed, the order alternating per
+ * batch so no run always goes first (or last), until each run's stopping rule ends
+ * it (exp_timing_stop; the noise rule's clock is the run's own batches). Closes the
+ * window on every path; its runs are contended as the engine says. */
 static int time_window(struct job *job, const int *runs, int n) {
-  int batches = job->spec->timing.batches, rc = 0;
+  int rc = 0, left = n;
+  double spent_s[EXP_MAX_VARIANTS] = {0};
+  bool going[EXP_MAX_VARIANTS];
+  for (int o = 0; o < n; o++) going[o] = true;
   if (backend_hooks_phase(job->hooks, BACKEND_PHASE_TIMED)) rc = canceled(job); /* while it waited */
   for (int o = 0; o < n && rc == 0; o++) rc = warm_up(job, runs[o]);
-  for (int b = 0; b < batches && rc == 0; b++)
-    for (int o = 0; o < n && rc == 0; o++)
-      rc = time_batch(job, runs[b % 2 == 0 ? o : n - 1 - o], b);
+  for (int b = 0; left > 0 && rc == 0; b++) {
+    for (int k = 0; k < n && rc == 0; k++) {
+      int o = b % 2 == 0 ? k : n - 1 - k;
+      if (!going[o]) continue;
+      struct exp_timing *t = &job->result->runs[runs[o]].timing;
+      double t0 = now_ms();
+      rc = time_batch(job, runs[o], b);
+      spent_s[o] += (now_ms() - t0) / 1e3;
+      if (rc == 0 && (t->stopped_by = exp_timing_stop(job->spec, t, spent_s[o]))) going[o] = false, left--;
+    }
+  }
   bool contended = backend_hooks_phase(job->hooks, BACKEND_PHASE_UNTIMED);
   for (int o = 0; o < n; o++) {
     struct exp_run *run = &job->result->runs[runs[o]];
     run->contended = contended;
+    if (run->timing.n_samples > 0) run->timing.batches = run->timing.n_samples;
     exp_timing_summarize(&run->timing);
   }
   return rc;
 }
 
-/* Times every available run in the type's order (experiment.h): sequential types
- * one window per run, alternating ones one window for all. */
+/* Times every available run in the spec's order (experiment.h): sequential one
+ * window per run, alternating (interleaved, the default) one window for all. */
 static int time_runs(struct job *job) {
   const struct exp_result *res = job->result;
   int runs[EXP_MAX_VARIANTS], n = 0, rc = 0;
   for (int i = 0; i < res->n_runs; i++)
     if (res->runs[i].available) runs[n++] = i;
-  if (exp_type_order(job->spec->type) == EXP_ORDER_ALTERNATING)
+  if (job->spec->order == EXP_ORDER_ALTERNATING)
     return n > 0 ? time_window(job, runs, n) : 0;
   for (int o = 0; o < n && rc == 0; o++) rc = time_window(job, &runs[o], 1);
   return rc;
@@ -382,6 +414,23 @@ static void describe(struct exp_run *run, const struct kernel_desc *k) {
   snprintf(run->mapped_to, sizeof run->mapped_to, "%s", k->mapped_to);
 }
 
+/* The pipeline's best runs: best maps to threads for its streams over its plan's
+ * chunks, chunk by chunk; best_graph has no CPU counterpart. */
+static void describe_best(struct exp_run *run) {
+  const struct exp_pipeline_plan *p = &run->plan;
+  if (p->graph) {
+    run->available = false;
+    snprintf(run->reason, sizeof run->reason,
+             "CUDA Graphs need the CUDA backend (the best run is the same plan without one)");
+    return;
+  }
+  describe(run, &pipeline_kernel);
+  snprintf(run->kernel.description, sizeof run->kernel.description,
+           "best plan: upload, synthesize, download chunk by chunk; threads stand in for streams");
+  snprintf(run->mapped_to, sizeof run->mapped_to, "cpu: %d threads, %d chunks of %lld floats",
+           p->streams, p->chunks, (long long)p->chunk);
+}
+
 static const struct kernel_desc *kernel_of(enum exp_type type, int variant) {
   switch (type) {
   case EXP_TRANSPOSE: return &transpose_kernels[variant];
@@ -409,7 +458,9 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
   bool pipeline = s->type == EXP_PIPELINE;
   int n = pipeline ? s->u.pipeline.n_stream_counts : s->n_variants;
   if ((unsigned)s->type >= EXP_TYPE_COUNT || n < 1 || n > EXP_MAX_VARIANTS ||
-      p->warmup < 0 || p->reps < 1 || p->batches < 1 || p->batches > EXP_MAX_BATCHES)
+      p->warmup < 0 || p->reps < 1 || p->batches < 1 || p->batches > EXP_MAX_BATCHES ||
+      s->stop.min_samples < 0 || s->stop.min_samples > EXP_MAX_BATCHES ||
+      !(s->stop.max_noise >= 0) || !(s->stop.max_time_s >= 0))
     goto fail;
   if (!sizes_valid(s)) {
     snprintf(err, err_len, "cpu backend: negative sizes");
@@ -419,12 +470,19 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
   for (int i = 0; i < n; i++) {
     struct exp_run *run = &res->runs[i];
     int v = pipeline ? s->u.pipeline.stream_counts[i] : s->variants[i];
-    if (pipeline ? v < 1 || v > EXP_MAX_STREAMS : v < 0 || v >= exp_variant_count(s->type))
+    bool best = pipeline && (v == EXP_STREAMS_BEST || v == EXP_STREAMS_BEST_GRAPH);
+    if (pipeline ? !best && (v < 1 || v > EXP_MAX_STREAMS) : v < 0 || v >= exp_variant_count(s->type))
       goto fail;
     run->variant = v;
     run->available = true;
-    if (pipeline) snprintf(run->label, sizeof run->label, "streams=%d", v);
-    else snprintf(run->label, sizeof run->label, "%s", exp_variant_name(s->type, v));
+    exp_run_label(s, i, run->label, sizeof run->label);
+    exp_spec_work_counts(s, &run->kernel.work);
+    run->kernel.has_work = true;
+    if (pipeline) exp_pipeline_plan(s, v, &run->plan);
+    if (best) {
+      describe_best(run);
+      continue;
+    }
     const struct kernel_desc *k = kernel_of(s->type, v);
     if (s->type == EXP_STENCIL && v == STENCIL_BEST &&
         stencil_best_tile(s->u.stencil.radius) == 0) {
@@ -564,13 +622,15 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
                    size_t err_len) {
   const struct cpu_impl *impl = b->impl;
   const struct exp_spec *spec = bj->spec;
-  struct job job = {
-      .spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len};
+  struct job job = {.spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len,
+                    .lost = (atomic_bool *)&impl->lost};
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", impl->model);
   bj->output = NULL;
   bj->done = NULL;
+  if (spec->fault) atomic_store(job.lost, true); /* as a sticky CUDA error: for good */
+  if (atomic_load(job.lost)) return device_lost(&job);
   int rc = setup_runs(spec, result, err, err_len);
   if (rc < 0 || (rc = check_given(bj, err, err_len)) < 0) return rc;
   if (backend_hooks_phase(hooks, BACKEND_PHASE_SETUP)) { /* canceled while it waited */
@@ -618,6 +678,7 @@ static void cpu_device_info(struct backend *b, struct backend_device_info *info)
   info->cpu_cores = impl->cores;
   info->mem_total_bytes = impl->mem_total_bytes;
   info->mem_free_bytes = pages_bytes(_SC_AVPHYS_PAGES);
+  snprintf(info->nvml_why, sizeof info->nvml_why, "cpu backend");
 }
 
 static uint64_t cpu_memory_limit(const struct backend *b) {
@@ -625,7 +686,10 @@ static uint64_t cpu_memory_limit(const struct backend *b) {
   return impl->mem_total_bytes / 4;
 }
 
-static bool cpu_healthy(const struct backend *b) { return true; }
+static bool cpu_healthy(const struct backend *b) {
+  const struct cpu_impl *impl = b->impl;
+  return !atomic_load(&impl->lost);
+}
 
 static void cpu_free(struct backend *b) {
   free(b->impl);

@@ -373,3 +373,14 @@ void cuda_kernel_info_fill(const struct cuda_plan *plan, const struct cudaFuncAt
   info->dynamic_shared_bytes = (int)plan->dyn_smem_bytes;
   info->local_bytes = (int)attr->localSizeBytes;
 }
+
+/* One thread executes trap: the launch fails with cudaErrorLaunchFailure and the
+ * context stays unusable (sticky), which is what the recovery test needs. */
+__global__ void trap_kernel() { asm volatile("trap;"); }
+
+cudaError_t trap_launch(cudaStream_t stream) {
+  if (stream == 0) return cudaErrorInvalidValue;
+  trap_kernel<<<1, 1, 0, stream>>>();
+  cudaError_t e = cudaGetLastError();
+  return e != cudaSuccess ? e : cudaStreamSynchronize(stream);
+}

@@ -90,4 +90,8 @@ cudaError_t stencil_best_launch(const float *d_x, float *d_y, int n, int radius,
 void cuda_kernel_info_fill(const struct cuda_plan *plan, const struct cudaFuncAttributes *attr,
                            struct exp_kernel_info *info);
 
+/* Recovery tests only (--allow-fault-injection): a kernel that traps, which leaves
+ * the context with a sticky error, as a real fault would. */
+cudaError_t trap_launch(cudaStream_t stream);
+
 #endif

@@ -39,11 +39,18 @@ struct job_run {
   /* pipeline timeline: the pass's start, then each recorded op's start and end */
   cudaEvent_t tl_ev[1 + 2 * EXP_OP_COUNT * EXP_TIMELINE_CHUNKS];
   int n_tl_ev; /* created so far; destroyed by release */
+  float *flush;      /* cold: 2x the L2 to read before each timed launch (+ 4 floats: the sink) */
+  size_t flush_len;  /* floats read by a flush */
 };
 
 static const char *const METHOD_EVENTS =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
     "time / reps";
+static const char *const METHOD_EVENTS_COLD =
+    "cold: before each launch, untimed, a kernel reads a buffer twice the L2's size "
+    "(cudaDeviceProp.l2CacheSize) on the job's stream, evicting inputs and outputs from L2; "
+    "then cuda events around that one launch; sample = mean of the batch's reps launches, "
+    "each timed alone (a flushed L2 stays cold for one launch only)";
 static const char *const METHOD_EVENTS_GRAPH =
     "cuda events around one launch of a CUDA Graph of reps captured launches per batch; "
     "sample = batch time / reps; stream_us_per_launch: the same reps launched one by one, "
@@ -55,6 +62,13 @@ static const char *const METHOD_EVENTS_NO_GRAPH =
 static const char *const METHOD_WALL =
     "host wall clock (CLOCK_MONOTONIC) around upload+kernel+download of all chunks and "
     "the wait for all streams";
+static const char *const METHOD_WALL_BEST =
+    "host wall clock (CLOCK_MONOTONIC) around one pass of the best plan (plan: chunks of "
+    "1-16 MiB chosen from the size, 4 streams, issued chunk by chunk so that uploads and "
+    "downloads of different chunks use both copy engines at once) and the wait for it";
+static const char *const METHOD_WALL_BEST_GRAPH =
+    "host wall clock (CLOCK_MONOTONIC) around one launch of a CUDA Graph of the best plan's "
+    "pass (captured once, replayed per pass) and the wait for it";
 static const char *const METHOD_WALL_GRAPH =
     "host wall clock (CLOCK_MONOTONIC) around one launch of a CUDA Graph of a whole pass "
     "(uploads, kernels, downloads over the streams, forked and joined with events) and "
@@ -181,7 +195,26 @@ static struct exp_run *run_init(struct job_run *j, int r, int variant, const cha
   run->timing.reps = run->timing.reps_requested = t->reps;
   run->timing.batches = t->batches;
   run->timing.method = method;
+  run->timing.cold = j->spec->cold;
+  exp_spec_work_counts(j->spec, &run->kernel.work);
+  run->kernel.has_work = true;
   return run;
+}
+
+/* The theoretical occupancy of plan's launch shape: blocks and warps per SM against
+ * the SM's limit. */
+static int kernel_occupancy(struct job_run *j, const struct cuda_plan *p,
+                            struct exp_kernel_info *k) {
+  int threads = (int)(p->block.x * p->block.y * p->block.z), blocks = 0;
+  if (threads <= 0) return 0;
+  TRY(cuda_func_occupancy(j->be, j->lane->stream, p->func, threads, p->dyn_smem_bytes, &blocks,
+                          j->err, j->err_len));
+  k->has_occupancy = true;
+  k->blocks_per_sm = blocks;
+  k->warps_per_sm = blocks * ((threads + 31) / 32);
+  k->max_warps_per_sm = j->be->prop.maxThreadsPerMultiProcessor / 32;
+  k->occupancy = k->max_warps_per_sm > 0 ? (double)k->warps_per_sm / k->max_warps_per_sm : 0;
+  return 0;
 }
 
 /* Fills run's kernel info from its plan; an unplannable size makes the run
@@ -196,7 +229,7 @@ static int run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
   cudaFuncAttributes attr;
   TRY(cuda_func_attrs(j->be, j->lane->stream, p->func, &attr, j->err, j->err_len));
   cuda_kernel_info_fill(p, &attr, &run->kernel);
-  return 0;
+  return kernel_occupancy(j, p, &run->kernel);
 }
 
 /* The gemm cublas run: available once cuBLAS loads and this lane has a handle. */
@@ -226,7 +259,8 @@ static int plan_kernel_runs(struct job_run *j) {
   const struct exp_spec *s = j->spec;
   for (int r = 0; r < s->n_variants; r++) {
     int v = s->variants[r];
-    struct exp_run *run = run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : METHOD_EVENTS);
+    struct exp_run *run =
+        run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : s->cold ? METHOD_EVENTS_COLD : METHOD_EVENTS);
     const char *name = exp_variant_name(s->type, v);
     snprintf(run->label, sizeof run->label, "%s", name ? name : "?");
     struct cuda_plan p;
@@ -249,15 +283,22 @@ static int plan_kernel_runs(struct job_run *j) {
   return 0;
 }
 
+/* Pipeline runs: one per stream-count entry, each with its plan (experiment.h): the
+ * lecture's chunks over `count` streams, or best's (the variant stays the entry). */
 static int plan_pipeline_runs(struct job_run *j) {
   const struct exp_spec *s = j->spec;
-  struct cuda_plan p;
-  char why[128] = "";
-  int prc = synthesize_plan(s->u.pipeline.chunk, &p, why, sizeof why);
   for (int r = 0; r < s->u.pipeline.n_stream_counts; r++) {
-    int count = s->u.pipeline.stream_counts[r];
-    struct exp_run *run = run_init(j, r, count, s->graph ? METHOD_WALL_GRAPH : METHOD_WALL);
-    snprintf(run->label, sizeof run->label, "streams=%d", count);
+    int entry = s->u.pipeline.stream_counts[r];
+    struct exp_pipeline_plan plan;
+    exp_pipeline_plan(s, entry, &plan);
+    const char *method = s->graph ? METHOD_WALL_GRAPH : METHOD_WALL;
+    if (plan.best) method = plan.graph ? METHOD_WALL_BEST_GRAPH : METHOD_WALL_BEST;
+    struct exp_run *run = run_init(j, r, entry, method);
+    run->plan = plan;
+    exp_run_label(s, r, run->label, sizeof run->label);
+    struct cuda_plan p;
+    char why[128] = "";
+    int prc = synthesize_plan((int)plan.chunk, &p, why, sizeof why);
     TRY(run_plan(j, run, prc, &p, why));
   }
   j->result->n_runs = s->u.pipeline.n_stream_counts;
@@ -391,11 +432,17 @@ static int launch(struct job_run *j, int r, float *out) {
   return e == cudaSuccess ? 0 : cuda_fail(j, e, "kernel launch");
 }
 
-/* Inputs, one output per available run, then the job's output and fence. */
+/* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
+ * untimed), then the job's output and fence. */
 static int kernel_setup(struct job_run *j) {
   for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) TRY(input_setup(j, slot, 1.0f));
   for (int r = 0; r < j->result->n_runs; r++)
     if (j->result->runs[r].available) TRY(dev_alloc(j, j->out_len, &j->d_out[r]));
+  if (j->spec->cold) {
+    j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
+    TRY(dev_alloc(j, j->flush_len + 4, &j->flush));
+    CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
+  }
   return issue_output(j, launch);
 }
 
@@ -450,10 +497,33 @@ static int kernel_warm(struct job_run *j, int r, bool graph) {
   return 0;
 }
 
-/* One batch between two events: reps launches, or one graph of them. */
+/* A cold batch: each of reps launches alone between two events, after an untimed
+ * L2 flush on the same stream; the sample is their mean. */
+static int kernel_sample_cold(struct job_run *j, int r, double *ms) {
+  struct lane *l = j->lane;
+  int reps = j->result->runs[r].timing.reps;
+  double sum = 0;
+  for (int i = 0; i < reps; i++) {
+    CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
+                                j->be->prop.multiProcessorCount, l->stream));
+    CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
+    TRY(launch(j, r, j->d_out[r]));
+    CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
+    CUDA_TRY(j, cudaEventSynchronize(l->stop));
+    float elapsed = 0;
+    CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
+    sum += elapsed;
+  }
+  *ms = sum / reps;
+  return 0;
+}
+
+/* One batch between two events: reps launches, or one graph of them (cold: see
+ * kernel_sample_cold). */
 static int kernel_sample(struct job_run *j, int r, bool graph, double *ms) {
   struct lane *l = j->lane;
   int reps = j->result->runs[r].timing.reps;
+  if (j->spec->cold && !graph) return kernel_sample_cold(j, r, ms);
   CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
   if (graph)
     CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
@@ -475,54 +545,64 @@ static cudaError_t mark(cudaEvent_t *ev, int c, int op, int end, cudaStream_t s)
   return cudaEventRecord(ev[1 + 2 * (c * EXP_OP_COUNT + op) + end], s);
 }
 
-/* The lecture's run_pipeline over n of the lane's pipeline streams, issued only:
- * all uploads (pin_in to d_x), then all kernels (to d_out), then all downloads (to
- * pin_out; none when NULL), chunk c on stream c % n. With ev (j->tl_ev), events
- * around each op on its stream and the pass's start. *call names a failing call. */
-static cudaError_t pipeline_issue(struct job_run *j, int n, float *d_out, float *pin_out,
-                                  cudaEvent_t *ev, const char **call) {
-  const int chunks = j->spec->u.pipeline.chunks, terms = j->spec->u.pipeline.terms;
-  const size_t chunk = (size_t)j->spec->u.pipeline.chunk, bytes = chunk * sizeof(float);
-  cudaStream_t *aux = j->lane->aux;
+/* Chunk c's op of one pass of plan p, on stream c % streams: the upload (pin_in to
+ * d_x), the kernel (to d_out) or the download (to pin_out), with the timeline's
+ * events around it when recording. *call names a failing call. */
+static cudaError_t pipeline_op(struct job_run *j, const struct exp_pipeline_plan *p, int c, int op,
+                               float *d_out, float *pin_out, cudaEvent_t *ev, const char **call) {
+  const size_t at = (size_t)c * (size_t)p->chunk, len = (size_t)exp_pipeline_chunk_len(p, c);
+  cudaStream_t st = j->lane->aux[c % p->streams];
   *call = "cudaEventRecord (timeline)";
-  cudaError_t e = ev ? cudaEventRecord(ev[0], aux[0]) : cudaSuccess;
-  for (int c = 0; c < chunks && e == cudaSuccess; c++) {
+  cudaError_t e = mark(ev, c, op, 0, st);
+  if (e != cudaSuccess) return e;
+  if (op == EXP_OP_UPLOAD) {
     *call = "cudaMemcpyAsync (upload)";
-    e = mark(ev, c, EXP_OP_UPLOAD, 0, aux[c % n]);
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(j->d_x + c * chunk, j->pin_in + c * chunk, bytes,
-                          cudaMemcpyHostToDevice, aux[c % n]);
-    if (e == cudaSuccess) e = mark(ev, c, EXP_OP_UPLOAD, 1, aux[c % n]);
-  }
-  for (int c = 0; c < chunks && e == cudaSuccess; c++) {
+    e = cudaMemcpyAsync(j->d_x + at, j->pin_in + at, len * sizeof(float), cudaMemcpyHostToDevice, st);
+  } else if (op == EXP_OP_KERNEL) {
     *call = "synthesize_launch";
-    e = mark(ev, c, EXP_OP_KERNEL, 0, aux[c % n]);
-    if (e == cudaSuccess)
-      e = synthesize_launch(j->d_x + c * chunk, d_out + c * chunk, (int)chunk, terms, aux[c % n]);
-    if (e == cudaSuccess) e = mark(ev, c, EXP_OP_KERNEL, 1, aux[c % n]);
-  }
-  for (int c = 0; pin_out && c < chunks && e == cudaSuccess; c++) {
+    e = synthesize_launch(j->d_x + at, d_out + at, (int)len, j->spec->u.pipeline.terms, st);
+  } else {
     *call = "cudaMemcpyAsync (download)";
-    e = mark(ev, c, EXP_OP_DOWNLOAD, 0, aux[c % n]);
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(pin_out + c * chunk, d_out + c * chunk, bytes, cudaMemcpyDeviceToHost,
-                          aux[c % n]);
-    if (e == cudaSuccess) e = mark(ev, c, EXP_OP_DOWNLOAD, 1, aux[c % n]);
+    e = cudaMemcpyAsync(pin_out + at, d_out + at, len * sizeof(float), cudaMemcpyDeviceToHost, st);
+  }
+  if (e != cudaSuccess) return e;
+  *call = "cudaEventRecord (timeline)";
+  return mark(ev, c, op, 1, st);
+}
+
+/* One pass of plan p over the lane's first p->streams pipeline streams, issued only.
+ * The lecture's order (breadth first): all uploads, then all kernels, then all
+ * downloads; best's (depth first): chunk by chunk, so that each stream holds whole
+ * chunks and chunk c's download runs beside chunk c+1's upload. No downloads when
+ * pin_out is NULL. With ev (j->tl_ev), events around each op and the pass's start. */
+static cudaError_t pipeline_issue(struct job_run *j, const struct exp_pipeline_plan *p, float *d_out,
+                                  float *pin_out, cudaEvent_t *ev, const char **call) {
+  const int ops = pin_out ? EXP_OP_COUNT : EXP_OP_DOWNLOAD;
+  *call = "cudaEventRecord (timeline)";
+  cudaError_t e = ev ? cudaEventRecord(ev[0], j->lane->aux[0]) : cudaSuccess;
+  if (p->depth_first) {
+    for (int c = 0; c < p->chunks && e == cudaSuccess; c++)
+      for (int op = 0; op < ops && e == cudaSuccess; op++)
+        e = pipeline_op(j, p, c, op, d_out, pin_out, ev, call);
+  } else {
+    for (int op = 0; op < ops && e == cudaSuccess; op++)
+      for (int c = 0; c < p->chunks && e == cudaSuccess; c++)
+        e = pipeline_op(j, p, c, op, d_out, pin_out, ev, call);
   }
   return e;
 }
 
 /* The job's output (a compute_fn): uploads and kernels of one pass with run r's
- * stream count, forked from and joined back into the lane's stream, no host wait.
- * The output is the device result, so the pass skips the downloads. */
+ * plan, forked from and joined back into the lane's stream, no host wait. The
+ * output is the device result, so the pass skips the downloads. */
 static int pipeline_output(struct job_run *j, int r, float *out) {
-  int n = j->result->runs[r].variant;
+  const struct exp_pipeline_plan *p = &j->result->runs[r].plan;
   const char *call = "cudaEventRecord (fork)";
-  cudaError_t e = fork_aux(j->lane, n);
-  if (e == cudaSuccess) e = pipeline_issue(j, n, out, NULL, NULL, &call);
+  cudaError_t e = fork_aux(j->lane, p->streams);
+  if (e == cudaSuccess) e = pipeline_issue(j, p, out, NULL, NULL, &call);
   if (e == cudaSuccess) {
     call = "cudaEventRecord (join)";
-    e = join_aux(j->lane, n);
+    e = join_aux(j->lane, p->streams);
   }
   return e == cudaSuccess ? 0 : cuda_fail(j, e, call);
 }
@@ -542,7 +622,7 @@ static int pipeline_setup(struct job_run *j) {
   for (int r = 0; r < n_runs; r++) {
     if (!j->result->runs[r].available) continue;
     TRY(dev_alloc(j, total, &j->d_out[r]));
-    if (j->result->runs[r].variant > max_streams) max_streams = j->result->runs[r].variant;
+    if (j->result->runs[r].plan.streams > max_streams) max_streams = j->result->runs[r].plan.streams;
   }
   void *pin = NULL;
   TRY(cuda_lane_pinned(j->be, l, (size_t)(1 + n_runs) * (total ? total : 1) * sizeof(float),
@@ -559,22 +639,23 @@ static int pipeline_setup(struct job_run *j) {
 /* Graph mode: captures one whole pass of run r, forked from and joined back into
  * the lane's stream inside the capture. */
 static int pipeline_capture(struct job_run *j, int r) {
-  int n = j->result->runs[r].variant;
+  const struct exp_pipeline_plan *p = &j->result->runs[r].plan;
   CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
   const char *call = "cudaEventRecord (fork)";
-  cudaError_t e = fork_aux(j->lane, n);
-  if (e == cudaSuccess) e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], NULL, &call);
-  cudaError_t joined = join_aux(j->lane, n); /* also after an error: the capture must end joined */
+  cudaError_t e = fork_aux(j->lane, p->streams);
+  if (e == cudaSuccess) e = pipeline_issue(j, p, j->d_out[r], j->pin_out[r], NULL, &call);
+  cudaError_t joined = join_aux(j->lane, p->streams); /* also after an error: the capture must end joined */
   if (e == cudaSuccess) e = joined;
   e = capture_end(j, r, e);
   return e == cudaSuccess ? 0 : cuda_fail(j, e, "graph capture of a pipeline pass");
 }
 
-/* Untimed, before the window: poison run r's outputs (device and host), capture. */
+/* Untimed, before the window: poison run r's outputs (device and host), capture
+ * (graph mode, and best_graph always). */
 static int pipeline_prepare(struct job_run *j, int r) {
   CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
   memset(j->pin_out[r], 0xFF, j->out_len * sizeof(float)); /* no queued work writes it */
-  if (j->spec->graph) TRY(pipeline_capture(j, r));
+  if (j->spec->graph || j->result->runs[r].plan.graph) TRY(pipeline_capture(j, r));
   return 0;
 }
 
@@ -587,11 +668,11 @@ static int pipeline_pass(struct job_run *j, int r, bool graph, cudaEvent_t *ev) 
     CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
     return 0;
   }
-  int n = j->result->runs[r].variant;
+  const struct exp_pipeline_plan *p = &j->result->runs[r].plan;
   const char *call = "";
-  cudaError_t e = pipeline_issue(j, n, j->d_out[r], j->pin_out[r], ev, &call);
+  cudaError_t e = pipeline_issue(j, p, j->d_out[r], j->pin_out[r], ev, &call);
   if (e != cudaSuccess) return cuda_fail(j, e, call);
-  for (int i = 0; i < n; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
+  for (int i = 0; i < p->streams; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
   return 0;
 }
 
@@ -608,7 +689,7 @@ static int timeline_events(struct job_run *j) {
 
 /* Run r's timeline from the events of its last, completed pass: ms from its start. */
 static int timeline_read(struct job_run *j, struct exp_run *run) {
-  const int n = run->variant, chunks = j->spec->u.pipeline.chunks;
+  const int n = run->plan.streams, chunks = run->plan.chunks;
   const int shown = chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS;
   for (int k = 0; k < shown * EXP_OP_COUNT; k++) {
     float start = 0, end = 0;
@@ -631,6 +712,7 @@ static double now_ms(void) {
 /* One batch: reps passes timed on the host. */
 static int pipeline_sample(struct job_run *j, int r, bool graph, double *ms) {
   struct exp_run *run = &j->result->runs[r];
+  if (!j->spec->graph && run->plan.graph && j->graph[r]) graph = true; /* best_graph: graph only */
   int reps = run->timing.reps;
   /* The last sample's last pass issued stream by stream records its ops' events. */
   bool record = !graph && run->timing.n_samples == j->spec->timing.batches - 1;
@@ -694,9 +776,24 @@ static void run_finish(struct job_run *j, int r, bool contended) {
   j->graph[r] = NULL;
 }
 
+/* A run's clocks from NVML's readings before and after its window. */
+static void clocks_fill(struct exp_clocks *c, const struct nvml_reading *before,
+                        const struct nvml_reading *after) {
+  c->valid = true;
+  c->sm_mhz_before = before->sm_mhz;
+  c->sm_mhz_after = after->sm_mhz;
+  c->temp_c = before->temp_c > after->temp_c ? before->temp_c : after->temp_c;
+  c->power_w = after->power_w;
+  c->reasons = (before->reasons | after->reasons) & ~EXP_CLOCK_GPU_IDLE;
+  c->throttled = (c->reasons & EXP_CLOCK_THROTTLED) != 0;
+}
+
 /* One timed window around runs[0..n): prepared untimed before it, then all their
- * warm-ups, then batch b over the runs forwards when b is even, backwards when odd.
- * The last batch waited for the window's work, so UNTIMED follows at once. */
+ * warm-ups, then batch b over the runs still being timed, forwards when b is even,
+ * backwards when odd, until each run's stopping rule ends it (exp_timing_stop: the
+ * fixed batches, or the noise rule with its own wall clock per run). NVML's clocks
+ * are read after the warm-ups and after the last batch. The last batch waited for
+ * the window's work, so UNTIMED follows at once. */
 static int window(struct job_run *j, const struct run_ops *ops, const int *runs, int n) {
   for (int i = 0; i < n; i++) TRY(ops->prepare(j, runs[i]));
   TRY(enter_timed(j));
@@ -704,21 +801,42 @@ static int window(struct job_run *j, const struct run_ops *ops, const int *runs,
     for (int w = 0; w < j->result->runs[runs[i]].timing.warmup; w++)
       TRY(ops->warm(j, runs[i], j->graph[runs[i]] != NULL));
   TRY(poll_cancel(j));
-  for (int b = 0; b < j->spec->timing.batches; b++)
-    for (int i = 0; i < n; i++) TRY(batch(j, ops, runs[b % 2 == 0 ? i : n - 1 - i], b));
+  struct nvml_reading before, after;
+  bool clocked = cuda_clocks_read(j->be, &before);
+  double spent_s[EXP_MAX_VARIANTS] = {0};
+  bool going[EXP_MAX_VARIANTS];
+  int left = n;
+  for (int i = 0; i < n; i++) going[i] = true;
+  for (int b = 0; left > 0; b++) {
+    for (int k = 0; k < n; k++) {
+      int i = b % 2 == 0 ? k : n - 1 - k;
+      if (!going[i]) continue;
+      struct exp_timing *t = &j->result->runs[runs[i]].timing;
+      double t0 = now_ms();
+      TRY(batch(j, ops, runs[i], b));
+      spent_s[i] += (now_ms() - t0) / 1e3;
+      if ((t->stopped_by = exp_timing_stop(j->spec, t, spent_s[i]))) going[i] = false, left--;
+    }
+  }
+  clocked = clocked && cuda_clocks_read(j->be, &after);
   bool contended = leave_timed(j);
-  for (int i = 0; i < n; i++) run_finish(j, runs[i], contended);
+  for (int i = 0; i < n; i++) {
+    struct exp_run *run = &j->result->runs[runs[i]];
+    run_finish(j, runs[i], contended);
+    run->timing.batches = run->timing.n_samples;
+    if (clocked) clocks_fill(&run->clocks, &before, &after);
+  }
   return 0;
 }
 
-/* The available runs in the type's order: SEQUENTIAL one window per run,
- * ALTERNATING one window around all. */
+/* The available runs in the spec's order: SEQUENTIAL one window per run,
+ * ALTERNATING (interleaved, the default) one window around all. */
 static int schedule(struct job_run *j, const struct run_ops *ops) {
   int runs[EXP_MAX_VARIANTS], n = 0;
   for (int r = 0; r < j->result->n_runs; r++)
     if (j->result->runs[r].available) runs[n++] = r;
   if (n == 0) return 0;
-  if (exp_type_order(j->spec->type) == EXP_ORDER_ALTERNATING) return window(j, ops, runs, n);
+  if (j->spec->order == EXP_ORDER_ALTERNATING) return window(j, ops, runs, n);
   for (int i = 0; i < n; i++) TRY(window(j, ops, &runs[i], 1));
   return 0;
 }
@@ -811,9 +929,17 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cuda");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", be->prop.name);
+  pthread_mutex_lock(&be->mu);
+  result->ceilings = be->ceilings;
+  pthread_mutex_unlock(&be->mu);
   job->output = NULL;
   job->done = NULL;
   if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  if (job->spec->fault) { /* an injected fault: a real sticky error, classified as any other */
+    cudaSetDevice(be->device);
+    cudaError_t e = trap_launch(be->lanes[lane].stream);
+    return cuda_classify(be, be->lanes[lane].stream, e, "trap_kernel (injected fault)", err, err_len);
+  }
   int rc = cuda_validate(job, err, err_len);
   if (rc != 0) return rc;
 

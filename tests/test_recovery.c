@@ -1,0 +1,94 @@
+/* A lost device (a sticky CUDA error; injected with --allow-fault-injection) fails
+ * the jobs in flight with gpu_context_lost, turns /health to 503, and gpulabd exits
+ * with status 3 for its supervisor to restart it; started again on the same --db,
+ * the queue is intact and runs. Backend from argv[1] ("cpu" in CI, "cuda" with the
+ * gpu label, skipped where CUDA is unavailable). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "tests/http_client.h"
+
+#define EXIT_DEVICE_LOST 3
+#define SMALL "\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1"
+/* Long on the CPU (seconds), long enough on a GPU too: many batches. */
+#define SLOW "{\"n\":1000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":%s,\"isolation\":\"shared\"}"
+
+static const char *backend = "cpu";
+static char db[96];
+
+static long long post(struct gpulabd *d, const char *path, const char *body, long status) {
+  struct http_reply r;
+  http_post_json(d, path, body, &r);
+  CHECK_STATUS(&r, status);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+static void start(struct gpulabd *d) {
+  const char *args[] = {"--backend", backend, "--streams", "2", "--db", db, "--grace", "0",
+                        "--allow-fault-injection", NULL};
+  char log[1 << 14];
+  int status;
+  if (gpulabd_try_start(args, d, log, sizeof log, &status) == 0) return;
+  if (strstr(log, "cuda backend unavailable")) {
+    fprintf(stderr, "skip: %s\n", strstr(log, "cuda backend unavailable"));
+    exit(CHECK_SKIP);
+  }
+  CHECK_FAIL_("gpulabd did not start (%d):\n%s", status, log);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) backend = argv[1];
+  snprintf(db, sizeof db, "/tmp/gpulab-recovery-%d.db", (int)getpid());
+  struct gpulabd d;
+  start(&d);
+  char body[512];
+  snprintf(body, sizeof body, SLOW, strcmp(backend, "cpu") ? "200" : "1");
+  long long slow = post(&d, "/stencil?wait=0", body, 202);
+  long long slow2 = post(&d, "/stencil?wait=0", body, 202);
+  job_wait_state(&d, slow, "running", 30);
+  job_wait_state(&d, slow2, "running", 30);
+  long long queued = post(&d, "/transpose?wait=0", "{" SMALL "}", 202);
+  long long fault = post(&d, "/transpose?wait=0", "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}", 202);
+  /* Free a lane: the fault goes first (priority), the device is lost. */
+  struct http_reply r;
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", slow2);
+  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+  http_reply_free(&r);
+  json_t *j = job_wait_final(&d, fault, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "gpu_context_lost");
+  json_decref(j);
+  http_get(&d, "/health", &r); /* within the 2 s gpulabd waits before it exits */
+  CHECK_INT_EQ(r.status, 503);
+  CHECK_STR_EQ(JSTR(r.json, "status"), "unhealthy");
+  http_reply_free(&r);
+  j = job_wait_final(&d, slow, 30); /* the job in flight on the lost device fails too */
+  CHECK_STR_EQ(JSTR(j, "error.code"), "gpu_context_lost");
+  json_decref(j);
+  CHECK_INT_EQ(gpulabd_wait_exit(&d, 15), EXIT_DEVICE_LOST);
+
+  /* The supervisor's restart: the queue is intact and runs. */
+  start(&d);
+  http_get(&d, "/health", &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  j = job_wait_final(&d, queued, 60);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.passed"));
+  json_decref(j);
+  snprintf(path, sizeof path, "/jobs/%lld", fault);
+  j = http_get_json(&d, path);
+  CHECK_STR_EQ(JSTR(j, "error.code"), "gpu_context_lost"); /* kept, as it ended */
+  json_decref(j);
+  gpulabd_stop(&d);
+  snprintf(body, sizeof body, "rm -f %s %s-wal %s-shm", db, db, db);
+  (void)!system(body);
+  printf("test_recovery (%s): ok\n", backend);
+  return 0;
+}
