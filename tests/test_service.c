@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -203,6 +208,28 @@ static void test_connection_limit(void) {
 
 static size_t discard(char *p, size_t size, size_t n, void *arg) { return size * n; }
 
+/* A client that opens a connection and then sends too slowly is dropped after
+ * --timeout seconds without a byte. */
+static void test_idle_timeout(void) {
+  const char *args[] = {"--backend", "cpu", "--timeout", "1", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)d.port)};
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  CHECK_INT_EQ(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  CHECK(write(fd, "GET /hea", 8) == 8); /* half a request line, then nothing */
+  struct timeval wait = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  char buf[64];
+  double t0 = (double)time(NULL);
+  ssize_t n = read(fd, buf, sizeof buf);
+  CHECK(n <= 0);                        /* closed (or reset), with no answer */
+  CHECK((double)time(NULL) - t0 <= 4);  /* by the timeout, not by our 5 s read limit */
+  close(fd);
+  gpulabd_stop(&d);
+}
+
 static void test_tls(void) {
   char cert[128], key[128], cmd[512];
   snprintf(cert, sizeof cert, "%s/cert.pem", dir);
@@ -253,6 +280,7 @@ int main(void) {
   test_metrics(&d);
   gpulabd_stop(&d);
   test_tls();
+  test_idle_timeout();
   char cmd[96];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   (void)!system(cmd);
