@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# gpulab's benchmark, re-runnable by anyone on a GPU machine:
+#   bench/run.sh [BUILD_DIR]
+# builds gpulab into BUILD_DIR (default build-bench) unless a gpulabd is already
+# there, starts gpulabd on the GPU, and runs bench/lecture_tables.py (the lecture's
+# tables) and bench/bench.py (best variants against the measured ceilings and
+# PyTorch, and HTTP latency and throughput). The tables go to stdout and to
+# $OUT (default bench/out/): lecture.md, bench.md, and gpulabd's log.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-bench}
+out=${OUT:-$root/bench/out}
+mkdir -p "$out"
+if [ ! -x "$build/gpulabd" ]; then
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$build" -j"$(nproc)" --target gpulabd loadgen
+fi
+# A machine without libmicrohttpd installed can carry it beside the build.
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+port=${PORT:-18088}
+"$build/gpulabd" --backend cuda --devices 0 --port "$port" --db :memory: --access-log off \
+  --http-threads 8 --max-queued 100000 2> "$out/gpulabd.log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 300); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.1; done
+python3 "$root/bench/lecture_tables.py" "http://127.0.0.1:$port" "$out/lecture.json" | tee "$out/lecture.md"
+python3 "$root/bench/bench.py" "http://127.0.0.1:$port" "$build/loadgen" "$out/bench.md"
