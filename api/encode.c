@@ -41,8 +41,11 @@ json_t *api_spec_to_json(const struct exp_spec *spec) {
     json_object_set_new(o, "chunks", json_integer(spec->u.pipeline.chunks));
     json_object_set_new(o, "terms", json_integer(spec->u.pipeline.terms));
     json_t *streams = json_array();
-    for (int i = 0; i < spec->u.pipeline.n_stream_counts; i++)
-      json_array_append_new(streams, json_integer(spec->u.pipeline.stream_counts[i]));
+    for (int i = 0; i < spec->u.pipeline.n_stream_counts; i++) {
+      int entry = spec->u.pipeline.stream_counts[i]; /* "best" stands for both best runs */
+      if (entry == EXP_STREAMS_BEST) json_array_append_new(streams, json_string("best"));
+      else if (entry != EXP_STREAMS_BEST_GRAPH) json_array_append_new(streams, json_integer(entry));
+    }
     json_object_set_new(o, "streams", streams);
     break;
   }
@@ -63,6 +66,12 @@ json_t *api_spec_to_json(const struct exp_spec *spec) {
   json_object_set_new(o, "warmup", json_integer(spec->timing.warmup));
   json_object_set_new(o, "batches", json_integer(spec->timing.batches));
   json_object_set_new(o, "reps", json_integer(spec->timing.reps));
+  if (spec->type != EXP_PIPELINE) json_object_set_new(o, "cold", json_boolean(spec->cold));
+  json_object_set_new(o, "order", json_string(spec->order == EXP_ORDER_SEQUENTIAL ? "sequential" : "interleaved"));
+  json_object_set_new(o, "min_samples", json_integer(spec->stop.min_samples > 0 ? spec->stop.min_samples
+                                                                                 : spec->timing.batches));
+  json_object_set_new(o, "max_noise", json_real(spec->stop.max_noise));
+  json_object_set_new(o, "max_time", json_real(spec->stop.max_time_s));
   return o;
 }
 
@@ -102,6 +111,9 @@ static json_t *timing_to_json(const struct exp_timing *t) {
     json_object_set_new(o, "capped_by", json_string(t->capped_by));
   }
   json_object_set_new(o, "method", json_string(t->method ? t->method : ""));
+  json_object_set_new(o, "cold", json_boolean(t->cold));
+  json_object_set_new(o, "stopped_by", json_string(t->stopped_by ? t->stopped_by : "batches"));
+  json_object_set_new(o, "relstdev", number_or_null(t->relstdev));
   return o;
 }
 
@@ -119,7 +131,61 @@ static json_t *kernel_to_json(const struct exp_kernel_info *k) {
     json_object_set_new(o, "dynamic_shared_bytes", json_integer(k->dynamic_shared_bytes));
     json_object_set_new(o, "local_bytes", json_integer(k->local_bytes));
   }
+  if (k->has_occupancy)
+    json_object_set_new(o, "occupancy", json_pack("{s:i,s:i,s:i,s:f}", "blocks_per_sm", k->blocks_per_sm,
+                                                  "warps_per_sm", k->warps_per_sm, "max_warps_per_sm",
+                                                  k->max_warps_per_sm, "fraction", k->occupancy));
+  if (k->has_work) {
+    json_t *w = json_pack("{s:f,s:f,s:s}", "bytes", k->work.bytes, "flops", k->work.flops, "counted",
+                          k->work.counted ? k->work.counted : "");
+    if (k->work.bytes > 0) /* arithmetic intensity: flops per byte counted */
+      json_object_set_new(w, "flops_per_byte", json_real(k->work.flops / k->work.bytes));
+    json_object_set_new(o, "work", w);
+  }
   return o;
+}
+
+/* How a pipeline run's passes moved the data (experiment.h's exp_pipeline_plan). */
+static json_t *plan_to_json(const struct exp_pipeline_plan *p) {
+  return json_pack("{s:I,s:i,s:i,s:s,s:b,s:b}", "chunk", (json_int_t)p->chunk, "chunks", p->chunks,
+                   "streams", p->streams, "order", p->depth_first ? "depth_first" : "breadth_first",
+                   "graph", p->graph, "best", p->best);
+}
+
+/* NVML's reason bits as names, lowest bit first. */
+static json_t *reasons_to_json(uint64_t reasons) {
+  json_t *a = json_array();
+  for (int b = 0; b < 64; b++) {
+    const char *name = reasons >> b & 1 ? exp_clock_reason_name(1ull << b) : NULL;
+    if (name) json_array_append_new(a, json_string(name));
+  }
+  return a;
+}
+
+static json_t *clocks_to_json(const struct exp_clocks *c) {
+  if (!c->valid) return json_null();
+  return json_pack("{s:i,s:i,s:i,s:f,s:o,s:b}", "sm_mhz_before", c->sm_mhz_before, "sm_mhz_after",
+                   c->sm_mhz_after, "temp_c", c->temp_c, "power_w", c->power_w, "reasons",
+                   reasons_to_json(c->reasons), "throttled", c->throttled);
+}
+
+/* The device ceiling a run's figure is compared with: its key in GET /device's
+ * "ceilings" and its value (0: none measured). */
+static const char *ceiling_of(const struct exp_spec *spec, const struct exp_run *r,
+                              const struct exp_ceilings *c, double *value) {
+  switch (spec->type) {
+  case EXP_TRANSPOSE:
+  case EXP_STENCIL: *value = c->copy_gbps; return "copy_gbps";
+  case EXP_GEMM:
+    if (r->variant == GEMM_TF32) {
+      *value = c->tf32_gflops;
+      return "tf32_gflops";
+    }
+    *value = c->sgemm_gflops;
+    return "sgemm_gflops";
+  case EXP_PIPELINE: *value = c->bidir_gbps; return "bidir_gbps";
+  default: *value = 0; return NULL;
+  }
 }
 
 /* The pipeline's last pass: one entry per op, as recorded (chunk by chunk). */
@@ -135,10 +201,12 @@ static json_t *timeline_to_json(const struct exp_run *r) {
   return a;
 }
 
-static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r) {
+static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r,
+                           const struct exp_ceilings *ceilings) {
   json_t *o = json_object();
   json_object_set_new(o, "variant", json_string(r->label));
-  if (spec->type == EXP_PIPELINE) json_object_set_new(o, "streams", json_integer(r->variant));
+  if (spec->type == EXP_PIPELINE) /* best runs: the stream count their plan chose */
+    json_object_set_new(o, "streams", json_integer(r->plan.streams > 0 ? r->plan.streams : r->variant));
   json_object_set_new(o, "available", json_boolean(r->available));
   if (!r->available) {
     json_object_set_new(o, "reason", json_string(r->reason));
@@ -151,12 +219,21 @@ static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r)
   json_object_set_new(o, "figure", r->figure > 0 ? json_real(r->figure) : json_null());
   json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
   json_object_set_new(o, "speedup", r->speedup > 0 ? json_real(r->speedup) : json_null());
+  json_object_set_new(o, "speedup_range", r->speedup_lo > 0 ? json_pack("[f,f]", r->speedup_lo, r->speedup_hi)
+                                                            : json_null());
+  double ceiling = 0;
+  const char *which = ceiling_of(spec, r, ceilings, &ceiling);
+  json_object_set_new(o, "ceiling", ceiling > 0 ? json_string(which) : json_null());
+  json_object_set_new(o, "percent_of_ceiling",
+                      ceiling > 0 && r->figure > 0 ? json_real(100.0 * r->figure / ceiling) : json_null());
+  json_object_set_new(o, "clocks", clocks_to_json(&r->clocks));
   json_object_set_new(o, "contended", json_boolean(r->contended));
   if (r->graph_us_per_launch > 0)
     json_object_set_new(o, "launch", json_pack("{s:f,s:f,s:f}", "stream_us", r->stream_us_per_launch,
                                                "graph_us", r->graph_us_per_launch, "saved_us",
                                                r->stream_us_per_launch - r->graph_us_per_launch));
   json_object_set_new(o, "kernel", kernel_to_json(&r->kernel));
+  if (spec->type == EXP_PIPELINE && r->plan.streams > 0) json_object_set_new(o, "plan", plan_to_json(&r->plan));
   if (spec->type == EXP_PIPELINE && r->n_timeline > 0) {
     json_object_set_new(o, "timeline", timeline_to_json(r));
     json_object_set_new(o, "timeline_chunks", json_integer(r->n_timeline / EXP_OP_COUNT));
@@ -172,10 +249,31 @@ json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result 
   json_object_set_new(o, "work", json_real(exp_spec_work(spec)));
   json_object_set_new(o, "work_unit", json_string(spec->type == EXP_GEMM ? "flop" : "bytes"));
   json_t *runs = json_array();
-  for (int i = 0; i < result->n_runs; i++) json_array_append_new(runs, run_to_json(spec, &result->runs[i]));
+  for (int i = 0; i < result->n_runs; i++)
+    json_array_append_new(runs, run_to_json(spec, &result->runs[i], &result->ceilings));
   json_object_set_new(o, "passed", json_boolean(exp_result_passed(result)));
   if (result->input_path[0]) json_object_set_new(o, "input_path", json_string(result->input_path));
   json_object_set_new(o, "runs", runs);
+  return o;
+}
+
+/* The measured ceilings (0: not measured, null), their method; null when none. */
+static json_t *ceilings_to_json(const struct backend_device_info *d) {
+  const struct exp_ceilings *c = &d->ceilings;
+  const struct { const char *key; double value; } all[] = {
+      {"copy_gbps", c->copy_gbps},   {"sgemm_gflops", c->sgemm_gflops}, {"tf32_gflops", c->tf32_gflops},
+      {"h2d_gbps", c->h2d_gbps},     {"d2h_gbps", c->d2h_gbps},         {"bidir_gbps", c->bidir_gbps}};
+  json_t *o = json_object();
+  bool any = false;
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    any = any || all[i].value > 0;
+    json_object_set_new(o, all[i].key, all[i].value > 0 ? json_real(all[i].value) : json_null());
+  }
+  if (!any) {
+    json_decref(o);
+    return json_null();
+  }
+  json_object_set_new(o, "method", json_string(d->ceilings_method));
   return o;
 }
 
@@ -201,6 +299,19 @@ json_t *api_device_to_json(const struct backend_device_info *d) {
     json_object_set_new(o, "cuda_runtime", json_string(v));
     snprintf(v, sizeof v, "%d.%d", d->driver_version / 1000, d->driver_version % 1000 / 10);
     json_object_set_new(o, "cuda_driver", json_string(v));
+  }
+  json_object_set_new(o, "ceilings", ceilings_to_json(d));
+  if (d->nvml) {
+    json_object_set_new(o, "nvml", json_string("available"));
+    json_object_set_new(o, "clocks", json_pack("{s:i,s:i,s:f,s:o,s:b}", "sm_mhz", d->sm_mhz_now, "temp_c",
+                                               d->temp_c, "power_w", d->power_w, "reasons",
+                                               reasons_to_json(d->clock_reasons), "throttled",
+                                               (d->clock_reasons & EXP_CLOCK_THROTTLED) != 0));
+  } else {
+    char why[160];
+    snprintf(why, sizeof why, "unavailable: %s", d->nvml_why[0] ? d->nvml_why : "unknown");
+    json_object_set_new(o, "nvml", json_string(why));
+    json_object_set_new(o, "clocks", json_null());
   }
   return o;
 }

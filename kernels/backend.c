@@ -64,6 +64,14 @@ void backend_device_info(struct backend *b, struct backend_device_info *info) {
   b->ops->device_info(b, info);
 }
 
+int backend_measure_ceilings(struct backend *b, char *why, size_t why_len) {
+  if (!b->ops->measure_ceilings) {
+    snprintf(why, why_len, "%s backend: no ceilings to measure", b->ops->name);
+    return BACKEND_EUNAVAIL;
+  }
+  return b->ops->measure_ceilings(b, why, why_len);
+}
+
 uint64_t backend_memory_limit(const struct backend *b) { return b->ops->memory_limit(b); }
 bool backend_healthy(const struct backend *b) { return b->ops->healthy(b); }
 

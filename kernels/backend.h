@@ -39,6 +39,16 @@ struct backend_device_info {
   int sm_clock_mhz, mem_clock_mhz, mem_bus_bits, l2_bytes;
   int runtime_version, driver_version; /* CUDA's encoding, e.g. 13000 */
   int cpu_cores;
+  /* Measured by backend_measure_ceilings (zeros before, with --no-ceilings, on the
+   * CPU); ceilings_method says how ("" when not measured). */
+  struct exp_ceilings ceilings;
+  char ceilings_method[384];
+  /* NVML, read now (at most ~20 ms old): nvml false without it, nvml_why says why. */
+  bool nvml;
+  char nvml_why[128];
+  int sm_mhz_now, temp_c;
+  double power_w;
+  uint64_t clock_reasons; /* EXP_CLOCK_* bits */
 };
 
 /* The phases of a job's device work, reported through hooks->phase so that the
@@ -101,6 +111,14 @@ void backend_connect(struct backend *const *devices, int n);
 const char *backend_name(const struct backend *b); /* "cuda" or "cpu" */
 int backend_lanes(const struct backend *b);
 void backend_device_info(struct backend *b, struct backend_device_info *info);
+/* Measures the device's ceilings (experiment.h: exp_ceilings) once, on the device
+ * alone: call it after backend_open, before any job runs (gpulabd does at start-up
+ * unless --no-ceilings). From then on backend_device_info and every job's result
+ * carry them. CUDA: about half a second. Returns 0 (why: one line of figures), or
+ * BACKEND_EUNAVAIL when the backend has none to measure (the CPU), or an error
+ * (the ceilings stay zero; a ceiling that alone failed, e.g. cuBLAS missing, stays
+ * zero and why says so). */
+int backend_measure_ceilings(struct backend *b, char *why, size_t why_len);
 /* Bytes one job may use at most; a spec needing more is refused before queueing. */
 uint64_t backend_memory_limit(const struct backend *b);
 /* False once the device hit an error it cannot recover from. */

@@ -23,6 +23,7 @@ struct backend_ops {
   void (*buffer_free)(struct backend *b, struct backend_buffer *buf);
   void (*fence_free)(struct backend *b, struct backend_fence *fence);
   void (*free)(struct backend *b);
+  int (*measure_ceilings)(struct backend *b, char *why, size_t why_len); /* NULL: none */
 };
 
 /* Both backends keep a buffer as one allocation of floats: device memory from the

@@ -58,9 +58,12 @@ int exp_variant_from_name(enum exp_type type, const char *name) {
   return -1;
 }
 
+/* Every type interleaves its variants across batches; the lecture's one-variant-
+ * after-another order for transpose and GEMM stays available as "order":
+ * "sequential". */
 enum exp_order exp_type_order(enum exp_type type) {
-  return type == EXP_STENCIL || type == EXP_PIPELINE ? EXP_ORDER_ALTERNATING
-                                                     : EXP_ORDER_SEQUENTIAL;
+  (void)type;
+  return EXP_ORDER_ALTERNATING;
 }
 
 void exp_spec_default(enum exp_type type, struct exp_spec *spec) {
@@ -70,6 +73,8 @@ void exp_spec_default(enum exp_type type, struct exp_spec *spec) {
   for (int i = 0; i < EXP_MAX_INPUTS; i++) spec->inputs[i] = (struct exp_input){EXP_INPUT_SEED, spec->seed};
   spec->n_variants = exp_variant_count(type);
   for (int i = 0; i < spec->n_variants; i++) spec->variants[i] = i;
+  spec->order = exp_type_order(type);
+  spec->stop = (struct exp_stop_params){0, 0.0, 10.0}; /* fixed batches; 10 s with max_noise */
   /* The lecture's timing: transpose and GEMM warm up 3 times and time 5 batches of
    * 20; stencil 20 and 5 x 100; the stream pipeline 5 warm-ups and 9 samples. */
   switch (type) {
@@ -138,17 +143,59 @@ void exp_timing_summarize(struct exp_timing *t) {
   t->stdev_ms = s.stdev;
 }
 
+const char *exp_timing_stop(const struct exp_spec *spec, struct exp_timing *t, double elapsed_s) {
+  struct stats_summary s;
+  int n = t->n_samples;
+  stats_summarize(t->samples_ms, n, &s);
+  t->relstdev = s.mean > 0 ? s.stdev / s.mean : 0;
+  const struct exp_stop_params *p = &spec->stop;
+  if (p->max_noise <= 0) return n >= spec->timing.batches ? "batches" : NULL;
+  int need = p->min_samples > 0 ? p->min_samples : spec->timing.batches;
+  if (n >= (need > 2 ? need : 2) && t->relstdev < p->max_noise) return "noise";
+  if (n >= EXP_MAX_BATCHES) return "max_batches";
+  if (p->max_time_s > 0 && elapsed_s >= p->max_time_s) return "time";
+  return NULL;
+}
+
+/* A timing's spread: its sample quartiles, or with few samples its extremes. */
+static void spread(const struct exp_timing *t, bool few, double *lo, double *hi) {
+  *lo = few ? t->min_ms : stats_quantile(t->samples_ms, t->n_samples, 0.25);
+  *hi = few ? t->max_ms : stats_quantile(t->samples_ms, t->n_samples, 0.75);
+}
+
 void exp_result_finish(const struct exp_spec *spec, struct exp_result *result) {
   double work = exp_spec_work(spec), base_ms = 0;
+  const struct exp_timing *base = NULL;
   for (int i = 0; i < result->n_runs; i++) {
     struct exp_run *run = &result->runs[i];
     run->figure = 0;
-    run->speedup = 0;
+    run->speedup = run->speedup_lo = run->speedup_hi = 0;
     if (!run->available || run->timing.n_samples == 0 || run->timing.median_ms <= 0) continue;
-    if (base_ms == 0) base_ms = run->timing.median_ms;
+    if (base_ms == 0) base_ms = run->timing.median_ms, base = &run->timing;
     run->speedup = base_ms / run->timing.median_ms;
+    /* Under 4 samples on either side, quartiles mean little: the extremes instead. */
+    bool few = base->n_samples < 4 || run->timing.n_samples < 4;
+    double b_lo, b_hi, r_lo, r_hi;
+    spread(base, few, &b_lo, &b_hi);
+    spread(&run->timing, few, &r_lo, &r_hi);
+    if (r_hi > 0 && r_lo > 0) run->speedup_lo = b_lo / r_hi, run->speedup_hi = b_hi / r_lo;
     /* work per ms / 1e6 = work per s / 1e9: GB/s or GFLOP/s */
     if (run->check.done && run->check.passed) run->figure = work / run->timing.median_ms / 1e6;
+  }
+}
+
+const char *exp_clock_reason_name(uint64_t bit) {
+  switch (bit) {
+  case EXP_CLOCK_GPU_IDLE: return "gpu_idle";
+  case EXP_CLOCK_APPLICATIONS_CLOCKS: return "applications_clocks_setting";
+  case EXP_CLOCK_SW_POWER_CAP: return "sw_power_cap";
+  case EXP_CLOCK_HW_SLOWDOWN: return "hw_slowdown";
+  case EXP_CLOCK_SYNC_BOOST: return "sync_boost";
+  case EXP_CLOCK_SW_THERMAL: return "sw_thermal_slowdown";
+  case EXP_CLOCK_HW_THERMAL: return "hw_thermal_slowdown";
+  case EXP_CLOCK_HW_POWER_BRAKE: return "hw_power_brake_slowdown";
+  case EXP_CLOCK_DISPLAY_CLOCKS: return "display_clock_setting";
+  default: return NULL;
   }
 }
 
@@ -284,4 +331,90 @@ int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *
   if (ok) return 0;
   *spec = before;
   return shape_mismatch(spec, slot, shape, NULL, msg, msg_len);
+}
+
+/* ---- work counts, run labels and the pipeline's plans ---- */
+
+void exp_spec_work_counts(const struct exp_spec *spec, struct exp_work *w) {
+  *w = (struct exp_work){0, 0, ""};
+  switch (spec->type) {
+  case EXP_TRANSPOSE:
+    w->bytes = 8.0 * spec->u.transpose.m * (double)spec->u.transpose.n;
+    w->counted = "bytes: each element read once and written once (4 + 4 bytes); no flops";
+    break;
+  case EXP_GEMM: {
+    double m = spec->u.gemm.m, n = spec->u.gemm.n, k = spec->u.gemm.k;
+    w->flops = 2.0 * m * n * k;
+    w->bytes = 4.0 * (m * k + k * n + m * n);
+    w->counted = "flops: one multiply and one add per term (2mnk); bytes: the minimum, A, B "
+                 "and C once each";
+    break;
+  }
+  case EXP_STENCIL:
+    w->bytes = 8.0 * spec->u.stencil.n;
+    w->flops = (2.0 * spec->u.stencil.radius + 1) * spec->u.stencil.n;
+    w->counted = "bytes: x read once and y written once (the minimum); flops: 2r+1 adds per "
+                 "output";
+    break;
+  case EXP_PIPELINE: {
+    double n = (double)spec->u.pipeline.chunk * spec->u.pipeline.chunks;
+    w->bytes = 8.0 * n;
+    w->flops = (double)spec->u.pipeline.terms * n;
+    w->counted = "bytes: uploaded and downloaded over the bus; flops: sin terms (terms per "
+                 "sample), not counted in the figure";
+    break;
+  }
+  default: break;
+  }
+}
+
+int exp_run_count(const struct exp_spec *spec) {
+  return spec->type == EXP_PIPELINE ? spec->u.pipeline.n_stream_counts : spec->n_variants;
+}
+
+void exp_run_label(const struct exp_spec *spec, int i, char *buf, size_t len) {
+  if (spec->type != EXP_PIPELINE) {
+    const char *name = exp_variant_name(spec->type, spec->variants[i]);
+    snprintf(buf, len, "%s", name ? name : "?");
+    return;
+  }
+  int entry = spec->u.pipeline.stream_counts[i];
+  if (entry == EXP_STREAMS_BEST) snprintf(buf, len, "best");
+  else if (entry == EXP_STREAMS_BEST_GRAPH) snprintf(buf, len, "best_graph");
+  else snprintf(buf, len, "streams=%d", entry);
+}
+
+/* best: chunks of about total / 24 (between 1 and 16 MiB, whole KiB), enough that
+ * filling and draining the pipeline costs little, big enough that each copy runs at
+ * the bus's speed; four streams, so that the upload of chunk c+3 never queues behind
+ * the download of chunk c on its stream. */
+static void best_plan(int64_t total, struct exp_pipeline_plan *p) {
+  int64_t bytes = total * (int64_t)sizeof(float), target = bytes / 24;
+  if (target < EXP_BEST_CHUNK_MIN_BYTES) target = EXP_BEST_CHUNK_MIN_BYTES;
+  if (target > EXP_BEST_CHUNK_MAX_BYTES) target = EXP_BEST_CHUNK_MAX_BYTES;
+  int64_t chunk = (target / (int64_t)sizeof(float) + 1023) / 1024 * 1024;
+  if (chunk > total) chunk = total;
+  p->chunk = chunk;
+  p->chunks = chunk > 0 ? (int)((total + chunk - 1) / chunk) : 0;
+  p->streams = p->chunks < EXP_BEST_STREAMS ? (p->chunks > 0 ? p->chunks : 1) : EXP_BEST_STREAMS;
+  p->depth_first = true;
+  p->best = true;
+}
+
+void exp_pipeline_plan(const struct exp_spec *spec, int entry, struct exp_pipeline_plan *p) {
+  memset(p, 0, sizeof *p);
+  p->total = (int64_t)spec->u.pipeline.chunk * spec->u.pipeline.chunks;
+  if (entry == EXP_STREAMS_BEST || entry == EXP_STREAMS_BEST_GRAPH) {
+    best_plan(p->total, p);
+    p->graph = entry == EXP_STREAMS_BEST_GRAPH;
+    return;
+  }
+  p->chunk = spec->u.pipeline.chunk;
+  p->chunks = spec->u.pipeline.chunks;
+  p->streams = entry;
+}
+
+int64_t exp_pipeline_chunk_len(const struct exp_pipeline_plan *p, int c) {
+  int64_t start = (int64_t)c * p->chunk, left = p->total - start;
+  return left < 0 ? 0 : left < p->chunk ? left : p->chunk;
 }

@@ -29,3 +29,15 @@ void stats_summarize(const double *x, int n, struct stats_summary *out) {
     out->stdev = sqrt(ss / (n - 1));
   }
 }
+
+double stats_quantile(const double *x, int n, double q) {
+  if (n <= 0) return 0;
+  if (n > STATS_MAX_N) n = STATS_MAX_N;
+  double sorted[STATS_MAX_N];
+  memcpy(sorted, x, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+  double pos = (q < 0 ? 0 : q > 1 ? 1 : q) * (n - 1);
+  int lo = (int)pos;
+  if (lo >= n - 1) return sorted[n - 1];
+  return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
+}

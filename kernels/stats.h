@@ -16,6 +16,10 @@ struct stats_summary {
  * zeros. x is not modified. Cannot fail. */
 void stats_summarize(const double *x, int n, struct stats_summary *out);
 
+/* The q-quantile (0 <= q <= 1) of x[0..n), n <= STATS_MAX_N, interpolated linearly
+ * between order statistics (numpy's default); 0 when n == 0. Cannot fail. */
+double stats_quantile(const double *x, int n, double q);
+
 #ifdef __cplusplus
 }
 #endif

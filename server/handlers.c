@@ -21,7 +21,7 @@
 
 enum route_id {
   ROUTE_INDEX, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
-  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI
+  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI, ROUTE_SWEEPS, ROUTE_SWEEP
 };
 
 struct route_match {
@@ -54,6 +54,7 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/jobs", ROUTE_JOBS, "GET, HEAD, POST"},
       {"/events", ROUTE_EVENTS, "GET"},        {"/buffers", ROUTE_BUFFERS, "GET, HEAD, POST"},
       {"/metrics", ROUTE_METRICS, "GET, HEAD"},  {"/openapi.json", ROUTE_OPENAPI, "GET, HEAD"},
+      {"/sweeps", ROUTE_SWEEPS, "GET, HEAD, POST"}, /* handlers_sweeps.c */
   };
   static const char *const experiment_patterns[EXP_TYPE_COUNT] = {"/transpose", "/gemm", "/stencil",
                                                                   "/pipeline"};
@@ -78,6 +79,10 @@ static bool match_route(const char *url, struct route_match *m) {
     m->id = ROUTE_STATIC;
     m->allow = "GET, HEAD";
     m->pattern = "/static/*";
+  } else if (match_id(url, "/sweeps/", "", m->id_text, sizeof m->id_text)) {
+    m->id = ROUTE_SWEEP;
+    m->allow = "GET, HEAD, DELETE";
+    m->pattern = "/sweeps/{id}";
   } else if (match_id(url, "/buffers/", "", m->id_text, sizeof m->id_text)) {
     m->id = ROUTE_BUFFER;
     m->allow = "GET, HEAD, DELETE";
@@ -101,7 +106,8 @@ static bool method_allowed(const char *method, const char *allow) {
 }
 
 static bool is_json_route(const struct route_match *m, const char *method) {
-  return strcmp(method, "POST") == 0 && (m->id == ROUTE_EXPERIMENT || m->id == ROUTE_JOBS);
+  return strcmp(method, "POST") == 0 &&
+         (m->id == ROUTE_EXPERIMENT || m->id == ROUTE_JOBS || m->id == ROUTE_SWEEPS);
 }
 
 static bool npy_content_type(const char *ct) {
@@ -203,7 +209,9 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
   return respond_json(r, final ? status_done : 202, job_json(&v, true));
 }
 
-enum MHD_Result handle_resumed(struct request *r) { return respond_job(r, r->job, 200); }
+enum MHD_Result handle_resumed(struct request *r) {
+  return r->sweep_id ? sweep_resumed(r) : respond_job(r, r->job, 200);
+}
 
 const char *request_client(struct request *r, char *buf, size_t len) {
   if (r->client[0]) {
@@ -225,7 +233,7 @@ const char *request_client(struct request *r, char *buf, size_t len) {
 /* The API error for an engine refusal. */
 /* The API error for an engine refusal. Input fields are params: under /jobs they
  * are named "params.<input>" like every other param there. */
-static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
+enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
                                        const struct engine_error *e, const char *params_prefix) {
   char named[64];
   const char *field = e->field[0] ? e->field : NULL;
@@ -256,7 +264,6 @@ static enum MHD_Result respond_refusal(struct request *r, const struct exp_spec 
   }
 }
 
-static double rate_take(struct http_server *srv, const struct auth_client *who);
 
 static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                                   const struct api_job_options *opts, const char *params_prefix) {
@@ -276,7 +283,7 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   request_client(r, req.client, sizeof req.client);
   req.admin = !r->srv->opts.auth || (r->who && r->who->admin);
   req.max_queued = r->who ? r->who->max_queued : 0;
-  double wait_for_rate = r->who ? rate_take(r->srv, r->who) : 0;
+  double wait_for_rate = r->who ? rate_take_n(r->srv, r->who, 1) : 0;
   if (wait_for_rate > 0) {
     r->retry_after_s = (int)wait_for_rate + 1;
     return respond_fail(r, 429, "rate_limited", NULL,
@@ -339,8 +346,9 @@ static struct job *find_visible_job(struct request *r, const char *id_text) {
 }
 
 /* A token bucket per client: rate jobs per second, bursts of up to 2 s worth.
- * Returns 0 when a submission may go now, else the seconds until it may. */
-static double rate_take(struct http_server *srv, const struct auth_client *who) {
+ * Returns 0 when n submissions may go now (taking them), else the seconds until
+ * they may. */
+double rate_take_n(struct http_server *srv, const struct auth_client *who, int n) {
   if (who->rate <= 0) return 0;
   double now = engine_now_mono(), wait = 0;
   pthread_mutex_lock(&srv->rates_lock);
@@ -355,10 +363,10 @@ static double rate_take(struct http_server *srv, const struct auth_client *who) 
     b->tokens += (now - b->at) * who->rate;
     if (b->tokens > 2 * who->rate) b->tokens = 2 * who->rate;
     b->at = now;
-    if (b->tokens >= 1)
-      b->tokens -= 1;
+    if (b->tokens >= n)
+      b->tokens -= n;
     else
-      wait = (1 - b->tokens) / who->rate;
+      wait = (n - b->tokens) / who->rate;
   }
   pthread_mutex_unlock(&srv->rates_lock);
   return wait;
@@ -548,12 +556,13 @@ static enum MHD_Result health(struct request *r) {
 static enum MHD_Result index_page(struct request *r) {
   return respond_json(
       r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
                 "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
                 "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
                 "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
                 "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health",
-                "GET /openapi.json"));
+                "GET /openapi.json", "POST /sweeps", "GET /sweeps", "GET /sweeps/{id}",
+                "DELETE /sweeps/{id}"));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {
@@ -592,6 +601,8 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   case ROUTE_EVENTS: return sse_respond(r, NULL);
   case ROUTE_BUFFERS: return post ? buffers_post(r) : buffers_list(r);
   case ROUTE_BUFFER: return buffer_route(r, m.id_text);
+  case ROUTE_SWEEPS: return post ? sweeps_post(r) : sweeps_index(r);
+  case ROUTE_SWEEP: return sweep_route(r, m.id_text);
   case ROUTE_EXPERIMENT: return post_experiment(r, m.exp_type);
   }
   return respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);

@@ -14,6 +14,7 @@
 #include "server/http_priv.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/sweeps.h"
 
 enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
                               uint64_t bytes) {
@@ -207,6 +208,11 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   }
   s->engine = engine;
   s->opts = *opts;
+  if (sweeps_new(SWEEPS_KEPT_DEFAULT, &s->sweeps)) {
+    snprintf(err, err_len, "out of memory");
+    free(s);
+    return -1;
+  }
   pthread_mutex_init(&s->rates_lock, NULL);
   s->started_mono = engine_now_mono();
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
@@ -214,6 +220,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   struct sockaddr_storage addr;
   if (parse_bind_address(opts->host, opts->port, &addr, &flags)) {
     snprintf(err, err_len, "--host %s is not a numeric IPv4 or IPv6 address", opts->host);
+    sweeps_free(s->sweeps);
     free(s);
     return -1;
   }
@@ -239,6 +246,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   if (!s->daemon) {
     snprintf(err, err_len, "cannot listen on %s:%d (in use, not an address of this machine%s)",
              opts->host, opts->port, flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
+    sweeps_free(s->sweeps);
     free(s);
     return -1;
   }
@@ -266,5 +274,6 @@ void http_server_drain(struct http_server *s, double timeout_s) {
 void http_server_stop(struct http_server *s) {
   if (!s) return;
   MHD_stop_daemon(s->daemon);
+  sweeps_free(s->sweeps);
   free(s);
 }

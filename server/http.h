@@ -20,6 +20,7 @@ struct http_options {
   const struct auth *auth; /* borrowed; NULL: no tokens, clients are addresses */
   const char *tls_cert_pem, *tls_key_pem; /* PEM text (borrowed), or NULL for HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
+  int max_queued;           /* --max-queued: a sweep checks it before submitting any job */
   struct store *store; /* borrowed; finished jobs older than memory are read here */
   const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/static.h) */

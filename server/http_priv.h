@@ -29,6 +29,7 @@ struct http_server {
   pthread_mutex_t rates_lock; /* guards rates */
   struct rate_bucket rates[HTTP_MAX_RATES];
   int n_rates;
+  struct sweeps *sweeps; /* POST /sweeps' table (server/sweeps.h) */
 };
 
 struct request {
@@ -58,6 +59,7 @@ struct request {
   struct job *job;
   struct engine_watch watch;
   bool suspended;
+  uint64_t sweep_id; /* non-zero: the request waits for this sweep (handlers_sweeps.c) */
 };
 
 /* Responses. Each queues exactly one response and returns MHD's result. json is
@@ -93,6 +95,19 @@ bool request_sees_all(const struct request *r);
 bool parse_id(const char *text, uint64_t *id); /* decimal, no sign, no leading zeros */
 int query_int(struct request *r, const char *name, long long lo, long long hi, long long def,
               long long *out, struct api_error *err);
+
+/* handlers.c, for the sweeps: takes n submissions from who's rate bucket (0) or
+ * says how many seconds until it may; the API error of an engine refusal. */
+double rate_take_n(struct http_server *srv, const struct auth_client *who, int n);
+enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
+                                const struct engine_error *e, const char *params_prefix);
+
+/* handlers_sweeps.c: POST and GET /sweeps, GET and DELETE /sweeps/{id}, and the
+ * answer of a POST that waited for its sweep. */
+enum MHD_Result sweeps_post(struct request *r);
+enum MHD_Result sweeps_index(struct request *r);
+enum MHD_Result sweep_route(struct request *r, const char *id_text);
+enum MHD_Result sweep_resumed(struct request *r);
 
 /* handlers_buffers.c */
 enum MHD_Result buffers_post(struct request *r);

@@ -151,6 +151,44 @@ static void put_histogram(struct text *t, const char *name, const char *labels,
       (unsigned long long)h->n);
 }
 
+/* NVML's readings per device (devices without NVML have no sample). */
+static void put_clock_gauges(struct text *t, struct engine *e) {
+  static const struct { const char *name, *help; } g[4] = {
+      {"gpulab_device_sm_clock_hertz", "SM clock now (NVML)."},
+      {"gpulab_device_temperature_celsius", "GPU temperature (NVML)."},
+      {"gpulab_device_power_watts", "Board power draw (NVML)."},
+      {"gpulab_device_clock_event_active", "1 while NVML reports this clock-event (throttle) reason."}};
+  int n = engine_device_count(e);
+  struct backend_device_info *info = calloc((size_t)n, sizeof *info);
+  if (!info) {
+    t->failed = true;
+    return;
+  }
+  for (int d = 0; d < n; d++) backend_device_info(engine_device(e, d), &info[d]);
+  for (int k = 0; k < 4; k++) {
+    put(t, "# HELP %s %s\n# TYPE %s gauge\n", g[k].name, g[k].help, g[k].name);
+    for (int d = 0; d < n; d++) {
+      if (!info[d].nvml) continue;
+      if (k == 0) put(t, "%s{device=\"%d\"} %.0f\n", g[k].name, d, info[d].sm_mhz_now * 1e6);
+      if (k == 1) put(t, "%s{device=\"%d\"} %d\n", g[k].name, d, info[d].temp_c);
+      if (k == 2) put(t, "%s{device=\"%d\"} %.3f\n", g[k].name, d, info[d].power_w);
+      for (int b = 0; k == 3 && b < 64; b++) {
+        const char *reason = exp_clock_reason_name(1ull << b);
+        if (reason)
+          put(t, "%s{device=\"%d\",reason=\"%s\"} %d\n", g[k].name, d, reason,
+              (int)(info[d].clock_reasons >> b & 1));
+      }
+    }
+  }
+  put(t, "# HELP gpulab_device_throttled 1 while a thermal, power-brake, hardware-slowdown or "
+         "sync-boost reason is active (NVML).\n# TYPE gpulab_device_throttled gauge\n");
+  for (int d = 0; d < n; d++)
+    if (info[d].nvml)
+      put(t, "gpulab_device_throttled{device=\"%d\"} %d\n", d,
+          (info[d].clock_reasons & EXP_CLOCK_THROTTLED) != 0);
+  free(info);
+}
+
 static void put_engine_gauges(struct text *t, struct engine *e) {
   struct engine_counts c;
   engine_counts(e, &c);
@@ -173,6 +211,7 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
          "# TYPE gpulab_device_healthy gauge\n");
   for (int d = 0; d < engine_device_count(e); d++)
     put(t, "gpulab_device_healthy{device=\"%d\"} %d\n", d, backend_healthy(engine_device(e, d)) ? 1 : 0);
+  put_clock_gauges(t, e);
 }
 
 char *metrics_render(struct metrics *m, struct engine *e, size_t *len) {

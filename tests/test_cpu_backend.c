@@ -163,12 +163,6 @@ static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   if (first_available(r) >= 0) CHECK(r->runs[first_available(r)].speedup == 1.0);
 }
 
-static int available_runs(const struct exp_result *r) {
-  int n = 0;
-  for (int i = 0; i < r->n_runs; i++) n += r->runs[i].available;
-  return n;
-}
-
 static void test_all_types(struct backend *b) {
   for (int type = 0; type < EXP_TYPE_COUNT; type++) {
     struct exp_spec s = small_spec(type);
@@ -178,18 +172,15 @@ static void test_all_types(struct backend *b) {
     CHECK_INT_EQ(run_traced(b, 1, &job, &t, &r), 0);
     check_result(&s, &r);
     check_output(b, &job, &r);
-    bool sequential = exp_type_order(s.type) == EXP_ORDER_SEQUENTIAL;
-    check_phases(&t, sequential ? available_runs(&r) : 1);
-    /* sequential: one window per run, the second contended; alternating: one */
-    for (int i = 0, w = 0; i < r.n_runs; i++) {
-      if (!r.runs[i].available) continue;
-      CHECK(r.runs[i].contended == (sequential && w == 1));
-      w++;
-    }
+    /* every type interleaves by default: one window, not contended (only a second
+     * window would be) */
+    CHECK_INT_EQ(s.order, EXP_ORDER_ALTERNATING);
+    check_phases(&t, 1);
+    for (int i = 0; i < r.n_runs; i++) CHECK(!r.runs[i].contended);
     if (type == EXP_PIPELINE) CHECK_STR_EQ(r.runs[2].label, "streams=5");
-    /* stencil alternates: batch 0 runs forward, batch 1 backward */
+    /* batch 0 runs forward, batch 1 backward (gemm's cublas is not available here) */
     int nv = exp_variant_count(s.type);
-    if (type == EXP_STENCIL) {
+    if (type == EXP_STENCIL || type == EXP_TRANSPOSE) {
       CHECK_INT_EQ(t.n, 3 * nv);
       for (int k = 0; k < nv; k++) {
         CHECK(t.run[k] == k && t.batch[k] == 0);
@@ -197,9 +188,14 @@ static void test_all_types(struct backend *b) {
       }
       CHECK(t.batch[2 * nv] == 2);
     }
-    if (type == EXP_TRANSPOSE) { /* sequential: all of run 0's batches first */
-      CHECK_INT_EQ(t.n, 3 * nv);
-      CHECK(t.run[2] == 0 && t.batch[2] == 2 && t.run[3] == 1 && t.batch[3] == 0);
+    for (int i = 0; i < r.n_runs; i++) {
+      const struct exp_timing *tm = &r.runs[i].timing;
+      if (!r.runs[i].available) continue;
+      CHECK_STR_EQ(tm->stopped_by, "batches"); /* the lecture's fixed count */
+      CHECK_INT_EQ(tm->batches, 3);
+      CHECK(r.runs[i].speedup_lo > 0 && r.runs[i].speedup_lo <= r.runs[i].speedup);
+      CHECK(r.runs[i].speedup_hi >= r.runs[i].speedup);
+      CHECK(!r.runs[i].clocks.valid); /* no NVML on the CPU */
     }
     release(b, &job);
   }
@@ -212,6 +208,88 @@ static void test_all_types(struct backend *b) {
   CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
   check_result(&s, &r);
   check_output(b, &job, &r);
+  release(b, &job);
+}
+
+/* "order": "sequential" keeps the lecture's per-variant windows: all of run 0's
+ * batches first, then run 1's; each run's contended is its own window's. */
+static void test_sequential_order(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_TRANSPOSE);
+  s.order = EXP_ORDER_SEQUENTIAL;
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  struct trace t = {.cancel_after = -1, .contended_mask = 2};
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), 0);
+  check_result(&s, &r);
+  int nv = exp_variant_count(s.type);
+  check_phases(&t, nv);
+  CHECK_INT_EQ(t.n, 3 * nv);
+  CHECK(t.run[2] == 0 && t.batch[2] == 2 && t.run[3] == 1 && t.batch[3] == 0);
+  for (int i = 0; i < r.n_runs; i++) CHECK(r.runs[i].contended == (i == 1));
+  release(b, &job);
+}
+
+/* The noise rule: max_noise > 0 keeps timing until the samples are quiet enough
+ * (at least min_samples), the run's max_time is spent, or EXP_MAX_BATCHES. */
+static void test_stopping_rules(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_STENCIL);
+  s.n_variants = 1;
+  s.timing = (struct exp_timing_params){1, 2, 1};
+  /* max_noise 1 (100%): quiet at once, but not before min_samples */
+  s.stop = (struct exp_stop_params){6, 1.0, 10.0};
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  char err[128];
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  CHECK_STR_EQ(r.runs[0].timing.stopped_by, "noise");
+  CHECK_INT_EQ(r.runs[0].timing.n_samples, 6);
+  CHECK_INT_EQ(r.runs[0].timing.batches, 6);
+  CHECK(r.runs[0].timing.relstdev < 1.0);
+  release(b, &job);
+  /* an unreachable noise level: the time limit stops it, well before 100 samples
+   * of about 100 ms each would */
+  exp_spec_default(EXP_TRANSPOSE, &s);
+  s.u.transpose.m = s.u.transpose.n = 256;
+  s.n_variants = 2;
+  s.variants[0] = TRANSPOSE_NAIVE, s.variants[1] = TRANSPOSE_COPY;
+  s.timing = (struct exp_timing_params){1, 2, 10000};
+  s.stop = (struct exp_stop_params){0, 1e-9, 0.3};
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  for (int i = 0; i < 2; i++) {
+    const struct exp_timing *t = &r.runs[i].timing;
+    CHECK_STR_EQ(t->stopped_by, "time");
+    CHECK(t->n_samples >= 1 && t->n_samples < EXP_MAX_BATCHES);
+    CHECK(r.runs[i].check.passed);
+  }
+  release(b, &job);
+  /* tiny calls: 100 samples come before the time limit */
+  s = small_spec(EXP_TRANSPOSE);
+  s.n_variants = 1;
+  s.timing = (struct exp_timing_params){0, 1, 1};
+  s.stop = (struct exp_stop_params){0, 1e-12, 600};
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  CHECK_STR_EQ(r.runs[0].timing.stopped_by, "max_batches");
+  CHECK_INT_EQ(r.runs[0].timing.n_samples, EXP_MAX_BATCHES);
+  release(b, &job);
+}
+
+/* speedup_range brackets the speedup; the first run's straddles 1. cold is
+ * accepted and said to be not applicable. */
+static void test_speedup_range_and_cold(struct backend *b) {
+  struct exp_spec s = small_spec(EXP_TRANSPOSE);
+  s.n_variants = 2;
+  s.variants[0] = TRANSPOSE_NAIVE, s.variants[1] = TRANSPOSE_NAIVE + 1;
+  s.timing = (struct exp_timing_params){1, 6, 2};
+  s.cold = true;
+  struct backend_job job = {.spec = &s};
+  struct exp_result r;
+  char err[128];
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  const struct exp_run *first = &r.runs[0], *second = &r.runs[1];
+  CHECK(first->speedup == 1.0 && first->speedup_lo <= 1.0 && first->speedup_hi >= 1.0);
+  CHECK(second->speedup_lo <= second->speedup && second->speedup <= second->speedup_hi);
+  CHECK(strstr(first->timing.method, "cold: not applicable on the CPU backend") != NULL);
+  CHECK(!first->timing.cold); /* no launch was timed after a flush */
   release(b, &job);
 }
 
@@ -291,7 +369,7 @@ static void test_chain(struct backend *b) {
   CHECK_INT_EQ(run_traced(b, 1, &j2, &t2, &r2), 0);
   check_result(&s2, &r2);
   check_output(b, &j2, &r2);
-  check_phases(&t2, exp_variant_count(EXP_TRANSPOSE));
+  check_phases(&t2, 1); /* interleaved: one window for all variants */
   size_t len = (size_t)s1.u.transpose.m * s1.u.transpose.n;
   float *back = malloc(len * sizeof *back), *a = malloc(len * sizeof *a);
   CHECK(back && a);
@@ -403,6 +481,7 @@ static void test_cublas_only(struct backend *b) {
 
 static void test_cancel_and_invalid(struct backend *b) {
   struct exp_spec s = small_spec(EXP_GEMM);
+  s.n_variants = 1; /* naive alone: its warm-up, then its batches */
   struct backend_job job = {.spec = &s};
   struct exp_result r;
   struct trace t = {.cancel_after = 2};
@@ -497,6 +576,9 @@ int main(void) {
   CHECK_INT_EQ(backend_memory_limit(b), info.mem_total_bytes / 4);
   test_all_types(b);
   test_contended_and_copy_first(b);
+  test_sequential_order(b);
+  test_stopping_rules(b);
+  test_speedup_range_and_cold(b);
   test_graph(b);
   test_buffers(b);
   test_chain(b);

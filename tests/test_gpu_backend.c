@@ -4,6 +4,7 @@
  * given as buffers, a chain of two jobs through an output and its fence, exclusive
  * windows, concurrent buffer calls, out of memory. Exits 77 where no CUDA device
  * answers. Timing is kept minimal (1 warm-up, 2 batches of 2) so it runs in seconds. */
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -146,7 +147,7 @@ static int windows_of(const struct exp_spec *s, const struct exp_result *res) {
   int available = 0;
   for (int i = 0; i < res->n_runs; i++) available += res->runs[i].available;
   if (available == 0) return 0;
-  return exp_type_order(s->type) == EXP_ORDER_ALTERNATING ? 1 : available;
+  return s->order == EXP_ORDER_ALTERNATING ? 1 : available;
 }
 
 static int run_traced(int lane, struct backend_job *job, struct trace *t,
@@ -404,6 +405,113 @@ static void test_kernel_info(void) {
          k->dynamic_shared_bytes);
 }
 
+/* Every CUDA kernel's run carries its theoretical occupancy (cuBLAS's does not),
+ * and every run the work its figure counts. */
+static void test_occupancy_and_work(void) {
+  static struct exp_result res;
+  struct backend_device_info info;
+  backend_device_info(be, &info);
+  struct exp_spec specs[] = {transpose_spec(100, 70), gemm_spec(300, 200, 100), stencil_spec(1000, 32),
+                             pipeline_spec(1000, 3, 16)};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    run_ok_on(0, &specs[i], &res);
+    struct exp_work want;
+    exp_spec_work_counts(&specs[i], &want);
+    for (int r = 0; r < res.n_runs; r++) {
+      const struct exp_kernel_info *k = &res.runs[r].kernel;
+      CHECK(k->has_work);
+      CHECK_NEAR(k->work.bytes, want.bytes, 0.5);
+      CHECK_NEAR(k->work.flops, want.flops, 0.5);
+      if (specs[i].type == EXP_GEMM && res.runs[r].variant == GEMM_CUBLAS) {
+        CHECK(!k->has_occupancy);
+        continue;
+      }
+      int threads = k->block[0] * k->block[1] * k->block[2];
+      printf("%-9s %-10s occupancy: %d blocks/SM, %d of %d warps (%.2f)\n", exp_type_name(specs[i].type),
+             res.runs[r].label, k->blocks_per_sm, k->warps_per_sm, k->max_warps_per_sm, k->occupancy);
+      CHECK(k->has_occupancy);
+      CHECK(k->blocks_per_sm >= 1);
+      CHECK_INT_EQ(k->warps_per_sm, k->blocks_per_sm * ((threads + 31) / 32));
+      CHECK(k->max_warps_per_sm >= 32 && k->warps_per_sm <= k->max_warps_per_sm);
+      CHECK_NEAR(k->occupancy, (double)k->warps_per_sm / k->max_warps_per_sm, 1e-9);
+    }
+  }
+  /* transpose: 8mn bytes, no flops; gemm 2mnk flops over the minimal bytes */
+  CHECK_NEAR(res.runs[0].kernel.work.bytes, 8.0 * 1000 * 3, 0.5);
+  struct exp_work w;
+  exp_spec_work_counts(&specs[0], &w);
+  CHECK(w.bytes == 8.0 * 100 * 70 && w.flops == 0);
+  exp_spec_work_counts(&specs[1], &w);
+  CHECK(w.flops == 2.0 * 300 * 200 * 100 && w.bytes == 4.0 * (300 * 100 + 100 * 200 + 300 * 200));
+  exp_spec_work_counts(&specs[2], &w);
+  CHECK(w.bytes == 8.0 * 1000 && w.flops == 65.0 * 1000);
+}
+
+/* spec's stream counts replaced by the listed entries (counts or EXP_STREAMS_BEST*). */
+static struct exp_spec streams(struct exp_spec s, int n, const int *entries) {
+  s.u.pipeline.n_stream_counts = n;
+  for (int i = 0; i < n; i++) s.u.pipeline.stream_counts[i] = entries[i];
+  return s;
+}
+
+/* The pipeline's best runs: the plan chosen from the size (depth first, whole input
+ * covered, a short last chunk), checked like the others, and as one CUDA Graph;
+ * also in graph mode and beside the lecture's runs. */
+static void test_pipeline_best(void) {
+  static struct exp_result res;
+  static const int best[] = {1, EXP_STREAMS_BEST, EXP_STREAMS_BEST_GRAPH};
+  struct exp_spec sizes[] = {pipeline_spec(1000, 3, 16), pipeline_spec(333333, 5, 8),
+                             pipeline_spec(1 << 18, 3, 16)};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    struct exp_spec s = streams(sizes[i], 3, best);
+    run_ok_on(0, &s, &res);
+    const struct exp_pipeline_plan *p = &res.runs[1].plan;
+    int64_t total = (int64_t)s.u.pipeline.chunk * s.u.pipeline.chunks;
+    CHECK(p->best && p->depth_first && !p->graph);
+    CHECK(p->chunk * p->chunks >= total && p->chunk * (p->chunks - 1) < total);
+    CHECK(p->streams >= 1 && p->streams <= EXP_BEST_STREAMS);
+    CHECK(res.runs[2].plan.graph && res.runs[2].plan.chunks == p->chunks);
+    CHECK(strstr(res.runs[2].timing.method, "Graph") != NULL);
+    CHECK_STR_EQ(res.runs[1].label, "best");
+    CHECK_STR_EQ(res.runs[2].label, "best_graph");
+    CHECK(res.runs[1].n_timeline > 0 && res.runs[2].n_timeline == 0);
+    CHECK(res.runs[1].kernel.has_occupancy);
+  }
+  struct exp_spec g = streams(pipeline_spec(1 << 16, 3, 16), 3, best);
+  g.graph = true;
+  g.timing = (struct exp_timing_params){2, 3, 2};
+  run_ok(g);
+}
+
+/* The pipeline at chunk 2^22 x 12 (192 MiB each way): the lecture's 1 and 3 streams,
+ * best and best as a graph, in GB/s moved (both directions counted), beside the
+ * pinned-copy ceilings when they can be measured. 8 terms: the copies dominate. */
+static void bench_pipeline_best(void) {
+  static struct exp_result res;
+  static const int runs[] = {1, 3, EXP_STREAMS_BEST, EXP_STREAMS_BEST_GRAPH};
+  struct exp_spec s = streams(pipeline_spec(1 << 22, 12, 8), 4, runs);
+  s.timing = (struct exp_timing_params){2, 7, 1};
+  run_ok_on(0, &s, &res);
+  printf("pipeline 2^22 x 12, 8 terms (GB/s = bytes up + down / time):\n");
+  for (int r = 0; r < res.n_runs; r++) {
+    const struct exp_run *run = &res.runs[r];
+    printf("  %-10s %2d streams %3d chunks of %6.2f MiB  median %8.3f ms  %7.1f GB/s  (%.1f GB/s "
+           "each way)\n", run->label, run->plan.streams, run->plan.chunks,
+           run->plan.chunk * 4.0 / 1048576.0, run->timing.median_ms, run->figure, run->figure / 2);
+  }
+  fflush(stdout);
+  char why[256] = "";
+  if (backend_measure_ceilings(be, why, sizeof why) == 0) {
+    struct backend_device_info info;
+    backend_device_info(be, &info);
+    printf("  pinned ceilings: h2d %.1f GB/s, d2h %.1f GB/s, both at once %.1f GB/s: best at %.0f%% "
+           "of both at once\n", info.ceilings.h2d_gbps, info.ceilings.d2h_gbps, info.ceilings.bidir_gbps,
+           info.ceilings.bidir_gbps > 0 ? 100 * res.runs[2].figure / info.ceilings.bidir_gbps : 0);
+  } else {
+    printf("  pinned ceilings not measured: %s\n", why);
+  }
+}
+
 /* Variants named in another order, and one twice, still run and pass; the output
  * is the first run's (copy: A's shape and values). */
 static void test_variant_order(void) {
@@ -418,6 +526,7 @@ static void test_variant_order(void) {
   s.n_variants = 2;
   s.variants[0] = TRANSPOSE_COPY;
   s.variants[1] = TRANSPOSE_NAIVE;
+  s.order = EXP_ORDER_SEQUENTIAL; /* the lecture's: one window per variant */
   struct backend_job job = {.spec = &s};
   run_job_ok(0, &job, &res, true);
   float h[65 * 31];
@@ -425,6 +534,112 @@ static void test_variant_order(void) {
   CHECK_INT_EQ(backend_buffer_download(be, job.output, job.done, h, err, sizeof err), 0);
   for (int i = 0; i < 65 * 31; i++) CHECK(h[i] == gen_uniform(s.inputs[0].value, GEN_A, (uint64_t)i));
   job_drop(&job);
+}
+
+/* ---- timing you can trust ---- */
+
+/* The ceilings, measured once (and timed), then carried by every result. */
+static void test_ceilings(void) {
+  static struct exp_result res;
+  char why[512] = "";
+  double t0 = now_s();
+  int rc = backend_measure_ceilings(be, why, sizeof why);
+  printf("ceilings in %.3f s: %s\n", now_s() - t0, why);
+  CHECK_INT_EQ(rc, 0);
+  struct backend_device_info info;
+  backend_device_info(be, &info);
+  const struct exp_ceilings *c = &info.ceilings;
+  CHECK(c->copy_gbps > 50 && c->h2d_gbps > 1 && c->d2h_gbps > 1 && c->bidir_gbps > 1);
+  CHECK(c->sgemm_gflops > 100 && c->tf32_gflops > c->sgemm_gflops); /* cuBLAS travels with CUDA */
+  CHECK(strstr(info.ceilings_method, "median") != NULL);
+  struct exp_spec s = gemm_spec(256, 256, 256);
+  run_ok_on(0, &s, &res);
+  CHECK(res.ceilings.sgemm_gflops == c->sgemm_gflops && res.ceilings.copy_gbps == c->copy_gbps);
+}
+
+/* cold: every launch after an L2 flush, timed alone; hot and cold side by side on
+ * a matrix that fits in the L2 (4096^2 floats: 64 MiB in, 64 MiB out). */
+static void test_cold(bool small) {
+  static struct exp_result hot, cold;
+  int dim = small ? 1024 : 4096;
+  struct exp_spec s = transpose_spec(dim, dim);
+  s.timing = (struct exp_timing_params){2, 5, 10};
+  run_ok_on(0, &s, &hot);
+  s.cold = true;
+  run_ok_on(0, &s, &cold);
+  for (int r = 0; r < cold.n_runs; r++) {
+    CHECK(cold.runs[r].timing.cold && !hot.runs[r].timing.cold);
+    CHECK(strstr(cold.runs[r].timing.method, "cold") != NULL);
+    printf("transpose %dx%d %-9s hot %8.4f ms %7.0f GB/s   cold %8.4f ms %7.0f GB/s\n", dim, dim,
+           cold.runs[r].label, hot.runs[r].timing.median_ms, hot.runs[r].figure,
+           cold.runs[r].timing.median_ms, cold.runs[r].figure);
+  }
+  struct exp_spec g = gemm_spec(129, 65, 33); /* cuBLAS too */
+  g.cold = true;
+  run_ok_on(1, &g, &cold);
+  g.graph = true; /* a graph replays its launches hot: refused */
+  struct backend_job job = {.spec = &g};
+  char err[256] = "";
+  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &cold, err, sizeof err), BACKEND_EINVAL);
+  CHECK(strstr(err, "cold") != NULL);
+}
+
+/* The noise rule: stops on noise when the samples are quiet, on time when they
+ * never are; the fixed batches otherwise. */
+static void test_noise_stop(void) {
+  static struct exp_result res;
+  struct exp_spec s = stencil_spec(1 << 20, 4);
+  s.timing = (struct exp_timing_params){5, 5, 20};
+  s.stop = (struct exp_stop_params){4, 0.5, 10};
+  struct backend_job job = {.spec = &s};
+  char err[256] = "";
+  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &res, err, sizeof err), 0);
+  job_drop(&job);
+  for (int r = 0; r < res.n_runs; r++) {
+    const struct exp_timing *t = &res.runs[r].timing;
+    printf("stencil %-7s stopped by %s after %d samples, relstdev %.4f\n", res.runs[r].label,
+           t->stopped_by, t->n_samples, t->relstdev);
+    CHECK_STR_EQ(t->stopped_by, "noise");
+    CHECK(t->n_samples >= 4 && t->relstdev < 0.5 && res.runs[r].check.passed);
+    CHECK(res.runs[r].speedup_lo > 0 && res.runs[r].speedup_lo <= res.runs[r].speedup_hi);
+  }
+  s.stop = (struct exp_stop_params){0, 1e-12, 0.2};
+  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &res, err, sizeof err), 0);
+  job_drop(&job);
+  for (int r = 0; r < res.n_runs; r++) {
+    const struct exp_timing *t = &res.runs[r].timing;
+    printf("stencil %-7s stopped by %s after %d samples\n", res.runs[r].label, t->stopped_by, t->n_samples);
+    CHECK(strcmp(t->stopped_by, "time") == 0 || strcmp(t->stopped_by, "max_batches") == 0);
+    CHECK(res.runs[r].check.passed);
+  }
+}
+
+/* NVML: where libnvidia-ml.so.1 is installed, the device reads its clocks and every
+ * run carries them (before and after its window). */
+static void test_nvml(void) {
+  static struct exp_result res;
+  struct backend_device_info info;
+  backend_device_info(be, &info);
+  void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  printf("nvml: %s%s; SM %d MHz, %d C, %.1f W, reasons 0x%llx\n", info.nvml ? "available" : "unavailable: ",
+         info.nvml_why, info.sm_mhz_now, info.temp_c, info.power_w, (unsigned long long)info.clock_reasons);
+  if (!lib) {
+    CHECK(!info.nvml && info.nvml_why[0]);
+    return;
+  }
+  dlclose(lib);
+  CHECK(info.nvml && info.sm_mhz_now > 0);
+  struct exp_spec s = gemm_spec(1024, 1024, 1024);
+  run_ok_on(0, &s, &res);
+  for (int r = 0; r < res.n_runs; r++) {
+    const struct exp_clocks *c = &res.runs[r].clocks;
+    printf("gemm %-7s SM %d -> %d MHz, %d C, %.1f W, reasons 0x%llx%s\n", res.runs[r].label,
+           c->sm_mhz_before, c->sm_mhz_after, c->temp_c, c->power_w, (unsigned long long)c->reasons,
+           c->throttled ? " THROTTLED" : "");
+    CHECK(c->valid && c->sm_mhz_before > 0 && c->sm_mhz_after > 0);
+    CHECK(!(c->reasons & EXP_CLOCK_GPU_IDLE));
+    CHECK(c->throttled == ((c->reasons & EXP_CLOCK_THROTTLED) != 0));
+  }
 }
 
 struct lane_job {
@@ -486,7 +701,7 @@ static void test_hooks(void) {
   trace_init(&t);
   t.contended = true;
   CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), 0);
-  check_phases(&t, exp_variant_count(EXP_TRANSPOSE));
+  check_phases(&t, 1); /* interleaved: one window around all variants */
   for (int r = 0; r < res.n_runs; r++) CHECK(res.runs[r].contended);
   job_drop(&job);
 
@@ -707,8 +922,8 @@ static void test_chain(void) {
          (c.returned1_at - c.issued2_at) * 1e3);
   expect_passed(&c.s1, &c.r1);
   expect_passed(&c.s2, &c.r2);
-  check_phases(&c.t1, exp_variant_count(EXP_TRANSPOSE));
-  check_phases(&c.t2, exp_variant_count(EXP_TRANSPOSE));
+  check_phases(&c.t1, windows_of(&c.s1, &c.r1));
+  check_phases(&c.t2, windows_of(&c.s2, &c.r2));
 
   size_t count = (size_t)m * n;
   float *h = malloc(count * sizeof *h);
@@ -812,9 +1027,16 @@ int main(int argc, char **argv) {
   }
   printf("%s\n", why);
   test_device();
+  test_ceilings();
+  test_nvml();
+  test_cold(small);
+  test_noise_stop();
   test_odd_sizes();
   test_best_odd_sizes();
   test_kernel_info();
+  test_occupancy_and_work();
+  test_pipeline_best();
+  if (!small) bench_pipeline_best();
   test_variant_order();
   test_hooks();
   test_graph();

@@ -44,6 +44,17 @@ static void test_device(void) {
   CHECK(JINT(r.json, "job_memory_limit_bytes") > 0);
   CHECK_INT_EQ(JINT(r.json, "streams"), 2);
   CHECK(JBOOL(r.json, "healthy"));
+  /* measured at start-up: every ceiling, and NVML's status (clocks where it works) */
+  static const char *const ceilings[] = {"copy_gbps", "sgemm_gflops", "tf32_gflops", "h2d_gbps",
+                                         "d2h_gbps", "bidir_gbps"};
+  for (size_t i = 0; i < sizeof ceilings / sizeof ceilings[0]; i++) {
+    char key[48];
+    snprintf(key, sizeof key, "ceilings.%s", ceilings[i]);
+    CHECK(JNUM(r.json, key) > 0);
+  }
+  const char *nvml = JSTR(r.json, "nvml");
+  CHECK(strcmp(nvml, "available") == 0 ? JINT(r.json, "clocks.sm_mhz") > 0
+                                       : strncmp(nvml, "unavailable: ", 13) == 0);
   http_reply_free(&r);
 }
 
@@ -63,8 +74,16 @@ static void run_all(const char *type, const char *body, const char *const *varia
       CHECK_FAIL_("%s %s is unavailable on the GPU: %s", type, variants[i], JSTR(run, "reason"));
     bool library = strcmp(variants[i], "cublas") == 0;
     CHECK_RUN(run, unit, i == 0, !library);
-    fprintf(stderr, "  %s %s %s: %.3f ms, %.1f %s\n", type, body, variants[i],
-            JNUM(run, "timing.median_ms"), JNUM(run, "figure"), unit);
+    /* the figure against the matching ceiling, the speedup's spread, the rule */
+    const char *ceiling = JSTR(run, "ceiling");
+    CHECK(strcmp(ceiling, strcmp(type, "gemm") ? (strcmp(type, "pipeline") ? "copy_gbps" : "bidir_gbps")
+                                               : (strcmp(variants[i], "tf32") ? "sgemm_gflops" : "tf32_gflops")) == 0);
+    CHECK(JNUM(run, "percent_of_ceiling") > 0);
+    CHECK_INT_EQ(json_array_size(json_at(run, "speedup_range")), 2);
+    CHECK_STR_EQ(JSTR(run, "timing.stopped_by"), "batches");
+    fprintf(stderr, "  %s %s %s: %.3f ms, %.1f %s, %.1f%% of %s\n", type, body, variants[i],
+            JNUM(run, "timing.median_ms"), JNUM(run, "figure"), unit, JNUM(run, "percent_of_ceiling"),
+            ceiling);
   }
   json_decref(job);
 }

@@ -1277,7 +1277,8 @@ static const char *next_state(struct sse_stream *s, long long job, bool with_id)
 }
 
 /* Reads a job's events after its opening: running, progress (runs x batches, in
- * order), done, with increasing ids; then the stream ends. */
+ * the interleaved order: batch b over the runs, forwards when b is even, backwards
+ * when odd), done, with increasing ids; then the stream ends. */
 static void read_job_run(struct sse_stream *s, long long job, int runs, int batches) {
   long long last_id = 0;
   int progress = 0;
@@ -1293,7 +1294,9 @@ static void read_job_run(struct sse_stream *s, long long job, int runs, int batc
     CHECK(is_rfc3339_utc(JSTR(e.json, "time")));
     if (strcmp(e.event, "progress") == 0) {
       CHECK(running);
-      CHECK_INT_EQ(JINT(e.json, "run") * batches + JINT(e.json, "batch"), progress);
+      int b = progress / runs, k = progress % runs;
+      CHECK_INT_EQ(JINT(e.json, "batch"), b);
+      CHECK_INT_EQ(JINT(e.json, "run"), b % 2 == 0 ? k : runs - 1 - k);
       CHECK(JNUM(e.json, "sample_ms") >= 0);
       progress++;
     } else {

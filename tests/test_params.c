@@ -1,4 +1,5 @@
 /* The JSON contract: defaults, every field's type and range, errors that name the field. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/encode.h"
@@ -168,6 +169,55 @@ static void test_inputs_and_options(void) {
   CHECK_STR_EQ(err.field, "params.priority");
 }
 
+/* The timing trust params: cold, order, the noise rule; their ranges and errors. */
+static void test_trust_params(void) {
+  struct exp_spec spec;
+  struct api_error err;
+  CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, "{}", 2, &spec, &opts, &err), 0);
+  CHECK(!spec.cold);
+  CHECK_INT_EQ(spec.order, EXP_ORDER_ALTERNATING); /* every type interleaves by default */
+  CHECK_INT_EQ(spec.stop.min_samples, 0);          /* = batches */
+  CHECK(spec.stop.max_noise == 0 && spec.stop.max_time_s == 10);
+  const char *body = "{\"cold\":true,\"order\":\"sequential\",\"min_samples\":7,"
+                     "\"max_noise\":0.02,\"max_time\":2.5}";
+  CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK(spec.cold);
+  CHECK_INT_EQ(spec.order, EXP_ORDER_SEQUENTIAL);
+  CHECK_INT_EQ(spec.stop.min_samples, 7);
+  CHECK_NEAR(spec.stop.max_noise, 0.02, 0);
+  CHECK_NEAR(spec.stop.max_time_s, 2.5, 0);
+  body = "{\"max_noise\":1,\"max_time\":600,\"order\":\"interleaved\",\"cold\":false}";
+  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.order, EXP_ORDER_ALTERNATING);
+  json_t *j = api_spec_to_json(&spec); /* effective values, min_samples = batches */
+  CHECK_INT_EQ(json_integer_value(json_object_get(j, "min_samples")), 9);
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "order")), "interleaved");
+  CHECK(json_object_get(j, "cold") == NULL); /* not a pipeline param */
+  json_decref(j);
+  expect_error(EXP_TRANSPOSE, "{\"cold\":1}", 400, "wrong_type", "cold");
+  expect_error(EXP_PIPELINE, "{\"cold\":true}", 400, "out_of_range", "cold");
+  expect_error(EXP_TRANSPOSE, "{\"graph\":true,\"cold\":true}", 400, "out_of_range", "cold");
+  expect_error(EXP_TRANSPOSE, "{\"order\":\"random\"}", 400, "out_of_range", "order");
+  expect_error(EXP_TRANSPOSE, "{\"order\":1}", 400, "wrong_type", "order");
+  expect_error(EXP_STENCIL, "{\"min_samples\":0}", 400, "out_of_range", "min_samples");
+  expect_error(EXP_STENCIL, "{\"min_samples\":101}", 400, "out_of_range", "min_samples");
+  expect_error(EXP_STENCIL, "{\"min_samples\":2.5}", 400, "wrong_type", "min_samples");
+  expect_error(EXP_STENCIL, "{\"max_noise\":-0.1}", 400, "out_of_range", "max_noise");
+  expect_error(EXP_STENCIL, "{\"max_noise\":1.5}", 400, "out_of_range", "max_noise");
+  expect_error(EXP_STENCIL, "{\"max_noise\":\"2%\"}", 400, "wrong_type", "max_noise");
+  expect_error(EXP_STENCIL, "{\"max_time\":0}", 400, "out_of_range", "max_time");
+  expect_error(EXP_STENCIL, "{\"max_time\":601}", 400, "out_of_range", "max_time");
+  expect_error(EXP_STENCIL, "{\"max_time\":null}", 400, "wrong_type", "max_time");
+  struct api_error e = parse_fail(EXP_STENCIL, "{\"max_noise\":2}");
+  CHECK(strstr(e.message, "between 0 and 1") != NULL);
+  e = parse_fail(EXP_GEMM, "{\"bogus\":1}"); /* the accepted list names them */
+  CHECK(strstr(e.message, "cold, order, min_samples, max_noise, max_time") != NULL);
+  struct api_job_request req;
+  body = "{\"type\":\"gemm\",\"params\":{\"cold\":true,\"graph\":true}}";
+  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -1);
+  CHECK_STR_EQ(err.field, "params.cold");
+}
+
 static void expect_job_error(const char *body, const char *code, const char *field) {
   struct api_job_request req;
   struct api_error err;
@@ -230,14 +280,136 @@ static void test_encode(void) {
   CHECK_STR_EQ(buf, "2025-11-29T15:04:05.250Z");
 }
 
+/* A run's ceiling and percentage, speedup range, clocks and stopping rule as JSON;
+ * a device's ceilings and NVML status. */
+static void test_encode_trust(void) {
+  struct exp_spec spec;
+  exp_spec_default(EXP_GEMM, &spec);
+  struct exp_result *r = calloc(1, sizeof *r);
+  CHECK(r != NULL);
+  r->n_runs = 2;
+  r->ceilings = (struct exp_ceilings){.copy_gbps = 4000, .sgemm_gflops = 50000, .tf32_gflops = 400000};
+  int variants[2] = {GEMM_CUBLAS, GEMM_TF32};
+  for (int i = 0; i < 2; i++) {
+    struct exp_run *run = &r->runs[i];
+    run->variant = variants[i];
+    run->available = true;
+    run->check.done = run->check.passed = true;
+    run->timing.n_samples = 4;
+    for (int k = 0; k < 4; k++) run->timing.samples_ms[k] = (i ? 1.0 : 10.0) + k * 0.1 * (i ? 0.1 : 1);
+    exp_timing_summarize(&run->timing);
+    run->timing.stopped_by = exp_timing_stop(&spec, &run->timing, 0.1); /* 4 of 5 batches: NULL */
+  }
+  r->runs[1].clocks = (struct exp_clocks){true, 1980, 1755, 71, 650.5,
+                                          EXP_CLOCK_SW_POWER_CAP | EXP_CLOCK_HW_THERMAL, true};
+  exp_result_finish(&spec, r);
+  CHECK(r->runs[0].speedup_lo < 1 && r->runs[0].speedup_hi > 1); /* a run against itself */
+  CHECK(r->runs[1].speedup_lo > 1 && r->runs[1].speedup_lo <= r->runs[1].speedup);
+  CHECK(r->runs[1].speedup_hi >= r->runs[1].speedup);
+  json_t *j = api_result_to_json(&spec, r);
+  json_t *cublas = json_array_get(json_object_get(j, "runs"), 0), *tf32 = json_array_get(json_object_get(j, "runs"), 1);
+  CHECK_STR_EQ(json_string_value(json_object_get(cublas, "ceiling")), "sgemm_gflops");
+  CHECK_STR_EQ(json_string_value(json_object_get(tf32, "ceiling")), "tf32_gflops");
+  double fig = json_real_value(json_object_get(tf32, "figure"));
+  CHECK_NEAR(json_real_value(json_object_get(tf32, "percent_of_ceiling")), 100 * fig / 400000, 1e-9);
+  CHECK_INT_EQ(json_array_size(json_object_get(tf32, "speedup_range")), 2);
+  CHECK(json_is_null(json_object_get(cublas, "clocks")));
+  json_t *clocks = json_object_get(tf32, "clocks");
+  CHECK(json_is_true(json_object_get(clocks, "throttled")));
+  CHECK_INT_EQ(json_integer_value(json_object_get(clocks, "sm_mhz_after")), 1755);
+  json_t *reasons = json_object_get(clocks, "reasons");
+  CHECK_INT_EQ(json_array_size(reasons), 2);
+  CHECK_STR_EQ(json_string_value(json_array_get(reasons, 0)), "sw_power_cap");
+  CHECK_STR_EQ(json_string_value(json_array_get(reasons, 1)), "hw_thermal_slowdown");
+  json_t *timing = json_object_get(cublas, "timing");
+  CHECK(json_real_value(json_object_get(timing, "relstdev")) > 0);
+  CHECK(json_is_false(json_object_get(timing, "cold")));
+  json_decref(j);
+  r->ceilings = (struct exp_ceilings){0}; /* the CPU, or --no-ceilings: no percentage */
+  j = api_result_to_json(&spec, r);
+  cublas = json_array_get(json_object_get(j, "runs"), 0);
+  CHECK(json_is_null(json_object_get(cublas, "percent_of_ceiling")));
+  CHECK(json_is_null(json_object_get(cublas, "ceiling")));
+  json_decref(j);
+  free(r);
+  struct backend_device_info d = {.backend = "cpu", .nvml_why = "cpu backend"};
+  j = api_device_to_json(&d);
+  CHECK(json_is_null(json_object_get(j, "ceilings")));
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "nvml")), "unavailable: cpu backend");
+  CHECK(json_is_null(json_object_get(j, "clocks")));
+  json_decref(j);
+  d.ceilings.copy_gbps = 4100;
+  d.nvml = true;
+  d.sm_mhz_now = 1980;
+  j = api_device_to_json(&d);
+  CHECK_NEAR(json_real_value(json_object_get(json_object_get(j, "ceilings"), "copy_gbps")), 4100, 0);
+  CHECK(json_is_null(json_object_get(json_object_get(j, "ceilings"), "sgemm_gflops")));
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "nvml")), "available");
+  CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(j, "clocks"), "sm_mhz")), 1980);
+  json_decref(j);
+}
+
+/* The pipeline's "best" stream entry: two runs (best, best_graph), at most once,
+ * counted against the 8 runs; it encodes back as one "best". */
+static void test_streams_best(void) {
+  struct exp_spec spec;
+  struct api_error err;
+  const char *body = "{\"streams\":[1,\"best\",3]}";
+  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 4);
+  CHECK_INT_EQ(spec.u.pipeline.stream_counts[0], 1);
+  CHECK_INT_EQ(spec.u.pipeline.stream_counts[1], EXP_STREAMS_BEST);
+  CHECK_INT_EQ(spec.u.pipeline.stream_counts[2], EXP_STREAMS_BEST_GRAPH);
+  CHECK_INT_EQ(spec.u.pipeline.stream_counts[3], 3);
+  char label[32];
+  exp_run_label(&spec, 2, label, sizeof label);
+  CHECK_STR_EQ(label, "best_graph");
+  json_t *j = api_spec_to_json(&spec);
+  char *text = json_dumps(json_object_get(j, "streams"), JSON_COMPACT);
+  CHECK_STR_EQ(text, "[1,\"best\",3]");
+  free(text);
+  json_decref(j);
+  body = "{\"streams\":\"best\"}";
+  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 2);
+  expect_error(EXP_PIPELINE, "{\"streams\":[\"best\",\"best\"]}", 400, "out_of_range", "streams");
+  expect_error(EXP_PIPELINE, "{\"streams\":[\"fast\"]}", 400, "wrong_type", "streams");
+  expect_error(EXP_PIPELINE, "{\"streams\":[1,2,3,4,5,6,7,\"best\"]}", 400, "out_of_range", "streams");
+  body = "{\"streams\":[1,2,3,4,5,6,\"best\"]}"; /* 7 entries, 8 runs */
+  CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
+  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 8);
+  /* The plans: best covers the whole input, chunk by chunk. */
+  struct exp_pipeline_plan p;
+  spec.u.pipeline.chunk = 1 << 22;
+  spec.u.pipeline.chunks = 12; /* 192 MiB: 24 chunks of 8 MiB */
+  exp_pipeline_plan(&spec, EXP_STREAMS_BEST, &p);
+  CHECK(p.best && p.depth_first && !p.graph);
+  CHECK_INT_EQ(p.chunk, 2 << 20);
+  CHECK_INT_EQ(p.chunks, 24);
+  CHECK_INT_EQ(p.streams, EXP_BEST_STREAMS);
+  spec.u.pipeline.chunk = 1000003;
+  spec.u.pipeline.chunks = 3; /* a short last chunk */
+  exp_pipeline_plan(&spec, EXP_STREAMS_BEST_GRAPH, &p);
+  CHECK(p.graph && p.chunk % 1024 == 0);
+  int64_t sum = 0;
+  for (int c = 0; c < p.chunks; c++) sum += exp_pipeline_chunk_len(&p, c);
+  CHECK_INT_EQ(sum, 3000009);
+  CHECK(exp_pipeline_chunk_len(&p, p.chunks - 1) < p.chunk);
+  exp_pipeline_plan(&spec, 3, &p);
+  CHECK(!p.best && !p.depth_first && p.chunk == 1000003 && p.chunks == 3 && p.streams == 3);
+}
+
 int main(void) {
   test_defaults();
+  test_streams_best();
   test_values();
   test_errors();
   test_job_request();
   test_inputs_and_options();
+  test_trust_params();
   test_wait();
   test_encode();
+  test_encode_trust();
   printf("test_params: ok\n");
   return 0;
 }

@@ -39,10 +39,23 @@ static void test_small(void) {
   CHECK(s.stdev == 0);
 }
 
+static void test_quantile(void) {
+  const double x[] = {5, 1, 4, 2, 3, 6, 7, 8}; /* sorted: 1..8 */
+  CHECK_NEAR(stats_quantile(x, 8, 0), 1, 0);
+  CHECK_NEAR(stats_quantile(x, 8, 1), 8, 0);
+  CHECK_NEAR(stats_quantile(x, 8, 0.25), 2.75, 1e-12); /* position 1.75 */
+  CHECK_NEAR(stats_quantile(x, 8, 0.75), 6.25, 1e-12); /* position 5.25 */
+  CHECK_NEAR(stats_quantile(x, 8, 0.5), 4.5, 1e-12);
+  CHECK_NEAR(stats_quantile(x, 1, 0.75), 5, 0);
+  CHECK(stats_quantile(NULL, 0, 0.5) == 0);
+  CHECK(x[0] == 5); /* input untouched */
+}
+
 int main(void) {
   test_odd();
   test_even();
   test_small();
+  test_quantile();
   printf("test_stats: ok\n");
   return 0;
 }

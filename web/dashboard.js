@@ -342,7 +342,7 @@
         text: job.error ? `${job.error.code}: ${job.error.message}` : job.state });
     if (job.state === 'running' && entry.progress) {
       const p = entry.progress, runs = runsOf(job), batches = (job.params || {}).batches;
-      const done = runs && batches ? (p.run * batches + p.batch + 1) / (runs * batches) : null;
+      const done = runs && batches ? Math.min(1, (p.batch * runs + p.run + 1) / (runs * batches)) : null;
       return h('span', { class: 'progress' },
         done != null ? h('progress', { max: '1', value: String(Math.min(1, done)) }) : null,
         ` run ${p.run + 1}${runs ? `/${runs}` : ''} · batch ${p.batch + 1}${batches ? `/${batches}` : ''}`);

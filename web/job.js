@@ -47,6 +47,10 @@
     if (run.mapped_to) n.push(`ran ${run.mapped_to}`);
     if (run.timing && run.timing.capped_by) n.push(`reps ${run.timing.reps} of ${run.timing.reps_requested}`);
     if (run.launch) n.push(`graph saves ${GL.fmtNum(run.launch.saved_us, 3)} µs/launch`);
+    const t = run.timing || {};
+    if (t.cold) n.push('cold L2');
+    if (t.stopped_by && t.stopped_by !== 'batches') n.push(`stopped by ${t.stopped_by} after ${t.batches}`);
+    if (run.clocks && run.clocks.throttled) n.push(`throttled: ${run.clocks.reasons.join(', ')}`);
     return n.join(' · ');
   }
 
@@ -68,7 +72,9 @@
           GL.fmtMs(t.median_ms), t.stdev_ms != null ? h('span', { class: 'pm', text: ` ± ${GL.fmtMs(t.stdev_ms)}` }) : ''),
         h('td', { class: 'num', text: run.figure != null ? GL.fmtNum(run.figure) : '—' }),
         h('td', { class: 'num', text: pct != null ? `${GL.fmtNum(pct, 3)} %` : '—' }),
-        h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—' }),
+        h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—',
+          title: Array.isArray(run.speedup_range) ? `from the samples: ${GL.fmtNum(run.speedup_range[0], 3)}× to ` +
+            `${GL.fmtNum(run.speedup_range[1], 3)}×${run.speedup_range[0] <= 1 && run.speedup_range[1] >= 1 ? ' (same)' : ''}` : '' }),
         checkCell(run),
         h('td', { class: 'muted small', text: notes(run) })));
     }

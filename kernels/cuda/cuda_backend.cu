@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <new>
 
@@ -107,6 +108,35 @@ int cuda_func_attrs(struct cuda_backend *be, cudaStream_t stream, const void *fu
   return 0;
 }
 
+int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void *func,
+                        int threads, size_t dyn_smem, int *blocks, char *err, size_t err_len) {
+  pthread_mutex_lock(&be->mu);
+  for (int i = 0; i < be->n_occ; i++) {
+    if (be->occ[i].func == func && be->occ[i].threads == threads && be->occ[i].dyn_smem == dyn_smem) {
+      *blocks = be->occ[i].blocks;
+      pthread_mutex_unlock(&be->mu);
+      return 0;
+    }
+  }
+  pthread_mutex_unlock(&be->mu);
+  cudaError_t e = cudaSuccess;
+  if (dyn_smem > 48 * 1024)
+    e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_smem);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, func, threads, dyn_smem);
+  if (e != cudaSuccess)
+    return cuda_classify(be, stream, e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", err, err_len);
+  pthread_mutex_lock(&be->mu);
+  if (be->n_occ < ATTR_CACHE_MAX) {
+    be->occ[be->n_occ].func = func;
+    be->occ[be->n_occ].threads = threads;
+    be->occ[be->n_occ].dyn_smem = dyn_smem;
+    be->occ[be->n_occ].blocks = *blocks;
+    be->n_occ++;
+  }
+  pthread_mutex_unlock(&be->mu);
+  return 0;
+}
+
 /* ---- lanes ---- */
 
 int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void **out,
@@ -168,12 +198,24 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
              t->warmup, t->batches, EXP_MAX_BATCHES, t->reps);
     return BACKEND_EINVAL;
   }
+  if (s->stop.min_samples < 0 || s->stop.min_samples > EXP_MAX_BATCHES ||
+      !(s->stop.max_noise >= 0) || !(s->stop.max_time_s >= 0)) {
+    snprintf(err, err_len, "stopping rule out of range: min_samples %d (0..%d), max_noise %g and "
+             "max_time %g (>= 0)", s->stop.min_samples, EXP_MAX_BATCHES, s->stop.max_noise,
+             s->stop.max_time_s);
+    return BACKEND_EINVAL;
+  }
+  if (s->cold && (s->graph || s->type == EXP_PIPELINE)) {
+    snprintf(err, err_len, "cold times kernel launches one by one: not with graph or pipeline");
+    return BACKEND_EINVAL;
+  }
   if (s->type == EXP_PIPELINE) {
     const auto &p = s->u.pipeline;
     bool ok = p.chunk >= 0 && p.chunks >= 0 && p.terms >= 0 && p.n_stream_counts >= 1 &&
               p.n_stream_counts <= EXP_MAX_STREAM_COUNTS && p.n_stream_counts <= EXP_MAX_VARIANTS;
     for (int i = 0; ok && i < p.n_stream_counts; i++)
-      ok = p.stream_counts[i] >= 1 && p.stream_counts[i] <= EXP_MAX_STREAMS;
+      ok = (p.stream_counts[i] >= 1 && p.stream_counts[i] <= EXP_MAX_STREAMS) ||
+           p.stream_counts[i] == EXP_STREAMS_BEST || p.stream_counts[i] == EXP_STREAMS_BEST_GRAPH;
     if (!ok) snprintf(err, err_len, "pipeline params out of range");
     return ok ? 0 : BACKEND_EINVAL;
   }
@@ -309,6 +351,26 @@ static void cuda_fence_free(struct backend *b, struct backend_fence *fence) {
 
 /* ---- the backend ---- */
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+bool cuda_clocks_read(struct cuda_backend *be, struct nvml_reading *out) {
+  if (!be->nvml) return false;
+  pthread_mutex_lock(&be->nvml_mu);
+  double now = mono_s();
+  if (!be->nvml_ok || now - be->nvml_at > NVML_MAX_AGE_S) {
+    be->nvml_ok = nvml_loader_read(be->nvml, &be->nvml_last);
+    be->nvml_at = now;
+  }
+  bool ok = be->nvml_ok;
+  *out = be->nvml_last;
+  pthread_mutex_unlock(&be->nvml_mu);
+  return ok;
+}
+
 static void cuda_device_info(struct backend *b, struct backend_device_info *info) {
   struct cuda_backend *be = (struct cuda_backend *)b->impl;
   memset(info, 0, sizeof *info);
@@ -333,6 +395,20 @@ static void cuda_device_info(struct backend *b, struct backend_device_info *info
   cudaDriverGetVersion(&info->driver_version);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   info->cpu_cores = cores > 0 ? (int)cores : 0;
+  pthread_mutex_lock(&be->mu);
+  info->ceilings = be->ceilings;
+  snprintf(info->ceilings_method, sizeof info->ceilings_method, "%s", be->ceilings_method);
+  pthread_mutex_unlock(&be->mu);
+  struct nvml_reading now = {};
+  info->nvml = cuda_clocks_read(be, &now);
+  snprintf(info->nvml_why, sizeof info->nvml_why, "%s",
+           info->nvml ? "" : be->nvml ? "NVML could not read the SM clock" : be->nvml_why);
+  if (info->nvml) {
+    info->sm_mhz_now = now.sm_mhz;
+    info->temp_c = now.temp_c;
+    info->power_w = now.power_w;
+    info->clock_reasons = now.reasons;
+  }
 }
 
 static uint64_t cuda_memory_limit(const struct backend *b) {
@@ -370,6 +446,7 @@ static void destroy(struct cuda_backend *be) {
     cudaStreamDestroy(be->util);
   }
   (void)cudaGetLastError();
+  pthread_mutex_destroy(&be->nvml_mu);
   pthread_mutex_destroy(&be->util_mu);
   pthread_mutex_destroy(&be->mu);
   delete be;
@@ -383,7 +460,7 @@ static void cuda_free(struct backend *b) {
 static const struct backend_ops cuda_ops = {
     "cuda",           cuda_device_info,     cuda_memory_limit, cuda_healthy,
     cuda_run,         cuda_buffer_upload,   cuda_buffer_download, cuda_buffer_free,
-    cuda_fence_free,  cuda_free};
+    cuda_fence_free,  cuda_free,            cuda_measure_ceilings};
 
 /* Reports a failed call during open: out of memory -> BACKEND_ENOMEM, else
  * BACKEND_EUNAVAIL. */
@@ -430,6 +507,14 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
            "cudaDeviceGetAttribute");
   OPEN_TRY(cudaDeviceGetAttribute(&be->mem_clock_khz, cudaDevAttrMemoryClockRate, be->device),
            "cudaDeviceGetAttribute");
+  /* NVML names devices by PCI bus id, not by CUDA's ordinal (CUDA_VISIBLE_DEVICES
+   * and the ordering can differ). Without it, runs carry no clocks. */
+  char pci[32] = "";
+  if (cudaDeviceGetPCIBusId(pci, (int)sizeof pci, be->device) == cudaSuccess)
+    be->nvml = nvml_loader_device(pci, be->nvml_why, sizeof be->nvml_why);
+  else
+    snprintf(be->nvml_why, sizeof be->nvml_why, "cudaDeviceGetPCIBusId failed");
+  (void)cudaGetLastError();
   /* A device this binary has no code for fails here rather than on every launch. */
   struct cuda_plan p;
   char plan_why[64];
@@ -466,6 +551,7 @@ extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, 
   }
   pthread_mutex_init(&be->mu, NULL);
   pthread_mutex_init(&be->util_mu, NULL);
+  pthread_mutex_init(&be->nvml_mu, NULL);
   be->healthy.store(true);
   be->device = device;
   be->n_lanes = n_lanes;

@@ -10,6 +10,7 @@
 
 #include "kernels/backend_impl.h"
 #include "kernels/cuda/cublas_loader.h"
+#include "kernels/cuda/nvml_loader.h"
 
 #define ATTR_CACHE_MAX 32
 
@@ -43,6 +44,13 @@ struct cuda_backend {
     cudaFuncAttributes attr;
   } attrs[ATTR_CACHE_MAX];
   int n_attrs;
+  struct { /* cuda_func_occupancy's cache, guarded by mu */
+    const void *func;
+    int threads;
+    size_t dyn_smem;
+    int blocks;
+  } occ[ATTR_CACHE_MAX];
+  int n_occ;
   /* Buffer uploads, downloads and frees come from any thread (HTTP threads); they
    * share one non-blocking stream, one caller at a time. */
   pthread_mutex_t util_mu;
@@ -50,7 +58,20 @@ struct cuda_backend {
   bool peer[64]; /* peer[d]: this device reads device d's memory directly */
   int n_lanes;
   struct lane *lanes;
+  /* Written once by cuda_measure_ceilings (under mu), before any job runs. */
+  struct exp_ceilings ceilings;
+  char ceilings_method[384];
+  /* NVML: the device's handle (NULL without NVML: nvml_why says why) and the last
+   * reading, reused while younger than NVML_MAX_AGE_S (under nvml_mu). */
+  void *nvml;
+  char nvml_why[128];
+  pthread_mutex_t nvml_mu;
+  double nvml_at;
+  bool nvml_ok;
+  struct nvml_reading nvml_last;
 };
+
+#define NVML_MAX_AGE_S 0.02
 
 /* A job's done fence: an event without timing, recorded on the job's lane stream. */
 struct backend_fence {
@@ -78,6 +99,14 @@ int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count
 int cuda_func_attrs(struct cuda_backend *be, cudaStream_t stream, const void *func,
                     cudaFuncAttributes *attr, char *err, size_t err_len);
 
+/* Theoretical active blocks per SM of func launched with `threads` threads per
+ * block and dyn_smem bytes of dynamic shared memory
+ * (cudaOccupancyMaxActiveBlocksPerMultiprocessor), cached backend-wide. Raises the
+ * function's dynamic shared memory limit to dyn_smem first when above 48 KiB, as its
+ * launcher does. Returns 0 or a classified error. */
+int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void *func,
+                        int threads, size_t dyn_smem, int *blocks, char *err, size_t err_len);
+
 /* A lane's pinned host cache, grown to at least bytes (contents not kept; no queued
  * work of the lane may use it), and its pageable host buffer, grown to at least
  * count floats. Return 0 or a classified error / BACKEND_ENOMEM. */
@@ -91,6 +120,19 @@ int cuda_lane_aux(struct cuda_backend *be, struct lane *l, int n, char *err, siz
  * for a slot holds exactly the slot's shape; a slot without one is a seed).
  * Returns 0 or BACKEND_EINVAL with the reason in err. */
 int cuda_validate(const struct backend_job *job, char *err, size_t err_len);
+
+/* The device's clocks now through NVML, at most NVML_MAX_AGE_S old (so that many
+ * short windows cost few NVML calls). Returns false without NVML. Any thread. */
+bool cuda_clocks_read(struct cuda_backend *be, struct nvml_reading *out);
+
+/* ops->measure_ceilings (cuda_measure.cu): fills be->ceilings. */
+int cuda_measure_ceilings(struct backend *b, char *why, size_t why_len);
+
+/* The L2 flush of cold runs (cuda_measure.cu): reads n floats of d (n a multiple of
+ * 4, d 16-byte aligned) through L2 on s, leaving L2 full of clean lines of d; sink
+ * is one float it writes only in theory (so that the loads stay). Returns the
+ * launch's error. */
+cudaError_t l2_flush_launch(const float *d, size_t n, float *sink, int sms, cudaStream_t s);
 
 /* ops->run (cuda_run.cu). */
 int cuda_run(struct backend *b, int lane, struct backend_job *job,
