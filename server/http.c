@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,65 @@ static void collect_body(struct request *r, const char *data, size_t size) {
   r->body[r->body_len] = '\0';
 }
 
+/* Marks the connection's head as arrived (heading false) or due again (true). */
+static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, bool heading) {
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  struct conn_watch *w = info ? info->socket_context : NULL;
+  if (!w) return;
+  pthread_mutex_lock(&srv->conns_lock);
+  w->heading = heading;
+  w->since = engine_now_mono();
+  pthread_mutex_unlock(&srv->conns_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  struct http_server *srv = cls;
+  struct conn_watch *w = *socket_context;
+  pthread_mutex_lock(&srv->conns_lock);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    w = calloc(1, sizeof *w);
+    if (w && info) {
+      *w = (struct conn_watch){.next = srv->conns, .fd = info->connect_fd,
+                               .since = engine_now_mono(), .heading = true};
+      if (srv->conns) srv->conns->prev = w;
+      srv->conns = w;
+      *socket_context = w;
+    } else {
+      free(w);
+    }
+  } else if (w) { /* closed: MHD closes the socket after telling us */
+    if (w->prev) w->prev->next = w->next;
+    else srv->conns = w->next;
+    if (w->next) w->next->prev = w->prev;
+    free(w);
+    *socket_context = NULL;
+  }
+  pthread_mutex_unlock(&srv->conns_lock);
+}
+
+/* Once a second: a connection whose request head is overdue is shut down; MHD then
+ * sees it closed and cleans up. (MHD's own timeout is per byte, so it would keep a
+ * client that sends one byte a second.) */
+static void *watchdog_main(void *arg) {
+  struct http_server *srv = arg;
+  double limit = srv->opts.timeout_s > 0 ? srv->opts.timeout_s : 30;
+  while (!atomic_load(&srv->stopping)) {
+    struct timespec second = {0, 250 * 1000 * 1000};
+    nanosleep(&second, NULL);
+    double now = engine_now_mono();
+    pthread_mutex_lock(&srv->conns_lock);
+    for (struct conn_watch *w = srv->conns; w; w = w->next)
+      if (w->heading && now - w->since > limit && w->fd >= 0) {
+        shutdown(w->fd, SHUT_RDWR);
+        w->fd = -1; /* once */
+      }
+    pthread_mutex_unlock(&srv->conns_lock);
+  }
+  return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
@@ -114,6 +174,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   struct http_server *srv = cls;
   struct request *r = *req_cls;
   if (!r) {
+    conn_heading(srv, conn, false); /* its head has arrived */
     r = calloc(1, sizeof *r);
     if (!r) return MHD_NO;
     r->srv = srv;
@@ -171,6 +232,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
   struct request *r = *req_cls;
   if (!r) return;
   atomic_fetch_sub(&srv->in_flight, 1);
+  conn_heading(srv, conn, true); /* a keep-alive connection's next head is due */
   double seconds = engine_now_mono() - r->started;
   if (srv->opts.metrics) metrics_http_request(srv->opts.metrics, r->route, r->method, (int)r->status, seconds);
   if (srv->opts.access_log) access_log(r, srv->opts.access_log, seconds);
@@ -214,6 +276,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
     return -1;
   }
   pthread_mutex_init(&s->rates_lock, NULL);
+  pthread_mutex_init(&s->conns_lock, NULL);
   s->started_mono = engine_now_mono();
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_ITC | MHD_USE_ERROR_LOG;
@@ -230,6 +293,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
       {MHD_OPTION_SOCK_ADDR, 0, &addr},
       {MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL},
       {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+      {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
       {MHD_OPTION_CONNECTION_LIMIT, opts->max_connections > 0 ? opts->max_connections : 4096, NULL},
       {MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip, NULL},
       {MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s > 0 ? opts->timeout_s : 30, NULL},
@@ -247,6 +311,12 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
     snprintf(err, err_len, "cannot listen on %s:%d (in use, not an address of this machine%s)",
              opts->host, opts->port, flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
     sweeps_free(s->sweeps);
+    free(s);
+    return -1;
+  }
+  if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
+    snprintf(err, err_len, "cannot start the connection watchdog");
+    MHD_stop_daemon(s->daemon);
     free(s);
     return -1;
   }
@@ -273,6 +343,8 @@ void http_server_drain(struct http_server *s, double timeout_s) {
 
 void http_server_stop(struct http_server *s) {
   if (!s) return;
+  atomic_store(&s->stopping, true);
+  pthread_join(s->watchdog, NULL);
   MHD_stop_daemon(s->daemon);
   sweeps_free(s->sweeps);
   free(s);

@@ -20,12 +20,26 @@ struct rate_bucket {
   double tokens, at;
 };
 
+/* A TCP connection, for the head deadline (http.c): a request's head must arrive
+ * within --timeout seconds of the connection's start or of the previous answer,
+ * however slowly its bytes trickle in. */
+struct conn_watch {
+  struct conn_watch *next, *prev;
+  int fd;
+  double since;  /* engine_now_mono() when its current head became due */
+  bool heading;  /* waiting for a request head */
+};
+
 struct http_server {
   struct MHD_Daemon *daemon;
   struct engine *engine;
   struct http_options opts;
   double started_mono;
   atomic_int in_flight;        /* requests begun and not completed */
+  pthread_mutex_t conns_lock;  /* guards conns */
+  struct conn_watch *conns;
+  pthread_t watchdog;
+  atomic_bool stopping;
   pthread_mutex_t rates_lock; /* guards rates */
   struct rate_bucket rates[HTTP_MAX_RATES];
   int n_rates;

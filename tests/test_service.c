@@ -211,7 +211,7 @@ static size_t discard(char *p, size_t size, size_t n, void *arg) { return size *
 /* A client that opens a connection and then sends too slowly is dropped after
  * --timeout seconds without a byte. */
 static void test_idle_timeout(void) {
-  const char *args[] = {"--backend", "cpu", "--timeout", "1", NULL};
+  const char *args[] = {"--backend", "cpu", "--timeout", "2", NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -226,6 +226,20 @@ static void test_idle_timeout(void) {
   ssize_t n = read(fd, buf, sizeof buf);
   CHECK(n <= 0);                        /* closed (or reset), with no answer */
   CHECK((double)time(NULL) - t0 <= 4);  /* by the timeout, not by our 5 s read limit */
+  close(fd);
+  /* One byte every 0.4 s never leaves the connection idle, but its head is overdue
+   * after the timeout (2 s here): dropped all the same. */
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK_INT_EQ(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  const char *head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+  int sent = 0, refused = 0;
+  for (size_t i = 0; head[i] && !refused; i++) {
+    if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1) refused = 1;
+    else sent++;
+    usleep(400 * 1000);
+  }
+  CHECK(refused || read(fd, buf, sizeof buf) <= 0); /* cut off before the head was whole */
+  CHECK(sent < (int)strlen(head));
   close(fd);
   gpulabd_stop(&d);
 }
