@@ -208,6 +208,16 @@ void gpulabd_start(const char *const *extra_args, struct gpulabd *out) {
     CHECK_FAIL_("gpulabd did not start (exit status %d); its log:\n%s", status, log);
 }
 
+void gpulabd_start_or_skip(const char *const *extra_args, struct gpulabd *out) {
+  static char log[1 << 16];
+  int status;
+  if (gpulabd_try_start(extra_args, out, log, sizeof log, &status) == 0) return;
+  const char *why = strstr(log, "cuda backend unavailable");
+  if (!why) CHECK_FAIL_("gpulabd did not start (exit status %d); its log:\n%s", status, log);
+  fprintf(stderr, "skip: %.*s\n", (int)strcspn(why, "\n"), why);
+  exit(CHECK_SKIP);
+}
+
 void gpulabd_stop(struct gpulabd *d) {
   if (!d->pid) return;
   http_client_close(&d->http);

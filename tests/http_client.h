@@ -39,6 +39,10 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
                       int *exit_status);
 /* gpulabd_try_start that fails the test, printing the log, if gpulabd does not start. */
 void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
+/* gpulabd_start for the GPU tests: where gpulabd says the CUDA backend is
+ * unavailable (no driver, no device, built without CUDA), prints why and exits
+ * CHECK_SKIP; any other failure to start fails the test. */
+void gpulabd_start_or_skip(const char *const *extra_args, struct gpulabd *out);
 /* SIGTERM, wait 10 s at most (then SIGKILL and fail), and check it exited with 0. */
 void gpulabd_stop(struct gpulabd *d);
 /* kill -9: a crash, as far as gpulabd can tell. */

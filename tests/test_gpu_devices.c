@@ -13,14 +13,7 @@ static struct gpulabd D;
 
 static void start_or_skip(void) {
   static const char *const args[] = {"--backend", "cuda", "--devices", "all", "--streams", "2", NULL};
-  static char log[1 << 16];
-  int status;
-  if (gpulabd_try_start(args, &D, log, sizeof log, &status) != 0) {
-    const char *why = strstr(log, "cuda backend unavailable");
-    if (!why) CHECK_FAIL_("gpulabd did not start (exit status %d); its log:\n%s", status, log);
-    fprintf(stderr, "skip: %.*s\n", (int)strcspn(why, "\n"), why);
-    exit(CHECK_SKIP);
-  }
+  gpulabd_start_or_skip(args, &D);
   json_t *list = http_get_json(&D, "/devices");
   size_t n = json_array_size(json_at(list, "devices"));
   json_decref(list);

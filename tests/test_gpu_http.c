@@ -13,14 +13,7 @@ static struct gpulabd D;
 /* Starts gpulabd --backend cuda, or exits 77 when it says CUDA is unavailable. */
 static void start_or_skip(void) {
   static const char *const args[] = {"--backend", "cuda", "--streams", "2", NULL};
-  static char log[1 << 16];
-  int status;
-  if (gpulabd_try_start(args, &D, log, sizeof log, &status) == 0) return;
-  const char *why = strstr(log, "cuda backend unavailable");
-  if (!why)
-    CHECK_FAIL_("gpulabd --backend cuda did not start (exit status %d); its log:\n%s", status, log);
-  fprintf(stderr, "skip: %.*s\n", (int)strcspn(why, "\n"), why);
-  exit(CHECK_SKIP);
+  gpulabd_start_or_skip(args, &D);
 }
 
 static void test_device(void) {
