@@ -13,10 +13,10 @@
 #include "api/params.h"
 #include "kernels/backend.h"
 #include "server/config.h"
+#include "server/durable.h"
 #include "server/engine.h"
 #include "server/http.h"
 #include "server/auth.h"
-#include "server/job_json.h"
 #include "server/log.h"
 #include "server/store.h"
 #include "server/metrics.h"
@@ -61,86 +61,6 @@ static int open_devices(const struct config *cfg, struct backend **devices, char
 
 /* The exit status that asks the supervisor for a restart after a lost device. */
 #define EXIT_DEVICE_LOST 3
-
-/* The request as stored, to run the job again after a restart: tagged, so a
- * database written by another build of gpulabd is not misread. */
-struct stored_request {
-  uint32_t magic, size;
-  struct engine_job_request req;
-};
-#define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
-
-/* Every accepted job and change of state goes to the store (under the engine's
- * lock, so rows follow the order of events). */
-static void persist_job(void *arg, const struct job_view *v, const struct engine_job_request *req) {
-  struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
-  json_t *j = job_json(v, job_state_final(v->state));
-  char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
-  json_decref(j);
-  struct store_row row = {.id = v->id, .client = v->client, .type = exp_type_name(v->spec.type),
-                          .state = job_state_name(v->state), .created = v->created_at,
-                          .finished = v->finished_at, .request = &stored,
-                          .request_len = sizeof stored, .record = record};
-  store_put(arg, &row);
-  free(record);
-}
-
-/* After a restart: queued and waiting jobs run again under their ids, with their
- * inputs if those were generated (buffers and other jobs' outputs did not survive).
- * Running ones are marked failed, `interrupted`: not run again, since they may be
- * what stopped gpulabd. */
-struct recovery {
-  struct engine *engine;
-  struct store *store;
-  int rerun, interrupted;
-};
-
-static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) {
-  char *record = store_record(rc->store, id);
-  json_t *j = record ? json_loads(record, 0, NULL) : NULL;
-  free(record);
-  if (!j) j = json_pack("{s:I}", "id", (json_int_t)id);
-  json_object_set_new(j, "state", json_string("failed"));
-  json_object_set_new(j, "finished_at", time_json(engine_now_unix()));
-  json_object_set_new(j, "error", json_pack("{s:s,s:s}", "code", "interrupted", "message", why));
-  char *text = json_dumps(j, JSON_COMPACT);
-  const char *client = json_string_value(json_object_get(j, "client"));
-  const char *type = json_string_value(json_object_get(j, "type"));
-  struct store_row row = {.id = id, .client = client ? client : "", .type = type ? type : "",
-                          .state = "failed", .finished = engine_now_unix(), .record = text};
-  store_put(rc->store, &row);
-  free(text);
-  json_decref(j);
-  rc->interrupted++;
-}
-
-static void recover_job(void *arg, uint64_t id, const char *state, const void *blob, size_t len) {
-  struct recovery *rc = arg;
-  struct stored_request stored;
-  if (strcmp(state, "running") == 0)
-    return mark_interrupted(rc, id, "gpulabd stopped while it ran; it is not run again");
-  if (len != sizeof stored || (memcpy(&stored, blob, sizeof stored), stored.magic != STORED_REQUEST_MAGIC))
-    return mark_interrupted(rc, id, "gpulabd restarted, and this job was stored by another version");
-  struct engine_job_request *req = &stored.req;
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
-    if (req->spec.inputs[s].kind != EXP_INPUT_SEED)
-      return mark_interrupted(rc, id, "gpulabd restarted, and this job's input (a buffer or another "
-                                      "job's output) did not survive it");
-  int kept = 0; /* parents that finished before the restart are done with */
-  for (int i = 0; i < req->n_depends; i++) {
-    struct job *p = engine_job_get(rc->engine, req->depends_on[i]);
-    if (p) req->depends_on[kept++] = req->depends_on[i];
-    job_unref(p);
-  }
-  req->n_depends = kept;
-  req->restore_id = id;
-  struct job *job;
-  struct engine_error err;
-  if (engine_submit(rc->engine, req, &job, &err))
-    return mark_interrupted(rc, id, err.message);
-  job_unref(job);
-  rc->rerun++;
-}
 
 /* Jobs that end feed the metrics (called under the engine's lock: counters only). */
 static void count_job(void *arg, const struct job_view *v) {
@@ -253,16 +173,16 @@ int main(int argc, char **argv) {
   }
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
                                .on_job_end = count_job, .on_job_end_arg = metrics,
-                               .on_job_change = persist_job, .on_job_change_arg = store,
+                               .on_job_change = durable_record, .on_job_change_arg = store,
                                .first_id = store_max_id(store) + 1};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
   }
-  struct recovery recovery = {.engine = engine, .store = store};
-  if (store_unfinished(store, recover_job, &recovery) > 0)
-    log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovery.rerun,
-             recovery.interrupted);
+  struct durable_recovery recovered;
+  if (durable_recover(engine, store, &recovered) > 0)
+    log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovered.rerun,
+             recovered.interrupted);
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .web_root = cfg.web_root, .chartjs_path = cfg.chartjs,
