@@ -278,7 +278,10 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   pthread_mutex_init(&s->rates_lock, NULL);
   pthread_mutex_init(&s->conns_lock, NULL);
   s->started_mono = engine_now_mono();
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+  /* poll, not epoll: with libmicrohttpd 0.9.75's epoll mode a connection resumed
+   * from another thread was sometimes not processed again (a test with 20 event
+   * streams lost some of them under load); poll looks at every connection each turn. */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_ITC | MHD_USE_ERROR_LOG;
   struct sockaddr_storage addr;
   if (parse_bind_address(opts->host, opts->port, &addr, &flags)) {
