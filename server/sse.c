@@ -2,6 +2,7 @@
  * per listener. A stream with nothing to send suspends its connection and waits
  * on the event bus (until an event or the next keep-alive), which resumes it. */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ struct sse_stream {
   bool send_first, ended;
   double next_keepalive;
   struct events_waiter waiter;
+  atomic_bool parked;   /* suspended, its waiter registered; cleared by resume() */
   char buf[SSE_READ_BATCH * 512];
   size_t len, off;
 };
@@ -96,11 +98,16 @@ static void fill(struct sse_stream *s) {
 
 static void resume(void *arg) {
   struct sse_stream *s = arg;
+  atomic_store(&s->parked, false);
   MHD_resume_connection(s->conn);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max) {
   struct sse_stream *s = cls;
+  /* Parked: libmicrohttpd may call again before the suspension takes hold; the
+   * waiter is still registered and will resume us. Doing anything now would
+   * register it twice or resume a connection that is not suspended. */
+  if (atomic_load(&s->parked)) return 0;
   if (s->off == s->len && !s->ended) fill(s);
   if (s->off < s->len) {
     size_t n = s->len - s->off < max ? s->len - s->off : max;
@@ -110,6 +117,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max) {
   }
   if (s->ended) return MHD_CONTENT_READER_END_OF_STREAM;
   /* Nothing to send: park the connection until an event or the next keep-alive. */
+  atomic_store(&s->parked, true);
   MHD_suspend_connection(s->conn);
   events_wait(s->bus, &s->waiter, s->next_seq, s->job_id, s->next_keepalive, resume, s);
   return 0;
