@@ -67,26 +67,28 @@ static bool match_route(const char *url, struct route_match *m) {
       m->pattern = fixed[i].path;
       return true;
     }
-  if (match_id(url, "/jobs/", "/events", m->id_text, sizeof m->id_text)) {
-    m->id = ROUTE_JOB_EVENTS;
-    m->allow = "GET";
-    m->pattern = "/jobs/{id}/events";
-  } else if (match_id(url, "/jobs/", "", m->id_text, sizeof m->id_text)) {
-    m->id = ROUTE_JOB;
-    m->allow = "GET, HEAD, DELETE";
-    m->pattern = "/jobs/{id}";
-  } else if (strncmp(url, "/static/", 8) == 0) { /* the dashboard's files (static.c) */
+  /* Routes with an id: "<prefix><id><suffix>", tried in this order. */
+  static const struct {
+    const char *prefix, *suffix, *pattern;
+    enum route_id id;
+    const char *allow;
+  } with_id[] = {
+      {"/jobs/", "/events", "/jobs/{id}/events", ROUTE_JOB_EVENTS, "GET"},
+      {"/jobs/", "", "/jobs/{id}", ROUTE_JOB, "GET, HEAD, DELETE"},
+      {"/sweeps/", "", "/sweeps/{id}", ROUTE_SWEEP, "GET, HEAD, DELETE"},
+      {"/buffers/", "", "/buffers/{id}", ROUTE_BUFFER, "GET, HEAD, DELETE"},
+  };
+  for (size_t i = 0; i < sizeof with_id / sizeof with_id[0]; i++)
+    if (match_id(url, with_id[i].prefix, with_id[i].suffix, m->id_text, sizeof m->id_text)) {
+      m->id = with_id[i].id;
+      m->allow = with_id[i].allow;
+      m->pattern = with_id[i].pattern;
+      return true;
+    }
+  if (strncmp(url, "/static/", 8) == 0) { /* the dashboard's files (static.c) */
     m->id = ROUTE_STATIC;
     m->allow = "GET, HEAD";
     m->pattern = "/static/*";
-  } else if (match_id(url, "/sweeps/", "", m->id_text, sizeof m->id_text)) {
-    m->id = ROUTE_SWEEP;
-    m->allow = "GET, HEAD, DELETE";
-    m->pattern = "/sweeps/{id}";
-  } else if (match_id(url, "/buffers/", "", m->id_text, sizeof m->id_text)) {
-    m->id = ROUTE_BUFFER;
-    m->allow = "GET, HEAD, DELETE";
-    m->pattern = "/buffers/{id}";
   } else if (url[0] == '/' && exp_type_from_name(url + 1) >= 0) {
     m->id = ROUTE_EXPERIMENT;
     m->allow = "POST";
@@ -110,22 +112,28 @@ static bool is_json_route(const struct route_match *m, const char *method) {
          (m->id == ROUTE_EXPERIMENT || m->id == ROUTE_JOBS || m->id == ROUTE_SWEEPS);
 }
 
-static bool npy_content_type(const char *ct) {
-  if (!ct) return false;
+/* The media type of a Content-Type (parameters and trailing blanks dropped) is one
+ * of names (NULL-terminated), case-insensitively. */
+static bool media_type_in(const char *ct, const char *const *names, size_t *type_len) {
   size_t len = strcspn(ct, ";");
   while (len && isspace((unsigned char)ct[len - 1])) len--;
-  return (len == 17 && strncasecmp(ct, "application/x-npy", len) == 0) ||
-         (len == 24 && strncasecmp(ct, "application/octet-stream", len) == 0);
+  *type_len = len;
+  for (; *names; names++)
+    if (len == strlen(*names) && strncasecmp(ct, *names, len) == 0) return true;
+  return false;
+}
+
+static bool npy_content_type(const char *ct) {
+  static const char *const ok[] = {"application/x-npy", "application/octet-stream", NULL};
+  size_t len;
+  return ct && media_type_in(ct, ok, &len);
 }
 
 /* JSON, or curl -d's default form type (the README's examples send JSON that way). */
 static bool json_content_type(const char *ct) {
-  if (!ct) return true;
-  size_t len = strcspn(ct, ";");
-  while (len && isspace((unsigned char)ct[len - 1])) len--;
-  static const char *const ok[] = {"application/json", "application/x-www-form-urlencoded"};
-  for (size_t i = 0; i < 2; i++)
-    if (len == strlen(ok[i]) && strncasecmp(ct, ok[i], len) == 0) return true;
+  static const char *const ok[] = {"application/json", "application/x-www-form-urlencoded", NULL};
+  size_t len;
+  if (!ct || media_type_in(ct, ok, &len)) return true;
   return len > 5 && strncasecmp(ct + len - 5, "+json", 5) == 0;
 }
 
