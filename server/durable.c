@@ -15,11 +15,13 @@ struct stored_request {
 };
 #define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
 
-/* Every accepted job and change of state goes to the store (under the engine's
- * lock, so rows follow the order of events). */
+/* Every accepted job and change of state goes to the store (queued under the
+ * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
+ * on every change but `running`: a running job is in memory, where listings read it
+ * (handlers.c), and after a restart it is marked from its state column alone. */
 void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
-  json_t *j = job_json(v, job_state_final(v->state));
+  json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, job_state_final(v->state));
   char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
   struct store_row row = {.id = v->id, .client = v->client, .type = exp_type_name(v->spec.type),

@@ -208,10 +208,12 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
   return false;
 }
 
-/* 200 with a finished job; 202 and where to look while it is still going. */
+/* 200 with a finished job; 202 and where to look while it is still going. What the
+ * client is told is in the store first (accepted jobs survive a crash). */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
+  if (r->srv->opts.store) store_flush(r->srv->opts.store);
   bool final = job_state_final(v.state);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
   return respond_json(r, final ? status_done : 202, job_json(&v, true));
@@ -444,11 +446,22 @@ int query_int(struct request *r, const char *name, long long lo, long long hi, l
 struct stored_page {
   json_t *list;
   bool with_result;
+  struct engine *engine;
 };
 
-/* Appends a stored record to a listing, summarized like the in-memory ones. */
+/* Appends a stored job to a listing, summarized like the in-memory ones. A job still
+ * in memory is shown as it is now (the store keeps a running job's record of when
+ * it was queued: durable.c), others as their record. */
 static void add_stored(void *arg, uint64_t id, const char *record) {
   struct stored_page *p = arg;
+  struct job *live = engine_job_get(p->engine, id);
+  if (live) {
+    struct job_view v;
+    job_get_view(p->engine, live, &v);
+    job_unref(live);
+    json_array_append_new(p->list, job_json(&v, p->with_result));
+    return;
+  }
   json_t *j = json_loads(record, 0, NULL);
   if (!j) return;
   if (!p->with_result) {
@@ -483,7 +496,7 @@ static enum MHD_Result list_jobs(struct request *r) {
    * job (those of earlier runs too) in its current state; without one, memory. */
   json_t *list = json_array();
   if (r->srv->opts.store) {
-    struct stored_page page = {list, fields != NULL};
+    struct stored_page page = {list, fields != NULL, r->srv->engine};
     store_list(r->srv->opts.store, (uint64_t)cursor, state, type,
                request_sees_all(r) ? NULL : r->client, (int)limit + 1, add_stored, &page);
   } else {

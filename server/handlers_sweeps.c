@@ -13,6 +13,7 @@
 #include "api/params.h"
 #include "server/auth.h"
 #include "server/http_priv.h"
+#include "server/store.h"
 #include "server/sweeps.h"
 
 #define SWEEP_MAX_POINTS 256
@@ -287,6 +288,7 @@ static json_t *sweep_json(struct engine *e, const struct sweep_copy *s, bool wit
 /* The sweep's table: 200, or after a POST, 202 and where to look while it is still
  * going (as POST /jobs answers). */
 static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted) {
+  if (posted && r->srv->opts.store) store_flush(r->srv->opts.store); /* its jobs are durable */
   struct sweep_copy s;
   if (sweeps_get(r->srv->sweeps, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep %" PRIu64, id);

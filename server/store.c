@@ -2,6 +2,7 @@
 #include "server/store.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +10,26 @@
 
 #include "server/log.h"
 
+/* A row waiting for the writer: one allocation, its strings and request after it. */
+struct queued_row {
+  struct queued_row *next;
+  struct store_row row;
+};
+
+/* Rows are written by one writer thread, many to a transaction (group commit), so
+ * that the engine, which records under its lock, never waits for SQLite. */
 struct store {
   sqlite3 *db;
-  pthread_mutex_t lock;
+  pthread_mutex_t lock; /* the database: the writer's batches and every read */
   sqlite3_stmt *put, *get;
+
+  pthread_mutex_t queue_lock; /* guards the fields below */
+  pthread_cond_t queue_ready; /* rows queued, or closing: the writer */
+  pthread_cond_t committed_cond; /* a batch committed: store_flush's waiters */
+  struct queued_row *head, **tail;
+  uint64_t queued, committed; /* rows ever queued, and committed (in order) */
+  bool closing, writer_started;
+  pthread_t writer;
 };
 
 static const char schema[] =
@@ -26,6 +43,8 @@ static const char schema[] =
     "  created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0, request BLOB, record TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);";
 
+static void *writer_main(void *arg);
+
 int store_open(const char *path, struct store **out, char *err, size_t err_len) {
   struct store *s = calloc(1, sizeof *s);
   if (!s) {
@@ -33,6 +52,10 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
     return -1;
   }
   pthread_mutex_init(&s->lock, NULL);
+  pthread_mutex_init(&s->queue_lock, NULL);
+  pthread_cond_init(&s->queue_ready, NULL);
+  pthread_cond_init(&s->committed_cond, NULL);
+  s->tail = &s->head;
   char *msg = NULL;
   if (sqlite3_open(path, &s->db) != SQLITE_OK ||
       sqlite3_busy_timeout(s->db, 200) != SQLITE_OK ||
@@ -50,21 +73,37 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
     store_close(s);
     return -1;
   }
+  if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+    snprintf(err, err_len, "%s: cannot start the store's writer thread", path);
+    store_close(s);
+    return -1;
+  }
+  s->writer_started = true;
   *out = s;
   return 0;
 }
 
 void store_close(struct store *s) {
   if (!s) return;
+  if (s->writer_started) { /* it writes what is queued, then ends */
+    pthread_mutex_lock(&s->queue_lock);
+    s->closing = true;
+    pthread_cond_signal(&s->queue_ready);
+    pthread_mutex_unlock(&s->queue_lock);
+    pthread_join(s->writer, NULL);
+  }
   sqlite3_finalize(s->put);
   sqlite3_finalize(s->get);
   sqlite3_close(s->db);
   pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->queue_lock);
+  pthread_cond_destroy(&s->queue_ready);
+  pthread_cond_destroy(&s->committed_cond);
   free(s);
 }
 
-int store_put(struct store *s, const struct store_row *r) {
-  pthread_mutex_lock(&s->lock);
+/* Writes one row; the database lock is held. */
+static void write_row_locked(struct store *s, const struct store_row *r) {
   sqlite3_stmt *st = s->put;
   sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
   sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
@@ -84,12 +123,94 @@ int store_put(struct store *s, const struct store_row *r) {
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   if (rc != SQLITE_DONE) log_warn("store: job %llu: %s", (unsigned long long)r->id, sqlite3_errmsg(s->db));
-  pthread_mutex_unlock(&s->lock);
-  return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Takes everything queued, writes it in one transaction, marks it committed;
+ * until closing and the queue is empty. */
+static void *writer_main(void *arg) {
+  struct store *s = arg;
+  pthread_mutex_lock(&s->queue_lock);
+  for (;;) {
+    while (!s->head && !s->closing) pthread_cond_wait(&s->queue_ready, &s->queue_lock);
+    if (!s->head) break; /* closing, and all written */
+    struct queued_row *batch = s->head;
+    uint64_t upto = s->queued;
+    s->head = NULL;
+    s->tail = &s->head;
+    pthread_mutex_unlock(&s->queue_lock);
+
+    pthread_mutex_lock(&s->lock);
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, &msg) != SQLITE_OK) {
+      log_warn("store: BEGIN: %s", msg ? msg : sqlite3_errmsg(s->db));
+      sqlite3_free(msg);
+      msg = NULL;
+    }
+    for (struct queued_row *q = batch; q; q = q->next) write_row_locked(s, &q->row);
+    if (sqlite3_get_autocommit(s->db) == 0 &&
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+      log_warn("store: COMMIT: %s", msg ? msg : sqlite3_errmsg(s->db));
+      sqlite3_free(msg);
+      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    pthread_mutex_unlock(&s->lock);
+    while (batch) {
+      struct queued_row *next = batch->next;
+      free(batch);
+      batch = next;
+    }
+
+    pthread_mutex_lock(&s->queue_lock);
+    s->committed = upto;
+    pthread_cond_broadcast(&s->committed_cond);
+  }
+  pthread_mutex_unlock(&s->queue_lock);
+  return NULL;
+}
+
+/* Appends src (n bytes) at *at and returns where it went. */
+static void *put_bytes(char **at, const void *src, size_t n) {
+  void *where = *at;
+  memcpy(where, src, n);
+  *at += n;
+  return where;
+}
+
+int store_put(struct store *s, const struct store_row *r) {
+  size_t client = strlen(r->client) + 1, type = strlen(r->type) + 1, state = strlen(r->state) + 1;
+  size_t record = r->record ? strlen(r->record) + 1 : 0, request = r->request ? r->request_len : 0;
+  struct queued_row *q = malloc(sizeof *q + client + type + state + record + request);
+  if (!q) {
+    log_warn("store: job %llu: out of memory", (unsigned long long)r->id);
+    return -1;
+  }
+  char *at = (char *)(q + 1);
+  q->next = NULL;
+  q->row = *r;
+  q->row.client = put_bytes(&at, r->client, client);
+  q->row.type = put_bytes(&at, r->type, type);
+  q->row.state = put_bytes(&at, r->state, state);
+  q->row.record = r->record ? put_bytes(&at, r->record, record) : NULL;
+  q->row.request = r->request ? put_bytes(&at, r->request, request) : NULL;
+  pthread_mutex_lock(&s->queue_lock);
+  *s->tail = q;
+  s->tail = &q->next;
+  s->queued++;
+  pthread_cond_signal(&s->queue_ready);
+  pthread_mutex_unlock(&s->queue_lock);
+  return 0;
+}
+
+void store_flush(struct store *s) {
+  pthread_mutex_lock(&s->queue_lock);
+  uint64_t target = s->queued;
+  while (s->committed < target) pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+  pthread_mutex_unlock(&s->queue_lock);
 }
 
 char *store_record(struct store *s, uint64_t id) {
   char *out = NULL;
+  store_flush(s); /* reads see every row queued before them */
   pthread_mutex_lock(&s->lock);
   sqlite3_bind_int64(s->get, 1, (sqlite3_int64)id);
   if (sqlite3_step(s->get) == SQLITE_ROW && sqlite3_column_text(s->get, 0))
@@ -104,6 +225,7 @@ int store_list(struct store *s, uint64_t before_id, const char *state, const cha
                void *arg) {
   sqlite3_stmt *st;
   int n = 0;
+  store_flush(s); /* reads see every row queued before them */
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(s->db,
                          "SELECT id, record FROM jobs WHERE record IS NOT NULL AND (?1 = 0 OR id < ?1)"
@@ -131,6 +253,7 @@ int store_unfinished(struct store *s,
                      void *arg) {
   sqlite3_stmt *st;
   int n = 0;
+  store_flush(s); /* reads see every row queued before them */
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(s->db,
                          "SELECT id, state, request FROM jobs WHERE state IN"
@@ -175,6 +298,7 @@ int store_unfinished(struct store *s,
 uint64_t store_max_id(struct store *s) {
   sqlite3_stmt *st;
   uint64_t id = 0;
+  store_flush(s); /* reads see every row queued before them */
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(s->db, "SELECT MAX(id) FROM jobs", -1, &st, NULL) == SQLITE_OK) {
     if (sqlite3_step(st) == SQLITE_ROW) id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -187,6 +311,7 @@ uint64_t store_max_id(struct store *s) {
 int store_prune(struct store *s, double before) {
   sqlite3_stmt *st;
   int n = 0;
+  store_flush(s); /* reads see every row queued before them */
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE finished > 0 AND finished < ?1", -1, &st,
                          NULL) == SQLITE_OK) {

@@ -1,6 +1,7 @@
-/* Durable job records in SQLite (WAL): every accepted job is written before it is
- * answered, every change of state after, and a finished job's whole record (as
- * GET /jobs/{id} shows it). After a crash or a restart gpulabd reads the jobs that
+/* Durable job records in SQLite (WAL): every accepted job, every change of state,
+ * and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
+ * calls store_flush before it answers about a job, so what a client was told is on
+ * disk. After a crash or a restart gpulabd reads the jobs that
  * had not finished back from here. One gpulabd per database: the file is locked.
  * Calls are serialized inside; safe from any thread. */
 #ifndef GPULAB_STORE_H
@@ -25,8 +26,14 @@ struct store_row {
 int store_open(const char *path, struct store **out, char *err, size_t err_len);
 void store_close(struct store *s); /* NULL is a no-op */
 
-/* Inserts or updates row. Returns 0 or -1 (the error is logged). */
+/* Queues row (copied) to be inserted or updated by the store's writer thread, which
+ * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or -1
+ * (out of memory; logged). Write errors are logged by the writer. */
 int store_put(struct store *s, const struct store_row *row);
+
+/* Waits until every row queued before this call is committed. Reads below do this
+ * first, so they see every earlier store_put. */
+void store_flush(struct store *s);
 
 /* The stored record (JSON text, malloc'd: the caller frees it), or NULL. */
 char *store_record(struct store *s, uint64_t id);
