@@ -148,7 +148,7 @@ static struct job *find_locked(struct engine *e, uint64_t id) {
 
 /* Forgets the oldest finished jobs while more than max_jobs_kept are kept. */
 static void prune_locked(struct engine *e) {
-  int excess = e->n_jobs - e->cfg.max_jobs_kept, kept = 0;
+  int excess = e->n_jobs - e->cfg.max_jobs_kept + 1, kept = 0; /* room for one more */
   for (int i = 0; i < e->n_jobs; i++) {
     struct job *job = e->jobs[i];
     if (excess > 0 && job_state_final(job->state)) {
@@ -161,8 +161,10 @@ static void prune_locked(struct engine *e) {
   e->n_jobs = kept;
 }
 
+/* The table may hold 1/16 more than max_jobs_kept before it is pruned back, so
+ * that pruning (a pass over the table) runs once per that many jobs, not per job. */
 static int table_add_locked(struct engine *e, struct job *job) {
-  if (e->n_jobs >= e->cfg.max_jobs_kept) prune_locked(e);
+  if (e->n_jobs >= e->cfg.max_jobs_kept + e->cfg.max_jobs_kept / 16) prune_locked(e);
   if (e->n_jobs == e->cap_jobs) {
     int cap = e->cap_jobs ? 2 * e->cap_jobs : 1024;
     struct job **jobs = realloc(e->jobs, (size_t)cap * sizeof *jobs);
@@ -224,7 +226,7 @@ static void make_queued_locked(struct engine *e, struct job *job) {
   sched_push(e->sched, job->device, job->sched_client, &job->item);
   e->n_queued++;
   publish_state_locked(e, job);
-  pthread_cond_broadcast(&e->work_ready); /* the workers of that device */
+  pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
 }
 
 /* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
@@ -688,7 +690,7 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
   /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
   while (!e->stopping && (!backend_healthy(e->devices[w->device]) ||
                           !(item = sched_pop(e->sched, w->device))))
-    pthread_cond_wait(&e->work_ready, &e->lock);
+    pthread_cond_wait(&e->work_ready[w->device], &e->lock);
   if (e->stopping) {
     pthread_mutex_unlock(&e->lock);
     return NULL;
@@ -773,7 +775,7 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   struct engine *e = calloc(1, sizeof *e);
   if (!e) return -ENOMEM;
   pthread_mutex_init(&e->lock, NULL);
-  pthread_cond_init(&e->work_ready, NULL);
+  for (int d = 0; d < SCHED_MAX_QUEUES; d++) pthread_cond_init(&e->work_ready[d], NULL);
   pthread_cond_init(&e->timer_wake, NULL);
   e->devices = devices;
   e->n_devices = n_devices;
@@ -828,7 +830,7 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
       end_job_locked(e, job, JOB_CANCELED, "canceled", "gpulabd is shutting down");
     }
   }
-  pthread_cond_broadcast(&e->work_ready);
+  for (int d = 0; d < e->n_devices; d++) pthread_cond_broadcast(&e->work_ready[d]);
   double deadline = engine_now_mono() + grace_s;
   for (;;) {
     int running = 0;
@@ -890,7 +892,7 @@ void engine_free(struct engine *e) {
   free(e->jobs);
   free(e->buffers);
   free(e->workers);
-  pthread_cond_destroy(&e->work_ready);
+  for (int d = 0; d < SCHED_MAX_QUEUES; d++) pthread_cond_destroy(&e->work_ready[d]);
   pthread_cond_destroy(&e->timer_wake);
   pthread_mutex_destroy(&e->lock);
   free(e);

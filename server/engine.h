@@ -74,7 +74,8 @@ struct job_view {
 };
 
 struct engine_config {
-  int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first */
+  int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first, in
+                        passes: the table may hold 1/16 more before one runs */
   int max_queued;    /* queued or waiting jobs per client; more are refused (-EAGAIN) */
   /* Called (may be NULL) when a job ends, under the engine's lock: keep it short and
    * never call back into the engine. */

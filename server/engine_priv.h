@@ -67,7 +67,8 @@ struct worker {
 
 struct engine {
   pthread_mutex_t lock;
-  pthread_cond_t work_ready; /* the fair queue gained a job, or stopping */
+  /* Per device: its queue gained a job (one worker is woken), or stopping (all). */
+  pthread_cond_t work_ready[SCHED_MAX_QUEUES];
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
   bool stopping, stopped;
 

@@ -181,6 +181,29 @@ int main(void) {
   job_unref(q1);
   job_unref(q2);
   engine_free(e);
+
+  /* Finished jobs beyond max_jobs_kept are forgotten, oldest first, in passes: the
+   * table holds at most 1/16 more than the limit. */
+  struct engine_config keep = {.max_jobs_kept = 32, .max_queued = 1000};
+  CHECK_INT_EQ(engine_new(&b, 1, &keep, &e), 0);
+  struct job *last = NULL;
+  for (int i = 0; i < 100; i++) {
+    job_unref(last);
+    CHECK_INT_EQ(submit(e, &small, "erin", &last), 0);
+    while (!job_state_final(state_of(e, last))) usleep(200); /* all finished: all prunable */
+  }
+  struct engine_counts counts;
+  engine_counts(e, &counts);
+  int kept = 0;
+  for (int s = 0; s < JOB_STATE_COUNT; s++) kept += counts.by_state[s];
+  CHECK(kept >= 32 && kept <= 32 + 32 / 16);
+  struct job *oldest = engine_job_get(e, 1), *newest = engine_job_get(e, 100);
+  CHECK(oldest == NULL);
+  CHECK(newest == last);
+  CHECK_INT_EQ(engine_oldest_id(e), (uint64_t)(100 - kept + 1));
+  job_unref(newest);
+  job_unref(last);
+  engine_free(e);
   backend_free(b);
   printf("test_engine: ok\n");
   return 0;
