@@ -1,6 +1,7 @@
-/* The job engine: job table, dependencies, fair dispatch to one worker per lane,
- * exclusive timed windows through each device's gate, and watches and events for
- * listeners. One mutex guards it all; backends run outside the lock. */
+/* The job engine: job table, dependencies, states, watches and events for
+ * listeners, and the engine's life. The workers that run jobs (one per lane, with
+ * the device gates) are in engine_run.c. One mutex guards it all; backends run
+ * outside the lock. */
 #include "server/engine.h"
 
 #include <errno.h>
@@ -52,7 +53,7 @@ void job_unref(struct job *job) {
 
 static void view_locked(struct job *job, struct job_view *v);
 
-static void publish_state_locked(struct engine *e, struct job *job) {
+void publish_state_locked(struct engine *e, struct job *job) {
   if (e->cfg.on_job_change) {
     struct job_view v;
     view_locked(job, &v);
@@ -67,7 +68,7 @@ static void publish_state_locked(struct engine *e, struct job *job) {
 }
 
 /* Moves due watches (job final, deadline passed, or stopping) to *fired. */
-static void collect_due_watches(struct engine *e, double now, struct engine_watch **fired) {
+void collect_due_watches(struct engine *e, double now, struct engine_watch **fired) {
   struct engine_watch **link = &e->watches;
   while (*link) {
     struct engine_watch *w = *link;
@@ -81,7 +82,7 @@ static void collect_due_watches(struct engine *e, double now, struct engine_watc
   }
 }
 
-static void run_watches(struct engine_watch *fired) {
+void run_watches(struct engine_watch *fired) {
   while (fired) {
     struct engine_watch *next = fired->next;
     struct job *job = fired->job;
@@ -206,9 +207,6 @@ static int place_locked(struct engine *e, const struct job *job) {
   return best;
 }
 
-static void end_job_locked(struct engine *e, struct job *job, enum job_state state,
-                           const char *code, const char *message);
-
 static void make_queued_locked(struct engine *e, struct job *job) {
   /* Every input given as data must be here by now; a job never computes on numbers
    * made up in their place. */
@@ -274,7 +272,7 @@ static void fail_children_locked(struct engine *e, struct job *parent) {
 
 /* A parent got issued (or finished, for host_sync children): children whose
  * parents are all ready join the queue. Children reading its output get it now. */
-static void parent_ready_locked(struct engine *e, struct job *parent, bool finished) {
+void parent_ready_locked(struct engine *e, struct job *parent, bool finished) {
   for (int i = 0; i < parent->n_children; i++) {
     struct job *child = parent->children[i];
     if (child->state != JOB_WAITING || child->req.host_sync != finished) continue;
@@ -289,7 +287,7 @@ static void parent_ready_locked(struct engine *e, struct job *parent, bool finis
 }
 
 /* Ends a job: final state, buffers released, children told, listeners woken. */
-static void end_job_locked(struct engine *e, struct job *job, enum job_state state,
+void end_job_locked(struct engine *e, struct job *job, enum job_state state,
                            const char *code, const char *message) {
   job->state = state;
   job->finished_at = engine_now_unix();
@@ -598,175 +596,6 @@ bool engine_healthy(const struct engine *e) {
 int engine_device_count(const struct engine *e) { return e->n_devices; }
 struct backend *engine_device(struct engine *e, int index) { return e->devices[index]; }
 
-/* ---- workers ---- */
-
-/* What a worker knows about the job it runs, for the hooks. */
-struct run_ctx {
-  struct engine *e;
-  struct job *job;
-  struct backend_job *bj;
-  struct gate *gate;
-  int held; /* 0, or holding the gate shared (1) or exclusively (2) */
-  struct gate_window window;
-  bool window_open;
-};
-
-static bool hook_canceled(void *arg) {
-  struct run_ctx *c = arg;
-  return atomic_load(&c->job->cancel_requested);
-}
-
-static void hook_progress(void *arg, int run, int batch, double sample_ms) {
-  struct run_ctx *c = arg;
-  struct event ev = {.job_id = c->job->id, .kind = EVENT_PROGRESS, .run = run, .batch = batch,
-                     .sample_ms = sample_ms};
-  snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(c->job->spec.type));
-  snprintf(ev.state, sizeof ev.state, "running");
-  memcpy(ev.client, c->job->req.client, sizeof ev.client);
-  events_publish(c->e->events, &ev);
-}
-
-/* Moves to holding the gate in mode (0 none, 1 shared, 2 exclusive). Returns false
- * when the job was canceled while it waited: it then holds nothing. */
-static bool hold(struct run_ctx *c, int mode) {
-  if (c->held == mode) return true;
-  if (c->held) gate_leave(c->gate, c->held == 2);
-  c->held = 0;
-  if (mode && gate_enter(c->gate, mode == 2, hook_canceled, c) != 0) return false;
-  c->held = mode;
-  return true;
-}
-
-static void hold_uncancelable(struct run_ctx *c, int mode) {
-  gate_enter(c->gate, mode == 2, NULL, NULL);
-  c->held = mode;
-}
-
-/* Device work runs under the gate: shared, or exclusive for an exclusive job's
- * timed windows. */
-static bool hook_phase(void *arg, enum backend_phase phase) {
-  struct run_ctx *c = arg;
-  switch (phase) {
-  case BACKEND_PHASE_SETUP: return !hold(c, 1); /* true: canceled while it waited */
-  case BACKEND_PHASE_TIMED:
-    if (!hold(c, c->job->req.exclusive ? 2 : 1)) return true; /* canceled while waiting */
-    gate_window_open(c->gate, &c->window);
-    c->window_open = true;
-    return false;
-  case BACKEND_PHASE_UNTIMED: {
-    bool contended = c->window_open && gate_window_close(c->gate, &c->window);
-    c->window_open = false;
-    if (!hold(c, 1)) hold_uncancelable(c, 1); /* copies for the check run under it too */
-    return contended;
-  }
-  case BACKEND_PHASE_IDLE: hold(c, 0); return false;
-  }
-  return false;
-}
-
-/* The job's output and fence exist: children may be issued behind it. */
-static void hook_issued(void *arg) {
-  struct run_ctx *c = arg;
-  struct engine *e = c->e;
-  struct job *job = c->job;
-  pthread_mutex_lock(&e->lock);
-  job->issued = true;
-  job->issued_at = engine_now_unix();
-  job->done = c->bj->done;
-  c->bj->done = NULL;
-  if (c->bj->output) {
-    job->output = ebuf_for_output_locked(e, job, c->bj->output);
-    if (job->output) c->bj->output = NULL; /* else freed by the worker */
-  }
-  parent_ready_locked(e, job, false);
-  pthread_mutex_unlock(&e->lock);
-}
-
-/* Takes the next job off the fair queue and marks it running; NULL when stopping. */
-static struct job *next_job(struct engine *e, struct worker *w, struct backend_job *bj,
-                            struct backend_fence **after) {
-  pthread_mutex_lock(&e->lock);
-  struct sched_item *item;
-  /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
-  while (!e->stopping && (!backend_healthy(e->devices[w->device]) ||
-                          !(item = sched_pop(e->sched, w->device))))
-    pthread_cond_wait(&e->work_ready[w->device], &e->lock);
-  if (e->stopping) {
-    pthread_mutex_unlock(&e->lock);
-    return NULL;
-  }
-  struct job *job = (struct job *)((char *)item - offsetof(struct job, item));
-  e->n_queued--;
-  sched_pending_add(job->sched_client, -1);
-  job->state = JOB_RUNNING;
-  job->started_at = engine_now_unix();
-  e->running[w->device]++;
-  job->lane = w->lane;
-  job->backend = e->devices[w->device];
-  job_ref(job);
-  *bj = (struct backend_job){.spec = &job->spec, .after = after, .exclusive = job->req.exclusive};
-  for (int s = 0; s < EXP_MAX_INPUTS; s++) bj->input[s] = job->inputs[s] ? job->inputs[s]->buf : NULL;
-  for (int i = 0; i < job->n_parents; i++)
-    if (job->parents[i]->done) after[bj->n_after++] = job->parents[i]->done;
-  publish_state_locked(e, job);
-  pthread_mutex_unlock(&e->lock);
-  return job;
-}
-
-static void finish_run(struct engine *e, struct job *job, struct backend_job *bj, int rc,
-                       struct exp_result *result, const char *err) {
-  struct engine_watch *fired = NULL;
-  pthread_mutex_lock(&e->lock);
-  e->running[job->device]--;
-  if (bj->done) job->done = bj->done; /* the backend failed before issuing */
-  if (bj->output) backend_buffer_free(job->backend, bj->output);
-  if (rc == 0) {
-    job->result = result;
-    result = NULL;
-    end_job_locked(e, job, JOB_DONE, NULL, NULL);
-  } else if (rc == BACKEND_ECANCELED && job->parent_failure[0]) {
-    end_job_locked(e, job, JOB_FAILED, "parent_failed", job->parent_failure);
-  } else if (rc == BACKEND_ECANCELED) {
-    end_job_locked(e, job, JOB_CANCELED, "canceled", err);
-  } else {
-    const char *code = rc == BACKEND_ENOMEM  ? "out_of_memory"
-                       : rc == BACKEND_EDEVICE ? "gpu_context_lost"
-                                               : "backend_error";
-    end_job_locked(e, job, JOB_FAILED, code, err);
-  }
-  collect_due_watches(e, engine_now_mono(), &fired);
-  pthread_mutex_unlock(&e->lock);
-  free(result);
-  run_watches(fired);
-}
-
-static void *worker_main(void *arg) {
-  struct worker *w = arg;
-  struct engine *e = w->engine;
-  struct backend *b = e->devices[w->device];
-  struct backend_fence *after[ENGINE_MAX_PARENTS];
-  struct backend_job bj;
-  struct job *job;
-  while ((job = next_job(e, w, &bj, after))) {
-    char err[256] = "";
-    int rc = BACKEND_ENOMEM;
-    struct exp_result *result = calloc(1, sizeof *result);
-    struct run_ctx ctx = {.e = e, .job = job, .bj = &bj, .gate = e->gates[w->device]};
-    if (!result) {
-      snprintf(err, sizeof err, "out of host memory for the result");
-    } else {
-      struct backend_hooks hooks = {hook_canceled, hook_progress, hook_phase, hook_issued, &ctx};
-      rc = backend_run(b, w->lane, &bj, &hooks, result, err, sizeof err);
-    }
-    hold(&ctx, 0);
-    if (rc && rc != BACKEND_ECANCELED)
-      log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
-    finish_run(e, job, &bj, rc, result, err);
-    job_unref(job);
-  }
-  return NULL;
-}
-
 /* ---- life ---- */
 
 int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
@@ -795,7 +624,7 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
     for (int l = 0; l < backend_lanes(devices[d]); l++) {
       struct worker *w = &e->workers[started];
       *w = (struct worker){.engine = e, .device = d, .lane = l};
-      if (pthread_create(&w->thread, NULL, worker_main, w)) {
+      if (pthread_create(&w->thread, NULL, engine_worker_main, w)) {
         e->n_workers = started; /* engine_stop joins only those */
         engine_free(e);
         return -EAGAIN;

@@ -95,6 +95,20 @@ struct engine {
   pthread_t timer;
 };
 
+/* engine.c, lock held: */
+void publish_state_locked(struct engine *e, struct job *job);
+/* Ends a job: final state, buffers released, children told, listeners due. */
+void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,
+                    const char *message);
+/* A parent got issued (finished: or finished, for host_sync children). */
+void parent_ready_locked(struct engine *e, struct job *parent, bool finished);
+/* Moves due watches to *fired; run them with run_watches once the lock is released. */
+void collect_due_watches(struct engine *e, double now, struct engine_watch **fired);
+void run_watches(struct engine_watch *fired);
+
+/* engine_run.c: a worker thread's body (arg: its struct worker). */
+void *engine_worker_main(void *arg);
+
 /* engine_buffers.c, lock held: */
 void ebuf_ref_locked(struct ebuf *b);
 void ebuf_unref_locked(struct engine *e, struct ebuf *b);
