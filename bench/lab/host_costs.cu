@@ -1,0 +1,174 @@
+/* Where a tiny job's time goes on the GPU machine, without a profiler: the cost of
+ * each host-side step the CUDA backend takes for one job, timed alone, then whole
+ * tiny jobs through backend_run on 1 lane and on 4 lanes at once. Differences between
+ * the two say what the job adds on top of its device calls. Not a test.
+ *   host_costs            (prints one table; a few seconds) */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/nvml_loader.h"
+#include "kernels/stats.h"
+
+#define TRY(call)                                                                        \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                           \
+    }                                                                                    \
+  } while (0)
+
+enum { ITERS = 2000 };
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void report(const char *what, double *us, int n) {
+  qsort(us, (size_t)n, sizeof *us, cmp_double);
+  printf("| %s | %.1f | %.1f | %.1f |\n", what, us[n / 2], us[n * 99 / 100], us[0]);
+  fflush(stdout);
+}
+
+__global__ void empty_kernel(void) {}
+
+static cudaStream_t stream;
+static double samples[ITERS];
+
+/* Times the statement ITERS times after 50 untimed runs (variadic: it may hold
+ * commas, as a launch's <<<...>>> does). */
+#define MEASURE(what, ...)                                  \
+  do {                                                       \
+    for (int i_ = -50; i_ < ITERS; i_++) {                   \
+      double t0_ = now_us();                                 \
+      __VA_ARGS__;                                           \
+      if (i_ >= 0) samples[i_] = now_us() - t0_;             \
+    }                                                        \
+    report(what, samples, ITERS);                            \
+  } while (0)
+
+static struct exp_spec tiny_spec(void) {
+  struct exp_spec s;
+  exp_spec_default(EXP_TRANSPOSE, &s);
+  s.u.transpose.m = s.u.transpose.n = 64;
+  s.n_variants = 1;
+  s.variants[0] = exp_variant_from_name(EXP_TRANSPOSE, "naive");
+  s.timing.warmup = 0;
+  s.timing.batches = 1;
+  s.timing.reps = 1;
+  return s;
+}
+
+static struct backend *be;
+
+/* One tiny job on lane, as gpulabd's worker runs it (no hooks: no gate). */
+static double tiny_job_us(int lane) {
+  static __thread struct exp_result res;
+  struct exp_spec s = tiny_spec();
+  struct backend_job bj = {};
+  bj.spec = &s;
+  char err[256];
+  double t0 = now_us();
+  int rc = backend_run(be, lane, &bj, NULL, &res, err, sizeof err);
+  double us = now_us() - t0;
+  if (rc != 0 || !res.runs[0].check.passed) {
+    fprintf(stderr, "tiny job failed: %d %s\n", rc, err);
+    exit(1);
+  }
+  backend_buffer_free(be, bj.output);
+  backend_fence_free(be, bj.done);
+  return us;
+}
+
+struct lane_arg {
+  int lane, jobs;
+  double us;
+};
+static void *lane_main(void *p) {
+  struct lane_arg *a = (struct lane_arg *)p;
+  double t0 = now_us();
+  for (int i = 0; i < a->jobs; i++) tiny_job_us(a->lane);
+  a->us = now_us() - t0;
+  return NULL;
+}
+
+int main(void) {
+  char why[256];
+  if (backend_open(BACKEND_CUDA, 0, 8, &be, why, sizeof why) != 0) {
+    printf("skip: %s\n", why);
+    return 77;
+  }
+  printf("%s\n", why);
+  TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t e0, e1;
+  TRY(cudaEventCreate(&e0));
+  TRY(cudaEventCreate(&e1));
+  float *d, *h_pinned, *h_page = (float *)malloc(4096 * sizeof(float));
+  TRY(cudaMalloc(&d, 4096 * sizeof(float)));
+  TRY(cudaMallocHost(&h_pinned, 4096 * sizeof(float)));
+  char bus[32];
+  TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
+  void *nvml = nvml_loader_device(bus, why, sizeof why);
+
+  printf("| step (one call, host wall clock) | p50 us | p99 us | min us |\n| --- | --- | --- | --- |\n");
+  MEASURE("launch + cudaStreamSynchronize", {
+    empty_kernel<<<1, 32, 0, stream>>>();
+    TRY(cudaStreamSynchronize(stream));
+  });
+  MEASURE("event, launch, event + cudaEventSynchronize + ElapsedTime", {
+    TRY(cudaEventRecord(e0, stream));
+    empty_kernel<<<1, 32, 0, stream>>>();
+    TRY(cudaEventRecord(e1, stream));
+    TRY(cudaEventSynchronize(e1));
+    float ms;
+    TRY(cudaEventElapsedTime(&ms, e0, e1));
+  });
+  MEASURE("cudaMallocAsync + cudaFreeAsync 16 KiB + sync", {
+    float *p;
+    TRY(cudaMallocAsync(&p, 4096 * sizeof(float), stream));
+    TRY(cudaFreeAsync(p, stream));
+    TRY(cudaStreamSynchronize(stream));
+  });
+  MEASURE("cudaMemcpyAsync D2H 16 KiB pinned + sync", {
+    TRY(cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    TRY(cudaStreamSynchronize(stream));
+  });
+  MEASURE("cudaMemcpy D2H 16 KiB pageable", {
+    TRY(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost));
+  });
+  if (nvml) {
+    struct nvml_reading r;
+    MEASURE("nvml_loader_read (clock, temp, power, reasons)", nvml_loader_read(nvml, &r));
+  } else {
+    printf("| nvml_loader_read | skipped: %s | | |\n", why);
+  }
+  MEASURE("tiny job: backend_run transpose 64x64 naive, reps 1, lane 0", tiny_job_us(0));
+
+  for (int lanes = 1; lanes <= 8; lanes *= 2) {
+    struct lane_arg args[8];
+    pthread_t th[8];
+    double t0 = now_us();
+    for (int l = 0; l < lanes; l++) {
+      args[l] = (struct lane_arg){l, 1000, 0};
+      pthread_create(&th[l], NULL, lane_main, &args[l]);
+    }
+    for (int l = 0; l < lanes; l++) pthread_join(th[l], NULL);
+    double wall = now_us() - t0;
+    printf("| tiny jobs, %d lanes at once: %d jobs | %.0f jobs/s | %.1f us per job per lane | |\n",
+           lanes, 1000 * lanes, 1000.0 * lanes / wall * 1e6, wall / 1000);
+  }
+  backend_free(be);
+  return 0;
+}
