@@ -1,7 +1,8 @@
 /* Running one job on one lane of the CUDA backend: the job's inputs (given buffers,
  * or generated on the GPU with gen.h), its output and done fence, its timed windows
  * (launches one by one on the lane's stream, or as captured CUDA Graphs), and the
- * checks against reference.h. It waits only on the lane's own streams and events;
+ * checks against reference.h. The kernel experiments are here; the pipeline's
+ * passes are in cuda_pipeline.cu. It waits only on the lane's own streams and events;
  * a job's parents are waited for on the device (cudaStreamWaitEvent). */
 #include <errno.h>
 #include <stdio.h>
@@ -9,39 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cuda/cuda_backend_impl.h"
+#include "kernels/cuda/cuda_run_impl.h"
 #include "kernels/cuda/cuda_kernels.cuh"
 #include "kernels/gen.h"
 #include "kernels/reference.h"
 #include "kernels/stats.h"
-
-/* One job on one lane: what backend_run was given, plus its device state. */
-struct job_run {
-  struct cuda_backend *be;
-  struct lane *lane;
-  struct backend_job *bj;
-  const struct exp_spec *spec;
-  const struct backend_hooks *hooks;
-  struct exp_result *result;
-  char *err;
-  size_t err_len;
-  bool in_window, idle;                /* phases reported so far */
-  float *allocs[EXP_MAX_VARIANTS + 4]; /* device memory of this call only, freed at the end */
-  int n_allocs;
-  const float *d_in[EXP_MAX_INPUTS];   /* inputs: a given buffer's data (never written), or generated */
-  float *d_x;                          /* pipeline: where each pass uploads the input */
-  float *d_out[EXP_MAX_VARIANTS];      /* each run's own output */
-  size_t out_len;                      /* floats of one output */
-  float *pin_in, *pin_out[EXP_MAX_VARIANTS]; /* pipeline: the host side, pinned */
-  const struct cublas_fns *cublas;
-  cudaGraphExec_t graph[EXP_MAX_VARIANTS]; /* graph mode: one batch (pipeline: one pass) */
-  double stream_ms[EXP_MAX_VARIANTS][EXP_MAX_BATCHES]; /* graph mode: samples without it */
-  /* pipeline timeline: the pass's start, then each recorded op's start and end */
-  cudaEvent_t tl_ev[1 + 2 * EXP_OP_COUNT * EXP_TIMELINE_CHUNKS];
-  int n_tl_ev; /* created so far; destroyed by release */
-  float *flush;      /* cold: 2x the L2 to read before each timed launch (+ 4 floats: the sink) */
-  size_t flush_len;  /* floats read by a flush */
-};
 
 static const char *const METHOD_EVENTS =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
@@ -59,62 +32,17 @@ static const char *const METHOD_EVENTS_NO_GRAPH =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
     "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "
     "graph_us_per_launch is 0)";
-static const char *const METHOD_WALL =
-    "host wall clock (CLOCK_MONOTONIC) around upload+kernel+download of all chunks and "
-    "the wait for all streams";
-static const char *const METHOD_WALL_BEST =
-    "host wall clock (CLOCK_MONOTONIC) around one pass of the best plan (plan: chunks of "
-    "1-16 MiB chosen from the size, 4 streams, issued chunk by chunk so that uploads and "
-    "downloads of different chunks use both copy engines at once) and the wait for it";
-static const char *const METHOD_WALL_BEST_GRAPH =
-    "host wall clock (CLOCK_MONOTONIC) around one launch of a CUDA Graph of the best plan's "
-    "pass (captured once, replayed per pass) and the wait for it";
-static const char *const METHOD_WALL_GRAPH =
-    "host wall clock (CLOCK_MONOTONIC) around one launch of a CUDA Graph of a whole pass "
-    "(uploads, kernels, downloads over the streams, forked and joined with events) and "
-    "the wait for it; stream_us_per_launch: the same pass issued stream by stream, in the "
-    "same window";
-
 /* ---- errors and memory ---- */
 
-static int cuda_fail(struct job_run *j, cudaError_t e, const char *call) {
+int job_fail(struct job_run *j, cudaError_t e, const char *call) {
   return cuda_classify(j->be, j->lane->stream, e, call, j->err, j->err_len);
 }
 
-#define CUDA_TRY(j, call)                                                                   \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) return cuda_fail((j), e_, #call);                                \
-  } while (0)
-
-#define TRY(call)                                                                           \
-  do {                                                                                      \
-    int rc_ = (call);                                                                       \
-    if (rc_ != 0) return rc_;                                                               \
-  } while (0)
-
 /* count floats of device memory, ordered on the lane's stream, freed by release. */
-static int dev_alloc(struct job_run *j, size_t count, float **out) {
+int job_alloc(struct job_run *j, size_t count, float **out) {
   TRY(cuda_pool_alloc(j->be, j->lane->stream, count, out, j->err, j->err_len));
   j->allocs[j->n_allocs++] = *out;
   return 0;
-}
-
-/* Fork: the first n pipeline streams wait for all work queued on the lane's stream. */
-static cudaError_t fork_aux(struct lane *l, int n) {
-  cudaError_t e = cudaEventRecord(l->fork, l->stream);
-  for (int i = 0; i < n && e == cudaSuccess; i++) e = cudaStreamWaitEvent(l->aux[i], l->fork, 0);
-  return e;
-}
-
-/* Join: the lane's stream waits for all work queued on the first n pipeline streams. */
-static cudaError_t join_aux(struct lane *l, int n) {
-  cudaError_t e = cudaSuccess;
-  for (int i = 0; i < n && e == cudaSuccess; i++) {
-    e = cudaEventRecord(l->join[i], l->aux[i]);
-    if (e == cudaSuccess) e = cudaStreamWaitEvent(l->stream, l->join[i], 0);
-  }
-  return e;
 }
 
 /* Waits for all work queued on the lane's streams. */
@@ -132,11 +60,11 @@ static int release(struct job_run *j) {
   int rc = 0;
   for (int i = 0; i < l->n_aux; i++) {
     cudaError_t e = cudaStreamSynchronize(l->aux[i]);
-    if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaStreamSynchronize");
+    if (e != cudaSuccess && rc == 0) rc = job_fail(j, e, "cudaStreamSynchronize");
   }
   for (int i = j->n_allocs - 1; i >= 0; i--) {
     cudaError_t e = cudaFreeAsync(j->allocs[i], l->stream);
-    if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaFreeAsync");
+    if (e != cudaSuccess && rc == 0) rc = job_fail(j, e, "cudaFreeAsync");
   }
   j->n_allocs = 0;
   for (int i = 0; i < j->n_tl_ev; i++) (void)cudaEventDestroy(j->tl_ev[i]);
@@ -146,7 +74,7 @@ static int release(struct job_run *j) {
     j->graph[r] = NULL;
   }
   cudaError_t e = cudaStreamSynchronize(l->stream);
-  if (e != cudaSuccess && rc == 0) rc = cuda_fail(j, e, "cudaStreamSynchronize");
+  if (e != cudaSuccess && rc == 0) rc = job_fail(j, e, "cudaStreamSynchronize");
   (void)cudaGetLastError(); /* errors ignored after the job had failed */
   return rc;
 }
@@ -186,7 +114,7 @@ static int poll_cancel(struct job_run *j) {
 /* ---- planning the runs ---- */
 
 /* Starts run r: variant, label, timing parameters; available until said otherwise. */
-static struct exp_run *run_init(struct job_run *j, int r, int variant, const char *method) {
+struct exp_run *job_run_init(struct job_run *j, int r, int variant, const char *method) {
   struct exp_run *run = &j->result->runs[r];
   const struct exp_timing_params *t = &j->spec->timing;
   run->variant = variant;
@@ -219,7 +147,7 @@ static int kernel_occupancy(struct job_run *j, const struct cuda_plan *p,
 
 /* Fills run's kernel info from its plan; an unplannable size makes the run
  * unavailable (with the reason), not the job fail. */
-static int run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
+int job_run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
                     const struct cuda_plan *p, const char *why) {
   if (plan_rc != 0) {
     run->available = false;
@@ -260,7 +188,7 @@ static int plan_kernel_runs(struct job_run *j) {
   for (int r = 0; r < s->n_variants; r++) {
     int v = s->variants[r];
     struct exp_run *run =
-        run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : s->cold ? METHOD_EVENTS_COLD : METHOD_EVENTS);
+        job_run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : s->cold ? METHOD_EVENTS_COLD : METHOD_EVENTS);
     const char *name = exp_variant_name(s->type, v);
     snprintf(run->label, sizeof run->label, "%s", name ? name : "?");
     struct cuda_plan p;
@@ -277,31 +205,9 @@ static int plan_kernel_runs(struct job_run *j) {
     } else {
       prc = stencil_plan(v, s->u.stencil.n, s->u.stencil.radius, &p, why, sizeof why);
     }
-    TRY(run_plan(j, run, prc, &p, why));
+    TRY(job_run_plan(j, run, prc, &p, why));
   }
   j->result->n_runs = s->n_variants;
-  return 0;
-}
-
-/* Pipeline runs: one per stream-count entry, each with its plan (experiment.h): the
- * lecture's chunks over `count` streams, or best's (the variant stays the entry). */
-static int plan_pipeline_runs(struct job_run *j) {
-  const struct exp_spec *s = j->spec;
-  for (int r = 0; r < s->u.pipeline.n_stream_counts; r++) {
-    int entry = s->u.pipeline.stream_counts[r];
-    struct exp_pipeline_plan plan;
-    exp_pipeline_plan(s, entry, &plan);
-    const char *method = s->graph ? METHOD_WALL_GRAPH : METHOD_WALL;
-    if (plan.best) method = plan.graph ? METHOD_WALL_BEST_GRAPH : METHOD_WALL_BEST;
-    struct exp_run *run = run_init(j, r, entry, method);
-    run->plan = plan;
-    exp_run_label(s, r, run->label, sizeof run->label);
-    struct cuda_plan p;
-    char why[128] = "";
-    int prc = synthesize_plan((int)plan.chunk, &p, why, sizeof why);
-    TRY(run_plan(j, run, prc, &p, why));
-  }
-  j->result->n_runs = s->u.pipeline.n_stream_counts;
   return 0;
 }
 
@@ -315,7 +221,7 @@ static int first_available(const struct job_run *j) {
 
 /* Input slot: a given buffer is read in place; otherwise generated on the GPU from
  * the slot's seed, gen.h's numbers times scale (the reference makes the same). */
-static int input_setup(struct job_run *j, int slot, float scale) {
+int job_input_setup(struct job_run *j, int slot, float scale) {
   static const uint32_t gen_streams[EXP_TYPE_COUNT][EXP_MAX_INPUTS] = {
       {GEN_A, 0}, {GEN_A, GEN_B}, {GEN_X, 0}, {GEN_X, 0}};
   const struct backend_buffer *given = j->bj->input[slot];
@@ -326,7 +232,7 @@ static int input_setup(struct job_run *j, int slot, float scale) {
   }
   if (given) { /* on another device: copied here after the parents' fences */
     float *d = NULL;
-    TRY(dev_alloc(j, given->count, &d));
+    TRY(job_alloc(j, given->count, &d));
     if (given->count)
       CUDA_TRY(j, cudaMemcpyPeerAsync(d, j->be->device, given->data, given->device,
                                       given->count * sizeof(float), j->lane->stream));
@@ -340,21 +246,18 @@ static int input_setup(struct job_run *j, int slot, float scale) {
   exp_input_shape(j->spec, slot, &shape);
   size_t count = (size_t)exp_shape_count(&shape);
   float *d = NULL;
-  TRY(dev_alloc(j, count, &d));
+  TRY(job_alloc(j, count, &d));
   CUDA_TRY(j, gen_launch(d, count, j->spec->inputs[slot].value,
                          gen_streams[j->spec->type][slot], scale, j->lane->stream));
   j->d_in[slot] = d;
   return 0;
 }
 
-/* Computes the output of run r into out, on the lane's streams, untimed. */
-typedef int (*compute_fn)(struct job_run *j, int r, float *out);
-
 /* Computes the job's output once with its first available run, records the done
  * fence after it on the lane's stream and hands both to the engine (job->output,
  * job->done, then hooks->issued). With no run available the fence is still
  * recorded and job->output stays NULL. On failure nothing is handed over. */
-static int issue_output(struct job_run *j, compute_fn compute) {
+int job_issue_output(struct job_run *j, compute_fn compute) {
   struct lane *l = j->lane;
   struct backend_buffer *out = NULL;
   struct backend_fence *done = (struct backend_fence *)calloc(1, sizeof *done);
@@ -373,7 +276,7 @@ static int issue_output(struct job_run *j, compute_fn compute) {
   e = cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventRecord(done->event, l->stream);
   if (e != cudaSuccess) {
-    rc = cuda_fail(j, e, "cudaEventRecord (done fence)");
+    rc = job_fail(j, e, "cudaEventRecord (done fence)");
     goto fail;
   }
   j->bj->output = out;
@@ -419,7 +322,7 @@ static int cublas_fail(struct job_run *j, cublasStatus_t st) {
   /* cuBLAS has its own runtime, so its errors are not in our cudaGetLastError; a
    * sticky one shows on the stream. */
   cudaError_t e = cudaStreamQuery(j->lane->stream);
-  if (e != cudaSuccess && e != cudaErrorNotReady) return cuda_fail(j, e, "cublasSgemm_v2");
+  if (e != cudaSuccess && e != cudaErrorNotReady) return job_fail(j, e, "cublasSgemm_v2");
   snprintf(j->err, j->err_len, "cublasSgemm_v2: %s", cublas_loader_status_name(st));
   return st == CUBLAS_STATUS_ALLOC_FAILED ? BACKEND_ENOMEM : BACKEND_EINVAL;
 }
@@ -429,27 +332,27 @@ static int launch(struct job_run *j, int r, float *out) {
   cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
   cudaError_t e = launch_raw(j, r, out, &cst);
   if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
-  return e == cudaSuccess ? 0 : cuda_fail(j, e, "kernel launch");
+  return e == cudaSuccess ? 0 : job_fail(j, e, "kernel launch");
 }
 
 /* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
  * untimed), then the job's output and fence. */
 static int kernel_setup(struct job_run *j) {
-  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) TRY(input_setup(j, slot, 1.0f));
+  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) TRY(job_input_setup(j, slot, 1.0f));
   for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available) TRY(dev_alloc(j, j->out_len, &j->d_out[r]));
+    if (j->result->runs[r].available) TRY(job_alloc(j, j->out_len, &j->d_out[r]));
   if (j->spec->cold) {
     j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
-    TRY(dev_alloc(j, j->flush_len + 4, &j->flush));
+    TRY(job_alloc(j, j->flush_len + 4, &j->flush));
     CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
   }
-  return issue_output(j, launch);
+  return job_issue_output(j, launch);
 }
 
 /* Ends the capture begun on the lane's stream. When everything captured (e is
  * cudaSuccess), instantiates the graph as run r's and uploads it. Returns the first
  * error, unclassified (a capture's errors do not stick). */
-static cudaError_t capture_end(struct job_run *j, int r, cudaError_t e) {
+cudaError_t job_capture_end(struct job_run *j, int r, cudaError_t e) {
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
   cudaError_t end = cudaStreamEndCapture(j->lane->stream, &g);
@@ -471,14 +374,14 @@ static int kernel_capture(struct job_run *j, int r) {
   for (int i = 0; i < run->timing.reps && e == cudaSuccess && cst == CUBLAS_STATUS_SUCCESS; i++)
     e = launch_raw(j, r, j->d_out[r], &cst);
   if (e == cudaSuccess && cst != CUBLAS_STATUS_SUCCESS) e = cudaErrorStreamCaptureInvalidated;
-  e = capture_end(j, r, e);
+  e = job_capture_end(j, r, e);
   if (e == cudaSuccess) return 0;
   (void)cudaGetLastError();
   if (j->spec->type != EXP_GEMM || run->variant != GEMM_CUBLAS)
-    return cuda_fail(j, e, "graph capture of the run's launches");
+    return job_fail(j, e, "graph capture of the run's launches");
   run->timing.method = METHOD_EVENTS_NO_GRAPH;
   cudaError_t q = cudaStreamQuery(j->lane->stream); /* a sticky error would show here */
-  return q == cudaSuccess || q == cudaErrorNotReady ? 0 : cuda_fail(j, q, "cublasSgemm_v2");
+  return q == cudaSuccess || q == cudaErrorNotReady ? 0 : job_fail(j, q, "cublasSgemm_v2");
 }
 
 /* Untimed, before run r's window: poison its output, capture its graph. Graph
@@ -537,204 +440,9 @@ static int kernel_sample(struct job_run *j, int r, bool graph, double *ms) {
   return 0;
 }
 
-/* ---- pipeline ---- */
-
-/* Timeline: records chunk c's op start (end 0) or end (1) on s, when recording. */
-static cudaError_t mark(cudaEvent_t *ev, int c, int op, int end, cudaStream_t s) {
-  if (!ev || c >= EXP_TIMELINE_CHUNKS) return cudaSuccess;
-  return cudaEventRecord(ev[1 + 2 * (c * EXP_OP_COUNT + op) + end], s);
-}
-
-/* Chunk c's op of one pass of plan p, on stream c % streams: the upload (pin_in to
- * d_x), the kernel (to d_out) or the download (to pin_out), with the timeline's
- * events around it when recording. *call names a failing call. */
-static cudaError_t pipeline_op(struct job_run *j, const struct exp_pipeline_plan *p, int c, int op,
-                               float *d_out, float *pin_out, cudaEvent_t *ev, const char **call) {
-  const size_t at = (size_t)c * (size_t)p->chunk, len = (size_t)exp_pipeline_chunk_len(p, c);
-  cudaStream_t st = j->lane->aux[c % p->streams];
-  *call = "cudaEventRecord (timeline)";
-  cudaError_t e = mark(ev, c, op, 0, st);
-  if (e != cudaSuccess) return e;
-  if (op == EXP_OP_UPLOAD) {
-    *call = "cudaMemcpyAsync (upload)";
-    e = cudaMemcpyAsync(j->d_x + at, j->pin_in + at, len * sizeof(float), cudaMemcpyHostToDevice, st);
-  } else if (op == EXP_OP_KERNEL) {
-    *call = "synthesize_launch";
-    e = synthesize_launch(j->d_x + at, d_out + at, (int)len, j->spec->u.pipeline.terms, st);
-  } else {
-    *call = "cudaMemcpyAsync (download)";
-    e = cudaMemcpyAsync(pin_out + at, d_out + at, len * sizeof(float), cudaMemcpyDeviceToHost, st);
-  }
-  if (e != cudaSuccess) return e;
-  *call = "cudaEventRecord (timeline)";
-  return mark(ev, c, op, 1, st);
-}
-
-/* One pass of plan p over the lane's first p->streams pipeline streams, issued only.
- * The lecture's order (breadth first): all uploads, then all kernels, then all
- * downloads; best's (depth first): chunk by chunk, so that each stream holds whole
- * chunks and chunk c's download runs beside chunk c+1's upload. No downloads when
- * pin_out is NULL. With ev (j->tl_ev), events around each op and the pass's start. */
-static cudaError_t pipeline_issue(struct job_run *j, const struct exp_pipeline_plan *p, float *d_out,
-                                  float *pin_out, cudaEvent_t *ev, const char **call) {
-  const int ops = pin_out ? EXP_OP_COUNT : EXP_OP_DOWNLOAD;
-  *call = "cudaEventRecord (timeline)";
-  cudaError_t e = ev ? cudaEventRecord(ev[0], j->lane->aux[0]) : cudaSuccess;
-  if (p->depth_first) {
-    for (int c = 0; c < p->chunks && e == cudaSuccess; c++)
-      for (int op = 0; op < ops && e == cudaSuccess; op++)
-        e = pipeline_op(j, p, c, op, d_out, pin_out, ev, call);
-  } else {
-    for (int op = 0; op < ops && e == cudaSuccess; op++)
-      for (int c = 0; c < p->chunks && e == cudaSuccess; c++)
-        e = pipeline_op(j, p, c, op, d_out, pin_out, ev, call);
-  }
-  return e;
-}
-
-/* The job's output (a compute_fn): uploads and kernels of one pass with run r's
- * plan, forked from and joined back into the lane's stream, no host wait. The
- * output is the device result, so the pass skips the downloads. */
-static int pipeline_output(struct job_run *j, int r, float *out) {
-  const struct exp_pipeline_plan *p = &j->result->runs[r].plan;
-  const char *call = "cudaEventRecord (fork)";
-  cudaError_t e = fork_aux(j->lane, p->streams);
-  if (e == cudaSuccess) e = pipeline_issue(j, p, out, NULL, NULL, &call);
-  if (e == cudaSuccess) {
-    call = "cudaEventRecord (join)";
-    e = join_aux(j->lane, p->streams);
-  }
-  return e == cudaSuccess ? 0 : cuda_fail(j, e, call);
-}
-
-/* Input (kept on the host, pinned, as the lecture's is), one device and one host
- * output per available run, the pipeline streams, then the job's output and fence. */
-static int pipeline_setup(struct job_run *j) {
-  struct lane *l = j->lane;
-  const int n_runs = j->result->n_runs;
-  const size_t total = j->out_len;
-  int max_streams = 1;
-  TRY(input_setup(j, 0, GEN_PHASE_SCALE));
-  if (j->bj->input[0]) /* given: never written, so the passes upload elsewhere */
-    TRY(dev_alloc(j, total, &j->d_x));
-  else /* generated: the passes upload the same bits over it */
-    j->d_x = (float *)j->d_in[0];
-  for (int r = 0; r < n_runs; r++) {
-    if (!j->result->runs[r].available) continue;
-    TRY(dev_alloc(j, total, &j->d_out[r]));
-    if (j->result->runs[r].plan.streams > max_streams) max_streams = j->result->runs[r].plan.streams;
-  }
-  void *pin = NULL;
-  TRY(cuda_lane_pinned(j->be, l, (size_t)(1 + n_runs) * (total ? total : 1) * sizeof(float),
-                       &pin, j->err, j->err_len));
-  j->pin_in = (float *)pin;
-  for (int r = 0; r < n_runs; r++) j->pin_out[r] = j->pin_in + (size_t)(1 + r) * total;
-  if (total)
-    CUDA_TRY(j, cudaMemcpyAsync(j->pin_in, j->d_in[0], total * sizeof(float),
-                                cudaMemcpyDeviceToHost, l->stream));
-  TRY(cuda_lane_aux(j->be, l, max_streams, j->err, j->err_len));
-  return issue_output(j, pipeline_output);
-}
-
-/* Graph mode: captures one whole pass of run r, forked from and joined back into
- * the lane's stream inside the capture. */
-static int pipeline_capture(struct job_run *j, int r) {
-  const struct exp_pipeline_plan *p = &j->result->runs[r].plan;
-  CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
-  const char *call = "cudaEventRecord (fork)";
-  cudaError_t e = fork_aux(j->lane, p->streams);
-  if (e == cudaSuccess) e = pipeline_issue(j, p, j->d_out[r], j->pin_out[r], NULL, &call);
-  cudaError_t joined = join_aux(j->lane, p->streams); /* also after an error: the capture must end joined */
-  if (e == cudaSuccess) e = joined;
-  e = capture_end(j, r, e);
-  return e == cudaSuccess ? 0 : cuda_fail(j, e, "graph capture of a pipeline pass");
-}
-
-/* Untimed, before the window: poison run r's outputs (device and host), capture
- * (graph mode, and best_graph always). */
-static int pipeline_prepare(struct job_run *j, int r) {
-  CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
-  memset(j->pin_out[r], 0xFF, j->out_len * sizeof(float)); /* no queued work writes it */
-  if (j->spec->graph || j->result->runs[r].plan.graph) TRY(pipeline_capture(j, r));
-  return 0;
-}
-
-/* One pass of run r and the wait for it (recording the timeline's events when ev
- * is not NULL). The window starts with the lane idle, so the pipeline streams need
- * no fork: every pass is complete before the next. */
-static int pipeline_pass(struct job_run *j, int r, bool graph, cudaEvent_t *ev) {
-  if (graph) {
-    CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
-    CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
-    return 0;
-  }
-  const struct exp_pipeline_plan *p = &j->result->runs[r].plan;
-  const char *call = "";
-  cudaError_t e = pipeline_issue(j, p, j->d_out[r], j->pin_out[r], ev, &call);
-  if (e != cudaSuccess) return cuda_fail(j, e, call);
-  for (int i = 0; i < p->streams; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
-  return 0;
-}
-
-static int pipeline_warm(struct job_run *j, int r, bool graph) {
-  return pipeline_pass(j, r, graph, NULL);
-}
-
-/* The timeline's events, created once per job (before a timed pass uses them). */
-static int timeline_events(struct job_run *j) {
-  for (; j->n_tl_ev < (int)(sizeof j->tl_ev / sizeof j->tl_ev[0]); j->n_tl_ev++)
-    CUDA_TRY(j, cudaEventCreate(&j->tl_ev[j->n_tl_ev]));
-  return 0;
-}
-
-/* Run r's timeline from the events of its last, completed pass: ms from its start. */
-static int timeline_read(struct job_run *j, struct exp_run *run) {
-  const int n = run->plan.streams, chunks = run->plan.chunks;
-  const int shown = chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS;
-  for (int k = 0; k < shown * EXP_OP_COUNT; k++) {
-    float start = 0, end = 0;
-    CUDA_TRY(j, cudaEventElapsedTime(&start, j->tl_ev[0], j->tl_ev[1 + 2 * k]));
-    CUDA_TRY(j, cudaEventElapsedTime(&end, j->tl_ev[0], j->tl_ev[2 + 2 * k]));
-    int c = k / EXP_OP_COUNT;
-    run->timeline[k] = (struct exp_timeline_op){(uint8_t)(c % n), (uint8_t)(k % EXP_OP_COUNT),
-                                                (uint16_t)c, start, end};
-  }
-  run->n_timeline = shown * EXP_OP_COUNT;
-  return 0;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* One batch: reps passes timed on the host. */
-static int pipeline_sample(struct job_run *j, int r, bool graph, double *ms) {
-  struct exp_run *run = &j->result->runs[r];
-  if (!j->spec->graph && run->plan.graph && j->graph[r]) graph = true; /* best_graph: graph only */
-  int reps = run->timing.reps;
-  /* The last sample's last pass issued stream by stream records its ops' events. */
-  bool record = !graph && run->timing.n_samples == j->spec->timing.batches - 1;
-  if (record) TRY(timeline_events(j));
-  double t0 = now_ms();
-  for (int i = 0; i < reps; i++) TRY(pipeline_pass(j, r, graph, record && i == reps - 1 ? j->tl_ev : NULL));
-  *ms = (now_ms() - t0) / reps;
-  if (record) TRY(timeline_read(j, run));
-  return 0;
-}
-
 /* ---- timed windows ---- */
 
-/* How one experiment prepares and times a run (see window). */
-struct run_ops {
-  int (*prepare)(struct job_run *j, int r); /* untimed: poison, graph capture */
-  int (*warm)(struct job_run *j, int r, bool graph);
-  int (*sample)(struct job_run *j, int r, bool graph, double *ms); /* per launch (pass) */
-};
-
 static const struct run_ops kernel_ops = {kernel_prepare, kernel_warm, kernel_sample};
-static const struct run_ops pipeline_ops = {pipeline_prepare, pipeline_warm, pipeline_sample};
 
 /* Batch b of run r. Graph mode times the graph and the same launches one by one,
  * alternating which goes first; without a graph (cuBLAS not captured) the stream
@@ -913,7 +621,7 @@ static int run_job(struct job_run *j) {
   j->out_len = (size_t)exp_shape_count(&shape);
   for (int i = 0; i < j->bj->n_after; i++)
     if (j->bj->after[i]) CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
-  TRY(pipeline ? plan_pipeline_runs(j) : plan_kernel_runs(j));
+  TRY(pipeline ? pipeline_plan_runs(j) : plan_kernel_runs(j));
   TRY(pipeline ? pipeline_setup(j) : kernel_setup(j));
   TRY(schedule(j, pipeline ? &pipeline_ops : &kernel_ops));
   float *h_out[EXP_MAX_VARIANTS] = {};
@@ -953,7 +661,7 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   j.err = err;
   j.err_len = err_len;
   cudaError_t e = cudaSetDevice(be->device); /* the worker thread may be new */
-  if (e != cudaSuccess) return cuda_fail(&j, e, "cudaSetDevice");
+  if (e != cudaSuccess) return job_fail(&j, e, "cudaSetDevice");
   if (backend_hooks_phase(hooks, BACKEND_PHASE_SETUP)) { /* canceled while it waited */
     snprintf(err, err_len, "canceled");
     j.idle = true;
