@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for the best variants: SASS of cuda_best.cu (vector accesses, HMMA,
+# One device call for the best variants: SASS of cuda_best_*.cu (vector accesses, HMMA,
 # local memory), bench_best (the best variants against the d2d copy and cuBLAS,
 # measured in the same run), then test_gpu_backend. Logs go to $OUT; summaries last.
 # Expects build-best/ built here for sm_90 with libmicrohttpd.so.12 in build-best/lib:
@@ -14,8 +14,9 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv > "$out/nvidia-smi.txt" 2>&1
 
-obj=$build/CMakeFiles/gpulab_kernels.dir/kernels/cuda/cuda_best.cu.o
-cuobjdump -sass "$obj" > "$out/cuda_best.sass" 2>&1
+for obj in "$build"/CMakeFiles/gpulab_kernels.dir/kernels/cuda/cuda_best_*.cu.o; do
+  cuobjdump -sass "$obj"
+done > "$out/cuda_best.sass" 2>&1
 {
   for k in transpose_best stencil_best gemm_best gemm_tf32; do
     awk -v k="${k}_kernel" '/Function :/ {p = index($0, k) > 0} p' "$out/cuda_best.sass" |

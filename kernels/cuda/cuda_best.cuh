@@ -1,0 +1,99 @@
+/* Private to the `best` kernels (cuda_best_*.cu): launch-shape helpers, the
+ * grouped launch order, guarded vector loads and cp.async, shared by more than one
+ * of them. */
+#ifndef GPULAB_CUDA_BEST_CUH
+#define GPULAB_CUDA_BEST_CUH
+
+#include <stdint.h>
+
+#include "kernels/cuda/cuda_kernels.cuh"
+
+#define KFUNC(f) reinterpret_cast<const void *>(&(f))
+
+static inline unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
+
+static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* Block pid's tile (bm, bn) of a tiles_m x tiles_n grid of tiles when the 1-D grid
+ * walks groups of `group` tile rows column by column: the blocks resident at once
+ * cover a compact patch instead of a few whole tile rows. gemm: neighbours share A's
+ * row panels and B's column panels in L2. transpose: the resident blocks write a few
+ * thousand rows of B instead of all of them (all n rows of a 16384^2 B are 1 GiB
+ * apart end to end; measured 82% of copy that way, against 92% at 8192^2). */
+__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group,
+                                             int *bm, int *bn) {
+  const int per_group = group * tiles_n;
+  const int g = pid / per_group, first = g * group;
+  const int rows = min(tiles_m - first, group);
+  const int in = pid - g * per_group;
+  *bm = first + in % rows;
+  *bn = in / rows;
+}
+
+
+/* ---- gemm (FP32 and TF32): C[M,N] = A[M,K] B[K,N], row-major ---- */
+
+#define GEMM_GROUP_M 8 /* block rows per group in the launch order (L2 reuse) */
+
+/* Element (row, col) .. (row, col+3) of a rows x cols row-major matrix, zero outside;
+ * vec: cols % 4 == 0, p 16-byte aligned and col % 4 == 0 (one float4, wholly in or
+ * out). */
+__device__ __forceinline__ float4 load4(const float *p, int rows, int cols, int row, int col,
+                                        bool vec) {
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (row >= rows) return v;
+  const float *s = p + (size_t)row * cols + col;
+  if (vec) {
+    if (col < cols) v = *reinterpret_cast<const float4 *>(s);
+  } else {
+    if (col < cols) v.x = s[0];
+    if (col + 1 < cols) v.y = s[1];
+    if (col + 2 < cols) v.z = s[2];
+    if (col + 3 < cols) v.w = s[3];
+  }
+  return v;
+}
+
+/* Which operands take 16-byte (C: 8-byte) accesses; the rest take 4-byte ones. */
+enum { GEMM_VEC_A = 1, GEMM_VEC_B = 2, GEMM_VEC_C = 4 };
+
+/* Blocks of a 1-D grid of bm x bn tiles over an m x n C. */
+static inline unsigned gemm_blocks(int m, int n, int bm, int bn) {
+  return (unsigned)(ceil_div(m, bm) * (unsigned long long)ceil_div(n, bn));
+}
+
+static inline int gemm_flags(const float *a, const float *b, const float *c, int n, int k) {
+  int flags = 0;
+  if (k % 4 == 0 && aligned16(a)) flags |= GEMM_VEC_A;
+  if (n % 4 == 0 && aligned16(b)) flags |= GEMM_VEC_B;
+  if (n % 4 == 0 && aligned16(c)) flags |= GEMM_VEC_C;
+  return flags;
+}
+
+
+/* ---- cp.async ---- */
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* cp.async of 16 (or 4) bytes; when !valid nothing is read and the bytes are zeroed. */
+__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
+               "l"(src), "r"(valid ? 4 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+}
+
+#endif
