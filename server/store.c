@@ -16,8 +16,9 @@ struct queued_row {
   struct store_row row;
 };
 
-/* Rows are written by one writer thread, many to a transaction (group commit), so
- * that the engine, which records under its lock, never waits for SQLite. */
+/* Rows are queued and written many to a transaction (group commit) by the writer
+ * thread, or by a store_flush caller, so that the engine, which records under its
+ * lock, never waits for SQLite. */
 struct store {
   sqlite3 *db;
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
@@ -28,6 +29,7 @@ struct store {
   pthread_cond_t committed_cond; /* a batch committed: store_flush's waiters */
   struct queued_row *head, **tail;
   uint64_t queued, committed; /* rows ever queued, and committed (in order) */
+  bool writing;               /* a batch is being written (by one thread at a time) */
   bool closing, writer_started;
   pthread_t writer;
 };
@@ -125,44 +127,58 @@ static void write_row_locked(struct store *s, const struct store_row *r) {
   if (rc != SQLITE_DONE) log_warn("store: job %llu: %s", (unsigned long long)r->id, sqlite3_errmsg(s->db));
 }
 
-/* Takes everything queued, writes it in one transaction, marks it committed;
- * until closing and the queue is empty. */
+/* Takes everything queued, writes it in one transaction and marks it committed.
+ * One writer at a time (s->writing): the writer thread, or a store_flush caller,
+ * which commits for itself rather than wait for a thread to wake. Called and
+ * returns with queue_lock held. */
+static void write_queued_locked(struct store *s) {
+  struct queued_row *batch = s->head;
+  uint64_t upto = s->queued;
+  s->head = NULL;
+  s->tail = &s->head;
+  s->writing = true;
+  pthread_mutex_unlock(&s->queue_lock);
+
+  pthread_mutex_lock(&s->lock);
+  char *msg = NULL;
+  if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, &msg) != SQLITE_OK) {
+    log_warn("store: BEGIN: %s", msg ? msg : sqlite3_errmsg(s->db));
+    sqlite3_free(msg);
+    msg = NULL;
+  }
+  for (struct queued_row *q = batch; q; q = q->next) write_row_locked(s, &q->row);
+  if (sqlite3_get_autocommit(s->db) == 0 &&
+      sqlite3_exec(s->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+    log_warn("store: COMMIT: %s", msg ? msg : sqlite3_errmsg(s->db));
+    sqlite3_free(msg);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  pthread_mutex_unlock(&s->lock);
+  while (batch) {
+    struct queued_row *next = batch->next;
+    free(batch);
+    batch = next;
+  }
+
+  pthread_mutex_lock(&s->queue_lock);
+  s->committed = upto;
+  s->writing = false;
+  pthread_cond_broadcast(&s->committed_cond);
+  if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
+}
+
+/* Writes what is queued whenever nobody else is; until closing and all written. */
 static void *writer_main(void *arg) {
   struct store *s = arg;
   pthread_mutex_lock(&s->queue_lock);
   for (;;) {
-    while (!s->head && !s->closing) pthread_cond_wait(&s->queue_ready, &s->queue_lock);
+    while ((!s->head || s->writing) && !s->closing) pthread_cond_wait(&s->queue_ready, &s->queue_lock);
+    if (s->writing) { /* closing while a flush writes: it signals when done */
+      pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+      continue;
+    }
     if (!s->head) break; /* closing, and all written */
-    struct queued_row *batch = s->head;
-    uint64_t upto = s->queued;
-    s->head = NULL;
-    s->tail = &s->head;
-    pthread_mutex_unlock(&s->queue_lock);
-
-    pthread_mutex_lock(&s->lock);
-    char *msg = NULL;
-    if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, &msg) != SQLITE_OK) {
-      log_warn("store: BEGIN: %s", msg ? msg : sqlite3_errmsg(s->db));
-      sqlite3_free(msg);
-      msg = NULL;
-    }
-    for (struct queued_row *q = batch; q; q = q->next) write_row_locked(s, &q->row);
-    if (sqlite3_get_autocommit(s->db) == 0 &&
-        sqlite3_exec(s->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
-      log_warn("store: COMMIT: %s", msg ? msg : sqlite3_errmsg(s->db));
-      sqlite3_free(msg);
-      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    }
-    pthread_mutex_unlock(&s->lock);
-    while (batch) {
-      struct queued_row *next = batch->next;
-      free(batch);
-      batch = next;
-    }
-
-    pthread_mutex_lock(&s->queue_lock);
-    s->committed = upto;
-    pthread_cond_broadcast(&s->committed_cond);
+    write_queued_locked(s);
   }
   pthread_mutex_unlock(&s->queue_lock);
   return NULL;
@@ -204,7 +220,12 @@ int store_put(struct store *s, const struct store_row *r) {
 void store_flush(struct store *s) {
   pthread_mutex_lock(&s->queue_lock);
   uint64_t target = s->queued;
-  while (s->committed < target) pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+  while (s->committed < target) {
+    if (!s->writing && s->head)
+      write_queued_locked(s); /* ours, and whatever else is queued: one commit */
+    else
+      pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+  }
   pthread_mutex_unlock(&s->queue_lock);
 }
 
