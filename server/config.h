@@ -20,6 +20,7 @@ struct config {
   int max_queued;
   int max_jobs_kept;
   double default_wait_s;
+  long inline_max_bytes; /* waited-for jobs this small may run on the HTTP thread; 0: never */
   char access_log[256]; /* "-": stdout; "off": none; else a file appended to */
   const char *web_root; /* NULL: the embedded dashboard; borrowed from argv */
   const char *tokens;   /* --tokens FILE, or NULL (then loopback only) */

@@ -582,6 +582,7 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   pthread_mutex_lock(&e->lock);
   for (int i = 0; i < e->n_jobs; i++) out->by_state[e->jobs[i]->state]++;
   out->submitted = e->next_id - 1;
+  out->ran_inline = e->ran_inline;
   out->buffers = e->n_buffers;
   for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   pthread_mutex_unlock(&e->lock);

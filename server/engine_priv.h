@@ -63,6 +63,8 @@ struct worker {
   struct engine *engine;
   int device, lane;
   pthread_t thread;
+  bool idle; /* sleeping for work (lock held to read) */
+  bool lent; /* its lane runs a job on another thread (engine_run_inline) */
 };
 
 struct engine {
@@ -92,6 +94,7 @@ struct engine {
   struct engine_watch *watches;
   struct worker *workers;
   int n_workers;
+  uint64_t ran_inline; /* jobs engine_run_inline ran */
   pthread_t timer;
 };
 

@@ -92,20 +92,9 @@ static void hook_issued(void *arg) {
   pthread_mutex_unlock(&e->lock);
 }
 
-/* Takes the next job off the fair queue and marks it running; NULL when stopping. */
-static struct job *next_job(struct engine *e, struct worker *w, struct backend_job *bj,
-                            struct backend_fence **after) {
-  pthread_mutex_lock(&e->lock);
-  struct sched_item *item;
-  /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
-  while (!e->stopping && (!backend_healthy(e->devices[w->device]) ||
-                          !(item = sched_pop(e->sched, w->device))))
-    pthread_cond_wait(&e->work_ready[w->device], &e->lock);
-  if (e->stopping) {
-    pthread_mutex_unlock(&e->lock);
-    return NULL;
-  }
-  struct job *job = (struct job *)((char *)item - offsetof(struct job, item));
+/* Marks job (taken off its queue) running on w's lane and fills bj for it. */
+static void start_job_locked(struct engine *e, struct worker *w, struct job *job,
+                             struct backend_job *bj, struct backend_fence **after) {
   e->n_queued--;
   sched_pending_add(job->sched_client, -1);
   job->state = JOB_RUNNING;
@@ -119,6 +108,27 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
   for (int i = 0; i < job->n_parents; i++)
     if (job->parents[i]->done) after[bj->n_after++] = job->parents[i]->done;
   publish_state_locked(e, job);
+}
+
+/* Takes the next job off the fair queue and marks it running; NULL when stopping.
+ * A lane lent to engine_run_inline takes nothing until it is back. */
+static struct job *next_job(struct engine *e, struct worker *w, struct backend_job *bj,
+                            struct backend_fence **after) {
+  pthread_mutex_lock(&e->lock);
+  struct sched_item *item;
+  /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
+  while (!e->stopping && (w->lent || !backend_healthy(e->devices[w->device]) ||
+                          !(item = sched_pop(e->sched, w->device)))) {
+    w->idle = true;
+    pthread_cond_wait(&e->work_ready[w->device], &e->lock);
+    w->idle = false;
+  }
+  if (e->stopping) {
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+  }
+  struct job *job = (struct job *)((char *)item - offsetof(struct job, item));
+  start_job_locked(e, w, job, bj, after);
   pthread_mutex_unlock(&e->lock);
   return job;
 }
@@ -150,30 +160,67 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
   run_watches(fired);
 }
 
+/* Runs job (marked running on w's lane) to its end, on the calling thread. */
+static void run_job(struct engine *e, struct worker *w, struct job *job, struct backend_job *bj) {
+  char err[256] = "";
+  int rc = BACKEND_ENOMEM;
+  struct exp_result *result = calloc(1, sizeof *result);
+  struct run_ctx ctx = {.e = e, .job = job, .bj = bj, .gate = e->gates[w->device]};
+  if (!result) {
+    snprintf(err, sizeof err, "out of host memory for the result");
+  } else {
+    struct backend_hooks hooks = {hook_canceled, hook_progress, hook_phase, hook_issued, &ctx};
+    rc = backend_run(e->devices[w->device], w->lane, bj, &hooks, result, err, sizeof err);
+  }
+  hold(&ctx, 0);
+  if (rc && rc != BACKEND_ECANCELED)
+    log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
+  finish_run(e, job, bj, rc, result, err);
+}
+
 void *engine_worker_main(void *arg) {
   struct worker *w = arg;
   struct engine *e = w->engine;
-  struct backend *b = e->devices[w->device];
   struct backend_fence *after[ENGINE_MAX_PARENTS];
   struct backend_job bj;
   struct job *job;
   while ((job = next_job(e, w, &bj, after))) {
-    char err[256] = "";
-    int rc = BACKEND_ENOMEM;
-    struct exp_result *result = calloc(1, sizeof *result);
-    struct run_ctx ctx = {.e = e, .job = job, .bj = &bj, .gate = e->gates[w->device]};
-    if (!result) {
-      snprintf(err, sizeof err, "out of host memory for the result");
-    } else {
-      struct backend_hooks hooks = {hook_canceled, hook_progress, hook_phase, hook_issued, &ctx};
-      rc = backend_run(b, w->lane, &bj, &hooks, result, err, sizeof err);
-    }
-    hold(&ctx, 0);
-    if (rc && rc != BACKEND_ECANCELED)
-      log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
-    finish_run(e, job, &bj, rc, result, err);
+    run_job(e, w, job, &bj);
     job_unref(job);
   }
   return NULL;
 }
 
+bool engine_run_inline(struct engine *e, struct job *job) {
+  struct backend_fence *after[ENGINE_MAX_PARENTS];
+  struct backend_job bj;
+  struct worker *w = NULL;
+  pthread_mutex_lock(&e->lock);
+  /* Only a job nobody waits behind (alone in its device's queue), on a healthy
+   * device with a lane whose worker sleeps: running it here takes nothing from
+   * anyone, and the job starts exactly as a worker would have started it. */
+  if (!e->stopping && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
+      backend_healthy(e->devices[job->device]))
+    for (int i = 0; i < e->n_workers && !w; i++)
+      if (e->workers[i].device == job->device && e->workers[i].idle && !e->workers[i].lent)
+        w = &e->workers[i];
+  if (!w) {
+    pthread_mutex_unlock(&e->lock);
+    return false;
+  }
+  sched_remove(e->sched, &job->item);
+  w->lent = true;
+  start_job_locked(e, w, job, &bj, after);
+  pthread_mutex_unlock(&e->lock);
+
+  run_job(e, w, job, &bj);
+  job_unref(job); /* start_job_locked's */
+
+  pthread_mutex_lock(&e->lock);
+  w->lent = false;
+  e->ran_inline++;
+  /* A wake-up its sleeping worker swallowed while lent is passed on now. */
+  if (sched_queued(e->sched, w->device) > 0) pthread_cond_broadcast(&e->work_ready[w->device]);
+  pthread_mutex_unlock(&e->lock);
+  return true;
+}

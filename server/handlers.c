@@ -208,6 +208,20 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
   return false;
 }
 
+/* A job the client waits for may run on this thread (engine_run_inline) when it is
+ * small and short: at most --inline-max-bytes of data and 256 timed or warm-up
+ * launches per variant, with no noise rule that could extend it. Longer jobs would
+ * hold an HTTP thread that other connections need. */
+static bool job_may_run_inline(struct request *r, struct job *job) {
+  if (r->srv->opts.inline_max_bytes <= 0) return false;
+  struct job_view v; /* its spec as resolved: sizes taken from input buffers too */
+  job_get_view(r->srv->engine, job, &v);
+  const struct exp_timing_params *t = &v.spec.timing;
+  long long launches = ((long long)t->warmup + (long long)t->batches) * (t->reps > 0 ? t->reps : 1);
+  return exp_spec_bytes(&v.spec) <= (uint64_t)r->srv->opts.inline_max_bytes &&
+         v.spec.stop.max_noise == 0 && launches <= 256;
+}
+
 /* 200 with a finished job; 202 and where to look while it is still going. What the
  * client is told is in the store first (accepted jobs survive a crash). */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
@@ -304,7 +318,9 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   struct engine_error refusal;
   if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal, params_prefix);
   enum MHD_Result ret;
-  if (wait_s > 0) {
+  if (wait_s > 0 && job_may_run_inline(r, job) && engine_run_inline(e, job)) {
+    ret = respond_job(r, job, 200); /* it ran here, to its end */
+  } else if (wait_s > 0) {
     request_wait_for_job(r, job, wait_s);
     ret = MHD_YES;
   } else {

@@ -15,6 +15,7 @@ struct http_options {
   size_t max_body;       /* larger request bodies get 413 */
   size_t max_upload;     /* the same for POST /buffers */
   double default_wait_s; /* how long POSTs wait for their job without ?wait= */
+  long inline_max_bytes;  /* --inline-max-bytes (handlers.c: job_may_run_inline) */
   struct metrics *metrics; /* borrowed; counts every request */
   FILE *access_log;        /* borrowed; one JSON line per request, or NULL */
   const struct auth *auth; /* borrowed; NULL: no tokens, clients are addresses */

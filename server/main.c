@@ -185,6 +185,7 @@ int main(int argc, char **argv) {
              recovered.interrupted);
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
+                               .inline_max_bytes = cfg.inline_max_bytes,
                                .web_root = cfg.web_root, .chartjs_path = cfg.chartjs,
                                .metrics = metrics, .access_log = access_log, .auth = auth,
                                .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,

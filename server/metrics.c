@@ -195,6 +195,9 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
   put(t, "# HELP gpulab_jobs Jobs kept by the engine, by state.\n# TYPE gpulab_jobs gauge\n");
   for (int s = 0; s < JOB_STATE_COUNT; s++)
     put(t, "gpulab_jobs{state=\"%s\"} %d\n", job_state_name((enum job_state)s), c.by_state[s]);
+  put(t, "# HELP gpulab_jobs_inline_total Jobs run on the HTTP thread that waited for them "
+         "(an idle lane lent to it; --inline-max-bytes).\n# TYPE gpulab_jobs_inline_total counter\n"
+         "gpulab_jobs_inline_total %llu\n", (unsigned long long)c.ran_inline);
   put(t, "# HELP gpulab_buffers Buffers listed.\n# TYPE gpulab_buffers gauge\ngpulab_buffers %d\n",
       c.buffers);
   put(t, "# HELP gpulab_buffer_bytes Bytes held by listed buffers.\n# TYPE gpulab_buffer_bytes gauge\n"

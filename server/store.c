@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/log.h"
 
@@ -167,18 +168,29 @@ static void write_queued_locked(struct store *s) {
   if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
 }
 
-/* Writes what is queued whenever nobody else is; until closing and all written. */
+/* Writes what nobody flushed: rows queued for a millisecond (a batch gathers, and a
+ * store_flush caller usually takes it first, without waking this thread again);
+ * until closing and all written. */
 static void *writer_main(void *arg) {
   struct store *s = arg;
   pthread_mutex_lock(&s->queue_lock);
   for (;;) {
-    while ((!s->head || s->writing) && !s->closing) pthread_cond_wait(&s->queue_ready, &s->queue_lock);
-    if (s->writing) { /* closing while a flush writes: it signals when done */
+    while (!s->head && !s->closing) pthread_cond_wait(&s->queue_ready, &s->queue_lock);
+    if (!s->closing) {
+      struct timespec until;
+      clock_gettime(CLOCK_REALTIME, &until); /* the condition variable's clock */
+      until.tv_nsec += 1000 * 1000;
+      if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+      pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &until);
+    }
+    if (s->writing) { /* a flush writes: it signals when done */
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
       continue;
     }
-    if (!s->head) break; /* closing, and all written */
-    write_queued_locked(s);
+    if (s->head)
+      write_queued_locked(s);
+    else if (s->closing)
+      break; /* all written */
   }
   pthread_mutex_unlock(&s->queue_lock);
   return NULL;
@@ -209,10 +221,10 @@ int store_put(struct store *s, const struct store_row *r) {
   q->row.record = r->record ? put_bytes(&at, r->record, record) : NULL;
   q->row.request = r->request ? put_bytes(&at, r->request, request) : NULL;
   pthread_mutex_lock(&s->queue_lock);
+  if (!s->head) pthread_cond_signal(&s->queue_ready); /* the writer wakes once per batch */
   *s->tail = q;
   s->tail = &q->next;
   s->queued++;
-  pthread_cond_signal(&s->queue_ready);
   pthread_mutex_unlock(&s->queue_lock);
   return 0;
 }

@@ -176,6 +176,7 @@ static void test_metrics(struct gpulabd *d) {
   CHECK(strstr(r.body, "gpulab_job_queue_wait_seconds_bucket"));
   CHECK(strstr(r.body, "gpulab_jobs{state=\"queued\"} 0"));
   CHECK(strstr(r.body, "gpulab_device_memory_used_bytes{device=\"0\""));
+  CHECK(strstr(r.body, "gpulab_jobs_inline_total ")); /* test_inline checks its value */
   char path[128];
   snprintf(path, sizeof path, "%s/metrics.txt", dir);
   write_file(path, r.body);
@@ -187,6 +188,61 @@ static void test_metrics(struct gpulabd *d) {
   char cmd[256];
   snprintf(cmd, sizeof cmd, "promtool check metrics < %s", path);
   CHECK_INT_EQ(system(cmd), 0);
+}
+
+/* The value of an unlabelled counter in /metrics. */
+static long long metric(struct gpulabd *d, const char *name) {
+  struct http_reply r;
+  http_request(d, "GET", "/metrics", NULL, NULL, 0, &r);
+  CHECK_INT_EQ(r.status, 200);
+  char key[96];
+  snprintf(key, sizeof key, "\n%s ", name);
+  const char *at = strstr(r.body, key);
+  CHECK(at != NULL);
+  long long v = atoll(at + strlen(key));
+  http_reply_free(&r);
+  return v;
+}
+
+/* A waited-for job within --inline-max-bytes runs on the HTTP thread (same result
+ * as through a worker); a bigger one, an unwaited one, or any with the limit 0 go
+ * through the workers. */
+static void test_inline(void) {
+  const char *args[] = {"--backend", "cpu", "--inline-max-bytes", "100000", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  struct http_reply r;
+  /* Inline only when a lane's worker sleeps: right after start-up one may not yet. */
+  long long ran = 0;
+  for (int i = 0; i < 50 && ran == 0; i++) {
+    http_post_json(&d, "/transpose", SMALL, &r); /* 2 x 33 x 47 floats: 12 KB */
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+    CHECK(json_is_true(json_object_get(json_at(r.json, "result"), "passed")));
+    http_reply_free(&r);
+    ran = metric(&d, "gpulab_jobs_inline_total");
+  }
+  CHECK_INT_EQ(ran, 1);
+  http_post_json(&d, "/transpose", "{\"m\":200,\"n\":200,\"batches\":1,\"reps\":1}", &r); /* 320 KB */
+  CHECK_INT_EQ(r.status, 200);
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  http_reply_free(&r);
+  http_post_json(&d, "/transpose?wait=0", SMALL, &r);
+  CHECK(r.status == 202 || r.status == 200); /* 200 when a worker was quicker */
+  http_reply_free(&r);
+  CHECK_INT_EQ(metric(&d, "gpulab_jobs_inline_total"), 1);
+  gpulabd_stop(&d);
+
+  const char *off[] = {"--backend", "cpu", "--inline-max-bytes", "0", NULL};
+  gpulabd_start(off, &d);
+  for (int i = 0; i < 5; i++) {
+    http_post_json(&d, "/transpose", SMALL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+    http_reply_free(&r);
+  }
+  CHECK_INT_EQ(metric(&d, "gpulab_jobs_inline_total"), 0);
+  gpulabd_stop(&d);
 }
 
 /* Past --max-connections-per-ip the next connection from that address is refused. */
@@ -293,6 +349,7 @@ int main(void) {
   gpulabd_start(args, &d);
   test_metrics(&d);
   gpulabd_stop(&d);
+  test_inline();
   test_tls();
   test_idle_timeout();
   char cmd[96];
