@@ -10,28 +10,33 @@
 #define STENCIL_BEST_HD static inline
 #endif
 
-/* A block loads its span of input in steps of STENCIL_BEST_STEP floats (256 threads,
- * one float4 each), 4 or 5 steps; the span is the tile's outputs plus the halo. */
-#define STENCIL_BEST_STEP 1024
-#define STENCIL_BEST_MAX_STEPS 5
+/* A block scans a span of STENCIL_BEST_SPAN floats, the tile's outputs plus the halo;
+ * a halo wider than half of it takes a span twice as long, so that the tile stays at
+ * least half of the floats loaded (r up to STENCIL_BEST_MAX_RADIUS). */
+#define STENCIL_BEST_SPAN 4096
 #define STENCIL_BEST_MAX_RADIUS 2047
 
 /* Floats before the tile that its span starts with: r + 1 rounded up to 4, so that
- * the span starts 16-byte aligned whenever the tile does. */
+ * the span starts 16-byte aligned whenever x and the tile do. */
 STENCIL_BEST_HD int stencil_best_lead(int r) { return (r + 1 + 3) & ~3; }
 
 /* Span minus tile: the lead plus the r floats after the tile. */
 STENCIL_BEST_HD int stencil_best_halo(int r) { return r + stencil_best_lead(r); }
 
-/* Steps of one span: 4 while the halo is at most a quarter of them, else 5. */
-STENCIL_BEST_HD int stencil_best_steps(int r) { return stencil_best_halo(r) <= 1024 ? 4 : 5; }
+/* Floats per span: STENCIL_BEST_SPAN while the halo is at most half of it, else twice
+ * that. */
+STENCIL_BEST_HD int stencil_best_span(int r) {
+  return stencil_best_halo(r) <= STENCIL_BEST_SPAN / 2 ? STENCIL_BEST_SPAN
+                                                       : 2 * STENCIL_BEST_SPAN;
+}
 
-/* Outputs per tile (a multiple of 4, at least 1024), or 0 when r is negative or
+/* Outputs per tile (a multiple of 4, at least 2048), or 0 when r is negative or
  * above STENCIL_BEST_MAX_RADIUS. Tile t covers outputs [t*T, t*T + T); its span is
- * x[t*T - lead, t*T + T + r), zero outside [0, n). */
+ * x[t*T - lead, t*T + T + r), zero outside [0, n) (the last up to 3 floats of the
+ * span that the kernel loads past it feed no output). */
 STENCIL_BEST_HD int stencil_best_tile(int r) {
   if (r < 0 || r > STENCIL_BEST_MAX_RADIUS) return 0;
-  return (STENCIL_BEST_STEP * stencil_best_steps(r) - stencil_best_halo(r)) & ~3;
+  return (stencil_best_span(r) - stencil_best_halo(r)) & ~3;
 }
 
 #endif

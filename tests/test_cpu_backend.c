@@ -429,9 +429,9 @@ static void test_best_variants(struct backend *b) {
     CHECK_STR_EQ(r.runs[0].mapped_to, best[i].mapped_to);
     release(b, &job);
   }
-  static const int radii[] = {0, 1, 2, 32, 64, 255, 1024, STENCIL_BEST_MAX_RADIUS};
+  static const int radii[] = {0, 1, 2, 32, 64, 255, 1023, 1024, STENCIL_BEST_MAX_RADIUS};
   static const int sizes[] = {1, 1000, 4093, 10007};
-  for (int ri = 0; ri < 8; ri++)
+  for (int ri = 0; ri < 9; ri++)
     for (int ni = 0; ni < 4; ni++) {
       struct exp_spec s = small_spec(EXP_STENCIL);
       s.u.stencil.n = sizes[ni];

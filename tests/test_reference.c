@@ -314,6 +314,26 @@ static void test_stencil_best(int n, int r) {
   reference_free(ref);
 }
 
+/* The tiles every party restarts at: multiples of 4 that fill their span but for the
+ * rounding, with a lead that keeps the span 16-byte aligned; r = 32's tile of 4028 is
+ * the one the kernel was measured with. */
+static void test_stencil_best_geometry(void) {
+  for (int r = 0; r <= STENCIL_BEST_MAX_RADIUS; r++) {
+    int tile = stencil_best_tile(r), lead = stencil_best_lead(r), halo = stencil_best_halo(r);
+    int span = stencil_best_span(r), slack = span - halo - tile;
+    CHECK(tile % 4 == 0 && lead % 4 == 0 && lead > r && lead <= r + 4);
+    CHECK(tile >= 2048 && slack >= 0 && slack < 4);
+    CHECK(span == (halo <= STENCIL_BEST_SPAN / 2 ? 1 : 2) * STENCIL_BEST_SPAN);
+  }
+  CHECK_INT_EQ(stencil_best_tile(0), 4092);
+  CHECK_INT_EQ(stencil_best_tile(32), 4028);
+  CHECK_INT_EQ(stencil_best_tile(1023), 2048);
+  CHECK_INT_EQ(stencil_best_tile(1024), 6140);
+  CHECK_INT_EQ(stencil_best_tile(STENCIL_BEST_MAX_RADIUS), 4096);
+  CHECK_INT_EQ(stencil_best_tile(-1), 0);
+  CHECK_INT_EQ(stencil_best_tile(STENCIL_BEST_MAX_RADIUS + 1), 0);
+}
+
 /* The restart bounds the damage of a huge value to its own tile: there best's
  * tolerance is as wide as 2^-38 * 1e30 (naive's is not), in the next tile it is back
  * to float rounding. A non-finite input fails its whole tile. */
@@ -611,8 +631,10 @@ int main(void) {
   static const int best_radii[] = {0, 2, 32, 64, 1024, STENCIL_BEST_MAX_RADIUS};
   for (int i = 0; i < 6; i++) test_stencil_best(1000, best_radii[i]);
   test_stencil_best(20011, 5); /* several tiles, a partial last one */
-  test_stencil_best(9001, 1024);
+  test_stencil_best(9001, 1023); /* the 4096-float span's smallest tile (2048) */
+  test_stencil_best(9001, 1024); /* the 8192-float span's first */
   test_stencil_best_tiles();
+  test_stencil_best_geometry();
   test_pipeline();
   test_invalid();
   test_seeds_per_input();
