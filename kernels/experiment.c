@@ -115,7 +115,15 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec) {
   }
   exp_output_shape(spec, &out);
   int runs = spec->type == EXP_PIPELINE ? spec->u.pipeline.n_stream_counts : spec->n_variants;
-  return sizeof(float) * (inputs + (uint64_t)(runs + 1) * (uint64_t)exp_shape_count(&out));
+  uint64_t floats = inputs + (uint64_t)(runs + 1) * (uint64_t)exp_shape_count(&out);
+  /* gemm tf32 may take the Hopper kernel, which transposes B into a k x n scratch of
+   * its own around each launch (one at a time: a job's launches share one stream). */
+  for (int r = 0; spec->type == EXP_GEMM && r < spec->n_variants; r++)
+    if (spec->variants[r] == GEMM_TF32) {
+      floats += (uint64_t)spec->u.gemm.k * (uint64_t)spec->u.gemm.n;
+      break;
+    }
+  return sizeof(float) * floats;
 }
 
 double exp_spec_work(const struct exp_spec *spec) {

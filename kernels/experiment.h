@@ -131,8 +131,9 @@ enum exp_order exp_type_order(enum exp_type type); /* ALTERNATING for every type
 void exp_spec_default(enum exp_type type, struct exp_spec *spec);
 
 /* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once:
- * its inputs, one output per run and the job's output. Library workspaces and the
- * pipeline's pinned host copies are not counted. */
+ * its inputs, one output per run and the job's output, and the tf32 variant's copy
+ * of B (transposed for wgmma). Library workspaces and the pipeline's pinned host
+ * copies are not counted. */
 uint64_t exp_spec_bytes(const struct exp_spec *spec);
 
 /* Work counted for a run's figure: bytes moved (transpose, stencil, pipeline) or

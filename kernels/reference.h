@@ -39,7 +39,7 @@ size_t reference_output_len(const struct reference *ref);
 
 /* Compares out (reference_output_len floats) with the expected output of variant
  * and fills check. Transpose variants compare exactly (copy: against the input);
- * gemm per element within k * 2^-23 * sum|a*b| (tf32: (2^-10 + k * 2^-22) *
+ * gemm per element within k * 2^-23 * sum|a*b| (tf32: (2^-9 + k * 2^-22) *
  * sum|a*b|); stencil per element within (2r+2) * 2^-23 * sum|x| / (2r+1) over its
  * window + 1e-30 (best: 2^-23 |ref| + 2^-38 * sum|x| over its tile's span / (2r+1) +
  * 1e-30, reference.c says why); pipeline within 2e-6 * terms + 1e-6. NaN never

@@ -284,6 +284,30 @@ static struct exp_spec only(struct exp_spec s, int n, const int *variants) {
   return s;
 }
 
+/* gemm best alone, at sizes that must take each of its kernels: the unguarded one
+ * where M and N are multiples of 128 and K of 32 (K = 0, one step, a second group of
+ * tile rows in the grouped launch order), the guarded one elsewhere (rows of 4-byte
+ * accesses, float4 rows ending in partial tiles, smaller than a tile, K not a multiple
+ * of 32 under whole M and N tiles, a tail in M or in N alone). */
+static void test_gemm_best_kernels(void) {
+  static const int gv[] = {GEMM_BEST};
+  static const struct {
+    int m, n, k;
+    bool whole;
+  } cases[] = {{128, 128, 0, true},     {128, 256, 32, true},     {256, 256, 256, true},
+               {512, 384, 128, true},   {1152, 256, 64, true},    {1000, 1003, 997, false},
+               {1000, 1004, 996, false}, {33, 17, 5, false},       {256, 256, 100, false},
+               {256, 384, 16, false},   {250, 256, 64, false},    {256, 252, 64, false},
+               {256, 254, 64, false}};
+  static struct exp_result res;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct exp_spec s = only(gemm_spec(cases[i].m, cases[i].n, cases[i].k), 1, gv);
+    run_ok_on(0, &s, &res);
+    CHECK_STR_EQ(res.runs[0].kernel.name,
+                 cases[i].whole ? "gemm_best_kernel<true>" : "gemm_best_kernel<false>");
+  }
+}
+
 /* The best variants at odd sizes: tails in every dimension, sizes whose rows are not
  * a whole number of float4 (4-byte path) and ones that are (float4 path) but end in
  * partial tiles, K = 0, radii from 0 to the tile limit and one past it. */
@@ -299,12 +323,17 @@ static void test_best_odd_sizes(void) {
                                   {200, 260, 36}, {1000, 1000, 1004}};
   for (size_t i = 0; i < sizeof gsizes / sizeof gsizes[0]; i++)
     run_ok(only(gemm_spec(gsizes[i][0], gsizes[i][1], gsizes[i][2]), 2, gv));
+  test_gemm_best_kernels();
+  /* stencil best: 1023 is the last radius of the 4096-float span (the smallest tile,
+   * 2048), 1024 the first of the 8192 one; 2^24 + 3 has blocks of 4 tiles and a short
+   * last tile, 2^20 + 7 at 2047 the wide span's ring over 4 tiles a block */
   static const int sv[] = {STENCIL_BEST, STENCIL_NAIVE};
-  static const int radii[] = {0, 2, 32, 64, 1024};
+  static const int radii[] = {0, 1, 2, 32, 64, 1023, 1024};
   static const int sizes[] = {1, 1000, 4093, (1 << 24) + 3};
-  for (int ri = 0; ri < 5; ri++)
+  for (int ri = 0; ri < 7; ri++)
     for (int ni = 0; ni < 4; ni++) run_ok(only(stencil_spec(sizes[ni], radii[ri]), 2, sv));
   run_ok(only(stencil_spec(10007, 2047), 2, sv));
+  run_ok(only(stencil_spec((1 << 20) + 7, 2047), 1, sv));
   /* past the tile limit: unavailable with the reason, the other run still passes */
   static struct exp_result res;
   struct exp_spec s = only(stencil_spec(1000, 2048), 2, sv);
@@ -346,6 +375,63 @@ static void test_graph(void) {
   }
 }
 
+/* gemm tf32 runs the Hopper wgmma kernel (B transposed into a scratch first) where the
+ * build has sm_90a code, the device is cc 9.0, M and N are multiples of 128 and K of
+ * 32 (A and C 16-byte aligned, as every allocation is), and mma.sync everywhere else.
+ * Both are checked against the reference: one tile, a half last N tile, the 4-stage
+ * ring wrapping, more tiles than SMs, the near misses that must fall back; the wgmma
+ * path also as a CUDA Graph (its scratch then is the graph's own allocation) and cold.
+ * Which kernel ran is asserted where the test can know: wgmma only when this test is
+ * built with GPULAB_CUDA_SM90A too (else the log says which ran). */
+static void test_tf32_paths(void) {
+#ifdef GPULAB_CUDA_SM90A
+  const bool built_sm90a = true;
+#else
+  const bool built_sm90a = false;
+#endif
+  static const int tv[] = {GEMM_TF32};
+  static const struct {
+    int m, n, k;
+    bool fits; /* sizes the wgmma kernel takes */
+  } cases[] = {{128, 128, 32, true},   /* one tile and k-tile; Bt's 256-row box past N */
+               {256, 384, 96, true},   /* the lab's size: a half last N tile */
+               {512, 512, 256, true},  /* 8 k-tiles through the 4 stages */
+               {2304, 2560, 64, true}, /* 180 tiles over the SMs, a short last M group */
+               {256, 384, 80, false},  /* K not a multiple of 32 */
+               {256, 320, 96, false},  /* N not a multiple of 128 */
+               {200, 384, 96, false},  /* M not a multiple of 128 */
+               {128, 128, 0, false}};  /* K = 0 */
+  struct backend_device_info info;
+  backend_device_info(be, &info);
+  const bool cc90 = info.cc_major == 9 && info.cc_minor == 0;
+  static struct exp_result res;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct exp_spec s = only(gemm_spec(cases[i].m, cases[i].n, cases[i].k), 1, tv);
+    run_ok_on(0, &s, &res);
+    const struct exp_kernel_info *k = &res.runs[0].kernel;
+    const bool wgmma = strcmp(k->name, "gemm_tf32_wgmma_kernel") == 0;
+    if (!cases[i].fits || !cc90) CHECK_STR_EQ(k->name, "gemm_tf32_kernel");
+    if (cases[i].fits && cc90 && built_sm90a) CHECK(wgmma);
+    if (!wgmma) continue;
+    int tiles = cases[i].m / 128 * ((cases[i].n + 255) / 256);
+    CHECK_INT_EQ(k->block[0], 384);
+    CHECK_INT_EQ(k->grid[0], tiles < info.sms ? tiles : info.sms); /* persistent */
+    CHECK_INT_EQ(k->dynamic_shared_bytes, 4 * (128 + 256) * 32 * 4 + 1024 + 4 * 16);
+    CHECK_INT_EQ(k->local_bytes, 0);
+    CHECK(k->registers > 0 && k->registers <= 168); /* 384 threads: 65536 / 384 */
+    CHECK_INT_EQ(k->blocks_per_sm, 1);
+    printf("gemm_tf32_wgmma_kernel %dx%dx%d: %d registers, %d bytes dynamic shared, grid %d\n",
+           cases[i].m, cases[i].n, cases[i].k, k->registers, k->dynamic_shared_bytes, k->grid[0]);
+  }
+  struct exp_spec g = only(gemm_spec(256, 384, 96), 1, tv);
+  g.graph = true;
+  g.timing = (struct exp_timing_params){2, 3, 10};
+  run_ok_on(0, &g, &res);
+  g = only(gemm_spec(256, 384, 96), 1, tv);
+  g.cold = true;
+  run_ok_on(1, &g, &res);
+}
+
 /* Kernel info follows the lecture's launch shapes. */
 static void test_kernel_info(void) {
   static struct exp_result res;
@@ -368,12 +454,29 @@ static void test_kernel_info(void) {
   CHECK_INT_EQ(k->grid[0], 4);
   CHECK_INT_EQ(k->dynamic_shared_bytes, (256 + 2 * 32) * 4);
 
+  /* best: 4 tiles a block; prefixes (span doubles + 16 warp totals) and two stages of
+   * span floats; 3 blocks an SM where an SM has 228 KiB of shared memory (cc 9.0), as
+   * measured */
+  struct backend_device_info info;
+  backend_device_info(be, &info);
   k = &res.runs[STENCIL_BEST].kernel;
+  CHECK_STR_EQ(k->name, "stencil_best_kernel<2>");
   CHECK_INT_EQ(k->block[0], 256);
-  CHECK_INT_EQ(k->grid[0], 1); /* one tile of 4028 (at most one block per tile) */
-  CHECK_INT_EQ(k->dynamic_shared_bytes, (4 * 1024 + 80) * 8);
-  printf("stencil_best_kernel: %d registers, %d bytes dynamic shared\n", k->registers,
-         k->dynamic_shared_bytes);
+  CHECK_INT_EQ(k->grid[0], 1); /* one tile of 4028 */
+  CHECK_INT_EQ(k->dynamic_shared_bytes, (4096 + 16) * 8 + 2 * 4096 * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  if (info.cc_major == 9 && info.cc_minor == 0) CHECK_INT_EQ(k->blocks_per_sm, 3);
+  printf("stencil_best_kernel<2>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
+         k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
+  s = stencil_spec(100000, 1024); /* the 8192-float span: 17 tiles of 6140 */
+  run_ok_on(0, &s, &res);
+  k = &res.runs[STENCIL_BEST].kernel;
+  CHECK_STR_EQ(k->name, "stencil_best_kernel<4>");
+  CHECK_INT_EQ(k->grid[0], 5);
+  CHECK_INT_EQ(k->dynamic_shared_bytes, (8192 + 16) * 8 + 2 * 8192 * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  printf("stencil_best_kernel<4>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
+         k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
 
   s = transpose_spec(100, 70);
   run_ok_on(0, &s, &res);
@@ -389,14 +492,37 @@ static void test_kernel_info(void) {
   run_ok_on(0, &s, &res);
   CHECK(!res.runs[GEMM_CUBLAS].kernel.has_launch);
   CHECK_INT_EQ(res.runs[GEMM_TILED].kernel.static_shared_bytes, 2 * 16 * 16 * 4);
+  /* gemm best: whole 128x128 tiles and K by 32 take the unguarded kernel, other sizes
+   * the guarded one; both 2 stages of a 128x32 A panel (pitch 132) and a 32x128 B
+   * panel, at most 128 registers, so 2 blocks an SM where an SM has 228 KiB of shared
+   * memory (cc 9.0) */
+  struct backend_device_info gemm_dev;
+  backend_device_info(be, &gemm_dev);
+  const bool cc90 = gemm_dev.cc_major == 9 && gemm_dev.cc_minor == 0;
+  s = gemm_spec(256, 384, 64);
+  run_ok_on(0, &s, &res);
+  k = &res.runs[GEMM_BEST].kernel;
+  CHECK_STR_EQ(k->name, "gemm_best_kernel<true>");
+  CHECK(k->block[0] == 256 && k->grid[0] == 2 * 3);
+  CHECK_INT_EQ(k->static_shared_bytes, 0);
+  CHECK_INT_EQ(k->dynamic_shared_bytes, 2 * (32 * 132 + 32 * 128) * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  CHECK(k->registers > 0 && k->registers <= 128);
+  if (cc90) CHECK_INT_EQ(k->blocks_per_sm, 2);
+  printf("gemm_best_kernel<true>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
+         k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
   s = gemm_spec(300, 200, 100);
   run_ok_on(0, &s, &res);
   k = &res.runs[GEMM_BEST].kernel;
+  CHECK_STR_EQ(k->name, "gemm_best_kernel<false>");
   CHECK(k->block[0] == 256 && k->grid[0] == 3 * 2); /* 128x128 tiles */
-  CHECK_INT_EQ(k->static_shared_bytes, 2 * 2 * 16 * 128 * 4);
+  CHECK_INT_EQ(k->static_shared_bytes, 0);
+  CHECK_INT_EQ(k->dynamic_shared_bytes, 2 * (32 * 132 + 32 * 128) * 4);
   CHECK_INT_EQ(k->local_bytes, 0);
-  printf("gemm_best_kernel: %d registers, %d bytes static shared\n", k->registers,
-         k->static_shared_bytes);
+  CHECK(k->registers > 0 && k->registers <= 128);
+  if (cc90) CHECK_INT_EQ(k->blocks_per_sm, 2);
+  printf("gemm_best_kernel<false>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
+         k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
   k = &res.runs[GEMM_TF32].kernel;
   CHECK(k->block[0] == 256 && k->grid[0] == 3 * 2);
   CHECK_INT_EQ(k->dynamic_shared_bytes, 3 * (128 * 36 + 32 * 136) * 4);
@@ -1033,6 +1159,7 @@ int main(int argc, char **argv) {
   test_noise_stop();
   test_odd_sizes();
   test_best_odd_sizes();
+  test_tf32_paths();
   test_kernel_info();
   test_occupancy_and_work();
   test_pipeline_best();

@@ -1,6 +1,8 @@
 /* The lecture's kernels and their launchers. A launcher picks the kernel and launch
  * shape for one variant (a cuda_plan), launches it on the caller's stream and returns
- * cudaGetLastError(); it never synchronizes, allocates, or touches the default stream.
+ * cudaGetLastError(); it never synchronizes or touches the default stream, and
+ * allocates only stream-ordered scratch (gemm tf32's transposed B: cudaMallocAsync and
+ * cudaFreeAsync on the same stream, so it also works inside a graph capture).
  * The plans also feed the kernel info a run reports, so the two cannot disagree. */
 #ifndef GPULAB_CUDA_KERNELS_CUH
 #define GPULAB_CUDA_KERNELS_CUH
@@ -72,7 +74,9 @@ cudaError_t cuda_plan_launch(const struct cuda_plan *plan, void **args, cudaStre
 /* The `best` variants (cuda_best_*.cu), reached through the plan and launch functions
  * above with TRANSPOSE_BEST, GEMM_BEST, GEMM_TF32 and STENCIL_BEST. They need 16-byte
  * aligned pointers for their vector paths (every device allocation is); a pointer or
- * a row length that is not falls back to 4-byte accesses, same kernel. */
+ * a row length that is not falls back to 4-byte accesses (transpose, stencil: the same
+ * kernel; gemm best: its guarded kernel; tf32: the mma.sync kernel). A plan describes
+ * the kernel its sizes get, assuming aligned pointers. */
 int transpose_best_plan(int m, int n, struct cuda_plan *plan, char *why, size_t why_len);
 int gemm_best_plan(int m, int n, int k, struct cuda_plan *plan, char *why, size_t why_len);
 int gemm_tf32_plan(int m, int n, int k, struct cuda_plan *plan, char *why, size_t why_len);
