@@ -18,8 +18,10 @@ fi
 # A machine without libmicrohttpd installed can carry it beside the build.
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 port=${PORT:-18088}
+# 16 HTTP threads and 8 lanes: the H200 machine's 16 cores (a tiny job that is waited
+# for runs on its HTTP thread when a lane is idle: --inline-max-bytes).
 "$build/gpulabd" --backend cuda --devices 0 --port "$port" --db :memory: --access-log off \
-  --http-threads 8 --max-queued 100000 2> "$out/gpulabd.log" &
+  --http-threads 16 --streams 8 --max-queued 100000 2> "$out/gpulabd.log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 300); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.1; done
