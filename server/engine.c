@@ -53,8 +53,16 @@ void job_unref(struct job *job) {
 
 static void view_locked(struct job *job, struct job_view *v);
 
+/* on_job_change of a final state runs after the lock is released (engine_unlock):
+ * the store's record of a finished job is its whole result as JSON, too much work
+ * to do while every other thread waits for the lock. A final job never changes
+ * again, and its final change is its last, so the rows of one job stay in order. */
 void publish_state_locked(struct engine *e, struct job *job) {
-  if (e->cfg.on_job_change) {
+  if (e->cfg.on_job_change && job_state_final(job->state)) {
+    job_ref(job);
+    job->final_next = e->finals;
+    e->finals = job;
+  } else if (e->cfg.on_job_change) {
     struct job_view v;
     view_locked(job, &v);
     e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
@@ -65,6 +73,20 @@ void publish_state_locked(struct engine *e, struct job *job) {
   memcpy(ev.client, job->req.client, sizeof ev.client);
   memcpy(ev.error_code, job->error_code, sizeof ev.error_code);
   events_publish(e->events, &ev);
+}
+
+void engine_unlock(struct engine *e) {
+  struct job *finals = e->finals;
+  e->finals = NULL;
+  pthread_mutex_unlock(&e->lock);
+  while (finals) {
+    struct job *job = finals, *next = job->final_next;
+    struct job_view v;
+    view_locked(job, &v); /* final: nothing in it changes, no lock needed */
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
+    job_unref(job);
+    finals = next;
+  }
 }
 
 /* Moves due watches (job final, deadline passed, or stopping) to *fired. */
@@ -103,7 +125,7 @@ void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
   e->watches = w;
   collect_due_watches(e, engine_now_mono(), &fired);
   pthread_cond_signal(&e->timer_wake);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   run_watches(fired);
 }
 
@@ -122,12 +144,12 @@ static void *timer_main(void *arg) {
     struct engine_watch *fired = NULL;
     collect_due_watches(e, engine_now_mono(), &fired);
     if (fired) {
-      pthread_mutex_unlock(&e->lock);
+      engine_unlock(e);
       run_watches(fired);
       pthread_mutex_lock(&e->lock);
     }
   }
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   return NULL;
 }
 
@@ -471,7 +493,7 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
   }
   if (rc) {
     discard_locked(e, job);
-    pthread_mutex_unlock(&e->lock);
+    engine_unlock(e);
     return rc;
   }
   job_ref(job); /* the caller's */
@@ -489,7 +511,7 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
   } else {
     publish_state_locked(e, job);
   }
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   *out = job;
   return 0;
 }
@@ -498,7 +520,7 @@ struct job *engine_job_get(struct engine *e, uint64_t id) {
   pthread_mutex_lock(&e->lock);
   struct job *job = find_locked(e, id);
   if (job) job_ref(job);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   return job;
 }
 
@@ -530,14 +552,14 @@ static void view_locked(struct job *job, struct job_view *v) {
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
   pthread_mutex_lock(&e->lock);
   view_locked(job, v);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
 }
 
 void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, uint64_t *seq) {
   pthread_mutex_lock(&e->lock);
   view_locked(job, v);
   *seq = events_last_seq(e->events); /* state events are published under our lock */
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
 }
 
 struct events *engine_events(struct engine *e) { return e->events; }
@@ -555,7 +577,7 @@ int engine_job_cancel(struct engine *e, struct job *job) {
     end_job_locked(e, job, JOB_CANCELED, "canceled", "canceled before it ran");
     collect_due_watches(e, engine_now_mono(), &fired);
   }
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   run_watches(fired);
   return rc;
 }
@@ -573,7 +595,7 @@ int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struc
     job_ref(job);
     out[n++] = job;
   }
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   return n;
 }
 
@@ -585,7 +607,7 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   out->ran_inline = e->ran_inline;
   out->buffers = e->n_buffers;
   for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
 }
 
 bool engine_healthy(const struct engine *e) {
@@ -649,7 +671,7 @@ fail:
 static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
   pthread_mutex_lock(&e->lock);
   if (e->stopping) {
-    pthread_mutex_unlock(&e->lock);
+    engine_unlock(e);
     return;
   }
   e->stopping = true; /* no worker takes another job */
@@ -666,14 +688,14 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
     int running = 0;
     for (int d = 0; d < e->n_devices; d++) running += e->running[d];
     if (running == 0 || engine_now_mono() >= deadline) break;
-    pthread_mutex_unlock(&e->lock);
+    engine_unlock(e);
     struct timespec pause = {0, 20 * 1000 * 1000};
     nanosleep(&pause, NULL);
     pthread_mutex_lock(&e->lock);
   }
   for (int i = 0; i < e->n_jobs; i++)
     if (e->jobs[i]->state == JOB_RUNNING) atomic_store(&e->jobs[i]->cancel_requested, true);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
 }
 
 void engine_shutdown(struct engine *e, double grace_s) {
@@ -684,7 +706,7 @@ void engine_shutdown(struct engine *e, double grace_s) {
 uint64_t engine_oldest_id(struct engine *e) {
   pthread_mutex_lock(&e->lock);
   uint64_t id = e->n_jobs ? e->jobs[0]->id : 0;
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   return id;
 }
 
@@ -692,17 +714,17 @@ void engine_stop(struct engine *e) {
   stop_workers(e, false, 0);
   pthread_mutex_lock(&e->lock);
   if (e->stopped) {
-    pthread_mutex_unlock(&e->lock);
+    engine_unlock(e);
     return;
   }
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   for (int i = 0; i < e->n_workers; i++) pthread_join(e->workers[i].thread, NULL);
   struct engine_watch *fired = NULL;
   pthread_mutex_lock(&e->lock);
   e->stopped = true; /* every watch is due now */
   collect_due_watches(e, engine_now_mono(), &fired);
   pthread_cond_broadcast(&e->timer_wake);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   pthread_join(e->timer, NULL);
   run_watches(fired);
   events_close(e->events);
@@ -714,7 +736,7 @@ void engine_free(struct engine *e) {
   pthread_mutex_lock(&e->lock);
   ebuf_free_all_locked(e);
   for (int i = 0; i < e->n_jobs; i++) job_unref(e->jobs[i]);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   events_free(e->events);
   for (int d = 0; d < e->n_devices; d++) gate_free(e->gates[d]);
   sched_free(e->sched);

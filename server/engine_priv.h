@@ -57,6 +57,7 @@ struct job {
   char error_message[256];
   /* A running job whose parent failed: it ends failed with this, not canceled. */
   char parent_failure[256];
+  struct job *final_next; /* in engine.finals */
 };
 
 struct worker {
@@ -95,8 +96,14 @@ struct engine {
   struct worker *workers;
   int n_workers;
   uint64_t ran_inline; /* jobs engine_run_inline ran */
+  struct job *finals;  /* ended, on_job_change not yet called (referenced): engine_unlock */
   pthread_t timer;
 };
+
+/* engine.c: releases the lock, then tells on_job_change of the jobs that ended
+ * while it was held (publish_state_locked). Every unlock after jobs may have
+ * ended is this one, before watches run, so an answer waits for its job's row. */
+void engine_unlock(struct engine *e);
 
 /* engine.c, lock held: */
 void publish_state_locked(struct engine *e, struct job *job);

@@ -89,7 +89,7 @@ static void hook_issued(void *arg) {
     if (job->output) c->bj->output = NULL; /* else freed by the worker */
   }
   parent_ready_locked(e, job, false);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
 }
 
 /* Marks job (taken off its queue) running on w's lane and fills bj for it. */
@@ -124,12 +124,12 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
     w->idle = false;
   }
   if (e->stopping) {
-    pthread_mutex_unlock(&e->lock);
+    engine_unlock(e);
     return NULL;
   }
   struct job *job = (struct job *)((char *)item - offsetof(struct job, item));
   start_job_locked(e, w, job, bj, after);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   return job;
 }
 
@@ -155,7 +155,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
     end_job_locked(e, job, JOB_FAILED, code, err);
   }
   collect_due_watches(e, engine_now_mono(), &fired);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   free(result);
   run_watches(fired);
 }
@@ -205,13 +205,13 @@ bool engine_run_inline(struct engine *e, struct job *job) {
       if (e->workers[i].device == job->device && e->workers[i].idle && !e->workers[i].lent)
         w = &e->workers[i];
   if (!w) {
-    pthread_mutex_unlock(&e->lock);
+    engine_unlock(e);
     return false;
   }
   sched_remove(e->sched, &job->item);
   w->lent = true;
   start_job_locked(e, w, job, &bj, after);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
 
   run_job(e, w, job, &bj);
   job_unref(job); /* start_job_locked's */
@@ -221,6 +221,6 @@ bool engine_run_inline(struct engine *e, struct job *job) {
   e->ran_inline++;
   /* A wake-up its sleeping worker swallowed while lent is passed on now. */
   if (sched_queued(e->sched, w->device) > 0) pthread_cond_broadcast(&e->work_ready[w->device]);
-  pthread_mutex_unlock(&e->lock);
+  engine_unlock(e);
   return true;
 }
