@@ -109,8 +109,8 @@ void engine_free(struct engine *e);
  * failed, when a parent had), or a negative errno with err filled. */
 int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
                   struct engine_error *err);
-/* Runs job to its end on the calling thread, when it can start at once: it is
- * queued, alone in its device's queue, and a lane of that device is idle. The lane
+/* Runs job to its end on the calling thread, when it can start at once on an idle
+ * device: it is queued, alone in its device's queue, and nothing runs there. The lane
  * is lent for the run (its worker takes nothing meanwhile), so the job runs exactly
  * as a worker would run it, minus the two thread hand-offs (to the worker and back
  * to the caller) that dominate a tiny job's latency. For jobs the caller knows are

@@ -196,11 +196,14 @@ bool engine_run_inline(struct engine *e, struct job *job) {
   struct backend_job bj;
   struct worker *w = NULL;
   pthread_mutex_lock(&e->lock);
-  /* Only a job nobody waits behind (alone in its device's queue), on a healthy
-   * device with a lane whose worker sleeps: running it here takes nothing from
-   * anyone, and the job starts exactly as a worker would have started it. */
+  /* Only a job nobody waits behind (alone in its device's queue) on an idle,
+   * healthy device: running it here takes nothing from anyone, and it starts
+   * exactly as a worker would have started it. Under load (the device busy) jobs
+   * go through the workers, so HTTP threads never wait on the GPU while other
+   * connections wait for them (measured on the H200: 7.9k tiny jobs/s from 64
+   * connections inline, 10k through the workers). */
   if (!e->stopping && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
-      backend_healthy(e->devices[job->device]))
+      e->running[job->device] == 0 && backend_healthy(e->devices[job->device]))
     for (int i = 0; i < e->n_workers && !w; i++)
       if (e->workers[i].device == job->device && e->workers[i].idle && !e->workers[i].lent)
         w = &e->workers[i];
