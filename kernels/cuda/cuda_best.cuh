@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include <atomic>
+
 #include "kernels/cuda/cuda_kernels.cuh"
 
 #define KFUNC(f) reinterpret_cast<const void *>(&(f))
@@ -70,6 +72,27 @@ static inline int gemm_flags(const float *a, const float *b, const float *c, int
   return flags;
 }
 
+
+/* ---- launches ---- */
+
+/* A kernel with more than the default 48 KiB of dynamic shared memory must have its
+ * limit raised before its first launch on each device: done once per kernel and
+ * device (bit d of *raised; one atomic per kernel), with the largest shared-memory
+ * carveout when max_carveout (so the occupancy planned is the one launched). */
+static inline cudaError_t smem_raise_once(std::atomic<unsigned long long> *raised,
+                                          const void *func, size_t bytes, bool max_carveout) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+  if (bit && (raised->load() & bit)) return cudaSuccess;
+  e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (e == cudaSuccess && max_carveout)
+    e = cudaFuncSetAttribute(func, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             (int)cudaSharedmemCarveoutMaxShared);
+  if (e == cudaSuccess) raised->fetch_or(bit);
+  return e;
+}
 
 /* ---- cp.async ---- */
 

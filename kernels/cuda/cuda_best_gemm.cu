@@ -4,7 +4,6 @@
 #include "kernels/cuda/cuda_best.cuh"
 
 #include <stdio.h>
-#include <atomic>
 
 /* ---- design ----
  *
@@ -322,15 +321,7 @@ int gemm_best_plan(int m, int n, int k, struct cuda_plan *p, char *why, size_t w
 static std::atomic<unsigned long long> smem_raised[2];
 
 static cudaError_t raise_smem(const struct cuda_plan *p, bool whole) {
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  unsigned long long bit = dev < 64 ? 1ull << dev : 0;
-  if (bit && (smem_raised[whole].load() & bit)) return cudaSuccess;
-  e = cudaFuncSetAttribute(p->func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           (int)p->dyn_smem_bytes);
-  if (e == cudaSuccess) smem_raised[whole].fetch_or(bit);
-  return e;
+  return smem_raise_once(&smem_raised[whole], p->func, p->dyn_smem_bytes, false);
 }
 
 cudaError_t gemm_best_launch(const float *d_a, const float *d_b, float *d_c, int m, int n,

@@ -4,7 +4,6 @@
 #include "kernels/cuda/cuda_best.cuh"
 
 #include <stdio.h>
-#include <atomic>
 
 #include "kernels/stencil_best.h"
 
@@ -253,18 +252,7 @@ static void plan_shape(int n, int radius, int tile, struct cuda_plan *p) {
 static std::atomic<unsigned long long> smem_raised[2];
 
 static cudaError_t raise_smem(const struct cuda_plan *p, bool wide) {
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  unsigned long long bit = dev < 64 ? 1ull << dev : 0;
-  if (bit && (smem_raised[wide].load() & bit)) return cudaSuccess;
-  e = cudaFuncSetAttribute(p->func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           (int)p->dyn_smem_bytes);
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(p->func, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             (int)cudaSharedmemCarveoutMaxShared);
-  if (e == cudaSuccess) smem_raised[wide].fetch_or(bit);
-  return e;
+  return smem_raise_once(&smem_raised[wide], p->func, p->dyn_smem_bytes, true);
 }
 
 int stencil_best_plan(int n, int radius, struct cuda_plan *p, char *why, size_t why_len) {

@@ -5,7 +5,6 @@
 #include "kernels/cuda/cuda_best.cuh"
 
 #include <stdio.h>
-#include <atomic>
 #ifdef GPULAB_CUDA_SM90A
 #include <cuda.h>          /* CUtensorMap and its enums: types only, nothing links -lcuda */
 #include <cudaTypedefs.h>  /* PFN_cuTensorMapEncodeTiled_v12000 */
@@ -579,14 +578,7 @@ static std::atomic<unsigned long long> mma_smem_raised{0};
 
 static cudaError_t raise_smem(std::atomic<unsigned long long> *raised, const void *func,
                               size_t bytes) {
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  unsigned long long bit = dev < 64 ? 1ull << dev : 0;
-  if (bit && (raised->load() & bit)) return cudaSuccess;
-  e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-  if (e == cudaSuccess) raised->fetch_or(bit);
-  return e;
+  return smem_raise_once(raised, func, bytes, false);
 }
 
 #ifdef GPULAB_CUDA_SM90A
