@@ -163,24 +163,27 @@ int main(int argc, char **argv) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
-  if (store_open(cfg.db, &store, err, sizeof err)) {
+  /* --db none: no store at all (nothing durable; listings come from memory). */
+  const bool durable = strcmp(cfg.db, "none") != 0;
+  if (durable && store_open(cfg.db, &store, err, sizeof err)) {
     log_warn("gpulabd: --db %s", err);
     goto fail;
   }
-  if (cfg.keep_days > 0) {
+  if (durable && cfg.keep_days > 0) {
     int pruned = store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
     if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg.keep_days);
   }
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
                                .on_job_end = count_job, .on_job_end_arg = metrics,
-                               .on_job_change = durable_record, .on_job_change_arg = store,
-                               .first_id = store_max_id(store) + 1};
+                               .on_job_change = durable ? durable_record : NULL,
+                               .on_job_change_arg = store,
+                               .first_id = durable ? store_max_id(store) + 1 : 1};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
   }
   struct durable_recovery recovered;
-  if (durable_recover(engine, store, &recovered) > 0)
+  if (durable && durable_recover(engine, store, &recovered) > 0)
     log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovered.rerun,
              recovered.interrupted);
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
@@ -219,7 +222,7 @@ int main(int argc, char **argv) {
     sig = sigtimedwait(&stop_signals, NULL, &tick);
     if (sig >= 0) break;
     if (engine_now_mono() >= next_prune && cfg.keep_days > 0) {
-      store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
+      if (store) store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
       next_prune = engine_now_mono() + 3600;
     }
     if (!engine_healthy(engine) && lost_since == 0) {

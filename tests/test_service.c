@@ -245,6 +245,35 @@ static void test_inline(void) {
   gpulabd_stop(&d);
 }
 
+/* --db none: no store; jobs run, answer and list from memory all the same, and no
+ * database file appears. */
+static void test_no_store(void) {
+  char cwd[512];
+  CHECK(getcwd(cwd, sizeof cwd) != NULL);
+  CHECK_INT_EQ(chdir(dir), 0); /* where a default ./gpulab.db would go */
+  const char *args[] = {"--backend", "cpu", "--db", "none", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  struct http_reply r;
+  http_post_json(&d, "/transpose", SMALL, &r);
+  CHECK_INT_EQ(r.status, 200);
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  json_t *job = http_get_json(&d, path);
+  CHECK_STR_EQ(JSTR(job, "state"), "done");
+  json_decref(job);
+  json_t *list = http_get_json(&d, "/jobs");
+  CHECK_INT_EQ(json_array_size(json_at(list, "jobs")), 1);
+  json_decref(list);
+  gpulabd_stop(&d);
+  struct stat st;
+  CHECK(stat("gpulab.db", &st) != 0 && stat("none", &st) != 0);
+  CHECK_INT_EQ(chdir(cwd), 0);
+}
+
 /* Past --max-connections-per-ip the next connection from that address is refused. */
 static void test_connection_limit(void) {
   const char *args[] = {"--backend", "cpu", "--max-connections-per-ip", "2", NULL};
@@ -350,6 +379,7 @@ int main(void) {
   test_metrics(&d);
   gpulabd_stop(&d);
   test_inline();
+  test_no_store();
   test_tls();
   test_idle_timeout();
   char cmd[96];
