@@ -9,18 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/cuda_try.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/cublas_loader.h"
 #include "kernels/stats.h"
-
-#define TRY(call)                                                                        \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
 
 static cudaStream_t stream;
 static cudaEvent_t ev0, ev1;

@@ -241,10 +241,15 @@ void store_flush(struct store *s) {
   pthread_mutex_unlock(&s->queue_lock);
 }
 
+/* Takes the database for a read that sees every row queued before it. */
+static void lock_for_read(struct store *s) {
+  store_flush(s);
+  pthread_mutex_lock(&s->lock);
+}
+
 char *store_record(struct store *s, uint64_t id) {
   char *out = NULL;
-  store_flush(s); /* reads see every row queued before them */
-  pthread_mutex_lock(&s->lock);
+  lock_for_read(s);
   sqlite3_bind_int64(s->get, 1, (sqlite3_int64)id);
   if (sqlite3_step(s->get) == SQLITE_ROW && sqlite3_column_text(s->get, 0))
     out = strdup((const char *)sqlite3_column_text(s->get, 0));
@@ -258,8 +263,7 @@ int store_list(struct store *s, uint64_t before_id, const char *state, const cha
                void *arg) {
   sqlite3_stmt *st;
   int n = 0;
-  store_flush(s); /* reads see every row queued before them */
-  pthread_mutex_lock(&s->lock);
+  lock_for_read(s);
   if (sqlite3_prepare_v2(s->db,
                          "SELECT id, record FROM jobs WHERE record IS NOT NULL AND (?1 = 0 OR id < ?1)"
                          " AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR type = ?3)"
@@ -286,8 +290,7 @@ int store_unfinished(struct store *s,
                      void *arg) {
   sqlite3_stmt *st;
   int n = 0;
-  store_flush(s); /* reads see every row queued before them */
-  pthread_mutex_lock(&s->lock);
+  lock_for_read(s);
   if (sqlite3_prepare_v2(s->db,
                          "SELECT id, state, request FROM jobs WHERE state IN"
                          " ('queued', 'waiting', 'running') ORDER BY id",
@@ -295,7 +298,8 @@ int store_unfinished(struct store *s,
     pthread_mutex_unlock(&s->lock);
     return -1;
   }
-  /* Rows are collected first: fn writes to the store, which would deadlock here. */
+  /* Rows are collected first: fn reads the store (mark_interrupted), which would
+   * deadlock here. */
   struct pending {
     uint64_t id;
     char state[16];
@@ -331,8 +335,7 @@ int store_unfinished(struct store *s,
 uint64_t store_max_id(struct store *s) {
   sqlite3_stmt *st;
   uint64_t id = 0;
-  store_flush(s); /* reads see every row queued before them */
-  pthread_mutex_lock(&s->lock);
+  lock_for_read(s);
   if (sqlite3_prepare_v2(s->db, "SELECT MAX(id) FROM jobs", -1, &st, NULL) == SQLITE_OK) {
     if (sqlite3_step(st) == SQLITE_ROW) id = (uint64_t)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -344,8 +347,7 @@ uint64_t store_max_id(struct store *s) {
 int store_prune(struct store *s, double before) {
   sqlite3_stmt *st;
   int n = 0;
-  store_flush(s); /* reads see every row queued before them */
-  pthread_mutex_lock(&s->lock);
+  lock_for_read(s);
   if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE finished > 0 AND finished < ?1", -1, &st,
                          NULL) == SQLITE_OK) {
     sqlite3_bind_double(st, 1, before);

@@ -10,18 +10,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/cuda_try.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/nvml_loader.h"
 #include "kernels/stats.h"
-
-#define TRY(call)                                                                        \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
 
 enum { ITERS = 2000 };
 

@@ -111,6 +111,16 @@ __device__ __forceinline__ void cp_async4(float *dst, const float *src, bool val
                "l"(src), "r"(valid ? 4 : 0)
                : "memory");
 }
+/* The same without a source size, for copies known to be inside the matrix (no
+ * zero fill: gemm best's whole-tile kernel). */
+__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }

@@ -73,17 +73,6 @@ static_assert((SG_BM / SG_WM) * SG_WARPS_N * 32 == SG_THREADS, "warps tile the b
 static_assert(SG_BM % SG_A_ROWS == 0 && SG_BK % SG_A_KLANES == 0, "A copies tile the panel");
 static_assert(SG_B_CHUNKS * 4 * SG_THREADS == SG_BK * SG_BN, "whole float4 B chunks");
 
-/* cp.async without a source size, for whole tiles (the guarded forms are in
- * cuda_best.cuh). */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-
 /* One stage's copies: A's 128x32 panel at (m0, k0) into as, transposed, and B's 32x128
  * panel at (k0, n0) into bs. A element (jr, jk) of thread t: row t/8 + 32 jr, k t%8 +
  * 8 jk (a warp reads 4 rows x 32 bytes, whole sectors); B chunk j: row t/32 + 8 j,

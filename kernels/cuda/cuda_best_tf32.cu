@@ -573,13 +573,8 @@ int gemm_tf32_plan(int m, int n, int k, struct cuda_plan *p, char *why, size_t w
 }
 
 /* Both kernels use more than the default 48 KiB of dynamic shared memory: the limit
- * is raised once per kernel and device (bit d of *raised), before the first launch. */
+ * is raised once per kernel and device (smem_raise_once), before the first launch. */
 static std::atomic<unsigned long long> mma_smem_raised{0};
-
-static cudaError_t raise_smem(std::atomic<unsigned long long> *raised, const void *func,
-                              size_t bytes) {
-  return smem_raise_once(raised, func, bytes, false);
-}
 
 #ifdef GPULAB_CUDA_SM90A
 static std::atomic<unsigned long long> wgmma_smem_raised{0};
@@ -598,7 +593,7 @@ static bool wgmma_launch(const struct cuda_plan *p, const float *d_a, const floa
   CUtensorMap tm_a, tm_bt;
   if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) return false;
   if (!aligned16(d_a) || !aligned16(d_c) || !tensor_map(&tm_a, d_a, m, k, WG_BM)) return false;
-  if (raise_smem(&wgmma_smem_raised, p->func, p->dyn_smem_bytes) != cudaSuccess) {
+  if (smem_raise_once(&wgmma_smem_raised, p->func, p->dyn_smem_bytes, false) != cudaSuccess) {
     (void)cudaGetLastError(); /* a sticky error shows again in the fallback's launch */
     return false;
   }
@@ -638,7 +633,7 @@ cudaError_t gemm_tf32_launch(const float *d_a, const float *d_b, float *d_c, int
     mma_plan(m, n, &p); /* the plan's device checks hold for mma.sync a fortiori */
   }
 #endif
-  cudaError_t e = raise_smem(&mma_smem_raised, p.func, p.dyn_smem_bytes);
+  cudaError_t e = smem_raise_once(&mma_smem_raised, p.func, p.dyn_smem_bytes, false);
   if (e != cudaSuccess) return e;
   int flags = gemm_flags(d_a, d_b, d_c, n, k);
   if (n % 2 == 0 && ((uintptr_t)d_c & 7) == 0) flags |= GEMM_VEC_C; /* float2 stores */
