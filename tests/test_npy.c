@@ -1,5 +1,5 @@
 /* The .npy codec: round trips, every header form NumPy writes, every rejection with
- * its message, all truncations, random mutations, and NumPy itself when python3 has
+ * its message, all truncations, random mutations, and NumPy itself when the system's python3 has
  * it. Every parsed buffer is a heap block of exactly its size, so ASan sees over-reads. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp */
@@ -12,6 +12,10 @@
 
 #include "api/npy.h"
 #include "tests/check.h"
+
+/* The system's Python, for which python3-numpy installs NumPy (a python3 earlier on
+ * PATH, such as pyenv's, may lack it). */
+#define PYTHON "/usr/bin/python3"
 
 #define DICT_1D "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }"
 #define DICT_2D "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
@@ -542,15 +546,14 @@ static void write_ours(const char *dir, const char *name, int ndim, const int64_
 }
 
 static void test_numpy(void) {
-  if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
-    printf("note: python3 with numpy not found; skipping the NumPy cross-check\n");
-    return;
-  }
+  if (system(PYTHON " -c 'import numpy' >/dev/null 2>&1") != 0)
+    CHECK_FAIL_("%s with numpy not found: the NumPy cross-check cannot run (apt-get install "
+                "python3-numpy; scripts/gpulab test installs it)", PYTHON);
   char dir[] = "/tmp/test_npy_XXXXXX", script[600], cmd[1400];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(script, sizeof script, "%s/writes.py", dir);
   write_text(script, numpy_writes);
-  snprintf(cmd, sizeof cmd, "python3 %s %s", script, dir);
+  snprintf(cmd, sizeof cmd, PYTHON " %s %s", script, dir);
   CHECK_INT_EQ(system(cmd), 0);
   parse_numpy_file(dir, "a1.npy", 1, 7, 1, NULL);
   parse_numpy_file(dir, "a2.npy", 2, 3, 5, NULL);
@@ -570,7 +573,7 @@ static void test_numpy(void) {
   write_ours(dir, "ours2.npy", 2, s2);
   snprintf(script, sizeof script, "%s/reads.py", dir);
   write_text(script, numpy_reads);
-  snprintf(cmd, sizeof cmd, "python3 %s %s", script, dir);
+  snprintf(cmd, sizeof cmd, PYTHON " %s %s", script, dir);
   CHECK_INT_EQ(system(cmd), 0);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK_INT_EQ(system(cmd), 0);

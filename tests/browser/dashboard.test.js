@@ -7,13 +7,12 @@
  * validation messages and the history; then the page without Chart.js. Screenshots
  * go to $GPULAB_ARTIFACTS (ctest: <build>/test-artifacts).
  *   GPULABD=build/gpulabd node tests/browser/dashboard.test.js
- * Exits 0, 1 on a failure, 77 (skipped) only where node or Chromium is missing. */
+ * Exits 0, or 1 on a failure (a missing Chromium, playwright-core or Chart.js too). */
 const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const SKIP = 77;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const CHARTJS = '/usr/share/javascript/chart.js/chart.min.js';
 const GPULABD = process.env.GPULABD;
@@ -28,8 +27,8 @@ let failed = 0;
 function log(msg) { process.stdout.write(`${msg}\n`); }
 
 if (!fs.existsSync(CHROMIUM)) {
-  log(`SKIP: no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/gpulab test installs it)`);
-  process.exit(SKIP);
+  log(`FAIL: no Chromium at ${CHROMIUM} (apt-get install chromium; scripts/gpulab test installs it)`);
+  process.exit(1);
 }
 if (!GPULABD) {
   log('FAIL: GPULABD is not set (the path of the built gpulabd; ctest sets it)');
@@ -186,7 +185,7 @@ async function withCharts(context, proc) {
   const page = await context.newPage();
   const errors = watchErrors(page, /status of 400/); /* the two refusals this test provokes */
   const charts = fs.existsSync(CHARTJS);
-  if (!charts) log(`NOTE: ${CHARTJS} is missing (apt-get install libjs-chart.js): chart checks skipped`);
+  check(charts, `${CHARTJS} is there (apt-get install libjs-chart.js; scripts/gpulab test installs it)`);
   let transposeId, pipelineId;
   /* The variants gpulabd runs (the page takes them from the same file). */
   const experiments = await (await fetch(`${proc.base}/static/experiments.json`)).json();

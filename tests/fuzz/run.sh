@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest's fuzz_request / fuzz_npy: builds the libFuzzer targets (tests/fuzz/CMakeLists.txt)
 # with clang into BUILD_DIR and runs one for SECONDS on a copy of its seed corpus, so the
-# repository is not modified. Exits 77 (skip) where clang or its fuzzer runtime is missing;
+# repository is not modified. Fails where clang or its fuzzer runtime is missing;
 # a crash leaves its input in BUILD_DIR/artifacts/ and fails the test.
 #   run.sh TARGET SEED_CORPUS BUILD_DIR SECONDS [libFuzzer flags...]
 set -euo pipefail
@@ -14,17 +14,17 @@ for c in ${GPULAB_CLANG:-} clang clang-19 clang-18 clang-17 clang-16 clang-15 cl
   if command -v "$c" >/dev/null; then clang=$(command -v "$c"); break; fi
 done
 if [ -z "$clang" ]; then
-  echo "SKIP: clang is not installed (scripts/gpulab test installs clang and libclang-rt-dev)"
-  exit 77
+  echo "FAIL: clang is not installed (apt-get install clang libclang-rt-dev; scripts/gpulab test installs them)"
+  exit 1
 fi
 mkdir -p "$build"
 probe="$build/probe"
 printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
   'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return (int)(n && d[0]); }' > "$probe.c"
 if ! "$clang" -fsanitize=fuzzer,address,undefined "$probe.c" -o "$probe" 2>"$probe.log"; then
-  echo "SKIP: $clang cannot link -fsanitize=fuzzer,address,undefined (install libclang-rt-dev):"
+  echo "FAIL: $clang cannot link -fsanitize=fuzzer,address,undefined (apt-get install libclang-rt-dev):"
   sed 's/^/  /' "$probe.log" | head -5
-  exit 77
+  exit 1
 fi
 
 # Both tests may run at once: each builds only its own target, under a lock.

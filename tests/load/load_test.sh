@@ -5,14 +5,14 @@
 # non-2xx (--max-queued is far above the 64 jobs that can be in flight, so no 429 is
 # expected), when gpulabd died, /health is not ok, or its RSS after the second run is
 # more than 20% above its RSS after the first (memory flat: --max-jobs-kept is small
-# enough for the first run to fill it). Prints p50/p99. Skips (77) without wrk.
+# enough for the first run to fill it). Prints p50/p99. Fails without wrk.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=${LOAD_SECONDS:-20}
 : "${GPULABD:?GPULABD must name the gpulabd binary}"
 if ! command -v wrk >/dev/null; then
-  echo "SKIP: wrk is not installed (scripts/gpulab test installs it)"
-  exit 77
+  echo "FAIL: wrk is not installed (apt-get install wrk; scripts/gpulab test installs it)"
+  exit 1
 fi
 
 work=$(mktemp -d)
