@@ -14,8 +14,11 @@ json_t *api_spec_to_json(const struct exp_spec *spec);
 /* {"backend", "device", "unit", "runs": [...]}: the lecture's table as data. */
 json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result *result);
 json_t *api_device_to_json(const struct backend_device_info *info);
-/* {"error": {"status", "code", "message", "field"}}; field is null when empty. */
-json_t *api_error_to_json(const struct api_error *err);
+/* err as RFC 9457 problem details (application/problem+json): {"type", "title",
+ * "status", "detail", "instance", "code", "field"}, with code and field (null when
+ * empty) as extension members. instance is the URI reference of the request that
+ * failed (its path); it is percent-encoded here where it needs to be. */
+json_t *api_error_to_json(const struct api_error *err, const char *instance);
 
 /* Formats a unix time (seconds, with fraction) as RFC 3339 UTC with milliseconds,
  * e.g. "2026-11-29T15:04:05.123Z", into buf (at least 32 bytes). */

@@ -1,4 +1,4 @@
-/* The OpenAPI 3.0 document of gpulabd's API (api/openapi.json), built into the
+/* The OpenAPI 3.1 document of gpulabd's API (api/openapi.json), built into the
  * binary by api/openapi.cmake so that GET /openapi.json serves exactly the file
  * the tests check responses against. */
 #ifndef GPULAB_API_OPENAPI_H

@@ -20,6 +20,75 @@ int api_error_set(struct api_error *err, int status, const char *code, const cha
   return -1;
 }
 
+/* Every code gpulabd answers with, and its title (api/openapi.json's
+ * components/x-problem-types describes each; test_openapi checks that they agree). */
+static const struct {
+  const char *code, *title;
+} error_titles[] = {
+    {"invalid_json", "The body is not valid JSON"},
+    {"wrong_type", "A field has the wrong type"},
+    {"out_of_range", "A value is out of range"},
+    {"unknown_field", "An unknown field"},
+    {"missing_field", "A required field is missing"},
+    {"unknown_type", "An unknown job type"},
+    {"unknown_variant", "An unknown variant"},
+    {"duplicate_variant", "A variant named twice"},
+    {"unknown_state", "An unknown job state"},
+    {"shape_mismatch", "An input's shape does not fit the job"},
+    {"invalid_npy", "Not a float32 .npy file gpulabd reads"},
+    {"invalid_raw", "Raw float32 data that does not fit its shape"},
+    {"missing_token", "No token"},
+    {"invalid_token", "The token is not valid"},
+    {"not_found", "No such route"},
+    {"job_not_found", "No such job"},
+    {"buffer_not_found", "No such buffer"},
+    {"sweep_not_found", "No such sweep"},
+    {"method_not_allowed", "Method not allowed"},
+    {"job_finished", "The job has already finished"},
+    {"buffer_in_use", "A job still needs the buffer"},
+    {"output_not_kept", "The job's output was not kept"},
+    {"sweep_finished", "Every job of the sweep has already finished"},
+    {"body_too_large", "The request body is too large"},
+    {"buffer_too_large", "The buffer is too large"},
+    {"job_too_large", "The job needs more memory than allowed"},
+    {"quota_exceeded", "The client's buffer quota is used up"},
+    {"unsupported_media_type", "Unsupported media type"},
+    {"queue_full", "The client's queue is full"},
+    {"rate_limited", "Too many submissions"},
+    {"backend_unavailable", "The device failed"},
+    {"unavailable", "Not available now"},
+    {"upload_failed", "The upload could not be stored"},
+    {"download_failed", "The buffer could not be read"},
+    {"out_of_memory", "Out of memory"},
+};
+
+static const char *reason_phrase(int status) {
+  switch (status) {
+  case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 409: return "Conflict";
+  case 413: return "Content Too Large";
+  case 415: return "Unsupported Media Type";
+  case 429: return "Too Many Requests";
+  case 500: return "Internal Server Error";
+  case 503: return "Service Unavailable";
+  default: return status >= 500 ? "Server Error" : "Client Error";
+  }
+}
+
+const char *api_error_title(const char *code, int status) {
+  for (size_t i = 0; i < sizeof error_titles / sizeof error_titles[0]; i++)
+    if (strcmp(code, error_titles[i].code) == 0) return error_titles[i].title;
+  return reason_phrase(status);
+}
+
+void api_error_type(const char *code, char *buf, size_t len) {
+  snprintf(buf, len, "/openapi.json#/components/x-problem-types/%s", code);
+}
+
 /* One integer field: where it lives in the spec and what it may hold. */
 struct int_field {
   const char *name;

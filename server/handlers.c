@@ -137,6 +137,14 @@ static bool json_content_type(const char *ct) {
   return len > 5 && strncasecmp(ct + len - 5, "+json", 5) == 0;
 }
 
+/* text/plain: what a browser's fetch() sends with a string body and no Content-Type
+ * ("text/plain;charset=UTF-8"). Such a body is taken when it parses as JSON. */
+static bool plain_text_content_type(const char *ct) {
+  static const char *const plain[] = {"text/plain", NULL};
+  size_t len;
+  return ct && media_type_in(ct, plain, &len);
+}
+
 bool request_sees_all(const struct request *r) {
   return !r->srv->opts.auth || (r->who && r->who->admin);
 }
@@ -191,7 +199,9 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
                            "(application/octet-stream with ?shape=m,n), got '%.100s'", ct ? ct : "");
     return true;
   }
-  if (!upload && !json_content_type(ct)) {
+  if (!upload && plain_text_content_type(ct)) {
+    r->body_plain_text = true; /* handle_request looks at it once it has arrived */
+  } else if (!upload && !json_content_type(ct)) {
     *result = respond_fail(r, 415, "unsupported_media_type", NULL,
                            "the body must be JSON (Content-Type: application/json), got '%.100s'", ct);
     return true;
@@ -606,6 +616,13 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   struct route_match m;
   match_route(url, &m); /* handle_precheck already refused unknown routes */
   bool post = strcmp(r->method, "POST") == 0;
+  if (r->body_plain_text && r->body_len) {
+    json_t *parsed = json_loadb(r->body, r->body_len, JSON_DECODE_ANY, NULL);
+    if (!parsed)
+      return respond_fail(r, 415, "unsupported_media_type", NULL,
+                          "the body is text/plain and not JSON; send JSON (Content-Type: application/json)");
+    json_decref(parsed);
+  }
   switch (m.id) {
   case ROUTE_INDEX: /* browsers get the dashboard; API clients the list of routes */
     return static_wants_html(MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT))

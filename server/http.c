@@ -26,7 +26,8 @@ enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Res
   return ret;
 }
 
-enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
+/* json (consumed) as the body, of this media type; NULL: a 500 out_of_memory. */
+static enum MHD_Result respond_body(struct request *r, unsigned status, json_t *json, const char *media_type) {
   char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
   json_decref(json);
   struct MHD_Response *resp;
@@ -37,13 +38,16 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
     resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   } else {
     static const char oom[] =
-        "{\"error\":{\"status\":500,\"code\":\"out_of_memory\",\"message\":\"out of memory\",\"field\":null}}\n";
+        "{\"type\":\"/openapi.json#/components/x-problem-types/out_of_memory\",\"title\":\"Out of memory\","
+        "\"status\":500,\"detail\":\"gpulabd ran out of memory answering this request\",\"instance\":\"/\","
+        "\"code\":\"out_of_memory\",\"field\":null}\n";
     status = 500;
+    media_type = "application/problem+json";
     len = sizeof oom - 1;
     resp = MHD_create_response_from_buffer(len, (void *)oom, MHD_RESPMEM_PERSISTENT);
   }
   if (!resp) return MHD_NO;
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, media_type);
   if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
   if (r->location[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
   if (r->www_authenticate)
@@ -56,8 +60,12 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
   return request_queue(r, status, resp, len);
 }
 
+enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
+  return respond_body(r, status, json, "application/json");
+}
+
 enum MHD_Result respond_error(struct request *r, const struct api_error *err) {
-  return respond_json(r, (unsigned)err->status, api_error_to_json(err));
+  return respond_body(r, (unsigned)err->status, api_error_to_json(err, r->path), "application/problem+json");
 }
 
 enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,

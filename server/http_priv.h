@@ -69,6 +69,7 @@ struct request {
   size_t body_limit; /* --max-body, or --max-upload for POST /buffers */
   bool body_too_large;
   bool body_complete;
+  bool body_plain_text; /* a JSON route's body came as text/plain: taken if it parses as JSON */
   /* A job the request waits for (POST with ?wait > 0): suspended until the watch fires. */
   struct job *job;
   struct engine_watch watch;
@@ -83,6 +84,7 @@ struct request {
 enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
                               uint64_t bytes);
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json);
+/* err as RFC 9457 problem details (application/problem+json), its instance r's path. */
 enum MHD_Result respond_error(struct request *r, const struct api_error *err);
 /* respond_error for a new error, built from the arguments. */
 enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,

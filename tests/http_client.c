@@ -531,8 +531,9 @@ void check_status_(const struct http_reply *r, long status, const char *file, in
             status, r->body);
     exit(1);
   }
+  const char *json_type = status >= 400 ? "application/problem+json" : "application/json";
   if (r->body_len &&
-      (!r->content_type || strncmp(r->content_type, "application/json", 16) != 0 || !r->json)) {
+      (!r->content_type || strncmp(r->content_type, json_type, strlen(json_type)) != 0 || !r->json)) {
     fprintf(stderr, "%s:%d: body is not JSON (Content-Type %s): %.4000s\n", file, line,
             r->content_type ? r->content_type : "(none)", r->body);
     exit(1);
@@ -553,25 +554,30 @@ static void error_fail(const struct http_reply *r, const char *file, int line, c
 void check_error_(const struct http_reply *r, long status, const char *code, const char *field,
                   const char *file, int line) {
   if (r->status != status) error_fail(r, file, line, "expected HTTP status %ld", status);
-  if (!r->content_type || strncmp(r->content_type, "application/json", 16) != 0)
-    error_fail(r, file, line, "Content-Type is %s, not application/json",
+  if (!r->content_type || strncmp(r->content_type, "application/problem+json", 24) != 0)
+    error_fail(r, file, line, "Content-Type is %s, not application/problem+json",
                r->content_type ? r->content_type : "(none)");
-  if (!json_is_object(r->json) || json_object_size(r->json) != 1)
-    error_fail(r, file, line, "the body is not an object with exactly one member");
-  json_t *e = json_object_get(r->json, "error");
-  if (!json_is_object(e) || json_object_size(e) != 4)
-    error_fail(r, file, line, "\"error\" is not an object of exactly 4 members");
-  json_t *s = json_object_get(e, "status"), *c = json_object_get(e, "code"),
-         *m = json_object_get(e, "message"), *f = json_object_get(e, "field");
+  if (!json_is_object(r->json) || json_object_size(r->json) != 7)
+    error_fail(r, file, line, "the body is not an object of exactly 7 members");
+  json_t *t = json_object_get(r->json, "type"), *ti = json_object_get(r->json, "title"),
+         *s = json_object_get(r->json, "status"), *d = json_object_get(r->json, "detail"),
+         *in = json_object_get(r->json, "instance"), *c = json_object_get(r->json, "code"),
+         *f = json_object_get(r->json, "field");
+  char type[128];
+  snprintf(type, sizeof type, "/openapi.json#/components/x-problem-types/%s", code);
+  if (!json_is_string(t) || strcmp(json_string_value(t), type) != 0)
+    error_fail(r, file, line, "type is not \"%s\"", type);
+  if (!json_is_string(ti) || !*json_string_value(ti)) error_fail(r, file, line, "title is not a non-empty string");
   if (!json_is_integer(s) || json_integer_value(s) != r->status)
-    error_fail(r, file, line, "error.status is not the HTTP status");
+    error_fail(r, file, line, "status is not the HTTP status");
+  if (!json_is_string(d) || !*json_string_value(d)) error_fail(r, file, line, "detail is not a non-empty string");
+  if (!json_is_string(in) || json_string_value(in)[0] != '/')
+    error_fail(r, file, line, "instance is not the request's path");
   if (!json_is_string(c) || strcmp(json_string_value(c), code) != 0)
-    error_fail(r, file, line, "error.code is not \"%s\"", code);
-  if (!json_is_string(m) || !*json_string_value(m))
-    error_fail(r, file, line, "error.message is not a non-empty string");
-  if (!f) error_fail(r, file, line, "error.field is missing");
+    error_fail(r, file, line, "code is not \"%s\"", code);
+  if (!f) error_fail(r, file, line, "field is missing");
   if (field ? !json_is_string(f) || strcmp(json_string_value(f), field) != 0 : !json_is_null(f))
-    error_fail(r, file, line, "error.field is not %s%s%s", field ? "\"" : "",
+    error_fail(r, file, line, "field is not %s%s%s", field ? "\"" : "",
                field ? field : "null", field ? "\"" : "");
 }
 

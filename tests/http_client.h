@@ -94,16 +94,18 @@ void http_post_json(struct gpulabd *d, const char *path, const char *json_text,
  * NULL. Borrowed from root. */
 json_t *json_at(json_t *root, const char *path);
 
-/* Checks that reply is a JSON error with this status, error.code and error.field
- * (NULL: field must be null), and that the body is exactly
- * {"error": {"status", "code", "message", "field"}} with status equal to the HTTP
- * status and a non-empty message. Prints the body and exits 1 otherwise. */
+/* Checks that reply is an RFC 9457 problem (application/problem+json) with this
+ * status, code and field (NULL: field must be null), and that the body is exactly
+ * {"type", "title", "status", "detail", "instance", "code", "field"}: type the
+ * code's URI, status the HTTP status, a non-empty title and detail, instance a
+ * path. Prints the body and exits 1 otherwise. */
 void check_error_(const struct http_reply *reply, long status, const char *code, const char *field,
                   const char *file, int line);
 #define CHECK_ERROR(reply, status, code, field) \
   check_error_((reply), (status), (code), (field), __FILE__, __LINE__)
 
-/* Checks a 2xx/4xx status, printing the body on failure. */
+/* Checks a 2xx/4xx status, printing the body on failure; a body must be JSON
+ * (application/problem+json from 400 on). */
 void check_status_(const struct http_reply *reply, long status, const char *file, int line);
 #define CHECK_STATUS(reply, status) check_status_((reply), (status), __FILE__, __LINE__)
 

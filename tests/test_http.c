@@ -339,7 +339,7 @@ static void test_bad_bodies(void) {
     const struct bad_request *b = &bad_bodies[i];
     struct http_reply r;
     http_post_json(&A, b->path, b->body, &r);
-    const char *code = json_string_value(json_at(r.json, "error.code"));
+    const char *code = json_string_value(json_at(r.json, "code"));
     fprintf(stderr, "  POST %s %s -> %ld %s\n", b->path, b->body, r.status, code ? code : "-");
     CHECK_ERROR(&r, b->status, b->code, b->field);
     http_reply_free(&r);
@@ -348,19 +348,19 @@ static void test_bad_bodies(void) {
   struct http_reply r;
   http_post_json(&A, "/transpose", "{\"m\":33,,}", &r);
   CHECK_ERROR(&r, 400, "invalid_json", NULL);
-  CHECK(strstr(JSTR(r.json, "error.message"), "byte"));
+  CHECK(strstr(JSTR(r.json, "detail"), "byte"));
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"variant\":\"bogus\"}", &r);
-  const char *msg = JSTR(r.json, "error.message");
+  const char *msg = JSTR(r.json, "detail");
   CHECK(strstr(msg, "bogus") && strstr(msg, "naive") && strstr(msg, "shared32") &&
         strstr(msg, "padded33") && strstr(msg, "copy"));
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"m\":1048576,\"n\":1048576}", &r);
-  msg = JSTR(r.json, "error.message");
+  msg = JSTR(r.json, "detail");
   CHECK(strstr(msg, "bytes") && strstr(msg, "30786325577728")); /* (a + 5 run outputs + the job output) * 4 * 2^40 */
   http_reply_free(&r);
   http_post_json(&A, "/transpose", "{\"m\":0}", &r);
-  CHECK(strstr(JSTR(r.json, "error.message"), "1048576")); /* the allowed range */
+  CHECK(strstr(JSTR(r.json, "detail"), "1048576")); /* the allowed range */
   http_reply_free(&r);
   /* A NUL byte inside the body. */
   http_request(&A, "POST", "/transpose", "application/json", "{\"m\":33}\0", 9, &r);
@@ -439,13 +439,33 @@ static const struct bad_call bad_calls[] = {
     {"POST", "/device", "application/json", 405, "method_not_allowed", NULL, "GET"},
     {"DELETE", "/", NULL, 405, "method_not_allowed", NULL, "GET"},
     {"POST", "/jobs/1", "application/json", 405, "method_not_allowed", NULL, "GET DELETE"},
-    {"POST", "/transpose", "text/plain", 415, "unsupported_media_type", NULL, NULL},
     {"POST", "/transpose", "application/xml", 415, "unsupported_media_type", NULL, NULL},
     {"POST", "/transpose", "multipart/form-data; boundary=x", 415, "unsupported_media_type", NULL,
      NULL},
     {"POST", "/transpose", "application/jsonx", 415, "unsupported_media_type", NULL, NULL},
-    {"POST", "/jobs", "text/plain", 415, "unsupported_media_type", NULL, NULL},
+    {"POST", "/jobs", "text/html", 415, "unsupported_media_type", NULL, NULL},
 };
+
+/* A browser's fetch() with a string body and no Content-Type sends
+ * "text/plain;charset=UTF-8": taken when the body parses as JSON, else 415. */
+static void test_plain_text(void) {
+  struct http_reply r;
+  http_request(&A, "POST", "/transpose", "text/plain;charset=UTF-8", SMALL_TRANSPOSE, strlen(SMALL_TRANSPOSE), &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  http_reply_free(&r);
+  const char *job = "{\"type\":\"transpose\",\"params\":{\"m\":3,\"n\":2}}";
+  http_request(&A, "POST", "/jobs", "Text/Plain", job, strlen(job), &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  http_request(&A, "POST", "/transpose", "text/plain;charset=UTF-8", "m=4&n=4", 7, &r);
+  CHECK_ERROR(&r, 415, "unsupported_media_type", NULL);
+  CHECK(strstr(JSTR(r.json, "detail"), "text/plain"));
+  http_reply_free(&r);
+  http_request(&A, "POST", "/transpose", "text/plain", "{\"m\":0}", 7, &r); /* JSON: then checked as such */
+  CHECK_ERROR(&r, 400, "out_of_range", "m");
+  http_reply_free(&r);
+}
 
 /* Each method named in `want` (space-separated) is a token of the Allow header. */
 static void check_allow(const char *allow, const char *want) {
@@ -487,6 +507,8 @@ static void test_errors(void) {
   /* Not one refused request left a job behind, and the service is fine. */
   CHECK_INT_EQ(health_int(&A, "jobs_submitted"), submitted);
   CHECK_INT_EQ(jobs_listed(&A), listed);
+  test_plain_text(); /* two accepted, two refused */
+  CHECK_INT_EQ(health_int(&A, "jobs_submitted"), submitted + 2);
 }
 
 /* ---- GET /jobs ---- */

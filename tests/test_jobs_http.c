@@ -105,9 +105,9 @@ static void post_error(struct gpulabd *d, const char *path, long status, const c
   http_reply_free(&r);
 }
 
-/* The error reply's message (borrowed from r). */
+/* The error reply's message, its problem detail (borrowed from r). */
 static const char *error_message(const struct http_reply *r) {
-  return JSTR(r->json, "error.message");
+  return JSTR(r->json, "detail");
 }
 
 static void check_contains(const char *text, const char *part) {
@@ -687,12 +687,12 @@ static void test_shapes(void) {
   http_post_json(&ONE, "/jobs", body, &r);
   fprintf(stderr, "  POST /jobs %s -> %ld %s", body, r.status, r.body);
   CHECK_INT_EQ(r.status, 400);
-  CHECK_STR_EQ(JSTR(r.json, "error.code"), "shape_mismatch");
+  CHECK_STR_EQ(JSTR(r.json, "code"), "shape_mismatch");
   check_contains(error_message(&r), "(33, 47)");
   check_contains(error_message(&r), ", 46)");
   /* Under /jobs every param error names params.<name> (README), the engine's
    * refusals of inputs too (once a bug: they named the bare input "a"). */
-  const char *field = json_string_value(json_at(r.json, "error.field"));
+  const char *field = json_string_value(json_at(r.json, "field"));
   CHECK_SOFT(field && strcmp(field, "params.a") == 0,
              "POST /jobs: a shape_mismatch of params.a has field \"%s\"", field ? field : "null");
   http_reply_free(&r);

@@ -269,11 +269,27 @@ static void test_encode(void) {
   json_decref(j);
   struct api_error err;
   api_error_set(&err, 404, "not_found", "", "no route %s", "/x");
-  j = api_error_to_json(&err);
-  json_t *e = json_object_get(j, "error");
-  CHECK_INT_EQ(json_integer_value(json_object_get(e, "status")), 404);
-  CHECK(json_is_null(json_object_get(e, "field")));
-  CHECK_STR_EQ(json_string_value(json_object_get(e, "message")), "no route /x");
+  j = api_error_to_json(&err, "/x y\xc3\xa9");
+  CHECK_INT_EQ(json_object_size(j), 7);
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "type")), "/openapi.json#/components/x-problem-types/not_found");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "title")), "No such route");
+  CHECK_INT_EQ(json_integer_value(json_object_get(j, "status")), 404);
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "no route /x");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "instance")), "/x%20y%C3%A9"); /* a URI reference */
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "code")), "not_found");
+  CHECK(json_is_null(json_object_get(j, "field")));
+  json_decref(j);
+  /* A message cut inside a character (as a long one is), and a stray byte: valid UTF-8 still. */
+  api_error_set(&err, 400, "unknown_field", "x\xff", "unknown field 'caf\xc3");
+  j = api_error_to_json(&err, "/jobs");
+  CHECK(j != NULL);
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "unknown field 'caf\xef\xbf\xbd");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "field")), "x\xef\xbf\xbd");
+  json_decref(j);
+  api_error_set(&err, 418, "teapot", "m", "short and stout"); /* a code without a title of its own */
+  j = api_error_to_json(&err, "/");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "title")), "Client Error");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "field")), "m");
   json_decref(j);
   char buf[40];
   api_format_time(1764428645.25, buf, sizeof buf);

@@ -367,7 +367,7 @@ static void test_without_chartjs(void) {
   struct http_reply c;
   http_get(&B, "/static/chart.min.js", &c);
   CHECK_ERROR(&c, 404, "not_found", NULL);
-  CHECK(strstr(JSTR(c.json, "error.message"), "libjs-chart.js"));
+  CHECK(strstr(JSTR(c.json, "detail"), "libjs-chart.js"));
   http_reply_free(&c);
 }
 

@@ -53,8 +53,8 @@ static void sweep_error(long status, const char *code, const char *field, const 
   http_post_json(&D, "/sweeps", body, &r);
   fprintf(stderr, "  POST /sweeps %.120s -> %ld %.300s\n", body, r.status, r.body);
   CHECK_ERROR(&r, status, code, field);
-  if (part && !strstr(JSTR(r.json, "error.message"), part))
-    CHECK_FAIL_("message \"%s\" lacks \"%s\"", JSTR(r.json, "error.message"), part);
+  if (part && !strstr(JSTR(r.json, "detail"), part))
+    CHECK_FAIL_("detail \"%s\" lacks \"%s\"", JSTR(r.json, "detail"), part);
   http_reply_free(&r);
   CHECK_INT_EQ(submitted(), before); /* refused whole: no job was created */
 }

@@ -59,11 +59,19 @@ GL.api = async function (method, path, body) {
   return { status: res.status, ok: res.ok, json };
 };
 
-/* GET path expecting 200 JSON; throws Error(the API's message) otherwise. */
+/* The API's error in an answer of GL.api: an RFC 9457 problem (application/problem+json:
+ * {type, title, status, detail, instance, code, field}), or null. */
+GL.problem = function (r) {
+  const p = r.ok ? null : r.json;
+  return p && typeof p.code === 'string' && typeof p.detail === 'string' ? p : null;
+};
+
+/* GET path expecting 200 JSON; throws Error(the problem's detail) otherwise. */
 GL.getJSON = async function (path) {
   const r = await GL.api('GET', path);
   if (!r.ok) {
-    const msg = r.json && r.json.error ? r.json.error.message : `HTTP ${r.status}`;
+    const p = GL.problem(r);
+    const msg = p ? p.detail : `HTTP ${r.status}`;
     throw Object.assign(new Error(msg), { status: r.status });
   }
   return r.json;

@@ -257,14 +257,14 @@
       const details = box.closest('details');
       if (details) details.open = true;
       box.classList.add('invalid');
-      box.querySelector('.field-error').textContent = err.message;
+      box.querySelector('.field-error').textContent = err.detail;
       const input = box.querySelector('input:not([type=checkbox]), select, input');
       if (input) { input.setAttribute('aria-invalid', 'true'); input.focus(); }
       status.className = 'form-status error';
       status.textContent = `Not queued: fix ${name}.`;
     } else {
       status.className = 'form-status error';
-      status.textContent = err.message;
+      status.textContent = err.detail;
     }
   }
 
@@ -282,8 +282,8 @@
           text: `job #${r.json.id}` }), '.');
         status.className = 'form-status ok';
         dash.upsertJob(r.json);
-      } else if (r.json && r.json.error) {
-        showError(form, r.json.error);
+      } else if (GL.problem(r)) {
+        showError(form, GL.problem(r));
       } else {
         status.className = 'form-status error';
         status.textContent = `gpulabd answered HTTP ${r.status}`;

@@ -22,11 +22,28 @@
     }                                                                              \
   } while (0)
 
+/* A refusal: a 400 with a code and a message, which make an RFC 9457 problem (as
+ * gpulabd answers it) whose members are those, in valid UTF-8 however the message
+ * was cut (once a 500: a truncation inside a character made it invalid). */
 static void check_error(const struct api_error *err) {
   FUZZ_CHECK(err->status == 400);
   FUZZ_CHECK(memchr(err->code, '\0', sizeof err->code) && err->code[0]);
   FUZZ_CHECK(memchr(err->message, '\0', sizeof err->message) && err->message[0]);
   FUZZ_CHECK(memchr(err->field, '\0', sizeof err->field));
+  json_t *p = api_error_to_json(err, "/jobs");
+  FUZZ_CHECK(p != NULL && json_object_size(p) == 7);
+  FUZZ_CHECK(json_integer_value(json_object_get(p, "status")) == 400);
+  FUZZ_CHECK(strcmp(json_string_value(json_object_get(p, "code")), err->code) == 0);
+  json_t *message = json_string(err->message); /* NULL where a cut or an input left it invalid UTF-8 */
+  FUZZ_CHECK(json_is_string(json_object_get(p, "detail")) &&
+             (!message || json_equal(message, json_object_get(p, "detail"))));
+  json_decref(message);
+  const char *type = json_string_value(json_object_get(p, "type"));
+  FUZZ_CHECK(type && strlen(type) > strlen(err->code) &&
+             strcmp(type + strlen(type) - strlen(err->code), err->code) == 0);
+  FUZZ_CHECK(json_string_value(json_object_get(p, "title"))[0]);
+  FUZZ_CHECK(err->field[0] ? json_is_string(json_object_get(p, "field")) : json_is_null(json_object_get(p, "field")));
+  json_decref(p);
 }
 
 /* An accepted spec: in range, and the same after a round trip through its JSON. */

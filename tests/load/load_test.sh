@@ -29,6 +29,7 @@ fail() {
   exit 1
 }
 
+: >"$work/gpulabd.log" # there before the loop below reads it (the & may start gpulabd later)
 "$GPULABD" --backend cpu --host 127.0.0.1 --port 0 --streams 4 --http-threads 4 \
   --max-queued 100000 --max-jobs-kept 2000 >/dev/null 2>"$work/gpulabd.log" &
 pid=$!
