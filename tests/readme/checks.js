@@ -1,0 +1,101 @@
+'use strict';
+/* What each curl block command of README.md must answer, in the README's order (see
+ * readme.test.js). cmd: the command as the README has it (comments dropped, blanks
+ * folded); status: the HTTP status (a list: any of them); json: paths of the answer
+ * and their values (a function: a test of the value); headers; stdout: a pattern of
+ * its output; exit: curl's exit code (default 0); run: a CPU-sized twin run in its
+ * place, where the README's size takes minutes on the CPU backend (the README says
+ * so), with why; gpuOnly / loose: paths of the README's sample answer (an H200's)
+ * that the CPU backend answers differently (only there / only of the same type);
+ * curl: extra curl flags (a time limit for an endless stream); sample: the ```json
+ * block after the command's block is its answer. */
+const done = (v) => v === 'done';
+const GPU_RUN = ['result.backend', 'result.device', 'result.runs[*].clocks', 'result.runs[*].ceiling',
+  'result.runs[*].percent_of_ceiling', 'result.runs[*].kernel'];
+/* On the CPU backend a batch is capped at about 100 ms: fewer warm-ups and reps. */
+const CPU_TIMING = ['result.runs[*].timing.warmup', 'result.runs[*].timing.reps', 'stream'];
+
+module.exports = [
+  /* Routes, by example */
+  { cmd: `curl -d '{"m":4096,"n":4096}' localhost:8080/transpose`, status: 200,
+    json: { id: 1, state: done, 'result.passed': true, 'result.runs.length': 5 },
+    sample: true, gpuOnly: GPU_RUN, loose: CPU_TIMING },
+  { cmd: `curl -d '{"m":1024,"n":1024,"k":1024,"variant":["tiled","cublas"]}' localhost:8080/gemm`, status: 200,
+    run: `curl -d '{"m":256,"n":256,"k":256,"variant":["tiled","cublas"]}' localhost:8080/gemm`,
+    why: 'about 30 s on the CPU backend',
+    json: { id: 2, state: done, 'params.variant': ['tiled', 'cublas'], 'result.runs[1].available': false } },
+  { cmd: `curl -d '{"n":16777216,"radius":2}' localhost:8080/stencil`, status: 200,
+    json: { id: 3, state: done, 'params.n': 16777216, 'result.passed': true }, timeout: 180 },
+  { cmd: `curl -d '{"chunk":4194304,"streams":[1,3]}' localhost:8080/pipeline`, status: 200,
+    run: `curl -d '{"chunk":65536,"streams":[1,3]}' localhost:8080/pipeline`,
+    why: 'about 2.5 minutes on the CPU backend: 202 after the 60 s wait',
+    json: { id: 4, state: done, 'result.runs.length': 2, 'result.runs[1].variant': 'streams=3' } },
+  { cmd: `curl -i -d '{"type":"stencil","params":{"radius":32}}' 'localhost:8080/jobs?wait=0'`,
+    headers: { Location: '/jobs/5' }, json: { id: 5, type: 'stencil', 'params.radius': 32 } },
+  { cmd: 'curl localhost:8080/jobs/5', status: 200, json: { id: 5, type: 'stencil' } },
+  { cmd: `curl 'localhost:8080/jobs?limit=20&state=done&type=gemm'`, status: 200,
+    json: { 'jobs.length': 1, 'jobs[0].id': 2, 'jobs[0].result': undefined, next_cursor: null } },
+  { cmd: 'curl -X DELETE localhost:8080/jobs/5', status: [200, 409],
+    then: (res) => {
+      if (res.status === 200 && res.json.state !== 'canceled' && res.json.cancel_requested !== true)
+        throw new Error(`DELETE answered 200 with state ${res.json.state}, not canceled`);
+      if (res.status === 409 && res.json.code !== 'job_finished') throw new Error(`409 ${res.json.code}`);
+    } },
+  { cmd: 'curl localhost:8080/device', status: 200,
+    json: { backend: 'cpu', device_count: 2, ceilings: null, streams: 4, nvml: (v) => /^unavailable: /.test(v) } },
+  { cmd: 'curl localhost:8080/health', status: 200,
+    json: { status: 'ok', backend: 'cpu', 'jobs.done': (v) => v >= 4 } },
+  { cmd: 'curl localhost:8080/openapi.json', status: 200,
+    json: { openapi: '3.1.0', 'paths./jobs.post.operationId': (v) => typeof v === 'string' } },
+
+  /* Jobs, asynchronously */
+  { cmd: `curl -i -d '{"type":"gemm","params":{"m":512,"n":512,"k":512},"priority":5}' 'localhost:8080/jobs?wait=0'`,
+    headers: { Location: '/jobs/6' }, json: { id: 6, priority: 5, state: (v) => v === 'queued' || v === 'running' } },
+  { cmd: 'curl -X DELETE localhost:8080/jobs/6', status: [200, 409], json: { id: 6 } },
+  { cmd: `curl 'localhost:8080/jobs?state=done&type=gemm&limit=20'`, status: 200,
+    json: { 'jobs[0].id': 2, next_cursor: null } },
+
+  /* Several GPUs (two CPU devices here) */
+  { cmd: 'curl localhost:8080/devices', status: 200,
+    json: { 'devices.length': 2, 'devices[1].index': 1 } },
+  { cmd: `curl -d '{"m":8192,"n":8192,"device":1}' localhost:8080/transpose`, status: 200,
+    run: `curl -d '{"m":1024,"n":1024,"device":1}' localhost:8080/transpose`,
+    why: 'minutes on the CPU backend: 202 after the 60 s wait',
+    json: { id: 7, state: done, device: 1 } },
+  { cmd: `python3 -c "import numpy as np; np.random.rand(1000, 300).astype('f4').tofile('a.f32')"` },
+  { cmd: `curl -H 'Content-Type: application/octet-stream' --data-binary @a.f32 'localhost:8080/buffers?shape=1000,300&device=1'`,
+    status: 201, json: { id: 1, device: 1, shape: [1000, 300] } },
+
+  /* Buffers and chained jobs */
+  { cmd: `python3 -c "import numpy as np; a = np.random.rand(1000, 300).astype('f4'); np.save('a.npy', a); a.tofile('raw.f32')"` },
+  { cmd: `curl -H 'Content-Type: application/x-npy' --data-binary @a.npy localhost:8080/buffers` },
+  { cmd: `curl --data-binary @raw.f32 -H 'Content-Type: application/octet-stream' 'localhost:8080/buffers?shape=1000,300'`,
+    status: 201, json: { id: 3, shape: [1000, 300], dtype: 'float32' } },
+  { cmd: `curl -d '{"a":{"buffer":2},"variant":"padded33","keep_output":true}' localhost:8080/transpose`,
+    json: { state: done, 'params.variant': ['padded33'] } },
+  { cmd: `curl -d '{"a":{"job":8},"variant":"naive","keep_output":true}' localhost:8080/transpose`,
+    json: { state: done, depends_on: [8] } },
+  { cmd: 'curl -o back.npy localhost:8080/buffers/5', status: 200,
+    then: (res) => { if (res.body.subarray(0, 6).toString('latin1') !== '\x93NUMPY') throw new Error('not a .npy'); } },
+  { cmd: `python3 -c "import numpy as np; assert (np.load('back.npy') == np.load('a.npy')).all()"` },
+  { cmd: 'curl localhost:8080/buffers', status: 200, json: { 'buffers.length': 5 } },
+  { cmd: 'curl -X DELETE localhost:8080/buffers/2' },
+
+  /* Sweeps */
+  { cmd: `curl -d '{"type":"transpose","params":{"n":4096},"priority":2, "axes":{"m":[1024,2048,4096],"variant":["naive","padded33"]}}' localhost:8080/sweeps`,
+    status: 200, timeout: 240, sample: true },
+
+  /* Live events */
+  { cmd: 'curl -N localhost:8080/jobs/5/events', status: 200, stdout: /^event: state\ndata: \{"job":5,/ },
+  { cmd: 'curl -N localhost:8080/events', status: 200, curl: '--max-time 2', exit: 28 },
+
+  /* Errors */
+  { cmd: `curl -i -d '{"m":0}' localhost:8080/transpose`, headers: { 'Content-Type': 'application/problem+json' },
+    sample: true },
+
+  /* Running it for a lab: TLS and the README's tokens file (alice's token) */
+  { cmd: `curl -H "Authorization: Bearer $TOKEN" -d '{"m":1024,"n":1024}' https://gpubox:8080/transpose`, status: 200,
+    json: { id: 1, client: 'alice', state: done } },
+  { cmd: `curl -s localhost:8080/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
+    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 10\n$/ },
+];

@@ -1,0 +1,145 @@
+'use strict';
+/* README.md as data for readme.test.js: its fenced blocks, the commands of its shell
+ * blocks (a command goes on over a trailing backslash or an open quote; the comment
+ * lines under it are what it shows), and a lenient reader for the answers it shows,
+ * in which … (or ...) stands for anything. */
+const fs = require('fs');
+
+/* Every fenced block: {lang, text, line (1-based, of its first content line)}. */
+function blocks(markdown) {
+  const out = [];
+  const lines = markdown.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)```(\w*)\s*$/.exec(lines[i]);
+    if (!open) continue;
+    const indent = open[1].length;
+    const body = [];
+    let j = i + 1;
+    for (; j < lines.length && !/^\s*```\s*$/.test(lines[j]); j++) body.push(lines[j].slice(indent));
+    out.push({ lang: open[2], text: body.join('\n'), line: i + 2, endLine: j + 1 });
+    i = j;
+  }
+  return out;
+}
+
+/* Whether a shell line leaves a quote open, given the state before it. */
+function quoteState(line, state) {
+  let q = state;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (q === "'") { if (c === "'") q = null; }
+    else if (q === '"') { if (c === '\\') i++; else if (c === '"') q = null; }
+    else if (c === '\\') i++;
+    else if (c === "'" || c === '"') q = c;
+    else if (c === '#' && (i === 0 || /\s/.test(line[i - 1]))) break; /* a comment */
+  }
+  return q;
+}
+
+/* The commands of a shell block: {text (as the shell gets it), shows (the comment
+ * lines under it, without '# '), line}. */
+function commands(block) {
+  const out = [];
+  const lines = block.text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (!line.trim()) continue;
+    if (/^\s*#/.test(line)) {
+      if (out.length) out[out.length - 1].shows.push(line.replace(/^\s*#\s?/, ''));
+      continue;
+    }
+    const text = [line];
+    let q = quoteState(line, null);
+    while ((q || /\\$/.test(text[text.length - 1])) && i + 1 < lines.length) {
+      text.push(lines[++i]);
+      q = quoteState(lines[i], q);
+    }
+    out.push({ text: text.join('\n'), shows: [], line: block.line + i - text.length + 1 });
+  }
+  return out;
+}
+
+/* The command without its trailing comments and with blanks folded: what checks name. */
+function normalize(text) {
+  return text.split('\n').map((l) => {
+    let q = null;
+    for (let i = 0; i < l.length; i++) {
+      const before = q;
+      q = quoteState(l[i], q);
+      if (!before && !q && l[i] === '#' && (i === 0 || /\s/.test(l[i - 1]))) return l.slice(0, i);
+    }
+    return l;
+  }).join(' ').replace(/\\\s/g, ' ').replace(/\s+/g, ' ').trim();
+}
+
+/* ---- answers as the README shows them ---- */
+
+const ANY = Symbol('…');
+
+/* Parses JSON in which … or ... may stand for a value, a member or the rest of an
+ * array; objects keep only the members shown. Throws on anything else. */
+function parseShown(text) {
+  let i = 0;
+  const ws = () => { while (i < text.length && /\s/.test(text[i])) i++; };
+  const ellipsis = () => {
+    ws();
+    if (text.startsWith('…', i)) { i += 1; return true; }
+    if (text.startsWith('...', i)) { i += 3; return true; }
+    return false;
+  };
+  const fail = (what) => { throw new Error(`${what} at ${i}: ${text.slice(Math.max(0, i - 30), i + 30)}`); };
+  function value() {
+    ws();
+    if (ellipsis()) return ANY;
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const o = {};
+      for (;;) {
+        ws();
+        if (text[i] === '}') { i++; return o; }
+        if (!ellipsis()) {
+          const k = value();
+          if (typeof k !== 'string') fail('a key');
+          ws();
+          if (text[i++] !== ':') fail('a colon');
+          o[k] = value();
+        }
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === '}') { i++; return o; }
+        fail(', or }');
+      }
+    }
+    if (c === '[') {
+      i++;
+      const a = [];
+      for (;;) {
+        ws();
+        if (text[i] === ']') { i++; return a; }
+        a.push(value());
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === ']') { i++; return a; }
+        fail(', or ]');
+      }
+    }
+    if (c === '"') {
+      let j = i + 1;
+      for (; j < text.length && text[j] !== '"'; j++) if (text[j] === '\\') j++;
+      const s = JSON.parse(text.slice(i, j + 1));
+      i = j + 1;
+      return s;
+    }
+    const m = /^(-?\d+(\.\d+)?([eE][-+]?\d+)?|true|false|null)/.exec(text.slice(i));
+    if (!m) fail('a value');
+    i += m[0].length;
+    return JSON.parse(m[0]);
+  }
+  const v = value();
+  ws();
+  if (i !== text.length) fail('the end');
+  return v;
+}
+
+module.exports = { blocks, commands, normalize, parseShown, ANY, read: (p) => fs.readFileSync(p, 'utf8') };
