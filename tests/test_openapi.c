@@ -369,7 +369,7 @@ static json_t *post(const char *tmpl, const char *path, const char *body, long s
 static json_t *job_wait(long long id) {
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", id);
-  for (int i = 0; i < 600; i++) {
+  for (int i = 0; i < 2400; i++) { /* 2 minutes: a default stencil under ASan on a busy machine */
     struct reply r;
     call("/jobs/{id}", "GET", path, 200, NULL, &r);
     const char *state = JSTR(r.json, "state");
