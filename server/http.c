@@ -17,8 +17,11 @@
 #include "server/metrics.h"
 #include "server/sweeps.h"
 
+static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, bool heading);
+
 enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
                               uint64_t bytes) {
+  conn_heading(r->srv, r->conn, false); /* answered: off the request deadline */
   r->status = status;
   r->bytes = bytes;
   enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
@@ -108,7 +111,8 @@ static void collect_body(struct request *r, const char *data, size_t size) {
   r->body[r->body_len] = '\0';
 }
 
-/* Marks the connection's head as arrived (heading false) or due again (true). */
+/* Marks the connection's request as arrived whole (heading false: its body too, or
+ * it was answered) or due again (true: a keep-alive connection's next request). */
 static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, bool heading) {
   const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   struct conn_watch *w = info ? info->socket_context : NULL;
@@ -146,9 +150,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
   pthread_mutex_unlock(&srv->conns_lock);
 }
 
-/* Once a second: a connection whose request head is overdue is shut down; MHD then
- * sees it closed and cleans up. (MHD's own timeout is per byte, so it would keep a
- * client that sends one byte a second.) */
+/* Four times a second: a connection whose request (head and body) is overdue is
+ * shut down; MHD then sees it closed and cleans up. (MHD's own timeout is per byte,
+ * so it would keep a client that sends one byte a second.) */
 static void *watchdog_main(void *arg) {
   struct http_server *srv = arg;
   double limit = srv->opts.timeout_s > 0 ? srv->opts.timeout_s : 30;
@@ -173,8 +177,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   void **req_cls) {
   struct http_server *srv = cls;
   struct request *r = *req_cls;
-  if (!r) {
-    conn_heading(srv, conn, false); /* its head has arrived */
+  if (!r) { /* the head has arrived; the request stays on its deadline until its body has */
     r = calloc(1, sizeof *r);
     if (!r) return MHD_NO;
     r->srv = srv;
@@ -199,6 +202,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     *upload_data_size = 0;
     return MHD_YES;
   }
+  conn_heading(srv, conn, false); /* the whole request is here */
   if (r->body_too_large)
     return respond_fail(r, 413, "body_too_large", NULL,
                         "the request body is larger than the limit (%zu bytes; see --max-body "
@@ -261,6 +265,11 @@ static int parse_bind_address(const char *host, int port, struct sockaddr_storag
   return -1;
 }
 
+int http_per_address_limit(int max_connections, int max_connections_per_ip) {
+  int quarter = max_connections / 4 > 0 ? max_connections / 4 : 1;
+  return max_connections_per_ip < quarter ? max_connections_per_ip : quarter;
+}
+
 int http_server_start(const struct http_options *opts, struct engine *engine,
                       struct http_server **out, char *err, size_t err_len) {
   struct http_server *s = calloc(1, sizeof *s);
@@ -290,24 +299,29 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
     free(s);
     return -1;
   }
-  /* Limits: connections in all and per address; an idle connection is dropped
+  /* Limits: connections in all and per address (at most a quarter of all, so that
+   * one or two addresses cannot take every slot); an idle connection is dropped
    * (suspended ones, waiting for a job or an event, are not idle). */
-  struct MHD_OptionItem options[] = {
-      {MHD_OPTION_SOCK_ADDR, 0, &addr},
-      {MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL},
-      {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
-      {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
-      {MHD_OPTION_CONNECTION_LIMIT, opts->max_connections > 0 ? opts->max_connections : 4096, NULL},
-      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, opts->max_connections_per_ip, NULL},
-      {MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s > 0 ? opts->timeout_s : 30, NULL},
-      {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opts->tls_cert_pem},
-      {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opts->tls_key_pem},
-      {MHD_OPTION_END, 0, NULL},
-  };
-  if (opts->tls_cert_pem && opts->tls_key_pem)
+  int max_connections = opts->max_connections > 0 ? opts->max_connections : 4096;
+  int per_address = http_per_address_limit(max_connections, opts->max_connections_per_ip);
+  if (per_address < opts->max_connections_per_ip)
+    log_info("connections per address: %d (a quarter of --max-connections %d, below "
+             "--max-connections-per-ip %d)", per_address, max_connections, opts->max_connections_per_ip);
+  struct MHD_OptionItem options[12];
+  int n = 0;
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, max_connections, NULL};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address, NULL};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s > 0 ? opts->timeout_s : 30, NULL};
+  if (opts->tls_cert_pem && opts->tls_key_pem) {
     flags |= MHD_USE_TLS;
-  else
-    options[6].option = options[7].option = MHD_OPTION_END; /* plain HTTP */
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opts->tls_cert_pem};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opts->tls_key_pem};
+  }
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   s->daemon = MHD_start_daemon(flags, (uint16_t)opts->port, NULL, NULL, on_request, s,
                                MHD_OPTION_ARRAY, options, MHD_OPTION_END);
   if (!s->daemon) {

@@ -38,6 +38,9 @@ struct http_server;
 int http_server_start(const struct http_options *opts, struct engine *engine,
                       struct http_server **out, char *err, size_t err_len);
 int http_server_port(const struct http_server *s); /* the bound port */
+/* Connections one address may hold: --max-connections-per-ip, but at most a quarter
+ * of --max-connections (at least 1), so that others always find room. */
+int http_per_address_limit(int max_connections, int max_connections_per_ip);
 /* Stops accepting new connections; requests in flight go on. */
 void http_server_quiesce(struct http_server *s);
 /* Waits (timeout_s at most) until every request begun has been answered, so that

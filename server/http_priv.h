@@ -20,14 +20,14 @@ struct rate_bucket {
   double tokens, at;
 };
 
-/* A TCP connection, for the head deadline (http.c): a request's head must arrive
- * within --timeout seconds of the connection's start or of the previous answer,
- * however slowly its bytes trickle in. */
+/* A TCP connection, for the request deadline (http.c): a whole request, head and
+ * body, must arrive within --timeout seconds of the connection's start or of the
+ * previous answer, however slowly its bytes trickle in. */
 struct conn_watch {
   struct conn_watch *next, *prev;
   int fd;
-  double since;  /* engine_now_mono() when its current head became due */
-  bool heading;  /* waiting for a request head */
+  double since;  /* engine_now_mono() when its current request became due */
+  bool heading;  /* waiting for a request (its head or its body) */
 };
 
 struct http_server {

@@ -1,0 +1,154 @@
+/* Requests that try to break gpulabd for everyone, over raw sockets where curl
+ * would not send them: stalled and trickled bodies (the whole request is bounded by
+ * --timeout), connections from a few addresses that would fill --max-connections. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "tests/http_client.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A TCP connection to 127.0.0.1:port leaving from the address from (127/8 is all
+ * loopback on Linux), or -1 when it cannot be made. */
+static int raw_connect(const char *from, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CHECK(fd >= 0);
+  struct sockaddr_in local = {.sin_family = AF_INET};
+  inet_pton(AF_INET, from, &local.sin_addr);
+  CHECK_INT_EQ(bind(fd, (struct sockaddr *)&local, sizeof local), 0);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void send_text(int fd, const char *text) {
+  size_t n = strlen(text);
+  CHECK(send(fd, text, n, MSG_NOSIGNAL) == (ssize_t)n);
+}
+
+/* Reads until the peer closes, timeout_s at most; what came is in buf (NUL-ended).
+ * Returns the seconds it took, or -1 when the connection was still open. */
+static double read_until_closed(int fd, double timeout_s, char *buf, size_t cap) {
+  double start = now_s(), end = start + timeout_s;
+  size_t len = 0;
+  buf[0] = '\0';
+  for (;;) {
+    int ms = (int)((end - now_s()) * 1000);
+    if (ms <= 0) return -1;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, ms) <= 0) continue;
+    char chunk[4096];
+    ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) return now_s() - start; /* closed (or reset) */
+    size_t take = (size_t)n < cap - 1 - len ? (size_t)n : cap - 1 - len;
+    memcpy(buf + len, chunk, take);
+    len += take;
+    buf[len] = '\0';
+  }
+}
+
+#define STALLED_HEAD                                                                  \
+  "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" \
+  "Content-Length: 10\r\n\r\n"
+
+/* --timeout 2: a body that stalls after one byte, and one trickled a byte per
+ * 0.5 s (never idle for 2 s), are both dropped about 2 s after the connection
+ * began, as a head would be. */
+static void test_stalled_bodies(void) {
+  const char *args[] = {"--backend", "cpu", "--timeout", "2", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  char buf[4096];
+  double t0 = now_s();
+  int fd = raw_connect("127.0.0.1", d.port);
+  CHECK(fd >= 0);
+  send_text(fd, STALLED_HEAD "{");
+  double took = read_until_closed(fd, 8, buf, sizeof buf);
+  close(fd);
+  printf("stalled body: closed after %.2f s\n", took);
+  CHECK(took >= 0);                  /* closed, not left open */
+  CHECK(now_s() - t0 <= 3.5);        /* by --timeout (2 s, checked every 0.25 s) */
+  CHECK(strstr(buf, "HTTP/1.1 2") == NULL); /* nothing was accepted */
+
+  t0 = now_s();
+  fd = raw_connect("127.0.0.1", d.port);
+  CHECK(fd >= 0);
+  send_text(fd, "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                "Content-Length: 100\r\n\r\n");
+  int sent = 0;
+  bool cut = false;
+  for (; sent < 100 && !cut; sent++) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 500) > 0 || send(fd, " ", 1, MSG_NOSIGNAL) != 1) cut = true;
+  }
+  took = now_s() - t0;
+  printf("trickled body: cut after %d bytes, %.2f s\n", sent, took);
+  CHECK(cut);
+  CHECK(took <= 3.5);
+  close(fd);
+  /* And gpulabd still answers, and accepted nothing from either. */
+  json_t *list = http_get_json(&d, "/jobs");
+  CHECK_INT_EQ(json_array_size(json_at(list, "jobs")), 0);
+  json_decref(list);
+  gpulabd_stop(&d);
+}
+
+/* --max-connections 12: each address may hold at most a quarter (3), so two
+ * addresses that open every connection they can, and stall them, leave room:
+ * a third address still gets its /health. */
+static void test_room_for_others(void) {
+  const char *args[] = {"--backend", "cpu", "--max-connections", "12", "--timeout", "30", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  int fds[2][12], held[2] = {0, 0};
+  const char *from[2] = {"127.0.0.2", "127.0.0.3"};
+  for (int a = 0; a < 2; a++)
+    for (int i = 0; i < 12; i++) {
+      fds[a][i] = raw_connect(from[a], d.port);
+      if (fds[a][i] >= 0) send_text(fds[a][i], STALLED_HEAD "{");
+    }
+  usleep(300 * 1000);
+  for (int a = 0; a < 2; a++)
+    for (int i = 0; i < 12; i++) { /* those over the limit were closed at once */
+      char buf[256];
+      if (fds[a][i] >= 0 && read_until_closed(fds[a][i], 0.05, buf, sizeof buf) < 0) held[a]++;
+    }
+  printf("stalled connections held: %d from %s, %d from %s\n", held[0], from[0], held[1], from[1]);
+  CHECK(held[0] <= 3 && held[1] <= 3);
+  CHECK(held[0] >= 1 && held[1] >= 1);
+  struct http_client c;
+  http_client_open_from(&c, d.port, "127.0.0.4");
+  struct http_reply r;
+  http_client_request(&c, "GET", "/health", NULL, NULL, 0, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  http_client_close(&c);
+  for (int a = 0; a < 2; a++)
+    for (int i = 0; i < 12; i++)
+      if (fds[a][i] >= 0) close(fds[a][i]);
+  gpulabd_stop(&d);
+}
+
+int main(void) {
+  test_stalled_bodies();
+  test_room_for_others();
+  printf("test_hostile: ok\n");
+  return 0;
+}
