@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/utf8.h"
+
 int api_error_set(struct api_error *err, int status, const char *code, const char *field,
                   const char *fmt, ...) {
   err->status = status;
@@ -17,6 +19,9 @@ int api_error_set(struct api_error *err, int status, const char *code, const cha
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
+  /* Names from the request may be cut by a limit, or not be UTF-8 at all. */
+  utf8_scrub_in_place(err->message, sizeof err->message);
+  utf8_scrub_in_place(err->field, sizeof err->field);
   return -1;
 }
 

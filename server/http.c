@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "api/encode.h"
+#include "api/utf8.h"
 #include "server/http_priv.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -60,7 +61,12 @@ enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
 }
 
 enum MHD_Result respond_error(struct request *r, const struct api_error *err) {
-  return respond_json(r, (unsigned)err->status, api_error_to_json(err));
+  /* Messages quote the request (its path, an id, a query value): any bytes. */
+  struct api_error clean = *err;
+  utf8_scrub_in_place(clean.code, sizeof clean.code);
+  utf8_scrub_in_place(clean.message, sizeof clean.message);
+  utf8_scrub_in_place(clean.field, sizeof clean.field);
+  return respond_json(r, (unsigned)clean.status, api_error_to_json(&clean));
 }
 
 enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
@@ -171,24 +177,37 @@ static void *watchdog_main(void *arg) {
   return NULL;
 }
 
+static struct request *request_new(struct http_server *srv, struct MHD_Connection *conn) {
+  struct request *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->srv = srv;
+  r->conn = conn;
+  r->body_limit = srv->opts.max_body;
+  r->route = "other";
+  r->started = engine_now_mono();
+  atomic_fetch_add(&srv->in_flight, 1);
+  return r;
+}
+
+/* libmicrohttpd's URI logger: a request line has arrived. The request begins here,
+ * so that one that libmicrohttpd refuses itself (a Content-Length it cannot parse,
+ * headers too large) still gets its access-log line and its count. The path is
+ * logged as sent (percent-encoded), without the query, which may hold a token. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+  struct request *r = request_new(cls, conn);
+  if (r) snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(uri, "?"), uri);
+  return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **req_cls) {
   struct http_server *srv = cls;
   struct request *r = *req_cls;
-  if (!r) { /* the head has arrived; the request stays on its deadline until its body has */
-    r = calloc(1, sizeof *r);
-    if (!r) return MHD_NO;
-    r->srv = srv;
-    r->conn = conn;
-    snprintf(r->method, sizeof r->method, "%s", method);
-    snprintf(r->path, sizeof r->path, "%s", url);
-    r->body_limit = srv->opts.max_body;
-    r->route = "other";
-    r->started = engine_now_mono();
-    atomic_fetch_add(&srv->in_flight, 1);
-    *req_cls = r;
+  if (!r || !r->method[0]) { /* the head has arrived; it stays on its deadline until its body has */
+    if (!r && !(r = *req_cls = on_uri(srv, url, conn))) return MHD_NO;
+    snprintf(r->method, sizeof r->method, "%s", method[0] ? method : "?");
     enum MHD_Result early;
     if (handle_precheck(r, url, &early)) return early;
     return MHD_YES;
@@ -212,14 +231,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 /* One JSON line per request: time, client, method, route, path, status, bytes,
  * duration and job. A single fwrite keeps lines of different threads apart. */
-static void access_log(struct request *r, FILE *out, double seconds) {
-  char client[64], when[40];
+static void access_log(struct request *r, FILE *out, double seconds, const char *ended) {
+  char client[64], when[40], method[32], path[sizeof r->path * 3];
   api_format_time(engine_now_unix(), when, sizeof when);
-  json_t *line = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:f,s:o}", "time", when, "client",
-                           request_client(r, client, sizeof client), "method", r->method, "route",
-                           r->route, "path", r->path, "status", (int)r->status, "bytes",
-                           (json_int_t)r->bytes, "duration_ms", seconds * 1e3, "job",
+  request_client(r, client, sizeof client);
+  utf8_scrub_in_place(client, sizeof client);
+  utf8_scrub(method, sizeof method, r->method);
+  utf8_scrub(path, sizeof path, r->path);
+  json_t *line = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:f,s:o}", "time", when, "client", client,
+                           "method", method, "route", r->route, "path", path, "status", (int)r->status,
+                           "bytes", (json_int_t)r->bytes, "duration_ms", seconds * 1e3, "job",
                            r->job_id ? json_integer((json_int_t)r->job_id) : json_null());
+  if (line && ended) json_object_set_new(line, "ended", json_string(ended));
   char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
   json_decref(line);
   if (!text) return;
@@ -230,16 +253,37 @@ static void access_log(struct request *r, FILE *out, double seconds) {
   free(text);
 }
 
+/* Why a request ended without its answer, for the access log; NULL when answered. */
+static const char *ended_how(struct http_server *srv, struct MHD_Connection *conn,
+                             enum MHD_RequestTerminationCode toe) {
+  if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) return NULL;
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  const struct conn_watch *w = info ? info->socket_context : NULL;
+  bool cut = false;
+  pthread_mutex_lock(&srv->conns_lock);
+  cut = w && w->fd < 0; /* the watchdog shut it: its request was overdue */
+  pthread_mutex_unlock(&srv->conns_lock);
+  if (cut || toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED) return "timeout";
+  if (toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN) return "shutdown";
+  if (toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT) return "client_closed";
+  return "error";
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
                          enum MHD_RequestTerminationCode toe) {
   struct http_server *srv = cls;
   struct request *r = *req_cls;
   if (!r) return;
   atomic_fetch_sub(&srv->in_flight, 1);
-  conn_heading(srv, conn, true); /* a keep-alive connection's next head is due */
+  const char *ended = ended_how(srv, conn, toe);
+  conn_heading(srv, conn, true); /* a keep-alive connection's next request is due */
+  if (r->status == 0) { /* answered by libmicrohttpd itself (a malformed head), if at all */
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (info) r->status = info->http_status;
+  }
   double seconds = engine_now_mono() - r->started;
   if (srv->opts.metrics) metrics_http_request(srv->opts.metrics, r->route, r->method, (int)r->status, seconds);
-  if (srv->opts.access_log) access_log(r, srv->opts.access_log, seconds);
+  if (srv->opts.access_log) access_log(r, srv->opts.access_log, seconds, ended);
   job_unref(r->job);
   free(r->body);
   free(r);
@@ -313,6 +357,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, opts->threads, NULL};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s};
+  options[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, max_connections, NULL};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address, NULL};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s > 0 ? opts->timeout_s : 30, NULL};

@@ -1,6 +1,8 @@
 /* Requests that try to break gpulabd for everyone, over raw sockets where curl
  * would not send them: stalled and trickled bodies (the whole request is bounded by
- * --timeout), connections from a few addresses that would fill --max-connections. */
+ * --timeout), connections from a few addresses that would fill --max-connections,
+ * bytes that are not UTF-8 in paths, queries and names (each a JSON error with its
+ * own code, and an access-log line), and Content-Lengths libmicrohttpd refuses. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -146,9 +148,143 @@ static void test_room_for_others(void) {
   gpulabd_stop(&d);
 }
 
+static char dir[64];
+
+/* Lines of the access log, each parsed (the caller decrefs); how many. */
+static int read_log(const char *path, json_t **lines, int max) {
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL);
+  char line[4096];
+  int n = 0;
+  while (n < max && fgets(line, sizeof line, f)) {
+    json_error_t je;
+    lines[n] = json_loads(line, 0, &je);
+    if (!lines[n]) CHECK_FAIL_("access log line %d is not JSON (%s): %s", n + 1, je.text, line);
+    n++;
+  }
+  fclose(f);
+  return n;
+}
+
+/* A name of n two-byte letters (é), as JSON text wants it. */
+static const char *accented(int n) {
+  static char buf[256];
+  for (int i = 0; i < n; i++) memcpy(buf + 2 * i, "\xc3\xa9", 2);
+  buf[2 * n] = '\0';
+  return buf;
+}
+
+/* Paths and queries that are not UTF-8 once decoded get the answer the same route
+ * gives any unknown id or value (not 500); names of accented letters longer than a
+ * message keeps are cut at a character boundary; every request has its log line. */
+static void test_invalid_utf8(void) {
+  char access[96];
+  snprintf(access, sizeof access, "%s/access.log", dir);
+  const char *args[] = {"--backend", "cpu", "--access-log", access, NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  static const struct {
+    const char *method, *path;
+    long status;
+    const char *code, *field;
+  } cases[] = {
+      {"GET", "/jobs/%ff", 404, "job_not_found", "id"},
+      {"GET", "/nope%ff", 404, "not_found", NULL},
+      {"GET", "/jobs?state=%ff", 400, "unknown_state", "state"},
+      {"GET", "/jobs?type=%c3", 400, "unknown_type", "type"},
+      {"DELETE", "/buffers/%c3", 404, "buffer_not_found", "id"},
+      {"GET", "/static/%c0%ae%c0%ae/etc/passwd", 404, "not_found", NULL},
+      {"GET", "/sweeps/%e2%82", 404, "sweep_not_found", "id"},
+  };
+  int requests = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct http_reply r;
+    http_request(&d, cases[i].method, cases[i].path, NULL, NULL, 0, &r);
+    CHECK_ERROR(&r, cases[i].status, cases[i].code, cases[i].field); /* JSON: valid UTF-8 */
+    http_reply_free(&r);
+    requests++;
+  }
+  /* Names of 30 to 40 accented letters, cut by the message or the field's size. */
+  for (int n = 30; n <= 40; n += 5) {
+    char body[512];
+    struct http_reply r;
+    snprintf(body, sizeof body, "{\"variant\":\"%s\"}", accented(n));
+    http_post_json(&d, "/transpose", body, &r);
+    CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+    http_reply_free(&r);
+    snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":{\"%s\":1}}", accented(n));
+    http_post_json(&d, "/jobs", body, &r);
+    CHECK(r.json != NULL);
+    CHECK_INT_EQ(r.status, 400);
+    CHECK_STR_EQ(JSTR(r.json, "error.code"), "unknown_field");
+    CHECK(strncmp(JSTR(r.json, "error.field"), "params.\xc3\xa9", 9) == 0);
+    http_reply_free(&r);
+    snprintf(body, sizeof body, "{\"type\":\"%s\"}", accented(n));
+    http_post_json(&d, "/jobs", body, &r);
+    CHECK_ERROR(&r, 400, "unknown_type", "type");
+    http_reply_free(&r);
+    requests += 3;
+  }
+  gpulabd_stop(&d);
+  json_t *lines[64];
+  int n = read_log(access, lines, 64);
+  CHECK_INT_EQ(n, requests);
+  CHECK_STR_EQ(JSTR(lines[0], "path"), "/jobs/%ff"); /* as sent */
+  CHECK_INT_EQ(JINT(lines[0], "status"), 404);
+  for (int i = 0; i < n; i++) json_decref(lines[i]);
+}
+
+/* Content-Length: -1, or 23 digits: libmicrohttpd 0.9.75 answers these itself,
+ * before gpulabd sees the request (400 and 413, an HTML body; its header block is
+ * written twice), with no way for the application to answer instead: what gpulabd
+ * can see to is that the connection is closed at once, nothing is accepted, the
+ * service goes on, and the access log has the request. */
+static void test_bad_content_length(void) {
+  char access[96];
+  snprintf(access, sizeof access, "%s/access-cl.log", dir);
+  const char *args[] = {"--backend", "cpu", "--access-log", access, NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  static const struct { const char *length, *status; } cases[] = {
+      {"-1", "HTTP/1.1 400 "}, {"12345678901234567890123", "HTTP/1.1 413 "}, {"1x", "HTTP/1.1 400 "}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int fd = raw_connect("127.0.0.1", d.port);
+    CHECK(fd >= 0);
+    char head[256], buf[4096];
+    snprintf(head, sizeof head, "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nContent-Length: %s\r\n\r\n{}", cases[i].length);
+    send_text(fd, head);
+    double took = read_until_closed(fd, 5, buf, sizeof buf);
+    close(fd);
+    printf("Content-Length: %s: closed after %.3f s, answer starts '%.13s'\n", cases[i].length, took, buf);
+    CHECK(took >= 0 && took < 2);
+    CHECK(strncmp(buf, cases[i].status, strlen(cases[i].status)) == 0);
+  }
+  struct http_reply r;
+  http_get(&d, "/health", &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_INT_EQ(JINT(r.json, "jobs_submitted"), 0);
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+  json_t *lines[8];
+  int n = read_log(access, lines, 8);
+  CHECK_INT_EQ(n, 4); /* the three, and /health */
+  CHECK_INT_EQ(JINT(lines[0], "status"), 400);
+  CHECK_INT_EQ(JINT(lines[1], "status"), 413);
+  CHECK_STR_EQ(JSTR(lines[0], "path"), "/jobs");
+  for (int i = 0; i < n; i++) json_decref(lines[i]);
+}
+
 int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/gpulab-hostile-XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  test_invalid_utf8();
+  test_bad_content_length();
   test_stalled_bodies();
   test_room_for_others();
+  char cmd[96];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  (void)!system(cmd);
   printf("test_hostile: ok\n");
   return 0;
 }

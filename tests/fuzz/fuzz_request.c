@@ -12,6 +12,7 @@
 
 #include "api/encode.h"
 #include "api/params.h"
+#include "api/utf8.h"
 #include "kernels/experiment.h"
 
 #define FUZZ_CHECK(cond)                                                           \
@@ -27,6 +28,7 @@ static void check_error(const struct api_error *err) {
   FUZZ_CHECK(memchr(err->code, '\0', sizeof err->code) && err->code[0]);
   FUZZ_CHECK(memchr(err->message, '\0', sizeof err->message) && err->message[0]);
   FUZZ_CHECK(memchr(err->field, '\0', sizeof err->field));
+  FUZZ_CHECK(utf8_valid(err->message) && utf8_valid(err->field)); /* JSON can carry them */
 }
 
 /* An accepted spec: in range, and the same after a round trip through its JSON. */
