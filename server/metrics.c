@@ -1,5 +1,7 @@
 /* Prometheus metrics: a few labelled counters and histograms in small arrays (the
- * label sets are bounded: routes x methods x statuses, types x outcomes). */
+ * label sets are bounded: routes x methods x statuses, types x outcomes). Label
+ * values are escaped; a method outside HTTP's own is counted as "other", so that
+ * made-up methods from the network can neither break the exposition nor fill it. */
 #include "server/metrics.h"
 
 #include <errno.h>
@@ -10,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SERIES 512
+#define MAX_SERIES 1024
+/* The last slots are kept for {route="other",method="other",status}: where the
+ * table is full, a new series is counted there instead of being dropped. */
+#define OVERFLOW_SLOTS 64
 #define N_BUCKETS 12
 static const double bucket_bounds[N_BUCKETS] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05,
                                                 0.1,    0.5,    1,     5,     30,   300};
@@ -66,14 +71,34 @@ static void observe(struct histogram *h, double x) {
   h->n++;
 }
 
-void metrics_http_request(struct metrics *m, const char *route, const char *method, int status,
-                          double seconds) {
-  pthread_mutex_lock(&m->lock);
-  observe(&m->request_seconds, seconds);
+/* HTTP's methods (RFC 9110, and PATCH) as themselves; anything else "other". */
+static const char *method_label(const char *method) {
+  static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+                                      "CONNECT", "TRACE"};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(method, known[i]) == 0) return known[i];
+  return "other";
+}
+
+static int find_request_series(const struct metrics *m, const char *route, const char *method,
+                               int status) {
   int i = 0;
   while (i < m->n_requests && (m->requests[i].status != status || strcmp(m->requests[i].route, route) ||
                                strcmp(m->requests[i].method, method)))
     i++;
+  return i;
+}
+
+void metrics_http_request(struct metrics *m, const char *route, const char *method, int status,
+                          double seconds) {
+  method = method_label(method);
+  pthread_mutex_lock(&m->lock);
+  observe(&m->request_seconds, seconds);
+  int i = find_request_series(m, route, method, status);
+  if (i == m->n_requests && i >= MAX_SERIES - OVERFLOW_SLOTS) { /* full: one series per status */
+    route = method = "other";
+    i = find_request_series(m, route, method, status);
+  }
   if (i == m->n_requests && i < MAX_SERIES) {
     struct request_series *s = &m->requests[m->n_requests++];
     snprintf(s->route, sizeof s->route, "%s", route);
@@ -100,6 +125,18 @@ void metrics_job_ended(struct metrics *m, const char *type, const char *state, d
     if (run_s >= 0) observe(&m->jobs[i].run, run_s);
   }
   pthread_mutex_unlock(&m->lock);
+}
+
+/* value as a label value of the text format: backslash, double quote and line feed
+ * escaped, into buf (cap bytes; cut when longer). Returns buf. */
+static const char *label(const char *value, char *buf, size_t cap) {
+  size_t n = 0;
+  for (const char *p = value; *p && n + 3 <= cap; p++) {
+    if (*p == '\\' || *p == '"' || *p == '\n') buf[n++] = '\\';
+    buf[n++] = *p == '\n' ? 'n' : *p;
+  }
+  buf[n] = '\0';
+  return buf;
 }
 
 /* A growing text buffer. */
@@ -223,10 +260,12 @@ char *metrics_render(struct metrics *m, struct engine *e, size_t *len) {
   pthread_mutex_lock(&m->lock);
   put(&t, "# HELP gpulab_http_requests_total HTTP requests answered, by route, method and status.\n"
           "# TYPE gpulab_http_requests_total counter\n");
-  for (int i = 0; i < m->n_requests; i++)
+  for (int i = 0; i < m->n_requests; i++) {
+    char route[80], method[24];
     put(&t, "gpulab_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
-        m->requests[i].route, m->requests[i].method, m->requests[i].status,
-        (unsigned long long)m->requests[i].count);
+        label(m->requests[i].route, route, sizeof route), label(m->requests[i].method, method, sizeof method),
+        m->requests[i].status, (unsigned long long)m->requests[i].count);
+  }
   put(&t, "# HELP gpulab_http_request_duration_seconds Time from a request's first byte to its answer.\n"
           "# TYPE gpulab_http_request_duration_seconds histogram\n");
   put_histogram(&t, "gpulab_http_request_duration_seconds", "", &m->request_seconds);

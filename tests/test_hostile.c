@@ -2,7 +2,9 @@
  * would not send them: stalled and trickled bodies (the whole request is bounded by
  * --timeout), connections from a few addresses that would fill --max-connections,
  * bytes that are not UTF-8 in paths, queries and names (each a JSON error with its
- * own code, and an access-log line), and Content-Lengths libmicrohttpd refuses. */
+ * own code, and an access-log line), Content-Lengths libmicrohttpd refuses, and
+ * made-up methods that would break or fill /metrics (checked by promtool, which must
+ * be installed: scripts/gpulab test installs Debian's prometheus). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -275,11 +277,75 @@ static void test_bad_content_length(void) {
   for (int i = 0; i < n; i++) json_decref(lines[i]);
 }
 
+/* promtool check metrics on text; fails the test when promtool is missing. */
+static void check_promtool(const char *text) {
+  if (system("command -v promtool >/dev/null 2>&1") != 0)
+    CHECK_FAIL_("%s", "promtool is not installed (Debian: apt-get install prometheus; scripts/gpulab "
+                      "test installs it): /metrics cannot be checked");
+  char path[96], cmd[256];
+  snprintf(path, sizeof path, "%s/metrics.txt", dir);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(text, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "promtool check metrics < %s", path);
+  CHECK_INT_EQ(system(cmd), 0);
+}
+
+/* The count of one request series in /metrics, 0 when absent. */
+static long long request_count(struct gpulabd *d, const char *route, const char *method, int status,
+                               char **page) {
+  struct http_reply r;
+  http_get(d, "/metrics", &r);
+  CHECK_INT_EQ(r.status, 200);
+  char key[160];
+  snprintf(key, sizeof key, "gpulab_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} ",
+           route, method, status);
+  const char *at = strstr(r.body, key);
+  long long n = at ? atoll(at + strlen(key)) : 0;
+  if (page) *page = strdup(r.body);
+  http_reply_free(&r);
+  return n;
+}
+
+/* Methods from the network: one with a quote and a brace (a 405) must not end up
+ * unescaped in /metrics, and 600 made-up ones are one "other" series, so that the
+ * series cap stays free for real requests: GET /health is still counted after. */
+static void test_metrics_methods(void) {
+  const char *args[] = {"--backend", "cpu", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  struct http_reply r;
+  http_request(&d, "X\"Y}", "/health", NULL, NULL, 0, &r);
+  CHECK_ERROR(&r, 405, "method_not_allowed", NULL);
+  http_reply_free(&r);
+  for (int i = 0; i < 600; i++) {
+    char method[16];
+    snprintf(method, sizeof method, "M%03d", i);
+    http_request(&d, method, i % 2 ? "/health" : "/nope", NULL, NULL, 0, &r);
+    CHECK(r.status == 405 || r.status == 404);
+    http_reply_free(&r);
+  }
+  long long health = request_count(&d, "/health", "GET", 200, NULL);
+  http_get(&d, "/health", &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  char *page;
+  CHECK_INT_EQ(request_count(&d, "/health", "GET", 200, &page), health + 1);
+  CHECK_INT_EQ(request_count(&d, "/health", "other", 405, NULL), 301); /* X"Y} and 300 */
+  CHECK_INT_EQ(request_count(&d, "other", "other", 404, NULL), 300);
+  CHECK(strstr(page, "X\"Y}") == NULL && strstr(page, "M001") == NULL);
+  check_promtool(page);
+  free(page);
+  gpulabd_stop(&d);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/gpulab-hostile-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   test_invalid_utf8();
   test_bad_content_length();
+  test_metrics_methods();
   test_stalled_bodies();
   test_room_for_others();
   char cmd[96];
