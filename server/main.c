@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/params.h"
@@ -201,11 +202,12 @@ int main(int argc, char **argv) {
     goto fail;
   }
   const char *chartjs = cfg.chartjs ? cfg.chartjs : STATIC_CHARTJS_DEFAULT;
-  if (access(chartjs, R_OK) == 0)
+  struct stat chartjs_st;
+  if (access(chartjs, R_OK) == 0 && stat(chartjs, &chartjs_st) == 0 && S_ISREG(chartjs_st.st_mode))
     log_info("dashboard at / (Chart.js: %s)", chartjs);
   else
-    log_warn("dashboard at /: no Chart.js at %s (install libjs-chart.js or pass --chartjs): tables only",
-             chartjs);
+    log_warn("dashboard at /: no Chart.js at %s (not a readable regular file; install libjs-chart.js "
+             "or pass --chartjs): tables only", chartjs);
   bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
   log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
            tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
