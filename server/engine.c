@@ -693,8 +693,13 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
     nanosleep(&pause, NULL);
     pthread_mutex_lock(&e->lock);
   }
-  for (int i = 0; i < e->n_jobs; i++)
-    if (e->jobs[i]->state == JOB_RUNNING) atomic_store(&e->jobs[i]->cancel_requested, true);
+  for (int i = 0; i < e->n_jobs; i++) {
+    struct job *job = e->jobs[i];
+    if (job->state != JOB_RUNNING) continue;
+    if (!atomic_load(&job->cancel_requested)) job->interrupted = true; /* not its owner's cancel */
+    atomic_store(&job->cancel_requested, true);
+  }
+  e->grace_s = grace_s;
   engine_unlock(e);
 }
 

@@ -93,14 +93,14 @@ struct engine_config {
  * outlive the engine. Returns 0 or a negative errno. */
 int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
                struct engine **out);
-/* Stops: cancels queued and waiting jobs, asks running ones to stop at their next
- * batch, waits for the workers, fires every pending watch and closes the event
+/* Stops: cancels queued and waiting jobs, stops running ones at their next batch
+ * (failed, "interrupted"), waits for the workers, fires every pending watch and closes the event
  * stream. Jobs stay readable; submitting is refused. Idempotent. */
 void engine_stop(struct engine *e);
 /* Stops gracefully (SIGTERM): no new job starts, running ones get up to grace_s
- * seconds to finish before they are asked to stop; queued and waiting jobs are
- * left as they are (the durable store runs them again after a restart). Then as
- * engine_stop. */
+ * seconds to finish before they are stopped at their next batch (they end failed,
+ * code "interrupted", not canceled); queued and waiting jobs are left as they are
+ * (the durable store runs them again after a restart). Then as engine_stop. */
 void engine_shutdown(struct engine *e, double grace_s);
 /* Stops if needed and frees everything. NULL is a no-op. */
 void engine_free(struct engine *e);

@@ -57,6 +57,9 @@ struct job {
   char error_message[256];
   /* A running job whose parent failed: it ends failed with this, not canceled. */
   char parent_failure[256];
+  /* A running job stopped by the engine's shutdown (past its grace): it ends failed
+   * `interrupted`, not canceled as if its owner had canceled it. */
+  bool interrupted;
   struct job *final_next; /* in engine.finals */
 };
 
@@ -74,6 +77,7 @@ struct engine {
   pthread_cond_t work_ready[SCHED_MAX_QUEUES];
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
   bool stopping, stopped;
+  double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
 
   struct backend *const *devices;
   struct gate **gates; /* one per device */

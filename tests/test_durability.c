@@ -3,7 +3,7 @@
  * readable as they were, queued ones run again, running ones failed `interrupted`,
  * ones whose inputs lived in memory failed `interrupted` with the reason. SIGTERM
  * lets a running job finish within --grace and keeps the queued ones for the next
- * start. Old jobs are pruned with --keep-days. */
+ * start; one still running past --grace ends `interrupted`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +106,36 @@ static void test_sigterm(void) {
   gpulabd_stop(&d);
 }
 
+/* SIGTERM with --grace 1 and a job that needs longer: it is stopped at its next
+ * batch and ends failed `interrupted` (its owner did not cancel it), as read after
+ * the restart; one canceled by its owner before stays canceled. */
+static void test_sigterm_past_grace(void) {
+  struct gpulabd d;
+  const char *args[] = {"--backend", "cpu", "--streams", "2", "--db", db, "--grace", "1", NULL};
+  gpulabd_start(args, &d);
+  long long slow = post(&d, "/stencil?wait=0", SLOW, 202);
+  long long canceled = post(&d, "/stencil?wait=0", SLOW, 202);
+  job_wait_state(&d, slow, "running", 30);
+  job_wait_state(&d, canceled, "running", 30);
+  struct http_reply r;
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", canceled);
+  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+  gpulabd_start(args, &d);
+  json_t *j = get_job(&d, slow);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  CHECK(strstr(JSTR(j, "error.message"), "grace") != NULL);
+  json_decref(j);
+  j = get_job(&d, canceled);
+  CHECK_STR_EQ(JSTR(j, "state"), "canceled");
+  json_decref(j);
+  gpulabd_stop(&d);
+}
+
 /* Two gpulabd on one database: the second refuses to start. */
 static void test_one_per_db(void) {
   struct gpulabd a, b;
@@ -122,6 +152,7 @@ int main(void) {
   snprintf(db, sizeof db, "/tmp/gpulab-durability-%d.db", (int)getpid());
   test_crash();
   test_sigterm();
+  test_sigterm_past_grace();
   test_one_per_db();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);
