@@ -58,14 +58,17 @@ static void view_locked(struct job *job, struct job_view *v);
  * to do while every other thread waits for the lock. A final job never changes
  * again, and its final change is its last, so the rows of one job stay in order. */
 void publish_state_locked(struct engine *e, struct job *job) {
-  if (e->cfg.on_job_change && job_state_final(job->state)) {
+  if (e->cfg.on_job_change && job->withdrawn) {
+    /* nothing more of it is recorded */
+  } else if (e->cfg.on_job_change && job_state_final(job->state)) {
     job_ref(job);
     job->final_next = e->finals;
     e->finals = job;
   } else if (e->cfg.on_job_change) {
     struct job_view v;
     view_locked(job, &v);
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    job->recorded = true;
   }
   struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
   snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
@@ -83,7 +86,8 @@ void engine_unlock(struct engine *e) {
     struct job *job = finals, *next = job->final_next;
     struct job_view v;
     view_locked(job, &v); /* final: nothing in it changes, no lock needed */
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
+    if (!job->withdrawn) e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    job->recorded = true;
     job_unref(job);
     finals = next;
   }
@@ -349,6 +353,19 @@ static int refuse(struct engine_error *err, int code, const char *field, const c
   return code;
 }
 
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err) {
+  if (!e->cfg.reserve_ids || id <= e->ids_reserved[kind]) return 0;
+  uint64_t upto = id + ENGINE_IDS_BLOCK - 1;
+  int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, upto);
+  if (rc == 0) {
+    e->ids_reserved[kind] = upto;
+  } else if (err) {
+    refuse(err, rc, "store", "the store cannot record new %s ids (%s): nothing was accepted",
+           kind == ENGINE_IDS_JOBS ? "job" : "buffer", strerror(-rc));
+  }
+  return rc;
+}
+
 /* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
  * referenced now, job outputs when their producer is issued. */
 static int resolve_inputs_locked(struct engine *e, struct job *job, struct engine_error *err) {
@@ -488,7 +505,8 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
     if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
       rc = refuse(err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",
                   (unsigned long long)exp_spec_bytes(&job->spec), (unsigned long long)engine_memory_limit(e));
-    else if ((rc = table_add_locked(e, job)) != 0)
+    else if ((req->restore_id || (rc = reserve_id_locked(e, ENGINE_IDS_JOBS, e->next_id, err)) == 0) &&
+             (rc = table_add_locked(e, job)) != 0)
       refuse(err, rc, "", "out of memory");
   }
   if (rc) {
@@ -582,6 +600,37 @@ int engine_job_cancel(struct engine *e, struct job *job) {
   return rc;
 }
 
+void engine_job_withdraw(struct engine *e, struct job *job) {
+  struct engine_watch *fired = NULL;
+  pthread_mutex_lock(&e->lock);
+  job->withdrawn = true;
+  if (job->state == JOB_RUNNING) {
+    atomic_store(&job->cancel_requested, true); /* ends at its next batch (engine_run.c) */
+  } else if (!job_state_final(job->state)) {
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
+    collect_due_watches(e, engine_now_mono(), &fired);
+  }
+  struct ebuf *kept = job->output_buffer ? ebuf_find_locked(e, job->output_buffer) : NULL;
+  if (kept && kept->in_use == 0) ebuf_unlist_locked(e, kept);
+  for (int i = 0; i < e->n_jobs; i++)
+    if (e->jobs[i] == job) {
+      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
+      e->n_jobs--;
+      job_unref(job); /* the table's; the caller still holds one */
+      break;
+    }
+  engine_unlock(e);
+  run_watches(fired);
+}
+
+uint64_t engine_next_id(struct engine *e, enum engine_ids kind) {
+  pthread_mutex_lock(&e->lock);
+  uint64_t id = kind == ENGINE_IDS_JOBS ? e->next_id : e->next_buffer_id;
+  engine_unlock(e);
+  return id;
+}
+
 int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struct job **out,
                      int max) {
   int n = 0;
@@ -633,7 +682,10 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   e->n_devices = n_devices;
   e->cfg = *cfg;
   e->next_id = cfg->first_id ? cfg->first_id : 1;
-  e->next_buffer_id = 1;
+  e->next_buffer_id = cfg->first_buffer_id ? cfg->first_buffer_id : 1;
+  /* Ids below the first are a previous run's: reserved then, or never handed out. */
+  e->ids_reserved[ENGINE_IDS_JOBS] = e->next_id - 1;
+  e->ids_reserved[ENGINE_IDS_BUFFERS] = e->next_buffer_id - 1;
   for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);
   e->workers = calloc((size_t)e->n_workers, sizeof *e->workers);
   e->gates = calloc((size_t)n_devices, sizeof *e->gates);

@@ -48,7 +48,8 @@ struct engine_job_request {
 /* Why a request was refused: code is a negative errno the HTTP layer maps. */
 struct engine_error {
   int code;        /* -ENOENT (unknown job or buffer), -EINVAL (shapes), -EFBIG (memory),
-                      -EAGAIN (client's queue full), -ESHUTDOWN, -ENOMEM, -EPIPE (output gone) */
+                      -EAGAIN (client's queue full), -ESHUTDOWN, -ENOMEM, -EPIPE (output gone),
+                      or reserve_ids' error (new ids could not be recorded: field "store") */
   char field[48];
   char message[320];
 };
@@ -73,6 +74,10 @@ struct job_view {
   char error_message[256];
 };
 
+/* The engine's id sequences, for engine_config.reserve_ids. */
+enum engine_ids { ENGINE_IDS_JOBS, ENGINE_IDS_BUFFERS };
+#define ENGINE_IDS_BLOCK 1024 /* ids reserved at a time */
+
 struct engine_config {
   int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first, in
                         passes: the table may hold 1/16 more before one runs */
@@ -81,12 +86,21 @@ struct engine_config {
    * never call back into the engine. */
   void (*on_job_end)(void *arg, const struct job_view *view);
   void *on_job_end_arg;
-  /* Called (may be NULL) under the lock whenever a job is accepted or changes
-   * state, with what was asked: what the durable store records. */
+  /* Called (may be NULL) whenever a job is accepted or changes state, with what was
+   * asked: what the durable store records. first: the job's first call (it was just
+   * accepted, or restored after a restart). Under the lock, but for final states:
+   * those come once it is released, in order for each job. */
   void (*on_job_change)(void *arg, const struct job_view *view,
-                        const struct engine_job_request *req);
+                        const struct engine_job_request *req, bool first);
   void *on_job_change_arg;
   uint64_t first_id; /* ids start here (above those of a previous run); 0 means 1 */
+  uint64_t first_buffer_id; /* the same for buffers */
+  /* Called (may be NULL) under the lock before an id past the last reserved one of
+   * kind is handed out: ids up to upto must be recorded as used, so that no later
+   * run hands them out again (the store keeps the mark). Returns 0 or a negative
+   * errno (-ENOSPC, -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
+  int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t upto);
+  void *reserve_ids_arg;
 };
 
 /* Starts one worker thread per lane of each device. devices are borrowed and must
@@ -132,6 +146,14 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *view);
 /* Cancels a queued or waiting job at once, a running one at its next batch
  * boundary. Returns 0, or -EALREADY if the job had already finished. */
 int engine_job_cancel(struct engine *e, struct job *job);
+/* Takes back a job whose acceptance could not be recorded (its first row never
+ * reached the store): unfinished, it is canceled (code "not_stored"; a running one
+ * at its next batch); on_job_change hears nothing more of it; its kept output is
+ * deleted; and it leaves the table, so that it reads as unknown now, as it will
+ * after a restart. The caller's reference stays valid. */
+void engine_job_withdraw(struct engine *e, struct job *job);
+/* The id the next job (ENGINE_IDS_JOBS) or buffer will get. */
+uint64_t engine_next_id(struct engine *e, enum engine_ids kind);
 
 struct engine_list_filter {
   int state;           /* enum job_state, or -1 for any */

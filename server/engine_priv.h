@@ -60,6 +60,8 @@ struct job {
   /* A running job stopped by the engine's shutdown (past its grace): it ends failed
    * `interrupted`, not canceled as if its owner had canceled it. */
   bool interrupted;
+  bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
+  bool recorded;  /* on_job_change has been called for it */
   struct job *final_next; /* in engine.finals */
 };
 
@@ -94,6 +96,7 @@ struct engine {
   struct ebuf **buffers; /* listed, sorted by id */
   int n_buffers, cap_buffers;
   uint64_t next_buffer_id;
+  uint64_t ids_reserved[2]; /* enum engine_ids: ids up to these are recorded as used */
 
   struct events *events; /* has its own lock; published to under ours */
   struct engine_watch *watches;
@@ -111,6 +114,9 @@ void engine_unlock(struct engine *e);
 
 /* engine.c, lock held: */
 void publish_state_locked(struct engine *e, struct job *job);
+/* Makes sure id of kind is reserved (engine_config.reserve_ids). Returns 0 or the
+ * callback's error, with err filled when err is not NULL. */
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err);
 /* Ends a job: final state, buffers released, children told, listeners due. */
 void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,
                     const char *message);
@@ -127,6 +133,7 @@ void *engine_worker_main(void *arg);
 void ebuf_ref_locked(struct ebuf *b);
 void ebuf_unref_locked(struct engine *e, struct ebuf *b);
 struct ebuf *ebuf_find_locked(struct engine *e, uint64_t id);
+void ebuf_unlist_locked(struct engine *e, struct ebuf *b); /* drops the table's reference */
 /* Wraps a job's output; listed (given an id) when kept. NULL when out of memory. */
 struct ebuf *ebuf_for_output_locked(struct engine *e, struct job *job, struct backend_buffer *buf);
 void ebuf_free_all_locked(struct engine *e);

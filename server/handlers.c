@@ -222,12 +222,35 @@ static bool job_may_run_inline(struct request *r, struct job *job) {
          v.spec.stop.max_noise == 0 && launches <= 256;
 }
 
+enum MHD_Result respond_storage(struct request *r, int err) {
+  struct store_status st = {0};
+  if (r->srv->opts.store) store_status(r->srv->opts.store, &st);
+  bool space = err == -ENOSPC || err == -EFBIG || err == -EDQUOT;
+  r->retry_after_s = space ? 30 : 5;
+  return respond_fail(r, space ? 507 : 503, space ? "insufficient_storage" : "store_unavailable", NULL,
+                      "the job store (--db) cannot be written (%s%s%.150s): nothing was accepted; "
+                      "see /health", strerror(-err), st.message[0] ? ": " : "", st.message);
+}
+
+bool request_store_refuses(struct request *r, enum MHD_Result *result) {
+  int err = r->srv->opts.store ? store_check(r->srv->opts.store) : 0;
+  if (err) *result = respond_storage(r, err);
+  return err != 0;
+}
+
 /* 200 with a finished job; 202 and where to look while it is still going. What the
- * client is told is in the store first (accepted jobs survive a crash). */
+ * client is told is in the store first (accepted jobs survive a crash): a job whose
+ * first row could not be written is taken back and refused (507 or 503). */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
+  struct store *store = r->srv->opts.store;
+  int err = store ? store_sync(store, r->store_ticket) : 0;
+  if (err) {
+    engine_job_withdraw(r->srv->engine, job);
+    return respond_storage(r, err);
+  }
+  if (store) store_flush(store); /* its later rows too: the state it is answered in */
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
-  if (r->srv->opts.store) store_flush(r->srv->opts.store);
   bool final = job_state_final(v.state);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
   return respond_json(r, final ? status_done : 202, job_json(&v, true));
@@ -259,6 +282,7 @@ const char *request_client(struct request *r, char *buf, size_t len) {
  * are named "params.<input>" like every other param there. */
 enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
                                        const struct engine_error *e, const char *params_prefix) {
+  if (strcmp(e->field, "store") == 0) return respond_storage(r, e->code); /* its id not recorded */
   char named[64];
   const char *field = e->field[0] ? e->field : NULL;
   for (int s = 0; field && s < exp_input_count(spec->type); s++)
@@ -300,6 +324,8 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   if (!engine_healthy(e))
     return respond_fail(r, 503, "backend_unavailable", NULL,
                         "the device failed and gpulabd is not accepting jobs; see /health");
+  enum MHD_Result refused;
+  if (request_store_refuses(r, &refused)) return refused;
   struct engine_job_request req = {.spec = *spec, .device = opts->device, .priority = opts->priority,
                                    .exclusive = opts->exclusive, .keep_output = opts->keep_output,
                                    .host_sync = opts->host_sync, .n_depends = opts->n_depends};
@@ -317,6 +343,8 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   struct job *job;
   struct engine_error refusal;
   if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal, params_prefix);
+  /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
+  r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
   enum MHD_Result ret;
   if (wait_s > 0 && job_may_run_inline(r, job) && engine_run_inline(e, job)) {
     ret = respond_job(r, job, 200); /* it ran here, to its end */
@@ -575,19 +603,33 @@ static enum MHD_Result openapi_doc(struct request *r) {
   return request_queue(r, 200, resp, api_openapi_json_len);
 }
 
+/* The store's part of /health: null without one; a failing store makes it unhealthy. */
+static json_t *store_health(struct store *s, bool *ok) {
+  if (!s) return json_null();
+  struct store_status st;
+  store_status(s, &st);
+  bool space = st.error == -ENOSPC || st.error == -EFBIG || st.error == -EDQUOT;
+  json_t *error = st.writable ? json_null()
+                              : json_pack("{s:s,s:s,s:s}", "code", space ? "insufficient_storage" : "store_unavailable",
+                                          "errno", strerror(-st.error), "message", st.message);
+  *ok = *ok && st.writable;
+  return json_pack("{s:s,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing", "bytes",
+                   (json_int_t)st.file_bytes, "write_errors", (json_int_t)st.write_errors, "error", error);
+}
+
 static enum MHD_Result health(struct request *r) {
   struct engine *e = r->srv->engine;
   struct engine_counts c;
   engine_counts(e, &c);
   bool ok = engine_healthy(e);
-  json_t *jobs = json_object();
+  json_t *jobs = json_object(), *store = store_health(r->srv->opts.store, &ok);
   for (int s = 0; s < JOB_STATE_COUNT; s++)
     json_object_set_new(jobs, job_state_name((enum job_state)s), json_integer(c.by_state[s]));
   return respond_json(r, ok ? 200 : 503,
-                      json_pack("{s:s,s:s,s:f,s:I,s:o}", "status", ok ? "ok" : "unhealthy", "backend",
+                      json_pack("{s:s,s:s,s:f,s:I,s:o,s:o}", "status", ok ? "ok" : "unhealthy", "backend",
                                 backend_name(engine_device(e, 0)), "uptime_s",
                                 engine_now_mono() - r->srv->started_mono, "jobs_submitted",
-                                (json_int_t)c.submitted, "jobs", jobs));
+                                (json_int_t)c.submitted, "jobs", jobs, "store", store));
 }
 
 static enum MHD_Result index_page(struct request *r) {

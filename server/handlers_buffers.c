@@ -22,6 +22,8 @@ static json_t *buffer_json(const struct engine_buffer_view *v) {
 }
 
 enum MHD_Result buffers_post(struct request *r) {
+  enum MHD_Result refused;
+  if (request_store_refuses(r, &refused)) return refused; /* its id could not be recorded */
   struct npy_array arr;
   char why[200];
   const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape");
@@ -41,6 +43,7 @@ enum MHD_Result buffers_post(struct request *r) {
                                 (int)device, r->who ? r->who->max_buffer_bytes : 0, &id, &err);
   if (rc == -EFBIG) return respond_fail(r, 413, "buffer_too_large", NULL, "%s", err.message);
   if (rc == -EDQUOT) return respond_fail(r, 413, "quota_exceeded", NULL, "%s", err.message);
+  if (rc && strcmp(err.field, "store") == 0) return respond_storage(r, rc); /* its id not recorded */
   if (rc) return respond_fail(r, 503, "upload_failed", NULL, "cannot store the buffer: %s", err.message);
   struct engine_buffer_view v;
   if (engine_buffer_get(r->srv->engine, id, &v)) /* deleted at once by someone else */

@@ -74,6 +74,7 @@ struct request {
   struct engine_watch watch;
   bool suspended;
   uint64_t sweep_id; /* non-zero: the request waits for this sweep (handlers_sweeps.c) */
+  uint64_t store_ticket; /* its job's first row in the store (store_ticket), 0 if none */
 };
 
 /* Responses. Each queues exactly one response and returns MHD's result. json is
@@ -115,6 +116,13 @@ int query_int(struct request *r, const char *name, long long lo, long long hi, l
 double rate_take_n(struct http_server *srv, const struct auth_client *who, int n);
 enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
                                 const struct engine_error *e, const char *params_prefix);
+/* The store (--db) could not take a write (err: a negative errno, store.h): 507
+ * insufficient_storage for a full disk or a size limit, else 503 store_unavailable;
+ * Retry-After either way. Nothing was accepted. */
+enum MHD_Result respond_storage(struct request *r, int err);
+/* 0 when the request may make something durable now (no store, or one that takes
+ * writes); else it has answered with respond_storage (*result). */
+bool request_store_refuses(struct request *r, enum MHD_Result *result);
 
 /* handlers_sweeps.c: POST and GET /sweeps, GET and DELETE /sweeps/{id}, and the
  * answer of a POST that waited for its sweep. */

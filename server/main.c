@@ -117,6 +117,9 @@ int main(int argc, char **argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   signal(SIGPIPE, SIG_IGN);
+  /* A file size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, as a full disk
+   * would, instead of killing gpulabd: the store refuses jobs and says so. */
+  signal(SIGXFSZ, SIG_IGN);
 
   struct backend *devices[16];
   int n_devices = 0;
@@ -174,11 +177,15 @@ int main(int argc, char **argv) {
     int pruned = store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
     if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg.keep_days);
   }
+  uint64_t first_id = 1, first_buffer_id = 1;
+  if (durable) durable_first_ids(store, &first_id, &first_buffer_id);
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
                                .on_job_end = count_job, .on_job_end_arg = metrics,
                                .on_job_change = durable ? durable_record : NULL,
                                .on_job_change_arg = store,
-                               .first_id = durable ? store_max_id(store) + 1 : 1};
+                               .reserve_ids = durable ? durable_reserve_ids : NULL,
+                               .reserve_ids_arg = store,
+                               .first_id = first_id, .first_buffer_id = first_buffer_id};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
@@ -248,6 +255,7 @@ fail:
   if (status == EXIT_DEVICE_LOST) status = EXIT_DEVICE_LOST;
   http_server_drain(server, 2);
   http_server_stop(server);
+  if (engine && store) durable_release_ids(engine, store);
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
   metrics_free(metrics);

@@ -1,12 +1,19 @@
 /* Durable job records in SQLite (WAL): every accepted job, every change of state,
  * and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
- * calls store_flush before it answers about a job, so what a client was told is on
- * disk. After a crash or a restart gpulabd reads the jobs that
- * had not finished back from here. One gpulabd per database: the file is locked.
- * Calls are serialized inside; safe from any thread. */
+ * waits for a job's first row (store_sync) before it answers, and refuses the job
+ * when that row could not be written, so what a client was told is on disk. After a
+ * crash or a restart gpulabd reads the jobs that had not finished back from here.
+ * Ids handed out are recorded ahead (store_ids_reserve), so that none is handed out
+ * twice, even after a failed write and a crash. One gpulabd per database: the file
+ * is locked. Calls are serialized inside; safe from any thread.
+ *
+ * Errors are negative errnos: -ENOSPC (the disk is full), -EFBIG (a file size limit,
+ * RLIMIT_FSIZE), -EDQUOT, -EROFS (read-only), -EIO (anything else, a corrupted file
+ * too), -ENOMEM. */
 #ifndef GPULAB_STORE_H
 #define GPULAB_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,26 +27,55 @@ struct store_row {
   const void *request;
   size_t request_len;
   const char *record; /* the job as JSON text, or NULL to keep the stored one */
+  bool create;        /* the job's first row (inserted, or replacing a restored job's);
+                         else an update of a row that exists, and nothing if none does */
 };
 
-/* Opens (creating) path; ":memory:" keeps nothing. Returns 0, or -1 with err. */
+/* Opens (creating) path; ":memory:" keeps nothing. Refuses a database it could not
+ * keep jobs in: one that opens read-only, fails PRAGMA quick_check, or cannot take a
+ * write (one is made here). Returns 0, or a negative errno with err (which names
+ * path and says why). */
 int store_open(const char *path, struct store **out, char *err, size_t err_len);
 void store_close(struct store *s); /* NULL is a no-op */
 
 /* Queues row (copied) to be inserted or updated by the store's writer thread, which
- * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or -1
- * (out of memory; logged). Write errors are logged by the writer. */
+ * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or
+ * -ENOMEM (logged). Write errors are logged by the writer and reported by
+ * store_sync and store_status. */
 int store_put(struct store *s, const struct store_row *row);
 
-/* Waits until every row queued before this call is committed. Reads below do this
- * first, so they see every earlier store_put. */
+/* The ticket of the last row the calling thread queued with store_put (0 if none):
+ * for a caller whose rows were queued for it on its own thread (the engine's
+ * on_job_change, while it accepted a job) and that must know they are on disk. */
+uint64_t store_ticket(struct store *s);
+/* Waits until the row of ticket (and every row queued before it) has been written
+ * or has failed. Returns 0 (written, or ticket 0), or the negative errno of the
+ * failed transaction that held it. */
+int store_sync(struct store *s, uint64_t ticket);
+/* Waits until every row queued before this call is written or failed. Reads below
+ * do this first, so they see every earlier store_put. */
 void store_flush(struct store *s);
+
+/* 0 while the store takes writes; else the negative errno of its last failed
+ * write. Cheap: a caller asks before it accepts anything. A failing store tries a
+ * small write of its own once a second and takes writes again once one succeeds. */
+int store_check(struct store *s);
+
+struct store_status {
+  bool writable;           /* store_check(s) == 0 */
+  int error;               /* the last failed write's errno (negative), 0 if none yet */
+  char message[200];       /* SQLite's words for it, "" if none */
+  uint64_t write_errors;   /* transactions that failed, since start */
+  uint64_t file_bytes;     /* the database file and its WAL on disk */
+};
+void store_status(struct store *s, struct store_status *out);
 
 /* The stored record (JSON text, malloc'd: the caller frees it), or NULL. */
 char *store_record(struct store *s, uint64_t id);
 
 /* Records of jobs with ids below before_id (0: any), newest first, matching the
- * filters (NULL: any), at most limit: fn(arg, id, record) for each. Returns how many. */
+ * filters (NULL: any), at most limit: fn(arg, id, record) for each, called after the
+ * database is released (fn may call into the engine). Returns how many. */
 int store_list(struct store *s, uint64_t before_id, const char *state, const char *type,
                const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
                void *arg);
@@ -52,6 +88,12 @@ int store_unfinished(struct store *s,
                      void *arg);
 
 uint64_t store_max_id(struct store *s); /* 0 when empty */
+
+/* Ids of the sequence name ("jobs", "buffers", "sweeps") up to upto are recorded as
+ * handed out: a later run starts above them (store_ids_floor). Written at once, in
+ * a transaction of its own. Returns 0 or a negative errno. */
+int store_ids_reserve(struct store *s, const char *name, uint64_t upto);
+uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never reserved */
 
 /* Deletes finished jobs that finished before unix time `before`. Returns how many. */
 int store_prune(struct store *s, double before);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -97,6 +98,14 @@ static char **build_argv(const char *exe, const char *const *extra) {
   return argv;
 }
 
+static uid_t spawn_uid = (uid_t)-1;
+static gid_t spawn_gid = (gid_t)-1;
+
+void gpulabd_spawn_as(uid_t uid, gid_t gid) {
+  spawn_uid = uid;
+  spawn_gid = gid;
+}
+
 static pid_t spawn(char **argv, int *log_fd) {
   int fds[2];
   CHECK(pipe2(fds, O_CLOEXEC) == 0);
@@ -104,8 +113,14 @@ static pid_t spawn(char **argv, int *log_fd) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) { /* only async-signal-safe calls until exec */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(fds[1], STDERR_FILENO);
+    if (spawn_uid != (uid_t)-1 &&
+        (setgroups(0, NULL) != 0 || setgid(spawn_gid) != 0 || setuid(spawn_uid) != 0)) {
+      static const char msg[] = "test harness: cannot change to the asked user\n";
+      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(126);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setuid, which clears it */
     execv(argv[0], argv);
     static const char msg[] = "test harness: cannot exec $GPULABD\n";
     (void)!write(STDERR_FILENO, msg, sizeof msg - 1);

@@ -37,6 +37,9 @@ struct gpulabd {
  * exit code (-1 for a signal or a timeout, then it is killed). */
 int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *log, size_t log_len,
                       int *exit_status);
+/* The gpulabd processes started after this call run as uid:gid (a test run as root
+ * that needs a user whom file modes hold back); (uid_t)-1 runs them as the test. */
+void gpulabd_spawn_as(uid_t uid, gid_t gid);
 /* gpulabd_try_start that fails the test, printing the log, if gpulabd does not start. */
 void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
 /* gpulabd_start for the GPU tests: where gpulabd says the CUDA backend is
