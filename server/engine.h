@@ -123,6 +123,12 @@ void engine_free(struct engine *e);
  * failed, when a parent had), or a negative errno with err filled. */
 int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
                   struct engine_error *err);
+/* Queues n jobs, all or none: every one is checked (inputs, parents, device, the
+ * client's queue with the others counted, memory, ids) before any is created. Returns
+ * 0 and n new references in out[0..n), or a negative errno with err filled, *failed
+ * the index of the request refused (-1 when none in particular), and nothing created. */
+int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n, struct job **out,
+                      struct engine_error *err, int *failed);
 /* Runs job to its end on the calling thread, when it can start at once on an idle
  * device: it is queued, alone in its device's queue, and nothing runs there. The lane
  * is lent for the run (its worker takes nothing meanwhile), so the job runs exactly

@@ -1,4 +1,4 @@
-/* Private to the engine (engine.c, engine_buffers.c): its structures. One mutex,
+/* Private to the engine (engine.c, engine_submit.c, engine_run.c, engine_buffers.c): its structures. One mutex,
  * engine.lock, guards every field below except where a comment says otherwise. */
 #ifndef GPULAB_ENGINE_PRIV_H
 #define GPULAB_ENGINE_PRIV_H
@@ -113,9 +113,17 @@ struct engine {
 void engine_unlock(struct engine *e);
 
 /* engine.c, lock held: */
+struct job *find_locked(struct engine *e, uint64_t id); /* in the table, or NULL */
+/* Makes room in the table for n more jobs (pruning finished ones first): 0 or -ENOMEM. */
+int table_reserve_locked(struct engine *e, int n);
+/* Joins the job (all parents ready) to its device's queue, or fails it when an
+ * input it needs never came. */
+void make_queued_locked(struct engine *e, struct job *job);
+/* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
+void leave_pending_locked(struct engine *e, struct job *job);
 void publish_state_locked(struct engine *e, struct job *job);
-/* Makes sure id of kind is reserved (engine_config.reserve_ids). Returns 0 or the
- * callback's error, with err filled when err is not NULL. */
+/* engine_submit.c: makes sure id of kind is reserved (engine_config.reserve_ids).
+ * Returns 0 or the callback's error, with err filled when err is not NULL. */
 int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err);
 /* Ends a job: final state, buffers released, children told, listeners due. */
 void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,

@@ -397,41 +397,53 @@ static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *
   return MHD_YES;
 }
 
-/* Submits every point; on a refusal cancels those already queued (a race with the
- * client's other submissions, or an input that fits one point but not another)
- * and answers it. */
+/* Submits every point, all or none (engine_submit_all): a refusal of any point (a
+ * parent or input that does not exist, a shape that does not fit, a race with the
+ * client's other submissions) is answered, naming the point, and nothing is created. */
 static enum MHD_Result submit_points(struct request *r, const struct sweep_plan *p, const char *client,
                                      uint64_t *ids, bool *refused) {
   struct engine *e = r->srv->engine;
+  struct engine_job_request *reqs = calloc((size_t)p->n_points, sizeof *reqs);
+  struct job **jobs = calloc((size_t)p->n_points, sizeof *jobs);
+  *refused = true;
+  if (!reqs || !jobs) {
+    free(reqs);
+    free(jobs);
+    return respond_json(r, 500, NULL);
+  }
   for (int i = 0; i < p->n_points; i++) {
     const struct api_job_request *pt = &p->points[i];
-    struct engine_job_request req = {.spec = pt->spec, .device = pt->opts.device,
-                                     .priority = pt->opts.priority, .exclusive = pt->opts.exclusive,
-                                     .keep_output = pt->opts.keep_output, .host_sync = pt->opts.host_sync,
-                                     .n_depends = pt->opts.n_depends};
-    memcpy(req.depends_on, pt->opts.depends_on, sizeof req.depends_on);
-    snprintf(req.client, sizeof req.client, "%s", client);
-    req.admin = request_sees_all(r);
-    req.max_queued = r->who ? r->who->max_queued : 0;
-    struct job *job;
-    struct engine_error refusal;
-    if (engine_submit(e, &req, &job, &refusal) == 0) {
-      struct job_view v;
-      job_get_view(e, job, &v);
-      ids[i] = v.id;
-      job_unref(job);
-      continue;
-    }
-    for (int k = 0; k < i; k++) {
-      struct job *done = engine_job_get(e, ids[k]);
-      if (done) engine_job_cancel(e, done);
-      job_unref(done);
-    }
-    *refused = true;
-    return respond_refusal(r, &pt->spec, &refusal, "params.");
+    reqs[i] = (struct engine_job_request){.spec = pt->spec, .device = pt->opts.device,
+                                          .priority = pt->opts.priority, .exclusive = pt->opts.exclusive,
+                                          .keep_output = pt->opts.keep_output, .host_sync = pt->opts.host_sync,
+                                          .n_depends = pt->opts.n_depends, .admin = request_sees_all(r),
+                                          .max_queued = r->who ? r->who->max_queued : 0};
+    memcpy(reqs[i].depends_on, pt->opts.depends_on, sizeof reqs[i].depends_on);
+    snprintf(reqs[i].client, sizeof reqs[i].client, "%s", client);
   }
-  *refused = false;
-  return MHD_YES;
+  struct engine_error refusal;
+  int failed;
+  enum MHD_Result ret = MHD_YES;
+  if (engine_submit_all(e, reqs, p->n_points, jobs, &refusal, &failed) == 0) {
+    for (int i = 0; i < p->n_points; i++) {
+      struct job_view v;
+      job_get_view(e, jobs[i], &v);
+      ids[i] = v.id;
+      job_unref(jobs[i]);
+    }
+    *refused = false;
+  } else {
+    const struct exp_spec *spec = &p->points[failed >= 0 ? failed : 0].spec;
+    if (failed >= 0 && p->n_points > 1) { /* which point: its index in the sweep's order */
+      char message[sizeof refusal.message];
+      snprintf(message, sizeof message, "point %d of this sweep: %.280s", failed, refusal.message);
+      snprintf(refusal.message, sizeof refusal.message, "%s", message);
+    }
+    ret = respond_refusal(r, spec, &refusal, "params.");
+  }
+  free(reqs);
+  free(jobs);
+  return ret;
 }
 
 enum MHD_Result sweeps_post(struct request *r) {
