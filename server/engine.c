@@ -436,6 +436,8 @@ uint64_t engine_next_id(struct engine *e, enum engine_ids kind) {
   return id;
 }
 
+uint64_t engine_first_id(const struct engine *e, enum engine_ids kind) { return e->first_ids[kind]; }
+
 int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struct job **out,
                      int max) {
   int n = 0;
@@ -489,6 +491,8 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   e->next_id = cfg->first_id ? cfg->first_id : 1;
   e->next_buffer_id = cfg->first_buffer_id ? cfg->first_buffer_id : 1;
   /* Ids below the first are a previous run's: reserved then, or never handed out. */
+  e->first_ids[ENGINE_IDS_JOBS] = e->next_id;
+  e->first_ids[ENGINE_IDS_BUFFERS] = e->next_buffer_id;
   e->ids_reserved[ENGINE_IDS_JOBS] = e->next_id - 1;
   e->ids_reserved[ENGINE_IDS_BUFFERS] = e->next_buffer_id - 1;
   for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);

@@ -158,8 +158,10 @@ int engine_job_cancel(struct engine *e, struct job *job);
  * deleted; and it leaves the table, so that it reads as unknown now, as it will
  * after a restart. The caller's reference stays valid. */
 void engine_job_withdraw(struct engine *e, struct job *job);
-/* The id the next job (ENGINE_IDS_JOBS) or buffer will get. */
+/* The id the next job (ENGINE_IDS_JOBS) or buffer will get; the first of this run
+ * (ids below it are a previous run's). */
 uint64_t engine_next_id(struct engine *e, enum engine_ids kind);
+uint64_t engine_first_id(const struct engine *e, enum engine_ids kind);
 
 struct engine_list_filter {
   int state;           /* enum job_state, or -1 for any */

@@ -97,6 +97,7 @@ struct engine {
   int n_buffers, cap_buffers;
   uint64_t next_buffer_id;
   uint64_t ids_reserved[2]; /* enum engine_ids: ids up to these are recorded as used */
+  uint64_t first_ids[2];    /* this run's first ids (set once) */
 
   struct events *events; /* has its own lock; published to under ours */
   struct engine_watch *watches;

@@ -294,8 +294,11 @@ enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
   case ENOENT: {
     bool buffer = false;
     for (int s = 0; s < exp_input_count(spec->type); s++)
-      if (strcmp(e->field, exp_input_name(spec->type, s)) == 0)
-        buffer = spec->inputs[s].kind == EXP_INPUT_BUFFER;
+      if (strcmp(e->field, exp_input_name(spec->type, s)) == 0 && spec->inputs[s].kind == EXP_INPUT_BUFFER) {
+        buffer = true;
+        if (spec->inputs[s].value < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS))
+          return respond_buffer_gone(r, spec->inputs[s].value, field);
+      }
     return respond_fail(r, 404, buffer ? "buffer_not_found" : "job_not_found", field, "%s", e->message);
   }
   case EINVAL:

@@ -323,7 +323,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   }
   s->engine = engine;
   s->opts = *opts;
-  if (sweeps_new(SWEEPS_KEPT_DEFAULT, &s->sweeps)) {
+  if (sweep_routes_open(s)) {
     snprintf(err, err_len, "out of memory");
     free(s);
     return -1;
@@ -339,7 +339,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   struct sockaddr_storage addr;
   if (parse_bind_address(opts->host, opts->port, &addr, &flags)) {
     snprintf(err, err_len, "--host %s is not a numeric IPv4 or IPv6 address", opts->host);
-    sweeps_free(s->sweeps);
+    sweep_routes_close(s);
     free(s);
     return -1;
   }
@@ -372,13 +372,14 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   if (!s->daemon) {
     snprintf(err, err_len, "cannot listen on %s:%d (in use, not an address of this machine%s)",
              opts->host, opts->port, flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
-    sweeps_free(s->sweeps);
+    sweep_routes_close(s);
     free(s);
     return -1;
   }
   if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
     snprintf(err, err_len, "cannot start the connection watchdog");
     MHD_stop_daemon(s->daemon);
+    sweep_routes_close(s);
     free(s);
     return -1;
   }
@@ -408,6 +409,6 @@ void http_server_stop(struct http_server *s) {
   atomic_store(&s->stopping, true);
   pthread_join(s->watchdog, NULL);
   MHD_stop_daemon(s->daemon);
-  sweeps_free(s->sweeps);
+  sweep_routes_close(s);
   free(s);
 }

@@ -130,8 +130,15 @@ enum MHD_Result sweeps_post(struct request *r);
 enum MHD_Result sweeps_index(struct request *r);
 enum MHD_Result sweep_route(struct request *r, const char *id_text);
 enum MHD_Result sweep_resumed(struct request *r);
+/* The sweeps' table (srv->sweeps), with the sweeps the store kept and ids past every
+ * earlier one: 0 or a negative errno. Closing puts the store's id mark back to the
+ * last one handed out, and frees the table. */
+int sweep_routes_open(struct http_server *srv);
+void sweep_routes_close(struct http_server *srv);
 
-/* handlers_buffers.c */
+/* handlers_buffers.c; respond_buffer_gone: 410 gone for a buffer id of a previous
+ * run (buffers live in memory), field naming where it was given. */
+enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field);
 enum MHD_Result buffers_post(struct request *r);
 enum MHD_Result buffers_list(struct request *r);
 enum MHD_Result buffer_route(struct request *r, const char *id_text);

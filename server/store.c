@@ -32,7 +32,7 @@ struct failed_range {
 struct store {
   sqlite3 *db;
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
-  sqlite3_stmt *put, *update, *get, *set_meta, *get_meta;
+  sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
 
   pthread_mutex_t queue_lock; /* guards the fields below */
   pthread_cond_t queue_ready; /* rows queued, or closing: the writer */
@@ -40,6 +40,7 @@ struct store {
   struct queued_row *head, **tail;
   uint64_t queued, committed; /* rows ever queued, and written or failed (in order) */
   bool writing;               /* a batch is being written (by one thread at a time) */
+  int holds;                  /* store_hold: no batch is taken while > 0 */
   bool closing, writer_started;
   pthread_t writer;
   /* What failed, for store_sync and store_status: */
@@ -63,6 +64,8 @@ static const char schema[] =
     "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, type TEXT NOT NULL, state TEXT NOT NULL,"
     "  created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0, request BLOB, record TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
+    "CREATE TABLE IF NOT EXISTS sweeps ("
+    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL, record TEXT NOT NULL);"
     /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
 
@@ -146,6 +149,8 @@ static int open_db(struct store *s, const char *path, char *why, size_t why_len)
                                "UPDATE jobs SET state=?4, finished=?6, record=COALESCE(?8, record) WHERE id=?1",
                                -1, &s->update, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(s->db, "SELECT record FROM jobs WHERE id=?1", -1, &s->get, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO sweeps(id, client, created, record) VALUES(?1, ?2, ?3, ?4)",
+                               -1, &s->put_sweep, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(s->db,
                                "INSERT INTO meta(name, value) VALUES(?1, ?2)"
                                " ON CONFLICT(name) DO UPDATE SET value=?2",
@@ -207,6 +212,7 @@ void store_close(struct store *s) {
   }
   sqlite3_finalize(s->put);
   sqlite3_finalize(s->update);
+  sqlite3_finalize(s->put_sweep);
   sqlite3_finalize(s->get);
   sqlite3_finalize(s->set_meta);
   sqlite3_finalize(s->get_meta);
@@ -221,6 +227,16 @@ void store_close(struct store *s) {
 /* Writes one row; the database lock is held. Returns SQLite's result. A job whose
  * first row failed (it was refused) is never created by a later one. */
 static int write_row_locked(struct store *s, const struct store_row *r) {
+  if (r->table == STORE_SWEEPS) {
+    sqlite3_stmt *st = s->put_sweep;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
+    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, r->created);
+    sqlite3_bind_text(st, 4, r->record ? r->record : "{}", -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
   sqlite3_stmt *st = r->create ? s->put : s->update;
   sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
   sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
@@ -372,7 +388,7 @@ static void *writer_main(void *arg) {
       struct timespec ms = in_ms(1);
       pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &ms);
     }
-    if (s->writing) { /* a flush writes: it signals when done */
+    if (s->writing || s->holds) { /* a flush writes, or rows are held: a signal comes */
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
       continue;
     }
@@ -394,7 +410,8 @@ static void *put_bytes(char **at, const void *src, size_t n) {
 }
 
 int store_put(struct store *s, const struct store_row *r) {
-  size_t client = strlen(r->client) + 1, type = strlen(r->type) + 1, state = strlen(r->state) + 1;
+  const char *type_s = r->type ? r->type : "", *state_s = r->state ? r->state : "";
+  size_t client = strlen(r->client) + 1, type = strlen(type_s) + 1, state = strlen(state_s) + 1;
   size_t record = r->record ? strlen(r->record) + 1 : 0, request = r->request ? r->request_len : 0;
   struct queued_row *q = malloc(sizeof *q + client + type + state + record + request);
   if (!q) {
@@ -405,8 +422,8 @@ int store_put(struct store *s, const struct store_row *r) {
   q->next = NULL;
   q->row = *r;
   q->row.client = put_bytes(&at, r->client, client);
-  q->row.type = put_bytes(&at, r->type, type);
-  q->row.state = put_bytes(&at, r->state, state);
+  q->row.type = put_bytes(&at, type_s, type);
+  q->row.state = put_bytes(&at, state_s, state);
   q->row.record = r->record ? put_bytes(&at, r->record, record) : NULL;
   q->row.request = r->request ? put_bytes(&at, r->request, request) : NULL;
   pthread_mutex_lock(&s->queue_lock);
@@ -425,7 +442,7 @@ uint64_t store_ticket(struct store *s) { return last_put.store == s ? last_put.t
  * when no one else is. */
 static void wait_done_locked(struct store *s, uint64_t target) {
   while (s->committed < target) {
-    if (!s->writing && s->head)
+    if (!s->writing && !s->holds && s->head)
       write_queued_locked(s); /* ours, and whatever else is queued: one commit */
     else
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
@@ -448,6 +465,21 @@ int store_sync(struct store *s, uint64_t ticket) {
 void store_flush(struct store *s) {
   pthread_mutex_lock(&s->queue_lock);
   wait_done_locked(s, s->queued);
+  pthread_mutex_unlock(&s->queue_lock);
+}
+
+void store_hold(struct store *s) {
+  pthread_mutex_lock(&s->queue_lock);
+  s->holds++;
+  pthread_mutex_unlock(&s->queue_lock);
+}
+
+void store_release(struct store *s) {
+  pthread_mutex_lock(&s->queue_lock);
+  if (--s->holds == 0) {
+    pthread_cond_broadcast(&s->committed_cond); /* flushers and the writer may go on */
+    if (s->head) pthread_cond_signal(&s->queue_ready);
+  }
   pthread_mutex_unlock(&s->queue_lock);
 }
 
@@ -593,6 +625,38 @@ uint64_t store_max_id(struct store *s) {
   return id;
 }
 
+int store_sweeps(struct store *s, int limit,
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void *arg) {
+  sqlite3_stmt *st;
+  int n = 0;
+  lock_for_read(s); /* fn only copies: it may run under the lock */
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT id, client, created, record FROM (SELECT * FROM sweeps ORDER BY id DESC"
+                         " LIMIT ?1) ORDER BY id",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_int(st, 1, limit);
+    for (; sqlite3_step(st) == SQLITE_ROW; n++)
+      fn(arg, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
+         sqlite3_column_double(st, 2), (const char *)sqlite3_column_text(st, 3));
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+uint64_t store_max_sweep_id(struct store *s) {
+  sqlite3_stmt *st;
+  uint64_t id = 0;
+  lock_for_read(s);
+  if (sqlite3_prepare_v2(s->db, "SELECT MAX(id) FROM sweeps", -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_step(st) == SQLITE_ROW) id = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return id;
+}
+
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto) {
   char why[200] = "";
   pthread_mutex_lock(&s->lock);
@@ -628,6 +692,12 @@ int store_prune(struct store *s, double before) {
                          NULL) == SQLITE_OK) {
     sqlite3_bind_double(st, 1, before);
     if (sqlite3_step(st) == SQLITE_DONE) n = sqlite3_changes(s->db);
+    sqlite3_finalize(st);
+  }
+  if (sqlite3_prepare_v2(s->db, "DELETE FROM sweeps WHERE created < ?1 OR id NOT IN"
+                         " (SELECT id FROM sweeps ORDER BY id DESC LIMIT 1000)", -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_double(st, 1, before);
+    sqlite3_step(st);
     sqlite3_finalize(st);
   }
   pthread_mutex_unlock(&s->lock);

@@ -19,8 +19,13 @@
 
 struct store;
 
-/* One job's row. request is opaque bytes (what it takes to run the job again). */
+enum store_table { STORE_JOBS, STORE_SWEEPS };
+
+/* One job's row. request is opaque bytes (what it takes to run the job again). A
+ * sweep's row (table STORE_SWEEPS) has only id, client, created and record (its
+ * description and job ids as JSON text, written whole each time). */
 struct store_row {
+  enum store_table table;
   uint64_t id;
   const char *client, *type, *state;
   double created, finished; /* unix seconds; 0 = not yet */
@@ -55,6 +60,11 @@ int store_sync(struct store *s, uint64_t ticket);
 /* Waits until every row queued before this call is written or failed. Reads below
  * do this first, so they see every earlier store_put. */
 void store_flush(struct store *s);
+/* Rows queued between store_hold and store_release are written in one transaction,
+ * all or none (the writer and flushers wait meanwhile): for rows that mean nothing
+ * apart (a sweep and its jobs). Hold briefly; holds nest. */
+void store_hold(struct store *s);
+void store_release(struct store *s);
 
 /* 0 while the store takes writes; else the negative errno of its last failed
  * write. Cheap: a caller asks before it accepts anything. A failing store tries a
@@ -89,13 +99,21 @@ int store_unfinished(struct store *s,
 
 uint64_t store_max_id(struct store *s); /* 0 when empty */
 
+/* The newest `limit` sweeps, oldest first: fn(arg, id, client, created, record).
+ * Returns how many. */
+int store_sweeps(struct store *s, int limit,
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void *arg);
+uint64_t store_max_sweep_id(struct store *s); /* 0 when none */
+
 /* Ids of the sequence name ("jobs", "buffers", "sweeps") up to upto are recorded as
  * handed out: a later run starts above them (store_ids_floor). Written at once, in
  * a transaction of its own. Returns 0 or a negative errno. */
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto);
 uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never reserved */
 
-/* Deletes finished jobs that finished before unix time `before`. Returns how many. */
+/* Deletes finished jobs that finished before unix time `before`, and sweeps made
+ * before it (and all but the newest 1000). Returns how many jobs. */
 int store_prune(struct store *s, double before);
 
 #endif

@@ -107,6 +107,74 @@ static void test_sigterm(void) {
   gpulabd_stop(&d);
 }
 
+/* Sweeps survive a crash under their ids (their rows read from the store once
+ * their jobs are no longer in memory), and a new one never takes an old id; a
+ * buffer, which lives in memory, answers 410 gone after the restart, as an id and
+ * as a job's input, and new buffers get new ids. */
+static void test_sweeps_and_buffers(void) {
+  struct gpulabd d;
+  start(&d, "0");
+  struct http_reply r;
+  http_post_json(&d, "/sweeps", "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,\"batches\":1,"
+                 "\"reps\":1},\"axes\":{\"m\":[8,16],\"variant\":[\"naive\",\"padded33\"]}}", &r);
+  CHECK_STATUS(&r, 200);
+  long long sweep = JINT(r.json, "id");
+  json_t *rows = json_incref(json_at(r.json, "rows"));
+  http_reply_free(&r);
+  float data[6] = {1, 2, 3, 4, 5, 6};
+  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data, sizeof data, &r);
+  CHECK_STATUS(&r, 201);
+  long long buffer = JINT(r.json, "id");
+  http_reply_free(&r);
+  gpulabd_kill(&d);
+
+  start(&d, "0");
+  char path[64];
+  snprintf(path, sizeof path, "/sweeps/%lld", sweep);
+  json_t *again = http_get_json(&d, path);
+  CHECK_STR_EQ(JSTR(again, "state"), "done");
+  CHECK_INT_EQ(JINT(again, "axes.m[1]"), 16);
+  CHECK(json_equal(json_at(again, "rows"), rows)); /* figures and all, from the store */
+  json_decref(again);
+  json_decref(rows);
+  http_post_json(&d, "/sweeps?wait=0", "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,"
+                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4]}}", &r);
+  CHECK(r.status == 200 || r.status == 202);
+  CHECK(JINT(r.json, "id") > sweep);
+  http_reply_free(&r);
+  json_t *list = http_get_json(&d, "/sweeps");
+  CHECK_INT_EQ(json_array_size(json_at(list, "sweeps")), 2);
+  json_decref(list);
+  snprintf(path, sizeof path, "/buffers/%lld", buffer);
+  http_get(&d, path, &r);
+  CHECK_ERROR(&r, 410, "gone", "id");
+  http_reply_free(&r);
+  char body[160];
+  snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\"}", buffer);
+  http_post_json(&d, "/transpose", body, &r);
+  CHECK_ERROR(&r, 410, "gone", "a");
+  http_reply_free(&r);
+  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data, sizeof data, &r);
+  CHECK_STATUS(&r, 201);
+  CHECK(JINT(r.json, "id") > buffer);
+  http_reply_free(&r);
+  http_get(&d, "/buffers/999999", &r); /* not one of a previous run: unknown */
+  CHECK_ERROR(&r, 404, "buffer_not_found", "id");
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+}
+
+/* A clean stop leaves no gap: the next run's ids go on from the last one. */
+static void test_ids_after_clean_stop(void) {
+  struct gpulabd d;
+  start(&d, "0");
+  long long last = post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  start(&d, "0");
+  CHECK_INT_EQ(post(&d, "/transpose", SMALL, 200), last + 1);
+  gpulabd_stop(&d);
+}
+
 /* SIGTERM with --grace 1 and a job that needs longer: it is stopped at its next
  * batch and ends failed `interrupted` (its owner did not cancel it), as read after
  * the restart; one canceled by its owner before stays canceled. */
@@ -154,6 +222,8 @@ int main(void) {
   test_crash();
   test_sigterm();
   test_sigterm_past_grace();
+  test_sweeps_and_buffers();
+  test_ids_after_clean_stop();
   test_one_per_db();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);

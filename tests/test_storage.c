@@ -116,6 +116,16 @@ static void full_disk_round(const struct round *rd) {
   start(&d, rd->db);
   rd->after_start();
   post_until_refused(&d, rd->label, &t, &seed, 20);
+  /* While it fails, sweeps and uploads are refused the same way, and create nothing. */
+  struct http_reply r;
+  http_post_json(&d, "/sweeps?wait=0", "{\"type\":\"transpose\",\"params\":{\"n\":8,\"warmup\":0,"
+                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4,8]}}", &r);
+  CHECK(r.status == 507 || r.status == 503);
+  http_reply_free(&r);
+  float data[4] = {0};
+  http_request(&d, "POST", "/buffers?shape=4", "application/octet-stream", (const char *)data, sizeof data, &r);
+  CHECK(r.status == 507 || r.status == 503);
+  http_reply_free(&r);
   gpulabd_kill(&d);
 
   char log[16384];
@@ -135,7 +145,9 @@ static void full_disk_round(const struct round *rd) {
 
   start(&d, rd->db);
   int lost = count_lost(&d, rd->label, &t);
-  struct http_reply r;
+  json_t *sweeps = http_get_json(&d, "/sweeps");
+  CHECK_INT_EQ(json_array_size(json_at(sweeps, "sweeps")), 0);
+  json_decref(sweeps);
   char body[256];
   snprintf(body, sizeof body, JOB, 9999);
   http_post_json(&d, "/jobs?wait=0", body, &r);
