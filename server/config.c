@@ -28,6 +28,9 @@ static const char usage[] =
     "                      nothing): accepted jobs survive a crash or restart; none:\n"
     "                      no store at all (nothing durable, history only in memory)\n"
     "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
+    "  --max-db-bytes N    keep the store within N bytes: past it the oldest finished\n"
+    "                      jobs are pruned; when unfinished ones alone pass it, new jobs\n"
+    "                      get 507 (default 1073741824; 0: no bound; at least 65536)\n"
     "  --grace SECONDS     on SIGTERM, how long running jobs may take to finish (default 30);\n"
     "                      those still running then end failed, \"interrupted\"\n"
     "  --allow-fault-injection  for recovery tests only: a job with \"fault\":\"device_lost\"\n"
@@ -105,7 +108,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60, .inline_max_bytes = 1 << 20,
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
-                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30};
+                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -114,7 +117,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"max-jobs-kept", required_argument, 0, 'k'},
       {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'},
       {"tokens", required_argument, 0, 'T'}, {"allow-fault-injection", no_argument, 0, 'F'}, {"db", required_argument, 0, 'D'},
-      {"keep-days", required_argument, 0, 'R'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
+      {"keep-days", required_argument, 0, 'R'}, {"max-db-bytes", required_argument, 0, 'X'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
       {"tls-cert", required_argument, 0, 'c'}, {"tls-key", required_argument, 0, 'K'},
       {"max-connections", required_argument, 0, 'M'},
       {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
@@ -172,6 +175,14 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       strcpy(cfg->db, optarg);
       break;
     case 'R': rc = parse_long("--keep-days", optarg, 0, 100000, &v, err, err_len); cfg->keep_days = (int)v; break;
+    case 'X':
+      rc = parse_long("--max-db-bytes", optarg, 0, 1L << 50, &v, err, err_len);
+      if (rc == 0 && v > 0 && v < 65536) {
+        snprintf(err, err_len, "--max-db-bytes must be 0 (no bound) or at least 65536, got '%s'", optarg);
+        rc = -1;
+      }
+      cfg->max_db_bytes = v;
+      break;
     case 'G': rc = parse_long("--grace", optarg, 0, 3600, &v, err, err_len); cfg->grace_s = (int)v; break;
     case 'I': cfg->insecure_no_auth = true; break;
     case 'c': cfg->tls_cert = optarg; break;

@@ -586,7 +586,7 @@ static json_t *device_json(struct engine *e, int index) {
 /* Prometheus' text format, version 0.0.4. */
 static enum MHD_Result metrics_page(struct request *r) {
   size_t len = 0;
-  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine, &len) : NULL;
+  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine, r->srv->opts.store, &len) : NULL;
   if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
@@ -616,8 +616,10 @@ static json_t *store_health(struct store *s, bool *ok) {
                               : json_pack("{s:s,s:s,s:s}", "code", space ? "insufficient_storage" : "store_unavailable",
                                           "errno", strerror(-st.error), "message", st.message);
   *ok = *ok && st.writable;
-  return json_pack("{s:s,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing", "bytes",
-                   (json_int_t)st.file_bytes, "write_errors", (json_int_t)st.write_errors, "error", error);
+  return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing", "bytes",
+                   (json_int_t)st.file_bytes, "used_bytes", (json_int_t)st.used_bytes, "max_bytes",
+                   (json_int_t)st.max_bytes, "pruned_jobs", (json_int_t)st.pruned_jobs, "write_errors",
+                   (json_int_t)st.write_errors, "error", error);
 }
 
 static enum MHD_Result health(struct request *r) {

@@ -177,6 +177,7 @@ int main(int argc, char **argv) {
     int pruned = store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
     if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg.keep_days);
   }
+  if (durable) store_limit(store, (uint64_t)cfg.max_db_bytes);
   uint64_t first_id = 1, first_buffer_id = 1;
   if (durable) durable_first_ids(store, &first_id, &first_buffer_id);
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,

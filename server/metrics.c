@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/store.h"
+
 #define MAX_SERIES 1024
 /* The last slots are kept for {route="other",method="other",status}: where the
  * table is full, a new series is counted there instead of being dropped. */
@@ -254,7 +256,27 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
   put_clock_gauges(t, e);
 }
 
-char *metrics_render(struct metrics *m, struct engine *e, size_t *len) {
+/* The store (--db): its size on disk and in use, its bound, and whether it takes writes. */
+static void put_store_gauges(struct text *t, struct store *store) {
+  struct store_status st;
+  store_status(store, &st);
+  put(t, "# HELP gpulab_store_bytes The job store's database file and its WAL on disk.\n"
+         "# TYPE gpulab_store_bytes gauge\ngpulab_store_bytes %llu\n", (unsigned long long)st.file_bytes);
+  put(t, "# HELP gpulab_store_used_bytes The job store's pages in use (what --max-db-bytes bounds).\n"
+         "# TYPE gpulab_store_used_bytes gauge\ngpulab_store_used_bytes %llu\n", (unsigned long long)st.used_bytes);
+  put(t, "# HELP gpulab_store_max_bytes --max-db-bytes (0: no bound).\n"
+         "# TYPE gpulab_store_max_bytes gauge\ngpulab_store_max_bytes %llu\n", (unsigned long long)st.max_bytes);
+  put(t, "# HELP gpulab_store_writable 1 while the store takes writes (and new jobs), 0 after a failed write.\n"
+         "# TYPE gpulab_store_writable gauge\ngpulab_store_writable %d\n", st.writable ? 1 : 0);
+  put(t, "# HELP gpulab_store_write_errors_total Store transactions that failed.\n"
+         "# TYPE gpulab_store_write_errors_total counter\ngpulab_store_write_errors_total %llu\n",
+      (unsigned long long)st.write_errors);
+  put(t, "# HELP gpulab_store_pruned_jobs_total Finished jobs deleted to keep the store within --max-db-bytes.\n"
+         "# TYPE gpulab_store_pruned_jobs_total counter\ngpulab_store_pruned_jobs_total %llu\n",
+      (unsigned long long)st.pruned_jobs);
+}
+
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len) {
   struct text t = {.buf = malloc(8192), .cap = 8192};
   if (!t.buf) return NULL;
   pthread_mutex_lock(&m->lock);
@@ -288,6 +310,7 @@ char *metrics_render(struct metrics *m, struct engine *e, size_t *len) {
   put(&t, "# HELP process_start_time_seconds When gpulabd started (unix time).\n"
           "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n", started);
   put_engine_gauges(&t, e);
+  if (store) put_store_gauges(&t, store);
   if (t.failed) {
     free(t.buf);
     return NULL;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,9 @@ struct store {
   int error;
   char message[200];
   uint64_t write_errors;
+  /* --max-db-bytes (store_limit), under the database lock: */
+  uint64_t max_bytes, written_since_check, pruned_jobs;
+  atomic_bool over_limit; /* pruned all it could and is still over */
 };
 
 /* The ticket of the last row this thread queued, and in which store. */
@@ -70,6 +74,9 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
 
 static const char pragmas[] =
+    /* New databases give freed pages back to the file system (store_limit); an
+     * existing one keeps its mode (changing it takes a VACUUM). */
+    "PRAGMA auto_vacuum=INCREMENTAL;"
     "PRAGMA journal_mode=WAL;"
     /* NORMAL: a commit survives gpulabd crashing (kill -9); one fsync per WAL
      * checkpoint instead of per job. A power cut may lose the last jobs. */
@@ -307,6 +314,73 @@ static void note_write_locked(struct store *s, uint64_t from, uint64_t to, int e
   s->write_errors++;
 }
 
+/* A one-number PRAGMA or query; the database lock is held. -1 on error. */
+static int64_t query_int(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* The bytes of the database's pages in use; the database lock is held. */
+static uint64_t used_bytes_locked(struct store *s) {
+  int64_t page = query_int(s->db, "PRAGMA page_size"), count = query_int(s->db, "PRAGMA page_count");
+  int64_t unused = query_int(s->db, "PRAGMA freelist_count");
+  return page > 0 && count >= unused && unused >= 0 ? (uint64_t)(page * (count - unused)) : 0;
+}
+
+/* Past max_bytes: deletes the oldest finished jobs, a share at a time, until the
+ * database holds 90% of it. The database lock is held, outside a transaction. */
+static void keep_within_locked(struct store *s) {
+  s->written_since_check = 0;
+  uint64_t used = used_bytes_locked(s), target = s->max_bytes / 10 * 9;
+  if (used <= s->max_bytes) {
+    atomic_store(&s->over_limit, false);
+    return;
+  }
+  sqlite3_stmt *del;
+  if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished > 0"
+                         " ORDER BY id LIMIT ?1)", -1, &del, NULL) != SQLITE_OK)
+    return;
+  uint64_t before = s->pruned_jobs;
+  for (int pass = 0; used > target && pass < 16; pass++) {
+    int64_t rows = query_int(s->db, "SELECT COUNT(*) FROM jobs");
+    if (rows <= 0) break;
+    uint64_t per_row = used / (uint64_t)rows + 1, n = (used - target) / per_row + 16;
+    sqlite3_bind_int64(del, 1, (sqlite3_int64)n);
+    int rc = sqlite3_step(del), deleted = rc == SQLITE_DONE ? sqlite3_changes(s->db) : 0;
+    sqlite3_reset(del);
+    if (deleted <= 0) break; /* none finished, or the delete failed */
+    s->pruned_jobs += (uint64_t)deleted;
+    used = used_bytes_locked(s);
+  }
+  sqlite3_finalize(del);
+  sqlite3_exec(s->db, "PRAGMA incremental_vacuum", NULL, NULL, NULL); /* a no-op without auto-vacuum */
+  bool over = used > s->max_bytes;
+  if (over != atomic_load(&s->over_limit) || s->pruned_jobs != before)
+    log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
+             (unsigned long long)used, (unsigned long long)(s->pruned_jobs - before),
+             (unsigned long long)s->max_bytes, over ? ": unfinished jobs alone pass it, new ones are refused" : "");
+  atomic_store(&s->over_limit, over);
+}
+
+void store_limit(struct store *s, uint64_t max_bytes) {
+  pthread_mutex_lock(&s->lock);
+  s->max_bytes = max_bytes;
+  if (max_bytes) {
+    char sql[160];
+    int64_t page = query_int(s->db, "PRAGMA page_size");
+    int64_t wal = (int64_t)(max_bytes / 16), pages = page > 0 ? wal / page : 1000;
+    snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld; PRAGMA wal_autocheckpoint=%lld;", (long long)wal,
+             (long long)(pages < 16 ? 16 : pages > 1000 ? 1000 : pages));
+    sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    keep_within_locked(s);
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
 /* Takes everything queued, writes it in one transaction and marks it done (written
  * or failed). One writer at a time (s->writing): the writer thread, or a
  * store_flush caller, which writes for itself rather than wait for a thread to
@@ -320,8 +394,13 @@ static void write_queued_locked(struct store *s) {
   pthread_mutex_unlock(&s->queue_lock);
 
   char why[200] = "";
+  uint64_t bytes = 0;
+  for (const struct queued_row *q = batch; q; q = q->next)
+    bytes += 64 + q->row.request_len + (q->row.record ? strlen(q->row.record) : 0);
   pthread_mutex_lock(&s->lock);
   int err = write_batch_locked(s, batch, why, sizeof why);
+  s->written_since_check += bytes;
+  if (err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096) keep_within_locked(s);
   pthread_mutex_unlock(&s->lock);
   while (batch) {
     struct queued_row *next = batch->next;
@@ -487,7 +566,7 @@ int store_check(struct store *s) {
   pthread_mutex_lock(&s->queue_lock);
   int err = s->writable ? 0 : s->error;
   pthread_mutex_unlock(&s->queue_lock);
-  return err;
+  return err ? err : atomic_load(&s->over_limit) ? -ENOSPC : 0;
 }
 
 /* Bytes of the file at path, 0 if none. */
@@ -508,6 +587,17 @@ void store_status(struct store *s, struct store_status *out) {
   pthread_mutex_unlock(&s->queue_lock);
   const char *path = sqlite3_db_filename(s->db, "main"); /* "" for :memory: */
   if (path) out->file_bytes = file_bytes(path, "") + file_bytes(path, "-wal");
+  pthread_mutex_lock(&s->lock);
+  out->used_bytes = used_bytes_locked(s);
+  out->max_bytes = s->max_bytes;
+  out->pruned_jobs = s->pruned_jobs;
+  pthread_mutex_unlock(&s->lock);
+  if (out->writable && atomic_load(&s->over_limit)) { /* writes work; the bound refuses */
+    out->writable = false;
+    out->error = -ENOSPC;
+    snprintf(out->message, sizeof out->message, "unfinished jobs alone hold more than --max-db-bytes (%llu bytes)",
+             (unsigned long long)s->max_bytes);
+  }
 }
 
 /* Takes the database for a read that sees every row queued before it. */

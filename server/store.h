@@ -77,7 +77,18 @@ struct store_status {
   char message[200];       /* SQLite's words for it, "" if none */
   uint64_t write_errors;   /* transactions that failed, since start */
   uint64_t file_bytes;     /* the database file and its WAL on disk */
+  uint64_t used_bytes;     /* the database's pages in use (what --max-db-bytes bounds) */
+  uint64_t max_bytes;      /* store_limit's bound, 0 for none */
+  uint64_t pruned_jobs;    /* finished jobs deleted to keep within it, since start */
 };
+
+/* Keeps the database's pages in use within max_bytes (0: no bound): once a batch
+ * has gone past it, the oldest finished jobs are deleted until it holds 90% of it
+ * (free pages go back to the file system where the database allows it: new ones
+ * are made with incremental auto-vacuum). Checked now, and as rows are written.
+ * When finished jobs are not enough, store_check says -ENOSPC (new jobs are
+ * refused) until they are. The WAL is kept to a sixteenth of it too. */
+void store_limit(struct store *s, uint64_t max_bytes);
 void store_status(struct store *s, struct store_status *out);
 
 /* The stored record (JSON text, malloc'd: the caller frees it), or NULL. */

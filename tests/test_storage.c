@@ -355,11 +355,133 @@ static void test_corrupted(void) {
   remove_db(db);
 }
 
+/* A gauge or counter without labels from /metrics. */
+static long long metric(struct gpulabd *d, const char *name) {
+  struct http_reply r;
+  http_get(d, "/metrics", &r);
+  CHECK_INT_EQ(r.status, 200);
+  char key[96];
+  snprintf(key, sizeof key, "\n%s ", name);
+  const char *at = strstr(r.body, key);
+  if (!at) CHECK_FAIL_("%s is not in /metrics", name);
+  long long v = atoll(at + strlen(key));
+  http_reply_free(&r);
+  return v;
+}
+
+/* --max-db-bytes 256 KiB and 300 finished jobs (about a megabyte of records): the
+ * oldest are pruned, the store stays near its bound (in use and on disk), /metrics
+ * says so, the newest jobs are all there. */
+static void test_max_db_bytes(void) {
+  char db[128];
+  snprintf(db, sizeof db, "%s/bounded.db", dir);
+  const char *args[] = {"--backend", "cpu", "--db", db, "--max-db-bytes", "262144", "--max-jobs-kept", "50", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  long long first = 0, last = 0;
+  for (int i = 0; i < 300; i++) {
+    char body[256];
+    struct http_reply r;
+    snprintf(body, sizeof body, JOB, i);
+    http_post_json(&d, "/jobs", body, &r);
+    CHECK_STATUS(&r, 200);
+    last = JINT(r.json, "id");
+    if (!first) first = last;
+    http_reply_free(&r);
+  }
+  long long used = metric(&d, "gpulab_store_used_bytes"), bytes = metric(&d, "gpulab_store_bytes");
+  long long pruned = metric(&d, "gpulab_store_pruned_jobs_total");
+  CHECK_INT_EQ(metric(&d, "gpulab_store_max_bytes"), 262144);
+  json_t *list = http_get_json(&d, "/jobs?limit=1000");
+  int listed = (int)json_array_size(json_at(list, "jobs"));
+  json_decref(list);
+  printf("--max-db-bytes 262144: 300 jobs, %lld pruned, %d listed; %lld bytes in use, %lld on disk\n", pruned,
+         listed, used, bytes);
+  CHECK(pruned > 0 && listed < 300 && listed + pruned == 300);
+  CHECK(used <= 262144 * 11 / 10);
+  CHECK(bytes <= 2 * 262144);
+  char path[64];
+  struct http_reply r;
+  snprintf(path, sizeof path, "/jobs/%lld", first);
+  http_get(&d, path, &r);
+  CHECK_ERROR(&r, 404, "job_not_found", "id"); /* pruned, and forgotten in memory */
+  http_reply_free(&r);
+  for (long long id = last - 20; id <= last; id++) {
+    snprintf(path, sizeof path, "/jobs/%lld", id);
+    json_t *j = http_get_json(&d, path);
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    json_decref(j);
+  }
+  gpulabd_stop(&d);
+  remove_db(db);
+}
+
+/* When unfinished jobs alone pass --max-db-bytes, nothing can be pruned: new jobs
+ * get 507 (and /health says failing) until some finish; canceled, they can be
+ * pruned, and jobs are taken again. */
+static void test_bound_by_unfinished(void) {
+  char db[128];
+  snprintf(db, sizeof db, "%s/unfinished.db", dir);
+  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--max-db-bytes", "65536", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  static long long ids[400];
+  int n = 0;
+  struct http_reply r;
+  http_post_json(&d, "/stencil?wait=0", "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,"
+                 "\"batches\":100,\"reps\":1}", &r); /* holds the one stream */
+  CHECK_STATUS(&r, 202);
+  ids[n++] = JINT(r.json, "id");
+  http_reply_free(&r);
+  bool refused = false;
+  for (int i = 0; i < 300 && !refused; i++) {
+    char body[256];
+    snprintf(body, sizeof body, JOB, i);
+    http_post_json(&d, "/jobs?wait=0", body, &r);
+    if (r.status == 507) {
+      CHECK_ERROR(&r, 507, "insufficient_storage", NULL);
+      CHECK(strstr(JSTR(r.json, "error.message"), "--max-db-bytes") != NULL);
+      refused = true;
+    } else {
+      CHECK_STATUS(&r, 202);
+      ids[n++] = JINT(r.json, "id");
+    }
+    http_reply_free(&r);
+  }
+  CHECK(refused);
+  http_get(&d, "/health", &r);
+  CHECK_INT_EQ(r.status, 503);
+  CHECK_STR_EQ(JSTR(r.json, "store.status"), "failing");
+  http_reply_free(&r);
+  for (int i = 0; i < n; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "/jobs/%lld", ids[i]);
+    http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+    http_reply_free(&r);
+  }
+  bool taken = false;
+  for (int tries = 0; tries < 50 && !taken; tries++) {
+    char body[256];
+    snprintf(body, sizeof body, JOB, 1000 + tries);
+    http_post_json(&d, "/jobs?wait=0", body, &r);
+    taken = r.status == 202 || r.status == 200;
+    http_reply_free(&r);
+    if (!taken) usleep(100 * 1000);
+  }
+  printf("--max-db-bytes 65536: %d unfinished jobs accepted, then 507; taken again once they were "
+         "canceled: %s\n", n, taken ? "yes" : "no");
+  CHECK(taken);
+  gpulabd_stop(&d);
+  remove_db(db);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/gpulab-storage-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   test_full_fsize();
   test_recovers_live();
+  test_max_db_bytes();
+  test_bound_by_unfinished();
   test_read_only();
   test_corrupted();
   test_full_tmpfs();
