@@ -41,6 +41,13 @@ static const char usage[] =
     "                      Authorization: Bearer TOKEN. Without it gpulabd listens on\n"
     "                      loopback addresses only\n"
     "  --insecure-no-auth  allow a non-loopback --host without --tokens (anyone can use it)\n"
+    "  --socket PATH       listen on this Unix socket too: a client there is its Unix\n"
+    "                      user (the peer's credentials, SO_PEERCRED), as with tokens:\n"
+    "                      it sees and cancels its own jobs (root and gpulabd's own user\n"
+    "                      see all); no token needed. curl --unix-socket PATH http://x/\n"
+    "  --socket-mode MODE  its permissions, octal (default 0666; 0660 with --socket-group)\n"
+    "  --socket-group NAME the group that owns the socket (those who may connect)\n"
+    "  --no-tcp            listen on --socket only, not on --host/--port\n"
     "  --tls-cert PEM      serve HTTPS with this certificate (needs --tls-key)\n"
     "  --tls-key PEM       the certificate's private key\n"
     "  --max-connections N          connections at once (default 4096)\n"
@@ -108,7 +115,8 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60, .inline_max_bytes = 1 << 20,
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
-                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30};
+                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
+                         .socket_mode = -1};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -122,7 +130,9 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"max-connections", required_argument, 0, 'M'},
       {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
       {"web-root", required_argument, 0, 'W'}, {"chartjs", required_argument, 0, 'C'},
-      {"no-ceilings", no_argument, 0, 'N'},   {"inline-max-bytes", required_argument, 0, 'i'},
+      {"no-ceilings", no_argument, 0, 'N'},   {"socket", required_argument, 0, 'S'},
+      {"socket-mode", required_argument, 0, 'm'}, {"socket-group", required_argument, 0, 'g'},
+      {"no-tcp", no_argument, 0, 'n'},   {"inline-max-bytes", required_argument, 0, 'i'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -193,6 +203,26 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'C': cfg->chartjs = optarg; break;
     case 'i': rc = parse_long("--inline-max-bytes", optarg, 0, 1L << 40, &v, err, err_len); cfg->inline_max_bytes = v; break;
     case 'N': cfg->no_ceilings = true; break;
+    case 'S':
+      if (strlen(optarg) >= 108) { /* sockaddr_un's sun_path */
+        snprintf(err, err_len, "--socket is too long (at most 107 bytes)");
+        return -1;
+      }
+      cfg->socket_path = optarg;
+      break;
+    case 'm': {
+      char *end;
+      errno = 0;
+      long mode = strtol(optarg, &end, 8);
+      if (end == optarg || *end || errno || mode < 0 || mode > 0777) {
+        snprintf(err, err_len, "--socket-mode must be octal permissions like 0660, got '%s'", optarg);
+        return -1;
+      }
+      cfg->socket_mode = (int)mode;
+      break;
+    }
+    case 'g': cfg->socket_group = optarg; break;
+    case 'n': cfg->no_tcp = true; break;
     case 'h': fputs(usage, out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:
@@ -205,5 +235,10 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     snprintf(err, err_len, "unexpected argument '%s' (see --help)", argv[optind]);
     return -1;
   }
+  if ((cfg->socket_group || cfg->socket_mode >= 0 || cfg->no_tcp) && !cfg->socket_path) {
+    snprintf(err, err_len, "--socket-mode, --socket-group and --no-tcp need --socket PATH");
+    return -1;
+  }
+  if (cfg->socket_mode < 0) cfg->socket_mode = cfg->socket_group ? 0660 : 0666;
   return 0;
 }

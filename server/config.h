@@ -33,6 +33,10 @@ struct config {
   int grace_s;      /* SIGTERM: how long running jobs may take to finish */
   bool allow_fault_injection;
   const char *chartjs;  /* NULL: the default path (server/static.h); borrowed from argv */
+  const char *socket_path;  /* --socket: also listen on this Unix socket; NULL: none */
+  int socket_mode;          /* its permission bits (default 0666, 0660 with a group) */
+  const char *socket_group; /* NULL, or the group that owns it */
+  bool no_tcp;              /* --no-tcp: the socket only */
   bool no_ceilings;     /* --no-ceilings: skip measuring the devices' ceilings at start-up */
 };
 

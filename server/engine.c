@@ -466,6 +466,28 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   engine_unlock(e);
 }
 
+int engine_client_loads(struct engine *e, struct engine_client_load *out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = 0; i < e->n_jobs; i++) {
+    const struct job *job = e->jobs[i];
+    if (job_state_final(job->state)) continue;
+    int k = 0;
+    while (k < n && strcmp(out[k].client, job->req.client) != 0) k++;
+    if (k == n && n < max) {
+      memset(&out[n], 0, sizeof out[n]);
+      snprintf(out[n].client, sizeof out[n].client, "%s", n == max - 1 ? "other" : job->req.client);
+      n++;
+    }
+    if (k == n) k = n - 1; /* full: "other" */
+    out[k].queued += job->state == JOB_QUEUED;
+    out[k].waiting += job->state == JOB_WAITING;
+    out[k].running += job->state == JOB_RUNNING;
+  }
+  engine_unlock(e);
+  return n;
+}
+
 bool engine_healthy(const struct engine *e) {
   for (int i = 0; i < e->n_devices; i++)
     if (!backend_healthy(e->devices[i])) return false;

@@ -239,6 +239,16 @@ struct engine_counts {
 };
 void engine_counts(struct engine *e, struct engine_counts *out);
 
+/* One client's unfinished jobs. */
+struct engine_client_load {
+  char client[64];
+  int queued, waiting, running;
+};
+/* The clients with unfinished jobs, in the order first seen in the table, at most
+ * max (>= 2): when there are more, the last entry, named "other", counts the rest.
+ * Returns how many entries it filled. */
+int engine_client_loads(struct engine *e, struct engine_client_load *out, int max);
+
 bool engine_healthy(const struct engine *e); /* every device healthy */
 int engine_device_count(const struct engine *e);
 struct backend *engine_device(struct engine *e, int index); /* borrowed */

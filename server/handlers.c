@@ -21,7 +21,8 @@
 
 enum route_id {
   ROUTE_INDEX, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
-  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI, ROUTE_SWEEPS, ROUTE_SWEEP
+  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI, ROUTE_SWEEPS, ROUTE_SWEEP,
+  ROUTE_ME
 };
 
 struct route_match {
@@ -55,6 +56,7 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/events", ROUTE_EVENTS, "GET"},        {"/buffers", ROUTE_BUFFERS, "GET, HEAD, POST"},
       {"/metrics", ROUTE_METRICS, "GET, HEAD"},  {"/openapi.json", ROUTE_OPENAPI, "GET, HEAD"},
       {"/sweeps", ROUTE_SWEEPS, "GET, HEAD, POST"}, /* handlers_sweeps.c */
+      {"/me", ROUTE_ME, "GET, HEAD"},
   };
   static const char *const experiment_patterns[EXP_TYPE_COUNT] = {"/transpose", "/gemm", "/stencil",
                                                                   "/pipeline"};
@@ -137,8 +139,13 @@ static bool json_content_type(const char *ct) {
   return len > 5 && strncasecmp(ct + len - 5, "+json", 5) == 0;
 }
 
+/* A token's client sees all when it is an admin; a Unix user on the socket when it
+ * is root or gpulabd's own; anyone else only without --tokens (a TCP client, as
+ * before the socket existed). */
 bool request_sees_all(const struct request *r) {
-  return !r->srv->opts.auth || (r->who && r->who->admin);
+  if (r->who) return r->who->admin;
+  if (r->local) return r->local_admin;
+  return !r->srv->opts.auth;
 }
 
 bool request_may_see(const struct request *r, const char *owner) {
@@ -148,7 +155,9 @@ bool request_may_see(const struct request *r, const char *owner) {
 /* With --tokens, every route but /health, the dashboard's files and the API's
  * description (/openapi.json) needs a token:
  * "Authorization: Bearer T", or ?access_token=T for an EventSource (which cannot
- * set headers). Sets r->who and r->client. Returns false after answering 401. */
+ * set headers). On the Unix socket the peer's credentials stand for a token (a
+ * token sent there still counts, and a wrong one is refused). Sets r->who and
+ * r->client. Returns false after answering 401. */
 static bool authenticate(struct request *r, const struct route_match *m, enum MHD_Result *result) {
   const struct auth *auth = r->srv->opts.auth;
   if (!auth) return true;
@@ -160,7 +169,7 @@ static bool authenticate(struct request *r, const struct route_match *m, enum MH
   if (!token) token = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "access_token");
   r->who = token ? auth_check(auth, token) : NULL;
   if (r->who) snprintf(r->client, sizeof r->client, "%s", r->who->name);
-  if (r->who || public_route) return true;
+  if (r->who || public_route || (r->local && !token)) return true;
   r->www_authenticate = token ? "Bearer realm=\"gpulab\", error=\"invalid_token\"" : "Bearer realm=\"gpulab\"";
   *result = respond_fail(r, 401, token ? "invalid_token" : "missing_token", NULL,
                          token ? "the token is not valid" : "send Authorization: Bearer <token>");
@@ -334,7 +343,7 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
                                    .host_sync = opts->host_sync, .n_depends = opts->n_depends};
   memcpy(req.depends_on, opts->depends_on, sizeof req.depends_on);
   request_client(r, req.client, sizeof req.client);
-  req.admin = !r->srv->opts.auth || (r->who && r->who->admin);
+  req.admin = request_sees_all(r);
   req.max_queued = r->who ? r->who->max_queued : 0;
   double wait_for_rate = r->who ? rate_take_n(r->srv, r->who, 1) : 0;
   if (wait_for_rate > 0) {
@@ -637,16 +646,25 @@ static enum MHD_Result health(struct request *r) {
                                 (json_int_t)c.submitted, "jobs", jobs, "store", store));
 }
 
+/* GET /me: who gpulabd takes the requester for, and by what. */
+static enum MHD_Result me(struct request *r) {
+  char client[64];
+  request_client(r, client, sizeof client);
+  const char *by = r->who ? "token" : r->local ? "unix_socket" : "address";
+  return respond_json(r, 200, json_pack("{s:s,s:s,s:b}", "client", client, "by", by, "sees_all",
+                                        request_sees_all(r)));
+}
+
 static enum MHD_Result index_page(struct request *r) {
   return respond_json(
       r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
                 "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
                 "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
                 "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
                 "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health",
                 "GET /openapi.json", "POST /sweeps", "GET /sweeps", "GET /sweeps/{id}",
-                "DELETE /sweeps/{id}"));
+                "DELETE /sweeps/{id}", "GET /me"));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {
@@ -660,6 +678,7 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
                : index_page(r);
   case ROUTE_STATIC: return static_respond(r, url);
   case ROUTE_HEALTH: return health(r);
+  case ROUTE_ME: return me(r);
   case ROUTE_METRICS: return metrics_page(r);
   case ROUTE_OPENAPI: return openapi_doc(r);
   case ROUTE_DEVICE: { /* the first device, and how many there are */

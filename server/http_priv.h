@@ -28,10 +28,16 @@ struct conn_watch {
   int fd;
   double since;  /* engine_now_mono() when its current request became due */
   bool heading;  /* waiting for a request (its head or its body) */
+  /* On the Unix socket (--socket): the peer, from its credentials (SO_PEERCRED). */
+  bool local;
+  bool local_admin;  /* root, or gpulabd's own user: sees every client's jobs */
+  unsigned uid;
+  char user[64];     /* the Unix user name, or "uid:N" */
 };
 
 struct http_server {
-  struct MHD_Daemon *daemon;
+  struct MHD_Daemon *daemon;       /* TCP (--host/--port); NULL with no_tcp */
+  struct MHD_Daemon *unix_daemon;  /* the Unix socket (--socket), or NULL */
   struct engine *engine;
   struct http_options opts;
   double started_mono;
@@ -62,6 +68,7 @@ struct request {
   uint64_t job_id;    /* the job the request made or named, 0 if none */
   /* Who asks: the token's client, or (without --tokens) the peer address. */
   const struct auth_client *who;
+  bool local, local_admin; /* on the Unix socket: client is the peer's user name */
   char client[64];
   char location[48];  /* non-empty: sent as Location (201, 202) */
   char *body;

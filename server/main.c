@@ -1,6 +1,7 @@
 /* gpulabd: reads the flags, opens the backend, starts the engine and the HTTP
  * server, and shuts them down in order on SIGINT or SIGTERM. */
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -151,6 +152,15 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (auth) log_info("tokens: %d client(s) from %s", auth_count(auth), cfg.tokens);
+  long socket_gid = -1;
+  if (cfg.socket_group) {
+    struct group *g = getgrnam(cfg.socket_group);
+    if (!g) {
+      fprintf(stderr, "gpulabd: --socket-group %s: no such group\n", cfg.socket_group);
+      return 2;
+    }
+    socket_gid = (long)g->gr_gid;
+  }
 
   struct engine *engine = NULL;
   struct http_server *server = NULL;
@@ -204,7 +214,8 @@ int main(int argc, char **argv) {
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
                                .timeout_s = cfg.timeout_s, .store = store,
-                               .max_queued = cfg.max_queued};
+                               .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
+                               .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;
@@ -217,9 +228,13 @@ int main(int argc, char **argv) {
     log_warn("dashboard at /: no Chart.js at %s (not a readable regular file; install libjs-chart.js "
              "or pass --chartjs): tables only", chartjs);
   bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
-  log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
-           tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
-           cfg.streams, cfg.http_threads);
+  if (cfg.socket_path)
+    log_info("listening on unix:%s (mode %04o%s%s): clients are the Unix users who connect", cfg.socket_path,
+             cfg.socket_mode, cfg.socket_group ? ", group " : "", cfg.socket_group ? cfg.socket_group : "");
+  if (!cfg.no_tcp)
+    log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
+             tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server),
+             n_devices, cfg.streams, cfg.http_threads);
 
   /* Wait for a stop signal; meanwhile prune the store once an hour, and watch the
    * devices: a lost one (a sticky CUDA error) cannot come back in this process, so

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/utf8.h"
 #include "server/store.h"
 
 #define MAX_SERIES 1024
@@ -228,6 +229,30 @@ static void put_clock_gauges(struct text *t, struct engine *e) {
   free(info);
 }
 
+/* Who has jobs now: unfinished jobs per client (a token's name, a Unix user on
+ * --socket, or an address), the first 63 clients, the rest as "other". */
+static void put_client_gauges(struct text *t, struct engine *e) {
+  enum { MAX_CLIENTS = 64 };
+  struct engine_client_load *loads = calloc(MAX_CLIENTS, sizeof *loads);
+  if (!loads) {
+    t->failed = true;
+    return;
+  }
+  int n = engine_client_loads(e, loads, MAX_CLIENTS);
+  put(t, "# HELP gpulab_client_jobs Unfinished jobs per client (its token's name, its Unix user on --socket, "
+         "or its address): the first 63 clients with any, the rest as client=\"other\".\n"
+         "# TYPE gpulab_client_jobs gauge\n");
+  for (int i = 0; i < n; i++) {
+    char name[128], clean[64];
+    utf8_scrub(clean, sizeof clean, loads[i].client);
+    label(clean, name, sizeof name);
+    put(t, "gpulab_client_jobs{client=\"%s\",state=\"queued\"} %d\n", name, loads[i].queued);
+    put(t, "gpulab_client_jobs{client=\"%s\",state=\"waiting\"} %d\n", name, loads[i].waiting);
+    put(t, "gpulab_client_jobs{client=\"%s\",state=\"running\"} %d\n", name, loads[i].running);
+  }
+  free(loads);
+}
+
 static void put_engine_gauges(struct text *t, struct engine *e) {
   struct engine_counts c;
   engine_counts(e, &c);
@@ -254,6 +279,7 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
   for (int d = 0; d < engine_device_count(e); d++)
     put(t, "gpulab_device_healthy{device=\"%d\"} %d\n", d, backend_healthy(engine_device(e, d)) ? 1 : 0);
   put_clock_gauges(t, e);
+  put_client_gauges(t, e);
 }
 
 /* The store (--db): its size on disk and in use, its bound, and whether it takes writes. */

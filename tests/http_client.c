@@ -168,7 +168,8 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
   buf[0] = '\0';
   double deadline = now_s() + START_TIMEOUT_S;
   int port = -1;
-  bool eof = false;
+  bool eof = false, unix_only = false; /* --no-tcp: ready once it listens on its socket */
+  for (const char *const *a = extra_args; a && *a; a++) unix_only |= strcmp(*a, "--no-tcp") == 0;
   while (port < 0 && !eof) {
     int left_ms = (int)((deadline - now_s()) * 1e3);
     if (left_ms <= 0) break;
@@ -193,7 +194,8 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
       forward_log(buf + forwarded, (size_t)(nl + 1 - (buf + forwarded)));
       forwarded = (size_t)(nl + 1 - buf);
     }
-    port = find_port(buf);
+    port = unix_only ? (strstr(buf, "listening on unix:") && strstr(strstr(buf, "listening on unix:"), "\n") ? 0 : -1)
+                     : find_port(buf);
   }
   if (port < 0) {
     forward_log(buf + forwarded, len - forwarded);
@@ -299,6 +301,14 @@ void http_client_open(struct http_client *c, int port) {
   snprintf(c->base_url, sizeof c->base_url, "http://127.0.0.1:%d", port);
   c->local_addr[0] = '\0';
   c->token[0] = '\0';
+  c->unix_socket[0] = '\0';
+}
+
+void http_client_open_unix(struct http_client *c, const char *path) {
+  http_client_open(c, 0);
+  snprintf(c->base_url, sizeof c->base_url, "http://localhost");
+  CHECK(strlen(path) < sizeof c->unix_socket);
+  snprintf(c->unix_socket, sizeof c->unix_socket, "%s", path);
 }
 
 void http_client_open_from(struct http_client *c, int port, const char *local_addr) {
@@ -409,6 +419,7 @@ void http_client_request(struct http_client *c, const char *method, const char *
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
   if (c->local_addr[0]) curl_easy_setopt(h, CURLOPT_INTERFACE, c->local_addr);
+  if (c->unix_socket[0]) curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
 
   struct curl_slist *headers = NULL;
   if (content_type)
