@@ -85,6 +85,31 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
   return 0;
 }
 
+/* --max-db-bytes: 0 (no bound) or at least 64 KiB. */
+static int parse_db_bytes(const char *text, struct config *cfg, char *err, size_t err_len) {
+  long v;
+  if (parse_long("--max-db-bytes", text, 0, 1L << 50, &v, err, err_len)) return -1;
+  if (v > 0 && v < 65536) {
+    snprintf(err, err_len, "--max-db-bytes must be 0 (no bound) or at least 65536, got '%s'", text);
+    return -1;
+  }
+  cfg->max_db_bytes = v;
+  return 0;
+}
+
+/* --socket-mode: octal permission bits. */
+static int parse_mode(const char *text, struct config *cfg, char *err, size_t err_len) {
+  char *end;
+  errno = 0;
+  long mode = strtol(text, &end, 8);
+  if (end == text || *end || errno || mode < 0 || mode > 0777) {
+    snprintf(err, err_len, "--socket-mode must be octal permissions like 0660, got '%s'", text);
+    return -1;
+  }
+  cfg->socket_mode = (int)mode;
+  return 0;
+}
+
 /* "all" or a comma-separated list of distinct ordinals 0..63. */
 static int parse_devices(const char *text, struct config *cfg, char *err, size_t err_len) {
   cfg->n_devices = 0;
@@ -185,14 +210,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       strcpy(cfg->db, optarg);
       break;
     case 'R': rc = parse_long("--keep-days", optarg, 0, 100000, &v, err, err_len); cfg->keep_days = (int)v; break;
-    case 'X':
-      rc = parse_long("--max-db-bytes", optarg, 0, 1L << 50, &v, err, err_len);
-      if (rc == 0 && v > 0 && v < 65536) {
-        snprintf(err, err_len, "--max-db-bytes must be 0 (no bound) or at least 65536, got '%s'", optarg);
-        rc = -1;
-      }
-      cfg->max_db_bytes = v;
-      break;
+    case 'X': rc = parse_db_bytes(optarg, cfg, err, err_len); break;
     case 'G': rc = parse_long("--grace", optarg, 0, 3600, &v, err, err_len); cfg->grace_s = (int)v; break;
     case 'I': cfg->insecure_no_auth = true; break;
     case 'c': cfg->tls_cert = optarg; break;
@@ -210,17 +228,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       }
       cfg->socket_path = optarg;
       break;
-    case 'm': {
-      char *end;
-      errno = 0;
-      long mode = strtol(optarg, &end, 8);
-      if (end == optarg || *end || errno || mode < 0 || mode > 0777) {
-        snprintf(err, err_len, "--socket-mode must be octal permissions like 0660, got '%s'", optarg);
-        return -1;
-      }
-      cfg->socket_mode = (int)mode;
-      break;
-    }
+    case 'm': rc = parse_mode(optarg, cfg, err, err_len); break;
     case 'g': cfg->socket_group = optarg; break;
     case 'n': cfg->no_tcp = true; break;
     case 'h': fputs(usage, out); return 1;
