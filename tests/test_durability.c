@@ -78,8 +78,18 @@ static void test_crash(void) {
   j = job_wait_final(&d, child, 60);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   json_decref(j);
-  printf("crash: 5 jobs accepted before kill -9, 0 lost (done: as it was; running and the one reading "
-         "memory: interrupted; queued and its child: ran again)\n");
+  long long accepted[] = {done, running, queued, child, reads_memory};
+  int lost = 0;
+  for (int i = 0; i < 5; i++) {
+    char path[64];
+    struct http_reply r;
+    snprintf(path, sizeof path, "/jobs/%lld", accepted[i]);
+    http_get(&d, path, &r);
+    lost += r.status != 200;
+    http_reply_free(&r);
+  }
+  printf("crash: %d jobs accepted before kill -9, %d lost\n", 5, lost);
+  CHECK_INT_EQ(lost, 0);
   /* New jobs get new ids, past every id the crashed run may have handed out (it
    * reserved them ahead); the listing holds all six jobs. */
   long long fresh = post(&d, "/transpose", SMALL, 200);
