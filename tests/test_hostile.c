@@ -126,7 +126,8 @@ static void test_room_for_others(void) {
   for (int a = 0; a < 2; a++)
     for (int i = 0; i < 12; i++) {
       fds[a][i] = raw_connect(from[a], d.port);
-      if (fds[a][i] >= 0) send_text(fds[a][i], STALLED_HEAD "{");
+      if (fds[a][i] >= 0) /* one over the limit may be closed already: not checked */
+        (void)!send(fds[a][i], STALLED_HEAD "{", strlen(STALLED_HEAD "{"), MSG_NOSIGNAL);
     }
   usleep(300 * 1000);
   for (int a = 0; a < 2; a++)
