@@ -1,10 +1,13 @@
 /* Result encoding: the lecture's tables as JSON. */
 #include "api/encode.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "api/utf8.h"
 
 void api_format_time(double unix_s, char *buf, size_t len) {
   time_t secs = (time_t)unix_s;
@@ -317,44 +320,21 @@ json_t *api_device_to_json(const struct backend_device_info *d) {
   return o;
 }
 
-/* path as a URI reference: bytes that a path may not hold as they are (RFC 3986:
- * beyond unreserved, sub-delims, ':', '@', '/') percent-encoded, cut to fit len. */
+/* path (as sent: percent-encoded already, or not) as a URI reference: a %XX triplet
+ * kept, and other bytes that a path may not hold as they are (RFC 3986: beyond
+ * unreserved, sub-delims, ':', '@', '/') percent-encoded; cut to fit len. */
 static void uri_path(const char *path, char *out, size_t len) {
   static const char keep[] = "-._~!$&'()*+,;=:@/";
   size_t n = 0;
   for (const unsigned char *p = (const unsigned char *)path; *p && n + 4 <= len; p++) {
-    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr(keep, *p))
+    if (p[0] == '%' && isxdigit(p[1]) && isxdigit(p[2])) {
+      memcpy(out + n, p, 3);
+      n += 3;
+      p += 2;
+    } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr(keep, *p))
       out[n++] = (char)*p;
     else
       n += (size_t)snprintf(out + n, len - n, "%%%02X", *p);
-  }
-  out[n] = '\0';
-}
-
-/* The length of the valid UTF-8 sequence at p (1..4), or 0 (RFC 3629: no overlong
- * forms, no surrogates, nothing past U+10FFFF). */
-static size_t utf8_sequence(const unsigned char *p) {
-  if (p[0] < 0x80) return 1;
-  size_t n = p[0] >= 0xC2 && p[0] <= 0xDF ? 2 : p[0] >= 0xE0 && p[0] <= 0xEF ? 3 : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4 : 0;
-  unsigned char lo = p[0] == 0xE0 ? 0xA0 : p[0] == 0xF0 ? 0x90 : 0x80;
-  unsigned char hi = p[0] == 0xED ? 0x9F : p[0] == 0xF4 ? 0x8F : 0xBF;
-  for (size_t i = 1; i < n; i++)
-    if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF)) return 0;
-  return n;
-}
-
-/* text as valid UTF-8 (JSON needs it): each byte that starts no valid sequence, such
- * as the rest of a character that a message's truncation cut, becomes U+FFFD. */
-static void utf8_clean(const char *text, char *out, size_t len) {
-  size_t n = 0;
-  for (const unsigned char *p = (const unsigned char *)text; *p;) {
-    size_t k = utf8_sequence(p);
-    const char *put = k ? (const char *)p : "\xEF\xBF\xBD";
-    size_t put_len = k ? k : 3;
-    if (n + put_len + 1 > len) break;
-    memcpy(out + n, put, put_len);
-    n += put_len;
-    p += k ? k : 1;
   }
   out[n] = '\0';
 }
@@ -363,8 +343,8 @@ json_t *api_error_to_json(const struct api_error *err, const char *instance) {
   char type[96], where[3 * 128 + 1], detail[3 * sizeof err->message], field[3 * sizeof err->field];
   api_error_type(err->code, type, sizeof type);
   uri_path(instance ? instance : "", where, sizeof where);
-  utf8_clean(err->message, detail, sizeof detail);
-  utf8_clean(err->field, field, sizeof field);
+  utf8_scrub(detail, sizeof detail, err->message); /* JSON needs valid UTF-8 */
+  utf8_scrub(field, sizeof field, err->field);
   return json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o}", "type", type, "title",
                    api_error_title(err->code, err->status), "status", err->status, "detail", detail,
                    "instance", where, "code", err->code, "field", field[0] ? json_string(field) : json_null());

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/utf8.h"
+
 int api_error_set(struct api_error *err, int status, const char *code, const char *field,
                   const char *fmt, ...) {
   err->status = status;
@@ -17,6 +19,9 @@ int api_error_set(struct api_error *err, int status, const char *code, const cha
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
+  /* Names from the request may be cut by a limit, or not be UTF-8 at all. */
+  utf8_scrub_in_place(err->message, sizeof err->message);
+  utf8_scrub_in_place(err->field, sizeof err->field);
   return -1;
 }
 
@@ -48,6 +53,7 @@ static const struct {
     {"buffer_in_use", "A job still needs the buffer"},
     {"output_not_kept", "The job's output was not kept"},
     {"sweep_finished", "Every job of the sweep has already finished"},
+    {"gone", "The buffer did not survive a restart"},
     {"body_too_large", "The request body is too large"},
     {"buffer_too_large", "The buffer is too large"},
     {"job_too_large", "The job needs more memory than allowed"},
@@ -59,7 +65,9 @@ static const struct {
     {"unavailable", "Not available now"},
     {"upload_failed", "The upload could not be stored"},
     {"download_failed", "The buffer could not be read"},
+    {"store_unavailable", "The job store cannot be written"},
     {"out_of_memory", "Out of memory"},
+    {"insufficient_storage", "The job store is full"},
 };
 
 static const char *reason_phrase(int status) {
@@ -70,11 +78,13 @@ static const char *reason_phrase(int status) {
   case 404: return "Not Found";
   case 405: return "Method Not Allowed";
   case 409: return "Conflict";
+  case 410: return "Gone";
   case 413: return "Content Too Large";
   case 415: return "Unsupported Media Type";
   case 429: return "Too Many Requests";
   case 500: return "Internal Server Error";
   case 503: return "Service Unavailable";
+  case 507: return "Insufficient Storage";
   default: return status >= 500 ? "Server Error" : "Client Error";
   }
 }

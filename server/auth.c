@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/utf8.h"
+
 struct entry {
   unsigned char token[AUTH_TOKEN_MAX]; /* zero-padded, so every compare reads the same bytes */
   size_t token_len;
@@ -46,6 +48,7 @@ static int parse_line(char *text, struct entry *e, const char *path, int line, c
   if (n < 16 || n >= AUTH_TOKEN_MAX)
     return fail(err, len, path, line, "a token must have 16 to 127 characters");
   if (strlen(name) >= sizeof e->client.name) return fail(err, len, path, line, "the name is too long");
+  if (!utf8_valid(name)) return fail(err, len, path, line, "the name is not UTF-8 text");
   memset(e, 0, sizeof *e);
   memcpy(e->token, token, n);
   e->token_len = n;

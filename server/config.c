@@ -28,7 +28,11 @@ static const char usage[] =
     "                      nothing): accepted jobs survive a crash or restart; none:\n"
     "                      no store at all (nothing durable, history only in memory)\n"
     "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
-    "  --grace SECONDS     on SIGTERM, how long running jobs may take to finish (default 30)\n"
+    "  --max-db-bytes N    keep the store within N bytes: past it the oldest finished\n"
+    "                      jobs are pruned; when unfinished ones alone pass it, new jobs\n"
+    "                      get 507 (default 1073741824; 0: no bound; at least 65536)\n"
+    "  --grace SECONDS     on SIGTERM, how long running jobs may take to finish (default 30);\n"
+    "                      those still running then end failed, \"interrupted\"\n"
     "  --allow-fault-injection  for recovery tests only: a job with \"fault\":\"device_lost\"\n"
     "                      makes the device fail as a lost CUDA context does\n"
     "  --tokens FILE       clients and their tokens (TOKEN NAME [max_queued=N]\n"
@@ -37,13 +41,21 @@ static const char usage[] =
     "                      Authorization: Bearer TOKEN. Without it gpulabd listens on\n"
     "                      loopback addresses only\n"
     "  --insecure-no-auth  allow a non-loopback --host without --tokens (anyone can use it)\n"
+    "  --socket PATH       listen on this Unix socket too: a client there is its Unix\n"
+    "                      user (the peer's credentials, SO_PEERCRED), as with tokens:\n"
+    "                      it sees and cancels its own jobs (root and gpulabd's own user\n"
+    "                      see all); no token needed. curl --unix-socket PATH http://x/\n"
+    "  --socket-mode MODE  its permissions, octal (default 0666; 0660 with --socket-group)\n"
+    "  --socket-group NAME the group that owns the socket (those who may connect)\n"
+    "  --no-tcp            listen on --socket only, not on --host/--port\n"
     "  --tls-cert PEM      serve HTTPS with this certificate (needs --tls-key)\n"
     "  --tls-key PEM       the certificate's private key\n"
     "  --max-connections N          connections at once (default 4096)\n"
-    "  --max-connections-per-ip N   connections at once from one address (default 256)\n"
-    "  --timeout SECONDS   a request head must arrive within this long, and a connection\n"
-    "                      idle this long is dropped (default 30; waiting requests and\n"
-    "                      event streams are past their head and stay)\n"
+    "  --max-connections-per-ip N   connections at once from one address (default 256;\n"
+    "                      at most a quarter of --max-connections)\n"
+    "  --timeout SECONDS   a whole request (head and body) must arrive within this long,\n"
+    "                      and a connection idle this long is dropped (default 30;\n"
+    "                      waiting requests and event streams have arrived and stay)\n"
     "  --access-log PATH   one JSON line per request: - (stdout, the default), off, or a file\n"
     "  --wait SECONDS      how long a POST waits for its job without ?wait= (default 60)\n"
     "  --inline-max-bytes N  a job that is waited for, needs at most N bytes, times at\n"
@@ -70,6 +82,31 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
     return -1;
   }
   *out = v;
+  return 0;
+}
+
+/* --max-db-bytes: 0 (no bound) or at least 64 KiB. */
+static int parse_db_bytes(const char *text, struct config *cfg, char *err, size_t err_len) {
+  long v;
+  if (parse_long("--max-db-bytes", text, 0, 1L << 50, &v, err, err_len)) return -1;
+  if (v > 0 && v < 65536) {
+    snprintf(err, err_len, "--max-db-bytes must be 0 (no bound) or at least 65536, got '%s'", text);
+    return -1;
+  }
+  cfg->max_db_bytes = v;
+  return 0;
+}
+
+/* --socket-mode: octal permission bits. */
+static int parse_mode(const char *text, struct config *cfg, char *err, size_t err_len) {
+  char *end;
+  errno = 0;
+  long mode = strtol(text, &end, 8);
+  if (end == text || *end || errno || mode < 0 || mode > 0777) {
+    snprintf(err, err_len, "--socket-mode must be octal permissions like 0660, got '%s'", text);
+    return -1;
+  }
+  cfg->socket_mode = (int)mode;
   return 0;
 }
 
@@ -103,7 +140,8 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60, .inline_max_bytes = 1 << 20,
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
-                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30};
+                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
+                         .socket_mode = -1};
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -112,12 +150,14 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"max-jobs-kept", required_argument, 0, 'k'},
       {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'},
       {"tokens", required_argument, 0, 'T'}, {"allow-fault-injection", no_argument, 0, 'F'}, {"db", required_argument, 0, 'D'},
-      {"keep-days", required_argument, 0, 'R'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
+      {"keep-days", required_argument, 0, 'R'}, {"max-db-bytes", required_argument, 0, 'X'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
       {"tls-cert", required_argument, 0, 'c'}, {"tls-key", required_argument, 0, 'K'},
       {"max-connections", required_argument, 0, 'M'},
       {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
       {"web-root", required_argument, 0, 'W'}, {"chartjs", required_argument, 0, 'C'},
-      {"no-ceilings", no_argument, 0, 'N'},   {"inline-max-bytes", required_argument, 0, 'i'},
+      {"no-ceilings", no_argument, 0, 'N'},   {"socket", required_argument, 0, 'S'},
+      {"socket-mode", required_argument, 0, 'm'}, {"socket-group", required_argument, 0, 'g'},
+      {"no-tcp", no_argument, 0, 'n'},   {"inline-max-bytes", required_argument, 0, 'i'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -170,6 +210,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       strcpy(cfg->db, optarg);
       break;
     case 'R': rc = parse_long("--keep-days", optarg, 0, 100000, &v, err, err_len); cfg->keep_days = (int)v; break;
+    case 'X': rc = parse_db_bytes(optarg, cfg, err, err_len); break;
     case 'G': rc = parse_long("--grace", optarg, 0, 3600, &v, err, err_len); cfg->grace_s = (int)v; break;
     case 'I': cfg->insecure_no_auth = true; break;
     case 'c': cfg->tls_cert = optarg; break;
@@ -180,6 +221,16 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'C': cfg->chartjs = optarg; break;
     case 'i': rc = parse_long("--inline-max-bytes", optarg, 0, 1L << 40, &v, err, err_len); cfg->inline_max_bytes = v; break;
     case 'N': cfg->no_ceilings = true; break;
+    case 'S':
+      if (strlen(optarg) >= 108) { /* sockaddr_un's sun_path */
+        snprintf(err, err_len, "--socket is too long (at most 107 bytes)");
+        return -1;
+      }
+      cfg->socket_path = optarg;
+      break;
+    case 'm': rc = parse_mode(optarg, cfg, err, err_len); break;
+    case 'g': cfg->socket_group = optarg; break;
+    case 'n': cfg->no_tcp = true; break;
     case 'h': fputs(usage, out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:
@@ -192,5 +243,10 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     snprintf(err, err_len, "unexpected argument '%s' (see --help)", argv[optind]);
     return -1;
   }
+  if ((cfg->socket_group || cfg->socket_mode >= 0 || cfg->no_tcp) && !cfg->socket_path) {
+    snprintf(err, err_len, "--socket-mode, --socket-group and --no-tcp need --socket PATH");
+    return -1;
+  }
+  if (cfg->socket_mode < 0) cfg->socket_mode = cfg->socket_group ? 0660 : 0666;
   return 0;
 }

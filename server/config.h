@@ -29,9 +29,14 @@ struct config {
   int max_connections, max_connections_per_ip, timeout_s;
   char db[256];     /* job records: a SQLite file, or ":memory:" to keep nothing */
   int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
+  long long max_db_bytes; /* the store's pages in use are kept within this; 0: no bound */
   int grace_s;      /* SIGTERM: how long running jobs may take to finish */
   bool allow_fault_injection;
   const char *chartjs;  /* NULL: the default path (server/static.h); borrowed from argv */
+  const char *socket_path;  /* --socket: also listen on this Unix socket; NULL: none */
+  int socket_mode;          /* its permission bits (default 0666, 0660 with a group) */
+  const char *socket_group; /* NULL, or the group that owns it */
+  bool no_tcp;              /* --no-tcp: the socket only */
   bool no_ceilings;     /* --no-ceilings: skip measuring the devices' ceilings at start-up */
 };
 

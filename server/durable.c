@@ -1,6 +1,7 @@
 /* The engine's jobs kept in the store. */
 #include "server/durable.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@ struct stored_request {
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
  * on every change but `running`: a running job is in memory, where listings read it
  * (handlers.c), and after a restart it is marked from its state column alone. */
-void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req) {
+void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
+                    bool first) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, job_state_final(v->state));
   char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -27,9 +29,27 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
   struct store_row row = {.id = v->id, .client = v->client, .type = exp_type_name(v->spec.type),
                           .state = job_state_name(v->state), .created = v->created_at,
                           .finished = v->finished_at, .request = &stored,
-                          .request_len = sizeof stored, .record = record};
+                          .request_len = sizeof stored, .record = record, .create = first};
   store_put(arg, &row);
   free(record);
+}
+
+static const char *sequence(enum engine_ids kind) { return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers"; }
+
+int durable_reserve_ids(void *arg, enum engine_ids kind, uint64_t upto) {
+  int rc = store_ids_reserve(arg, sequence(kind), upto);
+  return rc == -EFBIG || rc == -EDQUOT ? -ENOSPC : rc;
+}
+
+void durable_first_ids(struct store *s, uint64_t *job, uint64_t *buffer) {
+  uint64_t stored = store_max_id(s), floor = store_ids_floor(s, "jobs");
+  *job = (stored > floor ? stored : floor) + 1;
+  *buffer = store_ids_floor(s, "buffers") + 1;
+}
+
+void durable_release_ids(struct engine *e, struct store *s) {
+  for (int k = ENGINE_IDS_JOBS; k <= ENGINE_IDS_BUFFERS; k++)
+    store_ids_reserve(s, sequence((enum engine_ids)k), engine_next_id(e, (enum engine_ids)k) - 1);
 }
 
 /* After a restart: queued and waiting jobs run again under their ids, with their

@@ -8,8 +8,21 @@
 #include "server/store.h"
 
 /* engine_config.on_job_change with the store as its arg: writes the job's row
- * (its request, state and record as GET /jobs/{id} shows it). */
-void durable_record(void *store, const struct job_view *view, const struct engine_job_request *req);
+ * (its request, state and record as GET /jobs/{id} shows it): created by its first
+ * change, updated (never created) by the later ones. */
+void durable_record(void *store, const struct job_view *view, const struct engine_job_request *req,
+                    bool first);
+
+/* engine_config.reserve_ids with the store as its arg: records the mark in the
+ * store's "jobs" or "buffers" sequence. A full disk or a file size limit is -ENOSPC
+ * (the engine's -EFBIG means a job too large for a device). */
+int durable_reserve_ids(void *store, enum engine_ids kind, uint64_t upto);
+/* Where this run's ids start: above every stored job and every id a previous run
+ * reserved (it may have handed them out before a crash). */
+void durable_first_ids(struct store *s, uint64_t *job, uint64_t *buffer);
+/* At a clean stop: the marks go back to the last ids handed out, so that the next
+ * run goes on from there without a gap (after a crash it starts past the marks). */
+void durable_release_ids(struct engine *e, struct store *s);
 
 struct durable_recovery {
   int rerun;       /* queued or waiting jobs submitted again under their ids */

@@ -58,14 +58,17 @@ static void view_locked(struct job *job, struct job_view *v);
  * to do while every other thread waits for the lock. A final job never changes
  * again, and its final change is its last, so the rows of one job stay in order. */
 void publish_state_locked(struct engine *e, struct job *job) {
-  if (e->cfg.on_job_change && job_state_final(job->state)) {
+  if (e->cfg.on_job_change && job->withdrawn) {
+    /* nothing more of it is recorded */
+  } else if (e->cfg.on_job_change && job_state_final(job->state)) {
     job_ref(job);
     job->final_next = e->finals;
     e->finals = job;
   } else if (e->cfg.on_job_change) {
     struct job_view v;
     view_locked(job, &v);
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    job->recorded = true;
   }
   struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
   snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
@@ -83,7 +86,8 @@ void engine_unlock(struct engine *e) {
     struct job *job = finals, *next = job->final_next;
     struct job_view v;
     view_locked(job, &v); /* final: nothing in it changes, no lock needed */
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req);
+    if (!job->withdrawn) e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    job->recorded = true;
     job_unref(job);
     finals = next;
   }
@@ -155,7 +159,7 @@ static void *timer_main(void *arg) {
 
 /* ---- the job table ---- */
 
-static struct job *find_locked(struct engine *e, uint64_t id) {
+struct job *find_locked(struct engine *e, uint64_t id) {
   int lo = 0, hi = e->n_jobs - 1;
   while (lo <= hi) {
     int mid = lo + (hi - lo) / 2;
@@ -186,16 +190,16 @@ static void prune_locked(struct engine *e) {
 
 /* The table may hold 1/16 more than max_jobs_kept before it is pruned back, so
  * that pruning (a pass over the table) runs once per that many jobs, not per job. */
-static int table_add_locked(struct engine *e, struct job *job) {
-  if (e->n_jobs >= e->cfg.max_jobs_kept + e->cfg.max_jobs_kept / 16) prune_locked(e);
-  if (e->n_jobs == e->cap_jobs) {
+int table_reserve_locked(struct engine *e, int n) {
+  if (e->n_jobs + n > e->cfg.max_jobs_kept + e->cfg.max_jobs_kept / 16) prune_locked(e);
+  if (e->n_jobs + n > e->cap_jobs) {
     int cap = e->cap_jobs ? 2 * e->cap_jobs : 1024;
+    while (cap < e->n_jobs + n) cap *= 2;
     struct job **jobs = realloc(e->jobs, (size_t)cap * sizeof *jobs);
     if (!jobs) return -ENOMEM;
     e->jobs = jobs;
     e->cap_jobs = cap;
   }
-  e->jobs[e->n_jobs++] = job;
   return 0;
 }
 
@@ -229,7 +233,7 @@ static int place_locked(struct engine *e, const struct job *job) {
   return best;
 }
 
-static void make_queued_locked(struct engine *e, struct job *job) {
+void make_queued_locked(struct engine *e, struct job *job) {
   /* Every input given as data must be here by now; a job never computes on numbers
    * made up in their place. */
   for (int s = 0; s < exp_input_count(job->spec.type); s++)
@@ -250,7 +254,7 @@ static void make_queued_locked(struct engine *e, struct job *job) {
 }
 
 /* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
-static void leave_pending_locked(struct engine *e, struct job *job) {
+void leave_pending_locked(struct engine *e, struct job *job) {
   if (job->state == JOB_QUEUED) {
     sched_remove(e->sched, &job->item);
     e->n_queued--;
@@ -335,187 +339,6 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
   pthread_cond_broadcast(&e->timer_wake); /* watches on it are due */
 }
 
-/* ---- submitting ---- */
-
-static int refuse(struct engine_error *err, int code, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int refuse(struct engine_error *err, int code, const char *field, const char *fmt, ...) {
-  err->code = code;
-  snprintf(err->field, sizeof err->field, "%s", field);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err->message, sizeof err->message, fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-/* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
- * referenced now, job outputs when their producer is issued. */
-static int resolve_inputs_locked(struct engine *e, struct job *job, struct engine_error *err) {
-  struct exp_spec *spec = &job->spec;
-  for (int s = 0; s < exp_input_count(spec->type); s++) {
-    struct exp_input in = spec->inputs[s];
-    char field[48];
-    snprintf(field, sizeof field, "%s", exp_input_name(spec->type, s));
-    struct exp_shape shape;
-    if (in.kind == EXP_INPUT_BUFFER) {
-      struct ebuf *b = ebuf_find_locked(e, in.value);
-      if (b && !job->req.admin && strcmp(b->client, job->req.client) != 0) b = NULL; /* not yours */
-      if (!b) return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
-      shape = b->shape;
-      ebuf_ref_locked(b);
-      b->in_use++;
-      job->inputs[s] = b;
-    } else if (in.kind == EXP_INPUT_JOB) {
-      struct job *p = find_locked(e, in.value);
-      if (p && !job->req.admin && strcmp(p->req.client, job->req.client) != 0) p = NULL;
-      if (!p) return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
-      /* A finished producer's output lives on only as its kept buffer. */
-      struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer) : p->output;
-      if (job_state_final(p->state) && !out && p->state == JOB_DONE)
-        return refuse(err, -EPIPE, field,
-                      "job %llu has finished and its output was not kept (keep_output)",
-                      (unsigned long long)p->id);
-      exp_output_shape(&p->spec, &shape);
-      job->input_from[s] = p;
-      if (out && (p->issued || job_state_final(p->state))) {
-        ebuf_ref_locked(out);
-        out->in_use++;
-        job->inputs[s] = out;
-      }
-    } else {
-      continue;
-    }
-    char why[240];
-    if (exp_spec_fit_input(spec, s, &shape, why, sizeof why))
-      return refuse(err, -EINVAL, field, "%s", why);
-  }
-  return 0;
-}
-
-static int add_parent_locked(struct job *job, struct job *parent) {
-  for (int i = 0; i < job->n_parents; i++)
-    if (job->parents[i] == parent) return 0;
-  if (job->n_parents == ENGINE_MAX_PARENTS) return -E2BIG;
-  job_ref(parent);
-  job->parents[job->n_parents++] = parent;
-  return 0;
-}
-
-static int link_parents_locked(struct engine *e, struct job *job, struct engine_error *err) {
-  const struct engine_job_request *req = &job->req;
-  for (int i = 0; i < req->n_depends; i++) {
-    struct job *p = find_locked(e, req->depends_on[i]);
-    if (p && !req->admin && strcmp(p->req.client, req->client) != 0) p = NULL; /* ids do not leak */
-    if (!p) return refuse(err, -ENOENT, "depends_on", "no job %llu", (unsigned long long)req->depends_on[i]);
-    if (add_parent_locked(job, p))
-      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
-  }
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
-    if (job->input_from[s] && add_parent_locked(job, job->input_from[s]))
-      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
-  return 0;
-}
-
-/* Registers job with its parents; returns the failure message if one already failed. */
-static const char *attach_to_parents_locked(struct job *job, char *why, size_t why_len) {
-  for (int i = 0; i < job->n_parents; i++) {
-    struct job *p = job->parents[i];
-    if (p->state == JOB_FAILED || p->state == JOB_CANCELED) {
-      snprintf(why, why_len, "parent job %llu %s", (unsigned long long)p->id,
-               p->state == JOB_CANCELED ? "was canceled" : "failed");
-      return why;
-    }
-    /* Registered with every unfinished parent, so that a parent failing later
-     * fails it too; pending only on the parents not yet ready for it. */
-    bool ready = job->req.host_sync ? p->state == JOB_DONE : (p->issued || p->state == JOB_DONE);
-    if (p->state == JOB_DONE) continue;
-    if (p->n_children == p->cap_children) {
-      int cap = p->cap_children ? 2 * p->cap_children : 4;
-      struct job **c = realloc(p->children, (size_t)cap * sizeof *c);
-      if (!c) return strcpy(why, "out of memory");
-      p->children = c;
-      p->cap_children = cap;
-    }
-    job_ref(job);
-    p->children[p->n_children++] = job;
-    if (!ready) job->deps_pending++;
-  }
-  return NULL;
-}
-
-static void discard_locked(struct engine *e, struct job *job) {
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
-    if (job->inputs[s]) {
-      job->inputs[s]->in_use--;
-      ebuf_unref_locked(e, job->inputs[s]);
-    }
-  job_unref(job);
-}
-
-int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
-                  struct engine_error *err) {
-  *out = NULL;
-  memset(err, 0, sizeof *err);
-  struct job *job = calloc(1, sizeof *job);
-  if (!job) return refuse(err, -ENOMEM, "", "out of memory");
-  atomic_init(&job->refs, 1);
-  atomic_init(&job->cancel_requested, false);
-  job->req = *req;
-  job->spec = req->spec;
-  job->device = job->lane = -1;
-  job->created_at = engine_now_unix();
-
-  pthread_mutex_lock(&e->lock);
-  int rc = 0;
-  char why[160];
-  if (e->stopping) {
-    rc = refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
-  } else if (!(job->sched_client = sched_client(e->sched, req->client))) {
-    rc = refuse(err, -ENOMEM, "", "out of memory");
-  } else if (req->restore_id && (req->restore_id >= e->next_id || find_locked(e, req->restore_id) ||
-                                  (e->n_jobs && req->restore_id < e->jobs[e->n_jobs - 1]->id))) {
-    /* Restored jobs come first, in id order, below the new ones: the table stays sorted. */
-    rc = refuse(err, -EINVAL, "id", "job %llu cannot be restored here", (unsigned long long)req->restore_id);
-  } else if (req->device >= e->n_devices) {
-    rc = refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
-                req->device, e->n_devices);
-  } else if (sched_pending(job->sched_client) >= (req->max_queued ? req->max_queued : e->cfg.max_queued)) {
-    rc = refuse(err, -EAGAIN, "", "this client already has %d jobs queued or waiting (its limit)",
-                sched_pending(job->sched_client));
-  } else if ((rc = resolve_inputs_locked(e, job, err)) == 0 &&
-             (rc = link_parents_locked(e, job, err)) == 0) {
-    if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
-      rc = refuse(err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",
-                  (unsigned long long)exp_spec_bytes(&job->spec), (unsigned long long)engine_memory_limit(e));
-    else if ((rc = table_add_locked(e, job)) != 0)
-      refuse(err, rc, "", "out of memory");
-  }
-  if (rc) {
-    discard_locked(e, job);
-    engine_unlock(e);
-    return rc;
-  }
-  job_ref(job); /* the caller's */
-  job->id = req->restore_id ? req->restore_id : e->next_id++;
-  job->item.priority = req->priority;
-  job->item.seq = job->id;
-  const char *failure = attach_to_parents_locked(job, why, sizeof why);
-  sched_pending_add(job->sched_client, 1);
-  job->state = JOB_WAITING;
-  if (failure) {
-    leave_pending_locked(e, job);
-    end_job_locked(e, job, JOB_FAILED, "parent_failed", failure);
-  } else if (job->deps_pending == 0) {
-    make_queued_locked(e, job);
-  } else {
-    publish_state_locked(e, job);
-  }
-  engine_unlock(e);
-  *out = job;
-  return 0;
-}
-
 struct job *engine_job_get(struct engine *e, uint64_t id) {
   pthread_mutex_lock(&e->lock);
   struct job *job = find_locked(e, id);
@@ -582,6 +405,39 @@ int engine_job_cancel(struct engine *e, struct job *job) {
   return rc;
 }
 
+void engine_job_withdraw(struct engine *e, struct job *job) {
+  struct engine_watch *fired = NULL;
+  pthread_mutex_lock(&e->lock);
+  job->withdrawn = true;
+  if (job->state == JOB_RUNNING) {
+    atomic_store(&job->cancel_requested, true); /* ends at its next batch (engine_run.c) */
+  } else if (!job_state_final(job->state)) {
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
+    collect_due_watches(e, engine_now_mono(), &fired);
+  }
+  struct ebuf *kept = job->output_buffer ? ebuf_find_locked(e, job->output_buffer) : NULL;
+  if (kept && kept->in_use == 0) ebuf_unlist_locked(e, kept);
+  for (int i = 0; i < e->n_jobs; i++)
+    if (e->jobs[i] == job) {
+      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
+      e->n_jobs--;
+      job_unref(job); /* the table's; the caller still holds one */
+      break;
+    }
+  engine_unlock(e);
+  run_watches(fired);
+}
+
+uint64_t engine_next_id(struct engine *e, enum engine_ids kind) {
+  pthread_mutex_lock(&e->lock);
+  uint64_t id = kind == ENGINE_IDS_JOBS ? e->next_id : e->next_buffer_id;
+  engine_unlock(e);
+  return id;
+}
+
+uint64_t engine_first_id(const struct engine *e, enum engine_ids kind) { return e->first_ids[kind]; }
+
 int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struct job **out,
                      int max) {
   int n = 0;
@@ -610,6 +466,28 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   engine_unlock(e);
 }
 
+int engine_client_loads(struct engine *e, struct engine_client_load *out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = 0; i < e->n_jobs; i++) {
+    const struct job *job = e->jobs[i];
+    if (job_state_final(job->state)) continue;
+    int k = 0;
+    while (k < n && strcmp(out[k].client, job->req.client) != 0) k++;
+    if (k == n && n < max) {
+      memset(&out[n], 0, sizeof out[n]);
+      snprintf(out[n].client, sizeof out[n].client, "%s", n == max - 1 ? "other" : job->req.client);
+      n++;
+    }
+    if (k == n) k = n - 1; /* full: "other" */
+    out[k].queued += job->state == JOB_QUEUED;
+    out[k].waiting += job->state == JOB_WAITING;
+    out[k].running += job->state == JOB_RUNNING;
+  }
+  engine_unlock(e);
+  return n;
+}
+
 bool engine_healthy(const struct engine *e) {
   for (int i = 0; i < e->n_devices; i++)
     if (!backend_healthy(e->devices[i])) return false;
@@ -633,7 +511,12 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   e->n_devices = n_devices;
   e->cfg = *cfg;
   e->next_id = cfg->first_id ? cfg->first_id : 1;
-  e->next_buffer_id = 1;
+  e->next_buffer_id = cfg->first_buffer_id ? cfg->first_buffer_id : 1;
+  /* Ids below the first are a previous run's: reserved then, or never handed out. */
+  e->first_ids[ENGINE_IDS_JOBS] = e->next_id;
+  e->first_ids[ENGINE_IDS_BUFFERS] = e->next_buffer_id;
+  e->ids_reserved[ENGINE_IDS_JOBS] = e->next_id - 1;
+  e->ids_reserved[ENGINE_IDS_BUFFERS] = e->next_buffer_id - 1;
   for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);
   e->workers = calloc((size_t)e->n_workers, sizeof *e->workers);
   e->gates = calloc((size_t)n_devices, sizeof *e->gates);
@@ -693,8 +576,13 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
     nanosleep(&pause, NULL);
     pthread_mutex_lock(&e->lock);
   }
-  for (int i = 0; i < e->n_jobs; i++)
-    if (e->jobs[i]->state == JOB_RUNNING) atomic_store(&e->jobs[i]->cancel_requested, true);
+  for (int i = 0; i < e->n_jobs; i++) {
+    struct job *job = e->jobs[i];
+    if (job->state != JOB_RUNNING) continue;
+    if (!atomic_load(&job->cancel_requested)) job->interrupted = true; /* not its owner's cancel */
+    atomic_store(&job->cancel_requested, true);
+  }
+  e->grace_s = grace_s;
   engine_unlock(e);
 }
 

@@ -48,7 +48,8 @@ struct engine_job_request {
 /* Why a request was refused: code is a negative errno the HTTP layer maps. */
 struct engine_error {
   int code;        /* -ENOENT (unknown job or buffer), -EINVAL (shapes), -EFBIG (memory),
-                      -EAGAIN (client's queue full), -ESHUTDOWN, -ENOMEM, -EPIPE (output gone) */
+                      -EAGAIN (client's queue full), -ESHUTDOWN, -ENOMEM, -EPIPE (output gone),
+                      or reserve_ids' error (new ids could not be recorded: field "store") */
   char field[48];
   char message[320];
 };
@@ -73,6 +74,10 @@ struct job_view {
   char error_message[256];
 };
 
+/* The engine's id sequences, for engine_config.reserve_ids. */
+enum engine_ids { ENGINE_IDS_JOBS, ENGINE_IDS_BUFFERS };
+#define ENGINE_IDS_BLOCK 1024 /* ids reserved at a time */
+
 struct engine_config {
   int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first, in
                         passes: the table may hold 1/16 more before one runs */
@@ -81,26 +86,35 @@ struct engine_config {
    * never call back into the engine. */
   void (*on_job_end)(void *arg, const struct job_view *view);
   void *on_job_end_arg;
-  /* Called (may be NULL) under the lock whenever a job is accepted or changes
-   * state, with what was asked: what the durable store records. */
+  /* Called (may be NULL) whenever a job is accepted or changes state, with what was
+   * asked: what the durable store records. first: the job's first call (it was just
+   * accepted, or restored after a restart). Under the lock, but for final states:
+   * those come once it is released, in order for each job. */
   void (*on_job_change)(void *arg, const struct job_view *view,
-                        const struct engine_job_request *req);
+                        const struct engine_job_request *req, bool first);
   void *on_job_change_arg;
   uint64_t first_id; /* ids start here (above those of a previous run); 0 means 1 */
+  uint64_t first_buffer_id; /* the same for buffers */
+  /* Called (may be NULL) under the lock before an id past the last reserved one of
+   * kind is handed out: ids up to upto must be recorded as used, so that no later
+   * run hands them out again (the store keeps the mark). Returns 0 or a negative
+   * errno (-ENOSPC, -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
+  int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t upto);
+  void *reserve_ids_arg;
 };
 
 /* Starts one worker thread per lane of each device. devices are borrowed and must
  * outlive the engine. Returns 0 or a negative errno. */
 int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
                struct engine **out);
-/* Stops: cancels queued and waiting jobs, asks running ones to stop at their next
- * batch, waits for the workers, fires every pending watch and closes the event
+/* Stops: cancels queued and waiting jobs, stops running ones at their next batch
+ * (failed, "interrupted"), waits for the workers, fires every pending watch and closes the event
  * stream. Jobs stay readable; submitting is refused. Idempotent. */
 void engine_stop(struct engine *e);
 /* Stops gracefully (SIGTERM): no new job starts, running ones get up to grace_s
- * seconds to finish before they are asked to stop; queued and waiting jobs are
- * left as they are (the durable store runs them again after a restart). Then as
- * engine_stop. */
+ * seconds to finish before they are stopped at their next batch (they end failed,
+ * code "interrupted", not canceled); queued and waiting jobs are left as they are
+ * (the durable store runs them again after a restart). Then as engine_stop. */
 void engine_shutdown(struct engine *e, double grace_s);
 /* Stops if needed and frees everything. NULL is a no-op. */
 void engine_free(struct engine *e);
@@ -109,6 +123,12 @@ void engine_free(struct engine *e);
  * failed, when a parent had), or a negative errno with err filled. */
 int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
                   struct engine_error *err);
+/* Queues n jobs, all or none: every one is checked (inputs, parents, device, the
+ * client's queue with the others counted, memory, ids) before any is created. Returns
+ * 0 and n new references in out[0..n), or a negative errno with err filled, *failed
+ * the index of the request refused (-1 when none in particular), and nothing created. */
+int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n, struct job **out,
+                      struct engine_error *err, int *failed);
 /* Runs job to its end on the calling thread, when it can start at once on an idle
  * device: it is queued, alone in its device's queue, and nothing runs there. The lane
  * is lent for the run (its worker takes nothing meanwhile), so the job runs exactly
@@ -132,6 +152,16 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *view);
 /* Cancels a queued or waiting job at once, a running one at its next batch
  * boundary. Returns 0, or -EALREADY if the job had already finished. */
 int engine_job_cancel(struct engine *e, struct job *job);
+/* Takes back a job whose acceptance could not be recorded (its first row never
+ * reached the store): unfinished, it is canceled (code "not_stored"; a running one
+ * at its next batch); on_job_change hears nothing more of it; its kept output is
+ * deleted; and it leaves the table, so that it reads as unknown now, as it will
+ * after a restart. The caller's reference stays valid. */
+void engine_job_withdraw(struct engine *e, struct job *job);
+/* The id the next job (ENGINE_IDS_JOBS) or buffer will get; the first of this run
+ * (ids below it are a previous run's). */
+uint64_t engine_next_id(struct engine *e, enum engine_ids kind);
+uint64_t engine_first_id(const struct engine *e, enum engine_ids kind);
 
 struct engine_list_filter {
   int state;           /* enum job_state, or -1 for any */
@@ -208,6 +238,16 @@ struct engine_counts {
   uint64_t buffer_bytes;
 };
 void engine_counts(struct engine *e, struct engine_counts *out);
+
+/* One client's unfinished jobs. */
+struct engine_client_load {
+  char client[64];
+  int queued, waiting, running;
+};
+/* The clients with unfinished jobs, in the order first seen in the table, at most
+ * max (>= 2): when there are more, the last entry, named "other", counts the rest.
+ * Returns how many entries it filled. */
+int engine_client_loads(struct engine *e, struct engine_client_load *out, int max);
 
 bool engine_healthy(const struct engine *e); /* every device healthy */
 int engine_device_count(const struct engine *e);

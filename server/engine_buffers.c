@@ -31,8 +31,11 @@ struct ebuf *ebuf_find_locked(struct engine *e, uint64_t id) {
   return NULL;
 }
 
-/* Lists b under a new id; the table takes a reference. */
-static int list_locked(struct engine *e, struct ebuf *b) {
+/* Lists b under a new id; the table takes a reference. Returns 0, -ENOMEM, or the
+ * error of reserving the id (err filled when not NULL). */
+static int list_locked(struct engine *e, struct ebuf *b, struct engine_error *err) {
+  int rc = reserve_id_locked(e, ENGINE_IDS_BUFFERS, e->next_buffer_id, err);
+  if (rc) return rc;
   if (e->n_buffers == e->cap_buffers) {
     int cap = e->cap_buffers ? 2 * e->cap_buffers : 64;
     struct ebuf **bufs = realloc(e->buffers, (size_t)cap * sizeof *bufs);
@@ -47,7 +50,7 @@ static int list_locked(struct engine *e, struct ebuf *b) {
   return 0;
 }
 
-static void unlist_locked(struct engine *e, struct ebuf *b) {
+void ebuf_unlist_locked(struct engine *e, struct ebuf *b) {
   int i = 0;
   while (i < e->n_buffers && e->buffers[i] != b) i++;
   if (i == e->n_buffers) return;
@@ -69,16 +72,18 @@ struct ebuf *ebuf_for_output_locked(struct engine *e, struct job *job, struct ba
   snprintf(b->client, sizeof b->client, "%s", job->req.client);
   b->created_at = engine_now_unix();
   if (job->req.keep_output) {
-    if (list_locked(e, b) == 0)
+    struct engine_error err = {0};
+    if (list_locked(e, b, &err) == 0)
       job->output_buffer = b->id;
     else
-      snprintf(job->error_message, sizeof job->error_message, "out of memory: output not kept");
+      snprintf(job->error_message, sizeof job->error_message, "output not kept: %.200s",
+               err.message[0] ? err.message : "out of memory");
   }
   return b;
 }
 
 void ebuf_free_all_locked(struct engine *e) {
-  while (e->n_buffers) unlist_locked(e, e->buffers[e->n_buffers - 1]);
+  while (e->n_buffers) ebuf_unlist_locked(e, e->buffers[e->n_buffers - 1]);
 }
 
 static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
@@ -132,7 +137,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
   else if (client_max_bytes && held + count * sizeof(float) > client_max_bytes)
     rc = -EDQUOT;
   else
-    rc = list_locked(e, b);
+    rc = list_locked(e, b, err);
   if (rc == 0) *id = b->id;
   pthread_mutex_unlock(&e->lock);
   if (rc) {
@@ -143,7 +148,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
                "this client's buffers hold %llu bytes; %llu more would pass its limit of %llu",
                (unsigned long long)held, (unsigned long long)(count * sizeof(float)),
                (unsigned long long)client_max_bytes);
-    else
+    else if (!err->message[0]) /* else the id's reservation said why */
       snprintf(err->message, sizeof err->message, "%s", rc == -ESHUTDOWN ? "gpulabd is shutting down" : "out of memory");
     return err->code = rc;
   }
@@ -181,7 +186,7 @@ int engine_buffer_delete(struct engine *e, uint64_t id) {
   pthread_mutex_lock(&e->lock);
   struct ebuf *b = ebuf_find_locked(e, id);
   int rc = !b ? -ENOENT : b->in_use > 0 ? -EBUSY : 0;
-  if (rc == 0) unlist_locked(e, b);
+  if (rc == 0) ebuf_unlist_locked(e, b);
   pthread_mutex_unlock(&e->lock);
   return rc;
 }

@@ -1,4 +1,4 @@
-/* Private to the engine (engine.c, engine_buffers.c): its structures. One mutex,
+/* Private to the engine (engine.c, engine_submit.c, engine_run.c, engine_buffers.c): its structures. One mutex,
  * engine.lock, guards every field below except where a comment says otherwise. */
 #ifndef GPULAB_ENGINE_PRIV_H
 #define GPULAB_ENGINE_PRIV_H
@@ -57,6 +57,11 @@ struct job {
   char error_message[256];
   /* A running job whose parent failed: it ends failed with this, not canceled. */
   char parent_failure[256];
+  /* A running job stopped by the engine's shutdown (past its grace): it ends failed
+   * `interrupted`, not canceled as if its owner had canceled it. */
+  bool interrupted;
+  bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
+  bool recorded;  /* on_job_change has been called for it */
   struct job *final_next; /* in engine.finals */
 };
 
@@ -74,6 +79,7 @@ struct engine {
   pthread_cond_t work_ready[SCHED_MAX_QUEUES];
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
   bool stopping, stopped;
+  double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
 
   struct backend *const *devices;
   struct gate **gates; /* one per device */
@@ -90,6 +96,8 @@ struct engine {
   struct ebuf **buffers; /* listed, sorted by id */
   int n_buffers, cap_buffers;
   uint64_t next_buffer_id;
+  uint64_t ids_reserved[2]; /* enum engine_ids: ids up to these are recorded as used */
+  uint64_t first_ids[2];    /* this run's first ids (set once) */
 
   struct events *events; /* has its own lock; published to under ours */
   struct engine_watch *watches;
@@ -106,7 +114,18 @@ struct engine {
 void engine_unlock(struct engine *e);
 
 /* engine.c, lock held: */
+struct job *find_locked(struct engine *e, uint64_t id); /* in the table, or NULL */
+/* Makes room in the table for n more jobs (pruning finished ones first): 0 or -ENOMEM. */
+int table_reserve_locked(struct engine *e, int n);
+/* Joins the job (all parents ready) to its device's queue, or fails it when an
+ * input it needs never came. */
+void make_queued_locked(struct engine *e, struct job *job);
+/* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
+void leave_pending_locked(struct engine *e, struct job *job);
 void publish_state_locked(struct engine *e, struct job *job);
+/* engine_submit.c: makes sure id of kind is reserved (engine_config.reserve_ids).
+ * Returns 0 or the callback's error, with err filled when err is not NULL. */
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err);
 /* Ends a job: final state, buffers released, children told, listeners due. */
 void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,
                     const char *message);
@@ -123,6 +142,7 @@ void *engine_worker_main(void *arg);
 void ebuf_ref_locked(struct ebuf *b);
 void ebuf_unref_locked(struct engine *e, struct ebuf *b);
 struct ebuf *ebuf_find_locked(struct engine *e, uint64_t id);
+void ebuf_unlist_locked(struct engine *e, struct ebuf *b); /* drops the table's reference */
 /* Wraps a job's output; listed (given an id) when kept. NULL when out of memory. */
 struct ebuf *ebuf_for_output_locked(struct engine *e, struct job *job, struct backend_buffer *buf);
 void ebuf_free_all_locked(struct engine *e);

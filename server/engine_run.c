@@ -146,6 +146,13 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
     end_job_locked(e, job, JOB_DONE, NULL, NULL);
   } else if (rc == BACKEND_ECANCELED && job->parent_failure[0]) {
     end_job_locked(e, job, JOB_FAILED, "parent_failed", job->parent_failure);
+  } else if (rc == BACKEND_ECANCELED && job->withdrawn) {
+    end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
+  } else if (rc == BACKEND_ECANCELED && job->interrupted) {
+    char why[160];
+    snprintf(why, sizeof why, "gpulabd was stopped and the job did not finish within the grace "
+             "period (%g s): it was interrupted, and is not run again", e->grace_s);
+    end_job_locked(e, job, JOB_FAILED, "interrupted", why);
   } else if (rc == BACKEND_ECANCELED) {
     end_job_locked(e, job, JOB_CANCELED, "canceled", err);
   } else {

@@ -21,7 +21,8 @@
 
 enum route_id {
   ROUTE_INDEX, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
-  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI, ROUTE_SWEEPS, ROUTE_SWEEP
+  ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI, ROUTE_SWEEPS, ROUTE_SWEEP,
+  ROUTE_ME
 };
 
 struct route_match {
@@ -55,6 +56,7 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/events", ROUTE_EVENTS, "GET"},        {"/buffers", ROUTE_BUFFERS, "GET, HEAD, POST"},
       {"/metrics", ROUTE_METRICS, "GET, HEAD"},  {"/openapi.json", ROUTE_OPENAPI, "GET, HEAD"},
       {"/sweeps", ROUTE_SWEEPS, "GET, HEAD, POST"}, /* handlers_sweeps.c */
+      {"/me", ROUTE_ME, "GET, HEAD"},
   };
   static const char *const experiment_patterns[EXP_TYPE_COUNT] = {"/transpose", "/gemm", "/stencil",
                                                                   "/pipeline"};
@@ -145,8 +147,13 @@ static bool plain_text_content_type(const char *ct) {
   return ct && media_type_in(ct, plain, &len);
 }
 
+/* A token's client sees all when it is an admin; a Unix user on the socket when it
+ * is root or gpulabd's own; anyone else only without --tokens (a TCP client, as
+ * before the socket existed). */
 bool request_sees_all(const struct request *r) {
-  return !r->srv->opts.auth || (r->who && r->who->admin);
+  if (r->who) return r->who->admin;
+  if (r->local) return r->local_admin;
+  return !r->srv->opts.auth;
 }
 
 bool request_may_see(const struct request *r, const char *owner) {
@@ -156,7 +163,9 @@ bool request_may_see(const struct request *r, const char *owner) {
 /* With --tokens, every route but /health, the dashboard's files and the API's
  * description (/openapi.json) needs a token:
  * "Authorization: Bearer T", or ?access_token=T for an EventSource (which cannot
- * set headers). Sets r->who and r->client. Returns false after answering 401. */
+ * set headers). On the Unix socket the peer's credentials stand for a token (a
+ * token sent there still counts, and a wrong one is refused). Sets r->who and
+ * r->client. Returns false after answering 401. */
 static bool authenticate(struct request *r, const struct route_match *m, enum MHD_Result *result) {
   const struct auth *auth = r->srv->opts.auth;
   if (!auth) return true;
@@ -168,7 +177,7 @@ static bool authenticate(struct request *r, const struct route_match *m, enum MH
   if (!token) token = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "access_token");
   r->who = token ? auth_check(auth, token) : NULL;
   if (r->who) snprintf(r->client, sizeof r->client, "%s", r->who->name);
-  if (r->who || public_route) return true;
+  if (r->who || public_route || (r->local && !token)) return true;
   r->www_authenticate = token ? "Bearer realm=\"gpulab\", error=\"invalid_token\"" : "Bearer realm=\"gpulab\"";
   *result = respond_fail(r, 401, token ? "invalid_token" : "missing_token", NULL,
                          token ? "the token is not valid" : "send Authorization: Bearer <token>");
@@ -232,12 +241,35 @@ static bool job_may_run_inline(struct request *r, struct job *job) {
          v.spec.stop.max_noise == 0 && launches <= 256;
 }
 
+enum MHD_Result respond_storage(struct request *r, int err) {
+  struct store_status st = {0};
+  if (r->srv->opts.store) store_status(r->srv->opts.store, &st);
+  bool space = err == -ENOSPC || err == -EFBIG || err == -EDQUOT;
+  r->retry_after_s = space ? 30 : 5;
+  return respond_fail(r, space ? 507 : 503, space ? "insufficient_storage" : "store_unavailable", NULL,
+                      "the job store (--db) cannot be written (%s%s%.150s): nothing was accepted; "
+                      "see /health", strerror(-err), st.message[0] ? ": " : "", st.message);
+}
+
+bool request_store_refuses(struct request *r, enum MHD_Result *result) {
+  int err = r->srv->opts.store ? store_check(r->srv->opts.store) : 0;
+  if (err) *result = respond_storage(r, err);
+  return err != 0;
+}
+
 /* 200 with a finished job; 202 and where to look while it is still going. What the
- * client is told is in the store first (accepted jobs survive a crash). */
+ * client is told is in the store first (accepted jobs survive a crash): a job whose
+ * first row could not be written is taken back and refused (507 or 503). */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
+  struct store *store = r->srv->opts.store;
+  int err = store ? store_sync(store, r->store_ticket) : 0;
+  if (err) {
+    engine_job_withdraw(r->srv->engine, job);
+    return respond_storage(r, err);
+  }
+  if (store) store_flush(store); /* its later rows too: the state it is answered in */
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
-  if (r->srv->opts.store) store_flush(r->srv->opts.store);
   bool final = job_state_final(v.state);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
   return respond_json(r, final ? status_done : 202, job_json(&v, true));
@@ -269,6 +301,7 @@ const char *request_client(struct request *r, char *buf, size_t len) {
  * are named "params.<input>" like every other param there. */
 enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
                                        const struct engine_error *e, const char *params_prefix) {
+  if (strcmp(e->field, "store") == 0) return respond_storage(r, e->code); /* its id not recorded */
   char named[64];
   const char *field = e->field[0] ? e->field : NULL;
   for (int s = 0; field && s < exp_input_count(spec->type); s++)
@@ -280,8 +313,11 @@ enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
   case ENOENT: {
     bool buffer = false;
     for (int s = 0; s < exp_input_count(spec->type); s++)
-      if (strcmp(e->field, exp_input_name(spec->type, s)) == 0)
-        buffer = spec->inputs[s].kind == EXP_INPUT_BUFFER;
+      if (strcmp(e->field, exp_input_name(spec->type, s)) == 0 && spec->inputs[s].kind == EXP_INPUT_BUFFER) {
+        buffer = true;
+        if (spec->inputs[s].value < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS))
+          return respond_buffer_gone(r, spec->inputs[s].value, field);
+      }
     return respond_fail(r, 404, buffer ? "buffer_not_found" : "job_not_found", field, "%s", e->message);
   }
   case EINVAL:
@@ -310,12 +346,14 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   if (!engine_healthy(e))
     return respond_fail(r, 503, "backend_unavailable", NULL,
                         "the device failed and gpulabd is not accepting jobs; see /health");
+  enum MHD_Result refused;
+  if (request_store_refuses(r, &refused)) return refused;
   struct engine_job_request req = {.spec = *spec, .device = opts->device, .priority = opts->priority,
                                    .exclusive = opts->exclusive, .keep_output = opts->keep_output,
                                    .host_sync = opts->host_sync, .n_depends = opts->n_depends};
   memcpy(req.depends_on, opts->depends_on, sizeof req.depends_on);
   request_client(r, req.client, sizeof req.client);
-  req.admin = !r->srv->opts.auth || (r->who && r->who->admin);
+  req.admin = request_sees_all(r);
   req.max_queued = r->who ? r->who->max_queued : 0;
   double wait_for_rate = r->who ? rate_take_n(r->srv, r->who, 1) : 0;
   if (wait_for_rate > 0) {
@@ -327,6 +365,8 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
   struct job *job;
   struct engine_error refusal;
   if (engine_submit(e, &req, &job, &refusal)) return respond_refusal(r, spec, &refusal, params_prefix);
+  /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
+  r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
   enum MHD_Result ret;
   if (wait_s > 0 && job_may_run_inline(r, job) && engine_run_inline(e, job)) {
     ret = respond_job(r, job, 200); /* it ran here, to its end */
@@ -565,7 +605,7 @@ static json_t *device_json(struct engine *e, int index) {
 /* Prometheus' text format, version 0.0.4. */
 static enum MHD_Result metrics_page(struct request *r) {
   size_t len = 0;
-  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine, &len) : NULL;
+  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine, r->srv->opts.store, &len) : NULL;
   if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
@@ -585,31 +625,56 @@ static enum MHD_Result openapi_doc(struct request *r) {
   return request_queue(r, 200, resp, api_openapi_json_len);
 }
 
+/* The store's part of /health: null without one; a failing store makes it unhealthy. */
+static json_t *store_health(struct store *s, bool *ok) {
+  if (!s) return json_null();
+  struct store_status st;
+  store_status(s, &st);
+  bool space = st.error == -ENOSPC || st.error == -EFBIG || st.error == -EDQUOT;
+  json_t *error = st.writable ? json_null()
+                              : json_pack("{s:s,s:s,s:s}", "code", space ? "insufficient_storage" : "store_unavailable",
+                                          "errno", strerror(-st.error), "message", st.message);
+  *ok = *ok && st.writable;
+  return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing", "bytes",
+                   (json_int_t)st.file_bytes, "used_bytes", (json_int_t)st.used_bytes, "max_bytes",
+                   (json_int_t)st.max_bytes, "pruned_jobs", (json_int_t)st.pruned_jobs, "write_errors",
+                   (json_int_t)st.write_errors, "error", error);
+}
+
 static enum MHD_Result health(struct request *r) {
   struct engine *e = r->srv->engine;
   struct engine_counts c;
   engine_counts(e, &c);
   bool ok = engine_healthy(e);
-  json_t *jobs = json_object();
+  json_t *jobs = json_object(), *store = store_health(r->srv->opts.store, &ok);
   for (int s = 0; s < JOB_STATE_COUNT; s++)
     json_object_set_new(jobs, job_state_name((enum job_state)s), json_integer(c.by_state[s]));
   return respond_json(r, ok ? 200 : 503,
-                      json_pack("{s:s,s:s,s:f,s:I,s:o}", "status", ok ? "ok" : "unhealthy", "backend",
+                      json_pack("{s:s,s:s,s:f,s:I,s:o,s:o}", "status", ok ? "ok" : "unhealthy", "backend",
                                 backend_name(engine_device(e, 0)), "uptime_s",
                                 engine_now_mono() - r->srv->started_mono, "jobs_submitted",
-                                (json_int_t)c.submitted, "jobs", jobs));
+                                (json_int_t)c.submitted, "jobs", jobs, "store", store));
+}
+
+/* GET /me: who gpulabd takes the requester for, and by what. */
+static enum MHD_Result me(struct request *r) {
+  char client[64];
+  request_client(r, client, sizeof client);
+  const char *by = r->who ? "token" : r->local ? "unix_socket" : "address";
+  return respond_json(r, 200, json_pack("{s:s,s:s,s:b}", "client", client, "by", by, "sees_all",
+                                        request_sees_all(r)));
 }
 
 static enum MHD_Result index_page(struct request *r) {
   return respond_json(
       r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
+      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
                 "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
                 "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
                 "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
                 "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health",
                 "GET /openapi.json", "POST /sweeps", "GET /sweeps", "GET /sweeps/{id}",
-                "DELETE /sweeps/{id}"));
+                "DELETE /sweeps/{id}", "GET /me"));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {
@@ -630,6 +695,7 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
                : index_page(r);
   case ROUTE_STATIC: return static_respond(r, url);
   case ROUTE_HEALTH: return health(r);
+  case ROUTE_ME: return me(r);
   case ROUTE_METRICS: return metrics_page(r);
   case ROUTE_OPENAPI: return openapi_doc(r);
   case ROUTE_DEVICE: { /* the first device, and how many there are */

@@ -22,6 +22,8 @@ static json_t *buffer_json(const struct engine_buffer_view *v) {
 }
 
 enum MHD_Result buffers_post(struct request *r) {
+  enum MHD_Result refused;
+  if (request_store_refuses(r, &refused)) return refused; /* its id could not be recorded */
   struct npy_array arr;
   char why[200];
   const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape");
@@ -41,6 +43,7 @@ enum MHD_Result buffers_post(struct request *r) {
                                 (int)device, r->who ? r->who->max_buffer_bytes : 0, &id, &err);
   if (rc == -EFBIG) return respond_fail(r, 413, "buffer_too_large", NULL, "%s", err.message);
   if (rc == -EDQUOT) return respond_fail(r, 413, "quota_exceeded", NULL, "%s", err.message);
+  if (rc && strcmp(err.field, "store") == 0) return respond_storage(r, rc); /* its id not recorded */
   if (rc) return respond_fail(r, 503, "upload_failed", NULL, "cannot store the buffer: %s", err.message);
   struct engine_buffer_view v;
   if (engine_buffer_get(r->srv->engine, id, &v)) /* deleted at once by someone else */
@@ -94,10 +97,19 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   return request_queue(r, 200, resp, header + v->bytes);
 }
 
+enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field) {
+  return respond_fail(r, 410, "gone", field,
+                      "buffer %" PRIu64 " was made before gpulabd last restarted: buffers live in memory "
+                      "and did not survive it; upload it again", id);
+}
+
 enum MHD_Result buffer_route(struct request *r, const char *id_text) {
   uint64_t id = 0;
   struct engine_buffer_view v;
-  if (!parse_id(id_text, &id) || engine_buffer_get(r->srv->engine, id, &v) ||
+  bool parsed = parse_id(id_text, &id);
+  /* Every id of a previous run answers the same, whoever asks: nothing leaks. */
+  if (parsed && id < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS)) return respond_buffer_gone(r, id, "id");
+  if (!parsed || engine_buffer_get(r->srv->engine, id, &v) ||
       !request_may_see(r, v.client)) /* others' buffers are not found: ids do not leak */
     return respond_fail(r, 404, "buffer_not_found", "id", "no buffer '%.40s'", id_text);
   if (strcmp(r->method, "DELETE") != 0) return download(r, &v);

@@ -13,6 +13,7 @@
 #include "api/params.h"
 #include "server/auth.h"
 #include "server/http_priv.h"
+#include "server/log.h"
 #include "server/store.h"
 #include "server/sweeps.h"
 
@@ -196,27 +197,64 @@ static void set_run_cells(json_t *row, const struct exp_run *run, const char *pr
                                                                     : json_null());
 }
 
-/* Point i's row: its axis values, its job, and its runs' figures (null until done).
- * Adds the job's state to counts and clears *passed unless it passed. */
-static json_t *row_json(struct engine *e, json_t *desc, int i, uint64_t job_id, json_t *counts,
-                        bool *passed) {
+/* A run's three cells from its JSON in a stored job record (a job of a previous
+ * run, no longer in memory), as set_run_cells makes them. */
+static void set_stored_cells(json_t *row, json_t *run, const char *prefix) {
+  char name[64];
+  bool available = json_is_true(json_object_get(run, "available"));
+  json_t *median = json_object_get(json_object_get(run, "timing"), "median_ms");
+  json_t *passed = json_object_get(json_object_get(run, "check"), "passed");
+  snprintf(name, sizeof name, "%s%s", prefix, "figure");
+  json_object_set(row, name, json_is_number(json_object_get(run, "figure")) ? json_object_get(run, "figure") : json_null());
+  snprintf(name, sizeof name, "%s%s", prefix, "median_ms");
+  json_object_set_new(row, name, available && json_is_number(median) ? json_incref(median) : json_null());
+  snprintf(name, sizeof name, "%s%s", prefix, "passed");
+  json_object_set_new(row, name, available && json_is_boolean(passed) ? json_incref(passed) : json_null());
+}
+
+/* The state and cells of a job the store holds (NULL when it holds none). */
+static const char *stored_row(struct store *store, uint64_t job_id, json_t *row, bool single, bool *passed,
+                              json_t **record) {
+  char *text = store ? store_record(store, job_id) : NULL;
+  *record = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  const char *state = json_string_value(json_object_get(*record, "state"));
+  if (!state) return NULL;
+  json_t *result = json_object_get(*record, "result"), *run;
+  size_t r;
+  json_array_foreach(json_object_get(result, "runs"), r, run) {
+    char prefix[48] = "";
+    if (!single) snprintf(prefix, sizeof prefix, "%s.", json_string_value(json_object_get(run, "variant")));
+    set_stored_cells(row, run, prefix);
+  }
+  json_t *code = json_object_get(json_object_get(*record, "error"), "code");
+  if (json_is_string(code)) json_object_set(row, "error", code);
+  *passed = *passed && json_is_true(json_object_get(result, "passed"));
+  return state;
+}
+
+/* Point i's row: its axis values, its job, and its runs' figures (null until done),
+ * from memory, or from the store for a job of a previous run. Adds the job's state
+ * to counts and clears *passed unless it passed. */
+static json_t *row_json(struct engine *e, struct store *store, json_t *desc, int i, uint64_t job_id,
+                        json_t *counts, bool *passed) {
   json_t *row = json_object(), *axes = json_object_get(desc, "axes"), *cols = columns_json(desc);
   size_t idx[64], a = 0;
   point_index(axes, i, idx);
   const char *key;
-  json_t *values;
+  json_t *values, *record = NULL;
   json_object_foreach(axes, key, values) json_object_set(row, key, json_array_get(values, idx[a++]));
   for (size_t c = a; c < json_array_size(cols); c++)
     json_object_set_new(row, json_string_value(json_array_get(cols, c)), json_null());
   json_decref(cols);
   json_object_set_new(row, "job", json_integer((json_int_t)job_id));
+  bool single = json_is_true(json_object_get(desc, "single"));
   struct job *job = engine_job_get(e, job_id);
-  const char *state = "forgotten"; /* past --max-jobs-kept */
+  const char *state = "forgotten"; /* past --max-jobs-kept, and not (or no longer) stored */
   struct job_view v;
   if (job) {
     job_get_view(e, job, &v);
     state = job_state_name(v.state);
-    bool single = json_is_true(json_object_get(desc, "single"));
     for (int r = 0; v.result && r < v.result->n_runs; r++) {
       char prefix[48] = "";
       if (!single) snprintf(prefix, sizeof prefix, "%s.", v.result->runs[r].label);
@@ -225,10 +263,13 @@ static json_t *row_json(struct engine *e, json_t *desc, int i, uint64_t job_id, 
     if (v.error_code[0]) json_object_set_new(row, "error", json_string(v.error_code));
     *passed = *passed && v.result && exp_result_passed(v.result);
   } else {
-    *passed = false;
+    const char *stored = stored_row(store, job_id, row, single, passed, &record);
+    if (stored) state = stored;
+    else *passed = false;
   }
   json_object_set_new(row, "state", json_string(state));
   json_object_set_new(counts, state, json_integer(json_integer_value(json_object_get(counts, state)) + 1));
+  json_decref(record); /* state pointed into it */
   job_unref(job);
   return row;
 }
@@ -252,14 +293,15 @@ static bool state_final(const char *state) {
 }
 
 /* The sweep as it stands; *final tells whether every job has ended. */
-static json_t *sweep_json(struct engine *e, const struct sweep_copy *s, bool with_rows, bool *final) {
+static json_t *sweep_json(struct engine *e, struct store *store, const struct sweep_copy *s, bool with_rows,
+                          bool *final) {
   json_t *desc = json_loads(s->desc, 0, NULL);
   if (!desc) return NULL;
   json_t *o = json_object(), *jobs = json_array(), *rows = json_array(), *counts = json_object();
   bool passed = true;
   for (int i = 0; i < s->n_jobs; i++) {
     json_array_append_new(jobs, json_integer((json_int_t)s->jobs[i]));
-    json_array_append_new(rows, row_json(e, desc, i, s->jobs[i], counts, &passed));
+    json_array_append_new(rows, row_json(e, store, desc, i, s->jobs[i], counts, &passed));
   }
   const char *state = sweep_state(counts, s->n_jobs);
   *final = state_final(state);
@@ -293,7 +335,7 @@ static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted
   if (sweeps_get(r->srv->sweeps, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep %" PRIu64, id);
   bool final = false;
-  json_t *o = sweep_json(r->srv->engine, &s, true, &final);
+  json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &s, true, &final);
   sweep_copy_free(&s);
   if (!o) return respond_json(r, 500, NULL);
   if (posted && !final) snprintf(r->location, sizeof r->location, "/sweeps/%" PRIu64, id);
@@ -397,41 +439,113 @@ static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *
   return MHD_YES;
 }
 
-/* Submits every point; on a refusal cancels those already queued (a race with the
- * client's other submissions, or an input that fits one point but not another)
- * and answers it. */
+/* Submits every point, all or none (engine_submit_all): a refusal of any point (a
+ * parent or input that does not exist, a shape that does not fit, a race with the
+ * client's other submissions) is answered, naming the point, and nothing is created. */
 static enum MHD_Result submit_points(struct request *r, const struct sweep_plan *p, const char *client,
                                      uint64_t *ids, bool *refused) {
   struct engine *e = r->srv->engine;
+  struct engine_job_request *reqs = calloc((size_t)p->n_points, sizeof *reqs);
+  struct job **jobs = calloc((size_t)p->n_points, sizeof *jobs);
+  *refused = true;
+  if (!reqs || !jobs) {
+    free(reqs);
+    free(jobs);
+    return respond_json(r, 500, NULL);
+  }
   for (int i = 0; i < p->n_points; i++) {
     const struct api_job_request *pt = &p->points[i];
-    struct engine_job_request req = {.spec = pt->spec, .device = pt->opts.device,
-                                     .priority = pt->opts.priority, .exclusive = pt->opts.exclusive,
-                                     .keep_output = pt->opts.keep_output, .host_sync = pt->opts.host_sync,
-                                     .n_depends = pt->opts.n_depends};
-    memcpy(req.depends_on, pt->opts.depends_on, sizeof req.depends_on);
-    snprintf(req.client, sizeof req.client, "%s", client);
-    req.admin = request_sees_all(r);
-    req.max_queued = r->who ? r->who->max_queued : 0;
-    struct job *job;
-    struct engine_error refusal;
-    if (engine_submit(e, &req, &job, &refusal) == 0) {
-      struct job_view v;
-      job_get_view(e, job, &v);
-      ids[i] = v.id;
-      job_unref(job);
-      continue;
-    }
-    for (int k = 0; k < i; k++) {
-      struct job *done = engine_job_get(e, ids[k]);
-      if (done) engine_job_cancel(e, done);
-      job_unref(done);
-    }
-    *refused = true;
-    return respond_refusal(r, &pt->spec, &refusal, "params.");
+    reqs[i] = (struct engine_job_request){.spec = pt->spec, .device = pt->opts.device,
+                                          .priority = pt->opts.priority, .exclusive = pt->opts.exclusive,
+                                          .keep_output = pt->opts.keep_output, .host_sync = pt->opts.host_sync,
+                                          .n_depends = pt->opts.n_depends, .admin = request_sees_all(r),
+                                          .max_queued = r->who ? r->who->max_queued : 0};
+    memcpy(reqs[i].depends_on, pt->opts.depends_on, sizeof reqs[i].depends_on);
+    snprintf(reqs[i].client, sizeof reqs[i].client, "%s", client);
   }
-  *refused = false;
-  return MHD_YES;
+  struct engine_error refusal;
+  int failed;
+  enum MHD_Result ret = MHD_YES;
+  if (engine_submit_all(e, reqs, p->n_points, jobs, &refusal, &failed) == 0) {
+    for (int i = 0; i < p->n_points; i++) {
+      struct job_view v;
+      job_get_view(e, jobs[i], &v);
+      ids[i] = v.id;
+      job_unref(jobs[i]);
+    }
+    *refused = false;
+  } else {
+    const struct exp_spec *spec = &p->points[failed >= 0 ? failed : 0].spec;
+    if (failed >= 0 && p->n_points > 1) { /* which point: its index in the sweep's order */
+      char message[sizeof refusal.message];
+      snprintf(message, sizeof message, "point %d of this sweep: %.280s", failed, refusal.message);
+      snprintf(refusal.message, sizeof refusal.message, "%s", message);
+    }
+    ret = respond_refusal(r, spec, &refusal, "params.");
+  }
+  free(reqs);
+  free(jobs);
+  return ret;
+}
+
+/* Takes back a sweep that could not be kept: its jobs withdrawn (engine.h: they do
+ * not run on and are recorded no further), the sweep forgotten. */
+static void take_back(struct request *r, const uint64_t *ids, int n, uint64_t sweep_id) {
+  for (int i = 0; i < n; i++) {
+    struct job *job = engine_job_get(r->srv->engine, ids[i]);
+    if (job) engine_job_withdraw(r->srv->engine, job);
+    job_unref(job);
+  }
+  if (sweep_id) sweeps_remove(r->srv->sweeps, sweep_id);
+}
+
+/* The sweep's row in the store: its description and its jobs. 0 or -ENOMEM. */
+static int put_sweep_row(struct store *store, uint64_t id, const char *client, double created, json_t *desc,
+                         const uint64_t *ids, int n) {
+  json_t *jobs = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(jobs, json_integer((json_int_t)ids[i]));
+  json_t *o = json_pack("{s:O,s:o}", "desc", desc, "jobs", jobs);
+  char *record = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  struct store_row row = {.table = STORE_SWEEPS, .id = id, .client = client, .created = created,
+                          .record = record};
+  int rc = record ? store_put(store, &row) : -ENOMEM;
+  free(record);
+  return rc;
+}
+
+/* Creates the sweep: its jobs (all or none), its entry and its row, which reach the
+ * store in one transaction with the jobs' first rows (store_hold), or not at all.
+ * Returns its id, or 0 with *ret answering why nothing was created. */
+static uint64_t create_sweep(struct request *r, const struct sweep_plan *plan, const char *client,
+                             enum MHD_Result *ret) {
+  struct store *store = r->srv->opts.store;
+  uint64_t *ids = calloc((size_t)plan->n_points, sizeof *ids), id = 0, ticket = 0;
+  if (!ids) {
+    *ret = respond_json(r, 500, NULL);
+    return 0;
+  }
+  bool refused;
+  double created = engine_now_unix();
+  char *desc = NULL;
+  int rc = 0;
+  if (store) store_hold(store);
+  *ret = submit_points(r, plan, client, ids, &refused);
+  if (!refused) {
+    desc = json_dumps(plan->desc, JSON_COMPACT);
+    rc = desc ? sweeps_add(r->srv->sweeps, client, ids, plan->n_points, desc, created, &id) : -ENOMEM;
+    if (rc == 0 && store && (rc = put_sweep_row(store, id, client, created, plan->desc, ids, plan->n_points)) == 0)
+      ticket = store_ticket(store);
+  }
+  if (store) store_release(store);
+  if (!refused && rc == 0 && store) rc = store_sync(store, ticket); /* jobs and sweep alike */
+  if (!refused && rc) {
+    take_back(r, ids, plan->n_points, rc == 0 ? 0 : id);
+    *ret = rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);
+  }
+  free(desc);
+  free(ids);
+  return refused || rc ? 0 : id;
 }
 
 enum MHD_Result sweeps_post(struct request *r) {
@@ -452,30 +566,54 @@ enum MHD_Result sweeps_post(struct request *r) {
   request_client(r, client, sizeof client);
   bool refused;
   enum MHD_Result ret = refuse_early(r, &plan, client, &refused);
-  uint64_t *ids = refused ? NULL : calloc((size_t)(plan.n_points > 0 ? plan.n_points : 1), sizeof *ids);
-  if (!refused && !ids) ret = respond_json(r, 500, NULL), refused = true;
-  if (!refused) ret = submit_points(r, &plan, client, ids, &refused);
-  char *desc = refused ? NULL : json_dumps(plan.desc, JSON_COMPACT);
-  uint64_t id = 0;
-  if (!refused && (!desc || sweeps_add(r->srv->sweeps, client, ids, plan.n_points, desc,
-                                       engine_now_unix(), &id))) {
-    for (int i = 0; i < plan.n_points; i++) { /* cannot keep the sweep: nothing runs */
-      struct job *job = engine_job_get(r->srv->engine, ids[i]);
-      if (job) engine_job_cancel(r->srv->engine, job);
-      job_unref(job);
-    }
-    ret = respond_json(r, 500, NULL), refused = true;
-  }
-  free(desc);
-  free(ids);
+  uint64_t id = refused ? 0 : create_sweep(r, &plan, client, &ret);
   plan_free(&plan);
-  if (refused) return ret;
+  if (!id) return ret;
   if (wait_s <= 0) return respond_sweep(r, id, true);
   r->sweep_id = id;
   r->suspended = true;
   MHD_suspend_connection(r->conn);
   sweep_watch_next(r, engine_now_mono() + wait_s); /* resumes at once when all have ended */
   return MHD_YES;
+}
+
+/* ---- the table kept across restarts ---- */
+
+static int reserve_sweep_ids(void *store, uint64_t upto) { return store_ids_reserve(store, "sweeps", upto); }
+
+/* store_sweeps' callback: a stored sweep back in the table. */
+static void restore_sweep(void *arg, uint64_t id, const char *client, double created, const char *record) {
+  json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
+  char *desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
+  uint64_t *ids = calloc(json_array_size(jobs) + 1, sizeof *ids);
+  size_t i;
+  json_array_foreach(jobs, i, job) ids[i] = ids ? (uint64_t)json_integer_value(job) : 0;
+  struct sweep_copy c = {.id = id, .created_at = created, .n_jobs = (int)json_array_size(jobs), .jobs = ids,
+                         .desc = desc};
+  snprintf(c.client, sizeof c.client, "%s", client);
+  if (!ids || !desc || sweeps_restore(arg, &c)) log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
+  free(ids);
+  free(desc);
+  json_decref(o);
+}
+
+int sweep_routes_open(struct http_server *srv) {
+  struct store *store = srv->opts.store;
+  uint64_t first = 1;
+  if (store) { /* past every stored sweep and every id a previous run reserved */
+    uint64_t stored = store_max_sweep_id(store), floor = store_ids_floor(store, "sweeps");
+    first = (stored > floor ? stored : floor) + 1;
+  }
+  int rc = sweeps_new(SWEEPS_KEPT_DEFAULT, first, store ? reserve_sweep_ids : NULL, store, &srv->sweeps);
+  if (rc == 0 && store) store_sweeps(store, SWEEPS_KEPT_DEFAULT, restore_sweep, srv->sweeps);
+  return rc;
+}
+
+void sweep_routes_close(struct http_server *srv) {
+  /* At a clean stop the mark goes back to the last id handed out: no gap. */
+  if (srv->opts.store && srv->sweeps) store_ids_reserve(srv->opts.store, "sweeps", sweeps_next_id(srv->sweeps) - 1);
+  sweeps_free(srv->sweeps);
+  srv->sweeps = NULL;
 }
 
 /* ---- GET /sweeps, GET and DELETE /sweeps/{id} ---- */
@@ -497,7 +635,7 @@ enum MHD_Result sweeps_index(struct request *r) {
   json_t *items = json_array(), *next = json_null();
   for (int i = 0; i < n && i < limit; i++) {
     bool final;
-    json_t *o = sweep_json(r->srv->engine, &list[i], false, &final);
+    json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &list[i], false, &final);
     if (o) json_array_append_new(items, o);
   }
   if (n > limit) next = json_integer((json_int_t)list[limit - 1].id);

@@ -4,6 +4,7 @@
 #ifndef GPULAB_HTTP_H
 #define GPULAB_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "server/engine.h"
@@ -22,6 +23,10 @@ struct http_options {
   const char *tls_cert_pem, *tls_key_pem; /* PEM text (borrowed), or NULL for HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
   int max_queued;           /* --max-queued: a sweep checks it before submitting any job */
+  const char *socket_path;  /* non-NULL: also listen on this Unix socket (clients: Unix users) */
+  int socket_mode;          /* its permission bits */
+  long socket_gid;          /* its group, or -1 */
+  bool no_tcp;              /* only the socket */
   struct store *store; /* borrowed; finished jobs older than memory are read here */
   const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/static.h) */
@@ -37,7 +42,10 @@ struct http_server;
  * -1 with a message in err. */
 int http_server_start(const struct http_options *opts, struct engine *engine,
                       struct http_server **out, char *err, size_t err_len);
-int http_server_port(const struct http_server *s); /* the bound port */
+int http_server_port(const struct http_server *s); /* the bound port; 0 with no_tcp */
+/* Connections one address may hold: --max-connections-per-ip, but at most a quarter
+ * of --max-connections (at least 1), so that others always find room. */
+int http_per_address_limit(int max_connections, int max_connections_per_ip);
 /* Stops accepting new connections; requests in flight go on. */
 void http_server_quiesce(struct http_server *s);
 /* Waits (timeout_s at most) until every request begun has been answered, so that

@@ -20,18 +20,24 @@ struct rate_bucket {
   double tokens, at;
 };
 
-/* A TCP connection, for the head deadline (http.c): a request's head must arrive
- * within --timeout seconds of the connection's start or of the previous answer,
- * however slowly its bytes trickle in. */
+/* A TCP connection, for the request deadline (http.c): a whole request, head and
+ * body, must arrive within --timeout seconds of the connection's start or of the
+ * previous answer, however slowly its bytes trickle in. */
 struct conn_watch {
   struct conn_watch *next, *prev;
   int fd;
-  double since;  /* engine_now_mono() when its current head became due */
-  bool heading;  /* waiting for a request head */
+  double since;  /* engine_now_mono() when its current request became due */
+  bool heading;  /* waiting for a request (its head or its body) */
+  /* On the Unix socket (--socket): the peer, from its credentials (SO_PEERCRED). */
+  bool local;
+  bool local_admin;  /* root, or gpulabd's own user: sees every client's jobs */
+  unsigned uid;
+  char user[64];     /* the Unix user name, or "uid:N" */
 };
 
 struct http_server {
-  struct MHD_Daemon *daemon;
+  struct MHD_Daemon *daemon;       /* TCP (--host/--port); NULL with no_tcp */
+  struct MHD_Daemon *unix_daemon;  /* the Unix socket (--socket), or NULL */
   struct engine *engine;
   struct http_options opts;
   double started_mono;
@@ -62,6 +68,7 @@ struct request {
   uint64_t job_id;    /* the job the request made or named, 0 if none */
   /* Who asks: the token's client, or (without --tokens) the peer address. */
   const struct auth_client *who;
+  bool local, local_admin; /* on the Unix socket: client is the peer's user name */
   char client[64];
   char location[48];  /* non-empty: sent as Location (201, 202) */
   char *body;
@@ -75,6 +82,7 @@ struct request {
   struct engine_watch watch;
   bool suspended;
   uint64_t sweep_id; /* non-zero: the request waits for this sweep (handlers_sweeps.c) */
+  uint64_t store_ticket; /* its job's first row in the store (store_ticket), 0 if none */
 };
 
 /* Responses. Each queues exactly one response and returns MHD's result. json is
@@ -117,6 +125,13 @@ int query_int(struct request *r, const char *name, long long lo, long long hi, l
 double rate_take_n(struct http_server *srv, const struct auth_client *who, int n);
 enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
                                 const struct engine_error *e, const char *params_prefix);
+/* The store (--db) could not take a write (err: a negative errno, store.h): 507
+ * insufficient_storage for a full disk or a size limit, else 503 store_unavailable;
+ * Retry-After either way. Nothing was accepted. */
+enum MHD_Result respond_storage(struct request *r, int err);
+/* 0 when the request may make something durable now (no store, or one that takes
+ * writes); else it has answered with respond_storage (*result). */
+bool request_store_refuses(struct request *r, enum MHD_Result *result);
 
 /* handlers_sweeps.c: POST and GET /sweeps, GET and DELETE /sweeps/{id}, and the
  * answer of a POST that waited for its sweep. */
@@ -124,8 +139,15 @@ enum MHD_Result sweeps_post(struct request *r);
 enum MHD_Result sweeps_index(struct request *r);
 enum MHD_Result sweep_route(struct request *r, const char *id_text);
 enum MHD_Result sweep_resumed(struct request *r);
+/* The sweeps' table (srv->sweeps), with the sweeps the store kept and ids past every
+ * earlier one: 0 or a negative errno. Closing puts the store's id mark back to the
+ * last one handed out, and frees the table. */
+int sweep_routes_open(struct http_server *srv);
+void sweep_routes_close(struct http_server *srv);
 
-/* handlers_buffers.c */
+/* handlers_buffers.c; respond_buffer_gone: 410 gone for a buffer id of a previous
+ * run (buffers live in memory), field naming where it was given. */
+enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field);
 enum MHD_Result buffers_post(struct request *r);
 enum MHD_Result buffers_list(struct request *r);
 enum MHD_Result buffer_route(struct request *r, const char *id_text);

@@ -1,6 +1,7 @@
 /* gpulabd: reads the flags, opens the backend, starts the engine and the HTTP
  * server, and shuts them down in order on SIGINT or SIGTERM. */
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/params.h"
@@ -100,6 +102,112 @@ static bool loopback(const char *host) {
   return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0;
 }
 
+/* The start-up checks of who may connect: tokens, a non-loopback --host, TLS and
+ * the socket's group. Returns 0, or 2 (the exit status) after saying why. */
+static int load_access(const struct config *cfg, struct auth **auth, char **tls_cert, char **tls_key,
+                       long *socket_gid) {
+  char err[512];
+  if (cfg->tokens && auth_load(cfg->tokens, auth, err, sizeof err)) {
+    fprintf(stderr, "gpulabd: --tokens %s\n", err);
+    return 2;
+  }
+  if (!*auth && !loopback(cfg->host) && !cfg->no_tcp) {
+    if (!cfg->insecure_no_auth) {
+      fprintf(stderr, "gpulabd: refusing to listen on %s without --tokens: anyone reaching it could "
+                      "run jobs on this GPU. Give --tokens FILE, or --insecure-no-auth if you mean it.\n",
+              cfg->host);
+      return 2;
+    }
+    log_warn("INSECURE: listening on %s without tokens (--insecure-no-auth): anyone who reaches "
+             "this port can run jobs", cfg->host);
+  }
+  if (!cfg->tls_cert != !cfg->tls_key) {
+    fprintf(stderr, "gpulabd: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  if (cfg->tls_cert && (!(*tls_cert = read_file(cfg->tls_cert, err, sizeof err)) ||
+                        !(*tls_key = read_file(cfg->tls_key, err, sizeof err)))) {
+    fprintf(stderr, "gpulabd: %s\n", err);
+    return 2;
+  }
+  if (*auth) log_info("tokens: %d client(s) from %s", auth_count(*auth), cfg->tokens);
+  if (cfg->socket_group) {
+    struct group *g = getgrnam(cfg->socket_group);
+    if (!g) {
+      fprintf(stderr, "gpulabd: --socket-group %s: no such group\n", cfg->socket_group);
+      return 2;
+    }
+    *socket_gid = (long)g->gr_gid;
+  }
+  return 0;
+}
+
+/* Opens --db (none: no store), prunes it, bounds it, and says where ids start.
+ * Returns 0 or -1 (logged). */
+static int open_store(const struct config *cfg, struct store **store, uint64_t *first_id,
+                      uint64_t *first_buffer_id) {
+  char err[512];
+  *first_id = *first_buffer_id = 1;
+  if (strcmp(cfg->db, "none") == 0) return 0; /* nothing durable; listings from memory */
+  if (store_open(cfg->db, store, err, sizeof err)) {
+    log_warn("gpulabd: --db %s", err);
+    return -1;
+  }
+  if (cfg->keep_days > 0) {
+    int pruned = store_prune(*store, engine_now_unix() - cfg->keep_days * 86400.0);
+    if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg->keep_days);
+  }
+  store_limit(*store, (uint64_t)cfg->max_db_bytes);
+  durable_first_ids(*store, first_id, first_buffer_id);
+  return 0;
+}
+
+/* The lines that say gpulabd is ready: the dashboard's Chart.js and where it listens. */
+static void log_ready(const struct config *cfg, struct http_server *server, int n_devices, bool tls) {
+  const char *chartjs = cfg->chartjs ? cfg->chartjs : STATIC_CHARTJS_DEFAULT;
+  struct stat st;
+  if (access(chartjs, R_OK) == 0 && stat(chartjs, &st) == 0 && S_ISREG(st.st_mode))
+    log_info("dashboard at / (Chart.js: %s)", chartjs);
+  else
+    log_warn("dashboard at /: no Chart.js at %s (not a readable regular file; install libjs-chart.js "
+             "or pass --chartjs): tables only", chartjs);
+  bool ipv6 = strchr(cfg->host, ':') != NULL; /* URLs bracket IPv6 addresses */
+  if (cfg->socket_path)
+    log_info("listening on unix:%s (mode %04o%s%s): clients are the Unix users who connect", cfg->socket_path,
+             cfg->socket_mode, cfg->socket_group ? ", group " : "", cfg->socket_group ? cfg->socket_group : "");
+  if (!cfg->no_tcp)
+    log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)", tls ? "https" : "http",
+             ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "", http_server_port(server), n_devices, cfg->streams,
+             cfg->http_threads);
+}
+
+/* Waits for a stop signal; meanwhile prunes the store once an hour, and watches the
+ * devices: a lost one (a sticky CUDA error) cannot come back in this process, so
+ * after a moment of /health saying 503, gpulabd exits for its supervisor (systemd,
+ * Kubernetes) to start it again; the store keeps the queue. Returns the exit status. */
+static int wait_for_stop(const struct config *cfg, struct engine *engine, struct store *store,
+                         const sigset_t *stop_signals) {
+  double next_prune = engine_now_mono() + 3600, lost_since = 0;
+  for (;;) {
+    struct timespec tick = {0, 250 * 1000 * 1000};
+    int sig = sigtimedwait(stop_signals, NULL, &tick);
+    if (sig >= 0) {
+      log_info("signal %d: stopping", sig);
+      return 0;
+    }
+    if (engine_now_mono() >= next_prune && cfg->keep_days > 0) {
+      if (store) store_prune(store, engine_now_unix() - cfg->keep_days * 86400.0);
+      next_prune = engine_now_mono() + 3600;
+    }
+    if (!engine_healthy(engine) && lost_since == 0) {
+      lost_since = engine_now_mono();
+      log_warn("a device was lost (its CUDA context failed): /health says 503; exiting in 2 s "
+               "with status %d for the supervisor to restart gpulabd, queue intact", EXIT_DEVICE_LOST);
+    }
+    if (lost_since > 0 && engine_now_mono() - lost_since >= 2) return EXIT_DEVICE_LOST;
+  }
+}
+
 int main(int argc, char **argv) {
   struct config cfg;
   char err[512];
@@ -116,37 +224,22 @@ int main(int argc, char **argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
   signal(SIGPIPE, SIG_IGN);
+  /* A file size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, as a full disk
+   * would, instead of killing gpulabd: the store refuses jobs and says so. */
+  signal(SIGXFSZ, SIG_IGN);
 
   struct backend *devices[16];
   int n_devices = 0;
   struct auth *auth = NULL;
   char *tls_cert = NULL, *tls_key = NULL;
+  long socket_gid = -1;
   api_params_allow_faults(cfg.allow_fault_injection);
   if (cfg.allow_fault_injection) log_warn("fault injection is allowed (--allow-fault-injection): for tests only");
-  if (cfg.tokens && auth_load(cfg.tokens, &auth, err, sizeof err)) {
-    fprintf(stderr, "gpulabd: --tokens %s\n", err);
+  if (load_access(&cfg, &auth, &tls_cert, &tls_key, &socket_gid)) {
+    auth_free(auth);
+    free(tls_cert);
     return 2;
   }
-  if (!auth && !loopback(cfg.host)) {
-    if (!cfg.insecure_no_auth) {
-      fprintf(stderr, "gpulabd: refusing to listen on %s without --tokens: anyone reaching it could "
-                      "run jobs on this GPU. Give --tokens FILE, or --insecure-no-auth if you mean it.\n",
-              cfg.host);
-      return 2;
-    }
-    log_warn("INSECURE: listening on %s without tokens (--insecure-no-auth): anyone who reaches "
-             "this port can run jobs", cfg.host);
-  }
-  if (!cfg.tls_cert != !cfg.tls_key) {
-    fprintf(stderr, "gpulabd: --tls-cert and --tls-key go together\n");
-    return 2;
-  }
-  if (cfg.tls_cert && (!(tls_cert = read_file(cfg.tls_cert, err, sizeof err)) ||
-                       !(tls_key = read_file(cfg.tls_key, err, sizeof err)))) {
-    fprintf(stderr, "gpulabd: %s\n", err);
-    return 2;
-  }
-  if (auth) log_info("tokens: %d client(s) from %s", auth_count(auth), cfg.tokens);
 
   struct engine *engine = NULL;
   struct http_server *server = NULL;
@@ -154,6 +247,7 @@ int main(int argc, char **argv) {
   struct store *store = NULL;
   FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
+  uint64_t first_id, first_buffer_id;
   if (metrics_new(&metrics)) {
     log_warn("gpulabd: out of memory");
     goto fail;
@@ -163,27 +257,18 @@ int main(int argc, char **argv) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
-  /* --db none: no store at all (nothing durable; listings come from memory). */
-  const bool durable = strcmp(cfg.db, "none") != 0;
-  if (durable && store_open(cfg.db, &store, err, sizeof err)) {
-    log_warn("gpulabd: --db %s", err);
-    goto fail;
-  }
-  if (durable && cfg.keep_days > 0) {
-    int pruned = store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
-    if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg.keep_days);
-  }
+  if (open_store(&cfg, &store, &first_id, &first_buffer_id)) goto fail;
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
                                .on_job_end = count_job, .on_job_end_arg = metrics,
-                               .on_job_change = durable ? durable_record : NULL,
-                               .on_job_change_arg = store,
-                               .first_id = durable ? store_max_id(store) + 1 : 1};
+                               .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
+                               .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
+                               .first_id = first_id, .first_buffer_id = first_buffer_id};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;
   }
   struct durable_recovery recovered;
-  if (durable && durable_recover(engine, store, &recovered) > 0)
+  if (store && durable_recover(engine, store, &recovered) > 0)
     log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovered.rerun,
              recovered.interrupted);
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
@@ -195,57 +280,22 @@ int main(int argc, char **argv) {
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
                                .timeout_s = cfg.timeout_s, .store = store,
-                               .max_queued = cfg.max_queued};
+                               .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
+                               .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
     goto fail;
   }
-  const char *chartjs = cfg.chartjs ? cfg.chartjs : STATIC_CHARTJS_DEFAULT;
-  if (access(chartjs, R_OK) == 0)
-    log_info("dashboard at / (Chart.js: %s)", chartjs);
-  else
-    log_warn("dashboard at /: no Chart.js at %s (install libjs-chart.js or pass --chartjs): tables only",
-             chartjs);
-  bool ipv6 = strchr(cfg.host, ':') != NULL; /* URLs bracket IPv6 addresses */
-  log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
-           tls_cert ? "https" : "http", ipv6 ? "[" : "", cfg.host, ipv6 ? "]" : "", http_server_port(server), n_devices,
-           cfg.streams, cfg.http_threads);
-
-  /* Wait for a stop signal; meanwhile prune the store once an hour, and watch the
-   * devices: a lost one (a sticky CUDA error) cannot come back in this process, so
-   * after a moment of /health saying 503, gpulabd exits for its supervisor
-   * (systemd, Kubernetes) to start it again; the store keeps the queue. */
-  int sig = -1;
-  double next_prune = engine_now_mono() + 3600, lost_since = 0;
-  while (sig < 0) {
-    struct timespec tick = {0, 250 * 1000 * 1000};
-    sig = sigtimedwait(&stop_signals, NULL, &tick);
-    if (sig >= 0) break;
-    if (engine_now_mono() >= next_prune && cfg.keep_days > 0) {
-      if (store) store_prune(store, engine_now_unix() - cfg.keep_days * 86400.0);
-      next_prune = engine_now_mono() + 3600;
-    }
-    if (!engine_healthy(engine) && lost_since == 0) {
-      lost_since = engine_now_mono();
-      log_warn("a device was lost (its CUDA context failed): /health says 503; exiting in 2 s "
-               "with status %d for the supervisor to restart gpulabd, queue intact", EXIT_DEVICE_LOST);
-    }
-    if (lost_since > 0 && engine_now_mono() - lost_since >= 2) break;
-  }
-  if (sig >= 0) {
-    log_info("signal %d: stopping", sig);
-    status = 0;
-  } else {
-    status = EXIT_DEVICE_LOST;
-  }
+  log_ready(&cfg, server, n_devices, tls_cert != NULL);
+  status = wait_for_stop(&cfg, engine, store, &stop_signals);
 fail:
   http_server_quiesce(server);
   /* Running jobs may finish; queued ones stay in the store for the next start.
    * Every waiting request is answered. */
   if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
-  if (status == EXIT_DEVICE_LOST) status = EXIT_DEVICE_LOST;
   http_server_drain(server, 2);
   http_server_stop(server);
+  if (engine && store) durable_release_ids(engine, store);
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
   metrics_free(metrics);

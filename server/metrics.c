@@ -1,5 +1,7 @@
 /* Prometheus metrics: a few labelled counters and histograms in small arrays (the
- * label sets are bounded: routes x methods x statuses, types x outcomes). */
+ * label sets are bounded: routes x methods x statuses, types x outcomes). Label
+ * values are escaped; a method outside HTTP's own is counted as "other", so that
+ * made-up methods from the network can neither break the exposition nor fill it. */
 #include "server/metrics.h"
 
 #include <errno.h>
@@ -10,7 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SERIES 512
+#include "api/utf8.h"
+#include "server/store.h"
+
+#define MAX_SERIES 1024
+/* The last slots are kept for {route="other",method="other",status}: where the
+ * table is full, a new series is counted there instead of being dropped. */
+#define OVERFLOW_SLOTS 64
 #define N_BUCKETS 12
 static const double bucket_bounds[N_BUCKETS] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05,
                                                 0.1,    0.5,    1,     5,     30,   300};
@@ -66,14 +74,34 @@ static void observe(struct histogram *h, double x) {
   h->n++;
 }
 
-void metrics_http_request(struct metrics *m, const char *route, const char *method, int status,
-                          double seconds) {
-  pthread_mutex_lock(&m->lock);
-  observe(&m->request_seconds, seconds);
+/* HTTP's methods (RFC 9110, and PATCH) as themselves; anything else "other". */
+static const char *method_label(const char *method) {
+  static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
+                                      "CONNECT", "TRACE"};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (strcmp(method, known[i]) == 0) return known[i];
+  return "other";
+}
+
+static int find_request_series(const struct metrics *m, const char *route, const char *method,
+                               int status) {
   int i = 0;
   while (i < m->n_requests && (m->requests[i].status != status || strcmp(m->requests[i].route, route) ||
                                strcmp(m->requests[i].method, method)))
     i++;
+  return i;
+}
+
+void metrics_http_request(struct metrics *m, const char *route, const char *method, int status,
+                          double seconds) {
+  method = method_label(method);
+  pthread_mutex_lock(&m->lock);
+  observe(&m->request_seconds, seconds);
+  int i = find_request_series(m, route, method, status);
+  if (i == m->n_requests && i >= MAX_SERIES - OVERFLOW_SLOTS) { /* full: one series per status */
+    route = method = "other";
+    i = find_request_series(m, route, method, status);
+  }
   if (i == m->n_requests && i < MAX_SERIES) {
     struct request_series *s = &m->requests[m->n_requests++];
     snprintf(s->route, sizeof s->route, "%s", route);
@@ -100,6 +128,18 @@ void metrics_job_ended(struct metrics *m, const char *type, const char *state, d
     if (run_s >= 0) observe(&m->jobs[i].run, run_s);
   }
   pthread_mutex_unlock(&m->lock);
+}
+
+/* value as a label value of the text format: backslash, double quote and line feed
+ * escaped, into buf (cap bytes; cut when longer). Returns buf. */
+static const char *label(const char *value, char *buf, size_t cap) {
+  size_t n = 0;
+  for (const char *p = value; *p && n + 3 <= cap; p++) {
+    if (*p == '\\' || *p == '"' || *p == '\n') buf[n++] = '\\';
+    buf[n++] = *p == '\n' ? 'n' : *p;
+  }
+  buf[n] = '\0';
+  return buf;
 }
 
 /* A growing text buffer. */
@@ -189,6 +229,30 @@ static void put_clock_gauges(struct text *t, struct engine *e) {
   free(info);
 }
 
+/* Who has jobs now: unfinished jobs per client (a token's name, a Unix user on
+ * --socket, or an address), the first 63 clients, the rest as "other". */
+static void put_client_gauges(struct text *t, struct engine *e) {
+  enum { MAX_CLIENTS = 64 };
+  struct engine_client_load *loads = calloc(MAX_CLIENTS, sizeof *loads);
+  if (!loads) {
+    t->failed = true;
+    return;
+  }
+  int n = engine_client_loads(e, loads, MAX_CLIENTS);
+  put(t, "# HELP gpulab_client_jobs Unfinished jobs per client (its token's name, its Unix user on --socket, "
+         "or its address): the first 63 clients with any, the rest as client=\"other\".\n"
+         "# TYPE gpulab_client_jobs gauge\n");
+  for (int i = 0; i < n; i++) {
+    char name[128], clean[64];
+    utf8_scrub(clean, sizeof clean, loads[i].client);
+    label(clean, name, sizeof name);
+    put(t, "gpulab_client_jobs{client=\"%s\",state=\"queued\"} %d\n", name, loads[i].queued);
+    put(t, "gpulab_client_jobs{client=\"%s\",state=\"waiting\"} %d\n", name, loads[i].waiting);
+    put(t, "gpulab_client_jobs{client=\"%s\",state=\"running\"} %d\n", name, loads[i].running);
+  }
+  free(loads);
+}
+
 static void put_engine_gauges(struct text *t, struct engine *e) {
   struct engine_counts c;
   engine_counts(e, &c);
@@ -215,18 +279,41 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
   for (int d = 0; d < engine_device_count(e); d++)
     put(t, "gpulab_device_healthy{device=\"%d\"} %d\n", d, backend_healthy(engine_device(e, d)) ? 1 : 0);
   put_clock_gauges(t, e);
+  put_client_gauges(t, e);
 }
 
-char *metrics_render(struct metrics *m, struct engine *e, size_t *len) {
+/* The store (--db): its size on disk and in use, its bound, and whether it takes writes. */
+static void put_store_gauges(struct text *t, struct store *store) {
+  struct store_status st;
+  store_status(store, &st);
+  put(t, "# HELP gpulab_store_bytes The job store's database file and its WAL on disk.\n"
+         "# TYPE gpulab_store_bytes gauge\ngpulab_store_bytes %llu\n", (unsigned long long)st.file_bytes);
+  put(t, "# HELP gpulab_store_used_bytes The job store's pages in use (what --max-db-bytes bounds).\n"
+         "# TYPE gpulab_store_used_bytes gauge\ngpulab_store_used_bytes %llu\n", (unsigned long long)st.used_bytes);
+  put(t, "# HELP gpulab_store_max_bytes --max-db-bytes (0: no bound).\n"
+         "# TYPE gpulab_store_max_bytes gauge\ngpulab_store_max_bytes %llu\n", (unsigned long long)st.max_bytes);
+  put(t, "# HELP gpulab_store_writable 1 while the store takes writes (and new jobs), 0 after a failed write.\n"
+         "# TYPE gpulab_store_writable gauge\ngpulab_store_writable %d\n", st.writable ? 1 : 0);
+  put(t, "# HELP gpulab_store_write_errors_total Store transactions that failed.\n"
+         "# TYPE gpulab_store_write_errors_total counter\ngpulab_store_write_errors_total %llu\n",
+      (unsigned long long)st.write_errors);
+  put(t, "# HELP gpulab_store_pruned_jobs_total Finished jobs deleted to keep the store within --max-db-bytes.\n"
+         "# TYPE gpulab_store_pruned_jobs_total counter\ngpulab_store_pruned_jobs_total %llu\n",
+      (unsigned long long)st.pruned_jobs);
+}
+
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len) {
   struct text t = {.buf = malloc(8192), .cap = 8192};
   if (!t.buf) return NULL;
   pthread_mutex_lock(&m->lock);
   put(&t, "# HELP gpulab_http_requests_total HTTP requests answered, by route, method and status.\n"
           "# TYPE gpulab_http_requests_total counter\n");
-  for (int i = 0; i < m->n_requests; i++)
+  for (int i = 0; i < m->n_requests; i++) {
+    char route[80], method[24];
     put(&t, "gpulab_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
-        m->requests[i].route, m->requests[i].method, m->requests[i].status,
-        (unsigned long long)m->requests[i].count);
+        label(m->requests[i].route, route, sizeof route), label(m->requests[i].method, method, sizeof method),
+        m->requests[i].status, (unsigned long long)m->requests[i].count);
+  }
   put(&t, "# HELP gpulab_http_request_duration_seconds Time from a request's first byte to its answer.\n"
           "# TYPE gpulab_http_request_duration_seconds histogram\n");
   put_histogram(&t, "gpulab_http_request_duration_seconds", "", &m->request_seconds);
@@ -249,6 +336,7 @@ char *metrics_render(struct metrics *m, struct engine *e, size_t *len) {
   put(&t, "# HELP process_start_time_seconds When gpulabd started (unix time).\n"
           "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n", started);
   put_engine_gauges(&t, e);
+  if (store) put_store_gauges(&t, store);
   if (t.failed) {
     free(t.buf);
     return NULL;

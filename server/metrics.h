@@ -1,7 +1,7 @@
 /* gpulabd's Prometheus metrics: HTTP requests by route, method and status, jobs by
  * type and outcome, histograms of queue wait, run time and request duration, and
  * gauges read from the engine when scraped. Rendered in the text exposition
- * format. Thread-safe. */
+ * format, with the store's size and health. Thread-safe. */
 #ifndef GPULAB_METRICS_H
 #define GPULAB_METRICS_H
 
@@ -20,8 +20,10 @@ void metrics_http_request(struct metrics *m, const char *route, const char *meth
 void metrics_job_ended(struct metrics *m, const char *type, const char *state, double queue_s,
                        double run_s);
 
-/* The whole exposition, with the engine's gauges read now. Returns a malloc'd,
- * NUL-terminated text (the caller frees it) and its length, or NULL. */
-char *metrics_render(struct metrics *m, struct engine *e, size_t *len);
+struct store;
+/* The whole exposition, with the engine's and the store's (NULL: none) gauges read
+ * now. Returns a malloc'd, NUL-terminated text (the caller frees it) and its
+ * length, or NULL. */
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len);
 
 #endif

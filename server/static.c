@@ -1,7 +1,7 @@
 /* Serving the dashboard (static.h): web/'s files from the copies embedded at build
  * time (or from --web-root, name for name), Chart.js from --chartjs, and
  * experiments.json (what each job type takes, from the tables the API validates
- * with); each with its Content-Type, an ETag honoured by If-None-Match, and a
+ * with); regular files only; each with its Content-Type, an ETag honoured by If-None-Match, and a
  * Content-Security-Policy that allows only the page's own origin. */
 #include "server/static.h"
 
@@ -97,13 +97,15 @@ static enum MHD_Result serve_embedded(struct request *r, const struct static_ass
 }
 
 /* A regular file on disk; its ETag comes from its inode, size and modification time,
- * so a 304 needs no read. Returns 1 (nothing queued) when it cannot be opened. */
+ * so a 304 needs no read. Returns 1 (nothing queued) when it cannot be opened or is
+ * not a regular file. Opened without blocking: a FIFO (or a device) in its place
+ * would otherwise hold this HTTP thread until a writer came. */
 static int serve_file(struct request *r, const char *path, const char *name, bool page,
                       enum MHD_Result *ret) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   struct stat st;
   if (fd < 0) return 1;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fcntl(fd, F_SETFL, 0) != 0) {
     close(fd);
     return 1;
   }

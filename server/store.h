@@ -1,45 +1,102 @@
 /* Durable job records in SQLite (WAL): every accepted job, every change of state,
  * and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
- * calls store_flush before it answers about a job, so what a client was told is on
- * disk. After a crash or a restart gpulabd reads the jobs that
- * had not finished back from here. One gpulabd per database: the file is locked.
- * Calls are serialized inside; safe from any thread. */
+ * waits for a job's first row (store_sync) before it answers, and refuses the job
+ * when that row could not be written, so what a client was told is on disk. After a
+ * crash or a restart gpulabd reads the jobs that had not finished back from here.
+ * Ids handed out are recorded ahead (store_ids_reserve), so that none is handed out
+ * twice, even after a failed write and a crash. One gpulabd per database: the file
+ * is locked. Calls are serialized inside; safe from any thread.
+ *
+ * Errors are negative errnos: -ENOSPC (the disk is full), -EFBIG (a file size limit,
+ * RLIMIT_FSIZE), -EDQUOT, -EROFS (read-only), -EIO (anything else, a corrupted file
+ * too), -ENOMEM. */
 #ifndef GPULAB_STORE_H
 #define GPULAB_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct store;
 
-/* One job's row. request is opaque bytes (what it takes to run the job again). */
+enum store_table { STORE_JOBS, STORE_SWEEPS };
+
+/* One job's row. request is opaque bytes (what it takes to run the job again). A
+ * sweep's row (table STORE_SWEEPS) has only id, client, created and record (its
+ * description and job ids as JSON text, written whole each time). */
 struct store_row {
+  enum store_table table;
   uint64_t id;
   const char *client, *type, *state;
   double created, finished; /* unix seconds; 0 = not yet */
   const void *request;
   size_t request_len;
   const char *record; /* the job as JSON text, or NULL to keep the stored one */
+  bool create;        /* the job's first row (inserted, or replacing a restored job's);
+                         else an update of a row that exists, and nothing if none does */
 };
 
-/* Opens (creating) path; ":memory:" keeps nothing. Returns 0, or -1 with err. */
+/* Opens (creating) path; ":memory:" keeps nothing. Refuses a database it could not
+ * keep jobs in: one that opens read-only, fails PRAGMA quick_check, or cannot take a
+ * write (one is made here). Returns 0, or a negative errno with err (which names
+ * path and says why). */
 int store_open(const char *path, struct store **out, char *err, size_t err_len);
 void store_close(struct store *s); /* NULL is a no-op */
 
 /* Queues row (copied) to be inserted or updated by the store's writer thread, which
- * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or -1
- * (out of memory; logged). Write errors are logged by the writer. */
+ * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or
+ * -ENOMEM (logged). Write errors are logged by the writer and reported by
+ * store_sync and store_status. */
 int store_put(struct store *s, const struct store_row *row);
 
-/* Waits until every row queued before this call is committed. Reads below do this
- * first, so they see every earlier store_put. */
+/* The ticket of the last row the calling thread queued with store_put (0 if none):
+ * for a caller whose rows were queued for it on its own thread (the engine's
+ * on_job_change, while it accepted a job) and that must know they are on disk. */
+uint64_t store_ticket(struct store *s);
+/* Waits until the row of ticket (and every row queued before it) has been written
+ * or has failed. Returns 0 (written, or ticket 0), or the negative errno of the
+ * failed transaction that held it. */
+int store_sync(struct store *s, uint64_t ticket);
+/* Waits until every row queued before this call is written or failed. Reads below
+ * do this first, so they see every earlier store_put. */
 void store_flush(struct store *s);
+/* Rows queued between store_hold and store_release are written in one transaction,
+ * all or none (the writer and flushers wait meanwhile): for rows that mean nothing
+ * apart (a sweep and its jobs). Hold briefly; holds nest. */
+void store_hold(struct store *s);
+void store_release(struct store *s);
+
+/* 0 while the store takes writes; else the negative errno of its last failed
+ * write. Cheap: a caller asks before it accepts anything. A failing store tries a
+ * small write of its own once a second and takes writes again once one succeeds. */
+int store_check(struct store *s);
+
+struct store_status {
+  bool writable;           /* store_check(s) == 0 */
+  int error;               /* the last failed write's errno (negative), 0 if none yet */
+  char message[200];       /* SQLite's words for it, "" if none */
+  uint64_t write_errors;   /* transactions that failed, since start */
+  uint64_t file_bytes;     /* the database file and its WAL on disk */
+  uint64_t used_bytes;     /* the database's pages in use (what --max-db-bytes bounds) */
+  uint64_t max_bytes;      /* store_limit's bound, 0 for none */
+  uint64_t pruned_jobs;    /* finished jobs deleted to keep within it, since start */
+};
+
+/* Keeps the database's pages in use within max_bytes (0: no bound): once a batch
+ * has gone past it, the oldest finished jobs are deleted until it holds 90% of it
+ * (free pages go back to the file system where the database allows it: new ones
+ * are made with incremental auto-vacuum). Checked now, and as rows are written.
+ * When finished jobs are not enough, store_check says -ENOSPC (new jobs are
+ * refused) until they are. The WAL is kept to a sixteenth of it too. */
+void store_limit(struct store *s, uint64_t max_bytes);
+void store_status(struct store *s, struct store_status *out);
 
 /* The stored record (JSON text, malloc'd: the caller frees it), or NULL. */
 char *store_record(struct store *s, uint64_t id);
 
 /* Records of jobs with ids below before_id (0: any), newest first, matching the
- * filters (NULL: any), at most limit: fn(arg, id, record) for each. Returns how many. */
+ * filters (NULL: any), at most limit: fn(arg, id, record) for each, called after the
+ * database is released (fn may call into the engine). Returns how many. */
 int store_list(struct store *s, uint64_t before_id, const char *state, const char *type,
                const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
                void *arg);
@@ -53,7 +110,21 @@ int store_unfinished(struct store *s,
 
 uint64_t store_max_id(struct store *s); /* 0 when empty */
 
-/* Deletes finished jobs that finished before unix time `before`. Returns how many. */
+/* The newest `limit` sweeps, oldest first: fn(arg, id, client, created, record).
+ * Returns how many. */
+int store_sweeps(struct store *s, int limit,
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void *arg);
+uint64_t store_max_sweep_id(struct store *s); /* 0 when none */
+
+/* Ids of the sequence name ("jobs", "buffers", "sweeps") up to upto are recorded as
+ * handed out: a later run starts above them (store_ids_floor). Written at once, in
+ * a transaction of its own. Returns 0 or a negative errno. */
+int store_ids_reserve(struct store *s, const char *name, uint64_t upto);
+uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never reserved */
+
+/* Deletes finished jobs that finished before unix time `before`, and sweeps made
+ * before it (and all but the newest 1000). Returns how many jobs. */
 int store_prune(struct store *s, double before);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -97,6 +98,14 @@ static char **build_argv(const char *exe, const char *const *extra) {
   return argv;
 }
 
+static uid_t spawn_uid = (uid_t)-1;
+static gid_t spawn_gid = (gid_t)-1;
+
+void gpulabd_spawn_as(uid_t uid, gid_t gid) {
+  spawn_uid = uid;
+  spawn_gid = gid;
+}
+
 static pid_t spawn(char **argv, int *log_fd) {
   int fds[2];
   CHECK(pipe2(fds, O_CLOEXEC) == 0);
@@ -104,8 +113,14 @@ static pid_t spawn(char **argv, int *log_fd) {
   pid_t pid = fork();
   CHECK(pid >= 0);
   if (pid == 0) { /* only async-signal-safe calls until exec */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     dup2(fds[1], STDERR_FILENO);
+    if (spawn_uid != (uid_t)-1 &&
+        (setgroups(0, NULL) != 0 || setgid(spawn_gid) != 0 || setuid(spawn_uid) != 0)) {
+      static const char msg[] = "test harness: cannot change to the asked user\n";
+      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(126);
+    }
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setuid, which clears it */
     execv(argv[0], argv);
     static const char msg[] = "test harness: cannot exec $GPULABD\n";
     (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -153,7 +168,8 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
   buf[0] = '\0';
   double deadline = now_s() + START_TIMEOUT_S;
   int port = -1;
-  bool eof = false;
+  bool eof = false, unix_only = false; /* --no-tcp: ready once it listens on its socket */
+  for (const char *const *a = extra_args; a && *a; a++) unix_only |= strcmp(*a, "--no-tcp") == 0;
   while (port < 0 && !eof) {
     int left_ms = (int)((deadline - now_s()) * 1e3);
     if (left_ms <= 0) break;
@@ -178,7 +194,8 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
       forward_log(buf + forwarded, (size_t)(nl + 1 - (buf + forwarded)));
       forwarded = (size_t)(nl + 1 - buf);
     }
-    port = find_port(buf);
+    port = unix_only ? (strstr(buf, "listening on unix:") && strstr(strstr(buf, "listening on unix:"), "\n") ? 0 : -1)
+                     : find_port(buf);
   }
   if (port < 0) {
     forward_log(buf + forwarded, len - forwarded);
@@ -284,6 +301,14 @@ void http_client_open(struct http_client *c, int port) {
   snprintf(c->base_url, sizeof c->base_url, "http://127.0.0.1:%d", port);
   c->local_addr[0] = '\0';
   c->token[0] = '\0';
+  c->unix_socket[0] = '\0';
+}
+
+void http_client_open_unix(struct http_client *c, const char *path) {
+  http_client_open(c, 0);
+  snprintf(c->base_url, sizeof c->base_url, "http://localhost");
+  CHECK(strlen(path) < sizeof c->unix_socket);
+  snprintf(c->unix_socket, sizeof c->unix_socket, "%s", path);
 }
 
 void http_client_open_from(struct http_client *c, int port, const char *local_addr) {
@@ -394,6 +419,7 @@ void http_client_request(struct http_client *c, const char *method, const char *
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
   if (c->local_addr[0]) curl_easy_setopt(h, CURLOPT_INTERFACE, c->local_addr);
+  if (c->unix_socket[0]) curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
 
   struct curl_slist *headers = NULL;
   if (content_type)

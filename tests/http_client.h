@@ -18,6 +18,7 @@ struct http_client {
   char base_url[64]; /* "http://127.0.0.1:PORT" */
   char local_addr[48]; /* "" or the address requests leave from (http_client_open_from) */
   char token[160];     /* non-empty: sent as Authorization: Bearer <token> */
+  char unix_socket[108]; /* non-empty: requests go over this Unix socket (--socket) */
 };
 
 /* A running gpulabd. It must stay at its address from start to stop (a thread
@@ -31,12 +32,16 @@ struct gpulabd {
 };
 
 /* Starts $GPULABD --host 127.0.0.1 --port 0 extra_args... (extra_args NULL-terminated,
- * or NULL) and waits (30 s at most) for its "listening on http://127.0.0.1:PORT" line.
+ * or NULL) and waits (30 s at most) for its "listening on http://127.0.0.1:PORT" line
+ * (with --no-tcp: its "listening on unix:" line; port is then 0).
  * Returns 0 with *out ready. If it exits (or times out) first, returns -1 with its
  * stderr in log (NUL-terminated, truncated to log_len) and *exit_status set to its
  * exit code (-1 for a signal or a timeout, then it is killed). */
 int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *log, size_t log_len,
                       int *exit_status);
+/* The gpulabd processes started after this call run as uid:gid (a test run as root
+ * that needs a user whom file modes hold back); (uid_t)-1 runs them as the test. */
+void gpulabd_spawn_as(uid_t uid, gid_t gid);
 /* gpulabd_try_start that fails the test, printing the log, if gpulabd does not start. */
 void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
 /* gpulabd_start for the GPU tests: where gpulabd says the CUDA backend is
@@ -64,6 +69,8 @@ struct http_reply {
 void http_reply_free(struct http_reply *reply); /* zeroes it; safe to call twice */
 
 void http_client_open(struct http_client *c, int port);
+/* A client whose requests go over the Unix socket at path (gpulabd --socket). */
+void http_client_open_unix(struct http_client *c, const char *path);
 /* http_client_open whose requests leave from local_addr (a numeric address such as
  * "127.0.0.2": Linux routes all of 127/8 to lo), so gpulabd sees another client. */
 void http_client_open_from(struct http_client *c, int port, const char *local_addr);

@@ -235,12 +235,20 @@ static void test_stopping_rules(struct backend *b) {
   struct exp_spec s = small_spec(EXP_STENCIL);
   s.n_variants = 1;
   s.timing = (struct exp_timing_params){1, 2, 1};
-  /* max_noise 1 (100%): quiet at once, but not before min_samples */
+  /* max_noise 1 (100%): quiet at once, but not before min_samples. On a loaded
+   * machine one preempted batch can keep the samples' noise above 100% for good
+   * (the run then ends at max_batches): such a run is tried again, a few times. */
   s.stop = (struct exp_stop_params){6, 1.0, 10.0};
   struct backend_job job = {.spec = &s};
   struct exp_result r;
   char err[128];
-  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+  for (int attempt = 0;; attempt++) {
+    CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
+    if (strcmp(r.runs[0].timing.stopped_by, "max_batches") != 0 || attempt == 4) break;
+    fprintf(stderr, "note: the noise rule ran to max_batches (relstdev %.2f: a preempted batch?); again\n",
+            r.runs[0].timing.relstdev);
+    release(b, &job);
+  }
   CHECK_STR_EQ(r.runs[0].timing.stopped_by, "noise");
   CHECK_INT_EQ(r.runs[0].timing.n_samples, 6);
   CHECK_INT_EQ(r.runs[0].timing.batches, 6);

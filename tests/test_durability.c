@@ -3,7 +3,7 @@
  * readable as they were, queued ones run again, running ones failed `interrupted`,
  * ones whose inputs lived in memory failed `interrupted` with the reason. SIGTERM
  * lets a running job finish within --grace and keeps the queued ones for the next
- * start. Old jobs are pruned with --keep-days. */
+ * start; one still running past --grace ends `interrupted`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +78,24 @@ static void test_crash(void) {
   j = job_wait_final(&d, child, 60);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   json_decref(j);
-  /* New jobs get new ids; the listing holds all of them. */
+  long long accepted[] = {done, running, queued, child, reads_memory};
+  int lost = 0;
+  for (int i = 0; i < 5; i++) {
+    char path[64];
+    struct http_reply r;
+    snprintf(path, sizeof path, "/jobs/%lld", accepted[i]);
+    http_get(&d, path, &r);
+    lost += r.status != 200;
+    http_reply_free(&r);
+  }
+  printf("crash: %d jobs accepted before kill -9, %d lost\n", 5, lost);
+  CHECK_INT_EQ(lost, 0);
+  /* New jobs get new ids, past every id the crashed run may have handed out (it
+   * reserved them ahead); the listing holds all six jobs. */
   long long fresh = post(&d, "/transpose", SMALL, 200);
   CHECK(fresh > reads_memory);
   json_t *list = http_get_json(&d, "/jobs?limit=100");
-  CHECK_INT_EQ(json_array_size(json_at(list, "jobs")), fresh);
+  CHECK_INT_EQ(json_array_size(json_at(list, "jobs")), 6);
   json_decref(list);
   gpulabd_stop(&d);
 }
@@ -106,6 +119,104 @@ static void test_sigterm(void) {
   gpulabd_stop(&d);
 }
 
+/* Sweeps survive a crash under their ids (their rows read from the store once
+ * their jobs are no longer in memory), and a new one never takes an old id; a
+ * buffer, which lives in memory, answers 410 gone after the restart, as an id and
+ * as a job's input, and new buffers get new ids. */
+static void test_sweeps_and_buffers(void) {
+  struct gpulabd d;
+  start(&d, "0");
+  struct http_reply r;
+  http_post_json(&d, "/sweeps", "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,\"batches\":1,"
+                 "\"reps\":1},\"axes\":{\"m\":[8,16],\"variant\":[\"naive\",\"padded33\"]}}", &r);
+  CHECK_STATUS(&r, 200);
+  long long sweep = JINT(r.json, "id");
+  json_t *rows = json_incref(json_at(r.json, "rows"));
+  http_reply_free(&r);
+  float data[6] = {1, 2, 3, 4, 5, 6};
+  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data, sizeof data, &r);
+  CHECK_STATUS(&r, 201);
+  long long buffer = JINT(r.json, "id");
+  http_reply_free(&r);
+  gpulabd_kill(&d);
+
+  start(&d, "0");
+  char path[64];
+  snprintf(path, sizeof path, "/sweeps/%lld", sweep);
+  json_t *again = http_get_json(&d, path);
+  CHECK_STR_EQ(JSTR(again, "state"), "done");
+  CHECK_INT_EQ(JINT(again, "axes.m[1]"), 16);
+  CHECK(json_equal(json_at(again, "rows"), rows)); /* figures and all, from the store */
+  json_decref(again);
+  json_decref(rows);
+  http_post_json(&d, "/sweeps?wait=0", "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,"
+                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4]}}", &r);
+  CHECK(r.status == 200 || r.status == 202);
+  CHECK(JINT(r.json, "id") > sweep);
+  http_reply_free(&r);
+  json_t *list = http_get_json(&d, "/sweeps");
+  CHECK_INT_EQ(json_array_size(json_at(list, "sweeps")), 2);
+  json_decref(list);
+  snprintf(path, sizeof path, "/buffers/%lld", buffer);
+  http_get(&d, path, &r);
+  CHECK_ERROR(&r, 410, "gone", "id");
+  http_reply_free(&r);
+  char body[160];
+  snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\"}", buffer);
+  http_post_json(&d, "/transpose", body, &r);
+  CHECK_ERROR(&r, 410, "gone", "a");
+  http_reply_free(&r);
+  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data, sizeof data, &r);
+  CHECK_STATUS(&r, 201);
+  CHECK(JINT(r.json, "id") > buffer);
+  http_reply_free(&r);
+  http_get(&d, "/buffers/999999", &r); /* not one of a previous run: unknown */
+  CHECK_ERROR(&r, 404, "buffer_not_found", "id");
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+}
+
+/* A clean stop leaves no gap: the next run's ids go on from the last one. */
+static void test_ids_after_clean_stop(void) {
+  struct gpulabd d;
+  start(&d, "0");
+  long long last = post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  start(&d, "0");
+  CHECK_INT_EQ(post(&d, "/transpose", SMALL, 200), last + 1);
+  gpulabd_stop(&d);
+}
+
+/* SIGTERM with --grace 1 and a job that needs longer: it is stopped at its next
+ * batch and ends failed `interrupted` (its owner did not cancel it), as read after
+ * the restart; one canceled by its owner before stays canceled. */
+static void test_sigterm_past_grace(void) {
+  struct gpulabd d;
+  const char *args[] = {"--backend", "cpu", "--streams", "2", "--db", db, "--grace", "1", NULL};
+  gpulabd_start(args, &d);
+  long long slow = post(&d, "/stencil?wait=0", SLOW, 202);
+  long long canceled = post(&d, "/stencil?wait=0", SLOW, 202);
+  job_wait_state(&d, slow, "running", 30);
+  job_wait_state(&d, canceled, "running", 30);
+  struct http_reply r;
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", canceled);
+  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+  gpulabd_start(args, &d);
+  json_t *j = get_job(&d, slow);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  CHECK(strstr(JSTR(j, "error.message"), "grace") != NULL);
+  json_decref(j);
+  j = get_job(&d, canceled);
+  CHECK_STR_EQ(JSTR(j, "state"), "canceled");
+  json_decref(j);
+  gpulabd_stop(&d);
+}
+
 /* Two gpulabd on one database: the second refuses to start. */
 static void test_one_per_db(void) {
   struct gpulabd a, b;
@@ -122,6 +233,9 @@ int main(void) {
   snprintf(db, sizeof db, "/tmp/gpulab-durability-%d.db", (int)getpid());
   test_crash();
   test_sigterm();
+  test_sigterm_past_grace();
+  test_sweeps_and_buffers();
+  test_ids_after_clean_stop();
   test_one_per_db();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);

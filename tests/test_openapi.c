@@ -446,7 +446,7 @@ static void test_service_routes(void) {
   json_t *experiments = json_incref(r.json);
   reply_free(&r);
   for (const char *const *p =
-           (const char *const[]){"/health", "/device", "/devices", "/metrics", "/openapi.json", NULL};
+           (const char *const[]){"/health", "/device", "/devices", "/metrics", "/openapi.json", "/me", NULL};
        *p; p++) {
     call(*p, "GET", *p, 200, NULL, NULL);
     call(*p, "HEAD", *p, 200, NULL, NULL);

@@ -276,14 +276,18 @@ static void test_encode(void) {
   CHECK_INT_EQ(json_integer_value(json_object_get(j, "status")), 404);
   CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "no route /x");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "instance")), "/x%20y%C3%A9"); /* a URI reference */
+  json_decref(j);
+  j = api_error_to_json(&err, "/jobs/%ff%zz"); /* as sent: a triplet kept, a stray % encoded */
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "instance")), "/jobs/%ff%25zz");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "code")), "not_found");
   CHECK(json_is_null(json_object_get(j, "field")));
   json_decref(j);
-  /* A message cut inside a character (as a long one is), and a stray byte: valid UTF-8 still. */
+  /* A message cut inside a character (as a long one is: the cut character dropped),
+   * and a stray byte (U+FFFD): valid UTF-8 still. */
   api_error_set(&err, 400, "unknown_field", "x\xff", "unknown field 'caf\xc3");
   j = api_error_to_json(&err, "/jobs");
   CHECK(j != NULL);
-  CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "unknown field 'caf\xef\xbf\xbd");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "unknown field 'caf");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "field")), "x\xef\xbf\xbd");
   json_decref(j);
   api_error_set(&err, 418, "teapot", "m", "short and stout"); /* a code without a title of its own */

@@ -163,7 +163,7 @@ static void test_tokens(void) {
   gpulabd_stop(&d);
 }
 
-/* /metrics in Prometheus' text format; promtool checks it where installed. */
+/* /metrics in Prometheus' text format, checked by promtool (which must be installed). */
 static void test_metrics(struct gpulabd *d) {
   struct http_reply r;
   http_post_json(d, "/transpose", SMALL, &r);

@@ -1,6 +1,7 @@
 /* The dashboard's files as gpulabd serves them (server/static.c), against a real
  * gpulabd on the CPU backend: the page at GET /, content types, ETags and 304s, the
- * Content-Security-Policy, Chart.js from --chartjs (and the page without it),
+ * Content-Security-Policy, Chart.js from --chartjs (and the page without it; a FIFO
+ * there or in --web-root is a 404, not a hung thread),
  * --web-root, every traversal attempt a JSON 404; and the data the page reads:
  * GET /jobs?fields=result and the pipeline's per-stream timeline. */
 #include <stdio.h>
@@ -405,6 +406,40 @@ static void test_web_root(void) {
   raw_free(&r);
 }
 
+/* A FIFO as --chartjs and as a page file in --web-root: opening one for reading
+ * would wait for a writer; gpulabd serves regular files only, so each is a 404 at
+ * once and its one HTTP thread goes on answering (it would hang on the first). */
+static void test_fifos(void) {
+  char fifo_root[64], chartjs[96], page[96];
+  snprintf(fifo_root, sizeof fifo_root, "/tmp/gpulab-fifo-root-XXXXXX");
+  CHECK(mkdtemp(fifo_root) != NULL);
+  snprintf(chartjs, sizeof chartjs, "%s/chart.min.js", fifo_root);
+  snprintf(page, sizeof page, "%s/app.css", fifo_root);
+  CHECK_INT_EQ(mkfifo(chartjs, 0600), 0);
+  CHECK_INT_EQ(mkfifo(page, 0600), 0);
+  const char *args[] = {"--backend", "cpu", "--http-threads", "1", "--chartjs", chartjs, "--web-root",
+                        fifo_root, NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  for (int i = 0; i < 2; i++) {
+    struct http_reply r;
+    http_get(&d, "/static/chart.min.js", &r);
+    CHECK_ERROR(&r, 404, "not_found", NULL);
+    CHECK(r.total_s < 2);
+    http_reply_free(&r);
+    http_get(&d, "/static/app.css", &r);
+    CHECK_ERROR(&r, 404, "not_found", NULL);
+    http_reply_free(&r);
+    http_get(&d, "/health", &r);
+    CHECK_STATUS(&r, 200);
+    http_reply_free(&r);
+  }
+  gpulabd_stop(&d);
+  unlink(chartjs);
+  unlink(page);
+  rmdir(fifo_root);
+}
+
 /* ---- the data the page reads ---- */
 
 static void test_jobs_fields(void) {
@@ -521,6 +556,7 @@ int main(void) {
   test_chartjs();
   test_without_chartjs();
   test_web_root();
+  test_fifos();
   test_experiments();
   test_jobs_fields();
   test_pipeline_timeline();

@@ -182,6 +182,33 @@ static void test_errors(void) {
   http_reply_free(&r);
 }
 
+/* A sweep refused by the engine (a parent or buffer that does not exist, an input
+ * that fits one point but not another) creates nothing: no job (none canceled
+ * after), no id used, nothing listed. */
+static void test_refused_whole(void) {
+  json_t *before = http_get_json(&D, "/jobs?limit=1000");
+  size_t listed = json_array_size(json_at(before, "jobs"));
+  json_decref(before);
+  sweep_error(404, "job_not_found", "depends_on", "no job 999999",
+              "{\"type\":\"transpose\",\"params\":{" FAST "},\"depends_on\":[999999],"
+              "\"axes\":{\"m\":[4,8,16]}}");
+  sweep_error(404, "buffer_not_found", "params.a", "no buffer 999999",
+              "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":999999}," FAST "},"
+              "\"axes\":{\"variant\":[\"naive\",\"padded33\"]}}");
+  float data[20] = {0};
+  struct http_reply r;
+  http_request(&D, "POST", "/buffers?shape=4,5", "application/octet-stream", (const char *)data, sizeof data, &r);
+  CHECK_STATUS(&r, 201);
+  char body[256];
+  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}," FAST "},"
+           "\"axes\":{\"m\":[4,7]}}", JINT(r.json, "id"));
+  http_reply_free(&r);
+  sweep_error(400, "shape_mismatch", "params.a", "point 1", body); /* m=4 fits, m=7 does not */
+  json_t *after = http_get_json(&D, "/jobs?limit=1000");
+  CHECK_INT_EQ(json_array_size(json_at(after, "jobs")), listed);
+  json_decref(after);
+}
+
 /* The client's --max-queued counts every point, checked before any is created:
  * 9 points > 8 refused whole; with jobs already queued, what is left. */
 static void test_limit(void) {
@@ -319,6 +346,8 @@ int main(void) {
   test_table();
   fprintf(stderr, "errors\n");
   test_errors();
+  fprintf(stderr, "refused whole\n");
+  test_refused_whole();
   fprintf(stderr, "limit\n");
   test_limit();
   fprintf(stderr, "wait and cancel\n");

@@ -67,6 +67,16 @@
       h('tbody', {}, rows)));
   }
 
+  /* Who gpulabd takes this page for: a token's client, a Unix user (through its
+   * --socket, e.g. an ssh tunnel to it), or an address. */
+  dash.loadMe = async function () {
+    try {
+      const me = await GL.getJSON('/me');
+      const by = { token: 'token', unix_socket: 'Unix user', address: 'address' }[me.by] || me.by;
+      document.getElementById('top-user').textContent = `you: ${me.client} (${by})`;
+    } catch (e) { /* an older gpulabd, or not allowed: nothing to show */ }
+  };
+
   dash.loadDevice = async function () {
     try {
       const d = await GL.getJSON('/device');
@@ -74,6 +84,7 @@
       renderDevice(d);
       if (d.device_count > 1) renderOtherDevices((await GL.getJSON('/devices')).devices);
       fillDeviceOptions(d);
+      dash.loadMe();
     } catch (e) {
       clear(document.getElementById('device')).append(h('p', { class: 'error', text: e.message }));
     }

@@ -10,6 +10,8 @@
  * curl: extra curl flags (a time limit for an endless stream); sample: the ```json
  * block after the command's block is its answer. */
 const done = (v) => v === 'done';
+/* The Unix user the test runs as: the socket's client (gpulabd runs as the same user). */
+const USER = require('os').userInfo().username;
 const GPU_RUN = ['result.backend', 'result.device', 'result.runs[*].clocks', 'result.runs[*].ceiling',
   'result.runs[*].percent_of_ceiling', 'result.runs[*].kernel'];
 /* On the CPU backend a batch is capped at about 100 ms: fewer warm-ups and reps. */
@@ -44,7 +46,8 @@ module.exports = [
   { cmd: 'curl localhost:8080/device', status: 200,
     json: { backend: 'cpu', device_count: 2, ceilings: null, streams: 4, nvml: (v) => /^unavailable: /.test(v) } },
   { cmd: 'curl localhost:8080/health', status: 200,
-    json: { status: 'ok', backend: 'cpu', 'jobs.done': (v) => v >= 4 } },
+    json: { status: 'ok', backend: 'cpu', 'jobs.done': (v) => v >= 4, 'store.status': 'ok', 'store.error': null } },
+  { cmd: 'curl localhost:8080/me', status: 200, json: { client: '127.0.0.1', by: 'address', sees_all: true } },
   { cmd: 'curl localhost:8080/openapi.json', status: 200,
     json: { openapi: '3.1.0', 'paths./jobs.post.operationId': (v) => typeof v === 'string' } },
 
@@ -96,6 +99,12 @@ module.exports = [
   /* Running it for a lab: TLS and the README's tokens file (alice's token) */
   { cmd: `curl -H "Authorization: Bearer $TOKEN" -d '{"m":1024,"n":1024}' https://gpubox:8080/transpose`, status: 200,
     json: { id: 1, client: 'alice', state: done } },
+  /* Who is who on the box: the plain gpulabd's --socket (its path stands for the README's);
+   * the test's own user is gpulabd's, so it sees all where the README's alice does not */
+  { cmd: 'curl --unix-socket /run/gpulab/gpulab.sock http://localhost/me', status: 200,
+    json: { client: USER, by: 'unix_socket', sees_all: true } },
+  { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/transpose`, status: 200,
+    json: { id: 16, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
-    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 10\n$/ },
+    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 11\n$/ },
 ];

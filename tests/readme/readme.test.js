@@ -4,7 +4,9 @@
  * in it, command by command and in order, against a fresh gpulabd on the CPU
  * backend (two CPU devices, for the multi-GPU examples) and, for the TLS example, a
  * second one with --tls-cert and the README's own tokens file. `curl` is the real
- * one with --connect-to, so that localhost:8080 and gpubox:8080 reach those ports.
+ * one with --connect-to, so that localhost:8080 and gpubox:8080 reach those ports;
+ * the first one also listens on --socket in the test's folder, which stands for the
+ * README's /run/gpulab/gpulab.sock (curl's arguments name it instead).
  * Each command must have its check in checks.js (same text, same order); the test
  * fails on a command without one and on a check without its command. A check gives
  * the status and the fields the README shows; a comment under a command that starts
@@ -126,8 +128,13 @@ function valueAt(root, p) {
 
 /* ---- running one command ---- */
 
-const PRELUDE = `curl() { command curl -sS -D "$GPULAB_HDR" --connect-to localhost:8080:127.0.0.1:$GPULAB_PORT \\
-  --connect-to gpubox:8080:127.0.0.1:$GPULAB_TLS_PORT --cacert "$GPULAB_CERT" $GPULAB_CURL_EXTRA "$@"; }
+const README_SOCKET = '/run/gpulab/gpulab.sock';
+const PRELUDE = `curl() {
+  local args=() a from=${README_SOCKET}
+  for a in "$@"; do args+=("\${a//"$from"/$GPULAB_SOCKET}"); done
+  command curl -sS -D "$GPULAB_HDR" --connect-to localhost:8080:127.0.0.1:$GPULAB_PORT \\
+    --connect-to gpubox:8080:127.0.0.1:$GPULAB_TLS_PORT --cacert "$GPULAB_CERT" $GPULAB_CURL_EXTRA "\${args[@]}"
+}
 set -o pipefail
 `;
 
@@ -202,11 +209,12 @@ async function main() {
   const md = R.read(README);
   const token = tokensFile(md);
   certificate();
-  const plain = await startGpulabd(['--devices', '0,1']);
+  const socket = path.join(work, 'gpulab.sock');
+  const plain = await startGpulabd(['--devices', '0,1', '--socket', socket]);
   const tls = await startGpulabd(['--tokens', path.join(work, 'tokens'), '--tls-cert', path.join(work, 'cert.pem'),
     '--tls-key', path.join(work, 'key.pem')]);
   const env = { GPULAB_PORT: String(plain.port), GPULAB_TLS_PORT: String(tls.port), GPULAB_CERT: path.join(work, 'cert.pem'),
-    TOKEN: token };
+    GPULAB_SOCKET: socket, TOKEN: token };
   const all = R.blocks(md);
   const state = {};
   let k = 0;
