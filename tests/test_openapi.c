@@ -7,7 +7,9 @@
  * the schema accepts what gpulabd accepts and refuses what it refuses with 400.
  * Every documented operation must be exercised, and the Allow of every 405 must
  * list exactly the documented methods. An error is an RFC 9457 problem whose type
- * is its code's entry in components/x-problem-types, with that entry's title.
+ * is its code's entry in components/x-problem-types, with that entry's title. The
+ * store's answers (410 gone after a restart, 507 past --max-db-bytes, /health's 503)
+ * come from a gpulabd of their own with a database file.
  *
  * The schemas are checked by ajv (JSON Schema 2020-12, as OpenAPI 3.1 has them),
  * not here: every body is recorded with the schema it must (or must not) match,
@@ -306,11 +308,14 @@ static void check_reply(const char *tmpl, const char *method, const struct reply
                 r->content_type);
   if (strcmp(media, "application/json") != 0 && strcmp(media, "application/problem+json") != 0) return;
   if (!r->json) CHECK_FAIL_("%s %s -> %ld: the body is not JSON: %.500s", method, tmpl, r->status, r->body);
-  if ((r->status >= 400) != (strcmp(media, "application/problem+json") == 0))
-    CHECK_FAIL_("%s %s -> %ld: Content-Type %s (errors are application/problem+json, nothing else is)", method,
-                tmpl, r->status, media);
+  /* /health's 503 is its report (Health: a device or the store failing), not a problem. */
+  bool problem = strcmp(media, "application/problem+json") == 0;
+  bool report = r->status == 503 && strcmp(tmpl, "/health") == 0;
+  if ((r->status >= 400 && !report) != problem)
+    CHECK_FAIL_("%s %s -> %ld: Content-Type %s (errors are application/problem+json, nothing else is; "
+                "/health's 503 is its report)", method, tmpl, r->status, media);
   expect_schema(json_object_get(mt, "schema"), r->json, true, NULL, "%s %s -> %ld", method, tmpl, r->status);
-  if (r->status >= 400) check_problem(method, tmpl, r);
+  if (problem) check_problem(method, tmpl, r);
 }
 
 /* Requests method path on d, checks the reply against tmpl, and expects status
@@ -810,6 +815,56 @@ static void test_methods(void) {
   }
 }
 
+/* The store's answers, on a gpulabd of their own with a database file and a small
+ * --max-db-bytes: a buffer of the run before a restart is 410 gone (as an id and as
+ * an input); unfinished jobs past the bound are 507 insufficient_storage, and /health
+ * then answers 503 with the store failing. */
+static void test_store(const char *dir) {
+  static const char *const json_ct[] = {"Content-Type: application/json", NULL};
+  static const char *const raw[] = {"Content-Type: application/octet-stream", NULL};
+  char db[64], path[80], body[256];
+  snprintf(db, sizeof db, "%s/store.db", dir);
+  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--max-db-bytes", "65536", NULL};
+  struct gpulabd u;
+  struct reply r;
+  gpulabd_start(args, &u);
+  float floats[4] = {0};
+  call_h(&u, "/buffers", "POST", "/buffers?shape=2,2", raw, (const char *)floats, sizeof floats, 201, NULL, &r);
+  long long buffer = JINT(r.json, "id");
+  reply_free(&r);
+  gpulabd_stop(&u);
+  gpulabd_start(args, &u);
+  snprintf(path, sizeof path, "/buffers/%lld", buffer);
+  call_h(&u, "/buffers/{id}", "GET", path, NULL, NULL, 0, 410, "gone", NULL);
+  call_h(&u, "/buffers/{id}", "HEAD", path, NULL, NULL, 0, 410, NULL, NULL);
+  call_h(&u, "/buffers/{id}", "DELETE", path, NULL, NULL, 0, 410, "gone", NULL);
+  snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\"," FAST "}", buffer);
+  call_h(&u, "/transpose", "POST", "/transpose", json_ct, body, strlen(body), 410, "gone", NULL);
+  const char *blocker = "{\"type\":\"stencil\",\"params\":{\"n\":2000000,\"radius\":64,\"variant\":\"naive\","
+                        "\"warmup\":0,\"batches\":100,\"reps\":1}}"; /* holds the one stream */
+  call_h(&u, "/jobs", "POST", "/jobs?wait=0", json_ct, blocker, strlen(blocker), 202, NULL, NULL);
+  bool refused = false;
+  for (int i = 0; i < 300 && !refused; i++) {
+    snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47,\"variant\":\"naive\","
+             FAST ",\"seed\":%d}}", i);
+    request(u.port, "POST", "/jobs?wait=0", json_ct, body, strlen(body), &r);
+    refused = r.status == 507;
+    if (r.status != 202 && !refused) CHECK_FAIL_("POST /jobs: HTTP %ld before the bound: %.2000s", r.status, r.body);
+    check_reply("/jobs", "POST", &r);
+    reply_free(&r);
+  }
+  if (!refused) CHECK_FAIL_("%s", "300 unfinished jobs and no 507 past --max-db-bytes 65536");
+  call_h(&u, "/health", "GET", "/health", NULL, NULL, 0, 503, NULL, &r);
+  CHECK_STR_EQ(JSTR(r.json, "store.status"), "failing");
+  CHECK_STR_EQ(JSTR(r.json, "store.error.code"), "insufficient_storage");
+  reply_free(&r);
+  gpulabd_kill(&u); /* its queue is of no interest */
+  for (const char *const *ext = (const char *const[]){"", "-wal", "-shm", NULL}; *ext; ext++) {
+    snprintf(path, sizeof path, "%s%s", db, *ext);
+    unlink(path);
+  }
+}
+
 /* With --tokens: 401 on protected routes, public ones without a token, a
  * token's rate and buffer quota. */
 static void test_tokens(void) {
@@ -898,6 +953,8 @@ int main(void) {
   test_methods();
   fprintf(stderr, "tokens\n");
   test_tokens();
+  fprintf(stderr, "store: 410, 507\n");
+  test_store(dir);
 
   /* Every documented operation was exercised. */
   const char *tmpl, *m;
