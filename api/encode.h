@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 #include "api/error.h"
-#include "kernels/backend.h"
+#include "kernels/backends/backend.h"
 #include "kernels/experiment.h"
 
 /* The effective params of spec (defaults filled in), as a request would give them. */

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "bench/cuda_try.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/cublas_loader.h"
-#include "kernels/stats.h"
+#include "kernels/backends/backend.h"
+#include "kernels/backends/cuda/cublas_loader.h"
+#include "kernels/core/stats.h"
 
 static cudaStream_t stream;
 static cudaEvent_t ev0, ev1;

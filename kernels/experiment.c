@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include "kernels/stats.h"
+#include "kernels/core/stats.h"
 
 /* A pipeline job has one run per stream count, in the same runs[] array. */
 _Static_assert(EXP_MAX_STREAM_COUNTS <= EXP_MAX_VARIANTS, "runs[] holds every stream count");

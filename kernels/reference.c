@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/gen.h"
-#include "kernels/stencil_best.h"
+#include "kernels/core/gen.h"
+#include "kernels/stencil/stencil_best.h"
 
 #define GRID (1.0 / 8388608.0) /* 2^-23: the grid gen_uniform's values lie on */
 #define PHASE_SCALE 3.14159265f

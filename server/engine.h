@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "kernels/backend.h"
+#include "kernels/backends/backend.h"
 #include "kernels/experiment.h"
 #include "server/events.h"
 

@@ -3,10 +3,10 @@
  * jobs, the timing order and budget, cancellation, and two lanes at once. */
 #include <math.h>
 #include <pthread.h>
-#include "kernels/backend.h"
-#include "kernels/gen.h"
+#include "kernels/backends/backend.h"
+#include "kernels/core/gen.h"
 #include "kernels/reference.h"
-#include "kernels/stencil_best.h"
+#include "kernels/stencil/stencil_best.h"
 #include "tests/check.h"
 
 static struct exp_spec small_spec(enum exp_type type) {

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "kernels/backend.h"
-#include "kernels/gen.h"
+#include "kernels/backends/backend.h"
+#include "kernels/core/gen.h"
 #include "tests/check.h"
 
 static struct backend *be;

@@ -2,9 +2,9 @@
  * naive computations at odd sizes, and the checks' power to catch wrong outputs. */
 #include <errno.h>
 #include <math.h>
-#include "kernels/gen.h"
+#include "kernels/core/gen.h"
 #include "kernels/reference.h"
-#include "kernels/stencil_best.h"
+#include "kernels/stencil/stencil_best.h"
 #include "tests/check.h"
 
 static struct reference *make_given(const struct exp_spec *spec, const float *const *given) {

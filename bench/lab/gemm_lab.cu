@@ -92,7 +92,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/cublas_loader.h"
 
 #define CK(call)                                                                         \
   do {                                                                                   \

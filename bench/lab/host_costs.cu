@@ -11,9 +11,9 @@
 #include <time.h>
 
 #include "bench/cuda_try.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/nvml_loader.h"
-#include "kernels/stats.h"
+#include "kernels/backends/backend.h"
+#include "kernels/backends/cuda/nvml_loader.h"
+#include "kernels/core/stats.h"
 
 enum { ITERS = 2000 };
 

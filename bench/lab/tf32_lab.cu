@@ -128,7 +128,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/cublas_loader.h"
 
 /* ===================== copied verbatim from kernels/cuda/cuda_best.cu ===================== */
 

@@ -4,7 +4,7 @@
 
 #include <math.h>
 #include <string.h>
-#include "kernels/stencil_best.h"
+#include "kernels/stencil/stencil_best.h"
 
 #define TRANSPOSE_TILE 32
 #define GEMM_TILE 16

@@ -1,5 +1,5 @@
 /* Summary statistics of timing samples. */
-#include "kernels/stats.h"
+#include "kernels/core/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* dlopen-based cuBLAS loader (cublas_loader.h). The library is opened once and never
  * closed; a failure is remembered with its reason and not retried. */
-#include "kernels/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/cublas_loader.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,11 +1,11 @@
 /* The stencil's `best` variant: a prefix sum per tile, so an output costs the same at
  * any radius (stencil_best.h has the tile geometry, shared with the CPU stand-in and
  * the reference's tolerance). */
-#include "kernels/cuda/cuda_best.cuh"
+#include "kernels/backends/cuda/cuda_best.cuh"
 
 #include <stdio.h>
 
-#include "kernels/stencil_best.h"
+#include "kernels/stencil/stencil_best.h"
 
 /* ---- stencil: y[i] = sum x[i-r..i+r] / (2r+1), x outside [0, n) is 0 ---- */
 

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels/cuda/cuda_kernels.cuh"
-#include "kernels/cuda/cuda_run_impl.h"
-#include "kernels/gen.h"
+#include "kernels/backends/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_run_impl.h"
+#include "kernels/core/gen.h"
 
 static const char *const METHOD_WALL =
     "host wall clock (CLOCK_MONOTONIC) around upload+kernel+download of all chunks and "

@@ -1,12 +1,12 @@
 /* Private to the CUDA backend's job runner (cuda_run.cu: kernel experiments, the
- * timed windows and the checks; cuda_pipeline.cu: the pipeline's passes): the state
+ * timed windows and the checks; kernels/pipeline/pipeline.cu: the pipeline's passes): the state
  * of one job on one lane, and the helpers both use. */
 #ifndef GPULAB_CUDA_RUN_IMPL_H
 #define GPULAB_CUDA_RUN_IMPL_H
 
 #include <time.h>
 
-#include "kernels/cuda/cuda_backend_impl.h"
+#include "kernels/backends/cuda/cuda_backend_impl.h"
 
 /* One job on one lane: what backend_run was given, plus its device state. */
 struct job_run {
@@ -77,7 +77,7 @@ struct exp_run *job_run_init(struct job_run *j, int r, int variant, const char *
 int job_run_plan(struct job_run *j, struct exp_run *run, int plan_rc, const struct cuda_plan *p,
                  const char *why);
 
-/* cuda_pipeline.cu: */
+/* kernels/pipeline/pipeline.cu: */
 int pipeline_plan_runs(struct job_run *j); /* one run per stream-count entry */
 int pipeline_setup(struct job_run *j);     /* input, outputs, streams, the output */
 extern const struct run_ops pipeline_ops;

@@ -2,7 +2,7 @@
  * or generated on the GPU with gen.h), its output and done fence, its timed windows
  * (launches one by one on the lane's stream, or as captured CUDA Graphs), and the
  * checks against reference.h. The kernel experiments are here; the pipeline's
- * passes are in cuda_pipeline.cu. It waits only on the lane's own streams and events;
+ * passes are in kernels/pipeline/pipeline.cu. It waits only on the lane's own streams and events;
  * a job's parents are waited for on the device (cudaStreamWaitEvent). */
 #include <errno.h>
 #include <stdio.h>
@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels/cuda/cuda_run_impl.h"
-#include "kernels/cuda/cuda_kernels.cuh"
-#include "kernels/gen.h"
+#include "kernels/backends/cuda/cuda_run_impl.h"
+#include "kernels/backends/cuda/cuda_kernels.cuh"
+#include "kernels/core/gen.h"
 #include "kernels/reference.h"
-#include "kernels/stats.h"
+#include "kernels/core/stats.h"
 
 static const char *const METHOD_EVENTS =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "

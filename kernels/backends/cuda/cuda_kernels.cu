@@ -1,13 +1,13 @@
 /* The lecture's kernels (seeds/000): transpose naive / tiled<32> / tiled<33> / copy,
  * GEMM naive and tiled (T = TK = 16), stencil naive and shared (B = 256), the
  * pipeline's synthesize, plus the input generator; the `best` variants live in
- * cuda_best_*.cu and are planned and launched through here. Bodies follow the lecture's code;
+ * kernels/<experiment>/ and are planned and launched through here. Bodies follow the lecture's code;
  * indices are size_t or 64-bit so sizes near the API's limits do not overflow.
  * Built without fast-math: sinf and the divisions are the accurate ones. */
-#include "kernels/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_kernels.cuh"
 
 #include <stdio.h>
-#include "kernels/gen.h"
+#include "kernels/core/gen.h"
 
 /* ---- transpose: A is m x n, B = A^T is n x m, both row-major ---- */
 

@@ -1,7 +1,7 @@
 /* The transpose's `best` variant: 64x64 tiles moved as float4 both ways, through a
  * swizzled shared tile, in a grouped launch order. Sizes that break 16-byte alignment
  * take 4-byte accesses in the same kernel (a uniform branch), so every size runs. */
-#include "kernels/cuda/cuda_best.cuh"
+#include "kernels/backends/cuda/cuda_best.cuh"
 
 #include <stdio.h>
 

@@ -1,5 +1,5 @@
 /* Picks and forwards to a backend (backend_impl.h). */
-#include "kernels/backend_impl.h"
+#include "kernels/backends/backend_impl.h"
 
 #include <stdio.h>
 

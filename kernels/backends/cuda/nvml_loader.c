@@ -1,7 +1,7 @@
 /* dlopen-based NVML loader (nvml_loader.h). The library is opened and initialized
  * once and never closed; a failure is remembered with its reason. The few types and
  * constants used are declared here, as nvml.h defines them. */
-#include "kernels/cuda/nvml_loader.h"
+#include "kernels/backends/cuda/nvml_loader.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
 #ifndef GPULAB_BACKEND_IMPL_H
 #define GPULAB_BACKEND_IMPL_H
 
-#include "kernels/backend.h"
+#include "kernels/backends/backend.h"
 
 #ifdef __cplusplus
 extern "C" {

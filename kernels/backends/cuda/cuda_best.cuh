@@ -1,4 +1,4 @@
-/* Private to the `best` kernels (cuda_best_*.cu): launch-shape helpers, the
+/* Private to the `best` kernels (each experiment folder's *_best.cu and gemm_tf32.cu): launch-shape helpers, the
  * grouped launch order, guarded vector loads and cp.async, shared by more than one
  * of them. */
 #ifndef GPULAB_CUDA_BEST_CUH
@@ -8,7 +8,7 @@
 
 #include <atomic>
 
-#include "kernels/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_kernels.cuh"
 
 #define KFUNC(f) reinterpret_cast<const void *>(&(f))
 

@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernels/backend_impl.h"
+#include "kernels/backends/backend_impl.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/gen.h"
+#include "kernels/core/gen.h"
 #include "kernels/reference.h"
-#include "kernels/stencil_best.h"
+#include "kernels/stencil/stencil_best.h"
 
 /* The lecture's repetition counts are sized for a GPU; a CPU call can take a second,
  * so warm-ups and reps are cut to about these budgets (batches never are). */

@@ -1,4 +1,4 @@
-/* Private to kernels/cuda/: the CUDA backend's state, shared by cuda_backend.cu
+/* Private to kernels/backends/cuda/: the CUDA backend's state, shared by cuda_backend.cu
  * (open, lanes, buffers, fences, errors) and cuda_run.cu (running one job). */
 #ifndef GPULAB_CUDA_BACKEND_IMPL_H
 #define GPULAB_CUDA_BACKEND_IMPL_H
@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <atomic>
 
-#include "kernels/backend_impl.h"
-#include "kernels/cuda/cublas_loader.h"
-#include "kernels/cuda/nvml_loader.h"
+#include "kernels/backends/backend_impl.h"
+#include "kernels/backends/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/nvml_loader.h"
 
 #define ATTR_CACHE_MAX 32
 

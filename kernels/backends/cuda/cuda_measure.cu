@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/cuda_backend_impl.h"
-#include "kernels/cuda/cuda_kernels.cuh"
-#include "kernels/gen.h"
-#include "kernels/stats.h"
+#include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/backends/cuda/cuda_kernels.cuh"
+#include "kernels/core/gen.h"
+#include "kernels/core/stats.h"
 
 /* ---- kernels ---- */
 

@@ -61,7 +61,7 @@ cudaError_t gen_launch(float *d, size_t n, uint64_t seed, uint32_t stream, float
  * check instead of passing on an earlier variant's output. */
 cudaError_t poison_launch(float *d, size_t n, cudaStream_t s);
 
-/* Internal to kernels/cuda/ (cuda_best_*.cu plan and launch through these):
+/* Internal to the CUDA side (the best kernels plan and launch through these):
  * cuda_plan_set fills func, name, description and a 1x1x1 launch without shared
  * memory; cuda_plan_grid_ok returns -1 with why when grid.y or grid.z exceeds 65535;
  * cuda_plan_launch launches plan with args on s (an empty grid launches nothing) and
@@ -71,7 +71,7 @@ void cuda_plan_set(struct cuda_plan *plan, const void *func, const char *name,
 int cuda_plan_grid_ok(const struct cuda_plan *plan, char *why, size_t why_len);
 cudaError_t cuda_plan_launch(const struct cuda_plan *plan, void **args, cudaStream_t s);
 
-/* The `best` variants (cuda_best_*.cu), reached through the plan and launch functions
+/* The `best` variants (each experiment folder's *_best.cu and gemm_tf32.cu), reached through the plan and launch functions
  * above with TRANSPOSE_BEST, GEMM_BEST, GEMM_TF32 and STENCIL_BEST. They need 16-byte
  * aligned pointers for their vector paths (every device allocation is); a pointer or
  * a row length that is not falls back to 4-byte accesses (transpose, stencil: the same

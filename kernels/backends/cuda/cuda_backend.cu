@@ -10,8 +10,8 @@
 #include <unistd.h>
 #include <new>
 
-#include "kernels/cuda/cuda_backend_impl.h"
-#include "kernels/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/backends/cuda/cuda_kernels.cuh"
 
 /* ---- errors ---- */
 
