@@ -22,12 +22,12 @@ static double time_ms(void (*fn)(void *), void *arg, int warmup, int batches, in
   double samples[32];
   for (int i = 0; i < warmup; i++) fn(arg);
   for (int b = 0; b < batches; b++) {
-    TRY(cudaEventRecord(ev0, stream));
+    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
     for (int i = 0; i < reps; i++) fn(arg);
-    TRY(cudaEventRecord(ev1, stream));
-    TRY(cudaEventSynchronize(ev1));
+    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
+    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
     float ms = 0;
-    TRY(cudaEventElapsedTime(&ms, ev0, ev1));
+    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
     samples[b] = ms / reps;
   }
   struct stats_summary s;
@@ -41,18 +41,18 @@ struct copy_arg {
 };
 static void copy_once(void *p) {
   struct copy_arg *a = (struct copy_arg *)p;
-  TRY(cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  CUDA_OR_EXIT(cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
 /* GB/s of a device-to-device copy of n floats, counting bytes read and written. */
 static double d2d_gbs(size_t n) {
   struct copy_arg a = {NULL, NULL, n};
-  TRY(cudaMalloc(&a.dst, n * sizeof(float)));
-  TRY(cudaMalloc(&a.src, n * sizeof(float)));
-  TRY(cudaMemsetAsync(a.src, 0x3f, n * sizeof(float), stream));
+  CUDA_OR_EXIT(cudaMalloc(&a.dst, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&a.src, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMemsetAsync(a.src, 0x3f, n * sizeof(float), stream));
   double ms = time_ms(copy_once, &a, 5, 9, 20);
-  TRY(cudaFree(a.dst));
-  TRY(cudaFree(a.src));
+  CUDA_OR_EXIT(cudaFree(a.dst));
+  CUDA_OR_EXIT(cudaFree(a.src));
   return 8.0 * n / ms / 1e6;
 }
 
@@ -91,20 +91,20 @@ static double cublas_tflops(int n, cublasMath_t mode) {
     return 0;
   }
   size_t count = (size_t)n * n;
-  TRY(cudaMalloc(&g.a, count * sizeof(float)));
-  TRY(cudaMalloc(&g.b, count * sizeof(float)));
-  TRY(cudaMalloc(&g.c, count * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&g.a, count * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&g.b, count * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&g.c, count * sizeof(float)));
   fill_kernel<<<1024, 256, 0, stream>>>(g.a, count, 1);
   fill_kernel<<<1024, 256, 0, stream>>>(g.b, count, 2);
-  TRY(cudaGetLastError());
+  CUDA_OR_EXIT(cudaGetLastError());
   if (cublas_loader_handle_new(g.f, stream, &g.h) != CUBLAS_STATUS_SUCCESS) exit(1);
   g.f->set_math_mode(g.h, mode);
   int reps = n >= 8192 ? 5 : 20;
   double ms = time_ms(sgemm_once, &g, 3, 7, reps);
   g.f->destroy(g.h);
-  TRY(cudaFree(g.a));
-  TRY(cudaFree(g.b));
-  TRY(cudaFree(g.c));
+  CUDA_OR_EXIT(cudaFree(g.a));
+  CUDA_OR_EXIT(cudaFree(g.b));
+  CUDA_OR_EXIT(cudaFree(g.c));
   return 2.0 * n * (double)n * n / ms / 1e9;
 }
 
@@ -174,9 +174,9 @@ int main(int argc, char **argv) {
     return 77;
   }
   printf("%s\n", why);
-  TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  TRY(cudaEventCreate(&ev0));
-  TRY(cudaEventCreate(&ev1));
+  CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OR_EXIT(cudaEventCreate(&ev0));
+  CUDA_OR_EXIT(cudaEventCreate(&ev1));
 
   double d2d26 = d2d_gbs((size_t)1 << 26), d2d28 = quick ? d2d26 : d2d_gbs((size_t)1 << 28);
   double sg4 = cublas_tflops(4096, CUBLAS_DEFAULT_MATH);

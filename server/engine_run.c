@@ -144,13 +144,13 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
     job->result = result;
     result = NULL;
     end_job_locked(e, job, JOB_DONE, NULL, NULL);
-  } else if (rc == BACKEND_ECANCELED && job->parent_failure[0]) {
+  } else if (rc == -ECANCELED && job->parent_failure[0]) {
     end_job_locked(e, job, JOB_FAILED, "parent_failed", job->parent_failure);
-  } else if (rc == BACKEND_ECANCELED) {
+  } else if (rc == -ECANCELED) {
     end_job_locked(e, job, JOB_CANCELED, "canceled", err);
   } else {
-    const char *code = rc == BACKEND_ENOMEM  ? "out_of_memory"
-                       : rc == BACKEND_EDEVICE ? "gpu_context_lost"
+    const char *code = rc == -ENOMEM  ? "out_of_memory"
+                       : rc == -EIO ? "gpu_context_lost"
                                                : "backend_error";
     end_job_locked(e, job, JOB_FAILED, code, err);
   }
@@ -163,7 +163,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
 /* Runs job (marked running on w's lane) to its end, on the calling thread. */
 static void run_job(struct engine *e, struct worker *w, struct job *job, struct backend_job *bj) {
   char err[256] = "";
-  int rc = BACKEND_ENOMEM;
+  int rc = -ENOMEM;
   struct exp_result *result = calloc(1, sizeof *result);
   struct run_ctx ctx = {.e = e, .job = job, .bj = bj, .gate = e->gates[w->device]};
   if (!result) {
@@ -173,7 +173,7 @@ static void run_job(struct engine *e, struct worker *w, struct job *job, struct 
     rc = backend_run(e->devices[w->device], w->lane, bj, &hooks, result, err, sizeof err);
   }
   hold(&ctx, 0);
-  if (rc && rc != BACKEND_ECANCELED)
+  if (rc && rc != -ECANCELED)
     log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
   finish_run(e, job, bj, rc, result, err);
 }

@@ -485,7 +485,7 @@ static void test_cancel_and_invalid(struct backend *b) {
   struct backend_job job = {.spec = &s};
   struct exp_result r;
   struct trace t = {.cancel_after = 2};
-  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), BACKEND_ECANCELED);
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), -ECANCELED);
   CHECK_INT_EQ(t.n, 1); /* polls: warm-up, batch 0, then canceled before batch 1 */
   check_phases(&t, 1);  /* the window is closed, IDLE follows */
   CHECK(job.output != NULL && job.done != NULL); /* issued: the engine's now */
@@ -493,21 +493,21 @@ static void test_cancel_and_invalid(struct backend *b) {
   char err[128];
   s.variants[0] = 7;
   t = (struct trace){.cancel_after = -1};
-  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), BACKEND_EINVAL);
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), -EINVAL);
   CHECK(t.n_phases == 0 && t.issued == 0 && job.output == NULL && job.done == NULL);
   s = small_spec(EXP_TRANSPOSE);
-  CHECK_INT_EQ(backend_run(b, 2, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 2, &job, NULL, &r, err, sizeof err), -EINVAL);
   float ten[10] = {0};
   struct backend_buffer *buf = NULL;
   CHECK_INT_EQ(backend_buffer_upload(b, ten, 10, &buf, err, sizeof err), 0);
   job.input[0] = buf; /* 10 floats for a 33 x 47 input */
-  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), -EINVAL);
   CHECK(strstr(err, "input a") != NULL);
   CHECK(job.output == NULL && job.done == NULL);
   backend_buffer_free(b, buf);
   s.u.transpose.m = -1;
   job.input[0] = NULL;
-  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), -EINVAL);
 }
 
 static void test_capped(struct backend *b) {

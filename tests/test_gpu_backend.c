@@ -706,7 +706,7 @@ static void test_cold(bool small) {
   g.graph = true; /* a graph replays its launches hot: refused */
   struct backend_job job = {.spec = &g};
   char err[256] = "";
-  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &cold, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &cold, err, sizeof err), -EINVAL);
   CHECK(strstr(err, "cold") != NULL);
 }
 
@@ -836,7 +836,7 @@ static void test_hooks(void) {
   job = (struct backend_job){.spec = &s};
   trace_init(&t);
   t.cancel_after = 1;
-  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), BACKEND_ECANCELED);
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), -ECANCELED);
   CHECK_INT_EQ(t.progress_calls, 1);
   check_phases(&t, 1);
   CHECK(job.output != NULL && job.done != NULL);
@@ -847,7 +847,7 @@ static void test_hooks(void) {
   job = (struct backend_job){.spec = &s};
   trace_init(&t);
   t.cancel_after = 0; /* canceled before the first batch */
-  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), BACKEND_ECANCELED);
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), -ECANCELED);
   check_phases(&t, 1);
   job_drop(&job);
   CHECK(backend_healthy(be));
@@ -1112,7 +1112,7 @@ static void test_errors(void) {
   struct exp_spec s = stencil_spec(1000, 2);
   s.timing.batches = 0;
   struct backend_job job = {.spec = &s};
-  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), -EINVAL);
   CHECK_STR_EQ(t.log, ""); /* refused before any device work */
   CHECK(job.output == NULL && job.done == NULL);
 
@@ -1122,7 +1122,7 @@ static void test_errors(void) {
   s = stencil_spec(11, 2);
   s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
   job = (struct backend_job){.spec = &s, .input = {small}};
-  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), -EINVAL);
   printf("wrong-sized input: %s\n", err);
   backend_buffer_free(be, small);
 
@@ -1133,11 +1133,11 @@ static void test_errors(void) {
   trace_init(&t);
   int rc = run_traced(0, &job, &t, &res, err, sizeof err);
   printf("4 TiB transpose: rc %d: %s\n", rc, err);
-  CHECK_INT_EQ(rc, BACKEND_ENOMEM);
+  CHECK_INT_EQ(rc, -ENOMEM);
   CHECK_STR_EQ(t.log, "SI");
   CHECK(job.output == NULL && job.done == NULL);
   struct backend_buffer *huge = NULL;
-  CHECK_INT_EQ(backend_buffer_upload(be, h, 1ull << 40, &huge, err, sizeof err), BACKEND_ENOMEM);
+  CHECK_INT_EQ(backend_buffer_upload(be, h, 1ull << 40, &huge, err, sizeof err), -ENOMEM);
   CHECK(huge == NULL);
   CHECK(backend_healthy(be));
   run_ok(transpose_spec(77, 3));

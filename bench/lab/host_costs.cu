@@ -103,42 +103,42 @@ int main(void) {
     return 77;
   }
   printf("%s\n", why);
-  TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
-  TRY(cudaEventCreate(&e0));
-  TRY(cudaEventCreate(&e1));
+  CUDA_OR_EXIT(cudaEventCreate(&e0));
+  CUDA_OR_EXIT(cudaEventCreate(&e1));
   float *d, *h_pinned, *h_page = (float *)malloc(4096 * sizeof(float));
-  TRY(cudaMalloc(&d, 4096 * sizeof(float)));
-  TRY(cudaMallocHost(&h_pinned, 4096 * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&d, 4096 * sizeof(float)));
+  CUDA_OR_EXIT(cudaMallocHost(&h_pinned, 4096 * sizeof(float)));
   char bus[32];
-  TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
+  CUDA_OR_EXIT(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
   void *nvml = nvml_loader_device(bus, why, sizeof why);
 
   printf("| step (one call, host wall clock) | p50 us | p99 us | min us |\n| --- | --- | --- | --- |\n");
   MEASURE("launch + cudaStreamSynchronize", {
     empty_kernel<<<1, 32, 0, stream>>>();
-    TRY(cudaStreamSynchronize(stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("event, launch, event + cudaEventSynchronize + ElapsedTime", {
-    TRY(cudaEventRecord(e0, stream));
+    CUDA_OR_EXIT(cudaEventRecord(e0, stream));
     empty_kernel<<<1, 32, 0, stream>>>();
-    TRY(cudaEventRecord(e1, stream));
-    TRY(cudaEventSynchronize(e1));
+    CUDA_OR_EXIT(cudaEventRecord(e1, stream));
+    CUDA_OR_EXIT(cudaEventSynchronize(e1));
     float ms;
-    TRY(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, e0, e1));
   });
   MEASURE("cudaMallocAsync + cudaFreeAsync 16 KiB + sync", {
     float *p;
-    TRY(cudaMallocAsync(&p, 4096 * sizeof(float), stream));
-    TRY(cudaFreeAsync(p, stream));
-    TRY(cudaStreamSynchronize(stream));
+    CUDA_OR_EXIT(cudaMallocAsync(&p, 4096 * sizeof(float), stream));
+    CUDA_OR_EXIT(cudaFreeAsync(p, stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("cudaMemcpyAsync D2H 16 KiB pinned + sync", {
-    TRY(cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    TRY(cudaStreamSynchronize(stream));
+    CUDA_OR_EXIT(cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("cudaMemcpy D2H 16 KiB pageable", {
-    TRY(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OR_EXIT(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost));
   });
   if (nvml) {
     struct nvml_reading r;

@@ -28,7 +28,7 @@ int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend
 #else
   if (kind == BACKEND_CUDA) {
     snprintf(why, why_len, "cuda backend unavailable: gpulabd was built without CUDA (no nvcc)");
-    return BACKEND_EUNAVAIL;
+    return -ENODEV;
   }
   int rc = cpu_backend_open(n_lanes, out, why, why_len);
   if (rc == 0) snprintf(why, why_len, "cpu backend: gpulabd was built without CUDA (no nvcc)");
@@ -67,7 +67,7 @@ void backend_device_info(struct backend *b, struct backend_device_info *info) {
 int backend_measure_ceilings(struct backend *b, char *why, size_t why_len) {
   if (!b->ops->measure_ceilings) {
     snprintf(why, why_len, "%s backend: no ceilings to measure", b->ops->name);
-    return BACKEND_EUNAVAIL;
+    return -ENODEV;
   }
   return b->ops->measure_ceilings(b, why, why_len);
 }
@@ -80,7 +80,7 @@ int backend_run(struct backend *b, int lane, struct backend_job *job,
                 size_t err_len) {
   if (lane < 0 || lane >= b->n_lanes) {
     snprintf(err, err_len, "lane %d out of range 0..%d", lane, b->n_lanes - 1);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   return b->ops->run(b, lane, job, hooks, result, err, err_len);
 }

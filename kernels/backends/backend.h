@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 #include "kernels/experiment.h"
 
@@ -16,12 +17,13 @@ extern "C" {
 
 enum backend_kind { BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA };
 
-/* Errors: 0 or one of these. */
-#define BACKEND_ECANCELED (-1) /* hooks->canceled said stop; the result is partial */
-#define BACKEND_ENOMEM (-2)    /* device (or host) memory ran out; the backend is fine */
-#define BACKEND_EDEVICE (-3)   /* the device failed; backend_healthy() is now false */
-#define BACKEND_EINVAL (-4)    /* a spec (or lane count) the backend cannot take */
-#define BACKEND_EUNAVAIL (-5)  /* backend_open: this kind is not available here */
+/* Errors: every call returns 0 or a negative errno value (<errno.h>), the human
+ * message in the caller's buffer:
+ *   -ECANCELED  hooks->canceled said stop; the result is partial
+ *   -ENOMEM     device (or host) memory ran out; the backend is fine
+ *   -EIO        the device failed; backend_healthy() is now false
+ *   -EINVAL     a spec (or lane count) the backend cannot take
+ *   -ENODEV     backend_open, backend_measure_ceilings: not available here */
 
 struct backend;
 /* floats in the device's memory (the CPU backend's: host memory). */
@@ -67,7 +69,7 @@ enum backend_phase {
  * engine waits there for exclusivity). Entering SETUP or TIMED returns true when
  * the job was canceled while it waited: the backend then issues none of that
  * phase's work, reports UNTIMED (after TIMED) and IDLE, and returns
- * BACKEND_ECANCELED. Entering UNTIMED
+ * -ECANCELED. Entering UNTIMED
  * returns whether the timed window just closed was contended: another job's
  * device work may have overlapped it. issued(): the job's output and done fence
  * are enqueued; its children may be issued now. */
@@ -98,8 +100,8 @@ struct backend_job {
 
 /* Opens device `device` of kind with n_lanes lanes. BACKEND_AUTO picks CUDA when a
  * device answers, else the CPU. why receives one line saying what was chosen and
- * why (or why opening failed). Returns 0 or BACKEND_EUNAVAIL / BACKEND_ENOMEM /
- * BACKEND_EINVAL; *out is owned by the caller (backend_free). */
+ * why (or why opening failed). Returns 0 or -ENODEV / -ENOMEM /
+ * -EINVAL; *out is owned by the caller (backend_free). */
 int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
                  char *why, size_t why_len);
 void backend_free(struct backend *b); /* NULL is a no-op; no job may be running */
@@ -115,7 +117,7 @@ void backend_device_info(struct backend *b, struct backend_device_info *info);
  * alone: call it after backend_open, before any job runs (gpulabd does at start-up
  * unless --no-ceilings). From then on backend_device_info and every job's result
  * carry them. CUDA: about half a second. Returns 0 (why: one line of figures), or
- * BACKEND_EUNAVAIL when the backend has none to measure (the CPU), or an error
+ * -ENODEV when the backend has none to measure (the CPU), or an error
  * (the ceilings stay zero; a ceiling that alone failed, e.g. cuBLAS missing, stays
  * zero and why says so). */
 int backend_measure_ceilings(struct backend *b, char *why, size_t why_len);
@@ -127,7 +129,7 @@ bool backend_healthy(const struct backend *b);
 /* Runs job on lane (0 <= lane < n_lanes) and fills result. Blocks the calling
  * thread; at most one call per lane at a time, different lanes concurrently.
  * Returns 0 (result complete, checks done), or an error with a message in err.
- * A spec or input the backend cannot take (BACKEND_EINVAL, also a data input whose
+ * A spec or input the backend cannot take (-EINVAL, also a data input whose
  * count does not match its shape) fails before any hook; an error before issued()
  * leaves output and done NULL; a failure after SETUP still reports UNTIMED (if a
  * window was open) and IDLE. Each backend defines its own struct backend_fence. */

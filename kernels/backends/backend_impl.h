@@ -46,7 +46,7 @@ int cpu_backend_open(int n_lanes, struct backend **out, char *why, size_t why_le
  * memory. Non-CUDA entries are skipped. */
 void cuda_backend_enable_peers(struct backend *const *devices, int n);
 int cuda_device_count(void);
-/* Returns BACKEND_EUNAVAIL (why says why) when no CUDA device answers. */
+/* Returns -ENODEV (why says why) when no CUDA device answers. */
 int cuda_backend_open(int device, int n_lanes, struct backend **out, char *why,
                       size_t why_len);
 

@@ -58,7 +58,7 @@ int pipeline_plan_runs(struct job_run *j) {
     struct cuda_plan p;
     char why[128] = "";
     int prc = synthesize_plan((int)plan.chunk, &p, why, sizeof why);
-    TRY(job_run_plan(j, run, prc, &p, why));
+    RC_TRY(job_run_plan(j, run, prc, &p, why));
   }
   j->result->n_runs = s->u.pipeline.n_stream_counts;
   return 0;
@@ -139,25 +139,25 @@ int pipeline_setup(struct job_run *j) {
   const int n_runs = j->result->n_runs;
   const size_t total = j->out_len;
   int max_streams = 1;
-  TRY(job_input_setup(j, 0, GEN_PHASE_SCALE));
+  RC_TRY(job_input_setup(j, 0, GEN_PHASE_SCALE));
   if (j->bj->input[0]) /* given: never written, so the passes upload elsewhere */
-    TRY(job_alloc(j, total, &j->d_x));
+    RC_TRY(job_alloc(j, total, &j->d_x));
   else /* generated: the passes upload the same bits over it */
     j->d_x = (float *)j->d_in[0];
   for (int r = 0; r < n_runs; r++) {
     if (!j->result->runs[r].available) continue;
-    TRY(job_alloc(j, total, &j->d_out[r]));
+    RC_TRY(job_alloc(j, total, &j->d_out[r]));
     if (j->result->runs[r].plan.streams > max_streams) max_streams = j->result->runs[r].plan.streams;
   }
   void *pin = NULL;
-  TRY(cuda_lane_pinned(j->be, l, (size_t)(1 + n_runs) * (total ? total : 1) * sizeof(float),
+  RC_TRY(cuda_lane_pinned(j->be, l, (size_t)(1 + n_runs) * (total ? total : 1) * sizeof(float),
                        &pin, j->err, j->err_len));
   j->pin_in = (float *)pin;
   for (int r = 0; r < n_runs; r++) j->pin_out[r] = j->pin_in + (size_t)(1 + r) * total;
   if (total)
     CUDA_TRY(j, cudaMemcpyAsync(j->pin_in, j->d_in[0], total * sizeof(float),
                                 cudaMemcpyDeviceToHost, l->stream));
-  TRY(cuda_lane_aux(j->be, l, max_streams, j->err, j->err_len));
+  RC_TRY(cuda_lane_aux(j->be, l, max_streams, j->err, j->err_len));
   return job_issue_output(j, pipeline_output);
 }
 
@@ -180,7 +180,7 @@ static int pipeline_capture(struct job_run *j, int r) {
 static int pipeline_prepare(struct job_run *j, int r) {
   CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
   memset(j->pin_out[r], 0xFF, j->out_len * sizeof(float)); /* no queued work writes it */
-  if (j->spec->graph || j->result->runs[r].plan.graph) TRY(pipeline_capture(j, r));
+  if (j->spec->graph || j->result->runs[r].plan.graph) RC_TRY(pipeline_capture(j, r));
   return 0;
 }
 
@@ -235,11 +235,11 @@ static int pipeline_sample(struct job_run *j, int r, bool graph, double *ms) {
   int reps = run->timing.reps;
   /* The last sample's last pass issued stream by stream records its ops' events. */
   bool record = !graph && run->timing.n_samples == j->spec->timing.batches - 1;
-  if (record) TRY(timeline_events(j));
-  double t0 = now_ms();
-  for (int i = 0; i < reps; i++) TRY(pipeline_pass(j, r, graph, record && i == reps - 1 ? j->tl_ev : NULL));
-  *ms = (now_ms() - t0) / reps;
-  if (record) TRY(timeline_read(j, run));
+  if (record) RC_TRY(timeline_events(j));
+  double t0 = clock_mono_ms();
+  for (int i = 0; i < reps; i++) RC_TRY(pipeline_pass(j, r, graph, record && i == reps - 1 ? j->tl_ev : NULL));
+  *ms = (clock_mono_ms() - t0) / reps;
+  if (record) RC_TRY(timeline_read(j, run));
   return 0;
 }
 

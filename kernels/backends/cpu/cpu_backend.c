@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kernels/backends/backend_impl.h"
+#include "kernels/core/clock.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/core/gen.h"
 #include "kernels/reference.h"
@@ -88,7 +88,7 @@ struct backend_fence {
 
 /* One job on one lane; everything it points to belongs to the job, except the
  * inputs given as data. */
-struct job {
+struct cpu_job {
   const struct exp_spec *spec;
   const struct backend_hooks *hooks;
   struct exp_result *result;
@@ -104,12 +104,6 @@ struct job {
   size_t err_len;
   atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static void *alloc_floats(size_t n) {
   if (n > SIZE_MAX / sizeof(float)) return NULL;
@@ -160,7 +154,7 @@ static int cpu_buffer_upload(struct backend *b, const float *host, uint64_t coun
   *out = buffer_new(count);
   if (!*out) {
     snprintf(err, err_len, "host memory: cannot allocate a buffer of %" PRIu64 " floats", count);
-    return BACKEND_ENOMEM;
+    return -ENOMEM;
   }
   if (count) memcpy((*out)->data, host, (size_t)count * sizeof(float));
   return 0;
@@ -182,11 +176,11 @@ static void cpu_buffer_free(struct backend *b, struct backend_buffer *buf) {
 /* ---- the pipeline: chunks over emulated streams ---- */
 
 struct pass_share {
-  const struct job *job;
+  const struct cpu_job *job;
   const struct exp_pipeline_plan *plan;
   float *h_out;
   int t;     /* this thread's stream */
-  double t0; /* the pass's start (now_ms) */
+  double t0; /* the pass's start (clock_mono_ms) */
 };
 
 /* Chunk c's op, begun at start and ending now, into the recording run's timeline. */
@@ -194,15 +188,15 @@ static void record_op(const struct pass_share *sh, int c, int op, double start) 
   struct exp_run *run = sh->job->timeline;
   if (!run || c >= EXP_TIMELINE_CHUNKS) return;
   run->timeline[c * EXP_OP_COUNT + op] = (struct exp_timeline_op){
-      (uint8_t)sh->t, (uint8_t)op, (uint16_t)c, (float)(start - sh->t0), (float)(now_ms() - sh->t0)};
+      (uint8_t)sh->t, (uint8_t)op, (uint16_t)c, (float)(start - sh->t0), (float)(clock_mono_ms() - sh->t0)};
 }
 
 /* Chunk c's op (upload, synthesize or download), as a stream would run it. */
 static void pass_op(const struct pass_share *sh, int c, int op) {
-  const struct job *job = sh->job;
+  const struct cpu_job *job = sh->job;
   const size_t at = (size_t)c * (size_t)sh->plan->chunk;
   const size_t len = (size_t)exp_pipeline_chunk_len(sh->plan, c);
-  double start = now_ms();
+  double start = clock_mono_ms();
   if (op == EXP_OP_UPLOAD) cpu_copy(job->in[0] + at, job->d_in + at, len);
   else if (op == EXP_OP_KERNEL)
     cpu_synthesize(job->d_in + at, job->d_out + at, (int)len, job->spec->u.pipeline.terms);
@@ -228,18 +222,18 @@ static void *pass_worker(void *arg) {
 
 /* One pass over all chunks with the plan of stream-count entry `entry`: the caller
  * is stream 0, the others are threads started for this pass. */
-static int pipeline_pass(struct job *job, float *h_out, int entry) {
+static int pipeline_pass(struct cpu_job *job, float *h_out, int entry) {
   pthread_t threads[EXP_MAX_STREAMS];
   struct pass_share shares[EXP_MAX_STREAMS];
   struct exp_pipeline_plan plan;
   exp_pipeline_plan(job->spec, entry, &plan);
   int started = 1, rc = 0, streams = plan.streams;
-  double t0 = now_ms();
+  double t0 = clock_mono_ms();
   for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){job, &plan, h_out, t, t0};
   for (; started < streams; started++) {
     if (pthread_create(&threads[started], NULL, pass_worker, &shares[started]) != 0) {
       snprintf(job->err, job->err_len, "cannot start a thread for stream %d", started);
-      rc = BACKEND_ENOMEM;
+      rc = -ENOMEM;
       break;
     }
   }
@@ -254,7 +248,7 @@ static int pipeline_pass(struct job *job, float *h_out, int entry) {
 /* ---- one call of a run's kernel ---- */
 
 /* Runs variant (for the pipeline: the stream count) once, writing out. */
-static int call_once(struct job *job, int variant, float *out) {
+static int call_once(struct cpu_job *job, int variant, float *out) {
   const struct exp_spec *s = job->spec;
   switch (s->type) {
   case EXP_TRANSPOSE: {
@@ -283,35 +277,35 @@ static int call_once(struct job *job, int variant, float *out) {
 
 /* ---- timing ---- */
 
-static int device_lost(struct job *job) {
+static int device_lost(struct cpu_job *job) {
   snprintf(job->err, job->err_len, "the device was lost (injected fault)");
-  return BACKEND_EDEVICE;
+  return -EIO;
 }
 
-static int canceled(struct job *job) {
+static int canceled(struct cpu_job *job) {
   snprintf(job->err, job->err_len, "canceled");
-  return BACKEND_ECANCELED;
+  return -ECANCELED;
 }
 
-static int out_of_memory(struct job *job, const char *what) {
+static int out_of_memory(struct cpu_job *job, const char *what) {
   snprintf(job->err, job->err_len, "host memory: cannot allocate %s", what);
-  return BACKEND_ENOMEM;
+  return -ENOMEM;
 }
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
 /* Makes run i's probe call, sizes warm-ups and reps to the CPU time budget and
  * makes the remaining warm-ups. The probe counts as the first warm-up. */
-static int warm_up(struct job *job, int i) {
+static int warm_up(struct cpu_job *job, int i) {
   const struct exp_timing_params *p = &job->spec->timing;
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
-  double t0 = now_ms();
+  double t0 = clock_mono_ms();
   int rc = call_once(job, run->variant, job->outs[i]);
   if (rc < 0) return rc;
-  double t1 = fmax(now_ms() - t0, 1e-6);
+  double t1 = fmax(clock_mono_ms() - t0, 1e-6);
   t->warmup = imin(p->warmup, (int)fmax(1.0, ceil(WARMUP_BUDGET_MS / t1)));
   t->reps = imin(p->reps, (int)fmax(1.0, floor(BATCH_BUDGET_MS / t1)));
   t->batches = p->batches;
@@ -324,19 +318,19 @@ static int warm_up(struct job *job, int i) {
 }
 
 /* Batch b of run i: reps calls inside one clock interval. */
-static int time_batch(struct job *job, int i, int b) {
+static int time_batch(struct cpu_job *job, int i, int b) {
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
   /* The pipeline's last sample records its passes' ops; its last pass's stay. */
   job->timeline = job->spec->type == EXP_PIPELINE && b == t->batches - 1 ? run : NULL;
-  double t0 = now_ms();
+  double t0 = clock_mono_ms();
   for (int r = 0; r < t->reps; r++) {
     int rc = call_once(job, run->variant, job->outs[i]);
     if (rc < 0) return rc;
   }
-  t->samples_ms[b] = (now_ms() - t0) / t->reps;
+  t->samples_ms[b] = (clock_mono_ms() - t0) / t->reps;
   job->timeline = NULL;
   t->n_samples = b + 1;
   backend_hooks_progress(job->hooks, i, b, t->samples_ms[b]);
@@ -348,7 +342,7 @@ static int time_batch(struct job *job, int i, int b) {
  * batch so no run always goes first (or last), until each run's stopping rule ends
  * it (exp_timing_stop; the noise rule's clock is the run's own batches). Closes the
  * window on every path; its runs are contended as the engine says. */
-static int time_window(struct job *job, const int *runs, int n) {
+static int time_window(struct cpu_job *job, const int *runs, int n) {
   int rc = 0, left = n;
   double spent_s[EXP_MAX_VARIANTS] = {0};
   bool going[EXP_MAX_VARIANTS];
@@ -360,9 +354,9 @@ static int time_window(struct job *job, const int *runs, int n) {
       int o = b % 2 == 0 ? k : n - 1 - k;
       if (!going[o]) continue;
       struct exp_timing *t = &job->result->runs[runs[o]].timing;
-      double t0 = now_ms();
+      double t0 = clock_mono_ms();
       rc = time_batch(job, runs[o], b);
-      spent_s[o] += (now_ms() - t0) / 1e3;
+      spent_s[o] += (clock_mono_ms() - t0) / 1e3;
       if (rc == 0 && (t->stopped_by = exp_timing_stop(job->spec, t, spent_s[o]))) going[o] = false, left--;
     }
   }
@@ -378,7 +372,7 @@ static int time_window(struct job *job, const int *runs, int n) {
 
 /* Times every available run in the spec's order (experiment.h): sequential one
  * window per run, alternating (interleaved, the default) one window for all. */
-static int time_runs(struct job *job) {
+static int time_runs(struct cpu_job *job) {
   const struct exp_result *res = job->result;
   int runs[EXP_MAX_VARIANTS], n = 0, rc = 0;
   for (int i = 0; i < res->n_runs; i++)
@@ -391,7 +385,7 @@ static int time_runs(struct job *job) {
 
 /* Checks every available run's output against the reference (built on the job's
  * own inputs, so it need not generate them again). */
-static int check_runs(struct job *job) {
+static int check_runs(struct cpu_job *job) {
   struct exp_result *res = job->result;
   struct reference *ref = NULL;
   int i = 0;
@@ -450,7 +444,7 @@ static bool sizes_valid(const struct exp_spec *s) {
   }
 }
 
-/* Fills the runs' identity (variant, label, kernel) from spec; BACKEND_EINVAL for a
+/* Fills the runs' identity (variant, label, kernel) from spec; -EINVAL for a
  * spec this backend cannot run. */
 static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *err,
                       size_t err_len) {
@@ -464,7 +458,7 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
     goto fail;
   if (!sizes_valid(s)) {
     snprintf(err, err_len, "cpu backend: negative sizes");
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   res->n_runs = n;
   for (int i = 0; i < n; i++) {
@@ -501,10 +495,10 @@ static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *er
   return 0;
 fail:
   snprintf(err, err_len, "cpu backend: variants, stream counts or timing out of range");
-  return BACKEND_EINVAL;
+  return -EINVAL;
 }
 
-/* BACKEND_EINVAL unless every input given as data holds its slot's shape. */
+/* -EINVAL unless every input given as data holds its slot's shape. */
 static int check_given(const struct backend_job *bj, char *err, size_t err_len) {
   for (int slot = 0; slot < exp_input_count(bj->spec->type); slot++) {
     if (!bj->input[slot]) continue;
@@ -515,14 +509,14 @@ static int check_given(const struct backend_job *bj, char *err, size_t err_len) 
              "cpu backend: input %s holds %" PRIu64 " floats, the job needs %" PRId64,
              exp_input_name(bj->spec->type, slot), bj->input[slot]->count,
              exp_shape_count(&shape));
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   return 0;
 }
 
 /* Sets the job's inputs: the given buffers' host data, else generated from the
  * slot's seed (the streams and phases reference.h uses). */
-static int make_inputs(struct job *job, const struct backend_job *bj) {
+static int make_inputs(struct cpu_job *job, const struct backend_job *bj) {
   const struct exp_spec *s = job->spec;
   for (int slot = 0; slot < exp_input_count(s->type); slot++) {
     if (bj->input[slot]) {
@@ -545,7 +539,7 @@ static int make_inputs(struct job *job, const struct backend_job *bj) {
 
 /* Allocates one output per available run (poisoned with NaN, so an output the
  * kernel never wrote fails its check) and the kernels' scratch buffers. */
-static int alloc_buffers(struct job *job) {
+static int alloc_buffers(struct cpu_job *job) {
   const struct exp_spec *s = job->spec;
   const struct exp_result *res = job->result;
   struct exp_shape shape;
@@ -574,7 +568,7 @@ static int alloc_buffers(struct job *job) {
 
 /* The job's output, computed once by the first available run (none: NULL), and
  * its done fence, complete at once. Both go to bj, then to the engine. */
-static int make_output(struct job *job, struct backend_job *bj) {
+static int make_output(struct cpu_job *job, struct backend_job *bj) {
   const struct exp_result *res = job->result;
   struct backend_buffer *out = NULL;
   int i = 0, rc = 0;
@@ -598,7 +592,7 @@ fail:
 
 /* SETUP's work: waits for the parents, takes the inputs, makes the output and
  * reports it issued. */
-static int prepare(struct job *job, struct backend_job *bj) {
+static int prepare(struct cpu_job *job, struct backend_job *bj) {
   for (int i = 0; i < bj->n_after; i++) fence_wait(bj->after[i]);
   int rc = make_inputs(job, bj);
   if (rc == 0) rc = alloc_buffers(job);
@@ -607,7 +601,7 @@ static int prepare(struct job *job, struct backend_job *bj) {
   return rc;
 }
 
-static void job_free(struct job *job) {
+static void cpu_job_free(struct cpu_job *job) {
   free(job->d_out);
   free(job->d_in);
   free(job->tile);
@@ -622,7 +616,7 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
                    size_t err_len) {
   const struct cpu_impl *impl = b->impl;
   const struct exp_spec *spec = bj->spec;
-  struct job job = {.spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len,
+  struct cpu_job job = {.spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len,
                     .lost = (atomic_bool *)&impl->lost};
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
@@ -636,14 +630,14 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
   if (backend_hooks_phase(hooks, BACKEND_PHASE_SETUP)) { /* canceled while it waited */
     backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
     snprintf(err, err_len, "canceled");
-    return BACKEND_ECANCELED;
+    return -ECANCELED;
   }
   rc = prepare(&job, bj);
   if (rc == 0) rc = time_runs(&job);
   backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
   if (rc == 0) rc = check_runs(&job);
   if (rc == 0) exp_result_finish(spec, result);
-  job_free(&job);
+  cpu_job_free(&job);
   return rc;
 }
 
@@ -713,7 +707,7 @@ int cpu_backend_open(int n_lanes, struct backend **out, char *why, size_t why_le
   *out = NULL;
   if (n_lanes < 1) {
     snprintf(why, why_len, "cpu backend: n_lanes must be >= 1, not %d", n_lanes);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   struct backend *b = calloc(1, sizeof *b);
   struct cpu_impl *impl = calloc(1, sizeof *impl);
@@ -732,5 +726,5 @@ fail:
   free(impl);
   free(b);
   snprintf(why, why_len, "cpu backend: out of memory");
-  return BACKEND_ENOMEM;
+  return -ENOMEM;
 }

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/core/clock.h"
 #include "kernels/backends/cuda/cuda_kernels.cuh"
 
 /* ---- errors ---- */
@@ -47,14 +48,14 @@ int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e,
   snprintf(err, err_len, "%.*s: %s: %s", name_len, call, cudaGetErrorName(e),
            cudaGetErrorString(e));
   (void)cudaGetLastError();
-  if (e == cudaErrorMemoryAllocation) return BACKEND_ENOMEM;
+  if (e == cudaErrorMemoryAllocation) return -ENOMEM;
   bool sticky = known_sticky(e) || cudaGetLastError() != cudaSuccess;
   cudaError_t q = cudaStreamQuery(stream);
   if (q != cudaSuccess && q != cudaErrorNotReady) sticky = true;
   (void)cudaGetLastError();
-  if (!sticky) return BACKEND_EINVAL;
+  if (!sticky) return -EINVAL;
   mark_sick(be, err);
-  return BACKEND_EDEVICE;
+  return -EIO;
 }
 
 bool cuda_unhealthy(struct cuda_backend *be, char *err, size_t err_len) {
@@ -77,7 +78,7 @@ int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count
   }
   if (e != cudaSuccess) {
     int rc = cuda_classify(be, stream, e, "cudaMallocAsync", err, err_len);
-    if (rc == BACKEND_ENOMEM)
+    if (rc == -ENOMEM)
       snprintf(err, err_len, "device out of memory allocating %zu bytes", bytes);
     return rc;
   }
@@ -163,7 +164,7 @@ int cuda_lane_host(struct lane *l, size_t count, float **out, char *err, size_t 
     l->host_bytes = l->host ? bytes : 0;
     if (!l->host) {
       snprintf(err, err_len, "host out of memory for a %zu-byte copy of the outputs", bytes);
-      return BACKEND_ENOMEM;
+      return -ENOMEM;
     }
   }
   *out = (float *)l->host;
@@ -190,24 +191,24 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
   const struct exp_timing_params *t = &s->timing;
   if ((unsigned)s->type >= (unsigned)EXP_TYPE_COUNT) {
     snprintf(err, err_len, "unknown experiment type %d", (int)s->type);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   if (t->warmup < 0 || t->batches < 1 || t->batches > EXP_MAX_BATCHES || t->reps < 1) {
     snprintf(err, err_len,
              "timing out of range: warmup %d (>= 0), batches %d (1..%d), reps %d (>= 1)",
              t->warmup, t->batches, EXP_MAX_BATCHES, t->reps);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   if (s->stop.min_samples < 0 || s->stop.min_samples > EXP_MAX_BATCHES ||
       !(s->stop.max_noise >= 0) || !(s->stop.max_time_s >= 0)) {
     snprintf(err, err_len, "stopping rule out of range: min_samples %d (0..%d), max_noise %g and "
              "max_time %g (>= 0)", s->stop.min_samples, EXP_MAX_BATCHES, s->stop.max_noise,
              s->stop.max_time_s);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   if (s->cold && (s->graph || s->type == EXP_PIPELINE)) {
     snprintf(err, err_len, "cold times kernel launches one by one: not with graph or pipeline");
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   if (s->type == EXP_PIPELINE) {
     const auto &p = s->u.pipeline;
@@ -217,7 +218,7 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
       ok = (p.stream_counts[i] >= 1 && p.stream_counts[i] <= EXP_MAX_STREAMS) ||
            p.stream_counts[i] == EXP_STREAMS_BEST || p.stream_counts[i] == EXP_STREAMS_BEST_GRAPH;
     if (!ok) snprintf(err, err_len, "pipeline params out of range");
-    return ok ? 0 : BACKEND_EINVAL;
+    return ok ? 0 : -EINVAL;
   }
   bool ok = s->n_variants >= 1 && s->n_variants <= EXP_MAX_VARIANTS;
   for (int i = 0; ok && i < s->n_variants; i++)
@@ -226,7 +227,7 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
   if (s->type == EXP_GEMM) ok = ok && s->u.gemm.m >= 0 && s->u.gemm.n >= 0 && s->u.gemm.k >= 0;
   if (s->type == EXP_STENCIL) ok = ok && s->u.stencil.n >= 0 && s->u.stencil.radius >= 0;
   if (!ok) snprintf(err, err_len, "%s: variants or sizes out of range", exp_type_name(s->type));
-  return ok ? 0 : BACKEND_EINVAL;
+  return ok ? 0 : -EINVAL;
 }
 
 int cuda_validate(const struct backend_job *job, char *err, size_t err_len) {
@@ -238,25 +239,25 @@ int cuda_validate(const struct backend_job *job, char *err, size_t err_len) {
     if (slot >= exp_input_count(s->type)) {
       if (!buf) continue;
       snprintf(err, err_len, "a %s job has no input slot %d", exp_type_name(s->type), slot);
-      return BACKEND_EINVAL;
+      return -EINVAL;
     }
     const char *name = exp_input_name(s->type, slot);
     if (!buf) {
       if (s->inputs[slot].kind == EXP_INPUT_SEED) continue;
       snprintf(err, err_len, "input %s: no buffer given for a buffer or job input", name);
-      return BACKEND_EINVAL;
+      return -EINVAL;
     }
     struct exp_shape shape;
     exp_input_shape(s, slot, &shape);
     if (buf->count != (uint64_t)exp_shape_count(&shape) || (buf->count && !buf->data)) {
       snprintf(err, err_len, "input %s holds %llu floats, this job needs %lld", name,
                (unsigned long long)buf->count, (long long)exp_shape_count(&shape));
-      return BACKEND_EINVAL;
+      return -EINVAL;
     }
   }
   if (job->n_after < 0 || (job->n_after > 0 && !job->after)) {
     snprintf(err, err_len, "n_after %d without fences", job->n_after);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   return 0;
 }
@@ -276,11 +277,11 @@ static int cuda_buffer_upload(struct backend *b, const float *host, uint64_t cou
                               struct backend_buffer **out, char *err, size_t err_len) {
   struct cuda_backend *be = (struct cuda_backend *)b->impl;
   *out = NULL;
-  if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  if (cuda_unhealthy(be, err, err_len)) return -EIO;
   struct backend_buffer *buf = (struct backend_buffer *)calloc(1, sizeof *buf);
   if (!buf) {
     snprintf(err, err_len, "host out of memory");
-    return BACKEND_ENOMEM;
+    return -ENOMEM;
   }
   buf->count = count;
   buf->device = be->device;
@@ -308,7 +309,7 @@ static int cuda_buffer_download(struct backend *b, struct backend_buffer *buf,
                                 struct backend_fence *fence, float *host, char *err,
                                 size_t err_len) {
   struct cuda_backend *be = (struct cuda_backend *)b->impl;
-  if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  if (cuda_unhealthy(be, err, err_len)) return -EIO;
   int rc = 0;
   bool locked = false;
   UTIL_TRY(be, cudaSetDevice(be->device));
@@ -351,16 +352,10 @@ static void cuda_fence_free(struct backend *b, struct backend_fence *fence) {
 
 /* ---- the backend ---- */
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 bool cuda_clocks_read(struct cuda_backend *be, struct nvml_reading *out) {
   if (!be->nvml) return false;
   pthread_mutex_lock(&be->nvml_mu);
-  double now = mono_s();
+  double now = clock_mono_s();
   if (!be->nvml_ok || now - be->nvml_at > NVML_MAX_AGE_S) {
     be->nvml_ok = nvml_loader_read(be->nvml, &be->nvml_last);
     be->nvml_at = now;
@@ -462,12 +457,12 @@ static const struct backend_ops cuda_ops = {
     cuda_run,         cuda_buffer_upload,   cuda_buffer_download, cuda_buffer_free,
     cuda_fence_free,  cuda_free,            cuda_measure_ceilings};
 
-/* Reports a failed call during open: out of memory -> BACKEND_ENOMEM, else
- * BACKEND_EUNAVAIL. */
+/* Reports a failed call during open: out of memory -> -ENOMEM, else
+ * -ENODEV. */
 static int open_fail(cudaError_t e, const char *call, char *why, size_t why_len) {
   snprintf(why, why_len, "%s: %s: %s", call, cudaGetErrorName(e), cudaGetErrorString(e));
   (void)cudaGetLastError();
-  return e == cudaErrorMemoryAllocation ? BACKEND_ENOMEM : BACKEND_EUNAVAIL;
+  return e == cudaErrorMemoryAllocation ? -ENOMEM : -ENODEV;
 }
 
 #define OPEN_TRY(call, name)                                                                \
@@ -481,7 +476,7 @@ static int open_lanes(struct cuda_backend *be, char *why, size_t why_len) {
   be->lanes = (struct lane *)calloc((size_t)be->n_lanes, sizeof *be->lanes);
   if (!be->lanes) {
     snprintf(why, why_len, "out of host memory for %d lanes", be->n_lanes);
-    return BACKEND_ENOMEM;
+    return -ENOMEM;
   }
   for (int i = 0; i < be->n_lanes; i++) {
     struct lane *l = &be->lanes[i];
@@ -499,7 +494,7 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
   if (be->device < 0 || be->device >= count) {
     snprintf(why, why_len, "CUDA device %d not present (%d device%s)", be->device, count,
              count == 1 ? "" : "s");
-    return BACKEND_EUNAVAIL;
+    return -ENODEV;
   }
   OPEN_TRY(cudaSetDevice(be->device), "cudaSetDevice");
   OPEN_TRY(cudaGetDeviceProperties(&be->prop, be->device), "cudaGetDeviceProperties");
@@ -539,7 +534,7 @@ extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, 
   *out = NULL;
   if (n_lanes < 1) {
     snprintf(why, why_len, "n_lanes must be >= 1, not %d", n_lanes);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   struct cuda_backend *be = new (std::nothrow) cuda_backend();
   struct backend *b = (struct backend *)calloc(1, sizeof *b);
@@ -547,7 +542,7 @@ extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, 
     delete be;
     free(b);
     snprintf(why, why_len, "out of host memory");
-    return BACKEND_ENOMEM;
+    return -ENOMEM;
   }
   pthread_mutex_init(&be->mu, NULL);
   pthread_mutex_init(&be->util_mu, NULL);

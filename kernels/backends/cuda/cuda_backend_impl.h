@@ -79,10 +79,10 @@ struct backend_fence {
 };
 
 /* Classifies failed CUDA call `call` on stream: writes "name: error: text" to err and
- * returns BACKEND_ENOMEM for out of memory (error cleared, backend fine),
- * BACKEND_EDEVICE for an error that sticks (it persists on the next
+ * returns -ENOMEM for out of memory (error cleared, backend fine),
+ * -EIO for an error that sticks (it persists on the next
  * cudaGetLastError or shows on stream; the backend turns unhealthy), else
- * BACKEND_EINVAL. stream must not be capturing. */
+ * -EINVAL. stream must not be capturing. */
 int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e,
                   const char *call, char *err, size_t err_len);
 
@@ -109,7 +109,7 @@ int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void
 
 /* A lane's pinned host cache, grown to at least bytes (contents not kept; no queued
  * work of the lane may use it), and its pageable host buffer, grown to at least
- * count floats. Return 0 or a classified error / BACKEND_ENOMEM. */
+ * count floats. Return 0 or a classified error / -ENOMEM. */
 int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void **out,
                      char *err, size_t err_len);
 int cuda_lane_host(struct lane *l, size_t count, float **out, char *err, size_t err_len);
@@ -118,7 +118,7 @@ int cuda_lane_aux(struct cuda_backend *be, struct lane *l, int n, char *err, siz
 
 /* Checks job's spec (ranges this backend can run) and its inputs (a buffer given
  * for a slot holds exactly the slot's shape; a slot without one is a seed).
- * Returns 0 or BACKEND_EINVAL with the reason in err. */
+ * Returns 0 or -EINVAL with the reason in err. */
 int cuda_validate(const struct backend_job *job, char *err, size_t err_len);
 
 /* The device's clocks now through NVML, at most NVML_MAX_AGE_S old (so that many

@@ -267,7 +267,7 @@ int cuda_measure_ceilings(struct backend *bk, char *why, size_t why_len) {
   struct sizes z = {};
   const char *what = "";
   size_t free_b = 0, total_b = 0;
-  if (cuda_unhealthy(be, why, why_len)) return BACKEND_EDEVICE;
+  if (cuda_unhealthy(be, why, why_len)) return -EIO;
   cudaError_t e = cudaSetDevice(be->device);
   if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);
   if (e == cudaSuccess) {

@@ -40,7 +40,7 @@ int job_fail(struct job_run *j, cudaError_t e, const char *call) {
 
 /* count floats of device memory, ordered on the lane's stream, freed by release. */
 int job_alloc(struct job_run *j, size_t count, float **out) {
-  TRY(cuda_pool_alloc(j->be, j->lane->stream, count, out, j->err, j->err_len));
+  RC_TRY(cuda_pool_alloc(j->be, j->lane->stream, count, out, j->err, j->err_len));
   j->allocs[j->n_allocs++] = *out;
   return 0;
 }
@@ -84,12 +84,12 @@ static int release(struct job_run *j) {
 /* Opens a timed window: when exclusive (always for the pipeline, whose wall clock
  * would otherwise count earlier work) the lane's earlier work is complete first. */
 static int enter_timed(struct job_run *j) {
-  if (j->bj->exclusive || j->spec->type == EXP_PIPELINE) TRY(sync_lane(j));
+  if (j->bj->exclusive || j->spec->type == EXP_PIPELINE) RC_TRY(sync_lane(j));
   bool stop = backend_hooks_phase(j->hooks, BACKEND_PHASE_TIMED);
   j->in_window = true;
   if (stop) { /* canceled while it waited for the device */
     snprintf(j->err, j->err_len, "canceled");
-    return BACKEND_ECANCELED;
+    return -ECANCELED;
   }
   return 0;
 }
@@ -108,7 +108,7 @@ static void enter_idle(struct job_run *j) {
 static int poll_cancel(struct job_run *j) {
   if (!backend_hooks_canceled(j->hooks)) return 0;
   snprintf(j->err, j->err_len, "canceled");
-  return BACKEND_ECANCELED;
+  return -ECANCELED;
 }
 
 /* ---- planning the runs ---- */
@@ -135,7 +135,7 @@ static int kernel_occupancy(struct job_run *j, const struct cuda_plan *p,
                             struct exp_kernel_info *k) {
   int threads = (int)(p->block.x * p->block.y * p->block.z), blocks = 0;
   if (threads <= 0) return 0;
-  TRY(cuda_func_occupancy(j->be, j->lane->stream, p->func, threads, p->dyn_smem_bytes, &blocks,
+  RC_TRY(cuda_func_occupancy(j->be, j->lane->stream, p->func, threads, p->dyn_smem_bytes, &blocks,
                           j->err, j->err_len));
   k->has_occupancy = true;
   k->blocks_per_sm = blocks;
@@ -155,7 +155,7 @@ int job_run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
     return 0;
   }
   cudaFuncAttributes attr;
-  TRY(cuda_func_attrs(j->be, j->lane->stream, p->func, &attr, j->err, j->err_len));
+  RC_TRY(cuda_func_attrs(j->be, j->lane->stream, p->func, &attr, j->err, j->err_len));
   cuda_kernel_info_fill(p, &attr, &run->kernel);
   return kernel_occupancy(j, p, &run->kernel);
 }
@@ -205,7 +205,7 @@ static int plan_kernel_runs(struct job_run *j) {
     } else {
       prc = stencil_plan(v, s->u.stencil.n, s->u.stencil.radius, &p, why, sizeof why);
     }
-    TRY(job_run_plan(j, run, prc, &p, why));
+    RC_TRY(job_run_plan(j, run, prc, &p, why));
   }
   j->result->n_runs = s->n_variants;
   return 0;
@@ -232,7 +232,7 @@ int job_input_setup(struct job_run *j, int slot, float scale) {
   }
   if (given) { /* on another device: copied here after the parents' fences */
     float *d = NULL;
-    TRY(job_alloc(j, given->count, &d));
+    RC_TRY(job_alloc(j, given->count, &d));
     if (given->count)
       CUDA_TRY(j, cudaMemcpyPeerAsync(d, j->be->device, given->data, given->device,
                                       given->count * sizeof(float), j->lane->stream));
@@ -246,7 +246,7 @@ int job_input_setup(struct job_run *j, int slot, float scale) {
   exp_input_shape(j->spec, slot, &shape);
   size_t count = (size_t)exp_shape_count(&shape);
   float *d = NULL;
-  TRY(job_alloc(j, count, &d));
+  RC_TRY(job_alloc(j, count, &d));
   CUDA_TRY(j, gen_launch(d, count, j->spec->inputs[slot].value,
                          gen_streams[j->spec->type][slot], scale, j->lane->stream));
   j->d_in[slot] = d;
@@ -285,7 +285,7 @@ int job_issue_output(struct job_run *j, compute_fn compute) {
   return 0;
 nomem:
   snprintf(j->err, j->err_len, "host out of memory for the job's output");
-  rc = BACKEND_ENOMEM;
+  rc = -ENOMEM;
 fail:
   if (done && done->event) (void)cudaEventDestroy(done->event);
   if (out && out->data) (void)cudaFreeAsync(out->data, l->stream);
@@ -324,7 +324,7 @@ static int cublas_fail(struct job_run *j, cublasStatus_t st) {
   cudaError_t e = cudaStreamQuery(j->lane->stream);
   if (e != cudaSuccess && e != cudaErrorNotReady) return job_fail(j, e, "cublasSgemm_v2");
   snprintf(j->err, j->err_len, "cublasSgemm_v2: %s", cublas_loader_status_name(st));
-  return st == CUBLAS_STATUS_ALLOC_FAILED ? BACKEND_ENOMEM : BACKEND_EINVAL;
+  return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EINVAL;
 }
 
 /* One launch of run r writing out (a compute_fn). */
@@ -338,12 +338,12 @@ static int launch(struct job_run *j, int r, float *out) {
 /* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
  * untimed), then the job's output and fence. */
 static int kernel_setup(struct job_run *j) {
-  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) TRY(job_input_setup(j, slot, 1.0f));
+  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot, 1.0f));
   for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available) TRY(job_alloc(j, j->out_len, &j->d_out[r]));
+    if (j->result->runs[r].available) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
   if (j->spec->cold) {
     j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
-    TRY(job_alloc(j, j->flush_len + 4, &j->flush));
+    RC_TRY(job_alloc(j, j->flush_len + 4, &j->flush));
     CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
   }
   return job_issue_output(j, launch);
@@ -388,15 +388,15 @@ static int kernel_capture(struct job_run *j, int r) {
  * mode launches once first, so that lazy module loading and cuBLAS's first-call
  * set-up happen outside the capture. */
 static int kernel_prepare(struct job_run *j, int r) {
-  if (j->spec->graph) TRY(launch(j, r, j->d_out[r]));
+  if (j->spec->graph) RC_TRY(launch(j, r, j->d_out[r]));
   CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
-  if (j->spec->graph) TRY(kernel_capture(j, r));
+  if (j->spec->graph) RC_TRY(kernel_capture(j, r));
   return 0;
 }
 
 static int kernel_warm(struct job_run *j, int r, bool graph) {
   if (graph) CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
-  else TRY(launch(j, r, j->d_out[r]));
+  else RC_TRY(launch(j, r, j->d_out[r]));
   return 0;
 }
 
@@ -410,7 +410,7 @@ static int kernel_sample_cold(struct job_run *j, int r, double *ms) {
     CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
                                 j->be->prop.multiProcessorCount, l->stream));
     CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
-    TRY(launch(j, r, j->d_out[r]));
+    RC_TRY(launch(j, r, j->d_out[r]));
     CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
     CUDA_TRY(j, cudaEventSynchronize(l->stop));
     float elapsed = 0;
@@ -431,7 +431,7 @@ static int kernel_sample(struct job_run *j, int r, bool graph, double *ms) {
   if (graph)
     CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
   else
-    for (int i = 0; i < reps; i++) TRY(launch(j, r, j->d_out[r]));
+    for (int i = 0; i < reps; i++) RC_TRY(launch(j, r, j->d_out[r]));
   CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
   CUDA_TRY(j, cudaEventSynchronize(l->stop));
   float elapsed = 0;
@@ -450,17 +450,17 @@ static const struct run_ops kernel_ops = {kernel_prepare, kernel_warm, kernel_sa
 static int batch(struct job_run *j, const struct run_ops *ops, int r, int b) {
   struct exp_timing *t = &j->result->runs[r].timing;
   if (!j->spec->graph) {
-    TRY(ops->sample(j, r, false, &t->samples_ms[b]));
+    RC_TRY(ops->sample(j, r, false, &t->samples_ms[b]));
   } else {
     for (int k = 0; k < 2; k++) {
       bool as_graph = k == b % 2;
-      if (as_graph && j->graph[r]) TRY(ops->sample(j, r, true, &t->samples_ms[b]));
-      if (!as_graph) TRY(ops->sample(j, r, false, &j->stream_ms[r][b]));
+      if (as_graph && j->graph[r]) RC_TRY(ops->sample(j, r, true, &t->samples_ms[b]));
+      if (!as_graph) RC_TRY(ops->sample(j, r, false, &j->stream_ms[r][b]));
     }
     if (!j->graph[r]) t->samples_ms[b] = j->stream_ms[r][b];
   }
   t->n_samples = b + 1;
-  TRY(poll_cancel(j));
+  RC_TRY(poll_cancel(j));
   backend_hooks_progress(j->hooks, r, b, t->samples_ms[b]);
   return 0;
 }
@@ -503,12 +503,12 @@ static void clocks_fill(struct exp_clocks *c, const struct nvml_reading *before,
  * are read after the warm-ups and after the last batch. The last batch waited for
  * the window's work, so UNTIMED follows at once. */
 static int window(struct job_run *j, const struct run_ops *ops, const int *runs, int n) {
-  for (int i = 0; i < n; i++) TRY(ops->prepare(j, runs[i]));
-  TRY(enter_timed(j));
+  for (int i = 0; i < n; i++) RC_TRY(ops->prepare(j, runs[i]));
+  RC_TRY(enter_timed(j));
   for (int i = 0; i < n; i++)
     for (int w = 0; w < j->result->runs[runs[i]].timing.warmup; w++)
-      TRY(ops->warm(j, runs[i], j->graph[runs[i]] != NULL));
-  TRY(poll_cancel(j));
+      RC_TRY(ops->warm(j, runs[i], j->graph[runs[i]] != NULL));
+  RC_TRY(poll_cancel(j));
   struct nvml_reading before, after;
   bool clocked = cuda_clocks_read(j->be, &before);
   double spent_s[EXP_MAX_VARIANTS] = {0};
@@ -520,9 +520,9 @@ static int window(struct job_run *j, const struct run_ops *ops, const int *runs,
       int i = b % 2 == 0 ? k : n - 1 - k;
       if (!going[i]) continue;
       struct exp_timing *t = &j->result->runs[runs[i]].timing;
-      double t0 = now_ms();
-      TRY(batch(j, ops, runs[i], b));
-      spent_s[i] += (now_ms() - t0) / 1e3;
+      double t0 = clock_mono_ms();
+      RC_TRY(batch(j, ops, runs[i], b));
+      spent_s[i] += (clock_mono_ms() - t0) / 1e3;
       if ((t->stopped_by = exp_timing_stop(j->spec, t, spent_s[i]))) going[i] = false, left--;
     }
   }
@@ -545,7 +545,7 @@ static int schedule(struct job_run *j, const struct run_ops *ops) {
     if (j->result->runs[r].available) runs[n++] = r;
   if (n == 0) return 0;
   if (j->spec->order == EXP_ORDER_ALTERNATING) return window(j, ops, runs, n);
-  for (int i = 0; i < n; i++) TRY(window(j, ops, &runs[i], 1));
+  for (int i = 0; i < n; i++) RC_TRY(window(j, ops, &runs[i], 1));
   return 0;
 }
 
@@ -563,7 +563,7 @@ static int collect(struct job_run *j, float **h_out, const float **h_given) {
   for (int slot = 0; slot < n_inputs; slot++)
     if (j->bj->input[slot]) n += j->bj->input[slot]->count;
   float *h = NULL;
-  TRY(cuda_lane_host(j->lane, n, &h, j->err, j->err_len));
+  RC_TRY(cuda_lane_host(j->lane, n, &h, j->err, j->err_len));
   cudaStream_t st = j->lane->stream;
   for (int r = 0; r < j->result->n_runs; r++) {
     if (!j->result->runs[r].available) continue;
@@ -585,7 +585,7 @@ static int collect(struct job_run *j, float **h_out, const float **h_given) {
       CUDA_TRY(j, cudaMemcpyAsync(h, j->d_in[slot], in->count * sizeof(float), cudaMemcpyDeviceToHost, st));
     h += in->count;
   }
-  TRY(release(j));
+  RC_TRY(release(j));
   enter_idle(j);
   return 0;
 }
@@ -595,13 +595,13 @@ static int check_runs(struct job_run *j, float *const *h_out, const float *const
   int rc = reference_new(j->spec, h_given, &ref);
   if (rc != 0) {
     snprintf(j->err, j->err_len, "reference_new: %s", strerror(-rc));
-    return rc == -ENOMEM ? BACKEND_ENOMEM : BACKEND_EINVAL;
+    return rc == -ENOMEM ? -ENOMEM : -EINVAL;
   }
   if (reference_output_len(ref) != j->out_len) {
     snprintf(j->err, j->err_len, "reference has %zu outputs, the job %zu",
              reference_output_len(ref), j->out_len);
     reference_free(ref);
-    return BACKEND_EINVAL;
+    return -EINVAL;
   }
   for (int r = 0; r < j->result->n_runs; r++) {
     struct exp_run *run = &j->result->runs[r];
@@ -621,12 +621,12 @@ static int run_job(struct job_run *j) {
   j->out_len = (size_t)exp_shape_count(&shape);
   for (int i = 0; i < j->bj->n_after; i++)
     if (j->bj->after[i]) CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
-  TRY(pipeline ? pipeline_plan_runs(j) : plan_kernel_runs(j));
-  TRY(pipeline ? pipeline_setup(j) : kernel_setup(j));
-  TRY(schedule(j, pipeline ? &pipeline_ops : &kernel_ops));
+  RC_TRY(pipeline ? pipeline_plan_runs(j) : plan_kernel_runs(j));
+  RC_TRY(pipeline ? pipeline_setup(j) : kernel_setup(j));
+  RC_TRY(schedule(j, pipeline ? &pipeline_ops : &kernel_ops));
   float *h_out[EXP_MAX_VARIANTS] = {};
   const float *h_given[EXP_MAX_INPUTS] = {};
-  TRY(collect(j, h_out, h_given));
+  RC_TRY(collect(j, h_out, h_given));
   return first_available(j) < 0 ? 0 : check_runs(j, h_out, h_given);
 }
 
@@ -642,7 +642,7 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   pthread_mutex_unlock(&be->mu);
   job->output = NULL;
   job->done = NULL;
-  if (cuda_unhealthy(be, err, err_len)) return BACKEND_EDEVICE;
+  if (cuda_unhealthy(be, err, err_len)) return -EIO;
   if (job->spec->fault) { /* an injected fault: a real sticky error, classified as any other */
     cudaSetDevice(be->device);
     cudaError_t e = trap_launch(be->lanes[lane].stream);
@@ -666,7 +666,7 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
     snprintf(err, err_len, "canceled");
     j.idle = true;
     backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
-    return BACKEND_ECANCELED;
+    return -ECANCELED;
   }
   rc = run_job(&j);
   /* On failure: the lane's work completes, then the phases close in order. */

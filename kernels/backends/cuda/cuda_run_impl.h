@@ -4,9 +4,8 @@
 #ifndef GPULAB_CUDA_RUN_IMPL_H
 #define GPULAB_CUDA_RUN_IMPL_H
 
-#include <time.h>
-
 #include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/core/clock.h"
 
 /* One job on one lane: what backend_run was given, plus its device state. */
 struct job_run {
@@ -45,7 +44,8 @@ int job_fail(struct job_run *j, cudaError_t e, const char *call);
     if (e_ != cudaSuccess) return job_fail((j), e_, #call);                                 \
   } while (0)
 
-#define TRY(call)                                                                           \
+/* Returns from the calling function with call's rc when it is not 0. */
+#define RC_TRY(call)                                                                        \
   do {                                                                                      \
     int rc_ = (call);                                                                       \
     if (rc_ != 0) return rc_;                                                               \
@@ -81,11 +81,5 @@ int job_run_plan(struct job_run *j, struct exp_run *run, int plan_rc, const stru
 int pipeline_plan_runs(struct job_run *j); /* one run per stream-count entry */
 int pipeline_setup(struct job_run *j);     /* input, outputs, streams, the output */
 extern const struct run_ops pipeline_ops;
-
-static inline double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 #endif
