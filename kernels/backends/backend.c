@@ -1,57 +1,7 @@
-/* Picks and forwards to a backend (backend_impl.h). */
+/* backend.h's calls, forwarded to the backend's ops (backend_impl.h). */
 #include "kernels/backends/backend_impl.h"
 
 #include <stdio.h>
-
-int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
-                 char *why, size_t why_len) {
-  *out = NULL;
-  if (kind == BACKEND_CPU) {
-    int rc = cpu_backend_open(n_lanes, out, why, why_len);
-    if (rc == 0) snprintf(why, why_len, "cpu backend: asked for with --backend cpu");
-    return rc;
-  }
-#ifdef GPULAB_HAVE_CUDA
-  char cuda_why[256] = "";
-  int rc = cuda_backend_open(device, n_lanes, out, cuda_why, sizeof cuda_why);
-  if (rc == 0) {
-    snprintf(why, why_len, "cuda backend: %s", cuda_why);
-    return 0;
-  }
-  if (kind == BACKEND_CUDA) {
-    snprintf(why, why_len, "cuda backend unavailable: %s", cuda_why);
-    return rc;
-  }
-  rc = cpu_backend_open(n_lanes, out, why, why_len);
-  if (rc == 0) snprintf(why, why_len, "cpu backend: no CUDA device answered (%s)", cuda_why);
-  return rc;
-#else
-  if (kind == BACKEND_CUDA) {
-    snprintf(why, why_len, "cuda backend unavailable: gpulabd was built without CUDA (no nvcc)");
-    return -ENODEV;
-  }
-  int rc = cpu_backend_open(n_lanes, out, why, why_len);
-  if (rc == 0) snprintf(why, why_len, "cpu backend: gpulabd was built without CUDA (no nvcc)");
-  return rc;
-#endif
-}
-
-int backend_cuda_device_count(void) {
-#ifdef GPULAB_HAVE_CUDA
-  return cuda_device_count();
-#else
-  return 0;
-#endif
-}
-
-void backend_connect(struct backend *const *devices, int n) {
-#ifdef GPULAB_HAVE_CUDA
-  cuda_backend_enable_peers(devices, n);
-#else
-  (void)devices;
-  (void)n;
-#endif
-}
 
 void backend_free(struct backend *b) {
   if (b) b->ops->free(b);

@@ -1,4 +1,6 @@
-/* Private to kernels/: how a backend plugs into backend.h. */
+/* Private to kernels/backends/: how a backend plugs into backend.h. backend.c
+ * forwards every call to a backend's ops; registry.c lists the backends (their
+ * plugins) and opens one. */
 #ifndef GPULAB_BACKEND_IMPL_H
 #define GPULAB_BACKEND_IMPL_H
 
@@ -40,15 +42,20 @@ struct backend {
   void *impl; /* owned by the backend; freed by ops->free */
 };
 
-int cpu_backend_open(int n_lanes, struct backend **out, char *why, size_t why_len);
-/* Lets every CUDA device of devices read the others' memory directly (peer access)
- * where the hardware allows; inputs then move by peer copies, else through host
- * memory. Non-CUDA entries are skipped. */
-void cuda_backend_enable_peers(struct backend *const *devices, int n);
-int cuda_device_count(void);
-/* Returns -ENODEV (why says why) when no CUDA device answers. */
-int cuda_backend_open(int device, int n_lanes, struct backend **out, char *why,
-                      size_t why_len);
+/* A backend as the registry sees it: each one defines one (cpu_backend_plugin,
+ * cuda_backend_plugin), registry.c lists them. */
+struct backend_plugin {
+  enum backend_kind kind;
+  /* Opens device `device` with n_lanes lanes: 0, or -ENODEV (why says why) when no
+   * such device answers here, -ENOMEM, -EINVAL (n_lanes < 1). why: one line. */
+  int (*open)(int device, int n_lanes, struct backend **out, char *why, size_t why_len);
+  /* Devices of this kind here; NULL: the host's one. */
+  int (*device_count)(void);
+  /* Connects the devices of one gpulabd (CUDA: peer access where the hardware allows;
+   * inputs then move by peer copies, else through host memory); entries of other
+   * kinds are skipped. NULL: nothing to connect. */
+  void (*connect)(struct backend *const *devices, int n);
+};
 
 /* Shared by both backends: true if hooks say the job was canceled. */
 static inline bool backend_hooks_canceled(const struct backend_hooks *h) {

@@ -703,7 +703,8 @@ static const struct backend_ops cpu_ops = {
     .free = cpu_free,
 };
 
-int cpu_backend_open(int n_lanes, struct backend **out, char *why, size_t why_len) {
+/* The host is one device for every ordinal (tests open several). */
+static int cpu_open(int device, int n_lanes, struct backend **out, char *why, size_t why_len) {
   *out = NULL;
   if (n_lanes < 1) {
     snprintf(why, why_len, "cpu backend: n_lanes must be >= 1, not %d", n_lanes);
@@ -728,3 +729,5 @@ fail:
   snprintf(why, why_len, "cpu backend: out of memory");
   return -ENOMEM;
 }
+
+const struct backend_plugin cpu_backend_plugin = {BACKEND_CPU, cpu_open, NULL, NULL};

@@ -529,8 +529,9 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
   return open_lanes(be, why, why_len);
 }
 
-extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, char *why,
-                                 size_t why_len) {
+/* -ENODEV (why says why) when no CUDA device answers. */
+static int cuda_open(int device, int n_lanes, struct backend **out, char *why,
+                     size_t why_len) {
   *out = NULL;
   if (n_lanes < 1) {
     snprintf(why, why_len, "n_lanes must be >= 1, not %d", n_lanes);
@@ -565,7 +566,7 @@ extern "C" int cuda_backend_open(int device, int n_lanes, struct backend **out, 
   return 0;
 }
 
-extern "C" int cuda_device_count(void) {
+static int cuda_device_count(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -575,7 +576,7 @@ extern "C" int cuda_device_count(void) {
 }
 
 /* Peer access is a property of the pair; each device records whom it can read. */
-extern "C" void cuda_backend_enable_peers(struct backend *const *devices, int n) {
+static void cuda_connect(struct backend *const *devices, int n) {
   for (int i = 0; i < n; i++) {
     if (devices[i]->ops != &cuda_ops) continue;
     struct cuda_backend *a = (struct cuda_backend *)devices[i]->impl;
@@ -592,3 +593,6 @@ extern "C" void cuda_backend_enable_peers(struct backend *const *devices, int n)
     }
   }
 }
+
+extern "C" const struct backend_plugin cuda_backend_plugin = {BACKEND_CUDA, cuda_open,
+                                                               cuda_device_count, cuda_connect};
