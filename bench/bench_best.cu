@@ -13,6 +13,9 @@
 #include "kernels/backends/backend.h"
 #include "kernels/backends/cuda/cublas_loader.h"
 #include "kernels/core/stats.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 
 static cudaStream_t stream;
 static cudaEvent_t ev0, ev1;
@@ -193,7 +196,7 @@ int main(int argc, char **argv) {
     int n = big ? 16384 : 8192;
     const int tv[] = {TRANSPOSE_COPY, TRANSPOSE_PADDED33, TRANSPOSE_BEST};
     struct exp_spec s = spec(EXP_TRANSPOSE, 3, tv, mem);
-    s.u.transpose.m = s.u.transpose.n = n;
+    s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = n;
     double c = big ? d2d28 : d2d26;
     const double cs[] = {c, c, c};
     const char *cn[] = {d2d, d2d, d2d};
@@ -205,7 +208,7 @@ int main(int argc, char **argv) {
     int n = big ? 8192 : 4096;
     const int gv[] = {GEMM_CUBLAS, GEMM_BEST, GEMM_TF32};
     struct exp_spec s = spec(EXP_GEMM, 3, gv, big ? gemm8 : gemm4);
-    s.u.gemm.m = s.u.gemm.n = s.u.gemm.k = n;
+    s.p[GEMM_M] = s.p[GEMM_N] = s.p[GEMM_K] = n;
     const double cs[] = {big ? sg8 : sg4, big ? sg8 : sg4, big ? tf8 : tf4};
     const char *cn[] = {cub, cub, cubt};
     char job[48];
@@ -216,8 +219,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     const int sv[] = {STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST};
     struct exp_spec s = spec(EXP_STENCIL, 3, sv, mem);
-    s.u.stencil.n = 1 << 26;
-    s.u.stencil.radius = radii[i];
+    s.p[STENCIL_N] = 1 << 26;
+    s.p[STENCIL_RADIUS] = radii[i];
     const double cs[] = {d2d26, d2d26, d2d26};
     const char *cn[] = {d2d, d2d, d2d};
     char job[48];

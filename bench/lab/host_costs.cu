@@ -12,6 +12,7 @@
 
 #include "bench/cuda_try.h"
 #include "kernels/backends/backend.h"
+#include "kernels/transpose/transpose.h"
 #include "kernels/backends/cuda/nvml_loader.h"
 #include "kernels/core/stats.h"
 
@@ -54,7 +55,7 @@ static double samples[ITERS];
 static struct exp_spec tiny_spec(void) {
   struct exp_spec s;
   exp_spec_default(EXP_TRANSPOSE, &s);
-  s.u.transpose.m = s.u.transpose.n = 64;
+  s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = 64;
   s.n_variants = 1;
   s.variants[0] = exp_variant_from_name(EXP_TRANSPOSE, "naive");
   s.timing.warmup = 0;

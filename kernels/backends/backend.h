@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <stdint.h>
-#include "kernels/experiment.h"
+#include "kernels/core/experiment.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -27,6 +27,7 @@ enum exp_type {
 #define EXP_MAX_INPUTS 2     /* input slots of one experiment */
 #define EXP_MAX_VARIANTS 8   /* variants of one experiment, also runs of one job */
 #define EXP_MAX_BATCHES 100
+#define EXP_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0]))) /* a descriptor's tables */
 
 /* Order of runs across batches. ALTERNATING (the default of every experiment, "order":
  * "interleaved"): one timed window around all runs, batch b over the runs forwards
@@ -470,6 +471,9 @@ int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *
  * with ": <why>" appended when why is not NULL. Returns 0 or -1. */
 int exp_fit_dims(struct exp_spec *spec, int slot, const struct exp_shape *shape, const int *dims,
                  int ndim, const char *why, char *msg, size_t msg_len);
+/* That message alone, for a fit_input of its own: returns -1. */
+int exp_fit_mismatch(const struct exp_spec *spec, int slot, const struct exp_shape *shape,
+                     const char *why, char *msg, size_t msg_len);
 /* "(4096, 1024)" or "(1000,)", as NumPy writes shapes. */
 void exp_shape_format(const struct exp_shape *shape, char *buf, size_t len);
 int64_t exp_shape_count(const struct exp_shape *shape);

@@ -8,6 +8,7 @@
 #include "kernels/backends/cuda/cuda_kernels.cuh"
 #include "kernels/backends/cuda/cuda_run_impl.h"
 #include "kernels/core/gen.h"
+#include "kernels/pipeline/pipeline.h"
 
 static const char *const METHOD_WALL =
     "host wall clock (CLOCK_MONOTONIC) around upload+kernel+download of all chunks and "
@@ -46,10 +47,10 @@ static cudaError_t join_aux(struct lane *l, int n) {
  * lecture's chunks over `count` streams, or best's (the variant stays the entry). */
 int pipeline_plan_runs(struct job_run *j) {
   const struct exp_spec *s = j->spec;
-  for (int r = 0; r < s->u.pipeline.n_stream_counts; r++) {
-    int entry = s->u.pipeline.stream_counts[r];
+  for (int r = 0; r < s->n_variants; r++) {
+    int entry = s->variants[r];
     struct exp_pipeline_plan plan;
-    exp_pipeline_plan(s, entry, &plan);
+    pipeline_plan(s, entry, &plan);
     const char *method = s->graph ? METHOD_WALL_GRAPH : METHOD_WALL;
     if (plan.best) method = plan.graph ? METHOD_WALL_BEST_GRAPH : METHOD_WALL_BEST;
     struct exp_run *run = job_run_init(j, r, entry, method);
@@ -60,7 +61,7 @@ int pipeline_plan_runs(struct job_run *j) {
     int prc = synthesize_plan((int)plan.chunk, &p, why, sizeof why);
     RC_TRY(job_run_plan(j, run, prc, &p, why));
   }
-  j->result->n_runs = s->u.pipeline.n_stream_counts;
+  j->result->n_runs = s->n_variants;
   return 0;
 }
 
@@ -75,7 +76,7 @@ static cudaError_t mark(cudaEvent_t *ev, int c, int op, int end, cudaStream_t s)
  * events around it when recording. *call names a failing call. */
 static cudaError_t pipeline_op(struct job_run *j, const struct exp_pipeline_plan *p, int c, int op,
                                float *d_out, float *pin_out, cudaEvent_t *ev, const char **call) {
-  const size_t at = (size_t)c * (size_t)p->chunk, len = (size_t)exp_pipeline_chunk_len(p, c);
+  const size_t at = (size_t)c * (size_t)p->chunk, len = (size_t)pipeline_chunk_len(p, c);
   cudaStream_t st = j->lane->aux[c % p->streams];
   *call = "cudaEventRecord (timeline)";
   cudaError_t e = mark(ev, c, op, 0, st);
@@ -85,7 +86,7 @@ static cudaError_t pipeline_op(struct job_run *j, const struct exp_pipeline_plan
     e = cudaMemcpyAsync(j->d_x + at, j->pin_in + at, len * sizeof(float), cudaMemcpyHostToDevice, st);
   } else if (op == EXP_OP_KERNEL) {
     *call = "synthesize_launch";
-    e = synthesize_launch(j->d_x + at, d_out + at, (int)len, j->spec->u.pipeline.terms, st);
+    e = synthesize_launch(j->d_x + at, d_out + at, (int)len, j->spec->p[PIPELINE_TERMS], st);
   } else {
     *call = "cudaMemcpyAsync (download)";
     e = cudaMemcpyAsync(pin_out + at, d_out + at, len * sizeof(float), cudaMemcpyDeviceToHost, st);
@@ -139,7 +140,7 @@ int pipeline_setup(struct job_run *j) {
   const int n_runs = j->result->n_runs;
   const size_t total = j->out_len;
   int max_streams = 1;
-  RC_TRY(job_input_setup(j, 0, GEN_PHASE_SCALE));
+  RC_TRY(job_input_setup(j, 0));
   if (j->bj->input[0]) /* given: never written, so the passes upload elsewhere */
     RC_TRY(job_alloc(j, total, &j->d_x));
   else /* generated: the passes upload the same bits over it */

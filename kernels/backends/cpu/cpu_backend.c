@@ -1,7 +1,7 @@
-/* The CPU backend (backend_impl.h): runs every experiment with the plain C kernels
- * of cpu_kernels.h, timed by the wall clock and checked against reference.h. Each
- * job allocates its own buffers, so lanes share nothing mutable; the CPU computes
- * synchronously, so a job's done fence is complete as soon as it exists. */
+/* The CPU backend (backend_impl.h): runs every experiment with the CPU stand-ins its
+ * descriptor names (exp_desc), timed by the wall clock and checked against its
+ * reference. Each job allocates its own buffers, so lanes share nothing mutable; the
+ * CPU computes synchronously, so a job's done fence is complete as soon as it exists. */
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,10 +14,7 @@
 
 #include "kernels/backends/backend_impl.h"
 #include "kernels/core/clock.h"
-#include "kernels/cpu/cpu_kernels.h"
-#include "kernels/core/gen.h"
-#include "kernels/reference.h"
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/core/reference.h"
 
 /* The lecture's repetition counts are sized for a GPU; a CPU call can take a second,
  * so warm-ups and reps are cut to about these budgets (batches never are). */
@@ -44,38 +41,24 @@ struct cpu_impl {
   atomic_bool lost; /* an injected fault (spec->fault) stands for a lost device */
 };
 
-struct kernel_desc {
-  const char *name, *description, *mapped_to;
+/* One job on one lane; everything it points to belongs to the job, except the
+ * inputs given as data. */
+struct cpu_job {
+  const struct exp_spec *spec;
+  const struct exp_desc *exp;
+  const struct backend_hooks *hooks;
+  struct exp_result *result;
+  const float *in[EXP_MAX_INPUTS]; /* given (borrowed) or in_owned */
+  float *in_owned[EXP_MAX_INPUTS]; /* generated from the slot's seed */
+  size_t out_len;
+  float *outs[EXP_MAX_VARIANTS]; /* per available run, checked after all timing */
+  float *slab;                   /* backs outs */
+  float *scratch;                /* exp_desc.cpu_scratch_floats, shared by the job's calls */
+  struct exp_run *timeline;      /* the run whose calls record their timeline, or NULL */
+  char *err;
+  size_t err_len;
+  atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
 };
-
-static const struct kernel_desc transpose_kernels[] = {
-    {"cpu_transpose_naive", "straight loop: reads rows of A, writes columns of B", ""},
-    {"cpu_transpose_blocked", "32x32 cache-blocked loop (CPU stand-in for the shared-memory tile)",
-     "cpu_transpose_blocked"},
-    {"cpu_transpose_blocked", "32x32 cache-blocked loop (a CPU has no banks to pad for)",
-     "cpu_transpose_blocked"},
-    {"cpu_copy", "memcpy of A: the bandwidth reference", ""},
-    {"cpu_transpose_blocked", "32x32 cache-blocked loop (CPU stand-in for the GPU's float4 tiles)",
-     "cpu_transpose_blocked"},
-};
-static const struct kernel_desc gemm_kernels[] = {
-    {"cpu_gemm_naive", "i-j-k loop: one float fmaf dot product per output", ""},
-    {"cpu_gemm_tiled", "16x16 output tiles over 16-wide K steps, float fmaf accumulators", ""},
-    {NULL, NULL, NULL}, /* cublas: CUDA only */
-    {"cpu_gemm_tiled", "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
-     "kernel)", "cpu_gemm_tiled"},
-    {"cpu_gemm_tiled", "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
-     "tolerance", "cpu_gemm_tiled"},
-};
-static const struct kernel_desc stencil_kernels[] = {
-    {"cpu_stencil_naive", "direct 2r+1 float sum per output", ""},
-    {"cpu_stencil_shared", "tiles of 256: tile + halo copied to a local buffer, then summed", ""},
-    {"cpu_stencil_window", "sliding double window sum, restarted per tile of the GPU's best kernel",
-     "cpu_stencil_window"},
-};
-static const struct kernel_desc pipeline_kernel = {
-    "cpu_synthesize", "upload, synthesize, download per chunk; s threads stand in for s streams",
-    ""};
 
 /* A CPU fence: set once the job's output is complete. The CPU computes outputs
  * before creating their fences, so waits return at once; the condition variable
@@ -84,25 +67,6 @@ struct backend_fence {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool done;
-};
-
-/* One job on one lane; everything it points to belongs to the job, except the
- * inputs given as data. */
-struct cpu_job {
-  const struct exp_spec *spec;
-  const struct backend_hooks *hooks;
-  struct exp_result *result;
-  const float *in[EXP_MAX_INPUTS]; /* given (borrowed) or in_owned */
-  float *in_owned[EXP_MAX_INPUTS]; /* generated from the slot's seed */
-  size_t out_len;
-  float *outs[EXP_MAX_VARIANTS]; /* per available run, checked after all timing */
-  float *slab;                   /* backs outs */
-  float *tile;                   /* stencil_shared's tile + halo */
-  float *d_in, *d_out;           /* pipeline: the "device" buffers */
-  struct exp_run *timeline;      /* pipeline: the run whose passes record their ops, or NULL */
-  char *err;
-  size_t err_len;
-  atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
 };
 
 static void *alloc_floats(size_t n) {
@@ -173,106 +137,15 @@ static void cpu_buffer_free(struct backend *b, struct backend_buffer *buf) {
   free(buf);
 }
 
-/* ---- the pipeline: chunks over emulated streams ---- */
+/* ---- one call of a run's stand-in ---- */
 
-struct pass_share {
-  const struct cpu_job *job;
-  const struct exp_pipeline_plan *plan;
-  float *h_out;
-  int t;     /* this thread's stream */
-  double t0; /* the pass's start (clock_mono_ms) */
-};
-
-/* Chunk c's op, begun at start and ending now, into the recording run's timeline. */
-static void record_op(const struct pass_share *sh, int c, int op, double start) {
-  struct exp_run *run = sh->job->timeline;
-  if (!run || c >= EXP_TIMELINE_CHUNKS) return;
-  run->timeline[c * EXP_OP_COUNT + op] = (struct exp_timeline_op){
-      (uint8_t)sh->t, (uint8_t)op, (uint16_t)c, (float)(start - sh->t0), (float)(clock_mono_ms() - sh->t0)};
-}
-
-/* Chunk c's op (upload, synthesize or download), as a stream would run it. */
-static void pass_op(const struct pass_share *sh, int c, int op) {
-  const struct cpu_job *job = sh->job;
-  const size_t at = (size_t)c * (size_t)sh->plan->chunk;
-  const size_t len = (size_t)exp_pipeline_chunk_len(sh->plan, c);
-  double start = clock_mono_ms();
-  if (op == EXP_OP_UPLOAD) cpu_copy(job->in[0] + at, job->d_in + at, len);
-  else if (op == EXP_OP_KERNEL)
-    cpu_synthesize(job->d_in + at, job->d_out + at, (int)len, job->spec->u.pipeline.terms);
-  else cpu_copy(job->d_out + at, sh->h_out + at, len);
-  record_op(sh, c, op, start);
-}
-
-/* Stream t's work: chunks c with c % streams == t, in the plan's order: the
- * lecture's (all uploads, then all kernels, then all downloads) or best's (chunk by
- * chunk); a stream runs in order. */
-static void *pass_worker(void *arg) {
-  const struct pass_share *sh = arg;
-  const struct exp_pipeline_plan *p = sh->plan;
-  if (p->depth_first) {
-    for (int c = sh->t; c < p->chunks; c += p->streams)
-      for (int op = 0; op < EXP_OP_COUNT; op++) pass_op(sh, c, op);
-  } else {
-    for (int op = 0; op < EXP_OP_COUNT; op++)
-      for (int c = sh->t; c < p->chunks; c += p->streams) pass_op(sh, c, op);
-  }
-  return NULL;
-}
-
-/* One pass over all chunks with the plan of stream-count entry `entry`: the caller
- * is stream 0, the others are threads started for this pass. */
-static int pipeline_pass(struct cpu_job *job, float *h_out, int entry) {
-  pthread_t threads[EXP_MAX_STREAMS];
-  struct pass_share shares[EXP_MAX_STREAMS];
-  struct exp_pipeline_plan plan;
-  exp_pipeline_plan(job->spec, entry, &plan);
-  int started = 1, rc = 0, streams = plan.streams;
-  double t0 = clock_mono_ms();
-  for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){job, &plan, h_out, t, t0};
-  for (; started < streams; started++) {
-    if (pthread_create(&threads[started], NULL, pass_worker, &shares[started]) != 0) {
-      snprintf(job->err, job->err_len, "cannot start a thread for stream %d", started);
-      rc = -ENOMEM;
-      break;
-    }
-  }
-  if (rc == 0) pass_worker(&shares[0]);
-  for (int t = 1; t < started; t++) pthread_join(threads[t], NULL);
-  int chunks = plan.chunks;
-  if (rc == 0 && job->timeline)
-    job->timeline->n_timeline = EXP_OP_COUNT * (chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS);
-  return rc;
-}
-
-/* ---- one call of a run's kernel ---- */
-
-/* Runs variant (for the pipeline: the stream count) once, writing out. */
-static int call_once(struct cpu_job *job, int variant, float *out) {
-  const struct exp_spec *s = job->spec;
-  switch (s->type) {
-  case EXP_TRANSPOSE: {
-    int m = s->u.transpose.m, n = s->u.transpose.n;
-    if (variant == TRANSPOSE_NAIVE) cpu_transpose_naive(job->in[0], out, m, n);
-    else if (variant == TRANSPOSE_COPY) cpu_copy(job->in[0], out, job->out_len);
-    else cpu_transpose_blocked(job->in[0], out, m, n);
-    return 0;
-  }
-  case EXP_GEMM: {
-    int m = s->u.gemm.m, n = s->u.gemm.n, k = s->u.gemm.k;
-    if (variant == GEMM_NAIVE) cpu_gemm_naive(job->in[0], job->in[1], out, m, n, k);
-    else cpu_gemm_tiled(job->in[0], job->in[1], out, m, n, k);
-    return 0;
-  }
-  case EXP_STENCIL: {
-    int n = s->u.stencil.n, r = s->u.stencil.radius;
-    if (variant == STENCIL_NAIVE) cpu_stencil_naive(job->in[0], out, n, r);
-    else if (variant == STENCIL_BEST) cpu_stencil_window(job->in[0], out, n, r);
-    else cpu_stencil_shared(job->in[0], out, n, r, job->tile);
-    return 0;
-  }
-  default: return pipeline_pass(job, out, variant); /* variant: the stream-count entry */
-  }
+/* Runs the run's entry (a variant, or a runs-list entry) once, writing out. */
+static int call_once(struct cpu_job *job, int entry, float *out) {
+  const struct exp_variant *v = exp_variant_of(job->spec, entry);
+  exp_cpu_fn fn = v ? v->cpu.fn : job->exp->cpu_run;
+  struct exp_cpu_call call = {job->spec, job->in,   out,          job->scratch,
+                              entry,     job->timeline, job->err, job->err_len};
+  return fn(&call);
 }
 
 /* ---- timing ---- */
@@ -323,8 +196,9 @@ static int time_batch(struct cpu_job *job, int i, int b) {
   struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
   if (backend_hooks_canceled(job->hooks)) return canceled(job);
-  /* The pipeline's last sample records its passes' ops; its last pass's stay. */
-  job->timeline = job->spec->type == EXP_PIPELINE && b == t->batches - 1 ? run : NULL;
+  /* The last sample's calls record their timeline (the pipeline's passes); the last
+   * call's stays. */
+  job->timeline = b == t->batches - 1 ? run : NULL;
   double t0 = clock_mono_ms();
   for (int r = 0; r < t->reps; r++) {
     int rc = call_once(job, run->variant, job->outs[i]);
@@ -402,100 +276,61 @@ static int check_runs(struct cpu_job *job) {
 
 /* ---- setting up a job ---- */
 
-static void describe(struct exp_run *run, const struct kernel_desc *k) {
-  snprintf(run->kernel.name, sizeof run->kernel.name, "%s", k->name);
-  snprintf(run->kernel.description, sizeof run->kernel.description, "%s", k->description);
-  snprintf(run->mapped_to, sizeof run->mapped_to, "%s", k->mapped_to);
-}
-
-/* The pipeline's best runs: best maps to threads for its streams over its plan's
- * chunks, chunk by chunk; best_graph has no CPU counterpart. */
-static void describe_best(struct exp_run *run) {
-  const struct exp_pipeline_plan *p = &run->plan;
-  if (p->graph) {
+/* The run's identity from its variant's CPU stand-in, then the experiment's say. */
+static void describe(const struct cpu_job *job, struct exp_run *run) {
+  const struct exp_variant *v = exp_variant_of(job->spec, run->variant);
+  if (v && !v->cpu.fn) {
     run->available = false;
-    snprintf(run->reason, sizeof run->reason,
-             "CUDA Graphs need the CUDA backend (the best run is the same plan without one)");
-    return;
+    snprintf(run->reason, sizeof run->reason, "%s", v->cpu.reason);
+  } else if (v) {
+    snprintf(run->kernel.name, sizeof run->kernel.name, "%s", v->cpu.name);
+    snprintf(run->kernel.description, sizeof run->kernel.description, "%s", v->cpu.description);
+    snprintf(run->mapped_to, sizeof run->mapped_to, "%s", v->cpu.mapped_to);
   }
-  describe(run, &pipeline_kernel);
-  snprintf(run->kernel.description, sizeof run->kernel.description,
-           "best plan: upload, synthesize, download chunk by chunk; threads stand in for streams");
-  snprintf(run->mapped_to, sizeof run->mapped_to, "cpu: %d threads, %d chunks of %lld floats",
-           p->streams, p->chunks, (long long)p->chunk);
+  if (job->exp->cpu_describe) job->exp->cpu_describe(job->spec, run);
 }
 
-static const struct kernel_desc *kernel_of(enum exp_type type, int variant) {
-  switch (type) {
-  case EXP_TRANSPOSE: return &transpose_kernels[variant];
-  case EXP_GEMM: return variant == GEMM_CUBLAS ? NULL : &gemm_kernels[variant];
-  case EXP_STENCIL: return &stencil_kernels[variant];
-  default: return &pipeline_kernel;
-  }
+/* Whether entry names a run of spec: a variant, or a runs-list entry. */
+static bool entry_valid(const struct exp_desc *d, int entry) {
+  if (!d->runs) return entry >= 0 && entry < d->n_variants;
+  for (int w = 0; d->runs->word && w < d->runs->n_word_runs; w++)
+    if (entry == d->runs->word_runs[w]) return true;
+  return entry >= d->runs->min && entry <= d->runs->max;
 }
 
-static bool sizes_valid(const struct exp_spec *s) {
-  switch (s->type) {
-  case EXP_TRANSPOSE: return s->u.transpose.m >= 0 && s->u.transpose.n >= 0;
-  case EXP_GEMM: return s->u.gemm.m >= 0 && s->u.gemm.n >= 0 && s->u.gemm.k >= 0;
-  case EXP_STENCIL: return s->u.stencil.n >= 0 && s->u.stencil.radius >= 0;
-  default:
-    return s->u.pipeline.chunk >= 0 && s->u.pipeline.chunks >= 0 && s->u.pipeline.terms >= 0;
-  }
-}
-
-/* Fills the runs' identity (variant, label, kernel) from spec; -EINVAL for a
- * spec this backend cannot run. */
-static int setup_runs(const struct exp_spec *s, struct exp_result *res, char *err,
-                      size_t err_len) {
+/* Fills the runs' identity (variant, label, kernel) from spec; -EINVAL for a spec this
+ * backend cannot run. */
+static int setup_runs(struct cpu_job *job, char *err, size_t err_len) {
+  const struct exp_spec *s = job->spec;
+  const struct exp_desc *d = job->exp;
   const struct exp_timing_params *p = &s->timing;
-  bool pipeline = s->type == EXP_PIPELINE;
-  int n = pipeline ? s->u.pipeline.n_stream_counts : s->n_variants;
-  if ((unsigned)s->type >= EXP_TYPE_COUNT || n < 1 || n > EXP_MAX_VARIANTS ||
-      p->warmup < 0 || p->reps < 1 || p->batches < 1 || p->batches > EXP_MAX_BATCHES ||
-      s->stop.min_samples < 0 || s->stop.min_samples > EXP_MAX_BATCHES ||
-      !(s->stop.max_noise >= 0) || !(s->stop.max_time_s >= 0))
-    goto fail;
-  if (!sizes_valid(s)) {
-    snprintf(err, err_len, "cpu backend: negative sizes");
+  struct exp_result *res = job->result;
+  int n = s->n_variants;
+  bool ok = n >= 1 && n <= EXP_MAX_VARIANTS && p->warmup >= 0 && p->reps >= 1 &&
+            p->batches >= 1 && p->batches <= EXP_MAX_BATCHES && s->stop.min_samples >= 0 &&
+            s->stop.min_samples <= EXP_MAX_BATCHES && s->stop.max_noise >= 0 &&
+            s->stop.max_time_s >= 0;
+  for (int i = 0; ok && i < d->n_params; i++)
+    if (s->p[i] < 0) {
+      snprintf(err, err_len, "cpu backend: negative sizes");
+      return -EINVAL;
+    }
+  for (int i = 0; ok && i < n; i++) ok = entry_valid(d, s->variants[i]);
+  if (!ok) {
+    snprintf(err, err_len, "cpu backend: variants, stream counts or timing out of range");
     return -EINVAL;
   }
   res->n_runs = n;
   for (int i = 0; i < n; i++) {
     struct exp_run *run = &res->runs[i];
-    int v = pipeline ? s->u.pipeline.stream_counts[i] : s->variants[i];
-    bool best = pipeline && (v == EXP_STREAMS_BEST || v == EXP_STREAMS_BEST_GRAPH);
-    if (pipeline ? !best && (v < 1 || v > EXP_MAX_STREAMS) : v < 0 || v >= exp_variant_count(s->type))
-      goto fail;
-    run->variant = v;
+    run->variant = s->variants[i];
     run->available = true;
     exp_run_label(s, i, run->label, sizeof run->label);
     exp_spec_work_counts(s, &run->kernel.work);
     run->kernel.has_work = true;
-    if (pipeline) exp_pipeline_plan(s, v, &run->plan);
-    if (best) {
-      describe_best(run);
-      continue;
-    }
-    const struct kernel_desc *k = kernel_of(s->type, v);
-    if (s->type == EXP_STENCIL && v == STENCIL_BEST &&
-        stencil_best_tile(s->u.stencil.radius) == 0) {
-      run->available = false;
-      snprintf(run->reason, sizeof run->reason, "stencil best supports radii 0..%d",
-               STENCIL_BEST_MAX_RADIUS);
-      continue;
-    }
-    if (k) {
-      describe(run, k);
-      continue;
-    }
-    run->available = false;
-    snprintf(run->reason, sizeof run->reason, "cuBLAS needs the CUDA backend");
+    describe(job, run);
   }
   return 0;
-fail:
-  snprintf(err, err_len, "cpu backend: variants, stream counts or timing out of range");
-  return -EINVAL;
 }
 
 /* -EINVAL unless every input given as data holds its slot's shape. */
@@ -515,30 +350,28 @@ static int check_given(const struct backend_job *bj, char *err, size_t err_len) 
 }
 
 /* Sets the job's inputs: the given buffers' host data, else generated from the
- * slot's seed (the streams and phases reference.h uses). */
+ * slot's seed (the stream and scale its descriptor names, as reference.h does). */
 static int make_inputs(struct cpu_job *job, const struct backend_job *bj) {
   const struct exp_spec *s = job->spec;
-  for (int slot = 0; slot < exp_input_count(s->type); slot++) {
+  for (int slot = 0; slot < job->exp->n_inputs; slot++) {
     if (bj->input[slot]) {
       job->in[slot] = bj->input[slot]->data;
       continue;
     }
+    const struct exp_input_desc *in = &job->exp->inputs[slot];
     struct exp_shape shape;
     exp_input_shape(s, slot, &shape);
     size_t n = (size_t)exp_shape_count(&shape);
     float *h = job->in_owned[slot] = alloc_floats(n);
     if (!h) return out_of_memory(job, "the job's inputs");
-    uint64_t seed = s->inputs[slot].value;
-    if (s->type == EXP_PIPELINE) reference_fill_phases(h, n, seed);
-    else if (slot == 1) reference_fill(h, n, seed, GEN_B);
-    else reference_fill(h, n, seed, s->type == EXP_STENCIL ? GEN_X : GEN_A);
+    reference_fill_scaled(h, n, s->inputs[slot].value, (int)in->stream, in->scale);
     job->in[slot] = h;
   }
   return 0;
 }
 
 /* Allocates one output per available run (poisoned with NaN, so an output the
- * kernel never wrote fails its check) and the kernels' scratch buffers. */
+ * stand-in never wrote fails its check) and the calls' scratch. */
 static int alloc_buffers(struct cpu_job *job) {
   const struct exp_spec *s = job->spec;
   const struct exp_result *res = job->result;
@@ -554,14 +387,9 @@ static int alloc_buffers(struct cpu_job *job) {
   for (size_t j = 0; j < job->out_len * (size_t)n_bufs; j++) job->slab[j] = NAN;
   for (int i = 0, k = 0; i < res->n_runs; i++)
     if (res->runs[i].available) job->outs[i] = job->slab + (size_t)k++ * job->out_len;
-  if (s->type == EXP_STENCIL) {
-    job->tile = alloc_floats(CPU_STENCIL_TILE + 2 * (size_t)s->u.stencil.radius);
-    if (!job->tile) return out_of_memory(job, "the stencil's tile");
-  }
-  if (s->type == EXP_PIPELINE) {
-    job->d_in = alloc_floats(job->out_len);
-    job->d_out = alloc_floats(job->out_len);
-    if (!job->d_in || !job->d_out) return out_of_memory(job, "the pipeline's buffers");
+  if (job->exp->cpu_scratch_floats) {
+    job->scratch = alloc_floats(job->exp->cpu_scratch_floats(s));
+    if (!job->scratch) return out_of_memory(job, "the job's scratch");
   }
   return 0;
 }
@@ -602,9 +430,7 @@ static int prepare(struct cpu_job *job, struct backend_job *bj) {
 }
 
 static void cpu_job_free(struct cpu_job *job) {
-  free(job->d_out);
-  free(job->d_in);
-  free(job->tile);
+  free(job->scratch);
   free(job->slab);
   for (int i = 0; i < EXP_MAX_INPUTS; i++) free(job->in_owned[i]);
 }
@@ -616,8 +442,9 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
                    size_t err_len) {
   const struct cpu_impl *impl = b->impl;
   const struct exp_spec *spec = bj->spec;
-  struct cpu_job job = {.spec = spec, .hooks = hooks, .result = result, .err = err, .err_len = err_len,
-                    .lost = (atomic_bool *)&impl->lost};
+  struct cpu_job job = {.spec = spec, .exp = exp_desc(spec->type), .hooks = hooks,
+                        .result = result, .err = err, .err_len = err_len,
+                        .lost = (atomic_bool *)&impl->lost};
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", impl->model);
@@ -625,7 +452,11 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
   bj->done = NULL;
   if (spec->fault) atomic_store(job.lost, true); /* as a sticky CUDA error: for good */
   if (atomic_load(job.lost)) return device_lost(&job);
-  int rc = setup_runs(spec, result, err, err_len);
+  if (!job.exp) {
+    snprintf(err, err_len, "cpu backend: unknown experiment type %d", (int)spec->type);
+    return -EINVAL;
+  }
+  int rc = setup_runs(&job, err, err_len);
   if (rc < 0 || (rc = check_given(bj, err, err_len)) < 0) return rc;
   if (backend_hooks_phase(hooks, BACKEND_PHASE_SETUP)) { /* canceled while it waited */
     backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);

@@ -206,27 +206,25 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
              s->stop.max_time_s);
     return -EINVAL;
   }
-  if (s->cold && (s->graph || s->type == EXP_PIPELINE)) {
-    snprintf(err, err_len, "cold times kernel launches one by one: not with graph or pipeline");
+  const struct exp_desc *d = exp_desc(s->type);
+  if (s->cold && (s->graph || (d->flags & EXP_NO_COLD))) {
+    snprintf(err, err_len, "cold times kernel launches one by one: not with graph%s%s",
+             d->flags & EXP_NO_COLD ? " or " : "", d->flags & EXP_NO_COLD ? d->name : "");
     return -EINVAL;
   }
-  if (s->type == EXP_PIPELINE) {
-    const auto &p = s->u.pipeline;
-    bool ok = p.chunk >= 0 && p.chunks >= 0 && p.terms >= 0 && p.n_stream_counts >= 1 &&
-              p.n_stream_counts <= EXP_MAX_STREAM_COUNTS && p.n_stream_counts <= EXP_MAX_VARIANTS;
-    for (int i = 0; ok && i < p.n_stream_counts; i++)
-      ok = (p.stream_counts[i] >= 1 && p.stream_counts[i] <= EXP_MAX_STREAMS) ||
-           p.stream_counts[i] == EXP_STREAMS_BEST || p.stream_counts[i] == EXP_STREAMS_BEST_GRAPH;
-    if (!ok) snprintf(err, err_len, "pipeline params out of range");
-    return ok ? 0 : -EINVAL;
-  }
   bool ok = s->n_variants >= 1 && s->n_variants <= EXP_MAX_VARIANTS;
-  for (int i = 0; ok && i < s->n_variants; i++)
-    ok = s->variants[i] >= 0 && s->variants[i] < exp_variant_count(s->type);
-  if (s->type == EXP_TRANSPOSE) ok = ok && s->u.transpose.m >= 0 && s->u.transpose.n >= 0;
-  if (s->type == EXP_GEMM) ok = ok && s->u.gemm.m >= 0 && s->u.gemm.n >= 0 && s->u.gemm.k >= 0;
-  if (s->type == EXP_STENCIL) ok = ok && s->u.stencil.n >= 0 && s->u.stencil.radius >= 0;
-  if (!ok) snprintf(err, err_len, "%s: variants or sizes out of range", exp_type_name(s->type));
+  for (int i = 0; ok && i < s->n_variants; i++) {
+    int v = s->variants[i];
+    if (!d->runs) {
+      ok = v >= 0 && v < d->n_variants;
+      continue;
+    }
+    ok = v >= d->runs->min && v <= d->runs->max && v <= LANE_MAX_AUX;
+    for (int w = 0; !ok && d->runs->word && w < d->runs->n_word_runs; w++) ok = v == d->runs->word_runs[w];
+  }
+  for (int i = 0; ok && i < d->n_params; i++) ok = s->p[i] >= 0;
+  if (!ok && d->runs) snprintf(err, err_len, "%s params out of range", d->name);
+  else if (!ok) snprintf(err, err_len, "%s: variants or sizes out of range", d->name);
   return ok ? 0 : -EINVAL;
 }
 

@@ -13,16 +13,17 @@
 #include "kernels/backends/cuda/nvml_loader.h"
 
 #define ATTR_CACHE_MAX 32
+#define LANE_MAX_AUX 32 /* streams a lane's job may fork onto (the pipeline's) */
 
 /* One lane: everything one job at a time uses, created at open or on first need and
  * kept for the next job. Only the lane's job thread touches it. */
 struct lane {
   cudaStream_t stream;   /* non-blocking; every job's work on this lane is ordered here */
   cudaEvent_t start, stop; /* around one timed batch */
-  cudaStream_t aux[EXP_MAX_STREAMS]; /* pipeline streams, created on first need */
+  cudaStream_t aux[LANE_MAX_AUX]; /* pipeline streams, created on first need */
   int n_aux;
   cudaEvent_t fork;                   /* recorded on stream, waited on by aux streams */
-  cudaEvent_t join[EXP_MAX_STREAMS];  /* recorded on aux[i], waited on by stream */
+  cudaEvent_t join[LANE_MAX_AUX];  /* recorded on aux[i], waited on by stream */
   cublasHandle_t cublas; /* created on first gemm cublas run, bound to stream */
   void *pin;             /* pinned host cache, grow-only */
   size_t pin_bytes;

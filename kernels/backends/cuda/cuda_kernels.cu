@@ -8,6 +8,9 @@
 
 #include <stdio.h>
 #include "kernels/core/gen.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 
 /* ---- transpose: A is m x n, B = A^T is n x m, both row-major ---- */
 

@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "kernels/experiment.h"
+#include "kernels/core/experiment.h"
 
 #define STENCIL_BLOCK 256   /* threads and outputs per stencil block (the lecture's B) */
 #define SYNTHESIZE_BLOCK 256
@@ -50,10 +50,8 @@ cudaError_t stencil_launch(int variant, const float *d_x, float *d_y, int n, int
 cudaError_t synthesize_launch(const float *d_x, float *d_y, int n, int terms,
                               cudaStream_t s);
 
-/* d[i] = gen_uniform(seed, stream, i) * scale for i < n. With scale 1.0f the values
- * are gen.h's bit for bit (reference_fill); with GEN_PHASE_SCALE they match
- * reference_fill_phases (one float multiply). */
-#define GEN_PHASE_SCALE 3.14159265f
+/* d[i] = gen_uniform(seed, stream, i) * scale for i < n: reference_fill_scaled's
+ * numbers, bit for bit. */
 cudaError_t gen_launch(float *d, size_t n, uint64_t seed, uint32_t stream, float scale,
                        cudaStream_t s);
 

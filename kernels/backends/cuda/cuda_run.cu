@@ -13,8 +13,12 @@
 #include "kernels/backends/cuda/cuda_run_impl.h"
 #include "kernels/backends/cuda/cuda_kernels.cuh"
 #include "kernels/core/gen.h"
-#include "kernels/reference.h"
+#include "kernels/core/reference.h"
 #include "kernels/core/stats.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 
 static const char *const METHOD_EVENTS =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
@@ -195,15 +199,15 @@ static int plan_kernel_runs(struct job_run *j) {
     char why[128] = "";
     int prc;
     if (s->type == EXP_TRANSPOSE) {
-      prc = transpose_plan(v, s->u.transpose.m, s->u.transpose.n, &p, why, sizeof why);
+      prc = transpose_plan(v, s->p[TRANSPOSE_M], s->p[TRANSPOSE_N], &p, why, sizeof why);
     } else if (s->type == EXP_GEMM) {
       if (v == GEMM_CUBLAS) {
         run_cublas_init(j, run);
         continue;
       }
-      prc = gemm_plan(v, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k, &p, why, sizeof why);
+      prc = gemm_plan(v, s->p[GEMM_M], s->p[GEMM_N], s->p[GEMM_K], &p, why, sizeof why);
     } else {
-      prc = stencil_plan(v, s->u.stencil.n, s->u.stencil.radius, &p, why, sizeof why);
+      prc = stencil_plan(v, s->p[STENCIL_N], s->p[STENCIL_RADIUS], &p, why, sizeof why);
     }
     RC_TRY(job_run_plan(j, run, prc, &p, why));
   }
@@ -220,10 +224,10 @@ static int first_available(const struct job_run *j) {
 /* ---- inputs and the job's output ---- */
 
 /* Input slot: a given buffer is read in place; otherwise generated on the GPU from
- * the slot's seed, gen.h's numbers times scale (the reference makes the same). */
-int job_input_setup(struct job_run *j, int slot, float scale) {
-  static const uint32_t gen_streams[EXP_TYPE_COUNT][EXP_MAX_INPUTS] = {
-      {GEN_A, 0}, {GEN_A, GEN_B}, {GEN_X, 0}, {GEN_X, 0}};
+ * the slot's seed with the stream and scale its descriptor names (the reference makes
+ * the same numbers). */
+int job_input_setup(struct job_run *j, int slot) {
+  const struct exp_input_desc *in = &exp_desc(j->spec->type)->inputs[slot];
   const struct backend_buffer *given = j->bj->input[slot];
   if (given && given->device == j->be->device) {
     j->d_in[slot] = given->data;
@@ -247,8 +251,8 @@ int job_input_setup(struct job_run *j, int slot, float scale) {
   size_t count = (size_t)exp_shape_count(&shape);
   float *d = NULL;
   RC_TRY(job_alloc(j, count, &d));
-  CUDA_TRY(j, gen_launch(d, count, j->spec->inputs[slot].value,
-                         gen_streams[j->spec->type][slot], scale, j->lane->stream));
+  CUDA_TRY(j, gen_launch(d, count, j->spec->inputs[slot].value, in->stream, in->scale,
+                         j->lane->stream));
   j->d_in[slot] = d;
   return 0;
 }
@@ -304,16 +308,16 @@ static cudaError_t launch_raw(struct job_run *j, int r, float *out, cublasStatus
   int v = j->result->runs[r].variant;
   cudaStream_t st = j->lane->stream;
   switch (s->type) {
-  case EXP_TRANSPOSE: return transpose_launch(v, j->d_in[0], out, s->u.transpose.m, s->u.transpose.n, st);
+  case EXP_TRANSPOSE: return transpose_launch(v, j->d_in[0], out, s->p[TRANSPOSE_M], s->p[TRANSPOSE_N], st);
   case EXP_GEMM:
     if (v == GEMM_CUBLAS) {
-      *cst = cublas_loader_sgemm_rowmajor(j->cublas, j->lane->cublas, s->u.gemm.m, s->u.gemm.n,
-                                          s->u.gemm.k, j->d_in[0], j->d_in[1], out);
+      *cst = cublas_loader_sgemm_rowmajor(j->cublas, j->lane->cublas, s->p[GEMM_M], s->p[GEMM_N],
+                                          s->p[GEMM_K], j->d_in[0], j->d_in[1], out);
       return cudaSuccess;
     }
-    return gemm_launch(v, j->d_in[0], j->d_in[1], out, s->u.gemm.m, s->u.gemm.n, s->u.gemm.k, st);
+    return gemm_launch(v, j->d_in[0], j->d_in[1], out, s->p[GEMM_M], s->p[GEMM_N], s->p[GEMM_K], st);
   case EXP_STENCIL:
-    return stencil_launch(v, j->d_in[0], out, s->u.stencil.n, s->u.stencil.radius, st);
+    return stencil_launch(v, j->d_in[0], out, s->p[STENCIL_N], s->p[STENCIL_RADIUS], st);
   default: return cudaErrorInvalidValue;
   }
 }
@@ -338,7 +342,7 @@ static int launch(struct job_run *j, int r, float *out) {
 /* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
  * untimed), then the job's output and fence. */
 static int kernel_setup(struct job_run *j) {
-  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot, 1.0f));
+  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot));
   for (int r = 0; r < j->result->n_runs; r++)
     if (j->result->runs[r].available) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
   if (j->spec->cold) {

@@ -64,8 +64,8 @@ typedef int (*compute_fn)(struct job_run *j, int r, float *out);
 /* count floats of device memory, ordered on the lane's stream, freed by release. */
 int job_alloc(struct job_run *j, size_t count, float **out);
 /* Input slot: a given buffer (read in place, or copied from its device), or
- * generated on the GPU from the slot's seed times scale. */
-int job_input_setup(struct job_run *j, int slot, float scale);
+ * generated on the GPU from the slot's seed (its descriptor's stream and scale). */
+int job_input_setup(struct job_run *j, int slot);
 /* Computes the job's output once with compute, records the done fence, hands both
  * to the engine (hooks->issued). */
 int job_issue_output(struct job_run *j, compute_fn compute);
