@@ -143,8 +143,9 @@ static void run_job(struct exp_spec *s, const char *job, const double *ceilings,
     snprintf(w->variant, sizeof w->variant, "%s", r->label);
     snprintf(w->kernel, sizeof w->kernel, "%s", r->available ? r->kernel.name : r->reason);
     w->ms = r->timing.median_ms;
-    w->figure = r->figure / (s->type == EXP_GEMM ? 1e3 : 1.0); /* TFLOP/s or GB/s */
-    w->unit = s->type == EXP_GEMM ? "TFLOP/s" : "GB/s";
+    bool flops = exp_desc(s->type)->figure == EXP_FIGURE_GFLOPS;
+    w->figure = r->figure / (flops ? 1e3 : 1.0); /* TFLOP/s or GB/s */
+    w->unit = flops ? "TFLOP/s" : "GB/s";
     w->ceiling = ceilings[i];
     w->ceiling_name = ceiling_names[i];
     w->passed = r->available && r->check.done && r->check.passed;

@@ -1,7 +1,7 @@
 /* The gemm's `best` variant: FP32 SGEMM on the CUDA cores (FFMA), C[M,N] = A[M,K] B[K,N]
  * row-major. One kernel body, compiled twice: without guards for whole tiles, with
  * them for every other size. */
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/gemm/gemm.cuh"
 
 #include <stdio.h>
 

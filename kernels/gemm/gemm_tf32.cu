@@ -2,7 +2,8 @@
  * accumulation. Built for sm_90a and run on a cc 9.0 device (the H200), sizes that tile
  * exactly take a Hopper kernel (wgmma fed by TMA, on A and a transposed copy of B);
  * everything else takes mma.sync m16n8k8 (ldmatrix, a 3-stage cp.async pipeline). */
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/gemm/gemm.cuh"
+#include "kernels/transpose/transpose.cuh"
 
 #include <stdio.h>
 #ifdef GPULAB_CUDA_SM90A

@@ -2,6 +2,7 @@
  * any radius (stencil_best.h has the tile geometry, shared with the CPU stand-in and
  * the reference's tolerance). */
 #include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/stencil/stencil.cuh"
 
 #include <stdio.h>
 

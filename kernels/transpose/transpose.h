@@ -1,7 +1,7 @@
 /* The transpose experiment (the lecture's coalescing, shared-memory tiles, bank
  * conflicts and padding): B = A^T, A m x n row-major, B n x m. Its descriptor
  * (transpose.c), CPU stand-ins (transpose_cpu.c), lecture kernels (transpose.cu) and
- * best kernel (transpose_best.cu). */
+ * best kernel (transpose_best.cu, declared in transpose.cuh). */
 #ifndef GPULAB_TRANSPOSE_H
 #define GPULAB_TRANSPOSE_H
 
@@ -32,13 +32,6 @@ int cpu_copy(const struct exp_cpu_call *call);
 
 #ifdef __cplusplus
 }
-#endif
-
-#ifdef __CUDACC__
-#include <cuda_runtime.h>
-/* transpose_best.cu: the best kernel's launch, also gemm tf32's transposition of B
- * (d_b = d_a^T, d_a m x n); see transpose_best.cu. */
-cudaError_t transpose_best_launch(const float *d_a, float *d_b, int m, int n, cudaStream_t s);
 #endif
 
 #endif

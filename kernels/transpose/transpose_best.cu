@@ -2,6 +2,7 @@
  * swizzled shared tile, in a grouped launch order. Sizes that break 16-byte alignment
  * take 4-byte accesses in the same kernel (a uniform branch), so every size runs. */
 #include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/transpose/transpose.cuh"
 
 #include <stdio.h>
 

@@ -1,7 +1,7 @@
 /* The CUDA backend (backend_impl.h): opening a device, its lanes (one non-blocking
  * stream each, with timing events, pipeline streams, a cuBLAS handle and host
  * caches), buffers in the device's memory pool, fences (events), and the error
- * classification every CUDA call goes through. Running a job is cuda_run.cu.
+ * classification every CUDA call goes through. Running a job is cuda_run.cu (cuda_job.h).
  * Nothing here synchronizes the device: it waits only on its own streams. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
 #include "kernels/core/clock.h"
-#include "kernels/backends/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_job.h"
 
 /* ---- errors ---- */
 
@@ -509,11 +509,8 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
     snprintf(be->nvml_why, sizeof be->nvml_why, "cudaDeviceGetPCIBusId failed");
   (void)cudaGetLastError();
   /* A device this binary has no code for fails here rather than on every launch. */
-  struct cuda_plan p;
-  char plan_why[64];
-  synthesize_plan(1, &p, plan_why, sizeof plan_why);
   cudaFuncAttributes attr;
-  OPEN_TRY(cudaFuncGetAttributes(&attr, p.func), "cudaFuncGetAttributes (kernel image)");
+  OPEN_TRY(cudaFuncGetAttributes(&attr, gen_kernel_func()), "cudaFuncGetAttributes (kernel image)");
   size_t free_b = 0, total_b = 0;
   OPEN_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   be->mem_free_at_open = free_b;

@@ -1,5 +1,6 @@
 /* Private to kernels/backends/cuda/: the CUDA backend's state, shared by cuda_backend.cu
- * (open, lanes, buffers, fences, errors) and cuda_run.cu (running one job). */
+ * (open, lanes, buffers, fences, errors), cuda_measure.cu (ceilings) and the job runner
+ * (cuda_job.h). */
 #ifndef GPULAB_CUDA_BACKEND_IMPL_H
 #define GPULAB_CUDA_BACKEND_IMPL_H
 

@@ -1,6 +1,6 @@
-/* Private to the `best` kernels (each experiment folder's *_best.cu and gemm_tf32.cu): launch-shape helpers, the
- * grouped launch order, guarded vector loads and cp.async, shared by more than one
- * of them. */
+/* Shared by the `best` kernels of several experiments (transpose_best.cu,
+ * gemm_best.cu, gemm_tf32.cu, stencil_best.cu): alignment, the grouped launch order,
+ * raising the shared-memory limit once, and cp.async. */
 #ifndef GPULAB_CUDA_BEST_CUH
 #define GPULAB_CUDA_BEST_CUH
 
@@ -8,11 +8,7 @@
 
 #include <atomic>
 
-#include "kernels/backends/cuda/cuda_kernels.cuh"
-
-#define KFUNC(f) reinterpret_cast<const void *>(&(f))
-
-static inline unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
+#include "kernels/backends/cuda/cuda_exp.h"
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -30,46 +26,6 @@ __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, 
   const int in = pid - g * per_group;
   *bm = first + in % rows;
   *bn = in / rows;
-}
-
-
-/* ---- gemm (FP32 and TF32): C[M,N] = A[M,K] B[K,N], row-major ---- */
-
-#define GEMM_GROUP_M 8 /* block rows per group in the launch order (L2 reuse) */
-
-/* Element (row, col) .. (row, col+3) of a rows x cols row-major matrix, zero outside;
- * vec: cols % 4 == 0, p 16-byte aligned and col % 4 == 0 (one float4, wholly in or
- * out). */
-__device__ __forceinline__ float4 load4(const float *p, int rows, int cols, int row, int col,
-                                        bool vec) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (row >= rows) return v;
-  const float *s = p + (size_t)row * cols + col;
-  if (vec) {
-    if (col < cols) v = *reinterpret_cast<const float4 *>(s);
-  } else {
-    if (col < cols) v.x = s[0];
-    if (col + 1 < cols) v.y = s[1];
-    if (col + 2 < cols) v.z = s[2];
-    if (col + 3 < cols) v.w = s[3];
-  }
-  return v;
-}
-
-/* Which operands take 16-byte (C: 8-byte) accesses; the rest take 4-byte ones. */
-enum { GEMM_VEC_A = 1, GEMM_VEC_B = 2, GEMM_VEC_C = 4 };
-
-/* Blocks of a 1-D grid of bm x bn tiles over an m x n C. */
-static inline unsigned gemm_blocks(int m, int n, int bm, int bn) {
-  return (unsigned)(ceil_div(m, bm) * (unsigned long long)ceil_div(n, bn));
-}
-
-static inline int gemm_flags(const float *a, const float *b, const float *c, int n, int k) {
-  int flags = 0;
-  if (k % 4 == 0 && aligned16(a)) flags |= GEMM_VEC_A;
-  if (n % 4 == 0 && aligned16(b)) flags |= GEMM_VEC_B;
-  if (n % 4 == 0 && aligned16(c)) flags |= GEMM_VEC_C;
-  return flags;
 }
 
 

@@ -69,6 +69,9 @@ const struct cuda_experiment *cuda_experiment_of(enum exp_type type);
 
 #define KFUNC(f) reinterpret_cast<const void *>(&(f))
 
+/* Blocks of b that cover a (a >= 0, b > 0), for grids. */
+static inline unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
+
 /* Fills func, name and description, with a 1x1x1 launch and no shared memory. */
 void cuda_plan_set(struct cuda_plan *plan, const void *func, const char *name,
                    const char *description);

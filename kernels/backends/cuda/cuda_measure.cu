@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
-#include "kernels/backends/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_job.h"
 #include "kernels/core/gen.h"
 #include "kernels/core/stats.h"
 

@@ -1,65 +1,44 @@
-/* Running one job on one lane of the CUDA backend: the job's inputs (given buffers,
- * or generated on the GPU with gen.h), its output and done fence, its timed windows
- * (launches one by one on the lane's stream, or as captured CUDA Graphs), and the
- * checks against reference.h. The kernel experiments are here; the pipeline's
- * passes are in kernels/pipeline/pipeline.cu. It waits only on the lane's own streams and events;
- * a job's parents are waited for on the device (cudaStreamWaitEvent). */
+/* Running one job on one lane of the CUDA backend, through its experiment's job ops
+ * (cuda_job.h): the job's inputs (given buffers, or generated on the GPU with gen.h),
+ * its output and done fence, its timed windows, the outputs back to the host and the
+ * checks against its reference. It waits only on the lane's own streams and events; a
+ * job's parents are waited for on the device (cudaStreamWaitEvent). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "kernels/backends/cuda/cuda_run_impl.h"
-#include "kernels/backends/cuda/cuda_kernels.cuh"
+#include "kernels/backends/cuda/cuda_job.h"
 #include "kernels/core/gen.h"
 #include "kernels/core/reference.h"
 #include "kernels/core/stats.h"
-#include "kernels/gemm/gemm.h"
-#include "kernels/pipeline/pipeline.h"
-#include "kernels/stencil/stencil.h"
-#include "kernels/transpose/transpose.h"
 
-static const char *const METHOD_EVENTS =
-    "cuda events around each batch of reps launches on the job's stream; sample = batch "
-    "time / reps";
-static const char *const METHOD_EVENTS_COLD =
-    "cold: before each launch, untimed, a kernel reads a buffer twice the L2's size "
-    "(cudaDeviceProp.l2CacheSize) on the job's stream, evicting inputs and outputs from L2; "
-    "then cuda events around that one launch; sample = mean of the batch's reps launches, "
-    "each timed alone (a flushed L2 stays cold for one launch only)";
-static const char *const METHOD_EVENTS_GRAPH =
-    "cuda events around one launch of a CUDA Graph of reps captured launches per batch; "
-    "sample = batch time / reps; stream_us_per_launch: the same reps launched one by one, "
-    "in the same window";
-static const char *const METHOD_EVENTS_NO_GRAPH =
-    "cuda events around each batch of reps launches on the job's stream; sample = batch "
-    "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "
-    "graph_us_per_launch is 0)";
 /* ---- errors and memory ---- */
 
-int job_fail(struct job_run *j, cudaError_t e, const char *call) {
+int job_fail(struct cuda_job *j, cudaError_t e, const char *call) {
   return cuda_classify(j->be, j->lane->stream, e, call, j->err, j->err_len);
 }
 
 /* count floats of device memory, ordered on the lane's stream, freed by release. */
-int job_alloc(struct job_run *j, size_t count, float **out) {
+int job_alloc(struct cuda_job *j, size_t count, float **out) {
   RC_TRY(cuda_pool_alloc(j->be, j->lane->stream, count, out, j->err, j->err_len));
   j->allocs[j->n_allocs++] = *out;
   return 0;
 }
 
 /* Waits for all work queued on the lane's streams. */
-static int sync_lane(struct job_run *j) {
+static int sync_lane(struct cuda_job *j) {
   for (int i = 0; i < j->lane->n_aux; i++) CUDA_TRY(j, cudaStreamSynchronize(j->lane->aux[i]));
   CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
   return 0;
 }
 
-/* Waits for the pipeline streams, frees this call's device memory (ordered on the
- * lane's stream) and graphs, then waits for the lane's stream. Idempotent; returns
- * the first error, classified. Never frees job->output or the inputs. */
-static int release(struct job_run *j) {
+/* Waits for the lane's fork streams, frees this call's device memory (ordered on the
+ * lane's stream), graphs and the ops' state, then waits for the lane's stream.
+ * Idempotent; returns the first error, classified. Never frees job->output or the
+ * inputs. */
+static int release(struct cuda_job *j) {
   struct lane *l = j->lane;
   int rc = 0;
   for (int i = 0; i < l->n_aux; i++) {
@@ -71,8 +50,7 @@ static int release(struct job_run *j) {
     if (e != cudaSuccess && rc == 0) rc = job_fail(j, e, "cudaFreeAsync");
   }
   j->n_allocs = 0;
-  for (int i = 0; i < j->n_tl_ev; i++) (void)cudaEventDestroy(j->tl_ev[i]);
-  j->n_tl_ev = 0;
+  if (j->ops->release) j->ops->release(j); /* the fork streams are idle */
   for (int r = 0; r < EXP_MAX_VARIANTS; r++) {
     if (j->graph[r]) (void)cudaGraphExecDestroy(j->graph[r]);
     j->graph[r] = NULL;
@@ -85,10 +63,10 @@ static int release(struct job_run *j) {
 
 /* ---- phases ---- */
 
-/* Opens a timed window: when exclusive (always for the pipeline, whose wall clock
+/* Opens a timed window: when exclusive (always for host-timed ops, whose wall clock
  * would otherwise count earlier work) the lane's earlier work is complete first. */
-static int enter_timed(struct job_run *j) {
-  if (j->bj->exclusive || j->spec->type == EXP_PIPELINE) RC_TRY(sync_lane(j));
+static int enter_timed(struct cuda_job *j) {
+  if (j->bj->exclusive || j->ops->host_timed) RC_TRY(sync_lane(j));
   bool stop = backend_hooks_phase(j->hooks, BACKEND_PHASE_TIMED);
   j->in_window = true;
   if (stop) { /* canceled while it waited for the device */
@@ -99,17 +77,17 @@ static int enter_timed(struct job_run *j) {
 }
 
 /* Closes the window (its device work is complete); returns whether it was contended. */
-static bool leave_timed(struct job_run *j) {
+static bool leave_timed(struct cuda_job *j) {
   j->in_window = false;
   return backend_hooks_phase(j->hooks, BACKEND_PHASE_UNTIMED);
 }
 
-static void enter_idle(struct job_run *j) {
+static void enter_idle(struct cuda_job *j) {
   j->idle = true;
   backend_hooks_phase(j->hooks, BACKEND_PHASE_IDLE);
 }
 
-static int poll_cancel(struct job_run *j) {
+static int poll_cancel(struct cuda_job *j) {
   if (!backend_hooks_canceled(j->hooks)) return 0;
   snprintf(j->err, j->err_len, "canceled");
   return -ECANCELED;
@@ -118,7 +96,7 @@ static int poll_cancel(struct job_run *j) {
 /* ---- planning the runs ---- */
 
 /* Starts run r: variant, label, timing parameters; available until said otherwise. */
-struct exp_run *job_run_init(struct job_run *j, int r, int variant, const char *method) {
+struct exp_run *job_run_init(struct cuda_job *j, int r, int variant, const char *method) {
   struct exp_run *run = &j->result->runs[r];
   const struct exp_timing_params *t = &j->spec->timing;
   run->variant = variant;
@@ -135,7 +113,7 @@ struct exp_run *job_run_init(struct job_run *j, int r, int variant, const char *
 
 /* The theoretical occupancy of plan's launch shape: blocks and warps per SM against
  * the SM's limit. */
-static int kernel_occupancy(struct job_run *j, const struct cuda_plan *p,
+static int kernel_occupancy(struct cuda_job *j, const struct cuda_plan *p,
                             struct exp_kernel_info *k) {
   int threads = (int)(p->block.x * p->block.y * p->block.z), blocks = 0;
   if (threads <= 0) return 0;
@@ -151,7 +129,7 @@ static int kernel_occupancy(struct job_run *j, const struct cuda_plan *p,
 
 /* Fills run's kernel info from its plan; an unplannable size makes the run
  * unavailable (with the reason), not the job fail. */
-int job_run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
+int job_run_plan(struct cuda_job *j, struct exp_run *run, int plan_rc,
                     const struct cuda_plan *p, const char *why) {
   if (plan_rc != 0) {
     run->available = false;
@@ -164,58 +142,7 @@ int job_run_plan(struct job_run *j, struct exp_run *run, int plan_rc,
   return kernel_occupancy(j, p, &run->kernel);
 }
 
-/* The gemm cublas run: available once cuBLAS loads and this lane has a handle. */
-static void run_cublas_init(struct job_run *j, struct exp_run *run) {
-  snprintf(run->kernel.name, sizeof run->kernel.name, "cublasSgemm (cuBLAS)");
-  snprintf(run->kernel.description, sizeof run->kernel.description,
-           "cuBLAS SGEMM, FP32, CUBLAS_DEFAULT_MATH (no TF32); row-major as C^T = B^T A^T");
-  const char *why = "";
-  j->cublas = cublas_loader_get(&why);
-  if (!j->cublas) {
-    run->available = false;
-    snprintf(run->reason, sizeof run->reason, "cuBLAS not loaded: %s", why);
-    return;
-  }
-  if (!j->lane->cublas) {
-    cublasStatus_t st = cublas_loader_handle_new(j->cublas, j->lane->stream, &j->lane->cublas);
-    (void)cudaGetLastError(); /* a failed create may leave a non-sticky error behind */
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      run->available = false;
-      snprintf(run->reason, sizeof run->reason, "cublasCreate failed: %s",
-               cublas_loader_status_name(st));
-    }
-  }
-}
-
-static int plan_kernel_runs(struct job_run *j) {
-  const struct exp_spec *s = j->spec;
-  for (int r = 0; r < s->n_variants; r++) {
-    int v = s->variants[r];
-    struct exp_run *run =
-        job_run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : s->cold ? METHOD_EVENTS_COLD : METHOD_EVENTS);
-    const char *name = exp_variant_name(s->type, v);
-    snprintf(run->label, sizeof run->label, "%s", name ? name : "?");
-    struct cuda_plan p;
-    char why[128] = "";
-    int prc;
-    if (s->type == EXP_TRANSPOSE) {
-      prc = transpose_plan(v, s->p[TRANSPOSE_M], s->p[TRANSPOSE_N], &p, why, sizeof why);
-    } else if (s->type == EXP_GEMM) {
-      if (v == GEMM_CUBLAS) {
-        run_cublas_init(j, run);
-        continue;
-      }
-      prc = gemm_plan(v, s->p[GEMM_M], s->p[GEMM_N], s->p[GEMM_K], &p, why, sizeof why);
-    } else {
-      prc = stencil_plan(v, s->p[STENCIL_N], s->p[STENCIL_RADIUS], &p, why, sizeof why);
-    }
-    RC_TRY(job_run_plan(j, run, prc, &p, why));
-  }
-  j->result->n_runs = s->n_variants;
-  return 0;
-}
-
-static int first_available(const struct job_run *j) {
+int job_first_available(const struct cuda_job *j) {
   for (int r = 0; r < j->result->n_runs; r++)
     if (j->result->runs[r].available) return r;
   return -1;
@@ -226,7 +153,7 @@ static int first_available(const struct job_run *j) {
 /* Input slot: a given buffer is read in place; otherwise generated on the GPU from
  * the slot's seed with the stream and scale its descriptor names (the reference makes
  * the same numbers). */
-int job_input_setup(struct job_run *j, int slot) {
+int job_input_setup(struct cuda_job *j, int slot) {
   const struct exp_input_desc *in = &exp_desc(j->spec->type)->inputs[slot];
   const struct backend_buffer *given = j->bj->input[slot];
   if (given && given->device == j->be->device) {
@@ -261,11 +188,11 @@ int job_input_setup(struct job_run *j, int slot) {
  * fence after it on the lane's stream and hands both to the engine (job->output,
  * job->done, then hooks->issued). With no run available the fence is still
  * recorded and job->output stays NULL. On failure nothing is handed over. */
-int job_issue_output(struct job_run *j, compute_fn compute) {
+int job_issue_output(struct cuda_job *j, compute_fn compute) {
   struct lane *l = j->lane;
   struct backend_buffer *out = NULL;
   struct backend_fence *done = (struct backend_fence *)calloc(1, sizeof *done);
-  int first = first_available(j), rc = 0;
+  int first = job_first_available(j), rc = 0;
   cudaError_t e = cudaSuccess;
   if (!done) goto nomem;
   if (first >= 0) {
@@ -299,64 +226,10 @@ fail:
   return rc;
 }
 
-/* ---- kernel experiments: transpose, gemm, stencil ---- */
-
-/* One launch of run r writing out, on the lane's stream. Returns CUDA's status;
- * cuBLAS's goes to *cst. Never classifies, so it is safe inside a capture. */
-static cudaError_t launch_raw(struct job_run *j, int r, float *out, cublasStatus_t *cst) {
-  const struct exp_spec *s = j->spec;
-  int v = j->result->runs[r].variant;
-  cudaStream_t st = j->lane->stream;
-  switch (s->type) {
-  case EXP_TRANSPOSE: return transpose_launch(v, j->d_in[0], out, s->p[TRANSPOSE_M], s->p[TRANSPOSE_N], st);
-  case EXP_GEMM:
-    if (v == GEMM_CUBLAS) {
-      *cst = cublas_loader_sgemm_rowmajor(j->cublas, j->lane->cublas, s->p[GEMM_M], s->p[GEMM_N],
-                                          s->p[GEMM_K], j->d_in[0], j->d_in[1], out);
-      return cudaSuccess;
-    }
-    return gemm_launch(v, j->d_in[0], j->d_in[1], out, s->p[GEMM_M], s->p[GEMM_N], s->p[GEMM_K], st);
-  case EXP_STENCIL:
-    return stencil_launch(v, j->d_in[0], out, s->p[STENCIL_N], s->p[STENCIL_RADIUS], st);
-  default: return cudaErrorInvalidValue;
-  }
-}
-
-static int cublas_fail(struct job_run *j, cublasStatus_t st) {
-  /* cuBLAS has its own runtime, so its errors are not in our cudaGetLastError; a
-   * sticky one shows on the stream. */
-  cudaError_t e = cudaStreamQuery(j->lane->stream);
-  if (e != cudaSuccess && e != cudaErrorNotReady) return job_fail(j, e, "cublasSgemm_v2");
-  snprintf(j->err, j->err_len, "cublasSgemm_v2: %s", cublas_loader_status_name(st));
-  return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EINVAL;
-}
-
-/* One launch of run r writing out (a compute_fn). */
-static int launch(struct job_run *j, int r, float *out) {
-  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
-  cudaError_t e = launch_raw(j, r, out, &cst);
-  if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
-  return e == cudaSuccess ? 0 : job_fail(j, e, "kernel launch");
-}
-
-/* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
- * untimed), then the job's output and fence. */
-static int kernel_setup(struct job_run *j) {
-  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot));
-  for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
-  if (j->spec->cold) {
-    j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
-    RC_TRY(job_alloc(j, j->flush_len + 4, &j->flush));
-    CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
-  }
-  return job_issue_output(j, launch);
-}
-
 /* Ends the capture begun on the lane's stream. When everything captured (e is
  * cudaSuccess), instantiates the graph as run r's and uploads it. Returns the first
  * error, unclassified (a capture's errors do not stick). */
-cudaError_t job_capture_end(struct job_run *j, int r, cudaError_t e) {
+cudaError_t job_capture_end(struct cuda_job *j, int r, cudaError_t e) {
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
   cudaError_t end = cudaStreamEndCapture(j->lane->stream, &g);
@@ -368,90 +241,12 @@ cudaError_t job_capture_end(struct job_run *j, int r, cudaError_t e) {
   return cudaGraphUpload(exec, j->lane->stream);
 }
 
-/* Graph mode: captures run r's reps launches. A cuBLAS run that cannot be captured
- * keeps stream timing only (timing.method says so); any other failure fails. */
-static int kernel_capture(struct job_run *j, int r) {
-  struct exp_run *run = &j->result->runs[r];
-  CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
-  cudaError_t e = cudaSuccess;
-  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
-  for (int i = 0; i < run->timing.reps && e == cudaSuccess && cst == CUBLAS_STATUS_SUCCESS; i++)
-    e = launch_raw(j, r, j->d_out[r], &cst);
-  if (e == cudaSuccess && cst != CUBLAS_STATUS_SUCCESS) e = cudaErrorStreamCaptureInvalidated;
-  e = job_capture_end(j, r, e);
-  if (e == cudaSuccess) return 0;
-  (void)cudaGetLastError();
-  if (j->spec->type != EXP_GEMM || run->variant != GEMM_CUBLAS)
-    return job_fail(j, e, "graph capture of the run's launches");
-  run->timing.method = METHOD_EVENTS_NO_GRAPH;
-  cudaError_t q = cudaStreamQuery(j->lane->stream); /* a sticky error would show here */
-  return q == cudaSuccess || q == cudaErrorNotReady ? 0 : job_fail(j, q, "cublasSgemm_v2");
-}
-
-/* Untimed, before run r's window: poison its output, capture its graph. Graph
- * mode launches once first, so that lazy module loading and cuBLAS's first-call
- * set-up happen outside the capture. */
-static int kernel_prepare(struct job_run *j, int r) {
-  if (j->spec->graph) RC_TRY(launch(j, r, j->d_out[r]));
-  CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
-  if (j->spec->graph) RC_TRY(kernel_capture(j, r));
-  return 0;
-}
-
-static int kernel_warm(struct job_run *j, int r, bool graph) {
-  if (graph) CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
-  else RC_TRY(launch(j, r, j->d_out[r]));
-  return 0;
-}
-
-/* A cold batch: each of reps launches alone between two events, after an untimed
- * L2 flush on the same stream; the sample is their mean. */
-static int kernel_sample_cold(struct job_run *j, int r, double *ms) {
-  struct lane *l = j->lane;
-  int reps = j->result->runs[r].timing.reps;
-  double sum = 0;
-  for (int i = 0; i < reps; i++) {
-    CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
-                                j->be->prop.multiProcessorCount, l->stream));
-    CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
-    RC_TRY(launch(j, r, j->d_out[r]));
-    CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
-    CUDA_TRY(j, cudaEventSynchronize(l->stop));
-    float elapsed = 0;
-    CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
-    sum += elapsed;
-  }
-  *ms = sum / reps;
-  return 0;
-}
-
-/* One batch between two events: reps launches, or one graph of them (cold: see
- * kernel_sample_cold). */
-static int kernel_sample(struct job_run *j, int r, bool graph, double *ms) {
-  struct lane *l = j->lane;
-  int reps = j->result->runs[r].timing.reps;
-  if (j->spec->cold && !graph) return kernel_sample_cold(j, r, ms);
-  CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
-  if (graph)
-    CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
-  else
-    for (int i = 0; i < reps; i++) RC_TRY(launch(j, r, j->d_out[r]));
-  CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
-  CUDA_TRY(j, cudaEventSynchronize(l->stop));
-  float elapsed = 0;
-  CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
-  *ms = (double)elapsed / reps;
-  return 0;
-}
-
 /* ---- timed windows ---- */
-
-static const struct run_ops kernel_ops = {kernel_prepare, kernel_warm, kernel_sample};
 
 /* Batch b of run r. Graph mode times the graph and the same launches one by one,
  * alternating which goes first; without a graph (cuBLAS not captured) the stream
  * timing is the run's timing. */
-static int batch(struct job_run *j, const struct run_ops *ops, int r, int b) {
+static int batch(struct cuda_job *j, const struct cuda_job_ops *ops, int r, int b) {
   struct exp_timing *t = &j->result->runs[r].timing;
   if (!j->spec->graph) {
     RC_TRY(ops->sample(j, r, false, &t->samples_ms[b]));
@@ -476,7 +271,7 @@ static double median(const double *x, int n) {
 }
 
 /* After run r's window: contention, graph figures, the graph freed. */
-static void run_finish(struct job_run *j, int r, bool contended) {
+static void run_finish(struct cuda_job *j, int r, bool contended) {
   struct exp_run *run = &j->result->runs[r];
   run->contended = contended;
   if (j->spec->graph) {
@@ -506,7 +301,7 @@ static void clocks_fill(struct exp_clocks *c, const struct nvml_reading *before,
  * fixed batches, or the noise rule with its own wall clock per run). NVML's clocks
  * are read after the warm-ups and after the last batch. The last batch waited for
  * the window's work, so UNTIMED follows at once. */
-static int window(struct job_run *j, const struct run_ops *ops, const int *runs, int n) {
+static int window(struct cuda_job *j, const struct cuda_job_ops *ops, const int *runs, int n) {
   for (int i = 0; i < n; i++) RC_TRY(ops->prepare(j, runs[i]));
   RC_TRY(enter_timed(j));
   for (int i = 0; i < n; i++)
@@ -543,7 +338,7 @@ static int window(struct job_run *j, const struct run_ops *ops, const int *runs,
 
 /* The available runs in the spec's order: SEQUENTIAL one window per run,
  * ALTERNATING (interleaved, the default) one window around all. */
-static int schedule(struct job_run *j, const struct run_ops *ops) {
+static int schedule(struct cuda_job *j, const struct cuda_job_ops *ops) {
   int runs[EXP_MAX_VARIANTS], n = 0;
   for (int r = 0; r < j->result->n_runs; r++)
     if (j->result->runs[r].available) runs[n++] = r;
@@ -555,15 +350,15 @@ static int schedule(struct job_run *j, const struct run_ops *ops) {
 
 /* ---- checks ---- */
 
-/* After the last window: copies each run's output (the pipeline's is on the host
+/* After the last window: copies each run's output (unless the ops have it on the host
  * already) and each input given as data to the host, releases the device memory,
  * waits for the lane and reports IDLE. */
-static int collect(struct job_run *j, float **h_out, const float **h_given) {
-  const bool pipeline = j->spec->type == EXP_PIPELINE;
-  const int n_inputs = exp_input_count(j->spec->type);
+static int collect(struct cuda_job *j, const float **h_out, const float **h_given) {
+  const bool on_host = j->ops->host_output != NULL;
+  const int n_inputs = j->exp->n_inputs;
   size_t n = 0;
   for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available && !pipeline) n += j->out_len;
+    if (j->result->runs[r].available && !on_host) n += j->out_len;
   for (int slot = 0; slot < n_inputs; slot++)
     if (j->bj->input[slot]) n += j->bj->input[slot]->count;
   float *h = NULL;
@@ -571,15 +366,15 @@ static int collect(struct job_run *j, float **h_out, const float **h_given) {
   cudaStream_t st = j->lane->stream;
   for (int r = 0; r < j->result->n_runs; r++) {
     if (!j->result->runs[r].available) continue;
-    if (pipeline) {
-      h_out[r] = j->pin_out[r];
+    if (on_host) {
+      h_out[r] = j->ops->host_output(j, r);
       continue;
     }
     h_out[r] = h;
-    h += j->out_len;
     if (j->out_len)
-      CUDA_TRY(j, cudaMemcpyAsync(h_out[r], j->d_out[r], j->out_len * sizeof(float),
+      CUDA_TRY(j, cudaMemcpyAsync(h, j->d_out[r], j->out_len * sizeof(float),
                                   cudaMemcpyDeviceToHost, st));
+    h += j->out_len;
   }
   for (int slot = 0; slot < n_inputs; slot++) {
     const struct backend_buffer *in = j->bj->input[slot];
@@ -594,7 +389,7 @@ static int collect(struct job_run *j, float **h_out, const float **h_given) {
   return 0;
 }
 
-static int check_runs(struct job_run *j, float *const *h_out, const float *const *h_given) {
+static int check_runs(struct cuda_job *j, const float *const *h_out, const float *const *h_given) {
   struct reference *ref = NULL;
   int rc = reference_new(j->spec, h_given, &ref);
   if (rc != 0) {
@@ -618,20 +413,19 @@ static int check_runs(struct job_run *j, float *const *h_out, const float *const
 /* ---- run ---- */
 
 /* Everything after SETUP: the parents' fences, setup, windows, copies, checks. */
-static int run_job(struct job_run *j) {
-  const bool pipeline = j->spec->type == EXP_PIPELINE;
+static int run_job(struct cuda_job *j) {
   struct exp_shape shape;
   exp_output_shape(j->spec, &shape);
   j->out_len = (size_t)exp_shape_count(&shape);
   for (int i = 0; i < j->bj->n_after; i++)
     if (j->bj->after[i]) CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
-  RC_TRY(pipeline ? pipeline_plan_runs(j) : plan_kernel_runs(j));
-  RC_TRY(pipeline ? pipeline_setup(j) : kernel_setup(j));
-  RC_TRY(schedule(j, pipeline ? &pipeline_ops : &kernel_ops));
-  float *h_out[EXP_MAX_VARIANTS] = {};
+  RC_TRY(j->ops->plan_runs(j));
+  RC_TRY(j->ops->setup(j));
+  RC_TRY(schedule(j, j->ops));
+  const float *h_out[EXP_MAX_VARIANTS] = {};
   const float *h_given[EXP_MAX_INPUTS] = {};
   RC_TRY(collect(j, h_out, h_given));
-  return first_available(j) < 0 ? 0 : check_runs(j, h_out, h_given);
+  return job_first_available(j) < 0 ? 0 : check_runs(j, h_out, h_given);
 }
 
 int cuda_run(struct backend *b, int lane, struct backend_job *job,
@@ -655,11 +449,14 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   int rc = cuda_validate(job, err, err_len);
   if (rc != 0) return rc;
 
-  struct job_run j = {};
+  struct cuda_job j = {};
   j.be = be;
   j.lane = &be->lanes[lane];
   j.bj = job;
   j.spec = job->spec;
+  j.exp = exp_desc(job->spec->type);
+  j.cexp = cuda_experiment_of(job->spec->type);
+  j.ops = j.cexp->job ? j.cexp->job : &cuda_kernel_job_ops;
   j.hooks = hooks;
   j.result = result;
   j.err = err;
