@@ -490,7 +490,7 @@ static void test_cancel_and_invalid(struct backend *b) {
   struct exp_result r;
   struct trace t = {.cancel_after = 2};
   CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), -ECANCELED);
-  CHECK_INT_EQ(t.n, 1); /* polls: warm-up, batch 0, then canceled before batch 1 */
+  CHECK_INT_EQ(t.n, 1); /* polls: after the warm-ups, after batch 0, then after batch 1: canceled */
   check_phases(&t, 1);  /* the window is closed, IDLE follows */
   CHECK(job.output != NULL && job.done != NULL); /* issued: the engine's now */
   release(b, &job);

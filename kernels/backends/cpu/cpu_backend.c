@@ -15,6 +15,7 @@
 #include "kernels/backends/backend_impl.h"
 #include "kernels/core/clock.h"
 #include "kernels/core/reference.h"
+#include "kernels/core/window.h"
 
 /* The lecture's repetition counts are sized for a GPU; a CPU call can take a second,
  * so warm-ups and reps are cut to about these budgets (batches never are). */
@@ -55,6 +56,7 @@ struct cpu_job {
   float *slab;                   /* backs outs */
   float *scratch;                /* exp_desc.cpu_scratch_floats, shared by the job's calls */
   struct exp_run *timeline;      /* the run whose calls record their timeline, or NULL */
+  bool in_window;                /* between the window's TIMED and UNTIMED phases */
   char *err;
   size_t err_len;
   atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
@@ -167,14 +169,16 @@ static int out_of_memory(struct cpu_job *job, const char *what) {
 
 static int imin(int a, int b) { return a < b ? a : b; }
 
+/* ---- the timed window's CPU side (kernels/core/window.h) ---- */
+
 /* Makes run i's probe call, sizes warm-ups and reps to the CPU time budget and
  * makes the remaining warm-ups. The probe counts as the first warm-up. */
-static int warm_up(struct cpu_job *job, int i) {
+static int cpu_warm(void *ctx, int i) {
+  struct cpu_job *job = ctx;
   const struct exp_timing_params *p = &job->spec->timing;
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
-  if (backend_hooks_canceled(job->hooks)) return canceled(job);
   double t0 = clock_mono_ms();
   int rc = call_once(job, run->variant, job->outs[i]);
   if (rc < 0) return rc;
@@ -191,11 +195,11 @@ static int warm_up(struct cpu_job *job, int i) {
 }
 
 /* Batch b of run i: reps calls inside one clock interval. */
-static int time_batch(struct cpu_job *job, int i, int b) {
+static int cpu_sample(void *ctx, int i, int b, double *ms) {
+  struct cpu_job *job = ctx;
   struct exp_run *run = &job->result->runs[i];
-  struct exp_timing *t = &run->timing;
+  const struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
-  if (backend_hooks_canceled(job->hooks)) return canceled(job);
   /* The last sample's calls record their timeline (the pipeline's passes); the last
    * call's stays. */
   job->timeline = b == t->batches - 1 ? run : NULL;
@@ -204,56 +208,52 @@ static int time_batch(struct cpu_job *job, int i, int b) {
     int rc = call_once(job, run->variant, job->outs[i]);
     if (rc < 0) return rc;
   }
-  t->samples_ms[b] = (clock_mono_ms() - t0) / t->reps;
+  *ms = (clock_mono_ms() - t0) / t->reps;
   job->timeline = NULL;
-  t->n_samples = b + 1;
-  backend_hooks_progress(job->hooks, i, b, t->samples_ms[b]);
   return 0;
 }
 
-/* One timed window over runs[0..n) (indices into result->runs): the warm-ups of
- * each, then the batches over the runs still being timed, the order alternating per
- * batch so no run always goes first (or last), until each run's stopping rule ends
- * it (exp_timing_stop; the noise rule's clock is the run's own batches). Closes the
- * window on every path; its runs are contended as the engine says. */
-static int time_window(struct cpu_job *job, const int *runs, int n) {
-  int rc = 0, left = n;
-  double spent_s[EXP_MAX_VARIANTS] = {0};
-  bool going[EXP_MAX_VARIANTS];
-  for (int o = 0; o < n; o++) going[o] = true;
-  if (backend_hooks_phase(job->hooks, BACKEND_PHASE_TIMED)) rc = canceled(job); /* while it waited */
-  for (int o = 0; o < n && rc == 0; o++) rc = warm_up(job, runs[o]);
-  for (int b = 0; left > 0 && rc == 0; b++) {
-    for (int k = 0; k < n && rc == 0; k++) {
-      int o = b % 2 == 0 ? k : n - 1 - k;
-      if (!going[o]) continue;
-      struct exp_timing *t = &job->result->runs[runs[o]].timing;
-      double t0 = clock_mono_ms();
-      rc = time_batch(job, runs[o], b);
-      spent_s[o] += (clock_mono_ms() - t0) / 1e3;
-      if (rc == 0 && (t->stopped_by = exp_timing_stop(job->spec, t, spent_s[o]))) going[o] = false, left--;
-    }
-  }
-  bool contended = backend_hooks_phase(job->hooks, BACKEND_PHASE_UNTIMED);
-  for (int o = 0; o < n; o++) {
-    struct exp_run *run = &job->result->runs[runs[o]];
-    run->contended = contended;
-    if (run->timing.n_samples > 0) run->timing.batches = run->timing.n_samples;
-    exp_timing_summarize(&run->timing);
-  }
-  return rc;
+/* The engine's TIMED phase; canceled while it waited: -ECANCELED (still in the
+ * window, which cpu_run closes). */
+static int cpu_enter(void *ctx) {
+  struct cpu_job *job = ctx;
+  job->in_window = true;
+  return backend_hooks_phase(job->hooks, BACKEND_PHASE_TIMED) ? canceled(job) : 0;
 }
 
+static bool cpu_leave(void *ctx) {
+  struct cpu_job *job = ctx;
+  job->in_window = false;
+  return backend_hooks_phase(job->hooks, BACKEND_PHASE_UNTIMED);
+}
+
+static int cpu_poll(void *ctx) {
+  struct cpu_job *job = ctx;
+  return backend_hooks_canceled(job->hooks) ? canceled(job) : 0;
+}
+
+static void cpu_progress(void *ctx, int run, int batch, double ms) {
+  struct cpu_job *job = ctx;
+  backend_hooks_progress(job->hooks, run, batch, ms);
+}
+
+/* The CPU computes synchronously: a window's work is complete when its last call
+ * returns, so it closes at once, and it has no clocks to read. */
+static const struct exp_window_ops cpu_window = {
+    .enter = cpu_enter,
+    .warm = cpu_warm,
+    .poll = cpu_poll,
+    .sample = cpu_sample,
+    .progress = cpu_progress,
+    .leave = cpu_leave,
+};
+
 /* Times every available run in the spec's order (experiment.h): sequential one
- * window per run, alternating (interleaved, the default) one window for all. */
+ * window per run, alternating (interleaved, the default) one window for all. A
+ * window a failure ended is closed here. */
 static int time_runs(struct cpu_job *job) {
-  const struct exp_result *res = job->result;
-  int runs[EXP_MAX_VARIANTS], n = 0, rc = 0;
-  for (int i = 0; i < res->n_runs; i++)
-    if (res->runs[i].available) runs[n++] = i;
-  if (job->spec->order == EXP_ORDER_ALTERNATING)
-    return n > 0 ? time_window(job, runs, n) : 0;
-  for (int o = 0; o < n && rc == 0; o++) rc = time_window(job, &runs[o], 1);
+  int rc = exp_window_schedule(job->spec, job->result, &cpu_window, job);
+  if (job->in_window) cpu_leave(job);
   return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/core/gen.h"
 #include "kernels/core/reference.h"
 #include "kernels/core/stats.h"
+#include "kernels/core/window.h"
 
 /* ---- errors and memory ---- */
 
@@ -241,28 +242,54 @@ cudaError_t job_capture_end(struct cuda_job *j, int r, cudaError_t e) {
   return cudaGraphUpload(exec, j->lane->stream);
 }
 
-/* ---- timed windows ---- */
+/* ---- the timed window's CUDA side (kernels/core/window.h) ---- */
+
+static int window_prepare(void *ctx, int r) {
+  struct cuda_job *j = (struct cuda_job *)ctx;
+  return j->ops->prepare(j, r);
+}
+
+static int window_enter(void *ctx) { return enter_timed((struct cuda_job *)ctx); }
+
+/* Run r's warm-ups: launches (passes), or launches of its graph. */
+static int window_warm(void *ctx, int r) {
+  struct cuda_job *j = (struct cuda_job *)ctx;
+  for (int w = 0; w < j->result->runs[r].timing.warmup; w++)
+    RC_TRY(j->ops->warm(j, r, j->graph[r] != NULL));
+  return 0;
+}
+
+static int window_poll(void *ctx) { return poll_cancel((struct cuda_job *)ctx); }
 
 /* Batch b of run r. Graph mode times the graph and the same launches one by one,
  * alternating which goes first; without a graph (cuBLAS not captured) the stream
  * timing is the run's timing. */
-static int batch(struct cuda_job *j, const struct cuda_job_ops *ops, int r, int b) {
-  struct exp_timing *t = &j->result->runs[r].timing;
-  if (!j->spec->graph) {
-    RC_TRY(ops->sample(j, r, false, &t->samples_ms[b]));
-  } else {
-    for (int k = 0; k < 2; k++) {
-      bool as_graph = k == b % 2;
-      if (as_graph && j->graph[r]) RC_TRY(ops->sample(j, r, true, &t->samples_ms[b]));
-      if (!as_graph) RC_TRY(ops->sample(j, r, false, &j->stream_ms[r][b]));
-    }
-    if (!j->graph[r]) t->samples_ms[b] = j->stream_ms[r][b];
+static int window_sample(void *ctx, int r, int b, double *ms) {
+  struct cuda_job *j = (struct cuda_job *)ctx;
+  if (!j->spec->graph) return j->ops->sample(j, r, false, ms);
+  for (int k = 0; k < 2; k++) {
+    bool as_graph = k == b % 2;
+    if (as_graph && j->graph[r]) RC_TRY(j->ops->sample(j, r, true, ms));
+    if (!as_graph) RC_TRY(j->ops->sample(j, r, false, &j->stream_ms[r][b]));
   }
-  t->n_samples = b + 1;
-  RC_TRY(poll_cancel(j));
-  backend_hooks_progress(j->hooks, r, b, t->samples_ms[b]);
+  if (!j->graph[r]) *ms = j->stream_ms[r][b];
   return 0;
 }
+
+static void window_progress(void *ctx, int r, int b, double ms) {
+  backend_hooks_progress(((struct cuda_job *)ctx)->hooks, r, b, ms);
+}
+
+/* NVML's clocks, after the warm-ups and after the last batch. */
+static bool window_clocks(void *ctx, struct exp_clock_reading *out) {
+  struct nvml_reading n;
+  if (!cuda_clocks_read(((struct cuda_job *)ctx)->be, &n)) return false;
+  *out = (struct exp_clock_reading){n.sm_mhz, n.temp_c, n.power_w, n.reasons};
+  return true;
+}
+
+/* The last batch waited for the window's work, so UNTIMED follows at once. */
+static bool window_leave(void *ctx) { return leave_timed((struct cuda_job *)ctx); }
 
 static double median(const double *x, int n) {
   struct stats_summary s;
@@ -270,10 +297,10 @@ static double median(const double *x, int n) {
   return s.median;
 }
 
-/* After run r's window: contention, graph figures, the graph freed. */
-static void run_finish(struct cuda_job *j, int r, bool contended) {
+/* After run r's window: graph figures, the graph freed. */
+static void window_finish(void *ctx, int r) {
+  struct cuda_job *j = (struct cuda_job *)ctx;
   struct exp_run *run = &j->result->runs[r];
-  run->contended = contended;
   if (j->spec->graph) {
     int n = run->timing.n_samples;
     run->stream_us_per_launch = median(j->stream_ms[r], n) * 1e3;
@@ -283,70 +310,9 @@ static void run_finish(struct cuda_job *j, int r, bool contended) {
   j->graph[r] = NULL;
 }
 
-/* A run's clocks from NVML's readings before and after its window. */
-static void clocks_fill(struct exp_clocks *c, const struct nvml_reading *before,
-                        const struct nvml_reading *after) {
-  c->valid = true;
-  c->sm_mhz_before = before->sm_mhz;
-  c->sm_mhz_after = after->sm_mhz;
-  c->temp_c = before->temp_c > after->temp_c ? before->temp_c : after->temp_c;
-  c->power_w = after->power_w;
-  c->reasons = (before->reasons | after->reasons) & ~EXP_CLOCK_GPU_IDLE;
-  c->throttled = (c->reasons & EXP_CLOCK_THROTTLED) != 0;
-}
-
-/* One timed window around runs[0..n): prepared untimed before it, then all their
- * warm-ups, then batch b over the runs still being timed, forwards when b is even,
- * backwards when odd, until each run's stopping rule ends it (exp_timing_stop: the
- * fixed batches, or the noise rule with its own wall clock per run). NVML's clocks
- * are read after the warm-ups and after the last batch. The last batch waited for
- * the window's work, so UNTIMED follows at once. */
-static int window(struct cuda_job *j, const struct cuda_job_ops *ops, const int *runs, int n) {
-  for (int i = 0; i < n; i++) RC_TRY(ops->prepare(j, runs[i]));
-  RC_TRY(enter_timed(j));
-  for (int i = 0; i < n; i++)
-    for (int w = 0; w < j->result->runs[runs[i]].timing.warmup; w++)
-      RC_TRY(ops->warm(j, runs[i], j->graph[runs[i]] != NULL));
-  RC_TRY(poll_cancel(j));
-  struct nvml_reading before, after;
-  bool clocked = cuda_clocks_read(j->be, &before);
-  double spent_s[EXP_MAX_VARIANTS] = {0};
-  bool going[EXP_MAX_VARIANTS];
-  int left = n;
-  for (int i = 0; i < n; i++) going[i] = true;
-  for (int b = 0; left > 0; b++) {
-    for (int k = 0; k < n; k++) {
-      int i = b % 2 == 0 ? k : n - 1 - k;
-      if (!going[i]) continue;
-      struct exp_timing *t = &j->result->runs[runs[i]].timing;
-      double t0 = clock_mono_ms();
-      RC_TRY(batch(j, ops, runs[i], b));
-      spent_s[i] += (clock_mono_ms() - t0) / 1e3;
-      if ((t->stopped_by = exp_timing_stop(j->spec, t, spent_s[i]))) going[i] = false, left--;
-    }
-  }
-  clocked = clocked && cuda_clocks_read(j->be, &after);
-  bool contended = leave_timed(j);
-  for (int i = 0; i < n; i++) {
-    struct exp_run *run = &j->result->runs[runs[i]];
-    run_finish(j, runs[i], contended);
-    run->timing.batches = run->timing.n_samples;
-    if (clocked) clocks_fill(&run->clocks, &before, &after);
-  }
-  return 0;
-}
-
-/* The available runs in the spec's order: SEQUENTIAL one window per run,
- * ALTERNATING (interleaved, the default) one window around all. */
-static int schedule(struct cuda_job *j, const struct cuda_job_ops *ops) {
-  int runs[EXP_MAX_VARIANTS], n = 0;
-  for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available) runs[n++] = r;
-  if (n == 0) return 0;
-  if (j->spec->order == EXP_ORDER_ALTERNATING) return window(j, ops, runs, n);
-  for (int i = 0; i < n; i++) RC_TRY(window(j, ops, &runs[i], 1));
-  return 0;
-}
+static const struct exp_window_ops cuda_window = {
+    window_prepare, window_enter,  window_warm,  window_poll,  window_sample,
+    window_progress, window_clocks, window_leave, window_finish};
 
 /* ---- checks ---- */
 
@@ -421,7 +387,7 @@ static int run_job(struct cuda_job *j) {
     if (j->bj->after[i]) CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
   RC_TRY(j->ops->plan_runs(j));
   RC_TRY(j->ops->setup(j));
-  RC_TRY(schedule(j, j->ops));
+  RC_TRY(exp_window_schedule(j->spec, j->result, &cuda_window, j));
   const float *h_out[EXP_MAX_VARIANTS] = {};
   const float *h_given[EXP_MAX_INPUTS] = {};
   RC_TRY(collect(j, h_out, h_given));
