@@ -17,8 +17,8 @@ static const struct exp_desc *desc_of(const struct exp_spec *spec) {
 int exp_spec_default(enum exp_type type, struct exp_spec *spec) {
   const struct exp_desc *d = exp_desc(type);
   memset(spec, 0, sizeof *spec);
+  spec->type = type; /* an unknown one stays unknown: every lookup then fails */
   if (!d) return -EINVAL;
-  spec->type = type;
   spec->seed = 2026;
   for (int i = 0; i < EXP_MAX_INPUTS; i++) spec->inputs[i] = (struct exp_input){EXP_INPUT_SEED, spec->seed};
   for (int i = 0; i < d->n_params; i++) spec->p[i] = d->params[i].def;

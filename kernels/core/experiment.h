@@ -288,6 +288,9 @@ struct exp_param {
   int min, max;     /* what a request may give, inclusive (quoted in its 400) */
   int def;          /* the lecture's default */
   unsigned flags;   /* EXP_PARAM_* */
+  /* A small size with tails against every tile of the experiment's kernels, which
+   * tests/test_experiments.c runs every variant at, on every backend. */
+  int odd;
 };
 
 /* A list param whose entries are the job's runs, for an experiment without variants
@@ -440,7 +443,7 @@ void exp_type_list(char *buf, size_t len);
 
 /* Fills spec with type's defaults (its params' defaults, all variants or the runs
  * list's defaults, the lecture's timing, seed 2026, every input from the seed).
- * Returns 0, or -EINVAL for an unknown type (spec zeroed). */
+ * Returns 0, or -EINVAL for an unknown type (spec zeroed but for that type). */
 int exp_spec_default(enum exp_type type, struct exp_spec *spec);
 
 /* Variants: count, names, lookup (0 / NULL / -1 for an unknown type or name; an

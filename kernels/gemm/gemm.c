@@ -152,9 +152,9 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM},
-    [GEMM_N] = {"n", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM},
-    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM},
+    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 130}, /* tiles: 16, 128 */
+    [GEMM_N] = {"n", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 135},
+    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 77}, /* steps: 16, 32 */
 };
 
 static const struct exp_variant variants[] = {

@@ -121,9 +121,9 @@ static void ref_fini(struct reference *ref) {
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [PIPELINE_CHUNK] = {"chunk", 1, PIPELINE_MAX_CHUNK, 1 << 20, EXP_PARAM_DIM},
-    [PIPELINE_CHUNKS] = {"chunks", 1, PIPELINE_MAX_CHUNKS, 3, 0},
-    [PIPELINE_TERMS] = {"terms", 1, PIPELINE_MAX_TERMS, 64, 0},
+    [PIPELINE_CHUNK] = {"chunk", 1, PIPELINE_MAX_CHUNK, 1 << 20, EXP_PARAM_DIM, 1001},
+    [PIPELINE_CHUNKS] = {"chunks", 1, PIPELINE_MAX_CHUNKS, 3, 0, 5},
+    [PIPELINE_TERMS] = {"terms", 1, PIPELINE_MAX_TERMS, 64, 0, 17},
 };
 
 static const struct exp_runs_param streams = {

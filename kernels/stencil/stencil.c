@@ -176,8 +176,8 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [STENCIL_N] = {"n", 1, STENCIL_MAX_N, 1 << 22, EXP_PARAM_DIM},
-    [STENCIL_RADIUS] = {"radius", 0, STENCIL_MAX_RADIUS, 32, 0},
+    [STENCIL_N] = {"n", 1, STENCIL_MAX_N, 1 << 22, EXP_PARAM_DIM, 9001}, /* tiles: 256, ~4000 */
+    [STENCIL_RADIUS] = {"radius", 0, STENCIL_MAX_RADIUS, 32, 0, 37},
 };
 
 static const struct exp_variant variants[] = {

@@ -50,8 +50,8 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 }
 
 static const struct exp_param params[] = {
-    {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM},
-    {"n", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM},
+    [TRANSPOSE_M] = {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 131}, /* tiles: 32, 64 */
+    [TRANSPOSE_N] = {"n", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 197},
 };
 
 static const struct exp_variant variants[] = {
