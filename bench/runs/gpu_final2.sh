@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The session's closing device run, in two calls that each fit the device tool's
 # 10-minute limit:
-#   bash bench/gpu_final2.sh tests   # every GPU test, then bench/lab/host_costs
-#   bash bench/gpu_final2.sh bench   # bench/run.sh: lecture tables, best variants
+#   bash bench/runs/gpu_final2.sh tests   # every GPU test, then bench/lab/host_costs
+#   bash bench/runs/gpu_final2.sh bench   # bench/run.sh: lecture tables, best variants
 #                                    # against ceilings and PyTorch, HTTP load
 # Expects build-gpu/ built here (README: CMAKE_CUDA_ARCHITECTURES=90a) with
 # libmicrohttpd.so.12 in build-gpu/lib. Logs to $OUT; a summary last.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpulab-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -3,7 +3,7 @@
 # tests, a 100-link chain (events vs host synchronization) and a batch of
 # independent jobs on one device and on two. Logs to $OUT; a short table last.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpulab-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

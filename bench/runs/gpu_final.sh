@@ -3,7 +3,7 @@
 # (bench/run.sh: the lecture's tables, the best variants against the measured
 # ceilings and PyTorch, HTTP latency and throughput). Logs to $OUT; tables last.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpulab-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

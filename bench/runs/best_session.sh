@@ -7,7 +7,7 @@
 #   cmake --build build-best -j2
 #   mkdir -p build-best/lib && cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 build-best/lib/
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build-best}
 out=${OUT:-/tmp/gpulab-best}
 mkdir -p "$out"

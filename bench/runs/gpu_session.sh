@@ -4,7 +4,7 @@
 # Expects build-gpu/ built here for sm_90 with libmicrohttpd.so.12 in build-gpu/lib
 # (see bench/RESULTS.md for the commands), and build-gpu/torch_anchors.py.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-/tmp/gpulab-out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=$root/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
