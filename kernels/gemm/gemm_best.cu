@@ -13,39 +13,39 @@
  * panel is stored transposed (As[k][m]) and B's 32x128 panel as is (Bs[k][n]), so per k
  * a lane reads its 8 A and 8 B values as 4 float4 and makes 64 FMAs.
  *
- * Why each choice (bench/lab/gemm_lab.cu compared the alternatives on the H200; % of
- * cuBLAS, its header has the whole table):
+ * Why each choice (bench/lab/gemm_lab.cu compared the alternatives on the H200; its
+ * header and bench/RESULTS.md, "Figures from the code's comments", have the numbers):
  * - 8x8 per lane, at most 128 registers, 2 blocks an SM: while one block waits at its
- *   barrier the other computes. cuBLAS's own 128x256 tile of 8x16 lanes ran at 89.0.
+ *   barrier the other computes (cuBLAS's own 128x256 tile of 8x16 lanes ran slower).
  * - cp.async, 2 stages: the copies need no staging registers, so 2 blocks an SM stay
- *   within 128 registers (register staging with the same pipeline: 77.6), and they land
- *   while the FMAs run; 3 stages ran at 94.4 / 96.0. A is copied element by element
- *   (4-byte cp.async) straight into its transposed place; its pitch of 132 floats puts a
- *   warp's 8 k x 4 m writes in 32 distinct banks (A kept M-major, read along k: 76.7
- *   against 82.0 in an early build).
+ *   within 128 registers (register staging with the same pipeline was far slower), and
+ *   they land while the FMAs run (3 stages ran slightly slower). A is copied element by
+ *   element (4-byte cp.async) straight into its transposed place; its pitch of 132 floats
+ *   puts a warp's 8 k x 4 m writes in 32 distinct banks (A kept M-major, read along k,
+ *   was slower).
  * - Fragments double-buffered in registers: k+1's reads are issued before k's FMAs, and
  *   the step's barrier sits before its last k, so the next stage's first fragments load
- *   while that k's FMAs run (91.0 against 86.1 for 8x16 lanes).
+ *   while that k's FMAs run.
  * - Interleaved lanes: lane bit 0 picks the row group and bit 1 the column group, so lane
  *   pairs share every A read (n, n^2) and every B read (n, n^1) and an LDS.128 takes 2
- *   shared-memory cycles instead of 4 (+0.3..0.5 points here, +3.2 for 8x16 lanes).
+ *   shared-memory cycles instead of 4.
  * - "Snake" FMA order (rows outer, columns alternately forward and back): the same
  *   instructions, fewer dispatch stalls in ptxas's allocation (register-bank conflicts,
- *   presumably): 90.8 -> 94.4 at 4096 with 3 stages; six orders spanned 87.0..96.0.
+ *   presumably); the order alone moved the kernel by several points of cuBLAS.
  * - Whole tiles (M, N multiples of 128, K of 32, pointers 16-byte aligned) take a kernel
- *   with no guard or branch in its main loop (the guarded first versions reached 71-86);
- *   other sizes take the guarded one: out-of-range elements are zero-filled, so partial
- *   tiles need no special case, and B and C take 16-byte accesses where flags allow.
- * Measured (nvcc 13.0, 2026-11-29): 95.9% / 97.2% of cuBLAS SGEMM (51.3 TFLOP/s) at
- * 4096^3 / 8192^3, against 79.1% / 79.5% for the kernel it replaced, results bit-identical
- * to cuBLAS's there and within the FP32 summation bound of a CPU reference at odd sizes.
- * Both kernels here compile (nvcc 13.0, sm_90 and sm_90a) to machine code byte-identical
- * to the lab's cpt_128x128x32_t256_8x8_s2_o3, so those numbers are this code's.
+ *   with no guard or branch in its main loop (the guarded first versions were much
+ *   slower); other sizes take the guarded one: out-of-range elements are zero-filled, so
+ *   partial tiles need no special case, and B and C take 16-byte accesses where flags
+ *   allow.
+ * Results bit-identical to cuBLAS's at 4096^3 and 8192^3 and within the FP32 summation
+ * bound of a CPU reference at odd sizes. Both kernels here compile (nvcc 13.0, sm_90 and
+ * sm_90a) to machine code byte-identical to the lab's cpt_128x128x32_t256_8x8_s2_o3, so
+ * the lab's figures for it are this code's.
  *
  * Fragile: both kernels sit at their 128-register cap. In the lab, trivial source changes
  * (a lambda, a struct for the fragments, a helper call) moved ptxas between 0 and 84 bytes
- * of spills, and the FMA order alone between 87% and 96% of cuBLAS. After any change here
- * or an nvcc upgrade: ptxas -v must still say 0 bytes of spills, and re-measure. */
+ * of spills, and the FMA order alone moved its speed. After any change here or an nvcc
+ * upgrade: ptxas -v must still say 0 bytes of spills, and re-measure. */
 
 #define SG_BM 128 /* block tile of C */
 #define SG_BN 128
@@ -141,7 +141,7 @@ __device__ __forceinline__ void load_frag(float (&a)[SG_TM], float (&b)[SG_TN], 
 }
 
 /* One k's 64 FMAs in snake order: rows outer, columns forward on even rows and backward
- * on odd ones (see the design note: this order, not another, measured 96%). */
+ * on odd ones (see the design note: this order measured fastest). */
 __device__ __forceinline__ void fma_frag(const float (&a)[SG_TM], const float (&b)[SG_TN],
                                          float (&acc)[SG_TM][SG_TN]) {
 #pragma unroll

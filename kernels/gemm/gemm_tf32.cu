@@ -27,8 +27,7 @@
 /* FP32 bits rounded to TF32 for mma: adding half a TF32 ulp (bit 12) and letting the
  * tensor cores ignore the 13 low bits rounds to nearest, ties away, like cvt.rna for
  * finite values, in one integer add (cvt.rna costs a compare and a predicated add
- * per element: 4.5 ALU instructions per mma here, measured 130 TFLOP/s). An infinite
- * input becomes NaN. */
+ * per element: 4.5 ALU instructions per mma here). An infinite input becomes NaN. */
 __device__ __forceinline__ unsigned to_tf32(unsigned bits) { return bits + 0x1000u; }
 
 /* Stage s of the pipeline: A's 128x32 panel at k-tile kt into as[128][36] and B's
@@ -186,21 +185,19 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
 
 /* ---- wgmma: Hopper (sm_90a), M and N multiples of 128, K of 32 ----
  *
- * Why: mma.sync reaches 32% of cuBLAS TF32 on the H200 because every warp loads its
+ * Why: mma.sync stays far below cuBLAS TF32 on the H200 because every warp loads its
  * own fragments through registers and issues small mma; wgmma has a warpgroup (128
  * threads) multiply operands straight from shared memory, and TMA fills that memory
- * with one instruction per tile, so the issue slots go to the tensor cores. Measured
- * on the H200 (bench/lab/tf32_lab.cu, cuBLAS TF32 412 TFLOP/s at 8192^3): 2.75 ms for
- * this kernel alone at 8192^3 (399 TFLOP/s, 97% of cuBLAS), 3.09 ms with the transpose
- * (356, 86%; 4096^3: 362, 90%), against 131 TFLOP/s (32%) for mma.sync.
+ * with one instruction per tile, so the issue slots go to the tensor cores
+ * (bench/lab/tf32_lab.cu measured both; bench/RESULTS.md has the figures).
  *
  * Operands: wgmma's TF32 form reads both operands K-major (its transposing modes exist
  * for 16-bit types only). A [M,K] row-major is; B [K,N] is not, so B is first
- * transposed into a scratch Bt [N,K] by transpose_best_launch (0.14 ms alone at 8192^2;
- * it adds 0.33 ms, 12%, to the 8192^3 product). C = A Bt^T.
+ * transposed into a scratch Bt [N,K] by transpose_best_launch, which the product's time
+ * includes. C = A Bt^T.
  *
  * Shape: a CTA owns a 128x256 tile of C (128x128 tiles need 4/3 the L2-to-SM bytes
- * per flop: measured 73% of cuBLAS instead of 86%), with k-tiles of 32 floats = 128
+ * per flop, and measured clearly slower), with k-tiles of 32 floats = 128
  * bytes, one row of the 128-byte swizzle. 384 threads = 3 warpgroups: thread 0 of
  * warpgroup 0 issues the TMA copies, warpgroups 1 and 2 each compute 64 rows of the
  * tile with 4 wgmma m64n256k8 per k-tile into 128 FP32 accumulators per thread (155
@@ -221,7 +218,7 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
  *
  * Precision: the tensor cores read the top 19 bits of each FP32 operand, i.e. they
  * truncate to TF32 where mma.sync rounds (measured bias about -0.7 * 2^-10 * |C|);
- * reference.c's TF32 rule allows for it. Tails: a half last N tile (N % 256 == 128)
+ * kernels/gemm/gemm.c's TF32 rule allows for it. Tails: a half last N tile (N % 256 == 128)
  * reads zeros past N from TMA and stores nothing there; other tails take mma.sync. */
 
 #define WG_BM 128

@@ -95,15 +95,14 @@ __device__ __forceinline__ void copy_chunk(float *dst, const float *__restrict__
  *    gives 4 tiles a block, so blocks still prefetch, while the scheduler starts them
  *    at staggered times, keeping loads and arithmetic out of phase across an SM's
  *    blocks (a persistent grid's blocks move in lock-step).
- * Measured on the H200 at n = 2^26, r = 32 (8 bytes an output): 0.1405 ms, 3820 GB/s,
- * 92% of cudaMemcpy D2D and 101% of a float4 copy kernel, against 0.1672 ms (78%) for
- * the previous one-tile-per-block kernel, 0.1588 ms (82%) for this one on a
- * persistent grid and 0.1507 ms (86%) with a dynamic tile queue. Sums restart at every
+ * This one measured faster than the previous one-tile-per-block kernel, than itself on a
+ * persistent grid and than a dynamic tile queue (bench/lab/stencil_lab.cu; the figures
+ * are in bench/RESULTS.md). Sums restart at every
  * tile and run in double; a prefix is a chain of at most ~20 additions of partials no
  * larger than sum |x| over the span, so an output's rounding error is at most
  * ~45 * 2^-53 * sum |x| over its tile's span / (2r+1) before the final rounding to
- * float (reference.c states the tolerance); a non-finite input spoils the rest of its
- * tile. Launch SB_THREADS threads, ceil(ceil(n/T) / 4) blocks and
+ * float (kernels/stencil/stencil.c states the tolerance); a non-finite input spoils the
+ * rest of its tile. Launch SB_THREADS threads, ceil(ceil(n/T) / 4) blocks and
  * sb_shape<STEPS>::SMEM_BYTES of dynamic shared memory; tile = stencil_best_tile(r),
  * xvec / yvec: x / y 16-byte aligned. */
 template <int STEPS>
