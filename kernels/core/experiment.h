@@ -365,6 +365,11 @@ enum exp_figure {
   EXP_FIGURE_GFLOPS, /* work counted in flops: "GFLOP/s", work_unit "flop" */
 };
 
+/* The element type of an output. Buffers hold 4-byte elements either way: a U32 output
+ * (counts: a histogram's) is stored bit for bit in them, its reference reads it as such.
+ * (The engine's .npy writer knows F32 only so far.) */
+enum exp_dtype { EXP_DTYPE_F32, EXP_DTYPE_U32 };
+
 enum exp_flag {
   /* "cold" must be false (a pass starts from host memory): no_cold_why says why. */
   EXP_NO_COLD = 1u,
@@ -391,6 +396,7 @@ struct exp_desc {
   const struct exp_input_desc *inputs;
 
   /* Shapes (exp_input_shape, exp_output_shape); the output is the first run's. */
+  enum exp_dtype out_dtype; /* F32 (0) unless the experiment says otherwise */
   void (*input_shape)(const struct exp_spec *spec, int slot, struct exp_shape *shape);
   void (*output_shape)(const struct exp_spec *spec, struct exp_shape *shape);
   /* Takes spec's dims from the shape of input slot given as data: returns 0, or -1
