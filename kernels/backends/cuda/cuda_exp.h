@@ -18,8 +18,9 @@
 #include "kernels/backends/cuda/cublas_loader.h"
 #include "kernels/core/experiment.h"
 
-/* One kernel of one variant at one size: what runs and how it is launched. A cuBLAS
- * variant's plan names the call and has no func. */
+/* One kernel of one variant at one size: what runs and how it is launched. A variant
+ * that calls a library (cuBLAS, CUB) plans only its name and description: func NULL, and
+ * its run reports no launch shape. */
 struct cuda_plan {
   const void *func;         /* the __global__ function (for cudaFuncGetAttributes) */
   const char *name;         /* e.g. "transpose_tiled_kernel<33>" */
@@ -49,9 +50,10 @@ struct cuda_experiment {
    * launches nothing and succeeds). */
   int (*plan)(const struct exp_spec *spec, int variant, struct cuda_plan *plan, char *why,
               size_t why_len);
-  /* One launch of a kernel variant: cudaSuccess, the launch's error,
-   * cudaErrorInvalidConfiguration when the plan fails, cudaErrorInvalidValue on a
-   * default stream. */
+  /* One launch of any other variant (our kernels, or a library's such as CUB, whose
+   * temporary storage is stream-ordered on a->stream and counted by exp_desc.
+   * scratch_floats): cudaSuccess, the launch's error, cudaErrorInvalidConfiguration when
+   * the plan fails, cudaErrorInvalidValue on a default stream. */
   cudaError_t (*launch)(const struct cuda_launch *launch);
   /* One call of an EXP_VARIANT_CUBLAS variant (NULL: the experiment has none):
    * cuBLAS's status, never a synchronization. */

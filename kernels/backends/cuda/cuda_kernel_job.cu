@@ -54,7 +54,8 @@ static bool is_cublas(const struct cuda_job *j, int variant) {
 }
 
 /* Every run's identity and its kernel info from the experiment's plan; a plan that
- * fails makes its run unavailable, with the reason. */
+ * fails makes its run unavailable, with the reason. A plan without a kernel of ours (a
+ * library's call: cuBLAS, CUB) gives the run its name and no launch shape. */
 static int kernel_plan_runs(struct cuda_job *j) {
   const struct exp_spec *s = j->spec;
   for (int r = 0; r < s->n_variants; r++) {
@@ -65,12 +66,12 @@ static int kernel_plan_runs(struct cuda_job *j) {
     struct cuda_plan p;
     char why[128] = "";
     int prc = j->cexp->plan(s, v, &p, why, sizeof why);
-    if (prc == 0 && is_cublas(j, v)) { /* no kernel of ours: the call's name only */
+    if (prc == 0 && (!p.func || is_cublas(j, v))) { /* a library's call: its name only */
       snprintf(run->kernel.name, sizeof run->kernel.name, "%s", p.name);
       snprintf(run->kernel.description, sizeof run->kernel.description, "%s", p.description);
-      if (j->cexp->cublas) {
+      if (is_cublas(j, v) && j->cexp->cublas) {
         run_cublas_init(j, run);
-      } else {
+      } else if (is_cublas(j, v)) {
         run->available = false;
         snprintf(run->reason, sizeof run->reason, "%s has no cuBLAS call", j->exp->name);
       }
