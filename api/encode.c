@@ -24,53 +24,42 @@ void api_format_time(double unix_s, char *buf, size_t len) {
 /* A finite double, or null: JSON has no NaN or infinity. */
 static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
+/* The runs list as a request gives it: the word once for the runs it stands for. */
+static json_t *runs_to_json(const struct exp_runs_param *rp, const struct exp_spec *spec) {
+  json_t *list = json_array();
+  for (int i = 0; i < spec->n_variants; i++) {
+    int entry = spec->variants[i], w = 0;
+    while (rp->word && w < rp->n_word_runs && entry != rp->word_runs[w]) w++;
+    if (!rp->word || w == rp->n_word_runs) json_array_append_new(list, json_integer(entry));
+    else if (w == 0) json_array_append_new(list, json_string(rp->word));
+  }
+  return list;
+}
+
 json_t *api_spec_to_json(const struct exp_spec *spec) {
+  const struct exp_desc *d = exp_desc(spec->type);
+  if (!d) return NULL;
   json_t *o = json_object();
-  switch (spec->type) {
-  case EXP_TRANSPOSE:
-    json_object_set_new(o, "m", json_integer(spec->u.transpose.m));
-    json_object_set_new(o, "n", json_integer(spec->u.transpose.n));
-    break;
-  case EXP_GEMM:
-    json_object_set_new(o, "m", json_integer(spec->u.gemm.m));
-    json_object_set_new(o, "n", json_integer(spec->u.gemm.n));
-    json_object_set_new(o, "k", json_integer(spec->u.gemm.k));
-    break;
-  case EXP_STENCIL:
-    json_object_set_new(o, "n", json_integer(spec->u.stencil.n));
-    json_object_set_new(o, "radius", json_integer(spec->u.stencil.radius));
-    break;
-  case EXP_PIPELINE: {
-    json_object_set_new(o, "chunk", json_integer(spec->u.pipeline.chunk));
-    json_object_set_new(o, "chunks", json_integer(spec->u.pipeline.chunks));
-    json_object_set_new(o, "terms", json_integer(spec->u.pipeline.terms));
-    json_t *streams = json_array();
-    for (int i = 0; i < spec->u.pipeline.n_stream_counts; i++) {
-      int entry = spec->u.pipeline.stream_counts[i]; /* "best" stands for both best runs */
-      if (entry == EXP_STREAMS_BEST) json_array_append_new(streams, json_string("best"));
-      else if (entry != EXP_STREAMS_BEST_GRAPH) json_array_append_new(streams, json_integer(entry));
-    }
-    json_object_set_new(o, "streams", streams);
-    break;
-  }
-  default: break;
-  }
-  if (spec->type != EXP_PIPELINE) {
+  for (int i = 0; i < d->n_params; i++)
+    json_object_set_new(o, d->params[i].name, json_integer(spec->p[i]));
+  if (d->runs) {
+    json_object_set_new(o, d->runs->name, runs_to_json(d->runs, spec));
+  } else {
     json_t *variants = json_array();
     for (int i = 0; i < spec->n_variants; i++)
       json_array_append_new(variants, json_string(exp_variant_name(spec->type, spec->variants[i])));
     json_object_set_new(o, "variant", variants);
   }
   static const char *const sources[] = {"seed", "buffer", "job"};
-  for (int i = 0; i < exp_input_count(spec->type); i++)
-    json_object_set_new(o, exp_input_name(spec->type, i),
+  for (int i = 0; i < d->n_inputs; i++)
+    json_object_set_new(o, d->inputs[i].name,
                         json_pack("{s:I}", sources[spec->inputs[i].kind], (json_int_t)spec->inputs[i].value));
   json_object_set_new(o, "graph", json_boolean(spec->graph));
   json_object_set_new(o, "seed", json_integer((json_int_t)spec->seed));
   json_object_set_new(o, "warmup", json_integer(spec->timing.warmup));
   json_object_set_new(o, "batches", json_integer(spec->timing.batches));
   json_object_set_new(o, "reps", json_integer(spec->timing.reps));
-  if (spec->type != EXP_PIPELINE) json_object_set_new(o, "cold", json_boolean(spec->cold));
+  if (!(d->flags & EXP_NO_COLD)) json_object_set_new(o, "cold", json_boolean(spec->cold));
   json_object_set_new(o, "order", json_string(spec->order == EXP_ORDER_SEQUENTIAL ? "sequential" : "interleaved"));
   json_object_set_new(o, "min_samples", json_integer(spec->stop.min_samples > 0 ? spec->stop.min_samples
                                                                                  : spec->timing.batches));
@@ -173,26 +162,7 @@ static json_t *clocks_to_json(const struct exp_clocks *c) {
                    reasons_to_json(c->reasons), "throttled", c->throttled);
 }
 
-/* The device ceiling a run's figure is compared with: its key in GET /device's
- * "ceilings" and its value (0: none measured). */
-static const char *ceiling_of(const struct exp_spec *spec, const struct exp_run *r,
-                              const struct exp_ceilings *c, double *value) {
-  switch (spec->type) {
-  case EXP_TRANSPOSE:
-  case EXP_STENCIL: *value = c->copy_gbps; return "copy_gbps";
-  case EXP_GEMM:
-    if (r->variant == GEMM_TF32) {
-      *value = c->tf32_gflops;
-      return "tf32_gflops";
-    }
-    *value = c->sgemm_gflops;
-    return "sgemm_gflops";
-  case EXP_PIPELINE: *value = c->bidir_gbps; return "bidir_gbps";
-  default: *value = 0; return NULL;
-  }
-}
-
-/* The pipeline's last pass: one entry per op, as recorded (chunk by chunk). */
+/* A chunked run's last pass: one entry per op, as recorded (chunk by chunk). */
 static json_t *timeline_to_json(const struct exp_run *r) {
   static const char *const ops[EXP_OP_COUNT] = {"upload", "kernel", "download"};
   json_t *a = json_array();
@@ -207,10 +177,11 @@ static json_t *timeline_to_json(const struct exp_run *r) {
 
 static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r,
                            const struct exp_ceilings *ceilings) {
+  const struct exp_runs_param *runs = exp_desc(spec->type)->runs;
   json_t *o = json_object();
   json_object_set_new(o, "variant", json_string(r->label));
-  if (spec->type == EXP_PIPELINE) /* best runs: the stream count their plan chose */
-    json_object_set_new(o, "streams", json_integer(r->plan.streams > 0 ? r->plan.streams : r->variant));
+  if (runs) /* the list's entry; best runs: the stream count their plan chose */
+    json_object_set_new(o, runs->name, json_integer(r->plan.streams > 0 ? r->plan.streams : r->variant));
   json_object_set_new(o, "available", json_boolean(r->available));
   if (!r->available) {
     json_object_set_new(o, "reason", json_string(r->reason));
@@ -225,9 +196,11 @@ static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r,
   json_object_set_new(o, "speedup", r->speedup > 0 ? json_real(r->speedup) : json_null());
   json_object_set_new(o, "speedup_range", r->speedup_lo > 0 ? json_pack("[f,f]", r->speedup_lo, r->speedup_hi)
                                                             : json_null());
-  double ceiling = 0;
-  const char *which = ceiling_of(spec, r, ceilings, &ceiling);
-  json_object_set_new(o, "ceiling", ceiling > 0 ? json_string(which) : json_null());
+  /* The device ceiling the figure is compared with: its key in GET /device's
+   * "ceilings" and its value (0: none measured). */
+  enum exp_ceiling which = exp_run_ceiling(spec, r->variant);
+  double ceiling = exp_ceiling_value(ceilings, which);
+  json_object_set_new(o, "ceiling", ceiling > 0 ? json_string(exp_ceiling_name(which)) : json_null());
   json_object_set_new(o, "percent_of_ceiling",
                       ceiling > 0 && r->figure > 0 ? json_real(100.0 * r->figure / ceiling) : json_null());
   json_object_set_new(o, "clocks", clocks_to_json(&r->clocks));
@@ -237,8 +210,8 @@ static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r,
                                                "graph_us", r->graph_us_per_launch, "saved_us",
                                                r->stream_us_per_launch - r->graph_us_per_launch));
   json_object_set_new(o, "kernel", kernel_to_json(&r->kernel));
-  if (spec->type == EXP_PIPELINE && r->plan.streams > 0) json_object_set_new(o, "plan", plan_to_json(&r->plan));
-  if (spec->type == EXP_PIPELINE && r->n_timeline > 0) {
+  if (r->plan.streams > 0) json_object_set_new(o, "plan", plan_to_json(&r->plan));
+  if (r->n_timeline > 0) {
     json_object_set_new(o, "timeline", timeline_to_json(r));
     json_object_set_new(o, "timeline_chunks", json_integer(r->n_timeline / EXP_OP_COUNT));
   }
@@ -251,7 +224,7 @@ json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result 
   json_object_set_new(o, "device", json_string(result->device_name));
   json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
   json_object_set_new(o, "work", json_real(exp_spec_work(spec)));
-  json_object_set_new(o, "work_unit", json_string(spec->type == EXP_GEMM ? "flop" : "bytes"));
+  json_object_set_new(o, "work_unit", json_string(exp_work_unit(spec->type)));
   json_t *runs = json_array();
   for (int i = 0; i < result->n_runs; i++)
     json_array_append_new(runs, run_to_json(spec, &result->runs[i], &result->ceilings));
@@ -263,15 +236,12 @@ json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result 
 
 /* The measured ceilings (0: not measured, null), their method; null when none. */
 static json_t *ceilings_to_json(const struct backend_device_info *d) {
-  const struct exp_ceilings *c = &d->ceilings;
-  const struct { const char *key; double value; } all[] = {
-      {"copy_gbps", c->copy_gbps},   {"sgemm_gflops", c->sgemm_gflops}, {"tf32_gflops", c->tf32_gflops},
-      {"h2d_gbps", c->h2d_gbps},     {"d2h_gbps", c->d2h_gbps},         {"bidir_gbps", c->bidir_gbps}};
   json_t *o = json_object();
   bool any = false;
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-    any = any || all[i].value > 0;
-    json_object_set_new(o, all[i].key, all[i].value > 0 ? json_real(all[i].value) : json_null());
+  for (int which = EXP_CEILING_DEFAULT + 1; which < EXP_CEILING_COUNT; which++) {
+    double value = exp_ceiling_value(&d->ceilings, (enum exp_ceiling)which);
+    any = any || value > 0;
+    json_object_set_new(o, exp_ceiling_name((enum exp_ceiling)which), value > 0 ? json_real(value) : json_null());
   }
   if (!any) {
     json_decref(o);

@@ -6,10 +6,11 @@
 
 #include <jansson.h>
 #include "api/error.h"
-#include "kernels/backend.h"
-#include "kernels/experiment.h"
+#include "kernels/backends/backend.h"
+#include "kernels/core/experiment.h"
 
-/* The effective params of spec (defaults filled in), as a request would give them. */
+/* The effective params of spec (defaults filled in), as a request would give them;
+ * NULL for an unknown type. */
 json_t *api_spec_to_json(const struct exp_spec *spec);
 /* {"backend", "device", "unit", "runs": [...]}: the lecture's table as data. */
 json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result *result);

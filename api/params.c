@@ -99,7 +99,8 @@ void api_error_type(const char *code, char *buf, size_t len) {
   snprintf(buf, len, "/openapi.json#/components/x-problem-types/%s", code);
 }
 
-/* One integer field: where it lives in the spec and what it may hold. */
+/* One integer field beside the experiment's params: where it lives in the spec and
+ * what it may hold. */
 struct int_field {
   const char *name;
   long long min, max;
@@ -117,40 +118,6 @@ static const struct int_field common_fields[] = {
     {"min_samples", 1, EXP_MAX_BATCHES, SPEC_INT(stop.min_samples)},
 };
 
-static const struct int_field transpose_fields[] = {
-    {"m", 1, API_MAX_DIM, SPEC_INT(u.transpose.m)},
-    {"n", 1, API_MAX_DIM, SPEC_INT(u.transpose.n)},
-};
-static const struct int_field gemm_fields[] = {
-    {"m", 1, API_MAX_DIM, SPEC_INT(u.gemm.m)},
-    {"n", 1, API_MAX_DIM, SPEC_INT(u.gemm.n)},
-    {"k", 1, API_MAX_DIM, SPEC_INT(u.gemm.k)},
-};
-static const struct int_field stencil_fields[] = {
-    {"n", 1, API_MAX_STENCIL_N, SPEC_INT(u.stencil.n)},
-    {"radius", 0, API_MAX_RADIUS, SPEC_INT(u.stencil.radius)},
-};
-static const struct int_field pipeline_fields[] = {
-    {"chunk", 1, API_MAX_CHUNK, SPEC_INT(u.pipeline.chunk)},
-    {"chunks", 1, API_MAX_CHUNKS, SPEC_INT(u.pipeline.chunks)},
-    {"terms", 1, API_MAX_TERMS, SPEC_INT(u.pipeline.terms)},
-};
-
-struct field_table {
-  const struct int_field *fields;
-  int count;
-};
-
-static struct field_table type_fields(enum exp_type type) {
-  switch (type) {
-  case EXP_TRANSPOSE: return (struct field_table){transpose_fields, 2};
-  case EXP_GEMM: return (struct field_table){gemm_fields, 3};
-  case EXP_STENCIL: return (struct field_table){stencil_fields, 2};
-  case EXP_PIPELINE: return (struct field_table){pipeline_fields, 3};
-  default: return (struct field_table){NULL, 0};
-  }
-}
-
 static const char *json_kind(const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT: return "an object";
@@ -165,36 +132,54 @@ static const char *json_kind(const json_t *v) {
 }
 
 /* Lists the accepted field names of type, for unknown-field messages. */
-static void accepted_fields(enum exp_type type, char *buf, size_t len) {
-  struct field_table t = type_fields(type);
+static void accepted_fields(const struct exp_desc *d, char *buf, size_t len) {
   size_t used = 0;
   buf[0] = '\0';
-  for (int i = 0; i < t.count; i++)
-    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", t.fields[i].name);
-  if (type == EXP_PIPELINE)
-    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "streams, ");
-  else
-    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "variant, ");
-  for (int s = 0; s < exp_input_count(type); s++)
-    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", exp_input_name(type, s));
+  for (int i = 0; i < d->n_params; i++)
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", d->params[i].name);
+  used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ",
+                           d->runs ? d->runs->name : "variant");
+  for (int s = 0; s < d->n_inputs; s++)
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", d->inputs[s].name);
   snprintf(buf + used, used < len ? len - used : 0,
            "seed, warmup, batches, reps, graph, %sorder, min_samples, max_noise, max_time",
-           type == EXP_PIPELINE ? "" : "cold, ");
+           d->flags & EXP_NO_COLD ? "" : "cold, ");
 }
 
-static int parse_int(const struct int_field *f, json_t *v, const char *field,
-                     struct exp_spec *spec, struct api_error *err) {
+/* An integer in [min, max] into *out. */
+static int parse_int_in(json_t *v, const char *field, long long min, long long max, long long *out,
+                        struct api_error *err) {
   if (!json_is_integer(v))
     return api_error_set(err, 400, "wrong_type", field, "%s must be an integer, got %s",
                          field, json_kind(v));
   long long x = json_integer_value(v);
-  if (x < f->min || x > f->max)
+  if (x < min || x > max)
     return api_error_set(err, 400, "out_of_range", field,
-                         "%s must be between %lld and %lld, got %lld", field, f->min, f->max, x);
+                         "%s must be between %lld and %lld, got %lld", field, min, max, x);
+  *out = x;
+  return 0;
+}
+
+static int parse_int(const struct int_field *f, json_t *v, const char *field,
+                     struct exp_spec *spec, struct api_error *err) {
+  long long x;
+  int rc = parse_int_in(v, field, f->min, f->max, &x, err);
+  if (rc) return rc;
   if (f->offset == FIELD_SEED)
     spec->seed = (uint64_t)x;
   else
     *(int *)((char *)spec + f->offset) = (int)x;
+  return 0;
+}
+
+/* Size param i of the experiment; a dimension given by the request is fixed. */
+static int parse_param(const struct exp_desc *d, int i, json_t *v, const char *field,
+                       struct exp_spec *spec, struct api_error *err) {
+  long long x;
+  int rc = parse_int_in(v, field, d->params[i].min, d->params[i].max, &x, err);
+  if (rc) return rc;
+  spec->p[i] = (int)x;
+  if (d->params[i].flags & EXP_PARAM_DIM) spec->dims_given |= 1u << i;
   return 0;
 }
 
@@ -248,49 +233,47 @@ static int parse_variant(enum exp_type type, json_t *v, const char *field, struc
   return 0;
 }
 
-/* streams: a stream count, "best", or a list of them; counts 1..EXP_MAX_STREAMS.
- * "best" (at most once) adds two runs: best and best_graph (experiment.h). */
-static int parse_streams(json_t *v, const char *field, struct exp_spec *spec,
-                         struct api_error *err) {
+/* The runs list (the pipeline's streams): an entry, or a list of them; integer
+ * entries in the param's range, and its word at most once, which adds its runs. */
+static int parse_runs(const struct exp_runs_param *rp, json_t *v, const char *field,
+                      struct exp_spec *spec, struct api_error *err) {
   json_t *one = json_is_integer(v) || json_is_string(v) ? v : NULL;
   size_t n = one ? 1 : json_array_size(v), runs = 0;
+  const char *word = rp->word ? rp->word : "";
   if (!one && !json_is_array(v))
-    return api_error_set(err, 400, "wrong_type", field,
-                         "%s must be a stream count, \"best\" or a list of them, got %s", field,
-                         json_kind(v));
-  bool best = false;
+    return api_error_set(err, 400, "wrong_type", field, "%s must be a %s, \"%s\" or a list of them, got %s",
+                         field, rp->noun, word, json_kind(v));
+  bool word_seen = false;
   for (size_t i = 0; i < n; i++) {
     json_t *item = one ? one : json_array_get(v, i);
     const char *text = json_string_value(item);
-    if (text && strcmp(text, "best") == 0 && !best) {
-      best = true;
-      if (runs + 2 <= EXP_MAX_STREAM_COUNTS) {
-        spec->u.pipeline.stream_counts[runs] = EXP_STREAMS_BEST;
-        spec->u.pipeline.stream_counts[runs + 1] = EXP_STREAMS_BEST_GRAPH;
-      }
-      runs += 2;
+    if (text && rp->word && strcmp(text, rp->word) == 0 && !word_seen) {
+      word_seen = true;
+      for (int w = 0; w < rp->n_word_runs; w++)
+        if (runs + (size_t)rp->n_word_runs <= EXP_MAX_VARIANTS) spec->variants[runs + (size_t)w] = rp->word_runs[w];
+      runs += (size_t)rp->n_word_runs;
       continue;
     }
     if (text)
-      return api_error_set(err, 400, best && !strcmp(text, "best") ? "out_of_range" : "wrong_type",
-                           field, "%s: the only name it takes is \"best\", once; got '%.40s'",
-                           field, text);
+      return api_error_set(err, 400, word_seen && !strcmp(text, word) ? "out_of_range" : "wrong_type",
+                           field, "%s: the only name it takes is \"%s\", once; got '%.40s'",
+                           field, word, text);
     if (!json_is_integer(item))
       return api_error_set(err, 400, "wrong_type", field,
-                           "%s must hold integers or \"best\", got %s", field, json_kind(item));
+                           "%s must hold integers or \"%s\", got %s", field, word, json_kind(item));
     long long s = json_integer_value(item);
-    if (s < 1 || s > EXP_MAX_STREAMS)
+    if (s < rp->min || s > rp->max)
       return api_error_set(err, 400, "out_of_range", field,
-                           "%s: each stream count must be between 1 and %d, got %lld", field,
-                           EXP_MAX_STREAMS, s);
-    if (runs < EXP_MAX_STREAM_COUNTS) spec->u.pipeline.stream_counts[runs] = (int)s;
+                           "%s: each %s must be between %d and %d, got %lld", field, rp->noun,
+                           rp->min, rp->max, s);
+    if (runs < EXP_MAX_VARIANTS) spec->variants[runs] = (int)s;
     runs++;
   }
-  if (runs == 0 || runs > EXP_MAX_STREAM_COUNTS)
+  if (runs == 0 || runs > EXP_MAX_VARIANTS)
     return api_error_set(err, 400, "out_of_range", field,
-                         "%s must give between 1 and %d runs (\"best\" gives two: best and "
-                         "best_graph), got %zu", field, EXP_MAX_STREAM_COUNTS, runs);
-  spec->u.pipeline.n_stream_counts = (int)runs;
+                         "%s must give between 1 and %d runs (%s), got %zu", field,
+                         EXP_MAX_VARIANTS, rp->word_gives ? rp->word_gives : "", runs);
+  spec->n_variants = (int)runs;
   return 0;
 }
 
@@ -348,14 +331,13 @@ static int parse_bool(json_t *v, const char *field, bool *out, struct api_error 
   return 0;
 }
 
-/* cold: a boolean; true only for the kernel experiments. */
-static int parse_cold(enum exp_type type, json_t *v, const char *field, struct exp_spec *spec,
-                      struct api_error *err) {
+/* cold: a boolean; never true where the experiment says it cannot be (EXP_NO_COLD). */
+static int parse_cold(const struct exp_desc *d, json_t *v, const char *field,
+                      struct exp_spec *spec, struct api_error *err) {
   int rc = parse_bool(v, field, &spec->cold, err);
-  if (rc == 0 && spec->cold && type == EXP_PIPELINE)
-    return api_error_set(err, 400, "out_of_range", field,
-                         "%s must be false for pipeline: a pass starts from host memory, so the "
-                         "L2 holds nothing of it to flush", field);
+  if (rc == 0 && spec->cold && (d->flags & EXP_NO_COLD))
+    return api_error_set(err, 400, "out_of_range", field, "%s must be false for %s: %s", field,
+                         d->name, d->no_cold_why);
   return rc;
 }
 
@@ -411,23 +393,13 @@ static void options_default(struct api_job_options *o) {
 static bool faults_allowed;
 void api_params_allow_faults(bool allow) { faults_allowed = allow; }
 
-static unsigned dim_bit(enum exp_type type, const char *key) {
-  if (strcmp(key, "m") == 0) return EXP_DIM_M;
-  if (strcmp(key, "n") == 0) return EXP_DIM_N;
-  if (strcmp(key, "k") == 0) return EXP_DIM_K;
-  return strcmp(key, "chunk") == 0 && type == EXP_PIPELINE ? EXP_DIM_CHUNK : 0;
-}
-
 static int input_slot(enum exp_type type, const char *key) {
   for (int s = 0; s < exp_input_count(type); s++)
     if (strcmp(key, exp_input_name(type, s)) == 0) return s;
   return -1;
 }
 
-static const struct int_field *find_int_field(enum exp_type type, const char *key) {
-  struct field_table t = type_fields(type);
-  for (int i = 0; i < t.count; i++)
-    if (strcmp(key, t.fields[i].name) == 0) return &t.fields[i];
+static const struct int_field *find_common_field(const char *key) {
   for (size_t i = 0; i < sizeof common_fields / sizeof common_fields[0]; i++)
     if (strcmp(key, common_fields[i].name) == 0) return &common_fields[i];
   return NULL;
@@ -436,8 +408,14 @@ static const struct int_field *find_int_field(enum exp_type type, const char *ke
 static int parse_params_object(enum exp_type type, json_t *obj, const char *prefix,
                                struct exp_spec *spec, struct api_job_options *opts,
                                struct api_error *err) {
-  exp_spec_default(type, spec);
+  const struct exp_desc *d = exp_desc(type);
   bool input_given[EXP_MAX_INPUTS] = {false};
+  if (exp_spec_default(type, spec) != 0) {
+    char types[160];
+    exp_type_list(types, sizeof types);
+    return api_error_set(err, 400, "unknown_type", "type", "type must be one of %s, got %d", types,
+                         (int)type);
+  }
   if (!json_is_object(obj))
     return api_error_set(err, 400, "wrong_type", *prefix ? "params" : "",
                          "the %s must be a JSON object, got %s", *prefix ? "params" : "body",
@@ -447,11 +425,12 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
   json_object_foreach(obj, key, v) {
     char field[64];
     snprintf(field, sizeof field, "%s%.40s", prefix, key);
-    const struct int_field *f = find_int_field(type, key);
-    int rc, slot = input_slot(type, key);
-    if (f) {
+    const struct int_field *f = find_common_field(key);
+    int rc, param = exp_param_index(type, key), slot = input_slot(type, key);
+    if (param >= 0) {
+      rc = parse_param(d, param, v, field, spec, err);
+    } else if (f) {
       rc = parse_int(f, v, field, spec, err);
-      spec->dims_given |= dim_bit(type, key);
     } else if (slot >= 0) {
       rc = parse_input(v, field, &spec->inputs[slot], err);
       input_given[slot] = true;
@@ -460,7 +439,7 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
     else if (faults_allowed && strcmp(key, "fault") == 0)
       rc = parse_choice(v, field, "device_lost", "none", &spec->fault, err);
     else if (strcmp(key, "cold") == 0)
-      rc = parse_cold(type, v, field, spec, err);
+      rc = parse_cold(d, v, field, spec, err);
     else if (strcmp(key, "order") == 0) {
       bool interleaved = true;
       rc = parse_choice(v, field, "interleaved", "sequential", &interleaved, err);
@@ -471,13 +450,13 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
       rc = parse_number(v, field, API_MIN_TIME_S, API_MAX_TIME_S, &spec->stop.max_time_s, err);
     else if (opts && (rc = parse_option(key, v, opts, err)) <= 0)
       ; /* a job option beside the params */
-    else if (type != EXP_PIPELINE && strcmp(key, "variant") == 0)
+    else if (!d->runs && strcmp(key, "variant") == 0)
       rc = parse_variant(type, v, field, spec, err);
-    else if (type == EXP_PIPELINE && strcmp(key, "streams") == 0)
-      rc = parse_streams(v, field, spec, err);
+    else if (d->runs && strcmp(key, d->runs->name) == 0)
+      rc = parse_runs(d->runs, v, field, spec, err);
     else {
       char accepted[200];
-      accepted_fields(type, accepted, sizeof accepted);
+      accepted_fields(d, accepted, sizeof accepted);
       return api_error_set(err, 400, "unknown_field", field, "unknown field '%s'; %s accepts: %s",
                            field, exp_type_name(type), accepted);
     }
@@ -550,15 +529,16 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
       goto fail;
     }
   }
+  char types[160];
+  exp_type_list(types, sizeof types);
   if (!type) {
-    api_error_set(err, 400, "missing_field", "type",
-                  "type is required: one of transpose, gemm, stencil, pipeline");
+    api_error_set(err, 400, "missing_field", "type", "type is required: one of %s", types);
     goto fail;
   }
   int t = json_is_string(type) ? exp_type_from_name(json_string_value(type)) : -1;
   if (t < 0) {
     api_error_set(err, 400, json_is_string(type) ? "unknown_type" : "wrong_type", "type",
-                  "type must be one of transpose, gemm, stencil, pipeline, got %s%.40s%s",
+                  "type must be one of %s, got %s%.40s%s", types,
                   json_is_string(type) ? "'" : json_kind(type),
                   json_is_string(type) ? json_string_value(type) : "", json_is_string(type) ? "'" : "");
     goto fail;

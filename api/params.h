@@ -1,19 +1,15 @@
 /* Request parsing and validation: JSON bodies into exp_spec, rejecting anything
- * unknown, mistyped or out of range with an api_error that names the field. */
+ * unknown, mistyped or out of range with an api_error that names the field. Which
+ * fields a job type takes comes from its descriptor (kernels/core/experiment.h). */
 #ifndef GPULAB_API_PARAMS_H
 #define GPULAB_API_PARAMS_H
 
 #include <stddef.h>
 #include "api/error.h"
-#include "kernels/experiment.h"
+#include "kernels/core/experiment.h"
 
-/* Allowed ranges, also quoted in error messages and the README. */
-#define API_MAX_DIM (1 << 20)        /* m, n, k of transpose and gemm */
-#define API_MAX_STENCIL_N (1 << 30)
-#define API_MAX_RADIUS 1024
-#define API_MAX_CHUNK (1 << 28)
-#define API_MAX_CHUNKS 64
-#define API_MAX_TERMS 4096
+/* Allowed ranges, also quoted in error messages and the README. An experiment's size
+ * params carry their own (exp_desc.params). */
 #define API_MAX_WARMUP 1000
 #define API_MAX_REPS 10000
 #define API_MAX_WAIT_S 600

@@ -10,9 +10,12 @@
 #include <string.h>
 
 #include "bench/cuda_try.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/cublas_loader.h"
-#include "kernels/stats.h"
+#include "kernels/backends/backend.h"
+#include "kernels/backends/cuda/cublas_loader.h"
+#include "kernels/core/stats.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 
 static cudaStream_t stream;
 static cudaEvent_t ev0, ev1;
@@ -22,12 +25,12 @@ static double time_ms(void (*fn)(void *), void *arg, int warmup, int batches, in
   double samples[32];
   for (int i = 0; i < warmup; i++) fn(arg);
   for (int b = 0; b < batches; b++) {
-    TRY(cudaEventRecord(ev0, stream));
+    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
     for (int i = 0; i < reps; i++) fn(arg);
-    TRY(cudaEventRecord(ev1, stream));
-    TRY(cudaEventSynchronize(ev1));
+    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
+    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
     float ms = 0;
-    TRY(cudaEventElapsedTime(&ms, ev0, ev1));
+    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
     samples[b] = ms / reps;
   }
   struct stats_summary s;
@@ -41,18 +44,18 @@ struct copy_arg {
 };
 static void copy_once(void *p) {
   struct copy_arg *a = (struct copy_arg *)p;
-  TRY(cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  CUDA_OR_EXIT(cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
 /* GB/s of a device-to-device copy of n floats, counting bytes read and written. */
 static double d2d_gbs(size_t n) {
   struct copy_arg a = {NULL, NULL, n};
-  TRY(cudaMalloc(&a.dst, n * sizeof(float)));
-  TRY(cudaMalloc(&a.src, n * sizeof(float)));
-  TRY(cudaMemsetAsync(a.src, 0x3f, n * sizeof(float), stream));
+  CUDA_OR_EXIT(cudaMalloc(&a.dst, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&a.src, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMemsetAsync(a.src, 0x3f, n * sizeof(float), stream));
   double ms = time_ms(copy_once, &a, 5, 9, 20);
-  TRY(cudaFree(a.dst));
-  TRY(cudaFree(a.src));
+  CUDA_OR_EXIT(cudaFree(a.dst));
+  CUDA_OR_EXIT(cudaFree(a.src));
   return 8.0 * n / ms / 1e6;
 }
 
@@ -91,20 +94,20 @@ static double cublas_tflops(int n, cublasMath_t mode) {
     return 0;
   }
   size_t count = (size_t)n * n;
-  TRY(cudaMalloc(&g.a, count * sizeof(float)));
-  TRY(cudaMalloc(&g.b, count * sizeof(float)));
-  TRY(cudaMalloc(&g.c, count * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&g.a, count * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&g.b, count * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&g.c, count * sizeof(float)));
   fill_kernel<<<1024, 256, 0, stream>>>(g.a, count, 1);
   fill_kernel<<<1024, 256, 0, stream>>>(g.b, count, 2);
-  TRY(cudaGetLastError());
+  CUDA_OR_EXIT(cudaGetLastError());
   if (cublas_loader_handle_new(g.f, stream, &g.h) != CUBLAS_STATUS_SUCCESS) exit(1);
   g.f->set_math_mode(g.h, mode);
   int reps = n >= 8192 ? 5 : 20;
   double ms = time_ms(sgemm_once, &g, 3, 7, reps);
   g.f->destroy(g.h);
-  TRY(cudaFree(g.a));
-  TRY(cudaFree(g.b));
-  TRY(cudaFree(g.c));
+  CUDA_OR_EXIT(cudaFree(g.a));
+  CUDA_OR_EXIT(cudaFree(g.b));
+  CUDA_OR_EXIT(cudaFree(g.c));
   return 2.0 * n * (double)n * n / ms / 1e9;
 }
 
@@ -140,8 +143,9 @@ static void run_job(struct exp_spec *s, const char *job, const double *ceilings,
     snprintf(w->variant, sizeof w->variant, "%s", r->label);
     snprintf(w->kernel, sizeof w->kernel, "%s", r->available ? r->kernel.name : r->reason);
     w->ms = r->timing.median_ms;
-    w->figure = r->figure / (s->type == EXP_GEMM ? 1e3 : 1.0); /* TFLOP/s or GB/s */
-    w->unit = s->type == EXP_GEMM ? "TFLOP/s" : "GB/s";
+    bool flops = exp_desc(s->type)->figure == EXP_FIGURE_GFLOPS;
+    w->figure = r->figure / (flops ? 1e3 : 1.0); /* TFLOP/s or GB/s */
+    w->unit = flops ? "TFLOP/s" : "GB/s";
     w->ceiling = ceilings[i];
     w->ceiling_name = ceiling_names[i];
     w->passed = r->available && r->check.done && r->check.passed;
@@ -174,9 +178,9 @@ int main(int argc, char **argv) {
     return 77;
   }
   printf("%s\n", why);
-  TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  TRY(cudaEventCreate(&ev0));
-  TRY(cudaEventCreate(&ev1));
+  CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OR_EXIT(cudaEventCreate(&ev0));
+  CUDA_OR_EXIT(cudaEventCreate(&ev1));
 
   double d2d26 = d2d_gbs((size_t)1 << 26), d2d28 = quick ? d2d26 : d2d_gbs((size_t)1 << 28);
   double sg4 = cublas_tflops(4096, CUBLAS_DEFAULT_MATH);
@@ -193,7 +197,7 @@ int main(int argc, char **argv) {
     int n = big ? 16384 : 8192;
     const int tv[] = {TRANSPOSE_COPY, TRANSPOSE_PADDED33, TRANSPOSE_BEST};
     struct exp_spec s = spec(EXP_TRANSPOSE, 3, tv, mem);
-    s.u.transpose.m = s.u.transpose.n = n;
+    s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = n;
     double c = big ? d2d28 : d2d26;
     const double cs[] = {c, c, c};
     const char *cn[] = {d2d, d2d, d2d};
@@ -205,7 +209,7 @@ int main(int argc, char **argv) {
     int n = big ? 8192 : 4096;
     const int gv[] = {GEMM_CUBLAS, GEMM_BEST, GEMM_TF32};
     struct exp_spec s = spec(EXP_GEMM, 3, gv, big ? gemm8 : gemm4);
-    s.u.gemm.m = s.u.gemm.n = s.u.gemm.k = n;
+    s.p[GEMM_M] = s.p[GEMM_N] = s.p[GEMM_K] = n;
     const double cs[] = {big ? sg8 : sg4, big ? sg8 : sg4, big ? tf8 : tf4};
     const char *cn[] = {cub, cub, cubt};
     char job[48];
@@ -216,8 +220,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) {
     const int sv[] = {STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST};
     struct exp_spec s = spec(EXP_STENCIL, 3, sv, mem);
-    s.u.stencil.n = 1 << 26;
-    s.u.stencil.radius = radii[i];
+    s.p[STENCIL_N] = 1 << 26;
+    s.p[STENCIL_RADIUS] = radii[i];
     const double cs[] = {d2d26, d2d26, d2d26};
     const char *cn[] = {d2d, d2d, d2d};
     char job[48];

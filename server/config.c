@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/core/experiment.h"
+
 #define GPULAB_VERSION "0.1.0"
 
-static const char usage[] =
-    "usage: gpulabd [flags]\n"
-    "Runs the CUDA lecture's experiments (transpose, gemm, stencil, pipeline) as HTTP jobs.\n"
-    "\n"
+/* --help: the first line names the registered experiments (print_usage), then this. */
+static const char usage_flags[] =
     "  --host ADDR         numeric address to listen on (default 127.0.0.1)\n"
     "  --port N            TCP port; 0 picks a free one (default 8080)\n"
     "  --backend KIND      auto | cuda | cpu (default auto: CUDA when a device answers)\n"
@@ -71,6 +71,13 @@ static const char usage[] =
     "                      carry no percent_of_ceiling\n"
     "  --help              this text\n"
     "  --version           the version\n";
+
+static void print_usage(FILE *out) {
+  char types[160];
+  exp_type_list(types, sizeof types);
+  fprintf(out, "usage: gpulabd [flags]\nRuns the CUDA lecture's experiments (%s) as HTTP jobs.\n\n%s", types,
+          usage_flags);
+}
 
 static int parse_long(const char *flag, const char *text, long lo, long hi, long *out, char *err,
                       size_t err_len) {
@@ -231,7 +238,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'm': rc = parse_mode(optarg, cfg, err, err_len); break;
     case 'g': cfg->socket_group = optarg; break;
     case 'n': cfg->no_tcp = true; break;
-    case 'h': fputs(usage, out); return 1;
+    case 'h': print_usage(out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:
       snprintf(err, err_len, "unknown or incomplete flag '%s' (see --help)", argv[optind - 1]);

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include "kernels/backend.h"
+#include "kernels/backends/backend.h"
 
 struct config {
   char host[64];

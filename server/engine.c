@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/core/clock.h"
 #include "server/engine_priv.h"
 #include "server/log.h"
 
@@ -33,7 +34,7 @@ static double clock_seconds(clockid_t id) {
   clock_gettime(id, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
-double engine_now_mono(void) { return clock_seconds(CLOCK_MONOTONIC); }
+double engine_now_mono(void) { return clock_mono_s(); }
 double engine_now_unix(void) { return clock_seconds(CLOCK_REALTIME); }
 
 void job_ref(struct job *job) { atomic_fetch_add(&job->refs, 1); }

@@ -12,8 +12,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "kernels/backend.h"
-#include "kernels/experiment.h"
+#include "kernels/backends/backend.h"
+#include "kernels/core/experiment.h"
 #include "server/events.h"
 
 enum job_state { JOB_QUEUED, JOB_WAITING, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_CANCELED, JOB_STATE_COUNT };

@@ -124,7 +124,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
                                  sizeof err->message);
   if (rc) {
     free(b);
-    return err->code = rc == BACKEND_ENOMEM ? -ENOMEM : -EIO;
+    return err->code = rc == -ENOMEM ? -ENOMEM : -EIO;
   }
   b->shape = *shape;
   b->device = device;

@@ -144,20 +144,20 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
     job->result = result;
     result = NULL;
     end_job_locked(e, job, JOB_DONE, NULL, NULL);
-  } else if (rc == BACKEND_ECANCELED && job->parent_failure[0]) {
+  } else if (rc == -ECANCELED && job->parent_failure[0]) {
     end_job_locked(e, job, JOB_FAILED, "parent_failed", job->parent_failure);
-  } else if (rc == BACKEND_ECANCELED && job->withdrawn) {
+  } else if (rc == -ECANCELED && job->withdrawn) {
     end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
-  } else if (rc == BACKEND_ECANCELED && job->interrupted) {
+  } else if (rc == -ECANCELED && job->interrupted) {
     char why[160];
     snprintf(why, sizeof why, "gpulabd was stopped and the job did not finish within the grace "
              "period (%g s): it was interrupted, and is not run again", e->grace_s);
     end_job_locked(e, job, JOB_FAILED, "interrupted", why);
-  } else if (rc == BACKEND_ECANCELED) {
+  } else if (rc == -ECANCELED) {
     end_job_locked(e, job, JOB_CANCELED, "canceled", err);
   } else {
-    const char *code = rc == BACKEND_ENOMEM  ? "out_of_memory"
-                       : rc == BACKEND_EDEVICE ? "gpu_context_lost"
+    const char *code = rc == -ENOMEM  ? "out_of_memory"
+                       : rc == -EIO ? "gpu_context_lost"
                                                : "backend_error";
     end_job_locked(e, job, JOB_FAILED, code, err);
   }
@@ -170,7 +170,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
 /* Runs job (marked running on w's lane) to its end, on the calling thread. */
 static void run_job(struct engine *e, struct worker *w, struct job *job, struct backend_job *bj) {
   char err[256] = "";
-  int rc = BACKEND_ENOMEM;
+  int rc = -ENOMEM;
   struct exp_result *result = calloc(1, sizeof *result);
   struct run_ctx ctx = {.e = e, .job = job, .bj = bj, .gate = e->gates[w->device]};
   if (!result) {
@@ -180,7 +180,7 @@ static void run_job(struct engine *e, struct worker *w, struct job *job, struct 
     rc = backend_run(e->devices[w->device], w->lane, bj, &hooks, result, err, sizeof err);
   }
   hold(&ctx, 0);
-  if (rc && rc != BACKEND_ECANCELED)
+  if (rc && rc != -ECANCELED)
     log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
   finish_run(e, job, bj, rc, result, err);
 }
@@ -207,8 +207,7 @@ bool engine_run_inline(struct engine *e, struct job *job) {
    * healthy device: running it here takes nothing from anyone, and it starts
    * exactly as a worker would have started it. Under load (the device busy) jobs
    * go through the workers, so HTTP threads never wait on the GPU while other
-   * connections wait for them (measured on the H200: 7.9k tiny jobs/s from 64
-   * connections inline, 10k through the workers). */
+   * connections wait for them (bench/RESULTS.md measured both ways on the H200). */
   if (!e->stopping && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
       e->running[job->device] == 0 && backend_healthy(e->devices[job->device]))
     for (int i = 0; i < e->n_workers && !w; i++)

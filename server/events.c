@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/core/clock.h"
+
 struct events {
   pthread_mutex_t lock;
   pthread_cond_t wake;
@@ -18,12 +20,6 @@ struct events {
   uint64_t last_seq; /* ring holds seqs (last_seq - capacity, last_seq] */
   struct events_waiter *waiters;
 };
-
-static double now_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static double now_unix(void) {
   struct timespec ts;
@@ -59,13 +55,13 @@ static void *bus_main(void *arg) {
   struct events *bus = arg;
   pthread_mutex_lock(&bus->lock);
   while (!bus->stop) {
-    double earliest = now_mono() + 3600;
+    double earliest = clock_mono_s() + 3600;
     for (struct events_waiter *w = bus->waiters; w; w = w->next)
       if (w->deadline < earliest) earliest = w->deadline;
-    double until = now_unix() + (earliest - now_mono());
+    double until = now_unix() + (earliest - clock_mono_s());
     struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
     pthread_cond_timedwait(&bus->wake, &bus->lock, &ts);
-    struct events_waiter *fired = take_due(bus, now_mono());
+    struct events_waiter *fired = take_due(bus, clock_mono_s());
     if (fired) {
       pthread_mutex_unlock(&bus->lock);
       fire(fired);
@@ -99,7 +95,7 @@ int events_new(int capacity, struct events **out) {
 void events_close(struct events *bus) {
   pthread_mutex_lock(&bus->lock);
   bus->closed = true;
-  struct events_waiter *fired = take_due(bus, now_mono());
+  struct events_waiter *fired = take_due(bus, clock_mono_s());
   pthread_mutex_unlock(&bus->lock);
   fire(fired);
 }

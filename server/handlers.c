@@ -58,8 +58,6 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/sweeps", ROUTE_SWEEPS, "GET, HEAD, POST"}, /* handlers_sweeps.c */
       {"/me", ROUTE_ME, "GET, HEAD"},
   };
-  static const char *const experiment_patterns[EXP_TYPE_COUNT] = {"/transpose", "/gemm", "/stencil",
-                                                                  "/pipeline"};
   memset(m, 0, sizeof *m);
   m->exp_type = -1;
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -95,7 +93,7 @@ static bool match_route(const char *url, struct route_match *m) {
     m->id = ROUTE_EXPERIMENT;
     m->allow = "POST";
     m->exp_type = exp_type_from_name(url + 1);
-    m->pattern = experiment_patterns[m->exp_type];
+    m->pattern = exp_type_route(m->exp_type);
   } else {
     return false;
   }
@@ -551,9 +549,10 @@ static enum MHD_Result list_jobs(struct request *r) {
   if (state && (f.state = job_state_from_name(state)) < 0)
     return respond_fail(r, 400, "unknown_state", "state",
                         "unknown state '%.40s'; valid: queued, waiting, running, done, failed, canceled", state);
+  char types[160];
+  exp_type_list(types, sizeof types);
   if (type && (f.type = exp_type_from_name(type)) < 0)
-    return respond_fail(r, 400, "unknown_type", "type",
-                        "unknown type '%.40s'; valid: transpose, gemm, stencil, pipeline", type);
+    return respond_fail(r, 400, "unknown_type", "type", "unknown type '%.40s'; valid: %s", type, types);
   /* ?fields=result: each job with its result (the dashboard's history, in one request). */
   const char *fields = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "fields");
   if (fields && strcmp(fields, "result") != 0)
@@ -666,15 +665,16 @@ static enum MHD_Result me(struct request *r) {
 }
 
 static enum MHD_Result index_page(struct request *r) {
-  return respond_json(
-      r, 200,
-      json_pack("{s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s,s]}", "service", "gpulabd", "routes",
-                "POST /transpose", "POST /gemm", "POST /stencil", "POST /pipeline", "POST /jobs",
-                "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
-                "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}",
-                "DELETE /buffers/{id}", "GET /device", "GET /devices", "GET /health",
-                "GET /openapi.json", "POST /sweeps", "GET /sweeps", "GET /sweeps/{id}",
-                "DELETE /sweeps/{id}", "GET /me"));
+  static const char *const fixed[] = {
+      "POST /jobs", "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
+      "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}", "DELETE /buffers/{id}",
+      "GET /device", "GET /devices", "GET /health", "GET /openapi.json", "POST /sweeps",
+      "GET /sweeps", "GET /sweeps/{id}", "DELETE /sweeps/{id}", "GET /me"};
+  json_t *routes = json_array();
+  for (int t = 0; t < EXP_TYPE_COUNT; t++) /* POST /transpose, ...: one per experiment */
+    json_array_append_new(routes, json_sprintf("POST %s", exp_type_route((enum exp_type)t)));
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) json_array_append_new(routes, json_string(fixed[i]));
+  return respond_json(r, 200, json_pack("{s:s,s:o}", "service", "gpulabd", "routes", routes));
 }
 
 enum MHD_Result handle_request(struct request *r, const char *url) {

@@ -316,7 +316,7 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
   json_object_set_new(o, "state", json_string(state));
   json_object_set_new(o, "counts", counts);
   json_object_set_new(o, "passed", json_boolean(*final && passed));
-  json_object_set_new(o, "unit", json_string(exp_figure_unit(type >= 0 ? (enum exp_type)type : EXP_TRANSPOSE)));
+  json_object_set_new(o, "unit", json_string(type >= 0 ? exp_figure_unit((enum exp_type)type) : "GB/s"));
   if (with_rows) {
     json_object_set_new(o, "columns", columns_json(desc));
     json_object_set_new(o, "rows", rows);

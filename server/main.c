@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "api/params.h"
-#include "kernels/backend.h"
+#include "kernels/backends/backend.h"
 #include "server/config.h"
 #include "server/durable.h"
 #include "server/engine.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "api/encode.h"
-#include "kernels/experiment.h"
+#include "kernels/core/experiment.h"
 #include "server/http_priv.h"
 
 /* Only this origin: no inline script or style (the page keeps both in files), no

@@ -3,10 +3,14 @@
  * jobs, the timing order and budget, cancellation, and two lanes at once. */
 #include <math.h>
 #include <pthread.h>
-#include "kernels/backend.h"
-#include "kernels/gen.h"
-#include "kernels/reference.h"
-#include "kernels/stencil_best.h"
+#include "kernels/backends/backend.h"
+#include "kernels/core/gen.h"
+#include "kernels/core/reference.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
+#include "kernels/stencil/stencil_best.h"
 #include "tests/check.h"
 
 static struct exp_spec small_spec(enum exp_type type) {
@@ -14,14 +18,14 @@ static struct exp_spec small_spec(enum exp_type type) {
   exp_spec_default(type, &s);
   s.timing = (struct exp_timing_params){1, 3, 2};
   switch (type) {
-  case EXP_TRANSPOSE: s.u.transpose.m = 33, s.u.transpose.n = 47; break;
-  case EXP_GEMM: s.u.gemm.m = 33, s.u.gemm.n = 47, s.u.gemm.k = 18; break;
-  case EXP_STENCIL: s.u.stencil.n = 1000, s.u.stencil.radius = 32; break;
+  case EXP_TRANSPOSE: s.p[TRANSPOSE_M] = 33, s.p[TRANSPOSE_N] = 47; break;
+  case EXP_GEMM: s.p[GEMM_M] = 33, s.p[GEMM_N] = 47, s.p[GEMM_K] = 18; break;
+  case EXP_STENCIL: s.p[STENCIL_N] = 1000, s.p[STENCIL_RADIUS] = 32; break;
   default:
-    s.u.pipeline.chunk = 333, s.u.pipeline.chunks = 3, s.u.pipeline.terms = 16;
-    s.u.pipeline.n_stream_counts = 3;
-    s.u.pipeline.stream_counts[0] = 1, s.u.pipeline.stream_counts[1] = 2;
-    s.u.pipeline.stream_counts[2] = 5;
+    s.p[PIPELINE_CHUNK] = 333, s.p[PIPELINE_CHUNKS] = 3, s.p[PIPELINE_TERMS] = 16;
+    s.n_variants = 3;
+    s.variants[0] = 1, s.variants[1] = 2;
+    s.variants[2] = 5;
     break;
   }
   return s;
@@ -132,7 +136,7 @@ static void check_output(struct backend *b, const struct backend_job *job,
 static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   CHECK_STR_EQ(r->backend, "cpu");
   CHECK(r->device_name[0]);
-  int want_runs = s->type == EXP_PIPELINE ? s->u.pipeline.n_stream_counts : s->n_variants;
+  int want_runs = s->type == EXP_PIPELINE ? s->n_variants : s->n_variants;
   CHECK_INT_EQ(r->n_runs, want_runs);
   for (int i = 0; i < r->n_runs; i++) {
     const struct exp_run *run = &r->runs[i];
@@ -200,8 +204,8 @@ static void test_all_types(struct backend *b) {
     release(b, &job);
   }
   struct exp_spec s = small_spec(EXP_STENCIL);
-  s.u.stencil.radius = 0;
-  s.u.stencil.n = 257;
+  s.p[STENCIL_RADIUS] = 0;
+  s.p[STENCIL_N] = 257;
   struct backend_job job = {.spec = &s};
   struct exp_result r;
   char err[128];
@@ -257,7 +261,7 @@ static void test_stopping_rules(struct backend *b) {
   /* an unreachable noise level: the time limit stops it, well before 100 samples
    * of about 100 ms each would */
   exp_spec_default(EXP_TRANSPOSE, &s);
-  s.u.transpose.m = s.u.transpose.n = 256;
+  s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = 256;
   s.n_variants = 2;
   s.variants[0] = TRANSPOSE_NAIVE, s.variants[1] = TRANSPOSE_COPY;
   s.timing = (struct exp_timing_params){1, 2, 10000};
@@ -370,7 +374,7 @@ static void test_chain(struct backend *b) {
   struct trace t1 = {.cancel_after = -1}, t2 = {.cancel_after = -1};
   CHECK_INT_EQ(run_traced(b, 0, &j1, &t1, &r1), 0);
   check_result(&s1, &r1);
-  s2.u.transpose.m = s1.u.transpose.n, s2.u.transpose.n = s1.u.transpose.m;
+  s2.p[TRANSPOSE_M] = s1.p[TRANSPOSE_N], s2.p[TRANSPOSE_N] = s1.p[TRANSPOSE_M];
   s2.inputs[0] = (struct exp_input){EXP_INPUT_JOB, 1};
   struct backend_fence *const after[] = {j1.done};
   struct backend_job j2 = {.spec = &s2, .input = {j1.output}, .after = after, .n_after = 1};
@@ -378,7 +382,7 @@ static void test_chain(struct backend *b) {
   check_result(&s2, &r2);
   check_output(b, &j2, &r2);
   check_phases(&t2, 1); /* interleaved: one window for all variants */
-  size_t len = (size_t)s1.u.transpose.m * s1.u.transpose.n;
+  size_t len = (size_t)s1.p[TRANSPOSE_M] * s1.p[TRANSPOSE_N];
   float *back = malloc(len * sizeof *back), *a = malloc(len * sizeof *a);
   CHECK(back && a);
   char err[128];
@@ -394,7 +398,7 @@ static void test_chain(struct backend *b) {
 /* A stencil on an uploaded input of magnitudes 2^-20 .. 2^20 passes its checks. */
 static void test_given_stencil(struct backend *b) {
   struct exp_spec s = small_spec(EXP_STENCIL);
-  s.u.stencil.n = 999;
+  s.p[STENCIL_N] = 999;
   s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
   float x[999];
   for (int i = 0; i < 999; i++)
@@ -442,8 +446,8 @@ static void test_best_variants(struct backend *b) {
   for (int ri = 0; ri < 9; ri++)
     for (int ni = 0; ni < 4; ni++) {
       struct exp_spec s = small_spec(EXP_STENCIL);
-      s.u.stencil.n = sizes[ni];
-      s.u.stencil.radius = radii[ri];
+      s.p[STENCIL_N] = sizes[ni];
+      s.p[STENCIL_RADIUS] = radii[ri];
       s.n_variants = 2;
       s.variants[0] = STENCIL_BEST, s.variants[1] = STENCIL_NAIVE;
       struct backend_job job = {.spec = &s};
@@ -454,7 +458,7 @@ static void test_best_variants(struct backend *b) {
       release(b, &job);
     }
   struct exp_spec s = small_spec(EXP_STENCIL);
-  s.u.stencil.radius = STENCIL_BEST_MAX_RADIUS + 1;
+  s.p[STENCIL_RADIUS] = STENCIL_BEST_MAX_RADIUS + 1;
   struct backend_job job = {.spec = &s};
   struct exp_result r;
   CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
@@ -493,35 +497,35 @@ static void test_cancel_and_invalid(struct backend *b) {
   struct backend_job job = {.spec = &s};
   struct exp_result r;
   struct trace t = {.cancel_after = 2};
-  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), BACKEND_ECANCELED);
-  CHECK_INT_EQ(t.n, 1); /* polls: warm-up, batch 0, then canceled before batch 1 */
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), -ECANCELED);
+  CHECK_INT_EQ(t.n, 1); /* polls: after the warm-ups, after batch 0, then after batch 1: canceled */
   check_phases(&t, 1);  /* the window is closed, IDLE follows */
   CHECK(job.output != NULL && job.done != NULL); /* issued: the engine's now */
   release(b, &job);
   char err[128];
   s.variants[0] = 7;
   t = (struct trace){.cancel_after = -1};
-  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), BACKEND_EINVAL);
+  CHECK_INT_EQ(run_traced(b, 0, &job, &t, &r), -EINVAL);
   CHECK(t.n_phases == 0 && t.issued == 0 && job.output == NULL && job.done == NULL);
   s = small_spec(EXP_TRANSPOSE);
-  CHECK_INT_EQ(backend_run(b, 2, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 2, &job, NULL, &r, err, sizeof err), -EINVAL);
   float ten[10] = {0};
   struct backend_buffer *buf = NULL;
   CHECK_INT_EQ(backend_buffer_upload(b, ten, 10, &buf, err, sizeof err), 0);
   job.input[0] = buf; /* 10 floats for a 33 x 47 input */
-  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), -EINVAL);
   CHECK(strstr(err, "input a") != NULL);
   CHECK(job.output == NULL && job.done == NULL);
   backend_buffer_free(b, buf);
-  s.u.transpose.m = -1;
+  s.p[TRANSPOSE_M] = -1;
   job.input[0] = NULL;
-  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), -EINVAL);
 }
 
 static void test_capped(struct backend *b) {
   struct exp_spec s;
   exp_spec_default(EXP_TRANSPOSE, &s);
-  s.u.transpose.m = s.u.transpose.n = 512;
+  s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = 512;
   s.n_variants = 1;
   s.timing = (struct exp_timing_params){1000000, 1, 1000000};
   struct backend_job job = {.spec = &s};

@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include "server/engine.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 #include "tests/check.h"
 
 struct flag {
@@ -48,16 +52,16 @@ static int submit(struct engine *e, const struct exp_spec *spec, const char *cli
 /* A stencil that takes a good fraction of a second on the CPU. */
 static void slow_spec(struct exp_spec *spec, int batches) {
   exp_spec_default(EXP_STENCIL, spec);
-  spec->u.stencil.n = 1 << 20;
-  spec->u.stencil.radius = 64;
+  spec->p[STENCIL_N] = 1 << 20;
+  spec->p[STENCIL_RADIUS] = 64;
   spec->n_variants = 1;
   spec->timing = (struct exp_timing_params){1, batches, 1};
 }
 
 static void small_spec(struct exp_spec *spec) {
   exp_spec_default(EXP_TRANSPOSE, spec);
-  spec->u.transpose.m = 33;
-  spec->u.transpose.n = 47;
+  spec->p[TRANSPOSE_M] = 33;
+  spec->p[TRANSPOSE_N] = 47;
   spec->timing = (struct exp_timing_params){1, 2, 1};
 }
 
@@ -140,7 +144,7 @@ int main(void) {
   /* Too big for the backend's memory limit. */
   struct exp_spec huge;
   exp_spec_default(EXP_TRANSPOSE, &huge);
-  huge.u.transpose.m = huge.u.transpose.n = 1 << 20;
+  huge.p[TRANSPOSE_M] = huge.p[TRANSPOSE_N] = 1 << 20;
   CHECK_INT_EQ(submit(e, &huge, "x", &d), -EFBIG);
 
   /* Canceling a running job stops it at a batch boundary. */

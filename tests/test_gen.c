@@ -1,7 +1,7 @@
 /* gen.h: the input generator both backends share. Its values are pinned, since a
  * change would silently change every job's inputs (and break CPU/GPU agreement). */
 #include <math.h>
-#include "kernels/gen.h"
+#include "kernels/core/gen.h"
 #include "tests/check.h"
 
 /* The formula of gen.h, written out again independently. */

@@ -10,8 +10,12 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "kernels/backend.h"
-#include "kernels/gen.h"
+#include "kernels/backends/backend.h"
+#include "kernels/core/gen.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 #include "tests/check.h"
 
 static struct backend *be;
@@ -27,34 +31,34 @@ static struct exp_spec spec_new(enum exp_type type) {
 
 static struct exp_spec transpose_spec(int m, int n) {
   struct exp_spec s = spec_new(EXP_TRANSPOSE);
-  s.u.transpose.m = m;
-  s.u.transpose.n = n;
+  s.p[TRANSPOSE_M] = m;
+  s.p[TRANSPOSE_N] = n;
   return s;
 }
 
 static struct exp_spec gemm_spec(int m, int n, int k) {
   struct exp_spec s = spec_new(EXP_GEMM);
-  s.u.gemm.m = m;
-  s.u.gemm.n = n;
-  s.u.gemm.k = k;
+  s.p[GEMM_M] = m;
+  s.p[GEMM_N] = n;
+  s.p[GEMM_K] = k;
   return s;
 }
 
 static struct exp_spec stencil_spec(int n, int radius) {
   struct exp_spec s = spec_new(EXP_STENCIL);
-  s.u.stencil.n = n;
-  s.u.stencil.radius = radius;
+  s.p[STENCIL_N] = n;
+  s.p[STENCIL_RADIUS] = radius;
   return s;
 }
 
 static struct exp_spec pipeline_spec(int chunk, int chunks, int terms) {
   struct exp_spec s = spec_new(EXP_PIPELINE);
-  s.u.pipeline.chunk = chunk;
-  s.u.pipeline.chunks = chunks;
-  s.u.pipeline.terms = terms;
-  s.u.pipeline.n_stream_counts = 2;
-  s.u.pipeline.stream_counts[0] = 1;
-  s.u.pipeline.stream_counts[1] = 3;
+  s.p[PIPELINE_CHUNK] = chunk;
+  s.p[PIPELINE_CHUNKS] = chunks;
+  s.p[PIPELINE_TERMS] = terms;
+  s.n_variants = 2;
+  s.variants[0] = 1;
+  s.variants[1] = 3;
   return s;
 }
 
@@ -72,14 +76,14 @@ static int64_t output_count(const struct exp_spec *s) {
 
 static void size_text(const struct exp_spec *s, char *buf, size_t len) {
   switch (s->type) {
-  case EXP_TRANSPOSE: snprintf(buf, len, "%dx%d", s->u.transpose.m, s->u.transpose.n); break;
+  case EXP_TRANSPOSE: snprintf(buf, len, "%dx%d", s->p[TRANSPOSE_M], s->p[TRANSPOSE_N]); break;
   case EXP_GEMM:
-    snprintf(buf, len, "%dx%dx%d", s->u.gemm.m, s->u.gemm.n, s->u.gemm.k);
+    snprintf(buf, len, "%dx%dx%d", s->p[GEMM_M], s->p[GEMM_N], s->p[GEMM_K]);
     break;
-  case EXP_STENCIL: snprintf(buf, len, "n=%d r=%d", s->u.stencil.n, s->u.stencil.radius); break;
+  case EXP_STENCIL: snprintf(buf, len, "n=%d r=%d", s->p[STENCIL_N], s->p[STENCIL_RADIUS]); break;
   default:
-    snprintf(buf, len, "%dx%d t=%d", s->u.pipeline.chunk, s->u.pipeline.chunks,
-             s->u.pipeline.terms);
+    snprintf(buf, len, "%dx%d t=%d", s->p[PIPELINE_CHUNK], s->p[PIPELINE_CHUNKS],
+             s->p[PIPELINE_TERMS]);
     break;
   }
 }
@@ -171,7 +175,7 @@ static void job_drop(struct backend_job *job) {
 static void expect_passed(const struct exp_spec *s, const struct exp_result *res) {
   char size[64];
   size_text(s, size, sizeof size);
-  int want_runs = s->type == EXP_PIPELINE ? s->u.pipeline.n_stream_counts : s->n_variants;
+  int want_runs = s->type == EXP_PIPELINE ? s->n_variants : s->n_variants;
   CHECK_INT_EQ(res->n_runs, want_runs);
   CHECK_STR_EQ(res->backend, "cuda");
   for (int i = 0; i < res->n_runs; i++) {
@@ -573,10 +577,10 @@ static void test_occupancy_and_work(void) {
   CHECK(w.bytes == 8.0 * 1000 && w.flops == 65.0 * 1000);
 }
 
-/* spec's stream counts replaced by the listed entries (counts or EXP_STREAMS_BEST*). */
+/* spec's stream counts replaced by the listed entries (counts or PIPELINE_STREAMS_BEST*). */
 static struct exp_spec streams(struct exp_spec s, int n, const int *entries) {
-  s.u.pipeline.n_stream_counts = n;
-  for (int i = 0; i < n; i++) s.u.pipeline.stream_counts[i] = entries[i];
+  s.n_variants = n;
+  for (int i = 0; i < n; i++) s.variants[i] = entries[i];
   return s;
 }
 
@@ -585,17 +589,17 @@ static struct exp_spec streams(struct exp_spec s, int n, const int *entries) {
  * also in graph mode and beside the lecture's runs. */
 static void test_pipeline_best(void) {
   static struct exp_result res;
-  static const int best[] = {1, EXP_STREAMS_BEST, EXP_STREAMS_BEST_GRAPH};
+  static const int best[] = {1, PIPELINE_STREAMS_BEST, PIPELINE_STREAMS_BEST_GRAPH};
   struct exp_spec sizes[] = {pipeline_spec(1000, 3, 16), pipeline_spec(333333, 5, 8),
                              pipeline_spec(1 << 18, 3, 16)};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     struct exp_spec s = streams(sizes[i], 3, best);
     run_ok_on(0, &s, &res);
     const struct exp_pipeline_plan *p = &res.runs[1].plan;
-    int64_t total = (int64_t)s.u.pipeline.chunk * s.u.pipeline.chunks;
+    int64_t total = (int64_t)s.p[PIPELINE_CHUNK] * s.p[PIPELINE_CHUNKS];
     CHECK(p->best && p->depth_first && !p->graph);
     CHECK(p->chunk * p->chunks >= total && p->chunk * (p->chunks - 1) < total);
-    CHECK(p->streams >= 1 && p->streams <= EXP_BEST_STREAMS);
+    CHECK(p->streams >= 1 && p->streams <= PIPELINE_BEST_STREAMS);
     CHECK(res.runs[2].plan.graph && res.runs[2].plan.chunks == p->chunks);
     CHECK(strstr(res.runs[2].timing.method, "Graph") != NULL);
     CHECK_STR_EQ(res.runs[1].label, "best");
@@ -614,7 +618,7 @@ static void test_pipeline_best(void) {
  * pinned-copy ceilings when they can be measured. 8 terms: the copies dominate. */
 static void bench_pipeline_best(void) {
   static struct exp_result res;
-  static const int runs[] = {1, 3, EXP_STREAMS_BEST, EXP_STREAMS_BEST_GRAPH};
+  static const int runs[] = {1, 3, PIPELINE_STREAMS_BEST, PIPELINE_STREAMS_BEST_GRAPH};
   struct exp_spec s = streams(pipeline_spec(1 << 22, 12, 8), 4, runs);
   s.timing = (struct exp_timing_params){2, 7, 1};
   run_ok_on(0, &s, &res);
@@ -706,7 +710,7 @@ static void test_cold(bool small) {
   g.graph = true; /* a graph replays its launches hot: refused */
   struct backend_job job = {.spec = &g};
   char err[256] = "";
-  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &cold, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &cold, err, sizeof err), -EINVAL);
   CHECK(strstr(err, "cold") != NULL);
 }
 
@@ -836,7 +840,7 @@ static void test_hooks(void) {
   job = (struct backend_job){.spec = &s};
   trace_init(&t);
   t.cancel_after = 1;
-  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), BACKEND_ECANCELED);
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), -ECANCELED);
   CHECK_INT_EQ(t.progress_calls, 1);
   check_phases(&t, 1);
   CHECK(job.output != NULL && job.done != NULL);
@@ -847,7 +851,7 @@ static void test_hooks(void) {
   job = (struct backend_job){.spec = &s};
   trace_init(&t);
   t.cancel_after = 0; /* canceled before the first batch */
-  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), BACKEND_ECANCELED);
+  CHECK_INT_EQ(run_traced(1, &job, &t, &res, err, sizeof err), -ECANCELED);
   check_phases(&t, 1);
   job_drop(&job);
   CHECK(backend_healthy(be));
@@ -1112,7 +1116,7 @@ static void test_errors(void) {
   struct exp_spec s = stencil_spec(1000, 2);
   s.timing.batches = 0;
   struct backend_job job = {.spec = &s};
-  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), -EINVAL);
   CHECK_STR_EQ(t.log, ""); /* refused before any device work */
   CHECK(job.output == NULL && job.done == NULL);
 
@@ -1122,7 +1126,7 @@ static void test_errors(void) {
   s = stencil_spec(11, 2);
   s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
   job = (struct backend_job){.spec = &s, .input = {small}};
-  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), BACKEND_EINVAL);
+  CHECK_INT_EQ(run_traced(0, &job, &t, &res, err, sizeof err), -EINVAL);
   printf("wrong-sized input: %s\n", err);
   backend_buffer_free(be, small);
 
@@ -1133,11 +1137,11 @@ static void test_errors(void) {
   trace_init(&t);
   int rc = run_traced(0, &job, &t, &res, err, sizeof err);
   printf("4 TiB transpose: rc %d: %s\n", rc, err);
-  CHECK_INT_EQ(rc, BACKEND_ENOMEM);
+  CHECK_INT_EQ(rc, -ENOMEM);
   CHECK_STR_EQ(t.log, "SI");
   CHECK(job.output == NULL && job.done == NULL);
   struct backend_buffer *huge = NULL;
-  CHECK_INT_EQ(backend_buffer_upload(be, h, 1ull << 40, &huge, err, sizeof err), BACKEND_ENOMEM);
+  CHECK_INT_EQ(backend_buffer_upload(be, h, 1ull << 40, &huge, err, sizeof err), -ENOMEM);
   CHECK(huge == NULL);
   CHECK(backend_healthy(be));
   run_ok(transpose_spec(77, 3));

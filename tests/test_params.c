@@ -4,6 +4,10 @@
 
 #include "api/encode.h"
 #include "api/params.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 #include "tests/check.h"
 
 static struct api_job_options opts;
@@ -32,26 +36,26 @@ static void test_defaults(void) {
   struct exp_spec spec;
   struct api_error err;
   CHECK_INT_EQ(api_params_parse(EXP_TRANSPOSE, "{}", 2, &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.transpose.m, 4096);
-  CHECK_INT_EQ(spec.u.transpose.n, 4096);
+  CHECK_INT_EQ(spec.p[TRANSPOSE_M], 4096);
+  CHECK_INT_EQ(spec.p[TRANSPOSE_N], 4096);
   CHECK_INT_EQ(spec.n_variants, 5); /* naive, shared32, padded33, copy, best */
   CHECK_INT_EQ(spec.timing.warmup, 3);
   CHECK_INT_EQ(spec.timing.batches, 5);
   CHECK_INT_EQ(spec.timing.reps, 20);
   CHECK_INT_EQ(api_params_parse(EXP_STENCIL, "  \n", 3, &spec, &opts, &err), 0); /* blank = {} */
-  CHECK_INT_EQ(spec.u.stencil.n, 1 << 22);
-  CHECK_INT_EQ(spec.u.stencil.radius, 32);
+  CHECK_INT_EQ(spec.p[STENCIL_N], 1 << 22);
+  CHECK_INT_EQ(spec.p[STENCIL_RADIUS], 32);
   CHECK_INT_EQ(spec.timing.warmup, 20);
   CHECK_INT_EQ(spec.timing.reps, 100);
   CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, "", 0, &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.pipeline.chunk, 1 << 20);
-  CHECK_INT_EQ(spec.u.pipeline.chunks, 3);
-  CHECK_INT_EQ(spec.u.pipeline.terms, 64);
-  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 2);
-  CHECK_INT_EQ(spec.u.pipeline.stream_counts[1], 3);
+  CHECK_INT_EQ(spec.p[PIPELINE_CHUNK], 1 << 20);
+  CHECK_INT_EQ(spec.p[PIPELINE_CHUNKS], 3);
+  CHECK_INT_EQ(spec.p[PIPELINE_TERMS], 64);
+  CHECK_INT_EQ(spec.n_variants, 2);
+  CHECK_INT_EQ(spec.variants[1], 3);
   CHECK_INT_EQ(spec.timing.batches, 9);
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, "{}", 2, &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.gemm.k, 1024);
+  CHECK_INT_EQ(spec.p[GEMM_K], 1024);
   CHECK_INT_EQ(spec.n_variants, 5); /* naive, tiled, cublas, best, tf32 */
 }
 
@@ -61,8 +65,8 @@ static void test_values(void) {
   const char *body = "{\"m\":33,\"n\":47,\"k\":18,\"variant\":[\"tiled\",\"naive\"],\"seed\":7,"
                      "\"warmup\":0,\"batches\":2,\"reps\":1}";
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.gemm.m, 33);
-  CHECK_INT_EQ(spec.u.gemm.k, 18);
+  CHECK_INT_EQ(spec.p[GEMM_M], 33);
+  CHECK_INT_EQ(spec.p[GEMM_K], 18);
   CHECK_INT_EQ(spec.n_variants, 2);
   CHECK_INT_EQ(spec.variants[0], GEMM_TILED);
   CHECK_INT_EQ(spec.variants[1], GEMM_NAIVE);
@@ -74,11 +78,11 @@ static void test_values(void) {
   CHECK_INT_EQ(spec.variants[0], TRANSPOSE_PADDED33);
   body = "{\"streams\":4}";
   CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 1);
-  CHECK_INT_EQ(spec.u.pipeline.stream_counts[0], 4);
+  CHECK_INT_EQ(spec.n_variants, 1);
+  CHECK_INT_EQ(spec.variants[0], 4);
   /* Not NUL-terminated: only len bytes count. */
   CHECK_INT_EQ(api_params_parse(EXP_STENCIL, "{\"radius\":2}garbage", 12, &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.stencil.radius, 2);
+  CHECK_INT_EQ(spec.p[STENCIL_RADIUS], 2);
 }
 
 static void test_errors(void) {
@@ -130,7 +134,7 @@ static void test_inputs_and_options(void) {
   CHECK_INT_EQ(spec.inputs[0].value, 3);
   CHECK_INT_EQ(spec.inputs[1].kind, EXP_INPUT_JOB);
   CHECK_INT_EQ(spec.inputs[1].value, 9);
-  CHECK_INT_EQ(spec.dims_given, EXP_DIM_K);
+  CHECK_INT_EQ(spec.dims_given, 1u << GEMM_K);
   CHECK(spec.graph);
   CHECK_INT_EQ(opts.priority, 5);
   CHECK(!opts.exclusive);
@@ -233,10 +237,10 @@ static void test_job_request(void) {
   const char *body = "{\"type\":\"stencil\",\"params\":{\"radius\":2}}";
   CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), 0);
   CHECK_INT_EQ(req.spec.type, EXP_STENCIL);
-  CHECK_INT_EQ(req.spec.u.stencil.radius, 2);
+  CHECK_INT_EQ(req.spec.p[STENCIL_RADIUS], 2);
   body = "{\"type\":\"gemm\"}";
   CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), 0);
-  CHECK_INT_EQ(req.spec.u.gemm.m, 1024);
+  CHECK_INT_EQ(req.spec.p[GEMM_M], 1024);
   expect_job_error("{}", "missing_field", "type");
   expect_job_error("{\"type\":\"fft\"}", "unknown_type", "type");
   expect_job_error("{\"type\":3}", "wrong_type", "type");
@@ -376,11 +380,11 @@ static void test_streams_best(void) {
   struct api_error err;
   const char *body = "{\"streams\":[1,\"best\",3]}";
   CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 4);
-  CHECK_INT_EQ(spec.u.pipeline.stream_counts[0], 1);
-  CHECK_INT_EQ(spec.u.pipeline.stream_counts[1], EXP_STREAMS_BEST);
-  CHECK_INT_EQ(spec.u.pipeline.stream_counts[2], EXP_STREAMS_BEST_GRAPH);
-  CHECK_INT_EQ(spec.u.pipeline.stream_counts[3], 3);
+  CHECK_INT_EQ(spec.n_variants, 4);
+  CHECK_INT_EQ(spec.variants[0], 1);
+  CHECK_INT_EQ(spec.variants[1], PIPELINE_STREAMS_BEST);
+  CHECK_INT_EQ(spec.variants[2], PIPELINE_STREAMS_BEST_GRAPH);
+  CHECK_INT_EQ(spec.variants[3], 3);
   char label[32];
   exp_run_label(&spec, 2, label, sizeof label);
   CHECK_STR_EQ(label, "best_graph");
@@ -391,31 +395,31 @@ static void test_streams_best(void) {
   json_decref(j);
   body = "{\"streams\":\"best\"}";
   CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 2);
+  CHECK_INT_EQ(spec.n_variants, 2);
   expect_error(EXP_PIPELINE, "{\"streams\":[\"best\",\"best\"]}", 400, "out_of_range", "streams");
   expect_error(EXP_PIPELINE, "{\"streams\":[\"fast\"]}", 400, "wrong_type", "streams");
   expect_error(EXP_PIPELINE, "{\"streams\":[1,2,3,4,5,6,7,\"best\"]}", 400, "out_of_range", "streams");
   body = "{\"streams\":[1,2,3,4,5,6,\"best\"]}"; /* 7 entries, 8 runs */
   CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
-  CHECK_INT_EQ(spec.u.pipeline.n_stream_counts, 8);
+  CHECK_INT_EQ(spec.n_variants, 8);
   /* The plans: best covers the whole input, chunk by chunk. */
   struct exp_pipeline_plan p;
-  spec.u.pipeline.chunk = 1 << 22;
-  spec.u.pipeline.chunks = 12; /* 192 MiB: 24 chunks of 8 MiB */
-  exp_pipeline_plan(&spec, EXP_STREAMS_BEST, &p);
+  spec.p[PIPELINE_CHUNK] = 1 << 22;
+  spec.p[PIPELINE_CHUNKS] = 12; /* 192 MiB: 24 chunks of 8 MiB */
+  pipeline_plan(&spec, PIPELINE_STREAMS_BEST, &p);
   CHECK(p.best && p.depth_first && !p.graph);
   CHECK_INT_EQ(p.chunk, 2 << 20);
   CHECK_INT_EQ(p.chunks, 24);
-  CHECK_INT_EQ(p.streams, EXP_BEST_STREAMS);
-  spec.u.pipeline.chunk = 1000003;
-  spec.u.pipeline.chunks = 3; /* a short last chunk */
-  exp_pipeline_plan(&spec, EXP_STREAMS_BEST_GRAPH, &p);
+  CHECK_INT_EQ(p.streams, PIPELINE_BEST_STREAMS);
+  spec.p[PIPELINE_CHUNK] = 1000003;
+  spec.p[PIPELINE_CHUNKS] = 3; /* a short last chunk */
+  pipeline_plan(&spec, PIPELINE_STREAMS_BEST_GRAPH, &p);
   CHECK(p.graph && p.chunk % 1024 == 0);
   int64_t sum = 0;
-  for (int c = 0; c < p.chunks; c++) sum += exp_pipeline_chunk_len(&p, c);
+  for (int c = 0; c < p.chunks; c++) sum += pipeline_chunk_len(&p, c);
   CHECK_INT_EQ(sum, 3000009);
-  CHECK(exp_pipeline_chunk_len(&p, p.chunks - 1) < p.chunk);
-  exp_pipeline_plan(&spec, 3, &p);
+  CHECK(pipeline_chunk_len(&p, p.chunks - 1) < p.chunk);
+  pipeline_plan(&spec, 3, &p);
   CHECK(!p.best && !p.depth_first && p.chunk == 1000003 && p.chunks == 3 && p.streams == 3);
 }
 

@@ -2,9 +2,13 @@
  * naive computations at odd sizes, and the checks' power to catch wrong outputs. */
 #include <errno.h>
 #include <math.h>
-#include "kernels/gen.h"
-#include "kernels/reference.h"
-#include "kernels/stencil_best.h"
+#include "kernels/core/gen.h"
+#include "kernels/core/reference.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
+#include "kernels/stencil/stencil_best.h"
 #include "tests/check.h"
 
 static struct reference *make_given(const struct exp_spec *spec, const float *const *given) {
@@ -49,13 +53,13 @@ static void expect_fail(const struct reference *ref, int variant, const float *o
 static void test_transpose(int m, int n) {
   struct exp_spec spec;
   exp_spec_default(EXP_TRANSPOSE, &spec);
-  spec.u.transpose.m = m;
-  spec.u.transpose.n = n;
+  spec.p[TRANSPOSE_M] = m;
+  spec.p[TRANSPOSE_N] = n;
   struct reference *ref = make(&spec);
   size_t len = (size_t)m * n;
   CHECK_INT_EQ(reference_output_len(ref), len);
-  const float *a = reference_input(ref, GEN_A);
-  CHECK(reference_input(ref, GEN_B) == NULL && reference_input(ref, GEN_X) == NULL);
+  const float *a = reference_input(ref, 0);
+  CHECK(reference_input(ref, 1) == NULL); /* transpose has one input */
   for (size_t i = 0; i < len; i++) CHECK(a[i] == gen_uniform(spec.seed, GEN_A, i));
   float *b = alloc_f(len);
   for (int y = 0; y < m; y++)
@@ -95,9 +99,9 @@ static void test_gemm_small(void) {
   const int m = 33, n = 47, k = 18;
   struct exp_spec spec;
   exp_spec_default(EXP_GEMM, &spec);
-  spec.u.gemm.m = m, spec.u.gemm.n = n, spec.u.gemm.k = k;
+  spec.p[GEMM_M] = m, spec.p[GEMM_N] = n, spec.p[GEMM_K] = k;
   struct reference *ref = make(&spec);
-  const float *a = reference_input(ref, GEN_A), *b = reference_input(ref, GEN_B);
+  const float *a = reference_input(ref, 0), *b = reference_input(ref, 1);
   for (int i = 0; i < m * k; i++) CHECK(a[i] == gen_uniform(spec.seed, GEN_A, (uint64_t)i));
   for (int i = 0; i < k * n; i++) CHECK(b[i] == gen_uniform(spec.seed, GEN_B, (uint64_t)i));
   /* float fmaf dot products, as the kernels compute */
@@ -135,19 +139,19 @@ static void test_gemm_small(void) {
 
 static void test_gemm_sampled(void) {
   const int m = 300, n = 700, k = 700; /* 147M multiply-adds: above the threshold */
-  CHECK((uint64_t)m * n * k > REFERENCE_GEMM_FULL_MAX_FMAS);
+  CHECK((uint64_t)m * n * k > GEMM_REF_FULL_MAX_FMAS);
   struct exp_spec spec;
   exp_spec_default(EXP_GEMM, &spec);
-  spec.u.gemm.m = m, spec.u.gemm.n = n, spec.u.gemm.k = k;
+  spec.p[GEMM_M] = m, spec.p[GEMM_N] = n, spec.p[GEMM_K] = k;
   struct reference *ref = make(&spec);
-  double *want = gemm_double(reference_input(ref, GEN_A), reference_input(ref, GEN_B), m, n, k);
+  double *want = gemm_double(reference_input(ref, 0), reference_input(ref, 1), m, n, k);
   float *c = alloc_f((size_t)m * n);
   for (size_t i = 0; i < (size_t)m * n; i++) c[i] = (float)want[i];
   struct exp_check chk;
   reference_check(ref, GEMM_NAIVE, c, &chk);
   CHECK(chk.passed && chk.sampled);
-  CHECK_INT_EQ(chk.rows_checked, REFERENCE_GEMM_SAMPLE_ROWS);
-  CHECK_INT_EQ(chk.compared, (int64_t)REFERENCE_GEMM_SAMPLE_ROWS * n);
+  CHECK_INT_EQ(chk.rows_checked, GEMM_REF_SAMPLE_ROWS);
+  CHECK_INT_EQ(chk.compared, (int64_t)GEMM_REF_SAMPLE_ROWS * n);
   c[3] = NAN; /* first row is in the sample */
   expect_fail(ref, GEMM_NAIVE, c, 1);
   c[3] = (float)want[3];
@@ -165,11 +169,11 @@ static void test_gemm_sampled(void) {
 static void test_stencil(int n, int r) {
   struct exp_spec spec;
   exp_spec_default(EXP_STENCIL, &spec);
-  spec.u.stencil.n = n;
-  spec.u.stencil.radius = r;
+  spec.p[STENCIL_N] = n;
+  spec.p[STENCIL_RADIUS] = r;
   struct reference *ref = make(&spec);
   CHECK_INT_EQ(reference_output_len(ref), n);
-  const float *x = reference_input(ref, GEN_X);
+  const float *x = reference_input(ref, 0);
   float *y = alloc_f((size_t)n);
   double max_tol = 0;
   for (int i = 0; i < n; i++) {
@@ -219,9 +223,9 @@ static float tf32_trunc(float f) {
 static void test_gemm_tf32(int m, int n, int k, bool fp32_rejects) {
   struct exp_spec spec;
   exp_spec_default(EXP_GEMM, &spec);
-  spec.u.gemm.m = m, spec.u.gemm.n = n, spec.u.gemm.k = k;
+  spec.p[GEMM_M] = m, spec.p[GEMM_N] = n, spec.p[GEMM_K] = k;
   struct reference *ref = make(&spec);
-  const float *a = reference_input(ref, GEN_A), *b = reference_input(ref, GEN_B);
+  const float *a = reference_input(ref, 0), *b = reference_input(ref, 1);
   float *c = alloc_f((size_t)m * n), *ct = alloc_f((size_t)m * n);
   double max_tol = 0;
   for (int i = 0; i < m; i++)
@@ -291,9 +295,9 @@ static double span_abs(const float *x, int n, long lo, long hi) {
 static void test_stencil_best(int n, int r) {
   struct exp_spec spec;
   exp_spec_default(EXP_STENCIL, &spec);
-  spec.u.stencil.n = n, spec.u.stencil.radius = r;
+  spec.p[STENCIL_N] = n, spec.p[STENCIL_RADIUS] = r;
   struct reference *ref = make(&spec);
-  const float *x = reference_input(ref, GEN_X);
+  const float *x = reference_input(ref, 0);
   float *y = alloc_f((size_t)n), *exact = alloc_f((size_t)n);
   stencil_prefix(x, y, n, r);
   int tile = stencil_best_tile(r), lead = stencil_best_lead(r);
@@ -356,7 +360,7 @@ static void test_stencil_best_tiles(void) {
   const int tile = stencil_best_tile(R), n = 3 * tile;
   struct exp_spec spec;
   exp_spec_default(EXP_STENCIL, &spec);
-  spec.u.stencil.n = n, spec.u.stencil.radius = R;
+  spec.p[STENCIL_N] = n, spec.p[STENCIL_RADIUS] = R;
   float *x = alloc_f((size_t)n), *y = alloc_f((size_t)n);
   for (int i = 0; i < n; i++) x[i] = gen_uniform(6, GEN_X, (uint64_t)i);
   x[tile / 2] = 1e30f; /* in tile 0, far from tile 1's span */
@@ -393,14 +397,14 @@ static void test_pipeline(void) {
   const int chunk = 333, chunks = 3, terms = 64, len = chunk * chunks;
   struct exp_spec spec;
   exp_spec_default(EXP_PIPELINE, &spec);
-  spec.u.pipeline.chunk = chunk;
-  spec.u.pipeline.chunks = chunks;
-  spec.u.pipeline.terms = terms;
+  spec.p[PIPELINE_CHUNK] = chunk;
+  spec.p[PIPELINE_CHUNKS] = chunks;
+  spec.p[PIPELINE_TERMS] = terms;
   struct reference *ref = make(&spec);
   CHECK_INT_EQ(reference_output_len(ref), len);
-  const float *x = reference_input(ref, GEN_X);
+  const float *x = reference_input(ref, 0);
   float *phases = alloc_f((size_t)len), *y = alloc_f((size_t)len);
-  reference_fill_phases(phases, (size_t)len, spec.seed);
+  reference_fill_scaled(phases, (size_t)len, spec.seed, GEN_X, PIPELINE_PHASE_SCALE);
   for (int i = 0; i < len; i++) {
     CHECK(x[i] == phases[i]);
     CHECK(x[i] == gen_uniform(spec.seed, GEN_X, (uint64_t)i) * 3.14159265f);
@@ -428,7 +432,7 @@ static void test_invalid(void) {
   struct exp_spec spec;
   struct reference *ref = (struct reference *)&spec;
   exp_spec_default(EXP_STENCIL, &spec);
-  spec.u.stencil.n = -1;
+  spec.p[STENCIL_N] = -1;
   CHECK_INT_EQ(reference_new(&spec, NULL, &ref), -EINVAL);
   CHECK(ref == NULL);
   reference_free(NULL);
@@ -439,21 +443,21 @@ static void test_invalid(void) {
 static void test_seeds_per_input(void) {
   struct exp_spec spec;
   exp_spec_default(EXP_GEMM, &spec);
-  spec.u.gemm.m = 5, spec.u.gemm.n = 6, spec.u.gemm.k = 7;
+  spec.p[GEMM_M] = 5, spec.p[GEMM_N] = 6, spec.p[GEMM_K] = 7;
   spec.seed = 1; /* only the inputs' own seeds count */
   spec.inputs[0].value = 11;
   spec.inputs[1].value = 12;
   struct reference *ref = make(&spec);
-  const float *a = reference_input(ref, GEN_A), *b = reference_input(ref, GEN_B);
+  const float *a = reference_input(ref, 0), *b = reference_input(ref, 1);
   for (int i = 0; i < 5 * 7; i++) CHECK(a[i] == gen_uniform(11, GEN_A, (uint64_t)i));
   for (int i = 0; i < 7 * 6; i++) CHECK(b[i] == gen_uniform(12, GEN_B, (uint64_t)i));
   reference_free(ref);
   exp_spec_default(EXP_PIPELINE, &spec);
-  spec.u.pipeline.chunk = 10, spec.u.pipeline.chunks = 2;
+  spec.p[PIPELINE_CHUNK] = 10, spec.p[PIPELINE_CHUNKS] = 2;
   spec.inputs[0].value = 99;
   ref = make(&spec);
   for (int i = 0; i < 20; i++)
-    CHECK(reference_input(ref, GEN_X)[i] == gen_uniform(99, GEN_X, (uint64_t)i) * 3.14159265f);
+    CHECK(reference_input(ref, 0)[i] == gen_uniform(99, GEN_X, (uint64_t)i) * 3.14159265f);
   reference_free(ref);
 }
 
@@ -463,20 +467,20 @@ static void test_given_transpose(void) {
   const int m = 33, n = 47;
   struct exp_spec spec;
   exp_spec_default(EXP_TRANSPOSE, &spec);
-  spec.u.transpose.m = m, spec.u.transpose.n = n;
+  spec.p[TRANSPOSE_M] = m, spec.p[TRANSPOSE_N] = n;
   spec.inputs[0].value = 5;
   struct reference *ref = make(&spec);
-  const float *a = reference_input(ref, GEN_A);
+  const float *a = reference_input(ref, 0);
   float *at = alloc_f((size_t)m * n);
   for (int y = 0; y < m; y++)
     for (int x = 0; x < n; x++) at[(size_t)x * m + y] = a[(size_t)y * n + x];
   expect_pass(ref, TRANSPOSE_NAIVE, at, (int64_t)m * n);
   struct exp_spec back = spec;
-  back.u.transpose.m = n, back.u.transpose.n = m;
+  back.p[TRANSPOSE_M] = n, back.p[TRANSPOSE_N] = m;
   back.inputs[0] = (struct exp_input){EXP_INPUT_JOB, 1};
   const float *given[EXP_MAX_INPUTS] = {at, NULL};
   struct reference *ref2 = make_given(&back, given);
-  CHECK(reference_input(ref2, GEN_A) == at); /* borrowed, not copied */
+  CHECK(reference_input(ref2, 0) == at); /* borrowed, not copied */
   expect_pass(ref2, TRANSPOSE_SHARED32, a, (int64_t)m * n);
   expect_pass(ref2, TRANSPOSE_COPY, at, (int64_t)m * n);
   expect_fail(ref2, TRANSPOSE_NAIVE, at, -1);
@@ -502,13 +506,13 @@ static void test_given_gemm(void) {
   const int m = 17, n = 23, k = 31;
   struct exp_spec spec;
   exp_spec_default(EXP_GEMM, &spec);
-  spec.u.gemm.m = m, spec.u.gemm.n = n, spec.u.gemm.k = k;
+  spec.p[GEMM_M] = m, spec.p[GEMM_N] = n, spec.p[GEMM_K] = k;
   float *a = alloc_f((size_t)m * k), *b = alloc_f((size_t)k * n), *c = alloc_f((size_t)m * n);
   for (int i = 0; i < m * k; i++) a[i] = wild(1, (uint64_t)i) * 1e6f;
   for (int i = 0; i < k * n; i++) b[i] = wild(2, (uint64_t)i);
   const float *given[EXP_MAX_INPUTS] = {a, b};
   struct reference *ref = make_given(&spec, given);
-  CHECK(reference_input(ref, GEN_A) == a && reference_input(ref, GEN_B) == b);
+  CHECK(reference_input(ref, 0) == a && reference_input(ref, 1) == b);
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
       float acc = 0;
@@ -523,8 +527,8 @@ static void test_given_gemm(void) {
   spec.inputs[1].value = 77;
   const float *only_a[EXP_MAX_INPUTS] = {a, NULL};
   ref = make_given(&spec, only_a);
-  CHECK(reference_input(ref, GEN_A) == a);
-  CHECK(reference_input(ref, GEN_B)[5] == gen_uniform(77, GEN_B, 5));
+  CHECK(reference_input(ref, 0) == a);
+  CHECK(reference_input(ref, 1)[5] == gen_uniform(77, GEN_B, 5));
   reference_free(ref);
   free(a), free(b), free(c);
 }
@@ -543,13 +547,13 @@ static double window_mean(const float *x, int n, int r, int i, double *abs_sum) 
 static void test_given_stencil(int n, int r) {
   struct exp_spec spec;
   exp_spec_default(EXP_STENCIL, &spec);
-  spec.u.stencil.n = n, spec.u.stencil.radius = r;
+  spec.p[STENCIL_N] = n, spec.p[STENCIL_RADIUS] = r;
   float *x = alloc_f((size_t)n), *y = alloc_f((size_t)n), *y_kernel = alloc_f((size_t)n);
   for (int i = 0; i < n; i++) x[i] = gen_uniform(3, GEN_X, (uint64_t)i) * 1e6f;
   for (int i = n / 2; i < n / 2 + 3 * r + 3 && i < n; i++) x[i] = wild(4, (uint64_t)i);
   const float *given[EXP_MAX_INPUTS] = {x, NULL};
   struct reference *ref = make_given(&spec, given);
-  CHECK(reference_input(ref, GEN_X) == x);
+  CHECK(reference_input(ref, 0) == x);
   double max_tol = 0, abs_sum;
   for (int i = 0; i < n; i++) {
     y[i] = (float)window_mean(x, n, r, i, &abs_sum);
@@ -577,7 +581,7 @@ static void test_stencil_extremes(void) {
   enum { N = 40, R = 2 };
   struct exp_spec spec;
   exp_spec_default(EXP_STENCIL, &spec);
-  spec.u.stencil.n = N, spec.u.stencil.radius = R;
+  spec.p[STENCIL_N] = N, spec.p[STENCIL_RADIUS] = R;
   float x[N], y[N];
   for (int i = 0; i < N; i++) x[i] = (i % 2 ? -1e-20f : 3e-20f) * (float)(1 + i % 5);
   x[0] = 1e30f, x[1] = -3e29f;           /* windows 0..3 see them, 4.. must not */
@@ -612,12 +616,12 @@ static void test_given_pipeline(void) {
   const int len = 301, terms = 16;
   struct exp_spec spec;
   exp_spec_default(EXP_PIPELINE, &spec);
-  spec.u.pipeline.chunk = len, spec.u.pipeline.chunks = 1, spec.u.pipeline.terms = terms;
+  spec.p[PIPELINE_CHUNK] = len, spec.p[PIPELINE_CHUNKS] = 1, spec.p[PIPELINE_TERMS] = terms;
   float *x = alloc_f(len), *y = alloc_f(len);
   for (int i = 0; i < len; i++) x[i] = gen_uniform(8, GEN_X, (uint64_t)i) * 10.0f;
   const float *given[EXP_MAX_INPUTS] = {x, NULL};
   struct reference *ref = make_given(&spec, given);
-  CHECK(reference_input(ref, GEN_X) == x);
+  CHECK(reference_input(ref, 0) == x);
   for (int i = 0; i < len; i++) {
     float sum = 0;
     for (int k = 1; k <= terms; k++) sum += sinf((float)k * x[i]) / (float)k;

@@ -1,6 +1,6 @@
 /* stats.h: summaries of timing samples on known data. */
 #include <math.h>
-#include "kernels/stats.h"
+#include "kernels/core/stats.h"
 #include "tests/check.h"
 
 static void test_odd(void) {

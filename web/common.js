@@ -77,7 +77,7 @@ GL.getJSON = async function (path) {
   return r.json;
 };
 
-/* ---- what the job types take (api/params.c: ranges; kernels/experiment.c: defaults) ---- */
+/* ---- what the job types take (kernels/<type>/<type>.c: each descriptor's ranges and defaults) ---- */
 
 GL.TYPES = {
   transpose: {

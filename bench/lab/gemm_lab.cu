@@ -1,10 +1,7 @@
 /* gemm_lab: FP32 SGEMM (CUDA cores, FFMA only) design sweep against cuBLAS, one shot.
  *
- * Build (sm_90, H200):
- *   mkdir -p /work/main/build-gpu/lab
- *   nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I/work/main -o /work/main/build-gpu/lab/gemm_lab \
- *        /work/main/bench/lab/gemm_lab.cu /work/main/kernels/cuda/cublas_loader.c -ldl
- * Run:   gemm_lab [name-filter [size]]   (no arguments: every config, 4096 and 8192)
+ * Build (CMake, not built by default): cmake --build build-gpu --target gemm_lab
+ * Run:   build-gpu/gemm_lab [name-filter [size]]   (no arguments: every config, 4096 and 8192)
  *
  * ---- Counting (written before the first run) --------------------------------------
  * FFMA peak: 132 SMs x 128 FP32 lanes x 2 FLOP x 1.98 GHz = 66.9 TFLOP/s. cuBLAS's 50.5
@@ -92,7 +89,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/cublas_loader.h"
+/* The product's helpers (grouped launch order, load4, cp.async, the vector flags), as
+ * the product's gemm kernels use them. */
+#include "kernels/gemm/gemm.cuh"
 
 #define CK(call)                                                                         \
   do {                                                                                   \
@@ -104,47 +104,17 @@
     }                                                                                    \
   } while (0)
 
-static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
-static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 /* ======================================================================================
- * Baseline: verbatim copy of gemm_best_kernel (kernels/cuda/cuda_best.cu), with the
- * helpers it uses, so this run measures it beside the template that re-expresses it.
+ * Baseline: the gemm_best_kernel this lab's winner replaced (a lab-only copy now; the
+ * product's gemm_best is the template's cpt_128x128x32_t256_8x8_s2_o3), so this run
+ * measures it beside the template that re-expresses it.
  * ==================================================================================== */
-
-__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group,
-                                             int *bm, int *bn) {
-  const int per_group = group * tiles_n;
-  const int g = pid / per_group, first = g * group;
-  const int rows = min(tiles_m - first, group);
-  const int in = pid - g * per_group;
-  *bm = first + in % rows;
-  *bn = in / rows;
-}
-
-#define GEMM_GROUP_M 8 /* block rows per group in the launch order (L2 reuse) */
-
-__device__ __forceinline__ float4 load4(const float *p, int rows, int cols, int row, int col,
-                                        bool vec) {
-  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-  if (row >= rows) return v;
-  const float *s = p + (size_t)row * cols + col;
-  if (vec) {
-    if (col < cols) v = *reinterpret_cast<const float4 *>(s);
-  } else {
-    if (col < cols) v.x = s[0];
-    if (col + 1 < cols) v.y = s[1];
-    if (col + 2 < cols) v.z = s[2];
-    if (col + 3 < cols) v.w = s[3];
-  }
-  return v;
-}
 
 #define SG_BM 128
 #define SG_BN 128
 #define SG_BK 16
 #define SG_THREADS 256
-enum { GEMM_VEC_A = 1, GEMM_VEC_B = 2, GEMM_VEC_C = 4 };
 
 __global__ __launch_bounds__(SG_THREADS, 2) void gemm_best_kernel(const float *__restrict__ A,
                                                                   const float *__restrict__ B,
@@ -308,36 +278,6 @@ struct Cfg {
   static_assert(LOAD != LD_CPT || (BM % RPJ == 0), "A copy steps tile the rows");
 };
 
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-/* cp.async of 16 (or 4) bytes; when !valid nothing is read and the bytes are zeroed. */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-}
-/* unguarded forms for the FULL path */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
 
 /* LD_CPT: one stage's copies, A's BM x BK panel at k0 into as (transposed), B's BK x BN
  * panel into bs. A element j of this thread: row t/KL + RPJ*(j % (BM/RPJ)), k t%KL +
@@ -708,14 +648,6 @@ using K10 = Cfg<128, 128, 16, 64, 32, 8, 8, 2, LD_REG, LANES_ROWMAJOR, 0, 2, 0>;
 /* ======================================================================================
  * Host side
  * ==================================================================================== */
-
-static int gemm_flags(const float *a, const float *b, const float *c, int n, int k) {
-  int flags = 0;
-  if (k % 4 == 0 && aligned16(a)) flags |= GEMM_VEC_A;
-  if (n % 4 == 0 && aligned16(b)) flags |= GEMM_VEC_B;
-  if (n % 4 == 0 && aligned16(c)) flags |= GEMM_VEC_C;
-  return flags;
-}
 
 static const struct cublas_fns *g_cublas;
 static cublasHandle_t g_handle;

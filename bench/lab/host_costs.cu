@@ -11,9 +11,10 @@
 #include <time.h>
 
 #include "bench/cuda_try.h"
-#include "kernels/backend.h"
-#include "kernels/cuda/nvml_loader.h"
-#include "kernels/stats.h"
+#include "kernels/backends/backend.h"
+#include "kernels/transpose/transpose.h"
+#include "kernels/backends/cuda/nvml_loader.h"
+#include "kernels/core/stats.h"
 
 enum { ITERS = 2000 };
 
@@ -54,7 +55,7 @@ static double samples[ITERS];
 static struct exp_spec tiny_spec(void) {
   struct exp_spec s;
   exp_spec_default(EXP_TRANSPOSE, &s);
-  s.u.transpose.m = s.u.transpose.n = 64;
+  s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = 64;
   s.n_variants = 1;
   s.variants[0] = exp_variant_from_name(EXP_TRANSPOSE, "naive");
   s.timing.warmup = 0;
@@ -103,42 +104,42 @@ int main(void) {
     return 77;
   }
   printf("%s\n", why);
-  TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
-  TRY(cudaEventCreate(&e0));
-  TRY(cudaEventCreate(&e1));
+  CUDA_OR_EXIT(cudaEventCreate(&e0));
+  CUDA_OR_EXIT(cudaEventCreate(&e1));
   float *d, *h_pinned, *h_page = (float *)malloc(4096 * sizeof(float));
-  TRY(cudaMalloc(&d, 4096 * sizeof(float)));
-  TRY(cudaMallocHost(&h_pinned, 4096 * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&d, 4096 * sizeof(float)));
+  CUDA_OR_EXIT(cudaMallocHost(&h_pinned, 4096 * sizeof(float)));
   char bus[32];
-  TRY(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
+  CUDA_OR_EXIT(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
   void *nvml = nvml_loader_device(bus, why, sizeof why);
 
   printf("| step (one call, host wall clock) | p50 us | p99 us | min us |\n| --- | --- | --- | --- |\n");
   MEASURE("launch + cudaStreamSynchronize", {
     empty_kernel<<<1, 32, 0, stream>>>();
-    TRY(cudaStreamSynchronize(stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("event, launch, event + cudaEventSynchronize + ElapsedTime", {
-    TRY(cudaEventRecord(e0, stream));
+    CUDA_OR_EXIT(cudaEventRecord(e0, stream));
     empty_kernel<<<1, 32, 0, stream>>>();
-    TRY(cudaEventRecord(e1, stream));
-    TRY(cudaEventSynchronize(e1));
+    CUDA_OR_EXIT(cudaEventRecord(e1, stream));
+    CUDA_OR_EXIT(cudaEventSynchronize(e1));
     float ms;
-    TRY(cudaEventElapsedTime(&ms, e0, e1));
+    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, e0, e1));
   });
   MEASURE("cudaMallocAsync + cudaFreeAsync 16 KiB + sync", {
     float *p;
-    TRY(cudaMallocAsync(&p, 4096 * sizeof(float), stream));
-    TRY(cudaFreeAsync(p, stream));
-    TRY(cudaStreamSynchronize(stream));
+    CUDA_OR_EXIT(cudaMallocAsync(&p, 4096 * sizeof(float), stream));
+    CUDA_OR_EXIT(cudaFreeAsync(p, stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("cudaMemcpyAsync D2H 16 KiB pinned + sync", {
-    TRY(cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    TRY(cudaStreamSynchronize(stream));
+    CUDA_OR_EXIT(cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("cudaMemcpy D2H 16 KiB pageable", {
-    TRY(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OR_EXIT(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost));
   });
   if (nvml) {
     struct nvml_reading r;

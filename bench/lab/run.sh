@@ -3,8 +3,8 @@
 # the tiny job over HTTP on the CUDA and on the CPU backend of the same machine, the
 # stencil, FP32 GEMM and TF32 candidates (bench/lab/*_lab.cu), and Nsight Compute on
 # the best kernels as gpulabd runs them. Logs under $OUT; a short summary last.
-# Expects build-gpu/ built here for sm_90 (README: "On a GPU"), the lab programs in
-# build-gpu/lab/ (each file's first lines give its nvcc line), and
+# Expects build-gpu/ built here for sm_90 (README: "On a GPU"), with the lab programs
+# (cmake --build build-gpu --target gemm_lab stencil_lab tf32_lab), and
 # libmicrohttpd.so.12 in build-gpu/lib.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,8 +36,8 @@ for backend in cuda cpu; do
 done
 
 for lab in stencil_lab gemm_lab tf32_lab; do
-  if [ -x "$build/lab/$lab" ]; then
-    timeout 150 "$build/lab/$lab" > "$out/$lab.log" 2>&1
+  if [ -x "$build/$lab" ]; then
+    timeout 150 "$build/$lab" > "$out/$lab.log" 2>&1
     echo "$lab exit $?" >> "$out/$lab.log"
   else
     echo "$lab: not built" > "$out/$lab.log"

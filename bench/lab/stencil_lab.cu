@@ -2,11 +2,8 @@
  * one shot. y[i] = sum x[i-r..i+r] / (2r+1), x outside [0, n) is 0; float in and out,
  * running sums in double restarted per tile, so an output costs the same at any r.
  *
- * Build (sm_90, H200):
- *   mkdir -p /work/main/build-gpu/lab
- *   nvcc -O3 -std=c++17 -arch=sm_90 -lineinfo -I/work/main -o /work/main/build-gpu/lab/stencil_lab \
- *        /work/main/bench/lab/stencil_lab.cu
- * Run:   stencil_lab [name-filter]   (no argument: every kernel; baselines always run)
+ * Build (CMake, not built by default): cmake --build build-gpu --target stencil_lab
+ * Run:   build-gpu/stencil_lab [name-filter]   (no argument: every kernel; baselines always run)
  * Prints correctness lines (PASS/FAIL per kernel and size), the launch configuration of
  * each kernel, and last one markdown table; exits 1 if any check failed, 2 on a CUDA error.
  *
@@ -151,8 +148,9 @@ __global__ __launch_bounds__(256) void copy_f4_kernel(const float4 *__restrict__
 }
 
 /* ======================================================================================
- * v0: verbatim copy of stencil_best_kernel and its helpers (kernels/cuda/cuda_best.cu);
- * its launch geometry is v0_plan below, copied from stencil_best_plan/_launch.
+ * v0: the stencil_best_kernel the lean kernels replaced, with its helpers (a lab-only copy:
+ * the product's best is lean_cp2_tpb4's design, kernels/stencil/stencil_best.cu);
+ * its launch geometry is v0_plan below, as the stencil_best_plan/_launch of the time had it.
  * ==================================================================================== */
 
 #define SB_THREADS 256

@@ -1,18 +1,18 @@
 /* tf32_lab: can a Hopper wgmma TF32 GEMM reach >= 70% of cuBLAS TF32 on the H200?
  * One standalone program, run once (well under a minute), that measures and checks:
  *   cublas_tf32   cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH (loaded at run time through
- *                 kernels/cuda/cublas_loader.h; nothing links -lcublas);
- *   mma.sync      the project's gemm_tf32_kernel (kernels/cuda/cuda_best.cu), copied verbatim
- *                 with the helpers it needs: the 38.5%-of-cuBLAS baseline;
- *   transpose     B[K,N] -> Bt[N,K] (the project's transpose_best_kernel, copied verbatim:
- *                 64x64 tiles, float4 in and out, swizzled shared tile);
+ *                 kernels/backends/cuda/cublas_loader.h; nothing links -lcublas);
+ *   mma.sync      the project's gemm_tf32_kernel (kernels/gemm/gemm_tf32.cu, included
+ *                 as it is) and the helpers it needs: the baseline;
+ *   transpose     B[K,N] -> Bt[N,K] (the project's transpose_best_kernel, included from
+ *                 kernels/transpose/transpose_best.cu: 64x64 tiles, float4 in and out,
+ *                 swizzled shared tile);
  *   wgmma 128xBN  C = A * Bt^T with wgmma.mma_async.m64nBNk8.f32.tf32.tf32, reported alone and
  *                 with the transpose's time added (the cost of B being N-major).
  *
- * Build (exactly; -lcuda is for cuTensorMapEncodeTiled, called directly):
- *   nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -I/work/main -o /work/main/build-gpu/lab/tf32_lab \
- *        /work/main/bench/lab/tf32_lab.cu /work/main/kernels/cuda/cublas_loader.c -ldl -lcuda
- * Run: build-gpu/lab/tf32_lab     (no arguments; prints details, then one markdown table)
+ * Build (CMake, not built by default; it links libcuda for cuTensorMapEncodeTiled, called
+ * directly): cmake --build build-gpu --target tf32_lab
+ * Run: build-gpu/tf32_lab     (no arguments; prints details, then one markdown table)
  *
  * ---- ptxas (nvcc 13.0, -arch=sm_90a, -Xptxas -v) ----
  *   wgmma_tf32_kernel<256,4>  154 registers, 0 spill, 0 stack; dynamic smem 197,696 B
@@ -128,302 +128,16 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/cublas_loader.h"
 
-/* ===================== copied verbatim from kernels/cuda/cuda_best.cu ===================== */
-
-static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
-
-/* Block pid's tile (bm, bn) of a tiles_m x tiles_n grid of tiles when the 1-D grid
- * walks groups of `group` tile rows column by column: the blocks resident at once
- * cover a compact patch instead of a few whole tile rows. gemm: neighbours share A's
- * row panels and B's column panels in L2. transpose: the resident blocks write a few
- * thousand rows of B instead of all of them (all n rows of a 16384^2 B are 1 GiB
- * apart end to end; measured 82% of copy that way, against 92% at 8192^2). */
-__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group,
-                                             int *bm, int *bn) {
-  const int per_group = group * tiles_n;
-  const int g = pid / per_group, first = g * group;
-  const int rows = min(tiles_m - first, group);
-  const int in = pid - g * per_group;
-  *bm = first + in % rows;
-  *bn = in / rows;
-}
-
-/* ---- transpose: A is m x n, B = A^T is n x m, both row-major ---- */
-
-#define TB_TILE 64             /* rows and columns of A per block */
-#define TB_Q (TB_TILE / 4)     /* float4 per tile row */
-#define TB_GROUP 32            /* tile rows per group of the launch order */
-
-/* Block 32x8 (256 threads) moves one 64x64 tile of A; 1-D grid of ceil(m/64) *
- * ceil(n/64) blocks in grouped order (grouped_tile, 32 tile rows per group). Thread
- * t = 32*ty + tx owns the 4x4
- * block of A at rows 4*(t/16).., columns 4*(t%16)..: four float4 loads (a warp reads
- * two 256-byte row segments per load), a 4x4 transpose in registers, and four float4
- * stores into tile[B row][float4 of B columns]; then it reads tile rows t/16 + 16u
- * (u = 0..3), float4 t%16, and writes them as float4 to B (a warp writes two 256-byte
- * row segments per store). Shared float4 accesses are served 8 threads at a time; the
- * float4 column is XORed with (B row / 4) % 8 so those 8 always hit 8 different
- * 16-byte bank groups, writing and reading (no padding needed). vec: m and n are
- * multiples of 4 and both pointers 16-byte aligned, so every float4 lies wholly inside
- * or outside the matrix; otherwise the same mapping uses guarded 4-byte accesses.
- * Each thread keeps 4 loads of 16 bytes in flight; 16 KiB of shared per block. */
-__global__ __launch_bounds__(256) void transpose_best_kernel(const float *__restrict__ a,
-                                                             float *__restrict__ b, int m, int n,
-                                                             int vec) {
-  __shared__ float4 tile[TB_TILE][TB_Q];
-  const int t = threadIdx.y * 32 + threadIdx.x;
-  const int bc = t & 15, br = t >> 4;
-  int bm, bn;
-  grouped_tile(blockIdx.x, (m + TB_TILE - 1) / TB_TILE, (n + TB_TILE - 1) / TB_TILE, TB_GROUP,
-               &bm, &bn);
-  const long long row0 = (long long)bm * TB_TILE, col0 = (long long)bn * TB_TILE;
-  const long long c = col0 + 4 * bc;
-  float4 v[4];
-#pragma unroll
-  for (int j = 0; j < 4; j++) {
-    const long long r = row0 + 4 * br + j;
-    v[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r >= m) continue;
-    const float *src = a + r * n + c;
-    if (vec) {
-      if (c < n) v[j] = __ldg(reinterpret_cast<const float4 *>(src));
-    } else {
-      if (c < n) v[j].x = src[0];
-      if (c + 1 < n) v[j].y = src[1];
-      if (c + 2 < n) v[j].z = src[2];
-      if (c + 3 < n) v[j].w = src[3];
-    }
-  }
-  /* B rows 4bc+i (A's columns), B columns 4br.. (A's rows) */
-  const int sw = bc & 7;
-  tile[4 * bc + 0][br ^ sw] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-  tile[4 * bc + 1][br ^ sw] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-  tile[4 * bc + 2][br ^ sw] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-  tile[4 * bc + 3][br ^ sw] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-  __syncthreads();
-  const int q = t & 15;
-#pragma unroll
-  for (int u = 0; u < 4; u++) {
-    const int row = (t >> 4) + 16 * u; /* of the B tile */
-    const float4 o = tile[row][q ^ ((row >> 2) & 7)];
-    const long long brow = col0 + row, bcol = row0 + 4 * q;
-    if (brow >= n) continue;
-    float *dst = b + brow * m + bcol;
-    if (vec) { /* __stwb: a plain store, but one the compiler keeps 16 bytes wide (a
-                * float4 assignment here was split into four 4-byte STG.E in the SASS) */
-      if (bcol < m) __stwb(reinterpret_cast<float4 *>(dst), o);
-    } else {
-      if (bcol < m) dst[0] = o.x;
-      if (bcol + 1 < m) dst[1] = o.y;
-      if (bcol + 2 < m) dst[2] = o.z;
-      if (bcol + 3 < m) dst[3] = o.w;
-    }
-  }
-}
-
-/* ---- gemm: C[M,N] = A[M,K] B[K,N], row-major ---- */
-
-#define GEMM_GROUP_M 8 /* block rows per group in the launch order (L2 reuse) */
-
-enum { GEMM_VEC_A = 1, GEMM_VEC_B = 2, GEMM_VEC_C = 4 };
-
-/* ---- gemm tf32: the same product on the tensor cores ---- */
-
-#define TC_BM 128
-#define TC_BN 128
-#define TC_BK 32
-#define TC_STAGES 3
-#define TC_THREADS 256
-#define TC_A_PITCH (TC_BK + 4) /* 144-byte rows: ldmatrix's 8 rows hit 8 bank groups */
-#define TC_B_PITCH (TC_BN + 8) /* 136 = 8 mod 32: fragment loads (k=t, n=g) hit 32 banks */
-#define TC_A_FLOATS (TC_BM * TC_A_PITCH)
-#define TC_B_FLOATS (TC_BK * TC_B_PITCH)
-#define TC_SMEM_BYTES ((size_t)TC_STAGES * (TC_A_FLOATS + TC_B_FLOATS) * sizeof(float))
-
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* cp.async of 16 (or 4) bytes; when !valid nothing is read and the bytes are zeroed. */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-}
-
-/* FP32 bits rounded to TF32 for mma: adding half a TF32 ulp (bit 12) and letting the
- * tensor cores ignore the 13 low bits rounds to nearest, ties away, like cvt.rna for
- * finite values, in one integer add (cvt.rna costs a compare and a predicated add
- * per element: 4.5 ALU instructions per mma here, measured 130 TFLOP/s). An infinite
- * input becomes NaN. */
-__device__ __forceinline__ unsigned to_tf32(unsigned bits) { return bits + 0x1000u; }
-
-/* Stage s of the pipeline: A's 128x32 panel at k-tile kt into as[128][36] and B's
- * 32x128 panel into bs[32][136], as cp.async 16-byte chunks (vec; consecutive
- * threads take consecutive chunks of a row) or, when a row is not a whole number of
- * float4, 4-byte ones. Outside the matrices the chunks are zero-filled. */
-__device__ __forceinline__ void tf32_load_stage(float *as, float *bs, const float *A,
-                                                const float *B, int M, int N, int K, int m0,
-                                                int n0, int k0, int flags) {
-  const int t = threadIdx.x;
-  if (flags & GEMM_VEC_A) {
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const int i = t + TC_THREADS * j, row = i >> 3, col = 4 * (i & 7);
-      const bool ok = m0 + row < M && k0 + col < K;
-      cp_async16(as + row * TC_A_PITCH + col, ok ? A + (size_t)(m0 + row) * K + k0 + col : A, ok);
-    }
-  } else {
-#pragma unroll 4
-    for (int j = 0; j < 16; j++) {
-      const int i = t + TC_THREADS * j, row = i >> 5, col = i & 31;
-      const bool ok = m0 + row < M && k0 + col < K;
-      cp_async4(as + row * TC_A_PITCH + col, ok ? A + (size_t)(m0 + row) * K + k0 + col : A, ok);
-    }
-  }
-  if (flags & GEMM_VEC_B) {
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      const int i = t + TC_THREADS * j, row = i >> 5, col = 4 * (i & 31);
-      const bool ok = k0 + row < K && n0 + col < N;
-      cp_async16(bs + row * TC_B_PITCH + col, ok ? B + (size_t)(k0 + row) * N + n0 + col : B, ok);
-    }
-  } else {
-#pragma unroll 4
-    for (int j = 0; j < 16; j++) {
-      const int i = t + TC_THREADS * j, row = i >> 7, col = i & 127;
-      const bool ok = k0 + row < K && n0 + col < N;
-      cp_async4(bs + row * TC_B_PITCH + col, ok ? B + (size_t)(k0 + row) * N + n0 + col : B, ok);
-    }
-  }
-}
-
-/* C[r][c], C[r][c+1] (c even), each only inside the matrix; vec2: N even and C
- * 8-byte aligned, so both are in or out together. */
-__device__ __forceinline__ void store2(float *C, int M, int N, int r, int c, float x, float y,
-                                       bool vec2) {
-  if (r >= M || c >= N) return;
-  float *dst = C + (size_t)r * N + c;
-  if (vec2) {
-    *reinterpret_cast<float2 *>(dst) = make_float2(x, y);
-  } else {
-    dst[0] = x;
-    if (c + 1 < N) dst[1] = y;
-  }
-}
-
-/* TF32 GEMM on the tensor cores with mma.sync.m16n8k8 (FP32 accumulators). Block of
- * 256 threads owns a 128x128 tile of C (1-D grouped grid as gemm_best); warp w a 64x32
- * part at (64*(w/4), 32*(w%4)): 4x4 mma tiles of 16x8, 64 accumulators per thread.
- * K advances in 32-wide k-tiles through a 3-stage cp.async pipeline (105 KiB of
- * dynamic shared memory, so 2 blocks per SM): while k-tile kt is multiplied, kt+1 and
- * kt+2 are in flight; one barrier per k-tile. Per k8 step a warp loads each 16x8 A
- * fragment with one ldmatrix.x4 (A rows are k-contiguous, a 32-bit element is a pair
- * of b16: lane (g=l/4, t=l%4) receives A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]) and
- * each 8x8 B fragment with two 4-byte loads (B[t][g], B[t+4][g]; B rows are
- * n-contiguous, which ldmatrix cannot split into 32-bit columns), rounds both to TF32
- * (to_tf32) and issues 16 mma. Paddings make the ldmatrix rows and the B loads
- * conflict-free. flags: GEMM_VEC_A (K % 4 == 0) and GEMM_VEC_B (N % 4 == 0) pick
- * 16-byte copies, else 4-byte ones; GEMM_VEC_C (N even) float2 stores. */
-__global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *__restrict__ A,
-                                                                  const float *__restrict__ B,
-                                                                  float *__restrict__ C, int M,
-                                                                  int N, int K, int flags) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(16) float smem[];
-  const int t = threadIdx.x, lane = t & 31, w = t >> 5, g = lane >> 2, tq = lane & 3;
-  int bm, bn;
-  grouped_tile(blockIdx.x, (M + TC_BM - 1) / TC_BM, (N + TC_BN - 1) / TC_BN, GEMM_GROUP_M, &bm,
-               &bn);
-  const int m0 = bm * TC_BM, n0 = bn * TC_BN;
-  const int wm0 = (w >> 2) * 64, wn0 = (w & 3) * 32;
-  float acc[4][4][4];
-#pragma unroll
-  for (int i = 0; i < 4; i++)
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
-  const int tiles = (K + TC_BK - 1) / TC_BK;
-#pragma unroll
-  for (int s = 0; s < TC_STAGES - 1; s++) {
-    float *as = smem + s * (TC_A_FLOATS + TC_B_FLOATS);
-    if (s < tiles) tf32_load_stage(as, as + TC_A_FLOATS, A, B, M, N, K, m0, n0, s * TC_BK, flags);
-    cp_async_commit();
-  }
-  /* ldmatrix row address of this lane inside a 16x8 A fragment */
-  const int a_lrow = (lane & 7) + ((lane >> 3) & 1) * 8, a_lcol = (lane >> 4) * 4;
-  for (int kt = 0; kt < tiles; kt++) {
-    cp_async_wait<TC_STAGES - 2>(); /* k-tile kt has landed (for this thread) */
-    __syncthreads();                /* for all threads; and kt-1's stage is free */
-    const int next = kt + TC_STAGES - 1;
-    if (next < tiles) {
-      float *ns = smem + (next % TC_STAGES) * (TC_A_FLOATS + TC_B_FLOATS);
-      tf32_load_stage(ns, ns + TC_A_FLOATS, A, B, M, N, K, m0, n0, next * TC_BK, flags);
-    }
-    cp_async_commit(); /* possibly empty: keeps the group count uniform */
-    const float *as = smem + (kt % TC_STAGES) * (TC_A_FLOATS + TC_B_FLOATS);
-    const float *bs = as + TC_A_FLOATS;
-#pragma unroll
-    for (int kk = 0; kk < TC_BK; kk += 8) {
-      unsigned af[4][4], bf[4][2];
-#pragma unroll
-      for (int mi = 0; mi < 4; mi++) {
-        const float *p = as + (wm0 + mi * 16 + a_lrow) * TC_A_PITCH + kk + a_lcol;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                     : "=r"(af[mi][0]), "=r"(af[mi][1]), "=r"(af[mi][2]), "=r"(af[mi][3])
-                     : "r"(smem_addr(p))
-                     : "memory");
-#pragma unroll
-        for (int e = 0; e < 4; e++) af[mi][e] = to_tf32(af[mi][e]);
-      }
-#pragma unroll
-      for (int ni = 0; ni < 4; ni++) {
-        const float *p = bs + (kk + tq) * TC_B_PITCH + wn0 + ni * 8 + g;
-        bf[ni][0] = to_tf32(__float_as_uint(p[0]));
-        bf[ni][1] = to_tf32(__float_as_uint(p[4 * TC_B_PITCH]));
-      }
-#pragma unroll
-      for (int mi = 0; mi < 4; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 4; ni++)
-          asm volatile(
-              "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
-              "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-              : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
-                "+f"(acc[mi][ni][3])
-              : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]),
-                "r"(bf[ni][0]), "r"(bf[ni][1]));
-    }
-  }
-  cp_async_wait<0>();
-  const bool vec2 = flags & GEMM_VEC_C;
-#pragma unroll
-  for (int mi = 0; mi < 4; mi++)
-#pragma unroll
-    for (int ni = 0; ni < 4; ni++) {
-      const int r = m0 + wm0 + mi * 16 + g, c = n0 + wn0 + ni * 8 + 2 * tq;
-      store2(C, M, N, r, c, acc[mi][ni][0], acc[mi][ni][1], vec2);
-      store2(C, M, N, r + 8, c, acc[mi][ni][2], acc[mi][ni][3], vec2);
-    }
-#endif
-}
-
-/* ============================ end of the verbatim copy ============================ */
+/* ============ the product's kernels, compiled here as gpulabd compiles them ============
+ * gemm_tf32_kernel (mma.sync) and transpose_best_kernel with the helpers they use, from
+ * the product's own files: the lab measures exactly what gpulabd runs. Built without
+ * GPULAB_CUDA_SM90A, so the product's own wgmma path (and its WG_ names) stays out; the
+ * wgmma candidates below are this lab's. cuda_kernels.cu gives the plans' helpers. */
+#include "kernels/backends/cuda/cuda_kernels.cu"
+#include "kernels/gemm/gemm_tf32.cu"
+#include "kernels/transpose/transpose_best.cu"
 
 /* ---------------------------------- wgmma TF32 ---------------------------------- */
 
@@ -769,7 +483,7 @@ __host__ __device__ __forceinline__ float uval(uint64_t seed, uint64_t idx) {
   return (float)h * (1.0f / 8388608.0f) - 1.0f;
 }
 
-__global__ void gen_kernel(float *p, size_t n, uint64_t seed) {
+__global__ void lab_gen_kernel(float *p, size_t n, uint64_t seed) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
     p[i] = uval(seed, i);
@@ -1467,9 +1181,9 @@ static int child_main(int si, int first) {
   CK(cudaMalloc(&x.samp_out, 4096 * 4));
   CK(cudaMalloc(&x.samp_idx, 4096 * 8));
   CK(cudaMalloc(&x.cmp, sizeof(CmpOut)));
-  gen_kernel<<<1024, 256, 0, x.st>>>(x.A, nA, SEED_A);
+  lab_gen_kernel<<<1024, 256, 0, x.st>>>(x.A, nA, SEED_A);
   CK(cudaGetLastError());
-  gen_kernel<<<1024, 256, 0, x.st>>>(x.B, nB, SEED_B);
+  lab_gen_kernel<<<1024, 256, 0, x.st>>>(x.B, nB, SEED_B);
   CK(cudaGetLastError());
   CK(cudaStreamSynchronize(x.st));
   { /* the device's inputs are the host's, bit for bit (else every check is moot) */

@@ -13,7 +13,11 @@
 #include "api/encode.h"
 #include "api/params.h"
 #include "api/utf8.h"
-#include "kernels/experiment.h"
+#include "kernels/core/experiment.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/pipeline/pipeline.h"
+#include "kernels/stencil/stencil.h"
+#include "kernels/transpose/transpose.h"
 
 #define FUZZ_CHECK(cond)                                                           \
   do {                                                                             \
@@ -53,8 +57,8 @@ static void check_spec(const struct exp_spec *spec) {
   FUZZ_CHECK(spec->timing.reps >= 1 && spec->timing.reps <= API_MAX_REPS);
   FUZZ_CHECK(spec->timing.warmup >= 0 && spec->timing.warmup <= API_MAX_WARMUP);
   if (spec->type == EXP_PIPELINE)
-    FUZZ_CHECK(spec->u.pipeline.n_stream_counts >= 1 &&
-               spec->u.pipeline.n_stream_counts <= EXP_MAX_STREAM_COUNTS);
+    FUZZ_CHECK(spec->n_variants >= 1 &&
+               spec->n_variants <= EXP_MAX_VARIANTS);
   else
     FUZZ_CHECK(spec->n_variants >= 1 && spec->n_variants <= exp_variant_count(spec->type));
   (void)exp_spec_bytes(spec);

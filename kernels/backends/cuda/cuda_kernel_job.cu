@@ -1,0 +1,208 @@
+/* The kernel experiments on the CUDA backend (cuda_job.h's cuda_kernel_job_ops): every
+ * run launches its variant through the experiment's CUDA descriptor (plan and launch,
+ * kernels/<name>/<name>.cu) on the lane's stream, timed between events per batch of
+ * reps launches, one by one or as a captured CUDA Graph, after an L2 flush per launch
+ * when cold; cuBLAS variants call cuBLAS through the lane's handle. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/backends/cuda/cuda_job.h"
+
+static const char *const METHOD_EVENTS =
+    "cuda events around each batch of reps launches on the job's stream; sample = batch "
+    "time / reps";
+static const char *const METHOD_EVENTS_COLD =
+    "cold: before each launch, untimed, a kernel reads a buffer twice the L2's size "
+    "(cudaDeviceProp.l2CacheSize) on the job's stream, evicting inputs and outputs from L2; "
+    "then cuda events around that one launch; sample = mean of the batch's reps launches, "
+    "each timed alone (a flushed L2 stays cold for one launch only)";
+static const char *const METHOD_EVENTS_GRAPH =
+    "cuda events around one launch of a CUDA Graph of reps captured launches per batch; "
+    "sample = batch time / reps; stream_us_per_launch: the same reps launched one by one, "
+    "in the same window";
+static const char *const METHOD_EVENTS_NO_GRAPH =
+    "cuda events around each batch of reps launches on the job's stream; sample = batch "
+    "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "
+    "graph_us_per_launch is 0)";
+
+/* ---- planning the runs ---- */
+
+/* A cuBLAS run: available once cuBLAS loads and this lane has a handle (created on
+ * the lane's first cuBLAS run, bound to its stream). */
+static void run_cublas_init(struct cuda_job *j, struct exp_run *run) {
+  const char *why = "";
+  j->cublas = cublas_loader_get(&why);
+  if (!j->cublas) {
+    run->available = false;
+    snprintf(run->reason, sizeof run->reason, "cuBLAS not loaded: %s", why);
+    return;
+  }
+  if (!j->lane->cublas) {
+    cublasStatus_t st = cublas_loader_handle_new(j->cublas, j->lane->stream, &j->lane->cublas);
+    (void)cudaGetLastError(); /* a failed create may leave a non-sticky error behind */
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      run->available = false;
+      snprintf(run->reason, sizeof run->reason, "cublasCreate failed: %s",
+               cublas_loader_status_name(st));
+    }
+  }
+}
+
+static bool is_cublas(const struct cuda_job *j, int variant) {
+  return (j->exp->variants[variant].flags & EXP_VARIANT_CUBLAS) != 0;
+}
+
+/* Every run's identity and its kernel info from the experiment's plan; a plan that
+ * fails makes its run unavailable, with the reason. A plan without a kernel of ours (a
+ * library's call: cuBLAS, CUB) gives the run its name and no launch shape. */
+static int kernel_plan_runs(struct cuda_job *j) {
+  const struct exp_spec *s = j->spec;
+  for (int r = 0; r < s->n_variants; r++) {
+    int v = s->variants[r];
+    struct exp_run *run =
+        job_run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : s->cold ? METHOD_EVENTS_COLD : METHOD_EVENTS);
+    exp_run_label(s, r, run->label, sizeof run->label);
+    struct cuda_plan p;
+    char why[128] = "";
+    int prc = j->cexp->plan(s, v, &p, why, sizeof why);
+    if (prc == 0 && (!p.func || is_cublas(j, v))) { /* a library's call: its name only */
+      snprintf(run->kernel.name, sizeof run->kernel.name, "%s", p.name);
+      snprintf(run->kernel.description, sizeof run->kernel.description, "%s", p.description);
+      if (is_cublas(j, v) && j->cexp->cublas) {
+        run_cublas_init(j, run);
+      } else if (is_cublas(j, v)) {
+        run->available = false;
+        snprintf(run->reason, sizeof run->reason, "%s has no cuBLAS call", j->exp->name);
+      }
+      continue;
+    }
+    RC_TRY(job_run_plan(j, run, prc, &p, why));
+  }
+  j->result->n_runs = s->n_variants;
+  return 0;
+}
+
+/* ---- launches ---- */
+
+/* One launch of run r writing out, on the lane's stream, by the experiment's launcher
+ * (cuBLAS variants: its cuBLAS call). Returns CUDA's status; cuBLAS's goes to *cst.
+ * Never classifies, so it is safe inside a capture. */
+static cudaError_t launch_raw(struct cuda_job *j, int r, float *out, cublasStatus_t *cst) {
+  const struct cuda_launch a = {j->spec, j->result->runs[r].variant, j->d_in, out,
+                                j->lane->stream, j->cublas, j->lane->cublas};
+  if (is_cublas(j, a.variant)) {
+    *cst = j->cexp->cublas(&a);
+    return cudaSuccess;
+  }
+  return j->cexp->launch(&a);
+}
+
+static int cublas_fail(struct cuda_job *j, cublasStatus_t st) {
+  /* cuBLAS has its own runtime, so its errors are not in our cudaGetLastError; a
+   * sticky one shows on the stream. */
+  cudaError_t e = cudaStreamQuery(j->lane->stream);
+  if (e != cudaSuccess && e != cudaErrorNotReady) return job_fail(j, e, "cublasSgemm_v2");
+  snprintf(j->err, j->err_len, "cublasSgemm_v2: %s", cublas_loader_status_name(st));
+  return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EINVAL;
+}
+
+/* One launch of run r writing out (a compute_fn). */
+static int launch(struct cuda_job *j, int r, float *out) {
+  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
+  cudaError_t e = launch_raw(j, r, out, &cst);
+  if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
+  return e == cudaSuccess ? 0 : job_fail(j, e, "kernel launch");
+}
+
+/* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
+ * untimed), then the job's output and fence. */
+static int kernel_setup(struct cuda_job *j) {
+  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot));
+  for (int r = 0; r < j->result->n_runs; r++)
+    if (j->result->runs[r].available) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
+  if (j->spec->cold) {
+    j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
+    RC_TRY(job_alloc(j, j->flush_len + 4, &j->flush));
+    CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
+  }
+  return job_issue_output(j, launch);
+}
+
+/* Graph mode: captures run r's reps launches. A cuBLAS run that cannot be captured
+ * keeps stream timing only (timing.method says so); any other failure fails. */
+static int kernel_capture(struct cuda_job *j, int r) {
+  struct exp_run *run = &j->result->runs[r];
+  CUDA_TRY(j, cudaStreamBeginCapture(j->lane->stream, cudaStreamCaptureModeThreadLocal));
+  cudaError_t e = cudaSuccess;
+  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
+  for (int i = 0; i < run->timing.reps && e == cudaSuccess && cst == CUBLAS_STATUS_SUCCESS; i++)
+    e = launch_raw(j, r, j->d_out[r], &cst);
+  if (e == cudaSuccess && cst != CUBLAS_STATUS_SUCCESS) e = cudaErrorStreamCaptureInvalidated;
+  e = job_capture_end(j, r, e);
+  if (e == cudaSuccess) return 0;
+  (void)cudaGetLastError();
+  if (!is_cublas(j, run->variant)) return job_fail(j, e, "graph capture of the run's launches");
+  run->timing.method = METHOD_EVENTS_NO_GRAPH;
+  cudaError_t q = cudaStreamQuery(j->lane->stream); /* a sticky error would show here */
+  return q == cudaSuccess || q == cudaErrorNotReady ? 0 : job_fail(j, q, "cublasSgemm_v2");
+}
+
+/* Untimed, before run r's window: poison its output, capture its graph. Graph
+ * mode launches once first, so that lazy module loading and cuBLAS's first-call
+ * set-up happen outside the capture. */
+static int kernel_prepare(struct cuda_job *j, int r) {
+  if (j->spec->graph) RC_TRY(launch(j, r, j->d_out[r]));
+  CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
+  if (j->spec->graph) RC_TRY(kernel_capture(j, r));
+  return 0;
+}
+
+static int kernel_warm(struct cuda_job *j, int r, bool graph) {
+  if (graph) CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
+  else RC_TRY(launch(j, r, j->d_out[r]));
+  return 0;
+}
+
+/* A cold batch: each of reps launches alone between two events, after an untimed
+ * L2 flush on the same stream; the sample is their mean. */
+static int kernel_sample_cold(struct cuda_job *j, int r, double *ms) {
+  struct lane *l = j->lane;
+  int reps = j->result->runs[r].timing.reps;
+  double sum = 0;
+  for (int i = 0; i < reps; i++) {
+    CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
+                                j->be->prop.multiProcessorCount, l->stream));
+    CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
+    RC_TRY(launch(j, r, j->d_out[r]));
+    CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
+    CUDA_TRY(j, cudaEventSynchronize(l->stop));
+    float elapsed = 0;
+    CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
+    sum += elapsed;
+  }
+  *ms = sum / reps;
+  return 0;
+}
+
+/* One batch between two events: reps launches, or one graph of them (cold: see
+ * kernel_sample_cold). */
+static int kernel_sample(struct cuda_job *j, int r, bool graph, double *ms) {
+  struct lane *l = j->lane;
+  int reps = j->result->runs[r].timing.reps;
+  if (j->spec->cold && !graph) return kernel_sample_cold(j, r, ms);
+  CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
+  if (graph)
+    CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
+  else
+    for (int i = 0; i < reps; i++) RC_TRY(launch(j, r, j->d_out[r]));
+  CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
+  CUDA_TRY(j, cudaEventSynchronize(l->stop));
+  float elapsed = 0;
+  CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
+  *ms = (double)elapsed / reps;
+  return 0;
+}
+
+const struct cuda_job_ops cuda_kernel_job_ops = {
+    kernel_plan_runs, kernel_setup, kernel_prepare, kernel_warm, kernel_sample, NULL, NULL, false};

@@ -1,0 +1,35 @@
+/* Private to kernels/: what an experiment's reference code (exp_desc.ref_init,
+ * ref_check, ref_fini) sees of a reference, and the comparison every check uses. */
+#ifndef GPULAB_REFERENCE_IMPL_H
+#define GPULAB_REFERENCE_IMPL_H
+
+#include "kernels/core/reference.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The grid gen_uniform's values lie on: 2^-23. */
+#define REFERENCE_GRID (1.0 / 8388608.0)
+
+struct reference {
+  struct exp_spec spec;
+  const struct exp_desc *exp;
+  size_t out_len;                  /* floats of one run's output */
+  const float *in[EXP_MAX_INPUTS]; /* given (borrowed) or owned[]; NULL past n_inputs */
+  float *owned[EXP_MAX_INPUTS];    /* inputs generated here, by slot */
+  void *state;                     /* the experiment's (ref_init sets, ref_fini frees) */
+};
+
+/* Folds one element into check: compared, the error maxima (finite outputs only) and
+ * a mismatch when |got - want| > tol or got is not finite. */
+void reference_compare(struct exp_check *check, float got, double want, double tol);
+
+/* malloc of n elements of size bytes (a zero-sized request still returns a pointer);
+ * NULL when it overflows or memory ran out. */
+void *reference_alloc(size_t n, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

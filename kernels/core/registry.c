@@ -1,0 +1,49 @@
+/* The registry: one table of the experiments' descriptors, built from
+ * kernels/core/experiments.def, in its order. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/core/experiment.h"
+
+#define EXPERIMENT(ID, name) extern const struct exp_desc exp_##name;
+#include "kernels/core/experiments.def"
+#undef EXPERIMENT
+
+static const struct exp_desc *const registry[] = {
+#define EXPERIMENT(ID, name) &exp_##name,
+#include "kernels/core/experiments.def"
+#undef EXPERIMENT
+};
+static const char *const routes[] = {
+#define EXPERIMENT(ID, name) "/" #name,
+#include "kernels/core/experiments.def"
+#undef EXPERIMENT
+};
+_Static_assert(EXP_COUNT_OF(registry) == EXP_TYPE_COUNT, "one descriptor per experiment");
+_Static_assert(EXP_COUNT_OF(routes) == EXP_TYPE_COUNT, "one route per experiment");
+
+const struct exp_desc *exp_desc(enum exp_type type) {
+  return (unsigned)type < EXP_TYPE_COUNT ? registry[type] : NULL;
+}
+
+const char *exp_type_name(enum exp_type type) {
+  return (unsigned)type < EXP_TYPE_COUNT ? registry[type]->name : NULL;
+}
+
+const char *exp_type_route(enum exp_type type) {
+  return (unsigned)type < EXP_TYPE_COUNT ? routes[type] : NULL;
+}
+
+int exp_type_from_name(const char *name) {
+  for (int i = 0; i < EXP_TYPE_COUNT; i++)
+    if (strcmp(name, registry[i]->name) == 0) return i;
+  return -1;
+}
+
+void exp_type_list(char *buf, size_t len) {
+  size_t used = 0;
+  if (len) buf[0] = '\0';
+  for (int i = 0; i < EXP_TYPE_COUNT; i++)
+    used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s", i ? ", " : "",
+                             registry[i]->name);
+}

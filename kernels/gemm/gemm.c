@@ -1,0 +1,208 @@
+/* The gemm experiment's descriptor: A (m x k) and B (k x n) in, C = A B out, checked
+ * against an FP64 product (whole, or 64 sampled rows when large) within a bound that
+ * scales with each element's sum |a*b|; GFLOP/s = 2mnk / t against cuBLAS SGEMM (tf32:
+ * cuBLAS TF32). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/core/gen.h"
+#include "kernels/core/reference_impl.h"
+#include "kernels/gemm/gemm.h"
+
+static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
+  if (slot == 0)
+    *shape = (struct exp_shape){2, {s->p[GEMM_M], s->p[GEMM_K]}};
+  else
+    *shape = (struct exp_shape){2, {s->p[GEMM_K], s->p[GEMM_N]}};
+}
+
+static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
+  *shape = (struct exp_shape){2, {s->p[GEMM_M], s->p[GEMM_N]}};
+}
+
+/* a sets m and k, b sets k and n; k fixed (by the request or the other input) and
+ * different is named as such. */
+static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
+                     size_t len) {
+  static const int a_dims[] = {GEMM_M, GEMM_K}, b_dims[] = {GEMM_K, GEMM_N};
+  int64_t rows = shape->ndim == 2 ? shape->dims[0] : 1;
+  int64_t cols = shape->ndim == 2 ? shape->dims[1] : shape->dims[0];
+  int64_t k_of_input = slot == 0 ? cols : rows;
+  bool k_fixed = (s->dims_given & (1u << GEMM_K)) != 0;
+  const char *why = k_fixed && k_of_input != s->p[GEMM_K]
+                        ? "the inner dimensions (k) of a and b must agree"
+                        : NULL;
+  return exp_fit_dims(s, slot, shape, slot == 0 ? a_dims : b_dims, 2, why, msg, len);
+}
+
+static void work(const struct exp_spec *s, struct exp_work *w) {
+  double m = s->p[GEMM_M], n = s->p[GEMM_N], k = s->p[GEMM_K];
+  w->flops = 2.0 * m * n * k;
+  w->bytes = 4.0 * (m * k + k * n + m * n);
+  w->counted = "flops: one multiply and one add per term (2mnk); bytes: the minimum, A, B "
+               "and C once each";
+}
+
+/* tf32 may take the Hopper kernel, which transposes B into a k x n scratch of its own
+ * around each launch (one at a time: a job's launches share one stream). */
+static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
+  return variant == GEMM_TF32 ? (uint64_t)s->p[GEMM_K] * (uint64_t)s->p[GEMM_N] : 0;
+}
+
+/* ---- the reference ---- */
+
+/* Expected rows (FP64) and each element's sum_k |a*b|, which the variant's rule
+ * scales into its tolerance. */
+struct gemm_ref {
+  int n_rows;         /* rows compared */
+  int *rows;          /* n_rows row indices, ascending */
+  double *want, *mag; /* n_rows * n each */
+  bool sampled;
+};
+
+/* Expected rows of C = A B in FP64, looping i-k-j so B and the accumulators are
+ * read by rows, and per element sum_k |a*b|. */
+static void gemm_expect(const struct reference *ref, struct gemm_ref *g) {
+  int n = ref->spec.p[GEMM_N], k = ref->spec.p[GEMM_K];
+  for (int r = 0; r < g->n_rows; r++) {
+    const float *a_row = ref->in[0] + (size_t)g->rows[r] * k;
+    double *want = g->want + (size_t)r * n, *mag = g->mag + (size_t)r * n;
+    memset(want, 0, (size_t)n * sizeof *want);
+    memset(mag, 0, (size_t)n * sizeof *mag);
+    for (int kk = 0; kk < k; kk++) {
+      double a_ik = a_row[kk];
+      const float *b_row = ref->in[1] + (size_t)kk * n;
+      for (int j = 0; j < n; j++) {
+        double p = a_ik * b_row[j];
+        want[j] += p;
+        mag[j] += fabs(p);
+      }
+    }
+  }
+}
+
+static void ref_fini(struct reference *ref) {
+  struct gemm_ref *g = ref->state;
+  if (!g) return;
+  free(g->rows);
+  free(g->want);
+  free(g->mag);
+  free(g);
+  ref->state = NULL;
+}
+
+static int ref_init(struct reference *ref) {
+  int m = ref->spec.p[GEMM_M], n = ref->spec.p[GEMM_N], k = ref->spec.p[GEMM_K];
+  struct gemm_ref *g = calloc(1, sizeof *g);
+  if (!g) return -ENOMEM;
+  ref->state = g;
+  bool big = (uint64_t)m * n * k > GEMM_REF_FULL_MAX_FMAS;
+  g->n_rows = big && m > GEMM_REF_SAMPLE_ROWS ? GEMM_REF_SAMPLE_ROWS : m;
+  g->sampled = g->n_rows < m;
+  g->rows = reference_alloc((size_t)g->n_rows, sizeof *g->rows);
+  g->want = reference_alloc((size_t)g->n_rows * n, sizeof *g->want);
+  g->mag = reference_alloc((size_t)g->n_rows * n, sizeof *g->mag);
+  if (!g->rows || !g->want || !g->mag) return -ENOMEM; /* ref_fini frees */
+  /* Evenly spread, first and last included: row r of R is r (m-1) / (R-1). */
+  for (int r = 0; r < g->n_rows; r++)
+    g->rows[r] = g->n_rows == 1 ? 0 : (int)((int64_t)r * (m - 1) / (g->n_rows - 1));
+  gemm_expect(ref, g);
+  return 0;
+}
+
+/* FP32 variants: an FP32 dot product of k terms is within k * 2^-23 * sum |a*b| (twice
+ * the textbook bound, so any summation order and FMA passes). TF32 (gemm tf32) keeps
+ * 10 mantissa bits per operand: the mma.sync kernel rounds them (each off by at most
+ * 2^-11 relative), the Hopper wgmma kernel lets the tensor cores truncate them (less
+ * than 2^-10, always towards zero), so a product may be off by almost 2^-9 relative.
+ * Inputs a client uploads can reach that: all 0x3f801fff (1 + 2^-10 - 2^-23) give
+ * err = 1.997 * 2^-10 * sum |a*b|, and all-positive uniform ones 0.92 * 2^-10 at
+ * k = 32; random signs cancel most of it (0.43 * 2^-10 at 256x384x96). Truncation only
+ * shrinks products, so the FP32 term still holds, doubled because the tensor cores may
+ * truncate inside an mma's sum of 8 products and the accumulator:
+ * (2^-9 + k * 2^-22) * sum |a*b|. A lost k8 slice or a misplaced fragment is off by
+ * whole products, far more at the tested sizes (sqrt(8)/3 against 2^-9 * k/4 typical). */
+static void ref_check(const struct reference *ref, int variant, const float *out,
+                      struct exp_check *c) {
+  const struct gemm_ref *g = ref->state;
+  int n = ref->spec.p[GEMM_N], k = ref->spec.p[GEMM_K];
+  const struct exp_variant *v = exp_variant_of(&ref->spec, variant);
+  bool tf32 = v && (v->flags & EXP_VARIANT_TF32);
+  double scale = tf32 ? 0x1p-9 + (double)k * 0x1p-22 : (double)k * REFERENCE_GRID;
+  for (int r = 0; r < g->n_rows; r++) {
+    const float *got = out + (size_t)g->rows[r] * n;
+    const double *want = g->want + (size_t)r * n, *mag = g->mag + (size_t)r * n;
+    for (int j = 0; j < n; j++) {
+      double tol = scale * mag[j];
+      reference_compare(c, got[j], want[j], tol);
+      if (tol > c->tolerance) c->tolerance = tol;
+    }
+  }
+  c->sampled = g->sampled;
+  c->rows_checked = g->n_rows;
+  snprintf(c->tolerance_rule, sizeof c->tolerance_rule, "%s",
+           tf32 ? "per element |c - ref| <= (2^-9 + k * 2^-22) * sum_k |a*b| (TF32 operands)"
+                : "per element |c - ref| <= k * 2^-23 * sum_k |a*b|");
+  snprintf(c->reference, sizeof c->reference, "cpu fp64");
+}
+
+/* ---- the descriptor ---- */
+
+static const struct exp_param params[] = {
+    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 130}, /* tiles: 16, 128 */
+    [GEMM_N] = {"n", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 135},
+    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 77}, /* steps: 16, 32 */
+};
+
+static const struct exp_variant variants[] = {
+    [GEMM_NAIVE] = {"naive", "one thread per C element, the whole dot product from global memory",
+                    0, EXP_CEILING_DEFAULT,
+                    {cpu_gemm_naive, "cpu_gemm_naive",
+                     "i-j-k loop: one float fmaf dot product per output", "", NULL}},
+    [GEMM_TILED] = {"tiled", "the lecture's 16x16 shared tiles (T = TK = 16)", 0,
+                    EXP_CEILING_DEFAULT,
+                    {cpu_gemm_tiled, "cpu_gemm_tiled",
+                     "16x16 output tiles over 16-wide K steps, float fmaf accumulators", "",
+                     NULL}},
+    [GEMM_CUBLAS] = {"cublas", "cuBLAS SGEMM, FP32: the reference", EXP_VARIANT_CUBLAS,
+                     EXP_CEILING_DEFAULT,
+                     {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
+    [GEMM_BEST] = {"best", "FP32, register-tiled 128x128, cp.async", 0, EXP_CEILING_DEFAULT,
+                   {cpu_gemm_tiled, "cpu_gemm_tiled",
+                    "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
+                    "kernel)",
+                    "cpu_gemm_tiled", NULL}},
+    [GEMM_TF32] = {"tf32", "tensor cores in TF32 (wgmma + TMA on Hopper, else mma.sync)",
+                   EXP_VARIANT_TF32, EXP_CEILING_TF32,
+                   {cpu_gemm_tiled, "cpu_gemm_tiled",
+                    "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
+                    "tolerance",
+                    "cpu_gemm_tiled", NULL}},
+};
+_Static_assert(EXP_COUNT_OF(variants) == GEMM_TF32 + 1, "one entry per variant");
+
+static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}, {"b", GEN_B, 1.0f}};
+
+const struct exp_desc exp_gemm = {
+    .name = "gemm",
+    .n_params = EXP_COUNT_OF(params),
+    .params = params,
+    .n_variants = EXP_COUNT_OF(variants),
+    .variants = variants,
+    .n_inputs = EXP_COUNT_OF(inputs),
+    .inputs = inputs,
+    .input_shape = input_shape,
+    .output_shape = output_shape,
+    .fit_input = fit_input,
+    .timing = {3, 5, 20}, /* the lecture's: 3 warm-ups, 5 batches of 20 */
+    .work = work,
+    .figure = EXP_FIGURE_GFLOPS,
+    .ceiling = EXP_CEILING_SGEMM,
+    .scratch_floats = scratch_floats,
+    .ref_init = ref_init,
+    .ref_check = ref_check,
+    .ref_fini = ref_fini,
+};

@@ -1,0 +1,101 @@
+/* The transpose experiment's descriptor: A (m x n) in, B = A^T out, checked exactly;
+ * effective bandwidth 8mn / t against the device's copy. */
+#include <stdio.h>
+
+#include "kernels/core/gen.h"
+#include "kernels/core/reference_impl.h"
+#include "kernels/transpose/transpose.h"
+
+static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
+  *shape = (struct exp_shape){2, {s->p[TRANSPOSE_M], s->p[TRANSPOSE_N]}};
+}
+
+/* The output is the first run's: copy keeps A's shape. */
+static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
+  if (s->n_variants > 0 && s->variants[0] == TRANSPOSE_COPY)
+    *shape = (struct exp_shape){2, {s->p[TRANSPOSE_M], s->p[TRANSPOSE_N]}};
+  else
+    *shape = (struct exp_shape){2, {s->p[TRANSPOSE_N], s->p[TRANSPOSE_M]}};
+}
+
+static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
+                     size_t len) {
+  static const int dims[] = {TRANSPOSE_M, TRANSPOSE_N};
+  return exp_fit_dims(s, slot, shape, dims, 2, NULL, msg, len);
+}
+
+static void work(const struct exp_spec *s, struct exp_work *w) {
+  w->bytes = 8.0 * s->p[TRANSPOSE_M] * (double)s->p[TRANSPOSE_N];
+  w->counted = "bytes: each element read once and written once (4 + 4 bytes); no flops";
+}
+
+static void ref_check(const struct reference *ref, int variant, const float *out,
+                      struct exp_check *c) {
+  int m = ref->spec.p[TRANSPOSE_M], n = ref->spec.p[TRANSPOSE_N];
+  const float *a = ref->in[0];
+  if (variant == TRANSPOSE_COPY) {
+    for (size_t i = 0; i < ref->out_len; i++) reference_compare(c, out[i], a[i], 0);
+    snprintf(c->tolerance_rule, sizeof c->tolerance_rule, "exact: out[i] == A[i]");
+    snprintf(c->reference, sizeof c->reference, "input (copy)");
+    return;
+  }
+  /* B[x*m+y] = A[y*n+x], walked in 32x32 blocks so neither side thrashes the cache. */
+  for (int y0 = 0; y0 < m; y0 += 32)
+    for (int x0 = 0; x0 < n; x0 += 32)
+      for (int y = y0; y < m && y < y0 + 32; y++)
+        for (int x = x0; x < n && x < x0 + 32; x++)
+          reference_compare(c, out[(size_t)x * m + y], a[(size_t)y * n + x], 0);
+  snprintf(c->tolerance_rule, sizeof c->tolerance_rule, "exact: B[x*m+y] == A[y*n+x]");
+  snprintf(c->reference, sizeof c->reference, "cpu exact transpose");
+}
+
+static const struct exp_param params[] = {
+    [TRANSPOSE_M] = {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 131}, /* tiles: 32, 64 */
+    [TRANSPOSE_N] = {"n", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 197},
+};
+
+static const struct exp_variant variants[] = {
+    [TRANSPOSE_NAIVE] = {"naive", "one thread per element: coalesced reads, strided writes", 0,
+                         EXP_CEILING_DEFAULT,
+                         {cpu_transpose_naive, "cpu_transpose_naive",
+                          "straight loop: reads rows of A, writes columns of B", "", NULL}},
+    [TRANSPOSE_SHARED32] = {"shared32", "32x32 shared tile: coalesced both ways, 32-way bank conflicts",
+                            0, EXP_CEILING_DEFAULT,
+                            {cpu_transpose_blocked, "cpu_transpose_blocked",
+                             "32x32 cache-blocked loop (CPU stand-in for the shared-memory tile)",
+                             "cpu_transpose_blocked", NULL}},
+    [TRANSPOSE_PADDED33] = {"padded33", "the same tile padded to 33 columns: no bank conflict", 0,
+                            EXP_CEILING_DEFAULT,
+                            {cpu_transpose_blocked, "cpu_transpose_blocked",
+                             "32x32 cache-blocked loop (a CPU has no banks to pad for)",
+                             "cpu_transpose_blocked", NULL}},
+    [TRANSPOSE_COPY] = {"copy", "the bandwidth reference beside them: B = A, not a transpose", 0,
+                        EXP_CEILING_DEFAULT,
+                        {cpu_copy, "cpu_copy", "memcpy of A: the bandwidth reference", "", NULL}},
+    [TRANSPOSE_BEST] = {"best", "64x64 padded tile moved with 16-byte accesses", 0,
+                        EXP_CEILING_DEFAULT,
+                        {cpu_transpose_blocked, "cpu_transpose_blocked",
+                         "32x32 cache-blocked loop (CPU stand-in for the GPU's float4 tiles)",
+                         "cpu_transpose_blocked", NULL}},
+};
+
+static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}};
+
+const struct exp_desc exp_transpose = {
+    .name = "transpose",
+    .n_params = EXP_COUNT_OF(params),
+    .params = params,
+    .n_variants = EXP_COUNT_OF(variants),
+    .variants = variants,
+    .n_inputs = EXP_COUNT_OF(inputs),
+    .inputs = inputs,
+    .input_shape = input_shape,
+    .output_shape = output_shape,
+    .fit_input = fit_input,
+    .timing = {3, 5, 20}, /* the lecture's: 3 warm-ups, 5 batches of 20 */
+    .work = work,
+    .figure = EXP_FIGURE_GBPS,
+    .ceiling = EXP_CEILING_COPY,
+    .ref_check = ref_check,
+};
+_Static_assert(EXP_COUNT_OF(variants) == TRANSPOSE_BEST + 1, "one entry per variant");
