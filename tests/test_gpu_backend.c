@@ -507,14 +507,27 @@ static void test_kernel_info(void) {
   printf("stencil_best_kernel<4>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
          k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
 
-  s = transpose_spec(100, 70);
+  /* transpose best: rows of whole float4 take the 64x64 tile kernel, odd ones the
+   * sector-exact kernel at 32x128 tiles (ceil((m + 7) / 128) x ceil(n / 32) blocks) */
+  s = transpose_spec(100, 72);
   run_ok_on(0, &s, &res);
   k = &res.runs[TRANSPOSE_BEST].kernel;
+  CHECK_STR_EQ(k->name, "transpose_best_kernel");
   CHECK(k->block[0] == 32 && k->block[1] == 8);
   CHECK(k->grid[0] == 2 * 2 && k->grid[1] == 1); /* 64x64 tiles, a 1-D grouped grid */
   CHECK_INT_EQ(k->static_shared_bytes, 64 * 64 * 4);
   CHECK_INT_EQ(k->local_bytes, 0);
   printf("transpose_best_kernel: %d registers, %d bytes static shared\n", k->registers,
+         k->static_shared_bytes);
+  s = transpose_spec(100, 70);
+  run_ok_on(0, &s, &res);
+  k = &res.runs[TRANSPOSE_BEST].kernel;
+  CHECK_STR_EQ(k->name, "transpose_sec_kernel<32,128>");
+  CHECK(k->block[0] == 256 && k->block[1] == 1);
+  CHECK(k->grid[0] == 1 * 3 && k->grid[1] == 1);
+  CHECK_INT_EQ(k->static_shared_bytes, 32 * 129 * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  printf("transpose_sec_kernel<32,128>: %d registers, %d bytes static shared\n", k->registers,
          k->static_shared_bytes);
 
   s = gemm_spec(40, 30, 20);
