@@ -42,8 +42,8 @@
  *   and B and C take 16-byte accesses where flags allow; hybrid (t128x128 and t64x64w4
  *   only: the instances that ran it), where a block whose tile lies inside M x N copies
  *   its full k-steps and stores unguarded and only edge tiles and the last, partial
- *   k-step take the guarded copies (run 1: a guarded tile ran at 0.73 of a whole one's
- *   rate).
+ *   k-step take the guarded copies (run 1: a guarded tile ran clearly slower than a whole
+ *   one: bench/RESULTS.md).
  * - Split-K: blockIdx.y = z takes k in [z kchunk, min(K, (z+1) kchunk)) (kchunk a multiple
  *   of BK) and writes its partial tile to C + z M N, a workspace when gridDim.y > 1; the
  *   split-K pass then adds the partials in z order, so the result does not depend on

@@ -1,6 +1,6 @@
 /* The gemm pickers (gemm_pick.h): menus, cost models and the rules added after run 2 of
  * the shape labs (bench/lab/SHAPES_NOTES.md has the counts, the fits and both runs;
- * bench/RESULTS.md the measured ratios). */
+ * bench/RESULTS.md, "The shape pickers' rules", the figures behind each rule). */
 #include "kernels/gemm/gemm_pick.h"
 
 #include <math.h>
@@ -11,11 +11,10 @@
  * The menu: the register-tiled kernel at seven tile shapes (bpsm: the occupancy API's
  * blocks an SM on the H200; a guarded instance that would spill is capped lower), with
  * split-K over gridDim.y; the hybrid instance only for the two tiles that ran it on the
- * device (t64x128's spilled 16 bytes); gemv_t at m = 1 (1 row) and 2..8 (8 rows);
- * gemv_n at n = 1 only (run 2 at 3001x7x2049: gemv_n8 ran 0.90x the 256x16 tile, while
- * at 4096x1x4096 gemv_n1 ran 2.2x it). eff: fitted to run 1's 396 timed candidates; the
- * two narrow tiles' 0.60 is run 2's guess, which picked their best split at every
- * shape measured. */
+ * device (t64x128's spilled 16 bytes); gemv_t at m = 1 (1 row) and 2..8 (8 rows), the
+ * instances that ran; gemv_n at n = 1 only (run 2: at n = 7 the 256x16 tile beat it, at
+ * n = 1 it beat the tile). eff: fitted to run 1's timed candidates; the two narrow
+ * tiles' is run 2's guess, which picked their best split at every shape measured. */
 const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES] = {
     [GEMM_T128X128] = {"t128x128", "128x128x32, 256 threads, 8x8 a lane", 128, 128, 32, 256, 2, 2,
                        1.0446, 0, true},
@@ -36,8 +35,8 @@ const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES] = {
 static const int split_menu[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 #define N_SPLITS ((int)(sizeof split_menu / sizeof split_menu[0]))
 
-/* Model constants, fitted to run 1 on the H200 (every run-1 shape's pick within 3% of
- * its best measured, log error 0.11 rms):
+/* Model constants, fitted to run 1 on the H200 (the fit's criterion and errors:
+ * bench/lab/SHAPES_NOTES.md):
  *  R: one SM's FFMA rate (FLOP/s) at eff 1 when it holds >= SAT warps; with fewer, the
  *     rate falls as (warps / SAT)^ALPHA;
  *  GUARD: the rate factor of a guarded tile;
@@ -104,7 +103,7 @@ static double predict_tile(int c, int s, int m, int n, int k, int sms, bool hyb,
 
 /* Whether s splits leave enough k steps a split: at least 4 (run 1's fit), or for the
  * narrow tiles at least 3 of the rounded chunk (run 2 at 3001x7x2049: t256x16 at 22
- * splits of 96 ran 1.28x faster than at 13 of 160, and beat gemv_n by 1.11x). */
+ * splits of 96 ran faster than at 13 of 160, and than gemv_n). */
 static bool enough_k(const struct gemm_tile_cfg *t, int k, int s) {
   if (!t->narrow) return cdiv(k, s) >= 4 * t->bk;
   int sp;
@@ -120,7 +119,7 @@ static bool hybrid_applies(int c, int m, int n, int k) {
 }
 
 /* gemv_t: 128 columns a block, k split for >= 4 blocks an SM, at least 128 k a split
- * (run 1 at 5x3001x2049: 13 splits of 160 beat 8 of 288 by 31%). By its bytes. */
+ * (run 1 at 5x3001x2049: 13 splits of 160 beat 8 of 288). By its bytes. */
 static double predict_gemv_t(int m, int n, int k, int sms, int *kchunk, int *splits) {
   int s = (int)cdiv(4 * sms, cdiv(n, 128));
   const int smax = k / 128 > 1 ? k / 128 : 1;
@@ -232,14 +231,13 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
 /* ---- TF32 ----
  *
  * The menu: C tiles 128 x {256, 224, 192, 128, 64} of the wgmma + TMA kernel (64: 2 CTAs
- * an SM), split-K over work units. Model fitted to run 1 (101 timed candidates at 10
- * shapes, every pick within 3% of its best): one SM's TF32 rate at eff 1, a unit's fixed
- * cost (the ring's fill, the epilogue), a launch, the operand copies' bandwidth and fixed
- * cost, the split-K pass; an SM's CTAs share its tensor cores only when it has that many
- * units. Rule added after run 2: A and Bt at a pitch of a multiple of 32 floats when
+ * an SM), split-K over work units. Model fitted to run 1 (bench/lab/SHAPES_NOTES.md):
+ * one SM's TF32 rate at eff 1, a unit's fixed cost (the ring's fill, the epilogue), a
+ * launch, the operand copies' bandwidth and fixed cost, the split-K pass; an SM's CTAs
+ * share its tensor cores only when it has that many units. Rule added after run 2: A and Bt at a pitch of a multiple of 32 floats when
  * k % 8 != 0 (rows of k floats would start 16 bytes into a 32-byte sector every other
- * row: at 2500^3 the 128-byte pitch ran 1.27x faster, at 1000x1500x777 1.23x, at
- * 257x383x97 1.02x; at 3000^3, whose 12000-byte rows are whole sectors, it ran 0.88x). */
+ * row; the 128-byte pitch won at every such shape measured, 2500^3, 1000x1500x777 and
+ * 257x383x97, and lost at 3000^3, whose 12000-byte rows are whole sectors). */
 const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES] = {
     {256, 4, 1, 1.000}, {224, 4, 1, 1.033}, {192, 4, 1, 1.038}, {128, 4, 1, 0.923},
     {64, 4, 2, 0.599},

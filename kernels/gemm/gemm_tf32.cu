@@ -196,9 +196,9 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
  * for 16-bit types only). A [M,K] row-major is; B [K,N] is not, so B is first
  * transposed into a scratch Bt [N,K] (at row pitch kp), which the product's time
  * includes. C = A Bt^T. TMA needs row pitches of a multiple of 16 bytes, and rows that
- * start 16 bytes into a 32-byte sector ran ~1.3x slower (every kernel, cuBLAS's too, at
- * 2500^3), so where K % 8 != 0 A is copied to pitch kp = K rounded up to 32 floats and
- * Bt written at that pitch (tf32_pick_for's rule).
+ * start 16 bytes into a 32-byte sector ran clearly slower (every kernel, cuBLAS's too, at
+ * 2500^3: bench/RESULTS.md), so where K % 8 != 0 A is copied to pitch kp = K rounded up
+ * to 32 floats and Bt written at that pitch (tf32_pick_for's rule).
  *
  * Shape: a CTA owns a 128 x BN tile of C (BN from the pick: 256, 224, 192, 128, 64), with
  * k-tiles of 32 floats = 128 bytes, one row of the 128-byte swizzle. 384 threads = 3

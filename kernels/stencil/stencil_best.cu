@@ -94,10 +94,11 @@ __device__ __forceinline__ void copy_chunk(float *dst, const float *__restrict__
  *    scalar stores in the last tile or when y is not 16-byte aligned).
  *  - Grid: block b takes tiles b, b + gridDim.x, ... (any grid is correct); the plan
  *    gives 2 tiles a block for the 4096-float span and 1 for the 8192-float one (the
- *    shape labs' rule: within 3% of the best of 11 grids and instances at every n from
- *    2^22 to 2^26 and r from 0 to 1024, in both runs), while the scheduler starts blocks
- *    at staggered times, keeping loads and arithmetic out of phase across an SM's
- *    blocks (a persistent grid's blocks move in lock-step, and measured slower again).
+ *    shape labs' rule: near the best of 11 grids and instances at every n from 2^22 to
+ *    2^26 and r from 0 to 1024, in both runs: bench/RESULTS.md), while the scheduler
+ *    starts blocks at staggered times, keeping loads and arithmetic out of phase across
+ *    an SM's blocks (a persistent grid's blocks move in lock-step, and measured slower
+ *    again).
  * The body is bench/lab/stencil_shapes_lab.cu's lean_kernel<8, STEPS, 1>, which ran and
  * passed on the H200 at these launch shapes. Sums restart at every
  * tile and run in double; a prefix is a chain of at most ~20 additions of partials no

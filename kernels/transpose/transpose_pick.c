@@ -1,9 +1,10 @@
 /* The transpose's picker (transpose_pick.h). Run 1 measured the tile kernel's 4-byte path
- * and a shifted float4 kernel at ~0.62 of the copy ceiling at odd shapes, both writing
- * partial 32-byte sectors; run 2's sector-exact kernel (`sec`) wrote whole sectors and
- * at 32 x 128 tiles was the fastest candidate at every odd shape (ahead of 64 x 64 and
- * 16 x 256), and 16 x 256 at few columns; gather and the float4 copy held 0.67-0.70 at
- * thin shapes and vectors (the same-size cold memcpy: 0.73). */
+ * and a shifted float4 kernel equally far below the copy ceiling at odd shapes, both
+ * writing partial 32-byte sectors; run 2's sector-exact kernel (`sec`) wrote whole
+ * sectors and at 32 x 128 tiles was the fastest candidate at every odd shape (ahead of
+ * 64 x 64 and 16 x 256), and 16 x 256 at few columns; gather and the float4 copy came
+ * near the same-size cold memcpy at thin shapes and vectors (bench/RESULTS.md, "The
+ * shape pickers' rules"). */
 #include "kernels/transpose/transpose_pick.h"
 
 struct transpose_pick transpose_pick_for(int64_t m, int64_t n, bool aligned) {
