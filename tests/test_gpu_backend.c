@@ -205,7 +205,8 @@ static void expect_passed(const struct exp_spec *s, const struct exp_result *res
       continue;
     }
     CHECK(run->stream_us_per_launch > 0);
-    bool cublas = s->type == EXP_GEMM && run->variant == GEMM_CUBLAS;
+    bool cublas =
+        s->type == EXP_GEMM && (run->variant == GEMM_CUBLAS || run->variant == GEMM_CUBLAS_TF32);
     if (cublas && run->graph_us_per_launch == 0)
       CHECK(strstr(run->timing.method, "could not be captured") != NULL);
     else
@@ -537,7 +538,7 @@ static void test_kernel_info(void) {
 
   s = gemm_spec(40, 30, 20);
   run_ok_on(0, &s, &res);
-  CHECK(!res.runs[GEMM_CUBLAS].kernel.has_launch);
+  CHECK(!res.runs[GEMM_CUBLAS].kernel.has_launch && !res.runs[GEMM_CUBLAS_TF32].kernel.has_launch);
   CHECK_INT_EQ(res.runs[GEMM_TILED].kernel.static_shared_bytes, 2 * 16 * 16 * 4);
   /* gemm best: the picked tile's block and shared memory (STAGES of a BK x (BM + 4) A
    * panel and a BK x BN B panel: 3 stages for BK 16, else 2), no local memory; tf32:
@@ -598,7 +599,8 @@ static void test_occupancy_and_work(void) {
       CHECK(k->has_work);
       CHECK_NEAR(k->work.bytes, want.bytes, 0.5);
       CHECK_NEAR(k->work.flops, want.flops, 0.5);
-      if (specs[i].type == EXP_GEMM && res.runs[r].variant == GEMM_CUBLAS) {
+      if (specs[i].type == EXP_GEMM &&
+          (res.runs[r].variant == GEMM_CUBLAS || res.runs[r].variant == GEMM_CUBLAS_TF32)) {
         CHECK(!k->has_occupancy);
         continue;
       }
