@@ -110,7 +110,8 @@ def gemm_rows(shapes, tf32):
         shape = f"{m}x{n}x{k}"
         if job.get("state") != "done":
             ok = False
-            say(f"| {'tf32' if tf32 else 'gemm'} | {shape} | {job.get('state')}: {job.get('error')} |")
+            exp = "tf32" if tf32 else "gemm"
+            say(f"| {exp} | {shape} | {job.get('state')}: {job.get('error')} |")
             continue
         runs = runs_by_variant(job)
         a, b = runs.get(mine), runs.get(lib)
@@ -120,7 +121,8 @@ def gemm_rows(shapes, tf32):
         fb = b.get("figure") if b and b.get("available") else None
         ratio = fa / fb if fa and fb else None
         check = "" if passed(a) and lib_ok else " (CHECK FAILED)"
-        libtxt = f"{fmt(fb / 1e3, 1)} TFLOP/s" if fb else ("unavailable" if b and not b.get("available") else "-")
+        libtxt = f"{fmt(fb / 1e3, 1)} TFLOP/s" if fb else \
+            ("unavailable" if b and not b.get("available") else "-")
         row("tf32" if tf32 else "gemm", shape, config(a) + check,
             f"{fmt(fa and fa / 1e3, 1)} TFLOP/s", libtxt, ratio, gemm_target(m, n, k, tf32),
             f"of {lib}")

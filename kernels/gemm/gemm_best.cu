@@ -520,21 +520,16 @@ static int best_device_read(struct best_device *d) {
   return 0;
 }
 
-/* How a tile configuration runs with these pointers: whole, hybrid or guarded, and the
- * flags of the guarded copies. The plan passes aligned = true (device allocations are). */
-struct tile_mode {
-  int mode; /* 1 whole, 2 hybrid, 0 guarded */
-  int flags;
-};
-
-static struct tile_mode tile_mode_of(const struct gemm_pick *pk, int m, int n, int k, int flags,
-                                     bool aligned) {
+/* The instance (gemm_tile_kernel's MODE) a tile configuration takes with these pointers:
+ * 1 whole, 2 hybrid (where the pick asks for it and B's and C's rows take 16-byte
+ * accesses: flags), 0 guarded. The plan passes aligned = true (device allocations are). */
+static int tile_mode_of(const struct gemm_pick *pk, int m, int n, int k, int flags, bool aligned) {
   const struct gemm_tile_cfg *t = &gemm_tile_cfgs[pk->tile];
   const bool whole = m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0 &&
                      pk->kchunk % t->bk == 0 && aligned;
-  if (whole) return {1, 0};
-  if (pk->hybrid && t->hybrid && (flags & GEMM_VEC_B) && (flags & GEMM_VEC_C)) return {2, flags};
-  return {0, flags};
+  if (whole) return 1;
+  if (pk->hybrid && t->hybrid && (flags & GEMM_VEC_B) && (flags & GEMM_VEC_C)) return 2;
+  return 0;
 }
 
 /* The two tiles with a hybrid instance (gemm_tile_cfgs[].hybrid says the same). */
@@ -595,8 +590,8 @@ static cudaError_t plan_pick(const struct gemm_pick *pk, int m, int n, int k, in
   gemm_pick_describe(pk, m, n, k, sms, label, sizeof label);
   if (pk->kind == GEMM_KIND_TILE) {
     if (pk->tile < 0 || pk->tile >= GEMM_N_TILES) return cudaErrorInvalidConfiguration;
-    const struct tile_mode tm = tile_mode_of(pk, m, n, k, flags, aligned);
-    const cudaError_t e = plan_tile_any(pk->tile, tm.mode, p, label);
+    const int mode = tile_mode_of(pk, m, n, k, flags, aligned);
+    const cudaError_t e = plan_tile_any(pk->tile, mode, p, label);
     const struct gemm_tile_cfg *t = &gemm_tile_cfgs[pk->tile];
     p->grid = dim3(gemm_blocks(m, n, t->bm, t->bn), (unsigned)pk->splits);
     return e;

@@ -234,10 +234,11 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
  * an SM), split-K over work units. Model fitted to run 1 (bench/lab/SHAPES_NOTES.md):
  * one SM's TF32 rate at eff 1, a unit's fixed cost (the ring's fill, the epilogue), a
  * launch, the operand copies' bandwidth and fixed cost, the split-K pass; an SM's CTAs
- * share its tensor cores only when it has that many units. Rule added after run 2: A and Bt at a pitch of a multiple of 32 floats when
- * k % 8 != 0 (rows of k floats would start 16 bytes into a 32-byte sector every other
- * row; the 128-byte pitch won at every such shape measured, 2500^3, 1000x1500x777 and
- * 257x383x97, and lost at 3000^3, whose 12000-byte rows are whole sectors). */
+ * share its tensor cores only when it has that many units. Rule added after run 2: A and
+ * Bt at a pitch of a multiple of 32 floats when k % 8 != 0 (rows of k floats would start
+ * 16 bytes into a 32-byte sector every other row; the 128-byte pitch won at every such
+ * shape measured, 2500^3, 1000x1500x777 and 257x383x97, and lost at 3000^3, whose
+ * 12000-byte rows are whole sectors). */
 const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES] = {
     {256, 4, 1, 1.000}, {224, 4, 1, 1.033}, {192, 4, 1, 1.038}, {128, 4, 1, 0.923},
     {64, 4, 2, 0.599},

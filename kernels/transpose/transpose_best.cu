@@ -284,7 +284,8 @@ static int plan_kind(enum transpose_kind kind, const char *why_picked, int m, in
     cuda_plan_set(p, KFUNC(transpose_gather_kernel), "transpose_gather_kernel", "");
     p->grid = dim3((unsigned)((total + 4095) / 4096));
     snprintf(p->description, sizeof p->description,
-             "%s: thread per 4 floats of B (4 of them a warp's 512 bytes), gathered from A", why_picked);
+             "%s: thread per 4 floats of B (4 of them a warp's 512 bytes), gathered from A",
+             why_picked);
     p->block = dim3(256);
     return 0;
   case TRANSPOSE_KIND_COPY: {
