@@ -140,9 +140,9 @@ static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   CHECK_INT_EQ(r->n_runs, want_runs);
   for (int i = 0; i < r->n_runs; i++) {
     const struct exp_run *run = &r->runs[i];
-    if (s->type == EXP_GEMM && run->variant == GEMM_CUBLAS) {
+    if (s->type == EXP_GEMM && (run->variant == GEMM_CUBLAS || run->variant == GEMM_CUBLAS_TF32)) {
       CHECK(!run->available && run->reason[0] && !run->check.done && !run->contended);
-      CHECK_STR_EQ(run->label, "cublas");
+      CHECK_STR_EQ(run->label, run->variant == GEMM_CUBLAS ? "cublas" : "cublas_tf32");
       continue;
     }
     if (!run->check.passed)

@@ -13,6 +13,7 @@
 #include "kernels/backends/backend.h"
 #include "kernels/core/gen.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_pick.h"
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
@@ -204,7 +205,8 @@ static void expect_passed(const struct exp_spec *s, const struct exp_result *res
       continue;
     }
     CHECK(run->stream_us_per_launch > 0);
-    bool cublas = s->type == EXP_GEMM && run->variant == GEMM_CUBLAS;
+    bool cublas =
+        s->type == EXP_GEMM && (run->variant == GEMM_CUBLAS || run->variant == GEMM_CUBLAS_TF32);
     if (cublas && run->graph_us_per_launch == 0)
       CHECK(strstr(run->timing.method, "could not be captured") != NULL);
     else
@@ -288,27 +290,44 @@ static struct exp_spec only(struct exp_spec s, int n, const int *variants) {
   return s;
 }
 
-/* gemm best alone, at sizes that must take each of its kernels: the unguarded one
- * where M and N are multiples of 128 and K of 32 (K = 0, one step, a second group of
- * tile rows in the grouped launch order), the guarded one elsewhere (rows of 4-byte
- * accesses, float4 rows ending in partial tiles, smaller than a tile, K not a multiple
- * of 32 under whole M and N tiles, a tail in M or in N alone). */
+/* gemm best alone: each run names the configuration gemm_pick_for chooses on this device
+ * and the instance its sizes take (whole where M, N, K and the split's k are multiples of
+ * the tile, hybrid where the pick says so, guarded elsewhere; K = 0 included), and says
+ * why (its description starts with the configuration's name). */
 static void test_gemm_best_kernels(void) {
   static const int gv[] = {GEMM_BEST};
-  static const struct {
-    int m, n, k;
-    bool whole;
-  } cases[] = {{128, 128, 0, true},     {128, 256, 32, true},     {256, 256, 256, true},
-               {512, 384, 128, true},   {1152, 256, 64, true},    {1000, 1003, 997, false},
-               {1000, 1004, 996, false}, {33, 17, 5, false},       {256, 256, 100, false},
-               {256, 384, 16, false},   {250, 256, 64, false},    {256, 252, 64, false},
-               {256, 254, 64, false}};
+  static const int cases[][3] = {{128, 128, 0},     {128, 256, 32},   {256, 256, 256},
+                                 {512, 384, 128},   {1152, 256, 64},  {1000, 1003, 997},
+                                 {1000, 1004, 996}, {33, 17, 5},      {256, 256, 100},
+                                 {256, 384, 16},    {250, 256, 64},   {256, 252, 64},
+                                 {256, 254, 64},    {3, 300, 100},    {300, 1, 100},
+                                 {1024, 12, 2048},  {12, 1024, 2048}, {3000, 3000, 64}};
+  struct backend_device_info info;
+  backend_device_info(be, &info);
   static struct exp_result res;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    struct exp_spec s = only(gemm_spec(cases[i].m, cases[i].n, cases[i].k), 1, gv);
+    const int m = cases[i][0], n = cases[i][1], k = cases[i][2];
+    struct exp_spec s = only(gemm_spec(m, n, k), 1, gv);
     run_ok_on(0, &s, &res);
-    CHECK_STR_EQ(res.runs[0].kernel.name,
-                 cases[i].whole ? "gemm_best_kernel<true>" : "gemm_best_kernel<false>");
+    const struct exp_kernel_info *ki = &res.runs[0].kernel;
+    const struct gemm_pick pk =
+        gemm_pick_for(m, n, k > 0 ? k : 1, info.sms, gemm_best_scratch_floats(m, n, k > 0 ? k : 1));
+    printf("gemm best %dx%dx%d: %s (%s)\n", m, n, k, ki->name, ki->description);
+    CHECK(strncmp(ki->description, pk.name, strlen(pk.name)) == 0);
+    CHECK_INT_EQ(ki->grid[1], pk.splits);
+    CHECK_INT_EQ(ki->local_bytes, 0);
+    if (pk.kind != GEMM_KIND_TILE) {
+      CHECK(strncmp(ki->name, pk.kind == GEMM_KIND_GEMV_T ? "gemv_t_kernel<" : "gemv_n_kernel<",
+                    14) == 0);
+      continue;
+    }
+    const struct gemm_tile_cfg *t = &gemm_tile_cfgs[pk.tile];
+    const bool whole = m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0;
+    char want[64];
+    snprintf(want, sizeof want, "gemm_tile_kernel<%dx%dx%d,%s>", t->bm, t->bn, t->bk,
+             whole ? "whole" : pk.hybrid ? "hybrid" : "guarded");
+    CHECK_STR_EQ(ki->name, want);
+    CHECK_INT_EQ(ki->block[0], t->threads);
   }
 }
 
@@ -329,8 +348,9 @@ static void test_best_odd_sizes(void) {
     run_ok(only(gemm_spec(gsizes[i][0], gsizes[i][1], gsizes[i][2]), 2, gv));
   test_gemm_best_kernels();
   /* stencil best: 1023 is the last radius of the 4096-float span (the smallest tile,
-   * 2048), 1024 the first of the 8192 one; 2^24 + 3 has blocks of 4 tiles and a short
-   * last tile, 2^20 + 7 at 2047 the wide span's ring over 4 tiles a block */
+   * 2048), 1024 the first of the 8192 one; 2^24 + 3 has blocks of 2 tiles, a short last
+   * tile and (at r = 0: 4101 tiles) a last block of one, 2^20 + 7 at 2047 the wide span's
+   * blocks of one tile */
   static const int sv[] = {STENCIL_BEST, STENCIL_NAIVE};
   static const int radii[] = {0, 1, 2, 32, 64, 1023, 1024};
   static const int sizes[] = {1, 1000, 4093, (1 << 24) + 3};
@@ -379,14 +399,14 @@ static void test_graph(void) {
   }
 }
 
-/* gemm tf32 runs the Hopper wgmma kernel (B transposed into a scratch first) where the
- * build has sm_90a code, the device is cc 9.0, M and N are multiples of 128 and K of
- * 32 (A and C 16-byte aligned, as every allocation is), and mma.sync everywhere else.
- * Both are checked against the reference: one tile, a half last N tile, the 4-stage
- * ring wrapping, more tiles than SMs, the near misses that must fall back; the wgmma
- * path also as a CUDA Graph (its scratch then is the graph's own allocation) and cold.
- * Which kernel ran is asserted where the test can know: wgmma only when this test is
- * built with GPULAB_CUDA_SM90A too (else the log says which ran). */
+/* gemm tf32 runs the Hopper wgmma kernel (B transposed into a scratch first, A copied
+ * where k % 8 != 0) at every size with k > 0 where the build has sm_90a code and the
+ * device is cc 9.0, at the tile width and split-K tf32_pick_for chooses, and mma.sync
+ * elsewhere (k = 0 included). Each run is checked against the reference: one tile, a half
+ * last N tile, the 4-stage ring wrapping, more tiles than SMs, tails in M, N and K, k < 32,
+ * m or n = 1; the wgmma path also as a CUDA Graph (its scratch then is the graph's own
+ * allocation) and cold. Which kernel ran is asserted where the test can know: wgmma only
+ * when this test is built with GPULAB_CUDA_SM90A too (else the log says which ran). */
 static void test_tf32_paths(void) {
 #ifdef GPULAB_CUDA_SM90A
   const bool built_sm90a = true;
@@ -394,40 +414,47 @@ static void test_tf32_paths(void) {
   const bool built_sm90a = false;
 #endif
   static const int tv[] = {GEMM_TF32};
-  static const struct {
-    int m, n, k;
-    bool fits; /* sizes the wgmma kernel takes */
-  } cases[] = {{128, 128, 32, true},   /* one tile and k-tile; Bt's 256-row box past N */
-               {256, 384, 96, true},   /* the lab's size: a half last N tile */
-               {512, 512, 256, true},  /* 8 k-tiles through the 4 stages */
-               {2304, 2560, 64, true}, /* 180 tiles over the SMs, a short last M group */
-               {256, 384, 80, false},  /* K not a multiple of 32 */
-               {256, 320, 96, false},  /* N not a multiple of 128 */
-               {200, 384, 96, false},  /* M not a multiple of 128 */
-               {128, 128, 0, false}};  /* K = 0 */
+  static const int cases[][3] = {{128, 128, 32},  {256, 384, 96},  {512, 512, 256},
+                                 {2304, 2560, 64}, {256, 384, 80},  {256, 320, 96},
+                                 {200, 384, 96},   {1000, 1500, 777}, {257, 383, 97},
+                                 {1, 300, 77},     {300, 1, 77},    {33, 17, 5},
+                                 {1024, 1024, 1024}, {128, 128, 0}};
   struct backend_device_info info;
   backend_device_info(be, &info);
   const bool cc90 = info.cc_major == 9 && info.cc_minor == 0;
   static struct exp_result res;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    struct exp_spec s = only(gemm_spec(cases[i].m, cases[i].n, cases[i].k), 1, tv);
+    const int m = cases[i][0], n = cases[i][1], kk = cases[i][2];
+    struct exp_spec s = only(gemm_spec(m, n, kk), 1, tv);
     run_ok_on(0, &s, &res);
     const struct exp_kernel_info *k = &res.runs[0].kernel;
-    const bool wgmma = strcmp(k->name, "gemm_tf32_wgmma_kernel") == 0;
-    if (!cases[i].fits || !cc90) CHECK_STR_EQ(k->name, "gemm_tf32_kernel");
-    if (cases[i].fits && cc90 && built_sm90a) CHECK(wgmma);
+    const bool wgmma = strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0;
+    printf("gemm tf32 %dx%dx%d: %s (%s): %d registers, %d bytes dynamic shared, grid %d\n", m,
+           n, kk, k->name, k->description, k->registers, k->dynamic_shared_bytes, k->grid[0]);
+    if (kk == 0 || !cc90) CHECK_STR_EQ(k->name, "gemm_tf32_kernel");
+    if (kk > 0 && cc90 && built_sm90a) CHECK(wgmma);
     if (!wgmma) continue;
-    int tiles = cases[i].m / 128 * ((cases[i].n + 255) / 256);
+    const struct tf32_pick counted = tf32_pick_for(m, n, kk, GEMM_PICK_COUNT_SMS, UINT64_MAX);
+    const struct tf32_pick pk = tf32_pick_for(m, n, kk, info.sms, tf32_pick_ws_floats(&counted, m, n));
+    const struct tf32_tile_cfg *t = &tf32_tile_cfgs[pk.tile];
+    char want[64];
+    snprintf(want, sizeof want, "gemm_tf32_wgmma_kernel<%d>", t->bn);
+    CHECK_STR_EQ(k->name, want);
+    CHECK(strncmp(k->description, pk.name, strlen(pk.name)) == 0);
+    const int units = (m + 127) / 128 * ((n + t->bn - 1) / t->bn) * pk.splits;
+    const int resident = t->ctas_per_sm * info.sms;
     CHECK_INT_EQ(k->block[0], 384);
-    CHECK_INT_EQ(k->grid[0], tiles < info.sms ? tiles : info.sms); /* persistent */
-    CHECK_INT_EQ(k->dynamic_shared_bytes, 4 * (128 + 256) * 32 * 4 + 1024 + 4 * 16);
+    CHECK_INT_EQ(k->grid[0], units < resident ? units : resident); /* persistent */
+    CHECK_INT_EQ(k->dynamic_shared_bytes, 4 * (128 + t->bn) * 32 * 4 + 1024 + 4 * 16);
     CHECK_INT_EQ(k->local_bytes, 0);
-    CHECK(k->registers > 0 && k->registers <= 168); /* 384 threads: 65536 / 384 */
-    CHECK_INT_EQ(k->blocks_per_sm, 1);
-    printf("gemm_tf32_wgmma_kernel %dx%dx%d: %d registers, %d bytes dynamic shared, grid %d\n",
-           cases[i].m, cases[i].n, cases[i].k, k->registers, k->dynamic_shared_bytes, k->grid[0]);
+    CHECK(k->registers > 0 && k->registers <= 65536 / 384 / t->ctas_per_sm);
+    CHECK_INT_EQ(k->blocks_per_sm, t->ctas_per_sm);
   }
   struct exp_spec g = only(gemm_spec(256, 384, 96), 1, tv);
+  g.graph = true;
+  g.timing = (struct exp_timing_params){2, 3, 10};
+  run_ok_on(0, &g, &res);
+  g = only(gemm_spec(1000, 1500, 777), 1, tv); /* A's copy and Bt at pitch 800, captured */
   g.graph = true;
   g.timing = (struct exp_timing_params){2, 3, 10};
   run_ok_on(0, &g, &res);
@@ -458,81 +485,101 @@ static void test_kernel_info(void) {
   CHECK_INT_EQ(k->grid[0], 4);
   CHECK_INT_EQ(k->dynamic_shared_bytes, (256 + 2 * 32) * 4);
 
-  /* best: 4 tiles a block; prefixes (span doubles + 16 warp totals) and two stages of
-   * span floats; 3 blocks an SM where an SM has 228 KiB of shared memory (cc 9.0), as
-   * measured */
+  /* best: 2 tiles a block; prefixes (span doubles + 16 warp totals) and one stage of
+   * span floats; 4 blocks an SM where an SM has 228 KiB of shared memory (cc 9.0), as
+   * measured; the 8192-float span 1 tile a block */
   struct backend_device_info info;
   backend_device_info(be, &info);
   k = &res.runs[STENCIL_BEST].kernel;
   CHECK_STR_EQ(k->name, "stencil_best_kernel<2>");
   CHECK_INT_EQ(k->block[0], 256);
   CHECK_INT_EQ(k->grid[0], 1); /* one tile of 4028 */
-  CHECK_INT_EQ(k->dynamic_shared_bytes, (4096 + 16) * 8 + 2 * 4096 * 4);
+  CHECK_INT_EQ(k->dynamic_shared_bytes, (4096 + 16) * 8 + 4096 * 4);
   CHECK_INT_EQ(k->local_bytes, 0);
-  if (info.cc_major == 9 && info.cc_minor == 0) CHECK_INT_EQ(k->blocks_per_sm, 3);
+  if (info.cc_major == 9 && info.cc_minor == 0) CHECK_INT_EQ(k->blocks_per_sm, 4);
   printf("stencil_best_kernel<2>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
          k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
+  s = stencil_spec(100000, 32); /* 25 tiles of 4028, 2 a block */
+  run_ok_on(0, &s, &res);
+  CHECK_INT_EQ(res.runs[STENCIL_BEST].kernel.grid[0], 13);
   s = stencil_spec(100000, 1024); /* the 8192-float span: 17 tiles of 6140 */
   run_ok_on(0, &s, &res);
   k = &res.runs[STENCIL_BEST].kernel;
   CHECK_STR_EQ(k->name, "stencil_best_kernel<4>");
-  CHECK_INT_EQ(k->grid[0], 5);
-  CHECK_INT_EQ(k->dynamic_shared_bytes, (8192 + 16) * 8 + 2 * 8192 * 4);
+  CHECK_INT_EQ(k->grid[0], 17);
+  CHECK_INT_EQ(k->dynamic_shared_bytes, (8192 + 16) * 8 + 8192 * 4);
   CHECK_INT_EQ(k->local_bytes, 0);
+  if (info.cc_major == 9 && info.cc_minor == 0) CHECK_INT_EQ(k->blocks_per_sm, 2);
   printf("stencil_best_kernel<4>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
          k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
 
-  s = transpose_spec(100, 70);
+  /* transpose best: rows of whole float4 take the 64x64 tile kernel, odd ones the
+   * sector-exact kernel at 32x128 tiles (ceil((m + 7) / 128) x ceil(n / 32) blocks) */
+  s = transpose_spec(100, 72);
   run_ok_on(0, &s, &res);
   k = &res.runs[TRANSPOSE_BEST].kernel;
+  CHECK_STR_EQ(k->name, "transpose_best_kernel");
   CHECK(k->block[0] == 32 && k->block[1] == 8);
   CHECK(k->grid[0] == 2 * 2 && k->grid[1] == 1); /* 64x64 tiles, a 1-D grouped grid */
   CHECK_INT_EQ(k->static_shared_bytes, 64 * 64 * 4);
   CHECK_INT_EQ(k->local_bytes, 0);
   printf("transpose_best_kernel: %d registers, %d bytes static shared\n", k->registers,
          k->static_shared_bytes);
+  s = transpose_spec(100, 70);
+  run_ok_on(0, &s, &res);
+  k = &res.runs[TRANSPOSE_BEST].kernel;
+  CHECK_STR_EQ(k->name, "transpose_sec_kernel<32,128>");
+  CHECK(k->block[0] == 256 && k->block[1] == 1);
+  CHECK(k->grid[0] == 1 * 3 && k->grid[1] == 1);
+  CHECK_INT_EQ(k->static_shared_bytes, 32 * 129 * 4);
+  CHECK_INT_EQ(k->local_bytes, 0);
+  printf("transpose_sec_kernel<32,128>: %d registers, %d bytes static shared\n", k->registers,
+         k->static_shared_bytes);
 
   s = gemm_spec(40, 30, 20);
   run_ok_on(0, &s, &res);
-  CHECK(!res.runs[GEMM_CUBLAS].kernel.has_launch);
+  CHECK(!res.runs[GEMM_CUBLAS].kernel.has_launch && !res.runs[GEMM_CUBLAS_TF32].kernel.has_launch);
   CHECK_INT_EQ(res.runs[GEMM_TILED].kernel.static_shared_bytes, 2 * 16 * 16 * 4);
-  /* gemm best: whole 128x128 tiles and K by 32 take the unguarded kernel, other sizes
-   * the guarded one; both 2 stages of a 128x32 A panel (pitch 132) and a 32x128 B
-   * panel, at most 128 registers, so 2 blocks an SM where an SM has 228 KiB of shared
-   * memory (cc 9.0) */
+  /* gemm best: the picked tile's block and shared memory (STAGES of a BK x (BM + 4) A
+   * panel and a BK x BN B panel: 3 stages for BK 16, else 2), no local memory; tf32:
+   * mma.sync's 3 stages of a 128x36 A and a 32x136 B panel, or the wgmma kernel */
   struct backend_device_info gemm_dev;
   backend_device_info(be, &gemm_dev);
-  const bool cc90 = gemm_dev.cc_major == 9 && gemm_dev.cc_minor == 0;
-  s = gemm_spec(256, 384, 64);
-  run_ok_on(0, &s, &res);
-  k = &res.runs[GEMM_BEST].kernel;
-  CHECK_STR_EQ(k->name, "gemm_best_kernel<true>");
-  CHECK(k->block[0] == 256 && k->grid[0] == 2 * 3);
-  CHECK_INT_EQ(k->static_shared_bytes, 0);
-  CHECK_INT_EQ(k->dynamic_shared_bytes, 2 * (32 * 132 + 32 * 128) * 4);
-  CHECK_INT_EQ(k->local_bytes, 0);
-  CHECK(k->registers > 0 && k->registers <= 128);
-  if (cc90) CHECK_INT_EQ(k->blocks_per_sm, 2);
-  printf("gemm_best_kernel<true>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
-         k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
-  s = gemm_spec(300, 200, 100);
-  run_ok_on(0, &s, &res);
-  k = &res.runs[GEMM_BEST].kernel;
-  CHECK_STR_EQ(k->name, "gemm_best_kernel<false>");
-  CHECK(k->block[0] == 256 && k->grid[0] == 3 * 2); /* 128x128 tiles */
-  CHECK_INT_EQ(k->static_shared_bytes, 0);
-  CHECK_INT_EQ(k->dynamic_shared_bytes, 2 * (32 * 132 + 32 * 128) * 4);
-  CHECK_INT_EQ(k->local_bytes, 0);
-  CHECK(k->registers > 0 && k->registers <= 128);
-  if (cc90) CHECK_INT_EQ(k->blocks_per_sm, 2);
-  printf("gemm_best_kernel<false>: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
-         k->registers, k->dynamic_shared_bytes, k->blocks_per_sm);
-  k = &res.runs[GEMM_TF32].kernel;
-  CHECK(k->block[0] == 256 && k->grid[0] == 3 * 2);
-  CHECK_INT_EQ(k->dynamic_shared_bytes, 3 * (128 * 36 + 32 * 136) * 4);
-  CHECK_INT_EQ(k->local_bytes, 0);
-  printf("gemm_tf32_kernel: %d registers, %d bytes dynamic shared\n", k->registers,
-         k->dynamic_shared_bytes);
+  static const int shapes[][3] = {{256, 384, 64}, {300, 200, 100}, {4096, 4096, 32}};
+  for (int i = 0; i < 3; i++) {
+    s = gemm_spec(shapes[i][0], shapes[i][1], shapes[i][2]);
+    s.n_variants = 2;
+    s.variants[0] = GEMM_BEST;
+    s.variants[1] = GEMM_TF32;
+    run_ok_on(0, &s, &res);
+    k = &res.runs[0].kernel;
+    const struct gemm_pick pk =
+        gemm_pick_for(shapes[i][0], shapes[i][1], shapes[i][2], gemm_dev.sms,
+                      gemm_best_scratch_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
+    printf("gemm best %dx%dx%d: %s: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
+           shapes[i][0], shapes[i][1], shapes[i][2], k->name, k->registers,
+           k->dynamic_shared_bytes, k->blocks_per_sm);
+    CHECK_INT_EQ(k->static_shared_bytes, pk.kind == GEMM_KIND_GEMV_T ? 4096 : 0); /* red[8][32] */
+    CHECK_INT_EQ(k->local_bytes, 0);
+    CHECK(k->registers > 0 && k->registers <= 255 && k->blocks_per_sm >= 1);
+    if (pk.kind == GEMM_KIND_TILE) {
+      const struct gemm_tile_cfg *t = &gemm_tile_cfgs[pk.tile];
+      const int stages = t->bk == 16 ? 3 : 2;
+      CHECK_INT_EQ(k->block[0], t->threads);
+      CHECK_INT_EQ(k->dynamic_shared_bytes, stages * (t->bk * (t->bm + 4) + t->bk * t->bn) * 4);
+    }
+    k = &res.runs[1].kernel;
+    CHECK_INT_EQ(k->local_bytes, 0);
+    if (strcmp(k->name, "gemm_tf32_kernel") == 0) {
+      CHECK(k->block[0] == 256 && (unsigned)k->grid[0] == ((unsigned)shapes[i][0] + 127) / 128 *
+                                                              (((unsigned)shapes[i][1] + 127) / 128));
+      CHECK_INT_EQ(k->dynamic_shared_bytes, 3 * (128 * 36 + 32 * 136) * 4);
+    } else {
+      CHECK(strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0 && k->block[0] == 384);
+    }
+    printf("gemm tf32: %s: %d registers, %d bytes dynamic shared\n", k->name, k->registers,
+           k->dynamic_shared_bytes);
+  }
 }
 
 /* Every CUDA kernel's run carries its theoretical occupancy (cuBLAS's does not),
@@ -552,7 +599,8 @@ static void test_occupancy_and_work(void) {
       CHECK(k->has_work);
       CHECK_NEAR(k->work.bytes, want.bytes, 0.5);
       CHECK_NEAR(k->work.flops, want.flops, 0.5);
-      if (specs[i].type == EXP_GEMM && res.runs[r].variant == GEMM_CUBLAS) {
+      if (specs[i].type == EXP_GEMM &&
+          (res.runs[r].variant == GEMM_CUBLAS || res.runs[r].variant == GEMM_CUBLAS_TF32)) {
         CHECK(!k->has_occupancy);
         continue;
       }

@@ -65,12 +65,13 @@ static void run_all(const char *type, const char *body, const char *const *varia
     CHECK_STR_EQ(JSTR(run, "variant"), variants[i]);
     if (!JBOOL(run, "available"))
       CHECK_FAIL_("%s %s is unavailable on the GPU: %s", type, variants[i], JSTR(run, "reason"));
-    bool library = strcmp(variants[i], "cublas") == 0;
+    bool library = strncmp(variants[i], "cublas", 6) == 0;
+    bool tf32 = strcmp(variants[i], "tf32") == 0 || strcmp(variants[i], "cublas_tf32") == 0;
     CHECK_RUN(run, unit, i == 0, !library);
     /* the figure against the matching ceiling, the speedup's spread, the rule */
     const char *ceiling = JSTR(run, "ceiling");
     CHECK(strcmp(ceiling, strcmp(type, "gemm") ? (strcmp(type, "pipeline") ? "copy_gbps" : "bidir_gbps")
-                                               : (strcmp(variants[i], "tf32") ? "sgemm_gflops" : "tf32_gflops")) == 0);
+                                               : (tf32 ? "tf32_gflops" : "sgemm_gflops")) == 0);
     CHECK(JNUM(run, "percent_of_ceiling") > 0);
     CHECK_INT_EQ(json_array_size(json_at(run, "speedup_range")), 2);
     CHECK_STR_EQ(JSTR(run, "timing.stopped_by"), "batches");
@@ -82,9 +83,9 @@ static void run_all(const char *type, const char *body, const char *const *varia
 }
 
 static const char *const transpose_all[] = {"naive", "shared32", "padded33", "copy", "best"};
-static const char *const gemm_all[] = {"naive", "tiled", "cublas", "best", "tf32"};
+static const char *const gemm_all[] = {"naive", "tiled", "cublas", "best", "tf32", "cublas_tf32"};
 static const char *const stencil_all[] = {"naive", "shared", "best"};
-enum { N_TRANSPOSE = 5, N_GEMM = 5, N_STENCIL = 3 }; /* the lists above, "all" */
+enum { N_TRANSPOSE = 5, N_GEMM = 6, N_STENCIL = 3 }; /* the lists above, "all" */
 static const char *const streams_1_3[] = {"streams=1", "streams=3"};
 
 static void test_odd_sizes(void) {

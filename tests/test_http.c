@@ -21,9 +21,9 @@ static struct gpulabd A; /* --streams 2 --max-body 4096: most tests */
 static struct gpulabd B; /* --streams 1 --max-queued 202: queueing, cancel, concurrency */
 
 static const char *const transpose_all[] = {"naive", "shared32", "padded33", "copy", "best"};
-static const char *const gemm_all[] = {"naive", "tiled", "cublas", "best", "tf32"};
+static const char *const gemm_all[] = {"naive", "tiled", "cublas", "best", "tf32", "cublas_tf32"};
 static const char *const stencil_all[] = {"naive", "shared", "best"};
-enum { N_TRANSPOSE = 5, N_GEMM = 5, N_STENCIL = 3 }; /* the lists above, "all" */
+enum { N_TRANSPOSE = 5, N_GEMM = 6, N_STENCIL = 3 }; /* the lists above, "all" */
 
 static long long health_int(struct gpulabd *d, const char *path) {
   json_t *health = http_get_json(d, "/health");

@@ -56,7 +56,7 @@ static void test_defaults(void) {
   CHECK_INT_EQ(spec.timing.batches, 9);
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, "{}", 2, &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.p[GEMM_K], 1024);
-  CHECK_INT_EQ(spec.n_variants, 5); /* naive, tiled, cublas, best, tf32 */
+  CHECK_INT_EQ(spec.n_variants, 6); /* naive, tiled, cublas, best, tf32, cublas_tf32 */
 }
 
 static void test_values(void) {

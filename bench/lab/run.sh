@@ -46,7 +46,7 @@ done
 
 # Nsight Compute: the first launches of each best kernel in bench_best --quick (the
 # CUDA backend's own launches); clocks left as they are (METHOD.md).
-for k in stencil_best_kernel gemm_best_kernel gemm_tf32_kernel; do
+for k in stencil_best_kernel gemm_tile_kernel gemm_tf32_wgmma_kernel; do
   timeout 90 ncu --clock-control none -k "regex:^$k" -c 2 \
     --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis --section WarpStateStats --section ComputeWorkloadAnalysis \
@@ -59,6 +59,6 @@ cat "$out/nvidia-smi.txt"
 grep -E "^\|" "$out/host_costs.log"
 cat "$out/http.log"
 for lab in stencil_lab gemm_lab tf32_lab; do grep -E "^\||exit|FAIL" "$out/$lab.log" | tail -40; done
-for k in stencil_best_kernel gemm_best_kernel gemm_tf32_kernel; do
+for k in stencil_best_kernel gemm_tile_kernel gemm_tf32_wgmma_kernel; do
   grep -E "Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Duration|ncu exit" "$out/ncu-$k.txt" | head -16
 done

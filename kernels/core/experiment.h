@@ -201,7 +201,7 @@ struct exp_work {
 
 struct exp_kernel_info {
   char name[64];       /* kernel or CPU function that ran */
-  char description[96];/* one line: mapping or library */
+  char description[192]; /* one line: mapping or library (best: configuration and why) */
   bool has_launch;     /* grid/block and resources below are meaningful */
   int grid[3], block[3];
   int registers, static_shared_bytes, dynamic_shared_bytes, local_bytes;

@@ -1,7 +1,7 @@
 /* The gemm experiment's descriptor: A (m x k) and B (k x n) in, C = A B out, checked
  * against an FP64 product (whole, or 64 sampled rows when large) within a bound that
- * scales with each element's sum |a*b|; GFLOP/s = 2mnk / t against cuBLAS SGEMM (tf32:
- * cuBLAS TF32). */
+ * scales with each element's sum |a*b|; GFLOP/s = 2mnk / t against cuBLAS SGEMM (tf32 and
+ * cublas_tf32: cuBLAS TF32). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_pick.h"
 
 static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
   if (slot == 0)
@@ -46,10 +47,14 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
                "and C once each";
 }
 
-/* tf32 may take the Hopper kernel, which transposes B into a k x n scratch of its own
- * around each launch (one at a time: a job's launches share one stream). */
+/* Scratch a launch allocates around itself (one at a time: a job's launches share one
+ * stream): best's split-K workspace where its pick splits k, tf32's Hopper kernel a
+ * transposed B (and A's copy, and its workspace); both as picked at GEMM_PICK_COUNT_SMS
+ * (gemm_pick.h). */
 static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
-  return variant == GEMM_TF32 ? (uint64_t)s->p[GEMM_K] * (uint64_t)s->p[GEMM_N] : 0;
+  const int m = s->p[GEMM_M], n = s->p[GEMM_N], k = s->p[GEMM_K];
+  if (variant == GEMM_BEST) return gemm_best_scratch_floats(m, n, k);
+  return variant == GEMM_TF32 ? gemm_tf32_scratch_floats(m, n, k) : 0;
 }
 
 /* ---- the reference ---- */
@@ -170,19 +175,27 @@ static const struct exp_variant variants[] = {
     [GEMM_CUBLAS] = {"cublas", "cuBLAS SGEMM, FP32: the reference", EXP_VARIANT_CUBLAS,
                      EXP_CEILING_DEFAULT,
                      {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
-    [GEMM_BEST] = {"best", "FP32, register-tiled 128x128, cp.async", 0, EXP_CEILING_DEFAULT,
+    [GEMM_BEST] = {"best",
+                   "FP32, register-tiled, cp.async: tile shape, split-K or GEMV picked by shape",
+                   0, EXP_CEILING_DEFAULT,
                    {cpu_gemm_tiled, "cpu_gemm_tiled",
                     "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
                     "kernel)",
                     "cpu_gemm_tiled", NULL}},
-    [GEMM_TF32] = {"tf32", "tensor cores in TF32 (wgmma + TMA on Hopper, else mma.sync)",
+    [GEMM_TF32] = {"tf32",
+                   "tensor cores in TF32 (wgmma + TMA on Hopper at every size, tile width and "
+                   "split-K picked by shape; else mma.sync)",
                    EXP_VARIANT_TF32, EXP_CEILING_TF32,
                    {cpu_gemm_tiled, "cpu_gemm_tiled",
                     "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
                     "tolerance",
                     "cpu_gemm_tiled", NULL}},
+    [GEMM_CUBLAS_TF32] = {"cublas_tf32",
+                          "cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH: tf32's reference",
+                          EXP_VARIANT_CUBLAS | EXP_VARIANT_TF32, EXP_CEILING_TF32,
+                          {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
 };
-_Static_assert(EXP_COUNT_OF(variants) == GEMM_TF32 + 1, "one entry per variant");
+_Static_assert(EXP_COUNT_OF(variants) == GEMM_CUBLAS_TF32 + 1, "one entry per variant");
 
 static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}, {"b", GEN_B, 1.0f}};
 

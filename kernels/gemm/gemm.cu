@@ -1,6 +1,6 @@
 /* The gemm's lecture kernels (seeds/000): naive and tiled (T = TK = 16), their plans
- * and launchers, the cuBLAS call of the cublas variant, and the gemm's CUDA
- * descriptor, which also reaches best (gemm_best.cu) and tf32 (gemm_tf32.cu). Bodies
+ * and launchers, the cuBLAS call of the cublas and cublas_tf32 variants, and the gemm's
+ * CUDA descriptor, which also reaches best (gemm_best.cu) and tf32 (gemm_tf32.cu). Bodies
  * follow the lecture's code; built without fast-math. */
 #include <stdio.h>
 
@@ -90,6 +90,12 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
                   "cuBLAS SGEMM, FP32, CUBLAS_DEFAULT_MATH (no TF32); row-major as C^T = B^T A^T");
     return 0;
   }
+  if (variant == GEMM_CUBLAS_TF32) {
+    cuda_plan_set(p, NULL, "cublasSgemm (cuBLAS, TF32)",
+                  "cuBLAS SGEMM, CUBLAS_TF32_TENSOR_OP_MATH (TF32 tensor cores); row-major as "
+                  "C^T = B^T A^T");
+    return 0;
+  }
   return gemm_plan(variant, s->p[GEMM_M], s->p[GEMM_N], s->p[GEMM_K], p, why, why_len);
 }
 
@@ -99,8 +105,15 @@ static cudaError_t launch(const struct cuda_launch *a) {
                      a->stream);
 }
 
+/* The lane's one handle serves both cuBLAS variants, which a job interleaves: each call
+ * sets its math mode first (a host-side setting of the handle, so it also holds in a
+ * captured graph). */
 static cublasStatus_t cublas(const struct cuda_launch *a) {
   const int *p = a->spec->p;
+  cublasStatus_t st = a->cublas->set_math_mode(
+      a->cublas_handle,
+      a->variant == GEMM_CUBLAS_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
   return cublas_loader_sgemm_rowmajor(a->cublas, a->cublas_handle, p[GEMM_M], p[GEMM_N], p[GEMM_K],
                                       a->d_in[0], a->d_in[1], a->d_out);
 }

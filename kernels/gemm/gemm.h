@@ -12,9 +12,10 @@ extern "C" {
 #endif
 
 /* Params (exp_spec.p[]) and variants, in the descriptor's order: the lecture's
- * (naive, tiled, cublas), then best and tf32, appended so that its numbering stays. */
+ * (naive, tiled, cublas), then best, tf32 and cublas_tf32 (cuBLAS in TF32, tf32's
+ * reference), appended so that the numbering stays. */
 enum gemm_param { GEMM_M, GEMM_N, GEMM_K };
-enum gemm_variant { GEMM_NAIVE, GEMM_TILED, GEMM_CUBLAS, GEMM_BEST, GEMM_TF32 };
+enum gemm_variant { GEMM_NAIVE, GEMM_TILED, GEMM_CUBLAS, GEMM_BEST, GEMM_TF32, GEMM_CUBLAS_TF32 };
 #define GEMM_MAX_DIM (1 << 20) /* m, n and k a request may give */
 
 /* Above this many multiply-adds, a check compares a sample of whole rows

@@ -1,7 +1,8 @@
 /* The gemm's `tf32` variant: the same product on the tensor cores in TF32 with FP32
- * accumulation. Built for sm_90a and run on a cc 9.0 device (the H200), sizes that tile
- * exactly take a Hopper kernel (wgmma fed by TMA, on A and a transposed copy of B);
- * everything else takes mma.sync m16n8k8 (ldmatrix, a 3-stage cp.async pipeline). */
+ * accumulation. Built for sm_90a and run on a cc 9.0 device (the H200), every size takes
+ * a Hopper kernel (wgmma fed by TMA, on A and a transposed copy of B) at the tile width
+ * and split-K tf32_pick_for chooses; a build or a device without sm_90a takes mma.sync
+ * m16n8k8 (ldmatrix, a 3-stage cp.async pipeline). */
 #include "kernels/gemm/gemm.cuh"
 #include "kernels/transpose/transpose.cuh"
 
@@ -183,7 +184,7 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
 
 #ifdef GPULAB_CUDA_SM90A
 
-/* ---- wgmma: Hopper (sm_90a), M and N multiples of 128, K of 32 ----
+/* ---- wgmma: Hopper (sm_90a), every size ----
  *
  * Why: mma.sync stays far below cuBLAS TF32 on the H200 because every warp loads its
  * own fragments through registers and issues small mma; wgmma has a warpgroup (128
@@ -193,23 +194,33 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
  *
  * Operands: wgmma's TF32 form reads both operands K-major (its transposing modes exist
  * for 16-bit types only). A [M,K] row-major is; B [K,N] is not, so B is first
- * transposed into a scratch Bt [N,K] by transpose_best_launch, which the product's time
- * includes. C = A Bt^T.
+ * transposed into a scratch Bt [N,K] (at row pitch kp), which the product's time
+ * includes. C = A Bt^T. TMA needs row pitches of a multiple of 16 bytes, and rows that
+ * start 16 bytes into a 32-byte sector ran clearly slower (every kernel, cuBLAS's too, at
+ * 2500^3: bench/RESULTS.md), so where K % 8 != 0 A is copied to pitch kp = K rounded up
+ * to 32 floats and Bt written at that pitch (tf32_pick_for's rule).
  *
- * Shape: a CTA owns a 128x256 tile of C (128x128 tiles need 4/3 the L2-to-SM bytes
- * per flop, and measured clearly slower), with k-tiles of 32 floats = 128
- * bytes, one row of the 128-byte swizzle. 384 threads = 3 warpgroups: thread 0 of
- * warpgroup 0 issues the TMA copies, warpgroups 1 and 2 each compute 64 rows of the
- * tile with 4 wgmma m64n256k8 per k-tile into 128 FP32 accumulators per thread (155
- * registers, no spills; setmaxnreg would buy nothing). Persistent: one CTA per SM
- * (193 KiB of shared memory), CTA b takes tiles b, b + grid, ... in grouped order
- * (grouped_tile), so the CTAs working at once share A and Bt panels in L2.
+ * Shape: a CTA owns a 128 x BN tile of C (BN from the pick: 256, 224, 192, 128, 64), with
+ * k-tiles of 32 floats = 128 bytes, one row of the 128-byte swizzle. 384 threads = 3
+ * warpgroups: thread 0 of warpgroup 0 issues the TMA copies, warpgroups 1 and 2 each
+ * compute 64 rows of the tile with 4 wgmma m64nBNk8 per k-tile into BN/2 FP32
+ * accumulators per thread (no spills; 2 CTAs an SM at BN = 64). Persistent: CTA b takes
+ * work units b, b + grid, ..., unit u = tile + tiles z for split z (k in [z kchunk,
+ * min(K, (z+1) kchunk)), kchunk a multiple of 32), tiles in grouped order (grouped_tile),
+ * so the CTAs working at once share A and Bt panels in L2.
  *
- * Pipeline: a ring of 4 stages of 48 KiB (A 128x32, Bt 256x32) with two mbarriers
- * each. full[s]: the producer's arrive.expect_tx plus the bytes TMA delivers. empty[s]:
- * once wgmma.wait_group shows a k-tile's multiplies are done, lane 0 of each consumer
- * warp arrives (8 arrivals), and the producer may refill the stage. The consumers keep
- * one k-tile's wgmma in flight while the next is issued.
+ * Sizes: the tensor maps' dimensions are the true M, N, K, so TMA reads the boxes that
+ * cross them as zeros (FLOAT_OOB_FILL_NONE; a box's transaction bytes are the whole box
+ * either way) and a partial tile multiplies zeros there; the epilogue stores only rows
+ * < M and columns < N (float2 where N is even and C 8-byte aligned, else 4-byte stores).
+ * Split z writes C + z M N, a workspace the split-K pass (gemm_splitk_launch) adds in z
+ * order.
+ *
+ * Pipeline: a ring of 4 stages (A 128x32, Bt BNx32) with two mbarriers each. full[s]:
+ * the producer's arrive.expect_tx plus the bytes TMA delivers. empty[s]: once
+ * wgmma.wait_group shows a k-tile's multiplies are done, lane 0 of each consumer warp
+ * arrives (8 arrivals), and the producer may refill the stage. The consumers keep one
+ * k-tile's wgmma in flight while the next is issued.
  *
  * Layout: TMA with CU_TENSOR_MAP_SWIZZLE_128B stores row r's 16-byte chunk j at chunk
  * j ^ (r % 8) of a 1024-byte aligned tile, which is wgmma's K-major 128-byte swizzle;
@@ -218,24 +229,31 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
  *
  * Precision: the tensor cores read the top 19 bits of each FP32 operand, i.e. they
  * truncate to TF32 where mma.sync rounds (measured bias about -0.7 * 2^-10 * |C|);
- * kernels/gemm/gemm.c's TF32 rule allows for it. Tails: a half last N tile (N % 256 == 128)
- * reads zeros past N from TMA and stores nothing there; other tails take mma.sync. */
+ * kernels/gemm/gemm.c's TF32 rule allows for it.
+ *
+ * Every instance (BN x 4 stages) and the two copy kernels ran and passed on the H200 in
+ * bench/lab/tf32_shapes_lab.cu with these launch shapes. */
 
 #define WG_BM 128
-#define WG_BN 256
-#define WG_BK 32                                  /* floats: 128 bytes, one swizzle row */
+#define WG_BK 32               /* floats: 128 bytes, one swizzle row */
 #define WG_STAGES 4
-#define WG_THREADS 384                            /* producer + 2 consumer warpgroups */
-#define WG_CONSUMER_WARPS 8                       /* arrivals that release a stage */
-#define WG_A_BYTES (WG_BM * WG_BK * 4)            /* 16 KiB */
-#define WG_B_BYTES (WG_BN * WG_BK * 4)            /* 32 KiB */
-#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
-/* the stages from the first 1024-aligned byte (up to 1 KiB skipped), then 2 mbarriers
- * per stage */
-#define WG_SMEM_BYTES ((size_t)WG_STAGES * WG_STAGE_BYTES + 1024 + 16 * WG_STAGES)
+#define WG_THREADS 384         /* producer + 2 consumer warpgroups */
+#define WG_CONSUMER_WARPS 8    /* arrivals that release a stage */
 /* A real wait lasts microseconds; one this long is a deadlock (slack for debuggers
  * and sanitizers, which slow kernels a hundredfold). */
 #define WG_HANG_NS 10000000000ull
+
+template <int BN, int STAGES> struct wg_shape {
+  static constexpr int BM = WG_BM, BK = WG_BK, THREADS = WG_THREADS;
+  static constexpr int A_BYTES = BM * BK * 4, B_BYTES = BN * BK * 4;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  /* the stages from the first 1024-aligned byte (up to 1 KiB skipped), then 2 mbarriers
+   * per stage */
+  static constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024 + 16 * STAGES;
+  /* 2 CTAs an SM for the narrow tile: 85 registers a thread at most */
+  static constexpr int MINB = BN <= 64 ? 2 : 1;
+  static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle)");
+};
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) /* device code for sm_90a only */
 
@@ -314,124 +332,127 @@ __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
   return d;
 }
 
-/* d (+)= A * B for a 64x256 slice, k = 8: A and B from shared memory through their
- * descriptors; accumulate = 0 overwrites d (the first k step of a tile). */
-#define WG_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
-#define WG_ACC16(i) WG_ACC4(i), WG_ACC4(i + 4), WG_ACC4(i + 8), WG_ACC4(i + 12)
-__device__ __forceinline__ void wgmma_m64n256k8(float (&d)[128], uint64_t desc_a,
-                                                uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "
-      "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
-      "%123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
-      : WG_ACC16(0), WG_ACC16(16), WG_ACC16(32), WG_ACC16(48), WG_ACC16(64), WG_ACC16(80),
-        WG_ACC16(96), WG_ACC16(112)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-#undef WG_ACC16
-#undef WG_ACC4
+#include "kernels/gemm/wgmma_tf32.cuh"
 
-/* The producer (one thread): for each k-tile of each of this CTA's tiles, waits until
+/* The producer (one thread): for each k-tile of each of this CTA's units, waits until
  * the consumers have released stage s, then has TMA fill it with A's 128x32 box and
- * Bt's 256x32 box, 48 KiB announced on full[s]. */
-__device__ __forceinline__ void wgmma_produce(const CUtensorMap *tm_a, const CUtensorMap *tm_bt,
-                                              uint32_t base, uint32_t full0, uint32_t empty0,
-                                              int tiles_m, int tiles_n, int k_tiles) {
+ * Bt's BNx32 box, STAGE_BYTES announced on full[s]. */
+template <int BN, int STAGES>
+__device__ __forceinline__ void wg_produce(const CUtensorMap *tm_a, const CUtensorMap *tm_bt,
+                                           uint32_t base, uint32_t full0, uint32_t empty0,
+                                           int tiles_m, int tiles_n, int units, int K,
+                                           int kchunk) {
+  using S = wg_shape<BN, STAGES>;
+  const int tiles = tiles_m * tiles_n;
   int s = 0;
   uint32_t phase = 0;
-  for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int tile = u % tiles, z = u / tiles;
     int bm, bn;
     grouped_tile(tile, tiles_m, tiles_n, GEMM_GROUP_M, &bm, &bn);
-    for (int kt = 0; kt < k_tiles; kt++) {
+    const int kb = z * kchunk, kts = (min(kchunk, K - kb) + S::BK - 1) / S::BK;
+    for (int kt = 0; kt < kts; kt++) {
       mbar_wait(empty0 + 8 * s, phase ^ 1u); /* a fresh barrier passes parity 1 at once */
-      const uint32_t full = full0 + 8 * s, dst = base + s * WG_STAGE_BYTES;
-      mbar_arrive_expect_tx(full, WG_STAGE_BYTES);
-      tma_load_2d(dst, tm_a, full, kt * WG_BK, bm * WG_BM);
-      tma_load_2d(dst + WG_A_BYTES, tm_bt, full, kt * WG_BK, bn * WG_BN);
-      if (++s == WG_STAGES) s = 0, phase ^= 1u;
+      const uint32_t full = full0 + 8 * s, dst = base + s * S::STAGE_BYTES;
+      mbar_arrive_expect_tx(full, S::STAGE_BYTES);
+      tma_load_2d(dst, tm_a, full, kb + kt * S::BK, bm * S::BM);
+      tma_load_2d(dst + S::A_BYTES, tm_bt, full, kb + kt * S::BK, bn * BN);
+      if (++s == STAGES) s = 0, phase ^= 1u;
     }
   }
 }
 
-/* Consumer warpgroup c (0 or 1): rows 64c..64c+63 of each tile. Per k-tile, once
+/* C[col], C[col+1] of one row, each only inside the matrix; vec2: N even and C 8-byte
+ * aligned, so both are in or out together. */
+__device__ __forceinline__ void wg_store2(float *row_p, int col, int N, float x, float y,
+                                          bool vec2) {
+  if (vec2 && col + 1 < N) {
+    *reinterpret_cast<float2 *>(row_p + col) = make_float2(x, y);
+  } else {
+    if (col < N) row_p[col] = x;
+    if (col + 1 < N) row_p[col + 1] = y;
+  }
+}
+
+/* Consumer warpgroup c (0 or 1): rows 64c..64c+63 of each unit's tile. Per k-tile, once
  * full[s] completes: 4 wgmma (k8 steps 32 bytes apart in the 128-byte rows), one
  * commit; then the previous k-tile's group is waited for and its stage released. At
- * the tile's end: drain, release, store. Accumulator layout of m64nNk8: warp w holds
+ * the unit's end: drain, release, store. Accumulator layout of m64nNk8: warp w holds
  * rows 16w..16w+15; lane (g = lane/4, t = lane%4) holds for each 8-column group j
  * (row g, columns 8j+2t, 8j+2t+1) in d[4j], d[4j+1] and row g+8 in d[4j+2], d[4j+3]. */
-__device__ __forceinline__ void wgmma_consume(float *C, int N, uint32_t base, uint32_t full0,
-                                              uint32_t empty0, int tiles_m, int tiles_n,
-                                              int k_tiles) {
+template <int BN, int STAGES>
+__device__ __forceinline__ void wg_consume(float *C, int M, int N, uint32_t base, uint32_t full0,
+                                           uint32_t empty0, int tiles_m, int tiles_n, int units,
+                                           int K, int kchunk, bool vec2) {
+  using S = wg_shape<BN, STAGES>;
   const int c = (threadIdx.x >> 7) - 1, w = (threadIdx.x & 127) >> 5, lane = threadIdx.x & 31;
   const uint32_t a_off = (uint32_t)c * 64 * 128; /* 64 rows of 128 bytes */
-  float d[WG_BN / 2];
+  const int tiles = tiles_m * tiles_n;
+  float d[BN / 2];
 #pragma unroll
-  for (int i = 0; i < WG_BN / 2; i++) d[i] = 0.f;
+  for (int i = 0; i < BN / 2; i++) d[i] = 0.f;
   int s = 0;
   uint32_t phase = 0;
-  for (int tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int tile = u % tiles, z = u / tiles;
     int bm, bn;
     grouped_tile(tile, tiles_m, tiles_n, GEMM_GROUP_M, &bm, &bn);
+    const int kb = z * kchunk, kts = (min(kchunk, K - kb) + S::BK - 1) / S::BK;
     int prev = 0;
-    for (int kt = 0; kt < k_tiles; kt++) {
+    for (int kt = 0; kt < kts; kt++) {
       mbar_wait(full0 + 8 * s, phase);
       __syncwarp(); /* wgmma is .sync.aligned: the lanes may leave the wait apart */
-      const uint32_t stage = base + s * WG_STAGE_BYTES, a = stage + a_off, b = stage + WG_A_BYTES;
+      const uint32_t stage = base + s * S::STAGE_BYTES, a = stage + a_off, b = stage + S::A_BYTES;
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < WG_BK / 8; kk++)
-        wgmma_m64n256k8(d, desc_k128(a + 32 * kk), desc_k128(b + 32 * kk), kt > 0 || kk > 0);
+      for (int kk = 0; kk < S::BK / 8; kk++)
+        wgmma_tf32<BN>::mma(d, desc_k128(a + 32 * kk), desc_k128(b + 32 * kk), kt > 0 || kk > 0);
       wgmma_commit();
       if (kt > 0) {
         wgmma_wait<1>(); /* k-tile kt-1's wgmma are done reading its stage */
         if (lane == 0) mbar_arrive(empty0 + 8 * prev);
       }
       prev = s;
-      if (++s == WG_STAGES) s = 0, phase ^= 1u;
+      if (++s == STAGES) s = 0, phase ^= 1u;
     }
     wgmma_wait<0>();
     fence_acc(d);
     if (lane == 0) mbar_arrive(empty0 + 8 * prev);
-    const int row = bm * WG_BM + 64 * c + 16 * w + (lane >> 2), col0 = bn * WG_BN + 2 * (lane & 3);
-    float *r0 = C + (size_t)row * N, *r8 = C + (size_t)(row + 8) * N;
+    float *out = C + (size_t)z * M * N;
+    const int row = bm * S::BM + 64 * c + 16 * w + (lane >> 2);
+    const int col0 = bn * BN + 2 * (lane & 3);
+    float *r0 = out + (size_t)row * N, *r8 = out + (size_t)(row + 8) * N;
 #pragma unroll
-    for (int j = 0; j < WG_BN / 8; j++) {
+    for (int j = 0; j < BN / 8; j++) {
       const int col = col0 + 8 * j;
-      if (col < N) { /* false only in a half last tile */
-        *reinterpret_cast<float2 *>(r0 + col) = make_float2(d[4 * j], d[4 * j + 1]);
-        *reinterpret_cast<float2 *>(r8 + col) = make_float2(d[4 * j + 2], d[4 * j + 3]);
-      }
+      if (row < M) wg_store2(r0, col, N, d[4 * j], d[4 * j + 1], vec2);
+      if (row + 8 < M) wg_store2(r8, col, N, d[4 * j + 2], d[4 * j + 3], vec2);
     }
   }
 }
 
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */
 
-/* C[M,N] = A[M,K] Bt[N,K]^T, C row-major (the design is above). tm_a: A as a {K, M}
- * FP32 map with 32 x 128 boxes; tm_bt: Bt as {K, N} with 32 x 256 boxes; both with the
- * 128-byte swizzle. Launch: WG_THREADS threads, WG_SMEM_BYTES of dynamic shared
- * memory, at most one CTA per tile. Needs M % 128 == 0, N % 128 == 0, K % 32 == 0,
- * K > 0 and C 8-byte aligned. */
-__global__ void __launch_bounds__(WG_THREADS, 1)
+/* C (+ z M N) = A[M,K] Bt[N,K]^T per work unit (the design is above). tm_a: A as a {K, M}
+ * FP32 map with 32 x 128 boxes; tm_bt: Bt as {K, N} with 32 x BN boxes; both with the
+ * 128-byte swizzle and row pitches of a multiple of 16 bytes. Launch: 384 threads,
+ * wg_shape::SMEM bytes of dynamic shared memory, at most one CTA per unit (units =
+ * ceil(M/128) ceil(N/BN) splits); K >= 1; vec2: N even and C 8-byte aligned. */
+template <int BN, int STAGES>
+__global__ void __launch_bounds__(WG_THREADS, (wg_shape<BN, STAGES>::MINB))
     gemm_tf32_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a,
                            const __grid_constant__ CUtensorMap tm_bt, float *__restrict__ C,
-                           int M, int N, int K) {
+                           int M, int N, int K, int kchunk, int splits, int vec2) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) unsigned char wg_smem[];
   const uint32_t base = (smem_addr(wg_smem) + 1023u) & ~1023u;
-  const uint32_t full0 = base + WG_STAGES * WG_STAGE_BYTES, empty0 = full0 + 8 * WG_STAGES;
-  const int tiles_m = M / WG_BM, tiles_n = (N + WG_BN - 1) / WG_BN, k_tiles = K / WG_BK;
+  const uint32_t full0 = base + STAGES * wg_shape<BN, STAGES>::STAGE_BYTES;
+  const uint32_t empty0 = full0 + 8 * STAGES;
+  const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + BN - 1) / BN;
+  const int units = tiles_m * tiles_n * splits;
   if (threadIdx.x == 0) {
 #pragma unroll
-    for (int s = 0; s < WG_STAGES; s++) {
+    for (int s = 0; s < STAGES; s++) {
       mbar_init(full0 + 8 * s, 1);
       mbar_init(empty0 + 8 * s, WG_CONSUMER_WARPS);
     }
@@ -443,9 +464,11 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
   const int warpgroup = threadIdx.x >> 7;
   if (warpgroup == 0) {
     if (threadIdx.x == 0)
-      wgmma_produce(&tm_a, &tm_bt, base, full0, empty0, tiles_m, tiles_n, k_tiles);
+      wg_produce<BN, STAGES>(&tm_a, &tm_bt, base, full0, empty0, tiles_m, tiles_n, units, K,
+                             kchunk);
   } else {
-    wgmma_consume(C, N, base, full0, empty0, tiles_m, tiles_n, k_tiles);
+    wg_consume<BN, STAGES>(C, M, N, base, full0, empty0, tiles_m, tiles_n, units, K, kchunk,
+                           vec2 != 0);
   }
 #elif defined(__CUDA_ARCH__)
   /* Code for another architecture (a build for 80 or 90 beside 90a): the host launches
@@ -453,6 +476,36 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
    * run anyway, fail the launch rather than leave C unwritten. */
   __trap();
 #endif
+}
+
+/* ---- the operands' copies ---- */
+
+/* Ap[m][k] = A[m][k] for k < K, 0 up to ldp: thread per element of Ap, grid-stride. */
+__global__ void tf32_pad_rows_kernel(const float *__restrict__ A, float *__restrict__ Ap, int M,
+                                     int K, int ldp) {
+  const size_t total = (size_t)M * ldp, stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int m = (int)(i / ldp), k = (int)(i % ldp);
+    Ap[i] = k < K ? A[(size_t)m * K + k] : 0.f;
+  }
+}
+
+/* Bt[n][k] = B[k][n] at row pitch ldt, zero for K <= k < ldt: the lecture's padded
+ * 32x33 tile, block 32x8 over a 32x32 tile of B (grid ceil(N/32) x ceil(ldt/32)), each
+ * thread 4 elements; reads and writes coalesced. */
+__global__ void tf32_transpose_pitch_kernel(const float *__restrict__ B, float *__restrict__ Bt,
+                                            int K, int N, int ldt) {
+  __shared__ float tile[32][33];
+  const int n0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int k = k0 + j, n = n0 + threadIdx.x;
+    tile[j][threadIdx.x] = k < K && n < N ? B[(size_t)k * N + n] : 0.f;
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int n = n0 + j, k = k0 + threadIdx.x;
+    if (n < N && k < ldt) Bt[(size_t)n * ldt + k] = k < K ? tile[threadIdx.x][j] : 0.f;
+  }
 }
 
 /* cuTensorMapEncodeTiled, looked up once through the runtime: gpulabd links the CUDA
@@ -478,15 +531,17 @@ static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder(void) {
   return encode;
 }
 
-/* Fills map for a rows x cols row-major FP32 matrix whose cols (the K of both operands)
- * are contiguous: 32 x box_rows boxes, which TMA writes in the 128-byte swizzle and
- * reads as zeros past the last row. False when the driver refuses it (p not 16-byte
- * aligned, a row not a multiple of 16 bytes) or has no encoder. A host call of about a
- * microsecond, so maps are made per launch: Bt's address is new at every launch. */
-static bool tensor_map(CUtensorMap *map, const float *p, int rows, int cols, int box_rows) {
+/* Fills map for a rows x cols row-major FP32 matrix at row pitch `pitch` floats whose
+ * cols (the K of both operands) are contiguous: 32 x box_rows boxes, which TMA writes in
+ * the 128-byte swizzle and reads as zeros past the last row and column. False when the
+ * driver refuses it (p not 16-byte aligned, a pitch not a multiple of 16 bytes) or has
+ * no encoder. A host call of about a microsecond, so maps are made per launch: the
+ * scratch's address is new at every launch. */
+static bool tensor_map(CUtensorMap *map, const float *p, int rows, int cols, int pitch,
+                       int box_rows) {
   PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-  const cuuint64_t row_bytes[1] = {(cuuint64_t)cols * sizeof(float)};
+  const cuuint64_t row_bytes[1] = {(cuuint64_t)pitch * sizeof(float)};
   const cuuint32_t box[2] = {WG_BK, (cuuint32_t)box_rows}, steps[2] = {1, 1};
   return encode && encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, const_cast<float *>(p), dims,
                           row_bytes, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -527,36 +582,73 @@ static void mma_plan(int m, int n, struct cuda_plan *p) {
 }
 
 #ifdef GPULAB_CUDA_SM90A
-/* Whether the wgmma kernel takes m x n x k here, pointers aside (gemm_tf32_launch
- * checks those): sizes it tiles exactly, a cc 9.0 device (its sm_90a code runs on no
- * other), room for its shared memory, and the driver's tensor-map encoder. */
-static bool wgmma_applies(int m, int n, int k, const struct tf32_device *d) {
-  return m > 0 && n > 0 && k > 0 && m % WG_BM == 0 && n % 128 == 0 && k % WG_BK == 0 &&
-         d->major == 9 && d->minor == 0 && (size_t)d->smem_optin >= WG_SMEM_BYTES &&
-         tensor_map_encoder() != NULL;
+/* Whether the wgmma kernel runs here: a cc 9.0 device (its sm_90a code runs on no other),
+ * room for the widest instance's shared memory, and the driver's tensor-map encoder. */
+static bool wgmma_available(const struct tf32_device *d) {
+  return d->major == 9 && d->minor == 0 &&
+         (size_t)d->smem_optin >= wg_shape<256, WG_STAGES>::SMEM && tensor_map_encoder() != NULL;
 }
 
-static void wgmma_plan(int m, int n, int sms, struct cuda_plan *p) {
-  cuda_plan_set(p, KFUNC(gemm_tf32_wgmma_kernel), "gemm_tf32_wgmma_kernel",
-                "B^T to scratch; persistent 128x256 C tiles: TMA producer + 2 wgmma m64n256k8 "
-                "warpgroups");
-  const unsigned tiles = gemm_blocks(m, n, WG_BM, WG_BN);
+/* The configuration m x n x k gets on this device, under the split-K workspace a job
+ * counts for it (gemm_tf32_scratch_floats: the pick at GEMM_PICK_COUNT_SMS). */
+static struct tf32_pick pick_here(int m, int n, int k, int sms) {
+  const struct tf32_pick counted = tf32_pick_for(m, n, k, GEMM_PICK_COUNT_SMS, UINT64_MAX);
+  return tf32_pick_for(m, n, k, sms, tf32_pick_ws_floats(&counted, m, n));
+}
+
+/* Each instance's shared memory is above the default 48 KiB: raised once per instance and
+ * device (bit d), when it is first planned there. */
+template <int BN>
+static std::atomic<unsigned long long> wg_smem_raised{0};
+
+template <int BN>
+static cudaError_t wg_plan_bn(const struct tf32_pick *pk, int m, int n, int sms,
+                              struct cuda_plan *p, const char *label) {
+  using S = wg_shape<BN, WG_STAGES>;
+  char name[64];
+  snprintf(name, sizeof name, "gemm_tf32_wgmma_kernel<%d>", BN);
+  cuda_plan_set(p, KFUNC((gemm_tf32_wgmma_kernel<BN, WG_STAGES>)), name, label);
+  const long long units = (long long)ceil_div(m, WG_BM) * ceil_div(n, BN) * pk->splits;
+  const long long resident = (long long)tf32_tile_cfgs[pk->tile].ctas_per_sm * sms;
+  p->grid = dim3((unsigned)(units < resident ? units : resident)); /* persistent */
   p->block = dim3(WG_THREADS);
-  p->grid = dim3(tiles < (unsigned)sms ? tiles : (unsigned)sms); /* one CTA per SM */
-  p->dyn_smem_bytes = WG_SMEM_BYTES;
+  p->dyn_smem_bytes = S::SMEM;
+  return smem_raise_once(&wg_smem_raised<BN>, p->func, S::SMEM, false);
+}
+
+/* The pick's kernel (its copies and split-K pass go around it): cudaSuccess,
+ * cudaErrorInvalidConfiguration for a tile this file lacks, or the raise's error. */
+static cudaError_t wg_plan(const struct tf32_pick *pk, int m, int n, int k, int sms,
+                           struct cuda_plan *p) {
+  char label[192];
+  tf32_pick_describe(pk, m, n, k, sms, label, sizeof label);
+  if (pk->tile < 0 || pk->tile >= TF32_N_TILES) return cudaErrorInvalidConfiguration;
+  switch (tf32_tile_cfgs[pk->tile].bn) {
+  case 256: return wg_plan_bn<256>(pk, m, n, sms, p, label);
+  case 224: return wg_plan_bn<224>(pk, m, n, sms, p, label);
+  case 192: return wg_plan_bn<192>(pk, m, n, sms, p, label);
+  case 128: return wg_plan_bn<128>(pk, m, n, sms, p, label);
+  case 64: return wg_plan_bn<64>(pk, m, n, sms, p, label);
+  }
+  return cudaErrorInvalidConfiguration;
 }
 #endif
 
 int gemm_tf32_plan(int m, int n, int k, struct cuda_plan *p, char *why, size_t why_len) {
   struct tf32_device d;
   if (tf32_device_read(&d) != 0) {
+    cuda_plan_set(p, NULL, "gemm tf32", "");
     snprintf(why, why_len, "gemm tf32: cannot read the device's attributes");
     return -1;
   }
 #ifdef GPULAB_CUDA_SM90A
-  if (wgmma_applies(m, n, k, &d)) {
-    wgmma_plan(m, n, d.sms, p);
-    return 0;
+  if (wgmma_available(&d) && m > 0 && n > 0 && k > 0) {
+    const struct tf32_pick pk = pick_here(m, n, k, d.sms);
+    const cudaError_t e = wg_plan(&pk, m, n, k, d.sms, p);
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    snprintf(why, why_len, "gemm tf32: configuration %s: %s", pk.name, cudaGetErrorString(e));
+    return -1;
   }
 #endif
   mma_plan(m, n, p);
@@ -570,67 +662,105 @@ int gemm_tf32_plan(int m, int n, int k, struct cuda_plan *p, char *why, size_t w
   return 0;
 }
 
-/* Both kernels use more than the default 48 KiB of dynamic shared memory: the limit
- * is raised once per kernel and device (smem_raise_once), before the first launch. */
+/* The mma.sync kernel uses more than the default 48 KiB of dynamic shared memory: the
+ * limit is raised once per device (smem_raise_once), before the first launch. */
 static std::atomic<unsigned long long> mma_smem_raised{0};
 
 #ifdef GPULAB_CUDA_SM90A
-static std::atomic<unsigned long long> wgmma_smem_raised{0};
+static size_t round32(size_t f) { return (f + 31) / 32 * 32; }
 
-/* The wgmma path of plan p on s: a scratch Bt (N x K floats) allocated stream-ordered,
- * B transposed into it, the kernel, the scratch freed after it. Stream-ordered
- * allocation is legal while s is being captured (CUDA 11.4+): cudaMallocAsync and
- * cudaFreeAsync become the graph's own allocation and free nodes, and the allocation's
- * address stays fixed for the graph's life, so the tensor maps baked into the captured
- * launch hold at every replay. Returns false when the path cannot start (a default
- * stream, A or C not 16-byte aligned, no memory for the scratch, a map refused), having
- * left nothing in flight but a freed scratch: the caller then runs mma.sync. Otherwise
- * true, with the first error in *err. */
-static bool wgmma_launch(const struct cuda_plan *p, const float *d_a, const float *d_b,
-                         float *d_c, int m, int n, int k, cudaStream_t s, cudaError_t *err) {
-  CUtensorMap tm_a, tm_bt;
-  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) return false;
-  if (!aligned16(d_a) || !aligned16(d_c) || !tensor_map(&tm_a, d_a, m, k, WG_BM)) return false;
-  if (smem_raise_once(&wgmma_smem_raised, p->func, p->dyn_smem_bytes, false) != cudaSuccess) {
+/* The wgmma path of pick pk on s: one scratch block stream-ordered from the pool (Bt, A's
+ * copy, the split-K workspace: tf32_pick_scratch_floats), B transposed into it (and A
+ * copied at pitch kp), the kernel, the split-K pass, the scratch freed after them.
+ * Stream-ordered allocation is legal while s is being captured (CUDA 11.4+):
+ * cudaMallocAsync and cudaFreeAsync become the graph's own allocation and free nodes, and
+ * the allocation's address stays fixed for the graph's life, so the tensor maps baked
+ * into the captured launch hold at every replay. Returns false when the path cannot start
+ * (A not 16-byte aligned where it is read in place, no memory for the scratch, a map
+ * refused), having left nothing in flight but a freed scratch: the caller then runs
+ * mma.sync. Otherwise true, with the first error in *err. */
+static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b,
+                         float *d_c, int m, int n, int k, int sms, cudaStream_t s,
+                         cudaError_t *err) {
+  if (cuda_is_default_stream(s) || (!pk->copy_a && !aligned16(d_a))) return false;
+  struct cuda_plan p;
+  if (wg_plan(pk, m, n, k, sms, &p) != cudaSuccess) {
     (void)cudaGetLastError(); /* a sticky error shows again in the fallback's launch */
     return false;
   }
-  float *d_bt = NULL;
-  if (cudaMallocAsync((void **)&d_bt, (size_t)k * n * sizeof(float), s) != cudaSuccess) {
+  float *scratch = NULL;
+  if (cudaMallocAsync((void **)&scratch, tf32_pick_scratch_floats(pk, m, n) * sizeof(float), s) !=
+      cudaSuccess) {
     (void)cudaGetLastError(); /* out of memory is not sticky; mma.sync needs no scratch */
     return false;
   }
-  if (!tensor_map(&tm_bt, d_bt, n, k, WG_BN)) {
-    (void)cudaFreeAsync(d_bt, s);
+  float *bt = scratch, *ap = bt + round32((size_t)n * pk->kp);
+  float *ws = ap + (pk->copy_a ? round32((size_t)m * pk->kp) : 0);
+  const float *a = pk->copy_a ? ap : d_a;
+  CUtensorMap tm_a, tm_bt;
+  if (!tensor_map(&tm_a, a, m, k, pk->kp, WG_BM) ||
+      !tensor_map(&tm_bt, bt, n, k, pk->kp, tf32_tile_cfgs[pk->tile].bn)) {
+    (void)cudaFreeAsync(scratch, s);
     (void)cudaGetLastError();
     return false;
   }
-  cudaError_t e = transpose_best_launch(d_b, d_bt, k, n, s); /* B is k x n */
-  if (e == cudaSuccess) {
-    void *args[] = {&tm_a, &tm_bt, &d_c, &m, &n, &k};
-    e = cuda_plan_launch(p, args, s);
+  cudaError_t e = cudaSuccess;
+  if (pk->copy_a) {
+    tf32_pad_rows_kernel<<<8 * sms, 256, 0, s>>>(d_a, ap, m, k, pk->kp);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) {
+      tf32_transpose_pitch_kernel<<<dim3(ceil_div(n, 32), ceil_div(pk->kp, 32)), dim3(32, 8), 0,
+                                    s>>>(d_b, bt, k, n, pk->kp);
+      e = cudaGetLastError();
+    }
+  } else {
+    e = transpose_best_launch(d_b, bt, k, n, s); /* B is k x n */
   }
-  cudaError_t freed = cudaFreeAsync(d_bt, s); /* stream-ordered: after the kernel */
+  float *out = pk->splits > 1 ? ws : d_c;
+  int kchunk = pk->kchunk, splits = pk->splits;
+  int vec2 = n % 2 == 0 && ((uintptr_t)out & 7) == 0;
+  if (e == cudaSuccess) {
+    void *args[] = {&tm_a, &tm_bt, &out, &m, &n, &k, &kchunk, &splits, &vec2};
+    e = cuda_plan_launch(&p, args, s);
+  }
+  if (e == cudaSuccess && pk->splits > 1)
+    e = gemm_splitk_launch(ws, d_c, (size_t)m * n, pk->splits, sms, s);
+  const cudaError_t freed = cudaFreeAsync(scratch, s); /* stream-ordered: after them */
   *err = e != cudaSuccess ? e : freed;
   return true;
 }
 #endif
 
-/* The plan's kernel on s: the wgmma path where it can start, else mma.sync. Unlike the
- * other launchers this one allocates (the wgmma path's scratch, stream-ordered on s, so
- * it still never synchronizes; exp_spec_bytes counts it in a job's memory). */
+cudaError_t gemm_tf32_launch_pick(const struct tf32_pick *pk, const float *d_a,
+                                  const float *d_b, float *d_c, int m, int n, int k,
+                                  cudaStream_t s) {
+#ifdef GPULAB_CUDA_SM90A
+  struct tf32_device d;
+  if (tf32_device_read(&d) != 0) return cudaErrorInvalidConfiguration;
+  if (m <= 0 || n <= 0 || k <= 0 || !wgmma_available(&d)) return cudaErrorNotSupported;
+  cudaError_t e = cudaSuccess;
+  return wgmma_launch(pk, d_a, d_b, d_c, m, n, k, d.sms, s, &e) ? e : cudaErrorNotSupported;
+#else
+  (void)pk, (void)d_a, (void)d_b, (void)d_c, (void)m, (void)n, (void)k, (void)s;
+  return cudaErrorNotSupported;
+#endif
+}
+
+/* The plan's kernel on s: the wgmma path where it can start, else mma.sync. */
 cudaError_t gemm_tf32_launch(const float *d_a, const float *d_b, float *d_c, int m, int n,
                              int k, cudaStream_t s) {
-  struct cuda_plan p;
-  char why[160];
-  if (gemm_tf32_plan(m, n, k, &p, why, sizeof why) != 0) return cudaErrorInvalidConfiguration;
+  struct tf32_device d;
+  if (tf32_device_read(&d) != 0) return cudaErrorInvalidConfiguration;
 #ifdef GPULAB_CUDA_SM90A
-  if (p.func == KFUNC(gemm_tf32_wgmma_kernel)) {
+  if (wgmma_available(&d) && m > 0 && n > 0 && k > 0) {
+    const struct tf32_pick pk = pick_here(m, n, k, d.sms);
     cudaError_t e = cudaSuccess;
-    if (wgmma_launch(&p, d_a, d_b, d_c, m, n, k, s, &e)) return e;
-    mma_plan(m, n, &p); /* the plan's device checks hold for mma.sync a fortiori */
+    if (wgmma_launch(&pk, d_a, d_b, d_c, m, n, k, d.sms, s, &e)) return e;
   }
 #endif
+  struct cuda_plan p;
+  mma_plan(m, n, &p);
+  if (d.major < 8 || (size_t)d.smem_optin < TC_SMEM_BYTES) return cudaErrorInvalidConfiguration;
   cudaError_t e = smem_raise_once(&mma_smem_raised, p.func, p.dyn_smem_bytes, false);
   if (e != cudaSuccess) return e;
   int flags = gemm_flags(d_a, d_b, d_c, n, k);

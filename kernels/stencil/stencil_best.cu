@@ -12,20 +12,19 @@
 
 #define SB_WARPS 8
 #define SB_THREADS (SB_WARPS * 32)
-#define SB_TILES_PER_BLOCK 4 /* grid = tiles / 4: see the kernel's comment */
 
 /* One instance per span: STEPS steps of 256 floats per warp. Shared memory: the four
- * prefix arrays (SPAN doubles), the warp totals (padded to 16 doubles) and two stages
- * of SPAN floats (this tile's span and the next one's). */
+ * prefix arrays (SPAN doubles), the warp totals (padded to 16 doubles) and one stage of
+ * SPAN floats (the tile's span). */
 template <int STEPS> struct sb_shape {
   static constexpr int REGION = 256 * STEPS; /* floats per warp */
   static constexpr int SPAN = SB_WARPS * REGION;
   static constexpr int Q = SPAN / 4; /* doubles per prefix array */
   static constexpr int WTOT = 16;
-  static constexpr int STAGES = 2;
+  static constexpr int STAGES = 1;
   static constexpr size_t SMEM_BYTES =
       (size_t)(SPAN + WTOT) * sizeof(double) + (size_t)STAGES * SPAN * sizeof(float);
-  /* Blocks per SM that its 228 KiB of shared memory hold (3, and 1 for the wide span):
+  /* Blocks per SM that its 228 KiB of shared memory hold (4, and 2 for the wide span):
    * the launch bound asks the registers to let that many run. */
   static constexpr int FIT = (int)((228 * 1024) / (SMEM_BYTES + 1024));
   static constexpr int MIN_BLOCKS = FIT < 1 ? 1 : FIT > 6 ? 6 : FIT;
@@ -68,18 +67,20 @@ __device__ __forceinline__ void copy_chunk(float *dst, const float *__restrict__
 
 /* Cost per output independent of r: tile k owns the T outputs at k*T (stencil_best.h:
  * T ~ SPAN - 2r) and scans its span x[k*T - lead, k*T - lead + SPAN), SPAN = 4096
- * floats (8192 when the halo is over 2048, r >~ 1020: STEPS = 4, one block per SM,
- * the same work per output, lower throughput, not measured). 8 warps; warp w owns the
- * contiguous region [w*REGION, (w+1)*REGION) of the span, in STEPS steps of 256 floats,
- * 8 consecutive floats a lane.
- *  - Loads: each warp cp.asyncs its region of the block's NEXT tile into the other of
- *    two shared stages while it computes this one, so a block has loads in flight
- *    through the whole tile (the previous kernel loaded, then computed, and relied on
- *    its 5 blocks per SM being out of phase). The stage is private to the warp, so
- *    wait_group + __syncwarp make it visible: no block barrier guards it. With x
- *    16-byte aligned (every device allocation) the span starts aligned (lead and T
- *    are multiples of 4) and a chunk is one 16-byte copy; an unaligned x copies float
- *    by float: the same tiles and sums, slower.
+ * floats (8192 when the halo is over 2048, r >~ 1020: STEPS = 4, the same work per
+ * output). 8 warps; warp w owns the contiguous region [w*REGION, (w+1)*REGION) of the
+ * span, in STEPS steps of 256 floats, 8 consecutive floats a lane.
+ *  - Loads: each warp cp.asyncs its region of the tile into its part of one shared
+ *    stage, then waits for it: with one stage a block holds 48 KiB (96 KiB for the wide
+ *    span), so 4 (2) blocks share an SM and keep its loads going while each computes
+ *    (the shape labs measured this faster at every n and radius than two stages that
+ *    prefetch the next tile with 3 (1) blocks an SM: bench/RESULTS.md). The stage is
+ *    private to the warp, so wait_group + __syncwarp make it visible: no block barrier
+ *    guards it; the next tile's copies overwrite it only after every lane of the warp
+ *    read its floats (before the tile's first barrier). With x 16-byte aligned (every
+ *    device allocation) the span starts aligned (lead and T are multiples of 4) and a
+ *    chunk is one 16-byte copy; an unaligned x copies float by float: the same tiles
+ *    and sums, slower.
  *  - Scan: a lane sums its 8 floats in double in registers, one warp shuffle scan per
  *    8 floats, a running total across steps; the 8 warp totals go through shared and
  *    ONE barrier, then each thread adds the totals of the warps before its own and
@@ -92,18 +93,20 @@ __device__ __forceinline__ void copy_chunk(float *dst, const float *__restrict__
  *    (P[j + lead + r] - P[j + lead - r - 1]) / (2r+1), and stores one float4 (4
  *    scalar stores in the last tile or when y is not 16-byte aligned).
  *  - Grid: block b takes tiles b, b + gridDim.x, ... (any grid is correct); the plan
- *    gives 4 tiles a block, so blocks still prefetch, while the scheduler starts them
- *    at staggered times, keeping loads and arithmetic out of phase across an SM's
- *    blocks (a persistent grid's blocks move in lock-step).
- * This one measured faster than the previous one-tile-per-block kernel, than itself on a
- * persistent grid and than a dynamic tile queue (bench/lab/stencil_lab.cu; the figures
- * are in bench/RESULTS.md). Sums restart at every
+ *    gives 2 tiles a block for the 4096-float span and 1 for the 8192-float one (the
+ *    shape labs' rule: near the best of 11 grids and instances at every n from 2^22 to
+ *    2^26 and r from 0 to 1024, in both runs: bench/RESULTS.md), while the scheduler
+ *    starts blocks at staggered times, keeping loads and arithmetic out of phase across
+ *    an SM's blocks (a persistent grid's blocks move in lock-step, and measured slower
+ *    again).
+ * The body is bench/lab/stencil_shapes_lab.cu's lean_kernel<8, STEPS, 1>, which ran and
+ * passed on the H200 at these launch shapes. Sums restart at every
  * tile and run in double; a prefix is a chain of at most ~20 additions of partials no
  * larger than sum |x| over the span, so an output's rounding error is at most
  * ~45 * 2^-53 * sum |x| over its tile's span / (2r+1) before the final rounding to
  * float (kernels/stencil/stencil.c states the tolerance); a non-finite input spoils the
- * rest of its tile. Launch SB_THREADS threads, ceil(ceil(n/T) / 4) blocks and
- * sb_shape<STEPS>::SMEM_BYTES of dynamic shared memory; tile = stencil_best_tile(r),
+ * rest of its tile. Launch SB_THREADS threads, ceil(ceil(n/T) / tiles a block) blocks
+ * and sb_shape<STEPS>::SMEM_BYTES of dynamic shared memory; tile = stencil_best_tile(r),
  * xvec / yvec: x / y 16-byte aligned. */
 template <int STEPS>
 __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
@@ -114,7 +117,7 @@ __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
   extern __shared__ __align__(16) double sb_smem[];
   double *P = sb_smem;                                      /* 4 arrays of Q doubles */
   double *wtot = P + SPAN;                                  /* the warp totals */
-  float *stages = reinterpret_cast<float *>(wtot + S::WTOT); /* 2 spans of floats */
+  float *stage = reinterpret_cast<float *>(wtot + S::WTOT); /* a span of floats */
   const unsigned full = 0xffffffffu;
   const int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
   const int lead = stencil_best_lead(r);
@@ -134,9 +137,9 @@ __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
    * swz(2 lane + 64q) = swz(2 lane) + 64q every read. */
   const int cp_off = 4 * swz(lane), rd_off0 = 4 * swz(2 * lane), rd_off1 = 4 * swz(2 * lane + 1);
 
-  /* Warp w copies its region of tile kk into stage s. */
-  auto issue = [&](long long kk, int s) {
-    float *dst = stages + s * SPAN + w * REGION + cp_off;
+  /* Warp w copies its region of tile kk into the stage. */
+  auto issue = [&](long long kk) {
+    float *dst = stage + w * REGION + cp_off;
     const long long g0 = kk * tile - lead + (long long)w * REGION + 4 * lane;
     if (xvec && g0 - 4 * lane >= 0 && g0 - 4 * lane + REGION <= n) { /* all inside x */
 #pragma unroll
@@ -147,16 +150,14 @@ __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
     }
   };
 
-  if (blockIdx.x < tiles) issue(blockIdx.x, 0);
-  cp_async_commit();
   for (int it = 0;; it++) {
-    const long long k = blockIdx.x + it * G, kn = k + G;
+    const long long k = blockIdx.x + it * G;
     if (k >= tiles) break; /* uniform across the block */
-    if (kn < tiles) issue(kn, (it + 1) & 1); /* this warp read that stage last tile */
+    issue(k); /* every lane of this warp read the stage's last tile into v */
     cp_async_commit();
-    cp_async_wait<1>();
+    cp_async_wait<0>();
     __syncwarp(); /* the other lanes' copies of this warp's region are visible */
-    const float *src = stages + (it & 1) * SPAN + w * REGION;
+    const float *src = stage + w * REGION;
     float4 v[2 * STEPS];
 #pragma unroll
     for (int q = 0; q < STEPS; q++) {
@@ -230,25 +231,29 @@ __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
 
 /* ---- plan and launcher ---- */
 
+/* Tiles a block takes (the grid's divisor): the shape labs' rule, 2 for the 4096-float
+ * span, 1 for the 8192-float one. */
+static int tiles_per_block(bool wide) { return wide ? 1 : 2; }
+
 /* The instance, launch shape and shared memory for n and a radius that has a tile. */
 static void plan_shape(int n, int radius, int tile, struct cuda_plan *p) {
   const bool wide = stencil_best_span(radius) > STENCIL_BEST_SPAN;
   if (wide)
     cuda_plan_set(p, KFUNC(stencil_best_kernel<4>), "stencil_best_kernel<4>",
-                  "256 threads, 4 tiles of 8192-float spans: next span by cp.async, double "
-                  "warp scans");
+                  "halo over 2048: 8192-float spans, 1 tile a block, one stage (2 blocks an "
+                  "SM); 256 threads: span by cp.async, double warp scans");
   else
     cuda_plan_set(p, KFUNC(stencil_best_kernel<2>), "stencil_best_kernel<2>",
-                  "256 threads, 4 tiles of 4096-float spans: next span by cp.async, double "
-                  "warp scans");
+                  "4096-float spans, 2 tiles a block, one stage (4 blocks an SM); 256 threads: "
+                  "span by cp.async, double warp scans");
   p->block = dim3(SB_THREADS);
   p->dyn_smem_bytes = wide ? sb_shape<4>::SMEM_BYTES : sb_shape<2>::SMEM_BYTES;
-  p->grid = dim3(ceil_div(ceil_div(n, tile), SB_TILES_PER_BLOCK));
+  p->grid = dim3(ceil_div(ceil_div(n, tile), tiles_per_block(wide)));
 }
 
 /* Both instances' dynamic shared memory is above the default 48 KiB: raised once per
  * instance and device (bit d of smem_raised[wide]), before the first launch there,
- * with the largest shared carveout, as measured (3 narrow blocks an SM take 197 KB). */
+ * with the largest shared carveout, as measured (4 narrow blocks an SM take 193 KiB). */
 static std::atomic<unsigned long long> smem_raised[2];
 
 static cudaError_t raise_smem(const struct cuda_plan *p, bool wide) {

@@ -72,7 +72,10 @@ static const struct exp_variant variants[] = {
     [TRANSPOSE_COPY] = {"copy", "the bandwidth reference beside them: B = A, not a transpose", 0,
                         EXP_CEILING_DEFAULT,
                         {cpu_copy, "cpu_copy", "memcpy of A: the bandwidth reference", "", NULL}},
-    [TRANSPOSE_BEST] = {"best", "64x64 padded tile moved with 16-byte accesses", 0,
+    [TRANSPOSE_BEST] = {"best",
+                        "picked by shape: 64x64 float4 tiles, whole-sector stores at odd "
+                        "shapes, a gather or a copy at thin ones",
+                        0,
                         EXP_CEILING_DEFAULT,
                         {cpu_transpose_blocked, "cpu_transpose_blocked",
                          "32x32 cache-blocked loop (CPU stand-in for the GPU's float4 tiles)",

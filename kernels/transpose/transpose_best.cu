@@ -1,8 +1,12 @@
-/* The transpose's `best` variant: 64x64 tiles moved as float4 both ways, through a
- * swizzled shared tile, in a grouped launch order. Sizes that break 16-byte alignment
- * take 4-byte accesses in the same kernel (a uniform branch), so every size runs. */
+/* The transpose's `best` variant, its kernel picked by shape (transpose_pick.h): 64x64
+ * tiles moved as float4 both ways where rows are whole float4; a sector-exact kernel
+ * (4-byte coalesced loads, B written in whole 32-byte sectors) where they are not and
+ * where columns are few; a gather for few rows and a float4 copy for vectors. Every
+ * kernel here ran and passed on the H200 in bench/lab/transpose_shapes_lab.cu with these
+ * template parameters and launch shapes. */
 #include "kernels/backends/cuda/cuda_best.cuh"
 #include "kernels/transpose/transpose.cuh"
+#include "kernels/transpose/transpose_pick.h"
 
 #include <stdio.h>
 
@@ -79,23 +83,275 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
   }
 }
 
-/* ---- plan and launcher ---- */
+/* ---- sec<TC, TR>: rows not whole float4, and few columns ----
+ *
+ * Where m or n is not a multiple of 4 the tile kernel's 4-byte stores leave every 32-byte
+ * sector of B partly written per instruction (4x the L2 write requests, and
+ * read-modify-writes where a sector leaves L2 incomplete). This kernel makes every store
+ * a whole, 32-byte-aligned sector run: B row J's segments start where J*m + r is a
+ * multiple of 8, i.e. block (bm, bn) writes, for each of its TC B rows J = c0 + jj, the
+ * TR floats B[J][r0 - d_J .. r0 - d_J + TR) with d_J = (J m) mod 8 and r0 = TR bm
+ * (segments of consecutive bm tile the row exactly; tiles_r = ceil((m + 7) / TR) covers
+ * it; only a row's two ends, where it meets rows J -+ 1, are clipped and written float by
+ * float). So the tile needs A rows r0 - 7 .. r0 + TR - 1 (7 of them shared with the block
+ * above, re-read from L2) of columns c0 .. c0 + TC - 1.
+ *  - Loads: 4-byte, warp-coalesced (a warp reads L = min(32, TC) consecutive floats of
+ *    32 / L rows per instruction: whole 128-byte runs, any alignment), all of a thread's
+ *    (TR + 8) TC / 256 loads issued before the first use; element (r, jj) goes to
+ *    buf[jj][r - r0 + d_J] (pitch TR + 1) when that is in [0, TR).
+ *  - Stores: a warp moves 4 B rows x 8 float4 (4 scalar LDS each, pitch TR + 1: 32 banks)
+ *    and writes them as 16-byte stores, 4 x 128 contiguous bytes starting on a sector
+ *    boundary; chunks at a row's ends go out float by float.
+ * Launch: 256 threads, grid tiles_r * tiles_c in grouped order (32 tile rows a group);
+ * b 16-byte aligned. Instances: 32 x 128 (odd shapes) and 16 x 256 (n < 32). */
+#define SEC_GROUP 32
 
-int transpose_best_plan(int m, int n, struct cuda_plan *p, char *why, size_t why_len) {
-  cuda_plan_set(p, KFUNC(transpose_best_kernel), "transpose_best_kernel",
-                "32x8 block, 64x64 tile: float4 in, 4x4 register transpose, swizzled tile, "
-                "float4 out");
-  p->block = dim3(32, 8);
-  p->grid = dim3((unsigned)(ceil_div(m, TB_TILE) * (unsigned long long)ceil_div(n, TB_TILE)));
+template <int TC, int TR> struct sec_shape {
+  static constexpr int PITCH = TR + 1;
+  static constexpr int L = TC < 32 ? TC : 32;     /* lanes along a row in the loads */
+  static constexpr int RW = 32 / L;               /* rows a warp instruction reads */
+  static constexpr int CH = TC / L;               /* columns a lane reads per row */
+  static constexpr int ROWS = TR + 8;             /* rows r0 - 8 .. r0 + TR - 1 */
+  static constexpr int LI = (ROWS + 8 * RW - 1) / (8 * RW); /* load rounds per thread */
+  static constexpr int NCH = TC * TR / 4 / 256;   /* float4 chunks a thread stores */
+  static constexpr int GPR = TR / 32;             /* 8-chunk groups a B row has */
+  static_assert(TC % L == 0 && TR % 32 == 0 && TC % 4 == 0, "tile shape");
+  static_assert((TC * TR / 4) % 256 == 0, "chunks per thread");
+};
+
+template <int TC, int TR>
+__device__ __forceinline__ void sec_tile(int block, int m, int n, int *bm, int *bn) {
+  grouped_tile(block, (m + 7 + TR - 1) / TR, (n + TC - 1) / TC, SEC_GROUP, bm, bn);
+}
+
+/* Load phase of thread t into buf (TC x PITCH floats). */
+template <int TC, int TR>
+__device__ __forceinline__ void sec_load(const float *__restrict__ a, float *buf, int m, int n,
+                                         int bm, int bn, int t) {
+  using S = sec_shape<TC, TR>;
+  const int w = t >> 5, l = t & 31;
+  const int r0 = TR * bm, c0 = TC * bn;
+  const int lr = l / S::L, lc = l % S::L; /* row within the instruction, column lane */
+  const int m7 = m & 7;
+  float v[S::LI][S::CH];
+  bool ok[S::LI][S::CH];
+#pragma unroll
+  for (int i = 0; i < S::LI; i++) {
+    const int p = (w + 8 * i) * S::RW + lr; /* row slot: r = r0 - 8 + p */
+    const int r = r0 - 8 + p;
+#pragma unroll
+    for (int h = 0; h < S::CH; h++) {
+      const int jj = lc + S::L * h, c = c0 + jj;
+      const int q = p - 8 + (((c & 7) * m7) & 7);
+      ok[i][h] = p < S::ROWS && r >= 0 && r < m && c < n && q >= 0 && q < TR;
+      v[i][h] = ok[i][h] ? __ldg(a + (long long)r * n + c) : 0.f;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < S::LI; i++) {
+    const int p = (w + 8 * i) * S::RW + lr;
+#pragma unroll
+    for (int h = 0; h < S::CH; h++) {
+      const int jj = lc + S::L * h, c = c0 + jj;
+      const int q = p - 8 + (((c & 7) * m7) & 7);
+      if (ok[i][h]) buf[jj * S::PITCH + q] = v[i][h];
+    }
+  }
+}
+
+/* Store phase of thread t from buf. */
+template <int TC, int TR>
+__device__ __forceinline__ void sec_store(float *__restrict__ b, const float *buf, int m, int n,
+                                          int bm, int bn, int t) {
+  using S = sec_shape<TC, TR>;
+  const int w = t >> 5, l = t & 31;
+  const int r0 = TR * bm, c0 = TC * bn;
+  const int m7 = m & 7;
+#pragma unroll
+  for (int i = 0; i < S::NCH; i++) {
+    const int g = 8 * i + w; /* group: 4 B rows x 8 chunks */
+    const int jj = 4 * (g / S::GPR) + (l >> 3), vq = 8 * (g % S::GPR) + (l & 7);
+    const int J = c0 + jj;
+    if (J >= n) continue;
+    const int d = ((J & 7) * m7) & 7;
+    const int rr = r0 - d + 4 * vq; /* A row of the chunk's first element */
+    if (rr + 3 < 0 || rr >= m) continue;
+    const float *src = buf + jj * S::PITCH + 4 * vq;
+    const float x0 = src[0], x1 = src[1], x2 = src[2], x3 = src[3];
+    float *dst = b + (long long)J * m + rr;
+    if (rr >= 0 && rr + 3 < m) {
+      __stwb(reinterpret_cast<float4 *>(dst), make_float4(x0, x1, x2, x3));
+    } else {
+      if (rr >= 0) dst[0] = x0;
+      if (rr + 1 >= 0 && rr + 1 < m) dst[1] = x1;
+      if (rr + 2 >= 0 && rr + 2 < m) dst[2] = x2;
+      if (rr + 3 < m) dst[3] = x3;
+    }
+  }
+}
+
+template <int TC, int TR>
+__global__ __launch_bounds__(256) void transpose_sec_kernel(const float *__restrict__ a,
+                                                            float *__restrict__ b, int m, int n) {
+  __shared__ float buf[TC * sec_shape<TC, TR>::PITCH];
+  int bm, bn;
+  sec_tile<TC, TR>(blockIdx.x, m, n, &bm, &bn);
+  sec_load<TC, TR>(a, buf, m, n, bm, bn, threadIdx.x);
+  __syncthreads();
+  sec_store<TC, TR>(b, buf, m, n, bm, bn, threadIdx.x);
+}
+
+/* ---- gather: few rows (2 <= m < 32) ----
+ * Thread t of block b makes the float4 chunks q = (4b + c) * 256 + t (c < 4) of B's flat
+ * array (a warp writes 512 contiguous bytes per c): element p = 4q + e is B[j][i] with
+ * j = p / m, i = p % m, read as A[i*n + j] (4-byte loads through L1: a warp's reads are a
+ * few A rows). One division per chunk. Launch: 256 threads, ceil(m n / 4096) blocks; b
+ * 16-byte aligned. */
+__global__ __launch_bounds__(256) void transpose_gather_kernel(const float *__restrict__ a,
+                                                               float *__restrict__ b, int m,
+                                                               int n) {
+  const unsigned long long total = (unsigned long long)m * n;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const unsigned long long q = ((unsigned long long)blockIdx.x * 4 + c) * 256 + threadIdx.x;
+    const unsigned long long p = 4 * q;
+    if (p >= total) break;
+    unsigned long long j, i;
+    if (total <= 0xFFFFFFFFull) {
+      const unsigned jj = (unsigned)p / (unsigned)m;
+      j = jj, i = (unsigned)p - jj * (unsigned)m;
+    } else {
+      j = p / m, i = p - j * m;
+    }
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      v[e] = p + e < total ? __ldg(a + i * n + j) : 0.f;
+      if (++i == (unsigned long long)m) i = 0, j++;
+    }
+    if (p + 4 <= total) {
+      __stwb(reinterpret_cast<float4 *>(b + p), make_float4(v[0], v[1], v[2], v[3]));
+    } else {
+      for (int e = 0; e < 4; e++)
+        if (p + e < total) b[p + e] = v[e];
+    }
+  }
+}
+
+/* ---- copy4: vectors (m == 1 or n == 1: B has A's bytes) ----
+ * Grid-stride float4 copy, four loads in flight before the stores (cuda_measure.cu's
+ * copy kernel), plus the n % 4 tail by the first threads. Launch: 256 threads, at most
+ * 8 blocks an SM; both pointers 16-byte aligned. */
+__global__ void transpose_copy4_kernel(const float *__restrict__ src, float *__restrict__ dst,
+                                       size_t n) {
+  const size_t n4 = n / 4, stride = (size_t)gridDim.x * blockDim.x;
+  const float4 *s4 = reinterpret_cast<const float4 *>(src);
+  float4 *d4 = reinterpret_cast<float4 *>(dst);
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n % 4) dst[4 * n4 + i] = src[4 * n4 + i];
+  for (; i + 3 * stride < n4; i += 4 * stride) {
+    float4 x = s4[i], y = s4[i + stride], z = s4[i + 2 * stride], w = s4[i + 3 * stride];
+    d4[i] = x, d4[i + stride] = y, d4[i + 2 * stride] = z, d4[i + 3 * stride] = w;
+  }
+  for (; i < n4; i += stride) d4[i] = s4[i];
+}
+
+/* ---- plans and launchers ---- */
+
+/* The kernel and launch shape of `kind` at m x n (vec: the tile kernel's float4 path). */
+static int plan_kind(enum transpose_kind kind, const char *why_picked, int m, int n, int sms,
+                     struct cuda_plan *p) {
+  const unsigned long long total = (unsigned long long)m * n;
+  switch (kind) {
+  case TRANSPOSE_KIND_TILE:
+    cuda_plan_set(p, KFUNC(transpose_best_kernel), "transpose_best_kernel", "");
+    p->block = dim3(32, 8);
+    p->grid = dim3((unsigned)(ceil_div(m, TB_TILE) * (unsigned long long)ceil_div(n, TB_TILE)));
+    snprintf(p->description, sizeof p->description,
+             "%s: 32x8 block, 64x64 tile: float4 in, 4x4 register transpose, swizzled tile, "
+             "float4 out",
+             why_picked);
+    return 0;
+  case TRANSPOSE_KIND_SEC:
+    cuda_plan_set(p, KFUNC((transpose_sec_kernel<32, 128>)), "transpose_sec_kernel<32,128>", "");
+    p->grid = dim3((unsigned)(ceil_div(m + 7, 128) * (unsigned long long)ceil_div(n, 32)));
+    break;
+  case TRANSPOSE_KIND_SEC_NARROW:
+    cuda_plan_set(p, KFUNC((transpose_sec_kernel<16, 256>)), "transpose_sec_kernel<16,256>", "");
+    p->grid = dim3((unsigned)(ceil_div(m + 7, 256) * (unsigned long long)ceil_div(n, 16)));
+    break;
+  case TRANSPOSE_KIND_GATHER:
+    cuda_plan_set(p, KFUNC(transpose_gather_kernel), "transpose_gather_kernel", "");
+    p->grid = dim3((unsigned)((total + 4095) / 4096));
+    snprintf(p->description, sizeof p->description,
+             "%s: thread per 4 floats of B (4 of them a warp's 512 bytes), gathered from A",
+             why_picked);
+    p->block = dim3(256);
+    return 0;
+  case TRANSPOSE_KIND_COPY: {
+    unsigned long long blocks = (total / 4 + 255) / 256, cap = 8ull * (unsigned)sms;
+    cuda_plan_set(p, KFUNC(transpose_copy4_kernel), "transpose_copy4_kernel", "");
+    p->grid = dim3((unsigned)(blocks < 1 ? 1 : blocks < cap ? blocks : cap));
+    snprintf(p->description, sizeof p->description, "%s: grid-stride float4 copy", why_picked);
+    p->block = dim3(256);
+    return 0;
+  }
+  default: return -1;
+  }
+  snprintf(p->description, sizeof p->description,
+           "%s: 4-byte coalesced loads, B by whole 32-byte sectors of float4", why_picked);
+  p->block = dim3(256);
   return 0;
 }
 
-cudaError_t transpose_best_launch(const float *d_a, float *d_b, int m, int n, cudaStream_t s) {
+static int device_sms(void) {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
+}
+
+/* Picks the kernel by the shape (transpose_pick_for); the plan has no pointers, so it
+ * assumes 16-byte aligned ones, as every device allocation is (the launch takes the tile
+ * kernel's 4-byte path for pointers that are not). */
+int transpose_best_plan(int m, int n, struct cuda_plan *p, char *why, size_t why_len) {
+  const int sms = device_sms();
+  if (sms <= 0) {
+    cuda_plan_set(p, NULL, "transpose best", "");
+    snprintf(why, why_len, "transpose best: cannot read the device's attributes");
+    return -1;
+  }
+  const struct transpose_pick pk = transpose_pick_for(m, n, true);
+  if (plan_kind(pk.kind, pk.why, m, n, sms, p) != 0) {
+    snprintf(why, why_len, "transpose best: no kernel for kind %d", (int)pk.kind);
+    return -1;
+  }
+  return 0;
+}
+
+cudaError_t transpose_best_launch_kind(enum transpose_kind kind, const float *d_a, float *d_b,
+                                       int m, int n, cudaStream_t s) {
+  const int sms = device_sms();
   struct cuda_plan p;
-  char why[128];
-  if (transpose_best_plan(m, n, &p, why, sizeof why) != 0) return cudaErrorInvalidConfiguration;
-  int vec = m % 4 == 0 && n % 4 == 0 && aligned16(d_a) && aligned16(d_b);
-  void *args[] = {&d_a, &d_b, &m, &n, &vec};
+  if (sms <= 0 || plan_kind(kind, "", m, n, sms, &p) != 0) return cudaErrorInvalidConfiguration;
+  if (kind == TRANSPOSE_KIND_TILE) {
+    int vec = m % 4 == 0 && n % 4 == 0 && aligned16(d_a) && aligned16(d_b);
+    void *args[] = {&d_a, &d_b, &m, &n, &vec};
+    return cuda_plan_launch(&p, args, s);
+  }
+  if (kind == TRANSPOSE_KIND_COPY) {
+    size_t total = (size_t)m * n;
+    void *args[] = {&d_a, &d_b, &total};
+    return cuda_plan_launch(&p, args, s);
+  }
+  void *args[] = {&d_a, &d_b, &m, &n};
   return cuda_plan_launch(&p, args, s);
 }
 
+cudaError_t transpose_best_launch(const float *d_a, float *d_b, int m, int n, cudaStream_t s) {
+  const struct transpose_pick pk = transpose_pick_for(m, n, aligned16(d_a) && aligned16(d_b));
+  return transpose_best_launch_kind(pk.kind, d_a, d_b, m, n, s);
+}

@@ -23,8 +23,10 @@
  * its run reports no launch shape. */
 struct cuda_plan {
   const void *func;         /* the __global__ function (for cudaFuncGetAttributes) */
-  const char *name;         /* e.g. "transpose_tiled_kernel<33>" */
-  const char *description;  /* thread-to-data mapping, one line */
+  char name[64];            /* e.g. "transpose_tiled_kernel<33>" */
+  /* thread-to-data mapping, one line; a variant that picks its kernel by shape (`best`)
+   * says which configuration and why */
+  char description[192];
   dim3 grid, block;
   size_t dyn_smem_bytes;
 };
@@ -74,7 +76,8 @@ const struct cuda_experiment *cuda_experiment_of(enum exp_type type);
 /* Blocks of b that cover a (a >= 0, b > 0), for grids. */
 static inline unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
 
-/* Fills func, name and description, with a 1x1x1 launch and no shared memory. */
+/* Fills func, name and description (copied, truncated to fit), with a 1x1x1 launch and no
+ * shared memory. */
 void cuda_plan_set(struct cuda_plan *plan, const void *func, const char *name,
                    const char *description);
 /* -1 with why when grid.y or grid.z exceeds 65535; else 0. */

@@ -28,8 +28,8 @@ bool cuda_is_default_stream(cudaStream_t s) {
 void cuda_plan_set(struct cuda_plan *p, const void *func, const char *name,
                    const char *description) {
   p->func = func;
-  p->name = name;
-  p->description = description;
+  snprintf(p->name, sizeof p->name, "%s", name);
+  snprintf(p->description, sizeof p->description, "%s", description);
   p->grid = p->block = dim3(1, 1, 1);
   p->dyn_smem_bytes = 0;
 }
