@@ -15,14 +15,14 @@
 #include "api/params.h"
 #include "kernels/backends/backend.h"
 #include "server/config.h"
-#include "server/durable.h"
-#include "server/engine.h"
-#include "server/http.h"
-#include "server/auth.h"
+#include "server/store/durable.h"
+#include "server/engine/engine.h"
+#include "server/http/http.h"
+#include "server/http/auth.h"
 #include "server/log.h"
-#include "server/store.h"
-#include "server/metrics.h"
-#include "server/static.h"
+#include "server/store/store.h"
+#include "server/http/metrics.h"
+#include "server/http/static.h"
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
  * device answers), the rest follow it. Returns how many were opened, 0 on error. */

@@ -289,7 +289,7 @@ struct exp_param {
   int def;          /* the lecture's default */
   unsigned flags;   /* EXP_PARAM_* */
   /* A small size with tails against every tile of the experiment's kernels, which
-   * tests/test_experiments.c runs every variant at, on every backend. */
+   * tests/unit/test_experiments.c runs every variant at, on every backend. */
   int odd;
 };
 
