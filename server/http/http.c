@@ -1,12 +1,12 @@
-/* The HTTP plumbing: libmicrohttpd's daemon, one `struct request` per request,
- * body collection under --max-body, suspension while a job runs, JSON replies. */
+/* The HTTP plumbing: libmicrohttpd's daemons (TCP and --socket), the connections
+ * and their request deadlines, one `struct request` per request, body collection
+ * under --max-body, resumption of suspended requests, and the access log. */
 #include "server/http/http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,92 +18,25 @@
 
 #include "api/encode.h"
 #include "api/utf8.h"
-#include "server/http/request.h"
-#include "server/log.h"
 #include "server/http/metrics.h"
-#include "server/engine/sweeps.h"
+#include "server/http/request.h"
+#include "server/http/router.h"
+#include "server/log.h"
 
-static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, bool heading);
-
-enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
-                              uint64_t bytes) {
-  conn_heading(r->srv, r->conn, false); /* answered: off the request deadline */
-  r->status = status;
-  r->bytes = bytes;
-  enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
-  MHD_destroy_response(resp);
-  return ret;
-}
-
-/* json (consumed) as the body, of this media type; NULL: a 500 out_of_memory. */
-static enum MHD_Result respond_body(struct request *r, unsigned status, json_t *json, const char *media_type) {
-  char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
-  json_decref(json);
-  struct MHD_Response *resp;
-  size_t len = 0;
-  if (text) {
-    len = strlen(text);
-    text[len++] = '\n'; /* replaces the NUL: friendlier in a terminal */
-    resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-  } else {
-    static const char oom[] =
-        "{\"type\":\"/openapi.json#/components/x-problem-types/out_of_memory\",\"title\":\"Out of memory\","
-        "\"status\":500,\"detail\":\"gpulabd ran out of memory answering this request\",\"instance\":\"/\","
-        "\"code\":\"out_of_memory\",\"field\":null}\n";
-    status = 500;
-    media_type = "application/problem+json";
-    len = sizeof oom - 1;
-    resp = MHD_create_response_from_buffer(len, (void *)oom, MHD_RESPMEM_PERSISTENT);
-  }
-  if (!resp) return MHD_NO;
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, media_type);
-  if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-  if (r->location[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
-  if (r->www_authenticate)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_authenticate);
-  if (r->retry_after_s > 0) {
-    char seconds[16];
-    snprintf(seconds, sizeof seconds, "%d", r->retry_after_s);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, seconds);
-  }
-  return request_queue(r, status, resp, len);
-}
-
-enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
-  return respond_body(r, status, json, "application/json");
-}
-
-enum MHD_Result respond_error(struct request *r, const struct api_error *err) {
-  /* The message quotes the request (its path, an id, a query value): any bytes;
-   * api_error_to_json makes detail and field valid UTF-8. */
-  return respond_body(r, (unsigned)err->status, api_error_to_json(err, r->path), "application/problem+json");
-}
-
-enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
-                             const char *fmt, ...) {
-  struct api_error err = {.status = status};
-  snprintf(err.code, sizeof err.code, "%s", code);
-  snprintf(err.field, sizeof err.field, "%s", field ? field : "");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err.message, sizeof err.message, fmt, ap);
-  va_end(ap);
-  return respond_error(r, &err);
-}
-
-static void on_job_ready(void *arg) {
-  struct request *r = arg;
-  MHD_resume_connection(r->conn);
-}
-
-void request_wait_for_job(struct request *r, struct job *job, double wait_s) {
-  job_ref(job);
-  r->job = job;
-  r->suspended = true;
-  MHD_suspend_connection(r->conn);
-  /* Added after suspending: a job that ends meanwhile resumes at once. */
-  engine_watch_add(r->srv->engine, job, &r->watch, engine_now_mono() + wait_s, on_job_ready, r);
-}
+/* A TCP connection, for the request deadline: a whole request, head and body, must
+ * arrive within --timeout seconds of the connection's start or of the previous
+ * answer, however slowly its bytes trickle in. */
+struct conn_watch {
+  struct conn_watch *next, *prev;
+  int fd;
+  double since; /* engine_now_mono() when its current request became due */
+  bool heading; /* waiting for a request (its head or its body) */
+  /* On the Unix socket (--socket): the peer, from its credentials (SO_PEERCRED). */
+  bool local;
+  bool local_admin; /* root, or gpulabd's own user: sees every client's jobs */
+  unsigned uid;
+  char user[64]; /* the Unix user name, or "uid:N" */
+};
 
 /* Appends upload data, remembering (not storing) what goes past max_body. */
 static void collect_body(struct request *r, const char *data, size_t size) {
@@ -269,12 +202,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!r && !(r = *req_cls = on_uri(srv, url, conn))) return MHD_NO;
     snprintf(r->method, sizeof r->method, "%s", method[0] ? method : "?");
     enum MHD_Result early;
-    if (handle_precheck(r, url, &early)) return early;
-    return MHD_YES;
+    if (!router_precheck(r, url, &early)) return MHD_YES;
+    conn_heading(srv, conn, false); /* answered: off the request deadline */
+    return early;
   }
   if (r->suspended) { /* resumed: the job ended or the wait ran out */
     r->suspended = false;
-    return handle_resumed(r);
+    return r->resume(r);
   }
   if (*upload_data_size) {
     collect_body(r, upload_data, *upload_data_size);
@@ -286,7 +220,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return respond_fail(r, 413, "body_too_large", NULL,
                         "the request body is larger than the limit (%zu bytes; see --max-body "
                         "and --max-upload)", r->body_limit);
-  return handle_request(r, url);
+  return router_dispatch(r, url);
 }
 
 /* One JSON line per request: time, client, method, route, path, status, bytes,
@@ -499,10 +433,6 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   pthread_mutex_init(&s->rates_lock, NULL);
   pthread_mutex_init(&s->conns_lock, NULL);
   s->started_mono = engine_now_mono();
-  if (sweep_routes_open(s)) {
-    snprintf(err, err_len, "out of memory");
-    goto fail;
-  }
   if ((!opts->no_tcp && start_tcp(s, err, err_len)) || (opts->socket_path && start_unix(s, err, err_len)))
     goto fail;
   if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
@@ -513,7 +443,6 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   return 0;
 fail:
   stop_daemons(s);
-  if (s->sweeps) sweep_routes_close(s);
   pthread_mutex_destroy(&s->rates_lock);
   pthread_mutex_destroy(&s->conns_lock);
   free(s);
@@ -544,7 +473,6 @@ void http_server_stop(struct http_server *s) {
   atomic_store(&s->stopping, true);
   pthread_join(s->watchdog, NULL);
   stop_daemons(s);
-  sweep_routes_close(s);
   pthread_mutex_destroy(&s->rates_lock);
   pthread_mutex_destroy(&s->conns_lock);
   free(s);

@@ -7,7 +7,7 @@
 
 #include "api/npy.h"
 #include "server/http/auth.h"
-#include "server/http/request.h"
+#include "server/http/routes.h"
 
 #define LIST_LIMIT_MAX 1000
 
@@ -21,7 +21,7 @@ static json_t *buffer_json(const struct engine_buffer_view *v) {
                    "in_use", v->in_use, "device", v->device);
 }
 
-enum MHD_Result buffers_post(struct request *r) {
+static enum MHD_Result buffers_post(struct request *r) {
   enum MHD_Result refused;
   if (request_store_refuses(r, &refused)) return refused; /* its id could not be recorded */
   struct npy_array arr;
@@ -52,7 +52,7 @@ enum MHD_Result buffers_post(struct request *r) {
   return respond_json(r, 201, buffer_json(&v));
 }
 
-enum MHD_Result buffers_list(struct request *r) {
+static enum MHD_Result buffers_list(struct request *r) {
   struct api_error err;
   long long limit, cursor;
   if (query_int(r, "limit", 1, LIST_LIMIT_MAX, 50, &limit, &err) ||
@@ -97,13 +97,12 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   return request_queue(r, 200, resp, header + v->bytes);
 }
 
-enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field) {
-  return respond_fail(r, 410, "gone", field,
-                      "buffer %" PRIu64 " was made before gpulabd last restarted: buffers live in memory "
-                      "and did not survive it; upload it again", id);
+enum MHD_Result route_buffers(struct request *r, const struct route_args *a) {
+  return strcmp(r->method, "POST") == 0 ? buffers_post(r) : buffers_list(r);
 }
 
-enum MHD_Result buffer_route(struct request *r, const char *id_text) {
+enum MHD_Result route_buffer(struct request *r, const struct route_args *a) {
+  const char *id_text = a->id;
   uint64_t id = 0;
   struct engine_buffer_view v;
   bool parsed = parse_id(id_text, &id);

@@ -12,8 +12,7 @@
 #include "api/encode.h"
 #include "api/params.h"
 #include "server/http/auth.h"
-#include "server/http/request.h"
-#include "server/log.h"
+#include "server/http/routes.h"
 #include "server/store/store.h"
 #include "server/engine/sweeps.h"
 
@@ -332,7 +331,7 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
 static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted) {
   if (posted && r->srv->opts.store) store_flush(r->srv->opts.store); /* its jobs are durable */
   struct sweep_copy s;
-  if (sweeps_get(r->srv->sweeps, id, &s))
+  if (sweeps_get(r->srv->opts.sweeps, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep %" PRIu64, id);
   bool final = false;
   json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &s, true, &final);
@@ -352,7 +351,7 @@ static void sweep_watch_next(struct request *r, double deadline) {
   struct engine *e = r->srv->engine;
   struct sweep_copy s;
   struct job *next = NULL;
-  if (deadline > engine_now_mono() && sweeps_get(r->srv->sweeps, r->sweep_id, &s) == 0) {
+  if (deadline > engine_now_mono() && sweeps_get(r->srv->opts.sweeps, r->sweep_id, &s) == 0) {
     for (int i = 0; i < s.n_jobs && !next; i++) {
       struct job *job = engine_job_get(e, s.jobs[i]);
       struct job_view v;
@@ -375,7 +374,7 @@ static void sweep_watch_fired(void *arg) {
   sweep_watch_next(r, r->watch.deadline);
 }
 
-enum MHD_Result sweep_resumed(struct request *r) { return respond_sweep(r, r->sweep_id, true); }
+static enum MHD_Result sweep_resumed(struct request *r) { return respond_sweep(r, r->sweep_id, true); }
 
 /* ---- POST /sweeps ---- */
 
@@ -496,7 +495,7 @@ static void take_back(struct request *r, const uint64_t *ids, int n, uint64_t sw
     if (job) engine_job_withdraw(r->srv->engine, job);
     job_unref(job);
   }
-  if (sweep_id) sweeps_remove(r->srv->sweeps, sweep_id);
+  if (sweep_id) sweeps_remove(r->srv->opts.sweeps, sweep_id);
 }
 
 /* The sweep's row in the store: its description and its jobs. 0 or -ENOMEM. */
@@ -533,7 +532,7 @@ static uint64_t create_sweep(struct request *r, const struct sweep_plan *plan, c
   *ret = submit_points(r, plan, client, ids, &refused);
   if (!refused) {
     desc = json_dumps(plan->desc, JSON_COMPACT);
-    rc = desc ? sweeps_add(r->srv->sweeps, client, ids, plan->n_points, desc, created, &id) : -ENOMEM;
+    rc = desc ? sweeps_add(r->srv->opts.sweeps, client, ids, plan->n_points, desc, created, &id) : -ENOMEM;
     if (rc == 0 && store && (rc = put_sweep_row(store, id, client, created, plan->desc, ids, plan->n_points)) == 0)
       ticket = store_ticket(store);
   }
@@ -548,7 +547,7 @@ static uint64_t create_sweep(struct request *r, const struct sweep_plan *plan, c
   return refused || rc ? 0 : id;
 }
 
-enum MHD_Result sweeps_post(struct request *r) {
+static enum MHD_Result sweeps_post(struct request *r) {
   struct api_error err;
   double wait_s;
   const char *wait_text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait");
@@ -572,60 +571,22 @@ enum MHD_Result sweeps_post(struct request *r) {
   if (wait_s <= 0) return respond_sweep(r, id, true);
   r->sweep_id = id;
   r->suspended = true;
+  r->resume = sweep_resumed;
   MHD_suspend_connection(r->conn);
   sweep_watch_next(r, engine_now_mono() + wait_s); /* resumes at once when all have ended */
   return MHD_YES;
 }
 
-/* ---- the table kept across restarts ---- */
-
-static int reserve_sweep_ids(void *store, uint64_t upto) { return store_ids_reserve(store, "sweeps", upto); }
-
-/* store_sweeps' callback: a stored sweep back in the table. */
-static void restore_sweep(void *arg, uint64_t id, const char *client, double created, const char *record) {
-  json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
-  char *desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
-  uint64_t *ids = calloc(json_array_size(jobs) + 1, sizeof *ids);
-  size_t i;
-  json_array_foreach(jobs, i, job) ids[i] = ids ? (uint64_t)json_integer_value(job) : 0;
-  struct sweep_copy c = {.id = id, .created_at = created, .n_jobs = (int)json_array_size(jobs), .jobs = ids,
-                         .desc = desc};
-  snprintf(c.client, sizeof c.client, "%s", client);
-  if (!ids || !desc || sweeps_restore(arg, &c)) log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
-  free(ids);
-  free(desc);
-  json_decref(o);
-}
-
-int sweep_routes_open(struct http_server *srv) {
-  struct store *store = srv->opts.store;
-  uint64_t first = 1;
-  if (store) { /* past every stored sweep and every id a previous run reserved */
-    uint64_t stored = store_max_sweep_id(store), floor = store_ids_floor(store, "sweeps");
-    first = (stored > floor ? stored : floor) + 1;
-  }
-  int rc = sweeps_new(SWEEPS_KEPT_DEFAULT, first, store ? reserve_sweep_ids : NULL, store, &srv->sweeps);
-  if (rc == 0 && store) store_sweeps(store, SWEEPS_KEPT_DEFAULT, restore_sweep, srv->sweeps);
-  return rc;
-}
-
-void sweep_routes_close(struct http_server *srv) {
-  /* At a clean stop the mark goes back to the last id handed out: no gap. */
-  if (srv->opts.store && srv->sweeps) store_ids_reserve(srv->opts.store, "sweeps", sweeps_next_id(srv->sweeps) - 1);
-  sweeps_free(srv->sweeps);
-  srv->sweeps = NULL;
-}
-
 /* ---- GET /sweeps, GET and DELETE /sweeps/{id} ---- */
 
-enum MHD_Result sweeps_index(struct request *r) {
+static enum MHD_Result sweeps_index(struct request *r) {
   struct api_error err;
   long long limit, cursor;
   if (query_int(r, "limit", 1, SWEEP_LIST_MAX, 20, &limit, &err) ||
       query_int(r, "cursor", 1, INT64_MAX, 0, &cursor, &err))
     return respond_error(r, &err);
   struct sweep_copy *list = calloc((size_t)limit + 1, sizeof *list);
-  int n = list ? sweeps_list(r->srv->sweeps, request_sees_all(r) ? NULL : r->client, (uint64_t)cursor,
+  int n = list ? sweeps_list(r->srv->opts.sweeps, request_sees_all(r) ? NULL : r->client, (uint64_t)cursor,
                              list, (int)limit + 1)
                : -ENOMEM;
   if (n < 0) {
@@ -644,10 +605,11 @@ enum MHD_Result sweeps_index(struct request *r) {
   return respond_json(r, 200, json_pack("{s:o,s:o}", "sweeps", items, "next_cursor", next));
 }
 
-enum MHD_Result sweep_route(struct request *r, const char *id_text) {
+enum MHD_Result route_sweep(struct request *r, const struct route_args *a) {
+  const char *id_text = a->id;
   uint64_t id;
   struct sweep_copy s;
-  if (!parse_id(id_text, &id) || sweeps_get(r->srv->sweeps, id, &s))
+  if (!parse_id(id_text, &id) || sweeps_get(r->srv->opts.sweeps, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep '%.40s'", id_text);
   bool visible = request_may_see(r, s.client);
   int canceled = 0;
@@ -664,4 +626,8 @@ enum MHD_Result sweep_route(struct request *r, const char *id_text) {
     return respond_fail(r, 409, "sweep_finished", "id", "every job of sweep %s has already finished",
                         id_text);
   return respond_sweep(r, id, false);
+}
+
+enum MHD_Result route_sweeps(struct request *r, const struct route_args *a) {
+  return strcmp(r->method, "POST") == 0 ? sweeps_post(r) : sweeps_index(r);
 }

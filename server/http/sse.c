@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "api/encode.h"
-#include "server/http/request.h"
+#include "server/http/sse.h"
 
 #define SSE_KEEPALIVE_S 15.0
 #define SSE_READ_BATCH 32

@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/engine/job_json.h"
+#include "server/log.h"
 
 /* The request as stored, to run the job again after a restart: tagged, so a
  * database written by another build of gpulabd is not misread. */
@@ -19,7 +21,7 @@ struct stored_request {
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
  * on every change but `running`: a running job is in memory, where listings read it
- * (handlers.c), and after a restart it is marked from its state column alone. */
+ * (routes_jobs.c), and after a restart it is marked from its state column alone. */
 void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
                     bool first) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
@@ -113,4 +115,41 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
   *out = (struct durable_recovery){0, 0};
   struct recovery rc = {.engine = e, .store = s, .counts = out};
   return store_unfinished(s, recover_job, &rc);
+}
+
+/* ---- the sweeps' table (sweeps.h), kept across restarts ---- */
+
+static int reserve_sweep_ids(void *store, uint64_t upto) { return store_ids_reserve(store, "sweeps", upto); }
+
+/* store_sweeps' callback: a stored sweep back in the table. */
+static void restore_sweep(void *arg, uint64_t id, const char *client, double created, const char *record) {
+  json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
+  char *desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
+  uint64_t *ids = calloc(json_array_size(jobs) + 1, sizeof *ids);
+  size_t i;
+  json_array_foreach(jobs, i, job) ids[i] = ids ? (uint64_t)json_integer_value(job) : 0;
+  struct sweep_copy c = {.id = id, .created_at = created, .n_jobs = (int)json_array_size(jobs), .jobs = ids,
+                         .desc = desc};
+  snprintf(c.client, sizeof c.client, "%s", client);
+  if (!ids || !desc || sweeps_restore(arg, &c)) log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
+  free(ids);
+  free(desc);
+  json_decref(o);
+}
+
+int durable_sweeps_open(struct store *store, struct sweeps **out) {
+  uint64_t first = 1;
+  if (store) { /* past every stored sweep and every id a previous run reserved */
+    uint64_t stored = store_max_sweep_id(store), floor = store_ids_floor(store, "sweeps");
+    first = (stored > floor ? stored : floor) + 1;
+  }
+  int rc = sweeps_new(SWEEPS_KEPT_DEFAULT, first, store ? reserve_sweep_ids : NULL, store, out);
+  if (rc == 0 && store) store_sweeps(store, SWEEPS_KEPT_DEFAULT, restore_sweep, *out);
+  return rc;
+}
+
+void durable_sweeps_close(struct store *store, struct sweeps *sweeps) {
+  /* At a clean stop the mark goes back to the last id handed out: no gap. */
+  if (store && sweeps) store_ids_reserve(store, "sweeps", sweeps_next_id(sweeps) - 1);
+  sweeps_free(sweeps);
 }

@@ -1,10 +1,12 @@
 /* The engine's jobs kept in the store (store.h): every accepted job and change of
- * state is written, and at start-up what had not finished runs again. The glue
- * between engine.h and store.h, so that neither knows the other. */
+ * state is written, and at start-up what had not finished runs again; and the sweeps'
+ * table (sweeps.h) with the sweeps the store kept. The glue between engine.h, sweeps.h
+ * and store.h, so that none knows another. */
 #ifndef GPULAB_DURABLE_H
 #define GPULAB_DURABLE_H
 
 #include "server/engine/engine.h"
+#include "server/engine/sweeps.h"
 #include "server/store/store.h"
 
 /* engine_config.on_job_change with the store as its arg: writes the job's row
@@ -34,5 +36,11 @@ struct durable_recovery {
  * run again: they may be what stopped gpulabd). Call before serving. Returns how
  * many unfinished jobs the store held, or -1. */
 int durable_recover(struct engine *e, struct store *s, struct durable_recovery *out);
+
+/* The sweeps' table, with the sweeps store kept (NULL: none) and ids past every
+ * earlier one, into *out: 0 or a negative errno. durable_sweeps_close puts the store's
+ * id mark back to the last id handed out and frees the table (NULL: a no-op). */
+int durable_sweeps_open(struct store *store, struct sweeps **out);
+void durable_sweeps_close(struct store *store, struct sweeps *sweeps);
 
 #endif
