@@ -1,7 +1,7 @@
 /* Serving the dashboard (static.h): web/'s files from the copies embedded at build
  * time (or from --web-root, name for name), Chart.js from --chartjs, and
- * experiments.json (what each job type takes, from the tables the API validates
- * with); regular files only; each with its Content-Type, an ETag honoured by If-None-Match, and a
+ * experiments.json (every experiment's descriptor: api/describe.h); regular files
+ * only; each with its Content-Type, an ETag honoured by If-None-Match, and a
  * Content-Security-Policy that allows only the page's own origin. */
 #include "server/http/static.h"
 
@@ -14,8 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/encode.h"
-#include "kernels/core/experiment.h"
+#include "api/describe.h"
 #include "server/http/request.h"
 
 /* Only this origin: no inline script or style (the page keeps both in files), no
@@ -127,27 +126,8 @@ static int serve_file(struct request *r, const char *path, const char *name, boo
   return 0;
 }
 
-/* experiments.json: per type its variants, inputs, figure unit and default params,
- * so the page's forms follow the server (a new variant shows up by itself). */
-static json_t *experiments_json(void) {
-  json_t *types = json_object();
-  for (int t = 0; t < EXP_TYPE_COUNT; t++) {
-    struct exp_spec spec;
-    exp_spec_default((enum exp_type)t, &spec);
-    json_t *variants = json_array(), *inputs = json_array();
-    for (int v = 0; v < exp_variant_count((enum exp_type)t); v++)
-      json_array_append_new(variants, json_string(exp_variant_name((enum exp_type)t, v)));
-    for (int s = 0; s < exp_input_count((enum exp_type)t); s++)
-      json_array_append_new(inputs, json_string(exp_input_name((enum exp_type)t, s)));
-    json_object_set_new(types, exp_type_name((enum exp_type)t),
-                        json_pack("{s:o,s:o,s:s,s:o}", "variants", variants, "inputs", inputs, "unit",
-                                  exp_figure_unit((enum exp_type)t), "defaults", api_spec_to_json(&spec)));
-  }
-  return json_pack("{s:o}", "types", types);
-}
-
 static enum MHD_Result serve_experiments(struct request *r) {
-  json_t *o = experiments_json();
+  json_t *o = api_experiments_json(); /* each descriptor: the forms follow the server */
   char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   json_decref(o);
   if (!text) return respond_json(r, 500, NULL);

@@ -29,9 +29,9 @@ struct request;
 /* True when an Accept header value asks for HTML (a browser navigating to "/"). */
 bool static_wants_html(const char *accept);
 /* Answers GET or HEAD of url: "/" (the page) or "/static/<name>" (a file of web/,
- * chart.min.js, or experiments.json: each job type's variants, inputs, unit and
- * defaults, from the tables the API validates with). Files on disk (--web-root,
- * --chartjs) are served only when they are regular files: a FIFO or a device is a 404. 200 with the file,
+ * chart.min.js, or experiments.json: every experiment's descriptor, api/describe.h).
+ * Files on disk (--web-root, --chartjs) are served only when they are regular files: a
+ * FIFO or a device is a 404. 200 with the file,
  * its Content-Type, ETag and Content-Security-Policy; 304 when If-None-Match names
  * its ETag; a JSON 404 for any other name (so "..", encoded dots, absolute paths and
  * backslashes are all 404). */

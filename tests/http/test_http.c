@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "http_client.h"
+#include "kernels/core/experiment.h"
 
 #define FAST "\"warmup\":1,\"batches\":2,\"reps\":1"
 #define SMALL_TRANSPOSE "{\"m\":33,\"n\":47," FAST "}"
@@ -54,12 +55,16 @@ static json_t *run_ok(const char *type, const char *body, const char *const *lab
 static void test_index_health_device(void) {
   json_t *index = http_get_json(&A, "/");
   CHECK_STR_EQ(JSTR(index, "service"), "gpulabd");
-  static const char *const routes[] = {
-      "POST /transpose", "POST /gemm",     "POST /stencil",     "POST /pipeline", "POST /jobs",
-      "GET /jobs",       "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /device",    "GET /health"};
+  static const char *const routes[] = {"POST /jobs", "GET /jobs", "GET /jobs/{id}",
+                                       "DELETE /jobs/{id}", "GET /device", "GET /health"};
   char *text = json_dumps(json_at(index, "routes"), 0);
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) CHECK(strstr(text, routes[i]));
   free(text);
+  for (int t = 0; t < EXP_TYPE_COUNT; t++) { /* first, one per experiment of the registry */
+    char route[80];
+    snprintf(route, sizeof route, "POST %s", exp_type_route((enum exp_type)t));
+    CHECK_STR_EQ(json_string_value(json_array_get(json_at(index, "routes"), (size_t)t)), route);
+  }
   json_decref(index);
 
   json_t *health = http_get_json(&A, "/health");

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "http_client.h"
+#include "kernels/core/experiment.h"
 
 #define CHARTJS "/usr/share/javascript/chart.js/chart.min.js"
 #define FAST "\"warmup\":1,\"batches\":2,\"reps\":1"
@@ -463,7 +464,7 @@ static void test_jobs_fields(void) {
   http_reply_free(&bad);
 }
 
-/* experiments.json: what the page's forms offer, from the API's own tables. */
+/* experiments.json: what the page's forms offer, from the descriptors (api/describe.c). */
 static void test_experiments(void) {
   struct raw_reply r;
   raw(&A, "GET", "/static/experiments.json", NULL, &r);
@@ -485,7 +486,26 @@ static void test_experiments(void) {
   CHECK_INT_EQ(JINT(x, "types.stencil.defaults.warmup"), 20);
   CHECK_INT_EQ(JINT(x, "types.pipeline.defaults.streams[1]"), 3);
   CHECK_INT_EQ(json_array_size(json_at(x, "types.pipeline.variants")), 0);
-  CHECK_INT_EQ(json_object_size(json_at(x, "types")), 4);
+  CHECK_INT_EQ(json_object_size(json_at(x, "types")), EXP_TYPE_COUNT);
+  for (int t = 0; t < EXP_TYPE_COUNT; t++) { /* every descriptor, in the registry's order */
+    const struct exp_desc *d = exp_desc((enum exp_type)t);
+    CHECK_STR_EQ(json_string_value(json_array_get(json_at(x, "order"), (size_t)t)), d->name);
+    json_t *info = json_object_get(json_at(x, "types"), d->name), *params = json_object_get(info, "params");
+    CHECK_INT_EQ(json_array_size(params), d->n_params);
+    for (int i = 0; i < d->n_params; i++) {
+      json_t *p = json_array_get(params, (size_t)i);
+      CHECK_STR_EQ(json_string_value(json_object_get(p, "name")), d->params[i].name);
+      CHECK_INT_EQ(json_integer_value(json_object_get(p, "min")), d->params[i].min);
+      CHECK_INT_EQ(json_integer_value(json_object_get(p, "max")), d->params[i].max);
+      CHECK_INT_EQ(json_integer_value(json_object_get(p, "default")), d->params[i].def);
+    }
+    CHECK_INT_EQ(json_array_size(json_object_get(info, "variants")), d->n_variants);
+    CHECK_INT_EQ(json_array_size(json_object_get(info, "inputs")), d->n_inputs);
+    CHECK(json_is_null(json_object_get(info, "runs")) == (d->runs == NULL));
+  }
+  CHECK_STR_EQ(JSTR(x, "types.gemm.title"), "GEMM");
+  CHECK_STR_EQ(JSTR(x, "types.pipeline.runs.name"), "streams");
+  CHECK_STR_EQ(JSTR(x, "types.transpose.ceiling"), "copy_gbps");
   json_decref(x);
 }
 
