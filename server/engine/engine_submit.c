@@ -22,7 +22,8 @@ static int refuse(struct engine_error *err, int code, const char *field, const c
   return code;
 }
 
-int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err) {
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
+                      struct engine_error *err) {
   if (!e->cfg.reserve_ids || id <= e->ids_reserved[kind]) return 0;
   uint64_t upto = id + ENGINE_IDS_BLOCK - 1;
   int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, upto);
@@ -57,7 +58,8 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
       if (p && !job->req.admin && strcmp(p->req.client, job->req.client) != 0) p = NULL;
       if (!p) return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
       /* A finished producer's output lives on only as its kept buffer. */
-      struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer) : p->output;
+      struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer)
+                                                   : p->output;
       if (job_state_final(p->state) && !out && p->state == JOB_DONE)
         return refuse(err, -EPIPE, field,
                       "job %llu has finished and its output was not kept (keep_output)",
@@ -93,13 +95,17 @@ static int link_parents_locked(struct engine *e, struct job *job, struct engine_
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = find_locked(e, req->depends_on[i]);
     if (p && !req->admin && strcmp(p->req.client, req->client) != 0) p = NULL; /* ids do not leak */
-    if (!p) return refuse(err, -ENOENT, "depends_on", "no job %llu", (unsigned long long)req->depends_on[i]);
+    if (!p)
+      return refuse(err, -ENOENT, "depends_on", "no job %llu",
+                    (unsigned long long)req->depends_on[i]);
     if (add_parent_locked(job, p))
-      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
+      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents",
+                    ENGINE_MAX_PARENTS);
   }
   for (int s = 0; s < EXP_MAX_INPUTS; s++)
     if (job->input_from[s] && add_parent_locked(job, job->input_from[s]))
-      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents", ENGINE_MAX_PARENTS);
+      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents",
+                    ENGINE_MAX_PARENTS);
   return 0;
 }
 
@@ -158,23 +164,30 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
   const struct engine_job_request *req = &job->req;
   int limit = req->max_queued ? req->max_queued : e->cfg.max_queued, rc;
   if (e->stopping) return refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
-  if (!(job->sched_client = sched_client(e->sched, req->client))) return refuse(err, -ENOMEM, "", "out of memory");
+  if (!(job->sched_client = sched_client(e->sched, req->client)))
+    return refuse(err, -ENOMEM, "", "out of memory");
   if (req->restore_id && (req->restore_id >= e->next_id || find_locked(e, req->restore_id) ||
                           (e->n_jobs && req->restore_id < e->jobs[e->n_jobs - 1]->id)))
     /* Restored jobs come first, in id order, below the new ones: the table stays sorted. */
-    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here", (unsigned long long)req->restore_id);
+    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here",
+                  (unsigned long long)req->restore_id);
   if (req->device >= e->n_devices)
     return refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
                   req->device, e->n_devices);
   if (sched_pending(job->sched_client) + more >= limit)
-    return more ? refuse(err, -EAGAIN, "", "these %d jobs, with the %d jobs this client already has queued or "
-                         "waiting, would pass its limit of %d", more + 1, sched_pending(job->sched_client), limit)
-                : refuse(err, -EAGAIN, "", "this client already has %d jobs queued or waiting (its limit)",
+    return more ? refuse(err, -EAGAIN, "",
+                         "these %d jobs, with the %d jobs this client already has queued or "
+                         "waiting, would pass its limit of %d",
+                         more + 1, sched_pending(job->sched_client), limit)
+                : refuse(err, -EAGAIN, "",
+                         "this client already has %d jobs queued or waiting (its limit)",
                          sched_pending(job->sched_client));
-  if ((rc = resolve_inputs_locked(e, job, err)) || (rc = link_parents_locked(e, job, err))) return rc;
+  if ((rc = resolve_inputs_locked(e, job, err)) || (rc = link_parents_locked(e, job, err)))
+    return rc;
   if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
-    return refuse(err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",
-                  (unsigned long long)exp_spec_bytes(&job->spec), (unsigned long long)engine_memory_limit(e));
+    return refuse(
+        err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",
+        (unsigned long long)exp_spec_bytes(&job->spec), (unsigned long long)engine_memory_limit(e));
   return 0;
 }
 
@@ -200,13 +213,12 @@ static void accept_locked(struct engine *e, struct job *job) {
   }
 }
 
-int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n, struct job **out,
-                      struct engine_error *err, int *failed) {
+int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n,
+                      struct job **out, struct engine_error *err, int *failed) {
   memset(err, 0, sizeof *err);
   *failed = -1;
   int rc = 0, made = 0;
-  for (; made < n && (out[made] = job_new(&reqs[made])); made++) {
-  }
+  for (; made < n && (out[made] = job_new(&reqs[made])); made++) {}
   if (made < n) rc = refuse(err, -ENOMEM, "", "out of memory");
   pthread_mutex_lock(&e->lock);
   for (int i = 0; i < n && rc == 0; i++) {
@@ -215,7 +227,8 @@ int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, i
     if ((rc = check_locked(e, out[i], more, err))) *failed = i;
   }
   /* Ids for all of them recorded at once (restored jobs keep theirs). */
-  if (rc == 0 && !reqs[0].restore_id) rc = reserve_id_locked(e, ENGINE_IDS_JOBS, e->next_id + (uint64_t)n - 1, err);
+  if (rc == 0 && !reqs[0].restore_id)
+    rc = reserve_id_locked(e, ENGINE_IDS_JOBS, e->next_id + (uint64_t)n - 1, err);
   if (rc == 0 && (rc = table_reserve_locked(e, n))) refuse(err, rc, "", "out of memory");
   if (rc) {
     for (int i = 0; i < made; i++) {

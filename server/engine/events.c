@@ -145,7 +145,9 @@ int events_read(struct events *bus, uint64_t after, uint64_t job_id, struct even
                 uint64_t *next, bool *lost) {
   int n = 0;
   pthread_mutex_lock(&bus->lock);
-  uint64_t oldest = bus->last_seq > (uint64_t)bus->capacity ? bus->last_seq - (uint64_t)bus->capacity + 1 : 1;
+  uint64_t oldest = bus->last_seq > (uint64_t)bus->capacity
+                        ? bus->last_seq - (uint64_t)bus->capacity + 1
+                        : 1;
   *lost = after + 1 < oldest;
   uint64_t seq = after + 1 < oldest ? oldest : after + 1;
   for (; seq <= bus->last_seq && n < max; seq++) {
@@ -159,7 +161,8 @@ int events_read(struct events *bus, uint64_t after, uint64_t job_id, struct even
 
 void events_wait(struct events *bus, struct events_waiter *w, uint64_t after, uint64_t job_id,
                  double deadline, void (*fn)(void *arg), void *arg) {
-  *w = (struct events_waiter){.after = after, .job_id = job_id, .deadline = deadline, .fn = fn, .arg = arg};
+  *w = (struct events_waiter){
+      .after = after, .job_id = job_id, .deadline = deadline, .fn = fn, .arg = arg};
   pthread_mutex_lock(&bus->lock);
   if (bus->closed) { /* fire here, so nothing is pending once the bus is closed */
     pthread_mutex_unlock(&bus->lock);
@@ -167,8 +170,11 @@ void events_wait(struct events *bus, struct events_waiter *w, uint64_t after, ui
     return;
   }
   /* Already something newer for it? Then it is due at once. */
-  uint64_t oldest = bus->last_seq > (uint64_t)bus->capacity ? bus->last_seq - (uint64_t)bus->capacity + 1 : 1;
-  for (uint64_t seq = after + 1 < oldest ? oldest : after + 1; seq <= bus->last_seq && !w->due; seq++)
+  uint64_t oldest = bus->last_seq > (uint64_t)bus->capacity
+                        ? bus->last_seq - (uint64_t)bus->capacity + 1
+                        : 1;
+  for (uint64_t seq = after + 1 < oldest ? oldest : after + 1; seq <= bus->last_seq && !w->due;
+       seq++)
     if (job_id == 0 || bus->ring[seq % (uint64_t)bus->capacity].job_id == job_id) w->due = true;
   if (after + 1 < oldest) w->due = true; /* lost events: let the reader find out */
   w->next = bus->waiters;

@@ -11,12 +11,12 @@
 enum event_kind { EVENT_STATE, EVENT_PROGRESS };
 
 struct event {
-  uint64_t seq;    /* set by events_publish: 1, 2, ... */
-  double time;     /* unix seconds, set by events_publish */
+  uint64_t seq; /* set by events_publish: 1, 2, ... */
+  double time;  /* unix seconds, set by events_publish */
   uint64_t job_id;
   enum event_kind kind;
   char job_type[12];
-  char state[12];  /* EVENT_STATE: the new state's name */
+  char state[12]; /* EVENT_STATE: the new state's name */
   char client[64];
   char error_code[32]; /* EVENT_STATE into failed/canceled */
   int run, batch;      /* EVENT_PROGRESS: which run and batch finished */
@@ -37,8 +37,8 @@ uint64_t events_last_seq(struct events *bus);
 /* Copies up to max events with seq > after (of job_id only, unless 0) into out and
  * returns how many. *next is where to continue. *lost is set when events after
  * `after` had already left the ring. */
-int events_read(struct events *bus, uint64_t after, uint64_t job_id, struct event *out,
-                int max, uint64_t *next, bool *lost);
+int events_read(struct events *bus, uint64_t after, uint64_t job_id, struct event *out, int max,
+                uint64_t *next, bool *lost);
 
 /* Calls fn(arg) once, from the bus's thread (or the caller's, once closed): when an event with seq > after (of
  * job_id, unless 0) is published, when the monotonic clock passes deadline, or at

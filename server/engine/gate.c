@@ -49,7 +49,8 @@ int gate_enter(struct gate *g, bool exclusive, bool (*stop)(void *arg), void *ar
   pthread_mutex_lock(&g->lock);
   if (exclusive) g->exclusive_waiting++;
   for (;;) {
-    bool free = exclusive ? !g->exclusive && g->shared == 0 : !g->exclusive && g->exclusive_waiting == 0;
+    bool free = exclusive ? !g->exclusive && g->shared == 0
+                          : !g->exclusive && g->exclusive_waiting == 0;
     if (free) break;
     if (stop && stop(arg)) {
       rc = -ECANCELED;

@@ -13,7 +13,7 @@ struct sched_item {
   int priority;
   uint64_t seq; /* submission order */
   struct sched_client *client;
-  int queue;    /* the device it waits for */
+  int queue; /* the device it waits for */
 };
 
 #define SCHED_MAX_QUEUES 16
@@ -22,7 +22,7 @@ struct sched;
 
 /* n_queues: one per device, 1..SCHED_MAX_QUEUES. Returns 0 or -ENOMEM / -EINVAL. */
 int sched_new(int n_queues, struct sched **out);
-void sched_free(struct sched *s);  /* NULL is a no-op; items are not touched */
+void sched_free(struct sched *s); /* NULL is a no-op; items are not touched */
 
 /* The client's record, created on first use (NULL when out of memory). Lives as
  * long as the scheduler. */

@@ -78,8 +78,8 @@ static void append_locked(struct sweeps *s, struct sweep_copy *owned) {
 int sweeps_add(struct sweeps *s, const char *client, const uint64_t *jobs, int n_jobs,
                const char *desc, double created_at, uint64_t *id) {
   if (n_jobs < 1 || !desc) return -EINVAL;
-  struct sweep_copy c = {.n_jobs = n_jobs, .created_at = created_at, .jobs = (uint64_t *)jobs,
-                         .desc = (char *)desc};
+  struct sweep_copy c = {
+      .n_jobs = n_jobs, .created_at = created_at, .jobs = (uint64_t *)jobs, .desc = (char *)desc};
   snprintf(c.client, sizeof c.client, "%s", client);
   struct sweep_copy owned;
   if (copy(&c, &owned)) return -ENOMEM;

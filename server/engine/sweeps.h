@@ -49,7 +49,7 @@ int sweeps_get(struct sweeps *s, uint64_t id, struct sweep_copy *out);
  * (NULL: everyone's), copied into out. Returns how many, or -ENOMEM. */
 int sweeps_list(struct sweeps *s, const char *client, uint64_t before_id, struct sweep_copy *out,
                 int max);
-uint64_t sweeps_next_id(struct sweeps *s); /* the id the next sweep will get */
+uint64_t sweeps_next_id(struct sweeps *s);  /* the id the next sweep will get */
 void sweep_copy_free(struct sweep_copy *c); /* zeroes it; safe twice */
 
 #endif

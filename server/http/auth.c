@@ -34,20 +34,26 @@ static int parse_option(char *word, struct auth_client *c) {
   errno = 0;
   double v = strtod(eq + 1, &end);
   if (end == eq + 1 || *end || errno || v < 0) return -1;
-  if (strcmp(word, "max_queued") == 0 && v >= 1 && v <= 1e6) c->max_queued = (int)v;
-  else if (strcmp(word, "max_buffer_bytes") == 0 && v >= 1) c->max_buffer_bytes = (uint64_t)v;
-  else if (strcmp(word, "rate") == 0 && v > 0) c->rate = v;
-  else return -1;
+  if (strcmp(word, "max_queued") == 0 && v >= 1 && v <= 1e6)
+    c->max_queued = (int)v;
+  else if (strcmp(word, "max_buffer_bytes") == 0 && v >= 1)
+    c->max_buffer_bytes = (uint64_t)v;
+  else if (strcmp(word, "rate") == 0 && v > 0)
+    c->rate = v;
+  else
+    return -1;
   return 0;
 }
 
-static int parse_line(char *text, struct entry *e, const char *path, int line, char *err, size_t len) {
+static int parse_line(char *text, struct entry *e, const char *path, int line, char *err,
+                      size_t len) {
   char *save = NULL, *token = strtok_r(text, " \t", &save), *name = strtok_r(NULL, " \t", &save);
   if (!token || !name) return fail(err, len, path, line, "expected: TOKEN NAME [options]");
   size_t n = strlen(token);
   if (n < 16 || n >= AUTH_TOKEN_MAX)
     return fail(err, len, path, line, "a token must have 16 to 127 characters");
-  if (strlen(name) >= sizeof e->client.name) return fail(err, len, path, line, "the name is too long");
+  if (strlen(name) >= sizeof e->client.name)
+    return fail(err, len, path, line, "the name is too long");
   if (!utf8_valid(name)) return fail(err, len, path, line, "the name is not UTF-8 text");
   memset(e, 0, sizeof *e);
   memcpy(e->token, token, n);

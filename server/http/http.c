@@ -7,14 +7,14 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pwd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/encode.h"
 #include "api/utf8.h"
@@ -63,7 +63,8 @@ static void collect_body(struct request *r, const char *data, size_t size) {
 /* Marks the connection's request as arrived whole (heading false: its body too, or
  * it was answered) or due again (true: a keep-alive connection's next request). */
 static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, bool heading) {
-  const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+      conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   struct conn_watch *w = info ? info->socket_context : NULL;
   if (!w) return;
   pthread_mutex_lock(&srv->conns_lock);
@@ -77,7 +78,8 @@ static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, b
 static bool peer_user(int fd, struct conn_watch *w) {
   struct sockaddr_storage local;
   socklen_t len = sizeof local;
-  if (getsockname(fd, (struct sockaddr *)&local, &len) != 0 || local.ss_family != AF_UNIX) return true;
+  if (getsockname(fd, (struct sockaddr *)&local, &len) != 0 || local.ss_family != AF_UNIX)
+    return true;
   struct ucred cred;
   len = sizeof cred;
   w->local = true;
@@ -98,7 +100,8 @@ static bool peer_user(int fd, struct conn_watch *w) {
  * true when w's user already holds that many. conns_lock held. */
 static bool user_over_limit_locked(struct http_server *srv, const struct conn_watch *w) {
   int held = 0;
-  for (const struct conn_watch *o = srv->conns; o; o = o->next) held += o->local && o->uid == w->uid;
+  for (const struct conn_watch *o = srv->conns; o; o = o->next)
+    held += o->local && o->uid == w->uid;
   int max = srv->opts.max_connections > 0 ? srv->opts.max_connections : 4096;
   return held >= http_per_address_limit(max, srv->opts.max_connections_per_ip);
 }
@@ -108,7 +111,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
   struct http_server *srv = cls;
   struct conn_watch *w = *socket_context;
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     w = calloc(1, sizeof *w);
     if (w && info) {
       *w = (struct conn_watch){.fd = info->connect_fd, .since = engine_now_mono(), .heading = true};
@@ -130,8 +134,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
   }
   pthread_mutex_lock(&srv->conns_lock);
   if (w) { /* closed: MHD closes the socket after telling us */
-    if (w->prev) w->prev->next = w->next;
-    else srv->conns = w->next;
+    if (w->prev)
+      w->prev->next = w->next;
+    else
+      srv->conns = w->next;
     if (w->next) w->next->prev = w->prev;
     free(w);
     *socket_context = NULL;
@@ -169,7 +175,8 @@ static struct request *request_new(struct http_server *srv, struct MHD_Connectio
   r->route = "other";
   r->started = engine_now_mono();
   /* On the Unix socket the client is the peer's user (a token may still name another). */
-  const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+      conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   const struct conn_watch *w = info ? info->socket_context : NULL;
   pthread_mutex_lock(&srv->conns_lock);
   if (w && w->local) {
@@ -193,9 +200,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **req_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls) {
   struct http_server *srv = cls;
   struct request *r = *req_cls;
   if (!r || !r->method[0]) { /* the head has arrived; it stays on its deadline until its body has */
@@ -219,7 +225,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
   if (r->body_too_large)
     return respond_fail(r, 413, "body_too_large", NULL,
                         "the request body is larger than the limit (%zu bytes; see --max-body "
-                        "and --max-upload)", r->body_limit);
+                        "and --max-upload)",
+                        r->body_limit);
   return router_dispatch(r, url);
 }
 
@@ -233,8 +240,9 @@ static void access_log(struct request *r, FILE *out, double seconds, const char 
   utf8_scrub(method, sizeof method, r->method);
   utf8_scrub(path, sizeof path, r->path);
   json_t *line = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:f,s:o}", "time", when, "client", client,
-                           "method", method, "route", r->route, "path", path, "status", (int)r->status,
-                           "bytes", (json_int_t)r->bytes, "duration_ms", seconds * 1e3, "job",
+                           "method", method, "route", r->route, "path", path, "status",
+                           (int)r->status, "bytes", (json_int_t)r->bytes, "duration_ms",
+                           seconds * 1e3, "job",
                            r->job_id ? json_integer((json_int_t)r->job_id) : json_null());
   if (line && ended) json_object_set_new(line, "ended", json_string(ended));
   char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
@@ -251,7 +259,8 @@ static void access_log(struct request *r, FILE *out, double seconds, const char 
 static const char *ended_how(struct http_server *srv, struct MHD_Connection *conn,
                              enum MHD_RequestTerminationCode toe) {
   if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) return NULL;
-  const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+      conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   const struct conn_watch *w = info ? info->socket_context : NULL;
   bool cut = false;
   pthread_mutex_lock(&srv->conns_lock);
@@ -272,11 +281,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
   const char *ended = ended_how(srv, conn, toe);
   conn_heading(srv, conn, true); /* a keep-alive connection's next request is due */
   if (r->status == 0) { /* answered by libmicrohttpd itself (a malformed head), if at all */
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn,
+                                                                   MHD_CONNECTION_INFO_HTTP_STATUS);
     if (info) r->status = info->http_status;
   }
   double seconds = engine_now_mono() - r->started;
-  if (srv->opts.metrics) metrics_http_request(srv->opts.metrics, r->route, r->method, (int)r->status, seconds);
+  if (srv->opts.metrics)
+    metrics_http_request(srv->opts.metrics, r->route, r->method, (int)r->status, seconds);
   if (srv->opts.access_log) access_log(r, srv->opts.access_log, seconds, ended);
   job_unref(r->job);
   free(r->body);
@@ -317,15 +328,17 @@ static int common_options(struct http_server *s, struct MHD_OptionItem *o) {
   o[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s};
   o[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, s};
   o[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, max_connections, NULL};
-  o[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s > 0 ? opts->timeout_s : 30, NULL};
+  o[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
+                                   opts->timeout_s > 0 ? opts->timeout_s : 30, NULL};
   return n;
 }
 
 /* poll, not epoll: with libmicrohttpd 0.9.75's epoll mode a connection resumed from
  * another thread was sometimes not processed again (a test with 20 event streams
  * lost some of them under load); poll looks at every connection each turn. */
-#define DAEMON_FLAGS (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME | \
-                      MHD_USE_ITC | MHD_USE_ERROR_LOG)
+#define DAEMON_FLAGS                                                                         \
+  (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | \
+   MHD_USE_ERROR_LOG)
 
 /* The TCP daemon on --host/--port. Limits: connections in all and per address (at
  * most a quarter of all, so that one or two addresses cannot take every slot); an
@@ -342,23 +355,27 @@ static int start_tcp(struct http_server *s, char *err, size_t err_len) {
   int max_connections = opts->max_connections > 0 ? opts->max_connections : 4096;
   int per_address = http_per_address_limit(max_connections, opts->max_connections_per_ip);
   if (per_address < opts->max_connections_per_ip)
-    log_info("connections per address: %d (a quarter of --max-connections %d, below "
-             "--max-connections-per-ip %d)", per_address, max_connections, opts->max_connections_per_ip);
+    log_info(
+        "connections per address: %d (a quarter of --max-connections %d, below "
+        "--max-connections-per-ip %d)",
+        per_address, max_connections, opts->max_connections_per_ip);
   struct MHD_OptionItem options[16];
   int n = common_options(s, options);
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &addr};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address, NULL};
   if (opts->tls_cert_pem && opts->tls_key_pem) {
     flags |= MHD_USE_TLS;
-    options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)opts->tls_cert_pem};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+                                           (void *)opts->tls_cert_pem};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)opts->tls_key_pem};
   }
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-  s->daemon = MHD_start_daemon(flags, (uint16_t)opts->port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY,
-                               options, MHD_OPTION_END);
+  s->daemon = MHD_start_daemon(flags, (uint16_t)opts->port, NULL, NULL, on_request, s,
+                               MHD_OPTION_ARRAY, options, MHD_OPTION_END);
   if (!s->daemon) {
     snprintf(err, err_len, "cannot listen on %s:%d (in use, not an address of this machine%s)",
-             opts->host, opts->port, flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
+             opts->host, opts->port,
+             flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
     return -1;
   }
   return 0;
@@ -376,7 +393,8 @@ static int unix_listen(const char *path, int mode, long gid, char *err, size_t e
     bool answers = probe >= 0 && connect(probe, (struct sockaddr *)&addr, sizeof addr) == 0;
     if (probe >= 0) close(probe);
     if (!S_ISSOCK(st.st_mode) || answers) {
-      snprintf(err, err_len, "--socket %s: %s", path, answers ? "another gpulabd listens there" : "a file that is no socket is there");
+      snprintf(err, err_len, "--socket %s: %s", path,
+               answers ? "another gpulabd listens there" : "a file that is no socket is there");
       return -1;
     }
     unlink(path); /* a socket nobody listens on: an earlier run's */
@@ -401,8 +419,8 @@ static int start_unix(struct http_server *s, char *err, size_t err_len) {
   int n = common_options(s, options);
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-  s->unix_daemon = MHD_start_daemon(DAEMON_FLAGS, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, options,
-                                    MHD_OPTION_END);
+  s->unix_daemon = MHD_start_daemon(DAEMON_FLAGS, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY,
+                                    options, MHD_OPTION_END);
   if (!s->unix_daemon) {
     snprintf(err, err_len, "--socket %s: libmicrohttpd cannot serve it", s->opts.socket_path);
     close(fd);
@@ -433,7 +451,8 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   pthread_mutex_init(&s->rates_lock, NULL);
   pthread_mutex_init(&s->conns_lock, NULL);
   s->started_mono = engine_now_mono();
-  if ((!opts->no_tcp && start_tcp(s, err, err_len)) || (opts->socket_path && start_unix(s, err, err_len)))
+  if ((!opts->no_tcp && start_tcp(s, err, err_len)) ||
+      (opts->socket_path && start_unix(s, err, err_len)))
     goto fail;
   if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
     snprintf(err, err_len, "cannot start the connection watchdog");

@@ -5,9 +5,9 @@
 #include "server/http/metrics.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +76,8 @@ static void observe(struct histogram *h, double x) {
 
 /* HTTP's methods (RFC 9110, and PATCH) as themselves; anything else "other". */
 static const char *method_label(const char *method) {
-  static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS",
-                                      "CONNECT", "TRACE"};
+  static const char *const known[] = {"GET",   "HEAD",    "POST",    "PUT",  "DELETE",
+                                      "PATCH", "OPTIONS", "CONNECT", "TRACE"};
   for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
     if (strcmp(method, known[i]) == 0) return known[i];
   return "other";
@@ -86,8 +86,9 @@ static const char *method_label(const char *method) {
 static int find_request_series(const struct metrics *m, const char *route, const char *method,
                                int status) {
   int i = 0;
-  while (i < m->n_requests && (m->requests[i].status != status || strcmp(m->requests[i].route, route) ||
-                               strcmp(m->requests[i].method, method)))
+  while (i < m->n_requests &&
+         (m->requests[i].status != status || strcmp(m->requests[i].route, route) ||
+          strcmp(m->requests[i].method, method)))
     i++;
   return i;
 }
@@ -193,11 +194,13 @@ static void put_histogram(struct text *t, const char *name, const char *labels,
 
 /* NVML's readings per device (devices without NVML have no sample). */
 static void put_clock_gauges(struct text *t, struct engine *e) {
-  static const struct { const char *name, *help; } g[4] = {
-      {"gpulab_device_sm_clock_hertz", "SM clock now (NVML)."},
-      {"gpulab_device_temperature_celsius", "GPU temperature (NVML)."},
-      {"gpulab_device_power_watts", "Board power draw (NVML)."},
-      {"gpulab_device_clock_event_active", "1 while NVML reports this clock-event (throttle) reason."}};
+  static const struct {
+    const char *name, *help;
+  } g[4] = {{"gpulab_device_sm_clock_hertz", "SM clock now (NVML)."},
+            {"gpulab_device_temperature_celsius", "GPU temperature (NVML)."},
+            {"gpulab_device_power_watts", "Board power draw (NVML)."},
+            {"gpulab_device_clock_event_active",
+             "1 while NVML reports this clock-event (throttle) reason."}};
   int n = engine_device_count(e);
   struct backend_device_info *info = calloc((size_t)n, sizeof *info);
   if (!info) {
@@ -220,8 +223,9 @@ static void put_clock_gauges(struct text *t, struct engine *e) {
       }
     }
   }
-  put(t, "# HELP gpulab_device_throttled 1 while a thermal, power-brake, hardware-slowdown or "
-         "sync-boost reason is active (NVML).\n# TYPE gpulab_device_throttled gauge\n");
+  put(t,
+      "# HELP gpulab_device_throttled 1 while a thermal, power-brake, hardware-slowdown or "
+      "sync-boost reason is active (NVML).\n# TYPE gpulab_device_throttled gauge\n");
   for (int d = 0; d < n; d++)
     if (info[d].nvml)
       put(t, "gpulab_device_throttled{device=\"%d\"} %d\n", d,
@@ -239,9 +243,10 @@ static void put_client_gauges(struct text *t, struct engine *e) {
     return;
   }
   int n = engine_client_loads(e, loads, MAX_CLIENTS);
-  put(t, "# HELP gpulab_client_jobs Unfinished jobs per client (its token's name, its Unix user on --socket, "
-         "or its address): the first 63 clients with any, the rest as client=\"other\".\n"
-         "# TYPE gpulab_client_jobs gauge\n");
+  put(t,
+      "# HELP gpulab_client_jobs Unfinished jobs per client (its token's name, its Unix user on --socket, "
+      "or its address): the first 63 clients with any, the rest as client=\"other\".\n"
+      "# TYPE gpulab_client_jobs gauge\n");
   for (int i = 0; i < n; i++) {
     char name[128], clean[64];
     utf8_scrub(clean, sizeof clean, loads[i].client);
@@ -259,25 +264,32 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
   put(t, "# HELP gpulab_jobs Jobs kept by the engine, by state.\n# TYPE gpulab_jobs gauge\n");
   for (int s = 0; s < JOB_STATE_COUNT; s++)
     put(t, "gpulab_jobs{state=\"%s\"} %d\n", job_state_name((enum job_state)s), c.by_state[s]);
-  put(t, "# HELP gpulab_jobs_inline_total Jobs run on the HTTP thread that waited for them "
-         "(an idle lane lent to it; --inline-max-bytes).\n# TYPE gpulab_jobs_inline_total counter\n"
-         "gpulab_jobs_inline_total %llu\n", (unsigned long long)c.ran_inline);
+  put(t,
+      "# HELP gpulab_jobs_inline_total Jobs run on the HTTP thread that waited for them "
+      "(an idle lane lent to it; --inline-max-bytes).\n# TYPE gpulab_jobs_inline_total counter\n"
+      "gpulab_jobs_inline_total %llu\n",
+      (unsigned long long)c.ran_inline);
   put(t, "# HELP gpulab_buffers Buffers listed.\n# TYPE gpulab_buffers gauge\ngpulab_buffers %d\n",
       c.buffers);
-  put(t, "# HELP gpulab_buffer_bytes Bytes held by listed buffers.\n# TYPE gpulab_buffer_bytes gauge\n"
-         "gpulab_buffer_bytes %llu\n", (unsigned long long)c.buffer_bytes);
-  put(t, "# HELP gpulab_device_memory_used_bytes Device memory in use (total - free).\n"
-         "# TYPE gpulab_device_memory_used_bytes gauge\n");
+  put(t,
+      "# HELP gpulab_buffer_bytes Bytes held by listed buffers.\n# TYPE gpulab_buffer_bytes gauge\n"
+      "gpulab_buffer_bytes %llu\n",
+      (unsigned long long)c.buffer_bytes);
+  put(t,
+      "# HELP gpulab_device_memory_used_bytes Device memory in use (total - free).\n"
+      "# TYPE gpulab_device_memory_used_bytes gauge\n");
   for (int d = 0; d < engine_device_count(e); d++) {
     struct backend_device_info info;
     backend_device_info(engine_device(e, d), &info);
     put(t, "gpulab_device_memory_used_bytes{device=\"%d\",backend=\"%s\"} %llu\n", d, info.backend,
         (unsigned long long)(info.mem_total_bytes - info.mem_free_bytes));
   }
-  put(t, "# HELP gpulab_device_healthy 1 while the device works, 0 after an unrecoverable error.\n"
-         "# TYPE gpulab_device_healthy gauge\n");
+  put(t,
+      "# HELP gpulab_device_healthy 1 while the device works, 0 after an unrecoverable error.\n"
+      "# TYPE gpulab_device_healthy gauge\n");
   for (int d = 0; d < engine_device_count(e); d++)
-    put(t, "gpulab_device_healthy{device=\"%d\"} %d\n", d, backend_healthy(engine_device(e, d)) ? 1 : 0);
+    put(t, "gpulab_device_healthy{device=\"%d\"} %d\n", d,
+        backend_healthy(engine_device(e, d)) ? 1 : 0);
   put_clock_gauges(t, e);
   put_client_gauges(t, e);
 }
@@ -286,19 +298,29 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
 static void put_store_gauges(struct text *t, struct store *store) {
   struct store_status st;
   store_status(store, &st);
-  put(t, "# HELP gpulab_store_bytes The job store's database file and its WAL on disk.\n"
-         "# TYPE gpulab_store_bytes gauge\ngpulab_store_bytes %llu\n", (unsigned long long)st.file_bytes);
-  put(t, "# HELP gpulab_store_used_bytes The job store's pages in use (what --max-db-bytes bounds).\n"
-         "# TYPE gpulab_store_used_bytes gauge\ngpulab_store_used_bytes %llu\n", (unsigned long long)st.used_bytes);
-  put(t, "# HELP gpulab_store_max_bytes --max-db-bytes (0: no bound).\n"
-         "# TYPE gpulab_store_max_bytes gauge\ngpulab_store_max_bytes %llu\n", (unsigned long long)st.max_bytes);
-  put(t, "# HELP gpulab_store_writable 1 while the store takes writes (and new jobs), 0 after a failed write.\n"
-         "# TYPE gpulab_store_writable gauge\ngpulab_store_writable %d\n", st.writable ? 1 : 0);
-  put(t, "# HELP gpulab_store_write_errors_total Store transactions that failed.\n"
-         "# TYPE gpulab_store_write_errors_total counter\ngpulab_store_write_errors_total %llu\n",
+  put(t,
+      "# HELP gpulab_store_bytes The job store's database file and its WAL on disk.\n"
+      "# TYPE gpulab_store_bytes gauge\ngpulab_store_bytes %llu\n",
+      (unsigned long long)st.file_bytes);
+  put(t,
+      "# HELP gpulab_store_used_bytes The job store's pages in use (what --max-db-bytes bounds).\n"
+      "# TYPE gpulab_store_used_bytes gauge\ngpulab_store_used_bytes %llu\n",
+      (unsigned long long)st.used_bytes);
+  put(t,
+      "# HELP gpulab_store_max_bytes --max-db-bytes (0: no bound).\n"
+      "# TYPE gpulab_store_max_bytes gauge\ngpulab_store_max_bytes %llu\n",
+      (unsigned long long)st.max_bytes);
+  put(t,
+      "# HELP gpulab_store_writable 1 while the store takes writes (and new jobs), 0 after a failed write.\n"
+      "# TYPE gpulab_store_writable gauge\ngpulab_store_writable %d\n",
+      st.writable ? 1 : 0);
+  put(t,
+      "# HELP gpulab_store_write_errors_total Store transactions that failed.\n"
+      "# TYPE gpulab_store_write_errors_total counter\ngpulab_store_write_errors_total %llu\n",
       (unsigned long long)st.write_errors);
-  put(t, "# HELP gpulab_store_pruned_jobs_total Finished jobs deleted to keep the store within --max-db-bytes.\n"
-         "# TYPE gpulab_store_pruned_jobs_total counter\ngpulab_store_pruned_jobs_total %llu\n",
+  put(t,
+      "# HELP gpulab_store_pruned_jobs_total Finished jobs deleted to keep the store within --max-db-bytes.\n"
+      "# TYPE gpulab_store_pruned_jobs_total counter\ngpulab_store_pruned_jobs_total %llu\n",
       (unsigned long long)st.pruned_jobs);
 }
 
@@ -306,35 +328,43 @@ char *metrics_render(struct metrics *m, struct engine *e, struct store *store, s
   struct text t = {.buf = malloc(8192), .cap = 8192};
   if (!t.buf) return NULL;
   pthread_mutex_lock(&m->lock);
-  put(&t, "# HELP gpulab_http_requests_total HTTP requests answered, by route, method and status.\n"
-          "# TYPE gpulab_http_requests_total counter\n");
+  put(&t,
+      "# HELP gpulab_http_requests_total HTTP requests answered, by route, method and status.\n"
+      "# TYPE gpulab_http_requests_total counter\n");
   for (int i = 0; i < m->n_requests; i++) {
     char route[80], method[24];
     put(&t, "gpulab_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
-        label(m->requests[i].route, route, sizeof route), label(m->requests[i].method, method, sizeof method),
-        m->requests[i].status, (unsigned long long)m->requests[i].count);
+        label(m->requests[i].route, route, sizeof route),
+        label(m->requests[i].method, method, sizeof method), m->requests[i].status,
+        (unsigned long long)m->requests[i].count);
   }
-  put(&t, "# HELP gpulab_http_request_duration_seconds Time from a request's first byte to its answer.\n"
-          "# TYPE gpulab_http_request_duration_seconds histogram\n");
+  put(&t,
+      "# HELP gpulab_http_request_duration_seconds Time from a request's first byte to its answer.\n"
+      "# TYPE gpulab_http_request_duration_seconds histogram\n");
   put_histogram(&t, "gpulab_http_request_duration_seconds", "", &m->request_seconds);
-  put(&t, "# HELP gpulab_jobs_total Jobs ended, by type and outcome.\n# TYPE gpulab_jobs_total counter\n");
+  put(&t,
+      "# HELP gpulab_jobs_total Jobs ended, by type and outcome.\n# TYPE gpulab_jobs_total counter\n");
   for (int i = 0; i < m->n_jobs; i++)
-    put(&t, "gpulab_jobs_total{type=\"%s\",outcome=\"%s\"} %llu\n", m->jobs[i].type, m->jobs[i].state,
-        (unsigned long long)m->jobs[i].count);
-  const char *hist[2][2] = {{"gpulab_job_queue_wait_seconds", "Time jobs waited before running."},
-                            {"gpulab_job_run_seconds", "Time jobs ran (device work, timing and checks)."}};
+    put(&t, "gpulab_jobs_total{type=\"%s\",outcome=\"%s\"} %llu\n", m->jobs[i].type,
+        m->jobs[i].state, (unsigned long long)m->jobs[i].count);
+  const char *hist[2][2] = {
+      {"gpulab_job_queue_wait_seconds", "Time jobs waited before running."},
+      {"gpulab_job_run_seconds", "Time jobs ran (device work, timing and checks)."}};
   for (int h = 0; h < 2; h++) {
     put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist[h][0], hist[h][1], hist[h][0]);
     for (int i = 0; i < m->n_jobs; i++) {
       char labels[64];
-      snprintf(labels, sizeof labels, "type=\"%s\",outcome=\"%s\"", m->jobs[i].type, m->jobs[i].state);
+      snprintf(labels, sizeof labels, "type=\"%s\",outcome=\"%s\"", m->jobs[i].type,
+               m->jobs[i].state);
       put_histogram(&t, hist[h][0], labels, h == 0 ? &m->jobs[i].queue : &m->jobs[i].run);
     }
   }
   double started = m->started_unix;
   pthread_mutex_unlock(&m->lock);
-  put(&t, "# HELP process_start_time_seconds When gpulabd started (unix time).\n"
-          "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n", started);
+  put(&t,
+      "# HELP process_start_time_seconds When gpulabd started (unix time).\n"
+      "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+      started);
   put_engine_gauges(&t, e);
   if (store) put_store_gauges(&t, store);
   if (t.failed) {

@@ -99,7 +99,8 @@ enum MHD_Result respond_storage(struct request *r, int err) {
 
 enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field) {
   return respond_fail(r, 410, "gone", field,
-                      "buffer %" PRIu64 " was made before gpulabd last restarted: buffers live "
+                      "buffer %" PRIu64
+                      " was made before gpulabd last restarted: buffers live "
                       "in memory and did not survive it; upload it again",
                       id);
 }
@@ -134,16 +135,14 @@ enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
   case ENOENT: return respond_missing_input(r, spec, e, field);
   case EINVAL: {
     bool range = field && (!strcmp(field, "depends_on") || !strcmp(field, "device"));
-    return respond_fail(r, 400, range ? "out_of_range" : "shape_mismatch", field, "%s",
-                        e->message);
+    return respond_fail(r, 400, range ? "out_of_range" : "shape_mismatch", field, "%s", e->message);
   }
   case EPIPE: return respond_fail(r, 409, "output_not_kept", field, "%s", e->message);
   case EFBIG: return respond_fail(r, 413, "job_too_large", NULL, "%s", e->message);
   case EAGAIN:
     r->retry_after_s = 1; /* queues drain at job speed; a second is a fair first guess */
     return respond_fail(r, 429, "queue_full", NULL, "%s", e->message);
-  default:
-    return respond_fail(r, 503, "unavailable", NULL, "cannot queue the job: %s", e->message);
+  default: return respond_fail(r, 503, "unavailable", NULL, "cannot queue the job: %s", e->message);
   }
 }
 
@@ -174,8 +173,8 @@ const char *request_client(struct request *r, char *buf, size_t len) {
     snprintf(buf, len, "%s", r->client);
     return buf;
   }
-  const union MHD_ConnectionInfo *info =
-      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+      r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   buf[0] = '\0';
   if (!info || !info->client_addr) return buf;
   const struct sockaddr *sa = info->client_addr;
@@ -240,11 +239,11 @@ int query_int(struct request *r, const char *name, long long lo, long long hi, l
   errno = 0;
   long long v = strtoll(text, &end, 10);
   if (errno == ERANGE)
-    return api_error_set(err, 400, "out_of_range", name, "%s must be between %lld and %lld",
-                         name, lo, hi);
+    return api_error_set(err, 400, "out_of_range", name, "%s must be between %lld and %lld", name,
+                         lo, hi);
   if (end == text || *end || errno)
-    return api_error_set(err, 400, "wrong_type", name, "%s must be an integer, got '%.40s'",
-                         name, text);
+    return api_error_set(err, 400, "wrong_type", name, "%s must be an integer, got '%.40s'", name,
+                         text);
   if (v < lo || v > hi)
     return api_error_set(err, 400, "out_of_range", name,
                          "%s must be between %lld and %lld, got %lld", name, lo, hi, v);

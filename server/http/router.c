@@ -123,8 +123,7 @@ static bool npy_content_type(const char *ct) {
 
 /* JSON, or curl -d's default form type (the README's examples send JSON that way). */
 static bool json_content_type(const char *ct) {
-  static const char *const ok[] = {"application/json", "application/x-www-form-urlencoded",
-                                   NULL};
+  static const char *const ok[] = {"application/json", "application/x-www-form-urlencoded", NULL};
   size_t len;
   if (!ct || media_type_in(ct, ok, &len)) return true;
   return len > 5 && strncasecmp(ct + len - 5, "+json", 5) == 0;
@@ -146,8 +145,8 @@ static bool plain_text_content_type(const char *ct) {
 static bool authenticate(struct request *r, const struct route *route, enum MHD_Result *result) {
   const struct auth *auth = r->srv->opts.auth;
   if (!auth) return true;
-  const char *header =
-      MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+  const char *header = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_AUTHORIZATION);
   const char *token = NULL;
   if (header && strncasecmp(header, "Bearer ", 7) == 0) token = header + 7;
   if (!token) token = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "access_token");
@@ -164,8 +163,8 @@ static bool authenticate(struct request *r, const struct route *route, enum MHD_
 /* The body's media type and announced size (415, 413) for a route that takes one;
  * marks a text/plain body for router_dispatch to parse. */
 static bool precheck_body(struct request *r, bool upload, enum MHD_Result *result) {
-  const char *ct =
-      MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_TYPE);
   if (upload && !npy_content_type(ct)) {
     *result = respond_fail(r, 415, "unsupported_media_type", NULL,
                            "send a .npy file (Content-Type: application/x-npy) or raw float32 "
@@ -182,8 +181,8 @@ static bool precheck_body(struct request *r, bool upload, enum MHD_Result *resul
     return true;
   }
   if (upload) r->body_limit = r->srv->opts.max_upload;
-  const char *cl =
-      MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_LENGTH);
   unsigned long long length = cl ? strtoull(cl, NULL, 10) : 0;
   if (length > r->body_limit) {
     *result = respond_fail(r, 413, "body_too_large", NULL,

@@ -42,9 +42,9 @@ enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
 /* Prometheus' text format, version 0.0.4. */
 enum MHD_Result route_metrics(struct request *r, const struct route_args *a) {
   size_t len = 0;
-  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine,
-                                                     r->srv->opts.store, &len)
-                                    : NULL;
+  char *text = r->srv->opts.metrics
+                   ? metrics_render(r->srv->opts.metrics, r->srv->engine, r->srv->opts.store, &len)
+                   : NULL;
   if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
@@ -69,9 +69,8 @@ static json_t *store_health(struct store *s, bool *ok) {
   *ok = *ok && st.writable;
   return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing",
                    "bytes", (json_int_t)st.file_bytes, "used_bytes", (json_int_t)st.used_bytes,
-                   "max_bytes", (json_int_t)st.max_bytes, "pruned_jobs",
-                   (json_int_t)st.pruned_jobs, "write_errors", (json_int_t)st.write_errors,
-                   "error", error);
+                   "max_bytes", (json_int_t)st.max_bytes, "pruned_jobs", (json_int_t)st.pruned_jobs,
+                   "write_errors", (json_int_t)st.write_errors, "error", error);
 }
 
 enum MHD_Result route_health(struct request *r, const struct route_args *a) {
@@ -94,6 +93,7 @@ enum MHD_Result route_me(struct request *r, const struct route_args *a) {
   char client[64];
   request_client(r, client, sizeof client);
   const char *by = r->who ? "token" : r->local ? "unix_socket" : "address";
-  return respond_json(r, 200, json_pack("{s:s,s:s,s:b}", "client", client, "by", by, "sees_all",
-                                        request_sees_all(r)));
+  return respond_json(
+      r, 200,
+      json_pack("{s:s,s:s,s:b}", "client", client, "by", by, "sees_all", request_sees_all(r)));
 }

@@ -54,9 +54,9 @@ static enum MHD_Result stored_job_route(struct request *r, const char *id_text) 
   bool finished = state && job_state_from_name(state) >= JOB_DONE;
   if (strcmp(r->method, "DELETE") == 0) {
     json_decref(stored);
-    return finished ? respond_fail(r, 409, "job_finished", "id", "job %s has already finished",
-                                   id_text)
-                    : respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+    return finished
+               ? respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text)
+               : respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
   }
   return respond_json(r, 200, stored);
 }
@@ -157,7 +157,9 @@ static enum MHD_Result list_jobs(struct request *r) {
   if (query_int(r, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit, &err) ||
       query_int(r, "cursor", 1, INT64_MAX, 0, &cursor, &err))
     return respond_error(r, &err);
-  struct engine_list_filter f = {.state = -1, .type = -1, .before_id = (uint64_t)cursor,
+  struct engine_list_filter f = {.state = -1,
+                                 .type = -1,
+                                 .before_id = (uint64_t)cursor,
                                  .client = request_sees_all(r) ? NULL : r->client};
   const char *state, *type, *fields;
   enum MHD_Result refused;

@@ -9,12 +9,25 @@
 
 /* The routes, for an API client: POST /<experiment> for each, then the others. */
 static enum MHD_Result index_page(struct request *r) {
-  static const char *const fixed[] = {
-      "POST /jobs",        "GET /jobs",     "GET /jobs/{id}",    "DELETE /jobs/{id}",
-      "GET /jobs/{id}/events", "GET /events", "POST /buffers",   "GET /buffers",
-      "GET /buffers/{id}", "DELETE /buffers/{id}", "GET /device", "GET /devices",
-      "GET /health",       "GET /openapi.json", "POST /sweeps",  "GET /sweeps",
-      "GET /sweeps/{id}",  "DELETE /sweeps/{id}", "GET /me"};
+  static const char *const fixed[] = {"POST /jobs",
+                                      "GET /jobs",
+                                      "GET /jobs/{id}",
+                                      "DELETE /jobs/{id}",
+                                      "GET /jobs/{id}/events",
+                                      "GET /events",
+                                      "POST /buffers",
+                                      "GET /buffers",
+                                      "GET /buffers/{id}",
+                                      "DELETE /buffers/{id}",
+                                      "GET /device",
+                                      "GET /devices",
+                                      "GET /health",
+                                      "GET /openapi.json",
+                                      "POST /sweeps",
+                                      "GET /sweeps",
+                                      "GET /sweeps/{id}",
+                                      "DELETE /sweeps/{id}",
+                                      "GET /me"};
   json_t *routes = json_array();
   for (int t = 0; t < EXP_TYPE_COUNT; t++)
     json_array_append_new(routes, json_sprintf("POST %s", exp_type_route((enum exp_type)t)));
@@ -24,7 +37,8 @@ static enum MHD_Result index_page(struct request *r) {
 }
 
 enum MHD_Result route_index(struct request *r, const struct route_args *a) {
-  const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+  const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_ACCEPT);
   return static_wants_html(accept) ? static_respond(r, a->url) : index_page(r);
 }
 

@@ -2,8 +2,8 @@
  * per listener. A stream with nothing to send suspends its connection and waits
  * on the event bus (until an event or the next keep-alive), which resumes it. */
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +17,20 @@
 struct sse_stream {
   struct MHD_Connection *conn;
   struct events *bus;
-  uint64_t job_id;      /* 0: every job */
-  char client[64];      /* non-empty: only this client's jobs (a client without admin) */
-  uint64_t next_seq;    /* events after this one are still to send */
-  struct job_view first;/* the job's state when the stream opened */
+  uint64_t job_id;       /* 0: every job */
+  char client[64];       /* non-empty: only this client's jobs (a client without admin) */
+  uint64_t next_seq;     /* events after this one are still to send */
+  struct job_view first; /* the job's state when the stream opened */
   bool send_first, ended;
   double next_keepalive;
   struct events_waiter waiter;
-  atomic_bool parked;   /* suspended, its waiter registered; cleared by resume() */
+  atomic_bool parked; /* suspended, its waiter registered; cleared by resume() */
   char buf[SSE_READ_BATCH * 512];
   size_t len, off;
 };
 
-static void append(struct sse_stream *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append(struct sse_stream *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void append(struct sse_stream *s, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -56,8 +57,9 @@ static bool final_state(const char *state) {
 
 static void append_bus_event(struct sse_stream *s, const struct event *ev) {
   if (s->client[0] && strcmp(s->client, ev->client) != 0) return; /* not this client's */
-  json_t *o = json_pack("{s:I,s:o,s:I,s:s,s:s}", "seq", (json_int_t)ev->seq, "time", time_json(ev->time),
-                        "job", (json_int_t)ev->job_id, "type", ev->job_type, "client", ev->client);
+  json_t *o = json_pack("{s:I,s:o,s:I,s:s,s:s}", "seq", (json_int_t)ev->seq, "time",
+                        time_json(ev->time), "job", (json_int_t)ev->job_id, "type", ev->job_type,
+                        "client", ev->client);
   if (ev->kind == EVENT_STATE) {
     json_object_set_new(o, "state", json_string(ev->state));
     if (ev->error_code[0]) json_object_set_new(o, "error", json_string(ev->error_code));
@@ -76,8 +78,9 @@ static void fill(struct sse_stream *s) {
   if (s->send_first) {
     s->send_first = false;
     const struct job_view *v = &s->first;
-    json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)v->id, "type", exp_type_name(v->spec.type),
-                          "client", v->client, "state", job_state_name(v->state));
+    json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)v->id, "type",
+                          exp_type_name(v->spec.type), "client", v->client, "state",
+                          job_state_name(v->state));
     if (v->error_code[0]) json_object_set_new(o, "error", json_string(v->error_code));
     append_event(s, 0, "state", o);
     if (job_state_final(v->state)) s->ended = true;

@@ -17,8 +17,7 @@ static bool job_may_run_inline(struct request *r, struct job *job) {
   struct job_view v; /* its spec as resolved: sizes taken from input buffers too */
   job_get_view(r->srv->engine, job, &v);
   const struct exp_timing_params *t = &v.spec.timing;
-  long long launches =
-      ((long long)t->warmup + (long long)t->batches) * (t->reps > 0 ? t->reps : 1);
+  long long launches = ((long long)t->warmup + (long long)t->batches) * (t->reps > 0 ? t->reps : 1);
   return exp_spec_bytes(&v.spec) <= (uint64_t)r->srv->opts.inline_max_bytes &&
          v.spec.stop.max_noise == 0 && launches <= 256;
 }
@@ -47,10 +46,13 @@ static enum MHD_Result resumed(struct request *r) { return respond_job(r, r->job
 /* The request as the engine takes it, from r's client. */
 static void job_request(struct request *r, const struct exp_spec *spec,
                         const struct api_job_options *opts, struct engine_job_request *req) {
-  *req = (struct engine_job_request){.spec = *spec, .device = opts->device,
-                                     .priority = opts->priority, .exclusive = opts->exclusive,
+  *req = (struct engine_job_request){.spec = *spec,
+                                     .device = opts->device,
+                                     .priority = opts->priority,
+                                     .exclusive = opts->exclusive,
                                      .keep_output = opts->keep_output,
-                                     .host_sync = opts->host_sync, .n_depends = opts->n_depends};
+                                     .host_sync = opts->host_sync,
+                                     .n_depends = opts->n_depends};
   memcpy(req->depends_on, opts->depends_on, sizeof req->depends_on);
   request_client(r, req->client, sizeof req->client);
   req->admin = request_sees_all(r);

@@ -28,15 +28,23 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
   json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, job_state_final(v->state));
   char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
-  struct store_row row = {.id = v->id, .client = v->client, .type = exp_type_name(v->spec.type),
-                          .state = job_state_name(v->state), .created = v->created_at,
-                          .finished = v->finished_at, .request = &stored,
-                          .request_len = sizeof stored, .record = record, .create = first};
+  struct store_row row = {.id = v->id,
+                          .client = v->client,
+                          .type = exp_type_name(v->spec.type),
+                          .state = job_state_name(v->state),
+                          .created = v->created_at,
+                          .finished = v->finished_at,
+                          .request = &stored,
+                          .request_len = sizeof stored,
+                          .record = record,
+                          .create = first};
   store_put(arg, &row);
   free(record);
 }
 
-static const char *sequence(enum engine_ids kind) { return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers"; }
+static const char *sequence(enum engine_ids kind) {
+  return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers";
+}
 
 int durable_reserve_ids(void *arg, enum engine_ids kind, uint64_t upto) {
   int rc = store_ids_reserve(arg, sequence(kind), upto);
@@ -75,8 +83,12 @@ static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) 
   char *text = json_dumps(j, JSON_COMPACT);
   const char *client = json_string_value(json_object_get(j, "client"));
   const char *type = json_string_value(json_object_get(j, "type"));
-  struct store_row row = {.id = id, .client = client ? client : "", .type = type ? type : "",
-                          .state = "failed", .finished = engine_now_unix(), .record = text};
+  struct store_row row = {.id = id,
+                          .client = client ? client : "",
+                          .type = type ? type : "",
+                          .state = "failed",
+                          .finished = engine_now_unix(),
+                          .record = text};
   store_put(rc->store, &row);
   free(text);
   json_decref(j);
@@ -88,13 +100,16 @@ static void recover_job(void *arg, uint64_t id, const char *state, const void *b
   struct stored_request stored;
   if (strcmp(state, "running") == 0)
     return mark_interrupted(rc, id, "gpulabd stopped while it ran; it is not run again");
-  if (len != sizeof stored || (memcpy(&stored, blob, sizeof stored), stored.magic != STORED_REQUEST_MAGIC))
-    return mark_interrupted(rc, id, "gpulabd restarted, and this job was stored by another version");
+  if (len != sizeof stored ||
+      (memcpy(&stored, blob, sizeof stored), stored.magic != STORED_REQUEST_MAGIC))
+    return mark_interrupted(rc, id,
+                            "gpulabd restarted, and this job was stored by another version");
   struct engine_job_request *req = &stored.req;
   for (int s = 0; s < EXP_MAX_INPUTS; s++)
     if (req->spec.inputs[s].kind != EXP_INPUT_SEED)
-      return mark_interrupted(rc, id, "gpulabd restarted, and this job's input (a buffer or another "
-                                      "job's output) did not survive it");
+      return mark_interrupted(rc, id,
+                              "gpulabd restarted, and this job's input (a buffer or another "
+                              "job's output) did not survive it");
   int kept = 0; /* parents that finished before the restart are done with */
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = engine_job_get(rc->engine, req->depends_on[i]);
@@ -105,8 +120,7 @@ static void recover_job(void *arg, uint64_t id, const char *state, const void *b
   req->restore_id = id;
   struct job *job;
   struct engine_error err;
-  if (engine_submit(rc->engine, req, &job, &err))
-    return mark_interrupted(rc, id, err.message);
+  if (engine_submit(rc->engine, req, &job, &err)) return mark_interrupted(rc, id, err.message);
   job_unref(job);
   rc->counts->rerun++;
 }
@@ -119,19 +133,26 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
 
 /* ---- the sweeps' table (sweeps.h), kept across restarts ---- */
 
-static int reserve_sweep_ids(void *store, uint64_t upto) { return store_ids_reserve(store, "sweeps", upto); }
+static int reserve_sweep_ids(void *store, uint64_t upto) {
+  return store_ids_reserve(store, "sweeps", upto);
+}
 
 /* store_sweeps' callback: a stored sweep back in the table. */
-static void restore_sweep(void *arg, uint64_t id, const char *client, double created, const char *record) {
+static void restore_sweep(void *arg, uint64_t id, const char *client, double created,
+                          const char *record) {
   json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
   char *desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
   uint64_t *ids = calloc(json_array_size(jobs) + 1, sizeof *ids);
   size_t i;
   json_array_foreach(jobs, i, job) ids[i] = ids ? (uint64_t)json_integer_value(job) : 0;
-  struct sweep_copy c = {.id = id, .created_at = created, .n_jobs = (int)json_array_size(jobs), .jobs = ids,
+  struct sweep_copy c = {.id = id,
+                         .created_at = created,
+                         .n_jobs = (int)json_array_size(jobs),
+                         .jobs = ids,
                          .desc = desc};
   snprintf(c.client, sizeof c.client, "%s", client);
-  if (!ids || !desc || sweeps_restore(arg, &c)) log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
+  if (!ids || !desc || sweeps_restore(arg, &c))
+    log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
   free(ids);
   free(desc);
   json_decref(o);

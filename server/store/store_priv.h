@@ -32,8 +32,8 @@ struct store {
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
   sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
 
-  pthread_mutex_t queue_lock; /* guards the fields below */
-  pthread_cond_t queue_ready; /* rows queued, or closing: the writer */
+  pthread_mutex_t queue_lock;    /* guards the fields below */
+  pthread_cond_t queue_ready;    /* rows queued, or closing: the writer */
   pthread_cond_t committed_cond; /* a batch written or failed: store_flush's waiters */
   struct queued_row *head, **tail;
   uint64_t queued, committed; /* rows ever queued, and written or failed (in order) */

@@ -17,7 +17,8 @@ int64_t store_query_int(sqlite3 *db, const char *sql) {
 }
 
 uint64_t store_used_bytes_locked(struct store *s) {
-  int64_t page = store_query_int(s->db, "PRAGMA page_size"), count = store_query_int(s->db, "PRAGMA page_count");
+  int64_t page = store_query_int(s->db, "PRAGMA page_size"),
+          count = store_query_int(s->db, "PRAGMA page_count");
   int64_t unused = store_query_int(s->db, "PRAGMA freelist_count");
   return page > 0 && count >= unused && unused >= 0 ? (uint64_t)(page * (count - unused)) : 0;
 }
@@ -32,8 +33,10 @@ void store_keep_within_locked(struct store *s) {
     return;
   }
   sqlite3_stmt *del;
-  if (sqlite3_prepare_v2(s->db, "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished > 0"
-                         " ORDER BY id LIMIT ?1)", -1, &del, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db,
+                         "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished > 0"
+                         " ORDER BY id LIMIT ?1)",
+                         -1, &del, NULL) != SQLITE_OK)
     return;
   uint64_t before = s->pruned_jobs;
   for (int pass = 0; used > target && pass < 16; pass++) {
@@ -48,12 +51,14 @@ void store_keep_within_locked(struct store *s) {
     used = store_used_bytes_locked(s);
   }
   sqlite3_finalize(del);
-  sqlite3_exec(s->db, "PRAGMA incremental_vacuum", NULL, NULL, NULL); /* a no-op without auto-vacuum */
+  sqlite3_exec(s->db, "PRAGMA incremental_vacuum", NULL, NULL,
+               NULL); /* a no-op without auto-vacuum */
   bool over = used > s->max_bytes;
   if (over != atomic_load(&s->over_limit) || s->pruned_jobs != before)
     log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
              (unsigned long long)used, (unsigned long long)(s->pruned_jobs - before),
-             (unsigned long long)s->max_bytes, over ? ": unfinished jobs alone pass it, new ones are refused" : "");
+             (unsigned long long)s->max_bytes,
+             over ? ": unfinished jobs alone pass it, new ones are refused" : "");
   atomic_store(&s->over_limit, over);
 }
 
@@ -64,8 +69,11 @@ void store_limit(struct store *s, uint64_t max_bytes) {
     char sql[160];
     int64_t page = store_query_int(s->db, "PRAGMA page_size");
     int64_t wal = (int64_t)(max_bytes / 16), pages = page > 0 ? wal / page : 1000;
-    snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld; PRAGMA wal_autocheckpoint=%lld;", (long long)wal,
-             (long long)(pages < 16 ? 16 : pages > 1000 ? 1000 : pages));
+    snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld; PRAGMA wal_autocheckpoint=%lld;",
+             (long long)wal,
+             (long long)(pages < 16     ? 16
+                         : pages > 1000 ? 1000
+                                        : pages));
     sqlite3_exec(s->db, sql, NULL, NULL, NULL);
     store_keep_within_locked(s);
   }
@@ -90,8 +98,8 @@ char *store_record(struct store *s, uint64_t id) {
 }
 
 int store_list(struct store *s, uint64_t before_id, const char *state, const char *type,
-               const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
-               void *arg) {
+               const char *client, int limit,
+               void (*fn)(void *arg, uint64_t id, const char *record), void *arg) {
   sqlite3_stmt *st;
   struct listed {
     uint64_t id;
@@ -100,11 +108,12 @@ int store_list(struct store *s, uint64_t before_id, const char *state, const cha
   int n = 0;
   if (!rows) return 0;
   store_lock_for_read(s);
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT id, record FROM jobs WHERE record IS NOT NULL AND (?1 = 0 OR id < ?1)"
-                         " AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR type = ?3)"
-                         " AND (?4 IS NULL OR client = ?4) ORDER BY id DESC LIMIT ?5",
-                         -1, &st, NULL) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          s->db,
+          "SELECT id, record FROM jobs WHERE record IS NOT NULL AND (?1 = 0 OR id < ?1)"
+          " AND (?2 IS NULL OR state = ?2) AND (?3 IS NULL OR type = ?3)"
+          " AND (?4 IS NULL OR client = ?4) ORDER BY id DESC LIMIT ?5",
+          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, (sqlite3_int64)before_id);
     sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
@@ -162,8 +171,10 @@ int store_unfinished(struct store *s,
     snprintf(p->state, sizeof p->state, "%s", (const char *)sqlite3_column_text(st, 1));
     p->len = (size_t)sqlite3_column_bytes(st, 2);
     p->request = p->len ? malloc(p->len) : NULL;
-    if (p->request) memcpy(p->request, sqlite3_column_blob(st, 2), p->len);
-    else p->len = 0;
+    if (p->request)
+      memcpy(p->request, sqlite3_column_blob(st, 2), p->len);
+    else
+      p->len = 0;
   }
   sqlite3_finalize(st);
   pthread_mutex_unlock(&s->lock);
@@ -188,15 +199,17 @@ uint64_t store_max_id(struct store *s) {
 }
 
 int store_sweeps(struct store *s, int limit,
-                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                            const char *record),
                  void *arg) {
   sqlite3_stmt *st;
   int n = 0;
   store_lock_for_read(s); /* fn only copies: it may run under the lock */
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT id, client, created, record FROM (SELECT * FROM sweeps ORDER BY id DESC"
-                         " LIMIT ?1) ORDER BY id",
-                         -1, &st, NULL) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          s->db,
+          "SELECT id, client, created, record FROM (SELECT * FROM sweeps ORDER BY id DESC"
+          " LIMIT ?1) ORDER BY id",
+          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_int(st, 1, limit);
     for (; sqlite3_step(st) == SQLITE_ROW; n++)
       fn(arg, (uint64_t)sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1),
@@ -223,7 +236,8 @@ uint64_t store_ids_floor(struct store *s, const char *name) {
   uint64_t value = 0;
   pthread_mutex_lock(&s->lock);
   sqlite3_bind_text(s->get_meta, 1, name, -1, SQLITE_STATIC);
-  if (sqlite3_step(s->get_meta) == SQLITE_ROW) value = (uint64_t)sqlite3_column_int64(s->get_meta, 0);
+  if (sqlite3_step(s->get_meta) == SQLITE_ROW)
+    value = (uint64_t)sqlite3_column_int64(s->get_meta, 0);
   sqlite3_reset(s->get_meta);
   pthread_mutex_unlock(&s->lock);
   return value;
@@ -239,8 +253,10 @@ int store_prune(struct store *s, double before) {
     if (sqlite3_step(st) == SQLITE_DONE) n = sqlite3_changes(s->db);
     sqlite3_finalize(st);
   }
-  if (sqlite3_prepare_v2(s->db, "DELETE FROM sweeps WHERE created < ?1 OR id NOT IN"
-                         " (SELECT id FROM sweeps ORDER BY id DESC LIMIT 1000)", -1, &st, NULL) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(s->db,
+                         "DELETE FROM sweeps WHERE created < ?1 OR id NOT IN"
+                         " (SELECT id FROM sweeps ORDER BY id DESC LIMIT 1000)",
+                         -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_double(st, 1, before);
     sqlite3_step(st);
     sqlite3_finalize(st);

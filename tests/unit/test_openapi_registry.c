@@ -47,8 +47,7 @@ static json_t *facet(json_t *prop, const char *key) {
   if ((v = json_object_get(deref(prop), key))) return v;
   size_t i;
   json_t *part;
-  json_array_foreach(json_object_get(prop, "allOf"), i, part)
-    if ((v = facet(part, key))) return v;
+  json_array_foreach(json_object_get(prop, "allOf"), i, part) if ((v = facet(part, key))) return v;
   return NULL;
 }
 
@@ -59,16 +58,18 @@ static json_t *integer_schema(json_t *node) {
   if (type && strcmp(type, "integer") == 0) return node;
   json_t *found = NULL, *part;
   size_t i;
-  json_array_foreach(json_object_get(node, "oneOf"), i, part)
-    if (!found) found = integer_schema(part);
-  if (!found && json_object_get(node, "items")) found = integer_schema(json_object_get(node, "items"));
+  json_array_foreach(json_object_get(node, "oneOf"), i, part) if (!found)
+      found = integer_schema(part);
+  if (!found && json_object_get(node, "items"))
+    found = integer_schema(json_object_get(node, "items"));
   return found;
 }
 
 static bool array_has_string(json_t *array, const char *s) {
   size_t i;
   json_t *v;
-  json_array_foreach(array, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0) return true;
+  json_array_foreach(array, i,
+                     v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0) return true;
   return false;
 }
 
@@ -91,11 +92,13 @@ static void check_int_facet(const char *where, const char *field, json_t *prop, 
 static void check_variants(const struct exp_desc *d, const char *where, json_t *choice) {
   json_t *c = deref(choice), *one = json_array_get(json_object_get(c, "oneOf"), 0);
   json_t *list = json_array_get(json_object_get(c, "oneOf"), 1), *names = json_array();
-  for (int v = 0; v < d->n_variants; v++) json_array_append_new(names, json_string(d->variants[v].name));
+  for (int v = 0; v < d->n_variants; v++)
+    json_array_append_new(names, json_string(d->variants[v].name));
   json_t *enum_v = json_object_get(deref(json_object_get(list, "items")), "enum");
   if (!json_equal(enum_v, names))
-    CHECK_FAIL_("%s.variant: the document's variant enum differs from the descriptor's (%d variants)", where,
-                d->n_variants);
+    CHECK_FAIL_(
+        "%s.variant: the document's variant enum differs from the descriptor's (%d variants)",
+        where, d->n_variants);
   json_array_append_new(names, json_string("all"));
   if (!json_equal(json_object_get(one, "enum"), names))
     CHECK_FAIL_("%s.variant: one variant's enum is not the variants and \"all\"", where);
@@ -104,7 +107,8 @@ static void check_variants(const struct exp_desc *d, const char *where, json_t *
   json_decref(names);
 }
 
-static void check_runs(const struct exp_desc *d, const char *where, json_t *prop, json_t *defaults) {
+static void check_runs(const struct exp_desc *d, const char *where, json_t *prop,
+                       json_t *defaults) {
   const struct exp_runs_param *r = d->runs;
   json_t *entry = integer_schema(prop);
   if (!entry) CHECK_FAIL_("%s.%s: no integer entry", where, r->name);
@@ -120,10 +124,11 @@ static void check_runs(const struct exp_desc *d, const char *where, json_t *prop
 
 /* Fields a job of every experiment takes beside its own; and POST /<name>'s options. */
 static bool common_field(const char *name, bool request) {
-  static const char *const common[] = {"seed", "warmup", "batches", "reps", "graph", "order", "min_samples",
-                                       "max_noise", "max_time", "cold", NULL};
-  static const char *const options[] = {"priority", "isolation", "dependency", "keep_output", "depends_on",
-                                        "device", NULL};
+  static const char *const common[] = {"seed",     "warmup", "batches",     "reps",
+                                       "graph",    "order",  "min_samples", "max_noise",
+                                       "max_time", "cold",   NULL};
+  static const char *const options[] = {"priority",   "isolation", "dependency", "keep_output",
+                                        "depends_on", "device",    NULL};
   for (const char *const *p = common; *p; p++)
     if (!strcmp(*p, name)) return true;
   for (const char *const *p = options; request && *p; p++)
@@ -161,7 +166,8 @@ static void check_params_schema(enum exp_type t, const char *where, json_t *sche
     json_t *prop = json_object_get(props, d->runs->name);
     if (!prop) CHECK_FAIL_("%s: the runs list %s is not documented", where, d->runs->name);
     check_runs(d, where, prop, defaults);
-    if (json_object_get(props, "variant")) CHECK_FAIL_("%s: variant documented without variants", where);
+    if (json_object_get(props, "variant"))
+      CHECK_FAIL_("%s: variant documented without variants", where);
   } else {
     if (!json_object_get(props, "variant")) CHECK_FAIL_("%s: variant is not documented", where);
     check_variants(d, where, json_object_get(props, "variant"));
@@ -178,7 +184,8 @@ static void check_params_schema(enum exp_type t, const char *where, json_t *sche
     if (!descriptor_field(d, name) && !common_field(name, request) && strcmp(name, "fault") != 0)
       CHECK_FAIL_("%s: documents %s, which the descriptor does not have", where, name);
     json_t *def = facet(prop, "default"); /* a param's: not the variant choice's or an option's */
-    if (def && strcmp(name, "variant") != 0 && (!common_field(name, true) || common_field(name, false)) &&
+    if (def && strcmp(name, "variant") != 0 &&
+        (!common_field(name, true) || common_field(name, false)) &&
         !json_equal(def, json_object_get(defaults, name)))
       CHECK_FAIL_("%s.%s: the document's default differs from gpulabd's", where, name);
   }
@@ -186,10 +193,12 @@ static void check_params_schema(enum exp_type t, const char *where, json_t *sche
 
 static void check_experiment(enum exp_type t) {
   const struct exp_desc *d = exp_desc(t);
-  json_t *post = json_object_get(json_object_get(json_object_get(doc, "paths"), exp_type_route(t)), "post");
+  json_t *post = json_object_get(json_object_get(json_object_get(doc, "paths"), exp_type_route(t)),
+                                 "post");
   if (!post) CHECK_FAIL_("%s: the document has no POST %s", d->name, exp_type_route(t));
   json_t *content = json_object_get(json_object_get(post, "requestBody"), "content");
-  const char *request = ref_name(json_object_get(json_object_get(content, "application/json"), "schema"));
+  const char *request = ref_name(
+      json_object_get(json_object_get(content, "application/json"), "schema"));
   size_t n = request ? strlen(request) : 0;
   if (n <= 7 || strcmp(request + n - 7, "Request") != 0)
     CHECK_FAIL_("POST %s: its body's schema is not an <X>Request", exp_type_route(t));
@@ -206,15 +215,18 @@ static void check_experiment(enum exp_type t) {
   json_t *required = json_object_get(spec_schema, "required");
   const char *name;
   json_t *value;
-  json_object_foreach(defaults, name, value)
-    if (!array_has_string(required, name)) CHECK_FAIL_("%s: %s is not required", spec_name, name);
-  json_t *job_params = json_object_get(json_object_get(schema_named("JobRequest"), "properties"), "params");
+  json_object_foreach(defaults, name, value) if (!array_has_string(required, name))
+      CHECK_FAIL_("%s: %s is not required", spec_name, name);
+  json_t *job_params = json_object_get(json_object_get(schema_named("JobRequest"), "properties"),
+                                       "params");
   if (!array_has_ref(json_object_get(job_params, "anyOf"), params))
     CHECK_FAIL_("JobRequest.params: %s is not one of its schemas", params);
-  json_t *info_defaults = json_object_get(json_object_get(schema_named("ExperimentInfo"), "properties"), "defaults");
+  json_t *info_defaults = json_object_get(
+      json_object_get(schema_named("ExperimentInfo"), "properties"), "defaults");
   if (!array_has_ref(json_object_get(info_defaults, "oneOf"), spec_name))
     CHECK_FAIL_("ExperimentInfo.defaults: %s is not one of its schemas", spec_name);
-  json_t *types = json_object_get(json_object_get(schema_named("Experiments"), "properties"), "types");
+  json_t *types = json_object_get(json_object_get(schema_named("Experiments"), "properties"),
+                                  "types");
   if (!array_has_string(json_object_get(types, "required"), d->name) ||
       !json_object_get(json_object_get(types, "properties"), d->name))
     CHECK_FAIL_("Experiments.types: %s is not listed", d->name);
@@ -228,11 +240,13 @@ int main(void) {
   json_t *types = json_object_get(schema_named("JobType"), "enum");
   CHECK_INT_EQ(json_array_size(types), EXP_TYPE_COUNT);
   for (int t = 0; t < EXP_TYPE_COUNT; t++) { /* in the registry's order */
-    CHECK_STR_EQ(json_string_value(json_array_get(types, (size_t)t)), exp_type_name((enum exp_type)t));
+    CHECK_STR_EQ(json_string_value(json_array_get(types, (size_t)t)),
+                 exp_type_name((enum exp_type)t));
     check_experiment((enum exp_type)t);
   }
-  json_t *listed = json_object_get(json_object_get(json_object_get(schema_named("Experiments"), "properties"),
-                                                   "types"), "required");
+  json_t *listed = json_object_get(
+      json_object_get(json_object_get(schema_named("Experiments"), "properties"), "types"),
+      "required");
   CHECK_INT_EQ(json_array_size(listed), EXP_TYPE_COUNT);
   json_decref(doc);
   printf("ok: the document's parts of %d experiments match their descriptors\n", EXP_TYPE_COUNT);
