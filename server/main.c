@@ -15,14 +15,14 @@
 #include "api/params.h"
 #include "kernels/backends/backend.h"
 #include "server/config.h"
-#include "server/durable.h"
-#include "server/engine.h"
-#include "server/http.h"
-#include "server/auth.h"
+#include "server/store/durable.h"
+#include "server/engine/engine.h"
+#include "server/http/http.h"
+#include "server/http/auth.h"
 #include "server/log.h"
-#include "server/store.h"
-#include "server/metrics.h"
-#include "server/static.h"
+#include "server/store/store.h"
+#include "server/http/metrics.h"
+#include "server/http/static.h"
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
  * device answers), the rest follow it. Returns how many were opened, 0 on error. */
@@ -245,6 +245,7 @@ int main(int argc, char **argv) {
   struct http_server *server = NULL;
   struct metrics *metrics = NULL;
   struct store *store = NULL;
+  struct sweeps *sweeps = NULL;
   FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
   uint64_t first_id, first_buffer_id;
@@ -271,6 +272,10 @@ int main(int argc, char **argv) {
   if (store && durable_recover(engine, store, &recovered) > 0)
     log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovered.rerun,
              recovered.interrupted);
+  if (durable_sweeps_open(store, &sweeps)) {
+    log_warn("gpulabd: out of memory");
+    goto fail;
+  }
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .inline_max_bytes = cfg.inline_max_bytes,
@@ -279,7 +284,7 @@ int main(int argc, char **argv) {
                                .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
-                               .timeout_s = cfg.timeout_s, .store = store,
+                               .timeout_s = cfg.timeout_s, .store = store, .sweeps = sweeps,
                                .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
                                .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
@@ -295,6 +300,7 @@ fail:
   if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
   http_server_drain(server, 2);
   http_server_stop(server);
+  durable_sweeps_close(store, sweeps);
   if (engine && store) durable_release_ids(engine, store);
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);

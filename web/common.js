@@ -1,7 +1,7 @@
 'use strict';
 /* gpulab's dashboard, shared parts: building DOM, talking to the API, formatting,
- * and what each job type takes (mirrors api/params.c and the README). Everything
- * lives under window.GL; no inline script or style anywhere (the page's CSP). */
+ * and what each job type takes (read from gpulabd: /static/experiments.json).
+ * Everything lives under window.GL; no inline script or style anywhere (the page's CSP). */
 const GL = (window.GL = {});
 
 /* ---- DOM ---- */
@@ -77,59 +77,17 @@ GL.getJSON = async function (path) {
   return r.json;
 };
 
-/* ---- what the job types take (kernels/<type>/<type>.c: each descriptor's ranges and defaults) ---- */
+/* ---- what the job types take: each experiment's descriptor, from gpulabd ---- */
 
-GL.TYPES = {
-  transpose: {
-    title: 'Transpose',
-    about: 'B = Aᵀ for an m × n matrix A. Figure: GB/s = 8mn / t.',
-    fields: [
-      { name: 'm', label: 'm', hint: 'rows of A', def: 4096, min: 1, max: 1048576 },
-      { name: 'n', label: 'n', hint: 'columns of A', def: 4096, min: 1, max: 1048576 },
-    ],
-    variants: ['naive', 'shared32', 'padded33', 'copy'],
-    inputs: ['a'],
-    timing: { warmup: 3, batches: 5, reps: 20, seed: 2026 },
-  },
-  gemm: {
-    title: 'GEMM',
-    about: 'C[m,n] = A[m,k] · B[k,n] in FP32. Figure: GFLOP/s = 2mnk / t.',
-    fields: [
-      { name: 'm', label: 'm', hint: 'rows of A and C', def: 1024, min: 1, max: 1048576 },
-      { name: 'n', label: 'n', hint: 'columns of B and C', def: 1024, min: 1, max: 1048576 },
-      { name: 'k', label: 'k', hint: 'inner dimension', def: 1024, min: 1, max: 1048576 },
-    ],
-    variants: ['naive', 'tiled', 'cublas'],
-    inputs: ['a', 'b'],
-    timing: { warmup: 3, batches: 5, reps: 20, seed: 2026 },
-  },
-  stencil: {
-    title: 'Stencil',
-    about: '1-D moving average over 2·radius+1 points, zero boundary. Figure: GB/s = 8n / t.',
-    fields: [
-      { name: 'n', label: 'n', hint: 'points', def: 4194304, min: 1, max: 1073741824 },
-      { name: 'radius', label: 'radius', hint: 'halo width', def: 32, min: 0, max: 1024 },
-    ],
-    variants: ['naive', 'shared'],
-    inputs: ['x'],
-    timing: { warmup: 20, batches: 5, reps: 100, seed: 2026 },
-  },
-  pipeline: {
-    title: 'Pipeline',
-    about: 'Upload, synthesize kernel and download of every chunk over 1..n streams. ' +
-      'Figure: GB/s moved = 8 · chunk · chunks / t.',
-    fields: [
-      { name: 'chunk', label: 'chunk', hint: 'floats per chunk', def: 1048576, min: 1, max: 268435456 },
-      { name: 'chunks', label: 'chunks', hint: 'chunks per pass', def: 3, min: 1, max: 64 },
-      { name: 'terms', label: 'terms', hint: 'sine terms per element', def: 64, min: 1, max: 4096 },
-    ],
-    streams: { def: '1, 3', hint: 'one run per stream count, 1..32 each' },
-    variants: null,
-    inputs: ['x'],
-    timing: { warmup: 5, batches: 9, reps: 1, seed: 2026 },
-  },
-};
+/* GL.TYPES[type], in the registry's order (GL.TYPE_ORDER), built by GL.loadExperiments
+ * from /static/experiments.json (api/describe.c: each descriptor's params with their
+ * ranges, defaults and docs, its variants or runs list, inputs and timing), so that a
+ * new experiment, param or variant gets its form by itself. */
+GL.TYPES = {};
+GL.TYPE_ORDER = [];
 
+/* Job-wide params, the same for every type (api/params.h's ranges); their defaults
+ * are each type's. */
 GL.TIMING_FIELDS = [
   { name: 'seed', label: 'seed', hint: 'inputs are generated from it', min: 0 },
   { name: 'warmup', label: 'warm-up', hint: 'untimed launches, 0..1000', min: 0, max: 1000 },
@@ -137,39 +95,66 @@ GL.TIMING_FIELDS = [
   { name: 'reps', label: 'reps', hint: 'launches per batch, 1..10000', min: 1, max: 10000 },
 ];
 
-/* Takes each type's variants, inputs and defaults from /static/experiments.json
- * (built by gpulabd from the tables the API validates with), so a variant or param
- * added to gpulabd shows up in the forms by itself; params the forms do not know
- * get a plain field. Keeps the lists above when it cannot be read. */
+/* One type's form, from its entry in experiments.json. */
+GL.typeFromInfo = function (type, info) {
+  const d = info.defaults || {};
+  const runs = info.runs;
+  const t = {
+    title: info.title || type,
+    about: info.doc || `Figure: ${info.unit || ''}${info.counted ? ` (${info.counted})` : ''}.`,
+    counted: info.counted || '',
+    unit: info.unit || '',
+    ceiling: info.ceiling || null,
+    fields: (info.params || []).map((p) => ({ name: p.name, label: p.name, dim: !!p.dim,
+      hint: p.doc ? `${p.doc}, ${p.min}..${p.max}` : `${p.min}..${p.max}`,
+      def: typeof d[p.name] === 'number' ? d[p.name] : p.default, min: p.min, max: p.max })),
+    variants: runs ? null : (info.variants || []),
+    variantDocs: info.variant_docs || {},
+    runs: runs ? { name: runs.name, noun: runs.noun,
+      def: (Array.isArray(d[runs.name]) ? d[runs.name] : runs.default || []).join(', '),
+      hint: `one run per ${runs.noun}, ${runs.min}..${runs.max} each${runs.word ? `, or "${runs.word}"` : ''}` } : null,
+    inputs: info.inputs || [],
+    timing: {},
+  };
+  for (const f of GL.TIMING_FIELDS) if (typeof d[f.name] === 'number') t.timing[f.name] = d[f.name];
+  /* Params the form has no field of its own for (order, cold, the noise rule): a plain
+   * field each, sent when changed. */
+  const known = new Set([...t.fields.map((f) => f.name), ...GL.TIMING_FIELDS.map((f) => f.name), 'variant',
+    'graph', ...(runs ? [runs.name] : []), ...t.inputs]);
+  t.extra = Object.entries(d).filter(([k, v]) => !known.has(k) && ['number', 'boolean', 'string'].includes(typeof v))
+    .map(([k, v]) => ({ name: k, label: k.replace(/_/g, ' '), def: v, hint: `default ${v}` }));
+  return t;
+};
+
+/* Reads /static/experiments.json into GL.TYPES; without it there are no forms. */
 GL.loadExperiments = async function () {
   let x;
   try { x = await GL.getJSON('/static/experiments.json'); } catch (e) { return; }
-  for (const [type, info] of Object.entries(x.types || {})) {
-    const t = GL.TYPES[type];
-    if (!t) continue;
-    const d = info.defaults || {};
-    if (t.variants && Array.isArray(info.variants) && info.variants.length) t.variants = info.variants;
-    if (Array.isArray(info.inputs)) t.inputs = info.inputs;
-    for (const f of t.fields) if (typeof d[f.name] === 'number') f.def = d[f.name];
-    for (const k of ['warmup', 'batches', 'reps', 'seed']) if (typeof d[k] === 'number') t.timing[k] = d[k];
-    if (t.streams && Array.isArray(d.streams)) t.streams.def = d.streams.join(', ');
-    const known = new Set([...t.fields.map((f) => f.name), 'warmup', 'batches', 'reps', 'seed', 'variant',
-      'streams', 'graph', ...t.inputs]);
-    t.extra = Object.entries(d).filter(([k, v]) => !known.has(k) && ['number', 'boolean', 'string'].includes(typeof v))
-      .map(([k, v]) => ({ name: k, label: k.replace(/_/g, ' '), def: v, hint: `default ${v}` }));
-  }
+  const types = x.types || {};
+  GL.TYPE_ORDER = (Array.isArray(x.order) ? x.order : Object.keys(types)).filter((t) => types[t]);
+  for (const type of GL.TYPE_ORDER) GL.TYPES[type] = GL.typeFromInfo(type, types[type]);
 };
 
-/* "33 × 47" and friends: what the history groups by, beside the type. */
+/* What a job's runs are named by in its table: "Variant", or the runs list's noun. */
+GL.runsNoun = function (type) {
+  const t = GL.TYPES[type];
+  return t && t.runs ? t.runs.noun : 'variant';
+};
+
+/* How many runs a job has: its variants, or its runs list's entries. */
+GL.runCount = function (type, p) {
+  const t = GL.TYPES[type];
+  const list = p && p[t && t.runs ? t.runs.name : 'variant'];
+  return Array.isArray(list) ? list.length : 0;
+};
+
+/* "33 × 47" when every size param is a dimension, else "n 5000, radius 3": what the
+ * history groups by, beside the type. */
 GL.sizeLabel = function (type, p) {
-  if (!p) return '';
-  switch (type) {
-    case 'transpose': return `${p.m} × ${p.n}`;
-    case 'gemm': return `${p.m} × ${p.n} × ${p.k}`;
-    case 'stencil': return `n ${p.n}, r ${p.radius}`;
-    case 'pipeline': return `${p.chunks} × ${p.chunk}, ${p.terms} terms`;
-    default: return '';
-  }
+  const t = GL.TYPES[type];
+  if (!p || !t || !t.fields.length) return '';
+  if (t.fields.every((f) => f.dim)) return t.fields.map((f) => p[f.name]).join(' × ');
+  return t.fields.map((f) => `${f.name} ${p[f.name]}`).join(', ');
 };
 
 /* ---- formatting ---- */
@@ -227,13 +212,14 @@ GL.ceilings = function (device) {
     typeof v === 'object' && v ? Object.assign({ name }, v) : { name, value: v });
   return list.filter((x) => x && typeof (x.value ?? x.figure) === 'number').map((x) => {
     const name = x.name || x.what || 'ceiling';
-    const unit = x.unit || (/flop|gemm/i.test(name) ? 'GFLOP/s' : 'GB/s');
+    const unit = x.unit || (/flop/i.test(name) ? 'GFLOP/s' : 'GB/s');
     return { name, value: x.value ?? x.figure, unit, about: x.description || x.method || '' };
   });
 };
 
 /* A run's figure as a percentage of its ceiling: the run's own field when it has one,
- * else the device ceiling of the same unit that fits the job type best; null if none. */
+ * else the device ceiling the run names (or its type's descriptor does), else the
+ * first of the same unit; null if none. */
 GL.ceilingPercent = function (type, run, device) {
   for (const k of ['percent_of_ceiling', 'ceiling_percent', 'ceiling_pct', 'pct_of_ceiling'])
     if (typeof run[k] === 'number') return run[k];
@@ -242,9 +228,9 @@ GL.ceilingPercent = function (type, run, device) {
   if (run.figure == null) return null;
   const fits = GL.ceilings(device).filter((c) => c.unit === run.unit);
   if (!fits.length) return null;
-  const prefer = { transpose: /copy|d2d|dram|device/i, stencil: /copy|d2d|dram|device/i,
-    gemm: /sgemm|cublas|fp32/i, pipeline: /pinned|h2d|host|pcie/i }[type];
-  const best = fits.find((c) => prefer && prefer.test(c.name)) || fits[0];
+  const t = GL.TYPES[type];
+  const name = typeof run.ceiling === 'string' ? run.ceiling : t && t.ceiling;
+  const best = fits.find((c) => c.name === name) || fits[0];
   return best.value > 0 ? (100 * run.figure) / best.value : null;
 };
 

@@ -122,12 +122,12 @@
       role: 'tabpanel', hidden: true });
     form.append(h('p', { class: 'about', text: t.about }));
     const size = h('div', { class: 'fields' }, t.fields.map((f) => field(type, f, f.def)));
-    if (t.streams)
-      size.append(field(type, { name: 'streams', label: 'streams', hint: t.streams.hint },
-        t.streams.def, { wide: true }));
+    if (t.runs) /* a list param whose entries are the runs (the pipeline's streams) */
+      size.append(field(type, { name: t.runs.name, label: t.runs.name, hint: t.runs.hint },
+        t.runs.def, { wide: true }));
     form.append(h('fieldset', {}, h('legend', { text: 'Size' }), size));
     if (t.variants) {
-      const boxes = t.variants.map((v) => h('label', { class: 'check' },
+      const boxes = t.variants.map((v) => h('label', { class: 'check', title: t.variantDocs[v] || null },
         h('input', { type: 'checkbox', name: 'variant', value: v, checked: true }), v));
       form.append(h('fieldset', { class: 'field', 'data-field': 'variant' },
         h('legend', { text: 'Variants' }), h('div', { class: 'checks' }, boxes),
@@ -221,7 +221,7 @@
     const params = [];
     for (const f of [...t.fields, ...GL.TIMING_FIELDS])
       if (val(f.name) !== '') params.push([f.name, intText(val(f.name))]);
-    if (t.streams && val('streams') !== '') params.push(['streams', listText(val('streams'))]);
+    if (t.runs && val(t.runs.name) !== '') params.push([t.runs.name, listText(val(t.runs.name))]);
     if (t.variants) {
       const on = [...form.querySelectorAll('input[name=variant]')].filter((c) => c.checked).map((c) => c.value);
       if (on.length !== t.variants.length) params.push(['variant', JSON.stringify(on)]);
@@ -316,12 +316,13 @@
   dash.buildForms = function () {
     const tabs = document.getElementById('type-tabs');
     const forms = document.getElementById('forms');
-    for (const type of Object.keys(GL.TYPES)) {
+    for (const type of GL.TYPE_ORDER) {
       tabs.append(h('button', { type: 'button', role: 'tab', 'data-type': type,
         text: GL.TYPES[type].title, onclick: () => selectType(type) }));
       forms.append(buildForm(type));
     }
-    selectType('transpose');
+    if (GL.TYPE_ORDER.length) selectType(GL.TYPE_ORDER[0]);
+    else forms.append(h('p', { class: 'error', text: 'gpulabd did not say which experiments it runs (/static/experiments.json)' }));
   };
 
   /* ---- the live queue ---- */
@@ -330,7 +331,7 @@
 
   function runsOf(job) {
     const p = job.params || {};
-    return job.type === 'pipeline' ? (p.streams || []).length : (p.variant || []).length;
+    return GL.runCount(job.type, p);
   }
 
   function liveMs(job) {
@@ -478,7 +479,7 @@
 
   /* ---- history ---- */
 
-  const hist = { type: 'transpose', size: '', variant: '', last: 20, metric: 'figure', jobs: [] };
+  const hist = { type: '', size: '', variant: '', last: 20, metric: 'figure', jobs: [] };
 
   function histControls() {
     const box = clear(document.getElementById('history-controls'));
@@ -489,7 +490,7 @@
     const variants = [...new Set(hist.jobs.filter((j) => GL.sizeLabel(hist.type, j.params) === hist.size)
       .flatMap((j) => (j.result ? j.result.runs : []).filter((r) => r.available).map((r) => r.variant)))];
     box.append(
-      sel('type', 'Type', Object.keys(GL.TYPES).map((t) => [t, t]), hist.type),
+      sel('type', 'Type', GL.TYPE_ORDER.map((t) => [t, t]), hist.type),
       sel('size', 'Size', sizes.length ? sizes.map((s) => [s, s]) : [['', '—']], hist.size),
       sel('variant', 'Variant', variants.length ? variants.map((v) => [v, v]) : [['', '—']], hist.variant),
       sel('metric', 'Plot', [['figure', 'figure'], ['median_ms', 'median ms']], hist.metric),
@@ -557,6 +558,7 @@
   }
 
   async function loadHistory() {
+    if (!hist.type) hist.type = GL.TYPE_ORDER[0] || '';
     try {
       const list = await GL.getJSON(`/jobs?type=${hist.type}&state=done&limit=1000&fields=result`);
       hist.jobs = list.jobs.filter((j) => j.result);

@@ -1,6 +1,7 @@
 'use strict';
 /* The job view (#/jobs/ID): the lecture's table of the job's runs, a bar chart of
- * the variants, the pipeline's per-stream timeline, the kernels and the params. */
+ * the variants, the per-stream timeline of runs that record one (the pipeline's), the
+ * kernels and the params. */
 (function () {
   const { h, clear } = GL;
   const view = (GL.jobView = { id: null, job: null });
@@ -80,7 +81,8 @@
     }
     return h('table', { class: 'data runs' },
       h('thead', {}, h('tr', {},
-        h('th', { text: job.type === 'pipeline' ? 'Run' : 'Variant' }), h('th', { class: 'num', text: 'Median ms' }),
+        h('th', { text: GL.TYPES[job.type] && GL.TYPES[job.type].runs ? 'Run' : 'Variant' }),
+        h('th', { class: 'num', text: 'Median ms' }),
         h('th', { class: 'num', text: r.unit }), h('th', { class: 'num', text: '% of ceiling' }),
         h('th', { class: 'num', text: 'Speedup' }), h('th', { text: 'Check' }), h('th', { text: 'Notes' }))),
       tbody);
@@ -100,7 +102,7 @@
       },
       options: {
         plugins: { legend: { display: false }, title: { display: true,
-          text: `${job.result.unit} by ${job.type === 'pipeline' ? 'stream count' : 'variant'} (higher is better)` },
+          text: `${job.result.unit} by ${GL.runsNoun(job.type)} (higher is better)` },
           tooltip: { callbacks: { afterLabel: (c) => `median ${GL.fmtMs(runs[c.dataIndex].timing.median_ms)} ms` } } },
         scales: { y: { beginAtZero: true, title: { display: true, text: job.result.unit } } },
       },

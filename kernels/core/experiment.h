@@ -289,8 +289,8 @@ struct exp_param {
   int def;          /* the lecture's default */
   unsigned flags;   /* EXP_PARAM_* */
   /* A small size with tails against every tile of the experiment's kernels, which
-   * tests/test_experiments.c runs every variant at, on every backend. */
-  int odd;
+   * tests/unit/test_experiments.c runs every variant at, on every backend. */
+  int odd;  const char *doc; /* for people, the form's hint: "rows of A"; NULL: none */
 };
 
 /* A list param whose entries are the job's runs, for an experiment without variants
@@ -381,6 +381,8 @@ enum exp_flag {
  * their ranges or, from a backend's own callers, are at least non-negative. */
 struct exp_desc {
   const char *name; /* "transpose": the route /transpose and the job's "type" */
+  const char *title; /* for people, the dashboard's tab: "GEMM"; NULL: the name */
+  const char *doc;   /* one line for people: what it computes and its figure; NULL: none */
   unsigned flags;   /* EXP_* */
   const char *no_cold_why;
 

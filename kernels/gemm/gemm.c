@@ -157,9 +157,9 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 130}, /* tiles: 16, 128 */
-    [GEMM_N] = {"n", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 135},
-    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 77}, /* steps: 16, 32 */
+    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 130, "rows of A and C"}, /* tiles: 16, 128 */
+    [GEMM_N] = {"n", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 135, "columns of B and C"},
+    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 77, "inner dimension"}, /* steps: 16, 32 */
 };
 
 static const struct exp_variant variants[] = {
@@ -201,6 +201,8 @@ static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}, {"b", GEN_B, 
 
 const struct exp_desc exp_gemm = {
     .name = "gemm",
+    .title = "GEMM",
+    .doc = "C[m,n] = A[m,k] · B[k,n] in FP32. Figure: GFLOP/s = 2mnk / t.",
     .n_params = EXP_COUNT_OF(params),
     .params = params,
     .n_variants = EXP_COUNT_OF(variants),

@@ -176,8 +176,8 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [STENCIL_N] = {"n", 1, STENCIL_MAX_N, 1 << 22, EXP_PARAM_DIM, 9001}, /* tiles: 256, ~4000 */
-    [STENCIL_RADIUS] = {"radius", 0, STENCIL_MAX_RADIUS, 32, 0, 37},
+    [STENCIL_N] = {"n", 1, STENCIL_MAX_N, 1 << 22, EXP_PARAM_DIM, 9001, "points"}, /* tiles: 256, ~4000 */
+    [STENCIL_RADIUS] = {"radius", 0, STENCIL_MAX_RADIUS, 32, 0, 37, "halo width"},
 };
 
 static const struct exp_variant variants[] = {
@@ -202,6 +202,8 @@ static const struct exp_input_desc inputs[] = {{"x", GEN_X, 1.0f}};
 
 const struct exp_desc exp_stencil = {
     .name = "stencil",
+    .title = "Stencil",
+    .doc = "1-D moving average over 2·radius+1 points, zero boundary. Figure: GB/s = 8n / t.",
     .n_params = EXP_COUNT_OF(params),
     .params = params,
     .n_variants = EXP_COUNT_OF(variants),

@@ -50,8 +50,8 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 }
 
 static const struct exp_param params[] = {
-    [TRANSPOSE_M] = {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 131}, /* tiles: 32, 64 */
-    [TRANSPOSE_N] = {"n", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 197},
+    [TRANSPOSE_M] = {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 131, "rows of A"}, /* tiles: 32, 64 */
+    [TRANSPOSE_N] = {"n", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 197, "columns of A"},
 };
 
 static const struct exp_variant variants[] = {
@@ -86,6 +86,8 @@ static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}};
 
 const struct exp_desc exp_transpose = {
     .name = "transpose",
+    .title = "Transpose",
+    .doc = "B = Aᵀ for an m × n matrix A. Figure: GB/s = 8mn / t.",
     .n_params = EXP_COUNT_OF(params),
     .params = params,
     .n_variants = EXP_COUNT_OF(variants),

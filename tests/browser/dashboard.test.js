@@ -199,14 +199,51 @@ async function withCharts(context, proc) {
     check((await text(page, '#device [data-key="cpu cores"]')).length > 0, 'no CPU cores shown');
     checkEq(await page.isVisible('#charts-off'), !charts, 'the charts-off notice');
     checkEq(await page.evaluate(() => typeof window.Chart), charts ? 'function' : 'undefined', 'Chart.js loaded');
-    for (const t of ['transpose', 'gemm', 'stencil', 'pipeline'])
-      check(await page.isVisible(`#type-tabs button[data-type="${t}"]`), `no ${t} tab`);
+    checkEq(await page.$$eval('#type-tabs button', (b) => b.map((x) => x.dataset.type)), experiments.order,
+      'a tab per experiment, in the registry\'s order');
     /* Defaults filled in. */
     checkEq(await page.inputValue('#form-transpose [name="m"]'), '4096', 'transpose m default');
     checkEq(await page.inputValue('#form-transpose [name="reps"]'), '20', 'transpose reps default');
     checkEq(await page.$$eval('#form-transpose input[name="variant"]', (b) => b.map((x) => x.value)), variants,
       'variant boxes');
     await page.evaluate(() => { window.__sameDocument = true; });
+  });
+
+  await step('every registered experiment\'s form, from its descriptor: fields, ranges, defaults, variants, inputs; a job from each', page, async () => {
+    for (const type of experiments.order) {
+      const info = experiments.types[type];
+      const form = `#form-${type}`;
+      await page.click(`#type-tabs button[data-type="${type}"]`);
+      check(await page.isVisible(form), `${type}: no form`);
+      checkEq(await page.innerText(`#type-tabs button[data-type="${type}"]`), info.title, `${type}: tab title`);
+      for (const p of info.params) {
+        checkEq(await page.inputValue(`${form} [name="${p.name}"]`), String(info.defaults[p.name]), `${type}.${p.name} default`);
+        const hint = await text(page, `${form} .field[data-field="${p.name}"] .hint`);
+        check(hint.includes(`${p.min}..${p.max}`), `${type}.${p.name}: hint '${hint}' lacks its range`);
+      }
+      for (const k of ['seed', 'warmup', 'batches', 'reps'])
+        checkEq(await page.inputValue(`${form} [name="${k}"]`), String(info.defaults[k]), `${type}.${k} default`);
+      checkEq(await page.$$eval(`${form} input[name="variant"]`, (b) => b.map((x) => x.value)),
+        info.runs ? [] : info.variants, `${type}: variant boxes`);
+      if (info.runs)
+        checkEq(await page.inputValue(`${form} [name="${info.runs.name}"]`), info.defaults[info.runs.name].join(', '),
+          `${type}.${info.runs.name} default`);
+      for (const slot of info.inputs)
+        check(await page.locator(`${form} select[name="${slot}-kind"]`).count() === 1, `${type}: no input ${slot}`);
+      /* The smallest job the ranges allow, from the form. */
+      const values = { warmup: 1, batches: 1, reps: 1 };
+      for (const p of info.params) values[p.name] = Math.max(p.min, 1);
+      await submitForm(page, type, values);
+      const id = await submittedId(page, type);
+      await waitQueueState(page, id, 'done');
+      const job = await waitDone(proc, id);
+      check(job.result.passed, `${type}: job ${id} did not pass`);
+      checkEq(job.result.runs.length, info.runs ? info.defaults[info.runs.name].length : info.variants.length,
+        `${type}: runs`);
+      await page.click(`${form} button:has-text("Defaults")`); /* the form as it was */
+      checkEq(await page.inputValue(`${form} [name="warmup"]`), String(info.defaults.warmup), `${type}: reset`);
+    }
+    await page.click('#type-tabs button[data-type="transpose"]');
   });
 
   await step('a wrong field shows the API\'s message next to it', page, async () => {

@@ -1,0 +1,640 @@
+/* The job engine: job table, dependencies, states, watches and events for
+ * listeners, and the engine's life. The workers that run jobs (one per lane, with
+ * the device gates) are in engine_run.c. One mutex guards it all; backends run
+ * outside the lock. */
+#include "server/engine/engine.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/core/clock.h"
+#include "server/engine/engine_priv.h"
+#include "server/log.h"
+
+static const char *const state_names[JOB_STATE_COUNT] = {"queued", "waiting", "running",
+                                                         "done", "failed", "canceled"};
+
+const char *job_state_name(enum job_state s) {
+  return (unsigned)s < JOB_STATE_COUNT ? state_names[s] : "unknown";
+}
+
+int job_state_from_name(const char *name) {
+  for (int i = 0; i < JOB_STATE_COUNT; i++)
+    if (strcmp(name, state_names[i]) == 0) return i;
+  return -1;
+}
+
+static double clock_seconds(clockid_t id) {
+  struct timespec ts;
+  clock_gettime(id, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+double engine_now_mono(void) { return clock_mono_s(); }
+double engine_now_unix(void) { return clock_seconds(CLOCK_REALTIME); }
+
+void job_ref(struct job *job) { atomic_fetch_add(&job->refs, 1); }
+
+/* The last reference frees the job. By then it holds no buffers (released when it
+ * ended), only its fence, its result and its parents. */
+void job_unref(struct job *job) {
+  if (!job || atomic_fetch_sub(&job->refs, 1) != 1) return;
+  if (job->done) backend_fence_free(job->backend, job->done);
+  for (int i = 0; i < job->n_parents; i++) job_unref(job->parents[i]);
+  free(job->children);
+  free(job->result);
+  free(job);
+}
+
+/* ---- events and watches ---- */
+
+static void view_locked(struct job *job, struct job_view *v);
+
+/* on_job_change of a final state runs after the lock is released (engine_unlock):
+ * the store's record of a finished job is its whole result as JSON, too much work
+ * to do while every other thread waits for the lock. A final job never changes
+ * again, and its final change is its last, so the rows of one job stay in order. */
+void publish_state_locked(struct engine *e, struct job *job) {
+  if (e->cfg.on_job_change && job->withdrawn) {
+    /* nothing more of it is recorded */
+  } else if (e->cfg.on_job_change && job_state_final(job->state)) {
+    job_ref(job);
+    job->final_next = e->finals;
+    e->finals = job;
+  } else if (e->cfg.on_job_change) {
+    struct job_view v;
+    view_locked(job, &v);
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    job->recorded = true;
+  }
+  struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
+  snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
+  snprintf(ev.state, sizeof ev.state, "%s", job_state_name(job->state));
+  memcpy(ev.client, job->req.client, sizeof ev.client);
+  memcpy(ev.error_code, job->error_code, sizeof ev.error_code);
+  events_publish(e->events, &ev);
+}
+
+void engine_unlock(struct engine *e) {
+  struct job *finals = e->finals;
+  e->finals = NULL;
+  pthread_mutex_unlock(&e->lock);
+  while (finals) {
+    struct job *job = finals, *next = job->final_next;
+    struct job_view v;
+    view_locked(job, &v); /* final: nothing in it changes, no lock needed */
+    if (!job->withdrawn) e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    job->recorded = true;
+    job_unref(job);
+    finals = next;
+  }
+}
+
+/* Moves due watches (job final, deadline passed, or stopping) to *fired. */
+void collect_due_watches(struct engine *e, double now, struct engine_watch **fired) {
+  struct engine_watch **link = &e->watches;
+  while (*link) {
+    struct engine_watch *w = *link;
+    if (e->stopped || job_state_final(w->job->state) || w->deadline <= now) {
+      *link = w->next;
+      w->next = *fired;
+      *fired = w;
+    } else {
+      link = &w->next;
+    }
+  }
+}
+
+void run_watches(struct engine_watch *fired) {
+  while (fired) {
+    struct engine_watch *next = fired->next;
+    struct job *job = fired->job;
+    fired->job = NULL;
+    fired->fn(fired->arg); /* may free fired */
+    job_unref(job);
+    fired = next;
+  }
+}
+
+void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w, double deadline,
+                      void (*fn)(void *arg), void *arg) {
+  job_ref(job);
+  *w = (struct engine_watch){.job = job, .deadline = deadline, .fn = fn, .arg = arg};
+  struct engine_watch *fired = NULL;
+  pthread_mutex_lock(&e->lock);
+  w->next = e->watches;
+  e->watches = w;
+  collect_due_watches(e, engine_now_mono(), &fired);
+  pthread_cond_signal(&e->timer_wake);
+  engine_unlock(e);
+  run_watches(fired);
+}
+
+/* Sleeps until the earliest watch deadline, fires what is due, repeats. */
+static void *timer_main(void *arg) {
+  struct engine *e = arg;
+  pthread_mutex_lock(&e->lock);
+  while (!e->stopped) {
+    double earliest = engine_now_mono() + 3600;
+    for (struct engine_watch *w = e->watches; w; w = w->next)
+      if (w->deadline < earliest) earliest = w->deadline;
+    /* Condition variables wait on CLOCK_REALTIME by default: convert. */
+    double until = engine_now_unix() + (earliest - engine_now_mono());
+    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+    pthread_cond_timedwait(&e->timer_wake, &e->lock, &ts);
+    struct engine_watch *fired = NULL;
+    collect_due_watches(e, engine_now_mono(), &fired);
+    if (fired) {
+      engine_unlock(e);
+      run_watches(fired);
+      pthread_mutex_lock(&e->lock);
+    }
+  }
+  engine_unlock(e);
+  return NULL;
+}
+
+/* ---- the job table ---- */
+
+struct job *find_locked(struct engine *e, uint64_t id) {
+  int lo = 0, hi = e->n_jobs - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    uint64_t mid_id = e->jobs[mid]->id;
+    if (mid_id == id) return e->jobs[mid];
+    if (mid_id < id)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return NULL;
+}
+
+/* Forgets the oldest finished jobs while more than max_jobs_kept are kept. */
+static void prune_locked(struct engine *e) {
+  int excess = e->n_jobs - e->cfg.max_jobs_kept + 1, kept = 0; /* room for one more */
+  for (int i = 0; i < e->n_jobs; i++) {
+    struct job *job = e->jobs[i];
+    if (excess > 0 && job_state_final(job->state)) {
+      excess--;
+      job_unref(job);
+    } else {
+      e->jobs[kept++] = job;
+    }
+  }
+  e->n_jobs = kept;
+}
+
+/* The table may hold 1/16 more than max_jobs_kept before it is pruned back, so
+ * that pruning (a pass over the table) runs once per that many jobs, not per job. */
+int table_reserve_locked(struct engine *e, int n) {
+  if (e->n_jobs + n > e->cfg.max_jobs_kept + e->cfg.max_jobs_kept / 16) prune_locked(e);
+  if (e->n_jobs + n > e->cap_jobs) {
+    int cap = e->cap_jobs ? 2 * e->cap_jobs : 1024;
+    while (cap < e->n_jobs + n) cap *= 2;
+    struct job **jobs = realloc(e->jobs, (size_t)cap * sizeof *jobs);
+    if (!jobs) return -ENOMEM;
+    e->jobs = jobs;
+    e->cap_jobs = cap;
+  }
+  return 0;
+}
+
+uint64_t engine_memory_limit(const struct engine *e) {
+  uint64_t limit = UINT64_MAX;
+  for (int i = 0; i < e->n_devices; i++) {
+    uint64_t l = backend_memory_limit(e->devices[i]);
+    if (l < limit) limit = l;
+  }
+  return limit;
+}
+
+/* ---- states and dependencies ---- */
+
+/* Where a job runs: where it was pinned, else where its data lives, else on the
+ * least loaded device. */
+static int place_locked(struct engine *e, const struct job *job) {
+  if (job->req.device >= 0) return job->req.device;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->inputs[s]) return job->inputs[s]->device;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->input_from[s] && job->input_from[s]->device >= 0) return job->input_from[s]->device;
+  int best = 0, best_load = -1;
+  for (int d = 0; d < e->n_devices; d++) {
+    int load = sched_queued(e->sched, d) + e->running[d];
+    if (best_load < 0 || load < best_load) {
+      best = d;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
+void make_queued_locked(struct engine *e, struct job *job) {
+  /* Every input given as data must be here by now; a job never computes on numbers
+   * made up in their place. */
+  for (int s = 0; s < exp_input_count(job->spec.type); s++)
+    if (job->spec.inputs[s].kind != EXP_INPUT_SEED && !job->inputs[s]) {
+      char why[160];
+      snprintf(why, sizeof why, "input %s: job %llu produced no output",
+               exp_input_name(job->spec.type, s), (unsigned long long)job->spec.inputs[s].value);
+      sched_pending_add(job->sched_client, -1);
+      end_job_locked(e, job, JOB_FAILED, "input_missing", why);
+      return;
+    }
+  job->state = JOB_QUEUED;
+  job->device = place_locked(e, job);
+  sched_push(e->sched, job->device, job->sched_client, &job->item);
+  e->n_queued++;
+  publish_state_locked(e, job);
+  pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
+}
+
+/* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
+void leave_pending_locked(struct engine *e, struct job *job) {
+  if (job->state == JOB_QUEUED) {
+    sched_remove(e->sched, &job->item);
+    e->n_queued--;
+  }
+  if (job->state == JOB_QUEUED || job->state == JOB_WAITING)
+    sched_pending_add(job->sched_client, -1);
+}
+
+static void release_buffers_locked(struct engine *e, struct job *job) {
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->inputs[s]) {
+      job->inputs[s]->in_use--;
+      ebuf_unref_locked(e, job->inputs[s]);
+      job->inputs[s] = NULL;
+    }
+  if (job->output) {
+    ebuf_unref_locked(e, job->output);
+    job->output = NULL;
+  }
+}
+
+
+/* Children of a parent that failed or was canceled fail too, and theirs. */
+static void fail_children_locked(struct engine *e, struct job *parent) {
+  char message[256];
+  snprintf(message, sizeof message, "parent job %llu %s%s%s", (unsigned long long)parent->id,
+           parent->state == JOB_CANCELED ? "was canceled" : "failed",
+           parent->error_code[0] ? ": " : "", parent->error_code);
+  for (int i = 0; i < parent->n_children; i++) {
+    struct job *child = parent->children[i];
+    if (job_state_final(child->state)) continue;
+    if (child->state == JOB_RUNNING) { /* stops at its next batch, then fails */
+      snprintf(child->parent_failure, sizeof child->parent_failure, "%s", message);
+      atomic_store(&child->cancel_requested, true);
+    } else {
+      leave_pending_locked(e, child);
+      end_job_locked(e, child, JOB_FAILED, "parent_failed", message);
+    }
+  }
+}
+
+/* A parent got issued (or finished, for host_sync children): children whose
+ * parents are all ready join the queue. Children reading its output get it now. */
+void parent_ready_locked(struct engine *e, struct job *parent, bool finished) {
+  for (int i = 0; i < parent->n_children; i++) {
+    struct job *child = parent->children[i];
+    if (child->state != JOB_WAITING || child->req.host_sync != finished) continue;
+    for (int s = 0; s < EXP_MAX_INPUTS; s++)
+      if (child->input_from[s] == parent && !child->inputs[s] && parent->output) {
+        ebuf_ref_locked(parent->output);
+        parent->output->in_use++;
+        child->inputs[s] = parent->output;
+      }
+    if (--child->deps_pending == 0) make_queued_locked(e, child);
+  }
+}
+
+/* Ends a job: final state, buffers released, children told, listeners woken. */
+void end_job_locked(struct engine *e, struct job *job, enum job_state state,
+                           const char *code, const char *message) {
+  job->state = state;
+  job->finished_at = engine_now_unix();
+  if (code) snprintf(job->error_code, sizeof job->error_code, "%s", code);
+  if (message) snprintf(job->error_message, sizeof job->error_message, "%s", message);
+  publish_state_locked(e, job);
+  if (e->cfg.on_job_end) {
+    struct job_view v;
+    view_locked(job, &v);
+    e->cfg.on_job_end(e->cfg.on_job_end_arg, &v);
+  }
+  if (state == JOB_DONE) {
+    if (!job->issued) parent_ready_locked(e, job, false);
+    parent_ready_locked(e, job, true);
+  } else {
+    fail_children_locked(e, job);
+  }
+  /* After the children took what they read of its output. */
+  release_buffers_locked(e, job);
+  /* Waiting children can only have failed above or been queued: drop them. */
+  for (int i = 0; i < job->n_children; i++) job_unref(job->children[i]);
+  job->n_children = 0;
+  pthread_cond_broadcast(&e->timer_wake); /* watches on it are due */
+}
+
+struct job *engine_job_get(struct engine *e, uint64_t id) {
+  pthread_mutex_lock(&e->lock);
+  struct job *job = find_locked(e, id);
+  if (job) job_ref(job);
+  engine_unlock(e);
+  return job;
+}
+
+static void view_locked(struct job *job, struct job_view *v) {
+  v->id = job->id;
+  v->state = job->state;
+  v->spec = job->spec;
+  memcpy(v->client, job->req.client, sizeof v->client);
+  v->priority = job->req.priority;
+  v->exclusive = job->req.exclusive;
+  v->keep_output = job->req.keep_output;
+  v->host_sync = job->req.host_sync;
+  v->cancel_requested = atomic_load(&job->cancel_requested);
+  v->n_parents = job->n_parents;
+  for (int i = 0; i < job->n_parents; i++) v->parents[i] = job->parents[i]->id;
+  v->created_at = job->created_at;
+  v->started_at = job->started_at;
+  v->issued_at = job->issued_at;
+  v->finished_at = job->finished_at;
+  v->device = job->device;
+  v->device_pinned = job->req.device >= 0;
+  v->lane = job->lane;
+  v->output_buffer = job->output_buffer;
+  v->result = job->state == JOB_DONE ? job->result : NULL;
+  memcpy(v->error_code, job->error_code, sizeof v->error_code);
+  memcpy(v->error_message, job->error_message, sizeof v->error_message);
+}
+
+void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
+  pthread_mutex_lock(&e->lock);
+  view_locked(job, v);
+  engine_unlock(e);
+}
+
+void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, uint64_t *seq) {
+  pthread_mutex_lock(&e->lock);
+  view_locked(job, v);
+  *seq = events_last_seq(e->events); /* state events are published under our lock */
+  engine_unlock(e);
+}
+
+struct events *engine_events(struct engine *e) { return e->events; }
+
+int engine_job_cancel(struct engine *e, struct job *job) {
+  struct engine_watch *fired = NULL;
+  int rc = 0;
+  pthread_mutex_lock(&e->lock);
+  if (job_state_final(job->state)) {
+    rc = -EALREADY;
+  } else if (job->state == JOB_RUNNING) {
+    atomic_store(&job->cancel_requested, true); /* the worker ends it at a batch boundary */
+  } else {
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_CANCELED, "canceled", "canceled before it ran");
+    collect_due_watches(e, engine_now_mono(), &fired);
+  }
+  engine_unlock(e);
+  run_watches(fired);
+  return rc;
+}
+
+void engine_job_withdraw(struct engine *e, struct job *job) {
+  struct engine_watch *fired = NULL;
+  pthread_mutex_lock(&e->lock);
+  job->withdrawn = true;
+  if (job->state == JOB_RUNNING) {
+    atomic_store(&job->cancel_requested, true); /* ends at its next batch (engine_run.c) */
+  } else if (!job_state_final(job->state)) {
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
+    collect_due_watches(e, engine_now_mono(), &fired);
+  }
+  struct ebuf *kept = job->output_buffer ? ebuf_find_locked(e, job->output_buffer) : NULL;
+  if (kept && kept->in_use == 0) ebuf_unlist_locked(e, kept);
+  for (int i = 0; i < e->n_jobs; i++)
+    if (e->jobs[i] == job) {
+      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
+      e->n_jobs--;
+      job_unref(job); /* the table's; the caller still holds one */
+      break;
+    }
+  engine_unlock(e);
+  run_watches(fired);
+}
+
+uint64_t engine_next_id(struct engine *e, enum engine_ids kind) {
+  pthread_mutex_lock(&e->lock);
+  uint64_t id = kind == ENGINE_IDS_JOBS ? e->next_id : e->next_buffer_id;
+  engine_unlock(e);
+  return id;
+}
+
+uint64_t engine_first_id(const struct engine *e, enum engine_ids kind) { return e->first_ids[kind]; }
+
+int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struct job **out,
+                     int max) {
+  int n = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = e->n_jobs - 1; i >= 0 && n < max; i--) {
+    struct job *job = e->jobs[i];
+    if (f->before_id && job->id >= f->before_id) continue;
+    if (f->state >= 0 && (int)job->state != f->state) continue;
+    if (f->type >= 0 && (int)job->spec.type != f->type) continue;
+    if (f->client && strcmp(f->client, job->req.client) != 0) continue;
+    job_ref(job);
+    out[n++] = job;
+  }
+  engine_unlock(e);
+  return n;
+}
+
+void engine_counts(struct engine *e, struct engine_counts *out) {
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&e->lock);
+  for (int i = 0; i < e->n_jobs; i++) out->by_state[e->jobs[i]->state]++;
+  out->submitted = e->next_id - 1;
+  out->ran_inline = e->ran_inline;
+  out->buffers = e->n_buffers;
+  for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
+  engine_unlock(e);
+}
+
+int engine_client_loads(struct engine *e, struct engine_client_load *out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = 0; i < e->n_jobs; i++) {
+    const struct job *job = e->jobs[i];
+    if (job_state_final(job->state)) continue;
+    int k = 0;
+    while (k < n && strcmp(out[k].client, job->req.client) != 0) k++;
+    if (k == n && n < max) {
+      memset(&out[n], 0, sizeof out[n]);
+      snprintf(out[n].client, sizeof out[n].client, "%s", n == max - 1 ? "other" : job->req.client);
+      n++;
+    }
+    if (k == n) k = n - 1; /* full: "other" */
+    out[k].queued += job->state == JOB_QUEUED;
+    out[k].waiting += job->state == JOB_WAITING;
+    out[k].running += job->state == JOB_RUNNING;
+  }
+  engine_unlock(e);
+  return n;
+}
+
+bool engine_healthy(const struct engine *e) {
+  for (int i = 0; i < e->n_devices; i++)
+    if (!backend_healthy(e->devices[i])) return false;
+  return true;
+}
+
+int engine_device_count(const struct engine *e) { return e->n_devices; }
+struct backend *engine_device(struct engine *e, int index) { return e->devices[index]; }
+
+/* ---- life ---- */
+
+int engine_new(struct backend *const *devices, int n_devices, const struct engine_config *cfg,
+               struct engine **out) {
+  if (n_devices < 1 || n_devices > SCHED_MAX_QUEUES) return -EINVAL;
+  struct engine *e = calloc(1, sizeof *e);
+  if (!e) return -ENOMEM;
+  pthread_mutex_init(&e->lock, NULL);
+  for (int d = 0; d < SCHED_MAX_QUEUES; d++) pthread_cond_init(&e->work_ready[d], NULL);
+  pthread_cond_init(&e->timer_wake, NULL);
+  e->devices = devices;
+  e->n_devices = n_devices;
+  e->cfg = *cfg;
+  e->next_id = cfg->first_id ? cfg->first_id : 1;
+  e->next_buffer_id = cfg->first_buffer_id ? cfg->first_buffer_id : 1;
+  /* Ids below the first are a previous run's: reserved then, or never handed out. */
+  e->first_ids[ENGINE_IDS_JOBS] = e->next_id;
+  e->first_ids[ENGINE_IDS_BUFFERS] = e->next_buffer_id;
+  e->ids_reserved[ENGINE_IDS_JOBS] = e->next_id - 1;
+  e->ids_reserved[ENGINE_IDS_BUFFERS] = e->next_buffer_id - 1;
+  for (int d = 0; d < n_devices; d++) e->n_workers += backend_lanes(devices[d]);
+  e->workers = calloc((size_t)e->n_workers, sizeof *e->workers);
+  e->gates = calloc((size_t)n_devices, sizeof *e->gates);
+  if (!e->workers || !e->gates || sched_new(n_devices, &e->sched) || events_new(4096, &e->events))
+    goto fail;
+  for (int d = 0; d < n_devices; d++)
+    if (gate_new(&e->gates[d])) goto fail;
+  if (pthread_create(&e->timer, NULL, timer_main, e)) goto fail;
+  int started = 0;
+  for (int d = 0; d < n_devices; d++)
+    for (int l = 0; l < backend_lanes(devices[d]); l++) {
+      struct worker *w = &e->workers[started];
+      *w = (struct worker){.engine = e, .device = d, .lane = l};
+      if (pthread_create(&w->thread, NULL, engine_worker_main, w)) {
+        e->n_workers = started; /* engine_stop joins only those */
+        engine_free(e);
+        return -EAGAIN;
+      }
+      started++;
+    }
+  *out = e;
+  return 0;
+fail:
+  for (int d = 0; e->gates && d < n_devices; d++) gate_free(e->gates[d]);
+  events_free(e->events);
+  sched_free(e->sched);
+  free(e->gates);
+  free(e->workers);
+  free(e);
+  return -ENOMEM;
+}
+
+/* Stops the workers: queued and waiting jobs are canceled unless keep_queued;
+ * running ones get grace_s seconds to finish, then are asked to stop. */
+static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
+  pthread_mutex_lock(&e->lock);
+  if (e->stopping) {
+    engine_unlock(e);
+    return;
+  }
+  e->stopping = true; /* no worker takes another job */
+  for (int i = 0; i < e->n_jobs && !keep_queued; i++) {
+    struct job *job = e->jobs[i];
+    if (job->state == JOB_QUEUED || job->state == JOB_WAITING) {
+      leave_pending_locked(e, job);
+      end_job_locked(e, job, JOB_CANCELED, "canceled", "gpulabd is shutting down");
+    }
+  }
+  for (int d = 0; d < e->n_devices; d++) pthread_cond_broadcast(&e->work_ready[d]);
+  double deadline = engine_now_mono() + grace_s;
+  for (;;) {
+    int running = 0;
+    for (int d = 0; d < e->n_devices; d++) running += e->running[d];
+    if (running == 0 || engine_now_mono() >= deadline) break;
+    engine_unlock(e);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    pthread_mutex_lock(&e->lock);
+  }
+  for (int i = 0; i < e->n_jobs; i++) {
+    struct job *job = e->jobs[i];
+    if (job->state != JOB_RUNNING) continue;
+    if (!atomic_load(&job->cancel_requested)) job->interrupted = true; /* not its owner's cancel */
+    atomic_store(&job->cancel_requested, true);
+  }
+  e->grace_s = grace_s;
+  engine_unlock(e);
+}
+
+void engine_shutdown(struct engine *e, double grace_s) {
+  stop_workers(e, true, grace_s);
+  engine_stop(e);
+}
+
+uint64_t engine_oldest_id(struct engine *e) {
+  pthread_mutex_lock(&e->lock);
+  uint64_t id = e->n_jobs ? e->jobs[0]->id : 0;
+  engine_unlock(e);
+  return id;
+}
+
+void engine_stop(struct engine *e) {
+  stop_workers(e, false, 0);
+  pthread_mutex_lock(&e->lock);
+  if (e->stopped) {
+    engine_unlock(e);
+    return;
+  }
+  engine_unlock(e);
+  for (int i = 0; i < e->n_workers; i++) pthread_join(e->workers[i].thread, NULL);
+  struct engine_watch *fired = NULL;
+  pthread_mutex_lock(&e->lock);
+  e->stopped = true; /* every watch is due now */
+  collect_due_watches(e, engine_now_mono(), &fired);
+  pthread_cond_broadcast(&e->timer_wake);
+  engine_unlock(e);
+  pthread_join(e->timer, NULL);
+  run_watches(fired);
+  events_close(e->events);
+}
+
+void engine_free(struct engine *e) {
+  if (!e) return;
+  engine_stop(e);
+  pthread_mutex_lock(&e->lock);
+  ebuf_free_all_locked(e);
+  for (int i = 0; i < e->n_jobs; i++) job_unref(e->jobs[i]);
+  engine_unlock(e);
+  events_free(e->events);
+  for (int d = 0; d < e->n_devices; d++) gate_free(e->gates[d]);
+  sched_free(e->sched);
+  free(e->gates);
+  free(e->jobs);
+  free(e->buffers);
+  free(e->workers);
+  for (int d = 0; d < SCHED_MAX_QUEUES; d++) pthread_cond_destroy(&e->work_ready[d]);
+  pthread_cond_destroy(&e->timer_wake);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+}

@@ -1,0 +1,151 @@
+/* Private to the engine (engine.c, engine_submit.c, engine_run.c, engine_buffers.c): its structures. One mutex,
+ * engine.lock, guards every field below except where a comment says otherwise. */
+#ifndef GPULAB_ENGINE_PRIV_H
+#define GPULAB_ENGINE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "server/engine/engine.h"
+#include "server/engine/gate.h"
+#include "server/engine/sched.h"
+
+/* A buffer: an upload, or a job's output. Reference counted under the lock by the
+ * table (while listed), by the job that produced it (until it ends) and by every
+ * job that reads it (until it ends). */
+struct ebuf {
+  int refs;
+  uint64_t id;  /* 0 while not listed (an output nobody kept) */
+  bool listed;
+  struct exp_shape shape;
+  struct backend_buffer *buf;
+  int device;
+  struct job *producer; /* referenced, for its done fence; NULL for an upload */
+  int in_use;           /* unfinished jobs that read it */
+  char client[64];
+  double created_at;
+  struct engine_buffer_origin origin; /* of an upload */
+};
+
+struct job {
+  atomic_int refs;
+  atomic_bool cancel_requested;
+  struct backend *backend; /* of the device it ran on, for the fence; NULL before */
+  uint64_t id;
+  enum job_state state;
+  struct exp_spec spec;
+  struct engine_job_request req; /* as asked; spec above is the resolved one */
+  struct sched_item item;
+  struct sched_client *sched_client;
+
+  struct job *parents[ENGINE_MAX_PARENTS]; /* referenced */
+  int n_parents;
+  int deps_pending;         /* parents not yet issued (finished, with host_sync) */
+  struct job **children;    /* referenced until this job settles */
+  int n_children, cap_children;
+  struct job *input_from[EXP_MAX_INPUTS]; /* slot fed by this parent's output */
+  struct ebuf *inputs[EXP_MAX_INPUTS];    /* referenced while unfinished */
+
+  bool issued;
+  struct backend_fence *done; /* freed with the job */
+  struct ebuf *output;        /* referenced until the job ends */
+  uint64_t output_buffer;     /* listed id when kept */
+
+  double created_at, started_at, issued_at, finished_at;
+  int device, lane;
+  struct exp_result *result;
+  char error_code[32];
+  char error_message[256];
+  /* A running job whose parent failed: it ends failed with this, not canceled. */
+  char parent_failure[256];
+  /* A running job stopped by the engine's shutdown (past its grace): it ends failed
+   * `interrupted`, not canceled as if its owner had canceled it. */
+  bool interrupted;
+  bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
+  bool recorded;  /* on_job_change has been called for it */
+  struct job *final_next; /* in engine.finals */
+};
+
+struct worker {
+  struct engine *engine;
+  int device, lane;
+  pthread_t thread;
+  bool idle; /* sleeping for work (lock held to read) */
+  bool lent; /* its lane runs a job on another thread (engine_run_inline) */
+};
+
+struct engine {
+  pthread_mutex_t lock;
+  /* Per device: its queue gained a job (one worker is woken), or stopping (all). */
+  pthread_cond_t work_ready[SCHED_MAX_QUEUES];
+  pthread_cond_t timer_wake; /* a watch was added, or stopping */
+  bool stopping, stopped;
+  double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
+
+  struct backend *const *devices;
+  struct gate **gates; /* one per device */
+  int n_devices;
+  struct engine_config cfg;
+
+  struct job **jobs; /* sorted by id: ids only grow */
+  int n_jobs, cap_jobs;
+  uint64_t next_id;
+  struct sched *sched;
+  int n_queued;
+  int running[SCHED_MAX_QUEUES]; /* per device */
+
+  struct ebuf **buffers; /* listed, sorted by id */
+  int n_buffers, cap_buffers;
+  uint64_t next_buffer_id;
+  uint64_t ids_reserved[2]; /* enum engine_ids: ids up to these are recorded as used */
+  uint64_t first_ids[2];    /* this run's first ids (set once) */
+
+  struct events *events; /* has its own lock; published to under ours */
+  struct engine_watch *watches;
+  struct worker *workers;
+  int n_workers;
+  uint64_t ran_inline; /* jobs engine_run_inline ran */
+  struct job *finals;  /* ended, on_job_change not yet called (referenced): engine_unlock */
+  pthread_t timer;
+};
+
+/* engine.c: releases the lock, then tells on_job_change of the jobs that ended
+ * while it was held (publish_state_locked). Every unlock after jobs may have
+ * ended is this one, before watches run, so an answer waits for its job's row. */
+void engine_unlock(struct engine *e);
+
+/* engine.c, lock held: */
+struct job *find_locked(struct engine *e, uint64_t id); /* in the table, or NULL */
+/* Makes room in the table for n more jobs (pruning finished ones first): 0 or -ENOMEM. */
+int table_reserve_locked(struct engine *e, int n);
+/* Joins the job (all parents ready) to its device's queue, or fails it when an
+ * input it needs never came. */
+void make_queued_locked(struct engine *e, struct job *job);
+/* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
+void leave_pending_locked(struct engine *e, struct job *job);
+void publish_state_locked(struct engine *e, struct job *job);
+/* engine_submit.c: makes sure id of kind is reserved (engine_config.reserve_ids).
+ * Returns 0 or the callback's error, with err filled when err is not NULL. */
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err);
+/* Ends a job: final state, buffers released, children told, listeners due. */
+void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,
+                    const char *message);
+/* A parent got issued (finished: or finished, for host_sync children). */
+void parent_ready_locked(struct engine *e, struct job *parent, bool finished);
+/* Moves due watches to *fired; run them with run_watches once the lock is released. */
+void collect_due_watches(struct engine *e, double now, struct engine_watch **fired);
+void run_watches(struct engine_watch *fired);
+
+/* engine_run.c: a worker thread's body (arg: its struct worker). */
+void *engine_worker_main(void *arg);
+
+/* engine_buffers.c, lock held: */
+void ebuf_ref_locked(struct ebuf *b);
+void ebuf_unref_locked(struct engine *e, struct ebuf *b);
+struct ebuf *ebuf_find_locked(struct engine *e, uint64_t id);
+void ebuf_unlist_locked(struct engine *e, struct ebuf *b); /* drops the table's reference */
+/* Wraps a job's output; listed (given an id) when kept. NULL when out of memory. */
+struct ebuf *ebuf_for_output_locked(struct engine *e, struct job *job, struct backend_buffer *buf);
+void ebuf_free_all_locked(struct engine *e);
+
+#endif

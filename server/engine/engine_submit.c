@@ -1,0 +1,250 @@
+/* Submitting jobs (engine.h: engine_submit, engine_submit_all): every check a job
+ * must pass is made under the engine's lock before anything is created (its inputs
+ * resolved, its parents found, the client's queue, the memory, its id recorded),
+ * then it gets its id, its parents and its first state. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/engine/engine_priv.h"
+
+static int refuse(struct engine_error *err, int code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int refuse(struct engine_error *err, int code, const char *field, const char *fmt, ...) {
+  err->code = code;
+  snprintf(err->field, sizeof err->field, "%s", field);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
+                      struct engine_error *err) {
+  if (!e->cfg.reserve_ids || id <= e->ids_reserved[kind]) return 0;
+  uint64_t upto = id + ENGINE_IDS_BLOCK - 1;
+  int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, upto);
+  if (rc == 0) {
+    e->ids_reserved[kind] = upto;
+  } else if (err) {
+    refuse(err, rc, "store", "the store cannot record new %s ids (%s): nothing was accepted",
+           kind == ENGINE_IDS_JOBS ? "job" : "buffer", strerror(-rc));
+  }
+  return rc;
+}
+
+/* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
+ * referenced now, job outputs when their producer is issued. */
+static int resolve_inputs_locked(struct engine *e, struct job *job, struct engine_error *err) {
+  struct exp_spec *spec = &job->spec;
+  for (int s = 0; s < exp_input_count(spec->type); s++) {
+    struct exp_input in = spec->inputs[s];
+    char field[48];
+    snprintf(field, sizeof field, "%s", exp_input_name(spec->type, s));
+    struct exp_shape shape;
+    if (in.kind == EXP_INPUT_BUFFER) {
+      struct ebuf *b = ebuf_find_locked(e, in.value);
+      if (b && !job->req.admin && strcmp(b->client, job->req.client) != 0) b = NULL; /* not yours */
+      if (!b) return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
+      shape = b->shape;
+      ebuf_ref_locked(b);
+      b->in_use++;
+      job->inputs[s] = b;
+    } else if (in.kind == EXP_INPUT_JOB) {
+      struct job *p = find_locked(e, in.value);
+      if (p && !job->req.admin && strcmp(p->req.client, job->req.client) != 0) p = NULL;
+      if (!p) return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
+      /* A finished producer's output lives on only as its kept buffer. */
+      struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer)
+                                                   : p->output;
+      if (job_state_final(p->state) && !out && p->state == JOB_DONE)
+        return refuse(err, -EPIPE, field,
+                      "job %llu has finished and its output was not kept (keep_output)",
+                      (unsigned long long)p->id);
+      exp_output_shape(&p->spec, &shape);
+      job->input_from[s] = p;
+      if (out && (p->issued || job_state_final(p->state))) {
+        ebuf_ref_locked(out);
+        out->in_use++;
+        job->inputs[s] = out;
+      }
+    } else {
+      continue;
+    }
+    char why[240];
+    if (exp_spec_fit_input(spec, s, &shape, why, sizeof why))
+      return refuse(err, -EINVAL, field, "%s", why);
+  }
+  return 0;
+}
+
+static int add_parent_locked(struct job *job, struct job *parent) {
+  for (int i = 0; i < job->n_parents; i++)
+    if (job->parents[i] == parent) return 0;
+  if (job->n_parents == ENGINE_MAX_PARENTS) return -E2BIG;
+  job_ref(parent);
+  job->parents[job->n_parents++] = parent;
+  return 0;
+}
+
+static int link_parents_locked(struct engine *e, struct job *job, struct engine_error *err) {
+  const struct engine_job_request *req = &job->req;
+  for (int i = 0; i < req->n_depends; i++) {
+    struct job *p = find_locked(e, req->depends_on[i]);
+    if (p && !req->admin && strcmp(p->req.client, req->client) != 0) p = NULL; /* ids do not leak */
+    if (!p)
+      return refuse(err, -ENOENT, "depends_on", "no job %llu",
+                    (unsigned long long)req->depends_on[i]);
+    if (add_parent_locked(job, p))
+      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents",
+                    ENGINE_MAX_PARENTS);
+  }
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->input_from[s] && add_parent_locked(job, job->input_from[s]))
+      return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents",
+                    ENGINE_MAX_PARENTS);
+  return 0;
+}
+
+/* Registers job with its parents; returns the failure message if one already failed. */
+static const char *attach_to_parents_locked(struct job *job, char *why, size_t why_len) {
+  for (int i = 0; i < job->n_parents; i++) {
+    struct job *p = job->parents[i];
+    if (p->state == JOB_FAILED || p->state == JOB_CANCELED) {
+      snprintf(why, why_len, "parent job %llu %s", (unsigned long long)p->id,
+               p->state == JOB_CANCELED ? "was canceled" : "failed");
+      return why;
+    }
+    /* Registered with every unfinished parent, so that a parent failing later
+     * fails it too; pending only on the parents not yet ready for it. */
+    bool ready = job->req.host_sync ? p->state == JOB_DONE : (p->issued || p->state == JOB_DONE);
+    if (p->state == JOB_DONE) continue;
+    if (p->n_children == p->cap_children) {
+      int cap = p->cap_children ? 2 * p->cap_children : 4;
+      struct job **c = realloc(p->children, (size_t)cap * sizeof *c);
+      if (!c) return strcpy(why, "out of memory");
+      p->children = c;
+      p->cap_children = cap;
+    }
+    job_ref(job);
+    p->children[p->n_children++] = job;
+    if (!ready) job->deps_pending++;
+  }
+  return NULL;
+}
+
+static void discard_locked(struct engine *e, struct job *job) {
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->inputs[s]) {
+      job->inputs[s]->in_use--;
+      ebuf_unref_locked(e, job->inputs[s]);
+    }
+  job_unref(job);
+}
+
+/* A new job for req, not yet checked or listed; NULL when out of memory. */
+static struct job *job_new(const struct engine_job_request *req) {
+  struct job *job = calloc(1, sizeof *job);
+  if (!job) return NULL;
+  atomic_init(&job->refs, 1);
+  atomic_init(&job->cancel_requested, false);
+  job->req = *req;
+  job->spec = req->spec;
+  job->device = job->lane = -1;
+  job->created_at = engine_now_unix();
+  return job;
+}
+
+/* Every check of job but its id, with `more` jobs of its client accepted along
+ * with it (engine_submit_all): its inputs are resolved and its parents linked. */
+static int check_locked(struct engine *e, struct job *job, int more, struct engine_error *err) {
+  const struct engine_job_request *req = &job->req;
+  int limit = req->max_queued ? req->max_queued : e->cfg.max_queued, rc;
+  if (e->stopping) return refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
+  if (!(job->sched_client = sched_client(e->sched, req->client)))
+    return refuse(err, -ENOMEM, "", "out of memory");
+  if (req->restore_id && (req->restore_id >= e->next_id || find_locked(e, req->restore_id) ||
+                          (e->n_jobs && req->restore_id < e->jobs[e->n_jobs - 1]->id)))
+    /* Restored jobs come first, in id order, below the new ones: the table stays sorted. */
+    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here",
+                  (unsigned long long)req->restore_id);
+  if (req->device >= e->n_devices)
+    return refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
+                  req->device, e->n_devices);
+  if (sched_pending(job->sched_client) + more >= limit)
+    return more ? refuse(err, -EAGAIN, "",
+                         "these %d jobs, with the %d jobs this client already has queued or "
+                         "waiting, would pass its limit of %d",
+                         more + 1, sched_pending(job->sched_client), limit)
+                : refuse(err, -EAGAIN, "",
+                         "this client already has %d jobs queued or waiting (its limit)",
+                         sched_pending(job->sched_client));
+  if ((rc = resolve_inputs_locked(e, job, err)) || (rc = link_parents_locked(e, job, err)))
+    return rc;
+  if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
+    return refuse(
+        err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",
+        (unsigned long long)exp_spec_bytes(&job->spec), (unsigned long long)engine_memory_limit(e));
+  return 0;
+}
+
+/* A checked job joins the table (room made for it) under its id, its parents and
+ * its first state: waiting, queued, or failed at once when a parent had. */
+static void accept_locked(struct engine *e, struct job *job) {
+  char why[160];
+  e->jobs[e->n_jobs++] = job;
+  job_ref(job); /* the caller's */
+  job->id = job->req.restore_id ? job->req.restore_id : e->next_id++;
+  job->item.priority = job->req.priority;
+  job->item.seq = job->id;
+  const char *failure = attach_to_parents_locked(job, why, sizeof why);
+  sched_pending_add(job->sched_client, 1);
+  job->state = JOB_WAITING;
+  if (failure) {
+    leave_pending_locked(e, job);
+    end_job_locked(e, job, JOB_FAILED, "parent_failed", failure);
+  } else if (job->deps_pending == 0) {
+    make_queued_locked(e, job);
+  } else {
+    publish_state_locked(e, job);
+  }
+}
+
+int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n,
+                      struct job **out, struct engine_error *err, int *failed) {
+  memset(err, 0, sizeof *err);
+  *failed = -1;
+  int rc = 0, made = 0;
+  for (; made < n && (out[made] = job_new(&reqs[made])); made++) {}
+  if (made < n) rc = refuse(err, -ENOMEM, "", "out of memory");
+  pthread_mutex_lock(&e->lock);
+  for (int i = 0; i < n && rc == 0; i++) {
+    int more = 0; /* the others of its client in this batch */
+    for (int k = 0; k < n; k++) more += k != i && strcmp(reqs[k].client, reqs[i].client) == 0;
+    if ((rc = check_locked(e, out[i], more, err))) *failed = i;
+  }
+  /* Ids for all of them recorded at once (restored jobs keep theirs). */
+  if (rc == 0 && !reqs[0].restore_id)
+    rc = reserve_id_locked(e, ENGINE_IDS_JOBS, e->next_id + (uint64_t)n - 1, err);
+  if (rc == 0 && (rc = table_reserve_locked(e, n))) refuse(err, rc, "", "out of memory");
+  if (rc) {
+    for (int i = 0; i < made; i++) {
+      discard_locked(e, out[i]);
+      out[i] = NULL;
+    }
+    engine_unlock(e);
+    return rc;
+  }
+  for (int i = 0; i < n; i++) accept_locked(e, out[i]);
+  engine_unlock(e);
+  return 0;
+}
+
+int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
+                  struct engine_error *err) {
+  int failed;
+  return engine_submit_all(e, req, 1, out, err, &failed);
+}

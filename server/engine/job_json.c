@@ -1,0 +1,58 @@
+/* A job as the API shows it. */
+#include "server/engine/job_json.h"
+
+#include "api/encode.h"
+
+json_t *time_json(double unix_s) {
+  if (unix_s <= 0) return json_null();
+  char buf[40];
+  api_format_time(unix_s, buf, sizeof buf);
+  return json_string(buf);
+}
+
+static json_t *ms_between(double from, double to) {
+  return from > 0 && to > 0 ? json_real((to - from) * 1e3) : json_null();
+}
+
+json_t *job_json(const struct job_view *v, bool with_result) {
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_integer((json_int_t)v->id));
+  json_object_set_new(o, "type", json_string(exp_type_name(v->spec.type)));
+  json_object_set_new(o, "state", json_string(job_state_name(v->state)));
+  json_object_set_new(o, "client", json_string(v->client));
+  json_object_set_new(o, "params", api_spec_to_json(&v->spec));
+  json_object_set_new(o, "priority", json_integer(v->priority));
+  json_object_set_new(o, "isolation", json_string(v->exclusive ? "exclusive" : "shared"));
+  json_object_set_new(o, "dependency", json_string(v->host_sync ? "host" : "event"));
+  json_object_set_new(o, "keep_output", json_boolean(v->keep_output));
+  json_t *parents = json_array();
+  for (int i = 0; i < v->n_parents; i++) json_array_append_new(parents, json_integer((json_int_t)v->parents[i]));
+  json_object_set_new(o, "depends_on", parents);
+  json_object_set_new(o, "created_at", time_json(v->created_at));
+  json_object_set_new(o, "started_at", time_json(v->started_at));
+  json_object_set_new(o, "issued_at", time_json(v->issued_at));
+  json_object_set_new(o, "finished_at", time_json(v->finished_at));
+  double queue_end = v->started_at > 0 ? v->started_at : v->finished_at;
+  json_object_set_new(o, "queue_ms", ms_between(v->created_at, queue_end));
+  json_object_set_new(o, "run_ms", ms_between(v->started_at, v->finished_at));
+  json_object_set_new(o, "device", v->device >= 0 ? json_integer(v->device) : json_null());
+  json_object_set_new(o, "stream", v->lane >= 0 ? json_integer(v->lane) : json_null());
+  if (v->cancel_requested && !job_state_final(v->state))
+    json_object_set_new(o, "cancel_requested", json_true());
+  struct exp_shape shape;
+  exp_output_shape(&v->spec, &shape);
+  json_t *dims = json_array();
+  for (int d = 0; d < shape.ndim; d++) json_array_append_new(dims, json_integer(shape.dims[d]));
+  json_object_set_new(o, "output", json_pack("{s:o,s:o}", "shape", dims, "buffer",
+                                             v->output_buffer ? json_integer((json_int_t)v->output_buffer)
+                                                              : json_null()));
+  if (with_result)
+    json_object_set_new(o, "result", v->result ? api_result_to_json(&v->spec, v->result) : json_null());
+  else if (v->result)
+    json_object_set_new(o, "passed", json_boolean(exp_result_passed(v->result)));
+  json_object_set_new(o, "error", v->error_code[0] ? json_pack("{s:s,s:s}", "code", v->error_code,
+                                                               "message", v->error_message)
+                                                   : json_null());
+  return o;
+}
+

@@ -1,0 +1,16 @@
+/* A job as the API shows it (GET /jobs/{id}), built from a job_view: shared by
+ * the HTTP routes and the durable store. */
+#ifndef GPULAB_JOB_JSON_H
+#define GPULAB_JOB_JSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include "server/engine/engine.h"
+
+/* The job; with_result adds "result" (else only "passed"). A new reference, or
+ * NULL when out of memory. */
+json_t *job_json(const struct job_view *v, bool with_result);
+/* RFC 3339 UTC with milliseconds, or null for 0. */
+json_t *time_json(double unix_s);
+
+#endif

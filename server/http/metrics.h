@@ -1,0 +1,29 @@
+/* gpulabd's Prometheus metrics: HTTP requests by route, method and status, jobs by
+ * type and outcome, histograms of queue wait, run time and request duration, and
+ * gauges read from the engine when scraped. Rendered in the text exposition
+ * format, with the store's size and health. Thread-safe. */
+#ifndef GPULAB_METRICS_H
+#define GPULAB_METRICS_H
+
+#include <stddef.h>
+#include "server/engine/engine.h"
+
+struct metrics;
+
+int metrics_new(struct metrics **out); /* 0 or -ENOMEM */
+void metrics_free(struct metrics *m);  /* NULL is a no-op */
+
+/* route is the matched pattern ("/jobs/{id}"), not the path, so series stay few. */
+void metrics_http_request(struct metrics *m, const char *route, const char *method, int status,
+                          double seconds);
+/* A job ended in state ("done", "failed", "canceled"). queue_s < 0: it never ran. */
+void metrics_job_ended(struct metrics *m, const char *type, const char *state, double queue_s,
+                       double run_s);
+
+struct store;
+/* The whole exposition, with the engine's and the store's (NULL: none) gauges read
+ * now. Returns a malloc'd, NUL-terminated text (the caller frees it) and its
+ * length, or NULL. */
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len);
+
+#endif

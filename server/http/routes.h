@@ -1,0 +1,35 @@
+/* The routes, one file per resource (routes_<resource>.c), as the router's table
+ * (router.c) calls them: each answers one request of its route, once the whole body
+ * has arrived, for any of the methods the table allows it (HEAD as GET). No routes
+ * file includes another; what several share is in request.h, submit.h, sse.h and
+ * static.h. */
+#ifndef GPULAB_HTTP_ROUTES_H
+#define GPULAB_HTTP_ROUTES_H
+
+#include "server/http/request.h"
+
+/* What the router matched. */
+struct route_args {
+  const char *url; /* the request's path */
+  const char *id;  /* the text of the pattern's "{id}", "" without one */
+  int type;        /* POST /<experiment>: its enum exp_type; -1 for other routes */
+};
+
+typedef enum MHD_Result route_fn(struct request *r, const struct route_args *a);
+
+/* routes_jobs.c: POST and GET /jobs, GET and DELETE /jobs/{id}, and the event
+ * streams GET /jobs/{id}/events and GET /events. */
+route_fn route_jobs, route_job, route_job_events, route_events;
+/* routes_experiments.c: POST /<experiment>, one per registered experiment. */
+route_fn route_experiment;
+/* routes_buffers.c: POST and GET /buffers, GET and DELETE /buffers/{id}. */
+route_fn route_buffers, route_buffer;
+/* routes_sweeps.c: POST and GET /sweeps, GET and DELETE /sweeps/{id}. */
+route_fn route_sweeps, route_sweep;
+/* routes_device.c: GET /device, /devices, /health, /metrics and /me. */
+route_fn route_device, route_devices, route_health, route_metrics, route_me;
+/* routes_static.c: GET / (the dashboard, or the list of routes), /static/... and
+ * /openapi.json. */
+route_fn route_index, route_static, route_openapi;
+
+#endif

@@ -1,0 +1,99 @@
+/* The service's routes: GET /device and /devices (what each device is and holds),
+ * /health (200 or 503, with the jobs per state and the store), /metrics (Prometheus)
+ * and /me (who gpulabd takes the requester for). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/encode.h"
+#include "server/http/metrics.h"
+#include "server/http/routes.h"
+#include "server/store/store.h"
+
+/* One device; "index" is its position in this gpulabd (the "device" of jobs). */
+static json_t *device_json(struct engine *e, int index) {
+  struct backend *b = engine_device(e, index);
+  struct backend_device_info info;
+  backend_device_info(b, &info);
+  json_t *o = api_device_to_json(&info);
+  json_object_set_new(o, "ordinal", json_integer(info.index));
+  json_object_set_new(o, "index", json_integer(index));
+  json_object_set_new(o, "streams", json_integer(backend_lanes(b)));
+  json_object_set_new(o, "job_memory_limit_bytes",
+                      json_integer((json_int_t)backend_memory_limit(b)));
+  json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
+  return o;
+}
+
+/* The first device, and how many there are. */
+enum MHD_Result route_device(struct request *r, const struct route_args *a) {
+  json_t *o = device_json(r->srv->engine, 0);
+  json_object_set_new(o, "device_count", json_integer(engine_device_count(r->srv->engine)));
+  return respond_json(r, 200, o);
+}
+
+enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
+  json_t *list = json_array();
+  for (int d = 0; d < engine_device_count(r->srv->engine); d++)
+    json_array_append_new(list, device_json(r->srv->engine, d));
+  return respond_json(r, 200, json_pack("{s:o}", "devices", list));
+}
+
+/* Prometheus' text format, version 0.0.4. */
+enum MHD_Result route_metrics(struct request *r, const struct route_args *a) {
+  size_t len = 0;
+  char *text = r->srv->opts.metrics
+                   ? metrics_render(r->srv->opts.metrics, r->srv->engine, r->srv->opts.store, &len)
+                   : NULL;
+  if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
+  struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+  if (!resp) {
+    free(text);
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          "text/plain; version=0.0.4; charset=utf-8");
+  return request_queue(r, 200, resp, len);
+}
+
+/* The store's part of /health: null without one; a failing store makes it unhealthy. */
+static json_t *store_health(struct store *s, bool *ok) {
+  if (!s) return json_null();
+  struct store_status st;
+  store_status(s, &st);
+  bool space = st.error == -ENOSPC || st.error == -EFBIG || st.error == -EDQUOT;
+  json_t *error = st.writable ? json_null()
+                              : json_pack("{s:s,s:s,s:s}", "code",
+                                          space ? "insufficient_storage" : "store_unavailable",
+                                          "errno", strerror(-st.error), "message", st.message);
+  *ok = *ok && st.writable;
+  return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing",
+                   "bytes", (json_int_t)st.file_bytes, "used_bytes", (json_int_t)st.used_bytes,
+                   "max_bytes", (json_int_t)st.max_bytes, "pruned_jobs", (json_int_t)st.pruned_jobs,
+                   "write_errors", (json_int_t)st.write_errors, "error", error);
+}
+
+enum MHD_Result route_health(struct request *r, const struct route_args *a) {
+  struct engine *e = r->srv->engine;
+  struct engine_counts c;
+  engine_counts(e, &c);
+  bool ok = engine_healthy(e);
+  json_t *jobs = json_object(), *store = store_health(r->srv->opts.store, &ok);
+  for (int s = 0; s < JOB_STATE_COUNT; s++)
+    json_object_set_new(jobs, job_state_name((enum job_state)s), json_integer(c.by_state[s]));
+  return respond_json(r, ok ? 200 : 503,
+                      json_pack("{s:s,s:s,s:f,s:I,s:o,s:o}", "status", ok ? "ok" : "unhealthy",
+                                "backend", backend_name(engine_device(e, 0)), "uptime_s",
+                                engine_now_mono() - r->srv->started_mono, "jobs_submitted",
+                                (json_int_t)c.submitted, "jobs", jobs, "store", store));
+}
+
+/* Who gpulabd takes the requester for, and by what. */
+enum MHD_Result route_me(struct request *r, const struct route_args *a) {
+  char client[64];
+  request_client(r, client, sizeof client);
+  const char *by = r->who ? "token" : r->local ? "unix_socket" : "address";
+  return respond_json(
+      r, 200,
+      json_pack("{s:s,s:s,s:b}", "client", client, "by", by, "sees_all", request_sees_all(r)));
+}

@@ -1,0 +1,208 @@
+/* The job routes: POST /jobs (a job of any experiment), GET /jobs (newest first, from
+ * the store when there is one), GET and DELETE /jobs/{id}, and the event streams of a
+ * job and of every job (sse.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/params.h"
+#include "server/http/routes.h"
+#include "server/http/sse.h"
+#include "server/http/submit.h"
+#include "server/store/store.h"
+
+#define LIST_LIMIT_DEFAULT 50
+#define LIST_LIMIT_MAX 1000
+
+/* A job the requester may see: its own, or any for an admin; others' are "not
+ * found" (404, not 403), so ids do not leak. */
+static struct job *find_visible_job(struct request *r, const char *id_text) {
+  uint64_t id;
+  struct job *job = parse_id(id_text, &id) ? engine_job_get(r->srv->engine, id) : NULL;
+  if (job) {
+    struct job_view v;
+    job_get_view(r->srv->engine, job, &v);
+    if (!request_may_see(r, v.client)) {
+      job_unref(job);
+      job = NULL;
+    }
+  }
+  return job;
+}
+
+/* A job older than memory (or of a previous run) as the store recorded it; NULL
+ * when there is none the requester may see. */
+static json_t *stored_job(struct request *r, const char *id_text) {
+  uint64_t id;
+  char *text = r->srv->opts.store && parse_id(id_text, &id) ? store_record(r->srv->opts.store, id)
+                                                            : NULL;
+  json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  const char *owner = json_string_value(json_object_get(j, "client"));
+  if (j && !request_may_see(r, owner ? owner : "")) {
+    json_decref(j);
+    j = NULL;
+  }
+  return j;
+}
+
+/* GET or DELETE of a job the store holds but memory does not. */
+static enum MHD_Result stored_job_route(struct request *r, const char *id_text) {
+  json_t *stored = stored_job(r, id_text);
+  if (!stored) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+  const char *state = json_string_value(json_object_get(stored, "state"));
+  bool finished = state && job_state_from_name(state) >= JOB_DONE;
+  if (strcmp(r->method, "DELETE") == 0) {
+    json_decref(stored);
+    return finished
+               ? respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text)
+               : respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+  }
+  return respond_json(r, 200, stored);
+}
+
+enum MHD_Result route_job(struct request *r, const struct route_args *a) {
+  struct engine *e = r->srv->engine;
+  struct job *job = find_visible_job(r, a->id);
+  if (!job) return stored_job_route(r, a->id);
+  enum MHD_Result ret;
+  if (strcmp(r->method, "DELETE") == 0 && engine_job_cancel(e, job) == -EALREADY) {
+    ret = respond_fail(r, 409, "job_finished", "id", "job %s has already finished", a->id);
+  } else {
+    struct job_view v;
+    job_get_view(e, job, &v);
+    ret = respond_json(r, 200, job_json(&v, true));
+  }
+  job_unref(job);
+  return ret;
+}
+
+struct stored_page {
+  json_t *list;
+  bool with_result;
+  struct engine *engine;
+};
+
+/* Appends a stored job to a listing, summarized like the in-memory ones. A job still
+ * in memory is shown as it is now (the store keeps a running job's record of when
+ * it was queued: durable.c), others as their record. */
+static void add_stored(void *arg, uint64_t id, const char *record) {
+  struct stored_page *p = arg;
+  struct job *live = engine_job_get(p->engine, id);
+  if (live) {
+    struct job_view v;
+    job_get_view(p->engine, live, &v);
+    job_unref(live);
+    json_array_append_new(p->list, job_json(&v, p->with_result));
+    return;
+  }
+  json_t *j = json_loads(record, 0, NULL);
+  if (!j) return;
+  if (!p->with_result) {
+    json_t *result = json_object_get(j, "result");
+    if (json_is_object(result)) json_object_set(j, "passed", json_object_get(result, "passed"));
+    json_object_del(j, "result");
+  }
+  json_array_append_new(p->list, j);
+}
+
+/* Up to n jobs of memory that pass f into list; -1 when out of memory. */
+static int list_in_memory(struct request *r, const struct engine_list_filter *f, int n,
+                          bool with_result, json_t *list) {
+  struct job **jobs = malloc((size_t)n * sizeof *jobs);
+  if (!jobs) return -1;
+  int got = engine_jobs_list(r->srv->engine, f, jobs, n);
+  for (int i = 0; i < got; i++) {
+    struct job_view v;
+    job_get_view(r->srv->engine, jobs[i], &v);
+    json_array_append_new(list, job_json(&v, with_result));
+    job_unref(jobs[i]);
+  }
+  free(jobs);
+  return 0;
+}
+
+/* The listing's filters from the query: 0, or an answered 400 (*result). */
+static bool list_filters(struct request *r, struct engine_list_filter *f, const char **state,
+                         const char **type, const char **fields, enum MHD_Result *result) {
+  *state = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "state");
+  *type = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "type");
+  if (*state && (f->state = job_state_from_name(*state)) < 0) {
+    *result = respond_fail(r, 400, "unknown_state", "state",
+                           "unknown state '%.40s'; valid: queued, waiting, running, done, failed, "
+                           "canceled",
+                           *state);
+    return true;
+  }
+  char types[160];
+  exp_type_list(types, sizeof types);
+  if (*type && (f->type = exp_type_from_name(*type)) < 0) {
+    *result = respond_fail(r, 400, "unknown_type", "type", "unknown type '%.40s'; valid: %s", *type,
+                           types);
+    return true;
+  }
+  /* ?fields=result: each job with its result (the dashboard's history, in one request). */
+  *fields = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "fields");
+  if (*fields && strcmp(*fields, "result") != 0) {
+    *result = respond_fail(r, 400, "unknown_field", "fields",
+                           "unknown fields '%.40s'; valid: result", *fields);
+    return true;
+  }
+  return false;
+}
+
+static enum MHD_Result list_jobs(struct request *r) {
+  struct api_error err;
+  long long limit, cursor;
+  if (query_int(r, "limit", 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT, &limit, &err) ||
+      query_int(r, "cursor", 1, INT64_MAX, 0, &cursor, &err))
+    return respond_error(r, &err);
+  struct engine_list_filter f = {.state = -1,
+                                 .type = -1,
+                                 .before_id = (uint64_t)cursor,
+                                 .client = request_sees_all(r) ? NULL : r->client};
+  const char *state, *type, *fields;
+  enum MHD_Result refused;
+  if (list_filters(r, &f, &state, &type, &fields, &refused)) return refused;
+  /* One more than asked tells whether a next page exists. The store holds every
+   * job (those of earlier runs too) in its current state; without one, memory. */
+  json_t *list = json_array();
+  if (r->srv->opts.store) {
+    struct stored_page page = {list, fields != NULL, r->srv->engine};
+    store_list(r->srv->opts.store, (uint64_t)cursor, state, type,
+               request_sees_all(r) ? NULL : r->client, (int)limit + 1, add_stored, &page);
+  } else if (list_in_memory(r, &f, (int)limit + 1, fields != NULL, list)) {
+    json_decref(list);
+    return respond_json(r, 500, NULL);
+  }
+  json_t *next = json_null();
+  if ((int)json_array_size(list) > limit) {
+    json_array_remove(list, json_array_size(list) - 1);
+    next = json_incref(json_object_get(json_array_get(list, json_array_size(list) - 1), "id"));
+  }
+  return respond_json(r, 200, json_pack("{s:o,s:o}", "jobs", list, "next_cursor", next));
+}
+
+static enum MHD_Result post_jobs(struct request *r) {
+  struct api_job_request req;
+  struct api_error err;
+  if (api_job_request_parse(r->body ? r->body : "", r->body_len, &req, &err))
+    return respond_error(r, &err);
+  return submit_job(r, &req.spec, &req.opts, "params.");
+}
+
+enum MHD_Result route_jobs(struct request *r, const struct route_args *a) {
+  return strcmp(r->method, "POST") == 0 ? post_jobs(r) : list_jobs(r);
+}
+
+enum MHD_Result route_job_events(struct request *r, const struct route_args *a) {
+  struct job *job = find_visible_job(r, a->id);
+  if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", a->id);
+  enum MHD_Result ret = sse_respond(r, job);
+  job_unref(job);
+  return ret;
+}
+
+enum MHD_Result route_events(struct request *r, const struct route_args *a) {
+  return sse_respond(r, NULL);
+}

@@ -1,0 +1,101 @@
+/* Submitting a job from a request (submit.h). */
+#include "server/http/submit.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "server/http/auth.h"
+#include "server/store/store.h"
+
+/* A job the client waits for may run on this thread (engine_run_inline) when it is
+ * small and short: at most --inline-max-bytes of data and 256 timed or warm-up
+ * launches per variant, with no noise rule that could extend it. Longer jobs would
+ * hold an HTTP thread that other connections need. */
+static bool job_may_run_inline(struct request *r, struct job *job) {
+  if (r->srv->opts.inline_max_bytes <= 0) return false;
+  struct job_view v; /* its spec as resolved: sizes taken from input buffers too */
+  job_get_view(r->srv->engine, job, &v);
+  const struct exp_timing_params *t = &v.spec.timing;
+  long long launches = ((long long)t->warmup + (long long)t->batches) * (t->reps > 0 ? t->reps : 1);
+  return exp_spec_bytes(&v.spec) <= (uint64_t)r->srv->opts.inline_max_bytes &&
+         v.spec.stop.max_noise == 0 && launches <= 256;
+}
+
+/* 200 with a finished job; 202 and where to look while it is still going. What the
+ * client is told is in the store first (accepted jobs survive a crash): a job whose
+ * first row could not be written is taken back and refused (507 or 503). */
+static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
+  struct store *store = r->srv->opts.store;
+  int err = store ? store_sync(store, r->store_ticket) : 0;
+  if (err) {
+    engine_job_withdraw(r->srv->engine, job);
+    return respond_storage(r, err);
+  }
+  if (store) store_flush(store); /* its later rows too: the state it is answered in */
+  struct job_view v;
+  job_get_view(r->srv->engine, job, &v);
+  bool final = job_state_final(v.state);
+  if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
+  return respond_json(r, final ? status_done : 202, job_json(&v, true));
+}
+
+/* The waited-for job ended, or the wait ran out. */
+static enum MHD_Result resumed(struct request *r) { return respond_job(r, r->job, 200); }
+
+/* The request as the engine takes it, from r's client. */
+static void job_request(struct request *r, const struct exp_spec *spec,
+                        const struct api_job_options *opts, struct engine_job_request *req) {
+  *req = (struct engine_job_request){.spec = *spec,
+                                     .device = opts->device,
+                                     .priority = opts->priority,
+                                     .exclusive = opts->exclusive,
+                                     .keep_output = opts->keep_output,
+                                     .host_sync = opts->host_sync,
+                                     .n_depends = opts->n_depends};
+  memcpy(req->depends_on, opts->depends_on, sizeof req->depends_on);
+  request_client(r, req->client, sizeof req->client);
+  req->admin = request_sees_all(r);
+  req->max_queued = r->who ? r->who->max_queued : 0;
+}
+
+enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
+                           const struct api_job_options *opts, const char *params_prefix) {
+  struct api_error err;
+  double wait_s;
+  const char *wait_text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait");
+  if (api_wait_parse(wait_text, r->srv->opts.default_wait_s, &wait_s, &err))
+    return respond_error(r, &err);
+  struct engine *e = r->srv->engine;
+  if (!engine_healthy(e))
+    return respond_fail(r, 503, "backend_unavailable", NULL,
+                        "the device failed and gpulabd is not accepting jobs; see /health");
+  enum MHD_Result refused;
+  if (request_store_refuses(r, &refused)) return refused;
+  struct engine_job_request req;
+  job_request(r, spec, opts, &req);
+  double wait_for_rate = r->who ? rate_take_n(r->srv, r->who, 1) : 0;
+  if (wait_for_rate > 0) {
+    r->retry_after_s = (int)wait_for_rate + 1;
+    return respond_fail(r, 429, "rate_limited", NULL,
+                        "this client may submit %g jobs per second; retry in %.1f s", r->who->rate,
+                        wait_for_rate);
+  }
+  struct job *job;
+  struct engine_error refusal;
+  if (engine_submit(e, &req, &job, &refusal))
+    return respond_refusal(r, spec, &refusal, params_prefix);
+  /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
+  r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
+  enum MHD_Result ret;
+  if (wait_s > 0 && job_may_run_inline(r, job) && engine_run_inline(e, job)) {
+    ret = respond_job(r, job, 200); /* it ran here, to its end */
+  } else if (wait_s > 0) {
+    request_wait_for_job(r, job, wait_s, resumed);
+    ret = MHD_YES;
+  } else {
+    ret = respond_job(r, job, 200);
+  }
+  job_unref(job);
+  return ret;
+}

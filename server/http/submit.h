@@ -1,0 +1,17 @@
+/* A job submitted from a request (POST /jobs, POST /<experiment>, and any route that
+ * makes a job): the checks before the engine's (health, the store, the client's rate),
+ * then the answer: at once, after running it here when it is tiny, or once it ends
+ * (?wait=). */
+#ifndef GPULAB_HTTP_SUBMIT_H
+#define GPULAB_HTTP_SUBMIT_H
+
+#include "api/params.h"
+#include "server/http/request.h"
+
+/* Submits spec with opts as r's client's job and answers r: 200 with the finished job
+ * or 202 with it as it stands (and Location), or the refusal; params_prefix names
+ * refused input fields ("params." under /jobs, "" under /<experiment>). */
+enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
+                           const struct api_job_options *opts, const char *params_prefix);
+
+#endif

@@ -1,0 +1,176 @@
+/* The engine's jobs kept in the store. */
+#include "server/store/durable.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/engine/job_json.h"
+#include "server/log.h"
+
+/* The request as stored, to run the job again after a restart: tagged, so a
+ * database written by another build of gpulabd is not misread. */
+struct stored_request {
+  uint32_t magic, size;
+  struct engine_job_request req;
+};
+#define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
+
+/* Every accepted job and change of state goes to the store (queued under the
+ * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
+ * on every change but `running`: a running job is in memory, where listings read it
+ * (routes_jobs.c), and after a restart it is marked from its state column alone. */
+void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
+                    bool first) {
+  struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
+  json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, job_state_final(v->state));
+  char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  struct store_row row = {.id = v->id,
+                          .client = v->client,
+                          .type = exp_type_name(v->spec.type),
+                          .state = job_state_name(v->state),
+                          .created = v->created_at,
+                          .finished = v->finished_at,
+                          .request = &stored,
+                          .request_len = sizeof stored,
+                          .record = record,
+                          .create = first};
+  store_put(arg, &row);
+  free(record);
+}
+
+static const char *sequence(enum engine_ids kind) {
+  return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers";
+}
+
+int durable_reserve_ids(void *arg, enum engine_ids kind, uint64_t upto) {
+  int rc = store_ids_reserve(arg, sequence(kind), upto);
+  return rc == -EFBIG || rc == -EDQUOT ? -ENOSPC : rc;
+}
+
+void durable_first_ids(struct store *s, uint64_t *job, uint64_t *buffer) {
+  uint64_t stored = store_max_id(s), floor = store_ids_floor(s, "jobs");
+  *job = (stored > floor ? stored : floor) + 1;
+  *buffer = store_ids_floor(s, "buffers") + 1;
+}
+
+void durable_release_ids(struct engine *e, struct store *s) {
+  for (int k = ENGINE_IDS_JOBS; k <= ENGINE_IDS_BUFFERS; k++)
+    store_ids_reserve(s, sequence((enum engine_ids)k), engine_next_id(e, (enum engine_ids)k) - 1);
+}
+
+/* After a restart: queued and waiting jobs run again under their ids, with their
+ * inputs if those were generated (buffers and other jobs' outputs did not survive).
+ * Running ones are marked failed, `interrupted`: not run again, since they may be
+ * what stopped gpulabd. */
+struct recovery {
+  struct engine *engine;
+  struct store *store;
+  struct durable_recovery *counts;
+};
+
+static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) {
+  char *record = store_record(rc->store, id);
+  json_t *j = record ? json_loads(record, 0, NULL) : NULL;
+  free(record);
+  if (!j) j = json_pack("{s:I}", "id", (json_int_t)id);
+  json_object_set_new(j, "state", json_string("failed"));
+  json_object_set_new(j, "finished_at", time_json(engine_now_unix()));
+  json_object_set_new(j, "error", json_pack("{s:s,s:s}", "code", "interrupted", "message", why));
+  char *text = json_dumps(j, JSON_COMPACT);
+  const char *client = json_string_value(json_object_get(j, "client"));
+  const char *type = json_string_value(json_object_get(j, "type"));
+  struct store_row row = {.id = id,
+                          .client = client ? client : "",
+                          .type = type ? type : "",
+                          .state = "failed",
+                          .finished = engine_now_unix(),
+                          .record = text};
+  store_put(rc->store, &row);
+  free(text);
+  json_decref(j);
+  rc->counts->interrupted++;
+}
+
+static void recover_job(void *arg, uint64_t id, const char *state, const void *blob, size_t len) {
+  struct recovery *rc = arg;
+  struct stored_request stored;
+  if (strcmp(state, "running") == 0)
+    return mark_interrupted(rc, id, "gpulabd stopped while it ran; it is not run again");
+  if (len != sizeof stored ||
+      (memcpy(&stored, blob, sizeof stored), stored.magic != STORED_REQUEST_MAGIC))
+    return mark_interrupted(rc, id,
+                            "gpulabd restarted, and this job was stored by another version");
+  struct engine_job_request *req = &stored.req;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (req->spec.inputs[s].kind != EXP_INPUT_SEED)
+      return mark_interrupted(rc, id,
+                              "gpulabd restarted, and this job's input (a buffer or another "
+                              "job's output) did not survive it");
+  int kept = 0; /* parents that finished before the restart are done with */
+  for (int i = 0; i < req->n_depends; i++) {
+    struct job *p = engine_job_get(rc->engine, req->depends_on[i]);
+    if (p) req->depends_on[kept++] = req->depends_on[i];
+    job_unref(p);
+  }
+  req->n_depends = kept;
+  req->restore_id = id;
+  struct job *job;
+  struct engine_error err;
+  if (engine_submit(rc->engine, req, &job, &err)) return mark_interrupted(rc, id, err.message);
+  job_unref(job);
+  rc->counts->rerun++;
+}
+
+int durable_recover(struct engine *e, struct store *s, struct durable_recovery *out) {
+  *out = (struct durable_recovery){0, 0};
+  struct recovery rc = {.engine = e, .store = s, .counts = out};
+  return store_unfinished(s, recover_job, &rc);
+}
+
+/* ---- the sweeps' table (sweeps.h), kept across restarts ---- */
+
+static int reserve_sweep_ids(void *store, uint64_t upto) {
+  return store_ids_reserve(store, "sweeps", upto);
+}
+
+/* store_sweeps' callback: a stored sweep back in the table. */
+static void restore_sweep(void *arg, uint64_t id, const char *client, double created,
+                          const char *record) {
+  json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
+  char *desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
+  uint64_t *ids = calloc(json_array_size(jobs) + 1, sizeof *ids);
+  size_t i;
+  json_array_foreach(jobs, i, job) ids[i] = ids ? (uint64_t)json_integer_value(job) : 0;
+  struct sweep_copy c = {.id = id,
+                         .created_at = created,
+                         .n_jobs = (int)json_array_size(jobs),
+                         .jobs = ids,
+                         .desc = desc};
+  snprintf(c.client, sizeof c.client, "%s", client);
+  if (!ids || !desc || sweeps_restore(arg, &c))
+    log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
+  free(ids);
+  free(desc);
+  json_decref(o);
+}
+
+int durable_sweeps_open(struct store *store, struct sweeps **out) {
+  uint64_t first = 1;
+  if (store) { /* past every stored sweep and every id a previous run reserved */
+    uint64_t stored = store_max_sweep_id(store), floor = store_ids_floor(store, "sweeps");
+    first = (stored > floor ? stored : floor) + 1;
+  }
+  int rc = sweeps_new(SWEEPS_KEPT_DEFAULT, first, store ? reserve_sweep_ids : NULL, store, out);
+  if (rc == 0 && store) store_sweeps(store, SWEEPS_KEPT_DEFAULT, restore_sweep, *out);
+  return rc;
+}
+
+void durable_sweeps_close(struct store *store, struct sweeps *sweeps) {
+  /* At a clean stop the mark goes back to the last id handed out: no gap. */
+  if (store && sweeps) store_ids_reserve(store, "sweeps", sweeps_next_id(sweeps) - 1);
+  sweeps_free(sweeps);
+}

@@ -1,0 +1,46 @@
+/* The engine's jobs kept in the store (store.h): every accepted job and change of
+ * state is written, and at start-up what had not finished runs again; and the sweeps'
+ * table (sweeps.h) with the sweeps the store kept. The glue between engine.h, sweeps.h
+ * and store.h, so that none knows another. */
+#ifndef GPULAB_DURABLE_H
+#define GPULAB_DURABLE_H
+
+#include "server/engine/engine.h"
+#include "server/engine/sweeps.h"
+#include "server/store/store.h"
+
+/* engine_config.on_job_change with the store as its arg: writes the job's row
+ * (its request, state and record as GET /jobs/{id} shows it): created by its first
+ * change, updated (never created) by the later ones. */
+void durable_record(void *store, const struct job_view *view, const struct engine_job_request *req,
+                    bool first);
+
+/* engine_config.reserve_ids with the store as its arg: records the mark in the
+ * store's "jobs" or "buffers" sequence. A full disk or a file size limit is -ENOSPC
+ * (the engine's -EFBIG means a job too large for a device). */
+int durable_reserve_ids(void *store, enum engine_ids kind, uint64_t upto);
+/* Where this run's ids start: above every stored job and every id a previous run
+ * reserved (it may have handed them out before a crash). */
+void durable_first_ids(struct store *s, uint64_t *job, uint64_t *buffer);
+/* At a clean stop: the marks go back to the last ids handed out, so that the next
+ * run goes on from there without a gap (after a crash it starts past the marks). */
+void durable_release_ids(struct engine *e, struct store *s);
+
+struct durable_recovery {
+  int rerun;       /* queued or waiting jobs submitted again under their ids */
+  int interrupted; /* running ones, or ones whose inputs lived in memory: failed */
+};
+/* After a restart: queued and waiting jobs run again under their ids, with their
+ * inputs if those were generated (buffers and other jobs' outputs did not survive:
+ * those fail `interrupted`, with the reason); running ones fail `interrupted` (not
+ * run again: they may be what stopped gpulabd). Call before serving. Returns how
+ * many unfinished jobs the store held, or -1. */
+int durable_recover(struct engine *e, struct store *s, struct durable_recovery *out);
+
+/* The sweeps' table, with the sweeps store kept (NULL: none) and ids past every
+ * earlier one, into *out: 0 or a negative errno. durable_sweeps_close puts the store's
+ * id mark back to the last id handed out and frees the table (NULL: a no-op). */
+int durable_sweeps_open(struct store *store, struct sweeps **out);
+void durable_sweeps_close(struct store *store, struct sweeps *sweeps);
+
+#endif
