@@ -22,7 +22,8 @@
 enum route_id {
   ROUTE_INDEX, ROUTE_HEALTH, ROUTE_METRICS, ROUTE_DEVICE, ROUTE_DEVICES, ROUTE_JOBS, ROUTE_JOB, ROUTE_JOB_EVENTS, ROUTE_EVENTS,
   ROUTE_BUFFERS, ROUTE_BUFFER, ROUTE_EXPERIMENT, ROUTE_STATIC, ROUTE_OPENAPI, ROUTE_SWEEPS, ROUTE_SWEEP,
-  ROUTE_ME
+  ROUTE_ME, ROUTE_KERNELS, ROUTE_KERNEL, ROUTE_KERNEL_SIGNATURES, /* handlers_kernels.c */
+  ROUTE_LEADERBOARD /* handlers_leaderboard.c */
 };
 
 struct route_match {
@@ -57,6 +58,8 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/metrics", ROUTE_METRICS, "GET, HEAD"},  {"/openapi.json", ROUTE_OPENAPI, "GET, HEAD"},
       {"/sweeps", ROUTE_SWEEPS, "GET, HEAD, POST"}, /* handlers_sweeps.c */
       {"/me", ROUTE_ME, "GET, HEAD"},
+      {"/kernels", ROUTE_KERNELS, "GET, HEAD, POST"}, /* handlers_kernels.c */
+      {"/kernels/signatures", ROUTE_KERNEL_SIGNATURES, "GET, HEAD"},
   };
   memset(m, 0, sizeof *m);
   m->exp_type = -1;
@@ -77,6 +80,8 @@ static bool match_route(const char *url, struct route_match *m) {
       {"/jobs/", "", "/jobs/{id}", ROUTE_JOB, "GET, HEAD, DELETE"},
       {"/sweeps/", "", "/sweeps/{id}", ROUTE_SWEEP, "GET, HEAD, DELETE"},
       {"/buffers/", "", "/buffers/{id}", ROUTE_BUFFER, "GET, HEAD, DELETE"},
+      {"/kernels/", "", "/kernels/{id}", ROUTE_KERNEL, "GET, HEAD, DELETE"},
+      {"/leaderboard/", "", "/leaderboard/{experiment}", ROUTE_LEADERBOARD, "GET, HEAD"},
   };
   for (size_t i = 0; i < sizeof with_id / sizeof with_id[0]; i++)
     if (match_id(url, with_id[i].prefix, with_id[i].suffix, m->id_text, sizeof m->id_text)) {
@@ -198,15 +203,26 @@ bool handle_precheck(struct request *r, const char *url, enum MHD_Result *result
     return true;
   }
   bool upload = m.id == ROUTE_BUFFERS && strcmp(method, "POST") == 0;
-  if (!is_json_route(&m, method) && !upload) return false;
+  bool kernel = m.id == ROUTE_KERNELS && strcmp(method, "POST") == 0; /* handlers_kernels.c reads it */
+  if (!is_json_route(&m, method) && !upload && !kernel) return false;
   const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-  if (upload && !npy_content_type(ct)) {
+  if (kernel && !kernels_content_type_ok(ct)) {
+    *result = respond_fail(r, 415, "unsupported_media_type", NULL,
+                           "send the kernel as JSON, as text/x-cuda (its fields as query parameters) or as "
+                           "multipart/form-data, got '%.100s'", ct);
+    return true;
+  }
+  if (kernel) {
+    /* its media types are its own */
+  } else if (upload && !npy_content_type(ct)) {
     *result = respond_fail(r, 415, "unsupported_media_type", NULL,
                            "send a .npy file (Content-Type: application/x-npy) or raw float32 "
                            "(application/octet-stream with ?shape=m,n), got '%.100s'", ct ? ct : "");
     return true;
   }
-  if (!upload && plain_text_content_type(ct)) {
+  if (kernel) {
+    /* text/plain is a kernel's source too */
+  } else if (!upload && plain_text_content_type(ct)) {
     r->body_plain_text = true; /* handle_request looks at it once it has arrived */
   } else if (!upload && !json_content_type(ct)) {
     *result = respond_fail(r, 415, "unsupported_media_type", NULL,
@@ -346,6 +362,9 @@ static enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec
                         "the device failed and gpulabd is not accepting jobs; see /health");
   enum MHD_Result refused;
   if (request_store_refuses(r, &refused)) return refused;
+  char variant_field[32];
+  snprintf(variant_field, sizeof variant_field, "%svariant", params_prefix);
+  if (kernels_resolve(r, spec, variant_field, &err)) return respond_error(r, &err);
   struct engine_job_request req = {.spec = *spec, .device = opts->device, .priority = opts->priority,
                                    .exclusive = opts->exclusive, .keep_output = opts->keep_output,
                                    .host_sync = opts->host_sync, .n_depends = opts->n_depends};
@@ -385,6 +404,11 @@ static enum MHD_Result post_experiment(struct request *r, int type) {
   if (api_params_parse((enum exp_type)type, r->body ? r->body : "", r->body_len, &spec, &opts, &err))
     return respond_error(r, &err);
   return submit_job(r, &spec, &opts, "");
+}
+
+enum MHD_Result handle_submit_spec(struct request *r, const struct exp_spec *spec) {
+  struct api_job_options opts = {.exclusive = true, .device = -1};
+  return submit_job(r, spec, &opts, "");
 }
 
 static enum MHD_Result post_jobs(struct request *r) {
@@ -669,7 +693,9 @@ static enum MHD_Result index_page(struct request *r) {
       "POST /jobs", "GET /jobs", "GET /jobs/{id}", "DELETE /jobs/{id}", "GET /jobs/{id}/events",
       "GET /events", "POST /buffers", "GET /buffers", "GET /buffers/{id}", "DELETE /buffers/{id}",
       "GET /device", "GET /devices", "GET /health", "GET /openapi.json", "POST /sweeps",
-      "GET /sweeps", "GET /sweeps/{id}", "DELETE /sweeps/{id}", "GET /me"};
+      "GET /sweeps", "GET /sweeps/{id}", "DELETE /sweeps/{id}", "GET /me", "POST /kernels",
+      "GET /kernels", "GET /kernels/{id}", "DELETE /kernels/{id}", "GET /kernels/signatures",
+      "GET /leaderboard/{experiment}"};
   json_t *routes = json_array();
   for (int t = 0; t < EXP_TYPE_COUNT; t++) /* POST /transpose, ...: one per experiment */
     json_array_append_new(routes, json_sprintf("POST %s", exp_type_route((enum exp_type)t)));
@@ -724,6 +750,10 @@ enum MHD_Result handle_request(struct request *r, const char *url) {
   case ROUTE_SWEEPS: return post ? sweeps_post(r) : sweeps_index(r);
   case ROUTE_SWEEP: return sweep_route(r, m.id_text);
   case ROUTE_EXPERIMENT: return post_experiment(r, m.exp_type);
+  case ROUTE_KERNELS: return kernels_route(r, NULL);
+  case ROUTE_KERNEL: return kernels_route(r, m.id_text);
+  case ROUTE_KERNEL_SIGNATURES: return kernels_route(r, "signatures");
+  case ROUTE_LEADERBOARD: return leaderboard_route(r, m.id_text);
   }
   return respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);
 }

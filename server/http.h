@@ -28,6 +28,7 @@ struct http_options {
   long socket_gid;          /* its group, or -1 */
   bool no_tcp;              /* only the socket */
   struct store *store; /* borrowed; finished jobs older than memory are read here */
+  struct ukernels *ukernels; /* borrowed; users' kernels (server/ukernels.h), or NULL */
   const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/static.h) */
 };
@@ -35,6 +36,7 @@ struct http_options {
 struct metrics;
 struct auth;
 struct store;
+struct ukernels;
 
 struct http_server;
 

@@ -94,6 +94,9 @@ enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Res
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json);
 /* err as RFC 9457 problem details (application/problem+json), its instance r's path. */
 enum MHD_Result respond_error(struct request *r, const struct api_error *err);
+/* respond_error with extension members (RFC 9457): extra's (consumed; NULL: none)
+ * beside the problem's own, which it cannot replace. */
+enum MHD_Result respond_problem(struct request *r, const struct api_error *err, json_t *extra);
 /* respond_error for a new error, built from the arguments. */
 enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -144,6 +147,20 @@ enum MHD_Result sweep_resumed(struct request *r);
  * last one handed out, and frees the table. */
 int sweep_routes_open(struct http_server *srv);
 void sweep_routes_close(struct http_server *srv);
+
+/* handlers_kernels.c: POST and GET /kernels, GET and DELETE /kernels/{id} (id_text;
+ * "signatures": GET /kernels/signatures); whether POST /kernels takes a Content-Type. */
+enum MHD_Result kernels_route(struct request *r, const char *id_text);
+bool kernels_content_type_ok(const char *ct);
+/* A job's users' kernels (variants kernel:<id>): each must exist, be r's or public and
+ * be of the job's experiment, else 400 unknown_variant (field) in err and -1; each is
+ * then in the backends' table (kernels/user/ukreg.h). 0 when all are. */
+int kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field, struct api_error *err);
+/* handlers_leaderboard.c: GET /leaderboard/{experiment}. */
+enum MHD_Result leaderboard_route(struct request *r, const char *experiment);
+/* handlers.c: submits spec as a job with the default options, answering as POST /jobs
+ * does (?wait honoured). */
+enum MHD_Result handle_submit_spec(struct request *r, const struct exp_spec *spec);
 
 /* handlers_buffers.c; respond_buffer_gone: 410 gone for a buffer id of a previous
  * run (buffers live in memory), field naming where it was given. */
