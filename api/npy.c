@@ -1,9 +1,11 @@
 /* The .npy codec: a bounds-checked reader for the header's Python-literal dict
- * (only what NumPy writes for a float32 array, parsed as Python would) and the
- * matching writer. Format: numpy.lib.format (NEP 1). */
+ * (only what NumPy writes for a float32 or float64 array, parsed as Python would),
+ * the conversion to C-order float32, and the writer. Every refusal ends with the
+ * NumPy (or curl) call that fixes it. Format: numpy.lib.format (NEP 1). */
 #include "api/npy.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +18,11 @@
 #define STR_KEEP 40   /* bytes of a header string kept for comparison and messages */
 #define SHOW_MAX 72   /* untrusted text quoted in a message */
 #define SHAPE_TEXT 96 /* a shape as quoted in messages: "(3, 4, 5)" */
+#define CONVERT_TILE 32 /* a Fortran-order array is transposed in tiles of this many rows and columns */
+
+/* The fixes the messages end with. */
+#define FIX_SAVE "write it with np.save('a.npy', a)"
+#define FIX_SEND "send the whole file: curl --data-binary @a.npy (curl -d drops line breaks)"
 
 __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len,
                                                       const char *fmt, ...) {
@@ -89,8 +96,9 @@ __attribute__((format(printf, 2, 3))) static int syntax(struct cursor *c, const 
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return fail(c->err, c->err_len, "malformed .npy header: %s (at byte %zu of the header dict)",
-              what, (size_t)(c->p - c->start));
+  return fail(c->err, c->err_len,
+              "malformed .npy header: %s (at byte %zu of the header dict); " FIX_SAVE, what,
+              (size_t)(c->p - c->start));
 }
 
 static void skip_space(struct cursor *c) {
@@ -140,8 +148,8 @@ static int parse_dim(struct cursor *c, int64_t *dim) {
       while (digits + n < c->end && is_digit(digits[n])) n++;
       char shown[SHOW_MAX];
       show(shown, 32, digits, n, 0);
-      return fail(c->err, c->err_len, "shape dimension %s is too large (the limit is 2^63-1)",
-                  shown);
+      return fail(c->err, c->err_len,
+                  "shape dimension %s is too large (the limit is 2^63-1); " FIX_SAVE, shown);
     }
     v = v * 10 + d;
     c->p++;
@@ -207,8 +215,8 @@ static int parse_value(struct cursor *c, struct header *h, const char *key, size
   if (key_is(key, key_len, "descr")) {
     if (at(c, '['))
       return fail(c->err, c->err_len,
-                  "unsupported dtype: structured dtypes are not accepted; only little-endian "
-                  "float32 ('<f4')");
+                  "unsupported dtype: a structured array (named fields) is not read; send one "
+                  "field as float32: a['name'].astype(np.float32)");
     h->have_descr++;
     return parse_string(c, h->descr, &h->descr_len);
   }
@@ -227,8 +235,8 @@ static int parse_value(struct cursor *c, struct header *h, const char *key, size
   show(shown, sizeof shown, (const unsigned char *)key,
        key_len < STR_KEEP - 1 ? key_len : STR_KEEP - 1, key_len > STR_KEEP - 1);
   return fail(c->err, c->err_len,
-              "unknown key '%s' in the .npy header: only 'descr', 'fortran_order' and 'shape'",
-              shown);
+              "unknown key '%s' in the .npy header: only 'descr', 'fortran_order' and 'shape'; "
+              FIX_SAVE, shown);
 }
 
 /* {'key': value, ...} with an optional trailing comma, then only whitespace. */
@@ -261,44 +269,67 @@ static int parse_dict(struct cursor *c, struct header *h) {
   skip_space(c);
   if (c->p != c->end) return syntax(c, "unexpected text after the dict");
   if (!h->have_descr || !h->have_fortran || !h->have_shape)
-    return fail(c->err, c->err_len, "the .npy header lacks '%s'",
+    return fail(c->err, c->err_len, "the .npy header lacks '%s'; " FIX_SAVE,
                 !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order" : "shape");
   return 0;
 }
 
 /* ---- Checks shared by the two readers ---- */
 
-/* Fills out from checked dims: ndim 1 or 2, none zero, count * 4 fits in 64 bits. */
+/* Fills out from checked dims: ndim 1 or 2, none zero, count * elem_bytes fits in
+ * 64 bits (and in size_t). */
 static int check_shape(long ndim, const int64_t *dim, int any_zero, const char *text,
-                       struct npy_array *out, char *err, size_t err_len) {
+                       int elem_bytes, struct npy_array *out, char *err, size_t err_len) {
+  if (ndim == 0)
+    return fail(err, err_len, "shape () has 0 dimensions; 1 or 2 are accepted: np.atleast_1d(a)");
   if (ndim < 1 || ndim > NPY_MAX_NDIM)
-    return fail(err, err_len, "shape %s has %ld dimensions; 1 or 2 are accepted", text, ndim);
-  if (any_zero) return fail(err, err_len, "empty arrays are not accepted: shape %s", text);
+    return fail(err, err_len,
+                "shape %s has %ld dimensions; 1 or 2 are accepted: a.reshape(a.shape[0], -1) "
+                "(or a.reshape(-1))", text, ndim);
+  if (any_zero)
+    return fail(err, err_len,
+                "empty arrays are not accepted: shape %s has no elements; send one with a.size >= 1",
+                text);
   uint64_t d0 = (uint64_t)dim[0], d1 = ndim == 2 ? (uint64_t)dim[1] : 1;
-  int overflow = d1 > UINT64_MAX / 4 / d0;
+  int overflow = d1 > UINT64_MAX / (uint64_t)elem_bytes / d0;
 #if SIZE_MAX < UINT64_MAX
-  overflow = overflow || d0 * d1 * 4 > SIZE_MAX; /* a 32-bit size_t must hold it too */
+  overflow = overflow || d0 * d1 * (uint64_t)elem_bytes > SIZE_MAX; /* a 32-bit size_t too */
 #endif
   if (overflow)
-    return fail(err, err_len, "shape %s has too many elements: its byte count overflows", text);
+    return fail(err, err_len, "shape %s has too many elements: its byte count overflows; " FIX_SAVE,
+                text);
   out->ndim = (int)ndim;
   out->shape[0] = (int64_t)d0;
   out->shape[1] = (int64_t)d1;
   out->count = d0 * d1;
+  out->elem_bytes = elem_bytes;
   return 0;
 }
 
-/* The data must be exactly count * 4 bytes: shorter is truncated, longer is junk. */
-static int check_data(const unsigned char *data, size_t data_len, struct npy_array *out,
-                      char *err, size_t err_len) {
-  uint64_t want = out->count * 4;
+/* The data must be exactly count * elem_bytes: shorter is truncated, longer is junk.
+ * raw_shape: the ?shape= text of a raw upload (its messages differ), or NULL. */
+static int check_data(const unsigned char *data, size_t data_len, const char *raw_shape,
+                      struct npy_array *out, char *err, size_t err_len) {
+  uint64_t want = out->count * (uint64_t)out->elem_bytes;
+  if (raw_shape && data_len != want && data_len / 8 == out->count && data_len % 8 == 0)
+    return fail(err, err_len,
+                "?shape=%s needs %" PRIu64 " bytes (4 per float32), the body has %zu: 8 per "
+                "element, float64? send float32: a.astype(np.float32).tofile('a.f32')",
+                raw_shape, want, data_len);
+  if (raw_shape && data_len != want)
+    return fail(err, err_len,
+                "%s: ?shape=%s needs %" PRIu64 " bytes (4 per float32), the body has %zu; "
+                "a.astype(np.float32).tofile('a.f32') writes them, curl --data-binary @a.f32 "
+                "sends them", data_len < want ? "truncated" : "trailing bytes", raw_shape, want,
+                data_len);
   if (data_len < want)
     return fail(err, err_len, "truncated: the header promises %" PRIu64
-                " bytes of data, the body has %zu", want, data_len);
+                " bytes of data, the body has %zu; " FIX_SEND, want, data_len);
   if (data_len > want)
     return fail(err, err_len, "trailing bytes: the header promises %" PRIu64
-                " bytes of data, the body has %zu", want, data_len);
-  out->data = (const float *)(const void *)data;
+                " bytes of data, the body has %zu; send one array per upload, as "
+                "np.save('a.npy', a) writes it", want, data_len);
+  out->stored = data;
   return 0;
 }
 
@@ -307,42 +338,96 @@ static int check_data(const unsigned char *data, size_t data_len, struct npy_arr
 /* Checks magic and version and finds the header: [*hdr, *hdr + *hdr_len) lies in body. */
 static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t *hdr_len,
                          char *err, size_t err_len) {
-  if (len == 0) return fail(err, err_len, "empty body: not a .npy file");
+  if (len == 0)
+    return fail(err, err_len, "empty body: not a .npy file; write one with np.save('a.npy', a) "
+                "and send it with curl --data-binary @a.npy");
+  if (len >= 4 && memcmp(b, "PK\x03\x04", 4) == 0)
+    return fail(err, err_len, "a .npz archive (zip), not a .npy file: send one array of it, "
+                "np.save('a.npy', np.load('f.npz')['name'])");
   if (memcmp(b, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0)
-    return fail(err, err_len, "wrong magic: not a .npy file");
+    return fail(err, err_len, "not a .npy file: it does not start with the magic string "
+                "\\x93NUMPY; write one with np.save('a.npy', a) (a.tofile() writes raw bytes: "
+                "send those with ?shape=)");
   if (len < PREAMBLE_V1)
-    return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble", len);
+    return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble; " FIX_SEND,
+                len);
   unsigned major = b[6], minor = b[7];
   if (major < 1 || major > 3 || minor != 0)
-    return fail(err, err_len, "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read",
-                major, minor);
+    return fail(err, err_len, "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read; "
+                "np.save('a.npy', a) writes 1.0", major, minor);
   size_t pre = major == 1 ? PREAMBLE_V1 : PREAMBLE_V2;
   if (len < pre)
-    return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble", len);
+    return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble; " FIX_SEND,
+                len);
   uint32_t n = (uint32_t)b[8] | (uint32_t)b[9] << 8;
   if (major > 1) n |= (uint32_t)b[10] << 16 | (uint32_t)b[11] << 24;
   /* Compared as len - pre, which cannot wrap, rather than pre + n, which might. */
   if (n > len - pre)
-    return fail(err, err_len, "header length %" PRIu32 " runs past the body (%zu bytes)", n,
-                len);
+    return fail(err, err_len, "header length %" PRIu32 " runs past the body (%zu bytes); " FIX_SEND,
+                n, len);
   if (n == 0 || b[pre + n - 1] != '\n')
-    return fail(err, err_len, "malformed .npy header: it does not end in a newline");
+    return fail(err, err_len, "malformed .npy header: it does not end in a newline; " FIX_SEND);
   *hdr = pre;
   *hdr_len = n;
   return 0;
 }
 
+/* NumPy's name for a plain descr ("<i8": "int64", "|b1": "bool"), or NULL. */
+static const char *dtype_name(const char *d, size_t n) {
+  static const struct {
+    const char *code, *name;
+  } names[] = {{"f2", "float16"},   {"f4", "float32"},     {"f8", "float64"},
+               {"f16", "longdouble"}, {"f12", "longdouble"}, {"i1", "int8"},
+               {"i2", "int16"},     {"i4", "int32"},       {"i8", "int64"},
+               {"u1", "uint8"},     {"u2", "uint16"},      {"u4", "uint32"},
+               {"u8", "uint64"},    {"b1", "bool"},        {"c8", "complex64"},
+               {"c16", "complex128"}, {"c32", "clongdouble"}, {"O", "object"},
+               {"O8", "object"}};
+  if (n < 2 || !strchr("<>|=", d[0])) return NULL;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (key_is(d + 1, n - 1, names[i].code)) return names[i].name;
+  switch (d[1]) {
+  case 'U': return "str";
+  case 'S': return "bytes";
+  case 'M': return "datetime64";
+  case 'm': return "timedelta64";
+  case 'V': return "void";
+  default: return NULL;
+  }
+}
+
+/* The refusal of a descr other than '<f4' and '<f8', with its fix. */
+static int refuse_dtype(const struct header *h, char *err, size_t err_len) {
+  char shown[SHOW_MAX], named[32] = "";
+  size_t n = h->descr_len < STR_KEEP - 1 ? h->descr_len : STR_KEEP - 1;
+  show(shown, sizeof shown, (const unsigned char *)h->descr, n, h->descr_len > STR_KEEP - 1);
+  const char *name = h->descr_len < STR_KEEP ? dtype_name(h->descr, h->descr_len) : NULL;
+  const char *fix = "a.astype(np.float32)";
+  char kind = h->descr_len >= 2 ? h->descr[1] : 0;
+  if (name && h->descr[0] == '>' && kind == 'f') {
+    snprintf(named, sizeof named, " (big-endian %s)", name);
+    fix = "a.astype('<f4')";
+  } else if (name) {
+    snprintf(named, sizeof named, " (%s)", name);
+  }
+  if (kind == 'c') fix = "a.real.astype(np.float32) (or np.abs(a).astype(np.float32))";
+  if (kind == 'U' || kind == 'S') fix = "a.astype(np.float32), if the strings are numbers";
+  if (kind == 'M' || kind == 'm') fix = "a.astype(np.int64).astype(np.float32)";
+  return fail(err, err_len,
+              "unsupported dtype '%s'%s: gpulab reads little-endian float32 ('<f4') and float64 "
+              "('<f8'); send %s", shown, named, fix);
+}
+
 static int check_header(const struct header *h, struct npy_array *out, char *err,
                         size_t err_len) {
-  if (!key_is(h->descr, h->descr_len, "<f4")) {
-    char shown[SHOW_MAX];
-    show(shown, sizeof shown, (const unsigned char *)h->descr,
-         h->descr_len < STR_KEEP - 1 ? h->descr_len : STR_KEEP - 1, h->descr_len > STR_KEEP - 1);
-    return fail(err, err_len, "unsupported dtype '%s': only little-endian float32 ('<f4')",
-                shown);
-  }
-  if (h->fortran_order) return fail(err, err_len, "Fortran order is not supported: send C order");
-  return check_shape(h->ndim, h->dim, h->any_zero, h->shape_text, out, err, err_len);
+  int elem = key_is(h->descr, h->descr_len, "<f4")   ? 4
+             : key_is(h->descr, h->descr_len, "<f8") ? 8
+                                                      : 0;
+  if (!elem) return refuse_dtype(h, err, err_len);
+  if (check_shape(h->ndim, h->dim, h->any_zero, h->shape_text, elem, out, err, err_len) != 0)
+    return -1;
+  out->fortran_order = h->fortran_order && out->ndim == 2 && out->shape[1] > 1 && out->shape[0] > 1;
+  return 0;
 }
 
 int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, size_t err_len) {
@@ -356,10 +441,11 @@ int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, si
   memset(&h, 0, sizeof h);
   struct cursor c = {b + hdr, b + hdr, b + hdr + hdr_len - 1, err, err_len};
   if (parse_dict(&c, &h) != 0 || check_header(&h, out, err, err_len) != 0 ||
-      check_data(b + hdr + hdr_len, len - hdr - hdr_len, out, err, err_len) != 0) {
+      check_data(b + hdr + hdr_len, len - hdr - hdr_len, NULL, out, err, err_len) != 0) {
     memset(out, 0, sizeof *out);
     return -1;
   }
+  if (out->elem_bytes == 4 && !out->fortran_order) out->data = out->stored;
   return 0;
 }
 
@@ -399,10 +485,93 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
   char text[SHAPE_TEXT];
   if (ndim == 1) snprintf(text, sizeof text, "(%" PRId64 ",)", dim[0]);
   else snprintf(text, sizeof text, "(%" PRId64 ", %" PRId64 ")", dim[0], dim[1]);
-  if (check_shape(ndim, dim, any_zero, text, out, err, err_len) != 0 ||
-      check_data(body, body ? len : 0, out, err, err_len) != 0) {
+  if (check_shape(ndim, dim, any_zero, text, 4, out, err, err_len) != 0 ||
+      check_data(body, body ? len : 0, shown, out, err, err_len) != 0) {
     memset(out, 0, sizeof *out);
     return -1;
+  }
+  out->data = out->stored;
+  return 0;
+}
+
+/* ---- npy_upload ---- */
+
+int npy_upload(const void *body, size_t len, const char *shape_text, int declared_npy,
+               struct npy_array *out, int *raw, char *err, size_t err_len) {
+  const unsigned char *b = body;
+  if (!b) len = 0;
+  size_t prefix = len < MAGIC_LEN ? len : MAGIC_LEN;
+  int npy_magic = len >= MAGIC_LEN && memcmp(b, MAGIC, MAGIC_LEN) == 0;
+  *raw = shape_text != NULL;
+  if (shape_text) {
+    if (npy_raw(b, len, shape_text, out, err, err_len) == 0) return 0;
+    if (npy_magic && err && err_len) {
+      char shown[SHOW_MAX];
+      size_t n = 0; /* bounded: shape_text comes from a query string */
+      while (n < SHOW_MAX && shape_text[n]) n++;
+      show(shown, sizeof shown, (const unsigned char *)shape_text, n, n == SHOW_MAX);
+      fail(err, err_len, "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 "
+           "for ?shape=%s: send it without ?shape= (a .npy carries its shape)", shown);
+    }
+    return -1;
+  }
+  if (declared_npy || (prefix > 0 && memcmp(b, MAGIC, prefix) == 0))
+    return npy_parse(b, len, out, err, err_len);
+  *raw = 1;
+  memset(out, 0, sizeof *out);
+  return fail(err, err_len,
+              "missing shape: this body is not a .npy file (it does not start with \\x93NUMPY), "
+              "so it is raw float32 (%zu bytes), which needs ?shape=n or ?shape=m,n; a .npy "
+              "carries its shape: np.save('a.npy', a)", len);
+}
+
+/* ---- npy_convert ---- */
+
+/* Element k of the stored values as float32 into *f, the rounding's size kept in
+ * *worst. Returns -1 for a finite float64 past float32's range. */
+static int convert_one(const unsigned char *stored, int elem_bytes, uint64_t k, float *f,
+                       double *worst) {
+  if (elem_bytes == 4) {
+    memcpy(f, stored + 4 * k, 4);
+    return 0;
+  }
+  double d;
+  memcpy(&d, stored + 8 * k, 8);
+  /* From 2^128 - 2^103 (halfway past FLT_MAX) on, rounding gives infinity. */
+  if (isfinite(d) && fabs(d) >= 0x1.ffffffp127) return -1;
+  *f = (float)d;
+  double e = fabs(d - (double)*f); /* NaN for NaN and infinities: not counted */
+  if (e > *worst) *worst = e;
+  return 0;
+}
+
+int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *info, char *err,
+                size_t err_len) {
+  if (err && err_len) err[0] = '\0';
+  const unsigned char *stored = a->stored;
+  uint64_t rows = (uint64_t)a->shape[0], cols = a->ndim == 2 ? (uint64_t)a->shape[1] : 1;
+  double worst = 0;
+  /* C order: element (i, j) is stored at i * cols + j; Fortran order at j * rows + i.
+   * Tiles keep both the reads and the writes of a transposition near each other. */
+  for (uint64_t i0 = 0; i0 < rows; i0 += CONVERT_TILE)
+    for (uint64_t j0 = 0; j0 < cols; j0 += CONVERT_TILE)
+      for (uint64_t i = i0; i < rows && i < i0 + CONVERT_TILE; i++)
+        for (uint64_t j = j0; j < cols && j < j0 + CONVERT_TILE; j++) {
+          uint64_t k = a->fortran_order ? j * rows + i : i * cols + j;
+          if (convert_one(stored, a->elem_bytes, k, &out[i * cols + j], &worst) == 0) continue;
+          double d;
+          memcpy(&d, stored + 8 * k, 8);
+          char at[48];
+          if (a->ndim == 1) snprintf(at, sizeof at, "[%" PRIu64 "]", i);
+          else snprintf(at, sizeof at, "[%" PRIu64 ", %" PRIu64 "]", i, j);
+          return fail(err, err_len,
+                      "float64 value %.17g at %s does not fit float32 (largest 3.4028235e+38): "
+                      "scale it, or np.clip(a, -3.4e38, 3.4e38).astype(np.float32)", d, at);
+        }
+  if (info) {
+    info->from_dtype = a->elem_bytes == 8 ? "float64" : "float32";
+    info->from_fortran_order = a->fortran_order;
+    info->max_rounding_error = worst;
   }
   return 0;
 }

@@ -1,6 +1,7 @@
-/* The NumPy .npy codec for job inputs and outputs: reads float32 arrays of 1 or 2
- * dimensions out of untrusted request bodies (a .npy file, or raw bytes with a
- * ?shape=), and writes .npy headers for results. libc only; no allocation. */
+/* The NumPy .npy codec for job inputs and outputs: reads float32 and float64 arrays
+ * of 1 or 2 dimensions, C or Fortran order, out of untrusted request bodies (a .npy
+ * file, or raw float32 bytes with a ?shape=), converts them to C-order float32,
+ * and writes .npy headers for results. libc only; no allocation. */
 #ifndef GPULAB_API_NPY_H
 #define GPULAB_API_NPY_H
 
@@ -9,34 +10,63 @@
 
 #define NPY_MAX_NDIM 2
 
-/* A C-order little-endian float32 array of 1 or 2 dimensions, every dim >= 1.
- * shape[1] is 1 when ndim == 1, so count == shape[0] * shape[1] always.
- * data is borrowed: it points into the body that was parsed and lives as long as
- * it does. data may be unaligned (the body buffer itself need not be 4-aligned,
- * and .npy headers are only padded relative to the file start): read the values
- * with memcpy, never through the float pointer directly. */
+/* An array of 1 or 2 dimensions as an upload held it, every dim >= 1. shape[1] is
+ * 1 when ndim == 1, so count == shape[0] * shape[1] always. stored and data are
+ * borrowed: they point into the body that was parsed and live as long as it does.
+ * They may be unaligned (the body buffer itself need not be aligned, and .npy
+ * headers are only padded relative to the file start): read the values with
+ * memcpy, never through the pointers directly. */
 struct npy_array {
   int ndim;
   int64_t shape[NPY_MAX_NDIM];
-  uint64_t count;    /* number of floats: the product of the dims */
-  const float *data; /* count * 4 bytes, little-endian, maybe unaligned */
+  uint64_t count;     /* number of elements: the product of the dims */
+  const void *stored; /* the values as sent: count * elem_bytes, little-endian */
+  int elem_bytes;     /* 4: float32 ('<f4'); 8: float64 ('<f8') */
+  int fortran_order;  /* sent column-major, and laid out unlike C order (2-D, no dim of 1) */
+  /* The values as gpulab keeps them, C-order float32: stored itself when it is
+   * that already, else NULL (npy_convert makes them). */
+  const float *data;
 };
 
 /* Parses a .npy file of len bytes (versions 1.0, 2.0 and 3.0). Accepted: descr
- * '<f4', fortran_order False, a shape of 1 or 2 dims each >= 1, and exactly
- * count * 4 bytes of data after the header. The body is untrusted: nothing is read
- * past len and every length field is bounds-checked. body is borrowed and not
- * copied (out->data points into it); nothing is allocated.
- * Returns 0, or -1 (invalid input, EINVAL) with a one-sentence message in err
- * (always NUL-terminated when err_len > 0; err may be NULL) and *out zeroed. */
+ * '<f4' or '<f8', fortran_order False or True, a shape of 1 or 2 dims each >= 1,
+ * and exactly count * elem_bytes bytes of data after the header. The body is
+ * untrusted: nothing is read past len and every length field is bounds-checked.
+ * body is borrowed and not copied (out->stored points into it); nothing is
+ * allocated. Returns 0, or -1 (invalid input, EINVAL) with a one-sentence message
+ * in err that ends with the NumPy call that would fix the file where there is one
+ * ("a.astype(np.float32)"); err is always NUL-terminated when err_len > 0 and may be
+ * NULL; *out is zeroed. */
 int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, size_t err_len);
 
 /* Describes raw little-endian float32 bytes with the shape from a ?shape= query,
  * "n" or "m,n": decimal digits only, at most one comma, each dim >= 1, no overflow.
- * len must be exactly count * 4. Borrows body as npy_parse does.
- * Returns 0, or -1 with err filled and *out zeroed. */
+ * len must be exactly count * 4. Borrows body as npy_parse does (out->data is
+ * always set). Returns 0, or -1 with err filled and *out zeroed. */
 int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out,
             char *err, size_t err_len);
+
+/* Reads an upload body: raw float32 when shape_text is given (npy_raw); else a
+ * .npy file (npy_parse) when the body starts as one does or declared_npy is set
+ * (its Content-Type said application/x-npy); else raw bytes without their shape,
+ * refused for that ("missing shape"). *raw says which reading it was, for the
+ * caller's error code. Returns 0, or -1 with err as npy_parse. */
+int npy_upload(const void *body, size_t len, const char *shape_text, int declared_npy,
+               struct npy_array *out, int *raw, char *err, size_t err_len);
+
+/* How npy_convert made an array float32 and C order. */
+struct npy_conversion {
+  const char *from_dtype;    /* "float32" or "float64" (static) */
+  int from_fortran_order;    /* the array was column-major */
+  double max_rounding_error; /* the largest |sent - kept| of a finite value; 0: exact */
+};
+
+/* Writes a's values into out (a->count floats, the caller's, not overlapping the
+ * body) as C-order float32, rounding float64 to nearest as numpy's astype does.
+ * info (may be NULL) says what was converted. Returns 0, or -1 with err when a
+ * finite float64 value lies past float32's range (it would become infinite). */
+int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *info, char *err,
+                size_t err_len);
 
 /* Size in bytes of the version 1.0 header npy_write_header writes for this shape:
  * a multiple of 64. Returns 0 when ndim is not 1 or 2 or a dim is negative. */

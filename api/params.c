@@ -40,7 +40,7 @@ static const struct {
     {"duplicate_variant", "A variant named twice"},
     {"unknown_state", "An unknown job state"},
     {"shape_mismatch", "An input's shape does not fit the job"},
-    {"invalid_npy", "Not a float32 .npy file gpulabd reads"},
+    {"invalid_npy", "Not a .npy file that gpulabd reads"},
     {"invalid_raw", "Raw float32 data that does not fit its shape"},
     {"missing_token", "No token"},
     {"invalid_token", "The token is not valid"},
@@ -49,6 +49,7 @@ static const struct {
     {"buffer_not_found", "No such buffer"},
     {"sweep_not_found", "No such sweep"},
     {"method_not_allowed", "Method not allowed"},
+    {"not_acceptable", "No representation the Accept header takes"},
     {"job_finished", "The job has already finished"},
     {"buffer_in_use", "A job still needs the buffer"},
     {"output_not_kept", "The job's output was not kept"},
@@ -90,6 +91,7 @@ static const char *reason_phrase(int status) {
   case 403: return "Forbidden";
   case 404: return "Not Found";
   case 405: return "Method Not Allowed";
+  case 406: return "Not Acceptable";
   case 409: return "Conflict";
   case 410: return "Gone";
   case 413: return "Content Too Large";

@@ -176,6 +176,14 @@ int engine_jobs_list(struct engine *e, const struct engine_list_filter *filter,
 
 /* ---- buffers ---- */
 
+/* What an upload was before it became float32 in C order (kept to be reported). */
+struct engine_buffer_origin {
+  bool converted;            /* false: sent as float32 in C order */
+  char dtype[12];            /* as sent: "float32", "float64" */
+  bool fortran_order;        /* sent column-major */
+  double max_rounding_error; /* the largest |sent - kept|; 0: exact */
+};
+
 struct engine_buffer_view {
   uint64_t id;
   struct exp_shape shape;
@@ -185,13 +193,16 @@ struct engine_buffer_view {
   uint64_t producer_job; /* 0 for an upload */
   int in_use;            /* queued, waiting or running jobs that read it */
   int device;
+  struct engine_buffer_origin origin;
 };
 
 /* Uploads count floats of host (borrowed; any alignment) with shape as a new
- * buffer on device (0 <= device < engine_device_count). client_max_bytes (0: none)
- * caps the bytes of the client's listed buffers (-EDQUOT past it). Returns 0 and
- * its id, or a negative errno with err. */
+ * buffer on device (0 <= device < engine_device_count). origin (borrowed; NULL:
+ * float32 as sent) is recorded for its view. client_max_bytes (0: none) caps the
+ * bytes of the client's listed buffers (-EDQUOT past it). Returns 0 and its id, or
+ * a negative errno with err. */
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
+                         const struct engine_buffer_origin *origin,
                          const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
                          struct engine_error *err);
 /* 0 or -ENOENT. */

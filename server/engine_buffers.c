@@ -95,6 +95,7 @@ static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
   v->producer_job = b->producer ? b->producer->id : 0;
   v->in_use = b->in_use;
   v->device = b->device;
+  v->origin = b->origin;
 }
 
 /* Bytes of client's listed buffers. Lock held. */
@@ -106,8 +107,8 @@ static uint64_t client_bytes_locked(struct engine *e, const char *client) {
 }
 
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
-                         struct engine_error *err) {
+                         const struct engine_buffer_origin *origin, const char *client, int device,
+                         uint64_t client_max_bytes, uint64_t *id, struct engine_error *err) {
   uint64_t count = (uint64_t)exp_shape_count(shape);
   memset(err, 0, sizeof *err);
   if (count * sizeof(float) > engine_memory_limit(e)) {
@@ -128,6 +129,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
   }
   b->shape = *shape;
   b->device = device;
+  if (origin) b->origin = *origin;
   snprintf(b->client, sizeof b->client, "%s", client);
   b->created_at = engine_now_unix();
   pthread_mutex_lock(&e->lock);

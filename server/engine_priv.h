@@ -24,6 +24,7 @@ struct ebuf {
   int in_use;           /* unfinished jobs that read it */
   char client[64];
   double created_at;
+  struct engine_buffer_origin origin; /* of an upload */
 };
 
 struct job {

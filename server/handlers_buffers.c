@@ -1,9 +1,11 @@
-/* The buffer routes: upload a .npy (or raw float32), list, download, delete. */
+/* The buffer routes: upload a .npy (float32 or float64, C or Fortran order; or raw
+ * float32), list, download (.npy or raw float32, as Accept asks), delete. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/npy.h"
 #include "server/auth.h"
@@ -14,23 +16,34 @@
 static json_t *buffer_json(const struct engine_buffer_view *v) {
   json_t *shape = json_array();
   for (int d = 0; d < v->shape.ndim; d++) json_array_append_new(shape, json_integer(v->shape.dims[d]));
-  return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i}", "id", (json_int_t)v->id, "shape", shape,
+  const struct engine_buffer_origin *o = &v->origin;
+  json_t *from = o->converted ? json_pack("{s:s,s:b,s:f}", "dtype", o->dtype, "fortran_order", o->fortran_order,
+                                          "max_rounding_error", o->max_rounding_error)
+                              : json_null();
+  return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i,s:o}", "id", (json_int_t)v->id, "shape", shape,
                    "dtype", "float32", "bytes", (json_int_t)v->bytes, "client", v->client,
                    "created_at", time_json(v->created_at), "job",
                    v->producer_job ? json_integer((json_int_t)v->producer_job) : json_null(),
-                   "in_use", v->in_use, "device", v->device);
+                   "in_use", v->in_use, "device", v->device, "converted_from", from);
+}
+
+/* Whether the request's Content-Type is application/x-npy (parameters aside). */
+static bool says_npy(struct request *r) {
+  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  static const char npy[] = "application/x-npy";
+  return ct && strncasecmp(ct, npy, sizeof npy - 1) == 0 && strchr("; \t", ct[sizeof npy - 1]);
 }
 
 enum MHD_Result buffers_post(struct request *r) {
   enum MHD_Result refused;
   if (request_store_refuses(r, &refused)) return refused; /* its id could not be recorded */
   struct npy_array arr;
-  char why[200];
+  char why[320];
+  int raw;
   const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape");
   const char *body = r->body ? r->body : "";
-  if (shape ? npy_raw(body, r->body_len, shape, &arr, why, sizeof why)
-            : npy_parse(body, r->body_len, &arr, why, sizeof why))
-    return respond_fail(r, 400, shape ? "invalid_raw" : "invalid_npy", shape ? "shape" : NULL, "%s", why);
+  if (npy_upload(body, r->body_len, shape, says_npy(r), &arr, &raw, why, sizeof why))
+    return respond_fail(r, 400, raw ? "invalid_raw" : "invalid_npy", raw ? "shape" : NULL, "%s", why);
   struct exp_shape s = {arr.ndim, {arr.shape[0], arr.ndim == 2 ? arr.shape[1] : 0}};
   char client[64];
   struct engine_error err;
@@ -39,8 +52,26 @@ enum MHD_Result buffers_post(struct request *r) {
   long long device;
   if (query_int(r, "device", 0, engine_device_count(r->srv->engine) - 1, 0, &device, &aerr))
     return respond_error(r, &aerr);
-  int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, request_client(r, client, sizeof client),
+  /* float64 or Fortran order: converted to C-order float32 first, and recorded. */
+  struct engine_buffer_origin origin = {0};
+  float *converted = NULL;
+  if (!arr.data) {
+    struct npy_conversion conv;
+    converted = malloc(arr.count * sizeof *converted);
+    if (!converted)
+      return respond_fail(r, 503, "out_of_memory", NULL, "no memory to convert %" PRIu64 " values", arr.count);
+    if (npy_convert(&arr, converted, &conv, why, sizeof why)) {
+      free(converted);
+      return respond_fail(r, 400, "invalid_npy", NULL, "%s", why);
+    }
+    origin = (struct engine_buffer_origin){.converted = true, .fortran_order = conv.from_fortran_order,
+                                           .max_rounding_error = conv.max_rounding_error};
+    snprintf(origin.dtype, sizeof origin.dtype, "%s", conv.from_dtype);
+    arr.data = converted;
+  }
+  int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, &origin, request_client(r, client, sizeof client),
                                 (int)device, r->who ? r->who->max_buffer_bytes : 0, &id, &err);
+  free(converted);
   if (rc == -EFBIG) return respond_fail(r, 413, "buffer_too_large", NULL, "%s", err.message);
   if (rc == -EDQUOT) return respond_fail(r, 413, "quota_exceeded", NULL, "%s", err.message);
   if (rc && strcmp(err.field, "store") == 0) return respond_storage(r, rc); /* its id not recorded */
@@ -69,13 +100,67 @@ enum MHD_Result buffers_list(struct request *r) {
   return respond_json(r, 200, json_pack("{s:o,s:o}", "buffers", list, "next_cursor", next));
 }
 
-/* GET: the buffer as a .npy file that numpy.load reads. */
+/* A qvalue of Accept ("0.5", "1", "0.125"; RFC 9110 12.4.2) in thousandths;
+ * anything else counts as 1. */
+static int qvalue(const char *p, size_t n) {
+  if (n == 0 || n > 5 || (p[0] != '0' && p[0] != '1') || (n > 1 && p[1] != '.')) return 1000;
+  int q = (p[0] - '0') * 1000, scale = 100;
+  for (size_t i = 2; i < n; i++, scale /= 10) {
+    if (p[i] < '0' || p[i] > '9') return 1000;
+    q += (p[i] - '0') * scale;
+  }
+  return q > 1000 ? 1000 : q;
+}
+
+/* How much the Accept header value wants media type ("application/x-npy"), in
+ * thousandths: the q of its most specific matching range (type/subtype, then
+ * type slash star, then star slash star); 0 when none matches; 1000 without Accept. */
+static int accept_q(const char *accept, const char *type) {
+  if (!accept || !*accept) return 1000;
+  size_t top = (size_t)(strchr(type, '/') - type), type_len = strlen(type);
+  int best = 0, q_best = 0;
+  for (const char *p = accept; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == ',') p++;
+    size_t n = strcspn(p, ",;"), len = n;
+    while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+    int rank = len == 3 && strncmp(p, "*/*", 3) == 0                                            ? 1
+               : len == top + 2 && strncasecmp(p, type, top + 1) == 0 && p[top + 1] == '*' ? 2
+               : len == type_len && strncasecmp(p, type, len) == 0                          ? 3
+                                                                                             : 0;
+    int q = 1000;
+    for (p += n; *p == ';';) {
+      p++;
+      while (*p == ' ' || *p == '\t') p++;
+      size_t m = strcspn(p, ",;"), v = m;
+      while (v && (p[v - 1] == ' ' || p[v - 1] == '\t')) v--;
+      if (v >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') q = qvalue(p + 2, v - 2);
+      p += m;
+    }
+    if (rank > best) {
+      best = rank;
+      q_best = q;
+    }
+  }
+  return best ? q_best : 0;
+}
+
+/* GET: the buffer as a .npy file that numpy.load reads, or as raw little-endian
+ * float32 when Accept prefers application/octet-stream (a tie goes to .npy); the
+ * shape is in Gpulab-Shape either way. 406 for an Accept that takes neither. */
 static enum MHD_Result download(struct request *r, const struct engine_buffer_view *v) {
+  const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+  int q_npy = accept_q(accept, "application/x-npy"), q_raw = accept_q(accept, "application/octet-stream");
+  if (q_npy == 0 && q_raw == 0)
+    return respond_fail(r, 406, "not_acceptable", NULL,
+                        "a buffer is sent as application/x-npy (a .npy file) or application/octet-stream "
+                        "(raw little-endian float32, its shape in Gpulab-Shape); Accept: '%.100s' takes neither",
+                        accept);
+  bool raw = q_raw > q_npy;
   int64_t dims[2] = {v->shape.dims[0], v->shape.dims[1]};
-  size_t header = npy_header_size(v->shape.ndim, dims);
+  size_t header = raw ? 0 : npy_header_size(v->shape.ndim, dims);
   char *file = malloc(header + v->bytes);
   if (!file) return respond_fail(r, 503, "out_of_memory", NULL, "no memory for %" PRIu64 " bytes", v->bytes);
-  npy_write_header(file, header, v->shape.ndim, dims);
+  if (!raw) npy_write_header(file, header, v->shape.ndim, dims);
   struct engine_error err;
   /* A job's output is copied once its producer's fence has passed on the device. */
   int rc = engine_buffer_read(r->srv->engine, v->id, (float *)(file + header), &err);
@@ -90,10 +175,15 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
     free(file);
     return MHD_NO;
   }
-  char disposition[64];
-  snprintf(disposition, sizeof disposition, "attachment; filename=\"buffer-%" PRIu64 ".npy\"", v->id);
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/x-npy");
+  char disposition[64], shape[48];
+  snprintf(disposition, sizeof disposition, "attachment; filename=\"buffer-%" PRIu64 ".%s\"", v->id,
+           raw ? "f32" : "npy");
+  if (v->shape.ndim == 2) snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, dims[0], dims[1]);
+  else snprintf(shape, sizeof shape, "%" PRId64, dims[0]);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, raw ? "application/octet-stream" : "application/x-npy");
   MHD_add_response_header(resp, "Content-Disposition", disposition);
+  MHD_add_response_header(resp, "Gpulab-Shape", shape);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
   return request_queue(r, 200, resp, header + v->bytes);
 }
 

@@ -312,23 +312,27 @@ static void test_bad_npy(const float *x) {
   char *magic = malloc(len);
   memcpy(magic, good, len);
   magic[1] = 'X';
-  bad[n++] = (struct bad_npy){"wrong magic", "magic", magic, len};
+  bad[n++] = (struct bad_npy){"wrong magic", "magic string \\x93NUMPY; write one with np.save('a.npy', a)",
+                              magic, len};
 
-  static float f8[ROWS * COLS * 2];
-  size_t f8_len;
-  bad[n] = (struct bad_npy){"'<f8' dtype", "'<f8'", NULL, 0};
-  bad[n].body = npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (33, 47), }", f8,
-                         sizeof f8, &f8_len);
-  bad[n++].len = f8_len;
+  static float i8[ROWS * COLS * 2];
+  size_t i8_len;
+  bad[n] = (struct bad_npy){"'<i8' dtype", "'<i8' (int64): gpulab reads little-endian float32 ('<f4') and "
+                            "float64 ('<f8'); send a.astype(np.float32)", NULL, 0};
+  bad[n].body = npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (33, 47), }", i8,
+                         sizeof i8, &i8_len);
+  bad[n++].len = i8_len;
 
   bad[n] = (struct bad_npy){"big-endian float32", "'>f4'", NULL, 0};
   bad[n].body = npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (33, 47), }", x,
                          ROWS * COLS * 4, &bad[n].len);
   n++;
 
-  bad[n] = (struct bad_npy){"fortran_order True", "Fortran", NULL, 0};
-  bad[n].body = npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (33, 47), }", x,
-                         ROWS * COLS * 4, &bad[n].len);
+  bad[n] = (struct bad_npy){"float64 past float32's range", "does not fit float32", NULL, 0};
+  static double huge[ROWS * COLS];
+  huge[ROWS * COLS - 1] = 1e39;
+  bad[n].body = npy_file("{'descr': '<f8', 'fortran_order': True, 'shape': (33, 47), }", huge,
+                         sizeof huge, &bad[n].len);
   n++;
 
   char *truncated = malloc(len);
@@ -378,6 +382,7 @@ static void test_bad_raw(const float *x) {
       {"?shape=1550", "trailing"},      {"?shape=33,47,1", "m,n"},
       {"?shape=abc", "m,n"},            {"?shape=0,47", "empty"},
       {"?shape=-33,47", "m,n"},         {"?shape=", "shape"},
+      {"", "missing shape: this body is not a .npy file"},
   };
   for (size_t i = 0; i < sizeof raw_bad / sizeof raw_bad[0]; i++) {
     char path[64];

@@ -1,9 +1,15 @@
-/* The .npy codec: round trips, every header form NumPy writes, every rejection with
- * its message, all truncations, random mutations, and NumPy itself when the system's python3 has
- * it. Every parsed buffer is a heap block of exactly its size, so ASan sees over-reads. */
+/* The .npy codec: round trips, every header form NumPy writes, float64 and Fortran
+ * order converted to C-order float32 (rounding, range, tiles), every rejection with its
+ * message and its NumPy fix, all truncations, random mutations, the upload's choice of
+ * reading, and NumPy itself (the system's python3 with numpy: required). Every parsed
+ * buffer is a heap block of exactly its size, so ASan sees over-reads. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp */
 #endif
+#include <float.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,9 +83,22 @@ static void expect_ok(int major, const char *dict, int pad, int ndim, int64_t d0
   CHECK_INT_EQ(a.shape[0], d0);
   CHECK_INT_EQ(a.shape[1], d1);
   CHECK_INT_EQ(a.count, d0 * d1);
+  CHECK_INT_EQ(a.elem_bytes, 4);
+  CHECK_INT_EQ(a.fortran_order, 0);
   CHECK((const unsigned char *)a.data + a.count * 4 == b + len);
+  CHECK((const void *)a.data == a.stored);
   check_values(&a, 0.5f);
   free(b);
+}
+
+/* Every refusal of a .npy says how to fix it: a NumPy call, or how to send the file. */
+static void check_fix(const char *err) {
+  static const char *const fixes[] = {"np.save(", "a.astype(", "a.reshape(", "np.atleast_1d(",
+                                      "a.real.astype(", "a['name'].astype(", "curl --data-binary",
+                                      "a.size >= 1", "np.load(", "np.clip("};
+  for (size_t i = 0; i < sizeof fixes / sizeof fixes[0]; i++)
+    if (strstr(err, fixes[i])) return;
+  CHECK_FAIL_("the message names no fix: \"%s\"", err);
 }
 
 static void expect_fail_buf(const void *b, size_t len, const char *want) {
@@ -89,7 +108,9 @@ static void expect_fail_buf(const void *b, size_t len, const char *want) {
   CHECK_INT_EQ(npy_parse(b, len, &a, err, sizeof err), -1);
   if (!strstr(err, want)) fprintf(stderr, "want \"%s\" in \"%s\"\n", want, err);
   CHECK(strstr(err, want) != NULL);
-  CHECK(a.data == NULL && a.count == 0 && a.ndim == 0);
+  CHECK(strlen(err) < sizeof err - 1); /* not cut */
+  check_fix(err);
+  CHECK(a.data == NULL && a.stored == NULL && a.count == 0 && a.ndim == 0);
 }
 
 static void expect_fail(int major, const char *dict, size_t n_floats, const char *want) {
@@ -184,9 +205,12 @@ static void test_valid_headers(void) {
 
 static void test_rejected_preamble(void) {
   const char *json = "{\"m\": 3}";
-  expect_fail_buf(json, strlen(json), "wrong magic: not a .npy file");
-  expect_fail_buf("\x93NUMPX\x01\x00", 8, "wrong magic");
-  expect_fail_buf("", 0, "not a .npy file");
+  expect_fail_buf(json, strlen(json),
+                  "not a .npy file: it does not start with the magic string \\x93NUMPY; write one "
+                  "with np.save('a.npy', a)");
+  expect_fail_buf("\x93NUMPX\x01\x00", 8, "magic");
+  expect_fail_buf("PK\x03\x04\x14\x00", 6, "a .npz archive (zip), not a .npy file: send one array");
+  expect_fail_buf("", 0, "empty body: not a .npy file");
   expect_fail_buf(NULL, 0, "not a .npy file");
   expect_fail(4, DICT_1D, 5, "unsupported .npy version 4.0");
   size_t len;
@@ -200,37 +224,65 @@ static void test_rejected_preamble(void) {
   CHECK_INT_EQ(npy_parse(json, strlen(json), &a, NULL, 0), -1);
   char err[8];
   CHECK_INT_EQ(npy_parse(json, strlen(json), &a, err, sizeof err), -1);
-  CHECK_STR_EQ(err, "wrong m");
+  CHECK_STR_EQ(err, "not a .");
 }
 
 static void test_rejected_dtype(void) {
-  expect_fail(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (5,), }", 10,
-              "unsupported dtype '<f8': only little-endian float32 ('<f4')");
-  expect_fail(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (5,), }", 5,
-              "unsupported dtype '>f4'");
-  expect_fail(1, "{'descr': '|f4', 'fortran_order': False, 'shape': (5,), }", 5,
-              "unsupported dtype '|f4'");
-  expect_fail(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (5,), }", 5,
-              "unsupported dtype '<i4'");
-  expect_fail(1, "{'descr': '\xff\x01', 'fortran_order': False, 'shape': (5,), }", 5,
-              "unsupported dtype '\\xff\\x01'");
+  static const struct {
+    const char *descr, *want;
+  } bad[] = {
+      {"'>f4'", "unsupported dtype '>f4' (big-endian float32): gpulab reads little-endian float32 "
+                "('<f4') and float64 ('<f8'); send a.astype('<f4')"},
+      {"'>f8'", "'>f8' (big-endian float64): gpulab reads"},
+      {"'|f4'", "unsupported dtype '|f4' (float32)"},
+      {"'<f2'", "unsupported dtype '<f2' (float16): gpulab reads little-endian float32 ('<f4') and "
+                "float64 ('<f8'); send a.astype(np.float32)"},
+      {"'<f16'", "'<f16' (longdouble)"},
+      {"'<i4'", "unsupported dtype '<i4' (int32): gpulab reads little-endian float32 ('<f4') and "
+                "float64 ('<f8'); send a.astype(np.float32)"},
+      {"'<i8'", "'<i8' (int64)"},
+      {"'|i1'", "'|i1' (int8)"},
+      {"'<u2'", "'<u2' (uint16)"},
+      {"'|u1'", "'|u1' (uint8)"},
+      {"'|b1'", "'|b1' (bool): gpulab reads"},
+      {"'<c8'", "'<c8' (complex64): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); "
+                "send a.real.astype(np.float32) (or np.abs(a).astype(np.float32))"},
+      {"'<c16'", "'<c16' (complex128)"},
+      {"'|O'", "'|O' (object)"},
+      {"'<U3'", "'<U3' (str): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); send "
+                "a.astype(np.float32), if the strings are numbers"},
+      {"'|S5'", "'|S5' (bytes)"},
+      {"'<M8[ns]'", "'<M8[ns]' (datetime64): gpulab reads little-endian float32 ('<f4') and float64 "
+                    "('<f8'); send a.astype(np.int64).astype(np.float32)"},
+      {"'<m8[s]'", "'<m8[s]' (timedelta64)"},
+      {"'f4'", "unsupported dtype 'f4': gpulab reads"},
+      {"'\xff\x01'", "unsupported dtype '\\xff\\x01': gpulab reads"},
+      {"'<f4<f4<f4<f4<f4<f4<f4<f4<f4<f4<f4<f4<f4<f4'", "unsupported dtype '<f4<f4<f4<f4<f4<f4<f4"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char dict[160];
+    snprintf(dict, sizeof dict, "{'descr': %s, 'fortran_order': False, 'shape': (5,), }", bad[i].descr);
+    expect_fail(1, dict, 10, bad[i].want);
+  }
   expect_fail(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (5,), }", 5,
-              "structured dtypes are not accepted");
-  expect_fail(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 6,
-              "Fortran order is not supported: send C order");
+              "unsupported dtype: a structured array (named fields) is not read; send one field as "
+              "float32: a['name'].astype(np.float32)");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (5,), }", 5,
               "'fortran_order' must be True or False");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': Falsey, 'shape': (5,), }", 5,
               "'fortran_order' must be True or False");
+  expect_fail(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 6,
+              "truncated: the header promises 48 bytes of data, the body has 24; send the whole "
+              "file: curl --data-binary @a.npy (curl -d drops line breaks)");
 }
 
 static void test_rejected_shape(void) {
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4, 5), }", 60,
-              "shape (3, 4, 5) has 3 dimensions; 1 or 2 are accepted");
+              "shape (3, 4, 5) has 3 dimensions; 1 or 2 are accepted: a.reshape(a.shape[0], -1)");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 1,
-              "shape () has 0 dimensions; 1 or 2 are accepted");
+              "shape () has 0 dimensions; 1 or 2 are accepted: np.atleast_1d(a)");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }", 0,
-              "empty arrays are not accepted");
+              "empty arrays are not accepted: shape (0,) has no elements; send one with a.size >= 1");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0), }", 0,
               "empty arrays are not accepted");
   expect_fail(1,
@@ -239,6 +291,8 @@ static void test_rejected_shape(void) {
               0, "shape (9223372036854775807, 9223372036854775807) has too many elements");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }",
               0, "too many elements"); /* 2^62 floats: 2^64 bytes */
+  expect_fail(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693952,), }",
+              0, "too many elements"); /* 2^61 doubles: 2^64 bytes */
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808,), }",
               0, "shape dimension 9223372036854775808 is too large");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,"
@@ -326,6 +380,7 @@ static void test_truncations(void) {
       char err[256] = "";
       CHECK_INT_EQ(npy_parse(p, cut, &a, err, sizeof err), -1);
       CHECK(err[0] != '\0');
+      check_fix(err);
       free(p);
     }
     free(b);
@@ -389,9 +444,10 @@ static void test_mutations(void) {
       CHECK(a.ndim == 1 || a.ndim == 2);
       CHECK(a.shape[0] >= 1 && a.shape[1] >= 1);
       CHECK_INT_EQ(a.count, (uint64_t)a.shape[0] * (uint64_t)a.shape[1]);
-      CHECK((const unsigned char *)a.data + a.count * 4 == p + len);
+      CHECK((const unsigned char *)a.stored + a.count * (uint64_t)a.elem_bytes == p + len);
     } else {
       CHECK(err[0] != '\0');
+      check_fix(err);
     }
     free(p);
     free(work);
@@ -445,10 +501,194 @@ static void test_raw(void) {
   expect_raw("99999999999999999999", 20, "too large");
   expect_raw("9223372036854775807,9223372036854775807", 20, "has too many elements");
   expect_raw("4611686018427387904", 20, "has too many elements");
-  expect_raw("2,3", 20, "truncated: the header promises 24 bytes of data, the body has 20");
-  expect_raw("2,3", 25, "trailing bytes");
+  expect_raw("2,3", 20, "truncated: ?shape=2,3 needs 24 bytes (4 per float32), the body has 20; "
+                        "a.astype(np.float32).tofile('a.f32') writes them");
+  expect_raw("2,3", 25, "trailing bytes: ?shape=2,3 needs 24 bytes");
+  expect_raw("2,3", 48, "?shape=2,3 needs 24 bytes (4 per float32), the body has 48: 8 per element, "
+                        "float64? send float32: a.astype(np.float32).tofile('a.f32')");
   expect_raw("5", 0, "truncated");
   CHECK_INT_EQ(npy_raw(NULL, 20, "5", &a, err, sizeof err), -1);
+}
+
+/* ---- float64 and Fortran order, converted ---- */
+
+/* A padded version 1.0 file of dict and data_bytes of data. Caller frees. */
+static unsigned char *build_data(const char *dict, const void *data, size_t data_bytes, size_t *len) {
+  size_t n = strlen(dict), hdr_len = (10 + n + 1 + 63) / 64 * 64 - 10;
+  *len = 10 + hdr_len + data_bytes;
+  unsigned char *b = malloc(*len);
+  CHECK(b != NULL);
+  memcpy(b, "\x93NUMPY\x01\x00", 8);
+  b[8] = (unsigned char)(hdr_len & 0xff);
+  b[9] = (unsigned char)(hdr_len >> 8);
+  memset(b + 10, ' ', hdr_len);
+  memcpy(b + 10, dict, n);
+  b[10 + hdr_len - 1] = '\n';
+  memcpy(b + 10 + hdr_len, data, data_bytes);
+  return b;
+}
+
+/* Parses a file of dict and data, converts it, and returns the float32 values
+ * (caller frees) with the conversion in *conv; NULL when the conversion refused,
+ * with its message in err. */
+static float *parse_convert(const char *dict, const void *data, size_t data_bytes, struct npy_array *a,
+                            struct npy_conversion *conv, char *err, size_t err_len) {
+  size_t len;
+  unsigned char *b = build_data(dict, data, data_bytes, &len);
+  unsigned char *exact = malloc(len); /* its own block, so an over-read trips ASan */
+  CHECK(exact != NULL);
+  memcpy(exact, b, len);
+  free(b);
+  int rc = npy_parse(exact, len, a, err, err_len);
+  if (rc) fprintf(stderr, "%s: %s\n", dict, err);
+  CHECK_INT_EQ(rc, 0);
+  float *out = malloc((size_t)a->count * 4);
+  CHECK(out != NULL);
+  rc = npy_convert(a, out, conv, err, err_len);
+  free(exact);
+  if (rc) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+static void test_float64(void) {
+  static const double v[] = {0.1, -1.0 / 3, 1e-40, -1e-50, 16777217.0, (double)FLT_MAX,
+                             0x1.fffffefffffffp127 /* below halfway: FLT_MAX */, NAN, INFINITY,
+                             -INFINITY, 0.0, -0.0};
+  enum { N = sizeof v / sizeof v[0] };
+  char dict[128], err[256];
+  snprintf(dict, sizeof dict, "{'descr': '<f8', 'fortran_order': False, 'shape': (%d,), }", (int)N);
+  struct npy_array a;
+  struct npy_conversion conv;
+  float *out = parse_convert(dict, v, sizeof v, &a, &conv, err, sizeof err);
+  CHECK(out != NULL);
+  CHECK(a.data == NULL && a.elem_bytes == 8 && a.ndim == 1 && a.count == N);
+  CHECK_STR_EQ(conv.from_dtype, "float64");
+  CHECK_INT_EQ(conv.from_fortran_order, 0);
+  double worst = 0;
+  for (int i = 0; i < N; i++) {
+    float want = (float)v[i];
+    if (isnan(v[i])) CHECK(isnan(out[i]));
+    else CHECK(memcmp(&out[i], &want, 4) == 0);
+    if (isfinite(v[i]) && fabs(v[i] - (double)want) > worst) worst = fabs(v[i] - (double)want);
+  }
+  CHECK(out[6] == FLT_MAX && out[3] == 0 && signbit(out[3]) && out[4] == 16777216.0f);
+  CHECK(worst > 1e30); /* 0x1.fffffefffffffp127 - FLT_MAX */
+  CHECK(conv.max_rounding_error == worst);
+  free(out);
+
+  /* Exact values: no rounding at all. */
+  double exact[6] = {0, 1, -2.5, 1024, 0.125, 3};
+  out = parse_convert("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", exact, sizeof exact,
+                      &a, &conv, err, sizeof err);
+  CHECK(out != NULL && conv.max_rounding_error == 0 && out[2] == -2.5f && out[5] == 3.0f);
+  free(out);
+
+  /* Past float32's range: refused where it lies, in C and in Fortran order. */
+  double over[6] = {1, 2, 3, 4, 5, 0x1.ffffffp127};
+  out = parse_convert("{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", over, sizeof over, &a,
+                      &conv, err, sizeof err);
+  CHECK(out == NULL);
+  check_fix(err);
+  CHECK(strstr(err, "float64 value 3.4028235677973366e+38 at [5] does not fit float32 (largest "
+                    "3.4028235e+38): scale it, or np.clip(a, -3.4e38, 3.4e38).astype(np.float32)"));
+  over[5] = 6;
+  over[4] = -1e300;
+  out = parse_convert("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", over, sizeof over, &a,
+                      &conv, err, sizeof err);
+  CHECK(out == NULL && strstr(err, "value -1.0000000000000001e+300 at [1, 1] does not fit") != NULL);
+  out = parse_convert("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", over, sizeof over, &a,
+                      &conv, err, sizeof err);
+  CHECK(out == NULL && strstr(err, "at [0, 2] does not fit") != NULL); /* stored 4th: column 2, row 0 */
+}
+
+/* Fortran order at sizes around the conversion's tiles, float32 and float64: element
+ * (i, j) = i * 1000 + j lands at i * cols + j. A dim of 1 needs no conversion. */
+static void test_fortran(void) {
+  static const int sizes[][2] = {{2, 3}, {37, 70}, {70, 37}, {32, 32}, {33, 65}, {1, 5}, {5, 1}, {1, 1}};
+  for (size_t t = 0; t < sizeof sizes / sizeof sizes[0]; t++)
+    for (int elem = 4; elem <= 8; elem += 4) {
+      int rows = sizes[t][0], cols = sizes[t][1];
+      size_t n = (size_t)rows * cols;
+      unsigned char *stored = malloc(n * (size_t)elem);
+      CHECK(stored != NULL);
+      for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+          size_t k = (size_t)j * rows + i;
+          double d = i * 1000 + j;
+          float f = (float)d;
+          if (elem == 8) memcpy(stored + 8 * k, &d, 8);
+          else memcpy(stored + 4 * k, &f, 4);
+        }
+      char dict[128], err[256];
+      snprintf(dict, sizeof dict, "{'descr': '<f%d', 'fortran_order': True, 'shape': (%d, %d), }", elem,
+               rows, cols);
+      struct npy_array a;
+      struct npy_conversion conv;
+      float *out = parse_convert(dict, stored, n * (size_t)elem, &a, &conv, err, sizeof err);
+      CHECK(out != NULL);
+      bool laid_out_as_c = rows == 1 || cols == 1;
+      CHECK_INT_EQ(a.fortran_order, !laid_out_as_c);
+      CHECK((a.data != NULL) == (laid_out_as_c && elem == 4));
+      CHECK_INT_EQ(conv.from_fortran_order, !laid_out_as_c);
+      CHECK_STR_EQ(conv.from_dtype, elem == 8 ? "float64" : "float32");
+      CHECK(conv.max_rounding_error == 0);
+      for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+          if (out[(size_t)i * cols + j] != (float)(i * 1000 + j))
+            CHECK_FAIL_("%dx%d f%d: (%d, %d) is %g", rows, cols, elem, i, j, out[(size_t)i * cols + j]);
+      free(out);
+      free(stored);
+    }
+  /* A 1-D array said to be Fortran order is laid out as C order: borrowed as it is. */
+  float f[5] = {1, 2, 3, 4, 5};
+  size_t len;
+  unsigned char *b = build_data("{'descr': '<f4', 'fortran_order': True, 'shape': (5,), }", f, sizeof f, &len);
+  struct npy_array a;
+  char err[256];
+  CHECK_INT_EQ(npy_parse(b, len, &a, err, sizeof err), 0);
+  CHECK(a.data != NULL && a.fortran_order == 0);
+  free(b);
+}
+
+/* The upload's reading: ?shape= means raw; else a .npy when it starts as one or says
+ * it is one; else raw without a shape, refused for that. */
+static void test_upload(void) {
+  static float floats[6];
+  size_t len;
+  unsigned char *npy = build(1, DICT_2D, 1, 6, &len);
+  struct npy_array a;
+  char err[320];
+  int raw = -1;
+  CHECK_INT_EQ(npy_upload(npy, len, NULL, 0, &a, &raw, err, sizeof err), 0);
+  CHECK(raw == 0 && a.ndim == 2 && a.count == 6);
+  CHECK_INT_EQ(npy_upload(npy, len, NULL, 1, &a, &raw, err, sizeof err), 0);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", 0, &a, &raw, err, sizeof err), 0);
+  CHECK(raw == 1 && a.ndim == 2 && (const void *)a.data == floats);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", 1, &a, &raw, err, sizeof err), 0); /* shape wins */
+
+  CHECK_INT_EQ(npy_upload(npy, len, "2,3", 0, &a, &raw, err, sizeof err), -1);
+  CHECK(raw == 1 && a.data == NULL);
+  CHECK_STR_EQ(err, "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 for ?shape=2,3: "
+                    "send it without ?shape= (a .npy carries its shape)");
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 0, &a, &raw, err, sizeof err), -1);
+  CHECK(raw == 1 && a.data == NULL && a.count == 0);
+  CHECK_STR_EQ(err, "missing shape: this body is not a .npy file (it does not start with \\x93NUMPY), so it "
+                    "is raw float32 (24 bytes), which needs ?shape=n or ?shape=m,n; a .npy carries its "
+                    "shape: np.save('a.npy', a)");
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 1, &a, &raw, err, sizeof err), -1);
+  CHECK(raw == 0 && strstr(err, "not a .npy file: it does not start with the magic string") == err);
+  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, 0, &a, &raw, err, sizeof err), -1); /* starts as one */
+  CHECK(raw == 0 && strstr(err, "truncated: 3 bytes is shorter than the .npy preamble") == err);
+  CHECK_INT_EQ(npy_upload(NULL, 0, NULL, 0, &a, &raw, err, sizeof err), -1);
+  CHECK(raw == 1 && strstr(err, "missing shape") == err && strstr(err, "(0 bytes)"));
+  CHECK_INT_EQ(npy_upload("", 0, NULL, 1, &a, &raw, err, sizeof err), -1);
+  CHECK(raw == 0 && strstr(err, "empty body") == err);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "", 0, &a, &raw, err, sizeof err), -1);
+  CHECK(raw == 1 && strstr(err, "missing shape") == err);
+  free(npy);
 }
 
 /* ---- NumPy itself ---- */
@@ -487,11 +727,37 @@ static const char numpy_writes[] =
     "for v in (1, 2, 3):\n"
     "    with open(d + '/v%d.npy' % v, 'wb') as f:\n"
     "        fmt.write_array(f, a, version=(v, 0))\n"
-    "np.save(d + '/f8.npy', np.arange(3, dtype=np.float64))\n"
-    "np.save(d + '/fortran.npy', np.asfortranarray(a))\n"
     "np.save(d + '/empty.npy', np.zeros((0,), dtype=np.float32))\n"
     "np.save(d + '/cube.npy', np.zeros((2, 2, 2), dtype=np.float32))\n"
-    "np.save(d + '/scalar.npy', np.float32(1.5))\n";
+    "np.save(d + '/scalar.npy', np.float32(1.5))\n"
+    "np.save(d + '/i8.npy', np.arange(3))\n"
+    "np.save(d + '/c8.npy', np.ones(3, dtype=np.complex64))\n"
+    "np.save(d + '/be.npy', np.ones(3, dtype='>f4'))\n"
+    "np.savez(d + '/z.npz', x=np.ones(3))\n"
+    "with open(d + '/z.npz', 'rb') as f, open(d + '/z.npy', 'wb') as g:\n"
+    "    g.write(f.read())\n"
+    /* float64 and Fortran order, with NumPy's own float32 of each (C order) and its
+     * largest rounding error: np.random.rand's doubles, wide exponents (subnormal and
+     * underflowing float32 results), transposed views. */
+    "rng = np.random.default_rng(2026)\n"
+    "def conv(name, x):\n"
+    "    np.save(d + '/' + name + '.npy', x)\n"
+    "    y = np.ascontiguousarray(x.astype(np.float32))\n"
+    "    y.tofile(d + '/' + name + '.f32')\n"
+    "    with np.errstate(invalid='ignore'):  # inf - inf\n"
+    "        e = np.abs(x.astype(np.float64) - y.astype(np.float64))\n"
+    "    with open(d + '/' + name + '.err', 'w') as f:\n"
+    "        f.write(repr(float(np.max(e[np.isfinite(e)], initial=0.0))))\n"
+    "r = rng.random((37, 70))\n"
+    "conv('rand', r)\n"
+    "conv('rand_f', np.asfortranarray(r))\n"
+    "conv('rand_t', r.T)\n"
+    "conv('f32_t', r.astype(np.float32).T)\n"
+    "conv('f32_f', np.asfortranarray(r.astype(np.float32)))\n"
+    "w = rng.standard_normal(4096) * 10.0 ** rng.integers(-50, 38, 4096)\n"
+    "w[:4] = [np.nan, np.inf, -np.inf, -0.0]\n"
+    "conv('wide', w)\n"
+    "conv('ones_1d', np.ones(5))\n";
 
 static const char numpy_reads[] =
     "import sys, numpy as np\n"
@@ -516,6 +782,7 @@ static void parse_numpy_file(const char *dir, const char *name, int ndim, int64_
   if (want_err) {
     if (rc != -1 || !strstr(err, want_err)) fprintf(stderr, "%s: %d \"%s\"\n", name, rc, err);
     CHECK(rc == -1 && strstr(err, want_err) != NULL);
+    check_fix(err);
   } else {
     if (rc != 0) fprintf(stderr, "%s: %s\n", name, err);
     CHECK_INT_EQ(rc, 0);
@@ -524,6 +791,47 @@ static void parse_numpy_file(const char *dir, const char *name, int ndim, int64_
     CHECK_INT_EQ(a.shape[1], d1);
     if (strcmp(name, "sliced.npy") != 0) check_values(&a, 0.5f);
   }
+  free(b);
+}
+
+/* name.npy converted must be NumPy's own astype(np.float32) of it, bit for bit (NaN
+ * as NaN), with NumPy's largest rounding error exactly. */
+static void convert_numpy_file(const char *dir, const char *name, int ndim, int64_t d0, int64_t d1,
+                               int elem_bytes, int fortran_order) {
+  char path[512], err[256] = "";
+  snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+  size_t len, want_len, err_text_len;
+  unsigned char *b = read_file(path, &len);
+  struct npy_array a;
+  if (npy_parse(b, len, &a, err, sizeof err)) CHECK_FAIL_("%s.npy: %s", name, err);
+  CHECK(a.ndim == ndim && a.shape[0] == d0 && a.shape[1] == d1);
+  CHECK_INT_EQ(a.elem_bytes, elem_bytes);
+  CHECK_INT_EQ(a.fortran_order, fortran_order);
+  float *out = malloc((size_t)a.count * 4);
+  CHECK(out != NULL);
+  struct npy_conversion conv;
+  if (npy_convert(&a, out, &conv, err, sizeof err)) CHECK_FAIL_("%s.npy: %s", name, err);
+  snprintf(path, sizeof path, "%s/%s.f32", dir, name);
+  unsigned char *want = read_file(path, &want_len);
+  CHECK_INT_EQ(want_len, a.count * 4);
+  for (uint64_t i = 0; i < a.count; i++) {
+    float w;
+    memcpy(&w, want + 4 * i, 4);
+    if (isnan(w) ? !isnan(out[i]) : memcmp(&w, &out[i], 4) != 0)
+      CHECK_FAIL_("%s: element %" PRIu64 " is %.9g, NumPy's astype gives %.9g", name, i, out[i], w);
+  }
+  snprintf(path, sizeof path, "%s/%s.err", dir, name);
+  char *text = (char *)read_file(path, &err_text_len);
+  text = realloc(text, err_text_len + 1);
+  text[err_text_len] = '\0';
+  double numpy_err = strtod(text, NULL);
+  if (conv.max_rounding_error != numpy_err)
+    CHECK_FAIL_("%s: max_rounding_error %.17g, NumPy's %.17g", name, conv.max_rounding_error, numpy_err);
+  CHECK_STR_EQ(conv.from_dtype, elem_bytes == 8 ? "float64" : "float32");
+  CHECK_INT_EQ(conv.from_fortran_order, fortran_order);
+  free(text);
+  free(want);
+  free(out);
   free(b);
 }
 
@@ -562,10 +870,19 @@ static void test_numpy(void) {
   parse_numpy_file(dir, "v1.npy", 2, 2, 3, NULL);
   parse_numpy_file(dir, "v2.npy", 2, 2, 3, NULL);
   parse_numpy_file(dir, "v3.npy", 2, 2, 3, NULL);
-  parse_numpy_file(dir, "f8.npy", 0, 0, 0, "unsupported dtype '<f8'");
-  parse_numpy_file(dir, "fortran.npy", 0, 0, 0, "Fortran order is not supported");
   parse_numpy_file(dir, "empty.npy", 0, 0, 0, "empty arrays are not accepted");
   parse_numpy_file(dir, "cube.npy", 0, 0, 0, "shape (2, 2, 2) has 3 dimensions");
+  parse_numpy_file(dir, "i8.npy", 0, 0, 0, "unsupported dtype '<i8' (int64)");
+  parse_numpy_file(dir, "c8.npy", 0, 0, 0, "unsupported dtype '<c8' (complex64)");
+  parse_numpy_file(dir, "be.npy", 0, 0, 0, "unsupported dtype '>f4' (big-endian float32)");
+  parse_numpy_file(dir, "z.npy", 0, 0, 0, "a .npz archive (zip)");
+  convert_numpy_file(dir, "rand", 2, 37, 70, 8, 0);
+  convert_numpy_file(dir, "rand_f", 2, 37, 70, 8, 1);
+  convert_numpy_file(dir, "rand_t", 2, 70, 37, 8, 1);
+  convert_numpy_file(dir, "f32_t", 2, 70, 37, 4, 1);
+  convert_numpy_file(dir, "f32_f", 2, 37, 70, 4, 1);
+  convert_numpy_file(dir, "wide", 1, 4096, 1, 8, 0);
+  convert_numpy_file(dir, "ones_1d", 1, 5, 1, 8, 0);
   parse_numpy_file(dir, "scalar.npy", 0, 0, 0, "shape () has 0 dimensions");
 
   const int64_t s1[2] = {7, 1}, s2[2] = {3, 5};
@@ -577,7 +894,7 @@ static void test_numpy(void) {
   CHECK_INT_EQ(system(cmd), 0);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK_INT_EQ(system(cmd), 0);
-  printf("numpy cross-check: parsed NumPy's files, NumPy loaded ours\n");
+  printf("numpy cross-check: parsed and converted NumPy's files as its astype does, NumPy loaded ours\n");
 }
 
 int main(void) {
@@ -591,6 +908,9 @@ int main(void) {
   test_truncations();
   test_mutations();
   test_raw();
+  test_float64();
+  test_fortran();
+  test_upload();
   test_numpy();
   printf("test_npy: ok\n");
   return 0;

@@ -670,6 +670,23 @@ static long long test_buffers(void) {
   long long raw_id = JINT(r.json, "id");
   reply_free(&r);
   call_h(&S, "/buffers", "POST", "/buffers", npy, "not a npy", 9, 400, "invalid_npy", NULL);
+  call_h(&S, "/buffers", "POST", "/buffers", raw, (const char *)floats, sizeof floats, 400, "invalid_raw", NULL);
+  /* float64 in Fortran order: converted, and the record says so. */
+  static const char f8_dict[] = "{'descr': '<f8', 'fortran_order': True, 'shape': (3, 2), }";
+  char f8[128 + 48] = "\x93NUMPY\x01\x00\x76\x00";
+  memset(f8 + 10, ' ', 117);
+  memcpy(f8 + 10, f8_dict, sizeof f8_dict - 1);
+  f8[127] = '\n';
+  for (int i = 0; i < 6; i++) {
+    double v = 0.1 * i;
+    memcpy(f8 + 128 + 8 * i, &v, 8);
+  }
+  call_h(&S, "/buffers", "POST", "/buffers", npy, f8, sizeof f8, 201, NULL, &r);
+  long long f8_id = JINT(r.json, "id");
+  if (strcmp(JSTR(json_object_get(r.json, "converted_from"), "dtype"), "float64") != 0 ||
+      !json_is_true(json_object_get(json_object_get(r.json, "converted_from"), "fortran_order")))
+    CHECK_FAIL_("a float64 Fortran-order upload's record: %s", r.body);
+  reply_free(&r);
   call_h(&S, "/buffers", "POST", "/buffers?shape=4,5", raw, (const char *)floats, sizeof floats, 400,
          "invalid_raw", NULL);
   call_h(&S, "/buffers", "POST", "/buffers?shape=3,5&device=9", raw, (const char *)floats, sizeof floats, 400,
@@ -692,6 +709,19 @@ static long long test_buffers(void) {
   CHECK(r.body_len > 10 && memcmp(r.body, "\x93NUMPY", 6) == 0);
   reply_free(&r);
   call("/buffers/{id}", "HEAD", path, 200, NULL, NULL);
+  /* Accept: raw float32, its shape in Gpulab-Shape; 406 for what it cannot send. */
+  static const char *const want_raw[] = {"Accept: application/octet-stream", NULL};
+  static const char *const want_json[] = {"Accept: application/json, text/*;q=0.5", NULL};
+  snprintf(path, sizeof path, "/buffers/%lld", f8_id);
+  call_h(&S, "/buffers/{id}", "GET", path, want_raw, NULL, 0, 200, NULL, &r);
+  CHECK(r.body_len == 24 && strcmp(header(&r, "Gpulab-Shape"), "3,2") == 0);
+  float back[6];
+  memcpy(back, r.body, sizeof back);
+  CHECK(back[1] == (float)(0.1 * 3) && back[2] == (float)(0.1 * 1)); /* (0, 1) was stored 4th */
+  reply_free(&r);
+  call_h(&S, "/buffers/{id}", "HEAD", path, want_raw, NULL, 0, 200, NULL, NULL);
+  call_h(&S, "/buffers/{id}", "GET", path, want_json, NULL, 0, 406, "not_acceptable", NULL);
+  call_h(&S, "/buffers/{id}", "HEAD", path, want_json, NULL, 0, 406, NULL, NULL);
   snprintf(path, sizeof path, "/buffers/%lld", raw_id);
   call("/buffers/{id}", "DELETE", path, 200, NULL, NULL);
   call("/buffers/{id}", "GET", path, 404, "buffer_not_found", NULL);

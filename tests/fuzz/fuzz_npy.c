@@ -2,7 +2,8 @@
  * npy_parse; it is also split at its first '\n' into a ?shape= text and a raw body
  * for npy_raw ("2,3\n" then 24 bytes). Each part is copied into a heap block of
  * exactly its size so that ASan sees any read past it. An accepted array must be
- * consistent, and written back (npy_write_header) it must parse to the same. */
+ * consistent, and converted to C-order float32 (npy_convert) and written back
+ * (npy_write_header) it must parse to the same. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +24,26 @@ static void check_array(const struct npy_array *a, const void *body, size_t len)
   FUZZ_CHECK(a->shape[0] >= 1 && a->shape[1] >= 1);
   FUZZ_CHECK(a->ndim == 2 || a->shape[1] == 1);
   FUZZ_CHECK(a->count == (uint64_t)a->shape[0] * (uint64_t)a->shape[1]);
-  const char *data = (const char *)a->data, *start = body;
-  FUZZ_CHECK(data >= start && (uint64_t)(data - start) + a->count * 4 == len);
+  FUZZ_CHECK(a->elem_bytes == 4 || a->elem_bytes == 8);
+  const char *stored = (const char *)a->stored, *start = body;
+  FUZZ_CHECK(stored >= start && (uint64_t)(stored - start) + a->count * (uint64_t)a->elem_bytes == len);
+  /* Borrowed exactly when the values are C-order float32 already. */
+  FUZZ_CHECK((a->data != NULL) == (a->elem_bytes == 4 && !a->fortran_order));
+  FUZZ_CHECK(!a->data || (const void *)a->data == a->stored);
 
-  /* Written back as a version 1.0 file, it reads the same. */
+  /* Converted (or as they are), then written back as a version 1.0 file, they read
+   * the same. */
+  float *values = malloc((size_t)a->count * 4);
+  FUZZ_CHECK(values != NULL);
+  struct npy_conversion conv;
+  char err[256];
+  if (npy_convert(a, values, &conv, err, sizeof err) != 0) {
+    FUZZ_CHECK(a->elem_bytes == 8 && err[0]); /* only float64 can be out of range */
+    free(values);
+    return;
+  }
+  FUZZ_CHECK(!(conv.max_rounding_error < 0) && (a->elem_bytes == 8 || conv.max_rounding_error == 0));
+  if (a->data) FUZZ_CHECK(memcmp(values, a->data, (size_t)a->count * 4) == 0);
   size_t hdr = npy_header_size(a->ndim, a->shape);
   FUZZ_CHECK(hdr > 0 && hdr % 64 == 0);
   size_t n = hdr + (size_t)a->count * 4;
@@ -34,20 +51,20 @@ static void check_array(const struct npy_array *a, const void *body, size_t len)
   FUZZ_CHECK(file != NULL);
   FUZZ_CHECK(npy_write_header(file, hdr - 1, a->ndim, a->shape) == 0);
   FUZZ_CHECK(npy_write_header(file, n, a->ndim, a->shape) == hdr);
-  memcpy(file + hdr, a->data, (size_t)a->count * 4);
+  memcpy(file + hdr, values, (size_t)a->count * 4);
   struct npy_array b;
-  char err[256];
   int rc = npy_parse(file, n, &b, err, sizeof err);
   if (rc != 0) fprintf(stderr, "written back, refused: %s\n", err);
   FUZZ_CHECK(rc == 0);
   FUZZ_CHECK(b.ndim == a->ndim && b.shape[0] == a->shape[0] && b.shape[1] == a->shape[1]);
-  FUZZ_CHECK(b.count == a->count && memcmp(b.data, a->data, (size_t)a->count * 4) == 0);
+  FUZZ_CHECK(b.count == a->count && b.data && memcmp(b.data, values, (size_t)a->count * 4) == 0);
   free(file);
+  free(values);
 }
 
 static void check_refused(int rc, const struct npy_array *a, const char *err, size_t err_len) {
   FUZZ_CHECK(rc == -1);
-  FUZZ_CHECK(a->ndim == 0 && a->count == 0 && a->data == NULL);
+  FUZZ_CHECK(a->ndim == 0 && a->count == 0 && a->data == NULL && a->stored == NULL);
   FUZZ_CHECK(memchr(err, '\0', err_len) && err[0]);
 }
 
@@ -74,5 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   else check_refused(rc, &a, err, err_len);
   free(body);
   free(shape);
+
+  /* As an upload without ?shape=: the .npy reading, or a refusal. */
+  int raw;
+  rc = npy_upload(data, size, NULL, size % 3 == 0, &a, &raw, err, err_len);
+  if (rc == 0) check_array(&a, data, size);
+  else check_refused(rc, &a, err, err_len);
   return 0;
 }

@@ -83,6 +83,16 @@ module.exports = [
   { cmd: `python3 -c "import numpy as np; assert (np.load('back.npy') == np.load('a.npy')).all()"` },
   { cmd: 'curl localhost:8080/buffers', status: 200, json: { 'buffers.length': 5 } },
   { cmd: 'curl -X DELETE localhost:8080/buffers/2' },
+  { cmd: `python3 -c "import numpy as np; np.save('r.npy', np.asfortranarray(np.random.rand(300, 200)))"` },
+  { cmd: `curl -H 'Content-Type: application/x-npy' --data-binary @r.npy localhost:8080/buffers`, status: 201,
+    json: { id: 6, dtype: 'float32', 'converted_from.max_rounding_error': (v) => v > 0 && v < 1e-7 } },
+  { cmd: `curl -H 'Accept: application/octet-stream' -o r.f32 localhost:8080/buffers/6`, status: 200,
+    headers: { 'Gpulab-Shape': '300,200', 'Content-Type': 'application/octet-stream' },
+    then: (res) => { if (res.body.length !== 300 * 200 * 4) throw new Error(`${res.body.length} bytes, not 240000`); } },
+  { cmd: `python3 -c "import numpy as np; assert (np.fromfile('r.f32', '<f4').reshape(300, 200) == np.load('r.npy').astype(np.float32)).all()"` },
+  { cmd: `python3 -c "import numpy as np; np.save('i.npy', np.arange(10))"` },
+  { cmd: `curl -H 'Content-Type: application/x-npy' --data-binary @i.npy localhost:8080/buffers`, status: 400,
+    json: { field: null } },
 
   /* Sweeps */
   { cmd: `curl -d '{"type":"transpose","params":{"n":4096},"priority":2, "axes":{"m":[1024,2048,4096],"variant":["naive","padded33"]}}' localhost:8080/sweeps`,
