@@ -73,7 +73,8 @@ static struct runner_run_msg run_msg(const char *entry) {
   return m;
 }
 
-/* One job: acquire, attach, load entry, run; returns runner_run's code. */
+/* One job: acquire, attach, load entry, run; returns runner_run's code. poison_each:
+ * 0 none, 1 NaN before each launch, 2 0.0f before each launch (reset_zero). */
 static int job(struct runner *r, const char *entry, int poison_each, double deadline_s,
                struct bufs *b, struct runner_fault *fault, double *ms) {
   char err[256];
@@ -86,7 +87,8 @@ static int job(struct runner *r, const char *entry, int poison_each, double dead
   struct runner_loaded_msg loaded;
   CHECK_INT_EQ(runner_load(r, m.key, entry, "image", 5, &loaded, err, sizeof err), 0);
   memset(b->p[1], 0xff, b->bytes); /* poisoned by gpulabd before the job's runs */
-  m.poison_each = (uint32_t)poison_each;
+  m.poison_each = poison_each != 0;
+  m.reset_zero = poison_each == 2;
   m.timed = 1;
   struct runner_done_msg done;
   int rc = runner_run(r, &m, deadline_s, &done, fault, err, sizeof err);
@@ -147,6 +149,12 @@ int main(void) {
    * output after the launches is NaN, which the check after the batches refuses. */
   CHECK_INT_EQ(job(r, "once", 1, 2, &b, &fault, NULL), 0);
   CHECK_INT_EQ(mismatches(&b), M * N);
+  /* Reset to 0.0f instead (an experiment whose kernels accumulate): the later
+   * launches leave zeros, wrong but for A's one zero; a good kernel transposes. */
+  CHECK_INT_EQ(job(r, "once", 2, 2, &b, &fault, NULL), 0);
+  for (int i = 0; i < M * N; i++) CHECK(b.p[1][i] == 0.0f);
+  CHECK_INT_EQ(job(r, "transpose", 2, 2, &b, &fault, NULL), 0);
+  CHECK_INT_EQ(mismatches(&b), 0);
   runner_stats(r, &st);
   CHECK_INT_EQ(st.starts, 1);
   CHECK_INT_EQ(st.pid, first);

@@ -434,6 +434,10 @@ struct exp_user {
   /* The variant whose tolerance rule checks a user's output (exp_desc.ref_check is
    * called with it): the rule that holds for any correct kernel of the signature. */
   int check_variant;
+  /* Before every launch the output is poisoned with NaN, so that a kernel must write
+   * every element each time (false, the default); true: set to 0.0f instead, for
+   * kernels that accumulate into it (atomics into a sum or a histogram's bins). */
+  bool reset_zero;
 };
 
 /* One experiment. Constant data in its folder (kernels/<name>/<name>.c), registered by

@@ -165,7 +165,7 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   float *out = att.base[m->out_buffer];
   double timed = 0, t_all = clock_mono_ms();
   for (uint32_t i = 0; i < m->n_launches; i++) {
-    if (m->poison_each) memset(out, 0xff, m->out_floats * sizeof(float));
+    if (m->poison_each) memset(out, m->reset_zero ? 0 : 0xff, m->out_floats * sizeof(float));
     double t0 = clock_mono_ms();
     call(mod, a, b, rows, cols);
     timed += clock_mono_ms() - t0;

@@ -272,7 +272,8 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
   size_t out_bytes = m->out_floats * sizeof(float);
   if (m->timed && !per_launch) cudaEventRecord(events[0], stream);
   for (uint32_t i = 0; i < m->n_launches; i++) {
-    if (m->poison_each) cudaMemsetAsync(out, 0xff, out_bytes, stream); /* NaN, all bits */
+    if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
+      cudaMemsetAsync(out, m->reset_zero ? 0 : 0xff, out_bytes, stream);
     if (per_launch) cudaEventRecord(events[2 * i], stream);
     r = drv.launch(f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
                    m->dyn_shared_bytes, (CUstream)stream, params, NULL);

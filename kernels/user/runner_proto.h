@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 1
+#define RUNNER_PROTO_VERSION 2
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -88,10 +88,11 @@ struct runner_arg {
 };
 
 /* n launches of the loaded image `key`. poison_each: fill the output with NaN (all
- * bits set) before every launch, outside the timed part; timed: answer the mean ms
- * of one launch (events in the runner's own context; per launch when poison_each,
- * else one pair around all n). The runner checks its clock after each launch and
- * gives up past deadline_ms per launch (gpulabd kills it soon after anyway). */
+ * bits set; with reset_zero: with 0.0f, for a kernel that accumulates into it) before
+ * every launch, outside the timed part; timed: answer the mean ms of one launch
+ * (events in the runner's own context; per launch when poison_each, else one pair
+ * around all n). deadline_ms is a launch's: gpulabd kills a runner whose answer has
+ * not come within n of them and a margin. */
 struct runner_run_msg {
   uint8_t key[32];
   uint32_t grid[3], block[3];
@@ -102,6 +103,7 @@ struct runner_run_msg {
   uint64_t out_floats;   /* its floats to poison */
   uint32_t n_launches;
   uint32_t poison_each, timed;
+  uint32_t reset_zero;
   double deadline_ms;
 };
 struct runner_done_msg {

@@ -133,6 +133,7 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
   m->out_buffer = (uint32_t)out;
   m->out_floats = out_len;
   m->poison_each = 1;
+  m->reset_zero = usr->reset_zero;
   return 0;
 }
 

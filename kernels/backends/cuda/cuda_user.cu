@@ -196,6 +196,7 @@ static void fill_args(struct cuda_job *j, int r, int out) {
   m->out_buffer = (uint32_t)out;
   m->out_floats = j->out_len;
   m->poison_each = 1;
+  m->reset_zero = usr->reset_zero;
 }
 
 int cuda_user_setup(struct cuda_job *j) {
