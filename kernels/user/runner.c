@@ -165,10 +165,11 @@ static int start(struct runner *r, char *err, size_t err_len) {
     if (sv[0] >= 0) close(sv[0]), close(sv[1]);
     return -e;
   }
-  char dev[16];
+  char dev[16], parent[24];
   snprintf(dev, sizeof dev, "%d", r->cfg.device);
+  snprintf(parent, sizeof parent, "%ld", (long)getpid());
   char *const argv[] = {r->exe, "--mode", r->cfg.mode == RUNNER_MODE_CUDA ? "cuda" : "cpu",
-                        "--device", dev, NULL};
+                        "--device", dev, "--parent", parent, NULL};
   double t0 = clock_mono_ms();
   pid_t pid = fork();
   if (pid == 0) child(r, sv[1], ep[1], argv);

@@ -3,7 +3,7 @@
  * only its CUDA context). Started by gpulabd (runner.h) with fork + exec, its end of a
  * socketpair as fd 3; answers the requests of runner_proto.h until told to exit or
  * the socket closes. Everything it prints goes to gpulabd's log.
- *   gpulab-runner --mode cpu|cuda [--device N] */
+ *   gpulab-runner --mode cpu|cuda [--device N] [--parent PID] */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,16 +99,20 @@ static int serve(int sock, const struct runner_ops *ops) {
 int main(int argc, char **argv) {
   const char *mode = "cpu";
   int device = 0;
+  pid_t parent = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--mode") && i + 1 < argc) mode = argv[++i];
     else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--parent") && i + 1 < argc) parent = (pid_t)atol(argv[++i]);
     else {
-      fprintf(stderr, "usage: gpulab-runner --mode cpu|cuda [--device N] (fd 3: gpulabd's socket)\n");
+      fprintf(stderr, "usage: gpulab-runner --mode cpu|cuda [--device N] [--parent PID] (fd 3: gpulabd's socket)\n");
       return 2;
     }
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL); /* again after exec: never outlive gpulabd */
-  if (getppid() == 1) return 0;
+  /* gpulabd ended before the death signal was armed. (It may be PID 1 itself, in a
+   * container: so its pid, not 1, is what tells.) */
+  if (parent > 0 && getppid() != parent) return 0;
   const struct runner_ops *ops = NULL;
   struct runner_hello_msg hello = {.version = RUNNER_PROTO_VERSION, .pid = getpid(), .device = device};
   if (!strcmp(mode, "cpu")) {
