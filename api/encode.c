@@ -46,8 +46,11 @@ json_t *api_spec_to_json(const struct exp_spec *spec) {
     json_object_set_new(o, d->runs->name, runs_to_json(d->runs, spec));
   } else {
     json_t *variants = json_array();
-    for (int i = 0; i < spec->n_variants; i++)
-      json_array_append_new(variants, json_string(exp_variant_name(spec->type, spec->variants[i])));
+    for (int i = 0; i < spec->n_variants; i++) { /* names, and users' kernels as kernel:<id> */
+      char label[32];
+      exp_run_label(spec, i, label, sizeof label);
+      json_array_append_new(variants, json_string(label));
+    }
     json_object_set_new(o, "variant", variants);
   }
   static const char *const sources[] = {"seed", "buffer", "job"};
@@ -183,11 +186,19 @@ static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r,
   if (runs) /* the list's entry; best runs: the stream count their plan chose */
     json_object_set_new(o, runs->name, json_integer(r->plan.streams > 0 ? r->plan.streams : r->variant));
   json_object_set_new(o, "available", json_boolean(r->available));
+  if (r->user.id > 0) { /* a user's kernel: who wrote what */
+    char href[48];
+    snprintf(href, sizeof href, "/kernels/%lld", r->user.id);
+    json_object_set_new(o, "user_kernel",
+                        json_pack("{s:I,s:s,s:s,s:s,s:s}", "id", (json_int_t)r->user.id, "name", r->user.name,
+                                  "owner", r->user.owner, "source_sha256", r->user.source_sha256, "href", href));
+  }
   if (!r->available) {
     json_object_set_new(o, "reason", json_string(r->reason));
     return o;
   }
   if (r->mapped_to[0]) json_object_set_new(o, "mapped_to", json_string(r->mapped_to));
+  if (r->refused[0]) json_object_set_new(o, "refused", json_string(r->refused)); /* implausible */
   json_object_set_new(o, "check", check_to_json(&r->check));
   json_object_set_new(o, "timing", timing_to_json(&r->timing));
   /* A run whose check failed has no figure: a fast wrong answer is not a result. */

@@ -69,6 +69,19 @@ static const struct {
     {"store_unavailable", "The job store cannot be written"},
     {"out_of_memory", "Out of memory"},
     {"insufficient_storage", "The job store is full"},
+    /* users' kernels (server/http/routes_kernels.c) */
+    {"option_not_allowed", "A compiler option that is not allowed"},
+    {"invalid_form", "The form could not be read"},
+    {"kernel_quota", "The client's kernel quota is used up"},
+    {"not_owner", "Another client's kernel"},
+    {"kernel_not_found", "No such kernel"},
+    {"source_too_large", "The kernel's source is too large"},
+    {"source_not_allowed", "The source has what device code may not"},
+    {"compile_failed", "The kernel did not compile"},
+    {"compile_timeout", "The compile took too long"},
+    {"compile_error", "The compiler failed"},
+    {"nvrtc_unavailable", "No compiler for users' kernels"},
+    {"compile_busy", "Every compile slot is busy"},
 };
 
 static const char *reason_phrase(int status) {
@@ -83,6 +96,7 @@ static const char *reason_phrase(int status) {
   case 410: return "Gone";
   case 413: return "Content Too Large";
   case 415: return "Unsupported Media Type";
+  case 422: return "Unprocessable Content";
   case 429: return "Too Many Requests";
   case 500: return "Internal Server Error";
   case 503: return "Service Unavailable";
@@ -192,17 +206,30 @@ static int unknown_variant(enum exp_type type, const char *field, const char *na
   for (int i = 0; i < exp_variant_count(type); i++)
     used += (size_t)snprintf(valid + used, sizeof valid - used, "%s, ", exp_variant_name(type, i));
   return api_error_set(err, 400, "unknown_variant", field,
-                       "unknown variant '%.64s' for %s; valid: %sall", name, exp_type_name(type),
-                       valid);
+                       "unknown variant '%.64s' for %s; valid: %sall%s", name, exp_type_name(type),
+                       valid, exp_user_of(type) ? ", kernel:<id> (a user's kernel)" : "");
 }
 
-/* variant: "name", "all", or a non-empty list of distinct names. */
+/* A variant by name, or "kernel:<id>" (a user's kernel, for an experiment that takes
+ * them: whether it exists and who may run it the HTTP layer checks). -1: neither. */
+static int variant_of(enum exp_type type, const char *name) {
+  if (strncmp(name, "kernel:", 7) != 0) return exp_variant_from_name(type, name);
+  if (!exp_user_of(type)) return -1;
+  const char *d = name + 7;
+  if (*d < '1' || *d > '9' || strlen(d) > 10) return -1;
+  for (const char *c = d; *c; c++)
+    if (*c < '0' || *c > '9') return -1;
+  long long id = atoll(d);
+  return id <= EXP_USER_KERNEL_MAX_ID ? exp_user_variant(id) : -1;
+}
+
+/* variant: "name", "all", "kernel:<id>", or a non-empty list of distinct ones. */
 static int parse_variant(enum exp_type type, json_t *v, const char *field, struct exp_spec *spec,
                          struct api_error *err) {
   if (json_is_string(v)) {
     const char *name = json_string_value(v);
     if (strcmp(name, "all") == 0) return 0; /* the default already lists all */
-    int id = exp_variant_from_name(type, name);
+    int id = variant_of(type, name);
     if (id < 0) return unknown_variant(type, field, name, err);
     spec->n_variants = 1;
     spec->variants[0] = id;
@@ -213,22 +240,21 @@ static int parse_variant(enum exp_type type, json_t *v, const char *field, struc
                          "%s must be a variant name, a list of names or \"all\", got %s", field,
                          json_kind(v));
   size_t n = json_array_size(v);
-  if (n == 0 || n > (size_t)exp_variant_count(type))
+  size_t most = exp_user_of(type) ? EXP_MAX_VARIANTS : (size_t)exp_variant_count(type);
+  if (n == 0 || n > most)
     return api_error_set(err, 400, "out_of_range", field,
-                         "%s must list between 1 and %d variants, got %zu", field,
-                         exp_variant_count(type), n);
-  unsigned seen = 0;
+                         "%s must list between 1 and %zu variants, got %zu", field, most, n);
   for (size_t i = 0; i < n; i++) {
     json_t *item = json_array_get(v, i);
     if (!json_is_string(item))
       return api_error_set(err, 400, "wrong_type", field, "%s[%zu] must be a string, got %s",
                            field, i, json_kind(item));
-    int id = exp_variant_from_name(type, json_string_value(item));
+    int id = variant_of(type, json_string_value(item));
     if (id < 0) return unknown_variant(type, field, json_string_value(item), err);
-    if (seen & (1u << id))
-      return api_error_set(err, 400, "duplicate_variant", field, "%s lists '%s' twice", field,
-                           json_string_value(item));
-    seen |= 1u << id;
+    for (size_t k = 0; k < i; k++)
+      if (spec->variants[k] == id)
+        return api_error_set(err, 400, "duplicate_variant", field, "%s lists '%s' twice", field,
+                             json_string_value(item));
     spec->variants[i] = id;
   }
   spec->n_variants = (int)n;

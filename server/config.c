@@ -69,6 +69,19 @@ static const char usage_flags[] =
     "  --no-ceilings       skip measuring each GPU's ceilings at start-up (copy, SGEMM, TF32\n"
     "                      and pinned copy rates; about half a second per GPU): runs then\n"
     "                      carry no percent_of_ceiling\n"
+    "  --nvrtc PATH        NVRTC for users' kernels (default: libnvrtc.so.13 or libnvrtc.so,\n"
+    "                      also under $CUDA_HOME/lib64 and /usr/local/cuda/lib64); none: off\n"
+    "                      (POST /kernels then answers 503 nvrtc_unavailable)\n"
+    "  --max-kernels N     users' kernels stored per client (default 32)\n"
+    "  --compile-slots N   users' kernels compiled at once (default 2)\n"
+    "  --compile-time S    a compile's time limit in seconds (default 10)\n"
+    "  --runner PATH       gpulab-runner, the process users' kernels run in (default: the\n"
+    "                      one beside gpulabd)\n"
+    "  --kernel-deadline S a user's kernel's launch may take this long before its job fails\n"
+    "                      with kernel_timeout and its runner is killed (default 5)\n"
+    "  --cpu-runner-test   for tests only: the CPU backend runs users' transpose kernels in\n"
+    "                      a CPU-mode gpulab-runner, whose test functions stand for them by\n"
+    "                      entry (transpose, wrong, lazy, once, trap, oob, hang, die)\n"
     "  --help              this text\n"
     "  --version           the version\n";
 
@@ -148,7 +161,10 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60, .inline_max_bytes = 1 << 20,
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
                          .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
-                         .socket_mode = -1};
+                         .socket_mode = -1, .max_kernels = 32, .compile_slots = 2, .compile_time_s = 10,
+                         .kernel_deadline_s = 5};
+  enum { OPT_NVRTC = 256, OPT_MAX_KERNELS, OPT_COMPILE_SLOTS, OPT_COMPILE_TIME, OPT_RUNNER,
+         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST };
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -165,6 +181,11 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"no-ceilings", no_argument, 0, 'N'},   {"socket", required_argument, 0, 'S'},
       {"socket-mode", required_argument, 0, 'm'}, {"socket-group", required_argument, 0, 'g'},
       {"no-tcp", no_argument, 0, 'n'},   {"inline-max-bytes", required_argument, 0, 'i'},
+      {"nvrtc", required_argument, 0, OPT_NVRTC}, {"max-kernels", required_argument, 0, OPT_MAX_KERNELS},
+      {"compile-slots", required_argument, 0, OPT_COMPILE_SLOTS},
+      {"compile-time", required_argument, 0, OPT_COMPILE_TIME}, {"runner", required_argument, 0, OPT_RUNNER},
+      {"kernel-deadline", required_argument, 0, OPT_KERNEL_DEADLINE},
+      {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -238,6 +259,16 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'm': rc = parse_mode(optarg, cfg, err, err_len); break;
     case 'g': cfg->socket_group = optarg; break;
     case 'n': cfg->no_tcp = true; break;
+    case OPT_NVRTC: cfg->nvrtc = optarg; break;
+    case OPT_MAX_KERNELS: rc = parse_long("--max-kernels", optarg, 1, 100000, &v, err, err_len); cfg->max_kernels = (int)v; break;
+    case OPT_COMPILE_SLOTS: rc = parse_long("--compile-slots", optarg, 1, 64, &v, err, err_len); cfg->compile_slots = (int)v; break;
+    case OPT_COMPILE_TIME: rc = parse_long("--compile-time", optarg, 1, 600, &v, err, err_len); cfg->compile_time_s = (int)v; break;
+    case OPT_RUNNER: cfg->runner = optarg; break;
+    case OPT_KERNEL_DEADLINE:
+      rc = parse_long("--kernel-deadline", optarg, 1, 600, &v, err, err_len);
+      cfg->kernel_deadline_s = (int)v;
+      break;
+    case OPT_CPU_RUNNER_TEST: cfg->cpu_runner_test = true; break;
     case 'h': print_usage(out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:

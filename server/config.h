@@ -38,6 +38,13 @@ struct config {
   const char *socket_group; /* NULL, or the group that owns it */
   bool no_tcp;              /* --no-tcp: the socket only */
   bool no_ceilings;     /* --no-ceilings: skip measuring the devices' ceilings at start-up */
+  /* Users' kernels (server/engine/ukernels.h): NVRTC's path (NULL: search; "none": off),
+   * kernels per client, compiles at once, a compile's time limit. */
+  const char *nvrtc;
+  int max_kernels, compile_slots, compile_time_s;
+  const char *runner;        /* gpulab-runner's path; NULL: the one beside gpulabd */
+  int kernel_deadline_s;     /* a user's kernel's launch deadline */
+  bool cpu_runner_test;      /* tests: the CPU backend runs users' kernels in a CPU runner */
 };
 
 /* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or

@@ -23,6 +23,8 @@
 #include "server/store/store.h"
 #include "server/http/metrics.h"
 #include "server/http/static.h"
+#include "server/engine/ukernels.h"
+#include "kernels/user/ukreg.h"
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
  * device answers), the rest follow it. Returns how many were opened, 0 on error. */
@@ -162,6 +164,28 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
   return 0;
 }
 
+/* Users' kernels: where gpulab-runner is and its deadline (for the backends), then the
+ * compile service on the store (or one in memory), for the first device's
+ * architecture. Returns 0 or -1 (logged). */
+static int open_ukernels(const struct config *cfg, struct backend *device, struct store *store,
+                         struct ukernels **out) {
+  if (cfg->runner) ukreg_set_runner_path(cfg->runner);
+  ukreg_set_deadline(cfg->kernel_deadline_s);
+  ukreg_set_cpu_runner(cfg->cpu_runner_test);
+  struct backend_device_info info;
+  backend_device_info(device, &info);
+  struct ukernels_config ucfg = {.nvrtc_path = cfg->nvrtc, .max_per_client = cfg->max_kernels,
+                                 .compile_slots = cfg->compile_slots, .compile_time_s = cfg->compile_time_s,
+                                 .store = store};
+  if (strcmp(info.backend, "cuda") == 0 && info.cc_major > 0) ucfg.arch = info.cc_major * 10 + info.cc_minor;
+  char err[512];
+  if (ukernels_new(&ucfg, out, err, sizeof err)) {
+    log_warn("gpulabd: users' kernels: %s", err);
+    return -1;
+  }
+  return 0;
+}
+
 /* The lines that say gpulabd is ready: the dashboard's Chart.js and where it listens. */
 static void log_ready(const struct config *cfg, struct http_server *server, int n_devices, bool tls) {
   const char *chartjs = cfg->chartjs ? cfg->chartjs : STATIC_CHARTJS_DEFAULT;
@@ -246,6 +270,7 @@ int main(int argc, char **argv) {
   struct metrics *metrics = NULL;
   struct store *store = NULL;
   struct sweeps *sweeps = NULL;
+  struct ukernels *ukernels = NULL;
   FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
   uint64_t first_id, first_buffer_id;
@@ -259,6 +284,7 @@ int main(int argc, char **argv) {
     goto fail;
   }
   if (open_store(&cfg, &store, &first_id, &first_buffer_id)) goto fail;
+  if (open_ukernels(&cfg, devices[0], store, &ukernels)) goto fail; /* before jobs are read back */
   struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
                                .on_job_end = count_job, .on_job_end_arg = metrics,
                                .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
@@ -285,6 +311,7 @@ int main(int argc, char **argv) {
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
                                .timeout_s = cfg.timeout_s, .store = store, .sweeps = sweeps,
+                               .ukernels = ukernels,
                                .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
                                .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
@@ -305,6 +332,7 @@ fail:
   engine_free(engine);
   for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
   metrics_free(metrics);
+  ukernels_free(ukernels);
   store_close(store);
   auth_free(auth);
   free(tls_cert);

@@ -1,5 +1,5 @@
 'use strict';
-/* The dashboard's start: hash routes (#/, #/jobs/ID, #/history/...), one
+/* The dashboard's start: hash routes (#/, #/jobs/ID, #/history/..., #/kernels), one
  * EventSource on GET /events feeding the queue and the open job, and a clock
  * that ticks running jobs' times. */
 (function () {
@@ -21,9 +21,14 @@
     const hash = location.hash || '#/';
     const job = /^#\/jobs\/(\d+)$/.exec(hash);
     const hist = /^#\/history\/([a-z]+)\/([^/]*)\/(.*)$/.exec(hash);
-    document.getElementById('view-dashboard').hidden = !!job;
+    const kernels = hash === '#/kernels';
+    document.getElementById('view-dashboard').hidden = !!job || kernels;
     document.getElementById('view-job').hidden = !job;
-    if (job) {
+    document.getElementById('view-kernels').hidden = !kernels;
+    if (kernels) {
+      GL.jobView.hide();
+      GL.kernelsView.show();
+    } else if (job) {
       GL.jobView.show(Number(job[1]));
       window.scrollTo(0, 0);
     } else {

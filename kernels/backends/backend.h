@@ -23,7 +23,10 @@ enum backend_kind { BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA };
  *   -ENOMEM     device (or host) memory ran out; the backend is fine
  *   -EIO        the device failed; backend_healthy() is now false
  *   -EINVAL     a spec (or lane count) the backend cannot take
- *   -ENODEV     backend_open, backend_measure_ceilings: not available here */
+ *   -ENODEV     backend_open, backend_measure_ceilings: not available here
+ *   -EFAULT     a user's kernel faulted in its runner (kernels/user/runner.h); the
+ *               runner is replaced, the backend is fine
+ *   -ETIMEDOUT  a user's kernel's launch ran past its deadline; its runner was killed */
 
 struct backend;
 /* floats in the device's memory (the CPU backend's: host memory). */

@@ -59,6 +59,11 @@ const struct exp_variant *exp_variant_of(const struct exp_spec *spec, int entry)
   return d && !d->runs && entry >= 0 && entry < d->n_variants ? &d->variants[entry] : NULL;
 }
 
+const struct exp_user *exp_user_of(enum exp_type type) {
+  const struct exp_desc *d = exp_desc(type);
+  return d ? d->user : NULL;
+}
+
 int exp_param_index(enum exp_type type, const char *name) {
   const struct exp_desc *d = exp_desc(type);
   for (int i = 0; d && i < d->n_params; i++)
@@ -168,11 +173,13 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec) {
     inputs += (uint64_t)exp_shape_count(&in);
   }
   exp_output_shape(spec, &out);
-  for (int r = 0; d->scratch_floats && r < spec->n_variants; r++) {
-    uint64_t f = d->scratch_floats(spec, spec->variants[r]);
+  bool users = false;
+  for (int r = 0; r < spec->n_variants; r++) {
+    users = users || (d->user && exp_variant_is_user(spec->variants[r]));
+    uint64_t f = d->scratch_floats ? d->scratch_floats(spec, spec->variants[r]) : 0;
     if (f > scratch) scratch = f;
   }
-  uint64_t floats = inputs + (uint64_t)(spec->n_variants + 1) * (uint64_t)exp_shape_count(&out);
+  uint64_t floats = (users ? 2 : 1) * inputs + (uint64_t)(spec->n_variants + 1) * (uint64_t)exp_shape_count(&out);
   return sizeof(float) * (floats + scratch);
 }
 
@@ -231,6 +238,10 @@ int exp_run_count(const struct exp_spec *spec) { return spec->n_variants; }
 void exp_run_label(const struct exp_spec *spec, int i, char *buf, size_t len) {
   const struct exp_desc *d = desc_of(spec);
   int entry = spec->variants[i];
+  if (d && d->user && exp_variant_is_user(entry)) {
+    snprintf(buf, len, "kernel:%lld", exp_user_kernel_id(entry));
+    return;
+  }
   if (!d || !d->runs) {
     const char *name = exp_variant_name(spec->type, entry);
     snprintf(buf, len, "%s", name ? name : "?");
@@ -296,6 +307,26 @@ void exp_result_finish(const struct exp_spec *spec, struct exp_result *result) {
     /* work per ms / 1e6 = work per s / 1e9: GB/s or GFLOP/s */
     if (run->check.done && run->check.passed) run->figure = work / run->timing.median_ms / 1e6;
   }
+  exp_result_refuse_implausible(spec, result);
+}
+
+int exp_result_refuse_implausible(const struct exp_spec *spec, struct exp_result *result) {
+  const char *unit = exp_figure_unit(spec->type);
+  int refused = 0;
+  for (int i = 0; i < result->n_runs; i++) {
+    struct exp_run *r = &result->runs[i];
+    double ceiling = exp_ceiling_value(&result->ceilings, exp_run_ceiling(spec, r->variant));
+    if (!r->available || !exp_variant_is_user(r->variant) || !(ceiling > 0) ||
+        !(r->figure > ceiling * EXP_IMPLAUSIBLE_MARGIN))
+      continue;
+    snprintf(r->refused, sizeof r->refused,
+             "implausible_result: %.0f %s is above this device's measured ceiling (%.0f %s)",
+             r->figure, unit ? unit : "", ceiling, unit ? unit : "");
+    r->check.passed = false;
+    r->figure = r->speedup = r->speedup_lo = r->speedup_hi = 0;
+    refused++;
+  }
+  return refused;
 }
 
 bool exp_result_passed(const struct exp_result *result) {

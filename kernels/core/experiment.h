@@ -29,6 +29,20 @@ enum exp_type {
 #define EXP_MAX_BATCHES 100
 #define EXP_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0]))) /* a descriptor's tables */
 
+/* A user's kernel as a run of a job ("kernel:<id>", kernels/user/): variant values from
+ * EXP_USER_VARIANT_BASE on are EXP_USER_VARIANT_BASE + the kernel's id, so that the
+ * spec stays plain data; what the kernel is the backends look up by its id
+ * (kernels/user/ukreg.h). Only an experiment with a user block (exp_desc.user) takes
+ * them. */
+#define EXP_USER_VARIANT_BASE (1 << 24)
+#define EXP_USER_KERNEL_MAX_ID (0x7fffffff - EXP_USER_VARIANT_BASE)
+static inline bool exp_variant_is_user(int variant) { return variant >= EXP_USER_VARIANT_BASE; }
+/* The variant of kernel id (1..EXP_USER_KERNEL_MAX_ID), and back. */
+static inline int exp_user_variant(long long id) { return EXP_USER_VARIANT_BASE + (int)id; }
+static inline long long exp_user_kernel_id(int variant) {
+  return (long long)variant - EXP_USER_VARIANT_BASE;
+}
+
 /* Order of runs across batches. ALTERNATING (the default of every experiment, "order":
  * "interleaved"): one timed window around all runs, batch b over the runs forwards
  * when b is even, backwards when odd, so that drift (clocks, heat, other tenants)
@@ -237,9 +251,17 @@ struct exp_timeline_op {
   float start_ms, end_ms;
 };
 
+/* Who wrote the kernel of a user's run (variant kernel:<id>), as the backend found it
+ * in its table when the job ran; id 0 for every other run. */
+struct exp_run_user {
+  long long id;
+  char name[64], owner[64];
+  char source_sha256[65]; /* lower-case hex of the source's SHA-256 */
+};
+
 struct exp_run {
   int variant;        /* spec->variants[i]: the variant index, or the runs list's entry */
-  char label[32];     /* "padded33", "streams=3", ... (exp_run_label) */
+  char label[32];     /* "padded33", "streams=3", "kernel:7", ... (exp_run_label) */
   bool available;     /* false: this backend cannot run it; reason says why */
   bool contended;     /* another job's device work overlapped this run's timed window */
   /* graph: per-launch time of the same reps launched one by one and as a graph;
@@ -247,6 +269,9 @@ struct exp_run {
   double stream_us_per_launch, graph_us_per_launch;
   char reason[128];
   char mapped_to[64]; /* non-empty: ran a substitute of this backend, named here */
+  /* Non-empty: its figure was refused (exp_result_refuse_implausible): why. */
+  char refused[128];
+  struct exp_run_user user;
   struct exp_check check;
   struct exp_timing timing;
   double figure;      /* work / median; reported as null when the check failed */
@@ -350,6 +375,9 @@ enum exp_variant_flag {
   EXP_VARIANT_CUBLAS = 1u,
   /* TF32 tensor-core math (the check's TF32 rule, the tf32 ceiling). */
   EXP_VARIANT_TF32 = 2u,
+  /* A reference beside the experiment's algorithm, not one of it (transpose's copy):
+   * the leaderboard does not rank it. */
+  EXP_VARIANT_BASELINE = 4u,
 };
 
 struct exp_variant {
@@ -373,6 +401,43 @@ enum exp_dtype { EXP_DTYPE_F32, EXP_DTYPE_U32 };
 enum exp_flag {
   /* "cold" must be false (a pass starts from host memory): no_cold_why says why. */
   EXP_NO_COLD = 1u,
+};
+
+/* One argument of a user's kernel, in its signature's order: input slot `index`
+ * (const float *), the run's output (float *), or param p[index] (int). */
+enum exp_user_arg_kind { EXP_USER_ARG_INPUT, EXP_USER_ARG_OUTPUT, EXP_USER_ARG_PARAM };
+struct exp_user_arg {
+  enum exp_user_arg_kind kind;
+  int index;
+};
+#define EXP_USER_MAX_ARGS 8
+
+/* What a user's kernel of an experiment is (exp_desc.user; kernels/user/ compiles and
+ * runs it): one fixed signature, how a kernel's tile (the outputs one block covers)
+ * becomes its grid at a job's sizes, the template the dashboard's editor starts from,
+ * and the built-in whose check its output gets. Constant data in the experiment's
+ * folder. */
+struct exp_user {
+  /* The C declaration gpulab puts ahead of the user's source, "%s" for the entry:
+   * "extern \"C\" __global__ void %s(const float *a, float *b, int m, int n);". */
+  const char *declaration;
+  const char *signature;  /* as the README shows it, with the entry "kernel" */
+  const char *meaning;    /* one line: the layouts and what to compute */
+  int n_args;
+  struct exp_user_arg args[EXP_USER_MAX_ARGS];
+  /* grid.x = ceil(p[grid_x] / tile[0]); grid.y = ceil(p[grid_y] / tile[1]), or 1 when
+   * grid_y is -1; grid.z = 1. */
+  int grid_x, grid_y;
+  const char *grid_rule;  /* the same in words */
+  int default_block[3], default_tile[2];
+  const char *template_source; /* a correct, simple kernel to start from */
+  /* The variant whose tolerance rule checks a user's output (exp_desc.ref_check is
+   * called with it): the rule that holds for any correct kernel of the signature. */
+  int check_variant;
+  /* Before every launch the output is poisoned with NaN, so that a kernel must write
+   * every element each time (false, the default); true: set to 0.0f instead, for
+   * kernels that accumulate into it (atomics into a sum or a histogram's bins). */
+  bool reset_zero;
 };
 
 /* One experiment. Constant data in its folder (kernels/<name>/<name>.c), registered by
@@ -432,6 +497,10 @@ struct exp_desc {
   exp_cpu_fn cpu_run;
   void (*cpu_describe)(const struct exp_spec *spec, struct exp_run *run);
   size_t (*cpu_scratch_floats)(const struct exp_spec *spec);
+
+  /* Users' kernels (variants kernel:<id>): their signature, grid rule, template and
+   * check; NULL: the experiment takes none. */
+  const struct exp_user *user;
 };
 
 /* ---- the registry ---- */
@@ -459,8 +528,11 @@ int exp_spec_default(enum exp_type type, struct exp_spec *spec);
 int exp_variant_count(enum exp_type type);
 const char *exp_variant_name(enum exp_type type, int variant);
 int exp_variant_from_name(enum exp_type type, const char *name);
-/* The variant descriptor of a run's entry, NULL for runs-list entries. */
+/* The variant descriptor of a run's entry, NULL for runs-list entries and users'
+ * kernels. */
 const struct exp_variant *exp_variant_of(const struct exp_spec *spec, int entry);
+/* The user block of type (exp_desc.user), or NULL when it takes no users' kernels. */
+const struct exp_user *exp_user_of(enum exp_type type);
 /* Params: the index of name in type's params, or -1. */
 int exp_param_index(enum exp_type type, const char *name);
 
@@ -491,8 +563,9 @@ int64_t exp_shape_count(const struct exp_shape *shape);
 
 /* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once:
  * its inputs, one output per run and the job's output, and the largest scratch of a
- * run's launch (exp_desc.scratch_floats). Library workspaces and pinned host copies
- * are not counted. */
+ * run's launch (exp_desc.scratch_floats); with a user's kernel among the runs, the
+ * inputs once more (the copies its runner opens). Library workspaces and pinned host
+ * copies are not counted. */
 uint64_t exp_spec_bytes(const struct exp_spec *spec);
 
 /* Work counted for a run's figure: bytes moved or floating-point operations
@@ -505,7 +578,7 @@ const char *exp_work_unit(enum exp_type type);   /* "bytes" or "flop"; NULL: unk
 enum exp_ceiling exp_run_ceiling(const struct exp_spec *spec, int entry);
 
 /* Runs of a job (spec->n_variants) and run i's label ("padded33", "streams=3",
- * "best", "best_graph"), as both backends name them. */
+ * "best", "best_graph", "kernel:7"), as both backends name them. */
 int exp_run_count(const struct exp_spec *spec);
 void exp_run_label(const struct exp_spec *spec, int i, char *buf, size_t len);
 
@@ -522,8 +595,16 @@ const char *exp_timing_stop(const struct exp_spec *spec, struct exp_timing *timi
                             double elapsed_s);
 /* True when at least one run ran and every run that ran was checked and passed. */
 bool exp_result_passed(const struct exp_result *result);
-/* Sets every run's figure and speedup from its timing and check. */
+/* Sets every run's figure and speedup from its timing and check, then refuses the
+ * implausible ones (exp_result_refuse_implausible). */
 void exp_result_finish(const struct exp_spec *spec, struct exp_result *result);
+/* A user's kernel's figure more than EXP_IMPLAUSIBLE_MARGIN above the device's
+ * measured ceiling for its run (exp_run_ceiling) is refused rather than ranked: its
+ * check fails, its figure and speedup are 0, refused says "implausible_result: ...".
+ * Built-in runs are never judged; a ceiling not measured refuses nothing. Returns how
+ * many runs were refused. */
+#define EXP_IMPLAUSIBLE_MARGIN 1.05
+int exp_result_refuse_implausible(const struct exp_spec *spec, struct exp_result *result);
 
 #ifdef __cplusplus
 }

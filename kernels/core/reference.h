@@ -33,7 +33,8 @@ const float *reference_input(const struct reference *ref, int slot);
 size_t reference_output_len(const struct reference *ref);
 
 /* Compares out (reference_output_len floats) with what run entry `entry` (a variant,
- * or a runs-list entry) should have written and fills check: done, passed (no
+ * a runs-list entry, or a user's kernel, held to its experiment's
+ * exp_user.check_variant) should have written and fills check: done, passed (no
  * mismatch), the counts, the largest errors, the tolerance and its rule. NaN never
  * passes. Cannot fail. */
 void reference_check(const struct reference *ref, int entry, const float *out,

@@ -199,6 +199,40 @@ _Static_assert(EXP_COUNT_OF(variants) == GEMM_CUBLAS_TF32 + 1, "one entry per va
 
 static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}, {"b", GEN_B, 1.0f}};
 
+/* A user's SGEMM: (A, B, C, m, n, k), blocks over C's columns in x and rows in y;
+ * checked with the FP32 rule (any summation order of k terms). */
+static const struct exp_user user = {
+    .declaration = "extern \"C\" __global__ void %s(const float *A, const float *B, float *C, int m, "
+                   "int n, int k);",
+    .signature = "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, "
+                 "int n, int k)",
+    .meaning = "A is m x k, B is k x n, both row-major; write C = A B (m x n, row-major), FP32",
+    .n_args = 6,
+    .args = {{EXP_USER_ARG_INPUT, 0},
+             {EXP_USER_ARG_INPUT, 1},
+             {EXP_USER_ARG_OUTPUT, 0},
+             {EXP_USER_ARG_PARAM, GEMM_M},
+             {EXP_USER_ARG_PARAM, GEMM_N},
+             {EXP_USER_ARG_PARAM, GEMM_K}},
+    .grid_x = GEMM_N,
+    .grid_y = GEMM_M,
+    .grid_rule = "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over C's columns, y over its rows",
+    .default_block = {16, 16, 1},
+    .default_tile = {16, 16},
+    .template_source =
+        "// C = A B. A is m x k, B is k x n, row-major. One thread per element of C.\n"
+        "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, int n, "
+        "int k) {\n"
+        "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+        "  if (row >= m || col >= n) return;\n"
+        "  float acc = 0.0f;\n"
+        "  for (int i = 0; i < k; ++i) acc = fmaf(A[(size_t)row * k + i], B[(size_t)i * n + col], acc);\n"
+        "  C[(size_t)row * n + col] = acc;\n"
+        "}\n",
+    .check_variant = GEMM_NAIVE,
+};
+
 const struct exp_desc exp_gemm = {
     .name = "gemm",
     .title = "GEMM",
@@ -220,4 +254,5 @@ const struct exp_desc exp_gemm = {
     .ref_init = ref_init,
     .ref_check = ref_check,
     .ref_fini = ref_fini,
+    .user = &user,
 };

@@ -200,6 +200,36 @@ _Static_assert(EXP_COUNT_OF(variants) == STENCIL_BEST + 1, "one entry per varian
 
 static const struct exp_input_desc inputs[] = {{"x", GEN_X, 1.0f}};
 
+/* A user's stencil: (x, y, n, r), blocks along n. Checked with naive's rule, which
+ * bounds a float sum of the 2r+1 window terms in any order; best's rule is for its own
+ * per-tile prefix sums and is tighter than a plain window sum can be held to. */
+static const struct exp_user user = {
+    .declaration = "extern \"C\" __global__ void %s(const float *x, float *y, int n, int r);",
+    .signature = "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r)",
+    .meaning = "y[i] = (the sum of x[j] for j in [i - r, i + r] inside [0, n)) / (2r + 1), for every i < n",
+    .n_args = 4,
+    .args = {{EXP_USER_ARG_INPUT, 0},
+             {EXP_USER_ARG_OUTPUT, 0},
+             {EXP_USER_ARG_PARAM, STENCIL_N},
+             {EXP_USER_ARG_PARAM, STENCIL_RADIUS}},
+    .grid_x = STENCIL_N,
+    .grid_y = -1,
+    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    .default_block = {256, 1, 1},
+    .default_tile = {256, 1},
+    .template_source =
+        "// y[i] = sum of x[i-r .. i+r] inside [0, n), / (2r+1). One thread per output.\n"
+        "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float s = 0.0f;\n"
+        "  for (int j = i - r; j <= i + r; ++j)\n"
+        "    if (j >= 0 && j < n) s += x[j];\n"
+        "  y[i] = s / (float)(2 * r + 1);\n"
+        "}\n",
+    .check_variant = STENCIL_NAIVE,
+};
+
 const struct exp_desc exp_stencil = {
     .name = "stencil",
     .title = "Stencil",
@@ -220,4 +250,5 @@ const struct exp_desc exp_stencil = {
     .ref_check = ref_check,
     .cpu_describe = cpu_describe,
     .cpu_scratch_floats = stencil_cpu_scratch_floats,
+    .user = &user,
 };

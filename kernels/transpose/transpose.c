@@ -69,8 +69,8 @@ static const struct exp_variant variants[] = {
                             {cpu_transpose_blocked, "cpu_transpose_blocked",
                              "32x32 cache-blocked loop (a CPU has no banks to pad for)",
                              "cpu_transpose_blocked", NULL}},
-    [TRANSPOSE_COPY] = {"copy", "the bandwidth reference beside them: B = A, not a transpose", 0,
-                        EXP_CEILING_DEFAULT,
+    [TRANSPOSE_COPY] = {"copy", "the bandwidth reference beside them: B = A, not a transpose",
+                        EXP_VARIANT_BASELINE, EXP_CEILING_DEFAULT,
                         {cpu_copy, "cpu_copy", "memcpy of A: the bandwidth reference", "", NULL}},
     [TRANSPOSE_BEST] = {"best",
                         "picked by shape: 64x64 float4 tiles, whole-sector stores at odd "
@@ -83,6 +83,32 @@ static const struct exp_variant variants[] = {
 };
 
 static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}};
+
+/* A user's transpose: (a, b, m, n), blocks over A's columns in x and its rows in y;
+ * checked exactly, like every transpose. */
+static const struct exp_user user = {
+    .declaration = "extern \"C\" __global__ void %s(const float *a, float *b, int m, int n);",
+    .signature = "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n)",
+    .meaning = "A is m x n, row-major; write B = A^T (n x m, row-major)",
+    .n_args = 4,
+    .args = {{EXP_USER_ARG_INPUT, 0},
+             {EXP_USER_ARG_OUTPUT, 0},
+             {EXP_USER_ARG_PARAM, TRANSPOSE_M},
+             {EXP_USER_ARG_PARAM, TRANSPOSE_N}},
+    .grid_x = TRANSPOSE_N,
+    .grid_y = TRANSPOSE_M,
+    .grid_rule = "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over A's columns, y over its rows",
+    .default_block = {32, 32, 1},
+    .default_tile = {32, 32},
+    .template_source =
+        "// B = A^T. A is m x n, row-major. One thread per element.\n"
+        "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+        "  int x = blockIdx.x * blockDim.x + threadIdx.x; // column of A\n"
+        "  int y = blockIdx.y * blockDim.y + threadIdx.y; // row of A\n"
+        "  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n"
+        "}\n",
+    .check_variant = TRANSPOSE_PADDED33,
+};
 
 const struct exp_desc exp_transpose = {
     .name = "transpose",
@@ -102,5 +128,6 @@ const struct exp_desc exp_transpose = {
     .figure = EXP_FIGURE_GBPS,
     .ceiling = EXP_CEILING_COPY,
     .ref_check = ref_check,
+    .user = &user,
 };
 _Static_assert(EXP_COUNT_OF(variants) == TRANSPOSE_BEST + 1, "one entry per variant");

@@ -156,9 +156,11 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
   } else if (rc == -ECANCELED) {
     end_job_locked(e, job, JOB_CANCELED, "canceled", err);
   } else {
-    const char *code = rc == -ENOMEM  ? "out_of_memory"
-                       : rc == -EIO ? "gpu_context_lost"
-                                               : "backend_error";
+    const char *code = rc == -ENOMEM      ? "out_of_memory"
+                       : rc == -EIO       ? "gpu_context_lost"
+                       : rc == -EFAULT    ? "kernel_fault"
+                       : rc == -ETIMEDOUT ? "kernel_timeout"
+                                          : "backend_error";
     end_job_locked(e, job, JOB_FAILED, code, err);
   }
   collect_due_watches(e, engine_now_mono(), &fired);

@@ -27,6 +27,7 @@ struct http_options {
   bool no_tcp;              /* only the socket */
   struct store *store;      /* borrowed; finished jobs older than memory are read here */
   struct sweeps *sweeps;    /* borrowed; POST /sweeps' table (server/engine/sweeps.h) */
+  struct ukernels *ukernels; /* borrowed; users' kernels (server/engine/ukernels.h), or NULL */
   const char *web_root;     /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path; /* NULL: STATIC_CHARTJS_DEFAULT (server/http/static.h) */
 };
@@ -35,5 +36,6 @@ struct metrics;
 struct auth;
 struct store;
 struct sweeps;
+struct ukernels;
 
 #endif

@@ -73,6 +73,13 @@ enum MHD_Result respond_error(struct request *r, const struct api_error *err) {
                       "application/problem+json");
 }
 
+enum MHD_Result respond_problem(struct request *r, const struct api_error *err, json_t *extra) {
+  json_t *body = api_error_to_json(err, r->path);
+  if (body && extra) json_object_update_missing(body, extra); /* the problem's own members win */
+  json_decref(extra);
+  return respond_body(r, (unsigned)err->status, body, "application/problem+json");
+}
+
 enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
                              const char *fmt, ...) {
   struct api_error err = {.status = status};

@@ -92,6 +92,9 @@ enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Res
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json);
 /* err as RFC 9457 problem details (application/problem+json), its instance r's path. */
 enum MHD_Result respond_error(struct request *r, const struct api_error *err);
+/* respond_error with extension members (RFC 9457): extra's (consumed; NULL: none)
+ * beside the problem's own, which it cannot replace. */
+enum MHD_Result respond_problem(struct request *r, const struct api_error *err, json_t *extra);
 /* respond_error for a new error, built from the arguments. */
 enum MHD_Result respond_fail(struct request *r, int status, const char *code, const char *field,
                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));

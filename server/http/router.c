@@ -16,6 +16,7 @@ enum route_flag {
   ROUTE_PUBLIC = 1u, /* answered without a token under --tokens */
   ROUTE_JSON = 2u,   /* POST takes a JSON body (--max-body) */
   ROUTE_UPLOAD = 4u, /* POST takes a .npy or raw float32 upload (--max-upload) */
+  ROUTE_SOURCE = 8u, /* POST takes a kernel's source (route_kernels_media_type; --max-body) */
 };
 
 /* A route. pattern is the route's name in metrics and logs, and what it matches: a
@@ -41,10 +42,14 @@ static const struct route routes[] = {
     {"/openapi.json", "GET, HEAD", route_openapi, ROUTE_PUBLIC},
     {"/sweeps", "GET, HEAD, POST", route_sweeps, ROUTE_JSON},
     {"/me", "GET, HEAD", route_me, 0},
+    {"/kernels", "GET, HEAD, POST", route_kernels, ROUTE_SOURCE},
+    {"/kernels/signatures", "GET, HEAD", route_kernel_signatures, 0},
     {"/jobs/{id}/events", "GET", route_job_events, 0},
     {"/jobs/{id}", "GET, HEAD, DELETE", route_job, 0},
     {"/sweeps/{id}", "GET, HEAD, DELETE", route_sweep, 0},
     {"/buffers/{id}", "GET, HEAD, DELETE", route_buffer, 0},
+    {"/kernels/{id}", "GET, HEAD, DELETE", route_kernel, 0},
+    {"/leaderboard/{experiment}", "GET, HEAD", route_leaderboard, 0},
     {"/static/*", "GET, HEAD", route_static, ROUTE_PUBLIC}, /* the dashboard's files */
 };
 
@@ -160,21 +165,32 @@ static bool authenticate(struct request *r, const struct route *route, enum MHD_
   return false;
 }
 
-/* The body's media type and announced size (415, 413) for a route that takes one;
- * marks a text/plain body for router_dispatch to parse. */
-static bool precheck_body(struct request *r, bool upload, enum MHD_Result *result) {
+/* The body's media type and announced size (415, 413) for a route that takes one
+ * (flags: its enum route_flag); marks a text/plain body of a JSON route for
+ * router_dispatch to parse. */
+static bool precheck_body(struct request *r, unsigned flags, enum MHD_Result *result) {
+  bool upload = (flags & ROUTE_UPLOAD) != 0;
   const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                MHD_HTTP_HEADER_CONTENT_TYPE);
-  if (upload && !npy_content_type(ct)) {
-    *result = respond_fail(r, 415, "unsupported_media_type", NULL,
-                           "send a .npy file (Content-Type: application/x-npy) or raw float32 "
-                           "(application/octet-stream with ?shape=m,n), got '%.100s'",
-                           ct ? ct : "");
-    return true;
-  }
-  if (!upload && plain_text_content_type(ct)) {
+  if (flags & ROUTE_SOURCE) { /* its media types are its own: text/plain is a source too */
+    if (!route_kernels_media_type(ct)) {
+      *result = respond_fail(r, 415, "unsupported_media_type", NULL,
+                             "send the kernel as JSON, as text/x-cuda (its fields as query "
+                             "parameters) or as multipart/form-data, got '%.100s'",
+                             ct);
+      return true;
+    }
+  } else if (upload) {
+    if (!npy_content_type(ct)) {
+      *result = respond_fail(r, 415, "unsupported_media_type", NULL,
+                             "send a .npy file (Content-Type: application/x-npy) or raw float32 "
+                             "(application/octet-stream with ?shape=m,n), got '%.100s'",
+                             ct ? ct : "");
+      return true;
+    }
+  } else if (plain_text_content_type(ct)) {
     r->body_plain_text = true; /* router_dispatch looks at it once it has arrived */
-  } else if (!upload && !json_content_type(ct)) {
+  } else if (!json_content_type(ct)) {
     *result = respond_fail(r, 415, "unsupported_media_type", NULL,
                            "the body must be JSON (Content-Type: application/json), got '%.100s'",
                            ct);
@@ -209,8 +225,9 @@ bool router_precheck(struct request *r, const char *url, enum MHD_Result *result
                            m.route.allow);
     return true;
   }
-  if (strcmp(method, "POST") != 0 || !(m.route.flags & (ROUTE_JSON | ROUTE_UPLOAD))) return false;
-  return precheck_body(r, (m.route.flags & ROUTE_UPLOAD) != 0, result);
+  if (strcmp(method, "POST") != 0 || !(m.route.flags & (ROUTE_JSON | ROUTE_UPLOAD | ROUTE_SOURCE)))
+    return false;
+  return precheck_body(r, m.route.flags, result);
 }
 
 enum MHD_Result router_dispatch(struct request *r, const char *url) {

@@ -28,6 +28,14 @@ route_fn route_buffers, route_buffer;
 route_fn route_sweeps, route_sweep;
 /* routes_device.c: GET /device, /devices, /health, /metrics and /me. */
 route_fn route_device, route_devices, route_health, route_metrics, route_me;
+/* routes_kernels.c: POST and GET /kernels, GET and DELETE /kernels/{id}, GET
+ * /kernels/signatures; route_kernels_media_type: whether POST /kernels takes a body of
+ * Content-Type ct (JSON, text/x-cuda or text/plain with the fields as query
+ * parameters, multipart/form-data; NULL: JSON). */
+route_fn route_kernels, route_kernel, route_kernel_signatures;
+bool route_kernels_media_type(const char *ct);
+/* routes_leaderboard.c: GET /leaderboard/{experiment}. */
+route_fn route_leaderboard;
 /* routes_static.c: GET / (the dashboard, or the list of routes), /static/... and
  * /openapi.json. */
 route_fn route_index, route_static, route_openapi;

@@ -27,7 +27,13 @@ static enum MHD_Result index_page(struct request *r) {
                                       "GET /sweeps",
                                       "GET /sweeps/{id}",
                                       "DELETE /sweeps/{id}",
-                                      "GET /me"};
+                                      "GET /me",
+                                      "POST /kernels",
+                                      "GET /kernels",
+                                      "GET /kernels/{id}",
+                                      "DELETE /kernels/{id}",
+                                      "GET /kernels/signatures",
+                                      "GET /leaderboard/{experiment}"};
   json_t *routes = json_array();
   for (int t = 0; t < EXP_TYPE_COUNT; t++)
     json_array_append_new(routes, json_sprintf("POST %s", exp_type_route((enum exp_type)t)));

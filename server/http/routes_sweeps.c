@@ -13,6 +13,7 @@
 #include "api/params.h"
 #include "server/http/auth.h"
 #include "server/http/routes.h"
+#include "server/http/submit.h"
 #include "server/store/store.h"
 #include "server/engine/sweeps.h"
 
@@ -561,6 +562,11 @@ static enum MHD_Result sweeps_post(struct request *r) {
   int rc = plan_parse(root, &plan, &err);
   json_decref(root);
   if (rc) return respond_error(r, &err);
+  for (int i = 0; i < plan.n_points; i++) /* users' kernels named by any point */
+    if (submit_kernels_resolve(r, &plan.points[i].spec, "variant", &err)) {
+      plan_free(&plan);
+      return respond_error(r, &err);
+    }
   char client[64];
   request_client(r, client, sizeof client);
   bool refused;

@@ -14,4 +14,11 @@
 enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                            const struct api_job_options *opts, const char *params_prefix);
 
+/* The users' kernels a job names (variants kernel:<id>): each must exist, be r's or
+ * public and be of spec's experiment, else 400 unknown_variant (field) in err and
+ * -1; each is then in the backends' table (kernels/user/ukreg.h). 0 when all are
+ * (submit_job checks its job's; a sweep checks each point's before submitting any). */
+int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,
+                           struct api_error *err);
+
 #endif

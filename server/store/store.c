@@ -29,6 +29,13 @@ static const char schema[] =
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
     "CREATE TABLE IF NOT EXISTS sweeps ("
     "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL, record TEXT NOT NULL);"
+    /* Users' kernels (store_kernels.c): ids never reused, even after a delete. */
+    "CREATE TABLE IF NOT EXISTS kernels ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,"
+    "  experiment TEXT NOT NULL, public INTEGER NOT NULL, created REAL NOT NULL,"
+    "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL, report TEXT NOT NULL,"
+    "  image BLOB);"
+    "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
     /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
 
@@ -42,8 +49,7 @@ static const char pragmas[] =
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA locking_mode=EXCLUSIVE;"; /* one gpulabd per database */
 
-/* The negative errno for a failed SQLite call. */
-static int store_errno(sqlite3 *db, int rc) {
+int store_errno(sqlite3 *db, int rc) {
   switch (rc & 0xff) {
   case SQLITE_FULL: return -ENOSPC;
   case SQLITE_READONLY: return -EROFS;
@@ -249,7 +255,7 @@ static double now_mono(void) {
  * A failure makes the store refuse new work for a second at least: a write that
  * fits just after one that did not (a smaller batch at the edge of a full disk)
  * does not make it take work again at once. queue_lock held. */
-static void note_write_locked(struct store *s, uint64_t from, uint64_t to, int err, const char *why) {
+void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int err, const char *why) {
   if (err == 0) {
     if (!s->writable && now_mono() >= s->retry_at) {
       log_info("store: writes succeed again; jobs are accepted");
@@ -301,7 +307,7 @@ static void write_queued_locked(struct store *s) {
   }
 
   pthread_mutex_lock(&s->queue_lock);
-  note_write_locked(s, from, upto, err, why);
+  store_note_write_locked(s, from, upto, err, why);
   s->committed = upto;
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
@@ -323,7 +329,7 @@ static void probe_locked(struct store *s) {
   sqlite3_reset(s->set_meta);
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_lock(&s->queue_lock);
-  if (err == 0 || s->writable) note_write_locked(s, 1, 0, err, why);
+  if (err == 0 || s->writable) store_note_write_locked(s, 1, 0, err, why);
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
 }
@@ -501,11 +507,13 @@ int store_ids_reserve(struct store *s, const char *name, uint64_t upto) {
   if (err) snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->db));
   sqlite3_reset(s->set_meta);
   pthread_mutex_unlock(&s->lock);
-  if (err) {
-    pthread_mutex_lock(&s->queue_lock);
-    note_write_locked(s, 1, 0, err, why);
-    pthread_mutex_unlock(&s->queue_lock);
-  }
+  if (err) store_note_write(s, err, why);
   return err;
+}
+
+void store_note_write(struct store *s, int err, const char *why) {
+  pthread_mutex_lock(&s->queue_lock);
+  store_note_write_locked(s, 1, 0, err, why);
+  pthread_mutex_unlock(&s->queue_lock);
 }
 

@@ -127,4 +127,41 @@ uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never res
  * before it (and all but the newest 1000). Returns how many jobs. */
 int store_prune(struct store *s, double before);
 
+/* ---- users' kernels (store_kernels.c): their table beside the jobs ---- */
+
+/* One kernel as its owner sent it, with its compile report and image, so that a
+ * restart neither loses nor recompiles it. */
+struct store_kernel {
+  int64_t id;
+  char owner[64], name[64], experiment[16];
+  bool is_public;
+  double created; /* unix seconds */
+  char source_sha[65];
+  char *source; /* the CUDA C as sent */
+  char *spec;   /* JSON text: entry, block, tile or grid, shared_bytes, options */
+  char *report; /* JSON text: the compile report (no image) */
+  void *image;  /* the CUBIN, or NULL (a listing) */
+  size_t image_bytes;
+};
+
+/* Inserts k (its id ignored; borrowed) and sets *id, written at once: a kernel is
+ * stored as durably as a job, and refused as one is (store_check first). Returns 0 or
+ * a negative errno (store.h's list), the store then failing as after any write. Ids are
+ * never reused, also after a delete. */
+int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);
+/* Kernel id into *out (strings and image malloc'd: store_kernel_clear it). 0,
+ * -ENOENT, -EIO, -ENOMEM. */
+int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out);
+/* Deletes kernel id, at once. 0, -ENOENT, or a write's negative errno. */
+int store_kernel_delete(struct store *s, int64_t id);
+/* fn(arg, k) for every kernel owner may see (its own and the public ones; owner NULL:
+ * all) of experiment (NULL: any), newest first, without source or image; k is valid
+ * during the call, which comes after the database is released. Returns how many, or
+ * -EIO / -ENOMEM. */
+int store_kernel_list(struct store *s, const char *owner, const char *experiment,
+                      void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+/* How many kernels owner has stored, and their sources' bytes. 0 or -EIO. */
+int store_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
+void store_kernel_clear(struct store_kernel *k); /* frees what a read allocated */
+
 #endif

@@ -54,6 +54,17 @@ struct store {
   atomic_bool over_limit; /* pruned all it could and is still over */
 };
 
+/* store.c: */
+/* The negative errno for a failed SQLite call rc (store.h's list). */
+int store_errno(sqlite3 *db, int rc);
+/* Notes the outcome of a write of tickets from..to (none for a write of its own, from >
+ * to): a failure makes the store refuse new work (store_check) until a write succeeds
+ * again, a second later at the earliest. queue_lock held. */
+void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int err, const char *why);
+/* The same for a write made outside the batches (store_ids_reserve, the kernels
+ * table), taking queue_lock. */
+void store_note_write(struct store *s, int err, const char *why);
+
 /* store_query.c: */
 /* Takes the database (s->lock) for a read that sees every row queued before it. */
 void store_lock_for_read(struct store *s);

@@ -183,7 +183,7 @@ async function barChart(page) {
 
 async function withCharts(context, proc) {
   const page = await context.newPage();
-  const errors = watchErrors(page, /status of 400/); /* the two refusals this test provokes */
+  const errors = watchErrors(page, /status of (400|422)/); /* the refusals this test provokes */
   const charts = fs.existsSync(CHARTJS);
   check(charts, `${CHARTJS} is there (apt-get install libjs-chart.js; scripts/gpulab test installs it)`);
   let transposeId, pipelineId;
@@ -355,6 +355,43 @@ async function withCharts(context, proc) {
       tr.querySelector('td.size').innerText && /\d/.test(tr.querySelector('td.run-ms').innerText)), null, { timeout: TIMEOUT });
     await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'dashboard.png');
+  });
+
+  await step('your kernel: the editor starts from the signature, a compile error shows at its line', page, async () => {
+    await page.goto(`${proc.base}/#/kernels`);
+    await page.waitForFunction(() => /extern "C" __global__ void kernel/.test(
+      (document.getElementById('kernel-source') || {}).value || ''), null, { timeout: TIMEOUT });
+    checkEq(await text(page, '#kernel-signature'),
+      'extern "C" __global__ void kernel(const float* a, float* b, int m, int n)', 'signature');
+    await page.fill('#kernel-source', 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
+      '  int x = threadIdx.x;\n  b[x] = a[x] +;\n}\n');
+    await page.click('#kernel-compile');
+    await page.waitForSelector('#compile-error', { timeout: TIMEOUT });
+    check(/^line 3:/.test(await text(page, '#compile-error')), `error: ${await text(page, '#compile-error')}`);
+    check(await page.isVisible('.src-line.err-line[data-line="3"]'), 'line 3 is not marked');
+    await shot(page, 'kernel-compile-error.png');
+  });
+
+  await step('your kernel compiles, is listed, runs beside the built-ins and the leaderboard ranks them', page, async () => {
+    await page.selectOption('#kernel-experiment', 'transpose'); /* the template again */
+    await page.fill('#kernel-name', 'browser_tile');
+    await page.click('#kernel-compile');
+    await page.waitForSelector('#compile-ok', { timeout: TIMEOUT });
+    check(/registers/.test(await text(page, '#compile-ok')), `compiled: ${await text(page, '#compile-ok')}`);
+    await page.waitForSelector('#kernel-list tbody tr', { timeout: TIMEOUT });
+    await page.click('#kernel-run');
+    const link = page.locator('#kernel-form .form-status a[data-job-id]');
+    await link.waitFor({ timeout: TIMEOUT });
+    const id = Number(await link.getAttribute('data-job-id'));
+    await waitDone(proc, id);
+    await page.click('#leaderboard-form button[type="submit"]');
+    await page.waitForSelector('#leaderboard tbody tr[data-variant="padded33"]', { timeout: TIMEOUT });
+    check(!(await page.isVisible('#leaderboard tbody tr[data-variant="copy"]')), 'copy, a baseline, is ranked');
+    await shot(page, 'kernels.png');
+    await link.click();
+    await page.waitForSelector('#view-job table.runs tbody tr', { timeout: TIMEOUT });
+    const rows = await runsTable(page);
+    check(rows.some((r) => /^kernel:\d+/.test(r.variant)), `no kernel run: ${rows.map((r) => r.variant)}`);
   });
 
   await step('no console errors or CSP violations on the way', page, async () => {

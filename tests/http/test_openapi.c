@@ -775,6 +775,81 @@ static void test_busy(long long buffer) {
   json_decref(job_wait(blocker_id));
 }
 
+/* Users' kernels: each route and its main answers, a job that names one (its run
+ * carries the kernel's identity), the ranking. S keeps 3 kernels a client. */
+static void test_kernels(void) {
+  static const char *const cuda_ct[] = {"Content-Type: text/x-cuda", NULL};
+  static const char *const png_ct[] = {"Content-Type: image/png", NULL};
+  const char *good = "{\"experiment\":\"stencil\",\"name\":\"copy\",\"block\":[128],\"source\":\"extern \\\"C\\\" "
+                     "__global__ void kernel(const float* x, float* y, int n, int r) { int i = "
+                     "blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\"}";
+  json_t *k = post("/kernels", "/kernels", good, 201, NULL, ACCEPTED);
+  long long id = JINT(k, "id");
+  json_decref(k);
+  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"bad\",\"source\":\"int x = ;\"}",
+                   422, "compile_failed", ACCEPTED));
+  json_decref(post("/kernels", "/kernels",
+                   "{\"experiment\":\"stencil\",\"name\":\"inc\",\"source\":\"#include <x>\\nint x;\"}", 422,
+                   "source_not_allowed", ACCEPTED));
+  json_decref(post("/kernels", "/kernels",
+                   "{\"experiment\":\"stencil\",\"name\":\"o\",\"source\":\"int x;\",\"options\":[\"-I/x\"]}", 400,
+                   "option_not_allowed", ACCEPTED));
+  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"nope\",\"name\":\"o\",\"source\":\"int x;\"}", 400,
+                   "unknown_type", REFUSED));
+  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"o\"}", 400, "missing_field",
+                   REFUSED));
+  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"o\",\"source\":\"x\",\"tile\":[0]}",
+                   400, "out_of_range", REFUSED));
+  const char *src = "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+                    "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+                    "  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n}\n";
+  struct reply r;
+  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=file&block=32,32&tile=32,32", cuda_ct, src,
+         strlen(src), 201, NULL, &r);
+  long long transpose = JINT(r.json, "id");
+  reply_free(&r);
+  call_h(&S, "/kernels", "POST", "/kernels", png_ct, "x", 1, 415, "unsupported_media_type", NULL);
+  /* A job naming it: on the CPU backend its run is unavailable, with the kernel's identity. */
+  char body[256], path[80];
+  snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"variant\":[\"naive\",\"kernel:%lld\"]," FAST "}", transpose);
+  json_t *job = post("/transpose", "/transpose", body, 200, NULL, ACCEPTED);
+  CHECK_INT_EQ(JINT(job, "result.runs[1].user_kernel.id"), transpose);
+  json_decref(job);
+  json_decref(post("/transpose", "/transpose", "{\"variant\":[\"kernel:99999\"]}", 400, "unknown_variant", ACCEPTED));
+  json_decref(post("/transpose", "/transpose", "{\"variant\":\"kernel:0\"}", 400, "unknown_variant", REFUSED));
+  /* ?run=1: a job of the default size beside every built-in (202 here: it waits for none). */
+  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=ran&block=32,32&tile=32,32&run=1&wait=0", cuda_ct,
+         src, strlen(src), 202, NULL, &r);
+  long long ran = JINT(r.json, "id");
+  reply_free(&r);
+  json_decref(job_wait(ran));
+  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=four", cuda_ct, src, strlen(src), 403,
+         "kernel_quota", NULL);
+  call("/kernels", "GET", "/kernels", 200, NULL, NULL);
+  call("/kernels", "GET", "/kernels?experiment=stencil", 200, NULL, NULL);
+  call("/kernels", "HEAD", "/kernels", 200, NULL, NULL);
+  call("/kernels/signatures", "GET", "/kernels/signatures", 200, NULL, NULL);
+  call("/kernels/signatures", "HEAD", "/kernels/signatures", 200, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld", id);
+  call("/kernels/{id}", "GET", path, 200, NULL, NULL);
+  call("/kernels/{id}", "HEAD", path, 200, NULL, NULL);
+  call("/kernels/{id}", "DELETE", path, 200, NULL, NULL);
+  call("/kernels/{id}", "GET", path, 404, "kernel_not_found", NULL);
+  call("/kernels/{id}", "HEAD", path, 404, NULL, NULL);
+  call("/kernels/{id}", "DELETE", path, 404, "kernel_not_found", NULL);
+  call("/kernels/{id}", "GET", "/kernels/abc", 404, "kernel_not_found", NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose", 200, NULL, NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=33,47", 200, NULL, &r);
+  CHECK(json_array_size(json_object_get(r.json, "rows")) >= 1);
+  reply_free(&r);
+  call("/leaderboard/{experiment}", "HEAD", "/leaderboard/gemm?size=64", 200, NULL, NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=x", 400, "wrong_type", NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=0", 400, "out_of_range", NULL);
+  call("/leaderboard/{experiment}", "HEAD", "/leaderboard/stencil?size=1,2", 400, NULL, NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/pipeline", 404, "not_found", NULL);
+  call("/leaderboard/{experiment}", "HEAD", "/leaderboard/nope", 404, NULL, NULL);
+}
+
 /* Every path with a method it does not document: 405, and Allow lists exactly
  * the documented methods. A path the document lacks: 404. */
 static void test_methods(void) {
@@ -923,7 +998,7 @@ static void validate_records(const char *dir) {
 int main(void) {
   static const char *const s_args[] = {"--backend",    "cpu",   "--streams",  "1",
                                        "--max-queued", "3",     "--max-body", "4096",
-                                       "--max-upload", "65536", NULL};
+                                       "--max-upload", "65536", "--max-kernels", "3", NULL};
   char dir[] = "/tmp/gpulab-openapi-XXXXXX", tokens[64];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
@@ -959,6 +1034,8 @@ int main(void) {
   long long buffer = test_buffers();
   fprintf(stderr, "busy: queue, events, cancel\n");
   test_busy(buffer);
+  fprintf(stderr, "kernels\n");
+  test_kernels();
   fprintf(stderr, "methods\n");
   test_methods();
   fprintf(stderr, "tokens\n");

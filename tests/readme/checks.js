@@ -102,6 +102,22 @@ module.exports = [
   { cmd: 'curl -N localhost:8080/jobs/5/events', status: 200, stdout: /^event: state\ndata: \{"job":5,/ },
   { cmd: 'curl -N localhost:8080/events', status: 200, curl: '--max-time 2', exit: 28 },
 
+  /* Your own kernels (NVRTC compiles on the CPU machine too; the CPU backend lists the run unavailable) */
+  { cmd: `curl --data-binary @my_transpose.cu -H 'Content-Type: text/x-cuda' 'localhost:8080/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo'`,
+    headers: { Location: '/kernels/1' }, sample: true,
+    loose: ['compile.nvrtc', 'compile.image_bytes', 'compile.registers', 'compile.log'] },
+  { cmd: `curl -d '{"m":1024,"n":1024,"variant":["padded33","best","kernel:1"]}' localhost:8080/transpose`,
+    json: { id: 16, state: done, 'params.variant': ['padded33', 'best', 'kernel:1'], 'result.runs[2].variant': 'kernel:1',
+      'result.runs[2].available': false, 'result.runs[2].user_kernel.name': 'my_tile',
+      'result.runs[2].reason': (v) => /CPU backend/.test(v) } },
+  { cmd: `curl -d '{"experiment":"transpose","name":"broken","source":"extern \\"C\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n b[0] = a[0] +;\\n}"}' localhost:8080/kernels`,
+    headers: { 'Content-Type': 'application/problem+json' }, json: { 'compile.ok': false, 'compile.error_line': 2 } },
+  { cmd: 'curl localhost:8080/kernels/1', status: 200,
+    json: { id: 1, name: 'my_tile', source: (v) => /__shared__ float tile\[TILE\]\[TILE \+ 1\]/.test(v),
+      'compile.log': (v) => /Compiling entry function 'kernel'/.test(v) } },
+  { cmd: `curl 'localhost:8080/leaderboard/transpose?size=1024'`,
+    json: { 'rows[0].rank': 1, rows: (v) => v.every((r) => r.variant !== 'copy') } },
+
   /* Errors */
   { cmd: `curl -i -d '{"m":0}' localhost:8080/transpose`, headers: { 'Content-Type': 'application/problem+json' },
     sample: true },
@@ -114,7 +130,7 @@ module.exports = [
   { cmd: 'curl --unix-socket /run/gpulab/gpulab.sock http://localhost/me', status: 200,
     json: { client: USER, by: 'unix_socket', sees_all: true } },
   { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/transpose`, status: 200,
-    json: { id: 16, client: USER, state: done } },
+    json: { id: 17, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
-    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 11\n$/ },
+    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 12\n$/ },
 ];

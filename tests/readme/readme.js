@@ -5,18 +5,20 @@
  * in which … (or ...) stands for anything. */
 const fs = require('fs');
 
-/* Every fenced block: {lang, text, line (1-based, of its first content line)}. */
+/* Every fenced block: {lang, file (the name after the language, "```cuda k.cu": the
+ * file the commands after it read; else null), text, line (1-based, of its first
+ * content line)}. */
 function blocks(markdown) {
   const out = [];
   const lines = markdown.split('\n');
   for (let i = 0; i < lines.length; i++) {
-    const open = /^(\s*)```(\w*)\s*$/.exec(lines[i]);
+    const open = /^(\s*)```(\w*)(?:[ \t]+([\w.-]+))?\s*$/.exec(lines[i]);
     if (!open) continue;
     const indent = open[1].length;
     const body = [];
     let j = i + 1;
     for (; j < lines.length && !/^\s*```\s*$/.test(lines[j]); j++) body.push(lines[j].slice(indent));
-    out.push({ lang: open[2], text: body.join('\n'), line: i + 2, endLine: j + 1 });
+    out.push({ lang: open[2], file: open[3] || null, text: body.join('\n'), line: i + 2, endLine: j + 1 });
     i = j;
   }
   return out;

@@ -13,7 +13,9 @@
  * with a status ("# 201 {...}") is checked as well, and so is the ```json answer
  * that follows a block where its check says sample (… stands for anything; fields
  * that only a GPU has are named by the check). Ids are the ones the previous answers gave: the README's ids are
- * those of a fresh gpulabd that ran its examples in order.
+ * those of a fresh gpulabd that ran its examples in order. A block whose fence names a
+ * file after its language (```cuda my_transpose.cu) is written to that file in the
+ * test's folder when it is reached, for the commands after it.
  *   GPULABD=build/gpulabd node tests/readme/readme.test.js [README.md]
  * Exits 0, or 1 on a failure. */
 const { spawn, spawnSync } = require('child_process');
@@ -221,6 +223,11 @@ async function main() {
   let ran = 0;
   for (let bi = 0; bi < all.length; bi++) {
     const block = all[bi];
+    if (block.file) {
+      fs.writeFileSync(path.join(work, block.file), `${block.text}\n`);
+      log(`file README.md:${block.line}: ${block.file} (${block.text.length + 1} bytes)`);
+      continue;
+    }
     if (block.lang !== 'sh' || !/(^|\s)curl\s/m.test(block.text)) continue;
     const cmds = R.commands(block);
     const next = all[bi + 1];

@@ -88,14 +88,49 @@ static void check_int_facet(const char *where, const char *field, json_t *prop, 
                 json_is_integer(v) ? (long long)json_integer_value(v) : -1LL, want);
 }
 
-/* The variant enum V (names in order) and its choice C (one, a list, or "all"). */
+/* Whether node (a schema, or a list of them under "anyOf"/"oneOf") names the user's
+ * kernel variant; *other: the first other member, followed through its $ref. */
+static bool names_user_kernel(json_t *node, const char *key, json_t **other) {
+  bool user = false;
+  *other = NULL;
+  size_t i;
+  json_t *part;
+  json_array_foreach(json_object_get(node, key), i, part) {
+    if (ref_name(part) && strcmp(ref_name(part), "UserKernelVariant") == 0)
+      user = true;
+    else if (!*other)
+      *other = deref(part);
+  }
+  return user;
+}
+
+/* The variant enum V (names in order) and its choice C (one, a user's kernel where the
+ * descriptor has a user block, a list, or "all"). A list holds up to the descriptor's
+ * variants, or EXP_MAX_VARIANTS runs when users' kernels may join them. */
 static void check_variants(const struct exp_desc *d, const char *where, json_t *choice) {
-  json_t *c = deref(choice), *one = json_array_get(json_object_get(c, "oneOf"), 0);
-  json_t *list = json_array_get(json_object_get(c, "oneOf"), 1), *names = json_array();
+  json_t *c = deref(choice), *one = NULL, *list = NULL, *names = json_array();
+  bool user = d->user != NULL;
+  size_t i;
+  json_t *part;
+  json_array_foreach(json_object_get(c, "oneOf"), i, part) {
+    const char *type = json_string_value(json_object_get(deref(part), "type"));
+    if (type && strcmp(type, "string") == 0 && !one) one = deref(part);
+    if (type && strcmp(type, "array") == 0 && !list) list = part;
+  }
+  json_t *other;
+  if (names_user_kernel(c, "oneOf", &other) != user)
+    CHECK_FAIL_("%s.variant: one variant %s kernel:<id>, the descriptor %s a user block", where,
+                user ? "lacks" : "takes", user ? "has" : "has no");
+  json_t *items = json_object_get(list, "items"), *item_enum = deref(items);
+  if (json_object_get(items, "anyOf")) {
+    if (names_user_kernel(items, "anyOf", &item_enum) != user)
+      CHECK_FAIL_("%s.variant: a list's items and the descriptor's user block disagree", where);
+  } else if (user) {
+    CHECK_FAIL_("%s.variant: a list's items take no kernel:<id>", where);
+  }
   for (int v = 0; v < d->n_variants; v++)
     json_array_append_new(names, json_string(d->variants[v].name));
-  json_t *enum_v = json_object_get(deref(json_object_get(list, "items")), "enum");
-  if (!json_equal(enum_v, names))
+  if (!json_equal(json_object_get(item_enum, "enum"), names))
     CHECK_FAIL_(
         "%s.variant: the document's variant enum differs from the descriptor's (%d variants)",
         where, d->n_variants);
@@ -103,7 +138,7 @@ static void check_variants(const struct exp_desc *d, const char *where, json_t *
   if (!json_equal(json_object_get(one, "enum"), names))
     CHECK_FAIL_("%s.variant: one variant's enum is not the variants and \"all\"", where);
   CHECK_STR_EQ(json_string_value(json_object_get(c, "default")), "all");
-  check_int_facet(where, "variant", list, "maxItems", d->n_variants);
+  check_int_facet(where, "variant", list, "maxItems", user ? EXP_MAX_VARIANTS : d->n_variants);
   json_decref(names);
 }
 

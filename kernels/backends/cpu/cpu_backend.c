@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "kernels/backends/backend_impl.h"
+#include "kernels/backends/cpu/cpu_user.h"
 #include "kernels/core/clock.h"
 #include "kernels/core/reference.h"
 #include "kernels/core/window.h"
@@ -33,6 +34,9 @@ static const char timing_method_cold[] =
     "CPU wall clock (CLOCK_MONOTONIC) around each batch; sample = batch time / reps; "
     "a first untimed probe call sizes warm-ups and reps; "
     "cold: not applicable on the CPU backend (no cache flush); timed warm";
+static const char timing_method_runner[] =
+    "a CPU-mode gpulab-runner (tests): the output poisoned (NaN) before each launch, the "
+    "runner's monotonic clock around each; sample = mean of the batch's reps launches";
 static const char capped_reason[] = "cpu time budget: ~100 ms per batch";
 
 struct cpu_impl {
@@ -60,6 +64,7 @@ struct cpu_job {
   char *err;
   size_t err_len;
   atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
+  struct cpu_user *user; /* users' kernels through a CPU runner (tests; cpu_user.h), or NULL */
 };
 
 /* A CPU fence: set once the job's output is complete. The CPU computes outputs
@@ -171,6 +176,17 @@ static int imin(int a, int b) { return a < b ? a : b; }
 
 /* ---- the timed window's CPU side (kernels/core/window.h) ---- */
 
+/* A user's run in the runner: its warm-ups and reps as asked (no CPU budget). */
+static int user_warm(struct cpu_job *job, int i) {
+  const struct exp_timing_params *p = &job->spec->timing;
+  struct exp_timing *t = &job->result->runs[i].timing;
+  t->warmup = t->warmup_requested = p->warmup;
+  t->reps = t->reps_requested = p->reps;
+  t->batches = p->batches;
+  t->method = timing_method_runner;
+  return p->warmup ? cpu_user_launches(job->user, i, p->warmup, false, NULL, job->err, job->err_len) : 0;
+}
+
 /* Makes run i's probe call, sizes warm-ups and reps to the CPU time budget and
  * makes the remaining warm-ups. The probe counts as the first warm-up. */
 static int cpu_warm(void *ctx, int i) {
@@ -179,6 +195,7 @@ static int cpu_warm(void *ctx, int i) {
   struct exp_run *run = &job->result->runs[i];
   struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
+  if (cpu_user_is_run(job->user, i)) return user_warm(job, i);
   double t0 = clock_mono_ms();
   int rc = call_once(job, run->variant, job->outs[i]);
   if (rc < 0) return rc;
@@ -200,6 +217,8 @@ static int cpu_sample(void *ctx, int i, int b, double *ms) {
   struct exp_run *run = &job->result->runs[i];
   const struct exp_timing *t = &run->timing;
   if (atomic_load(job->lost)) return device_lost(job);
+  if (cpu_user_is_run(job->user, i)) /* reps launches in the runner, each timed alone */
+    return cpu_user_launches(job->user, i, t->reps, true, ms, job->err, job->err_len);
   /* The last sample's calls record their timeline (the pipeline's passes); the last
    * call's stays. */
   job->timeline = b == t->batches - 1 ? run : NULL;
@@ -276,8 +295,13 @@ static int check_runs(struct cpu_job *job) {
 
 /* ---- setting up a job ---- */
 
-/* The run's identity from its variant's CPU stand-in, then the experiment's say. */
+/* The run's identity from its variant's CPU stand-in, then the experiment's say; a
+ * user's kernel's from the table of kernels. */
 static void describe(const struct cpu_job *job, struct exp_run *run) {
+  if (exp_variant_is_user(run->variant)) {
+    cpu_user_describe(job->spec, run);
+    return;
+  }
   const struct exp_variant *v = exp_variant_of(job->spec, run->variant);
   if (v && !v->cpu.fn) {
     run->available = false;
@@ -290,9 +314,9 @@ static void describe(const struct cpu_job *job, struct exp_run *run) {
   if (job->exp->cpu_describe) job->exp->cpu_describe(job->spec, run);
 }
 
-/* Whether entry names a run of spec: a variant, or a runs-list entry. */
+/* Whether entry names a run of spec: a variant, a user's kernel, or a runs-list entry. */
 static bool entry_valid(const struct exp_desc *d, int entry) {
-  if (!d->runs) return entry >= 0 && entry < d->n_variants;
+  if (!d->runs) return (entry >= 0 && entry < d->n_variants) || (d->user && exp_variant_is_user(entry));
   for (int w = 0; d->runs->word && w < d->runs->n_word_runs; w++)
     if (entry == d->runs->word_runs[w]) return true;
   return entry >= d->runs->min && entry <= d->runs->max;
@@ -403,7 +427,12 @@ static int make_output(struct cpu_job *job, struct backend_job *bj) {
   while (i < res->n_runs && !res->runs[i].available) i++;
   if (i < res->n_runs) {
     if (!(out = buffer_new(job->out_len))) return out_of_memory(job, "the job's output");
-    if ((rc = call_once(job, res->runs[i].variant, out->data)) < 0) goto fail;
+    if (cpu_user_is_run(job->user, i)) { /* one launch in the runner, then its output */
+      if ((rc = cpu_user_launches(job->user, i, 1, false, NULL, job->err, job->err_len)) < 0) goto fail;
+      if (job->out_len) memcpy(out->data, job->outs[i], job->out_len * sizeof(float));
+    } else if ((rc = call_once(job, res->runs[i].variant, out->data)) < 0) {
+      goto fail;
+    }
   }
   struct backend_fence *done = fence_new(true);
   if (!done) {
@@ -424,12 +453,16 @@ static int prepare(struct cpu_job *job, struct backend_job *bj) {
   for (int i = 0; i < bj->n_after; i++) fence_wait(bj->after[i]);
   int rc = make_inputs(job, bj);
   if (rc == 0) rc = alloc_buffers(job);
+  if (rc == 0) /* users' runs: their outputs become buffers the runner shares */
+    rc = cpu_user_setup(&job->user, job->spec, job->result, job->in, job->outs, job->out_len,
+                        job->err, job->err_len);
   if (rc == 0) rc = make_output(job, bj);
   if (rc == 0) backend_hooks_issued(job->hooks);
   return rc;
 }
 
 static void cpu_job_free(struct cpu_job *job) {
+  cpu_user_free(job->user);
   free(job->scratch);
   free(job->slab);
   for (int i = 0; i < EXP_MAX_INPUTS; i++) free(job->in_owned[i]);

@@ -216,7 +216,7 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
   for (int i = 0; ok && i < s->n_variants; i++) {
     int v = s->variants[i];
     if (!d->runs) {
-      ok = v >= 0 && v < d->n_variants;
+      ok = (v >= 0 && v < d->n_variants) || (d->user && exp_variant_is_user(v));
       continue;
     }
     ok = v >= d->runs->min && v <= d->runs->max && v <= LANE_MAX_AUX;

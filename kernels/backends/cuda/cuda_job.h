@@ -12,6 +12,7 @@
 #include "kernels/core/clock.h"
 
 struct cuda_job_ops;
+struct cuda_user_job; /* cuda_user.cu */
 
 /* One job on one lane: what backend_run was given, plus its device state. Only the
  * job's thread touches it. */
@@ -39,6 +40,7 @@ struct cuda_job {
   float *flush;      /* cold: 2x the L2 to read before each timed launch (+ 4 floats: the sink) */
   size_t flush_len;  /* floats read by a flush */
   void *priv;        /* the ops' own job state (ops->release frees it) */
+  struct cuda_user_job *user; /* its users' kernels (cuda_user.cu), or NULL */
 };
 
 /* How one experiment runs on the CUDA backend. */
@@ -67,8 +69,34 @@ struct cuda_job_ops {
 };
 
 /* The kernel experiments' ops (cuda_kernel_job.cu): one kernel launch per rep between
- * events, or a captured graph of them; cuBLAS variants through the lane's handle. */
+ * events, or a captured graph of them; cuBLAS variants through the lane's handle;
+ * users' kernels in gpulab-runner (below). */
 extern const struct cuda_job_ops cuda_kernel_job_ops;
+
+/* Users' kernels of a kernel experiment's job (runs kernel:<id>; cuda_user.cu), for
+ * cuda_kernel_job_ops. Each returns 0 or a negative errno with j->err: -EFAULT the
+ * kernel faulted, -ETIMEDOUT a launch ran past its deadline (its runner was killed
+ * and is replaced), -ENOMEM, -EINVAL. */
+/* Run r of variant kernel:<id>: its identity and kernel info, its launch from the
+ * kernel's tile (or grid) at the job's sizes within the device's limits; unavailable
+ * (with why) when it cannot run here. */
+int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run);
+/* After the inputs: IPC buffers (the inputs copied in, and each available user run's
+ * output, which becomes its d_out), the runner taken, the buffers attached, the
+ * kernels loaded. Nothing when the job has no user run. */
+int cuda_user_setup(struct cuda_job *j);
+/* True for an available user run (valid once its plan ran). */
+bool cuda_user_is_run(const struct cuda_job *j, int r);
+/* One launch of user run r in the runner, its output then copied to out (a compute_fn
+ * for the job's output). */
+int cuda_user_launch(struct cuda_job *j, int r, float *out);
+/* One warm-up; one sample of timing.reps launches, each poisoned and timed alone by
+ * the runner's events (*ms per launch). */
+int cuda_user_warm(struct cuda_job *j, int r);
+int cuda_user_sample(struct cuda_job *j, int r, double *ms);
+/* Detaches and gives the runner back, frees the IPC buffers; after the lane's work.
+ * Idempotent. */
+void cuda_user_release(struct cuda_job *j);
 
 /* The first error of a job: classified (cuda_classify), its message in j->err. */
 int job_fail(struct cuda_job *j, cudaError_t e, const char *call);

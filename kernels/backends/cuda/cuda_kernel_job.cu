@@ -2,7 +2,9 @@
  * run launches its variant through the experiment's CUDA descriptor (plan and launch,
  * kernels/<name>/<name>.cu) on the lane's stream, timed between events per batch of
  * reps launches, one by one or as a captured CUDA Graph, after an L2 flush per launch
- * when cold; cuBLAS variants call cuBLAS through the lane's handle. */
+ * when cold; cuBLAS variants call cuBLAS through the lane's handle. Users' kernels
+ * (kernel:<id>) run in gpulab-runner (cuda_user.cu); a job with one times its built-ins
+ * as the runner times those: each launch alone between events, after poisoning. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,14 @@ static const char *const METHOD_EVENTS_GRAPH =
     "cuda events around one launch of a CUDA Graph of reps captured launches per batch; "
     "sample = batch time / reps; stream_us_per_launch: the same reps launched one by one, "
     "in the same window";
+static const char *const METHOD_EVENTS_POISONED =
+    "a job with users' kernels: before each launch, untimed, its output is poisoned (NaN); "
+    "then cuda events around that one launch; sample = mean of the batch's reps launches, "
+    "each timed alone (users' kernels are timed so in gpulab-runner)";
+static const char *const METHOD_RUNNER =
+    "gpulab-runner (a process of its own, its own CUDA context, the job's buffers by CUDA "
+    "IPC): before each launch, untimed, the output is poisoned (NaN); cuda events around "
+    "each launch; sample = mean of the batch's reps launches";
 static const char *const METHOD_EVENTS_NO_GRAPH =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
     "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "
@@ -50,18 +60,40 @@ static void run_cublas_init(struct cuda_job *j, struct exp_run *run) {
 }
 
 static bool is_cublas(const struct cuda_job *j, int variant) {
-  return (j->exp->variants[variant].flags & EXP_VARIANT_CUBLAS) != 0;
+  const struct exp_variant *v = exp_variant_of(j->spec, variant);
+  return v && (v->flags & EXP_VARIANT_CUBLAS) != 0;
+}
+
+/* True when the job names a user's kernel its runs can time (no graph, not cold): its
+ * built-in runs are then timed as the runner times those (METHOD_EVENTS_POISONED). */
+static bool poisoned_timing(const struct cuda_job *j) {
+  const struct exp_spec *s = j->spec;
+  bool users = false;
+  for (int r = 0; r < s->n_variants; r++) users = users || exp_variant_is_user(s->variants[r]);
+  return users && j->exp->user && !s->graph && !s->cold;
+}
+
+static const char *method_of(const struct cuda_job *j) {
+  const struct exp_spec *s = j->spec;
+  return s->graph ? METHOD_EVENTS_GRAPH
+         : s->cold ? METHOD_EVENTS_COLD
+         : poisoned_timing(j) ? METHOD_EVENTS_POISONED
+                              : METHOD_EVENTS;
 }
 
 /* Every run's identity and its kernel info from the experiment's plan; a plan that
  * fails makes its run unavailable, with the reason. A plan without a kernel of ours (a
- * library's call: cuBLAS, CUB) gives the run its name and no launch shape. */
+ * library's call: cuBLAS, CUB) gives the run its name and no launch shape. A user's
+ * kernel is planned from the table of kernels (cuda_user_plan_run). */
 static int kernel_plan_runs(struct cuda_job *j) {
   const struct exp_spec *s = j->spec;
   for (int r = 0; r < s->n_variants; r++) {
     int v = s->variants[r];
-    struct exp_run *run =
-        job_run_init(j, r, v, s->graph ? METHOD_EVENTS_GRAPH : s->cold ? METHOD_EVENTS_COLD : METHOD_EVENTS);
+    if (exp_variant_is_user(v)) {
+      RC_TRY(cuda_user_plan_run(j, r, job_run_init(j, r, v, METHOD_RUNNER)));
+      continue;
+    }
+    struct exp_run *run = job_run_init(j, r, v, method_of(j));
     exp_run_label(s, r, run->label, sizeof run->label);
     struct cuda_plan p;
     char why[128] = "";
@@ -107,20 +139,22 @@ static int cublas_fail(struct cuda_job *j, cublasStatus_t st) {
   return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EINVAL;
 }
 
-/* One launch of run r writing out (a compute_fn). */
+/* One launch of run r writing out (a compute_fn); a user's run's in its runner. */
 static int launch(struct cuda_job *j, int r, float *out) {
+  if (cuda_user_is_run(j, r)) return cuda_user_launch(j, r, out);
   cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
   cudaError_t e = launch_raw(j, r, out, &cst);
   if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
   return e == cudaSuccess ? 0 : job_fail(j, e, "kernel launch");
 }
 
-/* Inputs, one output per available run, the flush buffer of a cold job (zeroed,
- * untimed), then the job's output and fence. */
+/* Inputs, one output per available run (a user's run's: a buffer its runner opens),
+ * the flush buffer of a cold job (zeroed, untimed), then the job's output and fence. */
 static int kernel_setup(struct cuda_job *j) {
   for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot));
   for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
+    if (j->result->runs[r].available && !cuda_user_is_run(j, r)) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
+  if (j->user) RC_TRY(cuda_user_setup(j));
   if (j->spec->cold) {
     j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
     RC_TRY(job_alloc(j, j->flush_len + 4, &j->flush));
@@ -152,6 +186,7 @@ static int kernel_capture(struct cuda_job *j, int r) {
  * mode launches once first, so that lazy module loading and cuBLAS's first-call
  * set-up happen outside the capture. */
 static int kernel_prepare(struct cuda_job *j, int r) {
+  if (cuda_user_is_run(j, r)) return 0; /* the runner poisons before each launch */
   if (j->spec->graph) RC_TRY(launch(j, r, j->d_out[r]));
   CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, j->lane->stream));
   if (j->spec->graph) RC_TRY(kernel_capture(j, r));
@@ -159,6 +194,7 @@ static int kernel_prepare(struct cuda_job *j, int r) {
 }
 
 static int kernel_warm(struct cuda_job *j, int r, bool graph) {
+  if (cuda_user_is_run(j, r)) return cuda_user_warm(j, r);
   if (graph) CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
   else RC_TRY(launch(j, r, j->d_out[r]));
   return 0;
@@ -185,12 +221,36 @@ static int kernel_sample_cold(struct cuda_job *j, int r, double *ms) {
   return 0;
 }
 
+/* A batch of a job with users' kernels: each of reps launches alone between two
+ * events, after an untimed poisoning (NaN) of its output, as gpulab-runner times the
+ * users' kernels beside it; the sample is their mean. */
+static int kernel_sample_poisoned(struct cuda_job *j, int r, double *ms) {
+  struct lane *l = j->lane;
+  int reps = j->result->runs[r].timing.reps;
+  double sum = 0;
+  for (int i = 0; i < reps; i++) {
+    CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, l->stream));
+    CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
+    RC_TRY(launch(j, r, j->d_out[r]));
+    CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
+    CUDA_TRY(j, cudaEventSynchronize(l->stop));
+    float elapsed = 0;
+    CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
+    sum += elapsed;
+  }
+  *ms = sum / reps;
+  return 0;
+}
+
 /* One batch between two events: reps launches, or one graph of them (cold: see
- * kernel_sample_cold). */
+ * kernel_sample_cold; with users' kernels: kernel_sample_poisoned, and theirs in the
+ * runner). */
 static int kernel_sample(struct cuda_job *j, int r, bool graph, double *ms) {
   struct lane *l = j->lane;
   int reps = j->result->runs[r].timing.reps;
+  if (cuda_user_is_run(j, r)) return cuda_user_sample(j, r, ms);
   if (j->spec->cold && !graph) return kernel_sample_cold(j, r, ms);
+  if (poisoned_timing(j) && !graph) return kernel_sample_poisoned(j, r, ms);
   CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
   if (graph)
     CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
@@ -205,4 +265,5 @@ static int kernel_sample(struct cuda_job *j, int r, bool graph, double *ms) {
 }
 
 const struct cuda_job_ops cuda_kernel_job_ops = {
-    kernel_plan_runs, kernel_setup, kernel_prepare, kernel_warm, kernel_sample, NULL, NULL, false};
+    kernel_plan_runs, kernel_setup, kernel_prepare, kernel_warm, kernel_sample, NULL, cuda_user_release,
+    false};

@@ -1,0 +1,124 @@
+/* dlopen-based NVRTC loader (nvrtc_loader.h). */
+#include "kernels/user/nvrtc_loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Appends "; text" (or text) to why. */
+static void why_add(char *why, size_t why_len, const char *text) {
+  if (!why || why_len == 0) return;
+  size_t used = strnlen(why, why_len);
+  if (used + 1 >= why_len) return;
+  snprintf(why + used, why_len - used, "%s%s", used ? "; " : "", text);
+}
+
+static void *try_open(const char *name, char *why, size_t why_len) {
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    why_add(why, why_len, e ? e : name); /* dlerror's text names the file */
+  }
+  return h;
+}
+
+/* The default search: the soname, the dev link, then under $CUDA_HOME and /usr/local/cuda. */
+static void *open_default(char *path, size_t path_len, char *why, size_t why_len) {
+  static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so"};
+  const char *dirs[2] = {getenv("CUDA_HOME"), "/usr/local/cuda"};
+  char full[512];
+  for (size_t i = 0; i < 2; i++) {
+    void *h = try_open(sonames[i], why, why_len);
+    if (h) {
+      snprintf(path, path_len, "%s", sonames[i]);
+      return h;
+    }
+  }
+  for (size_t d = 0; d < 2; d++) {
+    if (!dirs[d] || !dirs[d][0]) continue;
+    for (size_t i = 0; i < 2; i++) {
+      snprintf(full, sizeof full, "%s/lib64/%s", dirs[d], sonames[i]);
+      void *h = try_open(full, why, why_len);
+      if (h) {
+        snprintf(path, path_len, "%s", full);
+        return h;
+      }
+    }
+  }
+  return NULL;
+}
+
+int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t why_len) {
+  *out = NULL;
+  if (why && why_len) why[0] = '\0';
+  struct nvrtc_lib *lib = calloc(1, sizeof *lib);
+  if (!lib) return -ENOMEM;
+  void *h;
+  if (path) {
+    h = try_open(path, why, why_len);
+    if (h) snprintf(lib->path, sizeof lib->path, "%s", path);
+  } else {
+    h = open_default(lib->path, sizeof lib->path, why, why_len);
+  }
+  if (!h) goto fail;
+  if (why && why_len) why[0] = '\0';
+  static const char *const names[] = {
+      "nvrtcVersion",          "nvrtcGetErrorString",    "nvrtcGetNumSupportedArchs",
+      "nvrtcGetSupportedArchs", "nvrtcCreateProgram",    "nvrtcDestroyProgram",
+      "nvrtcCompileProgram",   "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
+      "nvrtcGetCUBINSize",     "nvrtcGetCUBIN"};
+  void *p[sizeof names / sizeof names[0]];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    p[i] = dlsym(h, names[i]);
+    if (!p[i]) {
+      char msg[600];
+      snprintf(msg, sizeof msg, "%s lacks %s", lib->path, names[i]);
+      why_add(why, why_len, msg);
+      goto fail;
+    }
+  }
+  /* POSIX guarantees a dlsym result converts to the function's pointer type; the
+   * nvrtcResult enum is passed and returned as an int. */
+  struct nvrtc_fns *f = &lib->fn;
+  memcpy(&f->version, &p[0], sizeof(void *));
+  memcpy(&f->error_string, &p[1], sizeof(void *));
+  memcpy(&f->num_supported_archs, &p[2], sizeof(void *));
+  memcpy(&f->supported_archs, &p[3], sizeof(void *));
+  memcpy(&f->create_program, &p[4], sizeof(void *));
+  memcpy(&f->destroy_program, &p[5], sizeof(void *));
+  memcpy(&f->compile_program, &p[6], sizeof(void *));
+  memcpy(&f->get_program_log_size, &p[7], sizeof(void *));
+  memcpy(&f->get_program_log, &p[8], sizeof(void *));
+  memcpy(&f->get_cubin_size, &p[9], sizeof(void *));
+  memcpy(&f->get_cubin, &p[10], sizeof(void *));
+  void *flow = dlsym(h, "nvrtcSetFlowCallback"); /* NVRTC 12.8 on */
+  memcpy(&f->set_flow_callback, &flow, sizeof flow);
+  if (f->version(&lib->major, &lib->minor) != NVRTC_LOADER_SUCCESS) {
+    why_add(why, why_len, "nvrtcVersion failed");
+    goto fail;
+  }
+  int n = 0;
+  if (f->num_supported_archs(&n) == NVRTC_LOADER_SUCCESS && n > 0) {
+    int *all = calloc((size_t)n, sizeof *all);
+    if (all && f->supported_archs(all) == NVRTC_LOADER_SUCCESS) {
+      for (int i = 0; i < n && lib->n_archs < (int)(sizeof lib->archs / sizeof lib->archs[0]); i++)
+        lib->archs[lib->n_archs++] = all[i];
+    }
+    free(all);
+  }
+  *out = lib;
+  return 0;
+fail:
+  free(lib); /* the handle, if any, stays open: harmless */
+  return -ENOENT;
+}
+
+void nvrtc_lib_free(struct nvrtc_lib *lib) { free(lib); }
+
+int nvrtc_lib_supports(const struct nvrtc_lib *lib, int arch) {
+  for (int i = 0; i < lib->n_archs; i++)
+    if (lib->archs[i] == arch) return 1;
+  return 0;
+}

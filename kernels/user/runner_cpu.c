@@ -1,0 +1,179 @@
+/* gpulab-runner's CPU mode: buffers are memfds that gpulabd passed (SCM_RIGHTS), mapped
+ * shared, and "images" name one of the C functions below by their entry. It runs no
+ * user code: it exists so that the runner's life cycle (start, answers, a runner that
+ * dies or hangs and is replaced, deadlines, poisoning) is tested where no GPU is.
+ * Every function has the transpose signature (a, b, m, n): A is m x n, B = A^T. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kernels/core/clock.h"
+#include "kernels/user/runner_impl.h"
+
+static struct {
+  int n;
+  void *base[RUNNER_MAX_BUFFERS];
+  uint64_t bytes[RUNNER_MAX_BUFFERS];
+} att;
+
+#define MAX_MODULES 32
+static struct {
+  uint8_t key[32];
+  char entry[64];
+  int used;
+  int calls; /* launches since loaded or attached (the lazy kernels' memory) */
+} mods[MAX_MODULES];
+
+static int cpu_init(int device, struct runner_hello_msg *h, char *msg, size_t msg_len) {
+  h->cc_major = 0, h->cc_minor = 0;
+  h->sms = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  h->max_threads_per_block = 1024;
+  h->max_block[0] = h->max_block[1] = 1024, h->max_block[2] = 64;
+  h->max_grid[0] = 0x7fffffff, h->max_grid[1] = h->max_grid[2] = 65535;
+  h->max_shared_per_block = 48 << 10;
+  h->max_shared_optin = 227 << 10;
+  snprintf(h->name, sizeof h->name, "cpu runner (test kernels only)");
+  return 0;
+}
+
+static void cpu_detach(void) {
+  for (int i = 0; i < att.n; i++) munmap(att.base[i], att.bytes[i]);
+  att.n = 0;
+  for (int i = 0; i < MAX_MODULES; i++) mods[i].calls = 0;
+}
+
+static int cpu_attach(const struct runner_attach_msg *m, const int *fds, int n_fds, char *msg,
+                      size_t msg_len) {
+  int rc = 0;
+  if (m->n > RUNNER_MAX_BUFFERS || (int)m->n != n_fds) {
+    snprintf(msg, msg_len, "attach: %u buffers but %d fds", m->n, n_fds);
+    rc = -EINVAL;
+    goto out;
+  }
+  for (int i = 0; i < n_fds; i++) {
+    void *p = m->buf[i].bytes ? mmap(NULL, m->buf[i].bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0)
+                              : NULL;
+    if (p == MAP_FAILED) {
+      rc = -errno;
+      snprintf(msg, msg_len, "mmap of buffer %d (%llu bytes): %s", i,
+               (unsigned long long)m->buf[i].bytes, strerror(errno));
+      cpu_detach();
+      goto out;
+    }
+    att.base[att.n] = p;
+    att.bytes[att.n++] = m->buf[i].bytes;
+  }
+out:
+  for (int i = 0; i < n_fds; i++) close(fds[i]);
+  return rc;
+}
+
+static int find_module(const uint8_t key[32]) {
+  for (int i = 0; i < MAX_MODULES; i++)
+    if (mods[i].used && !memcmp(mods[i].key, key, 32)) return i;
+  return -1;
+}
+
+static const char *const known[] = {"kernel", "transpose", "wrong", "lazy", "once",
+                                    "trap", "oob", "hang", "die"};
+
+static int cpu_load(const struct runner_load_msg *m, const void *image,
+                    struct runner_loaded_msg *out, char *msg, size_t msg_len) {
+  int i = find_module(m->key);
+  out->cached = i >= 0;
+  if (i < 0) {
+    bool ok = false;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+      ok = ok || !strncmp(m->entry, known[k], sizeof m->entry);
+    if (!ok) {
+      snprintf(msg, msg_len, "the CPU runner has no test function %.64s", m->entry);
+      return -ENOENT;
+    }
+    for (i = 0; i < MAX_MODULES && mods[i].used; i++) {}
+    if (i == MAX_MODULES) i = 0; /* full: reuse the first slot */
+    memcpy(mods[i].key, m->key, 32);
+    snprintf(mods[i].entry, sizeof mods[i].entry, "%.63s", m->entry);
+    mods[i].used = 1;
+    mods[i].calls = 0;
+  }
+  out->registers = 0, out->static_shared_bytes = 0, out->local_bytes = 0;
+  out->max_threads_per_block = 1024;
+  return 0;
+}
+
+static void transpose(const float *a, float *b, int m, int n) {
+  for (int y = 0; y < m; y++)
+    for (int x = 0; x < n; x++) b[(size_t)x * m + y] = a[(size_t)y * n + x];
+}
+
+/* One "launch" of function entry with (a, b, m, n). */
+static void call(int mod, const float *a, float *b, int m, int n) {
+  const char *e = mods[mod].entry;
+  int calls = mods[mod].calls++;
+  if (!strcmp(e, "kernel") || !strcmp(e, "transpose")) {
+    transpose(a, b, m, n);
+  } else if (!strcmp(e, "wrong")) { /* three elements off */
+    transpose(a, b, m, n);
+    for (int i = 0; i < 3 && i < m * n; i++) b[i] += 1.0f;
+  } else if (!strcmp(e, "lazy")) { /* works only when it sees its output poisoned */
+    if (isnan(b[0])) transpose(a, b, m, n);
+  } else if (!strcmp(e, "once")) { /* works on its first call only */
+    if (calls == 0) transpose(a, b, m, n);
+  } else if (!strcmp(e, "trap")) {
+    fprintf(stderr, "cpu test kernel trap: aborting\n"); /* as a device printf would */
+    abort();
+  } else if (!strcmp(e, "oob")) {
+    volatile float *far = b + ((size_t)1 << 40);
+    *far = 1.0f;
+  } else if (!strcmp(e, "hang")) {
+    for (volatile int spin = 1; spin;) {}
+  } else if (!strcmp(e, "die")) {
+    _exit(9);
+  }
+}
+
+static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
+                   struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  int mod = find_module(m->key);
+  if (mod < 0) {
+    snprintf(msg, msg_len, "run: no image loaded under that key");
+    return -ENOENT;
+  }
+  /* The test functions take (buffer a, buffer b, int m, int n). */
+  if (m->n_args != 4 || m->args[0].kind != RUNNER_ARG_BUFFER ||
+      m->args[1].kind != RUNNER_ARG_BUFFER || m->args[2].kind != RUNNER_ARG_I32 ||
+      m->args[3].kind != RUNNER_ARG_I32 || m->args[0].value < 0 || m->args[0].value >= att.n ||
+      m->args[1].value < 0 || m->args[1].value >= att.n || m->out_buffer >= (uint32_t)att.n) {
+    snprintf(msg, msg_len, "run: the CPU runner takes (buffer, buffer, int, int)");
+    return -EINVAL;
+  }
+  const float *a = att.base[m->args[0].value];
+  float *b = att.base[m->args[1].value];
+  int rows = m->args[2].value, cols = m->args[3].value;
+  uint64_t need = (uint64_t)rows * (uint64_t)cols * sizeof(float);
+  if (rows < 0 || cols < 0 || need > att.bytes[m->args[0].value] ||
+      need > att.bytes[m->args[1].value] || m->out_floats * 4 > att.bytes[m->out_buffer]) {
+    snprintf(msg, msg_len, "run: %d x %d does not fit the buffers", rows, cols);
+    return -EINVAL;
+  }
+  float *out = att.base[m->out_buffer];
+  double timed = 0, t_all = clock_mono_ms();
+  for (uint32_t i = 0; i < m->n_launches; i++) {
+    if (m->poison_each) memset(out, m->reset_zero ? 0 : 0xff, m->out_floats * sizeof(float));
+    double t0 = clock_mono_ms();
+    call(mod, a, b, rows, cols);
+    timed += clock_mono_ms() - t0;
+  }
+  if (m->timed && m->n_launches)
+    done->ms_per_launch = (m->poison_each ? timed : clock_mono_ms() - t_all) / m->n_launches;
+  (void)fault;
+  return 0;
+}
+
+const struct runner_ops runner_cpu_ops = {cpu_init, cpu_attach, cpu_detach, cpu_load, cpu_run};

@@ -1,0 +1,307 @@
+/* gpulab-runner's CUDA mode: its own context on one device; the job's buffers opened
+ * from gpulabd's IPC handles (cudaIpcOpenMemHandle); images loaded with
+ * cuModuleLoadData and launched with cuLaunchKernel on a stream of its own, timed with
+ * its own events. The driver API comes from the runtime (cudaGetDriverEntryPoint-
+ * ByVersion), so nothing links libcuda. Any CUDA error once launches were issued is a
+ * fault: the context may be lost, so the runner reports it and exits. */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/user/runner_impl.h"
+
+typedef CUresult (*load_fn)(CUmodule *, const void *);
+typedef CUresult (*unload_fn)(CUmodule);
+typedef CUresult (*getfn_fn)(CUfunction *, CUmodule, const char *);
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*attr_get_fn)(int *, CUfunction_attribute, CUfunction);
+typedef CUresult (*attr_set_fn)(CUfunction, CUfunction_attribute, int);
+typedef CUresult (*errname_fn)(CUresult, const char **);
+
+static struct {
+  load_fn load;
+  unload_fn unload;
+  getfn_fn get_function;
+  launch_fn launch;
+  attr_get_fn attr_get;
+  attr_set_fn attr_set;
+  errname_fn error_name;
+} drv;
+
+static cudaStream_t stream;
+static cudaEvent_t *events; /* 2 per launch of the largest per-launch-timed run */
+static uint32_t n_events;
+static int max_optin;
+
+#define MAX_MODULES 32
+static struct {
+  bool used;
+  uint8_t key[32];
+  CUmodule mod;
+  CUfunction fn;
+  uint64_t last_use;
+} mods[MAX_MODULES];
+static uint64_t use_clock;
+
+static struct {
+  int n;
+  void *base[RUNNER_MAX_BUFFERS]; /* as opened: close these */
+  char *ptr[RUNNER_MAX_BUFFERS];  /* base + offset */
+  uint64_t bytes[RUNNER_MAX_BUFFERS];
+} att;
+
+
+
+static const char *cu_name(CUresult r) {
+  const char *s = NULL;
+  if (drv.error_name && drv.error_name(r, &s) == CUDA_SUCCESS && s) return s;
+  return "CUDA_ERROR_UNKNOWN";
+}
+
+static int resolve(const char *sym, void **slot, char *msg, size_t msg_len) {
+  enum cudaDriverEntryPointQueryResult q;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(sym, slot, 12000, cudaEnableDefault, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !*slot) {
+    snprintf(msg, msg_len, "the driver has no %s (%s)", sym, cudaGetErrorName(e));
+    return -ENOSYS;
+  }
+  return 0;
+}
+
+static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t msg_len) {
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaFree(0); /* the context, now */
+  if (e != cudaSuccess) {
+    snprintf(msg, msg_len, "device %d: %s: %s", device, cudaGetErrorName(e), cudaGetErrorString(e));
+    return -ENODEV;
+  }
+  void *p[7];
+  static const char *const syms[] = {"cuModuleLoadData",   "cuModuleUnload",     "cuModuleGetFunction",
+                                     "cuLaunchKernel",     "cuFuncGetAttribute", "cuFuncSetAttribute",
+                                     "cuGetErrorName"};
+  for (int i = 0; i < 7; i++)
+    if (resolve(syms[i], &p[i], msg, msg_len)) return -ENOSYS;
+  memcpy(&drv.load, &p[0], sizeof p[0]);
+  memcpy(&drv.unload, &p[1], sizeof p[1]);
+  memcpy(&drv.get_function, &p[2], sizeof p[2]);
+  memcpy(&drv.launch, &p[3], sizeof p[3]);
+  memcpy(&drv.attr_get, &p[4], sizeof p[4]);
+  memcpy(&drv.attr_set, &p[5], sizeof p[5]);
+  memcpy(&drv.error_name, &p[6], sizeof p[6]);
+  e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    snprintf(msg, msg_len, "cudaStreamCreate: %s", cudaGetErrorName(e));
+    return -ENODEV;
+  }
+  struct { enum cudaDeviceAttr a; int32_t *v; } attrs[] = {
+      {cudaDevAttrComputeCapabilityMajor, &h->cc_major},
+      {cudaDevAttrComputeCapabilityMinor, &h->cc_minor},
+      {cudaDevAttrMultiProcessorCount, &h->sms},
+      {cudaDevAttrMaxThreadsPerBlock, &h->max_threads_per_block},
+      {cudaDevAttrMaxBlockDimX, &h->max_block[0]}, {cudaDevAttrMaxBlockDimY, &h->max_block[1]},
+      {cudaDevAttrMaxBlockDimZ, &h->max_block[2]}, {cudaDevAttrMaxGridDimX, &h->max_grid[0]},
+      {cudaDevAttrMaxGridDimY, &h->max_grid[1]},   {cudaDevAttrMaxGridDimZ, &h->max_grid[2]},
+      {cudaDevAttrMaxSharedMemoryPerBlock, &h->max_shared_per_block},
+      {cudaDevAttrMaxSharedMemoryPerBlockOptin, &h->max_shared_optin}};
+  for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+    int v = 0;
+    cudaDeviceGetAttribute(&v, attrs[i].a, device);
+    *attrs[i].v = v;
+  }
+  max_optin = h->max_shared_optin;
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
+    snprintf(h->name, sizeof h->name, "%.95s", prop.name);
+  return 0;
+}
+
+/* Ends a job: its buffers closed and every module unloaded, so that nothing a kernel
+ * kept in its own __device__ memory outlives the job (no answers memoized across jobs). */
+static void cuda_detach(void) {
+  for (int i = 0; i < att.n; i++) cudaIpcCloseMemHandle(att.base[i]);
+  att.n = 0;
+  for (int i = 0; i < MAX_MODULES; i++)
+    if (mods[i].used) {
+      drv.unload(mods[i].mod);
+      mods[i].used = false;
+    }
+}
+
+static int cuda_attach(const struct runner_attach_msg *m, const int *fds, int n_fds, char *msg,
+                       size_t msg_len) {
+  for (int i = 0; i < n_fds; i++) close(fds[i]);
+  if (m->n > RUNNER_MAX_BUFFERS) return -EINVAL;
+  for (uint32_t i = 0; i < m->n; i++) {
+    cudaIpcMemHandle_t h;
+    memcpy(&h, m->buf[i].ipc, sizeof h);
+    void *base = NULL;
+    cudaError_t e = cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      snprintf(msg, msg_len, "cudaIpcOpenMemHandle of buffer %u: %s", i, cudaGetErrorName(e));
+      cudaGetLastError();
+      cuda_detach();
+      return -EIO;
+    }
+    att.base[att.n] = base;
+    att.ptr[att.n] = (char *)base + m->buf[i].offset;
+    att.bytes[att.n++] = m->buf[i].bytes;
+  }
+  return 0;
+}
+
+static int find_module(const uint8_t key[32]) {
+  for (int i = 0; i < MAX_MODULES; i++)
+    if (mods[i].used && !memcmp(mods[i].key, key, 32)) return i;
+  return -1;
+}
+
+static int cuda_load(const struct runner_load_msg *m, const void *image,
+                     struct runner_loaded_msg *out, char *msg, size_t msg_len) {
+  int i = find_module(m->key);
+  out->cached = i >= 0;
+  if (i < 0) {
+    int victim = 0;
+    for (i = 0; i < MAX_MODULES; i++) {
+      if (!mods[i].used) break;
+      if (mods[i].last_use < mods[victim].last_use) victim = i;
+    }
+    if (i == MAX_MODULES) {
+      i = victim;
+      drv.unload(mods[i].mod);
+      mods[i].used = false;
+    }
+    char entry[65];
+    snprintf(entry, sizeof entry, "%.64s", m->entry);
+    CUresult r = drv.load(&mods[i].mod, image);
+    if (r != CUDA_SUCCESS) {
+      snprintf(msg, msg_len, "cuModuleLoadData: %s", cu_name(r));
+      return -EINVAL;
+    }
+    r = drv.get_function(&mods[i].fn, mods[i].mod, entry);
+    if (r != CUDA_SUCCESS) {
+      drv.unload(mods[i].mod);
+      snprintf(msg, msg_len, "cuModuleGetFunction(%s): %s", entry, cu_name(r));
+      return -ENOENT;
+    }
+    memcpy(mods[i].key, m->key, 32);
+    mods[i].used = true;
+  }
+  mods[i].last_use = ++use_clock;
+  CUfunction f = mods[i].fn;
+  drv.attr_get(&out->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+  drv.attr_get(&out->static_shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+  drv.attr_get(&out->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+  drv.attr_get(&out->max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+  return 0;
+}
+
+static int grow_events(uint32_t n, char *msg, size_t msg_len) {
+  if (n <= n_events) return 0;
+  cudaEvent_t *e = realloc(events, sizeof *e * n);
+  if (!e) return -ENOMEM;
+  events = e;
+  for (; n_events < n; n_events++) {
+    cudaError_t c = cudaEventCreate(&events[n_events]);
+    if (c != cudaSuccess) {
+      snprintf(msg, msg_len, "cudaEventCreate: %s", cudaGetErrorName(c));
+      return -ENOMEM;
+    }
+  }
+  return 0;
+}
+
+/* A CUDA error after launches were issued: the kernel's fault. */
+static int fault_of(cudaError_t e, struct runner_fault_msg *fault) {
+  snprintf(fault->name, sizeof fault->name, "%s", cudaGetErrorName(e));
+  snprintf(fault->msg, sizeof fault->msg, "%s", cudaGetErrorString(e));
+  return 1;
+}
+
+static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done,
+                    struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  int mi = find_module(m->key);
+  if (mi < 0) {
+    snprintf(msg, msg_len, "run: no image loaded under that key");
+    return -ENOENT;
+  }
+  mods[mi].last_use = ++use_clock;
+  CUfunction f = mods[mi].fn;
+  if (m->n_args > RUNNER_MAX_ARGS || m->out_buffer >= (uint32_t)att.n ||
+      m->out_floats * sizeof(float) > att.bytes[m->out_buffer]) {
+    snprintf(msg, msg_len, "run: bad arguments or output");
+    return -EINVAL;
+  }
+  CUdeviceptr ptrs[RUNNER_MAX_ARGS];
+  int ints[RUNNER_MAX_ARGS];
+  void *params[RUNNER_MAX_ARGS];
+  for (uint32_t i = 0; i < m->n_args; i++) {
+    if (m->args[i].kind == RUNNER_ARG_BUFFER) {
+      if (m->args[i].value < 0 || m->args[i].value >= att.n) {
+        snprintf(msg, msg_len, "run: argument %u names buffer %d of %d", i, m->args[i].value, att.n);
+        return -EINVAL;
+      }
+      ptrs[i] = (CUdeviceptr)(uintptr_t)att.ptr[m->args[i].value];
+      params[i] = &ptrs[i];
+    } else {
+      ints[i] = m->args[i].value;
+      params[i] = &ints[i];
+    }
+  }
+  if ((int)m->dyn_shared_bytes > max_optin) {
+    snprintf(msg, msg_len, "run: %u bytes of dynamic shared memory, the device allows %d",
+             m->dyn_shared_bytes, max_optin);
+    return -EINVAL;
+  }
+  CUresult r = drv.attr_set(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            (int)m->dyn_shared_bytes);
+  if (r != CUDA_SUCCESS) {
+    snprintf(msg, msg_len, "cuFuncSetAttribute(max dynamic shared %u): %s", m->dyn_shared_bytes,
+             cu_name(r));
+    return -EINVAL;
+  }
+  bool per_launch = m->timed && m->poison_each;
+  int rc = grow_events(per_launch ? 2 * m->n_launches : 2, msg, msg_len);
+  if (rc) return rc;
+  float *out = (float *)att.ptr[m->out_buffer];
+  size_t out_bytes = m->out_floats * sizeof(float);
+  if (m->timed && !per_launch) cudaEventRecord(events[0], stream);
+  for (uint32_t i = 0; i < m->n_launches; i++) {
+    if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
+      cudaMemsetAsync(out, m->reset_zero ? 0 : 0xff, out_bytes, stream);
+    if (per_launch) cudaEventRecord(events[2 * i], stream);
+    r = drv.launch(f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
+                   m->dyn_shared_bytes, (CUstream)stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+      cudaError_t e = cudaStreamSynchronize(stream);
+      if (e != cudaSuccess) return fault_of(e, fault); /* an earlier launch faulted */
+      snprintf(msg, msg_len, "cuLaunchKernel(grid %u,%u,%u block %u,%u,%u, %u B shared): %s",
+               m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
+               m->dyn_shared_bytes, cu_name(r));
+      return -EINVAL;
+    }
+    if (per_launch) cudaEventRecord(events[2 * i + 1], stream);
+  }
+  if (m->timed && !per_launch) cudaEventRecord(events[1], stream);
+  cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) return fault_of(e, fault);
+  if (m->timed && m->n_launches) {
+    double total = 0;
+    for (uint32_t i = 0; i < (per_launch ? m->n_launches : 1); i++) {
+      float ms = 0;
+      e = cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]);
+      if (e != cudaSuccess) return fault_of(e, fault);
+      total += ms;
+    }
+    done->ms_per_launch = total / m->n_launches;
+  }
+  return 0;
+}
+
+const struct runner_ops runner_cuda_ops = {cuda_init, cuda_attach, cuda_detach, cuda_load,
+                                           cuda_run};

@@ -1,0 +1,139 @@
+/* The wire between gpulabd and its runner (gpulab-runner): frames over a socketpair,
+ * each a header and a fixed payload struct, with file descriptors riding along
+ * (SCM_RIGHTS) where the CPU mode shares buffers as memfds. Both ends are built from
+ * the same tree, so payloads are the structs below as they lie in memory; the HELLO
+ * carries RUNNER_PROTO_VERSION and a mismatch ends the runner. One request, one
+ * answer, in order: gpulabd sends, the runner answers with OK, HELLO, LOADED, DONE,
+ * FAULT or ERROR. */
+#ifndef GPULAB_RUNNER_PROTO_H
+#define GPULAB_RUNNER_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
+#define RUNNER_PROTO_VERSION 2
+#define RUNNER_MAX_BUFFERS 8
+#define RUNNER_MAX_ARGS 12
+#define RUNNER_MAX_IMAGE_BYTES (64u << 20)
+#define RUNNER_FD 3 /* the runner's end of the socketpair, as exec leaves it */
+
+enum runner_msg {
+  /* gpulabd -> runner */
+  RUNNER_MSG_ATTACH = 1, /* runner_attach_msg (+ one memfd per buffer in CPU mode) */
+  RUNNER_MSG_DETACH,     /* no payload: forget the buffers */
+  RUNNER_MSG_LOAD,       /* runner_load_msg + the image's bytes */
+  RUNNER_MSG_RUN,        /* runner_run_msg */
+  RUNNER_MSG_PING,       /* no payload */
+  RUNNER_MSG_EXIT,       /* no payload: the runner answers OK and exits 0 */
+  /* runner -> gpulabd */
+  RUNNER_MSG_HELLO = 32, /* runner_hello_msg, once at start */
+  RUNNER_MSG_OK,         /* no payload */
+  RUNNER_MSG_LOADED,     /* runner_loaded_msg */
+  RUNNER_MSG_DONE,       /* runner_done_msg */
+  RUNNER_MSG_FAULT,      /* runner_fault_msg: the kernel faulted; the runner exits next */
+  RUNNER_MSG_ERROR,      /* runner_error_msg: the request failed, the runner goes on */
+};
+
+struct runner_hdr {
+  uint32_t magic;
+  uint32_t type; /* enum runner_msg */
+  uint32_t len;  /* payload bytes after the header */
+  uint32_t n_fds;
+};
+
+enum runner_mode { RUNNER_MODE_CPU = 1, RUNNER_MODE_CUDA = 2 };
+
+struct runner_hello_msg {
+  uint32_t version, mode; /* RUNNER_PROTO_VERSION, enum runner_mode */
+  int32_t pid, device;
+  /* The device's launch limits (CUDA; CPU mode: generous stand-ins). */
+  int32_t cc_major, cc_minor, sms;
+  int32_t max_threads_per_block, max_block[3], max_grid[3];
+  int32_t max_shared_per_block, max_shared_optin;
+  char name[96];
+};
+
+/* A buffer of the job: in CUDA mode an IPC handle of a cudaMalloc allocation and the
+ * buffer's offset in it; in CPU mode a memfd (in the frame's fds, in order) mapped
+ * whole. */
+struct runner_buffer_desc {
+  uint64_t bytes;
+  uint64_t offset;
+  uint8_t ipc[64]; /* cudaIpcMemHandle_t */
+};
+struct runner_attach_msg {
+  uint32_t n;
+  struct runner_buffer_desc buf[RUNNER_MAX_BUFFERS];
+};
+
+struct runner_load_msg {
+  uint8_t key[32];  /* the image's key: a runner keeps its modules by it until DETACH */
+  char entry[64];
+  uint64_t image_bytes; /* the bytes that follow this struct */
+};
+struct runner_loaded_msg {
+  int32_t registers, static_shared_bytes, local_bytes, max_threads_per_block;
+  int32_t cached; /* 1: the module was loaded already */
+};
+
+enum runner_arg_kind { RUNNER_ARG_BUFFER = 1, RUNNER_ARG_I32 = 2 };
+struct runner_arg {
+  uint32_t kind;  /* enum runner_arg_kind */
+  int32_t value;  /* a buffer's index in the attach, or the int */
+};
+
+/* n launches of the loaded image `key`. poison_each: fill the output with NaN (all
+ * bits set; with reset_zero: with 0.0f, for a kernel that accumulates into it) before
+ * every launch, outside the timed part; timed: answer the mean ms of one launch
+ * (events in the runner's own context; per launch when poison_each, else one pair
+ * around all n). deadline_ms is a launch's: gpulabd kills a runner whose answer has
+ * not come within n of them and a margin. */
+struct runner_run_msg {
+  uint8_t key[32];
+  uint32_t grid[3], block[3];
+  uint32_t dyn_shared_bytes;
+  uint32_t n_args;
+  struct runner_arg args[RUNNER_MAX_ARGS];
+  uint32_t out_buffer;   /* index of the output buffer */
+  uint64_t out_floats;   /* its floats to poison */
+  uint32_t n_launches;
+  uint32_t poison_each, timed;
+  uint32_t reset_zero;
+  double deadline_ms;
+};
+struct runner_done_msg {
+  double ms_per_launch; /* timed runs; 0 otherwise */
+  double wall_ms;       /* the runner's wall time for the request */
+};
+
+struct runner_fault_msg {
+  char name[64];   /* e.g. "cudaErrorIllegalAddress", "SIGSEGV" */
+  char msg[192];
+};
+struct runner_error_msg {
+  int32_t code;    /* a negative errno value */
+  char msg[256];
+};
+
+/* Sends one frame: header, payload, and fds (n_fds of them, may be 0). Returns 0 or a
+ * negative errno (-EPIPE: the other end is gone). Blocks; writes it whole. */
+int runner_send(int sock, uint32_t type, const void *payload, size_t len, const void *extra,
+                size_t extra_len, const int *fds, int n_fds);
+/* Receives one frame: its header into hdr, its payload into *payload (malloc'ed, the
+ * caller frees it; NULL when len is 0; at most RUNNER_MAX_IMAGE_BYTES + 4 KiB, a longer
+ * frame is -EPROTO), and up to max_fds fds into fds (*n_fds of them, owned by the
+ * caller then; extra ones are closed). timeout_ms < 0: wait for ever, else for the
+ * whole frame. Returns 0, -ETIMEDOUT, -EPIPE when the other end closed, -EPROTO for a
+ * bad frame, or another negative errno. */
+int runner_recv(int sock, struct runner_hdr *hdr, void **payload, int *fds, int max_fds,
+                int *n_fds, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,141 @@
+/* The users' kernels table of the backends (ukreg.h): a small array under a mutex. */
+#include "kernels/user/ukreg.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct ukreg_kernel **table;
+static size_t n_table, cap_table;
+static char runner_path[512];
+static double deadline_s = 5;
+static bool cpu_runner;
+
+static struct ukreg_kernel *copy(const struct ukreg_kernel *k, bool with_image) {
+  struct ukreg_kernel *c = malloc(sizeof *c);
+  if (!c) return NULL;
+  *c = *k;
+  c->image = NULL;
+  c->image_bytes = 0;
+  if (with_image && k->image_bytes) {
+    if (!(c->image = malloc(k->image_bytes))) {
+      free(c);
+      return NULL;
+    }
+    memcpy(c->image, k->image, k->image_bytes);
+    c->image_bytes = k->image_bytes;
+  }
+  return c;
+}
+
+void ukreg_kernel_free(struct ukreg_kernel *k) {
+  if (!k) return;
+  free(k->image);
+  free(k);
+}
+
+static size_t find(long long id) {
+  for (size_t i = 0; i < n_table; i++)
+    if (table[i]->id == id) return i;
+  return (size_t)-1;
+}
+
+int ukreg_put(const struct ukreg_kernel *k) {
+  struct ukreg_kernel *c = copy(k, true);
+  if (!c) return -ENOMEM;
+  pthread_mutex_lock(&mu);
+  size_t i = find(k->id);
+  int rc = 0;
+  if (i != (size_t)-1) {
+    ukreg_kernel_free(table[i]);
+    table[i] = c;
+  } else if (n_table == cap_table) {
+    size_t cap = cap_table ? 2 * cap_table : 16;
+    struct ukreg_kernel **t = realloc(table, cap * sizeof *t);
+    if (t) {
+      table = t, cap_table = cap;
+      table[n_table++] = c;
+    } else {
+      ukreg_kernel_free(c);
+      rc = -ENOMEM;
+    }
+  } else {
+    table[n_table++] = c;
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+int ukreg_get(long long id, struct ukreg_kernel **out) {
+  *out = NULL;
+  pthread_mutex_lock(&mu);
+  size_t i = find(id);
+  int rc = -ENOENT;
+  if (i != (size_t)-1) rc = (*out = copy(table[i], true)) ? 0 : -ENOMEM;
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+int ukreg_identity(long long id, struct ukreg_kernel *out) {
+  pthread_mutex_lock(&mu);
+  size_t i = find(id);
+  if (i != (size_t)-1) {
+    *out = *table[i];
+    out->image = NULL;
+    out->image_bytes = 0;
+  }
+  pthread_mutex_unlock(&mu);
+  return i != (size_t)-1 ? 0 : -ENOENT;
+}
+
+bool ukreg_run_user(struct exp_run *run) {
+  if (!exp_variant_is_user(run->variant)) return false;
+  struct ukreg_kernel k;
+  memset(&run->user, 0, sizeof run->user);
+  run->user.id = exp_user_kernel_id(run->variant);
+  if (ukreg_identity(run->user.id, &k) != 0) return false;
+  snprintf(run->user.name, sizeof run->user.name, "%s", k.name);
+  snprintf(run->user.owner, sizeof run->user.owner, "%s", k.owner);
+  snprintf(run->user.source_sha256, sizeof run->user.source_sha256, "%s", k.source_sha);
+  return true;
+}
+
+void ukreg_remove(long long id) {
+  pthread_mutex_lock(&mu);
+  size_t i = find(id);
+  if (i != (size_t)-1) {
+    ukreg_kernel_free(table[i]);
+    table[i] = table[--n_table];
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+void ukreg_set_runner_path(const char *path) {
+  pthread_mutex_lock(&mu);
+  snprintf(runner_path, sizeof runner_path, "%s", path ? path : "");
+  pthread_mutex_unlock(&mu);
+}
+
+void ukreg_runner_path(char *buf, size_t len) {
+  pthread_mutex_lock(&mu);
+  if (runner_path[0]) {
+    snprintf(buf, len, "%s", runner_path);
+  } else {
+    char self[480];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) slash[1] = '\0';
+    snprintf(buf, len, "%sgpulab-runner", slash ? self : "./");
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+void ukreg_set_deadline(double seconds) { deadline_s = seconds > 0 ? seconds : 5; }
+double ukreg_deadline(void) { return deadline_s; }
+void ukreg_set_cpu_runner(bool on) { cpu_runner = on; }
+bool ukreg_cpu_runner(void) { return cpu_runner; }

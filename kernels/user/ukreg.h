@@ -1,0 +1,59 @@
+/* Users' kernels as the backends see them: a process-wide table from a kernel's id to
+ * what running it takes (its image, entry, launch shape) and what its runs carry (name,
+ * owner, source hash). gpulabd fills it from the kernels' table at start and whenever a
+ * kernel is stored; a job names a kernel by id only (exp_spec stays plain data), and
+ * the backend looks it up when the job runs. Also where gpulab-runner is. Thread-safe. */
+#ifndef GPULAB_UKREG_H
+#define GPULAB_UKREG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/core/experiment.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ukreg_kernel {
+  long long id;
+  char experiment[16], name[64], owner[64], source_sha[65], entry[64];
+  int block[3], tile[2], grid[3];
+  bool has_grid;
+  int shared_bytes; /* dynamic */
+  int registers, static_shared_bytes, stack_bytes, spill_bytes; /* from ptxas */
+  uint8_t key[32];  /* SHA-256 of the image: the runner keeps modules by it */
+  void *image;      /* the CUBIN */
+  size_t image_bytes;
+};
+
+/* Keeps a copy of k (image included), replacing one of the same id. 0 or -ENOMEM. */
+int ukreg_put(const struct ukreg_kernel *k);
+/* A copy of kernel id into *out (ukreg_kernel_free it): 0, -ENOENT, -ENOMEM. */
+int ukreg_get(long long id, struct ukreg_kernel **out);
+/* Its identity only (no image) into *out: 0 or -ENOENT. */
+int ukreg_identity(long long id, struct ukreg_kernel *out);
+void ukreg_remove(long long id);
+void ukreg_kernel_free(struct ukreg_kernel *k); /* NULL is a no-op */
+/* Sets run->user from the table for a user's run (run->variant kernel:<id>): the id
+ * always, name, owner and source hash when the kernel is there. Returns whether it is;
+ * false (nothing set) for any other run. */
+bool ukreg_run_user(struct exp_run *run);
+
+/* gpulab-runner's path: set by gpulabd (copied); default: "gpulab-runner" beside the
+ * running executable. */
+void ukreg_set_runner_path(const char *path);
+void ukreg_runner_path(char *buf, size_t len);
+/* A launch's deadline in seconds (default 5), set by gpulabd. */
+void ukreg_set_deadline(double seconds);
+double ukreg_deadline(void);
+/* Tests: the CPU backend runs users' kernels through a CPU-mode runner, whose test
+ * functions stand for them by entry name (kernels/user/runner_cpu.c). */
+void ukreg_set_cpu_runner(bool on);
+bool ukreg_cpu_runner(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,208 @@
+/* Users' kernels as a service (ukernels.h): NVRTC, the cache, the compile slots, the
+ * stored kernels put in the backends' table. */
+#include "server/engine/ukernels.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "kernels/user/ukreg.h"
+#include "server/log.h"
+
+struct ukernels {
+  struct ukernels_config cfg;
+  struct nvrtc_lib *nvrtc;
+  char nvrtc_why[1024];
+  struct image_cache *cache;
+  struct store *store, *own; /* own: opened here (":memory:") when none was given */
+  pthread_mutex_t mu; /* the compile slots */
+  pthread_cond_t freed;
+  int busy;
+};
+
+/* A stored kernel into the backends' table (ukreg.h): its image, launch and identity. */
+int ukernels_register(const struct store_kernel *row) {
+  struct ukreg_kernel k;
+  memset(&k, 0, sizeof k);
+  k.id = row->id;
+  snprintf(k.experiment, sizeof k.experiment, "%s", row->experiment);
+  snprintf(k.name, sizeof k.name, "%s", row->name);
+  snprintf(k.owner, sizeof k.owner, "%s", row->owner);
+  snprintf(k.source_sha, sizeof k.source_sha, "%s", row->source_sha);
+  json_t *spec = json_loads(row->spec ? row->spec : "{}", 0, NULL);
+  json_t *rep = json_loads(row->report ? row->report : "{}", 0, NULL);
+  snprintf(k.entry, sizeof k.entry, "%s", json_string_value(json_object_get(spec, "entry")) ?
+                                          json_string_value(json_object_get(spec, "entry")) : "kernel");
+  for (int i = 0; i < 3; i++) {
+    k.block[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "block"), (size_t)i));
+    k.grid[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "grid"), (size_t)i));
+    if (i < 2) k.tile[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "tile"), (size_t)i));
+    if (k.block[i] < 1) k.block[i] = 1;
+  }
+  k.has_grid = json_object_get(spec, "grid") != NULL;
+  k.shared_bytes = (int)json_integer_value(json_object_get(spec, "shared_bytes"));
+  k.registers = (int)json_integer_value(json_object_get(rep, "registers"));
+  k.static_shared_bytes = (int)json_integer_value(json_object_get(rep, "shared_bytes"));
+  k.stack_bytes = (int)json_integer_value(json_object_get(rep, "stack_bytes"));
+  k.spill_bytes = (int)(json_integer_value(json_object_get(rep, "spill_store_bytes")) +
+                        json_integer_value(json_object_get(rep, "spill_load_bytes")));
+  json_decref(spec);
+  json_decref(rep);
+  k.image = row->image;
+  k.image_bytes = row->image_bytes;
+  if (row->image) image_sha256(row->image, row->image_bytes, k.key);
+  return ukreg_put(&k);
+}
+
+struct preload {
+  long long *ids;
+  int n, cap;
+};
+
+/* A listing has no images: ids only, each read in full after. */
+static void preload_id(void *arg, const struct store_kernel *head) {
+  struct preload *p = arg;
+  if (p->n == p->cap) {
+    int cap = p->cap ? 2 * p->cap : 64;
+    long long *ids = realloc(p->ids, sizeof *ids * (size_t)cap);
+    if (!ids) return;
+    p->ids = ids, p->cap = cap;
+  }
+  p->ids[p->n++] = head->id;
+}
+
+/* Every stored kernel into the backends' table; returns how many. */
+static int preload(struct store *s) {
+  struct preload p = {0};
+  store_kernel_list(s, NULL, NULL, preload_id, &p);
+  int loaded = 0;
+  for (int i = 0; i < p.n; i++) {
+    struct store_kernel row;
+    if (store_kernel_get(s, p.ids[i], &row) == 0) {
+      loaded += ukernels_register(&row) == 0;
+      store_kernel_clear(&row);
+    }
+  }
+  free(p.ids);
+  return loaded;
+}
+
+int ukernels_new(const struct ukernels_config *cfg, struct ukernels **out, char *err,
+                 size_t err_len) {
+  *out = NULL;
+  struct ukernels *u = calloc(1, sizeof *u);
+  if (!u) {
+    snprintf(err, err_len, "out of memory");
+    return -1;
+  }
+  u->cfg = *cfg;
+  struct ukernels_config *c = &u->cfg;
+  if (c->arch <= 0) c->arch = UCOMPILE_DEFAULT_ARCH;
+  if (c->max_per_client <= 0) c->max_per_client = 32;
+  if (c->max_source_bytes == 0) c->max_source_bytes = 64 << 10;
+  if (c->compile_time_s <= 0) c->compile_time_s = 10;
+  if (c->compile_slots <= 0) c->compile_slots = 2;
+  if (c->compile_wait_s <= 0) c->compile_wait_s = 5;
+  if (c->cache_bytes == 0) c->cache_bytes = 64u << 20;
+  if (c->max_shared_optin <= 0) c->max_shared_optin = 227 << 10;
+  pthread_mutex_init(&u->mu, NULL);
+  pthread_cond_init(&u->freed, NULL);
+  if (c->nvrtc_path && !strcmp(c->nvrtc_path, "none")) {
+    snprintf(u->nvrtc_why, sizeof u->nvrtc_why, "gpulabd runs with --nvrtc none");
+  } else if (nvrtc_lib_open(c->nvrtc_path, &u->nvrtc, u->nvrtc_why, sizeof u->nvrtc_why)) {
+    log_warn("users' kernels: no NVRTC, POST /kernels answers 503: %s", u->nvrtc_why);
+  } else if (!nvrtc_lib_supports(u->nvrtc, c->arch)) {
+    log_warn("users' kernels: NVRTC %d.%d cannot compile for sm_%d", u->nvrtc->major,
+             u->nvrtc->minor, c->arch);
+  } else {
+    log_info("users' kernels: NVRTC %d.%d (%s), sm_%d", u->nvrtc->major, u->nvrtc->minor,
+             u->nvrtc->path, c->arch);
+  }
+  u->store = c->store;
+  if (image_cache_new(c->cache_bytes, &u->cache)) {
+    snprintf(err, err_len, "out of memory");
+    ukernels_free(u);
+    return -1;
+  }
+  if (!u->store) { /* --db none: the kernels are kept for this run only */
+    char why[320];
+    if (store_open(":memory:", &u->own, why, sizeof why)) {
+      snprintf(err, err_len, "a store in memory for the kernels: %s", why);
+      ukernels_free(u);
+      return -1;
+    }
+    u->store = u->own;
+  }
+  int n = preload(u->store);
+  if (n) log_info("users' kernels: %d stored kernel(s) ready to run", n);
+  *out = u;
+  return 0;
+}
+
+void ukernels_free(struct ukernels *u) {
+  if (!u) return;
+  store_close(u->own);
+  image_cache_free(u->cache);
+  nvrtc_lib_free(u->nvrtc);
+  pthread_cond_destroy(&u->freed);
+  pthread_mutex_destroy(&u->mu);
+  free(u);
+}
+
+const struct ukernels_config *ukernels_config(const struct ukernels *u) { return &u->cfg; }
+
+const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **why) {
+  if (!u->nvrtc && why) *why = u->nvrtc_why;
+  return u->nvrtc;
+}
+
+struct store *ukernels_store(struct ukernels *u) { return u->store; }
+
+int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompile_report **out,
+                     bool *cached, char *msg, size_t msg_len) {
+  *out = NULL;
+  *cached = false;
+  if (!u->nvrtc) {
+    snprintf(msg, msg_len, "%s", u->nvrtc_why);
+    return -ENODEV;
+  }
+  req->arch = u->cfg.arch;
+  req->time_limit_s = u->cfg.compile_time_s;
+  /* A cached answer needs no slot. */
+  uint8_t key[IMAGE_KEY_BYTES];
+  if (image_cache_key(req, u->nvrtc->major, u->nvrtc->minor, key) == 0 &&
+      ucompile_options_check(req->options, req->n_options, msg, msg_len) == 0 &&
+      image_cache_get(u->cache, key, out) == 0) {
+    *cached = true;
+    return 0;
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  double w = u->cfg.compile_wait_s;
+  until.tv_sec += (time_t)w;
+  until.tv_nsec += (long)((w - (double)(time_t)w) * 1e9);
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&u->mu);
+  int rc = 0;
+  while (u->busy >= u->cfg.compile_slots && rc == 0)
+    rc = pthread_cond_timedwait(&u->freed, &u->mu, &until);
+  if (u->busy >= u->cfg.compile_slots) {
+    pthread_mutex_unlock(&u->mu);
+    snprintf(msg, msg_len, "%d compiles are running (--compile-slots); try again shortly",
+             u->busy);
+    return -EBUSY;
+  }
+  u->busy++;
+  pthread_mutex_unlock(&u->mu);
+  rc = image_cache_compile(u->cache, u->nvrtc, req, out, cached, msg, msg_len);
+  pthread_mutex_lock(&u->mu);
+  u->busy--;
+  pthread_cond_signal(&u->freed);
+  pthread_mutex_unlock(&u->mu);
+  return rc;
+}

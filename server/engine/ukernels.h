@@ -1,0 +1,55 @@
+/* Users' kernels as a service of gpulabd: NVRTC (loaded once at start, or known to be
+ * missing and why), the image cache, the kernels' table in the store, and the limits a
+ * shared box needs (kernels and source bytes per client, compile time, compiles at
+ * once). The HTTP layer (server/http/routes_kernels.c) turns requests into calls here; the
+ * backends find the kernels a job names in kernels/user/ukreg.h, which this fills. */
+#ifndef GPULAB_UKERNELS_H
+#define GPULAB_UKERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kernels/user/image_cache.h"
+#include "kernels/user/nvrtc_loader.h"
+#include "kernels/user/ucompile.h"
+#include "server/store/store.h"
+
+struct ukernels_config {
+  const char *nvrtc_path;  /* NULL: the usual search; "none": no NVRTC (503 on POST) */
+  int arch;                /* SM to compile for (the first device's); 0: UCOMPILE_DEFAULT_ARCH */
+  int max_per_client;      /* stored kernels per owner; 0: 32 */
+  size_t max_source_bytes; /* 0: 64 KiB */
+  double compile_time_s;   /* 0: 10 s */
+  int compile_slots;       /* compiles at once; 0: 2 */
+  double compile_wait_s;   /* for a free slot, then 503 compile_busy; 0: 5 s */
+  size_t cache_bytes;      /* 0: 64 MiB */
+  int max_shared_optin;    /* dynamic shared bytes a kernel may ask; 0: 227 KiB (sm_90) */
+  struct store *store;     /* borrowed; NULL: a store in memory of the service's own */
+};
+
+struct ukernels;
+
+/* Opens the service (cfg copied; cfg->store borrowed, it must outlive u) and puts
+ * every stored kernel in the backends' table. NVRTC missing is not an error:
+ * ukernels_nvrtc says so. Returns 0 with *out (ukernels_free it) or -1 with err. */
+int ukernels_new(const struct ukernels_config *cfg, struct ukernels **out, char *err,
+                 size_t err_len);
+void ukernels_free(struct ukernels *u); /* NULL is a no-op */
+
+const struct ukernels_config *ukernels_config(const struct ukernels *u); /* defaults filled */
+/* The loaded NVRTC, or NULL with *why (u's, static to it) saying why there is none. */
+const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **why);
+/* Where the kernels are kept: cfg->store, or the service's own. Borrowed. */
+struct store *ukernels_store(struct ukernels *u);
+
+/* Compiles req through the cache, within the compile slots and time limit (req's
+ * time_limit_s and arch are set from the config). Returns as image_cache_compile, and
+ * -ENODEV without NVRTC, -EBUSY when no slot freed within compile_wait_s. */
+int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompile_report **out,
+                     bool *cached, char *msg, size_t msg_len);
+
+/* A stored kernel (its image included; borrowed) into the backends' table, so that
+ * jobs can run it. 0 or -ENOMEM. */
+int ukernels_register(const struct store_kernel *k);
+
+#endif

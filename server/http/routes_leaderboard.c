@@ -1,0 +1,185 @@
+/* GET /leaderboard/{experiment}?size=...: the best verified result of every variant
+ * (the built-ins and users' kernels) at one size of an experiment that takes users'
+ * kernels, from the jobs that measured them (the store's, or memory's with --db none),
+ * ranked, each row linking its job. Only runs that passed their check, were not refused
+ * as implausible and ran uncontended count; a baseline (transpose's copy) is not
+ * ranked; users' kernels only where the asking client may see them. The size sets the
+ * experiment's dimension params; the others stay at their defaults. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/engine/job_json.h"
+#include "server/engine/ukernels.h"
+#include "server/http/routes.h"
+#include "server/store/store.h"
+
+#define BOARD_SCAN_LIMIT 5000 /* jobs read, newest first */
+
+struct board {
+  struct request *r;
+  enum exp_type type;
+  const struct exp_desc *exp;
+  long long want[EXP_MAX_PARAMS]; /* every param's value the rows were measured at */
+  json_t *best;                   /* label -> row */
+};
+
+static const char *str_of(json_t *o, const char *key) {
+  const char *v = json_string_value(json_object_get(o, key));
+  return v ? v : "";
+}
+static json_t *or_null(json_t *v) { return v ? v : json_null(); }
+
+/* Whether kernel:<id> may be shown to the asking client. */
+static bool kernel_visible(struct request *r, json_t *uk) {
+  struct ukernels *u = r->srv->opts.ukernels;
+  struct store_kernel k;
+  if (!u || store_kernel_get(ukernels_store(u), json_integer_value(json_object_get(uk, "id")), &k)) return false;
+  bool ok = k.is_public || request_may_see(r, k.owner);
+  store_kernel_clear(&k);
+  return ok;
+}
+
+/* Whether a run of the job (label, its user_kernel or NULL) may take a row. */
+static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk) {
+  json_t *fig = json_object_get(run, "figure");
+  if (!json_is_true(json_object_get(run, "available")) || !json_is_number(fig) ||
+      !json_is_true(json_object_get(json_object_get(run, "check"), "passed")) || json_object_get(run, "refused") ||
+      json_is_true(json_object_get(run, "contended")))
+    return false;
+  if (uk) return kernel_visible(b->r, uk);
+  int v = exp_variant_from_name(b->type, label);
+  return v >= 0 && !(b->exp->variants[v].flags & EXP_VARIANT_BASELINE);
+}
+
+static void consider(struct board *b, json_t *job) {
+  if (!job || strcmp(str_of(job, "type"), b->exp->name) != 0 || strcmp(str_of(job, "state"), "done") != 0) return;
+  json_t *params = json_object_get(job, "params");
+  for (int i = 0; i < b->exp->n_params; i++)
+    if (json_integer_value(json_object_get(params, b->exp->params[i].name)) != b->want[i]) return;
+  size_t i;
+  json_t *run;
+  json_array_foreach(json_object_get(json_object_get(job, "result"), "runs"), i, run) {
+    const char *label = json_string_value(json_object_get(run, "variant"));
+    json_t *uk = json_object_get(run, "user_kernel"), *fig = json_object_get(run, "figure");
+    if (!label || !rankable(b, run, label, uk)) continue;
+    json_t *have = json_object_get(b->best, label);
+    if (have && json_number_value(json_object_get(have, "figure")) >= json_number_value(fig)) continue;
+    json_int_t id = json_integer_value(json_object_get(job, "id"));
+    char href[40];
+    snprintf(href, sizeof href, "/jobs/%lld", (long long)id);
+    json_t *row = json_pack("{s:s,s:O,s:O,s:O,s:O,s:I,s:s,s:O,s:O}", "variant", label, "figure", fig, "unit",
+                            or_null(json_object_get(run, "unit")), "median_ms",
+                            or_null(json_object_get(json_object_get(run, "timing"), "median_ms")),
+                            "percent_of_ceiling", or_null(json_object_get(run, "percent_of_ceiling")), "job", id,
+                            "href", href, "device", or_null(json_object_get(json_object_get(job, "result"), "device")),
+                            "finished_at", or_null(json_object_get(job, "finished_at")));
+    if (row && uk) json_object_set(row, "user_kernel", uk);
+    if (row) json_object_set_new(b->best, label, row);
+  }
+}
+
+static void from_store(void *arg, uint64_t id, const char *record) {
+  (void)id;
+  json_t *job = json_loads(record, 0, NULL);
+  consider(arg, job);
+  json_decref(job);
+}
+
+static void from_memory(struct board *b) {
+  struct engine_list_filter f = {.state = job_state_from_name("done"), .type = (int)b->type};
+  struct job **jobs = malloc(sizeof *jobs * BOARD_SCAN_LIMIT);
+  int n = jobs ? engine_jobs_list(b->r->srv->engine, &f, jobs, BOARD_SCAN_LIMIT) : 0;
+  for (int i = 0; i < n; i++) {
+    struct job_view v;
+    job_get_view(b->r->srv->engine, jobs[i], &v);
+    json_t *j = job_json(&v, true);
+    consider(b, j);
+    json_decref(j);
+    job_unref(jobs[i]);
+  }
+  free(jobs);
+}
+
+static int by_figure(const void *a, const void *b) {
+  double fa = json_number_value(json_object_get(*(json_t *const *)a, "figure"));
+  double fb = json_number_value(json_object_get(*(json_t *const *)b, "figure"));
+  return fa < fb ? 1 : fa > fb ? -1 : 0;
+}
+
+/* ?size=: one integer for every dimension param, or one per dimension param in order
+ * ("4096", "4096,2048"); each within its param's range. */
+static int parse_size(struct board *b, const char *size, struct api_error *err) {
+  int dims[EXP_MAX_PARAMS], n_dims = 0;
+  for (int i = 0; i < b->exp->n_params; i++)
+    if (b->exp->params[i].flags & EXP_PARAM_DIM) dims[n_dims++] = i;
+  long long v[EXP_MAX_PARAMS];
+  int n = 0;
+  const char *p = size;
+  while (*p && n < n_dims) {
+    char *end;
+    v[n] = strtoll(p, &end, 10);
+    if (end == p || (*end && *end != ',')) break;
+    n++;
+    p = *end ? end + 1 : end;
+  }
+  if (*p || n < 1 || (n > 1 && n != n_dims))
+    return api_error_set(err, 400, "wrong_type", "size",
+                         "size is one integer or %d, comma-separated (e.g. size=4096), got '%.40s'", n_dims, size);
+  for (int k = 0; k < n_dims; k++) {
+    const struct exp_param *prm = &b->exp->params[dims[k]];
+    long long x = v[n == 1 ? 0 : k];
+    if (x < prm->min || x > prm->max)
+      return api_error_set(err, 400, "out_of_range", "size", "%s must be between %d and %d, got %lld", prm->name,
+                           prm->min, prm->max, x);
+    b->want[dims[k]] = x;
+  }
+  return 0;
+}
+
+/* The rows of b, best figure first, ranked; and the size they were measured at. */
+static json_t *board_json(struct board *b) {
+  size_t n = json_object_size(b->best), k = 0;
+  json_t **rows = malloc(sizeof *rows * (n ? n : 1));
+  if (!rows) return NULL;
+  const char *key;
+  json_t *row;
+  json_object_foreach(b->best, key, row) rows[k++] = row;
+  qsort(rows, k, sizeof *rows, by_figure);
+  json_t *list = json_array(), *size = json_object();
+  for (size_t i = 0; i < k; i++) {
+    json_object_set_new(rows[i], "rank", json_integer((json_int_t)i + 1));
+    json_array_append(list, rows[i]);
+  }
+  free(rows);
+  for (int i = 0; i < b->exp->n_params; i++)
+    json_object_set_new(size, b->exp->params[i].name, json_integer(b->want[i]));
+  return json_pack("{s:s,s:o,s:o}", "experiment", b->exp->name, "size", size, "rows", list);
+}
+
+enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a) {
+  const char *experiment = a->id;
+  int type = exp_type_from_name(experiment);
+  if (type < 0 || !exp_user_of((enum exp_type)type)) {
+    char names[96] = "";
+    for (int t = 0, used = 0; t < EXP_TYPE_COUNT; t++)
+      if (exp_user_of((enum exp_type)t))
+        used += snprintf(names + used, sizeof names - (size_t)used, "%s%s", used ? ", " : "",
+                         exp_type_name((enum exp_type)t));
+    return respond_fail(r, 404, "not_found", "experiment", "no leaderboard '%.40s'; valid: %s", experiment, names);
+  }
+  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
+  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
+  const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
+  struct api_error err;
+  if (size && parse_size(&b, size, &err)) return respond_error(r, &err);
+  if (!(b.best = json_object())) return respond_json(r, 500, NULL);
+  if (r->srv->opts.store)
+    store_list(r->srv->opts.store, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT, from_store, &b);
+  else
+    from_memory(&b);
+  json_t *out = board_json(&b);
+  json_decref(b.best);
+  return respond_json(r, 200, out);
+}

@@ -1,0 +1,196 @@
+/* The store's table of users' kernels (store.h): written at once under the database's
+ * lock, its failures noted as the jobs' are, so that a kernel the store cannot keep is
+ * refused like a job. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/log.h"
+#include "server/store/store_priv.h"
+
+#define COLUMNS "id, owner, name, experiment, public, created, source_sha"
+
+/* Columns 0-6 of a row: COLUMNS. */
+static void head_of(sqlite3_stmt *st, struct store_kernel *k) {
+  const unsigned char *t;
+  k->id = sqlite3_column_int64(st, 0);
+  snprintf(k->owner, sizeof k->owner, "%s", (t = sqlite3_column_text(st, 1)) ? (const char *)t : "");
+  snprintf(k->name, sizeof k->name, "%s", (t = sqlite3_column_text(st, 2)) ? (const char *)t : "");
+  snprintf(k->experiment, sizeof k->experiment, "%s", (t = sqlite3_column_text(st, 3)) ? (const char *)t : "");
+  k->is_public = sqlite3_column_int(st, 4) != 0;
+  k->created = sqlite3_column_double(st, 5);
+  snprintf(k->source_sha, sizeof k->source_sha, "%s", (t = sqlite3_column_text(st, 6)) ? (const char *)t : "");
+}
+
+static char *dup_col(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return strdup(t ? (const char *)t : "");
+}
+
+/* One write of its own: sql with its bindings (bind), stepped once. Returns 0 or the
+ * negative errno of the failure, SQLite's words in why (the caller notes it once the
+ * database is released). The database lock is held. */
+static int write_locked(struct store *s, const char *sql, void (*bind)(sqlite3_stmt *, const void *),
+                        const void *arg, char *why, size_t why_len) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    bind(st, arg);
+    rc = sqlite3_step(st);
+  }
+  int err = rc == SQLITE_DONE ? 0 : store_errno(s->db, rc);
+  if (err) {
+    snprintf(why, why_len, "%s", sqlite3_errmsg(s->db));
+    log_warn("store: kernels: %s", why);
+  }
+  sqlite3_finalize(st);
+  return err;
+}
+
+static void bind_insert(sqlite3_stmt *st, const void *arg) {
+  const struct store_kernel *k = arg;
+  sqlite3_bind_text(st, 1, k->owner, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, k->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, k->experiment, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 4, k->is_public);
+  sqlite3_bind_double(st, 5, k->created);
+  sqlite3_bind_text(st, 6, k->source_sha, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 7, k->source ? k->source : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 8, k->spec ? k->spec : "{}", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 9, k->report ? k->report : "{}", -1, SQLITE_STATIC);
+  if (k->image)
+    sqlite3_bind_blob(st, 10, k->image, (int)k->image_bytes, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 10);
+}
+
+int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
+  int err = store_check(s);
+  if (err) return err;
+  if (k->image_bytes > (1u << 30)) return -EFBIG;
+  char why[200] = "";
+  pthread_mutex_lock(&s->lock);
+  err = write_locked(s,
+                     "INSERT INTO kernels(owner, name, experiment, public, created, source_sha, source,"
+                     " spec, report, image) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     bind_insert, k, why, sizeof why);
+  if (err == 0) *id = sqlite3_last_insert_rowid(s->db);
+  pthread_mutex_unlock(&s->lock);
+  store_note_write(s, err, why);
+  return err;
+}
+
+int store_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
+  memset(k, 0, sizeof *k);
+  sqlite3_stmt *st = NULL;
+  int ret = -EIO;
+  pthread_mutex_lock(&s->lock);
+  if (sqlite3_prepare_v2(s->db, "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id=?1", -1,
+                         &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      head_of(st, k);
+      k->source = dup_col(st, 7);
+      k->spec = dup_col(st, 8);
+      k->report = dup_col(st, 9);
+      int n = sqlite3_column_bytes(st, 10);
+      const void *blob = sqlite3_column_blob(st, 10);
+      if (blob && n > 0 && (k->image = malloc((size_t)n))) {
+        memcpy(k->image, blob, (size_t)n);
+        k->image_bytes = (size_t)n;
+      }
+      ret = k->source && k->spec && k->report && (!blob || n <= 0 || k->image) ? 0 : -ENOMEM;
+    } else if (rc == SQLITE_DONE) {
+      ret = -ENOENT;
+    }
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->lock);
+  if (ret) store_kernel_clear(k);
+  return ret;
+}
+
+static void bind_id(sqlite3_stmt *st, const void *arg) { sqlite3_bind_int64(st, 1, *(const int64_t *)arg); }
+
+int store_kernel_delete(struct store *s, int64_t id) {
+  char why[200] = "";
+  pthread_mutex_lock(&s->lock);
+  int err = write_locked(s, "DELETE FROM kernels WHERE id=?1", bind_id, &id, why, sizeof why);
+  bool none = err == 0 && sqlite3_changes(s->db) == 0;
+  pthread_mutex_unlock(&s->lock);
+  store_note_write(s, err, why);
+  return none ? -ENOENT : err;
+}
+
+int store_kernel_list(struct store *s, const char *owner, const char *experiment,
+                      void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  sqlite3_stmt *st = NULL;
+  struct store_kernel *rows = NULL;
+  int n = 0, cap = 0, ret = -EIO;
+  pthread_mutex_lock(&s->lock);
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT " COLUMNS ", spec, report FROM kernels WHERE (?1 IS NULL OR owner=?1 OR"
+                         " public=1) AND (?2 IS NULL OR experiment=?2) ORDER BY id DESC",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, experiment, -1, SQLITE_STATIC);
+    ret = 0;
+    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+      if (n == cap) {
+        cap = cap ? 2 * cap : 32;
+        struct store_kernel *grown = realloc(rows, (size_t)cap * sizeof *rows);
+        if (!grown) {
+          ret = -ENOMEM;
+          break;
+        }
+        rows = grown;
+      }
+      struct store_kernel *k = &rows[n++];
+      memset(k, 0, sizeof *k);
+      head_of(st, k);
+      k->spec = dup_col(st, 7);
+      k->report = dup_col(st, 8);
+      if (!k->spec || !k->report) ret = -ENOMEM;
+    }
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->lock);
+  for (int i = 0; i < n; i++) {
+    if (ret == 0) fn(arg, &rows[i]);
+    store_kernel_clear(&rows[i]);
+  }
+  free(rows);
+  return ret ? ret : n;
+}
+
+int store_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes) {
+  sqlite3_stmt *st = NULL;
+  int ret = -EIO;
+  *n = 0;
+  *source_bytes = 0;
+  pthread_mutex_lock(&s->lock);
+  if (sqlite3_prepare_v2(s->db, "SELECT COUNT(*), COALESCE(SUM(LENGTH(source)), 0) FROM kernels WHERE owner=?1",
+                         -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      *n = sqlite3_column_int(st, 0);
+      *source_bytes = (size_t)sqlite3_column_int64(st, 1);
+      ret = 0;
+    }
+  }
+  sqlite3_finalize(st);
+  pthread_mutex_unlock(&s->lock);
+  return ret;
+}
+
+void store_kernel_clear(struct store_kernel *k) {
+  free(k->source);
+  free(k->spec);
+  free(k->report);
+  free(k->image);
+  k->source = k->spec = k->report = NULL;
+  k->image = NULL;
+  k->image_bytes = 0;
+}

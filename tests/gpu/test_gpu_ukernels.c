@@ -1,0 +1,193 @@
+/* Users' kernels in jobs on a real GPU (label gpu; skips with 77 where gpulabd finds no
+ * CUDA device): every experiment's template (GET /kernels/signatures) with its default
+ * block and tile passes its check at odd sizes (tails in every dimension) and at the
+ * default size; the lecture's padded33 sent as a user's kernel runs in the same job as
+ * the built-in padded33, both timed the poisoned way (both medians printed: the 3% is a
+ * benchmark figure, not asserted here); a wrong kernel fails its check with the
+ * mismatch count; __trap(), an out-of-range store and an endless loop each fail their
+ * job (kernel_fault, kernel_timeout) and the next job passes, gpulabd staying
+ * healthy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "http_client.h"
+#include "kernels/core/clock.h"
+
+static struct gpulabd D;
+
+static const char *const padded33 =
+    "#define TILE 32\n"
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+    "  __shared__ float tile[TILE][TILE + 1];\n"
+    "  int tx = threadIdx.x, ty = threadIdx.y;\n"
+    "  size_t x = (size_t)blockIdx.x * TILE + tx, y = (size_t)blockIdx.y * TILE + ty;\n"
+    "  if (x < (size_t)n && y < (size_t)m) tile[ty][tx] = a[y * n + x];\n"
+    "  __syncthreads();\n"
+    "  size_t ox = (size_t)blockIdx.y * TILE + tx, oy = (size_t)blockIdx.x * TILE + ty;\n"
+    "  if (ox < (size_t)m && oy < (size_t)n) b[oy * m + ox] = tile[tx][ty];\n"
+    "}\n";
+static const char *const wrong =
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+    "  size_t x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+    "  if (threadIdx.y == 31) return; /* forgets a row of every tile */\n"
+    "  if (x < n && y < m) b[x * m + y] = a[y * n + x];\n"
+    "}\n";
+static const char *const trap =
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) { __trap(); }\n";
+static const char *const oob =
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+    "  b[(size_t)m * n + (1ull << 36) + threadIdx.x] = 1.0f;\n"
+    "}\n";
+static const char *const endless =
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+    "  volatile int spin = 1; while (spin) {}\n"
+    "}\n";
+
+static long long post_kernel(const char *name, const char *src) {
+  char path[160];
+  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&block=32,32&tile=32,32", name);
+  struct http_reply r;
+  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  printf("%s: compiled in %.1f ms, %lld registers\n", name, JNUM(r.json, "compile.compile_ms"),
+         JINT(r.json, "compile.registers"));
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+/* A transpose job of variants (a JSON list's inside), waited for. */
+static json_t *job(const char *variants) {
+  char body[256];
+  snprintf(body, sizeof body, "{\"variant\":[%s]}", variants);
+  struct http_reply r;
+  http_post_json(&D, "/transpose?wait=120", body, &r);
+  CHECK(r.status == 200 || r.status == 202);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return job_wait_final(&D, id, 180);
+}
+
+/* A job on path with body (JSON), waited for. */
+static json_t *run(const char *path, const char *body) {
+  struct http_reply r;
+  char url[160];
+  snprintf(url, sizeof url, "%s?wait=120", path);
+  http_post_json(&D, url, body, &r);
+  CHECK(r.status == 200 || r.status == 202);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return job_wait_final(&D, id, 300);
+}
+
+/* Each experiment's template as a user sends it (its default block and tile): its run
+ * passes at sizes with tails against its tile, and at the default size. */
+static void templates(void) {
+  static const struct {
+    const char *experiment, *odd;
+  } sizes[] = {{"transpose", "\"m\":131,\"n\":197"},
+               {"gemm", "\"m\":130,\"n\":135,\"k\":77"},
+               {"stencil", "\"n\":9001,\"radius\":37"}};
+  json_t *sigs = http_get_json(&D, "/kernels/signatures");
+  size_t i;
+  json_t *sig;
+  json_array_foreach(json_object_get(sigs, "signatures"), i, sig) {
+    const char *exp = JSTR(sig, "experiment"), *src = JSTR(sig, "template");
+    char path[128], body[256];
+    snprintf(path, sizeof path, "/kernels?experiment=%s&name=template_%s", exp, exp);
+    struct http_reply r;
+    http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
+    CHECK_STATUS(&r, 201);
+    long long id = JINT(r.json, "id");
+    http_reply_free(&r);
+    const char *odd = NULL;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+      if (!strcmp(sizes[k].experiment, exp)) odd = sizes[k].odd;
+    CHECK(odd != NULL);
+    for (int pass = 0; pass < 2; pass++) {
+      snprintf(body, sizeof body, "{%s%s\"variant\":[\"kernel:%lld\"]}", pass ? "" : odd, pass ? "" : ",", id);
+      snprintf(path, sizeof path, "/%s", exp);
+      json_t *j = run(path, body);
+      if (strcmp(JSTR(j, "state"), "done") || !JBOOL(j, "result.runs[0].check.passed"))
+        CHECK_FAIL_("%s's template at %s: %s", exp, pass ? "the default size" : odd, json_dumps(j, JSON_COMPACT));
+      printf("%s template (kernel:%lld) at %s: passed, %.4f ms, grid %lld x %lld\n", exp, id,
+             pass ? "the default size" : odd, JNUM(j, "result.runs[0].timing.median_ms"),
+             JINT(j, "result.runs[0].kernel.grid[0]"), JINT(j, "result.runs[0].kernel.grid[1]"));
+      json_decref(j);
+    }
+  }
+  json_decref(sigs);
+}
+
+static void passes(long long good) {
+  char v[64];
+  snprintf(v, sizeof v, "\"kernel:%lld\"", good);
+  json_t *j = job(v);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.runs[0].check.passed"));
+  json_decref(j);
+}
+
+int main(void) {
+  const char *args[] = {"--backend", "cuda", "--db", "none", "--streams", "1",
+                        "--kernel-deadline", "2", "--access-log", "off", NULL};
+  gpulabd_start_or_skip(args, &D);
+  templates();
+  long long good = post_kernel("padded33_user", padded33);
+
+  /* The same source as the built-in, in the same job, timed the same way. */
+  char v[64];
+  snprintf(v, sizeof v, "\"padded33\",\"kernel:%lld\"", good);
+  json_t *j = job(v);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.passed"));
+  double builtin = JNUM(j, "result.runs[0].timing.median_ms");
+  double user = JNUM(j, "result.runs[1].timing.median_ms");
+  printf("padded33 built-in %.4f ms (%.0f GB/s), user %.4f ms (%.0f GB/s): user/built-in %.3f\n",
+         builtin, JNUM(j, "result.runs[0].figure"), user, JNUM(j, "result.runs[1].figure"), user / builtin);
+  printf("  methods: %s | %s\n", JSTR(j, "result.runs[0].timing.method"),
+         JSTR(j, "result.runs[1].timing.method"));
+  CHECK(strstr(JSTR(j, "result.runs[0].timing.method"), "poisoned") != NULL);
+  CHECK(strstr(JSTR(j, "result.runs[1].timing.method"), "gpulab-runner") != NULL);
+  CHECK_STR_EQ(JSTR(j, "result.runs[1].user_kernel.name"), "padded33_user");
+  CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), good);
+  CHECK(JINT(j, "result.runs[1].kernel.registers") > 0);
+  json_decref(j);
+
+  /* A wrong kernel: its check fails with the mismatch count; the job is done. */
+  long long bad = post_kernel("wrong", wrong);
+  snprintf(v, sizeof v, "\"padded33\",\"kernel:%lld\"", bad);
+  j = job(v);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(!JBOOL(j, "result.runs[1].check.passed"));
+  long long mismatches = JINT(j, "result.runs[1].check.mismatches");
+  printf("wrong: %lld mismatches\n", mismatches);
+  CHECK(mismatches > 0);
+  CHECK(json_is_null(json_at(j, "result.runs[1].figure")));
+  json_decref(j);
+
+  /* Faults: each fails its job with its code; the next job passes. */
+  const char *srcs[3] = {trap, oob, endless}, *names[3] = {"trap", "oob", "endless"};
+  const char *codes[3] = {"kernel_fault", "kernel_fault", "kernel_timeout"};
+  for (int i = 0; i < 3; i++) {
+    long long id = post_kernel(names[i], srcs[i]);
+    snprintf(v, sizeof v, "\"padded33\",\"kernel:%lld\"", id);
+    double t0 = clock_mono_s();
+    j = job(v);
+    double failed = clock_mono_s() - t0;
+    CHECK_STR_EQ(JSTR(j, "state"), "failed");
+    CHECK_STR_EQ(JSTR(j, "error.code"), codes[i]);
+    printf("%s: %s (%s) after %.2f s\n", names[i], codes[i], JSTR(j, "error.message"), failed);
+    json_decref(j);
+    t0 = clock_mono_s();
+    passes(good);
+    printf("  the next job passed %.2f s later\n", clock_mono_s() - t0);
+    json_t *h = http_get_json(&D, "/health");
+    json_decref(h);
+  }
+  gpulabd_stop(&D);
+  printf("test_gpu_ukernels: ok\n");
+  return 0;
+}

@@ -1,0 +1,444 @@
+/* Users' kernels over HTTP on a real gpulabd (--backend cpu; NVRTC compiles for real):
+ * POST /kernels as JSON, text/x-cuda and multipart/form-data; a compile error's 422
+ * with its line and report; refused options and includes; validation; the cache; GET,
+ * list and DELETE; jobs that name a kernel (and sweeps); storage across a restart; a
+ * store that cannot take the kernel refuses it as it refuses a job (507); ownership
+ * and quotas with tokens; 503 without NVRTC. Errors are problems (RFC 9457). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "http_client.h"
+
+#define ALICE "alice-token-0123456789"
+#define BOB "bob-token-0123456789abc"
+
+static char dir[] = "/tmp/gpulab-kernels-XXXXXX";
+
+static const char *const good_json =
+    "{\"experiment\":\"transpose\",\"name\":\"padded\",\"block\":[32,32,1],\"tile\":[32,32],"
+    "\"options\":[\"-DTILE=32\",\"-lineinfo\"],\"source\":"
+    "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n"
+    "  __shared__ float t[TILE][TILE + 1];\\n"
+    "  int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;\\n"
+    "  if (x < n && y < m) t[threadIdx.y][threadIdx.x] = a[(size_t)y * n + x];\\n"
+    "  __syncthreads();\\n"
+    "  int ox = blockIdx.y * TILE + threadIdx.x, oy = blockIdx.x * TILE + threadIdx.y;\\n"
+    "  if (ox < m && oy < n) b[(size_t)oy * m + ox] = t[threadIdx.x][threadIdx.y];\\n"
+    "}\\n\"}";
+
+static const char *const cu_file =
+    "// a user's file, sent as it is\n"
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+    "  int x = blockIdx.x * 32 + threadIdx.x;\n"
+    "  for (int y = blockIdx.y * 32 + threadIdx.y; y < m && y < (blockIdx.y + 1) * 32; y += 8)\n"
+    "    if (x < n) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n"
+    "}\n";
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void post(struct gpulabd *d, const char *body, long status, const char *code,
+                 struct http_reply *out) {
+  http_post_json(d, "/kernels", body, out);
+  if (code) CHECK_ERROR(out, status, code, json_string_value(json_at(out->json, "field")));
+  else CHECK_STATUS(out, status);
+}
+
+/* A 422: a problem with its line (and, from the compiler, its report) as extension
+ * members. */
+static void check_unprocessable(const struct http_reply *r, const char *code, int line) {
+  CHECK_INT_EQ(r->status, 422);
+  CHECK(r->content_type && strncmp(r->content_type, "application/problem+json", 24) == 0);
+  CHECK_STR_EQ(JSTR(r->json, "code"), code);
+  CHECK_STR_EQ(JSTR(r->json, "field"), "source");
+  CHECK(JSTR(r->json, "detail")[0] != '\0');
+  if (line) CHECK_INT_EQ(JINT(r->json, "line"), line);
+  else CHECK(json_is_null(json_at(r->json, "line")));
+}
+
+static void test_api(struct gpulabd *d, long long *first_id, char *sha) {
+  struct http_reply r;
+  /* The signatures, for the editor. */
+  json_t *sigs = http_get_json(d, "/kernels/signatures");
+  CHECK_INT_EQ(json_array_size(json_at(sigs, "signatures")), 3);
+  CHECK_STR_EQ(JSTR(sigs, "signatures[0].signature"),
+               "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n)");
+  CHECK(strstr(JSTR(sigs, "signatures[1].signature"), "int m, int n, int k") != NULL);
+  json_decref(sigs);
+
+  /* JSON: compiled, with ptxas' usage; the same again comes from the cache. */
+  post(d, good_json, 201, NULL, &r);
+  *first_id = JINT(r.json, "id");
+  CHECK(r.location && strstr(r.location, "/kernels/") != NULL);
+  CHECK(JBOOL(r.json, "compile.ok"));
+  CHECK(!JBOOL(r.json, "compile.cached"));
+  CHECK(JINT(r.json, "compile.registers") > 0);
+  CHECK_INT_EQ(JINT(r.json, "compile.shared_bytes"), 32 * 33 * 4);
+  CHECK_INT_EQ(JINT(r.json, "compile.spill_store_bytes"), 0);
+  CHECK_STR_EQ(JSTR(r.json, "compile.arch"), "sm_90");
+  CHECK_INT_EQ(strlen(JSTR(r.json, "source_sha256")), 64);
+  snprintf(sha, 65, "%s", JSTR(r.json, "source_sha256"));
+  char variant[32];
+  snprintf(variant, sizeof variant, "kernel:%lld", *first_id);
+  CHECK_STR_EQ(JSTR(r.json, "variant"), variant);
+  http_reply_free(&r);
+  post(d, good_json, 201, NULL, &r);
+  CHECK(JBOOL(r.json, "compile.cached"));
+  http_reply_free(&r);
+
+  /* A syntax error: 422 at its line, with the log. */
+  http_post_json(d, "/kernels", "{\"experiment\":\"transpose\",\"name\":\"broken\",\"source\":"
+          "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n"
+          "  int x = threadIdx.x;\\n  b[x] = a[x] +;\\n}\\n\"}", &r);
+  check_unprocessable(&r, "compile_failed", 3);
+  CHECK(strstr(JSTR(r.json, "compile.log"), "broken.cu(3)") != NULL);
+  CHECK_INT_EQ(JINT(r.json, "compile.error_line"), 3);
+  CHECK(!JBOOL(r.json, "compile.ok"));
+  http_reply_free(&r);
+  /* The wrong signature fails to compile at the definition. */
+  http_post_json(d, "/kernels", "{\"experiment\":\"gemm\",\"name\":\"sig\",\"source\":"
+          "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {}\"}", &r);
+  check_unprocessable(&r, "compile_failed", 1);
+  http_reply_free(&r);
+
+  /* Refused before compiling. */
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"options\":[\"-I/etc\"]}",
+       400, "option_not_allowed", &r);
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"options\":[\"-rdc=true\"]}",
+       400, "option_not_allowed", &r);
+  http_reply_free(&r);
+  http_post_json(d, "/kernels",
+                 "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"\\n#include \\\"/etc/passwd\\\"\\n\"}", &r);
+  check_unprocessable(&r, "source_not_allowed", 2);
+  CHECK(json_at(r.json, "compile") == NULL);
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"pipeline\",\"name\":\"x\",\"source\":\"int x;\"}", 400, "unknown_type", &r);
+  http_reply_free(&r);
+  post(d, "{\"name\":\"x\",\"source\":\"int x;\"}", 400, "missing_field", &r);
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"a b\",\"source\":\"int x;\"}", 400, "out_of_range", &r);
+  CHECK_STR_EQ(JSTR(r.json, "field"), "name");
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"block\":[64,32,1]}", 400,
+       "out_of_range", &r);
+  CHECK_STR_EQ(JSTR(r.json, "field"), "block");
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"shared_bytes\":10000000}",
+       400, "out_of_range", &r);
+  CHECK_STR_EQ(JSTR(r.json, "field"), "shared_bytes");
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"tile\":[1],\"grid\":[1]}",
+       400, "out_of_range", &r);
+  CHECK_STR_EQ(JSTR(r.json, "field"), "grid");
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"public\":1}", 400,
+       "wrong_type", &r);
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"color\":1}", 400,
+       "unknown_field", &r);
+  http_reply_free(&r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\"}", 400, "missing_field", &r);
+  CHECK_STR_EQ(JSTR(r.json, "field"), "source");
+  http_reply_free(&r);
+  http_request(d, "POST", "/kernels", "image/png", "x", 1, &r);
+  CHECK_ERROR(&r, 415, "unsupported_media_type", NULL);
+  http_reply_free(&r);
+
+  /* The file as it is: text/x-cuda with the fields as query parameters. */
+  http_request(d, "POST",
+               "/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo,-DX=1",
+               "text/x-cuda", cu_file, strlen(cu_file), &r);
+  CHECK_STATUS(&r, 201);
+  CHECK_INT_EQ(JINT(r.json, "block[1]"), 8);
+  CHECK_INT_EQ(JINT(r.json, "tile[1]"), 32);
+  CHECK_STR_EQ(JSTR(r.json, "options[1]"), "-DX=1");
+  CHECK_STR_EQ(JSTR(r.json, "source"), cu_file);
+  http_reply_free(&r);
+
+  /* An HTML form's multipart/form-data; the experiment's block when none is given. */
+  char form[2048];
+  int n = snprintf(form, sizeof form,
+                   "--XyZ\r\nContent-Disposition: form-data; name=\"experiment\"\r\n\r\nstencil\r\n"
+                   "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nmine\r\n"
+                   "--XyZ\r\nContent-Disposition: form-data; name=\"source\"; filename=\"s.cu\"\r\n"
+                   "Content-Type: text/plain\r\n\r\n%s\r\n--XyZ--\r\n",
+                   "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i];\n}");
+  http_request(d, "POST", "/kernels", "multipart/form-data; boundary=XyZ", form, (size_t)n, &r);
+  CHECK_STATUS(&r, 201);
+  CHECK_STR_EQ(JSTR(r.json, "experiment"), "stencil");
+  CHECK_INT_EQ(JINT(r.json, "block[0]"), 256);
+  CHECK_INT_EQ(JINT(r.json, "tile[0]"), 256);
+  http_reply_free(&r);
+
+  /* Listing (newest first, no source, no log) and one kernel in full. */
+  json_t *list = http_get_json(d, "/kernels");
+  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 4);
+  CHECK(json_at(list, "kernels[0].source") == NULL);
+  CHECK(json_at(list, "kernels[0].compile.log") == NULL);
+  json_decref(list);
+  list = http_get_json(d, "/kernels?experiment=stencil");
+  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 1);
+  json_decref(list);
+  char path[64];
+  snprintf(path, sizeof path, "/kernels/%lld", *first_id);
+  json_t *k = http_get_json(d, path);
+  CHECK(strstr(JSTR(k, "source"), "__shared__ float t[TILE][TILE + 1]") != NULL);
+  CHECK(strstr(JSTR(k, "compile.log"), "Compiling entry function 'kernel'") != NULL);
+  json_decref(k);
+  /* A job naming it: on the CPU backend that run is listed unavailable, saying why,
+   * beside the built-ins, with the kernel's identity. */
+  char body[256];
+  snprintf(body, sizeof body,
+           "{\"m\":33,\"n\":47,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":0,"
+           "\"batches\":1,\"reps\":1}", *first_id);
+  http_post_json(d, "/transpose", body, &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "params.variant[1]"), variant);
+  CHECK(JBOOL(r.json, "result.runs[0].available"));
+  CHECK_STR_EQ(JSTR(r.json, "result.runs[1].variant"), variant);
+  CHECK(!JBOOL(r.json, "result.runs[1].available"));
+  CHECK(strstr(JSTR(r.json, "result.runs[1].reason"), "CPU backend") != NULL);
+  CHECK_INT_EQ(JINT(r.json, "result.runs[1].user_kernel.id"), *first_id);
+  CHECK_STR_EQ(JSTR(r.json, "result.runs[1].user_kernel.name"), "padded");
+  CHECK_STR_EQ(JSTR(r.json, "result.runs[1].user_kernel.source_sha256"), sha);
+  http_reply_free(&r);
+  http_post_json(d, "/transpose", "{\"variant\":[\"kernel:999\"]}", &r);
+  CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+  http_reply_free(&r);
+  http_post_json(d, "/jobs", "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:999\"}}", &r);
+  CHECK_ERROR(&r, 400, "unknown_variant", "params.variant");
+  http_reply_free(&r);
+  http_post_json(d, "/pipeline", "{\"streams\":\"kernel:1\"}", &r); /* no users' kernels there */
+  CHECK_STATUS(&r, 400);
+  http_reply_free(&r);
+  http_post_json(d, "/transpose", "{\"variant\":[\"kernel:0\"]}", &r);
+  CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+  http_reply_free(&r);
+  snprintf(body, sizeof body, "{\"variant\":[\"kernel:%lld\",\"kernel:%lld\"]}", *first_id, *first_id);
+  http_post_json(d, "/transpose", body, &r);
+  CHECK_ERROR(&r, 400, "duplicate_variant", "variant");
+  http_reply_free(&r);
+  snprintf(body, sizeof body, "{\"variant\":[\"naive\",\"kernel:%lld\"]}", *first_id);
+  http_post_json(d, "/gemm", body, &r);
+  CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+  CHECK(strstr(JSTR(r.json, "detail"), "transpose kernel") != NULL);
+  http_reply_free(&r);
+  /* A sweep whose points name it: its rows have the kernel's column too. */
+  snprintf(body, sizeof body,
+           "{\"type\":\"transpose\",\"params\":{\"variant\":[\"naive\",\"kernel:%lld\"],\"warmup\":0,"
+           "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[8,16]}}", *first_id);
+  http_post_json(d, "/sweeps?wait=60", body, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  http_post_json(d, "/sweeps", "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:998\"},"
+                                "\"axes\":{\"m\":[8,16]}}", &r);
+  CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+  http_reply_free(&r);
+
+  /* ?run=1: stored, then run against the built-ins at the default size. */
+  http_request(d, "POST", "/kernels?experiment=transpose&name=ran&block=32,8&tile=32,32&run=1&wait=120",
+               "text/x-cuda", cu_file, strlen(cu_file), &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  CHECK_INT_EQ(JINT(r.json, "params.m"), 4096);
+  CHECK_INT_EQ(json_array_size(json_at(r.json, "result.runs")), 6);
+  CHECK(strncmp(JSTR(r.json, "result.runs[5].variant"), "kernel:", 7) == 0);
+  CHECK(!JBOOL(r.json, "result.runs[5].available"));
+  http_reply_free(&r);
+
+  /* The leaderboard at a size: the best verified run per variant, linking its job. */
+  json_t *board = http_get_json(d, "/leaderboard/transpose?size=33,47");
+  CHECK_INT_EQ(json_array_size(json_at(board, "rows")), 1); /* padded33; the kernel did not run */
+  CHECK_STR_EQ(JSTR(board, "rows[0].variant"), "padded33");
+  CHECK_INT_EQ(JINT(board, "rows[0].rank"), 1);
+  CHECK(strncmp(JSTR(board, "rows[0].href"), "/jobs/", 6) == 0);
+  CHECK_INT_EQ(JINT(board, "size.n"), 47);
+  json_decref(board);
+  board = http_get_json(d, "/leaderboard/transpose");
+  CHECK_INT_EQ(json_array_size(json_at(board, "rows")), 4); /* the ?run=1 job's transposes */
+  CHECK(JNUM(board, "rows[0].figure") >= JNUM(board, "rows[3].figure"));
+  json_decref(board);
+  http_get(d, "/leaderboard/transpose?size=x", &r);
+  CHECK_ERROR(&r, 400, "wrong_type", "size");
+  http_reply_free(&r);
+  http_get(d, "/leaderboard/transpose?size=0", &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "size");
+  http_reply_free(&r);
+  http_get(d, "/leaderboard/pipeline", &r);
+  CHECK_ERROR(&r, 404, "not_found", "experiment");
+  http_reply_free(&r);
+
+  http_get(d, "/kernels/999", &r);
+  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
+  http_reply_free(&r);
+  http_get(d, "/kernels/abc", &r);
+  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
+  http_reply_free(&r);
+}
+
+static void test_tokens(void) {
+  char tokens[128], db[128];
+  snprintf(tokens, sizeof tokens, "%s/tokens", dir);
+  snprintf(db, sizeof db, "%s/tok.db", dir);
+  write_file(tokens, ALICE " alice\n" BOB " bob\n");
+  const char *args[] = {"--backend", "cpu", "--tokens", tokens, "--db", db, "--max-kernels", "2",
+                        "--access-log", "off", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  struct http_reply r;
+  snprintf(d.http.token, sizeof d.http.token, "%s", ALICE);
+  post(&d, "{\"experiment\":\"stencil\",\"name\":\"secret\",\"source\":\"extern \\\"C\\\" __global__ void "
+           "kernel(const float* x, float* y, int n, int r) {}\"}", 201, NULL, &r);
+  long long secret = JINT(r.json, "id");
+  CHECK_STR_EQ(JSTR(r.json, "owner"), "alice");
+  http_reply_free(&r);
+  post(&d, "{\"experiment\":\"stencil\",\"name\":\"shared\",\"public\":true,\"source\":\"extern \\\"C\\\" "
+           "__global__ void kernel(const float* x, float* y, int n, int r) {}\"}", 201, NULL, &r);
+  long long shared = JINT(r.json, "id");
+  http_reply_free(&r);
+  post(&d, "{\"experiment\":\"stencil\",\"name\":\"third\",\"source\":\"int x;\"}", 403, "kernel_quota", &r);
+  http_reply_free(&r);
+
+  snprintf(d.http.token, sizeof d.http.token, "%s", BOB);
+  char path[64];
+  snprintf(path, sizeof path, "/kernels/%lld", secret);
+  http_get(&d, path, &r);
+  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
+  http_reply_free(&r);
+  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
+  http_reply_free(&r);
+  snprintf(path, sizeof path, "/kernels/%lld", shared);
+  json_t *k = http_get_json(&d, path);
+  CHECK_STR_EQ(JSTR(k, "owner"), "alice");
+  json_decref(k);
+  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_ERROR(&r, 403, "not_owner", "id");
+  http_reply_free(&r);
+  json_t *list = http_get_json(&d, "/kernels");
+  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 1);
+  json_decref(list);
+  d.http.token[0] = '\0';
+  http_get(&d, "/kernels", &r);
+  CHECK_STATUS(&r, 401);
+  http_reply_free(&r);
+
+  snprintf(d.http.token, sizeof d.http.token, "%s", ALICE);
+  snprintf(path, sizeof path, "/kernels/%lld", secret);
+  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  http_get(&d, path, &r);
+  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+}
+
+/* A store that cannot take a kernel (a file size limit: EFBIG, as a full disk gives
+ * ENOSPC) refuses it as it refuses a job: 507 insufficient_storage with Retry-After,
+ * nothing kept; a job is refused too while it fails; every kernel it accepted is there
+ * after a restart. */
+static void test_store_full(void) {
+  char db[128], path[160];
+  snprintf(db, sizeof db, "%s/full.db", dir);
+  signal(SIGXFSZ, SIG_IGN); /* inherited: the limit makes writes fail with EFBIG */
+  struct rlimit saved, lim;
+  CHECK_INT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  lim = saved;
+  lim.rlim_cur = 512 * 1024;
+  CHECK_INT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  const char *args[] = {"--backend", "cpu", "--db", db, "--max-kernels", "200", "--access-log", "off", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  CHECK_INT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0); /* gpulabd keeps the limit it started with */
+  static char src[62000];
+  size_t n = (size_t)snprintf(src, sizeof src, "// ");
+  memset(src + n, 'x', 60000);
+  n += 60000;
+  snprintf(src + n, sizeof src - n,
+           "\nextern \"C\" __global__ void kernel(const float* x, float* y, int n, int r) {}\n");
+  int accepted = 0;
+  bool refused = false;
+  struct http_reply r;
+  for (int i = 0; i < 100 && !refused; i++) {
+    snprintf(path, sizeof path, "/kernels?experiment=stencil&name=big%d", i);
+    http_request(&d, "POST", path, "text/x-cuda", src, strlen(src), &r);
+    if (r.status == 201) {
+      accepted++;
+    } else {
+      CHECK_ERROR(&r, 507, "insufficient_storage", NULL);
+      CHECK(r.retry_after != NULL);
+      refused = true;
+    }
+    http_reply_free(&r);
+  }
+  printf("a file size limit of 512 KiB: %d kernels of 60 KB stored, then 507\n", accepted);
+  CHECK(refused && accepted > 0);
+  http_post_json(&d, "/stencil", "{\"n\":64}", &r); /* the store is failing: no job either */
+  CHECK(r.status == 507 || r.status == 503);
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+  gpulabd_start(args, &d);
+  json_t *list = http_get_json(&d, "/kernels");
+  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), accepted);
+  json_decref(list);
+  gpulabd_stop(&d);
+}
+
+int main(void) {
+  CHECK(mkdtemp(dir) != NULL);
+  char db[128];
+  snprintf(db, sizeof db, "%s/k.db", dir);
+  const char *args[] = {"--backend", "cpu", "--db", db, "--access-log", "off", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  long long id;
+  char sha[65];
+  test_api(&d, &id, sha);
+  gpulabd_stop(&d);
+
+  /* Across a restart: the kernel, its source and report are still there. */
+  gpulabd_start(args, &d);
+  char path[64];
+  snprintf(path, sizeof path, "/kernels/%lld", id);
+  json_t *k = http_get_json(&d, path);
+  CHECK_STR_EQ(JSTR(k, "source_sha256"), sha);
+  CHECK(JBOOL(k, "compile.ok"));
+  json_decref(k);
+  gpulabd_stop(&d);
+
+  test_tokens();
+  test_store_full();
+
+  /* Without NVRTC: 503 nvrtc_unavailable, saying why. */
+  const char *none[] = {"--backend", "cpu", "--db", "none", "--nvrtc", "none", "--access-log", "off", NULL};
+  gpulabd_start(none, &d);
+  struct http_reply r;
+  post(&d, good_json, 503, "nvrtc_unavailable", &r);
+  CHECK(strstr(JSTR(r.json, "detail"), "--nvrtc none") != NULL);
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+  const char *missing[] = {"--backend", "cpu", "--db", "none", "--nvrtc", "/nonexistent/libnvrtc.so",
+                           "--access-log", "off", NULL};
+  gpulabd_start(missing, &d);
+  post(&d, good_json, 503, "nvrtc_unavailable", &r);
+  CHECK(strstr(JSTR(r.json, "detail"), "/nonexistent/libnvrtc.so") != NULL);
+  http_reply_free(&r);
+  gpulabd_stop(&d);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+  printf("test_kernels_http: ok\n");
+  return 0;
+}

@@ -1,0 +1,101 @@
+/* A job's whole path through gpulab-runner where no GPU is (gpulabd --backend cpu
+ * --cpu-runner-test): users' transpose kernels, compiled for real, run as the CPU
+ * runner's test functions of their entry's name beside the built-ins. A good one
+ * passes; a wrong one fails its check with its mismatches; one that works only when
+ * its output is NaN passes (poisoned before every launch), one that works once fails;
+ * a trap, a stray store, a hang past the deadline and an exit fail their jobs with
+ * kernel_fault / kernel_timeout, and the next job passes on a new runner. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "http_client.h"
+#include "kernels/core/clock.h"
+
+static struct gpulabd D;
+
+static long long post_kernel(const char *entry) {
+  char src[256], path[160];
+  snprintf(src, sizeof src,
+           "extern \"C\" __global__ void %s(const float* a, float* b, int m, int n) {}\n", entry);
+  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&entry=%s", entry, entry);
+  struct http_reply r;
+  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+static json_t *job(long long id) {
+  char body[200];
+  snprintf(body, sizeof body,
+           "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":1,"
+           "\"batches\":3,\"reps\":4}", id);
+  struct http_reply r;
+  http_post_json(&D, "/transpose?wait=60", body, &r);
+  CHECK(r.status == 200);
+  json_t *j = json_incref(r.json);
+  http_reply_free(&r);
+  return j;
+}
+
+static void passes(long long good) {
+  json_t *j = job(good);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.passed"));
+  json_decref(j);
+}
+
+int main(void) {
+  const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--kernel-deadline", "1",
+                        "--db", "none", "--streams", "1", "--access-log", "off", NULL};
+  gpulabd_start(args, &D);
+  long long good = post_kernel("transpose");
+
+  json_t *j = job(good);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.passed"));
+  CHECK(JBOOL(j, "result.runs[1].available"));
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  CHECK_INT_EQ(JINT(j, "result.runs[1].timing.batches"), 3);
+  CHECK(JNUM(j, "result.runs[1].timing.median_ms") > 0);
+  CHECK(strstr(JSTR(j, "result.runs[1].timing.method"), "poisoned") != NULL);
+  CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), good);
+  json_decref(j);
+
+  j = job(post_kernel("wrong"));
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(!JBOOL(j, "result.runs[1].check.passed"));
+  CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 3);
+  CHECK(json_is_null(json_at(j, "result.runs[1].figure")));
+  json_decref(j);
+  j = job(post_kernel("lazy"));
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  json_decref(j);
+  j = job(post_kernel("once"));
+  CHECK(!JBOOL(j, "result.runs[1].check.passed"));
+  CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 37 * 53);
+  json_decref(j);
+
+  const char *bad[4] = {"trap", "oob", "hang", "die"};
+  const char *codes[4] = {"kernel_fault", "kernel_fault", "kernel_timeout", "kernel_fault"};
+  for (int i = 0; i < 4; i++) {
+    long long id = post_kernel(bad[i]);
+    double t0 = clock_mono_s();
+    j = job(id);
+    CHECK_STR_EQ(JSTR(j, "state"), "failed");
+    CHECK_STR_EQ(JSTR(j, "error.code"), codes[i]);
+    printf("%s: %s: %s (%.2f s)\n", bad[i], codes[i], JSTR(j, "error.message"), clock_mono_s() - t0);
+    json_decref(j);
+    t0 = clock_mono_s();
+    passes(good);
+    printf("  the next job passed %.3f s later\n", clock_mono_s() - t0);
+  }
+  json_t *h = http_get_json(&D, "/health");
+  json_decref(h);
+  gpulabd_stop(&D);
+  printf("test_runner_jobs: ok\n");
+  return 0;
+}

@@ -1,0 +1,270 @@
+/* The compile path of users' kernels with the real NVRTC (no GPU needed): every
+ * experiment's template compiles against its own declaration, a good kernel with its
+ * ptxas usage, a syntax error at its line, a kernel with the wrong signature, refused
+ * options and includes, the entry check, the cache and its key. Without NVRTC (the
+ * CUDA toolkit's libnvrtc) it fails, as a test whose tool is missing does. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernels/core/experiment.h"
+#include "kernels/user/image_cache.h"
+#include "kernels/user/ucompile.h"
+#include "tests/check.h"
+
+static const char *transpose_decl; /* the transpose experiment's exp_user.declaration */
+
+static const char *const padded33 =
+    "#define T 32\n"
+    "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+    "  __shared__ float tile[T][T + 1];\n"
+    "  int x = blockIdx.x * T + threadIdx.x, y = blockIdx.y * T + threadIdx.y;\n"
+    "  if (x < n && y < m) tile[threadIdx.y][threadIdx.x] = a[(size_t)y * n + x];\n"
+    "  __syncthreads();\n"
+    "  int ox = blockIdx.y * T + threadIdx.x, oy = blockIdx.x * T + threadIdx.y;\n"
+    "  if (ox < m && oy < n) b[(size_t)oy * m + ox] = tile[threadIdx.x][threadIdx.y];\n"
+    "}\n";
+
+static struct ucompile_req req_of(const char *src, const char *const *opts, int n) {
+  struct ucompile_req r = {.source = src, .name = "my_tile.cu", .entry = "kernel",
+                           .declaration = transpose_decl, .options = opts, .n_options = n,
+                           .arch = UCOMPILE_DEFAULT_ARCH, .time_limit_s = 30};
+  return r;
+}
+
+static void test_options(void) {
+  char msg[256];
+  const char *good[] = {"-DTILE=64", "--maxrregcount=64", "-use_fast_math", "-lineinfo",
+                        "--ftz=true", "-std=c++17", "-UFOO", "--generate-line-info"};
+  CHECK_INT_EQ(ucompile_options_check(good, 8, msg, sizeof msg), 0);
+  const char *bad[][2] = {{"-I/etc", "include"},          {"--include-path=/x", "include"},
+                          {"-rdc=true", "separate"},      {"--gpu-architecture=sm_80", "architecture"},
+                          {"-arch=sm_90", "architecture"}, {"--maxrregcount=9999", "16..255"},
+                          {"-DX=\"a b\"", "quotes"},      {"-D1X", "identifier"},
+                          {"-Xptxas=-O0", "ptxas"},       {"--fdevice-time-trace=/tmp/x", "whitelist"},
+                          {"foo.cu", "not an option"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *o[] = {bad[i][0]};
+    CHECK_INT_EQ(ucompile_options_check(o, 1, msg, sizeof msg), -EINVAL);
+    if (!strstr(msg, bad[i][1])) CHECK_STR_EQ(msg, bad[i][1]);
+  }
+}
+
+static void test_source_check(void) {
+  char msg[256];
+  int line;
+  CHECK_INT_EQ(ucompile_source_check(padded33, &line, msg, sizeof msg), 0);
+  const char *srcs[][2] = {{"int x;\n#include \"/etc/passwd\"\n", "2"},
+                           {"\n\n  #  include <stdio.h>\n", "3"},
+                           {"%:include <x>\n", "1"},
+                           {"# /* hidden */ include <x>\n", "1"},
+                           {"#inc\\\nlude <x>\n", "1"},
+                           {"/* a\nb */ #import <x>\n", "2"}};
+  for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
+    CHECK_INT_EQ(ucompile_source_check(srcs[i][0], &line, msg, sizeof msg), -EINVAL);
+    CHECK_INT_EQ(line, atoi(srcs[i][1]));
+  }
+  /* Not directives: in a string, in a comment, an identifier that starts alike. */
+  const char *fine[] = {"const char *s = \"#include <x>\";\n", "// #include <x>\n",
+                        "/* #include <x> */\n", "#define includes 1\n", "#pragma unroll\n"};
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++)
+    CHECK_INT_EQ(ucompile_source_check(fine[i], &line, msg, sizeof msg), 0);
+}
+
+static void test_log_parsing(void) {
+  int line;
+  char err[256];
+  const char *log = "my_tile.cu(12): warning #177-D: variable \"q\" was declared\n"
+                    "my_tile.cu(14): error: identifier \"argc\" is undefined\n  x\n";
+  CHECK(ucompile_first_error(log, "my_tile.cu", &line, err, sizeof err));
+  CHECK_INT_EQ(line, 14);
+  CHECK_STR_EQ(err, "my_tile.cu(14): error: identifier \"argc\" is undefined");
+  CHECK(!ucompile_first_error("ptxas info : 0 bytes gmem\n", "my_tile.cu", &line, err, sizeof err));
+  struct ucompile_report r = {0};
+  ucompile_parse_usage("ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
+                       "ptxas info    : Used 32 registers, used 0 barriers\n"
+                       "ptxas info    : Compiling entry function 'kernel' for 'sm_90'\n"
+                       "ptxas info    : Function properties for kernel\n"
+                       "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+                       "ptxas info    : Used 12 registers, used 1 barriers, 4224 bytes smem\n",
+                       "kernel", &r);
+  CHECK(r.has_usage);
+  CHECK_INT_EQ(r.registers, 12);
+  CHECK_INT_EQ(r.barriers, 1);
+  CHECK_INT_EQ(r.shared_bytes, 4224);
+  CHECK_INT_EQ(r.stack_bytes, 8);
+  CHECK_INT_EQ(r.spill_store_bytes, 4);
+  CHECK_INT_EQ(r.spill_load_bytes, 12);
+}
+
+/* Each experiment's template, as the dashboard's editor starts from it. */
+static void test_templates(const struct nvrtc_lib *lib) {
+  for (int t = 0; t < EXP_TYPE_COUNT; t++) {
+    const struct exp_user *u = exp_user_of((enum exp_type)t);
+    if (!u) continue;
+    struct ucompile_req req = {.source = u->template_source, .name = "template.cu", .entry = "kernel",
+                               .declaration = u->declaration, .arch = UCOMPILE_DEFAULT_ARCH,
+                               .time_limit_s = 30};
+    struct ucompile_report *r;
+    char msg[256];
+    CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
+    if (!r->ok) CHECK_FAIL_("%s's template: %s\n%s", exp_type_name((enum exp_type)t), r->error, r->log);
+    CHECK(r->has_usage && r->image_bytes > 0);
+    printf("%s template: %d registers, %.1f ms\n", exp_type_name((enum exp_type)t), r->registers,
+           r->compile_ms);
+    ucompile_report_free(r);
+  }
+}
+
+static void test_compile(const struct nvrtc_lib *lib) {
+  char msg[256];
+  struct ucompile_report *r;
+  const char *opts[] = {"-lineinfo"};
+  struct ucompile_req req = req_of(padded33, opts, 1);
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
+  if (!r->ok) fprintf(stderr, "log: %s\nerror: %s\n", r->log, r->error);
+  CHECK(r->ok);
+  CHECK(r->image_bytes > 0);
+  CHECK(r->has_usage);
+  CHECK(r->registers > 0);
+  CHECK_INT_EQ(r->shared_bytes, 32 * 33 * 4);
+  CHECK_INT_EQ(r->spill_store_bytes, 0);
+  CHECK(r->compile_ms > 0);
+  printf("padded33: %zu bytes of CUBIN, %d registers, %d bytes smem, %.1f ms\n", r->image_bytes,
+         r->registers, r->shared_bytes, r->compile_ms);
+  ucompile_report_free(r);
+
+  /* A syntax error on line 3 of the user's source: 0 and ok false, the line, the log. */
+  req = req_of("extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+               "  int x = threadIdx.x;\n"
+               "  b[x] = a[x] +;\n"
+               "}\n", NULL, 0);
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
+  CHECK(!r->ok);
+  CHECK_INT_EQ(r->error_line, 3);
+  CHECK(strstr(r->error, "error") != NULL);
+  CHECK(strstr(r->log, "my_tile.cu(3)") != NULL);
+  CHECK(r->image == NULL);
+  ucompile_report_free(r);
+
+  /* Another signature than the experiment's: an error at the user's definition. */
+  req = req_of("\nextern \"C\" __global__ void kernel(float *a, int m) {}\n", NULL, 0);
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
+  CHECK(!r->ok);
+  CHECK_INT_EQ(r->error_line, 2);
+  ucompile_report_free(r);
+
+  /* The entry missing (declared by the signature only, or C++-mangled). */
+  req = req_of("__global__ void kernel(const float *a, float *b, int m, int n, int k) {}\n"
+               "extern \"C\" __global__ void other(float *b) { b[0] = 1; }\n", NULL, 0);
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
+  CHECK(!r->ok);
+  CHECK(strstr(r->error, "no extern \"C\" __global__ function named kernel") != NULL);
+  ucompile_report_free(r);
+
+  /* Refused before NVRTC: an option, an include, a bad entry. */
+  const char *bad[] = {"-I/usr/include"};
+  req = req_of(padded33, bad, 1);
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), -EINVAL);
+  CHECK(r == NULL);
+  req = req_of("#include \"/etc/hostname\"\n", NULL, 0);
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), -EINVAL);
+  req = req_of(padded33, NULL, 0);
+  req.entry = "bad name";
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), -EINVAL);
+
+  /* An architecture NVRTC does not know: a compile error (invalid option), no crash. */
+  req = req_of(padded33, NULL, 0);
+  req.arch = 1;
+  CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
+  CHECK(!r->ok);
+  ucompile_report_free(r);
+}
+
+static void test_cache(const struct nvrtc_lib *lib) {
+  uint8_t k1[IMAGE_KEY_BYTES], k2[IMAGE_KEY_BYTES];
+  char hex[65];
+  CHECK_INT_EQ(image_sha256("abc", 3, k1), 0);
+  image_key_hex(k1, hex);
+  CHECK_STR_EQ(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+
+  const char *o1[] = {"-DA", "-DB"}, *o2[] = {"-DA -DB"}, *o3[] = {"-DB", "-DA"};
+  struct ucompile_req a = req_of(padded33, o1, 2), b = req_of(padded33, o2, 1),
+                      c = req_of(padded33, o3, 2);
+  CHECK_INT_EQ(image_cache_key(&a, 13, 0, k1), 0);
+  CHECK_INT_EQ(image_cache_key(&b, 13, 0, k2), 0);
+  CHECK(memcmp(k1, k2, sizeof k1) != 0);
+  CHECK_INT_EQ(image_cache_key(&c, 13, 0, k2), 0);
+  CHECK(memcmp(k1, k2, sizeof k1) != 0);
+  a.arch = 80;
+  CHECK_INT_EQ(image_cache_key(&a, 13, 0, k2), 0);
+  CHECK(memcmp(k1, k2, sizeof k1) != 0);
+  a.arch = 90;
+  CHECK_INT_EQ(image_cache_key(&a, 13, 1, k2), 0);
+  CHECK(memcmp(k1, k2, sizeof k1) != 0);
+  CHECK_INT_EQ(image_cache_key(&a, 13, 0, k2), 0);
+  CHECK(memcmp(k1, k2, sizeof k1) == 0);
+
+  struct image_cache *cache;
+  CHECK_INT_EQ(image_cache_new(1 << 20, &cache), 0);
+  struct ucompile_report *r1, *r2;
+  bool cached;
+  char msg[256];
+  struct ucompile_req req = req_of(padded33, NULL, 0);
+  CHECK_INT_EQ(image_cache_compile(cache, lib, &req, &r1, &cached, msg, sizeof msg), 0);
+  CHECK(!cached && r1->ok);
+  CHECK_INT_EQ(image_cache_compile(cache, lib, &req, &r2, &cached, msg, sizeof msg), 0);
+  CHECK(cached && r2->ok);
+  CHECK_INT_EQ(r2->image_bytes, r1->image_bytes);
+  CHECK(memcmp(r1->image, r2->image, r1->image_bytes) == 0);
+  CHECK_STR_EQ(r2->log, r1->log);
+  struct image_cache_stats st;
+  image_cache_stats(cache, &st);
+  CHECK_INT_EQ(st.hits, 1);
+  CHECK_INT_EQ(st.entries, 1);
+  ucompile_report_free(r1);
+  ucompile_report_free(r2);
+  image_cache_free(cache);
+
+  /* Eviction: a cache that holds one report keeps the latest. */
+  CHECK_INT_EQ(image_cache_new(sizeof(struct ucompile_report) + 100, &cache), 0);
+  struct ucompile_report small = {.ok = false, .log = (char *)"x"};
+  uint8_t keys[3][IMAGE_KEY_BYTES];
+  for (int i = 0; i < 3; i++) {
+    memset(keys[i], i + 1, IMAGE_KEY_BYTES);
+    small.error_line = i;
+    CHECK_INT_EQ(image_cache_put(cache, keys[i], &small), 0);
+  }
+  image_cache_stats(cache, &st);
+  CHECK(st.evictions >= 1);
+  CHECK_INT_EQ(image_cache_get(cache, keys[2], &r1), 0);
+  CHECK_INT_EQ(r1->error_line, 2);
+  ucompile_report_free(r1);
+  CHECK_INT_EQ(image_cache_get(cache, keys[0], &r1), -ENOENT);
+  image_cache_free(cache);
+}
+
+int main(void) {
+  int transpose = exp_type_from_name("transpose");
+  CHECK(transpose >= 0 && exp_user_of((enum exp_type)transpose));
+  transpose_decl = exp_user_of((enum exp_type)transpose)->declaration;
+  test_options();
+  test_source_check();
+  test_log_parsing();
+  struct nvrtc_lib *lib = NULL;
+  char why[1024];
+  CHECK_INT_EQ(nvrtc_lib_open("/nonexistent/libnvrtc.so", &lib, why, sizeof why), -ENOENT);
+  CHECK(strstr(why, "/nonexistent/libnvrtc.so") != NULL);
+  if (nvrtc_lib_open(NULL, &lib, why, sizeof why) != 0)
+    CHECK_FAIL_("no NVRTC (the CUDA toolkit's libnvrtc.so, e.g. /usr/local/cuda/lib64): %s", why);
+  printf("NVRTC %d.%d from %s, %d architectures, sm_90 %s\n", lib->major, lib->minor, lib->path,
+         lib->n_archs, nvrtc_lib_supports(lib, 90) ? "yes" : "no");
+  CHECK(nvrtc_lib_supports(lib, 90));
+  test_templates(lib);
+  test_compile(lib);
+  test_cache(lib);
+  nvrtc_lib_free(lib);
+  printf("test_ucompile: ok\n");
+  return 0;
+}
