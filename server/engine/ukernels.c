@@ -20,7 +20,7 @@ struct ukernels {
   char nvrtc_why[1024];
   struct image_cache *cache;
   struct store *store, *own; /* own: opened here (":memory:") when none was given */
-  pthread_mutex_t mu; /* the compile slots */
+  pthread_mutex_t mu;        /* the compile slots */
   pthread_cond_t freed;
   int busy;
 };
@@ -36,12 +36,15 @@ int ukernels_register(const struct store_kernel *row) {
   snprintf(k.source_sha, sizeof k.source_sha, "%s", row->source_sha);
   json_t *spec = json_loads(row->spec ? row->spec : "{}", 0, NULL);
   json_t *rep = json_loads(row->report ? row->report : "{}", 0, NULL);
-  snprintf(k.entry, sizeof k.entry, "%s", json_string_value(json_object_get(spec, "entry")) ?
-                                          json_string_value(json_object_get(spec, "entry")) : "kernel");
+  snprintf(k.entry, sizeof k.entry, "%s",
+           json_string_value(json_object_get(spec, "entry"))
+               ? json_string_value(json_object_get(spec, "entry"))
+               : "kernel");
   for (int i = 0; i < 3; i++) {
     k.block[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "block"), (size_t)i));
     k.grid[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "grid"), (size_t)i));
-    if (i < 2) k.tile[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "tile"), (size_t)i));
+    if (i < 2)
+      k.tile[i] = (int)json_integer_value(json_array_get(json_object_get(spec, "tile"), (size_t)i));
     if (k.block[i] < 1) k.block[i] = 1;
   }
   k.has_grid = json_object_get(spec, "grid") != NULL;
@@ -161,7 +164,9 @@ const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **wh
   return u->nvrtc;
 }
 
-struct store *ukernels_store(struct ukernels *u) { return u->store; }
+struct store *ukernels_store(struct ukernels *u) {
+  return u->store;
+}
 
 int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompile_report **out,
                      bool *cached, char *msg, size_t msg_len) {
@@ -193,8 +198,7 @@ int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompi
     rc = pthread_cond_timedwait(&u->freed, &u->mu, &until);
   if (u->busy >= u->cfg.compile_slots) {
     pthread_mutex_unlock(&u->mu);
-    snprintf(msg, msg_len, "%d compiles are running (--compile-slots); try again shortly",
-             u->busy);
+    snprintf(msg, msg_len, "%d compiles are running (--compile-slots); try again shortly", u->busy);
     return -EBUSY;
   }
   u->busy++;

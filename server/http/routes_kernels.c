@@ -111,9 +111,11 @@ static bool name_ok(const char *s) {
 
 static int add_option(struct submit *s, const char *o, size_t len, struct api_error *err) {
   if (s->n_options == UCOMPILE_MAX_OPTIONS)
-    return api_error_set(err, 400, "out_of_range", "options", "at most %d options", UCOMPILE_MAX_OPTIONS);
+    return api_error_set(err, 400, "out_of_range", "options", "at most %d options",
+                         UCOMPILE_MAX_OPTIONS);
   if (len >= UCOMPILE_MAX_OPTION_LEN)
-    return api_error_set(err, 400, "out_of_range", "options", "an option of %zu characters; at most %d", len,
+    return api_error_set(err, 400, "out_of_range", "options",
+                         "an option of %zu characters; at most %d", len,
                          UCOMPILE_MAX_OPTION_LEN - 1);
   memcpy(s->option_buf[s->n_options], o, len);
   s->option_buf[s->n_options][len] = '\0';
@@ -136,18 +138,21 @@ static int submit_from_text(struct submit *s, const char *(*get)(void *, const c
   if ((v = get(ctx, "block")) && int_list(v, s->block, 3, 1, 1024) < 1)
     return api_error_set(err, 400, "out_of_range", "block", BLOCK_RULE);
   if ((v = get(ctx, "tile"))) {
-    if (int_list(v, s->tile, 2, 1, 1 << 20) < 1) return api_error_set(err, 400, "out_of_range", "tile", TILE_RULE);
+    if (int_list(v, s->tile, 2, 1, 1 << 20) < 1)
+      return api_error_set(err, 400, "out_of_range", "tile", TILE_RULE);
     s->has_tile = true;
   }
   if ((v = get(ctx, "grid"))) {
-    if (int_list(v, s->grid, 3, 1, 0x7fffffff) < 1) return api_error_set(err, 400, "out_of_range", "grid", GRID_RULE);
+    if (int_list(v, s->grid, 3, 1, 0x7fffffff) < 1)
+      return api_error_set(err, 400, "out_of_range", "grid", GRID_RULE);
     s->has_grid = true;
   }
   if ((v = get(ctx, "shared_bytes"))) {
     char *end;
     long n = strtol(v, &end, 10);
     if (end == v || *end || n < 0 || n > 1 << 30)
-      return api_error_set(err, 400, "out_of_range", "shared_bytes", "shared_bytes is a byte count");
+      return api_error_set(err, 400, "out_of_range", "shared_bytes",
+                           "shared_bytes is a byte count");
     s->shared_bytes = (int)n;
   }
   if ((v = get(ctx, "public"))) s->is_public = !strcmp(v, "1") || !strcasecmp(v, "true");
@@ -168,47 +173,62 @@ static const char *form_get_text(void *ctx, const char *name) { return form_get(
 
 /* One member of the JSON form. */
 static int submit_member(struct submit *s, const char *key, json_t *v, struct api_error *err) {
-  if (!strcmp(key, "experiment") || !strcmp(key, "name") || !strcmp(key, "source") || !strcmp(key, "entry")) {
-    if (!json_is_string(v)) return api_error_set(err, 400, "wrong_type", key, "%s must be a string", key);
-    if (!strcmp(key, "experiment")) s->experiment = json_string_value(v);
-    else if (!strcmp(key, "name")) s->name = json_string_value(v);
-    else if (!strcmp(key, "entry")) s->entry = json_string_value(v);
-    else s->source = json_string_value(v), s->source_len = json_string_length(v);
+  if (!strcmp(key, "experiment") || !strcmp(key, "name") || !strcmp(key, "source") ||
+      !strcmp(key, "entry")) {
+    if (!json_is_string(v))
+      return api_error_set(err, 400, "wrong_type", key, "%s must be a string", key);
+    if (!strcmp(key, "experiment"))
+      s->experiment = json_string_value(v);
+    else if (!strcmp(key, "name"))
+      s->name = json_string_value(v);
+    else if (!strcmp(key, "entry"))
+      s->entry = json_string_value(v);
+    else
+      s->source = json_string_value(v), s->source_len = json_string_length(v);
   } else if (!strcmp(key, "block")) {
-    if (json_int_list(v, s->block, 3, 1, 1024) < 1) return api_error_set(err, 400, "out_of_range", key, BLOCK_RULE);
+    if (json_int_list(v, s->block, 3, 1, 1024) < 1)
+      return api_error_set(err, 400, "out_of_range", key, BLOCK_RULE);
   } else if (!strcmp(key, "tile")) {
-    if (json_int_list(v, s->tile, 2, 1, 1 << 20) < 1) return api_error_set(err, 400, "out_of_range", key, TILE_RULE);
+    if (json_int_list(v, s->tile, 2, 1, 1 << 20) < 1)
+      return api_error_set(err, 400, "out_of_range", key, TILE_RULE);
     s->has_tile = true;
   } else if (!strcmp(key, "grid")) {
     if (json_int_list(v, s->grid, 3, 1, 0x7fffffff) < 1)
       return api_error_set(err, 400, "out_of_range", key, GRID_RULE);
     s->has_grid = true;
   } else if (!strcmp(key, "shared_bytes")) {
-    if (!json_is_integer(v)) return api_error_set(err, 400, "wrong_type", key, "shared_bytes is an integer");
+    if (!json_is_integer(v))
+      return api_error_set(err, 400, "wrong_type", key, "shared_bytes is an integer");
     if (json_integer_value(v) < 0 || json_integer_value(v) > 1 << 30)
       return api_error_set(err, 400, "out_of_range", key, "shared_bytes is a byte count");
     s->shared_bytes = (int)json_integer_value(v);
   } else if (!strcmp(key, "public")) {
-    if (!json_is_boolean(v)) return api_error_set(err, 400, "wrong_type", key, "public is true or false");
+    if (!json_is_boolean(v))
+      return api_error_set(err, 400, "wrong_type", key, "public is true or false");
     s->is_public = json_is_true(v);
   } else if (!strcmp(key, "options")) {
-    if (!json_is_array(v)) return api_error_set(err, 400, "wrong_type", key, "options is a list of strings");
+    if (!json_is_array(v))
+      return api_error_set(err, 400, "wrong_type", key, "options is a list of strings");
     size_t i;
     json_t *o;
     json_array_foreach(v, i, o) {
-      if (!json_is_string(o)) return api_error_set(err, 400, "wrong_type", key, "options is a list of strings");
+      if (!json_is_string(o))
+        return api_error_set(err, 400, "wrong_type", key, "options is a list of strings");
       if (add_option(s, json_string_value(o), json_string_length(o), err)) return -1;
     }
   } else {
-    return api_error_set(err, 400, "unknown_field", key,
-                         "unknown field '%.40s'; a kernel has experiment, name, source, entry, block, tile, "
-                         "grid, shared_bytes, options, public", key);
+    return api_error_set(
+        err, 400, "unknown_field", key,
+        "unknown field '%.40s'; a kernel has experiment, name, source, entry, block, tile, "
+        "grid, shared_bytes, options, public",
+        key);
   }
   return 0;
 }
 
 static int submit_from_json(struct submit *s, json_t *root, struct api_error *err) {
-  if (!json_is_object(root)) return api_error_set(err, 400, "wrong_type", NULL, "the body must be a JSON object");
+  if (!json_is_object(root))
+    return api_error_set(err, 400, "wrong_type", NULL, "the body must be a JSON object");
   const char *key;
   json_t *v;
   json_object_foreach(root, key, v) if (submit_member(s, key, v, err)) return -1;
@@ -221,7 +241,8 @@ static void user_experiments(char *buf, size_t len) {
   buf[0] = '\0';
   for (int t = 0; t < EXP_TYPE_COUNT; t++)
     if (exp_user_of((enum exp_type)t) && used < len)
-      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", exp_type_name((enum exp_type)t));
+      used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+                               exp_type_name((enum exp_type)t));
 }
 
 /* The experiment's user block, or NULL when it takes no users' kernels. */
@@ -231,26 +252,35 @@ static const struct exp_user *user_of(const char *experiment) {
 }
 
 /* Checks what compiling does not: names, sizes, the launch shape's limits. */
-static int submit_check(const struct submit *s, const struct ukernels_config *cfg, struct api_error *err) {
+static int submit_check(const struct submit *s, const struct ukernels_config *cfg,
+                        struct api_error *err) {
   char names[96];
   user_experiments(names, sizeof names);
-  if (!s->experiment) return api_error_set(err, 400, "missing_field", "experiment", "experiment is one of %s", names);
+  if (!s->experiment)
+    return api_error_set(err, 400, "missing_field", "experiment", "experiment is one of %s", names);
   if (!user_of(s->experiment))
-    return api_error_set(err, 400, "unknown_type", "experiment", "experiment must be one of %s, got '%.20s'", names,
-                         s->experiment);
+    return api_error_set(err, 400, "unknown_type", "experiment",
+                         "experiment must be one of %s, got '%.20s'", names, s->experiment);
   if (!s->name) return api_error_set(err, 400, "missing_field", "name", "the kernel needs a name");
   if (!name_ok(s->name))
-    return api_error_set(err, 400, "out_of_range", "name", "name is 1 to 63 letters, digits, '_', '-' or '.'");
-  if (!s->source) return api_error_set(err, 400, "missing_field", "source", "no source: send the kernel's CUDA C");
-  if (s->source_len == 0) return api_error_set(err, 400, "out_of_range", "source", "the source is empty");
+    return api_error_set(err, 400, "out_of_range", "name",
+                         "name is 1 to 63 letters, digits, '_', '-' or '.'");
+  if (!s->source)
+    return api_error_set(err, 400, "missing_field", "source",
+                         "no source: send the kernel's CUDA C");
+  if (s->source_len == 0)
+    return api_error_set(err, 400, "out_of_range", "source", "the source is empty");
   if (s->source_len > cfg->max_source_bytes)
-    return api_error_set(err, 413, "source_too_large", "source", "the source has %zu bytes; at most %zu",
-                         s->source_len, cfg->max_source_bytes);
+    return api_error_set(err, 413, "source_too_large", "source",
+                         "the source has %zu bytes; at most %zu", s->source_len,
+                         cfg->max_source_bytes);
   long threads = (long)s->block[0] * s->block[1] * s->block[2];
   if (s->block[1] > 1024 || s->block[2] > 64 || threads > 1024)
-    return api_error_set(err, 400, "out_of_range", "block", "block %dx%dx%d: at most 1024 threads, y <= 1024, z <= 64",
-                         s->block[0], s->block[1], s->block[2]);
-  if (s->has_tile && s->has_grid) return api_error_set(err, 400, "out_of_range", "grid", "give tile or grid, not both");
+    return api_error_set(err, 400, "out_of_range", "block",
+                         "block %dx%dx%d: at most 1024 threads, y <= 1024, z <= 64", s->block[0],
+                         s->block[1], s->block[2]);
+  if (s->has_tile && s->has_grid)
+    return api_error_set(err, 400, "out_of_range", "grid", "give tile or grid, not both");
   if (s->has_grid && (s->grid[1] > 65535 || s->grid[2] > 65535))
     return api_error_set(err, 400, "out_of_range", "grid", "grid y and z are at most 65535");
   if (s->shared_bytes > cfg->max_shared_optin)
@@ -262,7 +292,8 @@ static int submit_check(const struct submit *s, const struct ukernels_config *cf
 
 /* ---- JSON ---- */
 
-static json_t *report_json(const struct ucompile_report *r, bool cached, const struct nvrtc_lib *lib) {
+static json_t *report_json(const struct ucompile_report *r, bool cached,
+                           const struct nvrtc_lib *lib) {
   char arch[16], nvrtc[16], sha[65] = "";
   snprintf(arch, sizeof arch, "sm_%d", r->arch);
   snprintf(nvrtc, sizeof nvrtc, "%d.%d", lib ? lib->major : 0, lib ? lib->minor : 0);
@@ -270,8 +301,8 @@ static json_t *report_json(const struct ucompile_report *r, bool cached, const s
     uint8_t key[IMAGE_KEY_BYTES];
     if (image_sha256(r->image, r->image_bytes, key) == 0) image_key_hex(key, sha);
   }
-  json_t *o = json_pack("{s:b,s:b,s:s,s:s,s:f,s:s}", "ok", r->ok, "cached", cached, "arch", arch, "nvrtc", nvrtc,
-                        "compile_ms", r->compile_ms, "log", r->log ? r->log : "");
+  json_t *o = json_pack("{s:b,s:b,s:s,s:s,s:f,s:s}", "ok", r->ok, "cached", cached, "arch", arch,
+                        "nvrtc", nvrtc, "compile_ms", r->compile_ms, "log", r->log ? r->log : "");
   if (!o) return NULL;
   if (r->ok) {
     json_object_set_new(o, "image_bytes", json_integer((json_int_t)r->image_bytes));
@@ -301,11 +332,13 @@ static json_t *ints_json(const int *v, int n) {
 static json_t *spec_json(const struct submit *s) {
   json_t *opts = json_array();
   for (int i = 0; i < s->n_options; i++) json_array_append_new(opts, json_string(s->options[i]));
-  json_t *o = json_pack("{s:s,s:o,s:i,s:o}", "entry", s->entry, "block", ints_json(s->block, 3), "shared_bytes",
-                        s->shared_bytes, "options", opts);
+  json_t *o = json_pack("{s:s,s:o,s:i,s:o}", "entry", s->entry, "block", ints_json(s->block, 3),
+                        "shared_bytes", s->shared_bytes, "options", opts);
   if (!o) return NULL;
-  if (s->has_grid) json_object_set_new(o, "grid", ints_json(s->grid, 3));
-  else json_object_set_new(o, "tile", ints_json(s->tile, 2));
+  if (s->has_grid)
+    json_object_set_new(o, "grid", ints_json(s->grid, 3));
+  else
+    json_object_set_new(o, "tile", ints_json(s->tile, 2));
   return o;
 }
 
@@ -315,9 +348,10 @@ static json_t *kernel_json(const struct store_kernel *k, bool full) {
   api_format_time(k->created, when, sizeof when);
   snprintf(variant, sizeof variant, "kernel:%lld", (long long)k->id);
   snprintf(href, sizeof href, "/kernels/%lld", (long long)k->id);
-  json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "id", (json_int_t)k->id, "variant", variant,
-                        "name", k->name, "experiment", k->experiment, "owner", k->owner, "public", k->is_public,
-                        "created", when, "source_sha256", k->source_sha, "href", href);
+  json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "id", (json_int_t)k->id, "variant",
+                        variant, "name", k->name, "experiment", k->experiment, "owner", k->owner,
+                        "public", k->is_public, "created", when, "source_sha256", k->source_sha,
+                        "href", href);
   if (!o) return NULL;
   json_t *spec = json_loads(k->spec ? k->spec : "{}", 0, NULL);
   json_t *report = json_loads(k->report ? k->report : "{}", 0, NULL);
@@ -339,16 +373,20 @@ static enum MHD_Result unprocessable(struct request *r, const char *code, int li
   struct api_error err;
   api_error_set(&err, 422, code, "source", "%s", detail);
   json_t *extra = json_pack("{s:o}", "line", line ? json_integer(line) : json_null());
-  if (extra && report) json_object_set_new(extra, "compile", report);
-  else json_decref(report);
+  if (extra && report)
+    json_object_set_new(extra, "compile", report);
+  else
+    json_decref(report);
   return respond_problem(r, &err, extra);
 }
 
-static enum MHD_Result compile_failed(struct request *r, const struct ucompile_report *rep, json_t *report) {
+static enum MHD_Result compile_failed(struct request *r, const struct ucompile_report *rep,
+                                      json_t *report) {
   if (rep->timed_out) return unprocessable(r, "compile_timeout", 0, report, rep->error);
   char at[320];
   snprintf(at, sizeof at, "line %d: %s", rep->error_line, rep->error);
-  return unprocessable(r, "compile_failed", rep->error_line, report, rep->error_line ? at : rep->error);
+  return unprocessable(r, "compile_failed", rep->error_line, report,
+                       rep->error_line ? at : rep->error);
 }
 
 /* Fills the defaults a submission left out: the experiment's block and tile, then one
@@ -357,21 +395,25 @@ static void submit_defaults(struct submit *s) {
   const struct exp_user *u = user_of(s->experiment);
   if (!s->block[0]) { /* no block: the experiment's; and then its tile unless given */
     for (int i = 0; i < 3; i++) s->block[i] = u ? u->default_block[i] : 1;
-    if (u && !s->has_tile && !s->has_grid) s->tile[0] = u->default_tile[0], s->tile[1] = u->default_tile[1];
+    if (u && !s->has_tile && !s->has_grid)
+      s->tile[0] = u->default_tile[0], s->tile[1] = u->default_tile[1];
   }
   for (int i = 1; i < 3; i++)
     if (!s->block[i]) s->block[i] = 1;
-  if (!s->has_tile && !s->has_grid && !s->tile[0]) s->tile[0] = s->block[0], s->tile[1] = s->block[1];
+  if (!s->has_tile && !s->has_grid && !s->tile[0])
+    s->tile[0] = s->block[0], s->tile[1] = s->block[1];
   if (s->has_tile && s->tile[1] == 0) s->tile[1] = 1;
   for (int i = 0; i < 3; i++)
     if (s->has_grid && s->grid[i] == 0) s->grid[i] = 1;
 }
 
 /* Reads the submission from the body in its media type. form is filled for multipart. */
-static int read_submit(struct request *r, struct submit *s, struct form *form, json_t **root, struct api_error *err) {
+static int read_submit(struct request *r, struct submit *s, struct form *form, json_t **root,
+                       struct api_error *err) {
   memset(s, 0, sizeof *s);
   s->entry = "kernel";
-  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_TYPE);
   bool cuda = ct && (!strncasecmp(ct, "text/x-cuda", 11) || !strncasecmp(ct, "text/plain", 10));
   bool multipart = ct && !strncasecmp(ct, "multipart/form-data", 19);
   int rc;
@@ -383,7 +425,8 @@ static int read_submit(struct request *r, struct submit *s, struct form *form, j
     struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 16 << 10, form_part, form);
     if (!pp || MHD_post_process(pp, r->body ? r->body : "", r->body_len) != MHD_YES) {
       if (pp) MHD_destroy_post_processor(pp);
-      return api_error_set(err, 400, "invalid_form", NULL, "the multipart/form-data body could not be read");
+      return api_error_set(err, 400, "invalid_form", NULL,
+                           "the multipart/form-data body could not be read");
     }
     MHD_destroy_post_processor(pp);
     s->source = form_get(form, "source", &s->source_len);
@@ -392,8 +435,8 @@ static int read_submit(struct request *r, struct submit *s, struct form *form, j
     json_error_t je;
     *root = json_loadb(r->body ? r->body : "", r->body_len, JSON_REJECT_DUPLICATES, &je);
     if (!*root)
-      return api_error_set(err, 400, "invalid_json", NULL, "malformed JSON at line %d, column %d: %s", je.line,
-                           je.column, je.text);
+      return api_error_set(err, 400, "invalid_json", NULL,
+                           "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
     rc = submit_from_json(s, *root, err);
   }
   if (rc == 0) submit_defaults(s);
@@ -405,16 +448,19 @@ static int read_submit(struct request *r, struct submit *s, struct form *form, j
 static enum MHD_Result refused(struct request *r, const char *src, size_t len, const char *msg) {
   int line = 0;
   char why[256];
-  if (strlen(src) != len) return unprocessable(r, "source_not_allowed", 0, NULL, "the source holds a NUL byte");
+  if (strlen(src) != len)
+    return unprocessable(r, "source_not_allowed", 0, NULL, "the source holds a NUL byte");
   if (ucompile_source_check(src, &line, why, sizeof why) == -EINVAL)
     return unprocessable(r, "source_not_allowed", line, NULL, why);
-  if (strncmp(msg, "entry", 5) == 0) return respond_fail(r, 400, "out_of_range", "entry", "%s", msg);
+  if (strncmp(msg, "entry", 5) == 0)
+    return respond_fail(r, 400, "out_of_range", "entry", "%s", msg);
   return respond_fail(r, 400, "option_not_allowed", "options", "%s", msg);
 }
 
 /* The kernel, compiled: stored (as durably as a job), put in the backends' table, and
  * answered (201), or with ?run=1 run at once beside every built-in. */
-static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u, const struct submit *s, char *src,
+static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u,
+                                        const struct submit *s, char *src,
                                         const struct ucompile_report *rep, bool cached) {
   struct store_kernel k;
   memset(&k, 0, sizeof k);
@@ -449,7 +495,8 @@ static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u, c
       /* ?run=1: a job of the experiment at its default size, every built-in and this. */
       struct exp_spec spec;
       exp_spec_default((enum exp_type)exp_type_from_name(s->experiment), &spec);
-      if (spec.n_variants < EXP_MAX_VARIANTS) spec.variants[spec.n_variants++] = exp_user_variant(id);
+      if (spec.n_variants < EXP_MAX_VARIANTS)
+        spec.variants[spec.n_variants++] = exp_user_variant(id);
       struct api_job_options opts = {.exclusive = true, .device = -1};
       ret = submit_job(r, &spec, &opts, "");
     } else {
@@ -463,7 +510,8 @@ static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u, c
 }
 
 /* 403 kernel_quota when owner has as many kernels, or as much source, as allowed. */
-static bool over_quota(struct request *r, struct ukernels *u, const struct submit *s, enum MHD_Result *ret) {
+static bool over_quota(struct request *r, struct ukernels *u, const struct submit *s,
+                       enum MHD_Result *ret) {
   const struct ukernels_config *cfg = ukernels_config(u);
   int n = 0;
   size_t bytes = 0;
@@ -474,11 +522,14 @@ static bool over_quota(struct request *r, struct ukernels *u, const struct submi
     *ret = respond_storage(r, rc);
     return true;
   }
-  if (n < cfg->max_per_client && bytes + s->source_len <= (size_t)cfg->max_per_client * cfg->max_source_bytes)
+  if (n < cfg->max_per_client &&
+      bytes + s->source_len <= (size_t)cfg->max_per_client * cfg->max_source_bytes)
     return false;
-  *ret = respond_fail(r, 403, "kernel_quota", NULL,
-                      "%s has %d kernels stored (%zu bytes of source); at most %d (--max-kernels): DELETE "
-                      "/kernels/{id} first", owner, n, bytes, cfg->max_per_client);
+  *ret = respond_fail(
+      r, 403, "kernel_quota", NULL,
+      "%s has %d kernels stored (%zu bytes of source); at most %d (--max-kernels): DELETE "
+      "/kernels/{id} first",
+      owner, n, bytes, cfg->max_per_client);
   return true;
 }
 
@@ -496,9 +547,11 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
     goto out;
   }
   if (!ukernels_nvrtc(u, &why)) {
-    ret = respond_fail(r, 503, "nvrtc_unavailable", NULL,
-                       "users' kernels need NVRTC (libnvrtc.so from the CUDA toolkit), which this gpulabd "
-                       "did not find: %.200s", why);
+    ret = respond_fail(
+        r, 503, "nvrtc_unavailable", NULL,
+        "users' kernels need NVRTC (libnvrtc.so from the CUDA toolkit), which this gpulabd "
+        "did not find: %.200s",
+        why);
     goto out;
   }
   if (request_store_refuses(r, &ret) || over_quota(r, u, &s, &ret)) goto out;
@@ -508,12 +561,16 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   }
   char file[80];
   snprintf(file, sizeof file, "%s.cu", s.name);
-  struct ucompile_req req = {.source = src, .name = file, .entry = s.entry,
-                             .declaration = user_of(s.experiment)->declaration, .options = s.options,
+  struct ucompile_req req = {.source = src,
+                             .name = file,
+                             .entry = s.entry,
+                             .declaration = user_of(s.experiment)->declaration,
+                             .options = s.options,
                              .n_options = s.n_options};
   bool cached = false;
   char msg[320];
-  int rc = strlen(src) != s.source_len ? -EINVAL : ukernels_compile(u, &req, &rep, &cached, msg, sizeof msg);
+  int rc = strlen(src) != s.source_len ? -EINVAL
+                                       : ukernels_compile(u, &req, &rep, &cached, msg, sizeof msg);
   if (rc == -EINVAL) {
     ret = refused(r, src, s.source_len, msg);
   } else if (rc == -EBUSY) {
@@ -538,14 +595,17 @@ out:
 
 /* ---- GET /kernels, /kernels/signatures, /kernels/{id} ---- */
 
-static void list_one(void *arg, const struct store_kernel *k) { json_array_append_new(arg, kernel_json(k, false)); }
+static void list_one(void *arg, const struct store_kernel *k) {
+  json_array_append_new(arg, kernel_json(k, false));
+}
 
 static enum MHD_Result kernels_list(struct request *r, struct ukernels *u) {
   const char *exp = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "experiment");
   char who[64];
   request_client(r, who, sizeof who);
   json_t *list = json_array();
-  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one, list);
+  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one,
+                             list);
   if (rc < 0) {
     json_decref(list);
     return rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);
@@ -559,12 +619,13 @@ static enum MHD_Result kernels_signatures(struct request *r) {
   for (int t = 0; t < EXP_TYPE_COUNT; t++) {
     const struct exp_user *u = exp_user_of((enum exp_type)t);
     if (!u) continue;
-    json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:s}", "experiment",
-                                          exp_type_name((enum exp_type)t), "signature", u->signature, "meaning",
-                                          u->meaning, "grid_rule", u->grid_rule, "default_block",
-                                          ints_json(u->default_block, 3), "default_tile",
-                                          ints_json(u->default_tile, 2), "template", u->template_source,
-                                          "output_before_launch", u->reset_zero ? "zero" : "nan"));
+    json_array_append_new(list,
+                          json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:s}", "experiment",
+                                    exp_type_name((enum exp_type)t), "signature", u->signature,
+                                    "meaning", u->meaning, "grid_rule", u->grid_rule,
+                                    "default_block", ints_json(u->default_block, 3), "default_tile",
+                                    ints_json(u->default_tile, 2), "template", u->template_source,
+                                    "output_before_launch", u->reset_zero ? "zero" : "nan"));
   }
   return respond_json(r, 200, json_pack("{s:o}", "signatures", list));
 }
@@ -572,7 +633,8 @@ static enum MHD_Result kernels_signatures(struct request *r) {
 static enum MHD_Result kernel_one(struct request *r, struct ukernels *u, const char *id_text) {
   uint64_t id;
   struct store_kernel k;
-  if (!parse_id(id_text, &id) || id > INT64_MAX || store_kernel_get(ukernels_store(u), (int64_t)id, &k))
+  if (!parse_id(id_text, &id) || id > INT64_MAX ||
+      store_kernel_get(ukernels_store(u), (int64_t)id, &k))
     return respond_fail(r, 404, "kernel_not_found", "id", "no kernel '%.40s'", id_text);
   bool mine = request_may_see(r, k.owner);
   enum MHD_Result ret;

@@ -35,7 +35,8 @@ static json_t *or_null(json_t *v) { return v ? v : json_null(); }
 static bool kernel_visible(struct request *r, json_t *uk) {
   struct ukernels *u = r->srv->opts.ukernels;
   struct store_kernel k;
-  if (!u || store_kernel_get(ukernels_store(u), json_integer_value(json_object_get(uk, "id")), &k)) return false;
+  if (!u || store_kernel_get(ukernels_store(u), json_integer_value(json_object_get(uk, "id")), &k))
+    return false;
   bool ok = k.is_public || request_may_see(r, k.owner);
   store_kernel_clear(&k);
   return ok;
@@ -45,8 +46,8 @@ static bool kernel_visible(struct request *r, json_t *uk) {
 static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk) {
   json_t *fig = json_object_get(run, "figure");
   if (!json_is_true(json_object_get(run, "available")) || !json_is_number(fig) ||
-      !json_is_true(json_object_get(json_object_get(run, "check"), "passed")) || json_object_get(run, "refused") ||
-      json_is_true(json_object_get(run, "contended")))
+      !json_is_true(json_object_get(json_object_get(run, "check"), "passed")) ||
+      json_object_get(run, "refused") || json_is_true(json_object_get(run, "contended")))
     return false;
   if (uk) return kernel_visible(b->r, uk);
   int v = exp_variant_from_name(b->type, label);
@@ -54,7 +55,9 @@ static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk
 }
 
 static void consider(struct board *b, json_t *job) {
-  if (!job || strcmp(str_of(job, "type"), b->exp->name) != 0 || strcmp(str_of(job, "state"), "done") != 0) return;
+  if (!job || strcmp(str_of(job, "type"), b->exp->name) != 0 ||
+      strcmp(str_of(job, "state"), "done") != 0)
+    return;
   json_t *params = json_object_get(job, "params");
   for (int i = 0; i < b->exp->n_params; i++)
     if (json_integer_value(json_object_get(params, b->exp->params[i].name)) != b->want[i]) return;
@@ -65,16 +68,18 @@ static void consider(struct board *b, json_t *job) {
     json_t *uk = json_object_get(run, "user_kernel"), *fig = json_object_get(run, "figure");
     if (!label || !rankable(b, run, label, uk)) continue;
     json_t *have = json_object_get(b->best, label);
-    if (have && json_number_value(json_object_get(have, "figure")) >= json_number_value(fig)) continue;
+    if (have && json_number_value(json_object_get(have, "figure")) >= json_number_value(fig))
+      continue;
     json_int_t id = json_integer_value(json_object_get(job, "id"));
     char href[40];
     snprintf(href, sizeof href, "/jobs/%lld", (long long)id);
-    json_t *row = json_pack("{s:s,s:O,s:O,s:O,s:O,s:I,s:s,s:O,s:O}", "variant", label, "figure", fig, "unit",
-                            or_null(json_object_get(run, "unit")), "median_ms",
-                            or_null(json_object_get(json_object_get(run, "timing"), "median_ms")),
-                            "percent_of_ceiling", or_null(json_object_get(run, "percent_of_ceiling")), "job", id,
-                            "href", href, "device", or_null(json_object_get(json_object_get(job, "result"), "device")),
-                            "finished_at", or_null(json_object_get(job, "finished_at")));
+    json_t *row = json_pack(
+        "{s:s,s:O,s:O,s:O,s:O,s:I,s:s,s:O,s:O}", "variant", label, "figure", fig, "unit",
+        or_null(json_object_get(run, "unit")), "median_ms",
+        or_null(json_object_get(json_object_get(run, "timing"), "median_ms")), "percent_of_ceiling",
+        or_null(json_object_get(run, "percent_of_ceiling")), "job", id, "href", href, "device",
+        or_null(json_object_get(json_object_get(job, "result"), "device")), "finished_at",
+        or_null(json_object_get(job, "finished_at")));
     if (row && uk) json_object_set(row, "user_kernel", uk);
     if (row) json_object_set_new(b->best, label, row);
   }
@@ -126,13 +131,15 @@ static int parse_size(struct board *b, const char *size, struct api_error *err) 
   }
   if (*p || n < 1 || (n > 1 && n != n_dims))
     return api_error_set(err, 400, "wrong_type", "size",
-                         "size is one integer or %d, comma-separated (e.g. size=4096), got '%.40s'", n_dims, size);
+                         "size is one integer or %d, comma-separated (e.g. size=4096), got '%.40s'",
+                         n_dims, size);
   for (int k = 0; k < n_dims; k++) {
     const struct exp_param *prm = &b->exp->params[dims[k]];
     long long x = v[n == 1 ? 0 : k];
     if (x < prm->min || x > prm->max)
-      return api_error_set(err, 400, "out_of_range", "size", "%s must be between %d and %d, got %lld", prm->name,
-                           prm->min, prm->max, x);
+      return api_error_set(err, 400, "out_of_range", "size",
+                           "%s must be between %d and %d, got %lld", prm->name, prm->min, prm->max,
+                           x);
     b->want[dims[k]] = x;
   }
   return 0;
@@ -167,7 +174,8 @@ enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a)
       if (exp_user_of((enum exp_type)t))
         used += snprintf(names + used, sizeof names - (size_t)used, "%s%s", used ? ", " : "",
                          exp_type_name((enum exp_type)t));
-    return respond_fail(r, 404, "not_found", "experiment", "no leaderboard '%.40s'; valid: %s", experiment, names);
+    return respond_fail(r, 404, "not_found", "experiment", "no leaderboard '%.40s'; valid: %s",
+                        experiment, names);
   }
   struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
   for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;

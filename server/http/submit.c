@@ -68,13 +68,15 @@ int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const
     long long id = exp_user_kernel_id(spec->variants[i]);
     struct store_kernel k;
     if (!u || store_kernel_get(ukernels_store(u), id, &k))
-      return api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id, id);
+      return api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id,
+                           id);
     int rc = 0;
     if (!request_may_see(r, k.owner) && !k.is_public)
-      rc = api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id, id);
+      rc = api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id,
+                         id);
     else if (strcmp(k.experiment, exp_type_name(spec->type)) != 0)
-      rc = api_error_set(err, 400, "unknown_variant", field, "kernel:%lld is a %s kernel, not %s", id,
-                         k.experiment, exp_type_name(spec->type));
+      rc = api_error_set(err, 400, "unknown_variant", field, "kernel:%lld is a %s kernel, not %s",
+                         id, k.experiment, exp_type_name(spec->type));
     else if (ukernels_register(&k))
       rc = api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
     store_kernel_clear(&k);

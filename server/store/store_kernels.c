@@ -15,12 +15,15 @@
 static void head_of(sqlite3_stmt *st, struct store_kernel *k) {
   const unsigned char *t;
   k->id = sqlite3_column_int64(st, 0);
-  snprintf(k->owner, sizeof k->owner, "%s", (t = sqlite3_column_text(st, 1)) ? (const char *)t : "");
+  snprintf(k->owner, sizeof k->owner, "%s",
+           (t = sqlite3_column_text(st, 1)) ? (const char *)t : "");
   snprintf(k->name, sizeof k->name, "%s", (t = sqlite3_column_text(st, 2)) ? (const char *)t : "");
-  snprintf(k->experiment, sizeof k->experiment, "%s", (t = sqlite3_column_text(st, 3)) ? (const char *)t : "");
+  snprintf(k->experiment, sizeof k->experiment, "%s",
+           (t = sqlite3_column_text(st, 3)) ? (const char *)t : "");
   k->is_public = sqlite3_column_int(st, 4) != 0;
   k->created = sqlite3_column_double(st, 5);
-  snprintf(k->source_sha, sizeof k->source_sha, "%s", (t = sqlite3_column_text(st, 6)) ? (const char *)t : "");
+  snprintf(k->source_sha, sizeof k->source_sha, "%s",
+           (t = sqlite3_column_text(st, 6)) ? (const char *)t : "");
 }
 
 static char *dup_col(sqlite3_stmt *st, int i) {
@@ -31,8 +34,9 @@ static char *dup_col(sqlite3_stmt *st, int i) {
 /* One write of its own: sql with its bindings (bind), stepped once. Returns 0 or the
  * negative errno of the failure, SQLite's words in why (the caller notes it once the
  * database is released). The database lock is held. */
-static int write_locked(struct store *s, const char *sql, void (*bind)(sqlite3_stmt *, const void *),
-                        const void *arg, char *why, size_t why_len) {
+static int write_locked(struct store *s, const char *sql,
+                        void (*bind)(sqlite3_stmt *, const void *), const void *arg, char *why,
+                        size_t why_len) {
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
   if (rc == SQLITE_OK) {
@@ -71,10 +75,11 @@ int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *
   if (k->image_bytes > (1u << 30)) return -EFBIG;
   char why[200] = "";
   pthread_mutex_lock(&s->lock);
-  err = write_locked(s,
-                     "INSERT INTO kernels(owner, name, experiment, public, created, source_sha, source,"
-                     " spec, report, image) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                     bind_insert, k, why, sizeof why);
+  err = write_locked(
+      s,
+      "INSERT INTO kernels(owner, name, experiment, public, created, source_sha, source,"
+      " spec, report, image) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+      bind_insert, k, why, sizeof why);
   if (err == 0) *id = sqlite3_last_insert_rowid(s->db);
   pthread_mutex_unlock(&s->lock);
   store_note_write(s, err, why);
@@ -86,8 +91,9 @@ int store_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   sqlite3_stmt *st = NULL;
   int ret = -EIO;
   pthread_mutex_lock(&s->lock);
-  if (sqlite3_prepare_v2(s->db, "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id=?1", -1,
-                         &st, NULL) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id=?1",
+                         -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
@@ -112,7 +118,9 @@ int store_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   return ret;
 }
 
-static void bind_id(sqlite3_stmt *st, const void *arg) { sqlite3_bind_int64(st, 1, *(const int64_t *)arg); }
+static void bind_id(sqlite3_stmt *st, const void *arg) {
+  sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
 
 int store_kernel_delete(struct store *s, int64_t id) {
   char why[200] = "";
@@ -131,7 +139,8 @@ int store_kernel_list(struct store *s, const char *owner, const char *experiment
   int n = 0, cap = 0, ret = -EIO;
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(s->db,
-                         "SELECT " COLUMNS ", spec, report FROM kernels WHERE (?1 IS NULL OR owner=?1 OR"
+                         "SELECT " COLUMNS
+                         ", spec, report FROM kernels WHERE (?1 IS NULL OR owner=?1 OR"
                          " public=1) AND (?2 IS NULL OR experiment=?2) ORDER BY id DESC",
                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
@@ -171,8 +180,9 @@ int store_kernel_count(struct store *s, const char *owner, int *n, size_t *sourc
   *n = 0;
   *source_bytes = 0;
   pthread_mutex_lock(&s->lock);
-  if (sqlite3_prepare_v2(s->db, "SELECT COUNT(*), COALESCE(SUM(LENGTH(source)), 0) FROM kernels WHERE owner=?1",
-                         -1, &st, NULL) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          s->db, "SELECT COUNT(*), COALESCE(SUM(LENGTH(source)), 0) FROM kernels WHERE owner=?1",
+          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW) {
       *n = sqlite3_column_int(st, 0);

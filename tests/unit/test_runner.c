@@ -37,7 +37,8 @@ struct bufs {
 
 static void bufs_new(struct bufs *b) {
   b->bytes = sizeof(float) * M * N;
-  for (int i = 0; i < 2; i++) CHECK_INT_EQ(runner_memfd_new(b->bytes, &b->fd[i], (void **)&b->p[i]), 0);
+  for (int i = 0; i < 2; i++)
+    CHECK_INT_EQ(runner_memfd_new(b->bytes, &b->fd[i], (void **)&b->p[i]), 0);
   for (int i = 0; i < M * N; i++) b->p[0][i] = (float)i * 0.5f;
 }
 
@@ -187,7 +188,8 @@ int main(void) {
   t0 = clock_mono_ms();
   CHECK_INT_EQ(job(r, "transpose", 1, 2, &b, &fault, NULL), 0);
   CHECK_INT_EQ(mismatches(&b), 0);
-  printf("hang: failed after %.0f ms, next job passed %.1f ms later\n", waited, clock_mono_ms() - t0);
+  printf("hang: failed after %.0f ms, next job passed %.1f ms later\n", waited,
+         clock_mono_ms() - t0);
   runner_stats(r, &st);
   CHECK_INT_EQ(st.timeouts, 1);
 

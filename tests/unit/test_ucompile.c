@@ -27,23 +27,30 @@ static const char *const padded33 =
     "}\n";
 
 static struct ucompile_req req_of(const char *src, const char *const *opts, int n) {
-  struct ucompile_req r = {.source = src, .name = "my_tile.cu", .entry = "kernel",
-                           .declaration = transpose_decl, .options = opts, .n_options = n,
-                           .arch = UCOMPILE_DEFAULT_ARCH, .time_limit_s = 30};
+  struct ucompile_req r = {.source = src,
+                           .name = "my_tile.cu",
+                           .entry = "kernel",
+                           .declaration = transpose_decl,
+                           .options = opts,
+                           .n_options = n,
+                           .arch = UCOMPILE_DEFAULT_ARCH,
+                           .time_limit_s = 30};
   return r;
 }
 
 static void test_options(void) {
   char msg[256];
-  const char *good[] = {"-DTILE=64", "--maxrregcount=64", "-use_fast_math", "-lineinfo",
-                        "--ftz=true", "-std=c++17", "-UFOO", "--generate-line-info"};
+  const char *good[] = {"-DTILE=64", "--maxrregcount=64",   "-use_fast_math",
+                        "-lineinfo", "--ftz=true",          "-std=c++17",
+                        "-UFOO",     "--generate-line-info"};
   CHECK_INT_EQ(ucompile_options_check(good, 8, msg, sizeof msg), 0);
-  const char *bad[][2] = {{"-I/etc", "include"},          {"--include-path=/x", "include"},
-                          {"-rdc=true", "separate"},      {"--gpu-architecture=sm_80", "architecture"},
-                          {"-arch=sm_90", "architecture"}, {"--maxrregcount=9999", "16..255"},
-                          {"-DX=\"a b\"", "quotes"},      {"-D1X", "identifier"},
-                          {"-Xptxas=-O0", "ptxas"},       {"--fdevice-time-trace=/tmp/x", "whitelist"},
-                          {"foo.cu", "not an option"}};
+  const char *bad[][2] = {
+      {"-I/etc", "include"},           {"--include-path=/x", "include"},
+      {"-rdc=true", "separate"},       {"--gpu-architecture=sm_80", "architecture"},
+      {"-arch=sm_90", "architecture"}, {"--maxrregcount=9999", "16..255"},
+      {"-DX=\"a b\"", "quotes"},       {"-D1X", "identifier"},
+      {"-Xptxas=-O0", "ptxas"},        {"--fdevice-time-trace=/tmp/x", "whitelist"},
+      {"foo.cu", "not an option"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *o[] = {bad[i][0]};
     CHECK_INT_EQ(ucompile_options_check(o, 1, msg, sizeof msg), -EINVAL);
@@ -75,20 +82,22 @@ static void test_source_check(void) {
 static void test_log_parsing(void) {
   int line;
   char err[256];
-  const char *log = "my_tile.cu(12): warning #177-D: variable \"q\" was declared\n"
-                    "my_tile.cu(14): error: identifier \"argc\" is undefined\n  x\n";
+  const char *log =
+      "my_tile.cu(12): warning #177-D: variable \"q\" was declared\n"
+      "my_tile.cu(14): error: identifier \"argc\" is undefined\n  x\n";
   CHECK(ucompile_first_error(log, "my_tile.cu", &line, err, sizeof err));
   CHECK_INT_EQ(line, 14);
   CHECK_STR_EQ(err, "my_tile.cu(14): error: identifier \"argc\" is undefined");
   CHECK(!ucompile_first_error("ptxas info : 0 bytes gmem\n", "my_tile.cu", &line, err, sizeof err));
   struct ucompile_report r = {0};
-  ucompile_parse_usage("ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
-                       "ptxas info    : Used 32 registers, used 0 barriers\n"
-                       "ptxas info    : Compiling entry function 'kernel' for 'sm_90'\n"
-                       "ptxas info    : Function properties for kernel\n"
-                       "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
-                       "ptxas info    : Used 12 registers, used 1 barriers, 4224 bytes smem\n",
-                       "kernel", &r);
+  ucompile_parse_usage(
+      "ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
+      "ptxas info    : Used 32 registers, used 0 barriers\n"
+      "ptxas info    : Compiling entry function 'kernel' for 'sm_90'\n"
+      "ptxas info    : Function properties for kernel\n"
+      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 12 registers, used 1 barriers, 4224 bytes smem\n",
+      "kernel", &r);
   CHECK(r.has_usage);
   CHECK_INT_EQ(r.registers, 12);
   CHECK_INT_EQ(r.barriers, 1);
@@ -103,13 +112,17 @@ static void test_templates(const struct nvrtc_lib *lib) {
   for (int t = 0; t < EXP_TYPE_COUNT; t++) {
     const struct exp_user *u = exp_user_of((enum exp_type)t);
     if (!u) continue;
-    struct ucompile_req req = {.source = u->template_source, .name = "template.cu", .entry = "kernel",
-                               .declaration = u->declaration, .arch = UCOMPILE_DEFAULT_ARCH,
+    struct ucompile_req req = {.source = u->template_source,
+                               .name = "template.cu",
+                               .entry = "kernel",
+                               .declaration = u->declaration,
+                               .arch = UCOMPILE_DEFAULT_ARCH,
                                .time_limit_s = 30};
     struct ucompile_report *r;
     char msg[256];
     CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
-    if (!r->ok) CHECK_FAIL_("%s's template: %s\n%s", exp_type_name((enum exp_type)t), r->error, r->log);
+    if (!r->ok)
+      CHECK_FAIL_("%s's template: %s\n%s", exp_type_name((enum exp_type)t), r->error, r->log);
     CHECK(r->has_usage && r->image_bytes > 0);
     printf("%s template: %d registers, %.1f ms\n", exp_type_name((enum exp_type)t), r->registers,
            r->compile_ms);
@@ -136,10 +149,12 @@ static void test_compile(const struct nvrtc_lib *lib) {
   ucompile_report_free(r);
 
   /* A syntax error on line 3 of the user's source: 0 and ok false, the line, the log. */
-  req = req_of("extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
-               "  int x = threadIdx.x;\n"
-               "  b[x] = a[x] +;\n"
-               "}\n", NULL, 0);
+  req = req_of(
+      "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+      "  int x = threadIdx.x;\n"
+      "  b[x] = a[x] +;\n"
+      "}\n",
+      NULL, 0);
   CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
   CHECK(!r->ok);
   CHECK_INT_EQ(r->error_line, 3);
@@ -156,8 +171,10 @@ static void test_compile(const struct nvrtc_lib *lib) {
   ucompile_report_free(r);
 
   /* The entry missing (declared by the signature only, or C++-mangled). */
-  req = req_of("__global__ void kernel(const float *a, float *b, int m, int n, int k) {}\n"
-               "extern \"C\" __global__ void other(float *b) { b[0] = 1; }\n", NULL, 0);
+  req = req_of(
+      "__global__ void kernel(const float *a, float *b, int m, int n, int k) {}\n"
+      "extern \"C\" __global__ void other(float *b) { b[0] = 1; }\n",
+      NULL, 0);
   CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
   CHECK(!r->ok);
   CHECK(strstr(r->error, "no extern \"C\" __global__ function named kernel") != NULL);

@@ -16,7 +16,8 @@ static void test_encoding(void) {
   int v = exp_user_variant(7);
   CHECK(exp_variant_is_user(v));
   CHECK_INT_EQ(exp_user_kernel_id(v), 7);
-  CHECK_INT_EQ(exp_user_kernel_id(exp_user_variant(EXP_USER_KERNEL_MAX_ID)), EXP_USER_KERNEL_MAX_ID);
+  CHECK_INT_EQ(exp_user_kernel_id(exp_user_variant(EXP_USER_KERNEL_MAX_ID)),
+               EXP_USER_KERNEL_MAX_ID);
   CHECK(exp_user_variant(EXP_USER_KERNEL_MAX_ID) > 0);
 }
 
@@ -86,8 +87,8 @@ static void test_check_rule(void) {
       struct exp_check c;
       reference_check(ref, exp_user_variant(3), out, &c);
       if (!c.passed)
-        CHECK_FAIL_("%s: %s's output fails the users' rule (%s): %lld mismatches", d->name, var->name,
-                    c.tolerance_rule, (long long)c.mismatches);
+        CHECK_FAIL_("%s: %s's output fails the users' rule (%s): %lld mismatches", d->name,
+                    var->name, c.tolerance_rule, (long long)c.mismatches);
       CHECK_INT_EQ(c.compared, (long long)n);
       passed++;
     }
