@@ -1,6 +1,6 @@
 /* A job submitted from a request (POST /jobs, POST /<experiment>, and any route that
- * makes a job): the checks before the engine's (health, the store, the client's rate),
- * then the answer: at once, after running it here when it is tiny, or once it ends
+ * makes a job): the checks before the engine's (health, the store, the users' kernels
+ * it names, the client's rate), then the answer: at once, after running it here when it is tiny, or once it ends
  * (?wait=). */
 #ifndef GPULAB_HTTP_SUBMIT_H
 #define GPULAB_HTTP_SUBMIT_H
