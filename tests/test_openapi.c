@@ -375,14 +375,16 @@ static void test_service_routes(void) {
     call(*p, "HEAD", *p, 200, NULL, NULL);
   }
   /* The documented defaults are gpulabd's (experiments.json holds its default specs). */
-  static const char *const types[] = {"transpose", "gemm", "stencil", "pipeline"};
-  static const char *const params[] = {"TransposeParams", "GemmParams",       "StencilParams",
-                                       "PipelineParams",  "TransposeRequest", "GemmRequest",
-                                       "StencilRequest",  "PipelineRequest"};
+  static const char *const types[] = {"transpose", "gemm", "stencil", "pipeline", "reduce"};
+  static const char *const params[] = {"TransposeParams",  "GemmParams",    "StencilParams",
+                                       "PipelineParams",   "ReduceParams",  "TransposeRequest",
+                                       "GemmRequest",      "StencilRequest", "PipelineRequest",
+                                       "ReduceRequest"};
+  enum { N_TYPES = sizeof types / sizeof types[0] };
   json_t *options = json_object_get(schema_named("JobRequest"), "properties");
-  for (int t = 0; t < 8; t++) {
+  for (int t = 0; t < 2 * N_TYPES; t++) {
     json_t *defaults =
-        json_object_get(json_object_get(json_object_get(experiments, "types"), types[t % 4]), "defaults");
+        json_object_get(json_object_get(json_object_get(experiments, "types"), types[t % N_TYPES]), "defaults");
     const char *name;
     json_t *prop;
     json_object_foreach(json_object_get(schema_named(params[t]), "properties"), name, prop) {
@@ -406,10 +408,13 @@ static long long test_experiments(long long *gemm_id) {
        "{\"n\":2049,\"radius\":1024,\"isolation\":\"shared\",\"cold\":true,\"order\":\"sequential\","
        "\"max_noise\":0.5,\"min_samples\":2,\"max_time\":1," FAST "}"},
       {"/pipeline", "{\"chunk\":1000,\"chunks\":2,\"terms\":4,\"streams\":[1,2],\"graph\":true," FAST "}"},
+      {"/reduce", "{\"n\":100003,\"keep_output\":true," FAST "}"},
   };
-  static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant", NULL};
-  long long ids[4];
-  for (int t = 0; t < 4; t++) {
+  static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant", NULL,
+                                      "ReduceVariant"};
+  enum { N_BODIES = sizeof bodies / sizeof bodies[0] };
+  long long ids[N_BODIES];
+  for (int t = 0; t < N_BODIES; t++) {
     json_t *job = post(bodies[t][0], bodies[t][0], bodies[t][1], 200, NULL, ACCEPTED);
     ids[t] = JINT(job, "id");
     CHECK_STR_EQ(JSTR(job, "state"), "done");
