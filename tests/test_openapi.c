@@ -375,11 +375,11 @@ static void test_service_routes(void) {
     call(*p, "HEAD", *p, 200, NULL, NULL);
   }
   /* The documented defaults are gpulabd's (experiments.json holds its default specs). */
-  static const char *const types[] = {"transpose", "gemm", "stencil", "pipeline", "reduce"};
-  static const char *const params[] = {"TransposeParams",  "GemmParams",    "StencilParams",
-                                       "PipelineParams",   "ReduceParams",  "TransposeRequest",
-                                       "GemmRequest",      "StencilRequest", "PipelineRequest",
-                                       "ReduceRequest"};
+  static const char *const types[] = {"transpose", "gemm", "stencil", "pipeline", "reduce", "scan"};
+  static const char *const params[] = {
+      "TransposeParams",  "GemmParams",  "StencilParams",  "PipelineParams",  "ReduceParams",
+      "ScanParams",       "TransposeRequest", "GemmRequest", "StencilRequest", "PipelineRequest",
+      "ReduceRequest",    "ScanRequest"};
   enum { N_TYPES = sizeof types / sizeof types[0] };
   json_t *options = json_object_get(schema_named("JobRequest"), "properties");
   for (int t = 0; t < 2 * N_TYPES; t++) {
@@ -409,9 +409,10 @@ static long long test_experiments(long long *gemm_id) {
        "\"max_noise\":0.5,\"min_samples\":2,\"max_time\":1," FAST "}"},
       {"/pipeline", "{\"chunk\":1000,\"chunks\":2,\"terms\":4,\"streams\":[1,2],\"graph\":true," FAST "}"},
       {"/reduce", "{\"n\":100003,\"keep_output\":true," FAST "}"},
+      {"/scan", "{\"n\":5000,\"variant\":\"all\",\"graph\":true," FAST "}"},
   };
   static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant", NULL,
-                                      "ReduceVariant"};
+                                      "ReduceVariant",    "ScanVariant"};
   enum { N_BODIES = sizeof bodies / sizeof bodies[0] };
   long long ids[N_BODIES];
   for (int t = 0; t < N_BODIES; t++) {
