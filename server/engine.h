@@ -149,6 +149,7 @@ int engine_jobs_list(struct engine *e, const struct engine_list_filter *filter,
 struct engine_buffer_view {
   uint64_t id;
   struct exp_shape shape;
+  enum exp_dtype dtype; /* F32 (every upload), or a job's out_dtype (U32 counts) */
   uint64_t bytes;
   char client[64];
   double created_at;

@@ -11,11 +11,13 @@
 
 #define LIST_LIMIT_MAX 1000
 
+static const char *dtype_name(enum exp_dtype d) { return d == EXP_DTYPE_U32 ? "uint32" : "float32"; }
+
 static json_t *buffer_json(const struct engine_buffer_view *v) {
   json_t *shape = json_array();
   for (int d = 0; d < v->shape.ndim; d++) json_array_append_new(shape, json_integer(v->shape.dims[d]));
   return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i}", "id", (json_int_t)v->id, "shape", shape,
-                   "dtype", "float32", "bytes", (json_int_t)v->bytes, "client", v->client,
+                   "dtype", dtype_name(v->dtype), "bytes", (json_int_t)v->bytes, "client", v->client,
                    "created_at", time_json(v->created_at), "job",
                    v->producer_job ? json_integer((json_int_t)v->producer_job) : json_null(),
                    "in_use", v->in_use, "device", v->device);
@@ -66,13 +68,15 @@ enum MHD_Result buffers_list(struct request *r) {
   return respond_json(r, 200, json_pack("{s:o,s:o}", "buffers", list, "next_cursor", next));
 }
 
-/* GET: the buffer as a .npy file that numpy.load reads. */
+/* GET: the buffer as a .npy file that numpy.load reads: float32, or uint32 for counts
+ * (a histogram's kept output), bit for bit as the job wrote them. */
 static enum MHD_Result download(struct request *r, const struct engine_buffer_view *v) {
   int64_t dims[2] = {v->shape.dims[0], v->shape.dims[1]};
   size_t header = npy_header_size(v->shape.ndim, dims);
   char *file = malloc(header + v->bytes);
   if (!file) return respond_fail(r, 503, "out_of_memory", NULL, "no memory for %" PRIu64 " bytes", v->bytes);
-  npy_write_header(file, header, v->shape.ndim, dims);
+  npy_write_header(file, header, v->shape.ndim, dims,
+                   v->dtype == EXP_DTYPE_U32 ? NPY_UINT32 : NPY_FLOAT32);
   struct engine_error err;
   /* A job's output is copied once its producer's fence has passed on the device. */
   int rc = engine_buffer_read(r->srv->engine, v->id, (float *)(file + header), &err);
