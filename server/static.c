@@ -125,21 +125,32 @@ static int serve_file(struct request *r, const char *path, const char *name, boo
   return 0;
 }
 
-/* experiments.json: per type its variants, inputs, figure unit and default params,
- * so the page's forms follow the server (a new variant shows up by itself). */
+/* experiments.json: per type its variants, inputs, figure unit, size params with their
+ * ranges, what its figure counts and its default params, all from its descriptor, so
+ * the page's forms follow the server (a new variant, param or experiment shows up by
+ * itself). */
 static json_t *experiments_json(void) {
   json_t *types = json_object();
   for (int t = 0; t < EXP_TYPE_COUNT; t++) {
+    const struct exp_desc *d = exp_desc((enum exp_type)t);
     struct exp_spec spec;
     exp_spec_default((enum exp_type)t, &spec);
-    json_t *variants = json_array(), *inputs = json_array();
+    struct exp_work work;
+    exp_spec_work_counts(&spec, &work);
+    json_t *variants = json_array(), *inputs = json_array(), *params = json_array();
     for (int v = 0; v < exp_variant_count((enum exp_type)t); v++)
       json_array_append_new(variants, json_string(exp_variant_name((enum exp_type)t, v)));
     for (int s = 0; s < exp_input_count((enum exp_type)t); s++)
       json_array_append_new(inputs, json_string(exp_input_name((enum exp_type)t, s)));
-    json_object_set_new(types, exp_type_name((enum exp_type)t),
-                        json_pack("{s:o,s:o,s:s,s:o}", "variants", variants, "inputs", inputs, "unit",
-                                  exp_figure_unit((enum exp_type)t), "defaults", api_spec_to_json(&spec)));
+    for (int i = 0; i < d->n_params; i++)
+      json_array_append_new(params, json_pack("{s:s,s:i,s:i,s:i}", "name", d->params[i].name, "min",
+                                              d->params[i].min, "max", d->params[i].max, "default",
+                                              d->params[i].def));
+    json_object_set_new(types, d->name,
+                        json_pack("{s:o,s:o,s:s,s:o,s:s,s:o}", "variants", variants, "inputs", inputs,
+                                  "unit", exp_figure_unit((enum exp_type)t), "params", params,
+                                  "counted", work.counted ? work.counted : "", "defaults",
+                                  api_spec_to_json(&spec)));
   }
   return json_pack("{s:o}", "types", types);
 }

@@ -129,17 +129,38 @@ GL.TIMING_FIELDS = [
   { name: 'reps', label: 'reps', hint: 'launches per batch, 1..10000', min: 1, max: 10000 },
 ];
 
-/* Takes each type's variants, inputs and defaults from /static/experiments.json
- * (built by gpulabd from the tables the API validates with), so a variant or param
- * added to gpulabd shows up in the forms by itself; params the forms do not know
- * get a plain field. Keeps the lists above when it cannot be read. */
+/* A form for a type the lists above do not know, from what experiments.json says of it
+ * (its descriptor's): its size params with their ranges, variants, inputs, unit and
+ * what the figure counts. */
+function typeFromInfo(type, info) {
+  const counted = info.counted ? ` (${info.counted})` : '';
+  return {
+    title: type.charAt(0).toUpperCase() + type.slice(1),
+    about: `Figure: ${info.unit || 'GB/s'}${counted}.`,
+    fields: (info.params || []).map((p) => ({ name: p.name, label: p.name, hint: `${p.min}..${p.max}`,
+      def: p.default, min: p.min, max: p.max })),
+    variants: [],
+    inputs: info.inputs || ['x'],
+    timing: { warmup: 3, batches: 5, reps: 20, seed: 2026 },
+  };
+}
+
+/* Takes each type's variants, inputs, size ranges and defaults from
+ * /static/experiments.json (built by gpulabd from the descriptors the API validates
+ * with), so a variant, param or whole experiment added to gpulabd shows up in the
+ * forms by itself; params the forms do not know get a plain field. Keeps the lists
+ * above when it cannot be read. */
 GL.loadExperiments = async function () {
   let x;
   try { x = await GL.getJSON('/static/experiments.json'); } catch (e) { return; }
   for (const [type, info] of Object.entries(x.types || {})) {
+    if (!GL.TYPES[type]) GL.TYPES[type] = typeFromInfo(type, info);
     const t = GL.TYPES[type];
-    if (!t) continue;
     const d = info.defaults || {};
+    for (const p of info.params || []) {
+      const f = t.fields.find((g) => g.name === p.name);
+      if (f && typeof p.min === 'number' && typeof p.max === 'number') Object.assign(f, { min: p.min, max: p.max });
+    }
     if (t.variants && Array.isArray(info.variants) && info.variants.length) t.variants = info.variants;
     if (Array.isArray(info.inputs)) t.inputs = info.inputs;
     for (const f of t.fields) if (typeof d[f.name] === 'number') f.def = d[f.name];
@@ -160,7 +181,10 @@ GL.sizeLabel = function (type, p) {
     case 'gemm': return `${p.m} × ${p.n} × ${p.k}`;
     case 'stencil': return `n ${p.n}, r ${p.radius}`;
     case 'pipeline': return `${p.chunks} × ${p.chunk}, ${p.terms} terms`;
-    default: return '';
+    default: { /* a type from experiments.json: its size params by name */
+      const t = GL.TYPES[type];
+      return t ? t.fields.map((f) => `${f.name} ${p[f.name]}`).join(', ') : '';
+    }
   }
 };
 
@@ -235,7 +259,7 @@ GL.ceilingPercent = function (type, run, device) {
   const fits = GL.ceilings(device).filter((c) => c.unit === run.unit);
   if (!fits.length) return null;
   const prefer = { transpose: /copy|d2d|dram|device/i, stencil: /copy|d2d|dram|device/i,
-    gemm: /sgemm|cublas|fp32/i, pipeline: /pinned|h2d|host|pcie/i }[type];
+    gemm: /sgemm|cublas|fp32/i, pipeline: /pinned|h2d|host|pcie/i }[type] || /copy|d2d|dram|device/i;
   const best = fits.find((c) => prefer && prefer.test(c.name)) || fits[0];
   return best.value > 0 ? (100 * run.figure) / best.value : null;
 };
