@@ -11,7 +11,7 @@
 
 static const char usage[] =
     "usage: gpulabd [flags]\n"
-    "Runs the CUDA lecture's experiments (transpose, gemm, stencil, pipeline) as HTTP jobs.\n"
+    "Runs the CUDA lecture's experiments (GET /static/experiments.json lists them) as HTTP jobs.\n"
     "\n"
     "  --host ADDR         numeric address to listen on (default 127.0.0.1)\n"
     "  --port N            TCP port; 0 picks a free one (default 8080)\n"
