@@ -14,15 +14,15 @@
 
 static struct gpulabd D;
 
-/* POSTs body to path; expects the error with the field, its message containing part. */
+/* POSTs body to path; expects the problem with the field, its detail containing part. */
 static void refused(const char *path, const char *body, long status, const char *code,
                     const char *field, const char *part) {
   struct http_reply r;
   http_post_json(&D, path, body, &r);
   fprintf(stderr, "  POST %s %s -> %ld %.300s\n", path, body, r.status, r.body);
   CHECK_ERROR(&r, status, code, field);
-  if (part && !strstr(JSTR(r.json, "error.message"), part))
-    CHECK_FAIL_("message \"%s\" lacks \"%s\"", JSTR(r.json, "error.message"), part);
+  if (part && !strstr(JSTR(r.json, "detail"), part))
+    CHECK_FAIL_("message \"%s\" lacks \"%s\"", JSTR(r.json, "detail"), part);
   http_reply_free(&r);
 }
 
