@@ -63,7 +63,8 @@ static void run_all(const struct exp_spec *s, struct backend_buffer *in, const f
   char err[256] = "", size[48];
   size_text(s, size, sizeof size);
   int rc = backend_run(be, 0, &job, NULL, &res, err, sizeof err);
-  if (rc != 0) fprintf(stderr, "%s %s %s: rc %d: %s\n", exp_type_name(s->type), size, what, rc, err);
+  if (rc != 0)
+    fprintf(stderr, "%s %s %s: rc %d: %s\n", exp_type_name(s->type), size, what, rc, err);
   CHECK_INT_EQ(rc, 0);
   CHECK_INT_EQ(res.n_runs, s->n_variants);
   int ran = 0;
@@ -101,7 +102,8 @@ static void run_all(const struct exp_spec *s, struct backend_buffer *in, const f
       reference_fill(x, (size_t)s->p[HISTOGRAM_N], s->inputs[0].value, GEN_X);
     }
     CHECK(histogram_ref(h_in ? h_in : x, (size_t)s->p[HISTOGRAM_N], bins, want) >= 0);
-    CHECK_INT_EQ(backend_buffer_download(be, job.output, job.done, (float *)got, err, sizeof err), 0);
+    CHECK_INT_EQ(backend_buffer_download(be, job.output, job.done, (float *)got, err, sizeof err),
+                 0);
     CHECK(memcmp(got, want, (size_t)bins * sizeof *got) == 0);
     free(x);
     free(got);
@@ -168,16 +170,16 @@ static float edge_value(size_t i) {
 /* reduce: n = 1..5 (best's head and tail only), a block's tail, best's partial last
  * batch, its grid cap (1056 blocks of 4096) plus a tail, several batches per thread. */
 static void test_reduce(void) {
-  static const int ns[] = {1, 2, 3, 4, 5, 255, 257, 1023, 4099, 1000003, 1056 * 4096 + 5,
-                           (1 << 22) + 1, (1 << 24) + 7};
+  static const int ns[] = {
+      1, 2, 3, 4, 5, 255, 257, 1023, 4099, 1000003, 1056 * 4096 + 5, (1 << 22) + 1, (1 << 24) + 7};
   run_sizes(EXP_REDUCE, ns, EXP_COUNT_OF(ns), 0);
 }
 
 /* scan: n = 1, the tails of naive's and shared's tiles of 1024 and best's of 4096, two
  * and three levels, 2049 tiles of best. */
 static void test_scan(void) {
-  static const int ns[] = {1, 2, 5, 1023, 1024, 1025, 4095, 4096, 4097, 20483,
-                           (1 << 20) + 1, (1 << 23) + 3};
+  static const int ns[] = {1,    2,    5,    1023,  1024,          1025,
+                           4095, 4096, 4097, 20483, (1 << 20) + 1, (1 << 23) + 3};
   run_sizes(EXP_SCAN, ns, EXP_COUNT_OF(ns), 0);
 }
 
@@ -200,14 +202,14 @@ static void test_exact_sums(void) {
  * (up to 512), 1..16 below 32 copies, one (16384), then packed (16385 up); shared's
  * passes of 12288 (12289: two); a large n. */
 static void test_histogram_bins(void) {
-  static const int bins[] = {1, 2, 3, 8, 9, 31, 33, 256, 512, 513, 4096, 12288, 12289,
-                             16384, 16385, 40000, 65535, 65536};
+  static const int bins[] = {1,   2,    3,     8,     9,     31,    33,    256,   512,
+                             513, 4096, 12288, 12289, 16384, 16385, 40000, 65535, 65536};
   for (int i = 0; i < EXP_COUNT_OF(bins); i++) {
     struct exp_spec s = spec_of(EXP_HISTOGRAM, 100003, bins[i]);
     run_all(&s, NULL, NULL, true, "gen");
   }
-  static const int ends[][2] = {{1, 1}, {1, 65536}, {5, 3}, {4, 256}, {(1 << 22) + 3, 256},
-                                {(1 << 22) + 3, 65536}};
+  static const int ends[][2] = {{1, 1},   {1, 65536},           {5, 3},
+                                {4, 256}, {(1 << 22) + 3, 256}, {(1 << 22) + 3, 65536}};
   for (int i = 0; i < EXP_COUNT_OF(ends); i++) {
     struct exp_spec s = spec_of(EXP_HISTOGRAM, ends[i][0], ends[i][1]);
     run_all(&s, NULL, NULL, true, "gen");
@@ -296,8 +298,10 @@ static void test_plans(void) {
   static const struct {
     int bins;
     const char *kernel;
-  } best[] = {{256, "histogram_best_kernel<u32>"}, {16384, "histogram_best_kernel<u32>"},
-              {16385, "histogram_best_kernel<packed>"}, {65536, "histogram_best_kernel<packed>"}};
+  } best[] = {{256, "histogram_best_kernel<u32>"},
+              {16384, "histogram_best_kernel<u32>"},
+              {16385, "histogram_best_kernel<packed>"},
+              {65536, "histogram_best_kernel<packed>"}};
   for (int i = 0; i < EXP_COUNT_OF(best); i++) {
     s = spec_of(EXP_HISTOGRAM, 1 << 20, best[i].bins);
     s.n_variants = 1;
