@@ -578,13 +578,15 @@ int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *in
 
 /* ---- Writing ---- */
 
-/* The dict exactly as NumPy writes it (keys sorted, trailing ", "), into buf. */
-static size_t dict_text(char *buf, size_t cap, int ndim, const int64_t *shape) {
+/* The dict exactly as NumPy writes it (keys sorted, trailing ", "), into buf. descr:
+ * "<f4" or "<u4" (the same length, so the header's size does not depend on it). */
+static size_t dict_text(char *buf, size_t cap, int ndim, const int64_t *shape,
+                        const char *descr) {
   int n = ndim == 1
-              ? snprintf(buf, cap, "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRId64
-                         ",), }", shape[0])
-              : snprintf(buf, cap, "{'descr': '<f4', 'fortran_order': False, 'shape': (%" PRId64
-                         ", %" PRId64 "), }", shape[0], shape[1]);
+              ? snprintf(buf, cap, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64
+                         ",), }", descr, shape[0])
+              : snprintf(buf, cap, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64
+                         ", %" PRId64 "), }", descr, shape[0], shape[1]);
   return n > 0 ? (size_t)n : 0;
 }
 
@@ -593,15 +595,16 @@ size_t npy_header_size(int ndim, const int64_t *shape) {
   for (int i = 0; i < ndim; i++)
     if (shape[i] < 0) return 0;
   char dict[160];
-  size_t n = PREAMBLE_V1 + dict_text(dict, sizeof dict, ndim, shape) + 1; /* + '\n' */
+  size_t n = PREAMBLE_V1 + dict_text(dict, sizeof dict, ndim, shape, "<f4") + 1; /* + '\n' */
   return (n + HEADER_ALIGN - 1) / HEADER_ALIGN * HEADER_ALIGN;
 }
 
-size_t npy_write_header(char *buf, size_t cap, int ndim, const int64_t *shape) {
+size_t npy_write_header(char *buf, size_t cap, int ndim, const int64_t *shape,
+                        enum npy_dtype dtype) {
   size_t size = npy_header_size(ndim, shape);
-  if (size == 0 || !buf || cap < size) return 0;
+  if (size == 0 || !buf || cap < size || (dtype != NPY_FLOAT32 && dtype != NPY_UINT32)) return 0;
   char dict[160];
-  size_t n = dict_text(dict, sizeof dict, ndim, shape);
+  size_t n = dict_text(dict, sizeof dict, ndim, shape, dtype == NPY_UINT32 ? "<u4" : "<f4");
   size_t hdr_len = size - PREAMBLE_V1; /* at most a few hundred: fits uint16 */
   memcpy(buf, MAGIC, MAGIC_LEN);
   buf[6] = 1;

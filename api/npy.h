@@ -1,7 +1,7 @@
 /* The NumPy .npy codec for job inputs and outputs: reads float32 and float64 arrays
  * of 1 or 2 dimensions, C or Fortran order, out of untrusted request bodies (a .npy
  * file, or raw float32 bytes with a ?shape=), converts them to C-order float32,
- * and writes .npy headers for results. libc only; no allocation. */
+ * and writes .npy headers for results (float32 or uint32). libc only; no allocation. */
 #ifndef GPULAB_API_NPY_H
 #define GPULAB_API_NPY_H
 
@@ -68,15 +68,23 @@ struct npy_conversion {
 int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *info, char *err,
                 size_t err_len);
 
-/* Size in bytes of the version 1.0 header npy_write_header writes for this shape:
- * a multiple of 64. Returns 0 when ndim is not 1 or 2 or a dim is negative. */
+/* The element types written: float32 (uploads, and most outputs) and uint32 (counts:
+ * a histogram's output). Both are 4 bytes, little-endian. */
+enum npy_dtype { NPY_FLOAT32, NPY_UINT32 };
+
+/* Size in bytes of the version 1.0 header npy_write_header writes for this shape (of
+ * either dtype): a multiple of 64. Returns 0 when ndim is not 1 or 2 or a dim is
+ * negative. */
 size_t npy_header_size(int ndim, const int64_t *shape);
 
-/* Writes a version 1.0 .npy header ('<f4', fortran_order False, shape written as
- * "(n,)" or "(m, n)") into buf, padded with spaces to a multiple of 64 bytes; the
- * caller appends count * 4 bytes of little-endian float32 data. Not NUL-terminated.
- * Returns the bytes written (npy_header_size), or 0 when cap is too small or the
- * shape is invalid (as npy_header_size). This function cannot otherwise fail. */
-size_t npy_write_header(char *buf, size_t cap, int ndim, const int64_t *shape);
+/* Writes a version 1.0 .npy header (descr '<f4' for NPY_FLOAT32, '<u4' for NPY_UINT32,
+ * fortran_order False, shape written as "(n,)" or "(m, n)") into buf, padded with
+ * spaces to a multiple of 64 bytes; the caller appends count * 4 bytes of
+ * little-endian data of that dtype. Not NUL-terminated. Returns the bytes written
+ * (npy_header_size), or 0 when cap is too small, the shape is invalid (as
+ * npy_header_size) or dtype is not one of the two. This function cannot otherwise
+ * fail. */
+size_t npy_write_header(char *buf, size_t cap, int ndim, const int64_t *shape,
+                        enum npy_dtype dtype);
 
 #endif

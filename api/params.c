@@ -40,6 +40,7 @@ static const struct {
     {"duplicate_variant", "A variant named twice"},
     {"unknown_state", "An unknown job state"},
     {"shape_mismatch", "An input's shape does not fit the job"},
+    {"dtype_mismatch", "An input holds another dtype than the job reads"},
     {"invalid_npy", "Not a .npy file that gpulabd reads"},
     {"invalid_raw", "Raw float32 data that does not fit its shape"},
     {"missing_token", "No token"},

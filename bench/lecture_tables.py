@@ -20,6 +20,10 @@ JOBS = [
     ("stencil", {"n": 1 << 24, "radius": 32}),
     ("pipeline", {"chunk": 1 << 20, "streams": [1, 3]}),
     ("pipeline", {"chunk": 1 << 22, "streams": [1, 3]}),
+    ("reduce", {"n": 1 << 22}),
+    ("scan", {"n": 1 << 22}),
+    ("histogram", {"n": 1 << 22, "bins": 256}),
+    ("histogram", {"n": 1 << 22, "bins": 65536}),
 ]
 
 
@@ -34,7 +38,10 @@ def size_of(kind, p):
     return {"transpose": lambda: f"{p['m']}x{p['n']}",
             "gemm": lambda: f"{p['m']}x{p['n']}x{p['k']}",
             "stencil": lambda: f"n=2^{p['n'].bit_length() - 1} R={p['radius']}",
-            "pipeline": lambda: f"chunk=2^{p['chunk'].bit_length() - 1} x{p['chunks']} terms={p['terms']}"}[kind]()
+            "pipeline": lambda: f"chunk=2^{p['chunk'].bit_length() - 1} x{p['chunks']} terms={p['terms']}",
+            "reduce": lambda: f"n=2^{p['n'].bit_length() - 1}",
+            "scan": lambda: f"n=2^{p['n'].bit_length() - 1}",
+            "histogram": lambda: f"n=2^{p['n'].bit_length() - 1} bins={p['bins']}"}[kind]()
 
 
 def main():

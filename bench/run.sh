@@ -3,10 +3,12 @@
 #   bench/run.sh [BUILD_DIR]
 # builds gpulab into BUILD_DIR (default build-bench) unless a gpulabd is already
 # there, starts gpulabd on the GPU, and runs bench/lecture_tables.py (the lecture's
-# tables), bench/bench.py (best variants against the measured ceilings and PyTorch,
-# and HTTP latency and throughput) and bench/shapes.py (issue 15's table: best at every
-# shape beside the library or the copy ceiling). The tables go to stdout and to $OUT
-# (default bench/out/): lecture.md, bench.md, shapes.md, and gpulabd's log.
+# tables), bench/best_vs_cub.py (reduce, scan and histogram: best against cub at
+# 2^20..2^26 elements, the histogram at 1..65536 bins), bench/bench.py (best variants
+# against the measured ceilings and PyTorch, and HTTP latency and throughput) and
+# bench/shapes.py (issue 15's table: best at every shape beside the library or the copy
+# ceiling). The tables go to stdout and to $OUT (default bench/out/): lecture.md,
+# best_vs_cub.md (and .json), bench.md, shapes.md, and gpulabd's log.
 # BENCH_ONLY=shapes runs shapes.py alone.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +31,7 @@ trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 300); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.1; done
 if [ "${BENCH_ONLY:-}" != shapes ]; then
   python3 "$root/bench/lecture_tables.py" "http://127.0.0.1:$port" "$out/lecture.json" | tee "$out/lecture.md"
+  python3 "$root/bench/best_vs_cub.py" "http://127.0.0.1:$port" "$out/best_vs_cub.md" "$out/best_vs_cub.json" || true
   python3 "$root/bench/bench.py" "http://127.0.0.1:$port" "$build/loadgen" "$out/bench.md"
 fi
 python3 "$root/bench/shapes.py" "http://127.0.0.1:$port" "$out/shapes.md"

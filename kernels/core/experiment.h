@@ -394,8 +394,8 @@ enum exp_figure {
 };
 
 /* The element type of an output. Buffers hold 4-byte elements either way: a U32 output
- * (counts: a histogram's) is stored bit for bit in them, its reference reads it as such.
- * (The engine's .npy writer knows F32 only so far.) */
+ * (counts: a histogram's) is stored bit for bit in them, its reference reads it as such,
+ * GET /buffers/{id} writes it as a '<u4' .npy, and no input takes it (inputs are F32). */
 enum exp_dtype { EXP_DTYPE_F32, EXP_DTYPE_U32 };
 
 enum exp_flag {

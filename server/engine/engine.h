@@ -187,6 +187,7 @@ struct engine_buffer_origin {
 struct engine_buffer_view {
   uint64_t id;
   struct exp_shape shape;
+  enum exp_dtype dtype; /* F32 (every upload), or a job's out_dtype (U32 counts) */
   uint64_t bytes;
   char client[64];
   double created_at;

@@ -67,6 +67,7 @@ struct ebuf *ebuf_for_output_locked(struct engine *e, struct job *job, struct ba
   b->buf = buf;
   b->device = job->device;
   exp_output_shape(&job->spec, &b->shape);
+  b->dtype = exp_desc(job->spec.type)->out_dtype;
   job_ref(job);
   b->producer = job;
   snprintf(b->client, sizeof b->client, "%s", job->req.client);
@@ -89,6 +90,7 @@ void ebuf_free_all_locked(struct engine *e) {
 static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
   v->id = b->id;
   v->shape = b->shape;
+  v->dtype = b->dtype;
   v->bytes = backend_buffer_count(b->buf) * sizeof(float);
   memcpy(v->client, b->client, sizeof v->client);
   v->created_at = b->created_at;
@@ -128,6 +130,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
     return err->code = rc == -ENOMEM ? -ENOMEM : -EIO;
   }
   b->shape = *shape;
+  b->dtype = EXP_DTYPE_F32;
   b->device = device;
   if (origin) b->origin = *origin;
   snprintf(b->client, sizeof b->client, "%s", client);

@@ -18,6 +18,7 @@ struct ebuf {
   uint64_t id;  /* 0 while not listed (an output nobody kept) */
   bool listed;
   struct exp_shape shape;
+  enum exp_dtype dtype; /* F32, or the producer's out_dtype (a histogram's counts: U32) */
   struct backend_buffer *buf;
   int device;
   struct job *producer; /* referenced, for its done fence; NULL for an upload */

@@ -37,19 +37,24 @@ int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
 }
 
 /* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
- * referenced now, job outputs when their producer is issued. */
+ * referenced now, job outputs when their producer is issued. Every input slot reads
+ * float32: a buffer or a job's output of another dtype (a histogram's uint32 counts) is
+ * refused (-EPROTOTYPE, naming both), not converted: a count past 2^24 has no float. */
 static int resolve_inputs_locked(struct engine *e, struct job *job, struct engine_error *err) {
   struct exp_spec *spec = &job->spec;
   for (int s = 0; s < exp_input_count(spec->type); s++) {
     struct exp_input in = spec->inputs[s];
-    char field[48];
+    char field[48], source[48];
     snprintf(field, sizeof field, "%s", exp_input_name(spec->type, s));
     struct exp_shape shape;
+    enum exp_dtype dtype;
     if (in.kind == EXP_INPUT_BUFFER) {
       struct ebuf *b = ebuf_find_locked(e, in.value);
       if (b && !job->req.admin && strcmp(b->client, job->req.client) != 0) b = NULL; /* not yours */
       if (!b) return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
       shape = b->shape;
+      dtype = b->dtype;
+      snprintf(source, sizeof source, "buffer %llu", (unsigned long long)b->id);
       ebuf_ref_locked(b);
       b->in_use++;
       job->inputs[s] = b;
@@ -65,6 +70,8 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
                       "job %llu has finished and its output was not kept (keep_output)",
                       (unsigned long long)p->id);
       exp_output_shape(&p->spec, &shape);
+      dtype = exp_desc(p->spec.type)->out_dtype;
+      snprintf(source, sizeof source, "job %llu's output", (unsigned long long)p->id);
       job->input_from[s] = p;
       if (out && (p->issued || job_state_final(p->state))) {
         ebuf_ref_locked(out);
@@ -74,6 +81,11 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
     } else {
       continue;
     }
+    if (dtype != EXP_DTYPE_F32)
+      return refuse(err, -EPROTOTYPE, field,
+                    "input %s: %s holds uint32 counts; a %s job reads float32 (inputs are "
+                    "never converted)",
+                    field, source, exp_type_name(spec->type));
     char why[240];
     if (exp_spec_fit_input(spec, s, &shape, why, sizeof why))
       return refuse(err, -EINVAL, field, "%s", why);

@@ -43,7 +43,9 @@ json_t *job_json(const struct job_view *v, bool with_result) {
   exp_output_shape(&v->spec, &shape);
   json_t *dims = json_array();
   for (int d = 0; d < shape.ndim; d++) json_array_append_new(dims, json_integer(shape.dims[d]));
-  json_object_set_new(o, "output", json_pack("{s:o,s:o}", "shape", dims, "buffer",
+  const struct exp_desc *d = exp_desc(v->spec.type);
+  const char *dtype = d && d->out_dtype == EXP_DTYPE_U32 ? "uint32" : "float32";
+  json_object_set_new(o, "output", json_pack("{s:o,s:s,s:o}", "shape", dims, "dtype", dtype, "buffer",
                                              v->output_buffer ? json_integer((json_int_t)v->output_buffer)
                                                               : json_null()));
   if (with_result)

@@ -145,6 +145,7 @@ enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
     return respond_fail(r, 400, range ? "out_of_range" : "shape_mismatch", field, "%s", e->message);
   }
   case EPIPE: return respond_fail(r, 409, "output_not_kept", field, "%s", e->message);
+  case EPROTOTYPE: return respond_fail(r, 400, "dtype_mismatch", field, "%s", e->message);
   case EFBIG: return respond_fail(r, 413, "job_too_large", NULL, "%s", e->message);
   case EAGAIN:
     r->retry_after_s = 1; /* queues drain at job speed; a second is a fair first guess */

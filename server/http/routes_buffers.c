@@ -13,6 +13,8 @@
 
 #define LIST_LIMIT_MAX 1000
 
+static const char *dtype_name(enum exp_dtype d) { return d == EXP_DTYPE_U32 ? "uint32" : "float32"; }
+
 static json_t *buffer_json(const struct engine_buffer_view *v) {
   json_t *shape = json_array();
   for (int d = 0; d < v->shape.ndim; d++) json_array_append_new(shape, json_integer(v->shape.dims[d]));
@@ -21,7 +23,7 @@ static json_t *buffer_json(const struct engine_buffer_view *v) {
                                           "max_rounding_error", o->max_rounding_error)
                               : json_null();
   return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i,s:o}", "id", (json_int_t)v->id, "shape", shape,
-                   "dtype", "float32", "bytes", (json_int_t)v->bytes, "client", v->client,
+                   "dtype", dtype_name(v->dtype), "bytes", (json_int_t)v->bytes, "client", v->client,
                    "created_at", time_json(v->created_at), "job",
                    v->producer_job ? json_integer((json_int_t)v->producer_job) : json_null(),
                    "in_use", v->in_use, "device", v->device, "converted_from", from);
@@ -145,8 +147,10 @@ static int accept_q(const char *accept, const char *type) {
 }
 
 /* GET: the buffer as a .npy file that numpy.load reads, or as raw little-endian
- * float32 when Accept prefers application/octet-stream (a tie goes to .npy); the
- * shape is in Gpulab-Shape either way. 406 for an Accept that takes neither. */
+ * values when Accept prefers application/octet-stream (a tie goes to .npy); the
+ * shape is in Gpulab-Shape either way. The values are float32, or uint32 for counts
+ * (a histogram's kept output: '<u4' in the .npy), bit for bit as the job wrote them.
+ * 406 for an Accept that takes neither. */
 static enum MHD_Result download(struct request *r, const struct engine_buffer_view *v) {
   const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
   int q_npy = accept_q(accept, "application/x-npy"), q_raw = accept_q(accept, "application/octet-stream");
@@ -160,7 +164,9 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   size_t header = raw ? 0 : npy_header_size(v->shape.ndim, dims);
   char *file = malloc(header + v->bytes);
   if (!file) return respond_fail(r, 503, "out_of_memory", NULL, "no memory for %" PRIu64 " bytes", v->bytes);
-  if (!raw) npy_write_header(file, header, v->shape.ndim, dims);
+  if (!raw)
+    npy_write_header(file, header, v->shape.ndim, dims,
+                     v->dtype == EXP_DTYPE_U32 ? NPY_UINT32 : NPY_FLOAT32);
   struct engine_error err;
   /* A job's output is copied once its producer's fence has passed on the device. */
   int rc = engine_buffer_read(r->srv->engine, v->id, (float *)(file + header), &err);

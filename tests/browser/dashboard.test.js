@@ -335,6 +335,33 @@ async function withCharts(context, proc) {
     await shot(page, 'job-pipeline.png');
   });
 
+  await step('the next lecture\'s experiments: their forms come from experiments.json; a histogram from its form', page, async () => {
+    await page.click('#view-job a.back');
+    await page.waitForSelector('#view-dashboard:not([hidden])');
+    for (const t of ['reduce', 'scan', 'histogram'])
+      check(await page.isVisible(`#type-tabs button[data-type="${t}"]`), `no ${t} tab`);
+    await page.click('#type-tabs button[data-type="histogram"]');
+    checkEq(await page.inputValue('#form-histogram [name="n"]'), String(experiments.types.histogram.defaults.n), 'histogram n default');
+    checkEq(await page.inputValue('#form-histogram [name="bins"]'), '256', 'histogram bins default');
+    checkEq(await page.inputValue('#form-histogram [name="reps"]'), '100', 'histogram reps default');
+    checkEq(await page.$$eval('#form-histogram input[name="variant"]', (b) => b.map((x) => x.value)),
+      experiments.types.histogram.variants, 'histogram variant boxes');
+    check(/1\.\.65536/.test(await text(page, '#form-histogram .field[data-field="bins"] .hint')), 'bins range hint');
+    await submitForm(page, 'histogram', { bins: 0 });
+    const err = page.locator('#form-histogram .field[data-field="bins"] .field-error');
+    await err.waitFor({ state: 'visible', timeout: TIMEOUT });
+    check(/between 1 and 65536/.test(await err.innerText()), `bins' message: ${await err.innerText()}`);
+    await submitForm(page, 'histogram', { n: 5003, bins: 33, warmup: 1, batches: 2, reps: 1 });
+    const id = await submittedId(page, 'histogram');
+    await waitQueueState(page, id, 'done');
+    checkEq(await text(page, `#queue tr[data-job-id="${id}"] td.size`), 'n 5003, bins 33', 'histogram size');
+    await openJob(page, id);
+    const rows = await runsTable(page);
+    checkEq(rows.map((r) => r.variant), experiments.types.histogram.variants, 'histogram runs');
+    for (const r of rows.filter((x) => x.cells.length > 1)) check(r.cells[4].startsWith('✓'), `${r.variant}: check ${r.cells[4]}`);
+    await shot(page, 'job-histogram.png');
+  });
+
   await step('history: the same transpose over time as a line chart', page, async () => {
     await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
     const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });

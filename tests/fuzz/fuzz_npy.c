@@ -49,8 +49,8 @@ static void check_array(const struct npy_array *a, const void *body, size_t len)
   size_t n = hdr + (size_t)a->count * 4;
   char *file = malloc(n);
   FUZZ_CHECK(file != NULL);
-  FUZZ_CHECK(npy_write_header(file, hdr - 1, a->ndim, a->shape) == 0);
-  FUZZ_CHECK(npy_write_header(file, n, a->ndim, a->shape) == hdr);
+  FUZZ_CHECK(npy_write_header(file, hdr - 1, a->ndim, a->shape, NPY_FLOAT32) == 0);
+  FUZZ_CHECK(npy_write_header(file, n, a->ndim, a->shape, NPY_FLOAT32) == hdr);
   memcpy(file + hdr, values, (size_t)a->count * 4);
   struct npy_array b;
   int rc = npy_parse(file, n, &b, err, sizeof err);

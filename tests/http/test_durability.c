@@ -104,8 +104,9 @@ static void test_crash(void) {
 static void test_sigterm(void) {
   struct gpulabd d;
   start(&d, "30");
+  /* running for about half a second, so that the 10 ms polls below see it running */
   long long running = post(&d, "/transpose?wait=0",
-                           "{\"m\":512,\"n\":512,\"variant\":\"naive\",\"warmup\":0,\"batches\":5,\"reps\":5}", 202);
+                           "{\"m\":512,\"n\":512,\"variant\":\"naive\",\"warmup\":0,\"batches\":20,\"reps\":100}", 202);
   job_wait_state(&d, running, "running", 30);
   long long queued = post(&d, "/transpose?wait=0", SMALL, 202);
   gpulabd_stop(&d); /* exit status 0 checked there */

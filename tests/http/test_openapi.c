@@ -458,6 +458,8 @@ static void test_service_routes(void) {
    * tests/unit/test_openapi_registry.c. */
 }
 
+static long long histogram_job; /* test_experiments' histogram (its uint32 output kept) */
+
 /* Each type with every variant: the runs, and the variant enums against what
  * gpulabd runs for "all". Returns the transpose job's id (its output kept). */
 static long long test_experiments(long long *gemm_id) {
@@ -468,12 +470,18 @@ static long long test_experiments(long long *gemm_id) {
        "{\"n\":2049,\"radius\":1024,\"isolation\":\"shared\",\"cold\":true,\"order\":\"sequential\","
        "\"max_noise\":0.5,\"min_samples\":2,\"max_time\":1," FAST "}"},
       {"/pipeline", "{\"chunk\":1000,\"chunks\":2,\"terms\":4,\"streams\":[1,2],\"graph\":true," FAST "}"},
+      {"/reduce", "{\"n\":100003,\"keep_output\":true," FAST "}"},
+      {"/scan", "{\"n\":5000,\"variant\":\"all\",\"graph\":true," FAST "}"},
+      {"/histogram", "{\"n\":4099,\"bins\":65536,\"keep_output\":true," FAST "}"},
   };
-  static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant", NULL};
-  long long ids[4];
-  for (int t = 0; t < 4; t++) {
+  static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant", NULL,
+                                      "ReduceVariant",    "ScanVariant", "HistogramVariant"};
+  enum { N_BODIES = sizeof bodies / sizeof bodies[0] };
+  long long ids[N_BODIES];
+  for (int t = 0; t < N_BODIES; t++) {
     json_t *job = post(bodies[t][0], bodies[t][0], bodies[t][1], 200, NULL, ACCEPTED);
     ids[t] = JINT(job, "id");
+    if (!strcmp(bodies[t][0], "/histogram")) histogram_job = ids[t];
     CHECK_STR_EQ(JSTR(job, "state"), "done");
     if (enums[t] &&
         !json_equal(json_at(job, "params.variant"), json_object_get(schema_named(enums[t]), "enum")))
@@ -536,6 +544,8 @@ static void test_job_errors(long long kept, long long not_kept) {
         post(cases[i].path, cases[i].path, cases[i].body, cases[i].status, cases[i].code, cases[i].doc_ok));
   snprintf(body, sizeof body, "{\"a\":{\"job\":%lld},\"m\":5," FAST "}", kept); /* its output is 47 x 33 */
   json_decref(post("/transpose", "/transpose", body, 400, "shape_mismatch", ACCEPTED));
+  snprintf(body, sizeof body, "{\"x\":{\"job\":%lld}," FAST "}", histogram_job); /* counts */
+  json_decref(post("/reduce", "/reduce", body, 400, "dtype_mismatch", ACCEPTED));
   snprintf(body, sizeof body, "{\"type\":\"gemm\",\"params\":{\"a\":{\"job\":%lld}}}", not_kept);
   json_decref(post("/jobs", "/jobs", body, 409, "output_not_kept", ACCEPTED));
   json_decref(post("/gemm", "/gemm?wait=soon", "{}", 400, "wrong_type", ACCEPTED));

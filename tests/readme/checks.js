@@ -93,6 +93,12 @@ module.exports = [
   { cmd: `python3 -c "import numpy as np; np.save('i.npy', np.arange(10))"` },
   { cmd: `curl -H 'Content-Type: application/x-npy' --data-binary @i.npy localhost:8080/buffers`, status: 400,
     json: { field: null } },
+  { cmd: `curl -d '{"n":1000000,"bins":4096,"keep_output":true}' localhost:8080/histogram`, status: 200,
+    json: { id: 10, state: done, 'result.passed': true, 'output.dtype': 'uint32', 'output.buffer': 7 } },
+  { cmd: 'curl -o counts.npy localhost:8080/buffers/7', status: 200,
+    then: (res) => { if (!res.body.toString('latin1', 0, 128).includes("'descr': '<u4'")) throw new Error('not a <u4 .npy'); } },
+  { cmd: `python3 -c "import numpy as np; c = np.load('counts.npy'); assert c.dtype == np.uint32 and c.sum() == 1000000"` },
+  { cmd: `curl -d '{"x":{"job":10}}' localhost:8080/reduce`, status: 400 },
 
   /* Sweeps */
   { cmd: `curl -d '{"type":"transpose","params":{"n":4096},"priority":2, "axes":{"m":[1024,2048,4096],"variant":["naive","padded33"]}}' localhost:8080/sweeps`,
@@ -107,7 +113,7 @@ module.exports = [
     headers: { Location: '/kernels/1' }, sample: true,
     loose: ['compile.nvrtc', 'compile.image_bytes', 'compile.registers', 'compile.log'] },
   { cmd: `curl -d '{"m":1024,"n":1024,"variant":["padded33","best","kernel:1"]}' localhost:8080/transpose`,
-    json: { id: 16, state: done, 'params.variant': ['padded33', 'best', 'kernel:1'], 'result.runs[2].variant': 'kernel:1',
+    json: { id: 17, state: done, 'params.variant': ['padded33', 'best', 'kernel:1'], 'result.runs[2].variant': 'kernel:1',
       'result.runs[2].available': false, 'result.runs[2].user_kernel.name': 'my_tile',
       'result.runs[2].reason': (v) => /CPU backend/.test(v) } },
   { cmd: `curl -d '{"experiment":"transpose","name":"broken","source":"extern \\"C\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n b[0] = a[0] +;\\n}"}' localhost:8080/kernels`,
@@ -130,7 +136,7 @@ module.exports = [
   { cmd: 'curl --unix-socket /run/gpulab/gpulab.sock http://localhost/me', status: 200,
     json: { client: USER, by: 'unix_socket', sees_all: true } },
   { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/transpose`, status: 200,
-    json: { id: 17, client: USER, state: done } },
+    json: { id: 18, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
     stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 12\n$/ },
 ];

@@ -21,11 +21,14 @@ static struct exp_spec small_spec(enum exp_type type) {
   case EXP_TRANSPOSE: s.p[TRANSPOSE_M] = 33, s.p[TRANSPOSE_N] = 47; break;
   case EXP_GEMM: s.p[GEMM_M] = 33, s.p[GEMM_N] = 47, s.p[GEMM_K] = 18; break;
   case EXP_STENCIL: s.p[STENCIL_N] = 1000, s.p[STENCIL_RADIUS] = 32; break;
-  default:
+  case EXP_PIPELINE:
     s.p[PIPELINE_CHUNK] = 333, s.p[PIPELINE_CHUNKS] = 3, s.p[PIPELINE_TERMS] = 16;
     s.n_variants = 3;
     s.variants[0] = 1, s.variants[1] = 2;
     s.variants[2] = 5;
+    break;
+  default: /* any other experiment: its descriptor's odd sizes */
+    for (int i = 0; i < exp_desc(type)->n_params; i++) s.p[i] = exp_desc(type)->params[i].odd;
     break;
   }
   return s;
@@ -140,9 +143,10 @@ static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   CHECK_INT_EQ(r->n_runs, want_runs);
   for (int i = 0; i < r->n_runs; i++) {
     const struct exp_run *run = &r->runs[i];
-    if (s->type == EXP_GEMM && (run->variant == GEMM_CUBLAS || run->variant == GEMM_CUBLAS_TF32)) {
+    const struct exp_variant *v = exp_variant_of(s, run->variant);
+    if (v && !v->cpu.fn) { /* gemm's cublas, the cub variants: their libraries need CUDA */
       CHECK(!run->available && run->reason[0] && !run->check.done && !run->contended);
-      CHECK_STR_EQ(run->label, run->variant == GEMM_CUBLAS ? "cublas" : "cublas_tf32");
+      CHECK_STR_EQ(run->label, v->name);
       continue;
     }
     if (!run->check.passed)

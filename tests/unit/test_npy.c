@@ -129,8 +129,8 @@ static void test_round_trip(void) {
     size_t count = (size_t)(shapes[t][0] * shapes[t][1]), len = hs + count * 4;
     char *b = malloc(len);
     CHECK(b != NULL);
-    CHECK_INT_EQ(npy_write_header(b, hs - 1, ndims[t], shapes[t]), 0);
-    CHECK_INT_EQ(npy_write_header(b, len, ndims[t], shapes[t]), hs);
+    CHECK_INT_EQ(npy_write_header(b, hs - 1, ndims[t], shapes[t], NPY_FLOAT32), 0);
+    CHECK_INT_EQ(npy_write_header(b, len, ndims[t], shapes[t], NPY_FLOAT32), hs);
     CHECK(b[hs - 1] == '\n');
     for (size_t i = 0; i < count; i++) {
       float v = (float)i * 0.25f;
@@ -149,17 +149,29 @@ static void test_round_trip(void) {
   }
   char b[256];
   int64_t s[2] = {7, 3};
-  CHECK_INT_EQ(npy_write_header(b, sizeof b, 1, s), 128);
+  CHECK_INT_EQ(npy_write_header(b, sizeof b, 1, s, NPY_FLOAT32), 128);
   CHECK(memmem(b, 128, "'shape': (7,), }", 16) != NULL);
-  CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s), 128);
+  CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, NPY_FLOAT32), 128);
   CHECK(memmem(b, 128, "'shape': (7, 3), }", 18) != NULL);
+  CHECK(memmem(b, 128, "{'descr': '<f4', ", 17) == b + 10);
+  /* uint32 (a histogram's counts): the same size, '<u4', which uploads refuse */
+  CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, NPY_UINT32), 128);
+  static const char u4[] = "{'descr': '<u4', 'fortran_order': False, 'shape': (7, 3), }";
+  CHECK(memmem(b, 128, u4, sizeof u4 - 1) == b + 10);
+  char file[128 + 21 * 4] = {0};
+  memcpy(file, b, 128);
+  struct npy_array a;
+  char err[256] = "";
+  CHECK_INT_EQ(npy_parse(file, sizeof file, &a, err, sizeof err), -1);
+  CHECK(strstr(err, "unsupported dtype '<u4'") != NULL);
+  CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, (enum npy_dtype)7), 0);
   int64_t big[2] = {INT64_MAX, INT64_MAX};
   CHECK_INT_EQ(npy_header_size(2, big), 128); /* written even if it could not be read */
   int64_t neg[2] = {-1, 3};
   CHECK_INT_EQ(npy_header_size(0, s), 0);
   CHECK_INT_EQ(npy_header_size(3, s), 0);
   CHECK_INT_EQ(npy_header_size(2, neg), 0);
-  CHECK_INT_EQ(npy_write_header(b, sizeof b, 3, s), 0);
+  CHECK_INT_EQ(npy_write_header(b, sizeof b, 3, s, NPY_FLOAT32), 0);
 }
 
 static void test_valid_headers(void) {
@@ -768,7 +780,10 @@ static const char numpy_reads[] =
     "b = np.load(d + '/ours2.npy')\n"
     "assert b.dtype == np.float32 and b.shape == (3, 5), (b.dtype, b.shape)\n"
     "assert b.flags.c_contiguous and not np.isfortran(b)\n"
-    "assert (b.ravel() == np.arange(15, dtype=np.float32) * np.float32(0.25)).all(), b\n";
+    "assert (b.ravel() == np.arange(15, dtype=np.float32) * np.float32(0.25)).all(), b\n"
+    "c = np.load(d + '/ours3.npy')\n"
+    "assert c.dtype == np.uint32 and c.shape == (7,), (c.dtype, c.shape)\n"
+    "assert (c == np.arange(7, dtype=np.uint32) * 3 + 4000000000).all(), c\n";
 
 static void parse_numpy_file(const char *dir, const char *name, int ndim, int64_t d0,
                              int64_t d1, const char *want_err) {
@@ -835,16 +850,19 @@ static void convert_numpy_file(const char *dir, const char *name, int ndim, int6
   free(b);
 }
 
-static void write_ours(const char *dir, const char *name, int ndim, const int64_t *shape) {
+/* float32: i * 0.25; uint32: 3i + 4e9 (past a float's exact integers) */
+static void write_ours(const char *dir, const char *name, int ndim, const int64_t *shape,
+                       enum npy_dtype dtype) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   size_t hs = npy_header_size(ndim, shape), count = (size_t)(shape[0] * (ndim == 2 ? shape[1] : 1));
   char *b = malloc(hs + count * 4);
   CHECK(b != NULL);
-  CHECK_INT_EQ(npy_write_header(b, hs, ndim, shape), hs);
+  CHECK_INT_EQ(npy_write_header(b, hs, ndim, shape, dtype), hs);
   for (size_t i = 0; i < count; i++) {
     float v = (float)i * 0.25f;
-    memcpy(b + hs + 4 * i, &v, 4);
+    uint32_t u = 3u * (uint32_t)i + 4000000000u;
+    memcpy(b + hs + 4 * i, dtype == NPY_UINT32 ? (void *)&u : (void *)&v, 4);
   }
   FILE *f = fopen(path, "wb");
   CHECK(f != NULL);
@@ -886,8 +904,9 @@ static void test_numpy(void) {
   parse_numpy_file(dir, "scalar.npy", 0, 0, 0, "shape () has 0 dimensions");
 
   const int64_t s1[2] = {7, 1}, s2[2] = {3, 5};
-  write_ours(dir, "ours1.npy", 1, s1);
-  write_ours(dir, "ours2.npy", 2, s2);
+  write_ours(dir, "ours1.npy", 1, s1, NPY_FLOAT32);
+  write_ours(dir, "ours2.npy", 2, s2, NPY_FLOAT32);
+  write_ours(dir, "ours3.npy", 1, s1, NPY_UINT32);
   snprintf(script, sizeof script, "%s/reads.py", dir);
   write_text(script, numpy_reads);
   snprintf(cmd, sizeof cmd, PYTHON " %s %s", script, dir);

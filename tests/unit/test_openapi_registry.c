@@ -258,7 +258,9 @@ static void check_experiment(enum exp_type t) {
     CHECK_FAIL_("JobRequest.params: %s is not one of its schemas", params);
   json_t *info_defaults = json_object_get(
       json_object_get(schema_named("ExperimentInfo"), "properties"), "defaults");
-  if (!array_has_ref(json_object_get(info_defaults, "oneOf"), spec_name))
+  /* anyOf, not oneOf: two experiments may have specs of the same fields (reduce's and
+   * scan's), which a oneOf would refuse for matching both. */
+  if (!array_has_ref(json_object_get(info_defaults, "anyOf"), spec_name))
     CHECK_FAIL_("ExperimentInfo.defaults: %s is not one of its schemas", spec_name);
   json_t *types = json_object_get(json_object_get(schema_named("Experiments"), "properties"),
                                   "types");

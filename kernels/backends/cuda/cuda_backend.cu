@@ -121,8 +121,14 @@ int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void
   }
   pthread_mutex_unlock(&be->mu);
   cudaError_t e = cudaSuccess;
-  if (dyn_smem > 48 * 1024)
-    e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_smem);
+  if (dyn_smem > 48 * 1024) {
+    /* Raise the kernel's limit to dyn_smem, never lower it: a launcher may have raised it
+     * further for its larger sizes (histogram best), and other lanes launch it meanwhile. */
+    cudaFuncAttributes attr;
+    e = cudaFuncGetAttributes(&attr, func);
+    if (e == cudaSuccess && (size_t)attr.maxDynamicSharedSizeBytes < dyn_smem)
+      e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_smem);
+  }
   if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, func, threads, dyn_smem);
   if (e != cudaSuccess)
     return cuda_classify(be, stream, e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", err, err_len);

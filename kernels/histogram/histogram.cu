@@ -1,0 +1,75 @@
+/* The histogram's CUDA side: each variant's plan (the kernel its run reports, with its
+ * launch shape on this device) and launch through histogram_launch (histogram.cuh), the
+ * counts written as uint32 into the run's output, CUB's temp storage from the device's
+ * stream-ordered pool. */
+#include <stdio.h>
+
+#include "kernels/histogram/histogram.cuh"
+
+static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char *why,
+                size_t why_len) {
+  const size_t n = (size_t)s->p[HISTOGRAM_N];
+  const int bins = s->p[HISTOGRAM_BINS];
+  if (bins < 1 || bins > HISTOGRAM_MAX_BINS) {
+    snprintf(why, why_len, "histogram bins must be 1..%d, not %d", HISTOGRAM_MAX_BINS, bins);
+    return -1;
+  }
+  cudaError_t e = cudaSuccess;
+  switch (variant) {
+  case HISTOGRAM_NAIVE:
+    cuda_plan_set(p, KFUNC(histogram_naive_kernel<HISTOGRAM_BLOCK>), "histogram_naive_kernel<256>",
+                  "thread per element, 256 per block; a global atomicAdd on its bin");
+    p->block = dim3(HISTOGRAM_BLOCK);
+    p->grid = dim3(ceil_div((long long)n, HISTOGRAM_BLOCK));
+    return 0;
+  case HISTOGRAM_SHARED: {
+    cuda_plan_set(p, KFUNC(histogram_shared_kernel<HISTOGRAM_BLOCK>),
+                  "histogram_shared_kernel<256>",
+                  "grid-stride, a private histogram a block (<= 12288 bins a pass), merged");
+    int per_pass = 0;
+    p->block = dim3(HISTOGRAM_BLOCK);
+    e = histogram_shared_plan(n, bins, &p->grid, &per_pass, &p->dyn_smem_bytes);
+    break;
+  }
+  case HISTOGRAM_BEST: {
+    const bool packed = histogram_best_packed(bins);
+    cuda_plan_set(p,
+                  packed ? KFUNC(histogram_best_kernel<true>) : KFUNC(histogram_best_kernel<false>),
+                  packed ? "histogram_best_kernel<packed>" : "histogram_best_kernel<u32>",
+                  packed ? "persistent, 16-byte loads; 16-bit packed counters a block, drained"
+                         : "persistent, 16-byte loads; bank-spread copies a bin, coalesced merge");
+    p->block = dim3(HISTOGRAM_BEST_BLOCK);
+    p->grid = dim3(histogram_best_grid(n, NULL, bins, NULL));
+    p->dyn_smem_bytes = histogram_best_smem(bins);
+    e = histogram_best_raise(packed); /* before the backend's occupancy query */
+    break;
+  }
+  case HISTOGRAM_CUB: /* no kernel of ours: the run's kernel info names the call */
+    cuda_plan_set(p, NULL, "cub::DeviceHistogram::HistogramEven (CCCL)",
+                  "CUB's privatized histograms (shared memory up to 256 bins, else global)");
+    return 0;
+  default: snprintf(why, why_len, "unknown histogram variant %d", variant); return -1;
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, why_len, "%s: %s", p->name, cudaGetErrorString(e));
+    return -1;
+  }
+  return 0;
+}
+
+static cudaError_t launch(const struct cuda_launch *a) {
+  const size_t n = (size_t)a->spec->p[HISTOGRAM_N];
+  const int bins = a->spec->p[HISTOGRAM_BINS];
+  size_t bytes = 0;
+  cudaError_t e = histogram_temp_bytes(a->variant, n, bins, &bytes);
+  if (e != cudaSuccess) return e;
+  if (a->variant == HISTOGRAM_CUB && bytes == 0) bytes = 1; /* a NULL temp: CUB's size query */
+  uint32_t *d_hist = reinterpret_cast<uint32_t *>(a->d_out); /* the counts' bits */
+  return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
+    return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, d_temp, temp_bytes,
+                            a->stream);
+  });
+}
+
+extern const struct cuda_experiment cuda_exp_histogram = {plan, launch, NULL, NULL};

@@ -1,0 +1,151 @@
+/* The scan experiment's descriptor: x (n) in, y (n) out, each y[i] checked against the
+ * FP64 prefix sum within the variant's bound on float rounding at i (the lab's rule,
+ * bench/lab/RSH_NOTES.md); GB/s = 8n / t (x read, y written) against the device's copy. */
+#include <math.h>
+#include <stdio.h>
+
+#include "kernels/core/gen.h"
+#include "kernels/core/reference_impl.h"
+#include "kernels/scan/scan.h"
+
+/* naive / shared: per level the tile's tree (Hillis-Steele 10 steps, Blelloch 21) and
+ * the offset added, over the levels. best: 16 inside its tile, and per tile before i
+ * at most 3 (a hop from an inclusive prefix: + window, + earlier windows, + aggregate)
+ * plus one per window of aggregates passed: 5 per tile bounds both. cub: the same shape
+ * for CUB 3.0's sm_90 float tiles (128 threads x 24 items = 3072), 8 per tile and 128
+ * inside one. */
+double scan_error_depth(int variant, size_t n, size_t i) {
+  struct scan_levels L;
+  switch (variant) {
+  case SCAN_NAIVE: scan_levels_of(n, &L); return 11.0 * L.count + 1;
+  case SCAN_SHARED: scan_levels_of(n, &L); return 22.0 * L.count + 1;
+  case SCAN_BEST: return 5.0 * (double)(i / SCAN_BEST_TILE) + 48;
+  case SCAN_CUB: return 8.0 * (double)(i / 3072) + 128;
+  default: return 0;
+  }
+}
+
+static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
+  *shape = (struct exp_shape){1, {s->p[SCAN_N], 0}};
+}
+
+static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
+  input_shape(s, 0, shape);
+}
+
+/* x of any shape: its element count is n. */
+static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
+                     size_t len) {
+  static const int dims[] = {SCAN_N};
+  return exp_fit_dims(s, slot, shape, dims, 1, NULL, msg, len);
+}
+
+static void work(const struct exp_spec *s, struct exp_work *w) {
+  const double n = s->p[SCAN_N];
+  w->bytes = 8.0 * n;
+  w->flops = n > 0 ? n - 1 : 0;
+  w->counted = "bytes: x read once and y written once (the minimum); flops: n - 1 additions "
+               "(a sequential scan's)";
+}
+
+/* Device temp of one launch: naive's and shared's levels of tile totals; best's status
+ * word a tile (and the lab's tile counter); CUB's, bounded from above (a status word a
+ * tile of 1024 or more and 4 KiB: 175615 bytes at 2^26 on the H200). */
+static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
+  const size_t n = (size_t)s->p[SCAN_N];
+  struct scan_levels L;
+  switch (variant) {
+  case SCAN_NAIVE:
+  case SCAN_SHARED: scan_levels_of(n, &L); return L.bytes / 4;
+  case SCAN_BEST: return ((scan_best_tiles(n) + 1) * 8 + 255) / 256 * 256 / 4;
+  case SCAN_CUB: return 4 * ((n + 1023) / 1024) + 1024;
+  default: return 0;
+  }
+}
+
+/* The CPU's naive and shared keep their levels of tile totals. */
+static size_t cpu_scratch_floats(const struct exp_spec *s) {
+  struct scan_levels L;
+  scan_levels_of((size_t)s->p[SCAN_N], &L);
+  return L.bytes / 4;
+}
+
+/* ---- the reference ---- */
+
+/* Per element |y_i - ref_i| <= 1.01 * depth(i) * 2^-24 * sum_{k<=i} |x_k|
+ * (scan_error_depth; 1.01 for the first-order bound's second-order terms), the FP64
+ * prefixes of x and |x| computed as the comparison walks y (exact for gen.h's inputs:
+ * multiples of 2^-23, fewer than 2^29 of them). */
+static void ref_check(const struct reference *ref, int variant, const float *out,
+                      struct exp_check *c) {
+  const size_t n = (size_t)ref->spec.p[SCAN_N];
+  const float *x = ref->in[0];
+  double sum = 0, abs_sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    sum += (double)x[i];
+    abs_sum += fabs((double)x[i]);
+    const double tol = 1.01 * scan_error_depth(variant, n, i) * 0x1p-24 * abs_sum;
+    reference_compare(c, out[i], sum, tol);
+    if (tol > c->tolerance) c->tolerance = tol;
+  }
+  static const char *const rules[] = {
+      [SCAN_NAIVE] = "(11 levels + 1)", [SCAN_SHARED] = "(22 levels + 1)",
+      [SCAN_BEST] = "(5 (i / 4096) + 48)", [SCAN_CUB] = "(8 (i / 3072) + 128)"};
+  snprintf(c->tolerance_rule, sizeof c->tolerance_rule,
+           "per element |y - ref| <= 1.01 %s 2^-24 sum_{k<=i} |x_k|",
+           variant >= 0 && variant < SCAN_VARIANTS ? rules[variant] : "0");
+  snprintf(c->reference, sizeof c->reference, "cpu fp64 prefix sums");
+}
+
+/* ---- the descriptor ---- */
+
+static const struct exp_param params[] = {
+    /* odd: 3 levels for naive and shared (1027 tiles of 1024, then 2), a tail of
+     * 2051 in best's 257th tile of 4096, 3 past the last float4 */
+    [SCAN_N] = {"n", 1, SCAN_MAX_N, 1 << 22, EXP_PARAM_DIM, 1050627},
+};
+
+static const struct exp_variant variants[] = {
+    [SCAN_NAIVE] = {"naive", "Hillis-Steele in one block per tile of 1024, then a second pass", 0,
+                    EXP_CEILING_DEFAULT,
+                    {cpu_scan_naive, "cpu_scan_naive",
+                     "Hillis-Steele per tile of 1024 over the kernels' levels, then the add pass",
+                     "", NULL}},
+    [SCAN_SHARED] = {"shared",
+                     "Blelloch's work-efficient tree per tile of 1024, then a second pass", 0,
+                     EXP_CEILING_DEFAULT,
+                     {cpu_scan_shared, "cpu_scan_shared",
+                      "Blelloch's sweeps per tile of 1024 over the kernels' levels, the add pass",
+                      "", NULL}},
+    [SCAN_BEST] = {"best",
+                   "single pass, decoupled look-back: 4096-element tiles, 16-byte loads and stores",
+                   0, EXP_CEILING_DEFAULT,
+                   {cpu_scan_best, "cpu_scan_best",
+                    "the kernel's tile scans of 4096, tiles chained by their inclusive prefixes",
+                    "cpu_scan_best", NULL}},
+    [SCAN_CUB] = {"cub", "cub::DeviceScan::InclusiveSum (the CUDA toolkit's CCCL): the reference",
+                  0, EXP_CEILING_DEFAULT, {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
+};
+_Static_assert(EXP_COUNT_OF(variants) == SCAN_VARIANTS, "one entry per variant");
+
+static const struct exp_input_desc inputs[] = {{"x", GEN_X, 1.0f}};
+
+const struct exp_desc exp_scan = {
+    .name = "scan",
+    .n_params = EXP_COUNT_OF(params),
+    .params = params,
+    .n_variants = EXP_COUNT_OF(variants),
+    .variants = variants,
+    .n_inputs = EXP_COUNT_OF(inputs),
+    .inputs = inputs,
+    .input_shape = input_shape,
+    .output_shape = output_shape,
+    .fit_input = fit_input,
+    .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
+    .work = work,
+    .figure = EXP_FIGURE_GBPS,
+    .ceiling = EXP_CEILING_COPY,
+    .scratch_floats = scratch_floats,
+    .ref_check = ref_check,
+    .cpu_scratch_floats = cpu_scratch_floats,
+};

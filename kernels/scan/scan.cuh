@@ -1,0 +1,376 @@
+/* scan's kernels and launcher, moved from the lab that checked and timed them beside
+ * CUB on the H200 (bench/lab/RSH_NOTES.md): naive (Hillis-Steele per 1024-element
+ * tile) and shared (Blelloch's work-efficient tree per tile), each followed by the same
+ * multi-level pass that scans the tile totals and adds them back; best (one pass,
+ * decoupled look-back, 16-byte loads and stores: the register form at 128 threads a
+ * tile, run 2's verdict at every n; the lab's pipe form, which lost, stays in the lab);
+ * cub (cub::DeviceScan::InclusiveSum). The launcher never synchronizes, never
+ * allocates (scan_temp_bytes of temp from the caller) and refuses the default stream.
+ * Header only (templates and static inline): scan.cu and the lab include it. */
+#ifndef GPULAB_SCAN_CUH
+#define GPULAB_SCAN_CUH
+
+#include <cuda_runtime.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cub/device/device_scan.cuh>
+
+#include "kernels/backends/cuda/cuda_combine.cuh"
+#include "kernels/scan/scan.h"
+
+/* ---- naive and shared: one tile per block ---- */
+
+enum { SCAN_HILLIS_STEELE, SCAN_BLELLOCH };
+
+/* Blelloch's shared index with one pad float per 32: the tree's strided accesses
+ * spread over the banks (GPU Gems 3, 39.2.3). */
+__device__ __forceinline__ int scan_pad(int i) { return i + (i >> 5); }
+
+/* Block b scans elements [1024 b, 1024 b + 1024) of in into out (inclusive, within the
+ * tile; in and out may be the same array) and, when tile_sums is not NULL, stores the
+ * tile's total in tile_sums[b]. Elements past n count as 0 and are not stored.
+ * HILLIS_STEELE: 1024 threads, thread t owns element t; log2(1024) = 10 steps, step k
+ * adds the value 2^k to the left, double-buffered in shared memory, a barrier each
+ * (n log n additions: the lecture's simple form). BLELLOCH: 512 threads, thread t
+ * loads elements t and t + 512 (coalesced); up-sweep builds partial sums in place (10
+ * levels), down-sweep turns them into the exclusive scan (10 levels), plus the
+ * element's own value gives the inclusive one (2n additions). */
+template <int ALGO>
+__global__ __launch_bounds__(ALGO == SCAN_HILLIS_STEELE ? SCAN_TILE : SCAN_TILE / 2) void
+scan_tile_kernel(const float *in, float *out, size_t n, float *tile_sums) {
+  const int t = threadIdx.x;
+  const size_t base = (size_t)blockIdx.x * SCAN_TILE;
+  if (ALGO == SCAN_HILLIS_STEELE) {
+    __shared__ float buf[2][SCAN_TILE];
+    const size_t i = base + t;
+    buf[0][t] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    int p = 0;
+#pragma unroll
+    for (int o = 1; o < SCAN_TILE; o <<= 1) {
+      float a = buf[p][t];
+      if (t >= o) a += buf[p][t - o];
+      buf[p ^ 1][t] = a;
+      p ^= 1;
+      __syncthreads();
+    }
+    const float r = buf[p][t];
+    if (i < n) out[i] = r;
+    if (tile_sums && t == SCAN_TILE - 1) tile_sums[blockIdx.x] = r;
+  } else {
+    __shared__ float s[SCAN_TILE + SCAN_TILE / 32];
+    __shared__ float total;
+    const int ai = t, bi = t + SCAN_TILE / 2;
+    const float xa = base + ai < n ? in[base + ai] : 0.0f;
+    const float xb = base + bi < n ? in[base + bi] : 0.0f;
+    s[scan_pad(ai)] = xa;
+    s[scan_pad(bi)] = xb;
+    int off = 1;
+#pragma unroll
+    for (int d = SCAN_TILE / 2; d > 0; d >>= 1, off <<= 1) {
+      __syncthreads();
+      if (t < d) s[scan_pad(off * (2 * t + 2) - 1)] += s[scan_pad(off * (2 * t + 1) - 1)];
+    }
+    if (t == 0) {
+      total = s[scan_pad(SCAN_TILE - 1)];
+      s[scan_pad(SCAN_TILE - 1)] = 0.0f;
+    }
+#pragma unroll
+    for (int d = 1; d < SCAN_TILE; d <<= 1) {
+      off >>= 1;
+      __syncthreads();
+      if (t < d) {
+        const int a = scan_pad(off * (2 * t + 1) - 1), b = scan_pad(off * (2 * t + 2) - 1);
+        const float u = s[a];
+        s[a] = s[b];
+        s[b] += u;
+      }
+    }
+    __syncthreads();
+    if (base + ai < n) out[base + ai] = s[scan_pad(ai)] + xa;
+    if (base + bi < n) out[base + bi] = s[scan_pad(bi)] + xb;
+    if (tile_sums && t == 0) tile_sums[blockIdx.x] = total;
+  }
+}
+
+/* The second pass: one thread per element of tiles 1, 2, ... (BLOCK a block, grid
+ * ceil((n - 1024) / BLOCK)); element i adds tile_incl[i / 1024 - 1], the inclusive
+ * scan of the tile totals, i.e. everything in the tiles before its own. */
+template <int BLOCK>
+__global__ __launch_bounds__(BLOCK) void scan_add_kernel(float *y, size_t n,
+                                                         const float *__restrict__ tile_incl) {
+  const size_t i = SCAN_TILE + (size_t)blockIdx.x * BLOCK + threadIdx.x;
+  if (i < n) y[i] += tile_incl[i / SCAN_TILE - 1];
+}
+
+/* ---- best: single pass, decoupled look-back (Merrill and Garland, 2016) ---- */
+
+/* Tile status: a 64-bit word per tile, flag in the high half, the float's bits in the
+ * low, written and read whole (so a reader never sees a flag without its value). */
+enum { SCAN_FLAG_X = 0, SCAN_FLAG_A = 1, SCAN_FLAG_P = 2 }; /* none, aggregate, inclusive */
+
+__device__ __forceinline__ unsigned long long scan_pack(unsigned flag, float v) {
+  return ((unsigned long long)flag << 32) | __float_as_uint(v);
+}
+__device__ __forceinline__ unsigned scan_flag(unsigned long long w) { return (unsigned)(w >> 32); }
+__device__ __forceinline__ float scan_value(unsigned long long w) {
+  return __uint_as_float((unsigned)w);
+}
+__device__ __forceinline__ unsigned long long scan_status_load(const unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void scan_status_store(unsigned long long *p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+
+/* Warp 0 of tile `tile` (>= 1): publishes its aggregate, then walks back over the
+ * predecessors 32 at a time (lane l reads tile pred - l), waiting while any of them
+ * has published nothing. At the first window holding an inclusive prefix (the lowest
+ * such lane, i.e. the nearest tile) it adds that prefix and the aggregates between;
+ * a window of aggregates only is added whole and the walk goes on. Returns the
+ * tile's exclusive prefix, the same bits in every lane. Needs every tile below to be
+ * resident or done: blocks start in index order, which CUB's look-back relies on too. */
+__device__ __forceinline__ float scan_lookback(unsigned long long *status, long long tile,
+                                               float agg, int lane) {
+  if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_A, agg));
+  float excl = 0.0f;
+  unsigned ns = 32;
+  for (long long pred = tile - 1;; pred -= 32) {
+    const long long idx = pred - lane;
+    unsigned long long w = idx >= 0 ? scan_status_load(status + idx) : scan_pack(SCAN_FLAG_P, 0.0f);
+    while (__any_sync(COMBINE_FULL_MASK, scan_flag(w) == SCAN_FLAG_X)) {
+      __nanosleep(ns);
+      if (ns < 512) ns *= 2;
+      if (scan_flag(w) == SCAN_FLAG_X) w = scan_status_load(status + idx);
+    }
+    const float v = scan_value(w);
+    const unsigned pm = __ballot_sync(COMBINE_FULL_MASK, scan_flag(w) == SCAN_FLAG_P);
+    if (pm) {
+      const int k = __ffs(pm) - 1;
+      const float between = warp_sum(lane < k ? v : 0.0f);
+      return (__shfl_sync(COMBINE_FULL_MASK, v, k) + between) + excl;
+    }
+    excl += warp_sum(v);
+  }
+}
+
+/* Element idx .. idx+3 (idx % 4 == 0), zero past n; VEC: one 16-byte access when all
+ * four are inside (x and y 16-byte aligned), else four 4-byte ones. */
+template <bool VEC>
+__device__ __forceinline__ float4 scan_load4(const float *x, size_t idx, size_t n) {
+  if (VEC && idx + 3 < n) return *reinterpret_cast<const float4 *>(x + idx);
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (idx < n) v.x = x[idx];
+  if (idx + 1 < n) v.y = x[idx + 1];
+  if (idx + 2 < n) v.z = x[idx + 2];
+  if (idx + 3 < n) v.w = x[idx + 3];
+  return v;
+}
+template <bool VEC>
+__device__ __forceinline__ void scan_store4(float *y, size_t idx, size_t n, float4 v) {
+  if (VEC && idx + 3 < n) {
+    *reinterpret_cast<float4 *>(y + idx) = v;
+    return;
+  }
+  if (idx < n) y[idx] = v.x;
+  if (idx + 1 < n) y[idx + 1] = v.y;
+  if (idx + 2 < n) y[idx + 2] = v.z;
+  if (idx + 3 < n) y[idx + 3] = v.w;
+}
+
+/* The work of one 4096-element tile once its data is in registers: v[j] is float4 j*BLOCK
+ * + t of the tile (round j, thread t), so every load and store is a warp's 512
+ * contiguous bytes; W = BLOCK/32 warps, R = 32/W rounds. The tile is 32 segments of 32
+ * float4 (segment j*W + w: round j, warp w), in order. Each thread scans its float4 in
+ * registers (3 adds), each warp scans its 32 float4 totals (shuffles) and parks the
+ * segment total in seg; warp 0 scans the 32 segment totals, which gives the tile's
+ * aggregate, does the look-back (after pdl_wait: status was zeroed by the kernel
+ * before), publishes the inclusive prefix, and leaves each segment's prefix in seg;
+ * then every element, which already holds its prefix within the segment, adds its
+ * segment's and is stored. Two barriers; a caller that calls it again for another
+ * tile needs a barrier in between (seg is read after the second). */
+template <int BLOCK, bool VEC>
+__device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
+                                               float *__restrict__ y, size_t n,
+                                               unsigned long long *status, long long tile,
+                                               float *seg) {
+  constexpr int W = BLOCK / 32, R = 32 / W;
+  static_assert(W * R == 32 && R * BLOCK * 4 == SCAN_BEST_TILE, "32 segments of 32 float4");
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  const size_t base = (size_t)tile * SCAN_BEST_TILE;
+#pragma unroll
+  for (int j = 0; j < R; j++) {
+    v[j].y += v[j].x;
+    v[j].z += v[j].y;
+    v[j].w += v[j].z;
+    const float inc = warp_inclusive(v[j].w, lane);
+    float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
+    if (lane == 0) ex = 0.0f;
+    if (lane == 31) seg[j * W + w] = inc;
+    v[j].x += ex; /* now inclusive within the segment */
+    v[j].y += ex;
+    v[j].z += ex;
+    v[j].w += ex;
+  }
+  __syncthreads();
+  if (w == 0) {
+    const float inc = warp_inclusive(seg[lane], lane);
+    float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
+    if (lane == 0) ex = 0.0f;
+    const float agg = __shfl_sync(COMBINE_FULL_MASK, inc, 31);
+    pdl_wait();
+    float excl = 0.0f;
+    if (tile == 0) {
+      if (lane == 0) scan_status_store(status, scan_pack(SCAN_FLAG_P, agg));
+    } else {
+      excl = scan_lookback(status, tile, agg, lane);
+      if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_P, excl + agg));
+    }
+    seg[lane] = excl + ex;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < R; j++) {
+    const float off = seg[j * W + w];
+    scan_store4<VEC>(y, base + 4 * (size_t)(j * BLOCK + t), n,
+                     make_float4(v[j].x + off, v[j].y + off, v[j].z + off, v[j].w + off));
+  }
+}
+
+/* best's register form: one tile a block, grid = ceil(n / 4096), tile = blockIdx.x
+ * (blocks start in index order, so every tile below is resident or done); the R loads
+ * go out before anything waits. BLOCK 128 (R = 8) is best's: the lab's rates followed
+ * the tile bytes an SM holds, the most at 128 threads (bench/lab/RSH_NOTES.md). */
+template <int BLOCK, bool VEC>
+__global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restrict__ x,
+                                                          float *__restrict__ y, size_t n,
+                                                          unsigned long long *status) {
+  constexpr int R = 32 / (BLOCK / 32);
+  __shared__ float seg[32];
+  const int t = threadIdx.x;
+  const long long tile = blockIdx.x;
+  const size_t base = (size_t)tile * SCAN_BEST_TILE;
+  float4 v[R];
+#pragma unroll
+  for (int j = 0; j < R; j++) v[j] = scan_load4<VEC>(x, base + 4 * (size_t)(j * BLOCK + t), n);
+  scan_best_tile<BLOCK, VEC>(v, y, n, status, tile, seg);
+}
+
+/* ---- plans ---- */
+
+/* Temp storage variant needs at n elements (0: none). Returns cudaSuccess,
+ * cudaErrorInvalidValue (unknown variant, cub above INT_MAX elements, best above 2^31
+ * tiles) or CUB's error. best: a status word a tile, and one more word (the lab's pipe
+ * form's tile counter; kept, so that best's temp and zeroing are the lab's). */
+static inline cudaError_t scan_temp_bytes(int variant, size_t n, size_t *bytes) {
+  *bytes = 0;
+  switch (variant) {
+  case SCAN_NAIVE:
+  case SCAN_SHARED: {
+    struct scan_levels L;
+    scan_levels_of(n, &L);
+    *bytes = L.bytes;
+    return cudaSuccess;
+  }
+  case SCAN_BEST:
+    if (scan_best_tiles(n) > (size_t)INT_MAX) return cudaErrorInvalidValue;
+    *bytes = align256((scan_best_tiles(n) + 1) * sizeof(unsigned long long));
+    return cudaSuccess;
+  case SCAN_CUB:
+    if (n > (size_t)INT_MAX) return cudaErrorInvalidValue;
+    return cub::DeviceScan::InclusiveSum(nullptr, *bytes, (const float *)nullptr, (float *)nullptr,
+                                         (int)n, (cudaStream_t)0);
+  default: return cudaErrorInvalidValue;
+  }
+}
+
+/* ---- launchers of best's forms ---- */
+
+/* Zeroes best's status words and the word after them on s; the main kernel, launched
+ * next as its PDL dependant, waits for it before it touches them. */
+static inline cudaError_t scan_best_zero(void *d_temp, size_t tiles, cudaStream_t s) {
+  return zero_launch(static_cast<uint32_t *>(d_temp), 2 * (tiles + 1), s);
+}
+
+/* best's register form with BLOCK threads a tile (64, 128, 256 or 512: 16, 8, 4 or 2
+ * float4 a thread; the tile stays 4096 elements, so temp and tolerance do not change).
+ * Unaligned x or y always take the 256-thread 4-byte kernel (<128, false> spills).
+ * n > 0; arguments checked by scan_launch (BLOCK = SCAN_BEST_BLOCK there; the lab
+ * times the others). */
+template <int BLOCK>
+static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_y, void *d_temp,
+                                           cudaStream_t s) {
+  const size_t tiles = scan_best_tiles(n);
+  if (tiles > (size_t)INT_MAX) return cudaErrorInvalidValue;
+  unsigned long long *status = static_cast<unsigned long long *>(d_temp);
+  cudaError_t e = scan_best_zero(d_temp, tiles, s);
+  if (e != cudaSuccess) return e;
+  if (aligned16(d_x) && aligned16(d_y))
+    return launch_pdl(scan_best_kernel<BLOCK, true>, dim3((unsigned)tiles), dim3(BLOCK), 0, s,
+                      d_x, d_y, n, status);
+  return launch_pdl(scan_best_kernel<SCAN_BEST_SCALAR_BLOCK, false>, dim3((unsigned)tiles),
+                    dim3(SCAN_BEST_SCALAR_BLOCK), 0, s, d_x, d_y, n, status);
+}
+
+/* d_y[i] = d_x[0] + ... + d_x[i] for i < n, on stream s (n == 0 launches nothing).
+ * d_temp: scan_temp_bytes bytes, 256-byte aligned, any contents; d_y must not alias
+ * d_x or d_temp; the caller owns all three. best takes 16-byte accesses when d_x and
+ * d_y are both 16-byte aligned, 4-byte ones (same kernel) otherwise. Returns
+ * cudaSuccess, the first launch error, or cudaErrorInvalidValue (default stream,
+ * unknown variant, NULL buffers, temp too small; cub: also a NULL temp, and n above
+ * INT_MAX). Never synchronizes; capturable. */
+static inline cudaError_t scan_launch(int variant, const float *d_x, size_t n, float *d_y,
+                                      void *d_temp, size_t temp_bytes, cudaStream_t s) {
+  if (cuda_is_default_stream(s) || (n && (!d_x || !d_y))) return cudaErrorInvalidValue;
+  cudaError_t e = cudaSuccess;
+  if (variant == SCAN_CUB) { /* CUB checks temp_bytes itself; a NULL temp is its size query */
+    if (n > (size_t)INT_MAX || !d_temp) return cudaErrorInvalidValue;
+  } else {
+    size_t need = 0;
+    if ((e = scan_temp_bytes(variant, n, &need)) != cudaSuccess) return e;
+    if (need > temp_bytes || (need && !d_temp)) return cudaErrorInvalidValue;
+  }
+  if (n == 0) return cudaSuccess;
+  switch (variant) {
+  case SCAN_NAIVE:
+  case SCAN_SHARED: {
+    struct scan_levels L;
+    scan_levels_of(n, &L);
+    char *tmp = static_cast<char *>(d_temp);
+    for (int l = 0; l < L.count; l++) {
+      const float *in = l == 0 ? d_x : reinterpret_cast<float *>(tmp + L.off[l]);
+      float *out = l == 0 ? d_y : reinterpret_cast<float *>(tmp + L.off[l]);
+      float *sums = l + 1 < L.count ? reinterpret_cast<float *>(tmp + L.off[l + 1]) : nullptr;
+      const unsigned grid = (unsigned)((L.len[l] + SCAN_TILE - 1) / SCAN_TILE);
+      if (variant == SCAN_NAIVE)
+        scan_tile_kernel<SCAN_HILLIS_STEELE><<<grid, SCAN_TILE, 0, s>>>(in, out, L.len[l], sums);
+      else
+        scan_tile_kernel<SCAN_BLELLOCH><<<grid, SCAN_TILE / 2, 0, s>>>(in, out, L.len[l], sums);
+      if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    for (int l = L.count - 2; l >= 0; l--) {
+      float *out = l == 0 ? d_y : reinterpret_cast<float *>(tmp + L.off[l]);
+      const float *incl = reinterpret_cast<const float *>(tmp + L.off[l + 1]);
+      const unsigned grid =
+          (unsigned)((L.len[l] - SCAN_TILE + SCAN_ADD_BLOCK - 1) / SCAN_ADD_BLOCK);
+      scan_add_kernel<SCAN_ADD_BLOCK><<<grid, SCAN_ADD_BLOCK, 0, s>>>(out, L.len[l], incl);
+      if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }
+  case SCAN_BEST: return scan_best_launch<SCAN_BEST_BLOCK>(d_x, n, d_y, d_temp, s);
+  case SCAN_CUB: {
+    size_t bytes = temp_bytes;
+    e = cub::DeviceScan::InclusiveSum(d_temp, bytes, d_x, d_y, (int)n, s);
+    cudaError_t last = cudaGetLastError();
+    return e != cudaSuccess ? e : last;
+  }
+  default: return cudaErrorInvalidValue;
+  }
+}
+
+#endif
