@@ -64,18 +64,20 @@ static bool same_key(const struct exp_spec *a, const struct exp_spec *b) {
   return true;
 }
 
-static bool all_generated(const struct exp_spec *spec, const float *const *given) {
+static bool all_seeded(const struct exp_spec *spec) {
   for (int slot = 0; slot < EXP_MAX_INPUTS; slot++)
-    if ((given && given[slot]) || spec->inputs[slot].kind != EXP_INPUT_SEED) return false;
+    if (spec->inputs[slot].kind != EXP_INPUT_SEED) return false;
   return true;
 }
 
-/* What ref holds: its inputs, and an FP64 expected output at most. */
-static size_t ref_bytes(const struct reference *ref) {
-  size_t bytes = ref->out_len * sizeof(double);
-  for (int slot = 0; slot < ref->exp->n_inputs; slot++) {
-    struct exp_shape shape;
-    exp_input_shape(&ref->spec, slot, &shape);
+/* What spec's reference holds: its inputs, and an FP64 expected output at most. */
+static size_t spec_bytes(const struct exp_spec *spec) {
+  const struct exp_desc *d = exp_desc(spec->type);
+  struct exp_shape shape;
+  exp_output_shape(spec, &shape);
+  size_t bytes = (size_t)exp_shape_count(&shape) * sizeof(double);
+  for (int slot = 0; d && slot < d->n_inputs; slot++) {
+    exp_input_shape(spec, slot, &shape);
     bytes += (size_t)exp_shape_count(&shape) * sizeof(float);
   }
   return bytes;
@@ -93,9 +95,7 @@ static void evict_locked(struct reference_cache *c, int i) {
 
 /* Keeps ref (just built, held once) when it fits, pushing out the least recently
  * used until it does. The lock is held. */
-static void keep_locked(struct reference_cache *c, struct reference *ref) {
-  size_t bytes = ref_bytes(ref);
-  if (c->n_entries == 0 || bytes > c->max_bytes) return;
+static void keep_locked(struct reference_cache *c, struct reference *ref, size_t bytes) {
   for (;;) {
     int free_slot = -1, oldest = -1;
     for (int i = 0; i < c->n_entries; i++) {
@@ -118,7 +118,8 @@ int reference_cache_get(struct reference_cache *c, const struct exp_spec *spec,
                         const float *const *given, struct reference **out, bool *reused) {
   *out = NULL;
   *reused = false;
-  bool cacheable = all_generated(spec, given);
+  size_t bytes = spec_bytes(spec);
+  bool cacheable = all_seeded(spec) && c->n_entries > 0 && bytes <= c->max_bytes;
   pthread_mutex_lock(&c->lock);
   c->clock++;
   for (int i = 0; cacheable && i < c->n_entries; i++) {
@@ -136,9 +137,11 @@ int reference_cache_get(struct reference_cache *c, const struct exp_spec *spec,
   c->misses++;
   pthread_mutex_unlock(&c->lock);
   /* Built outside the lock: a gemm's FP64 product takes a while. Two lanes missing
-   * at once both build; the second one's is kept, the first one's freed when put. */
+   * at once both build; the second one's is kept, the first one's freed when put.
+   * One kept generates its own inputs (the caller's die with its job); one not
+   * borrows them. */
   struct reference *ref;
-  int rc = reference_new(spec, given, &ref);
+  int rc = reference_new(spec, cacheable ? NULL : given, &ref);
   if (rc) return rc;
   ref->cache_holders = 1;
   ref->cache_kept = false;
@@ -146,7 +149,7 @@ int reference_cache_get(struct reference_cache *c, const struct exp_spec *spec,
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < c->n_entries; i++) /* one entry per key */
       if (c->entries[i].ref && same_key(&c->entries[i].ref->spec, spec)) evict_locked(c, i);
-    keep_locked(c, ref);
+    keep_locked(c, ref, bytes);
     pthread_mutex_unlock(&c->lock);
   }
   *out = ref;

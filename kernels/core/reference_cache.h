@@ -1,5 +1,6 @@
 /* A few references kept for reuse: a job whose inputs are all generated from seeds
- * (none given as data) gets the reference an earlier job with the same experiment,
+ * (none is a buffer or another job's output) gets the reference an earlier job with
+ * the same experiment,
  * params, seeds and runs built, instead of generating its inputs and computing what
  * is expected again. Only what the reference depends on is the key (timing, stop
  * rule, graph, cold and order are not); different params or a different seed miss.
@@ -32,11 +33,14 @@ struct reference_cache;
 int reference_cache_new(int n_entries, size_t max_bytes, struct reference_cache **out);
 void reference_cache_free(struct reference_cache *c);
 
-/* As reference_new(spec, given, out), through the cache when every input is
- * generated (given NULL, or NULL for every slot): *reused says whether an earlier
- * job's reference was returned. A reference with an input given as data is built
- * and owned alone (never kept). Every successful get is matched by one
- * reference_cache_put of *out, which the caller must not free otherwise. */
+/* As reference_new(spec, given, out), through the cache when every input of spec is
+ * a seed (EXP_INPUT_SEED) and its reference fits the bound: *reused says whether an
+ * earlier job's reference was returned. given (may be NULL) is what reference_new
+ * takes; for a seed's slot it may hold the caller's copy of the generated input
+ * (the same numbers): a kept reference generates its own, one not kept borrows it.
+ * A reference with a buffer or a job's output as input is built for the caller
+ * alone, never kept. Every successful get is matched by one reference_cache_put of
+ * *out, which the caller must not free otherwise. */
 int reference_cache_get(struct reference_cache *c, const struct exp_spec *spec,
                         const float *const *given, struct reference **out, bool *reused);
 void reference_cache_put(struct reference_cache *c, struct reference *ref); /* NULL: no-op */

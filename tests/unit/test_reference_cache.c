@@ -97,24 +97,35 @@ static void test_different_misses(void) {
   reference_cache_put(c, a);
   reference_cache_put(c, b);
   reference_cache_put(c, d);
-  /* An input given as data is never kept, nor matched. */
+  /* An input given as data (a buffer) is never kept, nor matched: the reference
+   * borrows it. */
   struct exp_spec given = s;
+  given.inputs[0].kind = EXP_INPUT_BUFFER;
   float *data = calloc((size_t)33 * 47, sizeof *data);
   CHECK(data != NULL);
   const float *slots[EXP_MAX_INPUTS] = {data};
   struct reference *g = NULL;
   bool reused = true;
-  CHECK_INT_EQ(reference_cache_get(c, &given, slots, &g, &reused), 0);
-  CHECK(!reused && g != a);
-  CHECK(reference_input(g, 0) == data);
-  reference_cache_put(c, g);
-  given.inputs[0].kind = EXP_INPUT_BUFFER; /* named a buffer, even with no data here */
-  struct reference *h = get(c, &given, false);
-  reference_cache_put(c, h);
+  for (int k = 0; k < 2; k++) {
+    CHECK_INT_EQ(reference_cache_get(c, &given, slots, &g, &reused), 0);
+    CHECK(!reused && g != a);
+    CHECK(reference_input(g, 0) == data);
+    reference_cache_put(c, g);
+  }
   struct reference_cache_stats st;
   reference_cache_stats(c, &st);
   CHECK_INT_EQ(st.entries, 3);
   CHECK_INT_EQ(st.hits, 0);
+  /* A seed's input the caller generated itself (the CPU backend's): the kept one,
+   * which has its own copy. */
+  float *own = malloc((size_t)33 * 47 * sizeof *own);
+  CHECK(own != NULL);
+  for (size_t i = 0; i < (size_t)33 * 47; i++) own[i] = gen_uniform(7, GEN_A, i);
+  slots[0] = own;
+  CHECK_INT_EQ(reference_cache_get(c, &s, slots, &g, &reused), 0);
+  CHECK(reused && g == a && reference_input(g, 0) != own);
+  reference_cache_put(c, g);
+  free(own);
   free(data);
   reference_cache_free(c);
 }

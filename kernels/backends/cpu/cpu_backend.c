@@ -261,8 +261,8 @@ static int time_runs(struct cpu_job *job) {
 }
 
 /* Checks every available run's output against the reference: the one an identical
- * earlier job built when every input is generated from a seed (the reference
- * generates the same numbers), else one built on the job's own inputs. */
+ * earlier job built when every input is generated from a seed (reference_cache.h),
+ * else one built on the job's own inputs. */
 static int check_runs(struct cpu_job *job) {
   struct exp_result *res = job->result;
   struct reference *ref = NULL;
@@ -270,10 +270,8 @@ static int check_runs(struct cpu_job *job) {
   while (i < res->n_runs && !res->runs[i].available) i++;
   if (i == res->n_runs) return 0; /* nothing ran */
   const float *given[EXP_MAX_INPUTS] = {job->in[0], job->in[1]};
-  bool seeded = true, reused;
-  for (int slot = 0; slot < EXP_MAX_INPUTS; slot++)
-    if (job->in[slot] && !job->in_owned[slot]) seeded = false; /* given as data */
-  if (reference_cache_get(job->refs, job->spec, seeded ? NULL : given, &ref, &reused) < 0)
+  bool reused;
+  if (reference_cache_get(job->refs, job->spec, given, &ref, &reused) < 0)
     return out_of_memory(job, "the reference");
   for (; i < res->n_runs; i++)
     if (res->runs[i].available)
