@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/core/experiment.h"
 
@@ -18,15 +20,19 @@ static const char usage_flags[] =
     "  --backend KIND      auto | cuda | cpu (default auto: CUDA when a device answers)\n"
     "  --devices LIST      devices to use: all, or ordinals like 0,1 (default all; the CPU\n"
     "                      backend makes one CPU device per ordinal, for tests)\n"
-    "  --streams N         CUDA streams (CPU: worker threads) jobs run on, 1..64 (default 4)\n"
+    "  --streams N         CUDA streams (CPU: worker threads) jobs run on per device, 1..64\n"
+    "                      (default: from the machine, the cores / (2 x devices), 4..16)\n"
     "  --max-body BYTES    largest request body; larger gets 413 (default 1048576)\n"
     "  --max-upload BYTES  largest POST /buffers body (default 268435456)\n"
-    "  --http-threads N    HTTP worker threads, 1..256 (default 4)\n"
+    "  --http-threads N    HTTP worker threads, 1..256 (default: the cores, 4..64)\n"
     "  --max-queued N      queued or waiting jobs per client; more get 429 (default 1024)\n"
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
     "  --db PATH           job records in SQLite (default ./gpulab.db; :memory: keeps\n"
     "                      nothing): accepted jobs survive a crash or restart; none:\n"
     "                      no store at all (nothing durable, history only in memory)\n"
+    "  --durability MODE   normal | full (default normal): normal commits survive gpulabd\n"
+    "                      crashing (kill -9), a power loss may lose the last commits;\n"
+    "                      full adds an fsync per commit, surviving a power loss too\n"
     "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
     "  --max-db-bytes N    keep the store within N bytes: past it the oldest finished\n"
     "                      jobs are pruned; when unfinished ones alone pass it, new jobs\n"
@@ -155,9 +161,25 @@ static int parse_devices(const char *text, struct config *cfg, char *err, size_t
   return 0;
 }
 
+/* The CPUs this process may run on (its affinity mask), at least 1. */
+static int cores(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+int config_default_http_threads(void) { return clamp(cores(), 4, 64); }
+
+int config_default_streams(int n_devices) {
+  return clamp(cores() / (2 * (n_devices > 0 ? n_devices : 1)), 4, 16);
+}
+
 int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
-                         .n_devices = 0, .streams = 4, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 4,
+                         .n_devices = 0, .streams = 0, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 0,
                          .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60, .inline_max_bytes = 1 << 20,
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
                          .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
@@ -186,6 +208,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"compile-time", required_argument, 0, OPT_COMPILE_TIME}, {"runner", required_argument, 0, OPT_RUNNER},
       {"kernel-deadline", required_argument, 0, OPT_KERNEL_DEADLINE},
       {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST},
+      {"durability", required_argument, 0, 'Y'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   optind = 1;
@@ -269,6 +292,14 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       cfg->kernel_deadline_s = (int)v;
       break;
     case OPT_CPU_RUNNER_TEST: cfg->cpu_runner_test = true; break;
+    case 'Y':
+      if (strcmp(optarg, "normal") == 0) cfg->durability_full = false;
+      else if (strcmp(optarg, "full") == 0) cfg->durability_full = true;
+      else {
+        snprintf(err, err_len, "--durability must be normal or full, got '%s'", optarg);
+        return -1;
+      }
+      break;
     case 'h': print_usage(out); return 1;
     case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
     default:

@@ -13,10 +13,10 @@ struct config {
   enum backend_kind backend;
   int devices[16]; /* ordinals, in order */
   int n_devices;    /* 0: all (CUDA), one (CPU) */
-  int streams;
+  int streams;      /* lanes per device; 0: config_default_streams once devices are known */
   size_t max_body;
   size_t max_upload;
-  int http_threads;
+  int http_threads; /* 0: config_default_http_threads */
   int max_queued;
   int max_jobs_kept;
   double default_wait_s;
@@ -28,6 +28,7 @@ struct config {
   const char *tls_cert, *tls_key; /* PEM files, or NULL for plain HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
   char db[256];     /* job records: a SQLite file, or ":memory:" to keep nothing */
+  bool durability_full; /* --durability full: an fsync per commit (store_set_durability) */
   int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
   long long max_db_bytes; /* the store's pages in use are kept within this; 0: no bound */
   int grace_s;      /* SIGTERM: how long running jobs may take to finish */
@@ -50,5 +51,11 @@ struct config {
 /* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or
  * --version was printed to out, -1 with a message in err for a bad flag. */
 int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len);
+
+/* The defaults sized from the machine (the CPUs this process may use): HTTP threads
+ * one per core, 4..64; lanes per device half a core each, cores / (2 x n_devices),
+ * 4..16 (the H200 box's 16 cores: 16 threads, 8 lanes). Flags override both. */
+int config_default_http_threads(void);
+int config_default_streams(int n_devices);
 
 #endif

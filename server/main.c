@@ -28,7 +28,7 @@
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
  * device answers), the rest follow it. Returns how many were opened, 0 on error. */
-static int open_devices(const struct config *cfg, struct backend **devices, char *err,
+static int open_devices(struct config *cfg, struct backend **devices, char *err,
                         size_t err_len) {
   int ordinals[16], n = cfg->n_devices;
   memcpy(ordinals, cfg->devices, sizeof ordinals);
@@ -37,6 +37,7 @@ static int open_devices(const struct config *cfg, struct backend **devices, char
     n = count > 0 ? (count < 16 ? count : 16) : 1;
     for (int i = 0; i < n; i++) ordinals[i] = i;
   }
+  if (cfg->streams == 0) cfg->streams = config_default_streams(n); /* from the machine */
   enum backend_kind kind = cfg->backend;
   for (int i = 0; i < n; i++) {
     char why[256];
@@ -159,6 +160,15 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
     int pruned = store_prune(*store, engine_now_unix() - cfg->keep_days * 86400.0);
     if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg->keep_days);
   }
+  if (cfg->durability_full && store_set_durability(*store, STORE_DURABILITY_FULL)) {
+    log_warn("gpulabd: --durability full: the store cannot be set to synchronous=FULL");
+    return -1;
+  }
+  struct store_status st;
+  store_status(*store, &st);
+  log_info("store %s: durability %s (%s)", cfg->db, st.durability,
+           cfg->durability_full ? "an fsync per commit: commits survive a power loss"
+                                : "commits survive a crash; a power loss may lose the last ones");
   store_limit(*store, (uint64_t)cfg->max_db_bytes);
   durable_first_ids(*store, first_id, first_buffer_id);
   return 0;
@@ -257,6 +267,7 @@ int main(int argc, char **argv) {
   struct auth *auth = NULL;
   char *tls_cert = NULL, *tls_key = NULL;
   long socket_gid = -1;
+  if (cfg.http_threads == 0) cfg.http_threads = config_default_http_threads(); /* from the machine */
   api_params_allow_faults(cfg.allow_fault_injection);
   if (cfg.allow_fault_injection) log_warn("fault injection is allowed (--allow-fault-injection): for tests only");
   if (load_access(&cfg, &auth, &tls_cert, &tls_key, &socket_gid)) {

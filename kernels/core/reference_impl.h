@@ -19,6 +19,10 @@ struct reference {
   const float *in[EXP_MAX_INPUTS]; /* given (borrowed) or owned[]; NULL past n_inputs */
   float *owned[EXP_MAX_INPUTS];    /* inputs generated here, by slot */
   void *state;                     /* the experiment's (ref_init sets, ref_fini frees) */
+  /* reference_cache.c's, under its lock: gets not yet put back, and whether the
+   * cache keeps it (else the last put frees it). */
+  int cache_holders;
+  bool cache_kept;
 };
 
 /* Folds one element into check: compared, the error maxima (finite outputs only) and

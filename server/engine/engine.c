@@ -47,6 +47,7 @@ void job_unref(struct job *job) {
   for (int i = 0; i < job->n_parents; i++) job_unref(job->parents[i]);
   free(job->children);
   free(job->result);
+  free(job->doc);
   free(job);
 }
 
@@ -68,7 +69,10 @@ void publish_state_locked(struct engine *e, struct job *job) {
   } else if (e->cfg.on_job_change) {
     struct job_view v;
     view_locked(job, &v);
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    struct engine_recorded kept = {0, NULL};
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
+    free(kept.doc); /* only a final state's is kept */
+    job->record_ticket = kept.ticket;
     job->recorded = true;
   }
   struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
@@ -87,8 +91,17 @@ void engine_unlock(struct engine *e) {
     struct job *job = finals, *next = job->final_next;
     struct job_view v;
     view_locked(job, &v); /* final: nothing in it changes, no lock needed */
-    if (!job->withdrawn) e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded);
+    struct engine_recorded kept = {0, NULL};
+    if (!job->withdrawn)
+      e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
+    /* Its ticket and document, for whoever answers with it (job_view); briefly locked,
+     * since views are read under the lock. */
+    pthread_mutex_lock(&e->lock);
     job->recorded = true;
+    if (kept.ticket) job->record_ticket = kept.ticket;
+    if (!job->doc) job->doc = kept.doc, kept.doc = NULL;
+    pthread_mutex_unlock(&e->lock);
+    free(kept.doc);
     job_unref(job);
     finals = next;
   }
@@ -371,6 +384,8 @@ static void view_locked(struct job *job, struct job_view *v) {
   v->result = job->state == JOB_DONE ? job->result : NULL;
   memcpy(v->error_code, job->error_code, sizeof v->error_code);
   memcpy(v->error_message, job->error_message, sizeof v->error_message);
+  v->record_ticket = job->record_ticket;
+  v->doc = job->doc;
 }
 
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {

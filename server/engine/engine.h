@@ -72,6 +72,20 @@ struct job_view {
   const struct exp_result *result;
   char error_code[32];
   char error_message[256];
+  /* What on_job_change kept of the job's last recorded change: the store's ticket for
+   * its row (0: none yet), and once final, the job's document as it recorded it (JSON
+   * text, or NULL): borrowed, valid while the caller holds a reference to the job. */
+  uint64_t record_ticket;
+  const char *doc;
+};
+
+/* What on_job_change hands back (zeroed before the call): the ticket of the row it
+ * queued (store.h's store_ticket), and for a final state the job's document (JSON
+ * text, malloc'd, or NULL). The engine owns doc from then on, shows it in job_view
+ * and frees it with the job. */
+struct engine_recorded {
+  uint64_t ticket;
+  char *doc;
 };
 
 /* The engine's id sequences, for engine_config.reserve_ids. */
@@ -91,7 +105,8 @@ struct engine_config {
    * accepted, or restored after a restart). Under the lock, but for final states:
    * those come once it is released, in order for each job. */
   void (*on_job_change)(void *arg, const struct job_view *view,
-                        const struct engine_job_request *req, bool first);
+                        const struct engine_job_request *req, bool first,
+                        struct engine_recorded *out);
   void *on_job_change_arg;
   uint64_t first_id; /* ids start here (above those of a previous run); 0 means 1 */
   uint64_t first_buffer_id; /* the same for buffers */

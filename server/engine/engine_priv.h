@@ -64,6 +64,8 @@ struct job {
   bool interrupted;
   bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
   bool recorded;  /* on_job_change has been called for it */
+  uint64_t record_ticket; /* on_job_change's last engine_recorded, under the lock */
+  char *doc;              /* its document once final (owned), under the lock */
   struct job *final_next; /* in engine.finals */
 };
 

@@ -311,6 +311,11 @@ static void put_store_gauges(struct text *t, struct store *store) {
       "# TYPE gpulab_store_max_bytes gauge\ngpulab_store_max_bytes %llu\n",
       (unsigned long long)st.max_bytes);
   put(t,
+      "# HELP gpulab_store_fsync_per_commit 1 with --durability full (PRAGMA synchronous=FULL), 0 with "
+      "normal.\n"
+      "# TYPE gpulab_store_fsync_per_commit gauge\ngpulab_store_fsync_per_commit %d\n",
+      strcmp(st.durability, "full") == 0 ? 1 : 0);
+  put(t,
       "# HELP gpulab_store_writable 1 while the store takes writes (and new jobs), 0 after a failed write.\n"
       "# TYPE gpulab_store_writable gauge\ngpulab_store_writable %d\n",
       st.writable ? 1 : 0);

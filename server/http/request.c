@@ -28,10 +28,20 @@ enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Res
 }
 
 /* json (consumed) as the body, of this media type; NULL: a 500 out_of_memory. */
+static enum MHD_Result respond_text(struct request *r, unsigned status, char *text,
+                                    const char *media_type);
+
 static enum MHD_Result respond_body(struct request *r, unsigned status, json_t *json,
                                     const char *media_type) {
   char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
   json_decref(json);
+  return respond_text(r, status, text, media_type);
+}
+
+/* text (malloc'd JSON, NUL-terminated, taken over) as the body; NULL: a 500
+ * out_of_memory. */
+static enum MHD_Result respond_text(struct request *r, unsigned status, char *text,
+                                    const char *media_type) {
   struct MHD_Response *resp;
   size_t len = 0;
   if (text) {
@@ -64,6 +74,10 @@ static enum MHD_Result respond_body(struct request *r, unsigned status, json_t *
 
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json) {
   return respond_body(r, status, json, "application/json");
+}
+
+enum MHD_Result respond_json_text(struct request *r, unsigned status, const char *text) {
+  return respond_text(r, status, text ? strdup(text) : NULL, "application/json");
 }
 
 enum MHD_Result respond_error(struct request *r, const struct api_error *err) {

@@ -90,6 +90,8 @@ enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Res
                               uint64_t bytes);
 /* json (consumed) as the body; NULL answers 500 out_of_memory. */
 enum MHD_Result respond_json(struct request *r, unsigned status, json_t *json);
+/* The same for a document already written as JSON text (borrowed: copied). */
+enum MHD_Result respond_json_text(struct request *r, unsigned status, const char *text);
 /* err as RFC 9457 problem details (application/problem+json), its instance r's path. */
 enum MHD_Result respond_error(struct request *r, const struct api_error *err);
 /* respond_error with extension members (RFC 9457): extra's (consumed; NULL: none)

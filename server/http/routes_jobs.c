@@ -71,7 +71,9 @@ enum MHD_Result route_job(struct request *r, const struct route_args *a) {
   } else {
     struct job_view v;
     job_get_view(e, job, &v);
-    ret = respond_json(r, 200, job_json(&v, true));
+    /* A finished job is the document its record holds (never changes again). */
+    ret = job_state_final(v.state) && v.doc ? respond_json_text(r, 200, v.doc)
+                                            : respond_json(r, 200, job_json(&v, true));
   }
   job_unref(job);
   return ret;

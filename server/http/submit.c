@@ -25,7 +25,10 @@ static bool job_may_run_inline(struct request *r, struct job *job) {
 
 /* 200 with a finished job; 202 and where to look while it is still going. What the
  * client is told is in the store first (accepted jobs survive a crash): a job whose
- * first row could not be written is taken back and refused (507 or 503). */
+ * first row could not be written is taken back and refused (507 or 503). It waits
+ * for its own rows only (group commit: they may share a transaction with others
+ * queued before them), never for rows queued after them. A finished job is answered
+ * with the document the store recorded (job_view.doc), not built again. */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
   struct store *store = r->srv->opts.store;
   int err = store ? store_sync(store, r->store_ticket) : 0;
@@ -33,10 +36,12 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
     engine_job_withdraw(r->srv->engine, job);
     return respond_storage(r, err);
   }
-  if (store) store_flush(store); /* its later rows too: the state it is answered in */
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
+  /* Its later rows too: the state it is answered in. */
+  if (store && v.record_ticket > r->store_ticket) store_sync(store, v.record_ticket);
   bool final = job_state_final(v.state);
+  if (final && v.doc) return respond_json_text(r, status_done, v.doc);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
   return respond_json(r, final ? status_done : 202, job_json(&v, true));
 }

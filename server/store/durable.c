@@ -21,11 +21,14 @@ struct stored_request {
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
  * on every change but `running`: a running job is in memory, where listings read it
- * (routes_jobs.c), and after a restart it is marked from its state column alone. */
+ * (routes_jobs.c), and after a restart it is marked from its state column alone. A
+ * final state's record goes back to the engine (out->doc): the same text answers
+ * the request that waited for the job, not built a second time. */
 void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
-                    bool first) {
+                    bool first, struct engine_recorded *out) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
-  json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, job_state_final(v->state));
+  bool final = job_state_final(v->state);
+  json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, final);
   char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
   struct store_row row = {.id = v->id,
@@ -38,8 +41,11 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
                           .request_len = sizeof stored,
                           .record = record,
                           .create = first};
-  store_put(arg, &row);
-  free(record);
+  if (store_put(arg, &row) == 0) out->ticket = store_ticket(arg);
+  if (final)
+    out->doc = record;
+  else
+    free(record);
 }
 
 static const char *sequence(enum engine_ids kind) {

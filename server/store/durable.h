@@ -9,11 +9,12 @@
 #include "server/engine/sweeps.h"
 #include "server/store/store.h"
 
-/* engine_config.on_job_change with the store as its arg: writes the job's row
- * (its request, state and record as GET /jobs/{id} shows it): created by its first
- * change, updated (never created) by the later ones. */
+/* engine_config.on_job_change with the store as its arg: queues the job's row (its
+ * request, state and record as GET /jobs/{id} shows it): created by its first
+ * change, updated (never created) by the later ones. out gets the row's ticket and,
+ * for a final state, the record's text (malloc'd: the engine's from then on). */
 void durable_record(void *store, const struct job_view *view, const struct engine_job_request *req,
-                    bool first);
+                    bool first, struct engine_recorded *out);
 
 /* engine_config.reserve_ids with the store as its arg: records the mark in the
  * store's "jobs" or "buffers" sequence. A full disk or a file size limit is -ENOSPC

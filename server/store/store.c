@@ -44,8 +44,9 @@ static const char pragmas[] =
      * existing one keeps its mode (changing it takes a VACUUM). */
     "PRAGMA auto_vacuum=INCREMENTAL;"
     "PRAGMA journal_mode=WAL;"
-    /* NORMAL: a commit survives gpulabd crashing (kill -9); one fsync per WAL
-     * checkpoint instead of per job. A power cut may lose the last jobs. */
+    /* NORMAL (the default; --durability full makes it FULL: store_set_durability): a
+     * commit survives gpulabd crashing (kill -9); one fsync per WAL checkpoint instead
+     * of per commit. A power cut may lose the commits since the last checkpoint. */
     "PRAGMA synchronous=NORMAL;"
     "PRAGMA locking_mode=EXCLUSIVE;"; /* one gpulabd per database */
 
@@ -298,7 +299,7 @@ static void write_queued_locked(struct store *s) {
   pthread_mutex_lock(&s->lock);
   int err = write_batch_locked(s, batch, why, sizeof why);
   s->written_since_check += bytes;
-  if (err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096) store_keep_within_locked(s);
+  bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
   pthread_mutex_unlock(&s->lock);
   while (batch) {
     struct queued_row *next = batch->next;
@@ -309,6 +310,16 @@ static void write_queued_locked(struct store *s) {
   pthread_mutex_lock(&s->queue_lock);
   store_note_write_locked(s, from, upto, err, why);
   s->committed = upto;
+  /* The batch's waiters go now; the size bound's check (which may prune) comes after,
+   * so that no answer waits for it. The next batch does, as it would for a batch. */
+  pthread_cond_broadcast(&s->committed_cond);
+  if (check) {
+    pthread_mutex_unlock(&s->queue_lock);
+    pthread_mutex_lock(&s->lock);
+    store_keep_within_locked(s);
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&s->queue_lock);
+  }
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
   if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
@@ -489,13 +500,28 @@ void store_status(struct store *s, struct store_status *out) {
   out->used_bytes = store_used_bytes_locked(s);
   out->max_bytes = s->max_bytes;
   out->pruned_jobs = s->pruned_jobs;
+  int64_t sync = store_query_int(s->db, "PRAGMA synchronous"); /* 1 NORMAL, 2 FULL */
   pthread_mutex_unlock(&s->lock);
+  out->durability = sync == 2   ? "full"
+                    : sync == 1 ? "normal"
+                    : sync == 3 ? "extra"
+                    : sync == 0 ? "off"
+                                : "unknown";
   if (out->writable && atomic_load(&s->over_limit)) { /* writes work; the bound refuses */
     out->writable = false;
     out->error = -ENOSPC;
     snprintf(out->message, sizeof out->message, "unfinished jobs alone hold more than --max-db-bytes (%llu bytes)",
              (unsigned long long)s->max_bytes);
   }
+}
+
+int store_set_durability(struct store *s, enum store_durability d) {
+  const char *sql = d == STORE_DURABILITY_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
+  store_flush(s); /* rows queued before are committed under the old setting */
+  pthread_mutex_lock(&s->lock);
+  int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+  pthread_mutex_unlock(&s->lock);
+  return rc == SQLITE_OK ? 0 : -EIO;
 }
 
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto) {

@@ -80,7 +80,18 @@ struct store_status {
   uint64_t used_bytes;     /* the database's pages in use (what --max-db-bytes bounds) */
   uint64_t max_bytes;      /* store_limit's bound, 0 for none */
   uint64_t pruned_jobs;    /* finished jobs deleted to keep within it, since start */
+  const char *durability;  /* PRAGMA synchronous as the database reports it: "normal",
+                              "full" (store_set_durability), or "off", "extra" */
 };
+
+/* How much a commit survives (store_open starts NORMAL). NORMAL: WAL with
+ * synchronous=NORMAL, no fsync per commit: every commit survives gpulabd crashing
+ * (kill -9, a segfault, the OOM killer), and a power loss or kernel panic may lose
+ * the commits since the last WAL checkpoint (never a corrupted database). FULL: an
+ * fsync of the WAL per commit (a group commit, so one per batch of rows): a commit
+ * survives a power loss too, if the disk honors fsync. Returns 0 or -EIO. */
+enum store_durability { STORE_DURABILITY_NORMAL, STORE_DURABILITY_FULL };
+int store_set_durability(struct store *s, enum store_durability d);
 
 /* Keeps the database's pages in use within max_bytes (0: no bound): once a batch
  * has gone past it, the oldest finished jobs are deleted until it holds 90% of it

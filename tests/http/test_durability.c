@@ -1,7 +1,10 @@
 /* Nothing accepted is lost: jobs answered 201/202 are on disk first. A gpulabd
  * killed with -9 and started again on the same --db finds every job: finished ones
  * readable as they were, queued ones run again, running ones failed `interrupted`,
- * ones whose inputs lived in memory failed `interrupted` with the reason. SIGTERM
+ * ones whose inputs lived in memory failed `interrupted` with the reason; so under
+ * both --durability modes (group commits: many answered jobs at once, too). What
+ * --durability full changes is the database's PRAGMA synchronous (FULL: an fsync
+ * per commit), which /health and /metrics report as the database says it. SIGTERM
  * lets a running job finish within --grace and keeps the queued ones for the next
  * start; one still running past --grace ends `interrupted`. */
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include "tests/http_client.h"
 
 static char db[96];
+static const char *durability = "normal"; /* --durability of every start() */
 
 #define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
 /* Keeps the one stream busy for seconds. */
@@ -34,8 +38,15 @@ static json_t *get_job(struct gpulabd *d, long long id) {
 }
 
 static void start(struct gpulabd *d, const char *grace) {
-  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--grace", grace, NULL};
+  const char *args[] = {"--backend", "cpu",   "--streams",    "1",        "--db", db,
+                        "--grace",   grace,   "--durability", durability, NULL};
   gpulabd_start(args, d);
+}
+
+static void remove_db(void) {
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);
+  (void)!system(cmd);
 }
 
 static void test_crash(void) {
@@ -88,7 +99,7 @@ static void test_crash(void) {
     lost += r.status != 200;
     http_reply_free(&r);
   }
-  printf("crash: %d jobs accepted before kill -9, %d lost\n", 5, lost);
+  printf("crash (--durability %s): %d jobs accepted before kill -9, %d lost\n", durability, 5, lost);
   CHECK_INT_EQ(lost, 0);
   /* New jobs get new ids, past every id the crashed run may have handed out (it
    * reserved them ahead); the listing holds all six jobs. */
@@ -97,6 +108,93 @@ static void test_crash(void) {
   json_t *list = http_get_json(&d, "/jobs?limit=100");
   CHECK_INT_EQ(json_array_size(json_at(list, "jobs")), 6);
   json_decref(list);
+  gpulabd_stop(&d);
+}
+
+/* Many jobs answered in a burst, waited for and not (their rows share commits), then
+ * kill -9 at once: every one answered is there after the restart, the finished ones
+ * as they were answered (the same document), the others run again. */
+#define BURST 60
+static void test_crash_burst(void) {
+  struct gpulabd d;
+  start(&d, "0");
+  long long ids[BURST];
+  json_t *answered[BURST] = {0};
+  for (int i = 0; i < BURST; i++) {
+    struct http_reply r;
+    http_post_json(&d, i % 2 ? "/transpose?wait=0" : "/transpose", SMALL, &r);
+    CHECK(r.status == 200 || r.status == 202);
+    ids[i] = JINT(r.json, "id");
+    if (r.status == 200) answered[i] = json_incref(r.json);
+    http_reply_free(&r);
+  }
+  gpulabd_kill(&d);
+  start(&d, "0");
+  int lost = 0, same = 0, finished = 0, interrupted = 0;
+  for (int i = 0; i < BURST; i++) {
+    json_t *j = job_wait_final(&d, ids[i], 60);
+    lost += j == NULL;
+    if (j && answered[i]) {
+      finished++;
+      same += json_equal(j, answered[i]);
+    }
+    /* Done, or (the one the single stream ran at the kill) failed `interrupted`. */
+    if (j && strcmp(JSTR(j, "state"), "done") != 0) {
+      CHECK(!answered[i]);
+      CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+      interrupted++;
+    }
+    json_decref(j);
+    json_decref(answered[i]);
+  }
+  printf("crash burst (--durability %s): %d jobs answered, %d lost, %d of %d finished ones as answered, "
+         "%d interrupted\n",
+         durability, BURST, lost, same, finished, interrupted);
+  CHECK_INT_EQ(lost, 0);
+  CHECK(finished >= BURST / 2);
+  CHECK_INT_EQ(same, finished);
+  CHECK(interrupted <= 1);
+  gpulabd_stop(&d);
+}
+
+/* What --durability says is what the database does: PRAGMA synchronous read back
+ * (FULL: an fsync per commit), in /health and /metrics; it holds for the process
+ * (a restart without the flag is NORMAL again); a wrong value is refused. */
+static void expect_durability(struct gpulabd *d, const char *mode) {
+  json_t *h = http_get_json(d, "/health");
+  CHECK_STR_EQ(JSTR(h, "store.durability"), mode);
+  json_decref(h);
+  struct http_reply r;
+  http_get(d, "/metrics", &r);
+  CHECK_INT_EQ(r.status, 200);
+  CHECK(strstr(r.body, strcmp(mode, "full") == 0 ? "\ngpulab_store_fsync_per_commit 1\n"
+                                                 : "\ngpulab_store_fsync_per_commit 0\n") != NULL);
+  http_reply_free(&r);
+}
+
+static void test_durability_modes(void) {
+  struct gpulabd d;
+  durability = "full";
+  start(&d, "0");
+  expect_durability(&d, "full");
+  post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  durability = "normal";
+  start(&d, "0");
+  expect_durability(&d, "normal");
+  gpulabd_stop(&d);
+  const char *args[] = {"--backend", "cpu", "--db", db, "--durability", "sometimes", NULL};
+  char log[8192];
+  int status;
+  CHECK_INT_EQ(gpulabd_try_start(args, &d, log, sizeof log, &status), -1);
+  CHECK_INT_EQ(status, 2);
+  CHECK(strstr(log, "--durability must be normal or full") != NULL);
+  /* --db none: no store, nothing to report. */
+  const char *none[] = {"--backend", "cpu", "--db", "none", NULL};
+  gpulabd_start(none, &d);
+  json_t *h = http_get_json(&d, "/health");
+  CHECK(json_is_null(json_at(h, "store")));
+  json_decref(h);
   gpulabd_stop(&d);
 }
 
@@ -232,15 +330,22 @@ static void test_one_per_db(void) {
 
 int main(void) {
   snprintf(db, sizeof db, "/tmp/gpulab-durability-%d.db", (int)getpid());
-  test_crash();
+  static const char *const modes[] = {"normal", "full"};
+  for (int m = 0; m < 2; m++) { /* each on a new database */
+    durability = modes[m];
+    remove_db();
+    test_crash();
+    test_crash_burst();
+  }
+  durability = "normal";
+  remove_db();
+  test_durability_modes();
   test_sigterm();
   test_sigterm_past_grace();
   test_sweeps_and_buffers();
   test_ids_after_clean_stop();
   test_one_per_db();
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);
-  (void)!system(cmd);
+  remove_db();
   printf("test_durability: ok\n");
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "kernels/backends/cpu/cpu_user.h"
 #include "kernels/core/clock.h"
 #include "kernels/core/reference.h"
+#include "kernels/core/reference_cache.h"
 #include "kernels/core/window.h"
 
 /* The lecture's repetition counts are sized for a GPU; a CPU call can take a second,
@@ -44,6 +45,7 @@ struct cpu_impl {
   int cores;
   uint64_t mem_total_bytes;
   atomic_bool lost; /* an injected fault (spec->fault) stands for a lost device */
+  struct reference_cache *refs; /* references of repeated jobs (reference_cache.h) */
 };
 
 /* One job on one lane; everything it points to belongs to the job, except the
@@ -65,6 +67,7 @@ struct cpu_job {
   size_t err_len;
   atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
   struct cpu_user *user; /* users' kernels through a CPU runner (tests; cpu_user.h), or NULL */
+  struct reference_cache *refs; /* the backend's */
 };
 
 /* A CPU fence: set once the job's output is complete. The CPU computes outputs
@@ -276,8 +279,9 @@ static int time_runs(struct cpu_job *job) {
   return rc;
 }
 
-/* Checks every available run's output against the reference (built on the job's
- * own inputs, so it need not generate them again). */
+/* Checks every available run's output against the reference: the one an identical
+ * earlier job built when every input is generated from a seed (reference_cache.h),
+ * else one built on the job's own inputs. */
 static int check_runs(struct cpu_job *job) {
   struct exp_result *res = job->result;
   struct reference *ref = NULL;
@@ -285,11 +289,13 @@ static int check_runs(struct cpu_job *job) {
   while (i < res->n_runs && !res->runs[i].available) i++;
   if (i == res->n_runs) return 0; /* nothing ran */
   const float *given[EXP_MAX_INPUTS] = {job->in[0], job->in[1]};
-  if (reference_new(job->spec, given, &ref) < 0) return out_of_memory(job, "the reference");
+  bool reused;
+  if (reference_cache_get(job->refs, job->spec, given, &ref, &reused) < 0)
+    return out_of_memory(job, "the reference");
   for (; i < res->n_runs; i++)
     if (res->runs[i].available)
       reference_check(ref, res->runs[i].variant, job->outs[i], &res->runs[i].check);
-  reference_free(ref);
+  reference_cache_put(job->refs, ref);
   return 0;
 }
 
@@ -477,7 +483,7 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
   const struct exp_spec *spec = bj->spec;
   struct cpu_job job = {.spec = spec, .exp = exp_desc(spec->type), .hooks = hooks,
                         .result = result, .err = err, .err_len = err_len,
-                        .lost = (atomic_bool *)&impl->lost};
+                        .lost = (atomic_bool *)&impl->lost, .refs = impl->refs};
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", impl->model);
@@ -550,6 +556,8 @@ static bool cpu_healthy(const struct backend *b) {
 }
 
 static void cpu_free(struct backend *b) {
+  struct cpu_impl *impl = b->impl;
+  if (impl) reference_cache_free(impl->refs);
   free(b->impl);
   free(b);
 }
@@ -576,7 +584,8 @@ static int cpu_open(int device, int n_lanes, struct backend **out, char *why, si
   }
   struct backend *b = calloc(1, sizeof *b);
   struct cpu_impl *impl = calloc(1, sizeof *impl);
-  if (!b || !impl) goto fail;
+  if (!b || !impl || reference_cache_new(REFERENCE_CACHE_ENTRIES, REFERENCE_CACHE_BYTES, &impl->refs))
+    goto fail;
   read_cpu_model(impl->model, sizeof impl->model);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   impl->cores = cores > 0 ? (int)cores : 1;

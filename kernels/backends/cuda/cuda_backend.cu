@@ -162,11 +162,25 @@ int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void
   return 0;
 }
 
+/* Frees the lane's staging, pinned or not. */
+static void lane_host_free(struct lane *l) {
+  if (l->host && l->host_pinned) (void)cudaFreeHost(l->host);
+  else free(l->host);
+  l->host = NULL;
+  l->host_bytes = 0;
+}
+
 int cuda_lane_host(struct lane *l, size_t count, float **out, char *err, size_t err_len) {
   size_t bytes = (count ? count : 1) * sizeof(float);
   if (l->host_bytes < bytes) {
-    free(l->host);
-    l->host = malloc(bytes);
+    lane_host_free(l); /* no copy into it is in flight: a job sizes it once */
+    void *p = NULL;
+    l->host_pinned = bytes <= LANE_PINNED_STAGING_MAX && cudaMallocHost(&p, bytes) == cudaSuccess;
+    if (!l->host_pinned) { /* too large to pin, or no pinned memory left: pageable */
+      (void)cudaGetLastError();
+      p = malloc(bytes);
+    }
+    l->host = p;
     l->host_bytes = l->host ? bytes : 0;
     if (!l->host) {
       snprintf(err, err_len, "host out of memory for a %zu-byte copy of the outputs", bytes);
@@ -429,7 +443,7 @@ static void lane_destroy(struct lane *l) {
   if (l->stop) cudaEventDestroy(l->stop);
   if (l->stream) cudaStreamDestroy(l->stream);
   if (l->pin) cudaFreeHost(l->pin);
-  free(l->host);
+  lane_host_free(l);
 }
 
 /* Frees whatever of be exists; safe on a partly opened backend. */
@@ -445,6 +459,7 @@ static void destroy(struct cuda_backend *be) {
     cudaStreamDestroy(be->util);
   }
   (void)cudaGetLastError();
+  reference_cache_free(be->refs);
   pthread_mutex_destroy(&be->nvml_mu);
   pthread_mutex_destroy(&be->util_mu);
   pthread_mutex_destroy(&be->mu);
@@ -552,7 +567,9 @@ static int cuda_open(int device, int n_lanes, struct backend **out, char *why,
   be->healthy.store(true);
   be->device = device;
   be->n_lanes = n_lanes;
-  int rc = open_device(be, why, why_len);
+  int rc = reference_cache_new(REFERENCE_CACHE_ENTRIES, REFERENCE_CACHE_BYTES, &be->refs);
+  if (rc != 0) snprintf(why, why_len, "out of host memory");
+  if (rc == 0) rc = open_device(be, why, why_len);
   if (rc != 0) {
     destroy(be);
     free(b);

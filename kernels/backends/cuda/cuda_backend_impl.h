@@ -12,6 +12,7 @@
 #include "kernels/backends/backend_impl.h"
 #include "kernels/backends/cuda/cublas_loader.h"
 #include "kernels/backends/cuda/nvml_loader.h"
+#include "kernels/core/reference_cache.h"
 
 #define ATTR_CACHE_MAX 32
 #define LANE_MAX_AUX 32 /* streams a lane's job may fork onto (the pipeline's) */
@@ -28,9 +29,13 @@ struct lane {
   cublasHandle_t cublas; /* created on first gemm cublas run, bound to stream */
   void *pin;             /* pinned host cache, grow-only */
   size_t pin_bytes;
-  void *host;            /* pageable host buffer for the checks' copies, grow-only */
-  size_t host_bytes;
+  void *host;            /* host staging for the checks' copies, grow-only: pinned */
+  size_t host_bytes;     /* (cudaMallocHost) up to LANE_PINNED_STAGING_MAX, else */
+  bool host_pinned;      /* pageable; reused by every job of the lane */
 };
+
+/* The largest checks' staging a lane pins (larger: pageable, not to pin GiBs). */
+#define LANE_PINNED_STAGING_MAX ((size_t)64 << 20)
 
 struct cuda_backend {
   int device;
@@ -58,6 +63,7 @@ struct cuda_backend {
   pthread_mutex_t util_mu;
   cudaStream_t util;
   bool peer[64]; /* peer[d]: this device reads device d's memory directly */
+  struct reference_cache *refs; /* the references of repeated jobs (reference_cache.h) */
   int n_lanes;
   struct lane *lanes;
   /* Written once by cuda_measure_ceilings (under mu), before any job runs. */

@@ -41,6 +41,10 @@ struct cuda_job {
   size_t flush_len;  /* floats read by a flush */
   void *priv;        /* the ops' own job state (ops->release frees it) */
   struct cuda_user_job *user; /* its users' kernels (cuda_user.cu), or NULL */
+  /* Runs whose output is already in the lane's pinned staging (job_stage_output, in
+   * their last batch): the stream was synchronized after the copy. */
+  bool staged[EXP_MAX_VARIANTS];
+  bool released; /* release ran after the last device work: nothing is left to wait for */
 };
 
 /* How one experiment runs on the CUDA backend. */
@@ -134,6 +138,15 @@ int job_run_plan(struct cuda_job *j, struct exp_run *run, int plan_rc, const str
                  const char *why);
 /* The first available run, or -1. */
 int job_first_available(const struct cuda_job *j);
+
+/* Whether the batch run r is about to sample is its last: the fixed batch count
+ * (no noise rule) with the batches before it taken. */
+bool job_last_batch(const struct cuda_job *j, int r);
+/* In run r's last batch, after its stop event: queues the copy of d_out[r] into the
+ * lane's pinned staging (where the checks read it) and synchronizes the lane's
+ * stream once, for the batch's events and the copy together. Returns 0 or a
+ * classified error. */
+int job_stage_output(struct cuda_job *j, int r);
 
 /* Fills info from plan and the kernel's attributes (registers, static shared and
  * local bytes per thread, from cudaFuncGetAttributes). Cannot fail. */

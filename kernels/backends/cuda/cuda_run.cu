@@ -12,6 +12,7 @@
 #include "kernels/backends/cuda/cuda_job.h"
 #include "kernels/core/gen.h"
 #include "kernels/core/reference.h"
+#include "kernels/core/reference_cache.h"
 #include "kernels/core/stats.h"
 #include "kernels/core/window.h"
 
@@ -37,12 +38,15 @@ static int sync_lane(struct cuda_job *j) {
 
 /* Waits for the lane's fork streams, frees this call's device memory (ordered on the
  * lane's stream), graphs and the ops' state, then waits for the lane's stream.
- * Idempotent; returns the first error, classified. Never frees job->output or the
- * inputs. */
-static int release(struct cuda_job *j) {
+ * Without wait (the lane's streams were synchronized after the job's last work,
+ * and it forked none) it only queues the frees: a later job on the lane is ordered
+ * after them, and the pool hands their memory to another stream only once they are
+ * done. Idempotent; returns the first error, classified. Never frees job->output or
+ * the inputs. */
+static int release(struct cuda_job *j, bool wait) {
   struct lane *l = j->lane;
   int rc = 0;
-  for (int i = 0; i < l->n_aux; i++) {
+  for (int i = 0; i < l->n_aux && wait; i++) {
     cudaError_t e = cudaStreamSynchronize(l->aux[i]);
     if (e != cudaSuccess && rc == 0) rc = job_fail(j, e, "cudaStreamSynchronize");
   }
@@ -56,9 +60,10 @@ static int release(struct cuda_job *j) {
     if (j->graph[r]) (void)cudaGraphExecDestroy(j->graph[r]);
     j->graph[r] = NULL;
   }
-  cudaError_t e = cudaStreamSynchronize(l->stream);
+  cudaError_t e = wait ? cudaStreamSynchronize(l->stream) : cudaSuccess;
   if (e != cudaSuccess && rc == 0) rc = job_fail(j, e, "cudaStreamSynchronize");
   (void)cudaGetLastError(); /* errors ignored after the job had failed */
+  j->released = rc == 0;
   return rc;
 }
 
@@ -316,19 +321,54 @@ static const struct exp_window_ops cuda_window = {
 
 /* ---- checks ---- */
 
-/* After the last window: copies each run's output (unless the ops have it on the host
- * already) and each input given as data to the host, releases the device memory,
- * waits for the lane and reports IDLE. */
-static int collect(struct cuda_job *j, const float **h_out, const float **h_given) {
+/* The lane's staging for the checks' copies: each available run's output (unless the
+ * ops have it on the host), in run order, then each input given as data. The same
+ * buffer for every call of one job (its size does not change within it). */
+static int staging(struct cuda_job *j, float **h) {
   const bool on_host = j->ops->host_output != NULL;
-  const int n_inputs = j->exp->n_inputs;
   size_t n = 0;
   for (int r = 0; r < j->result->n_runs; r++)
     if (j->result->runs[r].available && !on_host) n += j->out_len;
-  for (int slot = 0; slot < n_inputs; slot++)
+  for (int slot = 0; slot < j->exp->n_inputs; slot++)
     if (j->bj->input[slot]) n += j->bj->input[slot]->count;
+  return cuda_lane_host(j->lane, n, h, j->err, j->err_len);
+}
+
+/* Where run r's output goes in the staging that starts at h. */
+static float *staged_output(const struct cuda_job *j, float *h, int r) {
+  for (int k = 0; k < r; k++)
+    if (j->result->runs[k].available) h += j->out_len;
+  return h;
+}
+
+bool job_last_batch(const struct cuda_job *j, int r) {
+  return j->ops->host_output == NULL && j->spec->stop.max_noise <= 0 &&
+         j->result->runs[r].timing.n_samples == j->spec->timing.batches - 1;
+}
+
+int job_stage_output(struct cuda_job *j, int r) {
   float *h = NULL;
-  RC_TRY(cuda_lane_host(j->lane, n, &h, j->err, j->err_len));
+  RC_TRY(staging(j, &h));
+  if (j->out_len)
+    CUDA_TRY(j, cudaMemcpyAsync(staged_output(j, h, r), j->d_out[r], j->out_len * sizeof(float),
+                                cudaMemcpyDeviceToHost, j->lane->stream));
+  CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
+  j->staged[r] = true;
+  return 0;
+}
+
+/* After the last window: copies each run's output (unless the ops have it on the host
+ * already, or its last batch staged it) and each input given as data to the host,
+ * releases the device memory, waits for the lane (unless everything was staged
+ * already: nothing is left to wait for) and reports IDLE. */
+static int collect(struct cuda_job *j, const float **h_out, const float **h_given) {
+  const bool on_host = j->ops->host_output != NULL;
+  const int n_inputs = j->exp->n_inputs;
+  float *h = NULL, *base;
+  RC_TRY(staging(j, &h));
+  base = h;
+  /* Forks, host-side work, or no run whose last batch synchronized after the rest. */
+  bool waits = on_host || j->ops != &cuda_kernel_job_ops || job_first_available(j) < 0;
   cudaStream_t st = j->lane->stream;
   for (int r = 0; r < j->result->n_runs; r++) {
     if (!j->result->runs[r].available) continue;
@@ -336,10 +376,12 @@ static int collect(struct cuda_job *j, const float **h_out, const float **h_give
       h_out[r] = j->ops->host_output(j, r);
       continue;
     }
-    h_out[r] = h;
-    if (j->out_len)
+    h_out[r] = h = staged_output(j, base, r);
+    if (j->out_len && !j->staged[r]) {
       CUDA_TRY(j, cudaMemcpyAsync(h, j->d_out[r], j->out_len * sizeof(float),
                                   cudaMemcpyDeviceToHost, st));
+      waits = true;
+    }
     h += j->out_len;
   }
   for (int slot = 0; slot < n_inputs; slot++) {
@@ -349,15 +391,19 @@ static int collect(struct cuda_job *j, const float **h_out, const float **h_give
     if (in->count) /* d_in: here, also when the buffer lives on another device */
       CUDA_TRY(j, cudaMemcpyAsync(h, j->d_in[slot], in->count * sizeof(float), cudaMemcpyDeviceToHost, st));
     h += in->count;
+    waits = true;
   }
-  RC_TRY(release(j));
+  RC_TRY(release(j, waits));
   enter_idle(j);
   return 0;
 }
 
+/* Checks every available run against the reference: the one an identical earlier
+ * job built when every input was generated (reference_cache.h), else a new one. */
 static int check_runs(struct cuda_job *j, const float *const *h_out, const float *const *h_given) {
   struct reference *ref = NULL;
-  int rc = reference_new(j->spec, h_given, &ref);
+  bool reused;
+  int rc = reference_cache_get(j->be->refs, j->spec, h_given, &ref, &reused);
   if (rc != 0) {
     snprintf(j->err, j->err_len, "reference_new: %s", strerror(-rc));
     return rc == -ENOMEM ? -ENOMEM : -EINVAL;
@@ -365,14 +411,14 @@ static int check_runs(struct cuda_job *j, const float *const *h_out, const float
   if (reference_output_len(ref) != j->out_len) {
     snprintf(j->err, j->err_len, "reference has %zu outputs, the job %zu",
              reference_output_len(ref), j->out_len);
-    reference_free(ref);
+    reference_cache_put(j->be->refs, ref);
     return -EINVAL;
   }
   for (int r = 0; r < j->result->n_runs; r++) {
     struct exp_run *run = &j->result->runs[r];
     if (run->available) reference_check(ref, run->variant, h_out[r], &run->check);
   }
-  reference_free(ref);
+  reference_cache_put(j->be->refs, ref);
   return 0;
 }
 
@@ -436,8 +482,9 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
     return -ECANCELED;
   }
   rc = run_job(&j);
-  /* On failure: the lane's work completes, then the phases close in order. */
-  int release_rc = release(&j);
+  /* On failure: the lane's work completes, then the phases close in order (after
+   * collect's release nothing more went to the device). */
+  int release_rc = j.released ? 0 : release(&j, true);
   if (rc == 0) rc = release_rc;
   if (j.in_window) (void)leave_timed(&j);
   if (!j.idle) enter_idle(&j);
