@@ -8,7 +8,8 @@
 # spent per request over the row (utime + stime from /proc): less noisy than latency
 # on a shared machine. Builds its targets (gpulabd, loadgen, bare_http) first.
 #   bash bench/lab/http_breakdown.sh [BUILD_DIR]   (default build-gpu; libmicrohttpd.so.12
-#                                                   may sit in BUILD_DIR/lib)
+#                                                   may sit in BUILD_DIR/lib; targets built
+#                                                   unless there)
 # Environment: SECONDS_PER_ROW (default 3; 11 rows, about 60 s in all), BACKEND
 # (gpulabd's --backend; default its own, auto), EXTRA (more gpulabd flags for every
 # gpulabd row). Only the defaults' gpulabd measures the device's ceilings at start
@@ -18,10 +19,14 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 b=$(cd "${1:-$root/build-gpu}" && pwd) || exit 2
-cmake --build "$b" --target gpulabd loadgen bare_http -j"$(nproc)" >/dev/null || {
-  echo "cannot build gpulabd, loadgen and bare_http in $b" >&2
-  exit 2
-}
+# Built here unless already there (the GPU machine has no libmicrohttpd headers: a
+# build folder carried there must not rebuild).
+if [ ! -x "$b/gpulabd" ] || [ ! -x "$b/loadgen" ] || [ ! -x "$b/bare_http" ]; then
+  cmake --build "$b" --target gpulabd loadgen bare_http -j"$(nproc)" >/dev/null || {
+    echo "cannot build gpulabd, loadgen and bare_http in $b" >&2
+    exit 2
+  }
+fi
 export LD_LIBRARY_PATH=$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 secs=${SECONDS_PER_ROW:-3}
 work=${OUT:-$(mktemp -d)}
