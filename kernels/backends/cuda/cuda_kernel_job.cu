@@ -156,7 +156,7 @@ static int kernel_setup(struct cuda_job *j) {
     if (j->result->runs[r].available && !cuda_user_is_run(j, r)) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
   if (j->user) RC_TRY(cuda_user_setup(j));
   if (j->spec->cold) {
-    j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
+    j->flush_len = l2_flush_floats(j->be->prop.l2CacheSize);
     RC_TRY(job_alloc(j, j->flush_len + 4, &j->flush));
     CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
   }
