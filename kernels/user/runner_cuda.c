@@ -3,7 +3,10 @@
  * cuModuleLoadData and launched with cuLaunchKernel on a stream of its own, timed with
  * its own events. The driver API comes from the runtime (cudaGetDriverEntryPoint-
  * ByVersion), so nothing links libcuda. Any CUDA error once launches were issued is a
- * fault: the context may be lost, so the runner reports it and exits. */
+ * fault: the context may be lost, so the runner reports it and exits. A cold run
+ * flushes the L2 before every timed launch with gpulabd's own flush (cuda_l2flush.cu,
+ * built in here too) from a scratch buffer this runner allocates on its first cold run
+ * and keeps for its life. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/backends/cuda/cuda_l2flush.h"
 #include "kernels/user/runner_impl.h"
 
 typedef CUresult (*load_fn)(CUmodule *, const void *);
@@ -38,6 +42,9 @@ static cudaStream_t stream;
 static cudaEvent_t *events; /* 2 per launch of the largest per-launch-timed run */
 static uint32_t n_events;
 static int max_optin;
+static int n_sms, l2_bytes; /* the device's, for the L2 flush */
+static float *flush_buf;    /* cold: l2_flush_floats(l2_bytes) + 4 floats (the sink), kept */
+static size_t flush_len;    /* floats a flush reads */
 
 #define MAX_MODULES 32
 static struct {
@@ -115,6 +122,8 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
     *attrs[i].v = v;
   }
   max_optin = h->max_shared_optin;
+  n_sms = h->sms;
+  if (cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess) l2_bytes = 0;
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
     snprintf(h->name, sizeof h->name, "%.95s", prop.name);
@@ -216,6 +225,30 @@ static int grow_events(uint32_t n, char *msg, size_t msg_len) {
   return 0;
 }
 
+/* The scratch buffer the L2 flush reads, made on the first cold run and kept (zeroed
+ * once; what it holds does not matter, only that it is read through L2). */
+static int flush_ready(char *msg, size_t msg_len) {
+  if (flush_buf) return 0;
+  size_t n = l2_flush_floats(l2_bytes);
+  if (n == 0) {
+    snprintf(msg, msg_len, "cold: the device reports no L2 size (cudaDevAttrL2CacheSize)");
+    return -ENOTSUP;
+  }
+  float *d = NULL;
+  cudaError_t e = cudaMalloc((void **)&d, (n + 4) * sizeof(float));
+  if (e == cudaSuccess) e = cudaMemsetAsync(d, 0, (n + 4) * sizeof(float), stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) {
+    snprintf(msg, msg_len, "cold: the L2 flush's buffer of %zu bytes: %s", (n + 4) * sizeof(float),
+             cudaGetErrorName(e));
+    if (d) cudaFree(d);
+    cudaGetLastError();
+    return -ENOMEM;
+  }
+  flush_buf = d, flush_len = n;
+  return 0;
+}
+
 /* A CUDA error after launches were issued: the kernel's fault. */
 static int fault_of(cudaError_t e, struct runner_fault_msg *fault) {
   snprintf(fault->name, sizeof fault->name, "%s", cudaGetErrorName(e));
@@ -265,15 +298,31 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
              cu_name(r));
     return -EINVAL;
   }
-  bool per_launch = m->timed && m->poison_each;
+  if (m->cold > 1) {
+    snprintf(msg, msg_len, "run: cold is 0 or 1, not %u", m->cold);
+    return -EINVAL;
+  }
+  bool cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
+  bool per_launch = m->timed && (m->poison_each || cold);
   int rc = grow_events(per_launch ? 2 * m->n_launches : 2, msg, msg_len);
   if (rc) return rc;
+  if (cold && (rc = flush_ready(msg, msg_len))) return rc;
   float *out = (float *)att.ptr[m->out_buffer];
   size_t out_bytes = m->out_floats * sizeof(float);
   if (m->timed && !per_launch) cudaEventRecord(events[0], stream);
   for (uint32_t i = 0; i < m->n_launches; i++) {
     if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
       cudaMemsetAsync(out, m->reset_zero ? 0 : 0xff, out_bytes, stream);
+    if (cold) { /* after the poisoning: its dirty lines are written back untimed */
+      cudaError_t fe = l2_flush_launch(flush_buf, flush_len, flush_buf + flush_len, n_sms, stream);
+      if (fe != cudaSuccess) {
+        cudaError_t se = cudaStreamSynchronize(stream);
+        if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
+        snprintf(msg, msg_len, "cold: the L2 flush's launch: %s", cudaGetErrorName(fe));
+        return -EIO;
+      }
+      done->l2_flushes++;
+    }
     if (per_launch) cudaEventRecord(events[2 * i], stream);
     r = drv.launch(f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
                    m->dyn_shared_bytes, (CUstream)stream, params, NULL);
@@ -300,6 +349,7 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     }
     done->ms_per_launch = total / m->n_launches;
   }
+  if (done->l2_flushes) done->flush_bytes = flush_len * sizeof(float);
   return 0;
 }
 

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 2
+#define RUNNER_PROTO_VERSION 3 /* 3: runner_run_msg.cold, runner_done_msg.l2_flushes */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -90,9 +90,14 @@ struct runner_arg {
 /* n launches of the loaded image `key`. poison_each: fill the output with NaN (all
  * bits set; with reset_zero: with 0.0f, for a kernel that accumulates into it) before
  * every launch, outside the timed part; timed: answer the mean ms of one launch
- * (events in the runner's own context; per launch when poison_each, else one pair
- * around all n). deadline_ms is a launch's: gpulabd kills a runner whose answer has
- * not come within n of them and a margin. */
+ * (events in the runner's own context; per launch when poison_each or cold, else one
+ * pair around all n). cold (0 or 1; a timed run's): before every launch, untimed and
+ * after the poisoning, flush the L2 as gpulabd flushes it for its built-ins
+ * (kernels/backends/cuda/cuda_l2flush.h: a kernel reads a scratch buffer of twice the
+ * device's L2, cudaDevAttrL2CacheSize, allocated once per runner and kept), then time
+ * that one launch alone; the CPU mode accepts it and flushes nothing (runner_cpu.c
+ * says why). deadline_ms is a launch's: gpulabd kills a runner whose answer has not
+ * come within n of them and a margin. */
 struct runner_run_msg {
   uint8_t key[32];
   uint32_t grid[3], block[3];
@@ -104,11 +109,15 @@ struct runner_run_msg {
   uint32_t n_launches;
   uint32_t poison_each, timed;
   uint32_t reset_zero;
+  uint32_t cold;
   double deadline_ms;
 };
 struct runner_done_msg {
   double ms_per_launch; /* timed runs; 0 otherwise */
   double wall_ms;       /* the runner's wall time for the request */
+  uint32_t l2_flushes;  /* L2 flushes done before the launches (cold: n in CUDA mode, 0 in CPU mode) */
+  uint32_t pad;
+  uint64_t flush_bytes; /* the bytes each of them read (2x the device's L2); 0 when none */
 };
 
 struct runner_fault_msg {

@@ -3,7 +3,8 @@
  * written by users' kernels compiled with NVRTC for the device and launched in the
  * runner's own context. The lecture's padded33 transposes right; a wrong kernel is
  * caught; the kernel that computes only on a NaN output does every launch's work, the
- * one that works once leaves NaN behind; __trap(), an out-of-range store and an
+ * one that works once leaves NaN behind; cold runs answer one L2 flush of twice the
+ * device's L2 per timed launch and stay right; __trap(), an out-of-range store and an
  * endless loop each fail with the right code, this process's context stays healthy,
  * and the next job passes. GPULAB_RUNNER names the executable. */
 #include <errno.h>
@@ -107,8 +108,14 @@ static int64_t mismatches(void) {
   return bad;
 }
 
-/* One job of src: attach, load, warm 3, 5 timed batches of 20 poisoned launches.
- * Returns runner_run's code; *median_ms the batches' median. */
+/* Cold jobs (job's timed batches with m.cold): each must answer 20 flushes of
+ * flush_bytes, twice the device's L2 (rounded up to whole float4s). */
+static int cold;
+static uint64_t flush_bytes;
+
+/* One job of src: attach, load, warm 3, 5 timed batches of 20 poisoned launches
+ * (cold: each after an L2 flush). Returns runner_run's code; *median_ms the batches'
+ * median. */
 static int job(struct runner *r, const char *src, double deadline_s, struct runner_fault *fault,
                double *median_ms) {
   struct ucompile_report *img = compile(src);
@@ -138,9 +145,13 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   int rc = runner_run(r, &m, deadline_s, &done, fault, err, sizeof err);
   double s[5];
   for (int b = 0; rc == 0 && b < 5; b++) {
-    m.n_launches = 20, m.timed = 1;
+    m.n_launches = 20, m.timed = 1, m.cold = (uint32_t)cold;
     rc = runner_run(r, &m, deadline_s, &done, fault, err, sizeof err);
     s[b] = done.ms_per_launch;
+    if (rc == 0) {
+      CHECK_INT_EQ(done.l2_flushes, cold ? 20 : 0);
+      CHECK_INT_EQ(done.flush_bytes, cold ? flush_bytes : 0);
+    }
   }
   if (rc == 0) {
     for (int i = 0; i < 5; i++)
@@ -200,6 +211,19 @@ int main(void) {
   double gbps = 2.0 * sizeof(float) * M * N / (med * 1e-3) / 1e9;
   printf("padded33 (user, runner): median %.4f ms = %.0f GB/s; runner start %.0f ms\n", med, gbps,
          st.last_start_ms);
+  /* Cold: the same kernel, each timed launch after the runner's L2 flush; still right. */
+  int l2 = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  flush_bytes = ((uint64_t)2 * (uint64_t)l2 / 4 + 3) / 4 * 4 * 4;
+  cold = 1;
+  double cold_med = 0;
+  CHECK_INT_EQ(job(r, padded33, 5, &fault, &cold_med), 0);
+  CHECK_INT_EQ(mismatches(), 0);
+  CHECK_INT_EQ(job(r, once, 5, &fault, NULL), 0); /* poisoned, then flushed: still caught */
+  CHECK_INT_EQ(mismatches(), (int64_t)M * N);
+  cold = 0;
+  printf("padded33 cold (L2 %d bytes, flush reads %llu): median %.4f ms (hot %.4f)\n", l2,
+         (unsigned long long)flush_bytes, cold_med, med);
   CHECK_INT_EQ(job(r, wrong, 5, &fault, NULL), 0);
   int64_t bad = mismatches();
   printf("wrong: %lld mismatches\n", (long long)bad);

@@ -3,7 +3,8 @@
  * block and tile passes its check at odd sizes (tails in every dimension) and at the
  * default size; the lecture's padded33 sent as a user's kernel runs in the same job as
  * the built-in padded33, both timed the poisoned way (both medians printed: the 3% is a
- * benchmark figure, not asserted here); a wrong kernel fails its check with the
+ * benchmark figure, not asserted here), and again cold (each flushed before every
+ * timed launch, both checked), while a graph job lists it unavailable; a wrong kernel fails its check with the
  * mismatch count; __trap(), an out-of-range store and an endless loop each fail their
  * job (kernel_fault, kernel_timeout) and the next job passes, gpulabd staying
  * healthy. */
@@ -82,6 +83,13 @@ static json_t *run(const char *path, const char *body) {
   return job_wait_final(&D, id, 300);
 }
 
+/* A transpose job of variants with more fields (extra: ",\"cold\":true"), waited for. */
+static json_t *job_with(const char *variants, const char *extra) {
+  char body[256];
+  snprintf(body, sizeof body, "{\"variant\":[%s]%s}", variants, extra);
+  return run("/transpose", body);
+}
+
 /* Each experiment's template as a user sends it (its default block and tile): its run
  * passes at sizes with tails against its tile, and at the default size. */
 static void templates(void) {
@@ -154,6 +162,44 @@ int main(void) {
   CHECK_STR_EQ(JSTR(j, "result.runs[1].user_kernel.name"), "padded33_user");
   CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), good);
   CHECK(JINT(j, "result.runs[1].kernel.registers") > 0);
+  json_decref(j);
+
+  /* Cold: the built-in flushed by gpulabd, the user's kernel by gpulab-runner in its
+   * own context (the same flush: twice the L2, before every timed launch; a runner
+   * that answers with fewer flushes than launches fails the job), both checked. */
+  j = job_with(v, ",\"cold\":true");
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.passed"));
+  for (int r = 0; r < 2; r++) {
+    char at[64];
+    snprintf(at, sizeof at, "result.runs[%d].available", r);
+    CHECK(JBOOL(j, at));
+    snprintf(at, sizeof at, "result.runs[%d].check.passed", r);
+    CHECK(JBOOL(j, at));
+    snprintf(at, sizeof at, "result.runs[%d].timing.cold", r);
+    CHECK(JBOOL(j, at));
+    snprintf(at, sizeof at, "result.runs[%d].timing.median_ms", r);
+    CHECK(JNUM(j, at) > 0);
+  }
+  double cold_builtin = JNUM(j, "result.runs[0].timing.median_ms");
+  double cold_user = JNUM(j, "result.runs[1].timing.median_ms");
+  printf("cold: padded33 built-in %.4f ms (hot %.4f), user %.4f ms (hot %.4f): user/built-in %.3f\n",
+         cold_builtin, builtin, cold_user, user, cold_user / cold_builtin);
+  printf("  methods: %s | %s\n", JSTR(j, "result.runs[0].timing.method"),
+         JSTR(j, "result.runs[1].timing.method"));
+  CHECK(strstr(JSTR(j, "result.runs[0].timing.method"), "cold:") != NULL);
+  CHECK(strstr(JSTR(j, "result.runs[1].timing.method"), "gpulab-runner") != NULL);
+  CHECK(strstr(JSTR(j, "result.runs[1].timing.method"), "L2") != NULL);
+  json_decref(j);
+
+  /* Graph: the built-in is captured; the user's kernel, in another process's context,
+   * is listed unavailable and says so. */
+  j = job_with(v, ",\"graph\":true");
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.runs[0].available"));
+  CHECK(!JBOOL(j, "result.runs[1].available"));
+  CHECK(strstr(JSTR(j, "result.runs[1].reason"), "another process") != NULL);
+  printf("graph: kernel:%lld unavailable: %s\n", good, JSTR(j, "result.runs[1].reason"));
   json_decref(j);
 
   /* A wrong kernel: its check fails with the mismatch count; the job is done. */

@@ -4,7 +4,8 @@
  * passes; a wrong one fails its check with its mismatches; one that works only when
  * its output is NaN passes (poisoned before every launch), one that works once fails;
  * a trap, a stray store, a hang past the deadline and an exit fail their jobs with
- * kernel_fault / kernel_timeout, and the next job passes on a new runner. */
+ * kernel_fault / kernel_timeout, and the next job passes on a new runner. A cold job
+ * takes a user's run too (the CPU runner gets the flag and flushes nothing). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,21 @@ static json_t *job(long long id) {
   return j;
 }
 
+/* A cold job (the runner takes the flag; on the CPU it flushes nothing, as for the
+ * built-ins): the user's run is available, checked and timed beside padded33. */
+static json_t *cold_job(long long id) {
+  char body[220];
+  snprintf(body, sizeof body,
+           "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":1,"
+           "\"batches\":3,\"reps\":4,\"cold\":true}", id);
+  struct http_reply r;
+  http_post_json(&D, "/transpose?wait=60", body, &r);
+  CHECK(r.status == 200);
+  json_t *j = json_incref(r.json);
+  http_reply_free(&r);
+  return j;
+}
+
 static void passes(long long good) {
   json_t *j = job(good);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
@@ -65,7 +81,39 @@ int main(void) {
   CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), good);
   json_decref(j);
 
-  j = job(post_kernel("wrong"));
+  j = cold_job(good);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.passed"));
+  for (int r = 0; r < 2; r++) {
+    char at[64];
+    snprintf(at, sizeof at, "result.runs[%d].available", r);
+    CHECK(JBOOL(j, at));
+    snprintf(at, sizeof at, "result.runs[%d].check.passed", r);
+    CHECK(JBOOL(j, at));
+    snprintf(at, sizeof at, "result.runs[%d].timing.cold", r); /* nothing was flushed */
+    CHECK(!JBOOL(j, at));
+  }
+  CHECK(JBOOL(j, "params.cold"));
+  CHECK_INT_EQ(JINT(j, "result.runs[1].timing.batches"), 3);
+  CHECK(JNUM(j, "result.runs[1].timing.median_ms") > 0);
+  CHECK(strstr(JSTR(j, "result.runs[1].timing.method"), "cold: passed to the runner") != NULL);
+  CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), good);
+  json_decref(j);
+  /* Cold changes nothing in the check: a wrong kernel fails with its mismatches, one
+   * that works once fails after its poisoned launches. */
+  long long wrong = post_kernel("wrong"), once = post_kernel("once");
+  j = cold_job(wrong);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.runs[1].available"));
+  CHECK(!JBOOL(j, "result.runs[1].check.passed"));
+  CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 3);
+  json_decref(j);
+  j = cold_job(once);
+  CHECK(!JBOOL(j, "result.runs[1].check.passed"));
+  CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 37 * 53);
+  json_decref(j);
+
+  j = job(wrong);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   CHECK(!JBOOL(j, "result.runs[1].check.passed"));
   CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 3);
@@ -74,7 +122,7 @@ int main(void) {
   j = job(post_kernel("lazy"));
   CHECK(JBOOL(j, "result.runs[1].check.passed"));
   json_decref(j);
-  j = job(post_kernel("once"));
+  j = job(once);
   CHECK(!JBOOL(j, "result.runs[1].check.passed"));
   CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 37 * 53);
   json_decref(j);

@@ -203,6 +203,39 @@ int main(void) {
   runner_stats(r, &st);
   CHECK_INT_EQ(st.starts, 6);
 
+  /* Cold, gpulabd's flag on the wire: the CPU mode takes it and flushes nothing (the
+   * CPU backend times its built-ins warm), its answer says so, each launch is timed
+   * alone, and the kernel still transposes after its poisoned launches. A value other
+   * than 0 or 1 is refused and the runner lives on. */
+  CHECK_INT_EQ(runner_acquire(r, err, sizeof err), 0);
+  struct runner_buffer_desc cd[2];
+  memset(cd, 0, sizeof cd);
+  cd[0].bytes = cd[1].bytes = b.bytes;
+  CHECK_INT_EQ(runner_attach(r, cd, b.fd, 2, err, sizeof err), 0);
+  struct runner_run_msg cm = run_msg("transpose");
+  struct runner_loaded_msg cl;
+  CHECK_INT_EQ(runner_load(r, cm.key, "transpose", "image", 5, &cl, err, sizeof err), 0);
+  memset(b.p[1], 0xff, b.bytes);
+  cm.timed = 1, cm.cold = 1, cm.poison_each = 1;
+  struct runner_done_msg cdone;
+  memset(&cdone, 0x5a, sizeof cdone);
+  CHECK_INT_EQ(runner_run(r, &cm, 2, &cdone, &fault, err, sizeof err), 0);
+  CHECK(cdone.ms_per_launch > 0);
+  CHECK_INT_EQ(cdone.l2_flushes, 0);
+  CHECK_INT_EQ(cdone.flush_bytes, 0);
+  CHECK_INT_EQ(mismatches(&b), 0);
+  cm.poison_each = 0; /* cold alone also times launch by launch */
+  CHECK_INT_EQ(runner_run(r, &cm, 2, &cdone, &fault, err, sizeof err), 0);
+  CHECK(cdone.ms_per_launch > 0);
+  CHECK_INT_EQ(mismatches(&b), 0);
+  cm.cold = 2;
+  CHECK_INT_EQ(runner_run(r, &cm, 2, &cdone, &fault, err, sizeof err), -EINVAL);
+  CHECK(strstr(err, "cold is 0 or 1") != NULL);
+  CHECK_INT_EQ(runner_detach(r), 0);
+  runner_release(r);
+  runner_stats(r, &st);
+  CHECK_INT_EQ(st.starts, 6);
+
   /* Errors that leave the runner alive: an unknown function, a bad launch. */
   CHECK_INT_EQ(runner_acquire(r, err, sizeof err), 0);
   struct runner_run_msg m = run_msg("nosuch");

@@ -38,6 +38,11 @@ static const char timing_method_cold[] =
 static const char timing_method_runner[] =
     "a CPU-mode gpulab-runner (tests): the output poisoned (NaN) before each launch, the "
     "runner's monotonic clock around each; sample = mean of the batch's reps launches";
+static const char timing_method_runner_cold[] =
+    "a CPU-mode gpulab-runner (tests): the output poisoned (NaN) before each launch, the "
+    "runner's monotonic clock around each; sample = mean of the batch's reps launches; "
+    "cold: passed to the runner, not applicable on the CPU backend (no cache flush, as for "
+    "the built-ins beside it); timed warm";
 static const char capped_reason[] = "cpu time budget: ~100 ms per batch";
 
 struct cpu_impl {
@@ -186,7 +191,7 @@ static int user_warm(struct cpu_job *job, int i) {
   t->warmup = t->warmup_requested = p->warmup;
   t->reps = t->reps_requested = p->reps;
   t->batches = p->batches;
-  t->method = timing_method_runner;
+  t->method = job->spec->cold ? timing_method_runner_cold : timing_method_runner;
   return p->warmup ? cpu_user_launches(job->user, i, p->warmup, false, NULL, job->err, job->err_len) : 0;
 }
 

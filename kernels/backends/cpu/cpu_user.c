@@ -134,6 +134,7 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
   m->out_floats = out_len;
   m->poison_each = 1;
   m->reset_zero = usr->reset_zero;
+  m->cold = s->cold; /* the CPU runner takes it and flushes nothing (runner_cpu.c says why) */
   return 0;
 }
 

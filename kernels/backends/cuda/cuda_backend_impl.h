@@ -11,6 +11,7 @@
 
 #include "kernels/backends/backend_impl.h"
 #include "kernels/backends/cuda/cublas_loader.h"
+#include "kernels/backends/cuda/cuda_l2flush.h"
 #include "kernels/backends/cuda/nvml_loader.h"
 #include "kernels/core/reference_cache.h"
 
@@ -135,12 +136,6 @@ bool cuda_clocks_read(struct cuda_backend *be, struct nvml_reading *out);
 
 /* ops->measure_ceilings (cuda_measure.cu): fills be->ceilings. */
 int cuda_measure_ceilings(struct backend *b, char *why, size_t why_len);
-
-/* The L2 flush of cold runs (cuda_measure.cu): reads n floats of d (n a multiple of
- * 4, d 16-byte aligned) through L2 on s, leaving L2 full of clean lines of d; sink
- * is one float it writes only in theory (so that the loads stay). Returns the
- * launch's error. */
-cudaError_t l2_flush_launch(const float *d, size_t n, float *sink, int sms, cudaStream_t s);
 
 /* ops->run (cuda_run.cu). */
 int cuda_run(struct backend *b, int lane, struct backend_job *job,

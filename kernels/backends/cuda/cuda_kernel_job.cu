@@ -4,7 +4,8 @@
  * reps launches, one by one or as a captured CUDA Graph, after an L2 flush per launch
  * when cold; cuBLAS variants call cuBLAS through the lane's handle. Users' kernels
  * (kernel:<id>) run in gpulab-runner (cuda_user.cu); a job with one times its built-ins
- * as the runner times those: each launch alone between events, after poisoning. */
+ * as the runner times those: each launch alone between events, after poisoning (cold:
+ * after the L2 flush, in both). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,12 @@ static const char *const METHOD_RUNNER =
     "gpulab-runner (a process of its own, its own CUDA context, the job's buffers by CUDA "
     "IPC): before each launch, untimed, the output is poisoned (NaN); cuda events around "
     "each launch; sample = mean of the batch's reps launches";
+static const char *const METHOD_RUNNER_COLD =
+    "gpulab-runner (a process of its own, its own CUDA context, the job's buffers by CUDA "
+    "IPC), cold: before each launch, untimed, the output is poisoned (NaN), then the L2 "
+    "flushed as for the built-ins (a kernel reads a buffer twice the L2's size, "
+    "cudaDevAttrL2CacheSize, allocated once per runner) on the runner's stream; cuda events "
+    "around that one launch; sample = mean of the batch's reps launches, each timed alone";
 static const char *const METHOD_EVENTS_NO_GRAPH =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
     "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "
@@ -65,7 +72,9 @@ static bool is_cublas(const struct cuda_job *j, int variant) {
 }
 
 /* True when the job names a user's kernel its runs can time (no graph, not cold): its
- * built-in runs are then timed as the runner times those (METHOD_EVENTS_POISONED). */
+ * built-in runs are then timed as the runner times those (METHOD_EVENTS_POISONED). A
+ * cold job times its built-ins flushed (METHOD_EVENTS_COLD) and the runner its users'
+ * kernels the same way (METHOD_RUNNER_COLD). */
 static bool poisoned_timing(const struct cuda_job *j) {
   const struct exp_spec *s = j->spec;
   bool users = false;
@@ -90,7 +99,7 @@ static int kernel_plan_runs(struct cuda_job *j) {
   for (int r = 0; r < s->n_variants; r++) {
     int v = s->variants[r];
     if (exp_variant_is_user(v)) {
-      RC_TRY(cuda_user_plan_run(j, r, job_run_init(j, r, v, METHOD_RUNNER)));
+      RC_TRY(cuda_user_plan_run(j, r, job_run_init(j, r, v, s->cold ? METHOD_RUNNER_COLD : METHOD_RUNNER)));
       continue;
     }
     struct exp_run *run = job_run_init(j, r, v, method_of(j));
@@ -156,7 +165,7 @@ static int kernel_setup(struct cuda_job *j) {
     if (j->result->runs[r].available && !cuda_user_is_run(j, r)) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
   if (j->user) RC_TRY(cuda_user_setup(j));
   if (j->spec->cold) {
-    j->flush_len = ((size_t)2 * (size_t)j->be->prop.l2CacheSize / sizeof(float) + 3) / 4 * 4;
+    j->flush_len = l2_flush_floats(j->be->prop.l2CacheSize);
     RC_TRY(job_alloc(j, j->flush_len + 4, &j->flush));
     CUDA_TRY(j, cudaMemsetAsync(j->flush, 0, (j->flush_len + 4) * sizeof(float), j->lane->stream));
   }

@@ -1,7 +1,7 @@
 /* Measurement helpers of the CUDA backend: the device's ceilings, measured once at
  * start-up on streams of their own (a device-to-device copy, cuBLAS SGEMM with and
- * without TF32, pinned copies each way and both at once), and the L2 flush that
- * `cold` runs put before every timed launch. Each ceiling is the median of several
+ * without TF32, pinned copies each way and both at once). (The L2 flush that `cold`
+ * runs put before every timed launch is cuda_l2flush.cu's.) Each ceiling is the median of several
  * event-timed samples after warm-ups, on random inputs (never zeros). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,26 +29,6 @@ __global__ void ceiling_copy_kernel(const float4 *__restrict__ src, float4 *__re
     dst[i + 3 * stride] = d;
   }
   for (; i < n4; i += stride) dst[i] = src[i];
-}
-
-/* Reads n4 float4 of buf through L2 (ld.global.cg: cached in L2, not L1), grid-
- * stride as above: afterwards L2 holds clean lines of buf only, so the timed launch
- * that follows reads its inputs from device memory and evicts nothing dirty. The
- * sum is stored only if it equals a value no input makes, so the loads stay. */
-__global__ void l2_flush_kernel(const float4 *__restrict__ buf, size_t n4, float *sink) {
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  float acc = 0;
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += stride) {
-    float4 v = __ldcg(&buf[i]);
-    acc += v.x + v.y + v.z + v.w;
-  }
-  if (acc == 1.0e-30f) *sink = acc;
-}
-
-cudaError_t l2_flush_launch(const float *d, size_t n, float *sink, int sms, cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  l2_flush_kernel<<<(unsigned)(sms > 0 ? 4 * sms : 128), 256, 0, s>>>((const float4 *)d, n / 4, sink);
-  return cudaGetLastError();
 }
 
 /* ---- timing ---- */

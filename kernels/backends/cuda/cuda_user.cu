@@ -3,7 +3,8 @@
  * (kernels/user/runner.h), never in this context. The job's inputs are copied into
  * cudaMalloc'ed buffers exported with cudaIpcGetMemHandle, one more such buffer per
  * user run takes its output; the runner opens them, loads the image, and times each
- * launch with its own events after poisoning the output (NaN), so a kernel that skips
+ * launch with its own events after poisoning the output (NaN) (cold: and after
+ * flushing the L2 with gpulabd's own flush, cuda_l2flush.h), so a kernel that skips
  * work when its output is already right, or works only once, is caught by the check
  * after the batches. The built-in runs of such a job are timed the same way
  * (cuda_kernel_job.cu). A fault or a launch past its deadline fails the job (-EFAULT
@@ -122,8 +123,11 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
   j->user->k[r] = k; /* cuda_user_release frees it */
   if (!u || strcmp(k->experiment, j->exp->name) != 0)
     return unavailable(run, "kernel %lld is not a kernel of this experiment", id);
-  if (s->graph) return unavailable(run, "graph: users' kernels run in gpulab-runner, not captured");
-  if (s->cold) return unavailable(run, "cold: the runner does not flush the L2 yet");
+  if (s->graph)
+    return unavailable(run,
+                       "graph: a user's kernel runs in gpulab-runner, another process with its own "
+                       "CUDA context, so it cannot join this job's CUDA Graph (captured in gpulabd's "
+                       "context); run it without graph");
   long long grid[3];
   user_grid(s, u, k, grid);
   if (!limits_ok(j, run, k, grid)) return 0;
@@ -197,6 +201,7 @@ static void fill_args(struct cuda_job *j, int r, int out) {
   m->out_floats = j->out_len;
   m->poison_each = 1;
   m->reset_zero = usr->reset_zero;
+  m->cold = j->spec->cold; /* the runner flushes its L2 before each timed launch */
 }
 
 int cuda_user_setup(struct cuda_job *j) {
@@ -242,7 +247,8 @@ int cuda_user_setup(struct cuda_job *j) {
   return 0;
 }
 
-/* n launches of user run r, poisoned before each; timed: *ms per launch. */
+/* n launches of user run r, poisoned before each; timed: *ms per launch (cold: each
+ * after the runner's L2 flush, which its answer must show). */
 static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *ms) {
   struct runner_run_msg *m = &j->user->msg[r];
   m->n_launches = n;
@@ -252,6 +258,11 @@ static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *m
   char err[256];
   int rc = runner_run(j->user->runner, m, ukreg_deadline(), &done, &fault, err, sizeof err);
   if (rc) return runner_error(j, r, rc, "launch", err);
+  if (timed && m->cold && done.l2_flushes != n) { /* a cold figure that is not cold is no figure */
+    snprintf(err, sizeof err, "cold: the runner flushed the L2 before %u of %u timed launches",
+             done.l2_flushes, n);
+    return runner_error(j, r, -EPROTO, "launch", err);
+  }
   if (ms) *ms = done.ms_per_launch;
   return 0;
 }
