@@ -116,5 +116,5 @@ module.exports = [
   { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/transpose`, status: 200,
     json: { id: 16, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
-    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done"\} 11\n$/ },
+    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done",gpu="0"\} \d+\ngpulab_jobs_total\{type="transpose",outcome="done",gpu="1"\} 4\n$/ },
 ];
