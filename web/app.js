@@ -38,7 +38,7 @@
   function connect() {
     /* An EventSource cannot send headers: the token goes in the query. */
     const token = GL.token();
-    const es = new EventSource(token ? `/events?access_token=${encodeURIComponent(token)}` : '/events');
+    const es = new EventSource(GL.url(token ? `/events?access_token=${encodeURIComponent(token)}` : '/events'));
     es.addEventListener('open', () => {
       setConn('live', 'live');
       GL.dash.refreshQueue();

@@ -33,6 +33,11 @@ GL.clear = function (el) {
 
 /* ---- the API ---- */
 
+/* The API's stable prefix: every route is served under it (the unversioned paths
+ * are aliases). The dashboard's own files stay at /static/. */
+GL.API = '/v1';
+GL.url = (path) => (path.startsWith('/static/') ? path : `${GL.API}${path}`);
+
 /* The API token (gpulabd --tokens), kept in this browser; '' when none. */
 GL.token = () => localStorage.getItem('gpulab.token') || '';
 
@@ -52,7 +57,7 @@ GL.api = async function (method, path, body) {
     init.headers['Content-Type'] = 'application/json';
     init.body = body;
   }
-  const res = await fetch(path, init);
+  const res = await fetch(GL.url(path), init);
   if (res.status === 401) GL.askToken(GL.token() ? 'the token was not accepted' : null);
   let json = null;
   try { json = await res.json(); } catch (e) { /* not JSON */ }

@@ -184,6 +184,8 @@ async function barChart(page) {
 async function withCharts(context, proc) {
   const page = await context.newPage();
   const errors = watchErrors(page, /status of 400/); /* the two refusals this test provokes */
+  const paths = [];
+  page.on('request', (req) => paths.push(new URL(req.url()).pathname));
   const charts = fs.existsSync(CHARTJS);
   check(charts, `${CHARTJS} is there (apt-get install libjs-chart.js; scripts/gpulab test installs it)`);
   let transposeId, pipelineId;
@@ -359,6 +361,14 @@ async function withCharts(context, proc) {
 
   await step('no console errors or CSP violations on the way', page, async () => {
     checkEq(errors, [], 'console errors');
+  });
+
+  await step('every API call of the page goes to /v1/ (the page and its files stay at / and /static/)', page, async () => {
+    const api = paths.filter((p) => p !== '/' && !p.startsWith('/static/'));
+    const unversioned = [...new Set(api.filter((p) => !p.startsWith('/v1/')))];
+    check(api.length > 10 && api.some((p) => p === '/v1/events') && api.some((p) => /^\/v1\/jobs\/\d+$/.test(p)),
+      `the page's API calls were seen (${api.length}: ${[...new Set(api)].slice(0, 8).join(', ')})`);
+    checkEq(unversioned, [], 'API calls outside /v1/');
   });
   await page.close();
 }
