@@ -92,12 +92,22 @@
 
   /* ---- forms ---- */
 
+  /* The input of a field by its kind: a select for a choice, a decimal keypad for a
+   * number, a numeric one for an integer (the default), a plain text input for a
+   * list ("1, 3"), whose commas no numeric keypad has. */
+  function typedInput(id, f, value) {
+    const described = `${id}-hint ${id}-err`;
+    if (f.kind === 'choice')
+      return h('select', { id, name: f.name, 'aria-describedby': described },
+        f.values.map((v) => h('option', { value: v, text: v, selected: v === value })));
+    const inputmode = f.kind === 'number' ? 'decimal' : f.kind === 'list' ? null : 'numeric';
+    return h('input', { id, name: f.name, type: 'text', inputmode, value: value ?? '', autocomplete: 'off',
+      'aria-describedby': described });
+  }
+
   function field(type, f, value, extra) {
     const id = `f-${type}-${f.name}`;
-    const input = extra && extra.input ? extra.input : h('input', {
-      id, name: f.name, type: 'text', inputmode: 'numeric', value: value ?? '', autocomplete: 'off',
-      'aria-describedby': `${id}-hint ${id}-err`,
-    });
+    const input = extra && extra.input ? extra.input : typedInput(id, f, value);
     return h('div', { class: `field${extra && extra.wide ? ' wide' : ''}`, 'data-field': f.name },
       h('label', { for: id, text: f.label }), input,
       h('small', { class: 'hint', id: `${id}-hint`, text: f.hint || '' }),
@@ -123,7 +133,7 @@
     form.append(h('p', { class: 'about', text: t.about }));
     const size = h('div', { class: 'fields' }, t.fields.map((f) => field(type, f, f.def)));
     if (t.runs) /* a list param whose entries are the runs (the pipeline's streams) */
-      size.append(field(type, { name: t.runs.name, label: t.runs.name, hint: t.runs.hint },
+      size.append(field(type, { name: t.runs.name, label: t.runs.name, hint: t.runs.hint, kind: 'list' },
         t.runs.def, { wide: true }));
     form.append(h('fieldset', {}, h('legend', { text: 'Size' }), size));
     if (t.variants) {
@@ -165,7 +175,7 @@
         input: h('select', { name: 'isolation', id: `f-${type}-isolation` },
           h('option', { value: 'exclusive', text: 'exclusive' }), h('option', { value: 'shared', text: 'shared' })),
       }),
-      field(type, { name: 'depends_on', label: 'depends on', hint: 'job ids, comma-separated' }, ''),
+      field(type, { name: 'depends_on', label: 'depends on', hint: 'job ids, comma-separated', kind: 'list' }, ''),
       field(type, { name: 'dependency', label: 'dependency', hint: 'how a child waits' }, null, {
         input: h('select', { name: 'dependency', id: `f-${type}-dependency` },
           h('option', { value: 'event', text: 'event (device)' }), h('option', { value: 'host', text: 'host' })),

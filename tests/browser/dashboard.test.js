@@ -248,6 +248,37 @@ async function withCharts(context, proc) {
     await page.click('#type-tabs button[data-type="transpose"]');
   });
 
+  await step('form inputs by type: a select for a choice (order), a decimal keypad for numbers (max_noise, max_time), a numeric one only for integers', page, async () => {
+    const common = Object.fromEntries(experiments.common.map((c) => [c.name, c]));
+    checkEq(common.order.kind, 'choice', 'order is a choice in experiments.json');
+    for (const type of experiments.order) {
+      const info = experiments.types[type];
+      const form = `#form-${type}`;
+      await page.click(`#type-tabs button[data-type="${type}"]`);
+      const kinds = await page.$$eval(`${form} input[type="text"], ${form} select`, (els) =>
+        Object.fromEntries(els.map((e) => [e.name, e.tagName === 'SELECT' ? `select:${[...e.options].map((o) => o.value).join('|')}`
+          : `input:${e.getAttribute('inputmode') || 'text'}`])));
+      checkEq(kinds.order, `select:${common.order.values.join('|')}`, `${type}.order`);
+      checkEq(await page.inputValue(`${form} [name="order"]`), info.defaults.order, `${type}.order default`);
+      for (const name of ['max_noise', 'max_time']) checkEq(kinds[name], 'input:decimal', `${type}.${name}`);
+      for (const name of [...info.params.map((p) => p.name), 'seed', 'warmup', 'batches', 'reps', 'min_samples', 'priority'])
+        checkEq(kinds[name], 'input:numeric', `${type}.${name}`);
+      checkEq(kinds.depends_on, 'input:text', `${type}.depends_on (a list: commas)`);
+      if (info.runs) checkEq(kinds[info.runs.name], 'input:text', `${type}.${info.runs.name} (a list: commas)`);
+    }
+    /* What the typed inputs send. */
+    await page.click('#type-tabs button[data-type="transpose"]');
+    await page.locator('#form-transpose details.options').evaluate((d) => { d.open = true; });
+    await page.selectOption('#form-transpose select[name="order"]', 'sequential');
+    await page.fill('#form-transpose [name="max_noise"]', '0.25');
+    await submitForm(page, 'transpose', { m: 64, n: 48, warmup: 0, batches: 2, reps: 1 });
+    const job = await waitDone(proc, await submittedId(page, 'transpose'));
+    checkEq([job.params.order, job.params.max_noise], ['sequential', 0.25], 'order and max_noise as sent');
+    await page.locator('#form-transpose').screenshot({ path: path.join(ARTIFACTS, 'form-typed.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'form-typed.png')}`);
+    await page.click('#form-transpose button:has-text("Defaults")');
+  });
+
   await step('a wrong field shows the API\'s message next to it', page, async () => {
     await submitForm(page, 'transpose', { m: 0 });
     const err = page.locator('#form-transpose .field[data-field="m"] .field-error');
