@@ -348,6 +348,67 @@ async function withCharts(context, proc) {
     await shot(page, 'job-transpose.png');
   });
 
+  await step('the transpose\'s bars: "same" shown without hovering, whiskers from the batches, the ceiling as a line', page, async () => {
+    const job = await waitDone(proc, transposeId);
+    const runs = job.result.runs.filter((r) => r.available);
+    /* "same" where the speedup's range holds 1, visible as it stands; the baseline has none. */
+    for (const [i, run] of runs.entries()) {
+      const cell = `#view-job table.runs tr[data-variant="${run.variant}"] td.speedup`;
+      const same = i > 0 && run.speedup_range[0] <= 1 && run.speedup_range[1] >= 1;
+      checkEq(await page.locator(`${cell} .same`).count(), same ? 1 : 0, `${run.variant}: "same"`);
+      if (same) check(await page.locator(`${cell} .same`).isVisible(), `${run.variant}: "same" not visible`);
+      if (i > 0) check(/\d–\d/.test(await text(page, `${cell} .range`)), `${run.variant}: no range shown`);
+    }
+    if (!charts) return;
+    /* The whiskers: the batches' figures (work over each sample's time), extremes under 4 samples. */
+    const want = runs.map((r) => {
+      const ms = [...r.timing.samples_ms].sort((a, b) => a - b);
+      const q = (p) => { const at = (ms.length - 1) * p, lo = Math.floor(at); return ms[lo] + (ms[Math.ceil(at)] - ms[lo]) * (at - lo); };
+      const [fast, slow] = ms.length < 4 ? [ms[0], ms[ms.length - 1]] : [q(0.25), q(0.75)];
+      return [r.figure * r.timing.median_ms / slow, r.figure * r.timing.median_ms / fast];
+    });
+    const got = JSON.parse(await page.getAttribute('#bar-chart', 'data-spreads'));
+    check(got.length === want.length && got.every((g, i) => Math.abs(g[0] - want[i][0]) <= 1e-9 * want[i][0] &&
+      Math.abs(g[1] - want[i][1]) <= 1e-9 * want[i][1] && g[0] <= runs[i].figure * 1.000001 && g[1] >= runs[i].figure * 0.999999),
+    `whiskers ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    /* ... drawn: a cap's pixels in the marks' colour. */
+    const pixel = (js) => page.$eval('#bar-chart', (c, arg) => {
+      const chart = window.Chart.getChart(c), k = c.width / c.clientWidth, ctx = c.getContext('2d');
+      const at = new Function('chart', `return ${arg}`)(chart);
+      const d = ctx.getImageData(Math.round(at[0] * k), Math.round(at[1] * k), 1, 1).data;
+      return [d[0], d[1], d[2]];
+    }, js);
+    const dark = (p) => p.every((v) => v < 90);
+    check(dark(await pixel('[chart.scales.x.getPixelForValue(0) + 5, chart.scales.y.getPixelForValue(JSON.parse(chart.canvas.dataset.spreads)[0][1])]')),
+      'no whisker cap drawn over the first bar');
+    checkEq(await page.getAttribute('#bar-chart', 'data-ceiling'), null, 'no ceiling on the CPU backend');
+    /* A GPU's answer (its runs' percent of the device's copy ceiling) for the same job. */
+    const ceiling = 2 * Math.max(...runs.map((r) => r.figure));
+    await page.route(`**/v1/jobs/${transposeId}`, async (route) => {
+      const res = await route.fetch();
+      const body = await res.json();
+      for (const r of body.result.runs) if (r.available) Object.assign(r, { ceiling: 'copy_gbps', percent_of_ceiling: 100 * r.figure / ceiling });
+      await route.fulfill({ response: res, json: body });
+    });
+    await page.evaluate(() => GL.jobView.reload());
+    await page.waitForFunction((c) => Math.abs(Number(document.querySelector('#bar-chart') && document.querySelector('#bar-chart').dataset.ceiling) - c) < 1e-6 * c, ceiling, { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#bar-chart')), null, { timeout: TIMEOUT });
+    const rows = await runsTable(page);
+    check(rows.every((r) => r.cells.length < 2 || /%$/.test(r.cells[2])), `% of ceiling shown: ${rows.map((r) => r.cells[2])}`);
+    const red = await page.$eval('#bar-chart', (c, value) => {
+      const chart = window.Chart.getChart(c), k = c.width / c.clientWidth, a = chart.chartArea;
+      const y = Math.round((Math.round(chart.scales.y.getPixelForValue(value)) + 0.5) * k);
+      const row = c.getContext('2d').getImageData(Math.round(a.left * k), y, Math.round((a.right - a.left) * k), 1).data;
+      let n = 0;
+      for (let i = 0; i < row.length; i += 4) if (row[i] > 150 && row[i + 1] < 90 && row[i + 2] < 90) n++;
+      return n / (row.length / 4);
+    }, ceiling);
+    check(red > 0.4 && red < 0.9, `the ceiling's dashed line covers ${(100 * red).toFixed(0)}% of its row`);
+    await shot(page, 'job-transpose-ceiling.png');
+    await page.unroute(`**/v1/jobs/${transposeId}`);
+    await page.evaluate(() => GL.jobView.reload());
+  });
+
   await step('a pipeline: its page shows each stream\'s uploads, kernels and downloads', page, async () => {
     await page.click('#view-job a.back');
     await page.waitForSelector('#view-dashboard:not([hidden])');
@@ -366,6 +427,20 @@ async function withCharts(context, proc) {
     }
     if (charts) checkEq((await barChart(page)).labels, ['streams=1', 'streams=2'], 'pipeline chart labels');
     await shot(page, 'job-pipeline.png');
+  });
+
+  await step('the pipeline\'s best run: its timeline counts its own plan\'s chunks, not the params\'', page, async () => {
+    const id = await postJob(proc, { type: 'pipeline', params: { chunk: 32768, chunks: 6, terms: 8, streams: [2, 'best'], warmup: 0, batches: 1, reps: 1 } });
+    const job = await waitDone(proc, id);
+    const best = job.result.runs.find((r) => r.variant === 'best');
+    check(best && best.plan && best.plan.chunks !== 6, `best's plan ${JSON.stringify(best && best.plan)} (the check needs one that differs)`);
+    await page.goto(`${proc.base}/#/jobs/${id}`);
+    await page.waitForSelector('#timeline svg.timeline[data-variant="best"]', { timeout: TIMEOUT });
+    const head = await text(page, '#timeline .timeline-run:has(svg[data-variant="best"]) h4');
+    const shown = await page.locator('#timeline svg.timeline[data-variant="best"] rect.op-kernel').count();
+    checkEq(shown, best.timeline_chunks, 'best\'s chunks drawn');
+    if (best.timeline_chunks < best.plan.chunks) check(head.includes(`first ${best.timeline_chunks} of ${best.plan.chunks} chunks`), head);
+    else check(!/chunks shown/.test(head), `best's heading says some are missing: ${head}`);
   });
 
   await step('history: the same transpose over time as a line chart', page, async () => {
