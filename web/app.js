@@ -64,6 +64,7 @@
     document.body.classList.toggle('no-charts', !GL.chartsOn());
     await GL.loadExperiments();
     GL.dash.buildForms();
+    GL.dash.initQueue();
     GL.dash.loadDevice().then(() => GL.jobView.id && GL.jobView.reload());
     GL.dash.refreshQueue();
     GL.dash.loadHistory();

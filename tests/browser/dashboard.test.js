@@ -313,7 +313,9 @@ async function withCharts(context, proc) {
     checkEq(await text(page, `${row} td.state`), 'done', 'queue state');
     await page.waitForFunction((sel) => /\d/.test(document.querySelector(sel).innerText), `${row} td.run-ms`, { timeout: TIMEOUT });
     check(/\d/.test(await text(page, `${row} td.queue-ms`)), 'no queue time');
-    check(/checked/.test(await text(page, `${row} td.result`)), 'no check result in the queue');
+    /* The finished row's headline: its best run's figure (checked). */
+    await page.waitForFunction((sel) => /^✓ \S+ [\d.,]+ GB\/s/.test(document.querySelector(sel).innerText), `${row} td.result`, { timeout: TIMEOUT })
+      .catch(async () => check(false, `no headline in the queue: ${await text(page, `${row} td.result`)}`));
     check(await page.evaluate(() => window.__sameDocument === true), 'the page reloaded');
   });
 
@@ -443,6 +445,65 @@ async function withCharts(context, proc) {
     else check(!/chunks shown/.test(head), `best's heading says some are missing: ${head}`);
   });
 
+  await step('the live queue: queued, waiting and running on top, finished below a page at a time, a state filter, each finished row\'s best figure', page, async () => {
+    await page.goto(`${proc.base}/#/`);
+    await page.waitForSelector('#view-dashboard:not([hidden])');
+    /* Enough finished jobs for two pages of 20. */
+    const small = { type: 'transpose', params: { m: 16, n: 16, warmup: 0, batches: 1, reps: 1 } };
+    let last = 0;
+    for (let i = 0; i < 22; i++) last = await postJob(proc, small);
+    await waitDone(proc, last);
+    /* A long job, and one that waits for it on the host (state waiting until it ends). */
+    const long = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 40, reps: 4, max_time: 600 } });
+    const waiting = await postJob(proc, { type: 'transpose', params: small.params, depends_on: [long], dependency: 'host' });
+    await page.waitForSelector(`#queue-active tr[data-job-id="${long}"][data-state="running"]`, { timeout: TIMEOUT });
+    await page.waitForSelector(`#queue-active tr[data-job-id="${waiting}"][data-state="waiting"]`, { timeout: TIMEOUT });
+    const order = await page.$$eval('#queue tbody:not(.group) tr', (trs) => trs.map((tr) => [tr.parentElement.id, tr.dataset.state]));
+    const firstFinished = order.findIndex(([body]) => body === 'queue-finished');
+    check(firstFinished > 0 && order.slice(0, firstFinished).every(([b, st]) => b === 'queue-active' && ['running', 'waiting', 'queued'].includes(st)) &&
+      order.slice(firstFinished).every(([b, st]) => b === 'queue-finished' && ['done', 'failed', 'canceled'].includes(st)),
+    `unfinished rows first, then finished: ${JSON.stringify(order)}`);
+    checkEq(order[0][1], 'running', 'the running job heads the queue');
+    checkEq(await page.locator('#queue-finished tr').count(), 20, 'a page of finished jobs');
+    await shot(page, 'queue-live.png');
+    /* Canceled while it waits: it leaves the top for the finished page. */
+    await fetch(`${proc.base}/jobs/${waiting}`, { method: 'DELETE' });
+    await page.waitForSelector(`#queue-finished tr[data-job-id="${waiting}"][data-state="canceled"]`, { timeout: TIMEOUT });
+    checkEq(await page.locator(`#queue-active tr[data-job-id="${waiting}"]`).count(), 0, 'the canceled job left the top');
+    /* Headlines: the best run's figure of each done row. */
+    const job = await waitDone(proc, last);
+    const best = job.result.runs.filter((r) => r.available && r.check.passed).reduce((a, b) => (b.figure > a.figure ? b : a));
+    const cell = await text(page, `#queue-finished tr[data-job-id="${last}"] td.result`);
+    check(cell.includes(best.variant) && cell.includes('GB/s'), `#${last}'s headline: ${cell} (best ${best.variant} ${best.figure})`);
+    /* Paging: older, then newer again. */
+    await page.selectOption('#queue-state', 'done');
+    await page.waitForFunction(() => [...document.querySelectorAll('#queue-finished tr')].length === 20 &&
+      [...document.querySelectorAll('#queue-finished tr')].every((tr) => tr.dataset.state === 'done'), null, { timeout: TIMEOUT });
+    const ids = () => page.$$eval('#queue-finished tr', (trs) => trs.map((tr) => Number(tr.dataset.jobId)));
+    const first = await ids();
+    check(first.every((id, i) => i === 0 || id < first[i - 1]), `newest first: ${first}`);
+    await page.click('#queue-older');
+    await page.waitForFunction((min) => {
+      const trs = [...document.querySelectorAll('#queue-finished tr')];
+      return trs.length > 0 && trs.every((tr) => Number(tr.dataset.jobId) < min);
+    }, Math.min(...first), { timeout: TIMEOUT });
+    checkEq(await text(page, '#queue-page'), 'page 2', 'page label');
+    await page.click('#queue-newer');
+    await page.waitForFunction((want) => [...document.querySelectorAll('#queue-finished tr')].map((tr) => Number(tr.dataset.jobId)).join() === want,
+      first.join(), { timeout: TIMEOUT });
+    /* The filter: canceled only. */
+    await page.selectOption('#queue-state', 'canceled');
+    await page.waitForFunction((id) => {
+      const trs = [...document.querySelectorAll('#queue-finished tr')];
+      return trs.length > 0 && trs.every((tr) => tr.dataset.state === 'canceled') && trs.some((tr) => tr.dataset.jobId === String(id));
+    }, waiting, { timeout: TIMEOUT });
+    await shot(page, 'queue-canceled.png');
+    await page.selectOption('#queue-state', '');
+    await waitDone(proc, long);
+    await page.waitForSelector(`#queue-finished tr[data-job-id="${long}"][data-state="done"]`, { timeout: TIMEOUT });
+    checkEq(await page.locator('#queue-active tr').count(), 0, 'nothing unfinished left on top');
+  });
+
   await step('history: the same transpose over time as a line chart', page, async () => {
     await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
     const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
@@ -459,8 +520,9 @@ async function withCharts(context, proc) {
       check(points >= 3, `history points ${points}`);
     }
     /* Every queue row complete (params and times fetched after its events). */
-    await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody tr')].every((tr) =>
-      tr.querySelector('td.size').innerText && /\d/.test(tr.querySelector('td.run-ms').innerText)), null, { timeout: TIMEOUT });
+    await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody:not(.group) tr')].every((tr) =>
+      tr.querySelector('td.size').innerText && (tr.dataset.state === 'canceled' || /\d/.test(tr.querySelector('td.run-ms').innerText))),
+    null, { timeout: TIMEOUT });
     await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'dashboard.png');
   });
