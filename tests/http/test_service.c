@@ -302,7 +302,7 @@ static void test_v1(struct gpulabd *d) {
   CHECK(r.status == 202 || r.status == 200);
   if (r.status == 202) CHECK(r.location && strncmp(r.location, "/jobs/", 6) == 0);
   http_reply_free(&r);
-  job_wait_final(d, id, 30);
+  json_decref(job_wait_final(d, id, 30));
   const char *same[][2] = {{"/v1/health", "/health"}, {"/v1/device", "/device"}, {"/v1/me", "/me"}};
   for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
     struct http_reply a, b;
