@@ -3,6 +3,7 @@
 #include "api/describe.h"
 
 #include "api/encode.h"
+#include "api/params.h"
 #include "kernels/core/experiment.h"
 
 static json_t *string_or_null(const char *s) { return s ? json_string(s) : json_null(); }
@@ -57,5 +58,6 @@ json_t *api_experiments_json(void) {
     json_object_set_new(types, exp_type_name((enum exp_type)t), experiment_json((enum exp_type)t));
     json_array_append_new(order, json_string(exp_type_name((enum exp_type)t)));
   }
-  return json_pack("{s:o,s:o}", "types", types, "order", order);
+  return json_pack("{s:o,s:o,s:o}", "types", types, "order", order, "common",
+                   api_common_params_json());
 }

@@ -135,6 +135,28 @@ static const struct int_field common_fields[] = {
     {"min_samples", 1, EXP_MAX_BATCHES, SPEC_INT(stop.min_samples)},
 };
 
+/* The choices of "order" (the first is the default, EXP_ORDER_ALTERNATING) and the
+ * noise rule's bound on max_noise. */
+static const char *const order_choices[2] = {"interleaved", "sequential"};
+#define MAX_NOISE_MAX 1.0
+
+json_t *api_common_params_json(void) {
+  json_t *list = json_array();
+  for (size_t i = 0; i < sizeof common_fields / sizeof common_fields[0]; i++)
+    json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:I}", "name", common_fields[i].name,
+                                          "kind", "integer", "min", (json_int_t)common_fields[i].min,
+                                          "max", (json_int_t)common_fields[i].max));
+  json_array_append_new(list, json_pack("{s:s,s:s,s:[s,s]}", "name", "order", "kind", "choice",
+                                        "values", order_choices[0], order_choices[1]));
+  json_array_append_new(list, json_pack("{s:s,s:s,s:f,s:f}", "name", "max_noise", "kind", "number",
+                                        "min", 0.0, "max", MAX_NOISE_MAX));
+  json_array_append_new(list, json_pack("{s:s,s:s,s:f,s:f}", "name", "max_time", "kind", "number",
+                                        "min", API_MIN_TIME_S, "max", (double)API_MAX_TIME_S));
+  json_array_append_new(list, json_pack("{s:s,s:s}", "name", "graph", "kind", "boolean"));
+  json_array_append_new(list, json_pack("{s:s,s:s}", "name", "cold", "kind", "boolean"));
+  return list;
+}
+
 static const char *json_kind(const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT: return "an object";
@@ -471,10 +493,10 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
       rc = parse_cold(d, v, field, spec, err);
     else if (strcmp(key, "order") == 0) {
       bool interleaved = true;
-      rc = parse_choice(v, field, "interleaved", "sequential", &interleaved, err);
+      rc = parse_choice(v, field, order_choices[0], order_choices[1], &interleaved, err);
       spec->order = interleaved ? EXP_ORDER_ALTERNATING : EXP_ORDER_SEQUENTIAL;
     } else if (strcmp(key, "max_noise") == 0)
-      rc = parse_number(v, field, 0, 1, &spec->stop.max_noise, err);
+      rc = parse_number(v, field, 0, MAX_NOISE_MAX, &spec->stop.max_noise, err);
     else if (strcmp(key, "max_time") == 0)
       rc = parse_number(v, field, API_MIN_TIME_S, API_MAX_TIME_S, &spec->stop.max_time_s, err);
     else if (opts && (rc = parse_option(key, v, opts, err)) <= 0)

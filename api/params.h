@@ -4,6 +4,7 @@
 #ifndef GPULAB_API_PARAMS_H
 #define GPULAB_API_PARAMS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include "api/error.h"
 #include "kernels/core/experiment.h"
@@ -47,6 +48,12 @@ int api_params_parse(enum exp_type type, const char *body, size_t len,
 /* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -1. */
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err);
+
+/* The params every experiment takes beside its own, for forms (api/describe.c): an
+ * array of {"name", "kind": "integer" | "number" | "choice" | "boolean", and "min" and
+ * "max" (the ranges the parser enforces) or "values" (a choice's, the default first)}.
+ * The caller owns it. */
+json_t *api_common_params_json(void);
 
 /* Lets requests carry "fault": "device_lost" (gpulabd --allow-fault-injection, for
  * the recovery tests). Off by default: the field is then unknown. */

@@ -11,8 +11,6 @@
 
 #include "kernels/core/experiment.h"
 
-#define GPULAB_VERSION "0.1.0"
-
 /* --help: the first line names the registered experiments (print_usage), then this. */
 static const char usage_flags[] =
     "  --host ADDR         numeric address to listen on (default 127.0.0.1)\n"

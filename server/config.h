@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include "kernels/backends/backend.h"
 
+#define GPULAB_VERSION "0.1.0" /* --version, gpulab_build_info */
+
 struct config {
   char host[64];
   int port;

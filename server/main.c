@@ -71,7 +71,8 @@ static int open_devices(struct config *cfg, struct backend **devices, char *err,
 static void count_job(void *arg, const struct job_view *v) {
   double queue_s = v->started_at > 0 ? v->started_at - v->created_at : -1;
   double run_s = v->started_at > 0 ? v->finished_at - v->started_at : -1;
-  metrics_job_ended(arg, exp_type_name(v->spec.type), job_state_name(v->state), queue_s, run_s);
+  metrics_job_ended(arg, exp_type_name(v->spec.type), job_state_name(v->state), v->device, queue_s,
+                    run_s);
 }
 
 /* The access log's stream: stdout, none, or a file opened for appending. */
@@ -285,7 +286,7 @@ int main(int argc, char **argv) {
   FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
   uint64_t first_id, first_buffer_id;
-  if (metrics_new(&metrics)) {
+  if (metrics_new(GPULAB_VERSION, &metrics)) {
     log_warn("gpulabd: out of memory");
     goto fail;
   }

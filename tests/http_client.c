@@ -940,3 +940,46 @@ void sse_close(struct sse_stream *s) {
   free(s->buf);
   memset(s, 0, sizeof *s);
 }
+
+/* A label name with a capital outside DCGM's own (UUID, modelName, Hostname). */
+static void check_label_names(const char *text) {
+  static const char *const dcgm[] = {"UUID", "modelName", "Hostname"};
+  for (const char *p = text; (p = strpbrk(p, "{,")); p++) {
+    const char *name = p + 1, *end = name;
+    while (*end == '_' || (*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z') ||
+           (*end >= '0' && *end <= '9'))
+      end++;
+    if (*end != '=' || end[1] != '"') continue; /* not a label name */
+    bool capital = false, known = false;
+    for (const char *c = name; c < end; c++) capital |= *c >= 'A' && *c <= 'Z';
+    for (size_t i = 0; i < sizeof dcgm / sizeof dcgm[0]; i++)
+      known |= (size_t)(end - name) == strlen(dcgm[i]) && strncmp(name, dcgm[i], end - name) == 0;
+    if (capital && !known) CHECK_FAIL_("label name %.*s has capitals and is not DCGM's", (int)(end - name), name);
+  }
+}
+
+void check_promtool_metrics(const char *text, const char *path) {
+  if (system("command -v promtool >/dev/null 2>&1") != 0)
+    CHECK_FAIL_("%s", "promtool is not installed (Debian: apt-get install prometheus; scripts/gpulab "
+                      "test installs it): /metrics cannot be checked");
+  check_label_names(text);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(text, f);
+  fclose(f);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", path);
+  FILE *out = popen(cmd, "r");
+  CHECK(out != NULL);
+  char line[512];
+  int complaints = 0;
+  while (fgets(line, sizeof line, out)) {
+    fputs(line, stderr);
+    if (!strstr(line, "label names should be written in 'snake_case' not 'camelCase'")) complaints++;
+  }
+  int status = pclose(out);
+  CHECK(status != -1 && WIFEXITED(status));
+  CHECK_INT_EQ(complaints, 0);
+  if (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3) /* 3: lint problems, all taken */
+    CHECK_FAIL_("promtool check metrics exited %d", WEXITSTATUS(status));
+}

@@ -150,6 +150,13 @@ void job_wait_state(struct gpulabd *d, long long id, const char *state, double t
 /* Checks a 202 from a POST with ?wait: Location /jobs/{id}, the type, a job neither
  * finished nor with a result. Returns its id. */
 long long job_check_accepted(const struct http_reply *reply, const char *type);
+
+/* /metrics' text (written to path, which it overwrites) through `promtool check
+ * metrics`, which must be installed. promtool's one complaint taken is camelCase
+ * label names where they are the DCGM exporter's (modelName, Hostname: gpulab's device
+ * series carry them to join with DCGM's); the test fails on any other, and on a label
+ * name with capitals other than DCGM's. */
+void check_promtool_metrics(const char *text, const char *path);
 /* Checks that the job's runs are labelled labels[0..n) in this order ("padded33",
  * "streams=3"), and that params.variant, where the type has one, lists the same. */
 void check_run_labels(json_t *job, const char *const *labels, int n);

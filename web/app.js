@@ -43,7 +43,7 @@
   function connect() {
     /* An EventSource cannot send headers: the token goes in the query. */
     const token = GL.token();
-    const es = new EventSource(token ? `/events?access_token=${encodeURIComponent(token)}` : '/events');
+    const es = new EventSource(GL.url(token ? `/events?access_token=${encodeURIComponent(token)}` : '/events'));
     es.addEventListener('open', () => {
       setConn('live', 'live');
       GL.dash.refreshQueue();
@@ -69,6 +69,7 @@
     document.body.classList.toggle('no-charts', !GL.chartsOn());
     await GL.loadExperiments();
     GL.dash.buildForms();
+    GL.dash.initQueue();
     GL.dash.loadDevice().then(() => GL.jobView.id && GL.jobView.reload());
     GL.dash.refreshQueue();
     GL.dash.loadHistory();

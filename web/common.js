@@ -33,6 +33,11 @@ GL.clear = function (el) {
 
 /* ---- the API ---- */
 
+/* The API's stable prefix: every route is served under it (the unversioned paths
+ * are aliases). The dashboard's own files stay at /static/. */
+GL.API = '/v1';
+GL.url = (path) => (path.startsWith('/static/') ? path : `${GL.API}${path}`);
+
 /* The API token (gpulabd --tokens), kept in this browser; '' when none. */
 GL.token = () => localStorage.getItem('gpulab.token') || '';
 
@@ -52,7 +57,7 @@ GL.api = async function (method, path, body) {
     init.headers['Content-Type'] = 'application/json';
     init.body = body;
   }
-  const res = await fetch(path, init);
+  const res = await fetch(GL.url(path), init);
   if (res.status === 401) GL.askToken(GL.token() ? 'the token was not accepted' : null);
   let json = null;
   try { json = await res.json(); } catch (e) { /* not JSON */ }
@@ -117,20 +122,30 @@ GL.typeFromInfo = function (type, info) {
     timing: {},
   };
   for (const f of GL.TIMING_FIELDS) if (typeof d[f.name] === 'number') t.timing[f.name] = d[f.name];
-  /* Params the form has no field of its own for (order, cold, the noise rule): a plain
-   * field each, sent when changed. */
+  /* Params the form has no field of its own for (order, cold, the noise rule): a field
+   * each, typed by experiments.json's "common" (a select for a choice, a decimal input
+   * for a number, a numeric keypad for an integer), sent when changed. */
   const known = new Set([...t.fields.map((f) => f.name), ...GL.TIMING_FIELDS.map((f) => f.name), 'variant',
     'graph', ...(runs ? [runs.name] : []), ...t.inputs]);
   t.extra = Object.entries(d).filter(([k, v]) => !known.has(k) && ['number', 'boolean', 'string'].includes(typeof v))
-    .map(([k, v]) => ({ name: k, label: k.replace(/_/g, ' '), def: v, hint: `default ${v}` }));
+    .map(([k, v]) => {
+      const c = GL.COMMON[k] || {};
+      const range = c.min != null && c.max != null ? `, ${c.min}..${c.max}` : '';
+      return { name: k, label: k.replace(/_/g, ' '), def: v, kind: c.kind, values: c.values, min: c.min, max: c.max,
+        hint: `default ${v}${range}` };
+    });
   return t;
 };
+
+/* The params every experiment takes, by name: {kind, min, max, values} (experiments.json's "common"). */
+GL.COMMON = {};
 
 /* Reads /static/experiments.json into GL.TYPES; without it there are no forms. */
 GL.loadExperiments = async function () {
   let x;
   try { x = await GL.getJSON('/static/experiments.json'); } catch (e) { return; }
   const types = x.types || {};
+  for (const c of Array.isArray(x.common) ? x.common : []) GL.COMMON[c.name] = c;
   GL.TYPE_ORDER = (Array.isArray(x.order) ? x.order : Object.keys(types)).filter((t) => types[t]);
   for (const type of GL.TYPE_ORDER) GL.TYPES[type] = GL.typeFromInfo(type, types[type]);
 };

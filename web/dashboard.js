@@ -4,7 +4,8 @@
 (function () {
   const { h, clear } = GL;
   const dash = (GL.dash = {});
-  const QUEUE_ROWS = 50;
+  const PAGE_ROWS = 20; /* finished jobs a page */
+  const ACTIVE_MAX = 200; /* unfinished jobs listed, per state */
 
   /* ---- device ---- */
 
@@ -92,12 +93,22 @@
 
   /* ---- forms ---- */
 
+  /* The input of a field by its kind: a select for a choice, a decimal keypad for a
+   * number, a numeric one for an integer (the default), a plain text input for a
+   * list ("1, 3"), whose commas no numeric keypad has. */
+  function typedInput(id, f, value) {
+    const described = `${id}-hint ${id}-err`;
+    if (f.kind === 'choice')
+      return h('select', { id, name: f.name, 'aria-describedby': described },
+        f.values.map((v) => h('option', { value: v, text: v, selected: v === value })));
+    const inputmode = f.kind === 'number' ? 'decimal' : f.kind === 'list' ? null : 'numeric';
+    return h('input', { id, name: f.name, type: 'text', inputmode, value: value ?? '', autocomplete: 'off',
+      'aria-describedby': described });
+  }
+
   function field(type, f, value, extra) {
     const id = `f-${type}-${f.name}`;
-    const input = extra && extra.input ? extra.input : h('input', {
-      id, name: f.name, type: 'text', inputmode: 'numeric', value: value ?? '', autocomplete: 'off',
-      'aria-describedby': `${id}-hint ${id}-err`,
-    });
+    const input = extra && extra.input ? extra.input : typedInput(id, f, value);
     return h('div', { class: `field${extra && extra.wide ? ' wide' : ''}`, 'data-field': f.name },
       h('label', { for: id, text: f.label }), input,
       h('small', { class: 'hint', id: `${id}-hint`, text: f.hint || '' }),
@@ -123,7 +134,7 @@
     form.append(h('p', { class: 'about', text: t.about }));
     const size = h('div', { class: 'fields' }, t.fields.map((f) => field(type, f, f.def)));
     if (t.runs) /* a list param whose entries are the runs (the pipeline's streams) */
-      size.append(field(type, { name: t.runs.name, label: t.runs.name, hint: t.runs.hint },
+      size.append(field(type, { name: t.runs.name, label: t.runs.name, hint: t.runs.hint, kind: 'list' },
         t.runs.def, { wide: true }));
     form.append(h('fieldset', {}, h('legend', { text: 'Size' }), size));
     if (t.variants) {
@@ -165,7 +176,7 @@
         input: h('select', { name: 'isolation', id: `f-${type}-isolation` },
           h('option', { value: 'exclusive', text: 'exclusive' }), h('option', { value: 'shared', text: 'shared' })),
       }),
-      field(type, { name: 'depends_on', label: 'depends on', hint: 'job ids, comma-separated' }, ''),
+      field(type, { name: 'depends_on', label: 'depends on', hint: 'job ids, comma-separated', kind: 'list' }, ''),
       field(type, { name: 'dependency', label: 'dependency', hint: 'how a child waits' }, null, {
         input: h('select', { name: 'dependency', id: `f-${type}-dependency` },
           h('option', { value: 'event', text: 'event (device)' }), h('option', { value: 'host', text: 'host' })),
@@ -342,10 +353,25 @@
     return { queue: job.queue_ms, run: job.run_ms };
   }
 
+  /* A finished job's headline: its best run (the highest figure among those that
+   * ran and passed) and its share of the device's ceiling. */
+  function headline(job) {
+    const runs = (job.result && job.result.runs || []).filter((r) => r.available && r.figure != null &&
+      (!r.check || r.check.passed));
+    if (!runs.length) return null;
+    const best = runs.reduce((a, b) => (b.figure > a.figure ? b : a));
+    const pct = GL.ceilingPercent(job.type, best, GL.device);
+    return h('span', { class: 'headline' },
+      h('span', { class: 'good', text: '✓ ' }), h('b', { text: best.variant }),
+      ` ${GL.fmtNum(best.figure)} ${job.result.unit}`,
+      pct != null ? h('span', { class: 'pct', text: ` · ${GL.fmtNum(pct, 3)} % of ceiling` }) : null);
+  }
+
   function progressCell(entry) {
     const job = entry.job;
     if (job.state === 'done') {
       const passed = job.passed ?? (job.result ? job.result.passed : null);
+      if (passed !== false && headline(job)) return headline(job);
       return passed === false ? h('span', { class: 'bad', text: '✗ a check failed' })
         : h('span', { class: 'good', text: '✓ checked' });
     }
@@ -380,15 +406,17 @@
     tr.dataset.state = job.state;
   }
 
-  function renderQueue() {
-    const tbody = document.querySelector('#queue tbody');
-    const ids = [...jobs.keys()].sort((a, b) => b - a);
-    for (const id of ids.slice(QUEUE_ROWS)) jobs.delete(id);
+  /* The queue's two parts: what is queued, waiting and running (all of it, running
+   * first, then oldest first: the order it will run), and one page of finished jobs
+   * (newest first, by id as gpulabd lists them, of the state filter). */
+  const ACTIVE_ORDER = { running: 0, waiting: 1, queued: 2 };
+  const finished = { ids: [], state: '', cursors: [0], page: 0, next: null };
+
+  function renderBody(tbody, ids) {
     const rows = new Map([...tbody.children].map((tr) => [Number(tr.dataset.jobId), tr]));
     let prev = null;
-    for (const id of ids.slice(0, QUEUE_ROWS)) {
-      let tr = rows.get(id);
-      if (!tr) tr = h('tr', { 'data-job-id': id });
+    for (const id of ids) {
+      const tr = rows.get(id) || h('tr', { 'data-job-id': id });
       const entry = jobs.get(id);
       if (entry.dirty !== false || !tr.firstChild) { renderRow(tr, entry); entry.dirty = false; }
       if (prev ? prev.nextSibling !== tr : tbody.firstChild !== tr)
@@ -397,14 +425,75 @@
       rows.delete(id);
     }
     for (const tr of rows.values()) tr.remove();
-    document.getElementById('queue-empty').hidden = jobs.size > 0;
+  }
+
+  function renderQueue() {
+    const active = [...jobs.values()].filter((e) => !GL.FINAL.has(e.job.state)).map((e) => e.job)
+      .sort((a, b) => ACTIVE_ORDER[a.state] - ACTIVE_ORDER[b.state] || a.id - b.id).map((j) => j.id);
+    const done = finished.ids.filter((id) => jobs.has(id) && GL.FINAL.has(jobs.get(id).job.state));
+    for (const [id, e] of jobs) /* neither unfinished nor on the page: forgotten */
+      if (GL.FINAL.has(e.job.state) && !done.includes(id)) jobs.delete(id);
+    renderBody(document.getElementById('queue-active'), active);
+    renderBody(document.getElementById('queue-finished'), done);
+    document.getElementById('queue-active-head').hidden = active.length === 0;
+    document.getElementById('queue-finished-head').hidden = done.length === 0;
+    document.getElementById('queue-empty').hidden = jobs.size > 0 || finished.page > 0;
+    document.getElementById('queue-page').textContent = `page ${finished.page + 1}`;
+    document.getElementById('queue-newer').disabled = finished.page === 0;
+    document.getElementById('queue-older').disabled = !finished.next;
+  }
+
+  /* Fetches the finished page again (its jobs with their results, for the headlines). */
+  let finishedSeq = 0;
+  dash.refreshFinished = async function () {
+    const seq = ++finishedSeq;
+    const cursor = finished.cursors[finished.page];
+    const q = `/jobs?limit=${PAGE_ROWS}&fields=result${finished.state ? `&state=${finished.state}` : ''}` +
+      (cursor ? `&cursor=${cursor}` : '');
+    try {
+      const list = await GL.getJSON(q);
+      if (seq !== finishedSeq) return; /* a newer page was asked for */
+      const page = list.jobs.filter((j) => GL.FINAL.has(j.state));
+      finished.ids = page.map((j) => j.id);
+      finished.next = list.next_cursor;
+      for (const job of page) upsert(job);
+      renderQueue();
+    } catch (e) { /* app.js shows the connection state */ }
+  };
+
+  dash.showFinished = function (change) {
+    if (change.state !== undefined) Object.assign(finished, { state: change.state, cursors: [0], page: 0, next: null });
+    if (change.older && finished.next) { finished.cursors[finished.page + 1] = finished.next; finished.page++; }
+    if (change.newer && finished.page > 0) finished.page--;
+    finished.ids = [];
+    renderQueue();
+    dash.refreshFinished();
+  };
+
+  dash.initQueue = function () {
+    document.getElementById('queue-state').addEventListener('change', (e) => dash.showFinished({ state: e.target.value }));
+    document.getElementById('queue-older').addEventListener('click', () => dash.showFinished({ older: true }));
+    document.getElementById('queue-newer').addEventListener('click', () => dash.showFinished({ newer: true }));
+  };
+
+  /* A job ended while the first page of its state is shown: it heads the page. */
+  function onFinished(job) {
+    if (finished.page !== 0 || (finished.state && finished.state !== job.state)) return;
+    if (!finished.ids.includes(job.id))
+      finished.ids = [job.id, ...finished.ids].sort((a, b) => b - a).slice(0, PAGE_ROWS);
+  }
+
+  function upsert(job) {
+    const entry = jobs.get(job.id) || {};
+    const keep = entry.job && !GL.FINAL.has(entry.job.state) && GL.FINAL.has(job.state) ? null : entry.progress;
+    const was = entry.job ? entry.job.state : null;
+    jobs.set(job.id, { job: Object.assign(entry.job || {}, job), progress: keep, dirty: true });
+    if (GL.FINAL.has(job.state) && !(was && GL.FINAL.has(was))) onFinished(jobs.get(job.id).job);
   }
 
   /* A job as GET /jobs or /jobs/{id} gave it. */
   dash.upsertJob = function (job) {
-    const entry = jobs.get(job.id) || {};
-    const keep = entry.job && !GL.FINAL.has(entry.job.state) && GL.FINAL.has(job.state) ? null : entry.progress;
-    jobs.set(job.id, { job: Object.assign(entry.job || {}, job), progress: keep, dirty: true });
+    upsert(job);
     renderQueue();
   };
 
@@ -423,9 +512,13 @@
 
   dash.refreshQueue = async function () {
     try {
-      const list = await GL.getJSON(`/jobs?limit=${QUEUE_ROWS}`);
-      for (const job of list.jobs) dash.upsertJob(job);
+      const lists = await Promise.all(['running', 'waiting', 'queued'].map((st) => GL.getJSON(`/jobs?state=${st}&limit=${ACTIVE_MAX}`)));
+      const now = new Set(lists.flatMap((l) => l.jobs.map((j) => j.id)));
+      for (const [id, e] of jobs) if (!GL.FINAL.has(e.job.state) && !now.has(id)) dash.refreshJob(id); /* ended meanwhile */
+      for (const l of lists) for (const job of l.jobs) upsert(job);
+      renderQueue();
     } catch (e) { /* app.js shows the connection state */ }
+    dash.refreshFinished();
     dash.refreshCounts();
   };
 
@@ -448,6 +541,7 @@
   dash.onState = function (ev) {
     const entry = jobs.get(ev.job);
     if (entry) {
+      if (GL.FINAL.has(ev.state) && !GL.FINAL.has(entry.job.state)) onFinished({ id: ev.job, state: ev.state });
       entry.job.state = ev.state;
       if (ev.error) entry.job.error = entry.job.error || { code: ev.error, message: '' };
       if (ev.state === 'running' && !entry.job.started_at) entry.job.started_at = ev.time;

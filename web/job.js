@@ -55,6 +55,82 @@
     return n.join(' · ');
   }
 
+  /* The speedup, its range from the samples' quartiles, and "same" where the range
+   * holds 1 (the two are not told apart by these samples), all on the page; the
+   * baseline (the first run, which the others are compared with) its 1× alone. */
+  function speedupCell(run, baseline) {
+    if (run.speedup == null) return h('td', { class: 'num', text: '—' });
+    const r = Array.isArray(run.speedup_range) && !baseline ? run.speedup_range : null;
+    const same = r && r[0] <= 1 && r[1] >= 1;
+    return h('td', { class: 'num speedup', 'data-same': same ? 'true' : null },
+      `${GL.fmtNum(run.speedup, 3)}×`,
+      same ? h('span', { class: 'same', text: 'same', title: 'the samples\' quartiles overlap: not told apart' }) : null,
+      r ? h('span', { class: 'range', text: `${GL.fmtNum(r[0], 3)}–${GL.fmtNum(r[1], 3)}×` }) : null);
+  }
+
+  /* A quantile of sorted xs (linear between neighbours). */
+  function quantile(xs, q) {
+    const at = (xs.length - 1) * q, lo = Math.floor(at), hi = Math.ceil(at);
+    return xs[lo] + (xs[hi] - xs[lo]) * (at - lo);
+  }
+
+  /* [lo, hi] of a run's figure over its batches: the figure is work over time, so a
+   * sample's figure is the median's scaled by median / sample. The quartiles, the
+   * extremes under 4 samples (as speedup_range). null without samples. */
+  GL.figureSpread = function (run) {
+    const t = run.timing || {};
+    const ms = (t.samples_ms || []).filter((x) => x > 0).sort((a, b) => a - b);
+    if (!ms.length || run.figure == null || !(t.median_ms > 0)) return null;
+    const [fast, slow] = ms.length < 4 ? [ms[0], ms[ms.length - 1]] : [quantile(ms, 0.25), quantile(ms, 0.75)];
+    return [(run.figure * t.median_ms) / slow, (run.figure * t.median_ms) / fast];
+  };
+
+  /* The device's ceiling in the runs' unit: a run's figure over its percent of it. */
+  function ceilingValue(job, runs) {
+    for (const r of runs) {
+      const pct = GL.ceilingPercent(job.type, r, GL.device);
+      if (pct > 0 && r.figure > 0) return { value: (100 * r.figure) / pct, name: r.ceiling || GL.TYPES[job.type].ceiling };
+    }
+    return null;
+  }
+
+  /* Chart.js draws the bars; this plugin the whiskers (figureSpread) over them and
+   * the ceiling as a dashed line across. */
+  const MARK_COLOR = '#333333', CEILING_COLOR = '#d62728';
+  function marksPlugin(spreads, ceiling, unit) {
+    return {
+      id: 'gpulabMarks',
+      afterDatasetsDraw(chart) {
+        const { ctx, chartArea: a, scales: { x, y } } = chart;
+        ctx.save();
+        ctx.strokeStyle = MARK_COLOR;
+        ctx.lineWidth = 2;
+        spreads.forEach((sp, i) => {
+          if (!sp) return;
+          const cx = x.getPixelForValue(i), lo = y.getPixelForValue(sp[0]), hi = y.getPixelForValue(sp[1]);
+          ctx.beginPath();
+          ctx.moveTo(cx, lo); ctx.lineTo(cx, hi);
+          ctx.moveTo(cx - 8, lo); ctx.lineTo(cx + 8, lo);
+          ctx.moveTo(cx - 8, hi); ctx.lineTo(cx + 8, hi);
+          ctx.stroke();
+        });
+        if (ceiling) {
+          const cy = Math.round(y.getPixelForValue(ceiling.value)) + 0.5;
+          ctx.strokeStyle = CEILING_COLOR;
+          ctx.fillStyle = CEILING_COLOR;
+          ctx.setLineDash([8, 4]);
+          ctx.beginPath();
+          ctx.moveTo(a.left, cy); ctx.lineTo(a.right, cy);
+          ctx.stroke();
+          ctx.textAlign = 'right';
+          ctx.font = '12px sans-serif';
+          ctx.fillText(`ceiling ${GL.fmtNum(ceiling.value)} ${unit}${ceiling.name ? ` (${ceiling.name})` : ''}`, a.right - 4, cy - 5);
+        }
+        ctx.restore();
+      },
+    };
+  }
+
   function runsTable(job) {
     const r = job.result;
     const tbody = h('tbody');
@@ -73,9 +149,7 @@
           GL.fmtMs(t.median_ms), t.stdev_ms != null ? h('span', { class: 'pm', text: ` ± ${GL.fmtMs(t.stdev_ms)}` }) : ''),
         h('td', { class: 'num', text: run.figure != null ? GL.fmtNum(run.figure) : '—' }),
         h('td', { class: 'num', text: pct != null ? `${GL.fmtNum(pct, 3)} %` : '—' }),
-        h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—',
-          title: Array.isArray(run.speedup_range) ? `from the samples: ${GL.fmtNum(run.speedup_range[0], 3)}× to ` +
-            `${GL.fmtNum(run.speedup_range[1], 3)}×${run.speedup_range[0] <= 1 && run.speedup_range[1] >= 1 ? ' (same)' : ''}` : '' }),
+        speedupCell(run, run === r.runs.find((x) => x.available)),
         checkCell(run),
         h('td', { class: 'muted small', text: notes(run) })));
     }
@@ -90,8 +164,12 @@
 
   function barChart(job) {
     const runs = job.result.runs.filter((r) => r.available);
-    const canvas = h('canvas', { id: 'bar-chart', 'aria-label': `${job.result.unit} by variant`, role: 'img' });
+    const spreads = runs.map(GL.figureSpread);
+    const ceiling = ceilingValue(job, runs);
+    const canvas = h('canvas', { id: 'bar-chart', 'aria-label': `${job.result.unit} by variant`, role: 'img',
+      'data-ceiling': ceiling ? ceiling.value : null, 'data-spreads': JSON.stringify(spreads) });
     const box = h('div', { class: 'chart-box' }, canvas);
+    const top = Math.max(...runs.map((r, i) => (spreads[i] ? spreads[i][1] : r.figure || 0)), ceiling ? ceiling.value : 0);
     requestAnimationFrame(() => GL.chart(canvas, {
       type: 'bar',
       data: {
@@ -102,10 +180,16 @@
       },
       options: {
         plugins: { legend: { display: false }, title: { display: true,
-          text: `${job.result.unit} by ${GL.runsNoun(job.type)} (higher is better)` },
-          tooltip: { callbacks: { afterLabel: (c) => `median ${GL.fmtMs(runs[c.dataIndex].timing.median_ms)} ms` } } },
-        scales: { y: { beginAtZero: true, title: { display: true, text: job.result.unit } } },
+          text: `${job.result.unit} by ${GL.runsNoun(job.type)} (higher is better): the median, whiskers ` +
+            `the batches' quartiles (min–max under 4)${ceiling ? ', dashed the device\'s ceiling' : ''}` },
+          tooltip: { callbacks: { afterLabel: (c) => {
+            const sp = spreads[c.dataIndex];
+            return `median ${GL.fmtMs(runs[c.dataIndex].timing.median_ms)} ms` +
+              (sp ? `; ${GL.fmtNum(sp[0])}–${GL.fmtNum(sp[1])} ${job.result.unit}` : '');
+          } } } },
+        scales: { y: { beginAtZero: true, suggestedMax: top * 1.08, title: { display: true, text: job.result.unit } } },
       },
+      plugins: [marksPlugin(spreads, ceiling, job.result.unit)],
     }));
     return box;
   }
@@ -159,8 +243,10 @@
     const blocks = runs.map((run) => {
       const span = Math.max(...run.timeline.map((o) => o.end_ms));
       const busy = run.timeline.reduce((a, o) => a + (o.end_ms - o.start_ms), 0);
-      const more = run.timeline_chunks != null && run.timeline_chunks < job.params.chunks
-        ? ` · first ${run.timeline_chunks} of ${job.params.chunks} chunks shown` : '';
+      /* The run's own chunking (best picks its own), not the job's params. */
+      const chunks = run.plan ? run.plan.chunks : job.params.chunks;
+      const more = run.timeline_chunks != null && run.timeline_chunks < chunks
+        ? ` · first ${run.timeline_chunks} of ${chunks} chunks shown` : '';
       return h('div', { class: 'timeline-run' },
         h('h4', {}, run.variant, h('span', { class: 'muted', text: ` · pass ${GL.fmtNum(span, 3)} ms, ` +
           `ops add up to ${GL.fmtNum(busy, 3)} ms (overlap ×${GL.fmtNum(busy / span, 3)})${more}` })),

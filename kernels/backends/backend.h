@@ -39,6 +39,11 @@ struct backend_device_info {
   char backend[8];   /* "cuda" or "cpu" */
   char name[128];    /* GPU name or CPU model */
   int index;         /* device ordinal */
+  /* As the DCGM exporter labels a GPU: its UUID ("GPU-" and 32 hex digits, as
+   * nvidia-smi shows it) and PCI bus id (NVML's form, "00000000:3B:00.0"); both ""
+   * on the CPU, which has neither. */
+  char uuid[48], pci_bus_id[20];
+  char driver[32]; /* the NVIDIA driver's version (NVML), "" unknown */
   int cc_major, cc_minor, sms;
   uint64_t mem_total_bytes, mem_free_bytes;
   int sm_clock_mhz, mem_clock_mhz, mem_bus_bits, l2_bytes;
@@ -54,6 +59,9 @@ struct backend_device_info {
   int sm_mhz_now, temp_c;
   double power_w;
   uint64_t clock_reasons; /* EXP_CLOCK_* bits */
+  bool util;              /* NVML's utilization read: */
+  int util_gpu_pct;       /* percent of the last sample period a kernel ran */
+  int util_mem_pct;       /* percent of it the memory was read or written */
 };
 
 /* The phases of a job's device work, reported through hooks->phase so that the

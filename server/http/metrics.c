@@ -1,9 +1,12 @@
 /* Prometheus metrics: a few labelled counters and histograms in small arrays (the
- * label sets are bounded: routes x methods x statuses, types x outcomes). Label
- * values are escaped; a method outside HTTP's own is counted as "other", so that
- * made-up methods from the network can neither break the exposition nor fill it. */
+ * label sets are bounded: routes x methods x statuses, types x outcomes x devices).
+ * Label values are escaped; a method outside HTTP's own is counted as "other", so
+ * that made-up methods from the network can neither break the exposition nor fill
+ * it. Device series carry the labels the DCGM exporter gives a GPU (gpu, UUID,
+ * pci_bus_id, modelName, Hostname), so that they join with its series. */
 #include "server/http/metrics.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -11,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "api/utf8.h"
 #include "server/store/store.h"
@@ -19,9 +24,15 @@
 /* The last slots are kept for {route="other",method="other",status}: where the
  * table is full, a new series is counted there instead of being dropped. */
 #define OVERFLOW_SLOTS 64
-#define N_BUCKETS 12
-static const double bucket_bounds[N_BUCKETS] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05,
-                                                0.1,    0.5,    1,     5,     30,   300};
+#define MAX_DURATIONS 128 /* (route, method) pairs; the last one for "other" */
+#define MAX_JOB_SERIES 256
+/* About a factor 2 apart (1, 2, 5 a decade) from 50 us to 300 s, so that a quantile
+ * of a fast GET and one of a POST that waits for its job both fall between close
+ * bounds. */
+#define N_BUCKETS 22
+static const double bucket_bounds[N_BUCKETS] = {
+    0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1,
+    0.2,     0.5,    1,      2,      5,     10,    20,    50,   100,  200,  300};
 
 struct histogram {
   uint64_t counts[N_BUCKETS + 1]; /* the last one is +Inf */
@@ -35,8 +46,14 @@ struct request_series {
   uint64_t count;
 };
 
+struct duration_series {
+  char route[32], method[8];
+  struct histogram seconds;
+};
+
 struct job_series {
   char type[12], state[12];
+  int device; /* -1: it ended before it was placed */
   uint64_t count;
   struct histogram queue, run; /* per type; filled for every outcome */
 };
@@ -45,17 +62,27 @@ struct metrics {
   pthread_mutex_t lock;
   struct request_series requests[MAX_SERIES];
   int n_requests;
-  struct histogram request_seconds;
-  struct job_series jobs[64];
+  struct duration_series durations[MAX_DURATIONS];
+  int n_durations;
+  struct job_series jobs[MAX_JOB_SERIES];
   int n_jobs;
   double started_unix;
+  char version[32];
+  char hostname[128]; /* escaped as a label value */
 };
 
-int metrics_new(struct metrics **out) {
+static const char *label(const char *value, char *buf, size_t cap);
+
+int metrics_new(const char *version, struct metrics **out) {
   struct metrics *m = calloc(1, sizeof *m);
   if (!m) return -ENOMEM;
   pthread_mutex_init(&m->lock, NULL);
   m->started_unix = engine_now_unix();
+  snprintf(m->version, sizeof m->version, "%s", version);
+  char host[64] = "", clean[64];
+  gethostname(host, sizeof host - 1);
+  utf8_scrub(clean, sizeof clean, host);
+  label(clean, m->hostname, sizeof m->hostname);
   *out = m;
   return 0;
 }
@@ -93,11 +120,32 @@ static int find_request_series(const struct metrics *m, const char *route, const
   return i;
 }
 
+/* The duration histogram of (route, method); the last slot is route="other",
+ * method="other" once the others are taken. Under m->lock. */
+static struct histogram *duration_of(struct metrics *m, const char *route, const char *method) {
+  int i = 0;
+  while (i < m->n_durations &&
+         (strcmp(m->durations[i].route, route) || strcmp(m->durations[i].method, method)))
+    i++;
+  if (i < m->n_durations) return &m->durations[i].seconds;
+  if (i >= MAX_DURATIONS - 1) { /* full: the overflow slot */
+    i = MAX_DURATIONS - 1;
+    route = method = "other";
+  }
+  struct duration_series *s = &m->durations[i];
+  if (i == m->n_durations) {
+    snprintf(s->route, sizeof s->route, "%s", route);
+    snprintf(s->method, sizeof s->method, "%s", method);
+    m->n_durations++;
+  }
+  return &s->seconds;
+}
+
 void metrics_http_request(struct metrics *m, const char *route, const char *method, int status,
                           double seconds) {
   method = method_label(method);
   pthread_mutex_lock(&m->lock);
-  observe(&m->request_seconds, seconds);
+  observe(duration_of(m, route, method), seconds);
   int i = find_request_series(m, route, method, status);
   if (i == m->n_requests && i >= MAX_SERIES - OVERFLOW_SLOTS) { /* full: one series per status */
     route = method = "other";
@@ -113,17 +161,21 @@ void metrics_http_request(struct metrics *m, const char *route, const char *meth
   pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_job_ended(struct metrics *m, const char *type, const char *state, double queue_s,
-                       double run_s) {
+void metrics_job_ended(struct metrics *m, const char *type, const char *state, int device,
+                       double queue_s, double run_s) {
+  if (device < 0) device = -1;
   pthread_mutex_lock(&m->lock);
   int i = 0;
-  while (i < m->n_jobs && (strcmp(m->jobs[i].type, type) || strcmp(m->jobs[i].state, state))) i++;
-  if (i == m->n_jobs && i < 64) {
+  while (i < m->n_jobs && (strcmp(m->jobs[i].type, type) || strcmp(m->jobs[i].state, state) ||
+                           m->jobs[i].device != device))
+    i++;
+  if (i == m->n_jobs && i < MAX_JOB_SERIES) {
     snprintf(m->jobs[i].type, sizeof m->jobs[i].type, "%s", type);
     snprintf(m->jobs[i].state, sizeof m->jobs[i].state, "%s", state);
+    m->jobs[i].device = device;
     m->n_jobs++;
   }
-  if (i < 64) {
+  if (i < MAX_JOB_SERIES) {
     m->jobs[i].count++;
     if (queue_s >= 0) observe(&m->jobs[i].queue, queue_s);
     if (run_s >= 0) observe(&m->jobs[i].run, run_s);
@@ -192,45 +244,100 @@ static void put_histogram(struct text *t, const char *name, const char *labels,
       (unsigned long long)h->n);
 }
 
+/* The devices as read now, with the labels of each. */
+struct device_view {
+  int n;
+  struct backend_device_info *info;
+  char (*labels)[768]; /* gpu="0",UUID="...",pci_bus_id="...",modelName="...",Hostname="..." */
+};
+
+static int device_view_read(struct metrics *m, struct engine *e, struct device_view *v) {
+  v->n = engine_device_count(e);
+  v->info = calloc((size_t)v->n, sizeof *v->info);
+  v->labels = calloc((size_t)v->n, sizeof *v->labels);
+  if (!v->info || !v->labels) return -ENOMEM;
+  for (int d = 0; d < v->n; d++) {
+    struct backend_device_info *info = &v->info[d];
+    backend_device_info(engine_device(e, d), info);
+    char model[sizeof info->name], model_label[2 * sizeof info->name];
+    utf8_scrub(model, sizeof model, info->name);
+    snprintf(v->labels[d], sizeof v->labels[d],
+             "gpu=\"%d\",UUID=\"%s\",pci_bus_id=\"%s\",modelName=\"%s\",Hostname=\"%s\"", d,
+             info->uuid, info->pci_bus_id, label(model, model_label, sizeof model_label),
+             m->hostname);
+  }
+  return 0;
+}
+
+static void device_view_free(struct device_view *v) {
+  free(v->info);
+  free(v->labels);
+}
+
 /* NVML's readings per device (devices without NVML have no sample). */
-static void put_clock_gauges(struct text *t, struct engine *e) {
+static void put_nvml_gauges(struct text *t, const struct device_view *v) {
   static const struct {
     const char *name, *help;
-  } g[4] = {{"gpulab_device_sm_clock_hertz", "SM clock now (NVML)."},
+  } g[6] = {{"gpulab_device_sm_clock_hertz", "SM clock now (NVML)."},
             {"gpulab_device_temperature_celsius", "GPU temperature (NVML)."},
             {"gpulab_device_power_watts", "Board power draw (NVML)."},
+            {"gpulab_device_utilization_ratio",
+             "Share of NVML's last sample period (1/6 s to 1 s) in which a kernel ran "
+             "(nvmlDeviceGetUtilizationRates; DCGM_FI_DEV_GPU_UTIL / 100)."},
+            {"gpulab_device_memory_utilization_ratio",
+             "Share of NVML's last sample period in which device memory was read or written."},
             {"gpulab_device_clock_event_active",
              "1 while NVML reports this clock-event (throttle) reason."}};
-  int n = engine_device_count(e);
-  struct backend_device_info *info = calloc((size_t)n, sizeof *info);
-  if (!info) {
-    t->failed = true;
-    return;
-  }
-  for (int d = 0; d < n; d++) backend_device_info(engine_device(e, d), &info[d]);
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 6; k++) {
     put(t, "# HELP %s %s\n# TYPE %s gauge\n", g[k].name, g[k].help, g[k].name);
-    for (int d = 0; d < n; d++) {
-      if (!info[d].nvml) continue;
-      if (k == 0) put(t, "%s{device=\"%d\"} %.0f\n", g[k].name, d, info[d].sm_mhz_now * 1e6);
-      if (k == 1) put(t, "%s{device=\"%d\"} %d\n", g[k].name, d, info[d].temp_c);
-      if (k == 2) put(t, "%s{device=\"%d\"} %.3f\n", g[k].name, d, info[d].power_w);
-      for (int b = 0; k == 3 && b < 64; b++) {
+    for (int d = 0; d < v->n; d++) {
+      const struct backend_device_info *info = &v->info[d];
+      const char *l = v->labels[d];
+      if (!info->nvml) continue;
+      if (k == 0) put(t, "%s{%s} %.0f\n", g[k].name, l, info->sm_mhz_now * 1e6);
+      if (k == 1) put(t, "%s{%s} %d\n", g[k].name, l, info->temp_c);
+      if (k == 2) put(t, "%s{%s} %.3f\n", g[k].name, l, info->power_w);
+      if (k == 3 && info->util) put(t, "%s{%s} %.2f\n", g[k].name, l, info->util_gpu_pct / 100.0);
+      if (k == 4 && info->util) put(t, "%s{%s} %.2f\n", g[k].name, l, info->util_mem_pct / 100.0);
+      for (int b = 0; k == 5 && b < 64; b++) {
         const char *reason = exp_clock_reason_name(1ull << b);
         if (reason)
-          put(t, "%s{device=\"%d\",reason=\"%s\"} %d\n", g[k].name, d, reason,
-              (int)(info[d].clock_reasons >> b & 1));
+          put(t, "%s{%s,reason=\"%s\"} %d\n", g[k].name, l, reason,
+              (int)(info->clock_reasons >> b & 1));
       }
     }
   }
   put(t,
       "# HELP gpulab_device_throttled 1 while a thermal, power-brake, hardware-slowdown or "
       "sync-boost reason is active (NVML).\n# TYPE gpulab_device_throttled gauge\n");
-  for (int d = 0; d < n; d++)
-    if (info[d].nvml)
-      put(t, "gpulab_device_throttled{device=\"%d\"} %d\n", d,
-          (info[d].clock_reasons & EXP_CLOCK_THROTTLED) != 0);
-  free(info);
+  for (int d = 0; d < v->n; d++)
+    if (v->info[d].nvml)
+      put(t, "gpulab_device_throttled{%s} %d\n", v->labels[d],
+          (v->info[d].clock_reasons & EXP_CLOCK_THROTTLED) != 0);
+}
+
+/* Every device's memory and health, and NVML's readings. */
+static void put_device_gauges(struct text *t, struct engine *e, const struct device_view *v) {
+  put(t,
+      "# HELP gpulab_device_memory_used_bytes Device memory in use (total - free; the CPU "
+      "backend: the host's).\n# TYPE gpulab_device_memory_used_bytes gauge\n");
+  for (int d = 0; d < v->n; d++)
+    put(t, "gpulab_device_memory_used_bytes{%s,backend=\"%s\"} %llu\n", v->labels[d],
+        v->info[d].backend,
+        (unsigned long long)(v->info[d].mem_total_bytes - v->info[d].mem_free_bytes));
+  put(t,
+      "# HELP gpulab_device_memory_total_bytes Device memory in all.\n"
+      "# TYPE gpulab_device_memory_total_bytes gauge\n");
+  for (int d = 0; d < v->n; d++)
+    put(t, "gpulab_device_memory_total_bytes{%s,backend=\"%s\"} %llu\n", v->labels[d],
+        v->info[d].backend, (unsigned long long)v->info[d].mem_total_bytes);
+  put(t,
+      "# HELP gpulab_device_healthy 1 while the device works, 0 after an unrecoverable error.\n"
+      "# TYPE gpulab_device_healthy gauge\n");
+  for (int d = 0; d < v->n; d++)
+    put(t, "gpulab_device_healthy{%s} %d\n", v->labels[d],
+        backend_healthy(engine_device(e, d)) ? 1 : 0);
+  put_nvml_gauges(t, v);
 }
 
 /* Who has jobs now: unfinished jobs per client (a token's name, a Unix user on
@@ -275,22 +382,6 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
       "# HELP gpulab_buffer_bytes Bytes held by listed buffers.\n# TYPE gpulab_buffer_bytes gauge\n"
       "gpulab_buffer_bytes %llu\n",
       (unsigned long long)c.buffer_bytes);
-  put(t,
-      "# HELP gpulab_device_memory_used_bytes Device memory in use (total - free).\n"
-      "# TYPE gpulab_device_memory_used_bytes gauge\n");
-  for (int d = 0; d < engine_device_count(e); d++) {
-    struct backend_device_info info;
-    backend_device_info(engine_device(e, d), &info);
-    put(t, "gpulab_device_memory_used_bytes{device=\"%d\",backend=\"%s\"} %llu\n", d, info.backend,
-        (unsigned long long)(info.mem_total_bytes - info.mem_free_bytes));
-  }
-  put(t,
-      "# HELP gpulab_device_healthy 1 while the device works, 0 after an unrecoverable error.\n"
-      "# TYPE gpulab_device_healthy gauge\n");
-  for (int d = 0; d < engine_device_count(e); d++)
-    put(t, "gpulab_device_healthy{device=\"%d\"} %d\n", d,
-        backend_healthy(engine_device(e, d)) ? 1 : 0);
-  put_clock_gauges(t, e);
   put_client_gauges(t, e);
 }
 
@@ -329,53 +420,138 @@ static void put_store_gauges(struct text *t, struct store *store) {
       (unsigned long long)st.pruned_jobs);
 }
 
-char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len) {
-  struct text t = {.buf = malloc(8192), .cap = 8192};
-  if (!t.buf) return NULL;
-  pthread_mutex_lock(&m->lock);
-  put(&t,
+/* The standard process metrics, as Prometheus' client libraries name them, from
+ * /proc/self (stat: CPU time and resident pages; fd: open descriptors). A figure that
+ * cannot be read is left out. */
+static void put_process_gauges(struct text *t, double started_unix) {
+  put(t,
+      "# HELP process_start_time_seconds When gpulabd started (unix time).\n"
+      "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+      started_unix);
+  char stat[1024];
+  FILE *f = fopen("/proc/self/stat", "r");
+  size_t n = f ? fread(stat, 1, sizeof stat - 1, f) : 0;
+  if (f) fclose(f);
+  stat[n] = '\0';
+  const char *p = strrchr(stat, ')'); /* the name may hold spaces; fields follow it */
+  unsigned long long utime = 0, stime = 0, rss_pages = 0;
+  /* after ")": state(3) ... utime(14) stime(15) ... rss(24) */
+  if (p && sscanf(p + 1,
+                  " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d "
+                  "%*d %*u %*u %llu",
+                  &utime, &stime, &rss_pages) == 3) {
+    long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    put(t,
+        "# HELP process_cpu_seconds_total User and system CPU time spent.\n"
+        "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n",
+        (double)(utime + stime) / (double)(tick > 0 ? tick : 100));
+    put(t,
+        "# HELP process_resident_memory_bytes Resident memory size.\n"
+        "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %llu\n",
+        rss_pages * (unsigned long long)(page > 0 ? page : 4096));
+  }
+  DIR *dir = opendir("/proc/self/fd");
+  if (dir) {
+    long fds = -1; /* opendir's own descriptor is listed too */
+    for (struct dirent *de; (de = readdir(dir));)
+      if (de->d_name[0] != '.') fds++;
+    closedir(dir);
+    put(t,
+        "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\n"
+        "process_open_fds %ld\n",
+        fds);
+  }
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    put(t,
+        "# HELP process_max_fds The limit on open file descriptors.\n"
+        "# TYPE process_max_fds gauge\nprocess_max_fds %llu\n",
+        (unsigned long long)rl.rlim_cur);
+}
+
+/* gpulab_build_info: 1, with gpulabd's version, the CUDA runtime's and the NVIDIA
+ * driver's (the first CUDA device's; "" on the CPU backend or without NVML). */
+static void put_build_info(struct text *t, const struct metrics *m, const struct device_view *v) {
+  char cuda[16] = "";
+  const char *driver = "";
+  for (int d = 0; d < v->n; d++)
+    if (strcmp(v->info[d].backend, "cuda") == 0) {
+      snprintf(cuda, sizeof cuda, "%d.%d", v->info[d].runtime_version / 1000,
+               v->info[d].runtime_version % 1000 / 10);
+      driver = v->info[d].driver;
+      break;
+    }
+  char version[64], driver_label[64];
+  put(t,
+      "# HELP gpulab_build_info gpulabd's version, the CUDA runtime's and the NVIDIA driver's "
+      "(\"\" where there is none).\n# TYPE gpulab_build_info gauge\n"
+      "gpulab_build_info{version=\"%s\",cuda=\"%s\",driver=\"%s\"} 1\n",
+      label(m->version, version, sizeof version), cuda,
+      label(driver, driver_label, sizeof driver_label));
+}
+
+/* The (route, method) histograms of request durations and the job series. Under m->lock. */
+static void put_request_and_job_series(struct text *t, const struct metrics *m) {
+  put(t,
       "# HELP gpulab_http_requests_total HTTP requests answered, by route, method and status.\n"
       "# TYPE gpulab_http_requests_total counter\n");
   for (int i = 0; i < m->n_requests; i++) {
     char route[80], method[24];
-    put(&t, "gpulab_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
+    put(t, "gpulab_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %llu\n",
         label(m->requests[i].route, route, sizeof route),
         label(m->requests[i].method, method, sizeof method), m->requests[i].status,
         (unsigned long long)m->requests[i].count);
   }
-  put(&t,
-      "# HELP gpulab_http_request_duration_seconds Time from a request's first byte to its answer.\n"
+  put(t,
+      "# HELP gpulab_http_request_duration_seconds Time from a request's first byte to its "
+      "answer, by route (the router's pattern, not the path) and method.\n"
       "# TYPE gpulab_http_request_duration_seconds histogram\n");
-  put_histogram(&t, "gpulab_http_request_duration_seconds", "", &m->request_seconds);
-  put(&t,
-      "# HELP gpulab_jobs_total Jobs ended, by type and outcome.\n# TYPE gpulab_jobs_total counter\n");
-  for (int i = 0; i < m->n_jobs; i++)
-    put(&t, "gpulab_jobs_total{type=\"%s\",outcome=\"%s\"} %llu\n", m->jobs[i].type,
-        m->jobs[i].state, (unsigned long long)m->jobs[i].count);
+  for (int i = 0; i < m->n_durations; i++) {
+    char route[80], method[24], labels[128];
+    snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\"",
+             label(m->durations[i].route, route, sizeof route),
+             label(m->durations[i].method, method, sizeof method));
+    put_histogram(t, "gpulab_http_request_duration_seconds", labels, &m->durations[i].seconds);
+  }
+  put(t,
+      "# HELP gpulab_jobs_total Jobs ended, by type, outcome and device (gpu=\"none\": ended "
+      "before it was placed).\n# TYPE gpulab_jobs_total counter\n");
+  char labels[MAX_JOB_SERIES][80];
+  for (int i = 0; i < m->n_jobs; i++) {
+    char gpu[16];
+    snprintf(gpu, sizeof gpu, m->jobs[i].device < 0 ? "none" : "%d", m->jobs[i].device);
+    snprintf(labels[i], sizeof labels[i], "type=\"%s\",outcome=\"%s\",gpu=\"%s\"", m->jobs[i].type,
+             m->jobs[i].state, gpu);
+    put(t, "gpulab_jobs_total{%s} %llu\n", labels[i], (unsigned long long)m->jobs[i].count);
+  }
   const char *hist[2][2] = {
       {"gpulab_job_queue_wait_seconds", "Time jobs waited before running."},
       {"gpulab_job_run_seconds", "Time jobs ran (device work, timing and checks)."}};
   for (int h = 0; h < 2; h++) {
-    put(&t, "# HELP %s %s\n# TYPE %s histogram\n", hist[h][0], hist[h][1], hist[h][0]);
-    for (int i = 0; i < m->n_jobs; i++) {
-      char labels[64];
-      snprintf(labels, sizeof labels, "type=\"%s\",outcome=\"%s\"", m->jobs[i].type,
-               m->jobs[i].state);
-      put_histogram(&t, hist[h][0], labels, h == 0 ? &m->jobs[i].queue : &m->jobs[i].run);
-    }
+    put(t, "# HELP %s %s\n# TYPE %s histogram\n", hist[h][0], hist[h][1], hist[h][0]);
+    for (int i = 0; i < m->n_jobs; i++)
+      put_histogram(t, hist[h][0], labels[i], h == 0 ? &m->jobs[i].queue : &m->jobs[i].run);
   }
-  double started = m->started_unix;
+}
+
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len) {
+  struct text t = {.buf = malloc(16384), .cap = 16384};
+  struct device_view v = {0};
+  if (!t.buf || device_view_read(m, e, &v)) goto fail;
+  pthread_mutex_lock(&m->lock);
+  put_request_and_job_series(&t, m);
   pthread_mutex_unlock(&m->lock);
-  put(&t,
-      "# HELP process_start_time_seconds When gpulabd started (unix time).\n"
-      "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
-      started);
+  put_build_info(&t, m, &v);
+  put_process_gauges(&t, m->started_unix);
   put_engine_gauges(&t, e);
+  put_device_gauges(&t, e, &v);
   if (store) put_store_gauges(&t, store);
-  if (t.failed) {
-    free(t.buf);
-    return NULL;
-  }
+  if (t.failed) goto fail;
+  device_view_free(&v);
   *len = t.len;
   return t.buf;
+fail:
+  device_view_free(&v);
+  free(t.buf);
+  return NULL;
 }

@@ -61,7 +61,11 @@ static enum MHD_Result respond_text(struct request *r, unsigned status, char *te
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, media_type);
   if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-  if (r->location[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+  if (r->location[0]) { /* under the prefix the request came by */
+    char location[sizeof r->location + 8];
+    snprintf(location, sizeof location, "%s%s", r->api_prefix ? r->api_prefix : "", r->location);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
+  }
   if (r->www_authenticate)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_authenticate);
   if (r->retry_after_s > 0) {

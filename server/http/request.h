@@ -66,7 +66,8 @@ struct request {
   const struct auth_client *who;
   bool local, local_admin; /* on the Unix socket: client is the peer's user name */
   char client[64];
-  char location[48]; /* non-empty: sent as Location (201, 202) */
+  char location[48];      /* non-empty: sent as Location (201, 202), after api_prefix */
+  const char *api_prefix; /* "/v1" when the path came under it (router.c), else "" */
   char *body;
   size_t body_len, body_cap;
   size_t body_limit; /* --max-body, or --max-upload for POST /buffers */

@@ -77,6 +77,18 @@ static bool match_pattern(const char *url, const char *pattern, char *id, size_t
   return true;
 }
 
+/* The API's version prefix: every route is also under it ("/v1/jobs" is "/jobs"),
+ * and the unversioned paths stay as its aliases. */
+#define ROUTER_PREFIX "/v1"
+
+/* url without ROUTER_PREFIX ("/v1" alone is "/"); *versioned says whether it had it. */
+static const char *unversioned(const char *url, bool *versioned) {
+  size_t n = sizeof ROUTER_PREFIX - 1;
+  *versioned = strncmp(url, ROUTER_PREFIX, n) == 0 && (url[n] == '/' || url[n] == '\0');
+  if (!*versioned) return url;
+  return url[n] ? url + n : "/";
+}
+
 static bool match_route(const char *url, struct route_match *m) {
   memset(m, 0, sizeof *m);
   m->type = -1;
@@ -211,7 +223,10 @@ static bool precheck_body(struct request *r, unsigned flags, enum MHD_Result *re
 
 bool router_precheck(struct request *r, const char *url, enum MHD_Result *result) {
   struct route_match m;
-  if (!match_route(url, &m)) {
+  bool versioned;
+  const char *path = unversioned(url, &versioned);
+  r->api_prefix = versioned ? ROUTER_PREFIX : "";
+  if (!match_route(path, &m)) {
     *result = respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);
     return true;
   }
@@ -232,6 +247,8 @@ bool router_precheck(struct request *r, const char *url, enum MHD_Result *result
 
 enum MHD_Result router_dispatch(struct request *r, const char *url) {
   struct route_match m;
+  bool versioned;
+  url = unversioned(url, &versioned);
   if (!match_route(url, &m)) /* router_precheck refused it already */
     return respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);
   if (r->body_plain_text && r->body_len) {

@@ -1,6 +1,8 @@
 /* The router: which route a URL names (router.c's table, and POST /<name> for every
  * experiment of the registry), the checks made before a body is read, and the
- * dispatch once it has arrived. */
+ * dispatch once it has arrived. Every route is also under "/v1" ("/v1/jobs/{id}" is
+ * "/jobs/{id}", with the same route name in metrics and logs); the unversioned paths
+ * are its aliases. */
 #ifndef GPULAB_HTTP_ROUTER_H
 #define GPULAB_HTTP_ROUTER_H
 

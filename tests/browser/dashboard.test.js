@@ -184,6 +184,8 @@ async function barChart(page) {
 async function withCharts(context, proc) {
   const page = await context.newPage();
   const errors = watchErrors(page, /status of (400|422)/); /* the refusals this test provokes */
+  const paths = [];
+  page.on('request', (req) => paths.push(new URL(req.url()).pathname));
   const charts = fs.existsSync(CHARTJS);
   check(charts, `${CHARTJS} is there (apt-get install libjs-chart.js; scripts/gpulab test installs it)`);
   let transposeId, pipelineId;
@@ -246,6 +248,37 @@ async function withCharts(context, proc) {
     await page.click('#type-tabs button[data-type="transpose"]');
   });
 
+  await step('form inputs by type: a select for a choice (order), a decimal keypad for numbers (max_noise, max_time), a numeric one only for integers', page, async () => {
+    const common = Object.fromEntries(experiments.common.map((c) => [c.name, c]));
+    checkEq(common.order.kind, 'choice', 'order is a choice in experiments.json');
+    for (const type of experiments.order) {
+      const info = experiments.types[type];
+      const form = `#form-${type}`;
+      await page.click(`#type-tabs button[data-type="${type}"]`);
+      const kinds = await page.$$eval(`${form} input[type="text"], ${form} select`, (els) =>
+        Object.fromEntries(els.map((e) => [e.name, e.tagName === 'SELECT' ? `select:${[...e.options].map((o) => o.value).join('|')}`
+          : `input:${e.getAttribute('inputmode') || 'text'}`])));
+      checkEq(kinds.order, `select:${common.order.values.join('|')}`, `${type}.order`);
+      checkEq(await page.inputValue(`${form} [name="order"]`), info.defaults.order, `${type}.order default`);
+      for (const name of ['max_noise', 'max_time']) checkEq(kinds[name], 'input:decimal', `${type}.${name}`);
+      for (const name of [...info.params.map((p) => p.name), 'seed', 'warmup', 'batches', 'reps', 'min_samples', 'priority'])
+        checkEq(kinds[name], 'input:numeric', `${type}.${name}`);
+      checkEq(kinds.depends_on, 'input:text', `${type}.depends_on (a list: commas)`);
+      if (info.runs) checkEq(kinds[info.runs.name], 'input:text', `${type}.${info.runs.name} (a list: commas)`);
+    }
+    /* What the typed inputs send. */
+    await page.click('#type-tabs button[data-type="transpose"]');
+    await page.locator('#form-transpose details.options').evaluate((d) => { d.open = true; });
+    await page.selectOption('#form-transpose select[name="order"]', 'sequential');
+    await page.fill('#form-transpose [name="max_noise"]', '0.25');
+    await submitForm(page, 'transpose', { m: 64, n: 48, warmup: 0, batches: 2, reps: 1 });
+    const job = await waitDone(proc, await submittedId(page, 'transpose'));
+    checkEq([job.params.order, job.params.max_noise], ['sequential', 0.25], 'order and max_noise as sent');
+    await page.locator('#form-transpose').screenshot({ path: path.join(ARTIFACTS, 'form-typed.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'form-typed.png')}`);
+    await page.click('#form-transpose button:has-text("Defaults")');
+  });
+
   await step('a wrong field shows the API\'s message next to it', page, async () => {
     await submitForm(page, 'transpose', { m: 0 });
     const err = page.locator('#form-transpose .field[data-field="m"] .field-error');
@@ -280,7 +313,9 @@ async function withCharts(context, proc) {
     checkEq(await text(page, `${row} td.state`), 'done', 'queue state');
     await page.waitForFunction((sel) => /\d/.test(document.querySelector(sel).innerText), `${row} td.run-ms`, { timeout: TIMEOUT });
     check(/\d/.test(await text(page, `${row} td.queue-ms`)), 'no queue time');
-    check(/checked/.test(await text(page, `${row} td.result`)), 'no check result in the queue');
+    /* The finished row's headline: its best run's figure (checked). */
+    await page.waitForFunction((sel) => /^✓ \S+ [\d.,]+ GB\/s/.test(document.querySelector(sel).innerText), `${row} td.result`, { timeout: TIMEOUT })
+      .catch(async () => check(false, `no headline in the queue: ${await text(page, `${row} td.result`)}`));
     check(await page.evaluate(() => window.__sameDocument === true), 'the page reloaded');
   });
 
@@ -313,6 +348,67 @@ async function withCharts(context, proc) {
       check(chart.values.every((v) => v > 0), `chart values ${chart.values}`);
     }
     await shot(page, 'job-transpose.png');
+  });
+
+  await step('the transpose\'s bars: "same" shown without hovering, whiskers from the batches, the ceiling as a line', page, async () => {
+    const job = await waitDone(proc, transposeId);
+    const runs = job.result.runs.filter((r) => r.available);
+    /* "same" where the speedup's range holds 1, visible as it stands; the baseline has none. */
+    for (const [i, run] of runs.entries()) {
+      const cell = `#view-job table.runs tr[data-variant="${run.variant}"] td.speedup`;
+      const same = i > 0 && run.speedup_range[0] <= 1 && run.speedup_range[1] >= 1;
+      checkEq(await page.locator(`${cell} .same`).count(), same ? 1 : 0, `${run.variant}: "same"`);
+      if (same) check(await page.locator(`${cell} .same`).isVisible(), `${run.variant}: "same" not visible`);
+      if (i > 0) check(/\d–\d/.test(await text(page, `${cell} .range`)), `${run.variant}: no range shown`);
+    }
+    if (!charts) return;
+    /* The whiskers: the batches' figures (work over each sample's time), extremes under 4 samples. */
+    const want = runs.map((r) => {
+      const ms = [...r.timing.samples_ms].sort((a, b) => a - b);
+      const q = (p) => { const at = (ms.length - 1) * p, lo = Math.floor(at); return ms[lo] + (ms[Math.ceil(at)] - ms[lo]) * (at - lo); };
+      const [fast, slow] = ms.length < 4 ? [ms[0], ms[ms.length - 1]] : [q(0.25), q(0.75)];
+      return [r.figure * r.timing.median_ms / slow, r.figure * r.timing.median_ms / fast];
+    });
+    const got = JSON.parse(await page.getAttribute('#bar-chart', 'data-spreads'));
+    check(got.length === want.length && got.every((g, i) => Math.abs(g[0] - want[i][0]) <= 1e-9 * want[i][0] &&
+      Math.abs(g[1] - want[i][1]) <= 1e-9 * want[i][1] && g[0] <= runs[i].figure * 1.000001 && g[1] >= runs[i].figure * 0.999999),
+    `whiskers ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+    /* ... drawn: a cap's pixels in the marks' colour. */
+    const pixel = (js) => page.$eval('#bar-chart', (c, arg) => {
+      const chart = window.Chart.getChart(c), k = c.width / c.clientWidth, ctx = c.getContext('2d');
+      const at = new Function('chart', `return ${arg}`)(chart);
+      const d = ctx.getImageData(Math.round(at[0] * k), Math.round(at[1] * k), 1, 1).data;
+      return [d[0], d[1], d[2]];
+    }, js);
+    const dark = (p) => p.every((v) => v < 90);
+    check(dark(await pixel('[chart.scales.x.getPixelForValue(0) + 5, chart.scales.y.getPixelForValue(JSON.parse(chart.canvas.dataset.spreads)[0][1])]')),
+      'no whisker cap drawn over the first bar');
+    checkEq(await page.getAttribute('#bar-chart', 'data-ceiling'), null, 'no ceiling on the CPU backend');
+    /* A GPU's answer (its runs' percent of the device's copy ceiling) for the same job. */
+    const ceiling = 2 * Math.max(...runs.map((r) => r.figure));
+    await page.route(`**/v1/jobs/${transposeId}`, async (route) => {
+      const res = await route.fetch();
+      const body = await res.json();
+      for (const r of body.result.runs) if (r.available) Object.assign(r, { ceiling: 'copy_gbps', percent_of_ceiling: 100 * r.figure / ceiling });
+      await route.fulfill({ response: res, json: body });
+    });
+    await page.evaluate(() => GL.jobView.reload());
+    await page.waitForFunction((c) => Math.abs(Number(document.querySelector('#bar-chart') && document.querySelector('#bar-chart').dataset.ceiling) - c) < 1e-6 * c, ceiling, { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#bar-chart')), null, { timeout: TIMEOUT });
+    const rows = await runsTable(page);
+    check(rows.every((r) => r.cells.length < 2 || /%$/.test(r.cells[2])), `% of ceiling shown: ${rows.map((r) => r.cells[2])}`);
+    const red = await page.$eval('#bar-chart', (c, value) => {
+      const chart = window.Chart.getChart(c), k = c.width / c.clientWidth, a = chart.chartArea;
+      const y = Math.round((Math.round(chart.scales.y.getPixelForValue(value)) + 0.5) * k);
+      const row = c.getContext('2d').getImageData(Math.round(a.left * k), y, Math.round((a.right - a.left) * k), 1).data;
+      let n = 0;
+      for (let i = 0; i < row.length; i += 4) if (row[i] > 150 && row[i + 1] < 90 && row[i + 2] < 90) n++;
+      return n / (row.length / 4);
+    }, ceiling);
+    check(red > 0.4 && red < 0.9, `the ceiling's dashed line covers ${(100 * red).toFixed(0)}% of its row`);
+    await shot(page, 'job-transpose-ceiling.png');
+    await page.unroute(`**/v1/jobs/${transposeId}`);
+    await page.evaluate(() => GL.jobView.reload());
   });
 
   await step('a pipeline: its page shows each stream\'s uploads, kernels and downloads', page, async () => {
@@ -362,6 +458,79 @@ async function withCharts(context, proc) {
     await shot(page, 'job-histogram.png');
   });
 
+  await step('the pipeline\'s best run: its timeline counts its own plan\'s chunks, not the params\'', page, async () => {
+    const id = await postJob(proc, { type: 'pipeline', params: { chunk: 32768, chunks: 6, terms: 8, streams: [2, 'best'], warmup: 0, batches: 1, reps: 1 } });
+    const job = await waitDone(proc, id);
+    const best = job.result.runs.find((r) => r.variant === 'best');
+    check(best && best.plan && best.plan.chunks !== 6, `best's plan ${JSON.stringify(best && best.plan)} (the check needs one that differs)`);
+    await page.goto(`${proc.base}/#/jobs/${id}`);
+    await page.waitForSelector('#timeline svg.timeline[data-variant="best"]', { timeout: TIMEOUT });
+    const head = await text(page, '#timeline .timeline-run:has(svg[data-variant="best"]) h4');
+    const shown = await page.locator('#timeline svg.timeline[data-variant="best"] rect.op-kernel').count();
+    checkEq(shown, best.timeline_chunks, 'best\'s chunks drawn');
+    if (best.timeline_chunks < best.plan.chunks) check(head.includes(`first ${best.timeline_chunks} of ${best.plan.chunks} chunks`), head);
+    else check(!/chunks shown/.test(head), `best's heading says some are missing: ${head}`);
+  });
+
+  await step('the live queue: queued, waiting and running on top, finished below a page at a time, a state filter, each finished row\'s best figure', page, async () => {
+    await page.goto(`${proc.base}/#/`);
+    await page.waitForSelector('#view-dashboard:not([hidden])');
+    /* Enough finished jobs for two pages of 20. */
+    const small = { type: 'transpose', params: { m: 16, n: 16, warmup: 0, batches: 1, reps: 1 } };
+    let last = 0;
+    for (let i = 0; i < 22; i++) last = await postJob(proc, small);
+    await waitDone(proc, last);
+    /* A long job, and one that waits for it on the host (state waiting until it ends). */
+    const long = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 40, reps: 4, max_time: 600 } });
+    const waiting = await postJob(proc, { type: 'transpose', params: small.params, depends_on: [long], dependency: 'host' });
+    await page.waitForSelector(`#queue-active tr[data-job-id="${long}"][data-state="running"]`, { timeout: TIMEOUT });
+    await page.waitForSelector(`#queue-active tr[data-job-id="${waiting}"][data-state="waiting"]`, { timeout: TIMEOUT });
+    const order = await page.$$eval('#queue tbody:not(.group) tr', (trs) => trs.map((tr) => [tr.parentElement.id, tr.dataset.state]));
+    const firstFinished = order.findIndex(([body]) => body === 'queue-finished');
+    check(firstFinished > 0 && order.slice(0, firstFinished).every(([b, st]) => b === 'queue-active' && ['running', 'waiting', 'queued'].includes(st)) &&
+      order.slice(firstFinished).every(([b, st]) => b === 'queue-finished' && ['done', 'failed', 'canceled'].includes(st)),
+    `unfinished rows first, then finished: ${JSON.stringify(order)}`);
+    checkEq(order[0][1], 'running', 'the running job heads the queue');
+    checkEq(await page.locator('#queue-finished tr').count(), 20, 'a page of finished jobs');
+    await shot(page, 'queue-live.png');
+    /* Canceled while it waits: it leaves the top for the finished page. */
+    await fetch(`${proc.base}/jobs/${waiting}`, { method: 'DELETE' });
+    await page.waitForSelector(`#queue-finished tr[data-job-id="${waiting}"][data-state="canceled"]`, { timeout: TIMEOUT });
+    checkEq(await page.locator(`#queue-active tr[data-job-id="${waiting}"]`).count(), 0, 'the canceled job left the top');
+    /* Headlines: the best run's figure of each done row. */
+    const job = await waitDone(proc, last);
+    const best = job.result.runs.filter((r) => r.available && r.check.passed).reduce((a, b) => (b.figure > a.figure ? b : a));
+    const cell = await text(page, `#queue-finished tr[data-job-id="${last}"] td.result`);
+    check(cell.includes(best.variant) && cell.includes('GB/s'), `#${last}'s headline: ${cell} (best ${best.variant} ${best.figure})`);
+    /* Paging: older, then newer again. */
+    await page.selectOption('#queue-state', 'done');
+    await page.waitForFunction(() => [...document.querySelectorAll('#queue-finished tr')].length === 20 &&
+      [...document.querySelectorAll('#queue-finished tr')].every((tr) => tr.dataset.state === 'done'), null, { timeout: TIMEOUT });
+    const ids = () => page.$$eval('#queue-finished tr', (trs) => trs.map((tr) => Number(tr.dataset.jobId)));
+    const first = await ids();
+    check(first.every((id, i) => i === 0 || id < first[i - 1]), `newest first: ${first}`);
+    await page.click('#queue-older');
+    await page.waitForFunction((min) => {
+      const trs = [...document.querySelectorAll('#queue-finished tr')];
+      return trs.length > 0 && trs.every((tr) => Number(tr.dataset.jobId) < min);
+    }, Math.min(...first), { timeout: TIMEOUT });
+    checkEq(await text(page, '#queue-page'), 'page 2', 'page label');
+    await page.click('#queue-newer');
+    await page.waitForFunction((want) => [...document.querySelectorAll('#queue-finished tr')].map((tr) => Number(tr.dataset.jobId)).join() === want,
+      first.join(), { timeout: TIMEOUT });
+    /* The filter: canceled only. */
+    await page.selectOption('#queue-state', 'canceled');
+    await page.waitForFunction((id) => {
+      const trs = [...document.querySelectorAll('#queue-finished tr')];
+      return trs.length > 0 && trs.every((tr) => tr.dataset.state === 'canceled') && trs.some((tr) => tr.dataset.jobId === String(id));
+    }, waiting, { timeout: TIMEOUT });
+    await shot(page, 'queue-canceled.png');
+    await page.selectOption('#queue-state', '');
+    await waitDone(proc, long);
+    await page.waitForSelector(`#queue-finished tr[data-job-id="${long}"][data-state="done"]`, { timeout: TIMEOUT });
+    checkEq(await page.locator('#queue-active tr').count(), 0, 'nothing unfinished left on top');
+  });
+
   await step('history: the same transpose over time as a line chart', page, async () => {
     await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
     const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
@@ -378,8 +547,9 @@ async function withCharts(context, proc) {
       check(points >= 3, `history points ${points}`);
     }
     /* Every queue row complete (params and times fetched after its events). */
-    await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody tr')].every((tr) =>
-      tr.querySelector('td.size').innerText && /\d/.test(tr.querySelector('td.run-ms').innerText)), null, { timeout: TIMEOUT });
+    await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody:not(.group) tr')].every((tr) =>
+      tr.querySelector('td.size').innerText && (tr.dataset.state === 'canceled' || /\d/.test(tr.querySelector('td.run-ms').innerText))),
+    null, { timeout: TIMEOUT });
     await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'dashboard.png');
   });
@@ -423,6 +593,14 @@ async function withCharts(context, proc) {
 
   await step('no console errors or CSP violations on the way', page, async () => {
     checkEq(errors, [], 'console errors');
+  });
+
+  await step('every API call of the page goes to /v1/ (the page and its files stay at / and /static/)', page, async () => {
+    const api = paths.filter((p) => p !== '/' && !p.startsWith('/static/'));
+    const unversioned = [...new Set(api.filter((p) => !p.startsWith('/v1/')))];
+    check(api.length > 10 && api.some((p) => p === '/v1/events') && api.some((p) => /^\/v1\/jobs\/\d+$/.test(p)),
+      `the page's API calls were seen (${api.length}: ${[...new Set(api)].slice(0, 8).join(', ')})`);
+    checkEq(unversioned, [], 'API calls outside /v1/');
   });
   await page.close();
 }

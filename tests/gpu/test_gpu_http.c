@@ -1,6 +1,7 @@
 /* HTTP tests of gpulabd on the CUDA backend: every variant of every experiment at
  * sizes with tails and at the lecture's sizes, all available and all passing, with
  * launch details. Skips (77) where no CUDA device answers. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,51 @@ static void test_device(void) {
   const char *nvml = JSTR(r.json, "nvml");
   CHECK(strcmp(nvml, "available") == 0 ? JINT(r.json, "clocks.sm_mhz") > 0
                                        : strncmp(nvml, "unavailable: ", 13) == 0);
+  http_reply_free(&r);
+}
+
+/* /metrics on a GPU: the device series labelled as the DCGM exporter labels it (a
+ * UUID as nvidia-smi -L shows it, NVML's form of the PCI bus id), memory in all as
+ * /device says, gpulab_build_info with CUDA's version and, with NVML, the driver's,
+ * and NVML's utilization gauges in [0, 1]. */
+static void test_metrics(void) {
+  struct http_reply r;
+  http_get(&D, "/device", &r);
+  CHECK_STATUS(&r, 200);
+  bool nvml = strcmp(JSTR(r.json, "nvml"), "available") == 0;
+  long long total = JINT(r.json, "memory_total_bytes");
+  http_reply_free(&r);
+  http_get(&D, "/metrics", &r);
+  CHECK_STATUS(&r, 200);
+  const char *at = strstr(r.body, "\ngpulab_device_memory_total_bytes{gpu=\"0\",UUID=\"GPU-");
+  CHECK(at != NULL);
+  char uuid[64] = "", pci[32] = "";
+  CHECK(sscanf(at, "\ngpulab_device_memory_total_bytes{gpu=\"0\",UUID=\"%63[^\"]\",pci_bus_id=\"%31[^\"]\"", uuid,
+               pci) == 2);
+  fprintf(stderr, "metrics: UUID %s, pci_bus_id %s\n", uuid, pci);
+  CHECK_INT_EQ(strlen(uuid), 40); /* GPU-8-4-4-4-12 */
+  CHECK(uuid[12] == '-' && uuid[17] == '-' && uuid[22] == '-' && uuid[27] == '-');
+  unsigned domain, bus, dev;
+  CHECK(strlen(pci) == 16 && sscanf(pci, "%8X:%2X:%2X.0", &domain, &bus, &dev) == 3);
+  CHECK(strstr(at, "modelName=\"") && strstr(at, "Hostname=\""));
+  const char *value = strstr(at + 1, "} ");
+  CHECK(value && atoll(value + 2) == total);
+  if (system("command -v nvidia-smi >/dev/null 2>&1") == 0) { /* the UUID is nvidia-smi's */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "nvidia-smi -L | grep -q 'UUID: %s)'", uuid);
+    CHECK_INT_EQ(system(cmd), 0);
+  }
+  CHECK(strstr(r.body, "gpulab_build_info{version=\"0.1.0\",cuda=\"1") ||
+        strstr(r.body, "gpulab_build_info{version=\"0.1.0\",cuda=\"2"));
+  CHECK(!nvml == (strstr(r.body, "\",driver=\"\"} 1") != NULL));
+  at = strstr(r.body, "\ngpulab_device_utilization_ratio{gpu=\"0\"");
+  CHECK(!nvml == !at);
+  if (at) {
+    double util = atof(strstr(at + 1, "} ") + 2);
+    CHECK(util >= 0 && util <= 1);
+    CHECK(strstr(r.body, "\ngpulab_device_memory_utilization_ratio{gpu=\"0\""));
+  }
+  check_promtool_metrics(r.body, "/tmp/gpulab-gpu-metrics.txt");
   http_reply_free(&r);
 }
 
@@ -110,6 +156,7 @@ static void test_lecture_sizes(void) {
 int main(void) {
   start_or_skip();
   test_device();
+  test_metrics();
   test_odd_sizes();
   test_lecture_sizes();
   gpulabd_stop(&D);

@@ -1,6 +1,7 @@
 /* gpulabd as a shared service: tokens and who sees what, per-client limits (queue,
  * buffer bytes, rate), start-up refusals, TLS, connection limits, the access log
  * and the Prometheus metrics. Against real gpulabd processes on loopback. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,30 +164,182 @@ static void test_tokens(void) {
   gpulabd_stop(&d);
 }
 
-/* /metrics in Prometheus' text format, checked by promtool (which must be installed). */
+/* The value of the sample that starts with prefix (name and labels, as rendered) in
+ * text; fails the test when there is none. */
+static double sample(const char *text, const char *prefix) {
+  for (const char *at = text; (at = strstr(at, prefix)); at++)
+    if (at == text || at[-1] == '\n') {
+      const char *value = at + strlen(prefix);
+      while (*value && *value != ' ') value++; /* the rest of the labels, if prefix stops early */
+      return atof(value);
+    }
+  CHECK_FAIL_("no sample %s in /metrics", prefix);
+  return 0;
+}
+
+/* /proc/<pid>/fd's entries: the open descriptors of gpulabd, as the test sees them. */
+static int open_fds_of(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  DIR *dir = opendir(path);
+  CHECK(dir != NULL);
+  int n = 0;
+  for (struct dirent *de; (de = readdir(dir));) n += de->d_name[0] != '.';
+  closedir(dir);
+  return n;
+}
+
+/* The first "model name" of /proc/cpuinfo ("" without one), as the CPU backend names
+ * its device. */
+static void cpu_model(char *buf, size_t len) {
+  snprintf(buf, len, "%s", "");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "model name", 10) == 0 && strchr(line, ':')) {
+      const char *v = strchr(line, ':') + 1;
+      while (*v == ' ' || *v == '\t') v++;
+      snprintf(buf, len, "%.*s", (int)strcspn(v, "\n"), v);
+      break;
+    }
+  if (f) fclose(f);
+}
+
+/* /metrics in Prometheus' text format, checked by promtool (which must be installed):
+ * request durations by route pattern and method (a path under /v1 counted with its
+ * alias), the process's metrics against /proc/<pid>, gpulab_build_info, and the device
+ * series labelled as the DCGM exporter labels a GPU. */
 static void test_metrics(struct gpulabd *d) {
   struct http_reply r;
   http_post_json(d, "/transpose", SMALL, &r);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  char path[128];
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  http_get(d, path, &r);
+  http_reply_free(&r);
+  snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+  http_get(d, path, &r);
+  CHECK_INT_EQ(r.status, 200);
   http_reply_free(&r);
   http_request(d, "GET", "/metrics", NULL, NULL, 0, &r);
   CHECK_INT_EQ(r.status, 200);
   CHECK(strstr(r.content_type, "text/plain") != NULL);
-  CHECK(strstr(r.body, "gpulab_http_requests_total{route=\"/transpose\",method=\"POST\",status=\"200\"} 1"));
-  CHECK(strstr(r.body, "gpulab_jobs_total{type=\"transpose\",outcome=\"done\"} 1"));
-  CHECK(strstr(r.body, "gpulab_job_queue_wait_seconds_bucket"));
-  CHECK(strstr(r.body, "gpulab_jobs{state=\"queued\"} 0"));
-  CHECK(strstr(r.body, "gpulab_device_memory_used_bytes{device=\"0\""));
-  CHECK(strstr(r.body, "gpulab_jobs_inline_total ")); /* test_inline checks its value */
-  char path[128];
+  const char *m = r.body;
+  CHECK(strstr(m, "gpulab_http_requests_total{route=\"/transpose\",method=\"POST\",status=\"200\"} 1"));
+  CHECK(strstr(m, "gpulab_http_requests_total{route=\"/jobs/{id}\",method=\"GET\",status=\"200\"} 2"));
+  /* Durations by route and method, in buckets about 2x apart from 50 us to 300 s. */
+  CHECK_INT_EQ(sample(m, "gpulab_http_request_duration_seconds_count{route=\"/jobs/{id}\",method=\"GET\"}"), 2);
+  CHECK_INT_EQ(sample(m, "gpulab_http_request_duration_seconds_count{route=\"/transpose\",method=\"POST\"}"), 1);
+  CHECK_INT_EQ(sample(m, "gpulab_http_request_duration_seconds_bucket{route=\"/jobs/{id}\",method=\"GET\",le=\"+Inf\"}"), 2);
+  CHECK(strstr(m, "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"5e-05\"}"));
+  CHECK(strstr(m, "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"300\"}"));
+  CHECK(!strstr(m, "route=\"/jobs/1\"") && !strstr(m, "route=\"/v1/")); /* patterns, not paths */
+  int n_bounds = 0;
+  double last = 0;
+  for (const char *at = m; (at = strstr(at, "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"")); at++) {
+    const char *le = strstr(at, "le=\"") + 4;
+    if (*le == '+') break;
+    double bound = atof(le);
+    CHECK(n_bounds == 0 || (bound / last >= 1.5 && bound / last <= 3.01));
+    last = bound;
+    n_bounds++;
+  }
+  CHECK(n_bounds >= 20 && last == 300);
+  /* Jobs by type, outcome and device. */
+  CHECK(strstr(m, "gpulab_jobs_total{type=\"transpose\",outcome=\"done\",gpu=\"0\"} 1"));
+  CHECK(strstr(m, "gpulab_job_queue_wait_seconds_bucket{type=\"transpose\",outcome=\"done\",gpu=\"0\",le="));
+  CHECK(strstr(m, "gpulab_job_run_seconds_count{type=\"transpose\",outcome=\"done\",gpu=\"0\"} 1"));
+  CHECK(strstr(m, "gpulab_jobs{state=\"queued\"} 0"));
+  CHECK(strstr(m, "gpulab_jobs_inline_total ")); /* test_inline checks its value */
+  /* The process, against what /proc says of it. */
+  double cpu = sample(m, "process_cpu_seconds_total");
+  CHECK(cpu >= 0 && cpu < 3600);
+  double rss = sample(m, "process_resident_memory_bytes");
+  CHECK(rss > 1e6 && rss < 64e9);
+  int fds = open_fds_of(d->pid);
+  double fds_seen = sample(m, "process_open_fds");
+  CHECK(fds_seen >= fds - 3 && fds_seen <= fds + 3); /* connections come and go */
+  CHECK(sample(m, "process_max_fds") >= fds_seen);
+  CHECK(strstr(m, "gpulab_build_info{version=\"0.1.0\",cuda=\"\",driver=\"\"} 1")); /* CPU backend */
+  /* The device as DCGM labels a GPU; the CPU backend has no UUID or PCI bus id, its
+   * modelName is /proc/cpuinfo's model name. */
+  char model[256], host[64] = "", labels[512];
+  cpu_model(model, sizeof model);
+  gethostname(host, sizeof host - 1);
+  snprintf(labels, sizeof labels, "{gpu=\"0\",UUID=\"\",pci_bus_id=\"\",modelName=\"%s\",Hostname=\"%s\"",
+           model, host);
+  char key[640];
+  snprintf(key, sizeof key, "gpulab_device_memory_used_bytes%s,backend=\"cpu\"}", labels);
+  double used = sample(m, key);
+  snprintf(key, sizeof key, "gpulab_device_memory_total_bytes%s,backend=\"cpu\"}", labels);
+  double total = sample(m, key);
+  CHECK(total > 0 && used > 0 && used <= total);
+  snprintf(key, sizeof key, "gpulab_device_healthy%s}", labels);
+  CHECK_INT_EQ(sample(m, key), 1);
+  CHECK(!strstr(m, "device=\"")); /* DCGM's device is "nvidia0": gpulab says gpu */
+  CHECK(!strstr(m, "\ngpulab_device_utilization_ratio{")); /* no NVML on the CPU */
   snprintf(path, sizeof path, "%s/metrics.txt", dir);
-  write_file(path, r.body);
+  check_promtool_metrics(r.body, path);
   http_reply_free(&r);
-  if (system("command -v promtool >/dev/null 2>&1") != 0)
-    CHECK_FAIL_("%s is not installed: the exposition cannot be checked (apt-get install "
-                "prometheus; scripts/gpulab test installs it)", "promtool");
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "promtool check metrics < %s", path);
-  CHECK_INT_EQ(system(cmd), 0);
+}
+
+/* Every route under /v1 as well: the same answers, Location under the prefix the
+ * request came by, and 404 for what is neither. */
+static void test_v1(struct gpulabd *d) {
+  struct http_reply r;
+  http_post_json(d, "/v1/transpose?wait=0", SMALL, &r);
+  CHECK(r.status == 202 || r.status == 200);
+  long long id = JINT(r.json, "id");
+  if (r.status == 202) {
+    char want[64];
+    snprintf(want, sizeof want, "/v1/jobs/%lld", id);
+    CHECK(r.location != NULL);
+    CHECK_STR_EQ(r.location, want);
+  }
+  http_reply_free(&r);
+  http_post_json(d, "/jobs?wait=0", "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47}}", &r);
+  CHECK(r.status == 202 || r.status == 200);
+  if (r.status == 202) CHECK(r.location && strncmp(r.location, "/jobs/", 6) == 0);
+  http_reply_free(&r);
+  json_decref(job_wait_final(d, id, 30));
+  const char *same[][2] = {{"/v1/health", "/health"}, {"/v1/device", "/device"}, {"/v1/me", "/me"}};
+  for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+    struct http_reply a, b;
+    http_get(d, same[i][0], &a);
+    http_get(d, same[i][1], &b);
+    CHECK_INT_EQ(a.status, 200);
+    CHECK_INT_EQ(a.status, b.status);
+    CHECK(json_is_object(a.json) && json_object_size(a.json) == json_object_size(b.json));
+    const char *key;
+    json_t *value;
+    json_object_foreach(a.json, key, value) CHECK(json_object_get(b.json, key) != NULL);
+    http_reply_free(&a);
+    http_reply_free(&b);
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+  http_get(d, path, &r);
+  CHECK_INT_EQ(r.status, 200);
+  CHECK_INT_EQ(JINT(r.json, "id"), id);
+  http_reply_free(&r);
+  http_get(d, "/v1/openapi.json", &r);
+  CHECK_INT_EQ(r.status, 200);
+  CHECK(strstr(r.body, "/v1") != NULL); /* its servers entry names the prefix */
+  http_reply_free(&r);
+  http_request(d, "DELETE", "/v1/health", NULL, NULL, 0, &r);
+  CHECK_INT_EQ(r.status, 405);
+  http_reply_free(&r);
+  const char *missing[] = {"/v1x/health", "/v2/health", "/v1/v1/health", "/v1/nope"};
+  for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
+    http_get(d, missing[i], &r);
+    CHECK_INT_EQ(r.status, 404);
+    http_reply_free(&r);
+  }
+  http_get(d, "/v1", &r); /* the index, as "/" */
+  CHECK_INT_EQ(r.status, 200);
+  CHECK(json_is_array(json_object_get(r.json, "routes")));
+  http_reply_free(&r);
 }
 
 /* The value of an unlabelled counter in /metrics. */
@@ -376,6 +529,7 @@ int main(void) {
   struct gpulabd d;
   gpulabd_start(args, &d);
   test_metrics(&d);
+  test_v1(&d);
   gpulabd_stop(&d);
   test_inline();
   test_no_store();

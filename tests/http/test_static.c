@@ -506,6 +506,40 @@ static void test_experiments(void) {
   CHECK_STR_EQ(JSTR(x, "types.gemm.title"), "GEMM");
   CHECK_STR_EQ(JSTR(x, "types.pipeline.runs.name"), "streams");
   CHECK_STR_EQ(JSTR(x, "types.transpose.ceiling"), "copy_gbps");
+  /* The params every experiment takes, typed for the forms: what the parser takes. */
+  json_t *common = json_at(x, "common"), *p;
+  size_t i;
+  int seen = 0;
+  json_array_foreach(common, i, p) {
+    const char *name = json_string_value(json_object_get(p, "name"));
+    const char *kind = json_string_value(json_object_get(p, "kind"));
+    if (!strcmp(name, "order")) {
+      CHECK_STR_EQ(kind, "choice");
+      CHECK_STR_EQ(JSTR(p, "values[0]"), "interleaved");
+      CHECK_STR_EQ(JSTR(p, "values[1]"), "sequential");
+    } else if (!strcmp(name, "max_noise") || !strcmp(name, "max_time")) {
+      CHECK_STR_EQ(kind, "number");
+    } else if (!strcmp(name, "graph") || !strcmp(name, "cold")) {
+      CHECK_STR_EQ(kind, "boolean");
+    } else {
+      CHECK_STR_EQ(kind, "integer");
+    }
+    if (!strcmp(kind, "integer") || !strcmp(kind, "number")) { /* the bounds, as the parser has them */
+      char body[160];
+      if (!strcmp(kind, "number"))
+        snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"%s\":%.17g}", name, JNUM(p, "max") * 2 + 1);
+      else if (JINT(p, "max") < INT64_MAX)
+        snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"%s\":%lld}", name, JINT(p, "max") + 1);
+      else
+        snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"%s\":%lld}", name, JINT(p, "min") - 1);
+      struct http_reply bad;
+      http_post_json(&A, "/transpose?wait=0", body, &bad);
+      CHECK_ERROR(&bad, 400, "out_of_range", name);
+      http_reply_free(&bad);
+    }
+    seen++;
+  }
+  CHECK_INT_EQ(seen, 10); /* seed, warmup, batches, reps, min_samples, order, max_noise, max_time, graph, cold */
   json_decref(x);
 }
 

@@ -390,6 +390,13 @@ static void cuda_device_info(struct backend *b, struct backend_device_info *info
   snprintf(info->backend, sizeof info->backend, "cuda");
   snprintf(info->name, sizeof info->name, "%.127s", be->prop.name);
   info->index = be->device;
+  const unsigned char *u = (const unsigned char *)be->prop.uuid.bytes; /* nvidia-smi's form */
+  snprintf(info->uuid, sizeof info->uuid,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%08X:%02X:%02X.0",
+           (unsigned)be->prop.pciDomainID, (unsigned)be->prop.pciBusID,
+           (unsigned)be->prop.pciDeviceID);
   info->cc_major = be->prop.major;
   info->cc_minor = be->prop.minor;
   info->sms = be->prop.multiProcessorCount;
@@ -421,6 +428,10 @@ static void cuda_device_info(struct backend *b, struct backend_device_info *info
     info->temp_c = now.temp_c;
     info->power_w = now.power_w;
     info->clock_reasons = now.reasons;
+    info->util = now.util;
+    info->util_gpu_pct = now.util_gpu_pct;
+    info->util_mem_pct = now.util_mem_pct;
+    nvml_loader_driver_version(info->driver, sizeof info->driver);
   }
 }
 

@@ -12,6 +12,9 @@ typedef int nvml_return;           /* nvmlReturn_t; NVML_SUCCESS is 0 */
 typedef struct nvml_device *nvml_dev; /* nvmlDevice_t: an opaque pointer */
 #define NVML_CLOCK_SM 1            /* nvmlClockType_t */
 #define NVML_TEMPERATURE_GPU 0     /* nvmlTemperatureSensors_t */
+struct nvml_utilization {          /* nvmlUtilization_t */
+  unsigned gpu, memory;            /* percent */
+};
 
 static struct {
   nvml_return (*init)(void);                                      /* nvmlInit_v2 */
@@ -22,6 +25,8 @@ static struct {
   nvml_return (*power)(nvml_dev, unsigned *);                     /* milliwatts */
   nvml_return (*reasons)(nvml_dev, unsigned long long *); /* ..ClocksEventReasons, or the
                                                              older ..ClocksThrottleReasons */
+  nvml_return (*utilization)(nvml_dev, struct nvml_utilization *); /* may be NULL */
+  nvml_return (*driver_version)(char *, unsigned);                 /* may be NULL */
 } fns;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool loaded;
@@ -54,6 +59,9 @@ static void load(void) {
   fns.temperature = (nvml_return(*)(nvml_dev, int, unsigned *))p[4];
   fns.power = (nvml_return(*)(nvml_dev, unsigned *))p[5];
   fns.reasons = (nvml_return(*)(nvml_dev, unsigned long long *))reasons;
+  void *util = dlsym(lib, "nvmlDeviceGetUtilizationRates"), *driver = dlsym(lib, "nvmlSystemGetDriverVersion");
+  fns.utilization = (nvml_return(*)(nvml_dev, struct nvml_utilization *))util;
+  fns.driver_version = (nvml_return(*)(char *, unsigned))driver;
   nvml_return rc = fns.init();
   if (rc != 0) {
     snprintf(load_why, sizeof load_why, "nvmlInit: %s", fns.error_string(rc));
@@ -88,5 +96,18 @@ bool nvml_loader_read(void *dev, struct nvml_reading *out) {
   if (fns.temperature(dev, NVML_TEMPERATURE_GPU, &v) == 0) out->temp_c = (int)v;
   if (fns.power(dev, &v) == 0) out->power_w = v / 1000.0;
   if (fns.reasons(dev, &bits) == 0) out->reasons = bits;
+  struct nvml_utilization u;
+  if (fns.utilization && fns.utilization(dev, &u) == 0) {
+    out->util = true;
+    out->util_gpu_pct = (int)u.gpu;
+    out->util_mem_pct = (int)u.memory;
+  }
   return true;
+}
+
+void nvml_loader_driver_version(char *buf, size_t len) {
+  pthread_once(&load_once, load);
+  if (len) buf[0] = '\0';
+  if (!loaded || !fns.driver_version || len < 2) return;
+  if (fns.driver_version(buf, (unsigned)len) != 0) buf[0] = '\0';
 }
