@@ -2,6 +2,8 @@
 # This round's device runs (issues 13-17) on the H200, one device call each half:
 #   bash bench/runs/final_session.sh pack      # here: build-gpu/ (90a), every target the
 #                                              # run needs, object files left out of the carry
+#   bash bench/runs/final_session.sh stash     # here: what the run does not need out of
+#                                              # build-gpu/ (the carry's 64 MiB); unstash after
 #   bash bench/runs/final_session.sh tests     # there: ctest -L gpu, bench/ukernels.sh,
 #                                              # bench/best_vs_cub.py (reduce, scan, histogram)
 #   bash bench/runs/final_session.sh bench     # there: bench/run.sh (lecture, best_vs_cub,
@@ -20,6 +22,25 @@ if [ "${1:-}" = pack ]; then
   cmake --build "$b" -j"${JOBS:-2}" --target loadgen bare_http
   mkdir -p "$b/lib" && cp -L /usr/lib/x86_64-linux-gnu/libmicrohttpd.so.12 "$b/lib/"
   du -sh "$b"
+  exit 0
+fi
+
+# The carry holds 64 MiB: stash moves every large file the run does not need (object
+# files, libraries, the tests that are not GPU tests, the labs) to $STASH, unstash
+# brings them back (build-gpu/ stays incremental here).
+stash=${STASH:-/tmp/gpulab-build-gpu-stash}
+if [ "${1:-}" = stash ]; then
+  keep=" gpulabd gpulab-runner loadgen bare_http $(ctest --test-dir "$b" -L gpu -N -V 2>/dev/null |
+    sed -n 's|.*Test command: [^ ]*/\([^/ ]*\).*|\1|p' | tr '\n' ' ') "
+  (cd "$b" && find . -type f -size +200k ! -path './lib/*' | while read -r f; do
+    case "$keep" in *" $(basename "$f") "*) continue ;; esac
+    mkdir -p "$stash/$(dirname "$f")" && mv "$f" "$stash/$f"
+  done)
+  du -sh "$b"
+  exit 0
+fi
+if [ "${1:-}" = unstash ]; then
+  (cd "$stash" && find . -type f | while read -r f; do mv "$f" "$b/$f"; done) && rm -rf "$stash"
   exit 0
 fi
 
@@ -55,7 +76,7 @@ case "${1:-}" in
     OUT=$out timeout $(( $(left) - 10 )) bash "$root/bench/run.sh" "$b" > "$out/bench-run.log" 2>&1
     echo "bench/run.sh exit $? ($((SECONDS - start)) s)" >> "$out/summary.txt"
     ;;
-  *) echo "usage: final_session.sh pack|tests|bench" >&2; exit 2 ;;
+  *) echo "usage: final_session.sh pack|stash|unstash|tests|bench" >&2; exit 2 ;;
 esac
 smi >> "$out/nvidia-smi.txt" 2>&1
 rm -rf "$out/http/"*.db* 2>/dev/null

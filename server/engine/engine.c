@@ -100,6 +100,8 @@ void engine_unlock(struct engine *e) {
     job->recorded = true;
     if (kept.ticket) job->record_ticket = kept.ticket;
     if (!job->doc) job->doc = kept.doc, kept.doc = NULL;
+    job->final_recorded = true;
+    pthread_cond_broadcast(&e->recorded);
     pthread_mutex_unlock(&e->lock);
     free(kept.doc);
     job_unref(job);
@@ -388,8 +390,25 @@ static void view_locked(struct job *job, struct job_view *v) {
   v->doc = job->doc;
 }
 
+/* A final state whose record another thread is still writing (engine_unlock): the
+ * moment between the state change and its record's ticket and document. */
+static bool final_unrecorded(const struct engine *e, const struct job *job) {
+  return e->cfg.on_job_change && job_state_final(job->state) && !job->withdrawn &&
+         !job->final_recorded;
+}
+
+/* A final state is shown only with its record queued (record_ticket, doc), so that an
+ * answer that waits for the ticket never says "done" before the store has it. */
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
   pthread_mutex_lock(&e->lock);
+  while (final_unrecorded(e, job)) {
+    if (e->finals) { /* not taken yet: record them here */
+      engine_unlock(e);
+      pthread_mutex_lock(&e->lock);
+    } else {
+      pthread_cond_wait(&e->recorded, &e->lock);
+    }
+  }
   view_locked(job, v);
   engine_unlock(e);
 }
@@ -523,6 +542,7 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   pthread_mutex_init(&e->lock, NULL);
   for (int d = 0; d < SCHED_MAX_QUEUES; d++) pthread_cond_init(&e->work_ready[d], NULL);
   pthread_cond_init(&e->timer_wake, NULL);
+  pthread_cond_init(&e->recorded, NULL);
   e->devices = devices;
   e->n_devices = n_devices;
   e->cfg = *cfg;
@@ -650,6 +670,7 @@ void engine_free(struct engine *e) {
   free(e->workers);
   for (int d = 0; d < SCHED_MAX_QUEUES; d++) pthread_cond_destroy(&e->work_ready[d]);
   pthread_cond_destroy(&e->timer_wake);
+  pthread_cond_destroy(&e->recorded);
   pthread_mutex_destroy(&e->lock);
   free(e);
 }

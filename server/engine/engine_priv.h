@@ -64,6 +64,7 @@ struct job {
   bool interrupted;
   bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
   bool recorded;  /* on_job_change has been called for it */
+  bool final_recorded; /* its final state's on_job_change has returned (engine_unlock) */
   uint64_t record_ticket; /* on_job_change's last engine_recorded, under the lock */
   char *doc;              /* its document once final (owned), under the lock */
   struct job *final_next; /* in engine.finals */
@@ -82,6 +83,7 @@ struct engine {
   /* Per device: its queue gained a job (one worker is woken), or stopping (all). */
   pthread_cond_t work_ready[SCHED_MAX_QUEUES];
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
+  pthread_cond_t recorded;   /* a final state was recorded (job.final_recorded) */
   bool stopping, stopped;
   double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
 
