@@ -6,8 +6,9 @@
 #                                              # build-gpu/ (the carry's 64 MiB); unstash after
 #   bash bench/runs/final_session.sh tests     # there: ctest -L gpu, bench/ukernels.sh,
 #                                              # bench/best_vs_cub.py (reduce, scan, histogram)
-#   bash bench/runs/final_session.sh bench     # there: bench/run.sh (lecture, best_vs_cub,
-#                                              # bench.py, shapes.py), bench/lab/http_breakdown.sh
+#   bash bench/runs/final_session.sh bench     # there: bench/lab/http_breakdown.sh, then
+#                                              # bench/run.sh (BENCH_ONLY, default bench,lecture);
+#                                              # RETEST=regex first reruns those GPU tests
 # The working tree, build-gpu/ included, sits at the same absolute path there, so
 # ctest's paths hold. Logs to $OUT (default /tmp/gpulab-final) and a tarball of them;
 # a summary last. Each half keeps within the device tool's 10 minutes (570 s).
@@ -70,10 +71,13 @@ case "${1:-}" in
     kill -TERM $pid; wait $pid
     ;;
   bench)
+    [ -n "${RETEST:-}" ] && timeout 200 ctest --test-dir "$b" -L gpu -R "$RETEST" --output-on-failure \
+      --timeout 150 > "$out/ctest-gpu.log" 2>&1
+    [ -n "${RETEST:-}" ] && echo "ctest -R $RETEST exit $? ($((SECONDS - start)) s)" >> "$out/summary.txt"
     SECONDS_PER_ROW=3 OUT=$out/http timeout 150 bash "$root/bench/lab/http_breakdown.sh" "$b" \
       > "$out/http_breakdown.md" 2> "$out/http_breakdown.err"
     echo "http_breakdown exit $? ($((SECONDS - start)) s)" >> "$out/summary.txt"
-    OUT=$out timeout $(( $(left) - 10 )) bash "$root/bench/run.sh" "$b" > "$out/bench-run.log" 2>&1
+    BENCH_ONLY=${BENCH_ONLY:-bench,lecture} OUT=$out timeout $(( $(left) - 10 )) bash "$root/bench/run.sh" "$b" > "$out/bench-run.log" 2>&1
     echo "bench/run.sh exit $? ($((SECONDS - start)) s)" >> "$out/summary.txt"
     ;;
   *) echo "usage: final_session.sh pack|stash|unstash|tests|bench" >&2; exit 2 ;;

@@ -64,7 +64,7 @@ static void test_metrics(void) {
   long long total = JINT(r.json, "memory_total_bytes");
   http_reply_free(&r);
   http_get(&D, "/metrics", &r);
-  CHECK_STATUS(&r, 200);
+  CHECK_INT_EQ(r.status, 200); /* text, not JSON: CHECK_STATUS would refuse it */
   const char *at = strstr(r.body, "\ngpulab_device_memory_total_bytes{gpu=\"0\",UUID=\"GPU-");
   CHECK(at != NULL);
   char uuid[64] = "", pci[32] = "";
@@ -93,7 +93,12 @@ static void test_metrics(void) {
     CHECK(util >= 0 && util <= 1);
     CHECK(strstr(r.body, "\ngpulab_device_memory_utilization_ratio{gpu=\"0\""));
   }
-  check_promtool_metrics(r.body, "/tmp/gpulab-gpu-metrics.txt");
+  /* The exposition's format is promtool's to check, in test_service on every CI run;
+   * the GPU machine has no promtool (nothing can be installed there). */
+  if (system("command -v promtool >/dev/null 2>&1") == 0)
+    check_promtool_metrics(r.body, "/tmp/gpulab-gpu-metrics.txt");
+  else
+    fprintf(stderr, "metrics: promtool not on this machine: the labels were checked, not the format\n");
   http_reply_free(&r);
 }
 

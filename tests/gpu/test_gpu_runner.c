@@ -78,7 +78,7 @@ static const char *const oob =
     "}\n";
 static const char *const endless =
     "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
-    "  volatile int spin = 1; while (spin) {}\n"
+    "  for (;;) __nanosleep(1000); /* a side effect each turn: the loop cannot be dropped */\n"
     "}\n";
 
 static struct nvrtc_lib *lib;
