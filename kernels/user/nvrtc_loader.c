@@ -2,6 +2,8 @@
 #include "kernels/user/nvrtc_loader.h"
 
 #include <dlfcn.h>
+#include <glob.h>
+#include <link.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,25 @@ static void *open_default(char *path, size_t path_len, char *why, size_t why_len
   return NULL;
 }
 
+/* NVRTC dlopens its builtins (libnvrtc-builtins.so.<major>.<minor>) by soname, which
+ * the dynamic loader finds only where ld.so's cache or LD_LIBRARY_PATH names the
+ * toolkit's lib64: a machine whose CUDA toolkit was copied or bound in without its
+ * ld.so.conf line compiled nothing (NVRTC_ERROR_BUILTIN_OPERATION_FAILURE). Loading
+ * them first, from libnvrtc's own folder, makes that later dlopen find them loaded. */
+static void preload_builtins(void *nvrtc) {
+  struct link_map *map = NULL;
+  if (dlinfo(nvrtc, RTLD_DI_LINKMAP, &map) != 0 || !map || !map->l_name[0]) return;
+  char pattern[600];
+  const char *slash = strrchr(map->l_name, '/');
+  if (!slash) return;
+  snprintf(pattern, sizeof pattern, "%.*s/libnvrtc-builtins.so.[0-9]*", (int)(slash - map->l_name),
+           map->l_name);
+  glob_t g;
+  if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0)
+    (void)dlopen(g.gl_pathv[g.gl_pathc - 1], RTLD_NOW | RTLD_LOCAL); /* kept for the process */
+  globfree(&g);
+}
+
 int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t why_len) {
   *out = NULL;
   if (why && why_len) why[0] = '\0';
@@ -63,6 +84,7 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t w
     h = open_default(lib->path, sizeof lib->path, why, why_len);
   }
   if (!h) goto fail;
+  preload_builtins(h);
   if (why && why_len) why[0] = '\0';
   static const char *const names[] = {
       "nvrtcVersion",          "nvrtcGetErrorString",    "nvrtcGetNumSupportedArchs",
