@@ -537,14 +537,43 @@ async function withCharts(context, proc) {
     await waitDone(proc, last);
     await page.goto(`${proc.base}/#/history/transpose/padded33/${encodeURIComponent('33 × 47')}`);
     await page.waitForFunction(() => document.querySelectorAll('#history-table tbody tr').length >= 3, null, { timeout: TIMEOUT });
-    checkEq(await page.inputValue('#history-controls select[name="variant"]'), 'padded33', 'history variant');
+    const checked = () => page.$$eval('#history-variants input:checked', (xs) => xs.map((x) => x.value));
+    checkEq(await checked(), ['padded33'], 'the link\'s variant is the one chosen');
     checkEq(await page.inputValue('#history-controls select[name="size"]'), '33 × 47', 'history size');
     const jobs = await page.$$eval('#history-table tbody tr td:first-child', (t) => t.map((x) => x.innerText));
     checkEq(jobs[0], `#${last}`, 'newest first in the history table');
     check(jobs.includes(`#${transposeId}`), 'the form\'s transpose is in the history');
+    /* Another size and back: the default, best and the baseline (the first run, naive). */
+    await page.selectOption('#history-controls select[name="size"]', '16 × 16');
+    await page.selectOption('#history-controls select[name="size"]', '33 × 47');
+    checkEq(await checked(), ['naive', 'best'], 'the default variants');
+    await page.check('#history-variants input[value="padded33"]');
+    checkEq(await checked(), ['naive', 'padded33', 'best'], 'variants after ticking padded33');
+    const variantsShown = await page.$$eval('#history-table tbody tr', (trs) => [...new Set(trs.map((tr) => tr.dataset.variant))].sort());
+    checkEq(variantsShown, ['best', 'naive', 'padded33'], 'the table\'s variants');
+    const finished = (await (await fetch(`${proc.base}/v1/jobs?type=transpose&state=done&limit=1000`)).json()).jobs
+      .filter((j) => j.params.m === 33 && j.params.n === 47).map((j) => Date.parse(j.finished_at)).sort((a, b) => a - b);
     if (charts) {
-      const points = await page.$eval('#history-chart', (c) => window.Chart.getChart(c).data.datasets[0].data.length);
-      check(points >= 3, `history points ${points}`);
+      const sets = await page.$eval('#history-chart', (c) => {
+        const chart = window.Chart.getChart(c);
+        return { x: chart.options.scales.x.type, tick: chart.scales.x.getLabelForValue ? chart.scales.x.ticks.map((t) => t.label) : [],
+          sets: chart.data.datasets.map((d) => ({ variant: d.variant, role: d.role, fill: d.fill, xs: d.data.map((p) => p.x), ys: d.data.map((p) => p.y) })) };
+      });
+      checkEq(sets.x, 'linear', 'the history\'s x axis');
+      check(sets.tick.length > 0 && sets.tick.every((t) => /^\d\d:\d\d:\d\d$/.test(t)), `x ticks as local times: ${sets.tick}`);
+      checkEq(sets.sets.map((d) => `${d.variant}:${d.role}`), ['naive:low', 'naive:high', 'naive:median',
+        'padded33:low', 'padded33:high', 'padded33:median', 'best:low', 'best:high', 'best:median'], 'datasets, a band and a line per variant');
+      checkEq(sets.sets.map((d) => d.fill), [false, '-1', false, false, '-1', false, false, '-1', false], 'bands fill down to their lower edge');
+      for (let i = 0; i < sets.sets.length; i += 3) {
+        const [lo, hi, mid] = sets.sets.slice(i, i + 3);
+        check(mid.xs.length >= 3, `${mid.variant}: ${mid.xs.length} points`);
+        check(mid.xs.every((x, k) => finished.includes(x) && (k === 0 || x >= mid.xs[k - 1])),
+          `${mid.variant}: x is each job's finished_at, in order: ${mid.xs}`);
+        checkEq(lo.xs, mid.xs, `${mid.variant}: the band's x`);
+        check(mid.ys.every((y, k) => lo.ys[k] <= y * 1.000001 && y <= hi.ys[k] * 1.000001), `${mid.variant}: the median inside its band`);
+        check(lo.ys.some((y, k) => y < hi.ys[k]), `${mid.variant}: a band of no width`);
+      }
+      await page.locator('#history').screenshot({ path: path.join(ARTIFACTS, 'history.png') });
     }
     /* Every queue row complete (params and times fetched after its events). */
     await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody:not(.group) tr')].every((tr) =>
