@@ -531,6 +531,43 @@ async function withCharts(context, proc) {
     checkEq(await page.locator('#queue-active tr').count(), 0, 'nothing unfinished left on top');
   });
 
+  await step('a running job\'s page: its batches\' samples show as they arrive, then the bars', page, async () => {
+    /* Long enough on the CPU backend (seconds) that the page sees it run. */
+    const id = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 100, reps: 4, max_time: 600 } });
+    await page.goto(`${proc.base}/#/jobs/${id}`);
+    await page.waitForSelector('#live #live-chart', { timeout: TIMEOUT });
+    const points = () => page.$eval('#live-chart', (c) => {
+      const chart = window.Chart.getChart(c);
+      return chart ? chart.data.datasets.reduce((a, d) => a + d.data.length, 0) : 0;
+    });
+    await page.waitForFunction(() => {
+      const c = document.getElementById('live-chart'), chart = c && window.Chart.getChart(c);
+      return chart && chart.data.datasets.reduce((a, d) => a + d.data.length, 0) >= 10;
+    }, null, { timeout: TIMEOUT });
+    const first = await points();
+    const progress = await text(page, '#job-progress');
+    const mid = await (await fetch(`${proc.base}/v1/jobs/${id}`)).json();
+    checkEq(mid.state, 'running', 'the job while its page showed samples');
+    check(/^batches seen: naive \d+ \/ 100 · shared32 \d+ \/ 100/.test(progress), `progress: ${progress}`);
+    check(paths.includes(`/v1/jobs/${id}/events`), 'the page did not open the job\'s own event stream');
+    await shot(page, 'job-live.png');
+    await page.waitForFunction((n) => {
+      const c = document.getElementById('live-chart'), chart = c && window.Chart.getChart(c);
+      return chart && chart.data.datasets.reduce((a, d) => a + d.data.length, 0) > n;
+    }, first, { timeout: TIMEOUT });
+    const sets = await page.$eval('#live-chart', (c) => window.Chart.getChart(c).data.datasets.map((d) => ({
+      label: d.label, xs: d.data.map((p) => p.x), ok: d.data.every((p) => p.y > 0) })));
+    check(sets.length >= 2 && sets[0].label === 'naive' && sets.every((d) => d.ok), `live datasets ${JSON.stringify(sets)}`);
+    check(sets.every((d) => d.xs.every((x) => x >= 1 && x <= 100)), 'batch numbers out of 1..100');
+    /* When it ends the page turns into the finished job's: table and bars. */
+    await waitDone(proc, id);
+    await page.waitForSelector('#view-job table.runs tbody tr', { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.Chart.getChart(document.getElementById('bar-chart')), null, { timeout: TIMEOUT });
+    checkEq(await page.locator('#live').count(), 0, 'the live panel stayed');
+    checkEq((await runsTable(page)).length, 5, 'runs in the finished job\'s table');
+    await shot(page, 'job-live-done.png');
+  });
+
   await step('history: the same transpose over time as a line chart', page, async () => {
     await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
     const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
