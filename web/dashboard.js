@@ -573,7 +573,23 @@
 
   /* ---- history ---- */
 
-  const hist = { type: '', size: '', variant: '', last: 20, metric: 'figure', jobs: [] };
+  /* chosen: the variants plotted (null: the default, best and the baseline, else all). */
+  const hist = { type: '', size: '', chosen: null, last: 20, metric: 'figure', jobs: [] };
+
+  /* The variants run at the chosen size, in the jobs' own order (the first is the
+   * lecture's baseline, the others' speedups are against it). */
+  function histVariants() {
+    const seen = [];
+    for (const j of hist.jobs)
+      if (GL.sizeLabel(hist.type, j.params) === hist.size)
+        for (const r of j.result ? j.result.runs : []) if (r.available && !seen.includes(r.variant)) seen.push(r.variant);
+    return seen;
+  }
+
+  function defaultChosen(variants) {
+    const pick = variants.includes('best') ? ['best', variants[0]] : variants;
+    return [...new Set(pick)];
+  }
 
   function histControls() {
     const box = clear(document.getElementById('history-controls'));
@@ -581,68 +597,120 @@
       h('select', { name, onchange: (e) => setHistory({ [name]: e.target.value }) },
         options.map(([v, t]) => h('option', { value: v, text: t, selected: v === value }))));
     const sizes = [...new Set(hist.jobs.map((j) => GL.sizeLabel(hist.type, j.params)))];
-    const variants = [...new Set(hist.jobs.filter((j) => GL.sizeLabel(hist.type, j.params) === hist.size)
-      .flatMap((j) => (j.result ? j.result.runs : []).filter((r) => r.available).map((r) => r.variant)))];
+    const variants = histVariants();
+    const chosen = (hist.chosen || defaultChosen(variants)).filter((v) => variants.includes(v));
+    const toggle = (v, on) => {
+      const now = new Set(chosen);
+      if (on) now.add(v); else now.delete(v);
+      setHistory({ chosen: variants.filter((x) => now.has(x)) });
+    };
     box.append(
       sel('type', 'Type', GL.TYPE_ORDER.map((t) => [t, t]), hist.type),
       sel('size', 'Size', sizes.length ? sizes.map((s) => [s, s]) : [['', '—']], hist.size),
-      sel('variant', 'Variant', variants.length ? variants.map((v) => [v, v]) : [['', '—']], hist.variant),
       sel('metric', 'Plot', [['figure', 'figure'], ['median_ms', 'median ms']], hist.metric),
       h('label', { class: 'control' }, 'Last', h('input', { type: 'number', name: 'last', min: '2', max: '1000',
         value: String(hist.last), onchange: (e) => setHistory({ last: Math.max(2, Number(e.target.value) || 20) }) }),
-      'runs'));
-    return { sizes, variants };
+      'jobs'),
+      h('fieldset', { class: 'control variants', id: 'history-variants' }, h('legend', { text: 'Variants' }),
+        variants.length ? variants.map((v, i) => h('label', { class: 'check' },
+          h('input', { type: 'checkbox', name: 'variant', value: v, checked: chosen.includes(v),
+            onchange: (e) => toggle(v, e.target.checked) }),
+          h('span', { class: 'swatch-dot', 'data-color': String(i % GL.PALETTE.length) }), v))
+          : h('span', { class: 'muted', text: '—' })));
+    return { sizes, variants, chosen };
   }
 
   function setHistory(change) {
     const reload = change.type && change.type !== hist.type;
+    if (change.size && change.size !== hist.size) hist.chosen = null;
     Object.assign(hist, change);
-    if (reload) { hist.size = change.size || ''; hist.variant = change.variant || ''; loadHistory(); } else renderHistory();
+    if (reload) { hist.size = change.size || ''; hist.chosen = change.chosen || null; loadHistory(); } else renderHistory();
   }
 
-  function renderHistory() {
-    const { sizes, variants } = histControls();
-    if (!sizes.includes(hist.size) && sizes.length) { hist.size = sizes[0]; return renderHistory(); }
-    if (!variants.includes(hist.variant) && variants.length) { hist.variant = variants[0]; return renderHistory(); }
-    const points = [];
-    for (const j of hist.jobs) {
-      if (GL.sizeLabel(hist.type, j.params) !== hist.size || !j.result) continue;
-      const run = j.result.runs.find((r) => r.variant === hist.variant && r.available);
-      if (run) points.push({ job: j, run });
+  const epoch = (iso) => new Date(iso).getTime();
+
+  /* A run's value as plotted, and its spread (the job page's whiskers: GL.figureSpread,
+   * in ms the same samples' range). */
+  function histValue(run) {
+    const ms = run.timing && run.timing.median_ms;
+    if (hist.metric !== 'figure') {
+      const sp = GL.figureSpread(run);
+      return { y: ms, spread: sp ? [(run.figure * ms) / sp[1], (run.figure * ms) / sp[0]] : null };
     }
-    points.sort((a, b) => a.job.id - b.job.id);
-    const shown = points.slice(-hist.last);
+    return { y: run.figure, spread: GL.figureSpread(run) };
+  }
+
+  /* Hex colour with alpha, for the bands. */
+  const alpha = (hex, a) => `${hex}${Math.round(a * 255).toString(16).padStart(2, '0')}`;
+
+  function renderHistory() {
+    const { sizes, variants, chosen } = histControls();
+    if (!sizes.includes(hist.size) && sizes.length) { hist.size = sizes[0]; hist.chosen = null; return renderHistory(); }
+    /* The last N jobs at this size, by when they finished. */
+    const jobs = hist.jobs.filter((j) => GL.sizeLabel(hist.type, j.params) === hist.size && j.result && j.finished_at)
+      .sort((a, b) => epoch(a.finished_at) - epoch(b.finished_at) || a.id - b.id).slice(-hist.last);
+    const series = chosen.map((v) => ({ variant: v, color: GL.PALETTE[variants.indexOf(v) % GL.PALETTE.length],
+      points: jobs.map((job) => ({ job, run: job.result.runs.find((r) => r.variant === v && r.available) }))
+        .filter((p) => p.run) }));
+    const rows = series.flatMap((s) => s.points.map((p) => Object.assign({ variant: s.variant }, p)))
+      .sort((a, b) => epoch(b.job.finished_at) - epoch(a.job.finished_at) || b.job.id - a.job.id);
     const tbody = clear(document.querySelector('#history-table tbody'));
-    for (const { job, run } of shown.slice().reverse())
-      tbody.append(h('tr', {},
+    for (const { job, run, variant } of rows)
+      tbody.append(h('tr', { 'data-variant': variant },
         h('td', {}, h('a', { href: `#/jobs/${job.id}`, text: `#${job.id}` })),
         h('td', { text: GL.fmtTime(job.finished_at) }),
+        h('td', { text: variant }),
         h('td', { class: 'num', text: GL.fmtMs(run.timing && run.timing.median_ms) }),
         h('td', { class: 'num', text: run.figure != null ? `${GL.fmtNum(run.figure)} ${run.unit}` : '—' }),
         h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—' }),
         h('td', {}, checkText(run)),
         h('td', { text: job.result.backend })));
-    document.getElementById('history-empty').hidden = shown.length > 0;
+    document.getElementById('history-empty').hidden = rows.length > 0;
     const box = document.getElementById('history-chart-box');
-    box.hidden = !GL.chartsOn() || shown.length === 0;
+    box.hidden = !GL.chartsOn() || rows.length === 0;
     if (box.hidden) return;
-    const unit = shown[0].run.unit;
+    const unit = rows[0].run.unit;
     const label = hist.metric === 'figure' ? unit : 'median ms';
+    /* Per variant: the band's lower and upper edges (the upper filled down to the
+     * lower: fill '-1'), then the medians' line over them. */
+    const datasets = series.flatMap((s) => {
+      const pts = s.points.map((p) => Object.assign({ x: epoch(p.job.finished_at), job: p.job.id }, histValue(p.run)));
+      const edge = (i, name) => ({ label: `${s.variant} ${name}`, variant: s.variant, role: name,
+        data: pts.map((p) => ({ x: p.x, y: p.spread ? p.spread[i] : p.y })),
+        borderColor: alpha(s.color, 0.35), backgroundColor: alpha(s.color, 0.18), borderWidth: 1,
+        pointRadius: 0, pointHitRadius: 0, tension: 0, fill: i ? '-1' : false });
+      return [edge(0, 'low'), edge(1, 'high'),
+        { label: s.variant, variant: s.variant, role: 'median', data: pts.map((p) => ({ x: p.x, y: p.y, job: p.job })),
+          borderColor: s.color, backgroundColor: s.color, pointRadius: 3, tension: 0, fill: false }];
+    });
     GL.chart(document.getElementById('history-chart'), {
       type: 'line',
-      data: {
-        labels: shown.map((p) => `#${p.job.id}`),
-        datasets: [{ label: `${hist.variant} · ${label}`, borderColor: GL.PALETTE[0], backgroundColor: GL.PALETTE[0],
-          pointRadius: 3, tension: 0.15,
-          data: shown.map((p) => (hist.metric === 'figure' ? p.run.figure : p.run.timing.median_ms)) }],
-      },
+      data: { datasets },
       options: {
-        plugins: { legend: { display: false }, title: { display: true,
-          text: `${hist.type} ${hist.size}, ${hist.variant}: ${label} per job (${hist.metric === 'figure' ? 'higher' : 'lower'} is better)` } },
-        scales: { y: { beginAtZero: true, title: { display: true, text: label } },
-          x: { title: { display: true, text: 'job' } } },
+        parsing: false,
+        plugins: {
+          legend: { display: true, labels: { filter: (item, data) => data.datasets[item.datasetIndex].role === 'median' } },
+          title: { display: true, text: `${hist.type} ${hist.size}: ${label} of each job by when it finished, ` +
+            `bands the batches' quartiles (min–max under 4) (${hist.metric === 'figure' ? 'higher' : 'lower'} is better)` },
+          tooltip: { filter: (item) => item.dataset.role === 'median', callbacks: {
+            title: (items) => (items.length ? GL.fmtTime(new Date(items[0].raw.x).toISOString()) : ''),
+            label: (c) => `${c.dataset.label} #${c.raw.job}: ${GL.fmtNum(c.raw.y)} ${label}` } },
+        },
+        scales: {
+          y: { beginAtZero: true, title: { display: true, text: label } },
+          x: { type: 'linear', title: { display: true, text: 'finished (local time)' },
+            ticks: { maxTicksLimit: 8, callback: (v) => fmtTick(v, jobs) } },
+        },
       },
     });
+  }
+
+  /* An epoch-ms tick as local time: HH:MM:SS within a day, with the date beyond. */
+  function fmtTick(v, jobs) {
+    const d = new Date(v);
+    const span = jobs.length ? epoch(jobs[jobs.length - 1].finished_at) - epoch(jobs[0].finished_at) : 0;
+    const time = d.toLocaleTimeString('en-GB', { hour12: false });
+    return span > 86400000 ? `${d.toLocaleDateString('en-GB')} ${time}` : time;
   }
 
   function checkText(run) {
@@ -664,7 +732,7 @@
 
   /* #/history/<type>/<variant>/<size>: the job page's link. */
   dash.showHistory = function (type, variant, size) {
-    hist.type = type; hist.variant = variant; hist.size = size;
+    hist.type = type; hist.chosen = variant ? [variant] : null; hist.size = size;
     loadHistory().then(() => document.getElementById('history').scrollIntoView());
   };
 

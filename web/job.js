@@ -279,11 +279,79 @@
       h('div', {}, h('dt', { text: k }), h('dd', { class: 'mono', text: typeof v === 'object' ? JSON.stringify(v) : String(v) }))));
   }
 
+  /* ---- a running job, live: its own event stream (GET /jobs/{id}/events) ---- */
+
+  /* samples[run][batch] = that batch's sample_ms, as the progress events bring them
+   * (from the moment the page opened the stream: earlier batches are not replayed). */
+  const live = { id: null, es: null, samples: [] };
+
+  function runNames(job) {
+    const t = GL.TYPES[job.type];
+    const list = job.params && job.params[t && t.runs ? t.runs.name : 'variant'];
+    return Array.isArray(list) ? list.map(String) : [];
+  }
+
+  function liveText(job) {
+    const names = runNames(job), total = job.params && job.params.batches;
+    const n = Math.max(names.length, live.samples.length);
+    const parts = [];
+    for (let i = 0; i < n; i++) {
+      const got = (live.samples[i] || []).filter((x) => x != null).length;
+      parts.push(`${names[i] || `run ${i + 1}`} ${got}${total ? ` / ${total}` : ''}`);
+    }
+    return parts.length ? `batches seen: ${parts.join(' · ')}` : '';
+  }
+
+  function liveDatasets(job) {
+    const names = runNames(job);
+    return live.samples.map((xs, i) => ({ label: names[i] || `run ${i + 1}`,
+      data: (xs || []).map((y, b) => (y == null ? null : { x: b + 1, y })).filter(Boolean),
+      borderColor: GL.PALETTE[i % GL.PALETTE.length], backgroundColor: GL.PALETTE[i % GL.PALETTE.length],
+      pointRadius: 3, showLine: true, tension: 0 }));
+  }
+
+  function liveChart(job) {
+    const canvas = h('canvas', { id: 'live-chart', role: 'img', 'aria-label': 'batch samples as they arrive' });
+    requestAnimationFrame(() => GL.chart(canvas, {
+      type: 'scatter',
+      data: { datasets: liveDatasets(job) },
+      options: {
+        plugins: { title: { display: true, text: 'Each batch\'s sample as it arrives (ms per launch, lower is better)' } },
+        scales: { x: { type: 'linear', min: 1, suggestedMax: (job.params && job.params.batches) || 10,
+          ticks: { precision: 0 }, title: { display: true, text: 'batch' } },
+        y: { beginAtZero: true, title: { display: true, text: 'ms per launch' } } },
+      },
+    }));
+    return h('div', { class: 'chart-box' }, canvas);
+  }
+
   function pendingPanel(job) {
-    return h('section', { class: 'panel pending' },
+    return h('section', { class: 'panel pending', id: 'live' },
       h('p', {}, GL.stateBadge(job.state), ' ', job.state === 'running'
-        ? 'Running: the table appears when it finishes.' : 'Waiting for its turn on the device.'),
-      h('p', { class: 'muted', id: 'job-progress', text: '' }));
+        ? 'Running: its batches show below as they finish; the table and bars appear when it ends.'
+        : 'Waiting for its turn on the device.'),
+      h('p', { class: 'muted', id: 'job-progress', text: liveText(job) }),
+      h('p', { class: 'muted small', id: 'job-last', text: '' }),
+      GL.chartsOn() && job.state === 'running' ? liveChart(job) : null);
+  }
+
+  function closeLive() {
+    if (live.es) live.es.close();
+    live.id = null; live.es = null; live.samples = [];
+  }
+
+  function openLive(id) {
+    if (live.id === id) return;
+    closeLive();
+    live.id = id;
+    const token = GL.token();
+    const es = (live.es = new EventSource(GL.url(`/jobs/${id}/events${token ? `?access_token=${encodeURIComponent(token)}` : ''}`)));
+    es.addEventListener('progress', (e) => view.onProgress(JSON.parse(e.data)));
+    es.addEventListener('state', (e) => {
+      const ev = JSON.parse(e.data);
+      if (GL.FINAL.has(ev.state)) es.close(); /* gpulabd ends the stream too */
+      if (ev.job === view.id && (!view.job || view.job.state !== ev.state)) view.show(ev.job);
+    });
   }
 
   function render(job) {
@@ -317,6 +385,7 @@
       const job = await GL.getJSON(`/jobs/${id}`);
       if (view.id !== id) return;
       view.job = job;
+      if (GL.FINAL.has(job.state)) closeLive(); else openLive(id);
       render(job);
     } catch (e) {
       if (view.id !== id) return;
@@ -326,16 +395,31 @@
   };
 
   view.reload = function () { if (view.id) view.show(view.id); };
-  view.hide = function () { view.id = null; view.job = null; };
+  view.hide = function () { view.id = null; view.job = null; closeLive(); };
 
   /* From app.js's event stream. */
   view.onState = function (ev) {
     if (ev.job !== view.id) return;
     view.show(view.id);
   };
+  /* A batch's sample (from the job's stream, and app.js's: kept once by run and batch). */
   view.onProgress = function (ev) {
-    if (ev.job !== view.id) return;
+    if (ev.job !== view.id || live.id !== ev.job) return;
+    const xs = (live.samples[ev.run] = live.samples[ev.run] || []);
+    const fresh = xs[ev.batch] == null;
+    xs[ev.batch] = ev.sample_ms;
+    for (let i = 0; i < ev.run; i++) live.samples[i] = live.samples[i] || [];
+    if (view.job && view.job.state !== 'running') { view.job.state = 'running'; render(view.job); }
     const el = document.getElementById('job-progress');
-    if (el) el.textContent = `run ${ev.run + 1}, batch ${ev.batch + 1}: ${GL.fmtMs(ev.sample_ms)} ms per launch`;
+    if (el && view.job) el.textContent = liveText(view.job);
+    const last = document.getElementById('job-last');
+    if (last) last.textContent = `last: ${runNames(view.job)[ev.run] || `run ${ev.run + 1}`}, batch ${ev.batch + 1}: ` +
+      `${GL.fmtMs(ev.sample_ms)} ms per launch`;
+    const canvas = document.getElementById('live-chart');
+    const chart = canvas && GL.chartsOn() && window.Chart.getChart(canvas);
+    if (chart && fresh) {
+      chart.data.datasets = liveDatasets(view.job);
+      chart.update('none');
+    }
   };
 })();

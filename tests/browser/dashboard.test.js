@@ -531,20 +531,86 @@ async function withCharts(context, proc) {
     checkEq(await page.locator('#queue-active tr').count(), 0, 'nothing unfinished left on top');
   });
 
+  await step('a running job\'s page: its batches\' samples show as they arrive, then the bars', page, async () => {
+    /* Long enough on the CPU backend (seconds) that the page sees it run. */
+    const id = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 100, reps: 4, max_time: 600 } });
+    await page.goto(`${proc.base}/#/jobs/${id}`);
+    await page.waitForSelector('#live #live-chart', { timeout: TIMEOUT });
+    const points = () => page.$eval('#live-chart', (c) => {
+      const chart = window.Chart.getChart(c);
+      return chart ? chart.data.datasets.reduce((a, d) => a + d.data.length, 0) : 0;
+    });
+    await page.waitForFunction(() => {
+      const c = document.getElementById('live-chart'), chart = c && window.Chart.getChart(c);
+      return chart && chart.data.datasets.reduce((a, d) => a + d.data.length, 0) >= 10;
+    }, null, { timeout: TIMEOUT });
+    const first = await points();
+    const progress = await text(page, '#job-progress');
+    const mid = await (await fetch(`${proc.base}/v1/jobs/${id}`)).json();
+    checkEq(mid.state, 'running', 'the job while its page showed samples');
+    check(/^batches seen: naive \d+ \/ 100 · shared32 \d+ \/ 100/.test(progress), `progress: ${progress}`);
+    check(paths.includes(`/v1/jobs/${id}/events`), 'the page did not open the job\'s own event stream');
+    await shot(page, 'job-live.png');
+    await page.waitForFunction((n) => {
+      const c = document.getElementById('live-chart'), chart = c && window.Chart.getChart(c);
+      return chart && chart.data.datasets.reduce((a, d) => a + d.data.length, 0) > n;
+    }, first, { timeout: TIMEOUT });
+    const sets = await page.$eval('#live-chart', (c) => window.Chart.getChart(c).data.datasets.map((d) => ({
+      label: d.label, xs: d.data.map((p) => p.x), ok: d.data.every((p) => p.y > 0) })));
+    check(sets.length >= 2 && sets[0].label === 'naive' && sets.every((d) => d.ok), `live datasets ${JSON.stringify(sets)}`);
+    check(sets.every((d) => d.xs.every((x) => x >= 1 && x <= 100)), 'batch numbers out of 1..100');
+    /* When it ends the page turns into the finished job's: table and bars. */
+    await waitDone(proc, id);
+    await page.waitForSelector('#view-job table.runs tbody tr', { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.Chart.getChart(document.getElementById('bar-chart')), null, { timeout: TIMEOUT });
+    checkEq(await page.locator('#live').count(), 0, 'the live panel stayed');
+    checkEq((await runsTable(page)).length, 5, 'runs in the finished job\'s table');
+    await shot(page, 'job-live-done.png');
+  });
+
   await step('history: the same transpose over time as a line chart', page, async () => {
     await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
     const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 2, reps: 1 } });
     await waitDone(proc, last);
     await page.goto(`${proc.base}/#/history/transpose/padded33/${encodeURIComponent('33 × 47')}`);
     await page.waitForFunction(() => document.querySelectorAll('#history-table tbody tr').length >= 3, null, { timeout: TIMEOUT });
-    checkEq(await page.inputValue('#history-controls select[name="variant"]'), 'padded33', 'history variant');
+    const checked = () => page.$$eval('#history-variants input:checked', (xs) => xs.map((x) => x.value));
+    checkEq(await checked(), ['padded33'], 'the link\'s variant is the one chosen');
     checkEq(await page.inputValue('#history-controls select[name="size"]'), '33 × 47', 'history size');
     const jobs = await page.$$eval('#history-table tbody tr td:first-child', (t) => t.map((x) => x.innerText));
     checkEq(jobs[0], `#${last}`, 'newest first in the history table');
     check(jobs.includes(`#${transposeId}`), 'the form\'s transpose is in the history');
+    /* Another size and back: the default, best and the baseline (the first run, naive). */
+    await page.selectOption('#history-controls select[name="size"]', '16 × 16');
+    await page.selectOption('#history-controls select[name="size"]', '33 × 47');
+    checkEq(await checked(), ['naive', 'best'], 'the default variants');
+    await page.check('#history-variants input[value="padded33"]');
+    checkEq(await checked(), ['naive', 'padded33', 'best'], 'variants after ticking padded33');
+    const variantsShown = await page.$$eval('#history-table tbody tr', (trs) => [...new Set(trs.map((tr) => tr.dataset.variant))].sort());
+    checkEq(variantsShown, ['best', 'naive', 'padded33'], 'the table\'s variants');
+    const finished = (await (await fetch(`${proc.base}/v1/jobs?type=transpose&state=done&limit=1000`)).json()).jobs
+      .filter((j) => j.params.m === 33 && j.params.n === 47).map((j) => Date.parse(j.finished_at)).sort((a, b) => a - b);
     if (charts) {
-      const points = await page.$eval('#history-chart', (c) => window.Chart.getChart(c).data.datasets[0].data.length);
-      check(points >= 3, `history points ${points}`);
+      const sets = await page.$eval('#history-chart', (c) => {
+        const chart = window.Chart.getChart(c);
+        return { x: chart.options.scales.x.type, tick: chart.scales.x.getLabelForValue ? chart.scales.x.ticks.map((t) => t.label) : [],
+          sets: chart.data.datasets.map((d) => ({ variant: d.variant, role: d.role, fill: d.fill, xs: d.data.map((p) => p.x), ys: d.data.map((p) => p.y) })) };
+      });
+      checkEq(sets.x, 'linear', 'the history\'s x axis');
+      check(sets.tick.length > 0 && sets.tick.every((t) => /^\d\d:\d\d:\d\d$/.test(t)), `x ticks as local times: ${sets.tick}`);
+      checkEq(sets.sets.map((d) => `${d.variant}:${d.role}`), ['naive:low', 'naive:high', 'naive:median',
+        'padded33:low', 'padded33:high', 'padded33:median', 'best:low', 'best:high', 'best:median'], 'datasets, a band and a line per variant');
+      checkEq(sets.sets.map((d) => d.fill), [false, '-1', false, false, '-1', false, false, '-1', false], 'bands fill down to their lower edge');
+      for (let i = 0; i < sets.sets.length; i += 3) {
+        const [lo, hi, mid] = sets.sets.slice(i, i + 3);
+        check(mid.xs.length >= 3, `${mid.variant}: ${mid.xs.length} points`);
+        check(mid.xs.every((x, k) => finished.includes(x) && (k === 0 || x >= mid.xs[k - 1])),
+          `${mid.variant}: x is each job's finished_at, in order: ${mid.xs}`);
+        checkEq(lo.xs, mid.xs, `${mid.variant}: the band's x`);
+        check(mid.ys.every((y, k) => lo.ys[k] <= y * 1.000001 && y <= hi.ys[k] * 1.000001), `${mid.variant}: the median inside its band`);
+        check(lo.ys.some((y, k) => y < hi.ys[k]), `${mid.variant}: a band of no width`);
+      }
+      await page.locator('#history').screenshot({ path: path.join(ARTIFACTS, 'history.png') });
     }
     /* Every queue row complete (params and times fetched after its events). */
     await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody:not(.group) tr')].every((tr) =>
