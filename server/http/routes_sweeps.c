@@ -330,7 +330,6 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
 /* The sweep's table: 200, or after a POST, 202 and where to look while it is still
  * going (as POST /jobs answers). */
 static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted) {
-  if (posted && r->srv->opts.store) store_flush(r->srv->opts.store); /* its jobs are durable */
   struct sweep_copy s;
   if (sweeps_get(r->srv->opts.sweeps, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep %" PRIu64, id);
@@ -338,6 +337,9 @@ static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted
   json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &s, true, &final);
   sweep_copy_free(&s);
   if (!o) return respond_json(r, 500, NULL);
+  /* Its jobs are durable as shown: after the views (a job shown final has its final
+   * record queued by then, job_get_view), not before them. */
+  if (posted && r->srv->opts.store) store_flush(r->srv->opts.store);
   if (posted && !final) snprintf(r->location, sizeof r->location, "/sweeps/%" PRIu64, id);
   return respond_json(r, posted && !final ? 202 : 200, o);
 }
