@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # This round's device runs (issues 13-17) on the H200, one device call each half:
 #   bash bench/runs/final_session.sh pack      # here: build-gpu/ (90a), every target the
-#                                              # run needs, object files left out of the carry
+#                                              # run needs, libmicrohttpd beside them
 #   bash bench/runs/final_session.sh stash     # here: what the run does not need out of
 #                                              # build-gpu/ (the carry's 64 MiB); unstash after
 #   bash bench/runs/final_session.sh tests     # there: ctest -L gpu, bench/ukernels.sh,
