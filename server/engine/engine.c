@@ -266,7 +266,13 @@ void make_queued_locked(struct engine *e, struct job *job) {
   sched_push(e->sched, job->device, job->sched_client, &job->item);
   e->n_queued++;
   publish_state_locked(e, job);
-  pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
+  if (!job->hold_wake) pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
+}
+
+void engine_wake(struct engine *e, struct job *job) {
+  pthread_mutex_lock(&e->lock);
+  if (job->state == JOB_QUEUED) pthread_cond_signal(&e->work_ready[job->device]);
+  engine_unlock(e);
 }
 
 /* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
@@ -352,7 +358,7 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
   /* Waiting children can only have failed above or been queued: drop them. */
   for (int i = 0; i < job->n_children; i++) job_unref(job->children[i]);
   job->n_children = 0;
-  pthread_cond_broadcast(&e->timer_wake); /* watches on it are due */
+  if (e->watches) pthread_cond_broadcast(&e->timer_wake); /* watches on it are due */
 }
 
 struct job *engine_job_get(struct engine *e, uint64_t id) {

@@ -152,6 +152,14 @@ int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, i
  * short: the caller waits for the whole run. Returns true when it ran the job (now
  * final), false when the job is left to the workers. */
 bool engine_run_inline(struct engine *e, struct job *job);
+/* engine_submit for a job its caller means to run next with engine_run_inline: no
+ * worker is woken for it here (one that woke would only race the caller for it, or
+ * find nothing and sleep again). The caller must follow with engine_run_inline (which
+ * wakes one when it leaves the job to the workers) or engine_wake. */
+int engine_submit_inline(struct engine *e, const struct engine_job_request *req, struct job **out,
+                         struct engine_error *err);
+/* Wakes a worker for job if it is queued. */
+void engine_wake(struct engine *e, struct job *job);
 
 /* Smallest per-job memory limit over the devices, in bytes. */
 uint64_t engine_memory_limit(const struct engine *e);

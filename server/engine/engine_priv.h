@@ -62,6 +62,7 @@ struct job {
   /* A running job stopped by the engine's shutdown (past its grace): it ends failed
    * `interrupted`, not canceled as if its owner had canceled it. */
   bool interrupted;
+  bool hold_wake; /* engine_submit_inline: its first queueing wakes no worker */
   bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
   bool recorded;  /* on_job_change has been called for it */
   bool final_recorded; /* its final state's on_job_change has returned (engine_unlock) */

@@ -205,7 +205,7 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
 
 /* A checked job joins the table (room made for it) under its id, its parents and
  * its first state: waiting, queued, or failed at once when a parent had. */
-static void accept_locked(struct engine *e, struct job *job) {
+static void accept_locked(struct engine *e, struct job *job, bool hold_wake) {
   char why[160];
   e->jobs[e->n_jobs++] = job;
   job_ref(job); /* the caller's */
@@ -219,14 +219,16 @@ static void accept_locked(struct engine *e, struct job *job) {
     leave_pending_locked(e, job);
     end_job_locked(e, job, JOB_FAILED, "parent_failed", failure);
   } else if (job->deps_pending == 0) {
+    job->hold_wake = hold_wake;
     make_queued_locked(e, job);
+    job->hold_wake = false; /* queued again later (after a restart): woken as usual */
   } else {
     publish_state_locked(e, job);
   }
 }
 
-int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n,
-                      struct job **out, struct engine_error *err, int *failed) {
+static int submit_all(struct engine *e, const struct engine_job_request *reqs, int n,
+                      struct job **out, struct engine_error *err, int *failed, bool hold_wake) {
   memset(err, 0, sizeof *err);
   *failed = -1;
   int rc = 0, made = 0;
@@ -250,13 +252,24 @@ int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, i
     engine_unlock(e);
     return rc;
   }
-  for (int i = 0; i < n; i++) accept_locked(e, out[i]);
+  for (int i = 0; i < n; i++) accept_locked(e, out[i], hold_wake);
   engine_unlock(e);
   return 0;
+}
+
+int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n,
+                      struct job **out, struct engine_error *err, int *failed) {
+  return submit_all(e, reqs, n, out, err, failed, false);
 }
 
 int engine_submit(struct engine *e, const struct engine_job_request *req, struct job **out,
                   struct engine_error *err) {
   int failed;
-  return engine_submit_all(e, req, 1, out, err, &failed);
+  return submit_all(e, req, 1, out, err, &failed, false);
+}
+
+int engine_submit_inline(struct engine *e, const struct engine_job_request *req, struct job **out,
+                         struct engine_error *err) {
+  int failed;
+  return submit_all(e, req, 1, out, err, &failed, true);
 }

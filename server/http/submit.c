@@ -117,12 +117,21 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
   }
   struct job *job;
   struct engine_error refusal;
-  if (engine_submit(e, &req, &job, &refusal))
+  /* A waited-for job may run here: no worker is woken for it until it is known not to. */
+  bool here = wait_s > 0 && r->srv->opts.inline_max_bytes > 0;
+  if ((here ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal))
     return respond_refusal(r, spec, &refusal, params_prefix);
   /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
   r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
   enum MHD_Result ret;
-  if (wait_s > 0 && job_may_run_inline(r, job) && engine_run_inline(e, job)) {
+  bool ran_here = false;
+  if (here) {
+    if (job_may_run_inline(r, job))
+      ran_here = engine_run_inline(e, job); /* false: a worker was woken for it */
+    else
+      engine_wake(e, job);
+  }
+  if (ran_here) {
     ret = respond_job(r, job, 200); /* it ran here, to its end */
   } else if (wait_s > 0) {
     request_wait_for_job(r, job, wait_s, resumed);

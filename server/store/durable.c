@@ -18,17 +18,29 @@ struct stored_request {
 };
 #define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
 
+/* The record of a job not yet final, made by the store as it writes the row (a
+ * copy of its job_view: without a result, nothing in it points elsewhere). */
+static char *pending_record(const void *arg) {
+  json_t *j = job_json(arg, false);
+  char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  json_decref(j);
+  return record;
+}
+
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
  * on every change but `running`: a running job is in memory, where listings read it
  * (routes_jobs.c), and after a restart it is marked from its state column alone. A
- * final state's record goes back to the engine (out->doc): the same text answers
- * the request that waited for the job, not built a second time. */
+ * queued or waiting job's record is made when its row is written, so never when a
+ * later row replaces it in the store's queue (a tiny job's first row and its final
+ * one). A final state's record goes back to the engine (out->doc): the same text
+ * answers the request that waited for the job, not built a second time. */
 void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
                     bool first, struct engine_recorded *out) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
-  json_t *j = v->state == JOB_RUNNING ? NULL : job_json(v, final);
+  bool pending = !final && v->state != JOB_RUNNING && !v->result;
+  json_t *j = final ? job_json(v, true) : NULL;
   char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
   struct store_row row = {.id = v->id,
@@ -40,6 +52,9 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
                           .request = &stored,
                           .request_len = sizeof stored,
                           .record = record,
+                          .make_record = pending ? pending_record : NULL,
+                          .record_arg = v,
+                          .record_arg_len = sizeof *v,
                           .create = first};
   if (store_put(arg, &row) == 0) out->ticket = store_ticket(arg);
   if (final)

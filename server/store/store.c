@@ -237,7 +237,8 @@ static int write_row_locked(struct store *s, const struct store_row *r) {
  * Returns 0, or a negative errno with SQLite's message in why. */
 static int write_batch_locked(struct store *s, const struct queued_row *batch, char *why, size_t len) {
   int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
-  for (const struct queued_row *q = batch; q && rc == SQLITE_OK; q = q->next) rc = write_row_locked(s, &q->row);
+  for (const struct queued_row *q = batch; q && rc == SQLITE_OK; q = q->next)
+    if (!q->replaced) rc = write_row_locked(s, &q->row);
   if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
   if (rc == SQLITE_OK) return 0;
   int err = store_errno(s->db, rc);
@@ -294,8 +295,12 @@ static void write_queued_locked(struct store *s) {
 
   char why[200] = "";
   uint64_t bytes = 0;
-  for (const struct queued_row *q = batch; q; q = q->next)
+  for (struct queued_row *q = batch; q; q = q->next) {
+    if (q->replaced) continue;
+    if (!q->row.record && q->row.make_record) /* outside the database's lock */
+      q->row.record = q->made = q->row.make_record(q->row.record_arg);
     bytes += 64 + q->row.request_len + (q->row.record ? strlen(q->row.record) : 0);
+  }
   pthread_mutex_lock(&s->lock);
   int err = write_batch_locked(s, batch, why, sizeof why);
   s->written_since_check += bytes;
@@ -303,6 +308,7 @@ static void write_queued_locked(struct store *s) {
   pthread_mutex_unlock(&s->lock);
   while (batch) {
     struct queued_row *next = batch->next;
+    free(batch->made);
     free(batch);
     batch = next;
   }
@@ -356,7 +362,7 @@ static struct timespec in_ms(long ms) {
 }
 
 /* Writes what nobody flushed: rows queued for a millisecond (a batch gathers, and a
- * store_flush caller usually takes it first, without waking this thread again);
+ * store_flush caller usually takes it first);
  * until closing and all written. While writes fail, it probes once a second. */
 static void *writer_main(void *arg) {
   struct store *s = arg;
@@ -364,7 +370,9 @@ static void *writer_main(void *arg) {
   for (;;) {
     while (!s->head && !s->closing) {
       if (s->writable) {
+        s->writer_idle = true;
         pthread_cond_wait(&s->queue_ready, &s->queue_lock);
+        s->writer_idle = false;
         continue;
       }
       struct timespec second = in_ms(1000);
@@ -372,10 +380,11 @@ static void *writer_main(void *arg) {
           !s->head && !s->writable && !s->writing)
         probe_locked(s);
     }
-    if (!s->closing) {
-      struct timespec ms = in_ms(1);
-      pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &ms);
-    }
+    /* The whole millisecond: a put into a queue a flush emptied meanwhile signals
+     * again, and must not cut the gathering short (a tiny job's first row would be
+     * written alone, before its final row could replace it). */
+    struct timespec ms = in_ms(1);
+    while (!s->closing && pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &ms) != ETIMEDOUT) {}
     if (s->writing || s->holds) { /* a flush writes, or rows are held: a signal comes */
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
       continue;
@@ -397,25 +406,51 @@ static void *put_bytes(char **at, const void *src, size_t n) {
   return where;
 }
 
+/* q takes the place of the queued row of its job, if one is still in the queue:
+ * that one is left unwritten, and q keeps what it lacks of it (its first row's
+ * insert and request; its record). Only job rows; queue_lock held. Pointers into
+ * the replaced row stay valid: it is freed with q's batch. */
+static void replace_queued_locked(struct store *s, struct queued_row *q) {
+  if (q->row.table != STORE_JOBS) return;
+  struct queued_row *prev = NULL;
+  for (struct queued_row *o = s->head; o; o = o->next)
+    if (!o->replaced && o->row.table == STORE_JOBS && o->row.id == q->row.id) prev = o;
+  if (!prev) return;
+  prev->replaced = true;
+  struct store_row *r = &q->row;
+  const struct store_row *p = &prev->row;
+  r->create = r->create || p->create;
+  if (!r->request) r->request = p->request, r->request_len = p->request_len;
+  if (!r->record && !r->make_record)
+    r->record = p->record, r->make_record = p->make_record, r->record_arg = p->record_arg;
+}
+
 int store_put(struct store *s, const struct store_row *r) {
   const char *type_s = r->type ? r->type : "", *state_s = r->state ? r->state : "";
   size_t client = strlen(r->client) + 1, type = strlen(type_s) + 1, state = strlen(state_s) + 1;
   size_t record = r->record ? strlen(r->record) + 1 : 0, request = r->request ? r->request_len : 0;
-  struct queued_row *q = malloc(sizeof *q + client + type + state + record + request);
+  size_t arg = !r->record && r->make_record ? r->record_arg_len : 0;
+  struct queued_row *q = malloc(sizeof *q + client + type + state + record + request + arg);
   if (!q) {
     log_warn("store: job %llu: out of memory", (unsigned long long)r->id);
     return -ENOMEM;
   }
-  char *at = (char *)(q + 1);
-  q->next = NULL;
+  char *at = (char *)(q + 1); /* aligned as malloc's, for record_arg first */
   q->row = *r;
+  q->row.record_arg = arg ? put_bytes(&at, r->record_arg, arg) : NULL;
+  if (!arg) q->row.make_record = NULL;
+  q->next = NULL;
+  q->replaced = false;
+  q->made = NULL;
   q->row.client = put_bytes(&at, r->client, client);
   q->row.type = put_bytes(&at, type_s, type);
   q->row.state = put_bytes(&at, state_s, state);
   q->row.record = r->record ? put_bytes(&at, r->record, record) : NULL;
   q->row.request = r->request ? put_bytes(&at, r->request, request) : NULL;
   pthread_mutex_lock(&s->queue_lock);
-  if (!s->head) pthread_cond_signal(&s->queue_ready); /* the writer wakes once per batch */
+  replace_queued_locked(s, q);
+  /* The writer wakes once per batch: not while it gathers one, nor while it probes. */
+  if (!s->head && s->writer_idle) pthread_cond_signal(&s->queue_ready);
   *s->tail = q;
   s->tail = &q->next;
   last_put.store = s;

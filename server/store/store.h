@@ -32,6 +32,12 @@ struct store_row {
   const void *request;
   size_t request_len;
   const char *record; /* the job as JSON text, or NULL to keep the stored one */
+  /* Or, with record NULL, a record made only when the row is written: make_record(arg)
+   * on a copy of record_arg (record_arg_len bytes, no pointers in it), malloc'd text
+   * or NULL; never called if a later row of the job replaces this one first. */
+  char *(*make_record)(const void *arg);
+  const void *record_arg;
+  size_t record_arg_len;
   bool create;        /* the job's first row (inserted, or replacing a restored job's);
                          else an update of a row that exists, and nothing if none does */
 };
@@ -44,9 +50,12 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len);
 void store_close(struct store *s); /* NULL is a no-op */
 
 /* Queues row (copied) to be inserted or updated by the store's writer thread, which
- * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or
- * -ENOMEM (logged). Write errors are logged by the writer and reported by
- * store_sync and store_status. */
+ * commits what is queued in one transaction. Never waits for SQLite. A job's row
+ * still queued when a later one of the same job comes is replaced by it (one write:
+ * a tiny job's first row and its final one usually meet in the queue); the later
+ * row keeps what it lacks of the earlier (its request, its record when it has none).
+ * Returns 0 or -ENOMEM (logged). Write errors are logged by the writer and reported
+ * by store_sync and store_status. */
 int store_put(struct store *s, const struct store_row *row);
 
 /* The ticket of the last row the calling thread queued with store_put (0 if none):

@@ -15,6 +15,8 @@
 struct queued_row {
   struct queued_row *next;
   struct store_row row;
+  bool replaced; /* a later row of the same job took its place: not written */
+  char *made;    /* row.make_record's text, once made (freed with the row) */
 };
 
 /* Tickets (rows, numbered in queue order) of a transaction that failed. */
@@ -38,6 +40,7 @@ struct store {
   struct queued_row *head, **tail;
   uint64_t queued, committed; /* rows ever queued, and written or failed (in order) */
   bool writing;               /* a batch is being written (by one thread at a time) */
+  bool writer_idle;           /* the writer sleeps until a row is queued (queue_ready) */
   int holds;                  /* store_hold: no batch is taken while > 0 */
   bool closing, writer_started;
   pthread_t writer;
