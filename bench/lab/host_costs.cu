@@ -85,6 +85,58 @@ static double tiny_job_us(int lane) {
   return us;
 }
 
+/* The same job with hooks that note when each phase begins (as the engine's do, minus
+ * the gate), so that its time splits into: set-up (inputs generated, output and fence
+ * issued), the timed window (launches between events, their wait), the copies for the
+ * check and their wait, and the rest (the CPU check, statistics, frees). */
+enum { MARK_START, MARK_SETUP, MARK_ISSUED, MARK_TIMED, MARK_UNTIMED, MARK_IDLE, MARK_END, N_MARKS };
+static double marks[N_MARKS];
+static bool mark_phase(void *arg, enum backend_phase p) {
+  int m = p == BACKEND_PHASE_SETUP     ? MARK_SETUP
+          : p == BACKEND_PHASE_TIMED   ? MARK_TIMED
+          : p == BACKEND_PHASE_UNTIMED ? MARK_UNTIMED
+                                       : MARK_IDLE;
+  marks[m] = now_us();
+  return false;
+}
+static void mark_issued(void *arg) { marks[MARK_ISSUED] = now_us(); }
+
+static void phases_table(void) {
+  static double d[N_MARKS][ITERS];
+  struct backend_hooks hooks = {};
+  hooks.phase = mark_phase;
+  hooks.issued = mark_issued;
+  static struct exp_result res;
+  for (int i = -50; i < ITERS; i++) {
+    struct exp_spec s = tiny_spec();
+    struct backend_job bj = {};
+    bj.spec = &s;
+    char err[256];
+    for (int m = 0; m < N_MARKS; m++) marks[m] = 0;
+    marks[MARK_START] = now_us();
+    int rc = backend_run(be, 0, &bj, &hooks, &res, err, sizeof err);
+    marks[MARK_END] = now_us();
+    if (rc != 0) {
+      fprintf(stderr, "tiny job failed: %d %s\n", rc, err);
+      exit(1);
+    }
+    backend_buffer_free(be, bj.output);
+    backend_fence_free(be, bj.done);
+    for (int m = 1; m < N_MARKS; m++) /* a phase not entered takes no time */
+      if (!marks[m]) marks[m] = marks[m - 1];
+    for (int m = 1; m < N_MARKS && i >= 0; m++) d[m][i] = marks[m] - marks[m - 1];
+  }
+  static const char *names[N_MARKS] = {"", "start to SETUP", "SETUP to issued (inputs, output, fence)",
+                                       "issued to TIMED", "TIMED to UNTIMED (the window)",
+                                       "UNTIMED to IDLE (copies for the check)",
+                                       "IDLE to return (check, statistics, frees)"};
+  for (int m = 1; m < N_MARKS; m++) {
+    char what[96];
+    snprintf(what, sizeof what, "tiny job phase: %s", names[m]);
+    report(what, d[m], ITERS);
+  }
+}
+
 struct lane_arg {
   int lane, jobs;
   double us;
@@ -148,6 +200,7 @@ int main(void) {
     printf("| nvml_loader_read | skipped: %s | | |\n", why);
   }
   MEASURE("tiny job: backend_run transpose 64x64 naive, reps 1, lane 0", tiny_job_us(0));
+  phases_table();
 
   for (int lanes = 1; lanes <= 8; lanes *= 2) {
     struct lane_arg args[8];

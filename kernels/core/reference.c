@@ -81,19 +81,6 @@ const float *reference_input(const struct reference *ref, int slot) {
 
 size_t reference_output_len(const struct reference *ref) { return ref->out_len; }
 
-void reference_compare(struct exp_check *c, float got, double want, double tol) {
-  c->compared++;
-  if (!isfinite(got)) {
-    c->mismatches++;
-    return;
-  }
-  double err = fabs((double)got - want);
-  double rel = err / fmax(fabs(want), 1e-30);
-  if (err > c->max_abs_err) c->max_abs_err = err;
-  if (rel > c->max_rel_err) c->max_rel_err = rel;
-  if (!(err <= tol)) c->mismatches++;
-}
-
 void reference_check(const struct reference *ref, int entry, const float *out,
                      struct exp_check *check) {
   memset(check, 0, sizeof *check);
