@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/encode.h"
+#include "api/json_text.h"
 #include "api/utf8.h"
 #include "server/http/metrics.h"
 #include "server/http/request.h"
@@ -245,7 +246,7 @@ static void access_log(struct request *r, FILE *out, double seconds, const char 
                            seconds * 1e3, "job",
                            r->job_id ? json_integer((json_int_t)r->job_id) : json_null());
   if (line && ended) json_object_set_new(line, "ended", json_string(ended));
-  char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+  char *text = json_text(line, NULL); /* NULL line: NULL */
   json_decref(line);
   if (!text) return;
   size_t len = strlen(text);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/json_text.h"
 #include "server/http/auth.h"
 #include "server/store/store.h"
 
@@ -33,7 +34,7 @@ static enum MHD_Result respond_text(struct request *r, unsigned status, char *te
 
 static enum MHD_Result respond_body(struct request *r, unsigned status, json_t *json,
                                     const char *media_type) {
-  char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+  char *text = json_text(json, NULL); /* NULL json: NULL */
   json_decref(json);
   return respond_text(r, status, text, media_type);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "api/json_text.h"
 #include "server/http/sse.h"
 
 #define SSE_KEEPALIVE_S 15.0
@@ -41,7 +42,7 @@ static void append(struct sse_stream *s, const char *fmt, ...) {
 
 /* One SSE message: "id", "event" and one line of JSON data. */
 static void append_event(struct sse_stream *s, uint64_t seq, const char *name, json_t *data) {
-  char *text = json_dumps(data, JSON_COMPACT);
+  char *text = json_text(data, NULL);
   json_decref(data);
   if (!text) return;
   if (seq)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/json_text.h"
 #include "server/engine/job_json.h"
 #include "server/log.h"
 
@@ -22,7 +23,7 @@ struct stored_request {
  * copy of its job_view: without a result, nothing in it points elsewhere). */
 static char *pending_record(const void *arg) {
   json_t *j = job_json(arg, false);
-  char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  char *record = json_text(j, NULL); /* NULL j: NULL */
   json_decref(j);
   return record;
 }
@@ -41,7 +42,7 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
   bool final = job_state_final(v->state);
   bool pending = !final && v->state != JOB_RUNNING && !v->result;
   json_t *j = final ? job_json(v, true) : NULL;
-  char *record = j ? json_dumps(j, JSON_COMPACT) : NULL;
+  char *record = json_text(j, NULL); /* NULL j: NULL */
   json_decref(j);
   struct store_row row = {.id = v->id,
                           .client = v->client,

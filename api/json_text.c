@@ -1,0 +1,158 @@
+/* Compact JSON text of a jansson value (json_text.h). */
+#include "api/json_text.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct text {
+  char *at;
+  size_t len, cap;
+  bool failed; /* out of memory, or a string that is not UTF-8 */
+};
+
+static bool reserve(struct text *t, size_t more) {
+  if (t->failed) return false;
+  if (t->len + more + 1 <= t->cap) return true;
+  size_t cap = t->cap ? t->cap : 1024;
+  while (cap < t->len + more + 1) cap *= 2;
+  char *at = realloc(t->at, cap);
+  if (!at) {
+    t->failed = true;
+    return false;
+  }
+  t->at = at;
+  t->cap = cap;
+  return true;
+}
+
+static void put(struct text *t, const char *s, size_t n) {
+  if (!reserve(t, n)) return;
+  memcpy(t->at + t->len, s, n);
+  t->len += n;
+}
+
+static void put_char(struct text *t, char c) {
+  if (!reserve(t, 1)) return;
+  t->at[t->len++] = c;
+}
+
+/* Length of the UTF-8 sequence at s (at most n bytes) whose first byte is >= 0x80, or
+ * 0 when it is not one jansson accepts: no overlong forms, no surrogates, nothing past
+ * U+10FFFF. */
+static size_t utf8_sequence(const unsigned char *s, size_t n) {
+  size_t len = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
+  if (s[0] < 0xC2 || s[0] > 0xF4 || n < len) return 0;
+  uint32_t cp = s[0] & (len == 2 ? 0x1F : len == 3 ? 0x0F : 0x07);
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (s[i] & 0x3F);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
+/* A JSON string: runs of plain bytes copied whole; '"', '\\' and control characters
+ * escaped as jansson does (\b \f \n \r \t, else \u00XX in capitals). */
+static void put_string(struct text *t, const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  put_char(t, '"');
+  size_t run = 0; /* start of the plain bytes not yet copied */
+  for (size_t i = 0; i < n && !t->failed;) {
+    unsigned char c = s[i];
+    if (c >= 0x80) {
+      size_t len = utf8_sequence(s + i, n - i);
+      if (!len) t->failed = true;
+      i += len;
+      continue;
+    }
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      i++;
+      continue;
+    }
+    put(t, str + run, i - run);
+    char esc[8];
+    const char *named = c == '"'    ? "\\\""
+                        : c == '\\' ? "\\\\"
+                        : c == '\b' ? "\\b"
+                        : c == '\f' ? "\\f"
+                        : c == '\n' ? "\\n"
+                        : c == '\r' ? "\\r"
+                        : c == '\t' ? "\\t"
+                                    : NULL;
+    if (!named) snprintf(esc, sizeof esc, "\\u%04X", (unsigned)c);
+    put(t, named ? named : esc, named ? 2 : 6);
+    run = ++i;
+  }
+  put(t, str + run, n - run);
+  put_char(t, '"');
+}
+
+int json_text_real(double v, char *out) {
+  int n = snprintf(out, 32, "%.17g", v);
+  char *e = strchr(out, 'e');
+  if (!e && !strchr(out, '.')) { /* integral: a real still reads back as a real */
+    memcpy(out + n, ".0", 3);
+    return n + 2;
+  }
+  if (!e) return n;
+  /* The exponent without its '+' and leading zeros: e+17 is e17, e-05 is e-5. */
+  char *digits = e + 1 + (e[1] == '-'), *from = e + 2;
+  while (*from == '0' && from[1]) from++;
+  memmove(digits, from, strlen(from) + 1);
+  return (int)strlen(out);
+}
+
+static void put_value(struct text *t, const json_t *j) {
+  char num[40];
+  switch (json_typeof(j)) {
+  case JSON_OBJECT: {
+    put_char(t, '{');
+    for (void *it = json_object_iter((json_t *)j); it && !t->failed;) {
+      put_string(t, json_object_iter_key(it), json_object_iter_key_len(it));
+      put_char(t, ':');
+      put_value(t, json_object_iter_value(it));
+      it = json_object_iter_next((json_t *)j, it);
+      if (it) put_char(t, ',');
+    }
+    put_char(t, '}');
+    break;
+  }
+  case JSON_ARRAY: {
+    put_char(t, '[');
+    size_t n = json_array_size(j);
+    for (size_t i = 0; i < n && !t->failed; i++) {
+      if (i) put_char(t, ',');
+      put_value(t, json_array_get(j, i));
+    }
+    put_char(t, ']');
+    break;
+  }
+  case JSON_STRING: put_string(t, json_string_value(j), json_string_length(j)); break;
+  case JSON_INTEGER:
+    put(t, num, (size_t)snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(j)));
+    break;
+  case JSON_REAL: put(t, num, (size_t)json_text_real(json_real_value(j), num)); break;
+  case JSON_TRUE: put(t, "true", 4); break;
+  case JSON_FALSE: put(t, "false", 5); break;
+  case JSON_NULL: put(t, "null", 4); break;
+  }
+}
+
+char *json_text(const json_t *j, size_t *len) {
+  if (!j) return NULL;
+  struct text t = {0};
+  put_value(&t, j);
+  if (!reserve(&t, 0)) {
+    free(t.at);
+    return NULL;
+  }
+  t.at[t.len] = '\0';
+  if (len) *len = t.len;
+  return t.at;
+}
