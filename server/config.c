@@ -27,9 +27,11 @@ static const char usage_flags[] =
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
     "  --db PATH           job records in SQLite (default ./gpulab.db; :memory: keeps\n"
     "                      nothing): accepted jobs survive a crash or restart; none:\n"
-    "                      no store at all (nothing durable, history only in memory)\n"
-    "  --durability MODE   normal | full (default normal): normal commits survive gpulabd\n"
-    "                      crashing (kill -9), a power loss may lose the last commits;\n"
+    "                      no store at all (nothing durable, history only in memory);\n"
+    "                      postgresql://user@host:port/dbname: a PostgreSQL server\n"
+    "  --durability MODE   normal | full (default normal; full on PostgreSQL): normal\n"
+    "                      commits survive gpulabd crashing (kill -9), a power loss\n"
+    "                      may lose the last commits;\n"
     "                      full adds an fsync per commit, surviving a power loss too\n"
     "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
     "  --max-db-bytes N    keep the store within N bytes: past it the oldest finished\n"
@@ -291,6 +293,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       break;
     case OPT_CPU_RUNNER_TEST: cfg->cpu_runner_test = true; break;
     case 'Y':
+      cfg->durability_given = true;
       if (strcmp(optarg, "normal") == 0) cfg->durability_full = false;
       else if (strcmp(optarg, "full") == 0) cfg->durability_full = true;
       else {

@@ -161,15 +161,17 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
     int pruned = store_prune(*store, engine_now_unix() - cfg->keep_days * 86400.0);
     if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg->keep_days);
   }
-  if (cfg->durability_full && store_set_durability(*store, STORE_DURABILITY_FULL)) {
-    log_warn("gpulabd: --durability full: the store cannot be set to synchronous=FULL");
+  /* Without --durability each backend keeps its default: SQLite normal, PostgreSQL full. */
+  if (cfg->durability_given &&
+      store_set_durability(*store, cfg->durability_full ? STORE_DURABILITY_FULL : STORE_DURABILITY_NORMAL)) {
+    log_warn("gpulabd: --durability %s: the store cannot be set to it", cfg->durability_full ? "full" : "normal");
     return -1;
   }
   struct store_status st;
   store_status(*store, &st);
-  log_info("store %s: durability %s (%s)", cfg->db, st.durability,
-           cfg->durability_full ? "an fsync per commit: commits survive a power loss"
-                                : "commits survive a crash; a power loss may lose the last ones");
+  log_info("store (%s): durability %s (%s)", st.backend, st.durability,
+           strcmp(st.durability, "full") == 0 ? "an fsync per commit: commits survive a power loss"
+                                              : "commits survive a crash; a power loss may lose the last ones");
   store_limit(*store, (uint64_t)cfg->max_db_bytes);
   durable_first_ids(*store, first_id, first_buffer_id);
   return 0;

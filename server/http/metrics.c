@@ -390,6 +390,10 @@ static void put_store_gauges(struct text *t, struct store *store) {
   struct store_status st;
   store_status(store, &st);
   put(t,
+      "# HELP gpulab_store_backend_info The job store's database: sqlite or postgresql (--db).\n"
+      "# TYPE gpulab_store_backend_info gauge\ngpulab_store_backend_info{backend=\"%s\"} 1\n",
+      st.backend);
+  put(t,
       "# HELP gpulab_store_bytes The job store's database file and its WAL on disk.\n"
       "# TYPE gpulab_store_bytes gauge\ngpulab_store_bytes %llu\n",
       (unsigned long long)st.file_bytes);
