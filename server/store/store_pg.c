@@ -51,8 +51,14 @@ static int pg_errno(const PGresult *res) {
 /* text, on one line and without libpq's trailing newline, into why. */
 static void say(char *why, size_t len, const char *text) {
   snprintf(why, len, "%s", text && *text ? text : "PostgreSQL failed");
-  for (char *p = why; *p; p++)
-    if (*p == '\n') *p = *(p + 1) ? ' ' : '\0';
+  char *out = why; /* libpq's lines ("...\n\tThis probably means...") as one */
+  for (const char *p = why; *p; p++)
+    if (*p == '\n') {
+      if (p[1]) *out++ = ' ';
+    } else if (*p != '\t') {
+      *out++ = *p;
+    }
+  *out = '\0';
 }
 
 /* Settings of this session, set again after a reconnect. */
@@ -86,7 +92,9 @@ PGresult *pg_exec(struct store *s, const char *sql, int n, const char *const *va
   if ((*err = connected(s, why, why_len))) return NULL;
   for (int i = 0; binary && i < n && i < 16; i++)
     if (binary[i] > 0) lengths[i] = binary[i], formats[i] = 1;
-  PGresult *res = PQexecParams(p->conn, sql, n, NULL, values, lengths, formats, 0);
+  /* Without parameters, the simple protocol: it takes several statements (the schema). */
+  PGresult *res = n ? PQexecParams(p->conn, sql, n, NULL, values, lengths, formats, 0)
+                    : PQexec(p->conn, sql);
   ExecStatusType st = PQresultStatus(res);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return res;
   *err = pg_errno(res);
