@@ -6,7 +6,8 @@
  * --durability full changes is the database's PRAGMA synchronous (FULL: an fsync
  * per commit), which /health and /metrics report as the database says it. SIGTERM
  * lets a running job finish within --grace and keeps the queued ones for the next
- * start; one still running past --grace ends `interrupted`. */
+ * start; one still running past --grace ends `interrupted`. The same on PostgreSQL
+ * (ctest's test_durability_pg), but for one gpulabd per database, SQLite's alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,9 @@
 
 #include "tests/check.h"
 #include "tests/http_client.h"
+#include "tests/test_db.h"
 
-static char db[96];
+static char db[512]; /* an SQLite file, or with $GPULAB_TEST_DB a PostgreSQL database */
 static const char *durability = "normal"; /* --durability of every start() */
 
 #define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
@@ -43,11 +45,7 @@ static void start(struct gpulabd *d, const char *grace) {
   gpulabd_start(args, d);
 }
 
-static void remove_db(void) {
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);
-  (void)!system(cmd);
-}
+static void remove_db(void) { test_db_reset(db); }
 
 static void test_crash(void) {
   struct gpulabd d;
@@ -316,7 +314,8 @@ static void test_sigterm_past_grace(void) {
   gpulabd_stop(&d);
 }
 
-/* Two gpulabd on one database: the second refuses to start. */
+/* Two gpulabd on one database: the second refuses to start. SQLite's lock on its file
+ * alone: on PostgreSQL several gpulabd may share a database. */
 static void test_one_per_db(void) {
   struct gpulabd a, b;
   start(&a, "0");
@@ -329,7 +328,7 @@ static void test_one_per_db(void) {
 }
 
 int main(void) {
-  snprintf(db, sizeof db, "/tmp/gpulab-durability-%d.db", (int)getpid());
+  test_db_make("durability", db, sizeof db);
   static const char *const modes[] = {"normal", "full"};
   for (int m = 0; m < 2; m++) { /* each on a new database */
     durability = modes[m];
@@ -344,8 +343,8 @@ int main(void) {
   test_sigterm_past_grace();
   test_sweeps_and_buffers();
   test_ids_after_clean_stop();
-  test_one_per_db();
-  remove_db();
+  if (!test_db_is_pg(db)) test_one_per_db();
+  test_db_drop(db);
   printf("test_durability: ok\n");
   return 0;
 }
