@@ -318,7 +318,7 @@ void store_status(struct store *s, struct store_status *out) {
   out->backend = s->ops->name;
   pthread_mutex_lock(&s->lock);
   out->file_bytes = s->ops->file_bytes_locked(s);
-  out->used_bytes = s->ops->used_bytes_locked(s);
+  out->used_bytes = s->ops->used_bytes_locked(s, false);
   out->max_bytes = s->max_bytes;
   out->pruned_jobs = s->pruned_jobs;
   out->durability = s->ops->durability_locked(s);
@@ -345,7 +345,8 @@ int store_ids_reserve(struct store *s, const char *name, uint64_t upto) {
   int err = s->ops->ids_reserve_locked(s, name, upto, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
   /* Another gpulabd's ids (PostgreSQL) say nothing of whether the store takes writes. */
-  if (err && err != -EBUSY) store_note_write(s, err, why);
+  if (err == -EBUSY) log_warn("store: %s", why);
+  else if (err) store_note_write(s, err, why);
   return err;
 }
 
@@ -362,7 +363,7 @@ void store_note_write(struct store *s, int err, const char *why) {
  * database holds 90% of it. The database lock is held, outside a transaction. */
 void store_keep_within_locked(struct store *s) {
   s->written_since_check = 0;
-  uint64_t used = s->ops->used_bytes_locked(s), target = s->max_bytes / 10 * 9;
+  uint64_t used = s->ops->used_bytes_locked(s, true), target = s->max_bytes / 10 * 9;
   if (used <= s->max_bytes) {
     atomic_store(&s->over_limit, false);
     return;
@@ -375,7 +376,7 @@ void store_keep_within_locked(struct store *s) {
     int deleted = s->ops->delete_oldest_locked(s, n);
     if (deleted <= 0) break; /* none finished, or the delete failed */
     s->pruned_jobs += (uint64_t)deleted;
-    used = s->ops->used_bytes_locked(s);
+    used = s->ops->used_bytes_locked(s, true);
   }
   if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
   bool over = used > s->max_bytes;

@@ -194,7 +194,12 @@ static int pg_open(struct store *s, const char *uri, char *why, size_t len) {
     return -ENOMEM;
   }
   s->backend = p;
-  p->conn = PQconnectdb(uri);
+  /* Defaults the URI may override (later entries win): a server that does not answer
+   * fails a connect in 5 s, and unacknowledged writes in 10 s, rather than hold the
+   * store (and /health) for the kernel's minutes. */
+  const char *const keys[] = {"connect_timeout", "tcp_user_timeout", "dbname", NULL};
+  const char *const values[] = {"5", "10000", uri, NULL};
+  p->conn = PQconnectdbParams(keys, values, 1);
   if (!p->conn) {
     snprintf(why, len, "out of memory");
     return -ENOMEM;

@@ -14,6 +14,10 @@
 struct pg {
   PGconn *conn;
   bool sync_off; /* --durability normal: synchronous_commit=off, set again on reconnect */
+  /* The last measures for store_status (a scan of jobs, and the tables' sizes): not
+   * taken again more than every few seconds, nor while the server is away. */
+  uint64_t used_bytes, file_bytes;
+  double used_at, file_at; /* CLOCK_MONOTONIC seconds; 0: never */
   /* The id marks this gpulabd last read or moved (store_ids_floor, store_ids_reserve):
    * a reserve moves the stored mark only from there, so that two gpulabd on one
    * database never take the same ids. */
@@ -39,7 +43,7 @@ char *pg_dup(const PGresult *res, int r, int c);
 void *pg_bytes(const PGresult *res, int r, int c, size_t *len);
 
 /* store_pg_query.c: */
-uint64_t pg_used_bytes_locked(struct store *s);
+uint64_t pg_used_bytes_locked(struct store *s, bool fresh);
 uint64_t pg_file_bytes_locked(struct store *s);
 int64_t pg_count_jobs_locked(struct store *s);
 int pg_delete_oldest_locked(struct store *s, uint64_t n);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/log.h"
 #include "server/store/store_pg.h"
@@ -21,20 +22,39 @@ static int64_t query_int(struct store *s, const char *sql) {
   return v;
 }
 
+static double now_mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A measure for store_status: the last one while it is recent or the server is away
+ * (/health and /metrics neither scan a large table each time nor wait to connect). */
+static bool recent(struct store *s, double at) {
+  return (at > 0 && now_mono() - at < 5) || PQstatus(pg_of(s)->conn) != CONNECTION_OK;
+}
+
 /* The live rows' bytes, not the table's size on disk: a DELETE frees no relation size
  * until a VACUUM (and gives little back even then), so pruning by the table's size
- * would delete every finished job and still be over. */
-uint64_t pg_used_bytes_locked(struct store *s) {
+ * would delete every finished job and still be over. A scan of the table: the bound
+ * asks after every max_bytes / 64 bytes written, store_status every 5 s at most. */
+uint64_t pg_used_bytes_locked(struct store *s, bool fresh) {
+  struct pg *p = pg_of(s);
+  if (!fresh && recent(s, p->used_at)) return p->used_bytes;
   int64_t v = query_int(s, "SELECT COALESCE(SUM(pg_column_size(j.*)), 0)::bigint FROM jobs j");
-  return v > 0 ? (uint64_t)v : 0;
+  if (v >= 0) p->used_bytes = (uint64_t)v, p->used_at = now_mono();
+  return p->used_bytes;
 }
 
 /* The tables' size on disk (with their indexes and TOAST), on the server. */
 uint64_t pg_file_bytes_locked(struct store *s) {
+  struct pg *p = pg_of(s);
+  if (recent(s, p->file_at)) return p->file_bytes;
   int64_t v = query_int(s,
                         "SELECT pg_total_relation_size('jobs') + pg_total_relation_size('sweeps')"
                         " + pg_total_relation_size('kernels') + pg_total_relation_size('meta')");
-  return v > 0 ? (uint64_t)v : 0;
+  if (v >= 0) p->file_bytes = (uint64_t)v, p->file_at = now_mono();
+  return p->file_bytes;
 }
 
 int64_t pg_count_jobs_locked(struct store *s) { return query_int(s, "SELECT COUNT(*) FROM jobs"); }

@@ -41,9 +41,10 @@ struct store_ops {
                             size_t why_len);
   /* A failing store's small write of its own. Locked. */
   int (*probe_locked)(struct store *s, char *why, size_t why_len);
-  /* The size bound (store_limit): bytes the jobs hold, jobs counted, and a delete of
-   * the n oldest finished (how many went, or a negative errno). Locked. */
-  uint64_t (*used_bytes_locked)(struct store *s);
+  /* The size bound (store_limit): bytes the jobs hold (fresh: measured now, for the
+   * bound; else a recent measure will do, for store_status), jobs counted, and a
+   * delete of the n oldest finished (how many went, or a negative errno). Locked. */
+  uint64_t (*used_bytes_locked)(struct store *s, bool fresh);
   int64_t (*count_jobs_locked)(struct store *s);
   int (*delete_oldest_locked)(struct store *s, uint64_t n);
   /* After pruning (SQLite: freed pages back to the file system); may be NULL. Locked. */

@@ -18,7 +18,8 @@ int64_t lite_query_int(sqlite3 *db, const char *sql) {
   return v;
 }
 
-uint64_t lite_used_bytes_locked(struct store *s) {
+uint64_t lite_used_bytes_locked(struct store *s, bool fresh) {
+  (void)fresh; /* PRAGMAs: cheap */
   sqlite3 *db = lite_of(s)->db;
   int64_t page = lite_query_int(db, "PRAGMA page_size"),
           count = lite_query_int(db, "PRAGMA page_count");
