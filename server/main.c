@@ -172,6 +172,7 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
   log_info("store (%s): durability %s (%s)", st.backend, st.durability,
            strcmp(st.durability, "full") == 0 ? "an fsync per commit: commits survive a power loss"
                                               : "commits survive a crash; a power loss may lose the last ones");
+  store_set_node(*store, cfg->node);
   store_limit(*store, (uint64_t)cfg->max_db_bytes);
   durable_first_ids(*store, first_id, first_buffer_id);
   return 0;

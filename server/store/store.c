@@ -403,6 +403,12 @@ void store_lock_for_read(struct store *s) {
   pthread_mutex_lock(&s->lock);
 }
 
+void store_set_node(struct store *s, const char *node) {
+  pthread_mutex_lock(&s->lock); /* the writer reads it under the database lock */
+  snprintf(s->node, sizeof s->node, "%s", node ? node : "");
+  pthread_mutex_unlock(&s->lock);
+}
+
 uint64_t store_ids_floor(struct store *s, const char *name) {
   pthread_mutex_lock(&s->lock);
   uint64_t value = s->ops->ids_floor_locked(s, name);

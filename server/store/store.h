@@ -96,6 +96,11 @@ struct store_status {
                               PostgreSQL: "full" (its default) or "normal" */
 };
 
+/* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):
+ * PostgreSQL's jobs.node, for a fleet's nodes sharing one database (--node); SQLite,
+ * one box's file, keeps none. Call before rows are queued. */
+void store_set_node(struct store *s, const char *node);
+
 /* How much a commit survives (store_open starts NORMAL). NORMAL: WAL with
  * synchronous=NORMAL, no fsync per commit: every commit survives gpulabd crashing
  * (kill -9, a segfault, the OOM killer), and a power loss or kernel panic may lose

@@ -249,15 +249,22 @@ static int write_row(struct store *s, const struct store_row *r, char *why, size
                   " created = EXCLUDED.created, record = EXCLUDED.record",
                   4, v, NULL, &err, why, len);
   } else if (r->create) {
-    const char *v[] = {
-        id, r->client, r->type, r->state, created, finished, (const char *)r->request, r->record};
-    int binary[8] = {0, 0, 0, 0, 0, 0, r->request ? (int)r->request_len : 0, 0};
+    const char *v[] = {id,
+                       r->client,
+                       r->type,
+                       r->state,
+                       created,
+                       finished,
+                       (const char *)r->request,
+                       r->record,
+                       s->node[0] ? s->node : NULL};
+    int binary[9] = {0, 0, 0, 0, 0, 0, r->request ? (int)r->request_len : 0, 0, 0};
     if (r->request && r->request_len == 0) v[6] = "";
     res = pg_exec(s,
-                  "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
-                  " VALUES($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO UPDATE SET"
-                  " state = $4, finished = $6, record = COALESCE($8, jobs.record)",
-                  8, v, binary, &err, why, len);
+                  "INSERT INTO jobs(id, client, type, state, created, finished, request, record,"
+                  " node) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO UPDATE"
+                  " SET state = $4, finished = $6, record = COALESCE($8, jobs.record), node = $9",
+                  9, v, binary, &err, why, len);
   } else {
     const char *v[] = {id, r->state, finished, r->record};
     res = pg_exec(s,

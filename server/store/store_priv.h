@@ -92,6 +92,7 @@ extern const struct store_ops store_pg_ops;     /* store_pg.c */
 struct store {
   const struct store_ops *ops;
   void *backend;        /* the backend's own (its connection, statements) */
+  char node[64];        /* store_set_node: written on the jobs rows created; "" none */
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
 
   pthread_mutex_t queue_lock;    /* guards the fields below */

@@ -8,6 +8,7 @@
  * lets a running job finish within --grace and keeps the queued ones for the next
  * start; one still running past --grace ends `interrupted`. The same on PostgreSQL
  * (ctest's test_durability_pg), but for one gpulabd per database, SQLite's alone. */
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +328,30 @@ static void test_one_per_db(void) {
   gpulabd_stop(&a);
 }
 
+/* PostgreSQL: the job rows a gpulabd creates carry its --node (the host name without). */
+static void test_node(void) {
+  struct gpulabd d;
+  const char *args[] = {"--backend", "cpu", "--db", db, "--node", "box-7", NULL};
+  gpulabd_start(args, &d);
+  long long id = post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  char hostname[64] = "";
+  gethostname(hostname, sizeof hostname - 1);
+  const char *plain[] = {"--backend", "cpu", "--db", db, NULL};
+  gpulabd_start(plain, &d);
+  long long id2 = post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  PGconn *c = PQconnectdb(db);
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id IN (%lld, %lld) ORDER BY id", id, id2);
+  PGresult *res = PQexec(c, sql);
+  CHECK_INT_EQ(PQntuples(res), 2);
+  CHECK_STR_EQ(PQgetvalue(res, 0, 0), "box-7");
+  CHECK_STR_EQ(PQgetvalue(res, 1, 0), hostname);
+  PQclear(res);
+  PQfinish(c);
+}
+
 int main(void) {
   test_db_make("durability", db, sizeof db);
   static const char *const modes[] = {"normal", "full"};
@@ -344,6 +369,7 @@ int main(void) {
   test_sweeps_and_buffers();
   test_ids_after_clean_stop();
   if (!test_db_is_pg(db)) test_one_per_db();
+  if (test_db_is_pg(db)) test_node();
   test_db_drop(db);
   printf("test_durability: ok\n");
   return 0;

@@ -376,10 +376,25 @@ static void test_pg_restart(void) {
   store_close(s);
 }
 
-/* Two gpulabd on one database: the one whose id mark the other moved is refused new
- * ids (-EBUSY) until it reads the mark again; nothing is handed out twice. */
+/* Two gpulabd on one database: each records its name (--node) on the jobs it creates;
+ * the one whose id mark the other moved is refused new ids (-EBUSY) until it reads the
+ * mark again; nothing is handed out twice. */
 static void test_pg_two_nodes(void) {
   struct store *a = open_store(), *b = open_store();
+  store_set_node(a, "node-a"); /* --node: on the job rows each creates */
+  store_set_node(b, "node-b");
+  CHECK_INT_EQ(store_sync(a, put_job(a, 80, "queued", 0, "{\"id\":80}", true)), 0);
+  CHECK_INT_EQ(store_sync(b, put_job(b, 81, "queued", 0, "{\"id\":81}", true)), 0);
+  put_job(b, 80, "done", 4000, "{\"id\":80}", false); /* an update keeps the creator */
+  store_flush(b);
+  PGconn *c = PQconnectdb(db);
+  PGresult *res = PQexec(c, "SELECT id, node, state FROM jobs WHERE id IN (80, 81) ORDER BY id");
+  CHECK_INT_EQ(PQntuples(res), 2);
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "node-a");
+  CHECK_STR_EQ(PQgetvalue(res, 0, 2), "done");
+  CHECK_STR_EQ(PQgetvalue(res, 1, 1), "node-b");
+  PQclear(res);
+  PQfinish(c);
   uint64_t fa = store_ids_floor(a, "buffers"), fb = store_ids_floor(b, "buffers");
   CHECK_INT_EQ(fa, fb);
   CHECK_INT_EQ(store_ids_reserve(a, "buffers", fa + 1024), 0);
