@@ -340,9 +340,13 @@ int store_set_durability(struct store *s, enum store_durability d) {
 }
 
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto) {
+  return store_ids_take(s, name, NULL, upto);
+}
+
+int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t upto) {
   char why[200] = "";
   pthread_mutex_lock(&s->lock);
-  int err = s->ops->ids_reserve_locked(s, name, upto, why, sizeof why);
+  int err = s->ops->ids_reserve_locked(s, name, from, upto, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
   /* Another gpulabd's ids (PostgreSQL) say nothing of whether the store takes writes. */
   if (err == -EBUSY) log_warn("store: %s", why);

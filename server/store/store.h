@@ -7,7 +7,8 @@
  * twice, even after a failed write and a crash. SQLite: one gpulabd per database (the
  * file is locked). PostgreSQL: several gpulabd may share one database; each reserves
  * its ids from the stored mark it last saw, so two never hand out the same id (a node
- * whose mark another moved is refused new ids, -EBUSY); the fleet's semantics (claims,
+ * whose mark another moved takes its next block past theirs: store_ids_take); the
+ * fleet's semantics (claims,
  * leases: which node runs which job) come in phase 2 of issue 18. Calls are serialized
  * inside; safe from any thread.
  *
@@ -157,6 +158,11 @@ uint64_t store_max_sweep_id(struct store *s); /* 0 when none */
  * another gpulabd moved the mark since this one read or set it). */
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto);
 uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never reserved */
+/* store_ids_reserve for the ids from *from up to upto, about to be handed out. On
+ * PostgreSQL, when another gpulabd sharing the database took ids past this one's
+ * mark, the block moves past every id taken, its length kept: *from is then its first
+ * id (and upto as far on). SQLite: store_ids_reserve. Returns 0 or a negative errno. */
+int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t upto);
 
 /* Deletes finished jobs that finished before unix time `before`, and sweeps made
  * before it (and all but the newest 1000). Returns how many jobs. */

@@ -312,62 +312,84 @@ static int pg_set_durability_locked(struct store *s, enum store_durability d) {
   return session(p);
 }
 
-/* This gpulabd's last mark of sequence name (NULL if the table is full). */
-static uint64_t *id_mark(struct pg *p, const char *name, bool *known) {
+/* This gpulabd's mark of sequence name, made on first use; NULL if the table is full. */
+static struct pg_ids *id_mark(struct pg *p, const char *name) {
   for (int i = 0; i < PG_ID_SEQUENCES; i++) {
-    if (strcmp(p->ids[i].name, name) == 0) return *known = true, &p->ids[i].mark;
+    if (strcmp(p->ids[i].name, name) == 0) return &p->ids[i];
     if (!p->ids[i].name[0]) {
       snprintf(p->ids[i].name, sizeof p->ids[i].name, "%s", name);
-      return *known = false, &p->ids[i].mark;
+      return &p->ids[i];
     }
   }
   return NULL;
 }
 
+/* The stored mark; the first read of a sequence is this gpulabd's mark too (the
+ * engine starts above it). A later read changes nothing here: the engine's next id
+ * stays where it was, and a mark moved to the stored value could take ids below it. */
 static uint64_t pg_ids_floor_locked(struct store *s, const char *name) {
   const char *v[] = {name};
   PGresult *res = pg_read(s, "SELECT value FROM meta WHERE name = $1", 1, v);
   uint64_t value = res && PQntuples(res) ? strtoull(PQgetvalue(res, 0, 0), NULL, 10) : 0;
   PQclear(res);
-  bool known;
-  uint64_t *mine = id_mark(pg_of(s), name, &known);
-  if (mine && res) *mine = value;
+  struct pg_ids *mine = id_mark(pg_of(s), name);
+  if (mine && res && !mine->set) mine->mark = value, mine->set = true;
   return value;
 }
 
-/* The stored mark moves from this gpulabd's last one only: when another gpulabd moved
- * it meanwhile, the ids between are (or may be) its own, and the reserve fails with
- * -EBUSY. Phase 2 (issue 18) gives each node its blocks from the database instead. */
-static int pg_ids_reserve_locked(struct store *s, const char *name, uint64_t upto, char *why,
-                                 size_t len) {
-  bool known;
-  uint64_t *mine = id_mark(pg_of(s), name, &known);
+/* The stored mark moves to upto only where no other gpulabd can hold ids in the way
+ * (a conditional update): it is still this gpulabd's own last mark, or it is below
+ * *from (every id handed out by anyone is at or below the stored mark). Otherwise,
+ * with from, a block of the same length is taken past every id taken (an atomic add)
+ * and *from says where it starts; without from (store_ids_reserve: a mark put back
+ * at a clean stop, say) it fails with -EBUSY and nothing moves. */
+static int pg_ids_reserve_locked(struct store *s, const char *name, uint64_t *from, uint64_t upto,
+                                 char *why, size_t len) {
+  struct pg_ids *mine = id_mark(pg_of(s), name);
   if (!mine) {
     snprintf(why, len, "too many id sequences");
     return -EINVAL;
   }
-  if (!known) *mine = pg_ids_floor_locked(s, name);
-  char to[24], from[24];
+  if (!mine->set) pg_ids_floor_locked(s, name);
+  char to[24], was[24], start[24], length[24];
   snprintf(to, sizeof to, "%" PRIu64, upto);
-  snprintf(from, sizeof from, "%" PRIu64, *mine);
-  const char *v[] = {name, to, from};
+  snprintf(was, sizeof was, "%" PRIu64, mine->mark);
+  if (from) snprintf(start, sizeof start, "%" PRIu64, *from);
+  const char *v[] = {name, to, mine->set ? was : NULL, from ? start : NULL};
   int err;
   PGresult *res = pg_exec(s,
-                          "INSERT INTO meta(name, value) VALUES($1, $2) ON CONFLICT (name)"
-                          " DO UPDATE SET value = EXCLUDED.value WHERE meta.value = $3"
-                          " RETURNING value",
-                          3, v, NULL, &err, why, len);
+                          "INSERT INTO meta(name, value) VALUES($1, $2::bigint) ON CONFLICT (name)"
+                          " DO UPDATE SET value = EXCLUDED.value WHERE meta.value = $3::bigint"
+                          " OR meta.value < $4::bigint RETURNING value",
+                          4, v, NULL, &err, why, len);
   if (!res) return err;
   int rows = PQntuples(res);
   PQclear(res);
-  if (rows == 0) {
-    snprintf(why, len,
-             "another gpulabd on this database reserved %s ids past %s: ids are not shared"
-             " between nodes yet",
-             name, from);
+  if (rows == 1) {
+    mine->mark = upto;
+    mine->set = true;
+    return 0;
+  }
+  if (!from || *from > upto) {
+    snprintf(why, len, "another gpulabd on this database reserved %s ids past %s", name, was);
     return -EBUSY;
   }
-  *mine = upto;
+  uint64_t n = upto - *from + 1;
+  snprintf(length, sizeof length, "%" PRIu64, n);
+  const char *add[] = {name, length};
+  res = pg_exec(s, "UPDATE meta SET value = value + $2::bigint WHERE name = $1 RETURNING value", 2,
+                add, NULL, &err, why, len);
+  if (!res) return err;
+  uint64_t end = PQntuples(res) ? strtoull(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+  PQclear(res);
+  if (end < n) {
+    snprintf(why, len, "the %s ids' mark is gone from table meta", name);
+    return -EIO;
+  }
+  log_info("store: %s ids %" PRIu64 "..%" PRIu64 ", past those another gpulabd took", name,
+           end - n + 1, end);
+  mine->mark = end;
+  *from = end - n + 1;
   return 0;
 }
 

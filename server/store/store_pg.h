@@ -18,11 +18,12 @@ struct pg {
    * taken again more than every few seconds, nor while the server is away. */
   uint64_t used_bytes, file_bytes;
   double used_at, file_at; /* CLOCK_MONOTONIC seconds; 0: never */
-  /* The id marks this gpulabd last read or moved (store_ids_floor, store_ids_reserve):
-   * a reserve moves the stored mark only from there, so that two gpulabd on one
-   * database never take the same ids. */
-  struct {
+  /* The id marks this gpulabd first read (store_ids_floor, at start-up) or last set
+   * (store_ids_reserve, store_ids_take): a reserve moves the stored mark only from
+   * there, so that two gpulabd on one database never take the same ids. */
+  struct pg_ids {
     char name[16];
+    bool set; /* mark holds a value */
     uint64_t mark;
   } ids[PG_ID_SEQUENCES];
 };

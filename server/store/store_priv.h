@@ -55,9 +55,10 @@ struct store_ops {
   uint64_t (*file_bytes_locked)(struct store *s); /* on disk: the file and WAL, or the tables */
   const char *(*durability_locked)(struct store *s);
   int (*set_durability_locked)(struct store *s, enum store_durability d);
-  /* store_ids_reserve's write, and store_ids_floor's read. Locked. */
-  int (*ids_reserve_locked)(struct store *s, const char *name, uint64_t upto, char *why,
-                            size_t why_len);
+  /* store_ids_take's write (from NULL: store_ids_reserve's, the block never moved),
+   * and store_ids_floor's read. Locked. */
+  int (*ids_reserve_locked)(struct store *s, const char *name, uint64_t *from, uint64_t upto,
+                            char *why, size_t why_len);
   uint64_t (*ids_floor_locked)(struct store *s, const char *name);
 
   /* store.h's reads and the kernels' table, as there. */

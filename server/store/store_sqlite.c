@@ -253,8 +253,10 @@ static int lite_set_durability_locked(struct store *s, enum store_durability d) 
   return sqlite3_exec(lite_of(s)->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
 }
 
-static int lite_ids_reserve_locked(struct store *s, const char *name, uint64_t upto, char *why,
-                                   size_t len) {
+/* One gpulabd per file: nobody else takes ids, the block never moves (from unused). */
+static int lite_ids_reserve_locked(struct store *s, const char *name, uint64_t *from, uint64_t upto,
+                                   char *why, size_t len) {
+  (void)from;
   struct lite *l = lite_of(s);
   sqlite3_bind_text(l->set_meta, 1, name, -1, SQLITE_STATIC);
   sqlite3_bind_int64(l->set_meta, 2, (sqlite3_int64)upto);

@@ -352,6 +352,32 @@ static void test_node(void) {
   PQfinish(c);
 }
 
+/* PostgreSQL: two gpulabd on one database both take jobs, under ids neither gave out
+ * twice (the second's blocks move past the first's), and each job reads back from
+ * either one's store after both stopped. */
+static void test_two_nodes(void) {
+  struct gpulabd a, b;
+  const char *args_a[] = {"--backend", "cpu", "--db", db, "--node", "a", NULL};
+  const char *args_b[] = {"--backend", "cpu", "--db", db, "--node", "b", NULL};
+  gpulabd_start(args_a, &a);
+  gpulabd_start(args_b, &b);
+  long long ids[8];
+  for (int i = 0; i < 8; i++) ids[i] = post(i % 2 ? &b : &a, "/transpose", SMALL, 200);
+  for (int i = 0; i < 8; i++)
+    for (int k = 0; k < i; k++)
+      if (ids[i] == ids[k]) CHECK_FAIL_("id %lld handed out twice", ids[i]);
+  gpulabd_stop(&a);
+  gpulabd_stop(&b);
+  gpulabd_start(args_a, &a);
+  for (int i = 0; i < 8; i++) {
+    json_t *j = get_job(&a, ids[i]);
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    json_decref(j);
+  }
+  gpulabd_stop(&a);
+  printf("two nodes: ids %lld %lld %lld %lld ... all distinct\n", ids[0], ids[1], ids[2], ids[3]);
+}
+
 int main(void) {
   test_db_make("durability", db, sizeof db);
   static const char *const modes[] = {"normal", "full"};
@@ -369,7 +395,10 @@ int main(void) {
   test_sweeps_and_buffers();
   test_ids_after_clean_stop();
   if (!test_db_is_pg(db)) test_one_per_db();
-  if (test_db_is_pg(db)) test_node();
+  if (test_db_is_pg(db)) {
+    test_node();
+    test_two_nodes();
+  }
   test_db_drop(db);
   printf("test_durability: ok\n");
   return 0;

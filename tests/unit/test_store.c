@@ -377,8 +377,8 @@ static void test_pg_restart(void) {
 }
 
 /* Two gpulabd on one database: each records its name (--node) on the jobs it creates;
- * the one whose id mark the other moved is refused new ids (-EBUSY) until it reads the
- * mark again; nothing is handed out twice. */
+ * a reserve from a mark the other moved is refused (-EBUSY), and a take moves past
+ * the other's ids instead; nothing is handed out twice. */
 static void test_pg_two_nodes(void) {
   struct store *a = open_store(), *b = open_store();
   store_set_node(a, "node-a"); /* --node: on the job rows each creates */
@@ -395,16 +395,29 @@ static void test_pg_two_nodes(void) {
   CHECK_STR_EQ(PQgetvalue(res, 1, 1), "node-b");
   PQclear(res);
   PQfinish(c);
-  uint64_t fa = store_ids_floor(a, "buffers"), fb = store_ids_floor(b, "buffers");
-  CHECK_INT_EQ(fa, fb);
-  CHECK_INT_EQ(store_ids_reserve(a, "buffers", fa + 1024), 0);
-  CHECK_INT_EQ(store_ids_reserve(b, "buffers", fb + 1024), -EBUSY);
-  CHECK_INT_EQ(store_check(b), 0);                           /* not a failing store */
-  CHECK_INT_EQ(store_ids_reserve(a, "buffers", fa + 10), 0); /* its own mark: it may go back */
-  uint64_t now = store_ids_floor(b, "buffers");
-  CHECK_INT_EQ(now, fa + 10);
-  CHECK_INT_EQ(store_ids_reserve(b, "buffers", now + 1024), 0);
-  CHECK_INT_EQ(store_ids_reserve(a, "buffers", fa + 2048), -EBUSY);
+  uint64_t f = store_ids_floor(a, "buffers");
+  CHECK_INT_EQ(store_ids_floor(b, "buffers"), f); /* both start above f */
+  uint64_t from_a = f + 1, from_b = f + 1;
+  CHECK_INT_EQ(store_ids_take(a, "buffers", &from_a, f + 1024), 0);
+  CHECK_INT_EQ(from_a, f + 1);
+  /* b's block moves past a's, its length kept; a reserve could not move it. */
+  CHECK_INT_EQ(store_ids_reserve(b, "buffers", f + 1024), -EBUSY);
+  CHECK_INT_EQ(store_check(b), 0); /* not a failing store */
+  CHECK_INT_EQ(store_ids_take(b, "buffers", &from_b, f + 1024), 0);
+  CHECK_INT_EQ(from_b, f + 1025);
+  CHECK_INT_EQ(store_ids_floor(a, "buffers"), f + 2048);
+  /* a's clean stop cannot put the mark back over b's ids; b's can (nobody took more). */
+  CHECK_INT_EQ(store_ids_reserve(a, "buffers", f + 10), -EBUSY);
+  CHECK_INT_EQ(store_ids_reserve(b, "buffers", f + 1030), 0);
+  /* a's next block: from its next id f + 11, past b's last f + 1030. */
+  uint64_t next_a = f + 11;
+  CHECK_INT_EQ(store_ids_take(a, "buffers", &next_a, f + 1034), 0);
+  CHECK_INT_EQ(next_a, f + 1031);
+  CHECK_INT_EQ(store_ids_floor(b, "buffers"), f + 2054);
+  /* A mark below the block asked for takes it where it is. */
+  uint64_t far = f + 5000;
+  CHECK_INT_EQ(store_ids_take(b, "buffers", &far, f + 5099), 0);
+  CHECK_INT_EQ(far, f + 5000);
   store_close(a);
   store_close(b);
   printf("two nodes: ok\n");
