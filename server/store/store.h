@@ -1,5 +1,5 @@
-/* Durable job records in SQLite (WAL) or PostgreSQL: every accepted job, every change of state,
- * and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
+/* Durable job records in SQLite (WAL) or PostgreSQL: every accepted job, every change
+ * of state, and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
  * waits for a job's first row (store_sync) before it answers, and refuses the job
  * when that row could not be written, so what a client was told is on disk. After a
  * crash or a restart gpulabd reads the jobs that had not finished back from here.
@@ -8,8 +8,8 @@
  * file is locked). PostgreSQL: several gpulabd may share one database; each reserves
  * its ids from the stored mark it last saw, so two never hand out the same id (a node
  * whose mark another moved takes its next block past theirs: store_ids_take); the
- * fleet's semantics (claims,
- * leases: which node runs which job) come in phase 2 of issue 18. Calls are serialized
+ * fleet's semantics (claims, leases: which node runs which job) come in phase 2 of
+ * issue 18. Calls are serialized
  * inside; safe from any thread.
  *
  * Errors are negative errnos: -ENOSPC (the disk is full), -EFBIG (a file size limit,
@@ -53,7 +53,7 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len);
 void store_close(struct store *s); /* NULL is a no-op */
 
 /* Queues row (copied) to be inserted or updated by the store's writer thread, which
- * commits what is queued in one transaction. Never waits for SQLite. Returns 0 or
+ * commits what is queued in one transaction. Never waits for the database. Returns 0 or
  * -ENOMEM (logged). Write errors are logged by the writer and reported by
  * store_sync and store_status. */
 int store_put(struct store *s, const struct store_row *row);

@@ -40,9 +40,12 @@ start)
     as_owner true # makes the user
     owner=gpulab-pg; id "$owner" >/dev/null 2>&1 || owner=nobody
     chown "$owner" "$dir"
-    # The owner must reach DIR through its parents (a build folder under /root may not).
-    p=$dir
-    while [ "$p" != / ]; do p=$(dirname "$p"); chmod o+x "$p" 2>/dev/null || true; done
+    # The owner must reach DIR through its parents: where it cannot (a build folder
+    # under /root), they are opened for search (o+x) only.
+    if ! as_owner test -w "$dir"; then
+      p=$dir
+      while [ "$p" != / ]; do p=$(dirname "$p"); chmod o+x "$p" 2>/dev/null || true; done
+    fi
   fi
   as_owner "$bin/initdb" -D "$dir/data" -U gpulab --auth=trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 ||
     { cat "$dir/initdb.log" >&2; exit 1; }
