@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
   }
   struct durable_recovery recovered;
   if (store && durable_recover(engine, store, &recovered) > 0)
-    log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovered.rerun,
+    log_info("store: %d job(s) queued again, %d marked interrupted", recovered.rerun,
              recovered.interrupted);
   if (durable_sweeps_open(store, &sweeps)) {
     log_warn("gpulabd: out of memory");

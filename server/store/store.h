@@ -9,8 +9,8 @@
  * its ids from the stored mark it last saw, so two never hand out the same id (a node
  * whose mark another moved takes its next block past theirs: store_ids_take); the
  * fleet's semantics (claims, leases: which node runs which job) come in phase 2 of
- * issue 18. Calls are serialized
- * inside; safe from any thread.
+ * issue 18 (until then each recovers only its own jobs: store_set_node). Calls are
+ * serialized inside; safe from any thread.
  *
  * Errors are negative errnos: -ENOSPC (the disk is full), -EFBIG (a file size limit,
  * RLIMIT_FSIZE), -EDQUOT, -EROFS (read-only), -EIO (anything else, a corrupted file
@@ -98,8 +98,9 @@ struct store_status {
 };
 
 /* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):
- * PostgreSQL's jobs.node, for a fleet's nodes sharing one database (--node); SQLite,
- * one box's file, keeps none. Call before rows are queued. */
+ * PostgreSQL's jobs.node, for a fleet's nodes sharing one database (--node), and
+ * whose unfinished jobs store_unfinished reads back; SQLite, one box's file, keeps
+ * none. Call before rows are queued. */
 void store_set_node(struct store *s, const char *node);
 
 /* How much a commit survives (store_open starts NORMAL). NORMAL: WAL with
@@ -137,7 +138,9 @@ int store_list(struct store *s, uint64_t before_id, const char *state, const cha
                void *arg);
 
 /* Every job not finished (queued, waiting, running), oldest first:
- * fn(arg, id, state, request, request_len). Returns how many, or -1. */
+ * fn(arg, id, state, request, request_len). PostgreSQL: those of this gpulabd's node
+ * (store_set_node) only; another node's are its own to recover. Returns how many, or
+ * -1. */
 int store_unfinished(struct store *s,
                      void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                                 size_t request_len),

@@ -113,11 +113,15 @@ int pg_unfinished(struct store *s,
                   void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                              size_t request_len),
                   void *arg) {
+  /* This gpulabd's jobs only: another node's are its own to run or recover (a node
+   * that died leaves them until it starts again; leases come in phase 2). */
+  const char *v[] = {s->node[0] ? s->node : NULL};
   store_lock_for_read(s);
   PGresult *res = pg_read(s,
                           "SELECT id, state, request FROM jobs WHERE state IN"
-                          " ('queued', 'waiting', 'running') ORDER BY id",
-                          0, NULL);
+                          " ('queued', 'waiting', 'running') AND node IS NOT DISTINCT FROM $1::text"
+                          " ORDER BY id",
+                          1, v);
   pthread_mutex_unlock(&s->lock); /* fn reads the store (mark_interrupted) */
   if (!res) return -1;
   int n = PQntuples(res);

@@ -366,14 +366,33 @@ static void test_two_nodes(void) {
   for (int i = 0; i < 8; i++)
     for (int k = 0; k < i; k++)
       if (ids[i] == ids[k]) CHECK_FAIL_("id %lld handed out twice", ids[i]);
-  gpulabd_stop(&a);
+  /* kill -9 of b with a job running and one queued: a restarted a leaves them to b
+   * (no claims across nodes yet), and b's restart recovers them as after any crash. */
+  const char *one_b[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--node", "b", NULL};
   gpulabd_stop(&b);
+  gpulabd_start(one_b, &b);
+  long long running = post(&b, "/stencil?wait=0", SLOW, 202);
+  job_wait_state(&b, running, "running", 30);
+  long long queued = post(&b, "/transpose?wait=0", SMALL, 202);
+  gpulabd_kill(&b);
+  gpulabd_stop(&a);
   gpulabd_start(args_a, &a);
   for (int i = 0; i < 8; i++) {
     json_t *j = get_job(&a, ids[i]);
     CHECK_STR_EQ(JSTR(j, "state"), "done");
     json_decref(j);
   }
+  json_t *j = get_job(&a, queued);
+  CHECK_STR_EQ(JSTR(j, "state"), "queued"); /* b's, as b left it */
+  json_decref(j);
+  gpulabd_start(one_b, &b);
+  j = job_wait_final(&b, queued, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  j = get_job(&b, running);
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  json_decref(j);
+  gpulabd_stop(&b);
   gpulabd_stop(&a);
   printf("two nodes: ids %lld %lld %lld %lld ... all distinct\n", ids[0], ids[1], ids[2], ids[3]);
 }

@@ -395,6 +395,11 @@ static void test_pg_two_nodes(void) {
   CHECK_STR_EQ(PQgetvalue(res, 1, 1), "node-b");
   PQclear(res);
   PQfinish(c);
+  /* Each reads back its own unfinished jobs only (a restart recovers those). */
+  unfinished_n = 0;
+  CHECK_INT_EQ(store_unfinished(a, on_unfinished, NULL), 0);
+  CHECK_INT_EQ(store_unfinished(b, on_unfinished, NULL), 1);
+  CHECK_INT_EQ(unfinished_ids[0], 81);
   uint64_t f = store_ids_floor(a, "buffers");
   CHECK_INT_EQ(store_ids_floor(b, "buffers"), f); /* both start above f */
   uint64_t from_a = f + 1, from_b = f + 1;
