@@ -18,15 +18,14 @@ static const char schema[] =
     "  created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0, request BLOB, record TEXT);"
     "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
     "CREATE TABLE IF NOT EXISTS sweeps ("
-    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL, record TEXT NOT "
-    "NULL);"
+    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL,"
+    "  record TEXT NOT NULL);"
     /* Users' kernels (store_sqlite_kernels.c): ids never reused, even after a delete. */
     "CREATE TABLE IF NOT EXISTS kernels ("
     "  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,"
     "  experiment TEXT NOT NULL, public INTEGER NOT NULL, created REAL NOT NULL,"
-    "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL, report TEXT NOT "
-    "NULL,"
-    "  image BLOB);"
+    "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL,"
+    "  report TEXT NOT NULL, image BLOB);"
     "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
     /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
