@@ -36,6 +36,10 @@ start)
   rm -rf "$dir"
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
+  if [ $(( ${#dir} + 18 )) -gt 107 ]; then # sun_path: DIR/.s.PGSQL.5432 must fit
+    echo "FAIL: $dir is too long a path for the server's Unix socket (107 bytes): use a shorter build folder" >&2
+    exit 1
+  fi
   if [ "$(id -u)" -eq 0 ]; then
     as_owner true # makes the user
     owner=gpulab-pg; id "$owner" >/dev/null 2>&1 || owner=nobody
