@@ -27,9 +27,13 @@ static const char usage_flags[] =
     "  --max-jobs-kept N   finished jobs remembered, oldest forgotten first (default 10000)\n"
     "  --db PATH           job records in SQLite (default ./gpulab.db; :memory: keeps\n"
     "                      nothing): accepted jobs survive a crash or restart; none:\n"
-    "                      no store at all (nothing durable, history only in memory)\n"
-    "  --durability MODE   normal | full (default normal): normal commits survive gpulabd\n"
-    "                      crashing (kill -9), a power loss may lose the last commits;\n"
+    "                      no store at all (nothing durable, history only in memory);\n"
+    "                      postgresql://user@host:port/dbname: a PostgreSQL server\n"
+    "  --node NAME         this gpulabd's name on the jobs it stores in PostgreSQL\n"
+    "                      (default the host name)\n"
+    "  --durability MODE   normal | full (default normal; full on PostgreSQL): normal\n"
+    "                      commits survive gpulabd crashing (kill -9), a power loss\n"
+    "                      may lose the last commits;\n"
     "                      full adds an fsync per commit, surviving a power loss too\n"
     "  --keep-days N       prune finished jobs older than N days (default 30; 0 keeps all)\n"
     "  --max-db-bytes N    keep the store within N bytes: past it the oldest finished\n"
@@ -184,7 +188,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .socket_mode = -1, .max_kernels = 32, .compile_slots = 2, .compile_time_s = 10,
                          .kernel_deadline_s = 5};
   enum { OPT_NVRTC = 256, OPT_MAX_KERNELS, OPT_COMPILE_SLOTS, OPT_COMPILE_TIME, OPT_RUNNER,
-         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST };
+         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST, OPT_NODE };
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -205,10 +209,13 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"compile-slots", required_argument, 0, OPT_COMPILE_SLOTS},
       {"compile-time", required_argument, 0, OPT_COMPILE_TIME}, {"runner", required_argument, 0, OPT_RUNNER},
       {"kernel-deadline", required_argument, 0, OPT_KERNEL_DEADLINE},
-      {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST},
+      {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST}, {"node", required_argument, 0, OPT_NODE},
       {"durability", required_argument, 0, 'Y'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
+  if (gethostname(cfg->node, sizeof cfg->node) != 0 || !cfg->node[0])
+    snprintf(cfg->node, sizeof cfg->node, "localhost");
+  cfg->node[sizeof cfg->node - 1] = '\0'; /* a name cut short is not terminated */
   optind = 1;
   opterr = 0;
   int c;
@@ -290,7 +297,15 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       cfg->kernel_deadline_s = (int)v;
       break;
     case OPT_CPU_RUNNER_TEST: cfg->cpu_runner_test = true; break;
+    case OPT_NODE:
+      if (!optarg[0] || strlen(optarg) >= sizeof cfg->node) {
+        snprintf(err, err_len, "--node must be 1 to %zu characters", sizeof cfg->node - 1);
+        return -1;
+      }
+      snprintf(cfg->node, sizeof cfg->node, "%s", optarg);
+      break;
     case 'Y':
+      cfg->durability_given = true;
       if (strcmp(optarg, "normal") == 0) cfg->durability_full = false;
       else if (strcmp(optarg, "full") == 0) cfg->durability_full = true;
       else {

@@ -31,6 +31,8 @@ struct config {
   int max_connections, max_connections_per_ip, timeout_s;
   char db[256];     /* job records: a SQLite file, or ":memory:" to keep nothing */
   bool durability_full; /* --durability full: an fsync per commit (store_set_durability) */
+  bool durability_given; /* --durability was given (else the store's own default) */
+  char node[64];    /* --node: recorded on the jobs a PostgreSQL store keeps (the host name) */
   int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
   long long max_db_bytes; /* the store's pages in use are kept within this; 0: no bound */
   int grace_s;      /* SIGTERM: how long running jobs may take to finish */

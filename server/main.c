@@ -161,15 +161,18 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
     int pruned = store_prune(*store, engine_now_unix() - cfg->keep_days * 86400.0);
     if (pruned) log_info("store: pruned %d job(s) older than %d days", pruned, cfg->keep_days);
   }
-  if (cfg->durability_full && store_set_durability(*store, STORE_DURABILITY_FULL)) {
-    log_warn("gpulabd: --durability full: the store cannot be set to synchronous=FULL");
+  /* Without --durability each backend keeps its default: SQLite normal, PostgreSQL full. */
+  if (cfg->durability_given &&
+      store_set_durability(*store, cfg->durability_full ? STORE_DURABILITY_FULL : STORE_DURABILITY_NORMAL)) {
+    log_warn("gpulabd: --durability %s: the store cannot be set to it", cfg->durability_full ? "full" : "normal");
     return -1;
   }
   struct store_status st;
   store_status(*store, &st);
-  log_info("store %s: durability %s (%s)", cfg->db, st.durability,
-           cfg->durability_full ? "an fsync per commit: commits survive a power loss"
-                                : "commits survive a crash; a power loss may lose the last ones");
+  log_info("store (%s): durability %s (%s)", st.backend, st.durability,
+           strcmp(st.durability, "full") == 0 ? "an fsync per commit: commits survive a power loss"
+                                              : "commits survive a crash; a power loss may lose the last ones");
+  store_set_node(*store, cfg->node);
   store_limit(*store, (uint64_t)cfg->max_db_bytes);
   durable_first_ids(*store, first_id, first_buffer_id);
   return 0;
@@ -308,7 +311,7 @@ int main(int argc, char **argv) {
   }
   struct durable_recovery recovered;
   if (store && durable_recover(engine, store, &recovered) > 0)
-    log_info("store %s: %d job(s) queued again, %d marked interrupted", cfg.db, recovered.rerun,
+    log_info("store: %d job(s) queued again, %d marked interrupted", recovered.rerun,
              recovered.interrupted);
   if (durable_sweeps_open(store, &sweeps)) {
     log_warn("gpulabd: out of memory");

@@ -111,10 +111,13 @@ struct engine_config {
   uint64_t first_id; /* ids start here (above those of a previous run); 0 means 1 */
   uint64_t first_buffer_id; /* the same for buffers */
   /* Called (may be NULL) under the lock before an id past the last reserved one of
-   * kind is handed out: ids up to upto must be recorded as used, so that no later
-   * run hands them out again (the store keeps the mark). Returns 0 or a negative
-   * errno (-ENOSPC, -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
-  int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t upto);
+   * kind is handed out: ids from *next (the next one the engine would hand out) up to
+   * upto must be recorded as used, so that no later run hands them out again (the
+   * store keeps the mark). The callee may move the block forward, its length kept
+   * (*next and so upto further on: another gpulabd sharing the store took those
+   * ids); the engine goes on from *next. Returns 0 or a negative errno (-ENOSPC,
+   * -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
+  int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t *next, uint64_t upto);
   void *reserve_ids_arg;
 };
 

@@ -25,10 +25,13 @@ static int refuse(struct engine_error *err, int code, const char *field, const c
 int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
                       struct engine_error *err) {
   if (!e->cfg.reserve_ids || id <= e->ids_reserved[kind]) return 0;
-  uint64_t upto = id + ENGINE_IDS_BLOCK - 1;
-  int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, upto);
+  uint64_t *next = kind == ENGINE_IDS_JOBS ? &e->next_id : &e->next_buffer_id;
+  uint64_t from = *next, upto = id + ENGINE_IDS_BLOCK - 1;
+  int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, &from, upto);
+  if (rc == 0 && from < *next) rc = -EINVAL; /* a block only moves forward */
   if (rc == 0) {
-    e->ids_reserved[kind] = upto;
+    e->ids_reserved[kind] = upto + (from - *next); /* moved on: the same length */
+    *next = from;
   } else if (err) {
     refuse(err, rc, "store", "the store cannot record new %s ids (%s): nothing was accepted",
            kind == ENGINE_IDS_JOBS ? "job" : "buffer", strerror(-rc));

@@ -13,7 +13,7 @@ struct sweeps {
   int n, max_kept;
   uint64_t next_id;  /* the next sweep's id */
   uint64_t reserved; /* ids up to this are recorded as used */
-  int (*reserve)(void *arg, uint64_t upto);
+  int (*reserve)(void *arg, uint64_t *next, uint64_t upto);
   void *reserve_arg;
 };
 
@@ -24,7 +24,8 @@ void sweep_copy_free(struct sweep_copy *c) {
   memset(c, 0, sizeof *c);
 }
 
-int sweeps_new(int max_kept, uint64_t first_id, int (*reserve)(void *arg, uint64_t upto), void *arg,
+int sweeps_new(int max_kept, uint64_t first_id,
+               int (*reserve)(void *arg, uint64_t *next, uint64_t upto), void *arg,
                struct sweeps **out) {
   *out = NULL;
   if (max_kept < 1) return -EINVAL;
@@ -86,8 +87,12 @@ int sweeps_add(struct sweeps *s, const char *client, const uint64_t *jobs, int n
   pthread_mutex_lock(&s->lock);
   int rc = 0;
   if (s->reserve && s->next_id > s->reserved) {
-    if ((rc = s->reserve(s->reserve_arg, s->next_id + SWEEPS_IDS_BLOCK - 1)) == 0)
-      s->reserved = s->next_id + SWEEPS_IDS_BLOCK - 1;
+    uint64_t from = s->next_id, upto = from + SWEEPS_IDS_BLOCK - 1;
+    if ((rc = s->reserve(s->reserve_arg, &from, upto)) == 0 && from < s->next_id) rc = -EINVAL;
+    if (rc == 0) {
+      s->reserved = upto + (from - s->next_id); /* moved on: the same length */
+      s->next_id = from;
+    }
   }
   if (rc == 0) {
     owned.id = s->next_id++;

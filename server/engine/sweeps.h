@@ -27,9 +27,12 @@ struct sweep_copy {
 /* A table that keeps the newest max_kept sweeps (older ones are forgotten; their
  * jobs live on), with ids from first_id (0 means 1). reserve (may be NULL) is
  * called, under the table's lock, before an id past the last reserved is handed
- * out: ids up to upto must be recorded as used; it returns 0 or a negative errno.
+ * out: ids from *next up to upto must be recorded as used (the block may be moved
+ * forward, its length kept: engine_config.reserve_ids); it returns 0 or a negative
+ * errno.
  * Returns 0 or -ENOMEM / -EINVAL. */
-int sweeps_new(int max_kept, uint64_t first_id, int (*reserve)(void *arg, uint64_t upto), void *arg,
+int sweeps_new(int max_kept, uint64_t first_id,
+               int (*reserve)(void *arg, uint64_t *next, uint64_t upto), void *arg,
                struct sweeps **out);
 void sweeps_free(struct sweeps *s); /* NULL is a no-op */
 

@@ -390,11 +390,17 @@ static void put_store_gauges(struct text *t, struct store *store) {
   struct store_status st;
   store_status(store, &st);
   put(t,
-      "# HELP gpulab_store_bytes The job store's database file and its WAL on disk.\n"
+      "# HELP gpulab_store_backend_info The job store's database: sqlite or postgresql (--db).\n"
+      "# TYPE gpulab_store_backend_info gauge\ngpulab_store_backend_info{backend=\"%s\"} 1\n",
+      st.backend);
+  put(t,
+      "# HELP gpulab_store_bytes The job store on disk: the SQLite file and its WAL, or the "
+      "PostgreSQL tables.\n"
       "# TYPE gpulab_store_bytes gauge\ngpulab_store_bytes %llu\n",
       (unsigned long long)st.file_bytes);
   put(t,
-      "# HELP gpulab_store_used_bytes The job store's pages in use (what --max-db-bytes bounds).\n"
+      "# HELP gpulab_store_used_bytes The job store's pages in use, or PostgreSQL's live job rows "
+      "(what --max-db-bytes bounds).\n"
       "# TYPE gpulab_store_used_bytes gauge\ngpulab_store_used_bytes %llu\n",
       (unsigned long long)st.used_bytes);
   put(t,
@@ -402,8 +408,8 @@ static void put_store_gauges(struct text *t, struct store *store) {
       "# TYPE gpulab_store_max_bytes gauge\ngpulab_store_max_bytes %llu\n",
       (unsigned long long)st.max_bytes);
   put(t,
-      "# HELP gpulab_store_fsync_per_commit 1 with --durability full (PRAGMA synchronous=FULL), 0 with "
-      "normal.\n"
+      "# HELP gpulab_store_fsync_per_commit 1 with --durability full (PRAGMA synchronous=FULL; "
+      "PostgreSQL's default, synchronous_commit=on), 0 with normal.\n"
       "# TYPE gpulab_store_fsync_per_commit gauge\ngpulab_store_fsync_per_commit %d\n",
       strcmp(st.durability, "full") == 0 ? 1 : 0);
   put(t,

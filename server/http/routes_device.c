@@ -67,11 +67,11 @@ static json_t *store_health(struct store *s, bool *ok) {
                                           space ? "insufficient_storage" : "store_unavailable",
                                           "errno", strerror(-st.error), "message", st.message);
   *ok = *ok && st.writable;
-  return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing",
-                   "durability", st.durability, "bytes", (json_int_t)st.file_bytes, "used_bytes",
-                   (json_int_t)st.used_bytes, "max_bytes", (json_int_t)st.max_bytes, "pruned_jobs",
-                   (json_int_t)st.pruned_jobs, "write_errors", (json_int_t)st.write_errors, "error",
-                   error);
+  return json_pack(
+      "{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "status", st.writable ? "ok" : "failing", "backend",
+      st.backend, "durability", st.durability, "bytes", (json_int_t)st.file_bytes, "used_bytes",
+      (json_int_t)st.used_bytes, "max_bytes", (json_int_t)st.max_bytes, "pruned_jobs",
+      (json_int_t)st.pruned_jobs, "write_errors", (json_int_t)st.write_errors, "error", error);
 }
 
 enum MHD_Result route_health(struct request *r, const struct route_args *a) {

@@ -68,8 +68,8 @@ static const char *sequence(enum engine_ids kind) {
   return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers";
 }
 
-int durable_reserve_ids(void *arg, enum engine_ids kind, uint64_t upto) {
-  int rc = store_ids_reserve(arg, sequence(kind), upto);
+int durable_reserve_ids(void *arg, enum engine_ids kind, uint64_t *next, uint64_t upto) {
+  int rc = store_ids_take(arg, sequence(kind), next, upto);
   return rc == -EFBIG || rc == -EDQUOT ? -ENOSPC : rc;
 }
 
@@ -155,8 +155,8 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
 
 /* ---- the sweeps' table (sweeps.h), kept across restarts ---- */
 
-static int reserve_sweep_ids(void *store, uint64_t upto) {
-  return store_ids_reserve(store, "sweeps", upto);
+static int reserve_sweep_ids(void *store, uint64_t *next, uint64_t upto) {
+  return store_ids_take(store, "sweeps", next, upto);
 }
 
 /* store_sweeps' callback: a stored sweep back in the table. */

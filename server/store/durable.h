@@ -17,9 +17,10 @@ void durable_record(void *store, const struct job_view *view, const struct engin
                     bool first, struct engine_recorded *out);
 
 /* engine_config.reserve_ids with the store as its arg: records the mark in the
- * store's "jobs" or "buffers" sequence. A full disk or a file size limit is -ENOSPC
- * (the engine's -EFBIG means a job too large for a device). */
-int durable_reserve_ids(void *store, enum engine_ids kind, uint64_t upto);
+ * store's "jobs" or "buffers" sequence (store_ids_take: on PostgreSQL the block moves
+ * past ids another gpulabd took). A full disk or a file size limit is -ENOSPC (the
+ * engine's -EFBIG means a job too large for a device). */
+int durable_reserve_ids(void *store, enum engine_ids kind, uint64_t *next, uint64_t upto);
 /* Where this run's ids start: above every stored job and every id a previous run
  * reserved (it may have handed them out before a crash). */
 void durable_first_ids(struct store *s, uint64_t *job, uint64_t *buffer);

@@ -1,16 +1,14 @@
-/* Durable job records in SQLite: opening and checking the database, the writer
- * thread that commits queued rows in batches, and what a write failure means. */
+/* Durable job records, the part both backends share: opening one by what --db names,
+ * the writer thread that commits queued rows in batches (group commit), and what a
+ * write failure means. What speaks SQL is a backend (store_priv.h's store_ops). */
 #include "server/store/store.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "server/log.h"
@@ -22,128 +20,16 @@ static _Thread_local struct {
   uint64_t ticket;
 } last_put;
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS jobs ("
-    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, type TEXT NOT NULL, state TEXT NOT NULL,"
-    "  created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0, request BLOB, record TEXT);"
-    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
-    "CREATE TABLE IF NOT EXISTS sweeps ("
-    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL, record TEXT NOT NULL);"
-    /* Users' kernels (store_kernels.c): ids never reused, even after a delete. */
-    "CREATE TABLE IF NOT EXISTS kernels ("
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,"
-    "  experiment TEXT NOT NULL, public INTEGER NOT NULL, created REAL NOT NULL,"
-    "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL, report TEXT NOT NULL,"
-    "  image BLOB);"
-    "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
-    /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
-    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
-
-static const char pragmas[] =
-    /* New databases give freed pages back to the file system (store_limit); an
-     * existing one keeps its mode (changing it takes a VACUUM). */
-    "PRAGMA auto_vacuum=INCREMENTAL;"
-    "PRAGMA journal_mode=WAL;"
-    /* NORMAL (the default; --durability full makes it FULL: store_set_durability): a
-     * commit survives gpulabd crashing (kill -9); one fsync per WAL checkpoint instead
-     * of per commit. A power cut may lose the commits since the last checkpoint. */
-    "PRAGMA synchronous=NORMAL;"
-    "PRAGMA locking_mode=EXCLUSIVE;"; /* one gpulabd per database */
-
-int store_errno(sqlite3 *db, int rc) {
-  switch (rc & 0xff) {
-  case SQLITE_FULL: return -ENOSPC;
-  case SQLITE_READONLY: return -EROFS;
-  case SQLITE_NOMEM: return -ENOMEM;
-  case SQLITE_IOERR: {
-    int e = sqlite3_system_errno(db); /* SQLite calls ENOSPC full */
-    if (e == EFBIG || e == ENOSPC || e == EDQUOT || e == EROFS) return -e;
-    /* A write cut short leaves no errno: under a file size limit, that is the limit. */
-    struct rlimit fsize;
-    if (e == 0 && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_TRUNCATE) &&
-        getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
-      return -EFBIG;
-    return -EIO;
-  }
-  default: return -EIO;
-  }
-}
-
 static void *writer_main(void *arg);
 
-/* PRAGMA quick_check: 0 when it says "ok", else -EIO with its first finding in err. */
-static int quick_check(sqlite3 *db, char *err, size_t err_len) {
-  sqlite3_stmt *st;
-  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
-  if (rc != SQLITE_OK) {
-    snprintf(err, err_len, "PRAGMA quick_check failed: %s", sqlite3_errmsg(db));
-    return store_errno(db, rc);
-  }
-  rc = sqlite3_step(st);
-  const char *first = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-  int ret = first && strcmp(first, "ok") == 0 ? 0 : -EIO;
-  if (ret) {
-    int n = snprintf(err, err_len, "it is corrupted (PRAGMA quick_check: %.150s", first ? first : sqlite3_errmsg(db));
-    for (char *p = err; *p; p++) /* its findings are lines: one line for the log */
-      if (*p == '\n') *p = ' ';
-    if (n > 0 && (size_t)n + 2 < err_len) strcat(err, ")");
-  }
-  sqlite3_finalize(st);
-  return ret;
-}
-
-/* Opens path, checks it and prepares the statements; the writer is not started. */
-static int open_db(struct store *s, const char *path, char *why, size_t why_len) {
-  int rc = sqlite3_open(path, &s->db);
-  char *msg = NULL;
-  if (rc != SQLITE_OK) {
-    snprintf(why, why_len, "%s", s->db ? sqlite3_errmsg(s->db) : "out of memory");
-    return s->db ? store_errno(s->db, rc) : -ENOMEM;
-  }
-  sqlite3_busy_timeout(s->db, 200);
-  sqlite3_extended_result_codes(s->db, 1); /* SQLITE_IOERR_WRITE: see store_errno */
-  if (sqlite3_db_readonly(s->db, "main") == 1) {
-    snprintf(why, why_len, "it is read-only for this user: jobs could not be kept");
-    return -EROFS;
-  }
-  if ((rc = sqlite3_exec(s->db, pragmas, NULL, NULL, &msg)) != SQLITE_OK) goto fail;
-  int checked = quick_check(s->db, why, why_len);
-  if (checked) return checked;
-  if ((rc = sqlite3_exec(s->db, schema, NULL, NULL, &msg)) != SQLITE_OK ||
-      /* Takes the exclusive lock now, so a second gpulabd on this file fails here. */
-      (rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE; COMMIT;", NULL, NULL, &msg)) != SQLITE_OK)
-    goto fail;
-  if ((rc = sqlite3_prepare_v2(s->db,
-                               "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
-                               " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET"
-                               " state=?4, finished=?6, record=COALESCE(?8, record)",
-                               -1, &s->put, NULL)) != SQLITE_OK ||
-      (rc = sqlite3_prepare_v2(s->db,
-                               "UPDATE jobs SET state=?4, finished=?6, record=COALESCE(?8, record) WHERE id=?1",
-                               -1, &s->update, NULL)) != SQLITE_OK ||
-      (rc = sqlite3_prepare_v2(s->db, "SELECT record FROM jobs WHERE id=?1", -1, &s->get, NULL)) != SQLITE_OK ||
-      (rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO sweeps(id, client, created, record) VALUES(?1, ?2, ?3, ?4)",
-                               -1, &s->put_sweep, NULL)) != SQLITE_OK ||
-      (rc = sqlite3_prepare_v2(s->db,
-                               "INSERT INTO meta(name, value) VALUES(?1, ?2)"
-                               " ON CONFLICT(name) DO UPDATE SET value=?2",
-                               -1, &s->set_meta, NULL)) != SQLITE_OK ||
-      (rc = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE name=?1", -1, &s->get_meta, NULL)) != SQLITE_OK)
-    goto fail;
-  /* A write now: a store that cannot take one is refused before any job is. */
-  sqlite3_bind_text(s->set_meta, 1, "opened", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s->set_meta, 2, (sqlite3_int64)time(NULL));
-  rc = sqlite3_step(s->set_meta);
-  sqlite3_reset(s->set_meta);
-  if (rc != SQLITE_DONE) {
-    snprintf(why, why_len, "it cannot be written: %s", sqlite3_errmsg(s->db));
-    return store_errno(s->db, rc);
-  }
-  return 0;
-fail:
-  snprintf(why, why_len, "%s", msg ? msg : sqlite3_errmsg(s->db));
-  sqlite3_free(msg);
-  return store_errno(s->db, rc);
+/* uri without its password (user:secret@ becomes user:***@), for messages and logs. */
+static const char *redacted(const char *uri) {
+  static _Thread_local char out[256];
+  const char *scheme = strstr(uri, "://"), *at = scheme ? strchr(scheme + 3, '@') : NULL;
+  const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
+  if (!at || !colon || colon > at) return uri;
+  snprintf(out, sizeof out, "%.*s:***%s", (int)(colon - uri), uri, at);
+  return out;
 }
 
 int store_open(const char *path, struct store **out, char *err, size_t err_len) {
@@ -158,14 +44,18 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
   pthread_cond_init(&s->committed_cond, NULL);
   s->tail = &s->head;
   s->writable = true;
-  char why[256];
-  int rc = open_db(s, path, why, sizeof why);
+  /* A libpq URI selects PostgreSQL; anything else is an SQLite file. */
+  s->ops = strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0
+               ? &store_pg_ops
+               : &store_sqlite_ops;
+  char why[256] = "";
+  int rc = s->ops->open(s, path, why, sizeof why);
   if (rc == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0) {
     snprintf(why, sizeof why, "cannot start the store's writer thread");
     rc = -EAGAIN;
   }
   if (rc) {
-    snprintf(err, err_len, "%s: %s", path, why);
+    snprintf(err, err_len, "%s: %s", s->ops == &store_pg_ops ? redacted(path) : path, why);
     store_close(s);
     return rc;
   }
@@ -183,68 +73,12 @@ void store_close(struct store *s) {
     pthread_mutex_unlock(&s->queue_lock);
     pthread_join(s->writer, NULL);
   }
-  sqlite3_finalize(s->put);
-  sqlite3_finalize(s->update);
-  sqlite3_finalize(s->put_sweep);
-  sqlite3_finalize(s->get);
-  sqlite3_finalize(s->set_meta);
-  sqlite3_finalize(s->get_meta);
-  sqlite3_close(s->db);
+  if (s->ops) s->ops->close(s);
   pthread_mutex_destroy(&s->lock);
   pthread_mutex_destroy(&s->queue_lock);
   pthread_cond_destroy(&s->queue_ready);
   pthread_cond_destroy(&s->committed_cond);
   free(s);
-}
-
-/* Writes one row; the database lock is held. Returns SQLite's result. A job whose
- * first row failed (it was refused) is never created by a later one. */
-static int write_row_locked(struct store *s, const struct store_row *r) {
-  if (r->table == STORE_SWEEPS) {
-    sqlite3_stmt *st = s->put_sweep;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
-    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 3, r->created);
-    sqlite3_bind_text(st, 4, r->record ? r->record : "{}", -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
-  }
-  sqlite3_stmt *st = r->create ? s->put : s->update;
-  sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
-  sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
-  sqlite3_bind_double(st, 6, r->finished);
-  if (r->create) {
-    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, r->created);
-    if (r->request)
-      sqlite3_bind_blob(st, 7, r->request, (int)r->request_len, SQLITE_STATIC);
-    else
-      sqlite3_bind_null(st, 7);
-  }
-  if (r->record)
-    sqlite3_bind_text(st, 8, r->record, -1, SQLITE_STATIC);
-  else
-    sqlite3_bind_null(st, 8);
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* Writes batch in one transaction, all or nothing. The database lock is held.
- * Returns 0, or a negative errno with SQLite's message in why. */
-static int write_batch_locked(struct store *s, const struct queued_row *batch, char *why, size_t len) {
-  int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
-  for (const struct queued_row *q = batch; q && rc == SQLITE_OK; q = q->next)
-    if (!q->replaced) rc = write_row_locked(s, &q->row);
-  if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-  if (rc == SQLITE_OK) return 0;
-  int err = store_errno(s->db, rc);
-  snprintf(why, len, "%s", sqlite3_errmsg(s->db));
-  if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-  return err;
 }
 
 static double now_mono(void) {
@@ -302,7 +136,7 @@ static void write_queued_locked(struct store *s) {
     bytes += 64 + q->row.request_len + (q->row.record ? strlen(q->row.record) : 0);
   }
   pthread_mutex_lock(&s->lock);
-  int err = write_batch_locked(s, batch, why, sizeof why);
+  int err = s->ops->write_batch_locked(s, batch, why, sizeof why);
   s->written_since_check += bytes;
   bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
   pthread_mutex_unlock(&s->lock);
@@ -331,19 +165,13 @@ static void write_queued_locked(struct store *s) {
   if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
 }
 
-/* A failing store's small write of its own: a checkpoint first (a WAL that reached
- * a file size limit can start over), then a mark in meta. queue_lock held. */
+/* A failing store's small write of its own (the backend's probe). queue_lock held. */
 static void probe_locked(struct store *s) {
   s->writing = true;
   pthread_mutex_unlock(&s->queue_lock);
   char why[200] = "";
   pthread_mutex_lock(&s->lock);
-  sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-  sqlite3_bind_text(s->set_meta, 1, "probe", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s->set_meta, 2, (sqlite3_int64)time(NULL));
-  int rc = sqlite3_step(s->set_meta), err = rc == SQLITE_DONE ? 0 : store_errno(s->db, rc);
-  if (err) snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->db));
-  sqlite3_reset(s->set_meta);
+  int err = s->ops->probe_locked(s, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_lock(&s->queue_lock);
   if (err == 0 || s->writable) store_note_write_locked(s, 1, 0, err, why);
@@ -513,14 +341,6 @@ int store_check(struct store *s) {
   return err ? err : atomic_load(&s->over_limit) ? -ENOSPC : 0;
 }
 
-/* Bytes of the file at path, 0 if none. */
-static uint64_t file_bytes(const char *path, const char *suffix) {
-  char name[4096];
-  struct stat st;
-  snprintf(name, sizeof name, "%s%s", path, suffix);
-  return path[0] && stat(name, &st) == 0 ? (uint64_t)st.st_size : 0;
-}
-
 void store_status(struct store *s, struct store_status *out) {
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&s->queue_lock);
@@ -529,19 +349,14 @@ void store_status(struct store *s, struct store_status *out) {
   snprintf(out->message, sizeof out->message, "%s", s->message);
   out->write_errors = s->write_errors;
   pthread_mutex_unlock(&s->queue_lock);
-  const char *path = sqlite3_db_filename(s->db, "main"); /* "" for :memory: */
-  if (path) out->file_bytes = file_bytes(path, "") + file_bytes(path, "-wal");
+  out->backend = s->ops->name;
   pthread_mutex_lock(&s->lock);
-  out->used_bytes = store_used_bytes_locked(s);
+  out->file_bytes = s->ops->file_bytes_locked(s);
+  out->used_bytes = s->ops->used_bytes_locked(s, false);
   out->max_bytes = s->max_bytes;
   out->pruned_jobs = s->pruned_jobs;
-  int64_t sync = store_query_int(s->db, "PRAGMA synchronous"); /* 1 NORMAL, 2 FULL */
+  out->durability = s->ops->durability_locked(s);
   pthread_mutex_unlock(&s->lock);
-  out->durability = sync == 2   ? "full"
-                    : sync == 1 ? "normal"
-                    : sync == 3 ? "extra"
-                    : sync == 0 ? "off"
-                                : "unknown";
   if (out->writable && atomic_load(&s->over_limit)) { /* writes work; the bound refuses */
     out->writable = false;
     out->error = -ENOSPC;
@@ -551,24 +366,25 @@ void store_status(struct store *s, struct store_status *out) {
 }
 
 int store_set_durability(struct store *s, enum store_durability d) {
-  const char *sql = d == STORE_DURABILITY_FULL ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL";
   store_flush(s); /* rows queued before are committed under the old setting */
   pthread_mutex_lock(&s->lock);
-  int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+  int rc = s->ops->set_durability_locked(s, d);
   pthread_mutex_unlock(&s->lock);
-  return rc == SQLITE_OK ? 0 : -EIO;
+  return rc;
 }
 
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto) {
+  return store_ids_take(s, name, NULL, upto);
+}
+
+int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t upto) {
   char why[200] = "";
   pthread_mutex_lock(&s->lock);
-  sqlite3_bind_text(s->set_meta, 1, name, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s->set_meta, 2, (sqlite3_int64)upto);
-  int rc = sqlite3_step(s->set_meta), err = rc == SQLITE_DONE ? 0 : store_errno(s->db, rc);
-  if (err) snprintf(why, sizeof why, "%s", sqlite3_errmsg(s->db));
-  sqlite3_reset(s->set_meta);
+  int err = s->ops->ids_reserve_locked(s, name, from, upto, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
-  if (err) store_note_write(s, err, why);
+  /* Another gpulabd's ids (PostgreSQL) say nothing of whether the store takes writes. */
+  if (err == -EBUSY) log_warn("store: %s", why);
+  else if (err) store_note_write(s, err, why);
   return err;
 }
 
@@ -578,3 +394,112 @@ void store_note_write(struct store *s, int err, const char *why) {
   pthread_mutex_unlock(&s->queue_lock);
 }
 
+
+/* ---- the size bound, and the reads: the backend's, after what both share ---- */
+
+/* Past max_bytes: deletes the oldest finished jobs, a share at a time, until the
+ * database holds 90% of it. The database lock is held, outside a transaction. */
+void store_keep_within_locked(struct store *s) {
+  s->written_since_check = 0;
+  uint64_t used = s->ops->used_bytes_locked(s, true), target = s->max_bytes / 10 * 9;
+  if (used <= s->max_bytes) {
+    atomic_store(&s->over_limit, false);
+    return;
+  }
+  uint64_t before = s->pruned_jobs;
+  for (int pass = 0; used > target && pass < 16; pass++) {
+    int64_t rows = s->ops->count_jobs_locked(s);
+    if (rows <= 0) break;
+    uint64_t per_row = used / (uint64_t)rows + 1, n = (used - target) / per_row + 16;
+    int deleted = s->ops->delete_oldest_locked(s, n);
+    if (deleted <= 0) break; /* none finished, or the delete failed */
+    s->pruned_jobs += (uint64_t)deleted;
+    used = s->ops->used_bytes_locked(s, true);
+  }
+  if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
+  bool over = used > s->max_bytes;
+  if (over != atomic_load(&s->over_limit) || s->pruned_jobs != before)
+    log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
+             (unsigned long long)used, (unsigned long long)(s->pruned_jobs - before),
+             (unsigned long long)s->max_bytes,
+             over ? ": unfinished jobs alone pass it, new ones are refused" : "");
+  atomic_store(&s->over_limit, over);
+}
+
+void store_limit(struct store *s, uint64_t max_bytes) {
+  pthread_mutex_lock(&s->lock);
+  s->max_bytes = max_bytes;
+  if (max_bytes) {
+    if (s->ops->limit_locked) s->ops->limit_locked(s, max_bytes);
+    store_keep_within_locked(s);
+  }
+  pthread_mutex_unlock(&s->lock);
+}
+
+void store_lock_for_read(struct store *s) {
+  store_flush(s);
+  pthread_mutex_lock(&s->lock);
+}
+
+void store_set_node(struct store *s, const char *node) {
+  pthread_mutex_lock(&s->lock); /* the writer reads it under the database lock */
+  snprintf(s->node, sizeof s->node, "%s", node ? node : "");
+  pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t store_ids_floor(struct store *s, const char *name) {
+  pthread_mutex_lock(&s->lock);
+  uint64_t value = s->ops->ids_floor_locked(s, name);
+  pthread_mutex_unlock(&s->lock);
+  return value;
+}
+
+char *store_record(struct store *s, uint64_t id) { return s->ops->record(s, id); }
+
+int store_list(struct store *s, uint64_t before_id, const char *state, const char *type, const char *client, int limit,
+               void (*fn)(void *arg, uint64_t id, const char *record), void *arg) {
+  return s->ops->list(s, before_id, state, type, client, limit, fn, arg);
+}
+
+int store_unfinished(struct store *s,
+                     void (*fn)(void *arg, uint64_t id, const char *state, const void *request, size_t request_len),
+                     void *arg) {
+  return s->ops->unfinished(s, fn, arg);
+}
+
+uint64_t store_max_id(struct store *s) { return s->ops->max_id(s, "jobs"); }
+uint64_t store_max_sweep_id(struct store *s) { return s->ops->max_id(s, "sweeps"); }
+
+int store_sweeps(struct store *s, int limit,
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void *arg) {
+  return s->ops->sweeps(s, limit, fn, arg);
+}
+
+int store_prune(struct store *s, double before) { return s->ops->prune(s, before); }
+
+int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
+  return s->ops->kernel_insert(s, k, id);
+}
+
+int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out) { return s->ops->kernel_get(s, id, out); }
+int store_kernel_delete(struct store *s, int64_t id) { return s->ops->kernel_delete(s, id); }
+
+int store_kernel_list(struct store *s, const char *owner, const char *experiment,
+                      void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  return s->ops->kernel_list(s, owner, experiment, fn, arg);
+}
+
+int store_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes) {
+  return s->ops->kernel_count(s, owner, n, source_bytes);
+}
+
+void store_kernel_clear(struct store_kernel *k) {
+  free(k->source);
+  free(k->spec);
+  free(k->report);
+  free(k->image);
+  k->source = k->spec = k->report = NULL;
+  k->image = NULL;
+  k->image_bytes = 0;
+}

@@ -1,11 +1,16 @@
-/* Durable job records in SQLite (WAL): every accepted job, every change of state,
- * and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
+/* Durable job records in SQLite (WAL) or PostgreSQL: every accepted job, every change
+ * of state, and a finished job's whole record (as GET /jobs/{id} shows it). The HTTP layer
  * waits for a job's first row (store_sync) before it answers, and refuses the job
  * when that row could not be written, so what a client was told is on disk. After a
  * crash or a restart gpulabd reads the jobs that had not finished back from here.
  * Ids handed out are recorded ahead (store_ids_reserve), so that none is handed out
- * twice, even after a failed write and a crash. One gpulabd per database: the file
- * is locked. Calls are serialized inside; safe from any thread.
+ * twice, even after a failed write and a crash. SQLite: one gpulabd per database (the
+ * file is locked). PostgreSQL: several gpulabd may share one database; each reserves
+ * its ids from the stored mark it last saw, so two never hand out the same id (a node
+ * whose mark another moved takes its next block past theirs: store_ids_take); the
+ * fleet's semantics (claims, leases: which node runs which job) come in phase 2 of
+ * issue 18 (until then each recovers only its own jobs: store_set_node). Calls are
+ * serialized inside; safe from any thread.
  *
  * Errors are negative errnos: -ENOSPC (the disk is full), -EFBIG (a file size limit,
  * RLIMIT_FSIZE), -EDQUOT, -EROFS (read-only), -EIO (anything else, a corrupted file
@@ -44,13 +49,17 @@ struct store_row {
 
 /* Opens (creating) path; ":memory:" keeps nothing. Refuses a database it could not
  * keep jobs in: one that opens read-only, fails PRAGMA quick_check, or cannot take a
- * write (one is made here). Returns 0, or a negative errno with err (which names
- * path and says why). */
+ * write (one is made here). A libpq URI (postgresql://user@host:port/dbname, or
+ * postgres://) opens PostgreSQL instead: the schema is created or migrated (its
+ * version in table gpulab_schema), and a lost connection is made again by the next
+ * call (meanwhile writes fail -EIO, and store_check says so); a full disk is -ENOSPC.
+ * Returns 0, or a negative errno with err (which names path, without a password, and
+ * says why). */
 int store_open(const char *path, struct store **out, char *err, size_t err_len);
 void store_close(struct store *s); /* NULL is a no-op */
 
 /* Queues row (copied) to be inserted or updated by the store's writer thread, which
- * commits what is queued in one transaction. Never waits for SQLite. A job's row
+ * commits what is queued in one transaction. Never waits for the database. A job's row
  * still queued when a later one of the same job comes is replaced by it (one write:
  * a tiny job's first row and its final one usually meet in the queue); the later
  * row keeps what it lacks of the earlier (its request, its record when it has none).
@@ -81,24 +90,38 @@ void store_release(struct store *s);
 int store_check(struct store *s);
 
 struct store_status {
+  const char *backend;     /* "sqlite" or "postgresql" */
   bool writable;           /* store_check(s) == 0 */
   int error;               /* the last failed write's errno (negative), 0 if none yet */
-  char message[200];       /* SQLite's words for it, "" if none */
+  char message[200];       /* the database's words for it, "" if none */
   uint64_t write_errors;   /* transactions that failed, since start */
-  uint64_t file_bytes;     /* the database file and its WAL on disk */
-  uint64_t used_bytes;     /* the database's pages in use (what --max-db-bytes bounds) */
+  uint64_t file_bytes;     /* the database file and its WAL on disk (PostgreSQL: the
+                              tables with their indexes, on the server) */
+  uint64_t used_bytes;     /* the database's pages in use (what --max-db-bytes bounds;
+                              PostgreSQL: the live rows of jobs) */
   uint64_t max_bytes;      /* store_limit's bound, 0 for none */
   uint64_t pruned_jobs;    /* finished jobs deleted to keep within it, since start */
   const char *durability;  /* PRAGMA synchronous as the database reports it: "normal",
-                              "full" (store_set_durability), or "off", "extra" */
+                              "full" (store_set_durability), or "off", "extra";
+                              PostgreSQL: "full" (its default) or "normal" */
 };
+
+/* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):
+ * PostgreSQL's jobs.node, for a fleet's nodes sharing one database (--node), and
+ * whose unfinished jobs store_unfinished reads back; SQLite, one box's file, keeps
+ * none. Call before rows are queued. */
+void store_set_node(struct store *s, const char *node);
 
 /* How much a commit survives (store_open starts NORMAL). NORMAL: WAL with
  * synchronous=NORMAL, no fsync per commit: every commit survives gpulabd crashing
  * (kill -9, a segfault, the OOM killer), and a power loss or kernel panic may lose
  * the commits since the last WAL checkpoint (never a corrupted database). FULL: an
  * fsync of the WAL per commit (a group commit, so one per batch of rows): a commit
- * survives a power loss too, if the disk honors fsync. Returns 0 or -EIO. */
+ * survives a power loss too, if the disk honors fsync. PostgreSQL starts FULL (its
+ * synchronous_commit=on: the WAL flushed before a commit is answered); NORMAL sets
+ * synchronous_commit=off for the session: a commit survives gpulabd crashing, and a
+ * crash of the server or its machine may lose the last few hundred milliseconds of
+ * commits (never a corrupted database). Returns 0 or -EIO. */
 enum store_durability { STORE_DURABILITY_NORMAL, STORE_DURABILITY_FULL };
 int store_set_durability(struct store *s, enum store_durability d);
 
@@ -107,7 +130,9 @@ int store_set_durability(struct store *s, enum store_durability d);
  * (free pages go back to the file system where the database allows it: new ones
  * are made with incremental auto-vacuum). Checked now, and as rows are written.
  * When finished jobs are not enough, store_check says -ENOSPC (new jobs are
- * refused) until they are. The WAL is kept to a sixteenth of it too. */
+ * refused) until they are. The WAL is kept to a sixteenth of it too. PostgreSQL:
+ * the bound is on the jobs' live rows (what pruning frees; the table's size on disk
+ * only shrinks with a VACUUM FULL). */
 void store_limit(struct store *s, uint64_t max_bytes);
 void store_status(struct store *s, struct store_status *out);
 
@@ -122,7 +147,9 @@ int store_list(struct store *s, uint64_t before_id, const char *state, const cha
                void *arg);
 
 /* Every job not finished (queued, waiting, running), oldest first:
- * fn(arg, id, state, request, request_len). Returns how many, or -1. */
+ * fn(arg, id, state, request, request_len). PostgreSQL: those of this gpulabd's node
+ * (store_set_node) only; another node's are its own to recover. Returns how many, or
+ * -1. */
 int store_unfinished(struct store *s,
                      void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                                 size_t request_len),
@@ -139,9 +166,15 @@ uint64_t store_max_sweep_id(struct store *s); /* 0 when none */
 
 /* Ids of the sequence name ("jobs", "buffers", "sweeps") up to upto are recorded as
  * handed out: a later run starts above them (store_ids_floor). Written at once, in
- * a transaction of its own. Returns 0 or a negative errno. */
+ * a transaction of its own. Returns 0 or a negative errno (PostgreSQL: -EBUSY when
+ * another gpulabd moved the mark since this one read or set it). */
 int store_ids_reserve(struct store *s, const char *name, uint64_t upto);
 uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never reserved */
+/* store_ids_reserve for the ids from *from up to upto, about to be handed out. On
+ * PostgreSQL, when another gpulabd sharing the database took ids past this one's
+ * mark, the block moves past every id taken, its length kept: *from is then its first
+ * id (and upto as far on). SQLite: store_ids_reserve. Returns 0 or a negative errno. */
+int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t upto);
 
 /* Deletes finished jobs that finished before unix time `before`, and sweeps made
  * before it (and all but the newest 1000). Returns how many jobs. */

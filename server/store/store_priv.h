@@ -1,12 +1,14 @@
-/* Private to the store (store.c: opening, the writer, writes; store_query.c: reads,
- * pruning and the size bound): its structure. */
+/* Private to the store. store.c is the part both backends share: the row queue, the
+ * writer thread and its group commit, tickets, holds, failed ranges, store_check's
+ * retry and the size bound's pruning loop. What speaks SQL is a backend behind
+ * struct store_ops: store_sqlite*.c (SQLite) and store_pg*.c (PostgreSQL, libpq). */
 #ifndef GPULAB_STORE_PRIV_H
 #define GPULAB_STORE_PRIV_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "server/store/store.h"
@@ -26,13 +28,76 @@ struct failed_range {
 };
 #define FAILED_RANGES 32
 
+/* A backend. "Locked" entries are called with the database lock (s->lock) held; the
+ * others take it themselves (the reads through store_lock_for_read, so that they see
+ * every row queued before them). Errors are store.h's negative errnos, with the
+ * database's words in why where there is one. */
+struct store_ops {
+  const char *name; /* "sqlite", "postgresql": /health and /metrics show it */
+  /* Opens where (a path, or a URI) into s->backend and makes one write; nothing is
+   * started. On failure close is still called. */
+  int (*open)(struct store *s, const char *where, char *why, size_t why_len);
+  void (*close)(struct store *s); /* frees s->backend; NULL backend is a no-op */
+  /* Writes batch in one transaction, all or nothing, skipping rows replaced by later
+   * ones (queued_row.replaced). Locked. */
+  int (*write_batch_locked)(struct store *s, const struct queued_row *batch, char *why,
+                            size_t why_len);
+  /* A failing store's small write of its own. Locked. */
+  int (*probe_locked)(struct store *s, char *why, size_t why_len);
+  /* The size bound (store_limit): bytes the jobs hold (fresh: measured now, for the
+   * bound; else a recent measure will do, for store_status), jobs counted, and a
+   * delete of the n oldest finished (how many went, or a negative errno). Locked. */
+  uint64_t (*used_bytes_locked)(struct store *s, bool fresh);
+  int64_t (*count_jobs_locked)(struct store *s);
+  int (*delete_oldest_locked)(struct store *s, uint64_t n);
+  /* After pruning (SQLite: freed pages back to the file system); may be NULL. Locked. */
+  void (*after_prune_locked)(struct store *s);
+  /* store_limit's bound given to the backend (SQLite: the WAL's size); may be NULL.
+   * Locked. */
+  void (*limit_locked)(struct store *s, uint64_t max_bytes);
+  uint64_t (*file_bytes_locked)(struct store *s); /* on disk: the file and WAL, or the tables */
+  const char *(*durability_locked)(struct store *s);
+  int (*set_durability_locked)(struct store *s, enum store_durability d);
+  /* store_ids_take's write (from NULL: store_ids_reserve's, the block never moved),
+   * and store_ids_floor's read. Locked. */
+  int (*ids_reserve_locked)(struct store *s, const char *name, uint64_t *from, uint64_t upto,
+                            char *why, size_t why_len);
+  uint64_t (*ids_floor_locked)(struct store *s, const char *name);
+
+  /* store.h's reads and the kernels' table, as there. */
+  char *(*record)(struct store *s, uint64_t id);
+  int (*list)(struct store *s, uint64_t before_id, const char *state, const char *type,
+              const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
+              void *arg);
+  int (*unfinished)(struct store *s,
+                    void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
+                               size_t request_len),
+                    void *arg);
+  uint64_t (*max_id)(struct store *s, const char *table); /* "jobs" or "sweeps" */
+  int (*sweeps)(struct store *s, int limit,
+                void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                           const char *record),
+                void *arg);
+  int (*prune)(struct store *s, double before);
+  int (*kernel_insert)(struct store *s, const struct store_kernel *k, int64_t *id);
+  int (*kernel_get)(struct store *s, int64_t id, struct store_kernel *out);
+  int (*kernel_delete)(struct store *s, int64_t id);
+  int (*kernel_list)(struct store *s, const char *owner, const char *experiment,
+                     void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+  int (*kernel_count)(struct store *s, const char *owner, int *n, size_t *source_bytes);
+};
+
+extern const struct store_ops store_sqlite_ops; /* store_sqlite.c */
+extern const struct store_ops store_pg_ops;     /* store_pg.c */
+
 /* Rows are queued and written many to a transaction (group commit) by the writer
  * thread, or by a store_flush caller, so that the engine, which records under its
- * lock, never waits for SQLite. */
+ * lock, never waits for the database. */
 struct store {
-  sqlite3 *db;
+  const struct store_ops *ops;
+  void *backend;        /* the backend's own (its connection, statements) */
+  char node[64];        /* store_set_node: written on the jobs rows created; "" none */
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
-  sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
 
   pthread_mutex_t queue_lock;    /* guards the fields below */
   pthread_cond_t queue_ready;    /* rows queued, or closing: the writer */
@@ -58,8 +123,6 @@ struct store {
 };
 
 /* store.c: */
-/* The negative errno for a failed SQLite call rc (store.h's list). */
-int store_errno(sqlite3 *db, int rc);
 /* Notes the outcome of a write of tickets from..to (none for a write of its own, from >
  * to): a failure makes the store refuse new work (store_check) until a write succeeds
  * again, a second later at the earliest. queue_lock held. */
@@ -67,14 +130,8 @@ void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int er
 /* The same for a write made outside the batches (store_ids_reserve, the kernels
  * table), taking queue_lock. */
 void store_note_write(struct store *s, int err, const char *why);
-
-/* store_query.c: */
 /* Takes the database (s->lock) for a read that sees every row queued before it. */
 void store_lock_for_read(struct store *s);
-/* A one-number PRAGMA or query; the database lock is held. -1 on error. */
-int64_t store_query_int(sqlite3 *db, const char *sql);
-/* The bytes of the database's pages in use; the database lock is held. */
-uint64_t store_used_bytes_locked(struct store *s);
 /* Past max_bytes: prunes the oldest finished jobs (store_limit). The database lock
  * is held, outside a transaction. */
 void store_keep_within_locked(struct store *s);

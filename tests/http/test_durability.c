@@ -6,7 +6,9 @@
  * --durability full changes is the database's PRAGMA synchronous (FULL: an fsync
  * per commit), which /health and /metrics report as the database says it. SIGTERM
  * lets a running job finish within --grace and keeps the queued ones for the next
- * start; one still running past --grace ends `interrupted`. */
+ * start; one still running past --grace ends `interrupted`. The same on PostgreSQL
+ * (ctest's test_durability_pg), but for one gpulabd per database, SQLite's alone. */
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,9 @@
 
 #include "tests/check.h"
 #include "tests/http_client.h"
+#include "tests/test_db.h"
 
-static char db[96];
+static char db[512]; /* an SQLite file, or with $GPULAB_TEST_DB a PostgreSQL database */
 static const char *durability = "normal"; /* --durability of every start() */
 
 #define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
@@ -43,11 +46,7 @@ static void start(struct gpulabd *d, const char *grace) {
   gpulabd_start(args, d);
 }
 
-static void remove_db(void) {
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", db, db, db);
-  (void)!system(cmd);
-}
+static void remove_db(void) { test_db_reset(db); }
 
 static void test_crash(void) {
   struct gpulabd d;
@@ -316,7 +315,8 @@ static void test_sigterm_past_grace(void) {
   gpulabd_stop(&d);
 }
 
-/* Two gpulabd on one database: the second refuses to start. */
+/* Two gpulabd on one database: the second refuses to start. SQLite's lock on its file
+ * alone: on PostgreSQL several gpulabd may share a database. */
 static void test_one_per_db(void) {
   struct gpulabd a, b;
   start(&a, "0");
@@ -328,8 +328,77 @@ static void test_one_per_db(void) {
   gpulabd_stop(&a);
 }
 
+/* PostgreSQL: the job rows a gpulabd creates carry its --node (the host name without). */
+static void test_node(void) {
+  struct gpulabd d;
+  const char *args[] = {"--backend", "cpu", "--db", db, "--node", "box-7", NULL};
+  gpulabd_start(args, &d);
+  long long id = post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  char hostname[64] = "";
+  gethostname(hostname, sizeof hostname - 1);
+  const char *plain[] = {"--backend", "cpu", "--db", db, NULL};
+  gpulabd_start(plain, &d);
+  long long id2 = post(&d, "/transpose", SMALL, 200);
+  gpulabd_stop(&d);
+  PGconn *c = PQconnectdb(db);
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id IN (%lld, %lld) ORDER BY id", id, id2);
+  PGresult *res = PQexec(c, sql);
+  CHECK_INT_EQ(PQntuples(res), 2);
+  CHECK_STR_EQ(PQgetvalue(res, 0, 0), "box-7");
+  CHECK_STR_EQ(PQgetvalue(res, 1, 0), hostname);
+  PQclear(res);
+  PQfinish(c);
+}
+
+/* PostgreSQL: two gpulabd on one database both take jobs, under ids neither gave out
+ * twice (the second's blocks move past the first's), and each job reads back from
+ * either one's store after both stopped. */
+static void test_two_nodes(void) {
+  struct gpulabd a, b;
+  const char *args_a[] = {"--backend", "cpu", "--db", db, "--node", "a", NULL};
+  const char *args_b[] = {"--backend", "cpu", "--db", db, "--node", "b", NULL};
+  gpulabd_start(args_a, &a);
+  gpulabd_start(args_b, &b);
+  long long ids[8];
+  for (int i = 0; i < 8; i++) ids[i] = post(i % 2 ? &b : &a, "/transpose", SMALL, 200);
+  for (int i = 0; i < 8; i++)
+    for (int k = 0; k < i; k++)
+      if (ids[i] == ids[k]) CHECK_FAIL_("id %lld handed out twice", ids[i]);
+  /* kill -9 of b with a job running and one queued: a restarted a leaves them to b
+   * (no claims across nodes yet), and b's restart recovers them as after any crash. */
+  const char *one_b[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--node", "b", NULL};
+  gpulabd_stop(&b);
+  gpulabd_start(one_b, &b);
+  long long running = post(&b, "/stencil?wait=0", SLOW, 202);
+  job_wait_state(&b, running, "running", 30);
+  long long queued = post(&b, "/transpose?wait=0", SMALL, 202);
+  gpulabd_kill(&b);
+  gpulabd_stop(&a);
+  gpulabd_start(args_a, &a);
+  for (int i = 0; i < 8; i++) {
+    json_t *j = get_job(&a, ids[i]);
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    json_decref(j);
+  }
+  json_t *j = get_job(&a, queued);
+  CHECK_STR_EQ(JSTR(j, "state"), "queued"); /* b's, as b left it */
+  json_decref(j);
+  gpulabd_start(one_b, &b);
+  j = job_wait_final(&b, queued, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  j = get_job(&b, running);
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  json_decref(j);
+  gpulabd_stop(&b);
+  gpulabd_stop(&a);
+  printf("two nodes: ids %lld %lld %lld %lld ... all distinct\n", ids[0], ids[1], ids[2], ids[3]);
+}
+
 int main(void) {
-  snprintf(db, sizeof db, "/tmp/gpulab-durability-%d.db", (int)getpid());
+  test_db_make("durability", db, sizeof db);
   static const char *const modes[] = {"normal", "full"};
   for (int m = 0; m < 2; m++) { /* each on a new database */
     durability = modes[m];
@@ -344,8 +413,12 @@ int main(void) {
   test_sigterm_past_grace();
   test_sweeps_and_buffers();
   test_ids_after_clean_stop();
-  test_one_per_db();
-  remove_db();
+  if (!test_db_is_pg(db)) test_one_per_db();
+  if (test_db_is_pg(db)) {
+    test_node();
+    test_two_nodes();
+  }
+  test_db_drop(db);
   printf("test_durability: ok\n");
   return 0;
 }

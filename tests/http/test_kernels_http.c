@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "http_client.h"
+#include "test_db.h"
 
 #define ALICE "alice-token-0123456789"
 #define BOB "bob-token-0123456789abc"
@@ -287,10 +288,22 @@ static void test_api(struct gpulabd *d, long long *first_id, char *sha) {
   http_reply_free(&r);
 }
 
+/* --db file in the test's folder, or with $GPULAB_TEST_DB a PostgreSQL database. */
+static void kernels_db(const char *file, char *db, size_t len) {
+  const char *pg = getenv("GPULAB_TEST_DB");
+  if (pg && *pg) {
+    char name[32];
+    snprintf(name, sizeof name, "kernels_%.*s", (int)strcspn(file, "."), file);
+    test_db_make(name, db, len);
+  } else {
+    snprintf(db, len, "%s/%s", dir, file);
+  }
+}
+
 static void test_tokens(void) {
-  char tokens[128], db[128];
+  char tokens[128], db[512];
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-  snprintf(db, sizeof db, "%s/tok.db", dir);
+  kernels_db("tok.db", db, sizeof db);
   write_file(tokens, ALICE " alice\n" BOB " bob\n");
   const char *args[] = {"--backend", "cpu", "--tokens", tokens, "--db", db, "--max-kernels", "2",
                         "--access-log", "off", NULL};
@@ -348,7 +361,7 @@ static void test_tokens(void) {
 /* A store that cannot take a kernel (a file size limit: EFBIG, as a full disk gives
  * ENOSPC) refuses it as it refuses a job: 507 insufficient_storage with Retry-After,
  * nothing kept; a job is refused too while it fails; every kernel it accepted is there
- * after a restart. */
+ * after a restart. SQLite's alone: the limit is on gpulabd's own file. */
 static void test_store_full(void) {
   char db[128], path[160];
   snprintf(db, sizeof db, "%s/full.db", dir);
@@ -398,8 +411,8 @@ static void test_store_full(void) {
 
 int main(void) {
   CHECK(mkdtemp(dir) != NULL);
-  char db[128];
-  snprintf(db, sizeof db, "%s/k.db", dir);
+  char db[512];
+  kernels_db("k.db", db, sizeof db);
   const char *args[] = {"--backend", "cpu", "--db", db, "--access-log", "off", NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
@@ -419,7 +432,7 @@ int main(void) {
   gpulabd_stop(&d);
 
   test_tokens();
-  test_store_full();
+  if (!test_db_is_pg(db)) test_store_full();
 
   /* Without NVRTC: 503 nvrtc_unavailable, saying why. */
   const char *none[] = {"--backend", "cpu", "--db", "none", "--nvrtc", "none", "--access-log", "off", NULL};

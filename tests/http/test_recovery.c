@@ -10,6 +10,7 @@
 
 #include "tests/check.h"
 #include "tests/http_client.h"
+#include "tests/test_db.h"
 
 #define EXIT_DEVICE_LOST 3
 #define SMALL "\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1"
@@ -17,7 +18,7 @@
 #define SLOW "{\"n\":1000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":%s,\"isolation\":\"shared\"}"
 
 static const char *backend = "cpu";
-static char db[96];
+static char db[512]; /* an SQLite file, or with $GPULAB_TEST_DB a PostgreSQL database */
 
 static long long post(struct gpulabd *d, const char *path, const char *body, long status) {
   struct http_reply r;
@@ -43,7 +44,7 @@ static void start(struct gpulabd *d) {
 
 int main(int argc, char **argv) {
   if (argc > 1) backend = argv[1];
-  snprintf(db, sizeof db, "/tmp/gpulab-recovery-%d.db", (int)getpid());
+  test_db_make("recovery", db, sizeof db);
   struct gpulabd d;
   start(&d);
   char body[512];
@@ -87,8 +88,7 @@ int main(int argc, char **argv) {
   CHECK_STR_EQ(JSTR(j, "error.code"), "gpu_context_lost"); /* kept, as it ended */
   json_decref(j);
   gpulabd_stop(&d);
-  snprintf(body, sizeof body, "rm -f %s %s-wal %s-shm", db, db, db);
-  (void)!system(body);
+  test_db_drop(db);
   printf("test_recovery (%s): ok\n", backend);
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "http_client.h"
+#include "test_db.h"
 
 #define FAST "\"warmup\":0,\"batches\":1,\"reps\":1"
 #define MAX_QUEUED 8
@@ -339,8 +340,12 @@ static void test_work(void) {
 }
 
 int main(void) {
-  static const char *const args[] = {"--backend", "cpu", "--streams", "1", "--max-queued", "8",
-                                     "--http-threads", "4", NULL};
+  /* The default --db (./gpulab.db), or with $GPULAB_TEST_DB a PostgreSQL database. */
+  static char db[512];
+  const char *pg = getenv("GPULAB_TEST_DB");
+  if (pg && *pg) test_db_make("sweeps", db, sizeof db);
+  const char *args[] = {"--backend", "cpu", "--streams", "1", "--max-queued", "8", "--http-threads",
+                        "4", db[0] ? "--db" : NULL, db, NULL};
   gpulabd_start(args, &D);
   fprintf(stderr, "table\n");
   test_table();
@@ -357,6 +362,7 @@ int main(void) {
   fprintf(stderr, "work\n");
   test_work();
   gpulabd_stop(&D);
+  if (db[0]) test_db_drop(db);
   fprintf(stderr, "ok\n");
   return 0;
 }

@@ -1,4 +1,4 @@
-/* The store's table of users' kernels (store.h): written at once under the database's
+/* The SQLite backend's table of users' kernels (store.h): written at once under the database's
  * lock, its failures noted as the jobs' are, so that a kernel the store cannot keep is
  * refused like a job. */
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "server/log.h"
-#include "server/store/store_priv.h"
+#include "server/store/store_sqlite.h"
 
 #define COLUMNS "id, owner, name, experiment, public, created, source_sha"
 
@@ -38,14 +38,14 @@ static int write_locked(struct store *s, const char *sql,
                         void (*bind)(sqlite3_stmt *, const void *), const void *arg, char *why,
                         size_t why_len) {
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+  int rc = sqlite3_prepare_v2(lite_of(s)->db, sql, -1, &st, NULL);
   if (rc == SQLITE_OK) {
     bind(st, arg);
     rc = sqlite3_step(st);
   }
-  int err = rc == SQLITE_DONE ? 0 : store_errno(s->db, rc);
+  int err = rc == SQLITE_DONE ? 0 : lite_errno(lite_of(s)->db, rc);
   if (err) {
-    snprintf(why, why_len, "%s", sqlite3_errmsg(s->db));
+    snprintf(why, why_len, "%s", sqlite3_errmsg(lite_of(s)->db));
     log_warn("store: kernels: %s", why);
   }
   sqlite3_finalize(st);
@@ -69,7 +69,7 @@ static void bind_insert(sqlite3_stmt *st, const void *arg) {
     sqlite3_bind_null(st, 10);
 }
 
-int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
+int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
   int err = store_check(s);
   if (err) return err;
   if (k->image_bytes > (1u << 30)) return -EFBIG;
@@ -80,18 +80,18 @@ int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *
       "INSERT INTO kernels(owner, name, experiment, public, created, source_sha, source,"
       " spec, report, image) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
       bind_insert, k, why, sizeof why);
-  if (err == 0) *id = sqlite3_last_insert_rowid(s->db);
+  if (err == 0) *id = sqlite3_last_insert_rowid(lite_of(s)->db);
   pthread_mutex_unlock(&s->lock);
   store_note_write(s, err, why);
   return err;
 }
 
-int store_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
+int lite_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   memset(k, 0, sizeof *k);
   sqlite3_stmt *st = NULL;
   int ret = -EIO;
   pthread_mutex_lock(&s->lock);
-  if (sqlite3_prepare_v2(s->db,
+  if (sqlite3_prepare_v2(lite_of(s)->db,
                          "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id=?1",
                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, id);
@@ -122,23 +122,23 @@ static void bind_id(sqlite3_stmt *st, const void *arg) {
   sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
 }
 
-int store_kernel_delete(struct store *s, int64_t id) {
+int lite_kernel_delete(struct store *s, int64_t id) {
   char why[200] = "";
   pthread_mutex_lock(&s->lock);
   int err = write_locked(s, "DELETE FROM kernels WHERE id=?1", bind_id, &id, why, sizeof why);
-  bool none = err == 0 && sqlite3_changes(s->db) == 0;
+  bool none = err == 0 && sqlite3_changes(lite_of(s)->db) == 0;
   pthread_mutex_unlock(&s->lock);
   store_note_write(s, err, why);
   return none ? -ENOENT : err;
 }
 
-int store_kernel_list(struct store *s, const char *owner, const char *experiment,
-                      void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+int lite_kernel_list(struct store *s, const char *owner, const char *experiment,
+                     void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
   sqlite3_stmt *st = NULL;
   struct store_kernel *rows = NULL;
   int n = 0, cap = 0, ret = -EIO;
   pthread_mutex_lock(&s->lock);
-  if (sqlite3_prepare_v2(s->db,
+  if (sqlite3_prepare_v2(lite_of(s)->db,
                          "SELECT " COLUMNS
                          ", spec, report FROM kernels WHERE (?1 IS NULL OR owner=?1 OR"
                          " public=1) AND (?2 IS NULL OR experiment=?2) ORDER BY id DESC",
@@ -174,15 +174,16 @@ int store_kernel_list(struct store *s, const char *owner, const char *experiment
   return ret ? ret : n;
 }
 
-int store_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes) {
+int lite_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes) {
   sqlite3_stmt *st = NULL;
   int ret = -EIO;
   *n = 0;
   *source_bytes = 0;
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(
-          s->db, "SELECT COUNT(*), COALESCE(SUM(LENGTH(source)), 0) FROM kernels WHERE owner=?1",
-          -1, &st, NULL) == SQLITE_OK) {
+          lite_of(s)->db,
+          "SELECT COUNT(*), COALESCE(SUM(LENGTH(source)), 0) FROM kernels WHERE owner=?1", -1, &st,
+          NULL) == SQLITE_OK) {
     sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW) {
       *n = sqlite3_column_int(st, 0);
@@ -193,14 +194,4 @@ int store_kernel_count(struct store *s, const char *owner, int *n, size_t *sourc
   sqlite3_finalize(st);
   pthread_mutex_unlock(&s->lock);
   return ret;
-}
-
-void store_kernel_clear(struct store_kernel *k) {
-  free(k->source);
-  free(k->spec);
-  free(k->report);
-  free(k->image);
-  k->source = k->spec = k->report = NULL;
-  k->image = NULL;
-  k->image_bytes = 0;
 }

@@ -1,0 +1,312 @@
+/* The PostgreSQL backend's reads (records, listings, the unfinished jobs, sweeps),
+ * pruning and the size bound's questions, and the users' kernels' table. Rows are
+ * copied out before the database lock is released, and callbacks run after it, as in
+ * the SQLite backend. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/log.h"
+#include "server/store/store_pg.h"
+
+/* A one-number query; -1 on error. The database lock is held. */
+static int64_t query_int(struct store *s, const char *sql) {
+  PGresult *res = pg_read(s, sql, 0, NULL);
+  int64_t v = res && PQntuples(res) && !PQgetisnull(res, 0, 0)
+                  ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
+                  : -1;
+  PQclear(res);
+  return v;
+}
+
+static double now_mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A measure for store_status: the last one while it is recent or the server is away
+ * (/health and /metrics neither scan a large table each time nor wait to connect). */
+static bool recent(struct store *s, double at) {
+  return (at > 0 && now_mono() - at < 5) || PQstatus(pg_of(s)->conn) != CONNECTION_OK;
+}
+
+/* The live rows' bytes, not the table's size on disk: a DELETE frees no relation size
+ * until a VACUUM (and gives little back even then), so pruning by the table's size
+ * would delete every finished job and still be over. A scan of the table: the bound
+ * asks after every max_bytes / 64 bytes written, store_status every 5 s at most. */
+uint64_t pg_used_bytes_locked(struct store *s, bool fresh) {
+  struct pg *p = pg_of(s);
+  if (!fresh && recent(s, p->used_at)) return p->used_bytes;
+  int64_t v = query_int(s, "SELECT COALESCE(SUM(pg_column_size(j.*)), 0)::bigint FROM jobs j");
+  if (v >= 0) p->used_bytes = (uint64_t)v, p->used_at = now_mono();
+  return p->used_bytes;
+}
+
+/* The tables' size on disk (with their indexes and TOAST), on the server. */
+uint64_t pg_file_bytes_locked(struct store *s) {
+  struct pg *p = pg_of(s);
+  if (recent(s, p->file_at)) return p->file_bytes;
+  int64_t v = query_int(s,
+                        "SELECT pg_total_relation_size('jobs') + pg_total_relation_size('sweeps')"
+                        " + pg_total_relation_size('kernels') + pg_total_relation_size('meta')");
+  if (v >= 0) p->file_bytes = (uint64_t)v, p->file_at = now_mono();
+  return p->file_bytes;
+}
+
+int64_t pg_count_jobs_locked(struct store *s) { return query_int(s, "SELECT COUNT(*) FROM jobs"); }
+
+int pg_delete_oldest_locked(struct store *s, uint64_t n) {
+  char limit[24];
+  snprintf(limit, sizeof limit, "%" PRIu64, n);
+  const char *v[] = {limit};
+  PGresult *res = pg_read(s,
+                          "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished > 0"
+                          " ORDER BY id LIMIT $1::bigint)",
+                          1, v);
+  int deleted = res ? atoi(PQcmdTuples(res)) : -EIO;
+  PQclear(res);
+  return deleted;
+}
+
+char *pg_record(struct store *s, uint64_t id) {
+  char key[24];
+  snprintf(key, sizeof key, "%" PRIu64, id);
+  const char *v[] = {key};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(s, "SELECT record FROM jobs WHERE id = $1::bigint", 1, v);
+  char *out = res && PQntuples(res) && !PQgetisnull(res, 0, 0) ? pg_dup(res, 0, 0) : NULL;
+  PQclear(res);
+  pthread_mutex_unlock(&s->lock);
+  return out;
+}
+
+int pg_list(struct store *s, uint64_t before_id, const char *state, const char *type,
+            const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
+            void *arg) {
+  if (limit <= 0) return 0;
+  char before[24], most[16];
+  snprintf(before, sizeof before, "%" PRIu64, before_id);
+  snprintf(most, sizeof most, "%d", limit);
+  const char *v[] = {before, state, type, client, most};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(
+      s,
+      "SELECT id, record FROM jobs WHERE record IS NOT NULL AND ($1::bigint = 0 OR id < $1::bigint)"
+      " AND ($2::text IS NULL OR state = $2::text) AND ($3::text IS NULL OR type = $3::text)"
+      " AND ($4::text IS NULL OR client = $4::text) ORDER BY id DESC LIMIT $5::integer",
+      5, v);
+  pthread_mutex_unlock(&s->lock);
+  /* fn looks jobs up in the engine, whose lock is held while ids are reserved here:
+   * the result is ours, and the database's lock is released. */
+  int n = res ? PQntuples(res) : 0;
+  for (int i = 0; i < n; i++)
+    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1));
+  PQclear(res);
+  return n;
+}
+
+int pg_unfinished(struct store *s,
+                  void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
+                             size_t request_len),
+                  void *arg) {
+  /* This gpulabd's jobs only: another node's are its own to run or recover (a node
+   * that died leaves them until it starts again; leases come in phase 2). */
+  const char *v[] = {s->node[0] ? s->node : NULL};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(s,
+                          "SELECT id, state, request FROM jobs WHERE state IN"
+                          " ('queued', 'waiting', 'running') AND node IS NOT DISTINCT FROM $1::text"
+                          " ORDER BY id",
+                          1, v);
+  pthread_mutex_unlock(&s->lock); /* fn reads the store (mark_interrupted) */
+  if (!res) return -1;
+  int n = PQntuples(res);
+  for (int i = 0; i < n; i++) {
+    size_t len;
+    void *request = pg_bytes(res, i, 2, &len);
+    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1), request, len);
+    free(request);
+  }
+  PQclear(res);
+  return n;
+}
+
+uint64_t pg_max_id(struct store *s, const char *table) {
+  char sql[64];
+  snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(id), 0) FROM %s", table);
+  store_lock_for_read(s);
+  int64_t id = query_int(s, sql);
+  pthread_mutex_unlock(&s->lock);
+  return id > 0 ? (uint64_t)id : 0;
+}
+
+int pg_sweeps(struct store *s, int limit,
+              void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                         const char *record),
+              void *arg) {
+  char most[16];
+  snprintf(most, sizeof most, "%d", limit);
+  const char *v[] = {most};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(s,
+                          "SELECT id, client, created, record FROM (SELECT * FROM sweeps ORDER BY"
+                          " id DESC LIMIT $1::integer) AS newest ORDER BY id",
+                          1, v);
+  pthread_mutex_unlock(&s->lock);
+  int n = res ? PQntuples(res) : 0;
+  for (int i = 0; i < n; i++)
+    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1),
+       strtod(PQgetvalue(res, i, 2), NULL), PQgetvalue(res, i, 3));
+  PQclear(res);
+  return n;
+}
+
+int pg_prune(struct store *s, double before) {
+  char t[32];
+  snprintf(t, sizeof t, "%.17g", before);
+  const char *v[] = {t};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(
+      s, "DELETE FROM jobs WHERE finished > 0 AND finished < $1::double precision", 1, v);
+  int n = res ? atoi(PQcmdTuples(res)) : 0;
+  PQclear(res);
+  PQclear(pg_read(s,
+                  "DELETE FROM sweeps WHERE created < $1::double precision OR id NOT IN"
+                  " (SELECT id FROM sweeps ORDER BY id DESC LIMIT 1000)",
+                  1, v));
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+/* ---- users' kernels ---- */
+
+#define COLUMNS "id, owner, name, experiment, public, created, source_sha"
+
+/* Columns 0-6 of row r: COLUMNS. */
+static void head_of(const PGresult *res, int r, struct store_kernel *k) {
+  k->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+  snprintf(k->owner, sizeof k->owner, "%s", PQgetvalue(res, r, 1));
+  snprintf(k->name, sizeof k->name, "%s", PQgetvalue(res, r, 2));
+  snprintf(k->experiment, sizeof k->experiment, "%s", PQgetvalue(res, r, 3));
+  k->is_public = PQgetvalue(res, r, 4)[0] == 't';
+  k->created = strtod(PQgetvalue(res, r, 5), NULL);
+  snprintf(k->source_sha, sizeof k->source_sha, "%s", PQgetvalue(res, r, 6));
+}
+
+int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
+  int err = store_check(s);
+  if (err) return err;
+  if (k->image_bytes > (1u << 30)) return -EFBIG;
+  char created[32], why[200] = "";
+  snprintf(created, sizeof created, "%.17g", k->created);
+  const char *v[] = {k->owner,
+                     k->name,
+                     k->experiment,
+                     k->is_public ? "true" : "false",
+                     created,
+                     k->source_sha,
+                     k->source ? k->source : "",
+                     k->spec ? k->spec : "{}",
+                     k->report ? k->report : "{}",
+                     (const char *)k->image};
+  int binary[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, k->image ? (int)k->image_bytes : 0};
+  if (k->image && k->image_bytes == 0) v[9] = "";
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_exec(s,
+                          "INSERT INTO kernels(owner, name, experiment, public, created,"
+                          " source_sha, source, spec, report, image) VALUES($1, $2, $3, $4, $5,"
+                          " $6, $7, $8, $9, $10) RETURNING id",
+                          10, v, binary, &err, why, sizeof why);
+  if (res) *id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  pthread_mutex_unlock(&s->lock);
+  if (err) log_warn("store: kernels: %s", why);
+  store_note_write(s, err, why);
+  return err;
+}
+
+int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
+  memset(k, 0, sizeof *k);
+  char key[24];
+  snprintf(key, sizeof key, "%" PRId64, id);
+  const char *v[] = {key};
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_read(
+      s, "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id = $1::bigint", 1,
+      v);
+  pthread_mutex_unlock(&s->lock);
+  int ret = !res ? -EIO : PQntuples(res) == 0 ? -ENOENT : 0;
+  if (ret == 0) {
+    head_of(res, 0, k);
+    k->source = pg_dup(res, 0, 7);
+    k->spec = pg_dup(res, 0, 8);
+    k->report = pg_dup(res, 0, 9);
+    k->image = pg_bytes(res, 0, 10, &k->image_bytes);
+    bool image = !PQgetisnull(res, 0, 10) && PQgetlength(res, 0, 10) > 2; /* "\x" */
+    ret = k->source && k->spec && k->report && (!image || k->image) ? 0 : -ENOMEM;
+  }
+  PQclear(res);
+  if (ret) store_kernel_clear(k);
+  return ret;
+}
+
+int pg_kernel_delete(struct store *s, int64_t id) {
+  char key[24], why[200] = "";
+  snprintf(key, sizeof key, "%" PRId64, id);
+  const char *v[] = {key};
+  int err = 0;
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_exec(s, "DELETE FROM kernels WHERE id = $1::bigint", 1, v, NULL, &err, why,
+                          sizeof why);
+  bool none = res && atoi(PQcmdTuples(res)) == 0;
+  PQclear(res);
+  pthread_mutex_unlock(&s->lock);
+  if (err) log_warn("store: kernels: %s", why);
+  store_note_write(s, err, why);
+  return none ? -ENOENT : err;
+}
+
+int pg_kernel_list(struct store *s, const char *owner, const char *experiment,
+                   void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  const char *v[] = {owner, experiment};
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_read(s,
+                          "SELECT " COLUMNS
+                          ", spec, report FROM kernels WHERE ($1::text IS NULL OR owner = $1::text"
+                          " OR public) AND ($2::text IS NULL OR experiment = $2::text)"
+                          " ORDER BY id DESC",
+                          2, v);
+  pthread_mutex_unlock(&s->lock);
+  if (!res) return -EIO;
+  int n = PQntuples(res);
+  for (int i = 0; i < n; i++) {
+    struct store_kernel k = {0};
+    head_of(res, i, &k);
+    k.spec = PQgetvalue(res, i, 7); /* borrowed from the result for the call */
+    k.report = PQgetvalue(res, i, 8);
+    fn(arg, &k);
+  }
+  PQclear(res);
+  return n;
+}
+
+int pg_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes) {
+  const char *v[] = {owner};
+  *n = 0;
+  *source_bytes = 0;
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_read(s,
+                          "SELECT COUNT(*), COALESCE(SUM(octet_length(source)), 0) FROM kernels"
+                          " WHERE owner = $1::text",
+                          1, v);
+  pthread_mutex_unlock(&s->lock);
+  if (!res) return -EIO;
+  *n = atoi(PQgetvalue(res, 0, 0));
+  *source_bytes = (size_t)strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+  PQclear(res);
+  return 0;
+}

@@ -1,0 +1,295 @@
+/* The store's SQLite backend (WAL): opening and checking the database, a batch's
+ * transaction, the probe of a failing store, durability and the id marks. One
+ * gpulabd per database: the file is locked. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "server/store/store_sqlite.h"
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, type TEXT NOT NULL, state TEXT NOT NULL,"
+    "  created REAL NOT NULL, finished REAL NOT NULL DEFAULT 0, request BLOB, record TEXT);"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
+    "CREATE TABLE IF NOT EXISTS sweeps ("
+    "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL,"
+    "  record TEXT NOT NULL);"
+    /* Users' kernels (store_sqlite_kernels.c): ids never reused, even after a delete. */
+    "CREATE TABLE IF NOT EXISTS kernels ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,"
+    "  experiment TEXT NOT NULL, public INTEGER NOT NULL, created REAL NOT NULL,"
+    "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL,"
+    "  report TEXT NOT NULL, image BLOB);"
+    "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
+    /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+
+static const char pragmas[] =
+    /* New databases give freed pages back to the file system (store_limit); an
+     * existing one keeps its mode (changing it takes a VACUUM). */
+    "PRAGMA auto_vacuum=INCREMENTAL;"
+    "PRAGMA journal_mode=WAL;"
+    /* NORMAL (the default; --durability full makes it FULL: store_set_durability): a
+     * commit survives gpulabd crashing (kill -9); one fsync per WAL checkpoint instead
+     * of per commit. A power cut may lose the commits since the last checkpoint. */
+    "PRAGMA synchronous=NORMAL;"
+    "PRAGMA locking_mode=EXCLUSIVE;"; /* one gpulabd per database */
+
+int lite_errno(sqlite3 *db, int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_FULL: return -ENOSPC;
+  case SQLITE_READONLY: return -EROFS;
+  case SQLITE_NOMEM: return -ENOMEM;
+  case SQLITE_IOERR: {
+    int e = sqlite3_system_errno(db); /* SQLite calls ENOSPC full */
+    if (e == EFBIG || e == ENOSPC || e == EDQUOT || e == EROFS) return -e;
+    /* A write cut short leaves no errno: under a file size limit, that is the limit. */
+    struct rlimit fsize;
+    if (e == 0 && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_TRUNCATE) &&
+        getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+      return -EFBIG;
+    return -EIO;
+  }
+  default: return -EIO;
+  }
+}
+
+/* PRAGMA quick_check: 0 when it says "ok", else -EIO with its first finding in err. */
+static int quick_check(sqlite3 *db, char *err, size_t err_len) {
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
+  if (rc != SQLITE_OK) {
+    snprintf(err, err_len, "PRAGMA quick_check failed: %s", sqlite3_errmsg(db));
+    return lite_errno(db, rc);
+  }
+  rc = sqlite3_step(st);
+  const char *first = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+  int ret = first && strcmp(first, "ok") == 0 ? 0 : -EIO;
+  if (ret) {
+    int n = snprintf(err, err_len, "it is corrupted (PRAGMA quick_check: %.150s",
+                     first ? first : sqlite3_errmsg(db));
+    for (char *p = err; *p; p++) /* its findings are lines: one line for the log */
+      if (*p == '\n') *p = ' ';
+    if (n > 0 && (size_t)n + 2 < err_len) strcat(err, ")");
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+/* Opens path, checks it and prepares the statements. */
+static int lite_open(struct store *s, const char *path, char *why, size_t why_len) {
+  struct lite *l = calloc(1, sizeof *l);
+  if (!l) {
+    snprintf(why, why_len, "out of memory");
+    return -ENOMEM;
+  }
+  s->backend = l;
+  int rc = sqlite3_open(path, &l->db);
+  char *msg = NULL;
+  if (rc != SQLITE_OK) {
+    snprintf(why, why_len, "%s", l->db ? sqlite3_errmsg(l->db) : "out of memory");
+    return l->db ? lite_errno(l->db, rc) : -ENOMEM;
+  }
+  sqlite3_busy_timeout(l->db, 200);
+  sqlite3_extended_result_codes(l->db, 1); /* SQLITE_IOERR_WRITE: see lite_errno */
+  if (sqlite3_db_readonly(l->db, "main") == 1) {
+    snprintf(why, why_len, "it is read-only for this user: jobs could not be kept");
+    return -EROFS;
+  }
+  if ((rc = sqlite3_exec(l->db, pragmas, NULL, NULL, &msg)) != SQLITE_OK) goto fail;
+  int checked = quick_check(l->db, why, why_len);
+  if (checked) return checked;
+  if ((rc = sqlite3_exec(l->db, schema, NULL, NULL, &msg)) != SQLITE_OK ||
+      /* Takes the exclusive lock now, so a second gpulabd on this file fails here. */
+      (rc = sqlite3_exec(l->db, "BEGIN IMMEDIATE; COMMIT;", NULL, NULL, &msg)) != SQLITE_OK)
+    goto fail;
+  if ((rc = sqlite3_prepare_v2(
+           l->db,
+           "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
+           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET"
+           " state=?4, finished=?6, record=COALESCE(?8, record)",
+           -1, &l->put, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(
+           l->db, "UPDATE jobs SET state=?4, finished=?6, record=COALESCE(?8, record) WHERE id=?1",
+           -1, &l->update, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(l->db, "SELECT record FROM jobs WHERE id=?1", -1, &l->get, NULL)) !=
+          SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(
+           l->db,
+           "INSERT OR REPLACE INTO sweeps(id, client, created, record) VALUES(?1, ?2, ?3, ?4)", -1,
+           &l->put_sweep, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(l->db,
+                               "INSERT INTO meta(name, value) VALUES(?1, ?2)"
+                               " ON CONFLICT(name) DO UPDATE SET value=?2",
+                               -1, &l->set_meta, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(l->db, "SELECT value FROM meta WHERE name=?1", -1, &l->get_meta,
+                               NULL)) != SQLITE_OK)
+    goto fail;
+  /* A write now: a store that cannot take one is refused before any job is. */
+  sqlite3_bind_text(l->set_meta, 1, "opened", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(l->set_meta, 2, (sqlite3_int64)time(NULL));
+  rc = sqlite3_step(l->set_meta);
+  sqlite3_reset(l->set_meta);
+  if (rc != SQLITE_DONE) {
+    snprintf(why, why_len, "it cannot be written: %s", sqlite3_errmsg(l->db));
+    return lite_errno(l->db, rc);
+  }
+  return 0;
+fail:
+  snprintf(why, why_len, "%s", msg ? msg : sqlite3_errmsg(l->db));
+  sqlite3_free(msg);
+  return lite_errno(l->db, rc);
+}
+
+static void lite_close(struct store *s) {
+  struct lite *l = lite_of(s);
+  if (!l) return;
+  sqlite3_finalize(l->put);
+  sqlite3_finalize(l->update);
+  sqlite3_finalize(l->put_sweep);
+  sqlite3_finalize(l->get);
+  sqlite3_finalize(l->set_meta);
+  sqlite3_finalize(l->get_meta);
+  sqlite3_close(l->db);
+  free(l);
+  s->backend = NULL;
+}
+
+/* Writes one row; the database lock is held. Returns SQLite's result. A job whose
+ * first row failed (it was refused) is never created by a later one. */
+static int write_row_locked(struct lite *l, const struct store_row *r) {
+  if (r->table == STORE_SWEEPS) {
+    sqlite3_stmt *st = l->put_sweep;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
+    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, r->created);
+    sqlite3_bind_text(st, 4, r->record ? r->record : "{}", -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+  sqlite3_stmt *st = r->create ? l->put : l->update;
+  sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
+  sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 6, r->finished);
+  if (r->create) {
+    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, r->created);
+    if (r->request)
+      sqlite3_bind_blob(st, 7, r->request, (int)r->request_len, SQLITE_STATIC);
+    else
+      sqlite3_bind_null(st, 7);
+  }
+  if (r->record)
+    sqlite3_bind_text(st, 8, r->record, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 8);
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int lite_write_batch_locked(struct store *s, const struct queued_row *batch, char *why,
+                                   size_t len) {
+  struct lite *l = lite_of(s);
+  int rc = sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL);
+  for (const struct queued_row *q = batch; q && rc == SQLITE_OK; q = q->next)
+    if (!q->replaced) rc = write_row_locked(l, &q->row);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) return 0;
+  int err = lite_errno(l->db, rc);
+  snprintf(why, len, "%s", sqlite3_errmsg(l->db));
+  if (!sqlite3_get_autocommit(l->db)) sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+  return err;
+}
+
+/* A checkpoint first (a WAL that reached a file size limit can start over), then a
+ * mark in meta. */
+static int lite_probe_locked(struct store *s, char *why, size_t len) {
+  struct lite *l = lite_of(s);
+  sqlite3_wal_checkpoint_v2(l->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+  sqlite3_bind_text(l->set_meta, 1, "probe", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(l->set_meta, 2, (sqlite3_int64)time(NULL));
+  int rc = sqlite3_step(l->set_meta), err = rc == SQLITE_DONE ? 0 : lite_errno(l->db, rc);
+  if (err) snprintf(why, len, "%s", sqlite3_errmsg(l->db));
+  sqlite3_reset(l->set_meta);
+  return err;
+}
+
+/* Bytes of the file at path, 0 if none. */
+static uint64_t file_size(const char *path, const char *suffix) {
+  char name[4096];
+  struct stat st;
+  snprintf(name, sizeof name, "%s%s", path, suffix);
+  return path[0] && stat(name, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static uint64_t lite_file_bytes_locked(struct store *s) {
+  const char *path = sqlite3_db_filename(lite_of(s)->db, "main"); /* "" for :memory: */
+  return path ? file_size(path, "") + file_size(path, "-wal") : 0;
+}
+
+static const char *lite_durability_locked(struct store *s) {
+  int64_t sync = lite_query_int(lite_of(s)->db, "PRAGMA synchronous"); /* 1 NORMAL, 2 FULL */
+  return sync == 2   ? "full"
+         : sync == 1 ? "normal"
+         : sync == 3 ? "extra"
+         : sync == 0 ? "off"
+                     : "unknown";
+}
+
+static int lite_set_durability_locked(struct store *s, enum store_durability d) {
+  const char *sql = d == STORE_DURABILITY_FULL ? "PRAGMA synchronous=FULL"
+                                               : "PRAGMA synchronous=NORMAL";
+  return sqlite3_exec(lite_of(s)->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+/* One gpulabd per file: nobody else takes ids, the block never moves (from unused). */
+static int lite_ids_reserve_locked(struct store *s, const char *name, uint64_t *from, uint64_t upto,
+                                   char *why, size_t len) {
+  (void)from;
+  struct lite *l = lite_of(s);
+  sqlite3_bind_text(l->set_meta, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(l->set_meta, 2, (sqlite3_int64)upto);
+  int rc = sqlite3_step(l->set_meta), err = rc == SQLITE_DONE ? 0 : lite_errno(l->db, rc);
+  if (err) snprintf(why, len, "%s", sqlite3_errmsg(l->db));
+  sqlite3_reset(l->set_meta);
+  return err;
+}
+
+const struct store_ops store_sqlite_ops = {
+    .name = "sqlite",
+    .open = lite_open,
+    .close = lite_close,
+    .write_batch_locked = lite_write_batch_locked,
+    .probe_locked = lite_probe_locked,
+    .used_bytes_locked = lite_used_bytes_locked,
+    .count_jobs_locked = lite_count_jobs_locked,
+    .delete_oldest_locked = lite_delete_oldest_locked,
+    .after_prune_locked = lite_after_prune_locked,
+    .limit_locked = lite_limit_locked,
+    .file_bytes_locked = lite_file_bytes_locked,
+    .durability_locked = lite_durability_locked,
+    .set_durability_locked = lite_set_durability_locked,
+    .ids_reserve_locked = lite_ids_reserve_locked,
+    .ids_floor_locked = lite_ids_floor_locked,
+    .record = lite_record,
+    .list = lite_list,
+    .unfinished = lite_unfinished,
+    .max_id = lite_max_id,
+    .sweeps = lite_sweeps,
+    .prune = lite_prune,
+    .kernel_insert = lite_kernel_insert,
+    .kernel_get = lite_kernel_get,
+    .kernel_delete = lite_kernel_delete,
+    .kernel_list = lite_kernel_list,
+    .kernel_count = lite_kernel_count,
+};

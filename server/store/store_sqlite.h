@@ -1,0 +1,53 @@
+/* Private to the SQLite backend (store_sqlite.c: opening, writes, ids;
+ * store_sqlite_query.c: reads and pruning; store_sqlite_kernels.c: the kernels' table):
+ * its connection and statements, behind struct store's backend. */
+#ifndef GPULAB_STORE_SQLITE_H
+#define GPULAB_STORE_SQLITE_H
+
+#include <sqlite3.h>
+
+#include "server/store/store_priv.h"
+
+struct lite {
+  sqlite3 *db;
+  sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
+};
+
+static inline struct lite *lite_of(struct store *s) { return (struct lite *)s->backend; }
+
+/* store_sqlite.c: the negative errno for a failed SQLite call rc (store.h's list). */
+int lite_errno(sqlite3 *db, int rc);
+
+/* store_sqlite_query.c: */
+/* A one-number PRAGMA or query; the database lock is held. -1 on error. */
+int64_t lite_query_int(sqlite3 *db, const char *sql);
+uint64_t lite_used_bytes_locked(struct store *s, bool fresh);
+int64_t lite_count_jobs_locked(struct store *s);
+int lite_delete_oldest_locked(struct store *s, uint64_t n);
+void lite_after_prune_locked(struct store *s);
+void lite_limit_locked(struct store *s, uint64_t max_bytes);
+uint64_t lite_ids_floor_locked(struct store *s, const char *name);
+char *lite_record(struct store *s, uint64_t id);
+int lite_list(struct store *s, uint64_t before_id, const char *state, const char *type,
+              const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
+              void *arg);
+int lite_unfinished(struct store *s,
+                    void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
+                               size_t request_len),
+                    void *arg);
+uint64_t lite_max_id(struct store *s, const char *table);
+int lite_sweeps(struct store *s, int limit,
+                void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                           const char *record),
+                void *arg);
+int lite_prune(struct store *s, double before);
+
+/* store_sqlite_kernels.c: */
+int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);
+int lite_kernel_get(struct store *s, int64_t id, struct store_kernel *out);
+int lite_kernel_delete(struct store *s, int64_t id);
+int lite_kernel_list(struct store *s, const char *owner, const char *experiment,
+                     void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int lite_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
+
+#endif
