@@ -93,7 +93,28 @@ static void put_string(struct text *t, const char *str, size_t n) {
   put_char(t, '"');
 }
 
+/* v in decimal at out; returns the length. printf's %lld, without printf. */
+static int integer_text(long long v, char *out) {
+  char digits[24];
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  int n = 0, len = 0;
+  do digits[n++] = (char)('0' + u % 10);
+  while ((u /= 10) != 0);
+  if (v < 0) out[len++] = '-';
+  while (n) out[len++] = digits[--n];
+  out[len] = '\0';
+  return len;
+}
+
 int json_text_real(double v, char *out) {
+  /* Integral values up to 2^53 (a work's bytes, counts, 0.0) read the same as their
+   * integer and printf would print no exponent for them: no printf. -0.0 is printf's. */
+  if (v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(long long)v &&
+      (v != 0 || !signbit(v))) {
+    int len = integer_text((long long)v, out);
+    memcpy(out + len, ".0", 3);
+    return len + 2;
+  }
   int n = snprintf(out, 32, "%.17g", v);
   char *e = strchr(out, 'e');
   if (!e && !strchr(out, '.')) { /* integral: a real still reads back as a real */
@@ -134,9 +155,7 @@ static void put_value(struct text *t, const json_t *j) {
     break;
   }
   case JSON_STRING: put_string(t, json_string_value(j), json_string_length(j)); break;
-  case JSON_INTEGER:
-    put(t, num, (size_t)snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(j)));
-    break;
+  case JSON_INTEGER: put(t, num, (size_t)integer_text(json_integer_value(j), num)); break;
   case JSON_REAL: put(t, num, (size_t)json_text_real(json_real_value(j), num)); break;
   case JSON_TRUE: put(t, "true", 4); break;
   case JSON_FALSE: put(t, "false", 5); break;

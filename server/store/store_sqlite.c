@@ -129,7 +129,9 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
                                " ON CONFLICT(name) DO UPDATE SET value=?2",
                                -1, &l->set_meta, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(l->db, "SELECT value FROM meta WHERE name=?1", -1, &l->get_meta,
-                               NULL)) != SQLITE_OK)
+                               NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(l->db, "BEGIN", -1, &l->begin, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(l->db, "COMMIT", -1, &l->commit, NULL)) != SQLITE_OK)
     goto fail;
   /* A write now: a store that cannot take one is refused before any job is. */
   sqlite3_bind_text(l->set_meta, 1, "opened", -1, SQLITE_STATIC);
@@ -156,6 +158,8 @@ static void lite_close(struct store *s) {
   sqlite3_finalize(l->get);
   sqlite3_finalize(l->set_meta);
   sqlite3_finalize(l->get_meta);
+  sqlite3_finalize(l->begin);
+  sqlite3_finalize(l->commit);
   sqlite3_close(l->db);
   free(l);
   s->backend = NULL;
@@ -197,13 +201,20 @@ static int write_row_locked(struct lite *l, const struct store_row *r) {
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* Runs a prepared statement that returns no rows: SQLITE_OK or the error. */
+static int step_once(sqlite3_stmt *st) {
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 static int lite_write_batch_locked(struct store *s, const struct queued_row *batch, char *why,
                                    size_t len) {
   struct lite *l = lite_of(s);
-  int rc = sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL);
+  int rc = step_once(l->begin);
   for (const struct queued_row *q = batch; q && rc == SQLITE_OK; q = q->next)
     if (!q->replaced) rc = write_row_locked(l, &q->row);
-  if (rc == SQLITE_OK) rc = sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = step_once(l->commit);
   if (rc == SQLITE_OK) return 0;
   int err = lite_errno(l->db, rc);
   snprintf(why, len, "%s", sqlite3_errmsg(l->db));

@@ -11,6 +11,7 @@
 struct lite {
   sqlite3 *db;
   sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
+  sqlite3_stmt *begin, *commit; /* prepared once: sqlite3_exec compiles them per batch */
 };
 
 static inline struct lite *lite_of(struct store *s) { return (struct lite *)s->backend; }

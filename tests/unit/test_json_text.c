@@ -76,7 +76,14 @@ static void test_reals(void) {
                           2.2250738585072014e-308,
                           9007199254740993.0,
                           4503599627370496.5,
-                          0.30000000000000004};
+                          0.30000000000000004,
+                          9007199254740991.0,
+                          9007199254740992.0,
+                          4503599627370496.0,
+                          32768.0,
+                          1e14,
+                          99999999999999.0,
+                          1234567890123456.0};
   for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
     char what[64];
     snprintf(what, sizeof what, "real %.17g", edges[i]);
@@ -91,7 +98,9 @@ static void test_reals(void) {
     memcpy(&v, &bits, sizeof v);
     if (!isfinite(v)) continue;
     float f = (float)((double)(next_u64() >> 11) / 9007199254740992.0 * 1000.0);
-    json_t *a = json_pack("[f,f,f]", v, (double)f, (double)(next_u64() % 100000) / 1000.0);
+    double whole = (double)(long long)(next_u64() >> (11 + next_u64() % 53)); /* 0 .. 2^53 */
+    json_t *a = json_pack("[f,f,f,f,f,I]", v, (double)f, (double)(next_u64() % 100000) / 1000.0,
+                          whole, -whole, (json_int_t)next_u64());
     same_text(a, "random reals");
   }
 }
