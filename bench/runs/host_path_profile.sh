@@ -5,8 +5,9 @@
 # machine's (Debian 12's) with the libraries it needs that Ubuntu 24.04 may lack.
 #   bash bench/runs/host_path_profile.sh pack   # here, after host_path_session.sh pack
 #   bash bench/runs/host_path_profile.sh run    # there (name .gpu in carry)
-# For each of the defaults and --db none: perf record (cpu-clock, DWARF call chains)
-# for 3 s, then perf report's flat and inclusive tables to $OUT; the tops last.
+# For each of the defaults and --db none (and the defaults from 64 connections): perf
+# record (cpu-clock, DWARF call chains) for 3 s, then perf report's flat and inclusive
+# tables to $OUT; the tops last.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 g=$root/.gpu
@@ -32,7 +33,7 @@ export LD_LIBRARY_PATH=$b/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRA
 perf() { LD_LIBRARY_PATH=$g/perf/lib "$g/perf/perf" "$@"; }
 tiny='{"m":64,"n":64,"variant":"naive","warmup":0,"batches":1,"reps":1,"isolation":"shared"}'
 port=18098
-profile() { # SLUG FLAGS...
+profile() { # SLUG FLAGS... (CONNS: the client's connections, default 1)
   local slug=$1 dir=$out/$1
   shift
   mkdir -p "$dir"
@@ -44,7 +45,7 @@ profile() { # SLUG FLAGS...
     >"$dir/record.log" 2>&1 &
   local rec=$!
   sleep 0.3
-  "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" 1 3 >"$dir/loadgen.json"
+  "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "${CONNS:-1}" 3 >"$dir/loadgen.json"
   wait $rec
   kill -TERM $pid
   wait $pid
@@ -55,7 +56,9 @@ profile() { # SLUG FLAGS...
   echo "## $slug: $(cat "$dir/loadgen.json")"
   grep -v '^#' "$dir/flat.txt" | grep -v '^$' | head -45 | cut -c1-110
   grep -v '^#' "$dir/inclusive.txt" | grep -v '^$' | grep -v '\[k\]' | head -70 | cut -c1-100
-  rm -f "$dir/perf.data"
+  cat "$dir/loadgen.json" >>"$out/loadgen.txt"
+  rm -f "$dir/perf.data" "$dir/access.log" "$dir/gpulabd.log" "$dir/record.log" "$dir/loadgen.json" "$dir/gpulab.db"*
 }
 profile defaults
 profile db-none --db none
+CONNS=64 profile defaults-64
