@@ -181,10 +181,8 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
   if (e->stopping) return refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
   if (!(job->sched_client = sched_client(e->sched, req->client)))
     return refuse(err, -ENOMEM, "", "out of memory");
-  if (req->restore_id && (req->restore_id >= e->next_id || find_locked(e, req->restore_id) ||
-                          (e->n_jobs && req->restore_id < e->jobs[e->n_jobs - 1]->id)))
-    /* Restored jobs come first, in id order, below the new ones: the table stays sorted. */
-    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here",
+  if (req->restore_id && find_locked(e, req->restore_id))
+    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here: it is here already",
                   (unsigned long long)req->restore_id);
   if (req->device >= e->n_devices)
     return refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
@@ -210,9 +208,9 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
  * its first state: waiting, queued, or failed at once when a parent had. */
 static void accept_locked(struct engine *e, struct job *job, bool hold_wake) {
   char why[160];
-  e->jobs[e->n_jobs++] = job;
-  job_ref(job); /* the caller's */
   job->id = job->req.restore_id ? job->req.restore_id : e->next_id++;
+  table_insert_locked(e, job);
+  job_ref(job); /* the caller's */
   job->item.priority = job->req.priority;
   job->item.seq = job->id;
   const char *failure = attach_to_parents_locked(job, why, sizeof why);
