@@ -19,6 +19,7 @@
 #define CLAIM_BATCH_MAX 64                   /* jobs claimed by one statement */
 #define FLEET_JOBS_CHANNEL "gpulab_jobs"     /* jobs were left unclaimed */
 #define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
+#define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
 /* The database's clock, in unix seconds, as the jobs' and nodes' times are kept. */
 #define DB_NOW "extract(epoch from clock_timestamp())"
 
@@ -189,10 +190,11 @@ static void expire_nodes(struct fleet *f) {
 }
 
 /* Claims what capacity allows of the unclaimed queued jobs, fairly across clients:
- * each client's jobs ranked oldest first, and the ranks taken in turn. */
-static void claim(struct fleet *f) {
+ * each client's jobs ranked oldest first, and the ranks taken in turn. Returns
+ * whether it filled the room (more may be waiting). */
+static bool claim(struct fleet *f) {
   int room = f->cfg.capacity(f->cfg.arg);
-  if (room <= 0) return;
+  if (room <= 0) return false;
   char most[16];
   snprintf(most, sizeof most, "%d", room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX);
   const char *v[] = {f->node, most};
@@ -217,8 +219,8 @@ static void claim(struct fleet *f) {
     f->cfg.run_claimed(f->cfg.arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), request, len);
     PQfreemem(request);
   }
-  if (n) log_info("fleet: node %s claimed %d job(s)", f->node, n);
   PQclear(res);
+  return n == room;
 }
 
 /* Cancel requests for jobs this node holds (store_job_cancel), taken and applied. */
@@ -246,7 +248,8 @@ static void wait_for_news(struct fleet *f, double seconds) {
 }
 
 /* Leases every L/3; cancels and claims then too, and whenever a notification says
- * there may be some. */
+ * there may be some, and while the queue's jobs fill the room it has (as its jobs end,
+ * room comes: it asks again soon). */
 static void *fleet_thread(void *arg) {
   struct fleet *f = arg;
   double period = f->cfg.lease_s / 3, next_renewal = 0;
@@ -257,8 +260,8 @@ static void *fleet_thread(void *arg) {
       expire_nodes(f);
     }
     apply_cancels(f);
-    claim(f);
-    wait_for_news(f, next_renewal - now_mono());
+    double wait = claim(f) ? BACKLOG_POLL_S : next_renewal - now_mono();
+    wait_for_news(f, wait);
   }
   return NULL;
 }
