@@ -199,6 +199,16 @@ void table_insert_locked(struct engine *e, struct job *job) {
   e->n_jobs++;
 }
 
+void table_remove_locked(struct engine *e, struct job *job) {
+  for (int i = e->n_jobs - 1; i >= 0; i--)
+    if (e->jobs[i] == job) {
+      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
+      e->n_jobs--;
+      job_unref(job); /* the table's */
+      return;
+    }
+}
+
 /* Forgets the oldest finished jobs while more than max_jobs_kept are kept. */
 static void prune_locked(struct engine *e) {
   int excess = e->n_jobs - e->cfg.max_jobs_kept + 1, kept = 0; /* room for one more */
@@ -469,13 +479,7 @@ void engine_job_withdraw(struct engine *e, struct job *job) {
   }
   struct ebuf *kept = job->output_buffer ? ebuf_find_locked(e, job->output_buffer) : NULL;
   if (kept && kept->in_use == 0) ebuf_unlist_locked(e, kept);
-  for (int i = 0; i < e->n_jobs; i++)
-    if (e->jobs[i] == job) {
-      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
-      e->n_jobs--;
-      job_unref(job); /* the table's; the caller still holds one */
-      break;
-    }
+  table_remove_locked(e, job);
   engine_unlock(e);
   run_watches(fired);
 }

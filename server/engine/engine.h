@@ -181,6 +181,13 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *view);
 /* Cancels a queued or waiting job at once, a running one at its next batch
  * boundary. Returns 0, or -EALREADY if the job had already finished. */
 int engine_job_cancel(struct engine *e, struct job *job);
+/* For a fleet (fleet.h): takes queued jobs out of this engine, for another node to
+ * run, while more than keep are queued: the newest first, of those nothing ties here
+ * (no parents or children, no buffer or job output as input, no kept output, no
+ * engine_watch on them) that have waited min_age_s. Nothing is recorded of them (the
+ * store keeps them queued, to be claimed under their ids: restore_id). Returns how
+ * many ids it wrote (at most max). */
+int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max);
 /* Takes back a job whose acceptance could not be recorded (its first row never
  * reached the store): unfinished, it is canceled (code "not_stored"; a running one
  * at its next batch); on_job_change hears nothing more of it; its kept output is

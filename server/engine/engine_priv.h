@@ -126,6 +126,7 @@ struct job *find_locked(struct engine *e, uint64_t id); /* in the table, or NULL
 /* Makes room in the table for n more jobs (pruning finished ones first): 0 or -ENOMEM. */
 int table_reserve_locked(struct engine *e, int n);
 void table_insert_locked(struct engine *e, struct job *job); /* room reserved */
+void table_remove_locked(struct engine *e, struct job *job); /* drops the table's reference */
 /* Joins the job (all parents ready) to its device's queue, or fails it when an
  * input it needs never came. */
 void make_queued_locked(struct engine *e, struct job *job);

@@ -274,3 +274,33 @@ int engine_submit_inline(struct engine *e, const struct engine_job_request *req,
   int failed;
   return submit_all(e, req, 1, out, err, &failed, true);
 }
+
+/* Nothing ties the queued job to this engine: no parents or children, inputs only
+ * generated, no output kept, no one waiting on it; and it has waited min_age_s (a job
+ * just accepted may be about to get its waiter). */
+static bool movable_locked(struct engine *e, struct job *job, double now, double min_age_s) {
+  if (job->state != JOB_QUEUED || job->n_parents || job->n_children || job->output ||
+      job->req.keep_output || now - job->created_at < min_age_s)
+    return false;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->req.spec.inputs[s].kind != EXP_INPUT_SEED) return false;
+  for (struct engine_watch *w = e->watches; w; w = w->next)
+    if (w->job == job) return false;
+  return true;
+}
+
+int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max) {
+  double now = engine_now_unix();
+  int n = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = e->n_jobs - 1; i >= 0 && n < max && e->n_queued > keep; i--) {
+    struct job *job = e->jobs[i];
+    if (!movable_locked(e, job, now, min_age_s)) continue;
+    ids[n++] = job->id;
+    leave_pending_locked(e, job);
+    job->withdrawn = true; /* nothing more is recorded of it here */
+    table_remove_locked(e, job);
+  }
+  pthread_mutex_unlock(&e->lock);
+  return n;
+}

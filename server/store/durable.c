@@ -151,6 +151,10 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
 
 /* ---- a fleet's node (fleet.h) ---- */
 
+/* A job queued this long here may be handed to the fleet: one just accepted may be
+ * about to get a waiter (engine_jobs_release leaves those). */
+#define RELEASE_AFTER_S 0.1
+
 static int fleet_capacity(void *arg) {
   struct durable_fleet *df = arg;
   struct engine_counts c;
@@ -200,6 +204,14 @@ static void fleet_cancel(void *arg, uint64_t id) {
   job_unref(job);
 }
 
+/* Past the lanes' worth queued here, jobs that waited a lane's tick go to the queue. */
+static int fleet_release(void *arg, uint64_t *ids, int max) {
+  struct durable_fleet *df = arg;
+  int n = engine_jobs_release(df->engine, df->lanes, RELEASE_AFTER_S, ids, max);
+  if (n) store_flush(df->store); /* their first rows are in the database */
+  return n;
+}
+
 void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg) {
   cfg->arg = df;
   cfg->capacity = fleet_capacity;
@@ -207,6 +219,7 @@ void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg) {
   cfg->interrupted_record = fleet_interrupted_record;
   cfg->taken_over = fleet_taken_over;
   cfg->cancel = fleet_cancel;
+  cfg->release = fleet_release;
 }
 
 /* ---- the sweeps' table (sweeps.h), kept across restarts ---- */

@@ -42,12 +42,14 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
 
 /* A fleet's node (fleet.h) running what it claims on engine: durable_fleet_bind sets
  * cfg's callbacks and arg to df, which must outlive the fleet. A claimed job runs as
- * a recovered one (durable_recover); when the node is taken over, every job of the
- * engine is canceled. */
+ * a recovered one (durable_recover); a backlog goes back to the queue
+ * (engine_jobs_release); when the node is taken over, every job of the engine is
+ * canceled. */
 struct durable_fleet {
   struct engine *engine;
   struct store *store;
-  int lanes; /* jobs the node runs at once: it claims while fewer are queued or running */
+  int lanes; /* jobs the node runs at once: it claims while fewer than twice as many are
+                queued or running, and hands back to the queue what is queued past it */
   struct durable_recovery claimed; /* claimed jobs run, and failed at once */
 };
 void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg);

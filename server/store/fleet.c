@@ -20,6 +20,7 @@
 #define FLEET_JOBS_CHANNEL "gpulab_jobs"     /* jobs were left unclaimed */
 #define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
 #define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
+#define RELEASE_MAX 64                       /* jobs handed back to the queue at once */
 /* The database's clock, in unix seconds, as the jobs' and nodes' times are kept. */
 #define DB_NOW "extract(epoch from clock_timestamp())"
 
@@ -32,6 +33,9 @@ struct fleet {
   _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
   atomic_bool stopping;
   int stop_pipe[2]; /* written by fleet_stop: the thread's wait ends */
+  /* Jobs taken out of the engine for the queue, until the database has them. */
+  uint64_t released[RELEASE_MAX];
+  int n_released;
   pthread_t thread;
 };
 
@@ -103,12 +107,15 @@ static int register_node(struct fleet *f) {
 static void renew(struct fleet *f) {
   char epoch[24];
   snprintf(epoch, sizeof epoch, "%" PRId64, f->epoch);
-  const char *v[] = {f->node, epoch, f->lease};
+  char room[16];
+  int capacity = f->cfg.capacity(f->cfg.arg);
+  snprintf(room, sizeof room, "%d", capacity > 0 ? capacity : 0);
+  const char *v[] = {f->node, epoch, f->lease, room};
   PGresult *res = run_sql(f,
                           "UPDATE nodes SET lease_until = " DB_NOW
-                          " + $3::float8"
-                          " WHERE name = $1 AND epoch = $2::bigint",
-                          3, v);
+                          " + $3::float8,"
+                          " room = $4::integer WHERE name = $1 AND epoch = $2::bigint",
+                          4, v);
   if (!res) return;
   bool ours = atoi(PQcmdTuples(res)) == 1;
   PQclear(res);
@@ -236,6 +243,46 @@ static void apply_cancels(struct fleet *f) {
   PQclear(res);
 }
 
+/* The room live nodes other than this one said they had, less the jobs already
+ * waiting unclaimed: how many more the queue may take (a client's flood stays bounded
+ * by its node's --max-queued, not moved into the database without end). */
+static int others_room(struct fleet *f) {
+  const char *v[] = {f->node};
+  PGresult *res = run_sql(f,
+                          "SELECT (SELECT COALESCE(SUM(room), 0) FROM nodes WHERE name <> $1 AND"
+                          " lease_until > " DB_NOW
+                          ") - (SELECT COUNT(*) FROM jobs WHERE"
+                          " state = 'queued' AND node IS NULL)",
+                          1, v);
+  int room = res ? atoi(PQgetvalue(res, 0, 0)) : 0;
+  PQclear(res);
+  return room;
+}
+
+/* Hands jobs queued here past the node's lanes back to the queue: out of the engine
+ * first (no job is ever in two places to run), then unclaimed in the database, which
+ * is retried until it succeeds (a job whose row changed meanwhile is left as it is). */
+static void release_backlog(struct fleet *f) {
+  if (f->n_released == 0) {
+    int room = f->cfg.capacity(f->cfg.arg) > 0 ? 0 : others_room(f);
+    if (room > RELEASE_MAX) room = RELEASE_MAX;
+    if (room > 0) f->n_released = f->cfg.release(f->cfg.arg, f->released, room);
+  }
+  if (f->n_released == 0) return;
+  char ids[RELEASE_MAX * 21 + 2];
+  size_t at = 0;
+  for (int i = 0; i < f->n_released; i++)
+    at += (size_t)snprintf(ids + at, sizeof ids - at, "%c%" PRIu64, i ? ',' : '{', f->released[i]);
+  snprintf(ids + at, sizeof ids - at, "}");
+  const char *v[] = {f->node, ids};
+  if (ok_sql(f,
+             "UPDATE jobs SET node = NULL, claimed_at = NULL WHERE id = ANY($2::bigint[]) AND"
+             " node = $1 AND state = 'queued'",
+             2, v) &&
+      ok_sql(f, "NOTIFY " FLEET_JOBS_CHANNEL, 0, NULL))
+    f->n_released = 0;
+}
+
 /* Sleeps up to seconds, or until a notification comes or fleet_stop. */
 static void wait_for_news(struct fleet *f, double seconds) {
   int sock = PQsocket(f->conn);
@@ -260,6 +307,7 @@ static void *fleet_thread(void *arg) {
       expire_nodes(f);
     }
     apply_cancels(f);
+    release_backlog(f);
     double wait = claim(f) ? BACKLOG_POLL_S : next_renewal - now_mono();
     wait_for_news(f, wait);
   }

@@ -32,8 +32,11 @@
  *  - Fencing of writes: the store writes a job's row only where its node is still this
  *    node and the job is unfinished (store_pg.c), so a node taken over changes nothing
  *    of what others now own, and no job is run by two nodes at once.
- * Jobs accepted by a node are claimed by it at once (their rows carry its name), as
- * with one box; other nodes claim only what a dead node left. */
+ *  - Local first: a job accepted by a node is claimed by it at once (its row carries
+ *    its name) and runs there as on one box, inline runs too. A node with more
+ *    queued than its lanes hands the newest of them back to the queue (node NULL),
+ *    those that nothing ties to it (no chains, buffers or waiters: release), retrying
+ *    until the database has them: they run wherever there is room first. */
 #ifndef GPULAB_FLEET_H
 #define GPULAB_FLEET_H
 
@@ -62,6 +65,9 @@ struct fleet_config {
   void (*taken_over)(void *arg);
   /* A cancel request another node left for job id, which this node holds. */
   void (*cancel)(void *arg, uint64_t id);
+  /* Jobs queued here past what this node starts soon, taken out of its engine for
+   * the fleet's queue: their ids (at most max) into ids, their rows written. */
+  int (*release)(void *arg, uint64_t *ids, int max);
 };
 
 /* Registers the node and starts the fleet's thread. cfg's strings are copied.

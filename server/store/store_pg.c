@@ -33,12 +33,13 @@ static const char *const migrations[] = {
     "  source text NOT NULL, spec text NOT NULL, report text NOT NULL, image bytea);"
     "CREATE INDEX kernels_owner ON kernels(owner);"
     "CREATE TABLE meta (name text PRIMARY KEY, value bigint NOT NULL);",
-    /* 2: a fleet's nodes and their leases (fleet.h); lease_until NULL: taken over.
+    /* 2: a fleet's nodes and their leases (fleet.h); lease_until NULL: taken over;
+     * room: the jobs a node could start, as of its last renewal.
      * The claimers' scan: unclaimed queued jobs. Cancel requests for the node that
      * holds a job (store_job_cancel). */
     "CREATE TABLE nodes (name text PRIMARY KEY, advertise text NOT NULL,"
     "  started double precision NOT NULL, lease_until double precision,"
-    "  epoch bigint NOT NULL, devices text NOT NULL);"
+    "  epoch bigint NOT NULL, devices text NOT NULL, room integer NOT NULL DEFAULT 0);"
     "CREATE INDEX jobs_unclaimed ON jobs(id) WHERE state = 'queued' AND node IS NULL;"
     "ALTER TABLE jobs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;",
 };
