@@ -31,6 +31,11 @@ static const char usage_flags[] =
     "                      postgresql://user@host:port/dbname: a PostgreSQL server\n"
     "  --node NAME         this gpulabd's name on the jobs it stores in PostgreSQL\n"
     "                      (default the host name)\n"
+    "  --advertise URL     PostgreSQL fleets: the URL other nodes give clients for this\n"
+    "                      one (default http://HOST:PORT)\n"
+    "  --lease-s N         PostgreSQL fleets: a node silent for N seconds is taken over:\n"
+    "                      its queued jobs run elsewhere, its running ones fail\n"
+    "                      interrupted (default 10)\n"
     "  --durability MODE   normal | full (default normal; full on PostgreSQL): normal\n"
     "                      commits survive gpulabd crashing (kill -9), a power loss\n"
     "                      may lose the last commits;\n"
@@ -186,9 +191,9 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
                          .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
                          .socket_mode = -1, .max_kernels = 32, .compile_slots = 2, .compile_time_s = 10,
-                         .kernel_deadline_s = 5};
+                         .kernel_deadline_s = 5, .lease_s = 10};
   enum { OPT_NVRTC = 256, OPT_MAX_KERNELS, OPT_COMPILE_SLOTS, OPT_COMPILE_TIME, OPT_RUNNER,
-         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST, OPT_NODE };
+         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST, OPT_NODE, OPT_ADVERTISE, OPT_LEASE };
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -210,6 +215,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"compile-time", required_argument, 0, OPT_COMPILE_TIME}, {"runner", required_argument, 0, OPT_RUNNER},
       {"kernel-deadline", required_argument, 0, OPT_KERNEL_DEADLINE},
       {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST}, {"node", required_argument, 0, OPT_NODE},
+      {"advertise", required_argument, 0, OPT_ADVERTISE}, {"lease-s", required_argument, 0, OPT_LEASE},
       {"durability", required_argument, 0, 'Y'},
       {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
@@ -304,6 +310,14 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       }
       snprintf(cfg->node, sizeof cfg->node, "%s", optarg);
       break;
+    case OPT_ADVERTISE:
+      if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) {
+        snprintf(err, err_len, "--advertise must be an http:// or https:// URL");
+        return -1;
+      }
+      cfg->advertise = optarg;
+      break;
+    case OPT_LEASE: rc = parse_long("--lease-s", optarg, 1, 3600, &v, err, err_len); cfg->lease_s = (int)v; break;
     case 'Y':
       cfg->durability_given = true;
       if (strcmp(optarg, "normal") == 0) cfg->durability_full = false;

@@ -33,6 +33,8 @@ struct config {
   bool durability_full; /* --durability full: an fsync per commit (store_set_durability) */
   bool durability_given; /* --durability was given (else the store's own default) */
   char node[64];    /* --node: recorded on the jobs a PostgreSQL store keeps (the host name) */
+  const char *advertise; /* --advertise URL (fleet.h); NULL: http://host:port; from argv */
+  int lease_s;           /* --lease-s: a fleet node's lease */
   int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
   long long max_db_bytes; /* the store's pages in use are kept within this; 0: no bound */
   int grace_s;      /* SIGTERM: how long running jobs may take to finish */

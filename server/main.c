@@ -16,6 +16,7 @@
 #include "kernels/backends/backend.h"
 #include "server/config.h"
 #include "server/store/durable.h"
+#include "server/store/fleet.h"
 #include "server/engine/engine.h"
 #include "server/http/http.h"
 #include "server/http/auth.h"
@@ -219,13 +220,51 @@ static void log_ready(const struct config *cfg, struct http_server *server, int 
              cfg->http_threads);
 }
 
-/* Waits for a stop signal; meanwhile prunes the store once an hour, and watches the
- * devices: a lost one (a sticky CUDA error) cannot come back in this process, so
- * after a moment of /health saying 503, gpulabd exits for its supervisor (systemd,
- * Kubernetes) to start it again; the store keeps the queue. Returns the exit status. */
+/* A PostgreSQL store's node joins its fleet (fleet.h), once it listens (the default
+ * advertised URL has its port). SQLite: no fleet, *out NULL. Returns 0 or -1 (logged). */
+static int join_fleet(const struct config *cfg, struct store *store, struct http_server *server,
+                      struct durable_fleet *df, struct fleet **out) {
+  struct store_status st;
+  *out = NULL;
+  if (!store || (store_status(store, &st), strcmp(st.backend, "postgresql") != 0)) return 0;
+  char advertise[160], devices[64], err[512];
+  snprintf(advertise, sizeof advertise, "http://%s:%d", cfg->host, http_server_port(server));
+  snprintf(devices, sizeof devices, "{\"count\":%d,\"streams\":%d}",
+           engine_device_count(df->engine), cfg->streams);
+  struct fleet_config fcfg = {.uri = cfg->db, .node = cfg->node,
+                              .advertise = cfg->advertise ? cfg->advertise : advertise,
+                              .devices = devices, .lease_s = cfg->lease_s};
+  durable_fleet_bind(df, &fcfg);
+  if (fleet_start(&fcfg, out, err, sizeof err)) {
+    log_warn("gpulabd: %s", err);
+    return -1;
+  }
+  return 0;
+}
+
+/* A fleet's node that could not renew its lease in time starts no job until it does
+ * (fleet.h): another node may be about to take its jobs over. */
+static void fence(struct fleet *fleet, struct engine *engine, bool *fenced) {
+  bool now = fleet && fleet_fenced(fleet);
+  if (now == *fenced) return;
+  *fenced = now;
+  engine_pause(engine, now);
+  if (now)
+    log_warn("fleet: the lease was last renewed %.1f s ago: no job starts until it is renewed",
+             fleet_lease_age(fleet));
+  else
+    log_info("fleet: the lease is renewed: jobs start again");
+}
+
+/* Waits for a stop signal; meanwhile prunes the store once an hour, fences a fleet's
+ * node whose lease is late, and watches the devices: a lost one (a sticky CUDA error)
+ * cannot come back in this process, so after a moment of /health saying 503, gpulabd
+ * exits for its supervisor (systemd, Kubernetes) to start it again; the store keeps
+ * the queue. Returns the exit status. */
 static int wait_for_stop(const struct config *cfg, struct engine *engine, struct store *store,
-                         const sigset_t *stop_signals) {
+                         struct fleet *fleet, const sigset_t *stop_signals) {
   double next_prune = engine_now_mono() + 3600, lost_since = 0;
+  bool fenced = false;
   for (;;) {
     struct timespec tick = {0, 250 * 1000 * 1000};
     int sig = sigtimedwait(stop_signals, NULL, &tick);
@@ -233,6 +272,7 @@ static int wait_for_stop(const struct config *cfg, struct engine *engine, struct
       log_info("signal %d: stopping", sig);
       return 0;
     }
+    fence(fleet, engine, &fenced);
     if (engine_now_mono() >= next_prune && cfg->keep_days > 0) {
       if (store) store_prune(store, engine_now_unix() - cfg->keep_days * 86400.0);
       next_prune = engine_now_mono() + 3600;
@@ -286,6 +326,8 @@ int main(int argc, char **argv) {
   struct store *store = NULL;
   struct sweeps *sweeps = NULL;
   struct ukernels *ukernels = NULL;
+  struct fleet *fleet = NULL;
+  struct durable_fleet fleet_node;
   FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
   uint64_t first_id, first_buffer_id;
@@ -334,8 +376,11 @@ int main(int argc, char **argv) {
     goto fail;
   }
   log_ready(&cfg, server, n_devices, tls_cert != NULL);
-  status = wait_for_stop(&cfg, engine, store, &stop_signals);
+  fleet_node = (struct durable_fleet){.engine = engine, .store = store, .lanes = n_devices * cfg.streams};
+  if (join_fleet(&cfg, store, server, &fleet_node, &fleet)) goto fail;
+  status = wait_for_stop(&cfg, engine, store, fleet, &stop_signals);
 fail:
+  fleet_stop(fleet); /* claims nothing more */
   http_server_quiesce(server);
   /* Running jobs may finish; queued ones stay in the store for the next start.
    * Every waiting request is answered. */

@@ -189,6 +189,26 @@ struct job *find_locked(struct engine *e, uint64_t id) {
   return NULL;
 }
 
+/* New jobs' ids only grow, so they go at the end; a restored job (after a restart,
+ * or claimed from a fleet's queue: any id) goes where its id sorts. */
+void table_insert_locked(struct engine *e, struct job *job) {
+  int at = e->n_jobs;
+  while (at > 0 && e->jobs[at - 1]->id > job->id) at--;
+  memmove(&e->jobs[at + 1], &e->jobs[at], (size_t)(e->n_jobs - at) * sizeof *e->jobs);
+  e->jobs[at] = job;
+  e->n_jobs++;
+}
+
+void table_remove_locked(struct engine *e, struct job *job) {
+  for (int i = e->n_jobs - 1; i >= 0; i--)
+    if (e->jobs[i] == job) {
+      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
+      e->n_jobs--;
+      job_unref(job); /* the table's */
+      return;
+    }
+}
+
 /* Forgets the oldest finished jobs while more than max_jobs_kept are kept. */
 static void prune_locked(struct engine *e) {
   int excess = e->n_jobs - e->cfg.max_jobs_kept + 1, kept = 0; /* room for one more */
@@ -459,13 +479,7 @@ void engine_job_withdraw(struct engine *e, struct job *job) {
   }
   struct ebuf *kept = job->output_buffer ? ebuf_find_locked(e, job->output_buffer) : NULL;
   if (kept && kept->in_use == 0) ebuf_unlist_locked(e, kept);
-  for (int i = 0; i < e->n_jobs; i++)
-    if (e->jobs[i] == job) {
-      memmove(&e->jobs[i], &e->jobs[i + 1], (size_t)(e->n_jobs - i - 1) * sizeof *e->jobs);
-      e->n_jobs--;
-      job_unref(job); /* the table's; the caller still holds one */
-      break;
-    }
+  table_remove_locked(e, job);
   engine_unlock(e);
   run_watches(fired);
 }
@@ -626,6 +640,14 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
   }
   e->grace_s = grace_s;
   engine_unlock(e);
+}
+
+void engine_pause(struct engine *e, bool paused) {
+  pthread_mutex_lock(&e->lock);
+  bool resumed = e->paused && !paused;
+  e->paused = paused;
+  for (int d = 0; resumed && d < e->n_devices; d++) pthread_cond_broadcast(&e->work_ready[d]);
+  pthread_mutex_unlock(&e->lock);
 }
 
 void engine_shutdown(struct engine *e, double grace_s) {

@@ -39,8 +39,8 @@ struct engine_job_request {
   bool host_sync;  /* wait for parents to finish, not just to be issued (benchmarks) */
   bool admin;      /* may name other clients' jobs and buffers */
   int max_queued;  /* this client's limit; 0: the engine's */
-  uint64_t restore_id; /* after a restart: run again under this id (>= first_id is not
-                          needed; it must be unused); 0: a new id */
+  uint64_t restore_id; /* after a restart, or claimed from a fleet's queue: run under
+                          this id (any id not in the table); 0: a new id */
   int n_depends;
   uint64_t depends_on[ENGINE_MAX_PARENTS];
 };
@@ -134,6 +134,9 @@ void engine_stop(struct engine *e);
  * code "interrupted", not canceled); queued and waiting jobs are left as they are
  * (the durable store runs them again after a restart). Then as engine_stop. */
 void engine_shutdown(struct engine *e, double grace_s);
+/* While paused no job starts (queued ones wait; running ones go on); jobs are still
+ * accepted. For a fleet's node that cannot renew its lease (fleet.h). */
+void engine_pause(struct engine *e, bool paused);
 /* Stops if needed and frees everything. NULL is a no-op. */
 void engine_free(struct engine *e);
 
@@ -178,6 +181,13 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *view);
 /* Cancels a queued or waiting job at once, a running one at its next batch
  * boundary. Returns 0, or -EALREADY if the job had already finished. */
 int engine_job_cancel(struct engine *e, struct job *job);
+/* For a fleet (fleet.h): takes queued jobs out of this engine, for another node to
+ * run, while more than keep are queued: the newest first, of those nothing ties here
+ * (no parents or children, no buffer or job output as input, no kept output, no
+ * engine_watch on them) that have waited min_age_s. Nothing is recorded of them (the
+ * store keeps them queued, to be claimed under their ids: restore_id). Returns how
+ * many ids it wrote (at most max). */
+int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max);
 /* Takes back a job whose acceptance could not be recorded (its first row never
  * reached the store): unfinished, it is canceled (code "not_stored"; a running one
  * at its next batch); on_job_change hears nothing more of it; its kept output is

@@ -86,6 +86,7 @@ struct engine {
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
   pthread_cond_t recorded;   /* a final state was recorded (job.final_recorded) */
   bool stopping, stopped;
+  bool paused; /* engine_pause: no job starts */
   double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
 
   struct backend *const *devices;
@@ -124,6 +125,8 @@ void engine_unlock(struct engine *e);
 struct job *find_locked(struct engine *e, uint64_t id); /* in the table, or NULL */
 /* Makes room in the table for n more jobs (pruning finished ones first): 0 or -ENOMEM. */
 int table_reserve_locked(struct engine *e, int n);
+void table_insert_locked(struct engine *e, struct job *job); /* room reserved */
+void table_remove_locked(struct engine *e, struct job *job); /* drops the table's reference */
 /* Joins the job (all parents ready) to its device's queue, or fails it when an
  * input it needs never came. */
 void make_queued_locked(struct engine *e, struct job *job);

@@ -117,7 +117,7 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
   pthread_mutex_lock(&e->lock);
   struct sched_item *item;
   /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
-  while (!e->stopping && (w->lent || !backend_healthy(e->devices[w->device]) ||
+  while (!e->stopping && (w->lent || e->paused || !backend_healthy(e->devices[w->device]) ||
                           !(item = sched_pop(e->sched, w->device)))) {
     w->idle = true;
     pthread_cond_wait(&e->work_ready[w->device], &e->lock);
@@ -210,7 +210,7 @@ bool engine_run_inline(struct engine *e, struct job *job) {
    * exactly as a worker would have started it. Under load (the device busy) jobs
    * go through the workers, so HTTP threads never wait on the GPU while other
    * connections wait for them (bench/RESULTS.md measured both ways on the H200). */
-  if (!e->stopping && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
+  if (!e->stopping && !e->paused && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
       e->running[job->device] == 0 && backend_healthy(e->devices[job->device]))
     for (int i = 0; i < e->n_workers && !w; i++)
       if (e->workers[i].device == job->device && e->workers[i].idle && !e->workers[i].lent)

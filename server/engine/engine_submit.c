@@ -181,10 +181,8 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
   if (e->stopping) return refuse(err, -ESHUTDOWN, "", "gpulabd is shutting down");
   if (!(job->sched_client = sched_client(e->sched, req->client)))
     return refuse(err, -ENOMEM, "", "out of memory");
-  if (req->restore_id && (req->restore_id >= e->next_id || find_locked(e, req->restore_id) ||
-                          (e->n_jobs && req->restore_id < e->jobs[e->n_jobs - 1]->id)))
-    /* Restored jobs come first, in id order, below the new ones: the table stays sorted. */
-    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here",
+  if (req->restore_id && find_locked(e, req->restore_id))
+    return refuse(err, -EINVAL, "id", "job %llu cannot be restored here: it is here already",
                   (unsigned long long)req->restore_id);
   if (req->device >= e->n_devices)
     return refuse(err, -EINVAL, "device", "device %d does not exist; this gpulabd has %d device(s)",
@@ -210,9 +208,9 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
  * its first state: waiting, queued, or failed at once when a parent had. */
 static void accept_locked(struct engine *e, struct job *job, bool hold_wake) {
   char why[160];
-  e->jobs[e->n_jobs++] = job;
-  job_ref(job); /* the caller's */
   job->id = job->req.restore_id ? job->req.restore_id : e->next_id++;
+  table_insert_locked(e, job);
+  job_ref(job); /* the caller's */
   job->item.priority = job->req.priority;
   job->item.seq = job->id;
   const char *failure = attach_to_parents_locked(job, why, sizeof why);
@@ -275,4 +273,34 @@ int engine_submit_inline(struct engine *e, const struct engine_job_request *req,
                          struct engine_error *err) {
   int failed;
   return submit_all(e, req, 1, out, err, &failed, true);
+}
+
+/* Nothing ties the queued job to this engine: no parents or children, inputs only
+ * generated, no output kept, no one waiting on it; and it has waited min_age_s (a job
+ * just accepted may be about to get its waiter). */
+static bool movable_locked(struct engine *e, struct job *job, double now, double min_age_s) {
+  if (job->state != JOB_QUEUED || job->n_parents || job->n_children || job->output ||
+      job->req.keep_output || now - job->created_at < min_age_s)
+    return false;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (job->req.spec.inputs[s].kind != EXP_INPUT_SEED) return false;
+  for (struct engine_watch *w = e->watches; w; w = w->next)
+    if (w->job == job) return false;
+  return true;
+}
+
+int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max) {
+  double now = engine_now_unix();
+  int n = 0;
+  pthread_mutex_lock(&e->lock);
+  for (int i = e->n_jobs - 1; i >= 0 && n < max && e->n_queued > keep; i--) {
+    struct job *job = e->jobs[i];
+    if (!movable_locked(e, job, now, min_age_s)) continue;
+    ids[n++] = job->id;
+    leave_pending_locked(e, job);
+    job->withdrawn = true; /* nothing more is recorded of it here */
+    table_remove_locked(e, job);
+  }
+  pthread_mutex_unlock(&e->lock);
+  return n;
 }

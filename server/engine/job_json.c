@@ -10,6 +10,16 @@ json_t *time_json(double unix_s) {
   return json_string(buf);
 }
 
+json_t *job_json_ended(uint64_t id, const char *record, enum job_state state, const char *code,
+                       const char *message) {
+  json_t *j = record ? json_loads(record, 0, NULL) : NULL;
+  if (!j) j = json_pack("{s:I}", "id", (json_int_t)id);
+  json_object_set_new(j, "state", json_string(job_state_name(state)));
+  json_object_set_new(j, "finished_at", time_json(engine_now_unix()));
+  json_object_set_new(j, "error", json_pack("{s:s,s:s}", "code", code, "message", message));
+  return j;
+}
+
 static json_t *ms_between(double from, double to) {
   return from > 0 && to > 0 ? json_real((to - from) * 1e3) : json_null();
 }

@@ -10,6 +10,12 @@
 /* The job; with_result adds "result" (else only "passed"). A new reference, or
  * NULL when out of memory. */
 json_t *job_json(const struct job_view *v, bool with_result);
+/* A job that no engine here holds, ended now: its stored record (JSON text; NULL or
+ * unreadable: only its id is known) with state, finished_at and error {code, message}.
+ * For a job a restart interrupted, or a fleet's job canceled in the store. A new
+ * reference. */
+json_t *job_json_ended(uint64_t id, const char *record, enum job_state state, const char *code,
+                       const char *message);
 /* RFC 3339 UTC with milliseconds, or null for 0. */
 json_t *time_json(double unix_s);
 

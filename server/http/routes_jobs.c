@@ -46,6 +46,31 @@ static json_t *stored_job(struct request *r, const char *id_text) {
   return j;
 }
 
+/* DELETE of a job the store holds but memory does not (a fleet's other node's):
+ * canceled in the store when no node holds it, else left to its node (store_job_cancel):
+ * 200 with the job as it is then, as a local cancel answers. */
+static enum MHD_Result cancel_stored(struct request *r, const char *id_text, json_t *stored) {
+  uint64_t id = (uint64_t)json_integer_value(json_object_get(stored, "id"));
+  char *record = json_dumps(stored, JSON_COMPACT);
+  json_t *canceled = job_json_ended(id, record, JOB_CANCELED, "canceled", "canceled before it ran");
+  char *canceled_text = json_dumps(canceled, JSON_COMPACT);
+  int rc = record && canceled_text ? store_job_cancel(r->srv->opts.store, id, canceled_text)
+                                   : -ENOMEM;
+  free(record);
+  free(canceled_text);
+  if (rc == 0) {
+    json_decref(stored);
+    return respond_json(r, 200, canceled);
+  }
+  json_decref(canceled);
+  if (rc == 1) return respond_json(r, 200, stored);
+  json_decref(stored);
+  if (rc == -EALREADY)
+    return respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text);
+  if (rc == -ENOENT) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+  return respond_storage(r, rc);
+}
+
 /* GET or DELETE of a job the store holds but memory does not. */
 static enum MHD_Result stored_job_route(struct request *r, const char *id_text) {
   json_t *stored = stored_job(r, id_text);
@@ -53,10 +78,9 @@ static enum MHD_Result stored_job_route(struct request *r, const char *id_text) 
   const char *state = json_string_value(json_object_get(stored, "state"));
   bool finished = state && job_state_from_name(state) >= JOB_DONE;
   if (strcmp(r->method, "DELETE") == 0) {
+    if (!finished) return cancel_stored(r, id_text, stored);
     json_decref(stored);
-    return finished
-               ? respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text)
-               : respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", id_text);
+    return respond_fail(r, 409, "job_finished", "id", "job %s has already finished", id_text);
   }
   return respond_json(r, 200, stored);
 }
@@ -86,8 +110,9 @@ struct stored_page {
 };
 
 /* Appends a stored job to a listing, summarized like the in-memory ones. A job still
- * in memory is shown as it is now (the store keeps a running job's record of when
- * it was queued: durable.c), others as their record. */
+ * in memory is shown as it is now (its record is written a moment later, and none
+ * while it has partial results: durable.c), others (a fleet's other nodes' too) as
+ * their record. */
 static void add_stored(void *arg, uint64_t id, const char *record) {
   struct stored_page *p = arg;
   struct job *live = engine_job_get(p->engine, id);

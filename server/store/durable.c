@@ -30,17 +30,17 @@ static char *pending_record(const void *arg) {
 
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
- * on every change but `running`: a running job is in memory, where listings read it
- * (routes_jobs.c), and after a restart it is marked from its state column alone. A
- * queued or waiting job's record is made when its row is written, so never when a
- * later row replaces it in the store's queue (a tiny job's first row and its final
- * one). A final state's record goes back to the engine (out->doc): the same text
- * answers the request that waited for the job, not built a second time. */
+ * on every change: the other nodes of a fleet read a job they do not run from it
+ * (fleet.h). A job's record before it is final is made when its row is written, so
+ * never when a later row replaces it in the store's queue (a tiny job's first row,
+ * its running one and its final one). A final state's record goes back to the engine
+ * (out->doc): the same text answers the request that waited for the job, not built a
+ * second time. */
 void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
                     bool first, struct engine_recorded *out) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
-  bool pending = !final && v->state != JOB_RUNNING && !v->result;
+  bool pending = !final && !v->result;
   json_t *j = final ? job_json(v, true) : NULL;
   char *record = json_text(j, NULL); /* NULL j: NULL */
   json_decref(j);
@@ -96,12 +96,8 @@ struct recovery {
 
 static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) {
   char *record = store_record(rc->store, id);
-  json_t *j = record ? json_loads(record, 0, NULL) : NULL;
+  json_t *j = job_json_ended(id, record, JOB_FAILED, "interrupted", why);
   free(record);
-  if (!j) j = json_pack("{s:I}", "id", (json_int_t)id);
-  json_object_set_new(j, "state", json_string("failed"));
-  json_object_set_new(j, "finished_at", time_json(engine_now_unix()));
-  json_object_set_new(j, "error", json_pack("{s:s,s:s}", "code", "interrupted", "message", why));
   char *text = json_dumps(j, JSON_COMPACT);
   const char *client = json_string_value(json_object_get(j, "client"));
   const char *type = json_string_value(json_object_get(j, "type"));
@@ -151,6 +147,79 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
   *out = (struct durable_recovery){0, 0};
   struct recovery rc = {.engine = e, .store = s, .counts = out};
   return store_unfinished(s, recover_job, &rc);
+}
+
+/* ---- a fleet's node (fleet.h) ---- */
+
+/* A job queued this long here may be handed to the fleet: one just accepted may be
+ * about to get a waiter (engine_jobs_release leaves those). */
+#define RELEASE_AFTER_S 0.1
+
+static int fleet_capacity(void *arg) {
+  struct durable_fleet *df = arg;
+  struct engine_counts c;
+  engine_counts(df->engine, &c);
+  /* A lane's worth queued besides: a lane finishing between two claims finds work. */
+  return 2 * df->lanes - c.by_state[JOB_QUEUED] - c.by_state[JOB_RUNNING];
+}
+
+/* A claimed job runs as a recovered one: under its id, from its stored request. */
+static void fleet_run_claimed(void *arg, uint64_t id, const void *request, size_t len) {
+  struct durable_fleet *df = arg;
+  struct recovery rc = {.engine = df->engine, .store = df->store, .counts = &df->claimed};
+  recover_job(&rc, id, "queued", request, len);
+}
+
+static char *fleet_interrupted_record(void *arg, uint64_t id, const char *record, const char *why) {
+  (void)arg;
+  json_t *j = job_json_ended(id, record, JOB_FAILED, "interrupted", why);
+  char *text = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  return text;
+}
+
+/* Taken over: every job here is another node's now (or failed); canceled here, with
+ * writes the store's fence turns into nothing. */
+static void fleet_taken_over(void *arg) {
+  struct durable_fleet *df = arg;
+  struct engine_list_filter all = {.state = -1, .type = -1};
+  struct job *jobs[256];
+  int n;
+  do {
+    n = engine_jobs_list(df->engine, &all, jobs, 256);
+    for (int i = 0; i < n; i++) {
+      struct job_view v;
+      job_get_view(df->engine, jobs[i], &v);
+      engine_job_cancel(df->engine, jobs[i]);
+      all.before_id = v.id;
+      job_unref(jobs[i]);
+    }
+  } while (n == 256);
+}
+
+static void fleet_cancel(void *arg, uint64_t id) {
+  struct durable_fleet *df = arg;
+  struct job *job = engine_job_get(df->engine, id);
+  if (job) engine_job_cancel(df->engine, job);
+  job_unref(job);
+}
+
+/* Past the lanes' worth queued here, jobs that waited a lane's tick go to the queue. */
+static int fleet_release(void *arg, uint64_t *ids, int max) {
+  struct durable_fleet *df = arg;
+  int n = engine_jobs_release(df->engine, df->lanes, RELEASE_AFTER_S, ids, max);
+  if (n) store_flush(df->store); /* their first rows are in the database */
+  return n;
+}
+
+void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg) {
+  cfg->arg = df;
+  cfg->capacity = fleet_capacity;
+  cfg->run_claimed = fleet_run_claimed;
+  cfg->interrupted_record = fleet_interrupted_record;
+  cfg->taken_over = fleet_taken_over;
+  cfg->cancel = fleet_cancel;
+  cfg->release = fleet_release;
 }
 
 /* ---- the sweeps' table (sweeps.h), kept across restarts ---- */

@@ -7,6 +7,7 @@
 
 #include "server/engine/engine.h"
 #include "server/engine/sweeps.h"
+#include "server/store/fleet.h"
 #include "server/store/store.h"
 
 /* engine_config.on_job_change with the store as its arg: queues the job's row (its
@@ -38,6 +39,20 @@ struct durable_recovery {
  * run again: they may be what stopped gpulabd). Call before serving. Returns how
  * many unfinished jobs the store held, or -1. */
 int durable_recover(struct engine *e, struct store *s, struct durable_recovery *out);
+
+/* A fleet's node (fleet.h) running what it claims on engine: durable_fleet_bind sets
+ * cfg's callbacks and arg to df, which must outlive the fleet. A claimed job runs as
+ * a recovered one (durable_recover); a backlog goes back to the queue
+ * (engine_jobs_release); when the node is taken over, every job of the engine is
+ * canceled. */
+struct durable_fleet {
+  struct engine *engine;
+  struct store *store;
+  int lanes; /* jobs the node runs at once: it claims while fewer than twice as many are
+                queued or running, and hands back to the queue what is queued past it */
+  struct durable_recovery claimed; /* claimed jobs run, and failed at once */
+};
+void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg);
 
 /* The sweeps' table, with the sweeps store kept (NULL: none) and ids past every
  * earlier one, into *out: 0 or a negative errno. durable_sweeps_close puts the store's

@@ -456,6 +456,10 @@ uint64_t store_ids_floor(struct store *s, const char *name) {
 
 char *store_record(struct store *s, uint64_t id) { return s->ops->record(s, id); }
 
+int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record) {
+  return s->ops->cancel ? s->ops->cancel(s, id, canceled_record) : -ENOENT;
+}
+
 int store_list(struct store *s, uint64_t before_id, const char *state, const char *type, const char *client, int limit,
                void (*fn)(void *arg, uint64_t id, const char *record), void *arg) {
   return s->ops->list(s, before_id, state, type, client, limit, fn, arg);

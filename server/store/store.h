@@ -7,10 +7,10 @@
  * twice, even after a failed write and a crash. SQLite: one gpulabd per database (the
  * file is locked). PostgreSQL: several gpulabd may share one database; each reserves
  * its ids from the stored mark it last saw, so two never hand out the same id (a node
- * whose mark another moved takes its next block past theirs: store_ids_take); the
- * fleet's semantics (claims, leases: which node runs which job) come in phase 2 of
- * issue 18 (until then each recovers only its own jobs: store_set_node). Calls are
- * serialized inside; safe from any thread.
+ * whose mark another moved takes its next block past theirs: store_ids_take); which
+ * node runs which job (claims, leases) is a fleet's (fleet.h), and a node's writes of
+ * a job's row are fenced by it (store_set_node). Calls are serialized inside; safe
+ * from any thread.
  *
  * Errors are negative errnos: -ENOSPC (the disk is full), -EFBIG (a file size limit,
  * RLIMIT_FSIZE), -EDQUOT, -EROFS (read-only), -EIO (anything else, a corrupted file
@@ -107,9 +107,10 @@ struct store_status {
 };
 
 /* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):
- * PostgreSQL's jobs.node, for a fleet's nodes sharing one database (--node), and
- * whose unfinished jobs store_unfinished reads back; SQLite, one box's file, keeps
- * none. Call before rows are queued. */
+ * PostgreSQL's jobs.node, for a fleet's nodes sharing one database (--node), whose
+ * unfinished jobs store_unfinished reads back, and the fence of its writes: a job's
+ * row is updated only while it is this node's and unfinished (fleet.h). SQLite, one
+ * box's file, keeps none. Call before rows are queued. */
 void store_set_node(struct store *s, const char *node);
 
 /* How much a commit survives (store_open starts NORMAL). NORMAL: WAL with
@@ -154,6 +155,14 @@ int store_unfinished(struct store *s,
                      void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                                 size_t request_len),
                      void *arg);
+
+/* DELETE of a job this gpulabd does not hold (a fleet's other node's, PostgreSQL):
+ * one queued and claimed by no node is canceled in the store at once, its record
+ * replaced by canceled_record (JSON text); one a node holds gets a cancel request
+ * that the node's fleet applies (fleet.h). Written at once. Returns 0 (canceled), 1
+ * (requested), -EALREADY (finished), -ENOENT (no such job; SQLite: always, every
+ * unfinished job is in memory), or a negative errno of the write. */
+int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record);
 
 uint64_t store_max_id(struct store *s); /* 0 when empty */
 

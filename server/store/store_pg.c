@@ -33,6 +33,15 @@ static const char *const migrations[] = {
     "  source text NOT NULL, spec text NOT NULL, report text NOT NULL, image bytea);"
     "CREATE INDEX kernels_owner ON kernels(owner);"
     "CREATE TABLE meta (name text PRIMARY KEY, value bigint NOT NULL);",
+    /* 2: a fleet's nodes and their leases (fleet.h); lease_until NULL: taken over;
+     * room: the jobs a node could start, as of its last renewal.
+     * The claimers' scan: unclaimed queued jobs. Cancel requests for the node that
+     * holds a job (store_job_cancel). */
+    "CREATE TABLE nodes (name text PRIMARY KEY, advertise text NOT NULL,"
+    "  started double precision NOT NULL, lease_until double precision,"
+    "  epoch bigint NOT NULL, devices text NOT NULL, room integer NOT NULL DEFAULT 0);"
+    "CREATE INDEX jobs_unclaimed ON jobs(id) WHERE state = 'queued' AND node IS NULL;"
+    "ALTER TABLE jobs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */
@@ -233,7 +242,10 @@ static void pg_close(struct store *s) {
 }
 
 /* One row of a batch, inside its transaction. A job whose first row failed (it was
- * refused) is never created by a later one: those are updates. */
+ * refused) is never created by a later one: those are updates. Both are fenced
+ * (fleet.h): a row changes only while it is this node's and unfinished, so a node that
+ * was taken over writes nothing over what another node now owns. */
+#define UNFINISHED "jobs.state IN ('queued', 'waiting', 'running')"
 static int write_row(struct store *s, const struct store_row *r, char *why, size_t len) {
   char id[24], created[32], finished[32];
   snprintf(id, sizeof id, "%" PRIu64, r->id);
@@ -263,14 +275,15 @@ static int write_row(struct store *s, const struct store_row *r, char *why, size
     res = pg_exec(s,
                   "INSERT INTO jobs(id, client, type, state, created, finished, request, record,"
                   " node) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO UPDATE"
-                  " SET state = $4, finished = $6, record = COALESCE($8, jobs.record), node = $9",
+                  " SET state = $4, finished = $6, record = COALESCE($8, jobs.record), node = $9"
+                  " WHERE jobs.node IS NOT DISTINCT FROM $9 AND " UNFINISHED,
                   9, v, binary, &err, why, len);
   } else {
-    const char *v[] = {id, r->state, finished, r->record};
+    const char *v[] = {id, r->state, finished, r->record, s->node[0] ? s->node : NULL};
     res = pg_exec(s,
                   "UPDATE jobs SET state = $2, finished = $3, record = COALESCE($4::text, record)"
-                  " WHERE id = $1",
-                  4, v, NULL, &err, why, len);
+                  " WHERE id = $1 AND node IS NOT DISTINCT FROM $5 AND " UNFINISHED,
+                  5, v, NULL, &err, why, len);
   }
   PQclear(res);
   return res ? 0 : err;
@@ -410,6 +423,7 @@ const struct store_ops store_pg_ops = {
     .record = pg_record,
     .list = pg_list,
     .unfinished = pg_unfinished,
+    .cancel = pg_cancel,
     .max_id = pg_max_id,
     .sweeps = pg_sweeps,
     .prune = pg_prune,

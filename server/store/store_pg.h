@@ -56,6 +56,7 @@ int pg_unfinished(struct store *s,
                   void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                              size_t request_len),
                   void *arg);
+int pg_cancel(struct store *s, uint64_t id, const char *canceled_record);
 uint64_t pg_max_id(struct store *s, const char *table);
 int pg_sweeps(struct store *s, int limit,
               void (*fn)(void *arg, uint64_t id, const char *client, double created,

@@ -135,6 +135,42 @@ int pg_unfinished(struct store *s,
   return n;
 }
 
+/* The first statement that matches the job wins: canceled while unclaimed, a request
+ * left for its node (and the nodes woken), or found finished. The database lock held. */
+static int cancel_locked(struct store *s, const char *const *v, char *why, size_t len) {
+  static const char *const steps[] = {
+      "UPDATE jobs SET state = 'canceled', finished = extract(epoch from clock_timestamp()),"
+      " record = $2 WHERE id = $1::bigint AND state = 'queued' AND node IS NULL RETURNING id",
+      "WITH asked AS (UPDATE jobs SET cancel_requested = true WHERE id = $1::bigint AND"
+      " node IS NOT NULL AND state IN ('queued', 'waiting', 'running') RETURNING id)"
+      " SELECT pg_notify('gpulab_cancel', id::text) FROM asked",
+      "SELECT id FROM jobs WHERE id = $1::bigint"};
+  static const int found[] = {0, 1, -EALREADY};
+  for (int i = 0; i < 3; i++) {
+    int err;
+    PGresult *res = pg_exec(s, steps[i], i == 0 ? 2 : 1, v, NULL, &err, why, len);
+    if (!res) return err;
+    int rows = PQntuples(res);
+    PQclear(res);
+    if (rows) return found[i];
+  }
+  return -ENOENT;
+}
+
+int pg_cancel(struct store *s, uint64_t id, const char *canceled_record) {
+  char key[24], why[200] = "";
+  snprintf(key, sizeof key, "%" PRIu64, id);
+  const char *v[] = {key, canceled_record};
+  store_lock_for_read(s); /* after the job's own rows queued before */
+  int rc = cancel_locked(s, v, why, sizeof why);
+  pthread_mutex_unlock(&s->lock);
+  if (rc < 0 && rc != -EALREADY && rc != -ENOENT) {
+    log_warn("store: a cancel failed: %s", why);
+    store_note_write(s, rc, why);
+  }
+  return rc;
+}
+
 uint64_t pg_max_id(struct store *s, const char *table) {
   char sql[64];
   snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(id), 0) FROM %s", table);

@@ -73,6 +73,8 @@ struct store_ops {
                     void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                                size_t request_len),
                     void *arg);
+  /* store_job_cancel; NULL (SQLite): every unfinished job is in memory. */
+  int (*cancel)(struct store *s, uint64_t id, const char *canceled_record);
   uint64_t (*max_id)(struct store *s, const char *table); /* "jobs" or "sweeps" */
   int (*sweeps)(struct store *s, int limit,
                 void (*fn)(void *arg, uint64_t id, const char *client, double created,

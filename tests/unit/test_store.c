@@ -460,14 +460,21 @@ static void test_pg_two_nodes(void) {
   store_set_node(b, "node-b");
   CHECK_INT_EQ(store_sync(a, put_job(a, 80, "queued", 0, "{\"id\":80}", true)), 0);
   CHECK_INT_EQ(store_sync(b, put_job(b, 81, "queued", 0, "{\"id\":81}", true)), 0);
-  put_job(b, 80, "done", 4000, "{\"id\":80}", false); /* an update keeps the creator */
+  /* Writes are fenced (fleet.h): b's update of a's job changes nothing, a's does. */
+  put_job(b, 80, "done", 4000, "{\"id\":80}", false);
   store_flush(b);
   PGconn *c = PQconnectdb(db);
-  PGresult *res = PQexec(c, "SELECT id, node, state FROM jobs WHERE id IN (80, 81) ORDER BY id");
+  const char *rows = "SELECT id, node, state FROM jobs WHERE id IN (80, 81) ORDER BY id";
+  PGresult *res = PQexec(c, rows);
   CHECK_INT_EQ(PQntuples(res), 2);
   CHECK_STR_EQ(PQgetvalue(res, 0, 1), "node-a");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 2), "done");
+  CHECK_STR_EQ(PQgetvalue(res, 0, 2), "queued");
   CHECK_STR_EQ(PQgetvalue(res, 1, 1), "node-b");
+  PQclear(res);
+  put_job(a, 80, "done", 4000, "{\"id\":80}", false);
+  store_flush(a);
+  res = PQexec(c, rows);
+  CHECK_STR_EQ(PQgetvalue(res, 0, 2), "done");
   PQclear(res);
   PQfinish(c);
   /* Each reads back its own unfinished jobs only (a restart recovers those). */
@@ -524,7 +531,7 @@ static void test_pg_migrate_race(void) {
   PGconn *c = PQconnectdb(db);
   PGresult *res = PQexec(c, "SELECT COUNT(*), MAX(version) FROM gpulab_schema");
   CHECK_STR_EQ(PQgetvalue(res, 0, 0), "1");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "1");
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "2"); /* store_pg.c's last step */
   PQclear(res);
   /* A newer gpulabd's schema is refused, not misread. */
   PQclear(PQexec(c, "UPDATE gpulab_schema SET version = 99"));

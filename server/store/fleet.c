@@ -1,0 +1,376 @@
+/* A fleet's leases, take-overs and claims (fleet.h), on a PostgreSQL connection of
+ * its own, from one thread. */
+#include "server/store/fleet.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/log.h"
+
+#define CLAIM_BATCH_MAX 64                   /* jobs claimed by one statement */
+#define FLEET_JOBS_CHANNEL "gpulab_jobs"     /* jobs were left unclaimed */
+#define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
+#define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
+#define RELEASE_MAX 64                       /* jobs handed back to the queue at once */
+/* The database's clock, in unix seconds, as the jobs' and nodes' times are kept. */
+#define DB_NOW "extract(epoch from clock_timestamp())"
+
+struct fleet {
+  struct fleet_config cfg; /* its strings point into the copies below */
+  char *uri, *node, *advertise, *devices;
+  PGconn *conn;
+  int64_t epoch;
+  char lease[32];            /* cfg.lease_s as SQL text */
+  _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
+  atomic_bool stopping;
+  int stop_pipe[2]; /* written by fleet_stop: the thread's wait ends */
+  /* Jobs taken out of the engine for the queue, until the database has them. */
+  uint64_t released[RELEASE_MAX];
+  int n_released;
+  pthread_t thread;
+};
+
+static double now_mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The channels that wake the thread: jobs left unclaimed, cancel requests (a
+ * session's LISTENs, made again on a new connection). */
+static bool listen_channels(PGconn *conn) {
+  PGresult *res = PQexec(conn, "LISTEN " FLEET_JOBS_CHANNEL "; LISTEN " FLEET_CANCEL_CHANNEL);
+  bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+  PQclear(res);
+  return ok;
+}
+
+/* A statement on the fleet's connection, made again first if it was lost. Returns
+ * the result (PQclear it), or NULL after logging what failed. */
+static PGresult *run_sql(struct fleet *f, const char *sql, int n, const char *const *values) {
+  if (PQstatus(f->conn) != CONNECTION_OK) {
+    PQreset(f->conn);
+    if (PQstatus(f->conn) != CONNECTION_OK || !listen_channels(f->conn))
+      return NULL; /* the store says so already */
+    log_info("fleet: connected to PostgreSQL again");
+  }
+  PGresult *res = PQexecParams(f->conn, sql, n, NULL, values, NULL, NULL, 0);
+  ExecStatusType st = PQresultStatus(res);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return res;
+  log_warn("fleet: %s", res ? PQresultErrorMessage(res) : PQerrorMessage(f->conn));
+  PQclear(res);
+  return NULL;
+}
+
+/* A statement whose result only matters as success. */
+static bool ok_sql(struct fleet *f, const char *sql, int n, const char *const *values) {
+  PGresult *res = run_sql(f, sql, n, values);
+  PQclear(res);
+  return res != NULL;
+}
+
+static void rollback(struct fleet *f) {
+  if (PQstatus(f->conn) == CONNECTION_OK && PQtransactionStatus(f->conn) != PQTRANS_IDLE)
+    PQclear(PQexec(f->conn, "ROLLBACK"));
+}
+
+/* The node's row, with a new epoch (its previous run's writes fenced off). */
+static int register_node(struct fleet *f) {
+  const char *v[] = {f->node, f->advertise, f->lease, f->devices};
+  PGresult *res = run_sql(f,
+                          "INSERT INTO nodes(name, advertise, started, lease_until, epoch, devices)"
+                          " VALUES($1, $2, " DB_NOW ", " DB_NOW
+                          " + $3::float8, 1, $4)"
+                          " ON CONFLICT (name) DO UPDATE SET advertise = $2, started = " DB_NOW
+                          ", lease_until = " DB_NOW
+                          " + $3::float8, epoch = nodes.epoch + 1,"
+                          " devices = $4 RETURNING epoch",
+                          4, v);
+  if (!res) return -EIO;
+  f->epoch = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  atomic_store(&f->renewed_at, now_mono());
+  return 0;
+}
+
+/* Moves the lease on. Taken over (the epoch moved): drops what runs here and
+ * registers again. */
+static void renew(struct fleet *f) {
+  char epoch[24];
+  snprintf(epoch, sizeof epoch, "%" PRId64, f->epoch);
+  char room[16];
+  int capacity = f->cfg.capacity(f->cfg.arg);
+  snprintf(room, sizeof room, "%d", capacity > 0 ? capacity : 0);
+  const char *v[] = {f->node, epoch, f->lease, room};
+  PGresult *res = run_sql(f,
+                          "UPDATE nodes SET lease_until = " DB_NOW
+                          " + $3::float8,"
+                          " room = $4::integer WHERE name = $1 AND epoch = $2::bigint",
+                          4, v);
+  if (!res) return;
+  bool ours = atoi(PQcmdTuples(res)) == 1;
+  PQclear(res);
+  if (ours) {
+    atomic_store(&f->renewed_at, now_mono());
+    return;
+  }
+  log_warn(
+      "fleet: node %s was taken over by another node (its lease ran out): its jobs are "
+      "dropped here, and it joins again",
+      f->node);
+  f->cfg.taken_over(f->cfg.arg);
+  register_node(f);
+}
+
+/* The running jobs of node dead failed `interrupted`, inside the take-over's
+ * transaction. */
+static bool interrupt_running(struct fleet *f, const char *dead) {
+  const char *v[] = {dead};
+  PGresult *res = run_sql(f, "SELECT id, record FROM jobs WHERE node = $1 AND state = 'running'", 1,
+                          v);
+  if (!res) return false;
+  char why[160];
+  snprintf(why, sizeof why,
+           "node %s stopped answering (its lease ran out) while this job ran; "
+           "it is not run again",
+           dead);
+  bool ok = true;
+  for (int i = 0; i < PQntuples(res) && ok; i++) {
+    uint64_t id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+    char *record = f->cfg.interrupted_record(
+        f->cfg.arg, id, PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1), why);
+    const char *w[] = {PQgetvalue(res, i, 0), record};
+    ok = ok_sql(f,
+                "UPDATE jobs SET state = 'failed', finished = " DB_NOW
+                ", record = COALESCE($2, record) WHERE id = $1::bigint",
+                2, w);
+    free(record);
+  }
+  PQclear(res);
+  return ok;
+}
+
+/* Takes over node dead (its row locked by the caller's transaction). */
+static bool take_over(struct fleet *f, const char *dead) {
+  const char *v[] = {dead};
+  PGresult *res = run_sql(f,
+                          "UPDATE jobs SET node = NULL, claimed_at = NULL, state = 'queued'"
+                          " WHERE node = $1 AND state IN ('queued', 'waiting')",
+                          1, v);
+  if (!res) return false;
+  log_warn("fleet: node %s's lease ran out: its %s unstarted job(s) are queued for any node", dead,
+           PQcmdTuples(res));
+  PQclear(res);
+  return interrupt_running(f, dead) &&
+         ok_sql(f, "UPDATE nodes SET epoch = epoch + 1, lease_until = NULL WHERE name = $1", 1,
+                v) &&
+         ok_sql(f, "NOTIFY " FLEET_JOBS_CHANNEL, 0, NULL); /* sent at the commit */
+}
+
+/* Every node past its lease, taken over one by one, each in its own transaction (a
+ * node another gpulabd is taking over now is skipped: SKIP LOCKED). */
+static void expire_nodes(struct fleet *f) {
+  for (;;) {
+    if (!ok_sql(f, "BEGIN", 0, NULL)) return;
+    const char *v[] = {f->node};
+    PGresult *res = run_sql(f,
+                            "SELECT name FROM nodes WHERE lease_until < " DB_NOW
+                            " AND name <> $1 LIMIT 1 FOR UPDATE SKIP LOCKED",
+                            1, v);
+    bool found = res && PQntuples(res) == 1;
+    bool done = found && take_over(f, PQgetvalue(res, 0, 0)) && ok_sql(f, "COMMIT", 0, NULL);
+    PQclear(res);
+    if (!done) {
+      rollback(f);
+      return;
+    }
+  }
+}
+
+/* Claims what capacity allows of the unclaimed queued jobs, fairly across clients:
+ * each client's jobs ranked oldest first, and the ranks taken in turn. Returns
+ * whether it filled the room (more may be waiting). */
+static bool claim(struct fleet *f) {
+  int room = f->cfg.capacity(f->cfg.arg);
+  if (room <= 0) return false;
+  char most[16];
+  snprintf(most, sizeof most, "%d", room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX);
+  const char *v[] = {f->node, most};
+  PGresult *res = run_sql(
+      f,
+      "WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY client ORDER BY id) AS turn"
+      "  FROM jobs WHERE state = 'queued' AND node IS NULL),"
+      " picked AS (SELECT j.id FROM jobs j JOIN ranked r ON r.id = j.id"
+      "  WHERE j.state = 'queued' AND j.node IS NULL ORDER BY r.turn, j.id LIMIT $2::integer"
+      "  FOR UPDATE OF j SKIP LOCKED)"
+      " UPDATE jobs SET node = $1, claimed_at = " DB_NOW
+      " FROM picked WHERE jobs.id = picked.id"
+      " RETURNING jobs.id, jobs.request",
+      2, v);
+  int n = res ? PQntuples(res) : 0;
+  for (int i = 0; i < n; i++) {
+    size_t len = 0;
+    unsigned char *request = PQgetisnull(res, i, 1)
+                                 ? NULL
+                                 : PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 1),
+                                                   &len);
+    f->cfg.run_claimed(f->cfg.arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), request, len);
+    PQfreemem(request);
+  }
+  PQclear(res);
+  return n == room;
+}
+
+/* Cancel requests for jobs this node holds (store_job_cancel), taken and applied. */
+static void apply_cancels(struct fleet *f) {
+  const char *v[] = {f->node};
+  PGresult *res = run_sql(f,
+                          "UPDATE jobs SET cancel_requested = false WHERE node = $1 AND"
+                          " cancel_requested AND state IN ('queued', 'waiting', 'running')"
+                          " RETURNING id",
+                          1, v);
+  for (int i = 0; res && i < PQntuples(res); i++)
+    f->cfg.cancel(f->cfg.arg, strtoull(PQgetvalue(res, i, 0), NULL, 10));
+  PQclear(res);
+}
+
+/* The room live nodes other than this one said they had, less the jobs already
+ * waiting unclaimed: how many more the queue may take (a client's flood stays bounded
+ * by its node's --max-queued, not moved into the database without end). */
+static int others_room(struct fleet *f) {
+  const char *v[] = {f->node};
+  PGresult *res = run_sql(f,
+                          "SELECT (SELECT COALESCE(SUM(room), 0) FROM nodes WHERE name <> $1 AND"
+                          " lease_until > " DB_NOW
+                          ") - (SELECT COUNT(*) FROM jobs WHERE"
+                          " state = 'queued' AND node IS NULL)",
+                          1, v);
+  int room = res ? atoi(PQgetvalue(res, 0, 0)) : 0;
+  PQclear(res);
+  return room;
+}
+
+/* Hands jobs queued here past the node's lanes back to the queue: out of the engine
+ * first (no job is ever in two places to run), then unclaimed in the database, which
+ * is retried until it succeeds (a job whose row changed meanwhile is left as it is). */
+static void release_backlog(struct fleet *f) {
+  if (f->n_released == 0) {
+    int room = f->cfg.capacity(f->cfg.arg) > 0 ? 0 : others_room(f);
+    if (room > RELEASE_MAX) room = RELEASE_MAX;
+    if (room > 0) f->n_released = f->cfg.release(f->cfg.arg, f->released, room);
+  }
+  if (f->n_released == 0) return;
+  char ids[RELEASE_MAX * 21 + 2];
+  size_t at = 0;
+  for (int i = 0; i < f->n_released; i++)
+    at += (size_t)snprintf(ids + at, sizeof ids - at, "%c%" PRIu64, i ? ',' : '{', f->released[i]);
+  snprintf(ids + at, sizeof ids - at, "}");
+  const char *v[] = {f->node, ids};
+  if (ok_sql(f,
+             "UPDATE jobs SET node = NULL, claimed_at = NULL WHERE id = ANY($2::bigint[]) AND"
+             " node = $1 AND state = 'queued'",
+             2, v) &&
+      ok_sql(f, "NOTIFY " FLEET_JOBS_CHANNEL, 0, NULL))
+    f->n_released = 0;
+}
+
+/* Sleeps up to seconds, or until a notification comes or fleet_stop. */
+static void wait_for_news(struct fleet *f, double seconds) {
+  int sock = PQsocket(f->conn);
+  struct pollfd fds[2] = {{.fd = f->stop_pipe[0], .events = POLLIN},
+                          {.fd = sock, .events = POLLIN}};
+  if (seconds > 0) poll(fds, sock >= 0 ? 2 : 1, (int)(seconds * 1e3) + 1);
+  if (sock < 0 || !PQconsumeInput(f->conn)) return;
+  PGnotify *n;
+  while ((n = PQnotifies(f->conn))) PQfreemem(n); /* what came, the next pass asks */
+}
+
+/* Leases every L/3; cancels and claims then too, and whenever a notification says
+ * there may be some, and while the queue's jobs fill the room it has (as its jobs end,
+ * room comes: it asks again soon). */
+static void *fleet_thread(void *arg) {
+  struct fleet *f = arg;
+  double period = f->cfg.lease_s / 3, next_renewal = 0;
+  while (!atomic_load(&f->stopping)) {
+    if (now_mono() >= next_renewal) {
+      next_renewal = now_mono() + period;
+      renew(f);
+      expire_nodes(f);
+    }
+    apply_cancels(f);
+    release_backlog(f);
+    double wait = claim(f) ? BACKLOG_POLL_S : next_renewal - now_mono();
+    wait_for_news(f, wait);
+  }
+  return NULL;
+}
+
+static void free_fleet(struct fleet *f) {
+  if (!f) return;
+  PQfinish(f->conn);
+  free(f->uri);
+  free(f->node);
+  free(f->advertise);
+  free(f->devices);
+  for (int i = 0; i < 2; i++)
+    if (f->stop_pipe[i] >= 0) close(f->stop_pipe[i]);
+  free(f);
+}
+
+int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, size_t err_len) {
+  struct fleet *f = calloc(1, sizeof *f);
+  if (!f) goto no_memory;
+  f->cfg = *cfg;
+  f->stop_pipe[0] = f->stop_pipe[1] = -1;
+  if (pipe(f->stop_pipe)) {
+    snprintf(err, err_len, "the fleet cannot make a pipe: %s", strerror(errno));
+    free_fleet(f);
+    return -errno;
+  }
+  f->uri = strdup(cfg->uri);
+  f->node = strdup(cfg->node);
+  f->advertise = strdup(cfg->advertise);
+  f->devices = strdup(cfg->devices);
+  if (!f->uri || !f->node || !f->advertise || !f->devices) goto no_memory;
+  snprintf(f->lease, sizeof f->lease, "%.3f", cfg->lease_s);
+  const char *const keys[] = {"connect_timeout", "tcp_user_timeout", "dbname", NULL};
+  const char *const values[] = {"5", "10000", f->uri, NULL};
+  f->conn = PQconnectdbParams(keys, values, 1);
+  if (!f->conn) goto no_memory;
+  if (PQstatus(f->conn) != CONNECTION_OK || !listen_channels(f->conn) || register_node(f)) {
+    snprintf(err, err_len, "the fleet cannot register node %s: %s", f->node,
+             PQerrorMessage(f->conn));
+    free_fleet(f);
+    return -EIO;
+  }
+  if (pthread_create(&f->thread, NULL, fleet_thread, f)) goto no_memory;
+  log_info("fleet: node %s (%s) joined, epoch %" PRId64 ", lease %.1f s", f->node, f->advertise,
+           f->epoch, cfg->lease_s);
+  *out = f;
+  return 0;
+no_memory:
+  snprintf(err, err_len, "out of memory");
+  free_fleet(f);
+  return -ENOMEM;
+}
+
+void fleet_stop(struct fleet *f) {
+  if (!f) return;
+  atomic_store(&f->stopping, true);
+  if (write(f->stop_pipe[1], "", 1) != 1) log_warn("fleet: cannot wake its thread to stop");
+  pthread_join(f->thread, NULL);
+  free_fleet(f);
+}
+
+double fleet_lease_age(struct fleet *f) { return now_mono() - atomic_load(&f->renewed_at); }
+
+bool fleet_fenced(struct fleet *f) { return fleet_lease_age(f) > f->cfg.lease_s / 2; }

@@ -1,0 +1,321 @@
+/* A fleet: two gpulabd on one PostgreSQL database ($GPULAB_TEST_DB, ctest's
+ * test_fleet, label pg), with leases of 2 s. A job accepted by node a is readable,
+ * listed and cancelable from node b (a job no node holds is canceled in the store). A
+ * busy a hands queued jobs to an idle b. kill -9 of a with jobs running and queued:
+ * once a's lease ran out, b takes a over: every queued job runs on b (each on one
+ * node only), the running one fails `interrupted` naming a, none is lost. b claims
+ * a's queued jobs fairly across clients: one client's flood does not keep another's
+ * job waiting behind it. */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+#include "tests/http_client.h"
+#include "tests/test_db.h"
+
+static char db[512];
+
+#define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
+/* Keeps the one stream busy for seconds. */
+#define SLOW \
+  "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":40,\"reps\":1}"
+#define FLOOD 12           /* one client's queued jobs behind another's one */
+#define RESTART_POSTS 2000 /* at most, while PostgreSQL restarts */
+
+/* Node name with one stream (a long job keeps it busy) and a 2 s lease. */
+static void start_node(struct gpulabd *d, const char *name) {
+  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db,
+                        "--node",    name,  "--lease-s", "2", NULL};
+  gpulabd_start(args, d);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long long post_on(struct http_client *c, const char *path, const char *body) {
+  struct http_reply r;
+  http_client_request(c, "POST", path, "application/json", body, strlen(body), 0, &r);
+  CHECK_STATUS(&r, 202);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+/* SLOW on d's one stream, running once this returns. */
+static long long start_slow(struct gpulabd *d) {
+  long long id = post_on(&d->http, "/stencil?wait=0", SLOW);
+  job_wait_state(d, id, "running", 30);
+  return id;
+}
+
+/* The jobs.node column of job id ("" for NULL). */
+static void node_of(long long id, char *out, size_t len) {
+  PGconn *c = PQconnectdb(db);
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id = %lld", id);
+  PGresult *res = PQexec(c, sql);
+  CHECK_INT_EQ(PQntuples(res), 1);
+  snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  PQfinish(c);
+}
+
+static bool listed(json_t *page, long long id) {
+  size_t i;
+  json_t *job;
+  json_array_foreach(json_object_get(page, "jobs"), i, job) if (JINT(job, "id") == id) return true;
+  return false;
+}
+
+/* a's queued job read and listed from b, before a goes. */
+static void check_seen_from(struct gpulabd *b, long long id) {
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  json_t *j = http_get_json(b, path);
+  CHECK_INT_EQ(JINT(j, "id"), id);
+  CHECK_STR_EQ(JSTR(j, "state"), "queued");
+  json_decref(j);
+  json_t *page = http_get_json(b, "/jobs?limit=100");
+  CHECK(listed(page, id));
+  json_decref(page);
+}
+
+static void delete_on(struct gpulabd *d, long long id) {
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  struct http_reply r;
+  http_request(d, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+}
+
+static void check_canceled(struct gpulabd *d, long long id) {
+  json_t *j = job_wait_final(d, id, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "canceled");
+  json_decref(j);
+}
+
+/* a's running and queued jobs, canceled from b: a applies b's requests. */
+static void test_cancel_from_other(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  long long running = post_on(&a.http, "/stencil?wait=0", SLOW);
+  job_wait_state(&b, running, "running", 30); /* b reads a's running job */
+  long long queued = post_on(&a.http, "/transpose?wait=0", SMALL);
+  check_seen_from(&b, queued);
+  delete_on(&b, queued);
+  delete_on(&b, running);
+  check_canceled(&b, queued);
+  check_canceled(&b, running);
+  gpulabd_stop(&a);
+  gpulabd_stop(&b);
+}
+
+/* A job no node holds (its node died, the others are full) is canceled in the store. */
+static void test_cancel_unclaimed(void) {
+  struct gpulabd a, b;
+  start_node(&b, "b");
+  long long b_running = start_slow(&b);
+  long long b_queued = post_on(&b.http, "/stencil?wait=0", SLOW); /* b claims no more */
+  start_node(&a, "a");
+  start_slow(&a); /* the next one stays queued */
+  long long queued = post_on(&a.http, "/transpose?wait=0", SMALL);
+  gpulabd_kill(&a);
+  char node[64] = "a";
+  for (int i = 0; i < 300 && node[0]; i++, usleep(20000)) node_of(queued, node, sizeof node);
+  CHECK_STR_EQ(node, ""); /* a taken over: its queued job unclaimed */
+  delete_on(&b, queued);
+  check_canceled(&b, queued);
+  delete_on(&b, b_queued);
+  delete_on(&b, b_running);
+  gpulabd_stop(&b);
+}
+
+/* a busy (its one stream taken by a long job) hands its queued jobs to an idle b:
+ * they are done on b before a's long job ends; the oldest stays for a's lane. */
+static void test_busy_hands_over(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  long long running = start_slow(&a);
+  long long queued[4];
+  for (int i = 0; i < 4; i++) queued[i] = post_on(&a.http, "/transpose?wait=0", SMALL);
+  json_t *slow = job_wait_final(&a, running, 60);
+  int on_b = 0;
+  for (int i = 0; i < 4; i++) {
+    json_t *j = job_wait_final(&a, queued[i], 30); /* a reads b's jobs too */
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    char node[64];
+    node_of(queued[i], node, sizeof node);
+    CHECK_STR_EQ(node, i == 0 ? "a" : node); /* the oldest stays: a's lane takes it next */
+    if (strcmp(node, "b") == 0) {
+      on_b++;
+      CHECK(strcmp(JSTR(j, "finished_at"), JSTR(slow, "finished_at")) < 0);
+    }
+    json_decref(j);
+  }
+  json_decref(slow);
+  printf("busy node: %d of its 4 queued jobs ran on the idle node, before its long job ended\n",
+         on_b);
+  CHECK(on_b >= 2);
+  gpulabd_stop(&a);
+  gpulabd_stop(&b);
+}
+
+/* b starts after a died: none of a's jobs was handed over before. */
+static void test_take_over(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  long long running = start_slow(&a);
+  long long queued[3];
+  for (int i = 0; i < 3; i++) queued[i] = post_on(&a.http, "/transpose?wait=0", SMALL);
+  gpulabd_kill(&a);
+  double t0 = now_s();
+  start_node(&b, "b");
+  for (int i = 0; i < 3; i++) {
+    json_t *j = job_wait_final(&b, queued[i], 30);
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    json_decref(j);
+    char node[64];
+    node_of(queued[i], node, sizeof node);
+    CHECK_STR_EQ(node, "b"); /* run by b alone: a died before it started it */
+  }
+  json_t *j = job_wait_final(&b, running, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  CHECK(strstr(JSTR(j, "error.message"), "node a") != NULL);
+  json_decref(j);
+  printf(
+      "take-over: a's 3 queued jobs done on b, its running one interrupted, %.1f s after "
+      "kill -9\n",
+      now_s() - t0);
+  gpulabd_stop(&b);
+}
+
+/* A floods a with FLOOD jobs, then B sends one; a dies; b, one stream, claims one job
+ * at a time in turns across clients: B's job runs second at the latest. */
+static void test_fair_claims(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_slow(&a); /* the flood stays queued */
+  long long flood[FLOOD];
+  for (int i = 0; i < FLOOD; i++) flood[i] = post_on(&a.http, "/transpose?wait=0", SMALL);
+  struct http_client other;
+  http_client_open_from(&other, a.port, "127.0.0.2");
+  long long late = post_on(&other, "/transpose?wait=0", SMALL);
+  http_client_close(&other);
+  gpulabd_kill(&a);
+  start_node(&b, "b");
+  json_t *j = job_wait_final(&b, late, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  const char *late_start = JSTR(j, "started_at");
+  int before = 0; /* the flood's jobs that started first */
+  for (int i = 0; i < FLOOD; i++) {
+    json_t *f = job_wait_final(&b, flood[i], 30);
+    CHECK_STR_EQ(JSTR(f, "state"), "done");
+    if (strcmp(JSTR(f, "started_at"), late_start) < 0) before++;
+    json_decref(f);
+  }
+  json_decref(j);
+  printf("fair claims: the other client's job started after %d of the flood's %d\n", before, FLOOD);
+  CHECK(before <= 1);
+  gpulabd_stop(&b);
+}
+
+static void cluster(const char *what) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' %s '%s' >/dev/null", getenv("GPULAB_PG_CLUSTER"), what,
+           getenv("GPULAB_PG_DIR"));
+  if (system(cmd) != 0) CHECK_FAIL_("%s failed", cmd);
+}
+
+static void *restart_cluster(void *arg) {
+  (void)arg;
+  usleep(300 * 1000); /* under load already */
+  cluster("restart");
+  return NULL;
+}
+
+/* One job posted to d: its id when accepted, 0 when refused with 503
+ * store_unavailable (the database away); anything else fails the test. */
+static long long post_or_503(struct gpulabd *d) {
+  struct http_reply r;
+  http_client_request(&d->http, "POST", "/transpose?wait=0", "application/json", SMALL,
+                      strlen(SMALL), HTTP_TRANSPORT_OK, &r);
+  long long id = 0;
+  if (r.status == 503) {
+    CHECK_ERROR(&r, 503, "store_unavailable", NULL);
+  } else {
+    CHECK_STATUS(&r, r.status == 200 ? 200 : 202); /* 200: run at once, inline */
+    id = JINT(r.json, "id");
+  }
+  http_reply_free(&r);
+  return id;
+}
+
+/* PostgreSQL restarted while a and b take jobs: meanwhile jobs are refused with a clear
+ * 503, never lost; both take jobs again once it is back, and every job accepted (before,
+ * during, after) ends done. Leases of 10 s: the restart is shorter than a lease. */
+static void test_pg_restart(void) {
+  struct gpulabd nodes[2];
+  const char *names[] = {"a", "b"};
+  for (int i = 0; i < 2; i++) {
+    const char *args[] = {"--backend", "cpu", "--db", db, "--node", names[i], NULL};
+    gpulabd_start(args, &nodes[i]);
+  }
+  long long accepted[RESTART_POSTS];
+  int n_accepted = 0, refused = 0, after = 0;
+  pthread_t restarter;
+  pthread_create(&restarter, NULL, restart_cluster, NULL);
+  double t0 = now_s();
+  for (int i = 0; i < RESTART_POSTS && (now_s() - t0 < 30) && after < 20; i++) {
+    long long id = post_or_503(&nodes[i % 2]);
+    if (id) accepted[n_accepted++] = id;
+    refused += id == 0;
+    after += id && refused > 0; /* taken again once the server was back */
+    usleep(10 * 1000);
+  }
+  pthread_join(restarter, NULL);
+  for (int i = 0; i < n_accepted; i++) {
+    json_t *j = job_wait_final(&nodes[i % 2], accepted[i], 30);
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    json_decref(j);
+  }
+  printf("PostgreSQL restart: %d jobs accepted (all done), %d refused with 503 meanwhile\n",
+         n_accepted, refused);
+  CHECK(refused > 0 && after == 20);
+  for (int i = 0; i < 2; i++) gpulabd_stop(&nodes[i]);
+}
+
+int main(void) {
+  if (!getenv("GPULAB_TEST_DB") || !getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")) {
+    printf(
+        "test_fleet: needs a PostgreSQL cluster of its own ($GPULAB_TEST_DB,"
+        " $GPULAB_PG_CLUSTER, $GPULAB_PG_DIR; ctest starts one)\n");
+    return CHECK_SKIP;
+  }
+  test_db_make("fleet", db, sizeof db);
+  test_cancel_from_other();
+  test_db_reset(db);
+  test_cancel_unclaimed();
+  test_db_reset(db);
+  test_busy_hands_over();
+  test_db_reset(db);
+  test_take_over();
+  test_db_reset(db);
+  test_fair_claims();
+  test_db_reset(db);
+  test_pg_restart();
+  test_db_drop(db);
+  printf("test_fleet: ok\n");
+  return 0;
+}
