@@ -178,19 +178,22 @@ static char *fleet_interrupted_record(void *arg, uint64_t id, const char *record
   return text;
 }
 
-/* Taken over: every job here is another node's now (or failed); canceled here, with
- * writes the store's fence turns into nothing. */
+/* Taken over: the jobs the take-over moved (queued again for any node, or failed)
+ * are canceled here, with writes the store's fence turns into nothing; those accepted
+ * since are still this node's and go on. */
 static void fleet_taken_over(void *arg) {
   struct durable_fleet *df = arg;
   struct engine_list_filter all = {.state = -1, .type = -1};
   struct job *jobs[256];
   int n;
+  store_flush(df->store); /* every job's first row in the database */
   do {
     n = engine_jobs_list(df->engine, &all, jobs, 256);
     for (int i = 0; i < n; i++) {
       struct job_view v;
       job_get_view(df->engine, jobs[i], &v);
-      engine_job_cancel(df->engine, jobs[i]);
+      if (!job_state_final(v.state) && !store_job_held(df->store, v.id))
+        engine_job_cancel(df->engine, jobs[i]);
       all.before_id = v.id;
       job_unref(jobs[i]);
     }

@@ -26,7 +26,9 @@
 
 struct fleet {
   struct fleet_config cfg; /* its strings point into the copies below */
-  char *uri, *node, *advertise, *devices;
+  char *uri, *node, *devices;
+  pthread_mutex_t advertise_lock; /* fleet_advertise comes from another thread */
+  char advertise[256];
   PGconn *conn;
   int64_t epoch;
   char lease[32];            /* cfg.lease_s as SQL text */
@@ -83,9 +85,17 @@ static void rollback(struct fleet *f) {
     PQclear(PQexec(f->conn, "ROLLBACK"));
 }
 
+static void advertised(struct fleet *f, char *out) {
+  pthread_mutex_lock(&f->advertise_lock);
+  memcpy(out, f->advertise, sizeof f->advertise);
+  pthread_mutex_unlock(&f->advertise_lock);
+}
+
 /* The node's row, with a new epoch (its previous run's writes fenced off). */
 static int register_node(struct fleet *f) {
-  const char *v[] = {f->node, f->advertise, f->lease, f->devices};
+  char advertise[sizeof f->advertise];
+  advertised(f, advertise);
+  const char *v[] = {f->node, advertise, f->lease, f->devices};
   PGresult *res = run_sql(f,
                           "INSERT INTO nodes(name, advertise, started, lease_until, epoch, devices)"
                           " VALUES($1, $2, " DB_NOW ", " DB_NOW
@@ -110,12 +120,15 @@ static void renew(struct fleet *f) {
   char room[16];
   int capacity = f->cfg.capacity(f->cfg.arg);
   snprintf(room, sizeof room, "%d", capacity > 0 ? capacity : 0);
-  const char *v[] = {f->node, epoch, f->lease, room};
+  char advertise[sizeof f->advertise];
+  advertised(f, advertise);
+  const char *v[] = {f->node, epoch, f->lease, room, advertise};
   PGresult *res = run_sql(f,
                           "UPDATE nodes SET lease_until = " DB_NOW
                           " + $3::float8,"
-                          " room = $4::integer WHERE name = $1 AND epoch = $2::bigint",
-                          4, v);
+                          " room = $4::integer, advertise = $5 WHERE name = $1 AND"
+                          " epoch = $2::bigint",
+                          5, v);
   if (!res) return;
   bool ours = atoi(PQcmdTuples(res)) == 1;
   PQclear(res);
@@ -319,7 +332,7 @@ static void free_fleet(struct fleet *f) {
   PQfinish(f->conn);
   free(f->uri);
   free(f->node);
-  free(f->advertise);
+  pthread_mutex_destroy(&f->advertise_lock);
   free(f->devices);
   for (int i = 0; i < 2; i++)
     if (f->stop_pipe[i] >= 0) close(f->stop_pipe[i]);
@@ -330,17 +343,19 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
   struct fleet *f = calloc(1, sizeof *f);
   if (!f) goto no_memory;
   f->cfg = *cfg;
+  pthread_mutex_init(&f->advertise_lock, NULL);
   f->stop_pipe[0] = f->stop_pipe[1] = -1;
   if (pipe(f->stop_pipe)) {
-    snprintf(err, err_len, "the fleet cannot make a pipe: %s", strerror(errno));
+    int why = errno;
+    snprintf(err, err_len, "the fleet cannot make a pipe: %s", strerror(why));
     free_fleet(f);
-    return -errno;
+    return -why;
   }
   f->uri = strdup(cfg->uri);
   f->node = strdup(cfg->node);
-  f->advertise = strdup(cfg->advertise);
+  snprintf(f->advertise, sizeof f->advertise, "%s", cfg->advertise);
   f->devices = strdup(cfg->devices);
-  if (!f->uri || !f->node || !f->advertise || !f->devices) goto no_memory;
+  if (!f->uri || !f->node || !f->devices) goto no_memory;
   snprintf(f->lease, sizeof f->lease, "%.3f", cfg->lease_s);
   const char *const keys[] = {"connect_timeout", "tcp_user_timeout", "dbname", NULL};
   const char *const values[] = {"5", "10000", f->uri, NULL};
@@ -353,14 +368,20 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
     return -EIO;
   }
   if (pthread_create(&f->thread, NULL, fleet_thread, f)) goto no_memory;
-  log_info("fleet: node %s (%s) joined, epoch %" PRId64 ", lease %.1f s", f->node, f->advertise,
-           f->epoch, cfg->lease_s);
+  log_info("fleet: node %s joined, epoch %" PRId64 ", lease %.1f s", f->node, f->epoch,
+           cfg->lease_s);
   *out = f;
   return 0;
 no_memory:
   snprintf(err, err_len, "out of memory");
   free_fleet(f);
   return -ENOMEM;
+}
+
+void fleet_advertise(struct fleet *f, const char *url) {
+  pthread_mutex_lock(&f->advertise_lock);
+  snprintf(f->advertise, sizeof f->advertise, "%s", url);
+  pthread_mutex_unlock(&f->advertise_lock);
 }
 
 void fleet_stop(struct fleet *f) {
@@ -370,6 +391,8 @@ void fleet_stop(struct fleet *f) {
   pthread_join(f->thread, NULL);
   free_fleet(f);
 }
+
+const char *fleet_node(const struct fleet *f) { return f->node; }
 
 double fleet_lease_age(struct fleet *f) { return now_mono() - atomic_load(&f->renewed_at); }
 

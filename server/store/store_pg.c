@@ -424,6 +424,7 @@ const struct store_ops store_pg_ops = {
     .list = pg_list,
     .unfinished = pg_unfinished,
     .cancel = pg_cancel,
+    .held = pg_held,
     .max_id = pg_max_id,
     .sweeps = pg_sweeps,
     .prune = pg_prune,

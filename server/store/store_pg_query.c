@@ -171,6 +171,21 @@ int pg_cancel(struct store *s, uint64_t id, const char *canceled_record) {
   return rc;
 }
 
+bool pg_held(struct store *s, uint64_t id) {
+  char key[24];
+  snprintf(key, sizeof key, "%" PRIu64, id);
+  const char *v[] = {key, s->node};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(s,
+                          "SELECT 1 FROM jobs WHERE id = $1::bigint AND node = $2 AND"
+                          " state IN ('queued', 'waiting', 'running')",
+                          2, v);
+  bool held = res && PQntuples(res) == 1;
+  PQclear(res);
+  pthread_mutex_unlock(&s->lock);
+  return held;
+}
+
 uint64_t pg_max_id(struct store *s, const char *table) {
   char sql[64];
   snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(id), 0) FROM %s", table);

@@ -8,6 +8,7 @@
  * job waiting behind it. */
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +57,21 @@ static long long start_slow(struct gpulabd *d) {
   return id;
 }
 
-/* The jobs.node column of job id ("" for NULL). */
-static void node_of(long long id, char *out, size_t len) {
+/* The one value sql reads ("" for NULL). */
+static void query_text(const char *sql, char *out, size_t len) {
   PGconn *c = PQconnectdb(db);
-  char sql[96];
-  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id = %lld", id);
   PGresult *res = PQexec(c, sql);
   CHECK_INT_EQ(PQntuples(res), 1);
   snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
   PQclear(res);
   PQfinish(c);
+}
+
+/* The jobs.node column of job id ("" for NULL). */
+static void node_of(long long id, char *out, size_t len) {
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id = %lld", id);
+  query_text(sql, out, len);
 }
 
 static bool listed(json_t *page, long long id) {
@@ -116,6 +122,11 @@ static void test_cancel_from_other(void) {
   delete_on(&b, running);
   check_canceled(&b, queued);
   check_canceled(&b, running);
+  char url[64], stored[64] = "";
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", a.port); /* --port 0's, once known */
+  for (int i = 0; i < 100 && strcmp(stored, url); i++, usleep(20000))
+    query_text("SELECT advertise FROM nodes WHERE name = 'a'", stored, sizeof stored);
+  CHECK_STR_EQ(stored, url);
   gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
@@ -198,6 +209,42 @@ static void test_take_over(void) {
       "take-over: a's 3 queued jobs done on b, its running one interrupted, %.1f s after "
       "kill -9\n",
       now_s() - t0);
+  gpulabd_stop(&b);
+}
+
+/* a frozen (SIGSTOP) past its lease is taken over by b, which runs a's queued job and
+ * fails its running one; a, thawed, finds itself taken over: it drops both (its late
+ * writes change nothing) and joins again, taking jobs as before. */
+static void test_fenced_after_take_over(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  long long running = start_slow(&a);
+  long long queued = post_on(&a.http, "/transpose?wait=0", SMALL);
+  kill(a.pid, SIGSTOP);
+  start_node(&b, "b");
+  json_t *j = job_wait_final(&b, queued, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  kill(a.pid, SIGCONT);
+  json_t *dropped = job_wait_final(&a, running, 30); /* a's copy in memory */
+  CHECK_STR_EQ(JSTR(dropped, "state"), "canceled");
+  json_decref(dropped);
+  usleep(500 * 1000); /* a's late writes, were they not fenced, would have landed */
+  char node[64];
+  node_of(queued, node, sizeof node);
+  CHECK_STR_EQ(node, "b");
+  j = job_wait_final(&b, running, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  json_decref(j);
+  j = job_wait_final(&b, queued, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  struct http_reply r;
+  http_post_json(&a, "/transpose", SMALL, &r); /* a joined again */
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
 
@@ -296,6 +343,36 @@ static void test_pg_restart(void) {
   for (int i = 0; i < 2; i++) gpulabd_stop(&nodes[i]);
 }
 
+/* /health's fleet part, polled until its status is want (10 s at most). */
+static void wait_fleet_status(struct gpulabd *d, const char *want) {
+  for (int i = 0;; i++, usleep(50 * 1000)) {
+    struct http_reply r;
+    http_get(d, "/health", &r);
+    bool seen = strcmp(JSTR(r.json, "fleet.status"), want) == 0;
+    if (seen) {
+      CHECK_INT_EQ(r.status, strcmp(want, "ok") == 0 ? 200 : 503);
+      CHECK_STR_EQ(JSTR(r.json, "fleet.node"), "a");
+    }
+    http_reply_free(&r);
+    if (seen) return;
+    if (i == 200) CHECK_FAIL_("/health's fleet.status never became %s", want);
+  }
+}
+
+/* PostgreSQL stopped: a node that cannot renew its lease for half of it says so in
+ * /health (503, fleet.status fenced) and starts no job; once the server is back it
+ * renews, and says ok again. */
+static void test_fenced_while_db_away(void) {
+  struct gpulabd a;
+  start_node(&a, "a");
+  wait_fleet_status(&a, "ok");
+  cluster("pgstop");
+  wait_fleet_status(&a, "fenced");
+  cluster("pgstart");
+  wait_fleet_status(&a, "ok");
+  gpulabd_stop(&a);
+}
+
 int main(void) {
   if (!getenv("GPULAB_TEST_DB") || !getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")) {
     printf(
@@ -312,9 +389,12 @@ int main(void) {
   test_db_reset(db);
   test_take_over();
   test_db_reset(db);
+  test_fenced_after_take_over();
+  test_db_reset(db);
   test_fair_claims();
   test_db_reset(db);
   test_pg_restart();
+  test_fenced_while_db_away();
   test_db_drop(db);
   printf("test_fleet: ok\n");
   return 0;
