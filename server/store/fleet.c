@@ -213,7 +213,7 @@ static void expire_nodes(struct fleet *f) {
  * each client's jobs ranked oldest first, and the ranks taken in turn. Returns
  * whether it filled the room (more may be waiting). */
 static bool claim(struct fleet *f) {
-  int room = f->cfg.capacity(f->cfg.arg);
+  int room = fleet_fenced(f) ? 0 : f->cfg.capacity(f->cfg.arg); /* none to start them */
   if (room <= 0) return false;
   char most[16];
   snprintf(most, sizeof most, "%d", room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX);
