@@ -26,7 +26,8 @@
  *    second...), at most what capacity says the node can start now, and handed to
  *    run_claimed.
  *  - Any node answers any job from the store; a DELETE of a job another node holds
- *    leaves a cancel request on its row (store_job_cancel), which the holder applies.
+ *    leaves a cancel request on its row (store_job_cancel), which the holder applies;
+ *    a job on a job another node holds goes there (store_job_elsewhere: 307).
  *    LISTEN/NOTIFY wakes the thread at once for a cancel request or jobs left
  *    unclaimed; the L/3 period is the fallback.
  *  - Fencing of writes: the store writes a job's row only where its node is still this

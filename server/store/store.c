@@ -460,6 +460,10 @@ int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record) 
   return s->ops->cancel ? s->ops->cancel(s, id, canceled_record) : -ENOENT;
 }
 
+int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len) {
+  return s->ops->elsewhere ? s->ops->elsewhere(s, id, url, url_len) : -ENOENT;
+}
+
 bool store_job_held(struct store *s, uint64_t id) {
   return s->ops->held ? s->ops->held(s, id) : true;
 }

@@ -425,6 +425,7 @@ const struct store_ops store_pg_ops = {
     .unfinished = pg_unfinished,
     .cancel = pg_cancel,
     .held = pg_held,
+    .elsewhere = pg_elsewhere,
     .max_id = pg_max_id,
     .sweeps = pg_sweeps,
     .prune = pg_prune,

@@ -73,10 +73,11 @@ struct store_ops {
                     void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                                size_t request_len),
                     void *arg);
-  /* store_job_cancel and store_job_held; NULL (SQLite): every unfinished job is in
-   * memory, and its own. */
+  /* store_job_cancel, store_job_held, store_job_elsewhere; NULL (SQLite): every
+   * unfinished job is in memory, and its own. */
   int (*cancel)(struct store *s, uint64_t id, const char *canceled_record);
   bool (*held)(struct store *s, uint64_t id);
+  int (*elsewhere)(struct store *s, uint64_t id, char *url, size_t url_len);
   uint64_t (*max_id)(struct store *s, const char *table); /* "jobs" or "sweeps" */
   int (*sweeps)(struct store *s, int limit,
                 void (*fn)(void *arg, uint64_t id, const char *client, double created,

@@ -1,7 +1,8 @@
 /* A fleet: two gpulabd on one PostgreSQL database ($GPULAB_TEST_DB, ctest's
  * test_fleet, label pg), with leases of 2 s. A job accepted by node a is readable,
  * listed and cancelable from node b (a job no node holds is canceled in the store). A
- * busy a hands queued jobs to an idle b. kill -9 of a with jobs running and queued:
+ * busy a hands queued jobs to an idle b; a job on a's job sent to b is sent on to a
+ * (307). kill -9 of a with jobs running and queued:
  * once a's lease ran out, b takes a over: every queued job runs on b (each on one
  * node only), the running one fails `interrupted` naming a, none is lost. b claims
  * a's queued jobs fairly across clients: one client's flood does not keep another's
@@ -74,6 +75,16 @@ static void node_of(long long id, char *out, size_t len) {
   query_text(sql, out, len);
 }
 
+/* Until table nodes has d's URL (--port 0's, known once it listens: a renewal later). */
+static void wait_advertised(struct gpulabd *d, const char *name) {
+  char url[64], stored[64] = "", sql[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", d->port);
+  snprintf(sql, sizeof sql, "SELECT advertise FROM nodes WHERE name = '%s'", name);
+  for (int i = 0; i < 100 && strcmp(stored, url); i++, usleep(20000))
+    query_text(sql, stored, sizeof stored);
+  CHECK_STR_EQ(stored, url);
+}
+
 static bool listed(json_t *page, long long id) {
   size_t i;
   json_t *job;
@@ -122,11 +133,7 @@ static void test_cancel_from_other(void) {
   delete_on(&b, running);
   check_canceled(&b, queued);
   check_canceled(&b, running);
-  char url[64], stored[64] = "";
-  snprintf(url, sizeof url, "http://127.0.0.1:%d", a.port); /* --port 0's, once known */
-  for (int i = 0; i < 100 && strcmp(stored, url); i++, usleep(20000))
-    query_text("SELECT advertise FROM nodes WHERE name = 'a'", stored, sizeof stored);
-  CHECK_STR_EQ(stored, url);
+  wait_advertised(&a, "a");
   gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
@@ -148,6 +155,35 @@ static void test_cancel_unclaimed(void) {
   check_canceled(&b, queued);
   delete_on(&b, b_queued);
   delete_on(&b, b_running);
+  gpulabd_stop(&b);
+}
+
+/* A job on a's job, sent to b, is sent on to a (307 job_elsewhere, Location the same
+ * request on a), where it runs after its parent. */
+static void test_chain_sent_to_parent(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  long long parent = start_slow(&a);
+  wait_advertised(&a, "a");
+  char body[256], want[96];
+  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":" SMALL ",\"depends_on\":[%lld]}",
+           parent);
+  struct http_reply r;
+  http_client_request(&b.http, "POST", "/jobs?wait=0", "application/json", body, strlen(body), 0,
+                      &r);
+  CHECK_ERROR(&r, 307, "job_elsewhere", NULL);
+  snprintf(want, sizeof want, "http://127.0.0.1:%d/jobs?wait=0", a.port);
+  CHECK_STR_EQ(r.location, want);
+  http_reply_free(&r);
+  long long child = post_on(&a.http, "/jobs?wait=0", body); /* where Location says */
+  json_t *j = job_wait_final(&b, child, 60);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  char node[64];
+  node_of(child, node, sizeof node);
+  CHECK_STR_EQ(node, "a");
+  gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
 
@@ -386,6 +422,8 @@ int main(void) {
   test_cancel_unclaimed();
   test_db_reset(db);
   test_busy_hands_over();
+  test_db_reset(db);
+  test_chain_sent_to_parent();
   test_db_reset(db);
   test_take_over();
   test_db_reset(db);
