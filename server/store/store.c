@@ -464,6 +464,8 @@ int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len)
   return s->ops->elsewhere ? s->ops->elsewhere(s, id, url, url_len) : -ENOENT;
 }
 
+bool store_shared(const struct store *s) { return s->ops->shared; }
+
 bool store_job_held(struct store *s, uint64_t id) {
   return s->ops->held ? s->ops->held(s, id) : true;
 }

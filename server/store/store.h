@@ -169,6 +169,9 @@ int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record);
  * is this node's, nobody's, a dead node's, or unknown; SQLite: always). */
 int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len);
 
+/* Whether other gpulabd may read this store's rows (PostgreSQL: a fleet's nodes). */
+bool store_shared(const struct store *s);
+
 /* Whether job id's row is this gpulabd's (store_set_node) and unfinished: what a
  * fleet's node that was taken over keeps running (fleet.h). False when the row is
  * another node's, finished, absent, or cannot be read; SQLite: always true. */

@@ -408,6 +408,7 @@ static int pg_ids_reserve_locked(struct store *s, const char *name, uint64_t *fr
 
 const struct store_ops store_pg_ops = {
     .name = "postgresql",
+    .shared = true,
     .open = pg_open,
     .close = pg_close,
     .write_batch_locked = pg_write_batch_locked,

@@ -34,6 +34,7 @@ struct failed_range {
  * database's words in why where there is one. */
 struct store_ops {
   const char *name; /* "sqlite", "postgresql": /health and /metrics show it */
+  bool shared;      /* several gpulabd may read and write it (store_shared) */
   /* Opens where (a path, or a URI) into s->backend and makes one write; nothing is
    * started. On failure close is still called. */
   int (*open)(struct store *s, const char *where, char *why, size_t why_len);
