@@ -43,9 +43,9 @@ enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
 /* Prometheus' text format, version 0.0.4. */
 enum MHD_Result route_metrics(struct request *r, const struct route_args *a) {
   size_t len = 0;
-  char *text = r->srv->opts.metrics
-                   ? metrics_render(r->srv->opts.metrics, r->srv->engine, r->srv->opts.store, &len)
-                   : NULL;
+  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine,
+                                                     r->srv->opts.store, r->srv->opts.fleet, &len)
+                                    : NULL;
   if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {

@@ -21,6 +21,8 @@
 #define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
 #define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
 #define RELEASE_MAX 64                       /* jobs handed back to the queue at once */
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number macro as SQL text */
 /* The database's clock, in unix seconds, as the jobs' and nodes' times are kept. */
 #define DB_NOW "extract(epoch from clock_timestamp())"
 
@@ -34,7 +36,10 @@ struct fleet {
   char lease[32];            /* cfg.lease_s as SQL text */
   _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
   atomic_bool stopping;
-  int stop_pipe[2]; /* written by fleet_stop: the thread's wait ends */
+  int stop_pipe[2];            /* written by fleet_stop: the thread's wait ends */
+  pthread_mutex_t queued_lock; /* the counts below: fleet_queued reads them */
+  struct fleet_queued queued[FLEET_QUEUED_MAX];
+  int n_queued;
   /* Jobs taken out of the engine for the queue, until the database has them. */
   uint64_t released[RELEASE_MAX];
   int n_released;
@@ -243,6 +248,23 @@ static bool claim(struct fleet *f) {
   return n == room;
 }
 
+/* The queued jobs per node (none: unclaimed), for /metrics. */
+static void count_queued(struct fleet *f) {
+  PGresult *res = run_sql(f,
+                          "SELECT COALESCE(node, ''), COUNT(*) FROM jobs WHERE state = 'queued'"
+                          " GROUP BY node ORDER BY 1 LIMIT " STR(FLEET_QUEUED_MAX),
+                          0, NULL);
+  if (!res) return;
+  pthread_mutex_lock(&f->queued_lock);
+  f->n_queued = PQntuples(res);
+  for (int i = 0; i < f->n_queued; i++) {
+    snprintf(f->queued[i].node, sizeof f->queued[i].node, "%s", PQgetvalue(res, i, 0));
+    f->queued[i].jobs = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+  }
+  pthread_mutex_unlock(&f->queued_lock);
+  PQclear(res);
+}
+
 /* Cancel requests for jobs this node holds (store_job_cancel), taken and applied. */
 static void apply_cancels(struct fleet *f) {
   const char *v[] = {f->node};
@@ -318,6 +340,7 @@ static void *fleet_thread(void *arg) {
       next_renewal = now_mono() + period;
       renew(f);
       expire_nodes(f);
+      count_queued(f);
     }
     apply_cancels(f);
     release_backlog(f);
@@ -333,6 +356,7 @@ static void free_fleet(struct fleet *f) {
   free(f->uri);
   free(f->node);
   pthread_mutex_destroy(&f->advertise_lock);
+  pthread_mutex_destroy(&f->queued_lock);
   free(f->devices);
   for (int i = 0; i < 2; i++)
     if (f->stop_pipe[i] >= 0) close(f->stop_pipe[i]);
@@ -344,6 +368,7 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
   if (!f) goto no_memory;
   f->cfg = *cfg;
   pthread_mutex_init(&f->advertise_lock, NULL);
+  pthread_mutex_init(&f->queued_lock, NULL);
   f->stop_pipe[0] = f->stop_pipe[1] = -1;
   if (pipe(f->stop_pipe)) {
     int why = errno;
@@ -393,6 +418,14 @@ void fleet_stop(struct fleet *f) {
 }
 
 const char *fleet_node(const struct fleet *f) { return f->node; }
+
+int fleet_queued(struct fleet *f, struct fleet_queued *out, int max) {
+  pthread_mutex_lock(&f->queued_lock);
+  int n = f->n_queued < max ? f->n_queued : max;
+  memcpy(out, f->queued, (size_t)n * sizeof *out);
+  pthread_mutex_unlock(&f->queued_lock);
+  return n;
+}
 
 double fleet_lease_age(struct fleet *f) { return now_mono() - atomic_load(&f->renewed_at); }
 

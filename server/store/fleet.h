@@ -83,6 +83,14 @@ void fleet_stop(struct fleet *f);
  * the server starts, after the node joined): written at the next renewal. */
 void fleet_advertise(struct fleet *f, const char *url);
 const char *fleet_node(const struct fleet *f); /* its name (--node) */
+/* The fleet's queued jobs per node as of the last lease tick (node "": unclaimed),
+ * for /metrics: up to max (FLEET_QUEUED_MAX at most) into out; returns how many. */
+#define FLEET_QUEUED_MAX 64
+struct fleet_queued {
+  char node[64];
+  int64_t jobs;
+};
+int fleet_queued(struct fleet *f, struct fleet_queued *out, int max);
 /* True while the last successful renewal is older than L/2: start no job. */
 bool fleet_fenced(struct fleet *f);
 /* Seconds since the last successful renewal. */

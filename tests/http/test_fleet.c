@@ -1,12 +1,14 @@
 /* A fleet: two gpulabd on one PostgreSQL database ($GPULAB_TEST_DB, ctest's
  * test_fleet, label pg), with leases of 2 s. A job accepted by node a is readable,
- * listed and cancelable from node b (a job no node holds is canceled in the store). A
- * busy a hands queued jobs to an idle b; a job on a's job sent to b is sent on to a
- * (307). kill -9 of a with jobs running and queued:
- * once a's lease ran out, b takes a over: every queued job runs on b (each on one
- * node only), the running one fails `interrupted` naming a, none is lost. b claims
- * a's queued jobs fairly across clients: one client's flood does not keep another's
- * job waiting behind it. */
+ * listed, counted (/metrics) and cancelable from node b (a job no node holds is
+ * canceled in the store). A busy a hands queued jobs to an idle b; a job on a's job
+ * sent to b is sent on to a (307). kill -9 of a with jobs running and queued: once
+ * a's lease ran out, b takes a over: every queued job runs on b (each on one node
+ * only), the running one fails `interrupted` naming a, none is lost; a frozen a,
+ * taken over, drops what was taken and its late writes change nothing. b claims a's
+ * queued jobs fairly across clients: one client's flood does not keep another's job
+ * waiting behind it. PostgreSQL restarted under load: 503s meanwhile, no job lost;
+ * stopped: /health says the node is fenced. */
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
@@ -120,6 +122,24 @@ static void check_canceled(struct gpulabd *d, long long id) {
   json_decref(j);
 }
 
+/* b's /metrics, once it counts one job queued on a (the count is of b's last lease
+ * tick), through promtool. */
+static void check_fleet_metrics(struct gpulabd *b) {
+  for (int i = 0;; i++, usleep(50 * 1000)) {
+    struct http_reply r;
+    http_get(b, "/metrics", &r);
+    CHECK_INT_EQ(r.status, 200);
+    bool counted = strstr(r.body, "\ngpulab_fleet_queued_jobs{node=\"a\"} 1\n") != NULL;
+    if (counted) {
+      CHECK(strstr(r.body, "\ngpulab_fleet_fenced 0\n") != NULL);
+      check_promtool_metrics(r.body, "/tmp/gpulab-test-fleet.metrics");
+    }
+    http_reply_free(&r);
+    if (counted) return;
+    if (i == 100) CHECK_FAIL_("%s", "b's /metrics never counted a's queued job");
+  }
+}
+
 /* a's running and queued jobs, canceled from b: a applies b's requests. */
 static void test_cancel_from_other(void) {
   struct gpulabd a, b;
@@ -129,6 +149,7 @@ static void test_cancel_from_other(void) {
   job_wait_state(&b, running, "running", 30); /* b reads a's running job */
   long long queued = post_on(&a.http, "/transpose?wait=0", SMALL);
   check_seen_from(&b, queued);
+  check_fleet_metrics(&b);
   delete_on(&b, queued);
   delete_on(&b, running);
   check_canceled(&b, queued);
