@@ -220,8 +220,9 @@ static void expire_nodes(struct fleet *f) {
 static bool claim(struct fleet *f) {
   int room = fleet_fenced(f) ? 0 : f->cfg.capacity(f->cfg.arg); /* none to start them */
   if (room <= 0) return false;
+  int limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
   char most[16];
-  snprintf(most, sizeof most, "%d", room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX);
+  snprintf(most, sizeof most, "%d", limit);
   const char *v[] = {f->node, most};
   PGresult *res = run_sql(
       f,
@@ -229,10 +230,10 @@ static bool claim(struct fleet *f) {
       "  FROM jobs WHERE state = 'queued' AND node IS NULL),"
       " picked AS (SELECT j.id FROM jobs j JOIN ranked r ON r.id = j.id"
       "  WHERE j.state = 'queued' AND j.node IS NULL ORDER BY r.turn, j.id LIMIT $2::integer"
-      "  FOR UPDATE OF j SKIP LOCKED)"
-      " UPDATE jobs SET node = $1, claimed_at = " DB_NOW
-      " FROM picked WHERE jobs.id = picked.id"
-      " RETURNING jobs.id, jobs.request",
+      "  FOR UPDATE OF j SKIP LOCKED),"
+      " claimed AS (UPDATE jobs SET node = $1, claimed_at = " DB_NOW
+      "  FROM picked WHERE jobs.id = picked.id RETURNING jobs.id, jobs.request)"
+      " SELECT id, request FROM claimed ORDER BY id", /* a parent before its children */
       2, v);
   int n = res ? PQntuples(res) : 0;
   for (int i = 0; i < n; i++) {
@@ -245,7 +246,7 @@ static bool claim(struct fleet *f) {
     PQfreemem(request);
   }
   PQclear(res);
-  return n == room;
+  return n == limit;
 }
 
 /* The queued jobs per node (none: unclaimed), for /metrics. */
