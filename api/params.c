@@ -52,6 +52,7 @@ static const struct {
     {"method_not_allowed", "Method not allowed"},
     {"not_acceptable", "No representation the Accept header takes"},
     {"job_finished", "The job has already finished"},
+    {"job_elsewhere", "Another node of the fleet holds the job"},
     {"buffer_in_use", "A job still needs the buffer"},
     {"output_not_kept", "The job's output was not kept"},
     {"sweep_finished", "Every job of the sweep has already finished"},

@@ -220,19 +220,26 @@ static void log_ready(const struct config *cfg, struct http_server *server, int 
              cfg->http_threads);
 }
 
-/* A PostgreSQL store's node joins its fleet (fleet.h), once it listens (the default
- * advertised URL has its port). SQLite: no fleet, *out NULL. Returns 0 or -1 (logged). */
-static int join_fleet(const struct config *cfg, struct store *store, struct http_server *server,
-                      struct durable_fleet *df, struct fleet **out) {
+/* The URL others reach this node at: --advertise, or http://HOST:PORT. */
+static void advertised_url(const struct config *cfg, int port, char *out, size_t len) {
+  if (cfg->advertise)
+    snprintf(out, len, "%s", cfg->advertise);
+  else
+    snprintf(out, len, "http://%s:%d", cfg->host, port);
+}
+
+/* A PostgreSQL store's node joins its fleet (fleet.h) before it listens: whatever it
+ * accepts is under its lease. SQLite: no fleet, *out NULL. Returns 0 or -1 (logged). */
+static int join_fleet(const struct config *cfg, struct store *store, struct durable_fleet *df,
+                      struct fleet **out) {
   struct store_status st;
   *out = NULL;
   if (!store || (store_status(store, &st), strcmp(st.backend, "postgresql") != 0)) return 0;
   char advertise[160], devices[64], err[512];
-  snprintf(advertise, sizeof advertise, "http://%s:%d", cfg->host, http_server_port(server));
+  advertised_url(cfg, cfg->port, advertise, sizeof advertise);
   snprintf(devices, sizeof devices, "{\"count\":%d,\"streams\":%d}",
            engine_device_count(df->engine), cfg->streams);
-  struct fleet_config fcfg = {.uri = cfg->db, .node = cfg->node,
-                              .advertise = cfg->advertise ? cfg->advertise : advertise,
+  struct fleet_config fcfg = {.uri = cfg->db, .node = cfg->node, .advertise = advertise,
                               .devices = devices, .lease_s = cfg->lease_s};
   durable_fleet_bind(df, &fcfg);
   if (fleet_start(&fcfg, out, err, sizeof err)) {
@@ -359,6 +366,8 @@ int main(int argc, char **argv) {
     log_warn("gpulabd: out of memory");
     goto fail;
   }
+  fleet_node = (struct durable_fleet){.engine = engine, .store = store, .lanes = n_devices * cfg.streams};
+  if (join_fleet(&cfg, store, &fleet_node, &fleet)) goto fail;
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .inline_max_bytes = cfg.inline_max_bytes,
@@ -367,7 +376,7 @@ int main(int argc, char **argv) {
                                .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
-                               .timeout_s = cfg.timeout_s, .store = store, .sweeps = sweeps,
+                               .timeout_s = cfg.timeout_s, .store = store, .fleet = fleet, .sweeps = sweeps,
                                .ukernels = ukernels,
                                .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
                                .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
@@ -376,8 +385,11 @@ int main(int argc, char **argv) {
     goto fail;
   }
   log_ready(&cfg, server, n_devices, tls_cert != NULL);
-  fleet_node = (struct durable_fleet){.engine = engine, .store = store, .lanes = n_devices * cfg.streams};
-  if (join_fleet(&cfg, store, server, &fleet_node, &fleet)) goto fail;
+  if (fleet && cfg.port == 0) { /* the port is known now */
+    char url[160];
+    advertised_url(&cfg, http_server_port(server), url, sizeof url);
+    fleet_advertise(fleet, url);
+  }
   status = wait_for_stop(&cfg, engine, store, fleet, &stop_signals);
 fail:
   fleet_stop(fleet); /* claims nothing more */

@@ -52,6 +52,7 @@ struct engine_error {
                       or reserve_ids' error (new ids could not be recorded: field "store") */
   char field[48];
   char message[320];
+  uint64_t missing_job; /* -ENOENT for a job (depends_on, an output as input): its id */
 };
 
 /* A consistent copy of a job's fields. result points into the job: valid while the

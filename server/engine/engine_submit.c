@@ -64,7 +64,10 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
     } else if (in.kind == EXP_INPUT_JOB) {
       struct job *p = find_locked(e, in.value);
       if (p && !job->req.admin && strcmp(p->req.client, job->req.client) != 0) p = NULL;
-      if (!p) return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
+      if (!p) {
+        err->missing_job = in.value;
+        return refuse(err, -ENOENT, field, "no job %llu", (unsigned long long)in.value);
+      }
       /* A finished producer's output lives on only as its kept buffer. */
       struct ebuf *out = job_state_final(p->state) ? ebuf_find_locked(e, p->output_buffer)
                                                    : p->output;
@@ -110,9 +113,11 @@ static int link_parents_locked(struct engine *e, struct job *job, struct engine_
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = find_locked(e, req->depends_on[i]);
     if (p && !req->admin && strcmp(p->req.client, req->client) != 0) p = NULL; /* ids do not leak */
-    if (!p)
+    if (!p) {
+      err->missing_job = req->depends_on[i];
       return refuse(err, -ENOENT, "depends_on", "no job %llu",
                     (unsigned long long)req->depends_on[i]);
+    }
     if (add_parent_locked(job, p))
       return refuse(err, -EINVAL, "depends_on", "a job may have at most %d parents",
                     ENGINE_MAX_PARENTS);

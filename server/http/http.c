@@ -196,7 +196,11 @@ static struct request *request_new(struct http_server *srv, struct MHD_Connectio
  * logged as sent (percent-encoded), without the query, which may hold a token. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
   struct request *r = request_new(cls, conn);
-  if (r) snprintf(r->path, sizeof r->path, "%.*s", (int)strcspn(uri, "?"), uri);
+  size_t path_len = strcspn(uri, "?");
+  if (r) {
+    snprintf(r->path, sizeof r->path, "%.*s", (int)path_len, uri);
+    snprintf(r->query, sizeof r->query, "%s", uri + path_len);
+  }
   return r;
 }
 

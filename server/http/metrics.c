@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/utf8.h"
+#include "server/store/fleet.h"
 #include "server/store/store.h"
 
 #define MAX_SERIES 1024
@@ -540,7 +541,31 @@ static void put_request_and_job_series(struct text *t, const struct metrics *m) 
   }
 }
 
-char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len) {
+/* A fleet's node: its lease, and the fleet's queued jobs per node (fleet.h). */
+static void put_fleet_gauges(struct text *t, struct fleet *f) {
+  put(t,
+      "# HELP gpulab_fleet_lease_age_seconds Since this node last renewed its lease (--lease-s).\n"
+      "# TYPE gpulab_fleet_lease_age_seconds gauge\ngpulab_fleet_lease_age_seconds %.3f\n",
+      fleet_lease_age(f));
+  put(t,
+      "# HELP gpulab_fleet_fenced 1 while the lease is late: no job starts on this node.\n"
+      "# TYPE gpulab_fleet_fenced gauge\ngpulab_fleet_fenced %d\n",
+      fleet_fenced(f) ? 1 : 0);
+  struct fleet_queued q[FLEET_QUEUED_MAX];
+  int n = fleet_queued(f, q, FLEET_QUEUED_MAX);
+  put(t,
+      "# HELP gpulab_fleet_queued_jobs Queued jobs of the fleet per node that holds them "
+      "(node=\"\": claimed by none yet), as of this node's last lease tick.\n"
+      "# TYPE gpulab_fleet_queued_jobs gauge\n");
+  for (int i = 0; i < n; i++) {
+    char node[2 * sizeof q[i].node];
+    put(t, "gpulab_fleet_queued_jobs{node=\"%s\"} %lld\n", label(q[i].node, node, sizeof node),
+        (long long)q[i].jobs);
+  }
+}
+
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, struct fleet *fleet,
+                     size_t *len) {
   struct text t = {.buf = malloc(16384), .cap = 16384};
   struct device_view v = {0};
   if (!t.buf || device_view_read(m, e, &v)) goto fail;
@@ -552,6 +577,7 @@ char *metrics_render(struct metrics *m, struct engine *e, struct store *store, s
   put_engine_gauges(&t, e);
   put_device_gauges(&t, e, &v);
   if (store) put_store_gauges(&t, store);
+  if (fleet) put_fleet_gauges(&t, fleet);
   if (t.failed) goto fail;
   device_view_free(&v);
   *len = t.len;

@@ -25,9 +25,11 @@ void metrics_job_ended(struct metrics *m, const char *type, const char *state, i
                        double queue_s, double run_s);
 
 struct store;
-/* The whole exposition, with the engine's and the store's (NULL: none) gauges read
- * now. Returns a malloc'd, NUL-terminated text (the caller frees it) and its
- * length, or NULL. */
-char *metrics_render(struct metrics *m, struct engine *e, struct store *store, size_t *len);
+struct fleet;
+/* The whole exposition, with the engine's, the store's and a fleet node's (NULL: none)
+ * gauges read now. Returns a malloc'd, NUL-terminated text (the caller frees it) and
+ * its length, or NULL. */
+char *metrics_render(struct metrics *m, struct engine *e, struct store *store, struct fleet *fleet,
+                     size_t *len);
 
 #endif

@@ -26,6 +26,7 @@ struct http_options {
   long socket_gid;           /* its group, or -1 */
   bool no_tcp;               /* only the socket */
   struct store *store;       /* borrowed; finished jobs older than memory are read here */
+  struct fleet *fleet;       /* borrowed; a PostgreSQL fleet's node (/health), or NULL */
   struct sweeps *sweeps;     /* borrowed; POST /sweeps' table (server/engine/sweeps.h) */
   struct ukernels *ukernels; /* borrowed; users' kernels (server/engine/ukernels.h), or NULL */
   const char *web_root;      /* NULL: the dashboard's embedded files; else read from here */
@@ -35,6 +36,7 @@ struct http_options {
 struct metrics;
 struct auth;
 struct store;
+struct fleet;
 struct sweeps;
 struct ukernels;
 

@@ -62,7 +62,9 @@ static enum MHD_Result respond_text(struct request *r, unsigned status, char *te
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, media_type);
   if (status == 405 && r->allow) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
-  if (r->location[0]) { /* under the prefix the request came by */
+  if (r->redirect[0]) {
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->redirect);
+  } else if (r->location[0]) { /* under the prefix the request came by */
     char location[sizeof r->location + 8];
     snprintf(location, sizeof location, "%s%s", r->api_prefix ? r->api_prefix : "", r->location);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
@@ -129,6 +131,15 @@ enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *
                       " was made before gpulabd last restarted: buffers live "
                       "in memory and did not survive it; upload it again",
                       id);
+}
+
+enum MHD_Result respond_elsewhere(struct request *r, const char *base, uint64_t id) {
+  snprintf(r->redirect, sizeof r->redirect, "%s%s%s", base, r->path, r->query);
+  return respond_fail(r, 307, "job_elsewhere", NULL,
+                      "job %" PRIu64
+                      " is held by another node of the fleet (%s): a job that "
+                      "reads it runs there; repeat the request at Location",
+                      id, base);
 }
 
 /* A refused input that names a buffer (ENOENT): 410 for a buffer of a previous run,

@@ -67,6 +67,8 @@ struct request {
   bool local, local_admin; /* on the Unix socket: client is the peer's user name */
   char client[64];
   char location[48];      /* non-empty: sent as Location (201, 202), after api_prefix */
+  char query[256];        /* "?..." as sent (cut to fit), or "": respond_elsewhere's */
+  char redirect[512];     /* non-empty: sent as Location as it is (respond_elsewhere) */
   const char *api_prefix; /* "/v1" when the path came under it (router.c), else "" */
   char *body;
   size_t body_len, body_cap;
@@ -108,6 +110,10 @@ enum MHD_Result respond_storage(struct request *r, int err);
 /* 410 gone for a buffer id of a previous run (buffers live in memory), field naming
  * where it was given. */
 enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field);
+/* 307 job_elsewhere: the same request (path and query as sent) to another gpulabd of
+ * a fleet, at base (its advertised URL), which holds job id; the client repeats its
+ * method and body there. */
+enum MHD_Result respond_elsewhere(struct request *r, const char *base, uint64_t id);
 /* The API error of an engine refusal of spec's job (engine_submit): input fields are
  * params, named params_prefix + "<input>" ("params." under /jobs). */
 enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,

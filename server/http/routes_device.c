@@ -8,6 +8,7 @@
 #include "api/encode.h"
 #include "server/http/metrics.h"
 #include "server/http/routes.h"
+#include "server/store/fleet.h"
 #include "server/store/store.h"
 
 /* One device; "index" is its position in this gpulabd (the "device" of jobs). */
@@ -42,9 +43,9 @@ enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
 /* Prometheus' text format, version 0.0.4. */
 enum MHD_Result route_metrics(struct request *r, const struct route_args *a) {
   size_t len = 0;
-  char *text = r->srv->opts.metrics
-                   ? metrics_render(r->srv->opts.metrics, r->srv->engine, r->srv->opts.store, &len)
-                   : NULL;
+  char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine,
+                                                     r->srv->opts.store, r->srv->opts.fleet, &len)
+                                    : NULL;
   if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
@@ -74,6 +75,14 @@ static json_t *store_health(struct store *s, bool *ok) {
       (json_int_t)st.pruned_jobs, "write_errors", (json_int_t)st.write_errors, "error", error);
 }
 
+/* A fleet's node's part of /health: a fenced one (its lease late) is unhealthy. */
+static json_t *fleet_health(struct fleet *f, bool *ok) {
+  bool fenced = fleet_fenced(f);
+  *ok = *ok && !fenced;
+  return json_pack("{s:s,s:s,s:f}", "node", fleet_node(f), "status", fenced ? "fenced" : "ok",
+                   "lease_age_s", fleet_lease_age(f));
+}
+
 enum MHD_Result route_health(struct request *r, const struct route_args *a) {
   struct engine *e = r->srv->engine;
   struct engine_counts c;
@@ -82,11 +91,13 @@ enum MHD_Result route_health(struct request *r, const struct route_args *a) {
   json_t *jobs = json_object(), *store = store_health(r->srv->opts.store, &ok);
   for (int s = 0; s < JOB_STATE_COUNT; s++)
     json_object_set_new(jobs, job_state_name((enum job_state)s), json_integer(c.by_state[s]));
-  return respond_json(r, ok ? 200 : 503,
-                      json_pack("{s:s,s:s,s:f,s:I,s:o,s:o}", "status", ok ? "ok" : "unhealthy",
-                                "backend", backend_name(engine_device(e, 0)), "uptime_s",
-                                engine_now_mono() - r->srv->started_mono, "jobs_submitted",
-                                (json_int_t)c.submitted, "jobs", jobs, "store", store));
+  json_t *fleet = r->srv->opts.fleet ? fleet_health(r->srv->opts.fleet, &ok) : NULL;
+  json_t *health = json_pack("{s:s,s:s,s:f,s:I,s:o,s:o}", "status", ok ? "ok" : "unhealthy",
+                             "backend", backend_name(engine_device(e, 0)), "uptime_s",
+                             engine_now_mono() - r->srv->started_mono, "jobs_submitted",
+                             (json_int_t)c.submitted, "jobs", jobs, "store", store);
+  if (fleet) json_object_set_new(health, "fleet", fleet);
+  return respond_json(r, ok ? 200 : 503, health);
 }
 
 /* Who gpulabd takes the requester for, and by what. */

@@ -110,9 +110,8 @@ struct stored_page {
 };
 
 /* Appends a stored job to a listing, summarized like the in-memory ones. A job still
- * in memory is shown as it is now (its record is written a moment later, and none
- * while it has partial results: durable.c), others (a fleet's other nodes' too) as
- * their record. */
+ * in memory is shown as it is now (the stored record may be a change behind:
+ * durable.c), others (a fleet's other nodes' too) as their record. */
 static void add_stored(void *arg, uint64_t id, const char *record) {
   struct stored_page *p = arg;
   struct job *live = engine_job_get(p->engine, id);

@@ -90,6 +90,14 @@ int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const
   return 0;
 }
 
+/* A job on a job that another live node of a fleet holds (depends_on, or its output as
+ * an input) goes to that node (307), where the chain can run. */
+static bool elsewhere(struct request *r, const struct engine_error *refusal, char *url,
+                      size_t len) {
+  return refusal->code == -ENOENT && refusal->missing_job && r->srv->opts.store &&
+         store_job_elsewhere(r->srv->opts.store, refusal->missing_job, url, len) == 0;
+}
+
 enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                            const struct api_job_options *opts, const char *params_prefix) {
   struct api_error err;
@@ -116,11 +124,15 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                         wait_for_rate);
   }
   struct job *job;
-  struct engine_error refusal;
+  struct engine_error refusal = {0};
   /* A waited-for job may run here: no worker is woken for it until it is known not to. */
   bool here = wait_s > 0 && r->srv->opts.inline_max_bytes > 0;
-  if ((here ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal))
-    return respond_refusal(r, spec, &refusal, params_prefix);
+  if ((here ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal)) {
+    char url[256];
+    return elsewhere(r, &refusal, url, sizeof url)
+               ? respond_elsewhere(r, url, refusal.missing_job)
+               : respond_refusal(r, spec, &refusal, params_prefix);
+  }
   /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
   r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
   enum MHD_Result ret;

@@ -30,7 +30,9 @@ static char *pending_record(const void *arg) {
 
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
- * on every change: the other nodes of a fleet read a job they do not run from it
+ * on every change but `running` in a store of one gpulabd: a running job is in
+ * memory, where listings read it (routes_jobs.c), and after a restart it is marked
+ * from its state column alone; in a shared store the other nodes of a fleet read it
  * (fleet.h). A job's record before it is final is made when its row is written, so
  * never when a later row replaces it in the store's queue (a tiny job's first row,
  * its running one and its final one). A final state's record goes back to the engine
@@ -40,7 +42,7 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
                     bool first, struct engine_recorded *out) {
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
-  bool pending = !final && !v->result;
+  bool pending = !final && !v->result && (v->state != JOB_RUNNING || store_shared(arg));
   json_t *j = final ? job_json(v, true) : NULL;
   char *record = json_text(j, NULL); /* NULL j: NULL */
   json_decref(j);
@@ -178,19 +180,22 @@ static char *fleet_interrupted_record(void *arg, uint64_t id, const char *record
   return text;
 }
 
-/* Taken over: every job here is another node's now (or failed); canceled here, with
- * writes the store's fence turns into nothing. */
+/* Taken over: the jobs the take-over moved (queued again for any node, or failed)
+ * are canceled here, with writes the store's fence turns into nothing; those accepted
+ * since are still this node's and go on. */
 static void fleet_taken_over(void *arg) {
   struct durable_fleet *df = arg;
   struct engine_list_filter all = {.state = -1, .type = -1};
   struct job *jobs[256];
   int n;
+  store_flush(df->store); /* every job's first row in the database */
   do {
     n = engine_jobs_list(df->engine, &all, jobs, 256);
     for (int i = 0; i < n; i++) {
       struct job_view v;
       job_get_view(df->engine, jobs[i], &v);
-      engine_job_cancel(df->engine, jobs[i]);
+      if (!job_state_final(v.state) && !store_job_held(df->store, v.id))
+        engine_job_cancel(df->engine, jobs[i]);
       all.before_id = v.id;
       job_unref(jobs[i]);
     }

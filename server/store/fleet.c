@@ -21,18 +21,25 @@
 #define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
 #define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
 #define RELEASE_MAX 64                       /* jobs handed back to the queue at once */
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number macro as SQL text */
 /* The database's clock, in unix seconds, as the jobs' and nodes' times are kept. */
 #define DB_NOW "extract(epoch from clock_timestamp())"
 
 struct fleet {
   struct fleet_config cfg; /* its strings point into the copies below */
-  char *uri, *node, *advertise, *devices;
+  char *uri, *node, *devices;
+  pthread_mutex_t advertise_lock; /* fleet_advertise comes from another thread */
+  char advertise[256];
   PGconn *conn;
   int64_t epoch;
   char lease[32];            /* cfg.lease_s as SQL text */
   _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
   atomic_bool stopping;
-  int stop_pipe[2]; /* written by fleet_stop: the thread's wait ends */
+  int stop_pipe[2];            /* written by fleet_stop: the thread's wait ends */
+  pthread_mutex_t queued_lock; /* the counts below: fleet_queued reads them */
+  struct fleet_queued queued[FLEET_QUEUED_MAX];
+  int n_queued;
   /* Jobs taken out of the engine for the queue, until the database has them. */
   uint64_t released[RELEASE_MAX];
   int n_released;
@@ -83,9 +90,17 @@ static void rollback(struct fleet *f) {
     PQclear(PQexec(f->conn, "ROLLBACK"));
 }
 
+static void advertised(struct fleet *f, char *out) {
+  pthread_mutex_lock(&f->advertise_lock);
+  memcpy(out, f->advertise, sizeof f->advertise);
+  pthread_mutex_unlock(&f->advertise_lock);
+}
+
 /* The node's row, with a new epoch (its previous run's writes fenced off). */
 static int register_node(struct fleet *f) {
-  const char *v[] = {f->node, f->advertise, f->lease, f->devices};
+  char advertise[sizeof f->advertise];
+  advertised(f, advertise);
+  const char *v[] = {f->node, advertise, f->lease, f->devices};
   PGresult *res = run_sql(f,
                           "INSERT INTO nodes(name, advertise, started, lease_until, epoch, devices)"
                           " VALUES($1, $2, " DB_NOW ", " DB_NOW
@@ -110,12 +125,15 @@ static void renew(struct fleet *f) {
   char room[16];
   int capacity = f->cfg.capacity(f->cfg.arg);
   snprintf(room, sizeof room, "%d", capacity > 0 ? capacity : 0);
-  const char *v[] = {f->node, epoch, f->lease, room};
+  char advertise[sizeof f->advertise];
+  advertised(f, advertise);
+  const char *v[] = {f->node, epoch, f->lease, room, advertise};
   PGresult *res = run_sql(f,
                           "UPDATE nodes SET lease_until = " DB_NOW
                           " + $3::float8,"
-                          " room = $4::integer WHERE name = $1 AND epoch = $2::bigint",
-                          4, v);
+                          " room = $4::integer, advertise = $5 WHERE name = $1 AND"
+                          " epoch = $2::bigint",
+                          5, v);
   if (!res) return;
   bool ours = atoi(PQcmdTuples(res)) == 1;
   PQclear(res);
@@ -200,10 +218,11 @@ static void expire_nodes(struct fleet *f) {
  * each client's jobs ranked oldest first, and the ranks taken in turn. Returns
  * whether it filled the room (more may be waiting). */
 static bool claim(struct fleet *f) {
-  int room = f->cfg.capacity(f->cfg.arg);
+  int room = fleet_fenced(f) ? 0 : f->cfg.capacity(f->cfg.arg); /* none to start them */
   if (room <= 0) return false;
+  int limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
   char most[16];
-  snprintf(most, sizeof most, "%d", room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX);
+  snprintf(most, sizeof most, "%d", limit);
   const char *v[] = {f->node, most};
   PGresult *res = run_sql(
       f,
@@ -211,10 +230,10 @@ static bool claim(struct fleet *f) {
       "  FROM jobs WHERE state = 'queued' AND node IS NULL),"
       " picked AS (SELECT j.id FROM jobs j JOIN ranked r ON r.id = j.id"
       "  WHERE j.state = 'queued' AND j.node IS NULL ORDER BY r.turn, j.id LIMIT $2::integer"
-      "  FOR UPDATE OF j SKIP LOCKED)"
-      " UPDATE jobs SET node = $1, claimed_at = " DB_NOW
-      " FROM picked WHERE jobs.id = picked.id"
-      " RETURNING jobs.id, jobs.request",
+      "  FOR UPDATE OF j SKIP LOCKED),"
+      " claimed AS (UPDATE jobs SET node = $1, claimed_at = " DB_NOW
+      "  FROM picked WHERE jobs.id = picked.id RETURNING jobs.id, jobs.request)"
+      " SELECT id, request FROM claimed ORDER BY id", /* a parent before its children */
       2, v);
   int n = res ? PQntuples(res) : 0;
   for (int i = 0; i < n; i++) {
@@ -227,7 +246,24 @@ static bool claim(struct fleet *f) {
     PQfreemem(request);
   }
   PQclear(res);
-  return n == room;
+  return n == limit;
+}
+
+/* The queued jobs per node (none: unclaimed), for /metrics. */
+static void count_queued(struct fleet *f) {
+  PGresult *res = run_sql(f,
+                          "SELECT COALESCE(node, ''), COUNT(*) FROM jobs WHERE state = 'queued'"
+                          " GROUP BY node ORDER BY 1 LIMIT " STR(FLEET_QUEUED_MAX),
+                          0, NULL);
+  if (!res) return;
+  pthread_mutex_lock(&f->queued_lock);
+  f->n_queued = PQntuples(res);
+  for (int i = 0; i < f->n_queued; i++) {
+    snprintf(f->queued[i].node, sizeof f->queued[i].node, "%s", PQgetvalue(res, i, 0));
+    f->queued[i].jobs = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+  }
+  pthread_mutex_unlock(&f->queued_lock);
+  PQclear(res);
 }
 
 /* Cancel requests for jobs this node holds (store_job_cancel), taken and applied. */
@@ -305,6 +341,7 @@ static void *fleet_thread(void *arg) {
       next_renewal = now_mono() + period;
       renew(f);
       expire_nodes(f);
+      count_queued(f);
     }
     apply_cancels(f);
     release_backlog(f);
@@ -319,7 +356,8 @@ static void free_fleet(struct fleet *f) {
   PQfinish(f->conn);
   free(f->uri);
   free(f->node);
-  free(f->advertise);
+  pthread_mutex_destroy(&f->advertise_lock);
+  pthread_mutex_destroy(&f->queued_lock);
   free(f->devices);
   for (int i = 0; i < 2; i++)
     if (f->stop_pipe[i] >= 0) close(f->stop_pipe[i]);
@@ -330,17 +368,20 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
   struct fleet *f = calloc(1, sizeof *f);
   if (!f) goto no_memory;
   f->cfg = *cfg;
+  pthread_mutex_init(&f->advertise_lock, NULL);
+  pthread_mutex_init(&f->queued_lock, NULL);
   f->stop_pipe[0] = f->stop_pipe[1] = -1;
   if (pipe(f->stop_pipe)) {
-    snprintf(err, err_len, "the fleet cannot make a pipe: %s", strerror(errno));
+    int why = errno;
+    snprintf(err, err_len, "the fleet cannot make a pipe: %s", strerror(why));
     free_fleet(f);
-    return -errno;
+    return -why;
   }
   f->uri = strdup(cfg->uri);
   f->node = strdup(cfg->node);
-  f->advertise = strdup(cfg->advertise);
+  snprintf(f->advertise, sizeof f->advertise, "%s", cfg->advertise);
   f->devices = strdup(cfg->devices);
-  if (!f->uri || !f->node || !f->advertise || !f->devices) goto no_memory;
+  if (!f->uri || !f->node || !f->devices) goto no_memory;
   snprintf(f->lease, sizeof f->lease, "%.3f", cfg->lease_s);
   const char *const keys[] = {"connect_timeout", "tcp_user_timeout", "dbname", NULL};
   const char *const values[] = {"5", "10000", f->uri, NULL};
@@ -353,8 +394,8 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
     return -EIO;
   }
   if (pthread_create(&f->thread, NULL, fleet_thread, f)) goto no_memory;
-  log_info("fleet: node %s (%s) joined, epoch %" PRId64 ", lease %.1f s", f->node, f->advertise,
-           f->epoch, cfg->lease_s);
+  log_info("fleet: node %s joined, epoch %" PRId64 ", lease %.1f s", f->node, f->epoch,
+           cfg->lease_s);
   *out = f;
   return 0;
 no_memory:
@@ -363,12 +404,28 @@ no_memory:
   return -ENOMEM;
 }
 
+void fleet_advertise(struct fleet *f, const char *url) {
+  pthread_mutex_lock(&f->advertise_lock);
+  snprintf(f->advertise, sizeof f->advertise, "%s", url);
+  pthread_mutex_unlock(&f->advertise_lock);
+}
+
 void fleet_stop(struct fleet *f) {
   if (!f) return;
   atomic_store(&f->stopping, true);
   if (write(f->stop_pipe[1], "", 1) != 1) log_warn("fleet: cannot wake its thread to stop");
   pthread_join(f->thread, NULL);
   free_fleet(f);
+}
+
+const char *fleet_node(const struct fleet *f) { return f->node; }
+
+int fleet_queued(struct fleet *f, struct fleet_queued *out, int max) {
+  pthread_mutex_lock(&f->queued_lock);
+  int n = f->n_queued < max ? f->n_queued : max;
+  memcpy(out, f->queued, (size_t)n * sizeof *out);
+  pthread_mutex_unlock(&f->queued_lock);
+  return n;
 }
 
 double fleet_lease_age(struct fleet *f) { return now_mono() - atomic_load(&f->renewed_at); }

@@ -16,7 +16,7 @@
  *  - Self-fencing: a node whose last renewal succeeded more than L/2 ago must stop
  *    starting jobs (fleet_fenced: its caller pauses the engine) until it renews; a
  *    renewal that finds its epoch moved (another node expired it) calls taken_over,
- *    which must drop every job it runs locally, and then registers afresh.
+ *    which must drop the jobs the take-over moved, and then registers afresh.
  *  - Expiry: a node past its lease is taken over by the first live node that sees it,
  *    in one transaction holding the node's row: its epoch bumped, its unstarted jobs
  *    (queued, waiting) put back unclaimed as queued, its running ones failed
@@ -26,7 +26,8 @@
  *    second...), at most what capacity says the node can start now, and handed to
  *    run_claimed.
  *  - Any node answers any job from the store; a DELETE of a job another node holds
- *    leaves a cancel request on its row (store_job_cancel), which the holder applies.
+ *    leaves a cancel request on its row (store_job_cancel), which the holder applies;
+ *    a job on a job another node holds goes there (store_job_elsewhere: 307).
  *    LISTEN/NOTIFY wakes the thread at once for a cancel request or jobs left
  *    unclaimed; the L/3 period is the fallback.
  *  - Fencing of writes: the store writes a job's row only where its node is still this
@@ -49,7 +50,7 @@ struct fleet;
 struct fleet_config {
   const char *uri;       /* the store's libpq URI (a connection of the fleet's own) */
   const char *node;      /* this node's name, as store_set_node */
-  const char *advertise; /* the URL other nodes and clients reach this one at */
+  const char *advertise; /* the URL others reach this one at (or fleet_advertise) */
   const char *devices;   /* JSON text describing this node's devices */
   double lease_s;        /* L */
   void *arg;             /* the callbacks' */
@@ -60,8 +61,8 @@ struct fleet_config {
   /* A failed `interrupted` record for a job the dead node ran (record: its stored
    * one, or NULL): malloc'd text, or NULL to keep the stored record. */
   char *(*interrupted_record)(void *arg, uint64_t id, const char *record, const char *why);
-  /* Another node took this one over: drop every job run here (its rows are no longer
-   * this node's; writes about them change nothing). */
+  /* Another node took this one over: drop the jobs whose rows are no longer this
+   * node's (store_job_held; writes about them change nothing). */
   void (*taken_over)(void *arg);
   /* A cancel request another node left for job id, which this node holds. */
   void (*cancel)(void *arg, uint64_t id);
@@ -70,13 +71,26 @@ struct fleet_config {
   int (*release)(void *arg, uint64_t *ids, int max);
 };
 
-/* Registers the node and starts the fleet's thread. cfg's strings are copied.
+/* Registers the node and starts the fleet's thread: before the node takes any job, so
+ * that whatever it accepts is under its lease. cfg's strings are copied.
  * Returns 0, or a negative errno with err (-EIO: the database cannot be reached). */
 int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, size_t err_len);
 /* Stops the thread. The lease is left to run out: a node back before then (a
  * restart) keeps its unfinished jobs; after it, others take them. NULL: a no-op. */
 void fleet_stop(struct fleet *f);
 
+/* The URL others reach this node at, once it is known (--port 0 picks the port as
+ * the server starts, after the node joined): written at the next renewal. */
+void fleet_advertise(struct fleet *f, const char *url);
+const char *fleet_node(const struct fleet *f); /* its name (--node) */
+/* The fleet's queued jobs per node as of the last lease tick (node "": unclaimed),
+ * for /metrics: up to max (FLEET_QUEUED_MAX at most) into out; returns how many. */
+#define FLEET_QUEUED_MAX 64
+struct fleet_queued {
+  char node[64];
+  int64_t jobs;
+};
+int fleet_queued(struct fleet *f, struct fleet_queued *out, int max);
 /* True while the last successful renewal is older than L/2: start no job. */
 bool fleet_fenced(struct fleet *f);
 /* Seconds since the last successful renewal. */

@@ -460,6 +460,16 @@ int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record) 
   return s->ops->cancel ? s->ops->cancel(s, id, canceled_record) : -ENOENT;
 }
 
+int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len) {
+  return s->ops->elsewhere ? s->ops->elsewhere(s, id, url, url_len) : -ENOENT;
+}
+
+bool store_shared(const struct store *s) { return s->ops->shared; }
+
+bool store_job_held(struct store *s, uint64_t id) {
+  return s->ops->held ? s->ops->held(s, id) : true;
+}
+
 int store_list(struct store *s, uint64_t before_id, const char *state, const char *type, const char *client, int limit,
                void (*fn)(void *arg, uint64_t id, const char *record), void *arg) {
   return s->ops->list(s, before_id, state, type, client, limit, fn, arg);

@@ -164,6 +164,19 @@ int store_unfinished(struct store *s,
  * unfinished job is in memory), or a negative errno of the write. */
 int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record);
 
+/* The advertised URL (--advertise) of the live node of a fleet, not this one, that
+ * holds job id, into url: where a chain on that job can run. 0, or -ENOENT (the job
+ * is this node's, nobody's, a dead node's, or unknown; SQLite: always). */
+int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len);
+
+/* Whether other gpulabd may read this store's rows (PostgreSQL: a fleet's nodes). */
+bool store_shared(const struct store *s);
+
+/* Whether job id's row is this gpulabd's (store_set_node) and unfinished: what a
+ * fleet's node that was taken over keeps running (fleet.h). False when the row is
+ * another node's, finished, absent, or cannot be read; SQLite: always true. */
+bool store_job_held(struct store *s, uint64_t id);
+
 uint64_t store_max_id(struct store *s); /* 0 when empty */
 
 /* The newest `limit` sweeps, oldest first: fn(arg, id, client, created, record).

@@ -408,6 +408,7 @@ static int pg_ids_reserve_locked(struct store *s, const char *name, uint64_t *fr
 
 const struct store_ops store_pg_ops = {
     .name = "postgresql",
+    .shared = true,
     .open = pg_open,
     .close = pg_close,
     .write_batch_locked = pg_write_batch_locked,
@@ -424,6 +425,8 @@ const struct store_ops store_pg_ops = {
     .list = pg_list,
     .unfinished = pg_unfinished,
     .cancel = pg_cancel,
+    .held = pg_held,
+    .elsewhere = pg_elsewhere,
     .max_id = pg_max_id,
     .sweeps = pg_sweeps,
     .prune = pg_prune,

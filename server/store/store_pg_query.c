@@ -171,6 +171,40 @@ int pg_cancel(struct store *s, uint64_t id, const char *canceled_record) {
   return rc;
 }
 
+/* sql about job id ($1) and this node ($2, store_set_node's name), read under the
+ * database lock (after every row queued before). */
+static PGresult *read_for_job(struct store *s, const char *sql, uint64_t id) {
+  char key[24];
+  snprintf(key, sizeof key, "%" PRIu64, id);
+  const char *v[] = {key, s->node};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(s, sql, 2, v);
+  pthread_mutex_unlock(&s->lock);
+  return res;
+}
+
+bool pg_held(struct store *s, uint64_t id) {
+  PGresult *res = read_for_job(s,
+                               "SELECT 1 FROM jobs WHERE id = $1::bigint AND node = $2 AND"
+                               " state IN ('queued', 'waiting', 'running')",
+                               id);
+  bool held = res && PQntuples(res) == 1;
+  PQclear(res);
+  return held;
+}
+
+int pg_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len) {
+  PGresult *res = read_for_job(s,
+                               "SELECT n.advertise FROM jobs j JOIN nodes n ON n.name = j.node"
+                               " WHERE j.id = $1::bigint AND j.node <> $2 AND"
+                               " n.lease_until > extract(epoch from clock_timestamp())",
+                               id);
+  int rc = res && PQntuples(res) == 1 ? 0 : -ENOENT;
+  if (rc == 0) snprintf(url, url_len, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  return rc;
+}
+
 uint64_t pg_max_id(struct store *s, const char *table) {
   char sql[64];
   snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(id), 0) FROM %s", table);

@@ -34,6 +34,7 @@ struct failed_range {
  * database's words in why where there is one. */
 struct store_ops {
   const char *name; /* "sqlite", "postgresql": /health and /metrics show it */
+  bool shared;      /* several gpulabd may read and write it (store_shared) */
   /* Opens where (a path, or a URI) into s->backend and makes one write; nothing is
    * started. On failure close is still called. */
   int (*open)(struct store *s, const char *where, char *why, size_t why_len);
@@ -73,8 +74,11 @@ struct store_ops {
                     void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
                                size_t request_len),
                     void *arg);
-  /* store_job_cancel; NULL (SQLite): every unfinished job is in memory. */
+  /* store_job_cancel, store_job_held, store_job_elsewhere; NULL (SQLite): every
+   * unfinished job is in memory, and its own. */
   int (*cancel)(struct store *s, uint64_t id, const char *canceled_record);
+  bool (*held)(struct store *s, uint64_t id);
+  int (*elsewhere)(struct store *s, uint64_t id, char *url, size_t url_len);
   uint64_t (*max_id)(struct store *s, const char *table); /* "jobs" or "sweeps" */
   int (*sweeps)(struct store *s, int limit,
                 void (*fn)(void *arg, uint64_t id, const char *client, double created,

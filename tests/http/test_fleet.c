@@ -1,13 +1,17 @@
 /* A fleet: two gpulabd on one PostgreSQL database ($GPULAB_TEST_DB, ctest's
  * test_fleet, label pg), with leases of 2 s. A job accepted by node a is readable,
- * listed and cancelable from node b (a job no node holds is canceled in the store). A
- * busy a hands queued jobs to an idle b. kill -9 of a with jobs running and queued:
- * once a's lease ran out, b takes a over: every queued job runs on b (each on one
- * node only), the running one fails `interrupted` naming a, none is lost. b claims
- * a's queued jobs fairly across clients: one client's flood does not keep another's
- * job waiting behind it. */
+ * listed, counted (/metrics) and cancelable from node b (a job no node holds is
+ * canceled in the store). A busy a hands queued jobs to an idle b; a job on a's job
+ * sent to b is sent on to a (307). kill -9 of a with jobs running and queued: once
+ * a's lease ran out, b takes a over: every queued job runs on b (each on one node
+ * only), the running one fails `interrupted` naming a, none is lost; a frozen a,
+ * taken over, drops what was taken and its late writes change nothing. b claims a's
+ * queued jobs fairly across clients: one client's flood does not keep another's job
+ * waiting behind it. PostgreSQL restarted under load: 503s meanwhile, no job lost;
+ * stopped: /health says the node is fenced. */
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +60,31 @@ static long long start_slow(struct gpulabd *d) {
   return id;
 }
 
-/* The jobs.node column of job id ("" for NULL). */
-static void node_of(long long id, char *out, size_t len) {
+/* The one value sql reads ("" for NULL). */
+static void query_text(const char *sql, char *out, size_t len) {
   PGconn *c = PQconnectdb(db);
-  char sql[96];
-  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id = %lld", id);
   PGresult *res = PQexec(c, sql);
   CHECK_INT_EQ(PQntuples(res), 1);
   snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
   PQclear(res);
   PQfinish(c);
+}
+
+/* The jobs.node column of job id ("" for NULL). */
+static void node_of(long long id, char *out, size_t len) {
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT node FROM jobs WHERE id = %lld", id);
+  query_text(sql, out, len);
+}
+
+/* Until table nodes has d's URL (--port 0's, known once it listens: a renewal later). */
+static void wait_advertised(struct gpulabd *d, const char *name) {
+  char url[64], stored[64] = "", sql[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", d->port);
+  snprintf(sql, sizeof sql, "SELECT advertise FROM nodes WHERE name = '%s'", name);
+  for (int i = 0; i < 100 && strcmp(stored, url); i++, usleep(20000))
+    query_text(sql, stored, sizeof stored);
+  CHECK_STR_EQ(stored, url);
 }
 
 static bool listed(json_t *page, long long id) {
@@ -103,6 +122,24 @@ static void check_canceled(struct gpulabd *d, long long id) {
   json_decref(j);
 }
 
+/* b's /metrics, once it counts one job queued on a (the count is of b's last lease
+ * tick), through promtool. */
+static void check_fleet_metrics(struct gpulabd *b) {
+  for (int i = 0;; i++, usleep(50 * 1000)) {
+    struct http_reply r;
+    http_get(b, "/metrics", &r);
+    CHECK_INT_EQ(r.status, 200);
+    bool counted = strstr(r.body, "\ngpulab_fleet_queued_jobs{node=\"a\"} 1\n") != NULL;
+    if (counted) {
+      CHECK(strstr(r.body, "\ngpulab_fleet_fenced 0\n") != NULL);
+      check_promtool_metrics(r.body, "/tmp/gpulab-test-fleet.metrics");
+    }
+    http_reply_free(&r);
+    if (counted) return;
+    if (i == 100) CHECK_FAIL_("%s", "b's /metrics never counted a's queued job");
+  }
+}
+
 /* a's running and queued jobs, canceled from b: a applies b's requests. */
 static void test_cancel_from_other(void) {
   struct gpulabd a, b;
@@ -112,10 +149,12 @@ static void test_cancel_from_other(void) {
   job_wait_state(&b, running, "running", 30); /* b reads a's running job */
   long long queued = post_on(&a.http, "/transpose?wait=0", SMALL);
   check_seen_from(&b, queued);
+  check_fleet_metrics(&b);
   delete_on(&b, queued);
   delete_on(&b, running);
   check_canceled(&b, queued);
   check_canceled(&b, running);
+  wait_advertised(&a, "a");
   gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
@@ -137,6 +176,35 @@ static void test_cancel_unclaimed(void) {
   check_canceled(&b, queued);
   delete_on(&b, b_queued);
   delete_on(&b, b_running);
+  gpulabd_stop(&b);
+}
+
+/* A job on a's job, sent to b, is sent on to a (307 job_elsewhere, Location the same
+ * request on a), where it runs after its parent. */
+static void test_chain_sent_to_parent(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  long long parent = start_slow(&a);
+  wait_advertised(&a, "a");
+  char body[256], want[96];
+  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":" SMALL ",\"depends_on\":[%lld]}",
+           parent);
+  struct http_reply r;
+  http_client_request(&b.http, "POST", "/jobs?wait=0", "application/json", body, strlen(body), 0,
+                      &r);
+  CHECK_ERROR(&r, 307, "job_elsewhere", NULL);
+  snprintf(want, sizeof want, "http://127.0.0.1:%d/jobs?wait=0", a.port);
+  CHECK_STR_EQ(r.location, want);
+  http_reply_free(&r);
+  long long child = post_on(&a.http, "/jobs?wait=0", body); /* where Location says */
+  json_t *j = job_wait_final(&b, child, 60);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  char node[64];
+  node_of(child, node, sizeof node);
+  CHECK_STR_EQ(node, "a");
+  gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
 
@@ -198,6 +266,42 @@ static void test_take_over(void) {
       "take-over: a's 3 queued jobs done on b, its running one interrupted, %.1f s after "
       "kill -9\n",
       now_s() - t0);
+  gpulabd_stop(&b);
+}
+
+/* a frozen (SIGSTOP) past its lease is taken over by b, which runs a's queued job and
+ * fails its running one; a, thawed, finds itself taken over: it drops both (its late
+ * writes change nothing) and joins again, taking jobs as before. */
+static void test_fenced_after_take_over(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  long long running = start_slow(&a);
+  long long queued = post_on(&a.http, "/transpose?wait=0", SMALL);
+  kill(a.pid, SIGSTOP);
+  start_node(&b, "b");
+  json_t *j = job_wait_final(&b, queued, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  kill(a.pid, SIGCONT);
+  json_t *dropped = job_wait_final(&a, running, 30); /* a's copy in memory */
+  CHECK_STR_EQ(JSTR(dropped, "state"), "canceled");
+  json_decref(dropped);
+  usleep(500 * 1000); /* a's late writes, were they not fenced, would have landed */
+  char node[64];
+  node_of(queued, node, sizeof node);
+  CHECK_STR_EQ(node, "b");
+  j = job_wait_final(&b, running, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  json_decref(j);
+  j = job_wait_final(&b, queued, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  struct http_reply r;
+  http_post_json(&a, "/transpose", SMALL, &r); /* a joined again */
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  gpulabd_stop(&a);
   gpulabd_stop(&b);
 }
 
@@ -296,6 +400,36 @@ static void test_pg_restart(void) {
   for (int i = 0; i < 2; i++) gpulabd_stop(&nodes[i]);
 }
 
+/* /health's fleet part, polled until its status is want (10 s at most). */
+static void wait_fleet_status(struct gpulabd *d, const char *want) {
+  for (int i = 0;; i++, usleep(50 * 1000)) {
+    struct http_reply r;
+    http_get(d, "/health", &r);
+    bool seen = strcmp(JSTR(r.json, "fleet.status"), want) == 0;
+    if (seen) {
+      CHECK_INT_EQ(r.status, strcmp(want, "ok") == 0 ? 200 : 503);
+      CHECK_STR_EQ(JSTR(r.json, "fleet.node"), "a");
+    }
+    http_reply_free(&r);
+    if (seen) return;
+    if (i == 200) CHECK_FAIL_("/health's fleet.status never became %s", want);
+  }
+}
+
+/* PostgreSQL stopped: a node that cannot renew its lease for half of it says so in
+ * /health (503, fleet.status fenced) and starts no job; once the server is back it
+ * renews, and says ok again. */
+static void test_fenced_while_db_away(void) {
+  struct gpulabd a;
+  start_node(&a, "a");
+  wait_fleet_status(&a, "ok");
+  cluster("pgstop");
+  wait_fleet_status(&a, "fenced");
+  cluster("pgstart");
+  wait_fleet_status(&a, "ok");
+  gpulabd_stop(&a);
+}
+
 int main(void) {
   if (!getenv("GPULAB_TEST_DB") || !getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")) {
     printf(
@@ -310,11 +444,16 @@ int main(void) {
   test_db_reset(db);
   test_busy_hands_over();
   test_db_reset(db);
+  test_chain_sent_to_parent();
+  test_db_reset(db);
   test_take_over();
+  test_db_reset(db);
+  test_fenced_after_take_over();
   test_db_reset(db);
   test_fair_claims();
   test_db_reset(db);
   test_pg_restart();
+  test_fenced_while_db_away();
   test_db_drop(db);
   printf("test_fleet: ok\n");
   return 0;
