@@ -392,11 +392,13 @@ int main(int argc, char **argv) {
   }
   status = wait_for_stop(&cfg, engine, store, fleet, &stop_signals);
 fail:
-  fleet_stop(fleet); /* claims nothing more */
+  if (fleet) fleet_drain(fleet); /* claims nothing more; its lease held while jobs finish */
   http_server_quiesce(server);
-  /* Running jobs may finish; queued ones stay in the store for the next start.
-   * Every waiting request is answered. */
+  /* Running jobs may finish; queued ones stay in the store for the next start (a
+   * fleet's other nodes take them once this one's lease has run out). Every waiting
+   * request is answered. */
   if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
+  fleet_stop(fleet);
   http_server_drain(server, 2);
   http_server_stop(server);
   durable_sweeps_close(store, sweeps);

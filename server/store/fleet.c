@@ -36,6 +36,7 @@ struct fleet {
   char lease[32];            /* cfg.lease_s as SQL text */
   _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
   atomic_bool stopping;
+  atomic_bool draining;        /* fleet_drain */
   int stop_pipe[2];            /* written by fleet_stop: the thread's wait ends */
   pthread_mutex_t queued_lock; /* the counts below: fleet_queued reads them */
   struct fleet_queued queued[FLEET_QUEUED_MAX];
@@ -123,7 +124,7 @@ static void renew(struct fleet *f) {
   char epoch[24];
   snprintf(epoch, sizeof epoch, "%" PRId64, f->epoch);
   char room[16];
-  int capacity = f->cfg.capacity(f->cfg.arg);
+  int capacity = atomic_load(&f->draining) ? 0 : f->cfg.capacity(f->cfg.arg);
   snprintf(room, sizeof room, "%d", capacity > 0 ? capacity : 0);
   char advertise[sizeof f->advertise];
   advertised(f, advertise);
@@ -218,7 +219,7 @@ static void expire_nodes(struct fleet *f) {
  * each client's jobs ranked oldest first, and the ranks taken in turn. Returns
  * whether it filled the room (more may be waiting). */
 static bool claim(struct fleet *f) {
-  int room = fleet_fenced(f) ? 0 : f->cfg.capacity(f->cfg.arg); /* none to start them */
+  int room = fleet_fenced(f) || atomic_load(&f->draining) ? 0 : f->cfg.capacity(f->cfg.arg);
   if (room <= 0) return false;
   int limit = room < CLAIM_BATCH_MAX ? room : CLAIM_BATCH_MAX;
   char most[16];
@@ -299,7 +300,7 @@ static int others_room(struct fleet *f) {
  * first (no job is ever in two places to run), then unclaimed in the database, which
  * is retried until it succeeds (a job whose row changed meanwhile is left as it is). */
 static void release_backlog(struct fleet *f) {
-  if (f->n_released == 0) {
+  if (f->n_released == 0 && !atomic_load(&f->draining)) {
     int room = f->cfg.capacity(f->cfg.arg) > 0 ? 0 : others_room(f);
     if (room > RELEASE_MAX) room = RELEASE_MAX;
     if (room > 0) f->n_released = f->cfg.release(f->cfg.arg, f->released, room);
@@ -409,6 +410,8 @@ void fleet_advertise(struct fleet *f, const char *url) {
   snprintf(f->advertise, sizeof f->advertise, "%s", url);
   pthread_mutex_unlock(&f->advertise_lock);
 }
+
+void fleet_drain(struct fleet *f) { atomic_store(&f->draining, true); }
 
 void fleet_stop(struct fleet *f) {
   if (!f) return;

@@ -75,6 +75,9 @@ struct fleet_config {
  * that whatever it accepts is under its lease. cfg's strings are copied.
  * Returns 0, or a negative errno with err (-EIO: the database cannot be reached). */
 int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, size_t err_len);
+/* Stopping: claims nothing more and hands nothing back, while the lease is still
+ * renewed (the jobs running here may finish, as theirs). */
+void fleet_drain(struct fleet *f);
 /* Stops the thread. The lease is left to run out: a node back before then (a
  * restart) keeps its unfinished jobs; after it, others take them. NULL: a no-op. */
 void fleet_stop(struct fleet *f);

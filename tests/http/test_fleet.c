@@ -305,6 +305,22 @@ static void test_fenced_after_take_over(void) {
   gpulabd_stop(&b);
 }
 
+/* SIGTERM to a running a long job: a claims nothing more but keeps its lease while
+ * the job finishes (within --grace), so b does not fail it `interrupted` meanwhile. */
+static void test_drain_keeps_lease(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  long long running = start_slow(&a);
+  gpulabd_stop(&a); /* waits for the job */
+  json_t *j = job_wait_final(&b, running, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  printf("drain: a's job, SIGTERM as it started, ran %.1f s (lease 2 s): done\n",
+         JNUM(j, "run_ms") / 1e3);
+  json_decref(j);
+  gpulabd_stop(&b);
+}
+
 /* A floods a with FLOOD jobs, then B sends one; a dies; b, one stream, claims one job
  * at a time in turns across clients: B's job runs second at the latest. */
 static void test_fair_claims(void) {
@@ -449,6 +465,8 @@ int main(void) {
   test_take_over();
   test_db_reset(db);
   test_fenced_after_take_over();
+  test_db_reset(db);
+  test_drain_keeps_lease();
   test_db_reset(db);
   test_fair_claims();
   test_db_reset(db);
