@@ -27,6 +27,13 @@ static struct store *open_store(void) {
   return s;
 }
 
+/* The record the store holds for id is want. */
+static void check_record(struct store *s, uint64_t id, const char *want) {
+  char *r = store_record(s, id);
+  CHECK_STR_EQ(r, want);
+  free(r);
+}
+
 /* Queues one job row and returns its ticket. */
 static uint64_t put_job(struct store *s, uint64_t id, const char *state, double finished,
                         const char *record, bool create) {
@@ -92,9 +99,7 @@ static void test_rows(void) {
   put_job(s, 2, "running", 0, NULL, false);
   put_job(s, 9, "done", 1600, "{\"id\":9}", false);
   store_flush(s);
-  char *r = store_record(s, 2);
-  CHECK_STR_EQ(r, "{\"id\":2,\"state\":\"running\"}");
-  free(r);
+  check_record(s, 2, "{\"id\":2,\"state\":\"running\"}");
   CHECK(store_record(s, 9) == NULL);
   CHECK(store_record(s, 77) == NULL);
   CHECK_INT_EQ(store_max_id(s), 3);
@@ -158,9 +163,7 @@ static void test_rows(void) {
 
   /* What was written is there after a reopen. */
   s = open_store();
-  r = store_record(s, 1);
-  CHECK_STR_EQ(r, "{\"id\":1,\"state\":\"queued\"}");
-  free(r);
+  check_record(s, 1, "{\"id\":1,\"state\":\"queued\"}");
   CHECK_INT_EQ(store_ids_floor(s, "jobs"), 5);
   store_close(s);
   printf("rows: ok\n");
@@ -270,9 +273,7 @@ static void test_hold(void) {
   pthread_join(t, NULL);
   CHECK(atomic_load(&f.done));
   CHECK_INT_EQ(store_sync(s, last), 0);
-  char *r = store_record(s, 20);
-  CHECK_STR_EQ(r, "{\"id\":20}");
-  free(r);
+  check_record(s, 20, "{\"id\":20}");
   store_close(s);
   printf("hold: ok\n");
 }
@@ -329,15 +330,9 @@ static void test_replace(void) {
   CHECK_INT_EQ(store_sync(s, t30), 0);
   CHECK_INT_EQ(store_sync(s, t32), 0);
   CHECK_INT_EQ(atomic_load(&made), 1); /* 32's, once; 30's never */
-  char *r = store_record(s, 30);
-  CHECK_STR_EQ(r, "{\"id\":30,\"state\":\"done\"}");
-  free(r);
-  r = store_record(s, 32);
-  CHECK_STR_EQ(r, "{\"made\":7}");
-  free(r);
-  r = store_record(s, 31);
-  CHECK_STR_EQ(r, "{\"id\":31}");
-  free(r);
+  check_record(s, 30, "{\"id\":30,\"state\":\"done\"}");
+  check_record(s, 32, "{\"made\":7}");
+  check_record(s, 31, "{\"id\":31}");
   int seen[2] = {0, 0}; /* 32 is running, with its request; 30 is done */
   store_unfinished(s, on_replaced_unfinished, seen);
   CHECK_INT_EQ(seen[0], 0);
@@ -345,9 +340,7 @@ static void test_replace(void) {
   /* A row written already is not replaced: the next one is an update of it. */
   uint64_t t = put_job(s, 32, "done", 2040.0, "{\"id\":32}", false);
   CHECK_INT_EQ(store_sync(s, t), 0);
-  r = store_record(s, 32);
-  CHECK_STR_EQ(r, "{\"id\":32}");
-  free(r);
+  check_record(s, 32, "{\"id\":32}");
   store_close(s);
   printf("replace: ok\n");
 }
@@ -423,17 +416,13 @@ static void test_pg_restart(void) {
   CHECK_INT_EQ(store_check(s), 0);
   uint64_t again = put_job(s, 71, "queued", 0, "{\"id\":71}", true);
   CHECK_INT_EQ(store_sync(s, again), 0);
-  char *r = store_record(s, 71);
-  CHECK_STR_EQ(r, "{\"id\":71}");
-  free(r);
-  r = store_record(s, 50);
-  CHECK_STR_EQ(r, "{\"id\":50}");
-  free(r);
+  check_record(s, 71, "{\"id\":71}");
+  check_record(s, 50, "{\"id\":50}");
   CHECK(store_record(s, 70) == NULL); /* failed, and said so */
   int written = 0;
   for (int i = 0; i < 8; i++) {
     int rc = store_sync(s, tickets[i]);
-    r = store_record(s, 60 + (uint64_t)i);
+    char *r = store_record(s, 60 + (uint64_t)i);
     if (rc == 0) {
       CHECK(r != NULL);
       written++;
