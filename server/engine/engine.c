@@ -269,7 +269,7 @@ static int place_locked(struct engine *e, const struct job *job) {
   return best;
 }
 
-void make_queued_locked(struct engine *e, struct job *job) {
+void make_queued_locked(struct engine *e, struct job *job, bool wake) {
   /* Every input given as data must be here by now; a job never computes on numbers
    * made up in their place. */
   for (int s = 0; s < exp_input_count(job->spec.type); s++)
@@ -286,12 +286,16 @@ void make_queued_locked(struct engine *e, struct job *job) {
   sched_push(e->sched, job->device, job->sched_client, &job->item);
   e->n_queued++;
   publish_state_locked(e, job);
-  if (!job->hold_wake) pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
+  if (wake) wake_for_locked(e, job);
+}
+
+void wake_for_locked(struct engine *e, struct job *job) {
+  if (job->state == JOB_QUEUED) pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
 }
 
 void engine_wake(struct engine *e, struct job *job) {
   pthread_mutex_lock(&e->lock);
-  if (job->state == JOB_QUEUED) pthread_cond_signal(&e->work_ready[job->device]);
+  wake_for_locked(e, job);
   engine_unlock(e);
 }
 
@@ -350,7 +354,7 @@ void parent_ready_locked(struct engine *e, struct job *parent, bool finished) {
         parent->output->in_use++;
         child->inputs[s] = parent->output;
       }
-    if (--child->deps_pending == 0) make_queued_locked(e, child);
+    if (--child->deps_pending == 0) make_queued_locked(e, child, true);
   }
 }
 

@@ -62,7 +62,6 @@ struct job {
   /* A running job stopped by the engine's shutdown (past its grace): it ends failed
    * `interrupted`, not canceled as if its owner had canceled it. */
   bool interrupted;
-  bool hold_wake; /* engine_submit_inline: its first queueing wakes no worker */
   bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
   bool recorded;  /* on_job_change has been called for it */
   bool final_recorded; /* its final state's on_job_change has returned (engine_unlock) */
@@ -128,8 +127,11 @@ int table_reserve_locked(struct engine *e, int n);
 void table_insert_locked(struct engine *e, struct job *job); /* room reserved */
 void table_remove_locked(struct engine *e, struct job *job); /* drops the table's reference */
 /* Joins the job (all parents ready) to its device's queue, or fails it when an
- * input it needs never came. */
-void make_queued_locked(struct engine *e, struct job *job);
+ * input it needs never came. wake: a worker is woken for it (engine_submit_inline's
+ * job: none, its caller runs it or wakes one). */
+void make_queued_locked(struct engine *e, struct job *job, bool wake);
+/* Wakes a worker of job's device if job is queued. */
+void wake_for_locked(struct engine *e, struct job *job);
 /* Takes a job out of the queue or the waiting set; it no longer counts as pending. */
 void leave_pending_locked(struct engine *e, struct job *job);
 void publish_state_locked(struct engine *e, struct job *job);

@@ -216,7 +216,7 @@ bool engine_run_inline(struct engine *e, struct job *job) {
       if (e->workers[i].device == job->device && e->workers[i].idle && !e->workers[i].lent)
         w = &e->workers[i];
   if (!w) { /* left to the workers: one wakes for it (engine_submit_inline woke none) */
-    if (job->state == JOB_QUEUED) pthread_cond_signal(&e->work_ready[job->device]);
+    wake_for_locked(e, job);
     engine_unlock(e);
     return false;
   }

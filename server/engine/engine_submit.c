@@ -225,9 +225,7 @@ static void accept_locked(struct engine *e, struct job *job, bool hold_wake) {
     leave_pending_locked(e, job);
     end_job_locked(e, job, JOB_FAILED, "parent_failed", failure);
   } else if (job->deps_pending == 0) {
-    job->hold_wake = hold_wake;
-    make_queued_locked(e, job);
-    job->hold_wake = false; /* queued again later (after a restart): woken as usual */
+    make_queued_locked(e, job, !hold_wake);
   } else {
     publish_state_locked(e, job);
   }
