@@ -115,6 +115,16 @@ void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int er
   s->write_errors++;
 }
 
+/* Frees a list of rows and the records made for them. */
+static void free_rows(struct queued_row *q) {
+  while (q) {
+    struct queued_row *next = q->next;
+    free(q->made);
+    free(q);
+    q = next;
+  }
+}
+
 /* Takes everything queued, writes it in one transaction and marks it done (written
  * or failed). One writer at a time (s->writing): the writer thread, or a
  * store_flush caller, which writes for itself rather than wait for a thread to
@@ -127,10 +137,21 @@ static void write_queued_locked(struct store *s) {
   s->writing = true;
   pthread_mutex_unlock(&s->queue_lock);
 
+  /* Rows a later one replaced leave the batch unwritten; they are freed with it (the
+   * rows that replaced them point into them). */
+  struct queued_row *replaced = NULL, **link = &batch;
+  while (*link)
+    if ((*link)->replaced) {
+      struct queued_row *q = *link;
+      *link = q->next;
+      q->next = replaced;
+      replaced = q;
+    } else {
+      link = &(*link)->next;
+    }
   char why[200] = "";
   uint64_t bytes = 0;
   for (struct queued_row *q = batch; q; q = q->next) {
-    if (q->replaced) continue;
     if (!q->row.record && q->row.make_record) /* outside the database's lock */
       q->row.record = q->made = q->row.make_record(q->row.record_arg);
     bytes += 64 + q->row.request_len + (q->row.record ? strlen(q->row.record) : 0);
@@ -140,12 +161,8 @@ static void write_queued_locked(struct store *s) {
   s->written_since_check += bytes;
   bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
   pthread_mutex_unlock(&s->lock);
-  while (batch) {
-    struct queued_row *next = batch->next;
-    free(batch->made);
-    free(batch);
-    batch = next;
-  }
+  free_rows(batch);
+  free_rows(replaced);
 
   pthread_mutex_lock(&s->queue_lock);
   store_note_write_locked(s, from, upto, err, why);

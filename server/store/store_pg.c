@@ -294,7 +294,7 @@ static int pg_write_batch_locked(struct store *s, const struct queued_row *batch
   struct pg *p = pg_of(s);
   int err = step(s, "BEGIN", why, len);
   for (const struct queued_row *q = batch; q && !err; q = q->next)
-    if (!q->replaced) err = write_row(s, &q->row, why, len);
+    err = write_row(s, &q->row, why, len);
   if (!err) err = step(s, "COMMIT", why, len);
   /* A commit whose answer never came (the connection lost) is counted failed: it may
    * be in the database all the same, which store.h allows (written, or failed). */

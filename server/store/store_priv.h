@@ -39,8 +39,7 @@ struct store_ops {
    * started. On failure close is still called. */
   int (*open)(struct store *s, const char *where, char *why, size_t why_len);
   void (*close)(struct store *s); /* frees s->backend; NULL backend is a no-op */
-  /* Writes batch in one transaction, all or nothing, skipping rows replaced by later
-   * ones (queued_row.replaced). Locked. */
+  /* Writes batch in one transaction, all or nothing. Locked. */
   int (*write_batch_locked)(struct store *s, const struct queued_row *batch, char *why,
                             size_t why_len);
   /* A failing store's small write of its own. Locked. */

@@ -213,7 +213,7 @@ static int lite_write_batch_locked(struct store *s, const struct queued_row *bat
   struct lite *l = lite_of(s);
   int rc = step_once(l->begin);
   for (const struct queued_row *q = batch; q && rc == SQLITE_OK; q = q->next)
-    if (!q->replaced) rc = write_row_locked(l, &q->row);
+    rc = write_row_locked(l, &q->row);
   if (rc == SQLITE_OK) rc = step_once(l->commit);
   if (rc == SQLITE_OK) return 0;
   int err = lite_errno(l->db, rc);
