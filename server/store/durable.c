@@ -19,14 +19,17 @@ struct stored_request {
 };
 #define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
 
+/* The job as GET /jobs/{id} shows it, as text (malloc'd; NULL when out of memory). */
+static char *job_text(const struct job_view *v, bool with_result) {
+  json_t *j = job_json(v, with_result);
+  char *text = json_text(j, NULL); /* NULL j: NULL */
+  json_decref(j);
+  return text;
+}
+
 /* The record of a job not yet final, made by the store as it writes the row (a
  * copy of its job_view: without a result, nothing in it points elsewhere). */
-static char *pending_record(const void *arg) {
-  json_t *j = job_json(arg, false);
-  char *record = json_text(j, NULL); /* NULL j: NULL */
-  json_decref(j);
-  return record;
-}
+static char *pending_record(const void *arg) { return job_text(arg, false); }
 
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
@@ -43,9 +46,7 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
   bool pending = !final && !v->result && (v->state != JOB_RUNNING || store_shared(arg));
-  json_t *j = final ? job_json(v, true) : NULL;
-  char *record = json_text(j, NULL); /* NULL j: NULL */
-  json_decref(j);
+  char *record = final ? job_text(v, true) : NULL;
   struct store_row row = {.id = v->id,
                           .client = v->client,
                           .type = exp_type_name(v->spec.type),
