@@ -19,6 +19,8 @@ struct event {
   char state[12]; /* EVENT_STATE: the new state's name */
   char client[64];
   char error_code[32]; /* EVENT_STATE into failed/canceled */
+  bool remote;         /* a job of a fleet's other node (durable_fleet), not this one's */
+  char node[64];       /* remote: the node that holds it ("": none yet, queued for all) */
   int run, batch;      /* EVENT_PROGRESS: which run and batch finished */
   double sample_ms;    /* EVENT_PROGRESS: that batch's sample */
 };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/params.h"
+#include "server/engine/events.h"
 #include "server/http/routes.h"
 #include "server/http/sse.h"
 #include "server/http/submit.h"
@@ -223,9 +224,20 @@ enum MHD_Result route_jobs(struct request *r, const struct route_args *a) {
 
 enum MHD_Result route_job_events(struct request *r, const struct route_args *a) {
   struct job *job = find_visible_job(r, a->id);
-  if (!job) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", a->id);
-  enum MHD_Result ret = sse_respond(r, job);
-  job_unref(job);
+  if (job) {
+    enum MHD_Result ret = sse_respond(r, job);
+    job_unref(job);
+    return ret;
+  }
+  /* A job of a fleet's other node (or of an earlier run): its stored state first, then
+   * what the fleet says of it, from the bus's events since before the store was read. */
+  uint64_t after = events_last_seq(engine_events(r->srv->engine));
+  json_t *stored = stored_job(r, a->id);
+  if (!stored) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", a->id);
+  enum MHD_Result ret =
+      sse_respond_stored(r, (uint64_t)json_integer_value(json_object_get(stored, "id")), after,
+                         stored);
+  json_decref(stored);
   return ret;
 }
 

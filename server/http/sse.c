@@ -21,7 +21,8 @@ struct sse_stream {
   uint64_t job_id;       /* 0: every job */
   char client[64];       /* non-empty: only this client's jobs (a client without admin) */
   uint64_t next_seq;     /* events after this one are still to send */
-  struct job_view first; /* the job's state when the stream opened */
+  json_t *first;         /* the job's state when the stream opened (its event's data) */
+  char state[12];        /* a job's stream: the last state sent */
   bool send_first, ended;
   double next_keepalive;
   struct events_waiter waiter;
@@ -56,19 +57,34 @@ static bool final_state(const char *state) {
   return !strcmp(state, "done") || !strcmp(state, "failed") || !strcmp(state, "canceled");
 }
 
+/* How far a job has gone: unstarted 0, running 1, ended 2. */
+static int state_rank(const char *state) {
+  return final_state(state) ? 2 : strcmp(state, "running") == 0 ? 1 : 0;
+}
+
+/* A job's stream says each state once and never goes back: another node's job's
+ * change may reach the bus after the stream opened on the store's newer view. */
+static bool already_said(struct sse_stream *s, const char *state) {
+  if (!s->job_id || !s->state[0]) return false;
+  return strcmp(state, s->state) == 0 || state_rank(state) < state_rank(s->state);
+}
+
 static void append_bus_event(struct sse_stream *s, const struct event *ev) {
   if (s->client[0] && strcmp(s->client, ev->client) != 0) return; /* not this client's */
+  if (ev->kind == EVENT_STATE && already_said(s, ev->state)) return;
   json_t *o = json_pack("{s:I,s:o,s:I,s:s,s:s}", "seq", (json_int_t)ev->seq, "time",
                         time_json(ev->time), "job", (json_int_t)ev->job_id, "type", ev->job_type,
                         "client", ev->client);
   if (ev->kind == EVENT_STATE) {
     json_object_set_new(o, "state", json_string(ev->state));
     if (ev->error_code[0]) json_object_set_new(o, "error", json_string(ev->error_code));
+    snprintf(s->state, sizeof s->state, "%s", ev->state);
   } else {
     json_object_set_new(o, "run", json_integer(ev->run));
     json_object_set_new(o, "batch", json_integer(ev->batch));
     json_object_set_new(o, "sample_ms", json_real(ev->sample_ms));
   }
+  if (ev->remote) json_object_set_new(o, "node", ev->node[0] ? json_string(ev->node) : json_null());
   append_event(s, ev->seq, ev->kind == EVENT_STATE ? "state" : "progress", o);
   if (s->job_id && ev->kind == EVENT_STATE && final_state(ev->state)) s->ended = true;
 }
@@ -78,13 +94,11 @@ static void fill(struct sse_stream *s) {
   s->len = s->off = 0;
   if (s->send_first) {
     s->send_first = false;
-    const struct job_view *v = &s->first;
-    json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)v->id, "type",
-                          exp_type_name(v->spec.type), "client", v->client, "state",
-                          job_state_name(v->state));
-    if (v->error_code[0]) json_object_set_new(o, "error", json_string(v->error_code));
-    append_event(s, 0, "state", o);
-    if (job_state_final(v->state)) s->ended = true;
+    const char *state = json_string_value(json_object_get(s->first, "state"));
+    snprintf(s->state, sizeof s->state, "%s", state ? state : "");
+    if (final_state(s->state)) s->ended = true;
+    append_event(s, 0, "state", s->first);
+    s->first = NULL;
     return;
   }
   struct event evs[SSE_READ_BATCH];
@@ -131,23 +145,39 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max) {
   return 0;
 }
 
-static void sse_free(void *cls) { free(cls); }
+static void sse_free(void *cls) {
+  struct sse_stream *s = cls;
+  json_decref(s->first);
+  free(s);
+}
 
-enum MHD_Result sse_respond(struct request *r, struct job *job) {
+/* The opening state event's data. */
+static json_t *first_state(uint64_t id, const char *type, const char *client, const char *state,
+                           const char *error_code) {
+  json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)id, "type", type, "client",
+                        client, "state", state);
+  if (o && error_code && error_code[0]) json_object_set_new(o, "error", json_string(error_code));
+  return o;
+}
+
+/* A stream that starts with the job's state (first, taken) when job_id is not 0,
+ * its events after seq after; every job's r may see after seq after when 0. */
+static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t *first,
+                                     uint64_t after) {
   struct sse_stream *s = calloc(1, sizeof *s);
-  if (!s) return respond_fail(r, 503, "out_of_memory", NULL, "no memory for an event stream");
-  struct engine *e = r->srv->engine;
-  s->conn = r->conn;
-  s->bus = engine_events(e);
-  s->next_keepalive = engine_now_mono() + SSE_KEEPALIVE_S;
-  if (job) {
-    engine_job_snapshot(e, job, &s->first, &s->next_seq);
-    s->job_id = s->first.id;
-    s->send_first = true;
-  } else {
-    s->next_seq = events_last_seq(s->bus);
-    if (!request_sees_all(r)) snprintf(s->client, sizeof s->client, "%s", r->client);
+  if (!s || (job_id && !first)) {
+    free(s);
+    json_decref(first);
+    return respond_fail(r, 503, "out_of_memory", NULL, "no memory for an event stream");
   }
+  s->conn = r->conn;
+  s->bus = engine_events(r->srv->engine);
+  s->next_keepalive = engine_now_mono() + SSE_KEEPALIVE_S;
+  s->next_seq = after;
+  s->job_id = job_id;
+  s->first = first;
+  s->send_first = job_id != 0;
+  if (!job_id && !request_sees_all(r)) snprintf(s->client, sizeof s->client, "%s", r->client);
   /* A reconnecting EventSource says where it stopped. */
   const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
   uint64_t last_id;
@@ -164,4 +194,28 @@ enum MHD_Result sse_respond(struct request *r, struct job *job) {
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
   return request_queue(r, 200, resp, 0); /* a stream: its length is not known */
+}
+
+enum MHD_Result sse_respond(struct request *r, struct job *job) {
+  struct engine *e = r->srv->engine;
+  if (!job) return respond_stream(r, 0, NULL, events_last_seq(engine_events(e)));
+  struct job_view v;
+  uint64_t after;
+  engine_job_snapshot(e, job, &v, &after);
+  return respond_stream(r, v.id,
+                        first_state(v.id, exp_type_name(v.spec.type), v.client,
+                                    job_state_name(v.state), v.error_code),
+                        after);
+}
+
+enum MHD_Result sse_respond_stored(struct request *r, uint64_t id, uint64_t after,
+                                   const json_t *record) {
+  const char *type = json_string_value(json_object_get(record, "type"));
+  const char *client = json_string_value(json_object_get(record, "client"));
+  const char *state = json_string_value(json_object_get(record, "state"));
+  const char *error = json_string_value(json_object_get(json_object_get(record, "error"), "code"));
+  return respond_stream(r, id,
+                        first_state(id, type ? type : "", client ? client : "",
+                                    state ? state : "", error),
+                        after);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/json_text.h"
+#include "server/engine/events.h"
 #include "server/engine/job_json.h"
 #include "server/log.h"
 
@@ -218,8 +219,34 @@ static int fleet_release(void *arg, uint64_t *ids, int max) {
   return n;
 }
 
+/* Another node's job changed state: on this node's event bus, as its own jobs' are
+ * (events.h), with the node's name. A payload not as store_pg.c's trigger makes it is
+ * dropped. */
+static void fleet_job_event(void *arg, const char *payload) {
+  struct durable_fleet *df = arg;
+  json_t *j = json_loads(payload, 0, NULL);
+  const char *state = json_string_value(json_object_get(j, "state"));
+  const char *node = json_string_value(json_object_get(j, "node"));
+  const char *type = json_string_value(json_object_get(j, "type"));
+  const char *client = json_string_value(json_object_get(j, "client"));
+  const char *error = json_string_value(json_object_get(j, "error"));
+  json_int_t id = json_integer_value(json_object_get(j, "job"));
+  if (state && type && client && id > 0 && !(node && strcmp(node, df->node) == 0)) {
+    struct event ev = {.job_id = (uint64_t)id, .kind = EVENT_STATE, .remote = true};
+    snprintf(ev.job_type, sizeof ev.job_type, "%s", type);
+    snprintf(ev.state, sizeof ev.state, "%s", state);
+    snprintf(ev.client, sizeof ev.client, "%s", client);
+    snprintf(ev.error_code, sizeof ev.error_code, "%s", error ? error : "");
+    snprintf(ev.node, sizeof ev.node, "%s", node ? node : "");
+    events_publish(engine_events(df->engine), &ev);
+  }
+  json_decref(j);
+}
+
 void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg) {
+  snprintf(df->node, sizeof df->node, "%s", cfg->node);
   cfg->arg = df;
+  cfg->job_event = fleet_job_event;
   cfg->capacity = fleet_capacity;
   cfg->run_claimed = fleet_run_claimed;
   cfg->interrupted_record = fleet_interrupted_record;

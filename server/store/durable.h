@@ -44,13 +44,15 @@ int durable_recover(struct engine *e, struct store *s, struct durable_recovery *
  * cfg's callbacks and arg to df, which must outlive the fleet. A claimed job runs as
  * a recovered one (durable_recover); a backlog goes back to the queue
  * (engine_jobs_release); when the node is taken over, every job of the engine is
- * canceled. */
+ * canceled. Other nodes' jobs' state changes are published on the engine's event
+ * bus, with their node (this node's own the engine published already). */
 struct durable_fleet {
   struct engine *engine;
   struct store *store;
   int lanes; /* jobs the node runs at once: it claims while fewer than twice as many are
                 queued or running, and hands back to the queue what is queued past it */
   struct durable_recovery claimed; /* claimed jobs run, and failed at once */
+  char node[64];                   /* this node's name (set by durable_fleet_bind) */
 };
 void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg);
 

@@ -19,6 +19,7 @@
 #define CLAIM_BATCH_MAX 64                   /* jobs claimed by one statement */
 #define FLEET_JOBS_CHANNEL "gpulab_jobs"     /* jobs were left unclaimed */
 #define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
+#define FLEET_EVENTS_CHANNEL "gpulab_job_events" /* a job's state changed (store_pg.c) */
 #define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
 #define RELEASE_MAX 64                       /* jobs handed back to the queue at once */
 #define STR_(x) #x
@@ -53,10 +54,12 @@ static double now_mono(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The channels that wake the thread: jobs left unclaimed, cancel requests (a
- * session's LISTENs, made again on a new connection). */
+/* The channels that wake the thread: jobs left unclaimed, cancel requests; and the
+ * jobs' state changes, handed to job_event (a session's LISTENs, made again on a new
+ * connection). */
 static bool listen_channels(PGconn *conn) {
-  PGresult *res = PQexec(conn, "LISTEN " FLEET_JOBS_CHANNEL "; LISTEN " FLEET_CANCEL_CHANNEL);
+  PGresult *res = PQexec(conn, "LISTEN " FLEET_JOBS_CHANNEL "; LISTEN " FLEET_CANCEL_CHANNEL
+                               "; LISTEN " FLEET_EVENTS_CHANNEL);
   bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
   PQclear(res);
   return ok;
@@ -320,15 +323,37 @@ static void release_backlog(struct fleet *f) {
     f->n_released = 0;
 }
 
-/* Sleeps up to seconds, or until a notification comes or fleet_stop. */
-static void wait_for_news(struct fleet *f, double seconds) {
-  int sock = PQsocket(f->conn);
-  struct pollfd fds[2] = {{.fd = f->stop_pipe[0], .events = POLLIN},
-                          {.fd = sock, .events = POLLIN}};
-  if (seconds > 0) poll(fds, sock >= 0 ? 2 : 1, (int)(seconds * 1e3) + 1);
-  if (sock < 0 || !PQconsumeInput(f->conn)) return;
+/* The notifications that came: job events to job_event (another node's jobs: this
+ * node's engine told its own already); whether any other asks for a pass (jobs left
+ * unclaimed, a cancel request; this session's own NOTIFYs do not). */
+static bool take_notifications(struct fleet *f) {
+  bool news = false;
   PGnotify *n;
-  while ((n = PQnotifies(f->conn))) PQfreemem(n); /* what came, the next pass asks */
+  while ((n = PQnotifies(f->conn))) {
+    if (strcmp(n->relname, FLEET_EVENTS_CHANNEL) == 0)
+      f->cfg.job_event(f->cfg.arg, n->extra);
+    else if (n->be_pid != PQbackendPID(f->conn))
+      news = true;
+    PQfreemem(n);
+  }
+  return news;
+}
+
+/* Sleeps up to seconds, or until a notification asks for a pass, or fleet_stop. Job
+ * events are handed on as they come, without a pass (there are many). */
+static void wait_for_news(struct fleet *f, double seconds) {
+  double until = now_mono() + seconds;
+  for (;;) {
+    /* Those that came during the pass's statements are read already. */
+    if (take_notifications(f) || atomic_load(&f->stopping)) return;
+    double left = until - now_mono();
+    int sock = PQsocket(f->conn);
+    if (left <= 0 || sock < 0) return;
+    struct pollfd fds[2] = {{.fd = f->stop_pipe[0], .events = POLLIN},
+                            {.fd = sock, .events = POLLIN}};
+    if (poll(fds, 2, (int)(left * 1e3) + 1) <= 0 || fds[0].revents) return;
+    if (!PQconsumeInput(f->conn)) return; /* the next statement connects again */
+  }
 }
 
 /* Leases every L/3; cancels and claims then too, and whenever a notification says

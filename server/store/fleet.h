@@ -30,6 +30,9 @@
  *    a job on a job another node holds goes there (store_job_elsewhere: 307).
  *    LISTEN/NOTIFY wakes the thread at once for a cancel request or jobs left
  *    unclaimed; the L/3 period is the fallback.
+ *  - Events: a trigger (store_pg.c) notifies every state change of a job the database
+ *    records; the thread hands each to job_event, so a node's event streams show
+ *    the jobs of other nodes too.
  *  - Fencing of writes: the store writes a job's row only where its node is still this
  *    node and the job is unfinished (store_pg.c), so a node taken over changes nothing
  *    of what others now own, and no job is run by two nodes at once.
@@ -69,6 +72,10 @@ struct fleet_config {
   /* Jobs queued here past what this node starts soon, taken out of its engine for
    * the fleet's queue: their ids (at most max) into ids, their rows written. */
   int (*release)(void *arg, uint64_t *ids, int max);
+  /* A job's state changed in the database (any node's job, this one's too): payload
+   * is JSON {job, state, node, client, type, error}, error a code or null. Called on
+   * the fleet's thread, often: it must be quick. */
+  void (*job_event)(void *arg, const char *payload);
 };
 
 /* Registers the node and starts the fleet's thread: before the node takes any job, so

@@ -42,6 +42,23 @@ static const char *const migrations[] = {
     "  epoch bigint NOT NULL, devices text NOT NULL, room integer NOT NULL DEFAULT 0);"
     "CREATE INDEX jobs_unclaimed ON jobs(id) WHERE state = 'queued' AND node IS NULL;"
     "ALTER TABLE jobs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;",
+    /* 3: a job's state changes, as the database records them, on channel
+     * gpulab_job_events (fleet.h): every node's event streams show the fleet's jobs.
+     * A trigger, not a NOTIFY from gpulabd: no statement more per row, and the fleet's
+     * own writes (take-overs) are told too. The error's code only for a job that
+     * failed or was canceled (its record is read as JSON then, never otherwise). */
+    "CREATE FUNCTION gpulab_job_event() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN"
+    "  PERFORM pg_notify('gpulab_job_events', json_build_object('job', NEW.id,"
+    "   'state', NEW.state, 'node', NEW.node, 'client', NEW.client, 'type', NEW.type,"
+    "   'error', CASE WHEN NEW.state IN ('failed', 'canceled')"
+    "    THEN NEW.record::json #>> '{error,code}' END)::text);"
+    "  RETURN NULL;"
+    " END $$;"
+    "CREATE TRIGGER jobs_inserted AFTER INSERT ON jobs FOR EACH ROW"
+    "  EXECUTE FUNCTION gpulab_job_event();"
+    "CREATE TRIGGER jobs_changed AFTER UPDATE OF state ON jobs FOR EACH ROW"
+    "  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION gpulab_job_event();",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */

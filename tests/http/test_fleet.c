@@ -159,6 +159,56 @@ static void test_cancel_from_other(void) {
   gpulabd_stop(&b);
 }
 
+/* b's event streams show a's job (the database's trigger, LISTEN/NOTIFY): its own
+ * stream opens on the stored state and follows a's changes to the end, once each;
+ * b's /events carries them with a's name. */
+static void test_events_from_other(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  struct sse_stream all, one;
+  sse_open(&all, b.port, "/events", NULL, 10);
+  long long id = post_on(&a.http, "/stencil?wait=0", SLOW);
+  job_wait_state(&b, id, "running", 30); /* in the database */
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld/events", id);
+  sse_open(&one, b.port, path, NULL, 10);
+  CHECK_INT_EQ(one.status, 200);
+  struct sse_event e;
+  CHECK_INT_EQ(sse_next(&one, 10, &e), 1);
+  CHECK_STR_EQ(e.event, "state");
+  CHECK_INT_EQ(JINT(e.json, "job"), id);
+  CHECK_STR_EQ(JSTR(e.json, "state"), "running");
+  CHECK_STR_EQ(JSTR(e.json, "type"), "stencil");
+  sse_event_free(&e);
+  delete_on(&b, id); /* a cancels it: the stream says so, with a's name, and ends */
+  CHECK_INT_EQ(sse_next(&one, 30, &e), 1);
+  CHECK_STR_EQ(e.event, "state");
+  CHECK_STR_EQ(JSTR(e.json, "state"), "canceled");
+  CHECK_STR_EQ(JSTR(e.json, "error"), "canceled");
+  CHECK_STR_EQ(JSTR(e.json, "node"), "a");
+  sse_event_free(&e);
+  CHECK_INT_EQ(sse_next(&one, 10, &e), 0);
+  sse_close(&one);
+  /* Every job: a's job's states as the database recorded them, in order. */
+  const char *seen[4];
+  int n = 0;
+  while (n < 4) {
+    if (sse_next(&all, 30, &e) != 1) CHECK_FAIL_("%s", "b's /events stopped before a's job ended");
+    if (JINT(e.json, "job") == id) {
+      CHECK_STR_EQ(JSTR(e.json, "node"), "a");
+      seen[n++] = strcmp(JSTR(e.json, "state"), "canceled") == 0 ? "canceled" : "other";
+    }
+    bool ended = n > 0 && strcmp(seen[n - 1], "canceled") == 0;
+    sse_event_free(&e);
+    if (ended) break;
+  }
+  CHECK(n >= 2); /* queued or running first (the job's first row), then canceled */
+  sse_close(&all);
+  gpulabd_stop(&a);
+  gpulabd_stop(&b);
+}
+
 /* A job no node holds (its node died, the others are full) is canceled in the store. */
 static void test_cancel_unclaimed(void) {
   struct gpulabd a, b;
@@ -457,6 +507,8 @@ int main(void) {
   test_cancel_from_other();
   test_db_reset(db);
   test_cancel_unclaimed();
+  test_db_reset(db);
+  test_events_from_other();
   test_db_reset(db);
   test_busy_hands_over();
   test_db_reset(db);
