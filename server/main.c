@@ -235,12 +235,10 @@ static int join_fleet(const struct config *cfg, struct store *store, struct dura
   struct store_status st;
   *out = NULL;
   if (!store || (store_status(store, &st), strcmp(st.backend, "postgresql") != 0)) return 0;
-  char advertise[160], devices[64], err[512];
+  char advertise[160], err[512];
   advertised_url(cfg, cfg->port, advertise, sizeof advertise);
-  snprintf(devices, sizeof devices, "{\"count\":%d,\"streams\":%d}",
-           engine_device_count(df->engine), cfg->streams);
   struct fleet_config fcfg = {.uri = cfg->db, .node = cfg->node, .advertise = advertise,
-                              .devices = devices, .lease_s = cfg->lease_s};
+                              .lease_s = cfg->lease_s};
   durable_fleet_bind(df, &fcfg);
   if (fleet_start(&fcfg, out, err, sizeof err)) {
     log_warn("gpulabd: %s", err);

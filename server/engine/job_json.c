@@ -1,7 +1,27 @@
-/* A job as the API shows it. */
+/* A job, and a device, as the API shows them. */
 #include "server/engine/job_json.h"
 
 #include "api/encode.h"
+
+json_t *device_json(struct engine *e, int index) {
+  struct backend *b = engine_device(e, index);
+  struct backend_device_info info;
+  backend_device_info(b, &info);
+  json_t *o = api_device_to_json(&info);
+  json_object_set_new(o, "ordinal", json_integer(info.index));
+  json_object_set_new(o, "index", json_integer(index));
+  json_object_set_new(o, "streams", json_integer(backend_lanes(b)));
+  json_object_set_new(o, "job_memory_limit_bytes",
+                      json_integer((json_int_t)backend_memory_limit(b)));
+  json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
+  return o;
+}
+
+json_t *devices_json(struct engine *e) {
+  json_t *list = json_array();
+  for (int d = 0; d < engine_device_count(e); d++) json_array_append_new(list, device_json(e, d));
+  return list;
+}
 
 json_t *time_json(double unix_s) {
   if (unix_s <= 0) return json_null();

@@ -1,5 +1,6 @@
-/* A job as the API shows it (GET /jobs/{id}), built from a job_view: shared by
- * the HTTP routes and the durable store. */
+/* A job (GET /jobs/{id}, built from a job_view) and a device (GET /devices) as the
+ * API shows them: shared by the HTTP routes and the durable store (records, a fleet
+ * node's devices). */
 #ifndef GPULAB_JOB_JSON_H
 #define GPULAB_JOB_JSON_H
 
@@ -16,6 +17,11 @@ json_t *job_json(const struct job_view *v, bool with_result);
  * reference. */
 json_t *job_json_ended(uint64_t id, const char *record, enum job_state state, const char *code,
                        const char *message);
+/* Device index of engine e as GET /devices lists it ("index": its position here, the
+ * "device" of jobs). A new reference. */
+json_t *device_json(struct engine *e, int index);
+/* Every device of e, as that list. A new reference. */
+json_t *devices_json(struct engine *e);
 /* RFC 3339 UTC with milliseconds, or null for 0. */
 json_t *time_json(double unix_s);
 

@@ -6,25 +6,11 @@
 #include <string.h>
 
 #include "api/encode.h"
+#include "server/engine/job_json.h"
 #include "server/http/metrics.h"
 #include "server/http/routes.h"
 #include "server/store/fleet.h"
 #include "server/store/store.h"
-
-/* One device; "index" is its position in this gpulabd (the "device" of jobs). */
-static json_t *device_json(struct engine *e, int index) {
-  struct backend *b = engine_device(e, index);
-  struct backend_device_info info;
-  backend_device_info(b, &info);
-  json_t *o = api_device_to_json(&info);
-  json_object_set_new(o, "ordinal", json_integer(info.index));
-  json_object_set_new(o, "index", json_integer(index));
-  json_object_set_new(o, "streams", json_integer(backend_lanes(b)));
-  json_object_set_new(o, "job_memory_limit_bytes",
-                      json_integer((json_int_t)backend_memory_limit(b)));
-  json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
-  return o;
-}
 
 /* The first device, and how many there are. */
 enum MHD_Result route_device(struct request *r, const struct route_args *a) {
@@ -33,11 +19,39 @@ enum MHD_Result route_device(struct request *r, const struct route_args *a) {
   return respond_json(r, 200, o);
 }
 
+/* Each of list's devices said to be node's, at advertise; appended to out. */
+static void add_node_devices(json_t *out, json_t *list, const char *node, const char *advertise) {
+  size_t i;
+  json_t *d;
+  json_array_foreach(list, i, d) {
+    json_object_set_new(d, "node", json_string(node));
+    json_object_set_new(d, "advertise", json_string(advertise));
+    json_array_append(out, d);
+  }
+}
+
+/* A fleet's devices: this node's as they are now, then each other live node's as it
+ * said at its last renewal (fleet_nodes). */
+static json_t *fleet_devices(struct fleet *f, struct engine *e, json_t *local) {
+  json_t *all = json_array();
+  struct fleet_node nodes[FLEET_NODES_MAX];
+  int n = fleet_nodes(f, nodes, FLEET_NODES_MAX);
+  for (int i = 0; i < n; i++) {
+    bool self = strcmp(nodes[i].name, fleet_node(f)) == 0;
+    json_t *list = self ? json_incref(local) : json_loads(nodes[i].devices, 0, NULL);
+    if (json_is_array(list)) add_node_devices(all, list, nodes[i].name, nodes[i].advertise);
+    json_decref(list);
+    free(nodes[i].devices);
+  }
+  return all;
+}
+
 enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
-  json_t *list = json_array();
-  for (int d = 0; d < engine_device_count(r->srv->engine); d++)
-    json_array_append_new(list, device_json(r->srv->engine, d));
-  return respond_json(r, 200, json_pack("{s:o}", "devices", list));
+  json_t *list = devices_json(r->srv->engine);
+  json_t *o = json_pack("{s:o}", "devices", list);
+  struct fleet *f = r->srv->opts.fleet;
+  if (f) json_object_set_new(o, "fleet", fleet_devices(f, r->srv->engine, list));
+  return respond_json(r, 200, o);
 }
 
 /* Prometheus' text format, version 0.0.4. */

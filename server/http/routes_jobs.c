@@ -234,9 +234,8 @@ enum MHD_Result route_job_events(struct request *r, const struct route_args *a) 
   uint64_t after = events_last_seq(engine_events(r->srv->engine));
   json_t *stored = stored_job(r, a->id);
   if (!stored) return respond_fail(r, 404, "job_not_found", "id", "no job '%.40s'", a->id);
-  enum MHD_Result ret =
-      sse_respond_stored(r, (uint64_t)json_integer_value(json_object_get(stored, "id")), after,
-                         stored);
+  enum MHD_Result ret = sse_respond_stored(
+      r, (uint64_t)json_integer_value(json_object_get(stored, "id")), after, stored);
   json_decref(stored);
   return ret;
 }

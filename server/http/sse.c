@@ -18,11 +18,11 @@
 struct sse_stream {
   struct MHD_Connection *conn;
   struct events *bus;
-  uint64_t job_id;       /* 0: every job */
-  char client[64];       /* non-empty: only this client's jobs (a client without admin) */
-  uint64_t next_seq;     /* events after this one are still to send */
-  json_t *first;         /* the job's state when the stream opened (its event's data) */
-  char state[12];        /* a job's stream: the last state sent */
+  uint64_t job_id;   /* 0: every job */
+  char client[64];   /* non-empty: only this client's jobs (a client without admin) */
+  uint64_t next_seq; /* events after this one are still to send */
+  json_t *first;     /* the job's state when the stream opened (its event's data) */
+  char state[12];    /* a job's stream: the last state sent */
   bool send_first, ended;
   double next_keepalive;
   struct events_waiter waiter;
@@ -154,8 +154,8 @@ static void sse_free(void *cls) {
 /* The opening state event's data. */
 static json_t *first_state(uint64_t id, const char *type, const char *client, const char *state,
                            const char *error_code) {
-  json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)id, "type", type, "client",
-                        client, "state", state);
+  json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)id, "type", type, "client", client,
+                        "state", state);
   if (o && error_code && error_code[0]) json_object_set_new(o, "error", json_string(error_code));
   return o;
 }
@@ -163,7 +163,7 @@ static json_t *first_state(uint64_t id, const char *type, const char *client, co
 /* A stream that starts with the job's state (first, taken) when job_id is not 0,
  * its events after seq after; every job's r may see after seq after when 0. */
 static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t *first,
-                                     uint64_t after) {
+                                      uint64_t after) {
   struct sse_stream *s = calloc(1, sizeof *s);
   if (!s || (job_id && !first)) {
     free(s);
@@ -214,8 +214,7 @@ enum MHD_Result sse_respond_stored(struct request *r, uint64_t id, uint64_t afte
   const char *client = json_string_value(json_object_get(record, "client"));
   const char *state = json_string_value(json_object_get(record, "state"));
   const char *error = json_string_value(json_object_get(json_object_get(record, "error"), "code"));
-  return respond_stream(r, id,
-                        first_state(id, type ? type : "", client ? client : "",
-                                    state ? state : "", error),
-                        after);
+  return respond_stream(
+      r, id, first_state(id, type ? type : "", client ? client : "", state ? state : "", error),
+      after);
 }

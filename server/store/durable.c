@@ -243,10 +243,19 @@ static void fleet_job_event(void *arg, const char *payload) {
   json_decref(j);
 }
 
+static char *fleet_devices(void *arg) {
+  struct durable_fleet *df = arg;
+  json_t *list = devices_json(df->engine);
+  char *text = json_text(list, NULL);
+  json_decref(list);
+  return text;
+}
+
 void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg) {
   snprintf(df->node, sizeof df->node, "%s", cfg->node);
   cfg->arg = df;
   cfg->job_event = fleet_job_event;
+  cfg->devices = fleet_devices;
   cfg->capacity = fleet_capacity;
   cfg->run_claimed = fleet_run_claimed;
   cfg->interrupted_record = fleet_interrupted_record;

@@ -16,12 +16,12 @@
 
 #include "server/log.h"
 
-#define CLAIM_BATCH_MAX 64                   /* jobs claimed by one statement */
-#define FLEET_JOBS_CHANNEL "gpulab_jobs"     /* jobs were left unclaimed */
-#define FLEET_CANCEL_CHANNEL "gpulab_cancel" /* a cancel request (store_job_cancel) */
+#define CLAIM_BATCH_MAX 64                       /* jobs claimed by one statement */
+#define FLEET_JOBS_CHANNEL "gpulab_jobs"         /* jobs were left unclaimed */
+#define FLEET_CANCEL_CHANNEL "gpulab_cancel"     /* a cancel request (store_job_cancel) */
 #define FLEET_EVENTS_CHANNEL "gpulab_job_events" /* a job's state changed (store_pg.c) */
-#define BACKLOG_POLL_S 0.01                  /* a claim that filled the room asks again this soon */
-#define RELEASE_MAX 64                       /* jobs handed back to the queue at once */
+#define BACKLOG_POLL_S 0.01 /* a claim that filled the room asks again this soon */
+#define RELEASE_MAX 64      /* jobs handed back to the queue at once */
 #define STR_(x) #x
 #define STR(x) STR_(x) /* a number macro as SQL text */
 /* The database's clock, in unix seconds, as the jobs' and nodes' times are kept. */
@@ -29,7 +29,7 @@
 
 struct fleet {
   struct fleet_config cfg; /* its strings point into the copies below */
-  char *uri, *node, *devices;
+  char *uri, *node;
   pthread_mutex_t advertise_lock; /* fleet_advertise comes from another thread */
   char advertise[256];
   PGconn *conn;
@@ -42,6 +42,8 @@ struct fleet {
   pthread_mutex_t queued_lock; /* the counts below: fleet_queued reads them */
   struct fleet_queued queued[FLEET_QUEUED_MAX];
   int n_queued;
+  struct fleet_node nodes[FLEET_NODES_MAX]; /* under queued_lock too: fleet_nodes reads */
+  int n_nodes;
   /* Jobs taken out of the engine for the queue, until the database has them. */
   uint64_t released[RELEASE_MAX];
   int n_released;
@@ -104,7 +106,8 @@ static void advertised(struct fleet *f, char *out) {
 static int register_node(struct fleet *f) {
   char advertise[sizeof f->advertise];
   advertised(f, advertise);
-  const char *v[] = {f->node, advertise, f->lease, f->devices};
+  char *devices = f->cfg.devices(f->cfg.arg);
+  const char *v[] = {f->node, advertise, f->lease, devices ? devices : "[]"};
   PGresult *res = run_sql(f,
                           "INSERT INTO nodes(name, advertise, started, lease_until, epoch, devices)"
                           " VALUES($1, $2, " DB_NOW ", " DB_NOW
@@ -114,6 +117,7 @@ static int register_node(struct fleet *f) {
                           " + $3::float8, epoch = nodes.epoch + 1,"
                           " devices = $4 RETURNING epoch",
                           4, v);
+  free(devices);
   if (!res) return -EIO;
   f->epoch = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   PQclear(res);
@@ -131,13 +135,15 @@ static void renew(struct fleet *f) {
   snprintf(room, sizeof room, "%d", capacity > 0 ? capacity : 0);
   char advertise[sizeof f->advertise];
   advertised(f, advertise);
-  const char *v[] = {f->node, epoch, f->lease, room, advertise};
+  char *devices = f->cfg.devices(f->cfg.arg);
+  const char *v[] = {f->node, epoch, f->lease, room, advertise, devices};
   PGresult *res = run_sql(f,
                           "UPDATE nodes SET lease_until = " DB_NOW
                           " + $3::float8,"
-                          " room = $4::integer, advertise = $5 WHERE name = $1 AND"
-                          " epoch = $2::bigint",
-                          5, v);
+                          " room = $4::integer, advertise = $5, devices = COALESCE($6, devices)"
+                          " WHERE name = $1 AND epoch = $2::bigint",
+                          6, v);
+  free(devices);
   if (!res) return;
   bool ours = atoi(PQcmdTuples(res)) == 1;
   PQclear(res);
@@ -270,6 +276,26 @@ static void count_queued(struct fleet *f) {
   PQclear(res);
 }
 
+/* The live nodes and their devices, for fleet_nodes. */
+static void read_nodes(struct fleet *f) {
+  PGresult *res = run_sql(f,
+                          "SELECT name, advertise, devices FROM nodes WHERE lease_until > " DB_NOW
+                          " ORDER BY name LIMIT " STR(FLEET_NODES_MAX),
+                          0, NULL);
+  if (!res) return;
+  pthread_mutex_lock(&f->queued_lock);
+  for (int i = 0; i < f->n_nodes; i++) free(f->nodes[i].devices);
+  f->n_nodes = 0;
+  for (int i = 0; i < PQntuples(res); i++) {
+    struct fleet_node *n = &f->nodes[f->n_nodes];
+    snprintf(n->name, sizeof n->name, "%s", PQgetvalue(res, i, 0));
+    snprintf(n->advertise, sizeof n->advertise, "%s", PQgetvalue(res, i, 1));
+    if ((n->devices = strdup(PQgetvalue(res, i, 2)))) f->n_nodes++;
+  }
+  pthread_mutex_unlock(&f->queued_lock);
+  PQclear(res);
+}
+
 /* Cancel requests for jobs this node holds (store_job_cancel), taken and applied. */
 static void apply_cancels(struct fleet *f) {
   const char *v[] = {f->node};
@@ -368,6 +394,7 @@ static void *fleet_thread(void *arg) {
       renew(f);
       expire_nodes(f);
       count_queued(f);
+      read_nodes(f);
     }
     apply_cancels(f);
     release_backlog(f);
@@ -384,7 +411,7 @@ static void free_fleet(struct fleet *f) {
   free(f->node);
   pthread_mutex_destroy(&f->advertise_lock);
   pthread_mutex_destroy(&f->queued_lock);
-  free(f->devices);
+  for (int i = 0; i < f->n_nodes; i++) free(f->nodes[i].devices);
   for (int i = 0; i < 2; i++)
     if (f->stop_pipe[i] >= 0) close(f->stop_pipe[i]);
   free(f);
@@ -406,8 +433,7 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
   f->uri = strdup(cfg->uri);
   f->node = strdup(cfg->node);
   snprintf(f->advertise, sizeof f->advertise, "%s", cfg->advertise);
-  f->devices = strdup(cfg->devices);
-  if (!f->uri || !f->node || !f->devices) goto no_memory;
+  if (!f->uri || !f->node) goto no_memory;
   snprintf(f->lease, sizeof f->lease, "%.3f", cfg->lease_s);
   const char *const keys[] = {"connect_timeout", "tcp_user_timeout", "dbname", NULL};
   const char *const values[] = {"5", "10000", f->uri, NULL};
@@ -452,6 +478,17 @@ int fleet_queued(struct fleet *f, struct fleet_queued *out, int max) {
   pthread_mutex_lock(&f->queued_lock);
   int n = f->n_queued < max ? f->n_queued : max;
   memcpy(out, f->queued, (size_t)n * sizeof *out);
+  pthread_mutex_unlock(&f->queued_lock);
+  return n;
+}
+
+int fleet_nodes(struct fleet *f, struct fleet_node *out, int max) {
+  pthread_mutex_lock(&f->queued_lock);
+  int n = 0;
+  for (int i = 0; i < f->n_nodes && n < max; i++) {
+    out[n] = f->nodes[i];
+    if ((out[n].devices = strdup(f->nodes[i].devices))) n++;
+  }
   pthread_mutex_unlock(&f->queued_lock);
   return n;
 }

@@ -11,7 +11,8 @@
  * The protocol, every L/3 seconds (L = --lease-s):
  *  - Nodes and leases: each node has a row in table nodes (name, advertised URL,
  *    started, lease_until, epoch, devices). Registering bumps the epoch; a renewal
- *    moves lease_until to the database's now + L where the epoch is still ours. Times
+ *    moves lease_until to the database's now + L where the epoch is still ours, and
+ *    says the node's devices again (GET /devices lists the fleet's). Times
  *    are the database's clock, so nodes' clocks need not agree.
  *  - Self-fencing: a node whose last renewal succeeded more than L/2 ago must stop
  *    starting jobs (fleet_fenced: its caller pauses the engine) until it renews; a
@@ -54,9 +55,11 @@ struct fleet_config {
   const char *uri;       /* the store's libpq URI (a connection of the fleet's own) */
   const char *node;      /* this node's name, as store_set_node */
   const char *advertise; /* the URL others reach this one at (or fleet_advertise) */
-  const char *devices;   /* JSON text describing this node's devices */
   double lease_s;        /* L */
   void *arg;             /* the callbacks' */
+  /* This node's devices as JSON text (an array, as GET /devices lists them), malloc'd
+   * (NULL: out of memory); asked at every renewal, so others see its health. */
+  char *(*devices)(void *arg);
   /* How many more jobs this node could start now (0: claim none). */
   int (*capacity)(void *arg);
   /* A job claimed by this node: run it under its id (request as the store keeps it). */
@@ -101,6 +104,16 @@ struct fleet_queued {
   int64_t jobs;
 };
 int fleet_queued(struct fleet *f, struct fleet_queued *out, int max);
+/* The live nodes (this one too), as of the last lease tick, by name: up to max
+ * (FLEET_NODES_MAX at most) into out; returns how many. Each devices is the node's
+ * devices' JSON text, malloc'd: the caller frees it. */
+#define FLEET_NODES_MAX 64
+struct fleet_node {
+  char name[64];
+  char advertise[256];
+  char *devices;
+};
+int fleet_nodes(struct fleet *f, struct fleet_node *out, int max);
 /* True while the last successful renewal is older than L/2: start no job. */
 bool fleet_fenced(struct fleet *f);
 /* Seconds since the last successful renewal. */

@@ -209,6 +209,53 @@ static void test_events_from_other(void) {
   gpulabd_stop(&b);
 }
 
+/* How many of b's GET /devices "fleet" entries are node's (its advertised URL in
+ * url's place when url is not NULL). */
+static int devices_of(json_t *devices, const char *node, char *url, size_t len) {
+  int n = 0;
+  size_t i;
+  json_t *d;
+  json_array_foreach(json_object_get(devices, "fleet"), i, d) {
+    if (strcmp(JSTR(d, "node"), node) != 0) continue;
+    n++;
+    CHECK(json_is_true(json_object_get(d, "healthy")));
+    CHECK_STR_EQ(JSTR(d, "backend"), "cpu");
+    if (url) snprintf(url, len, "%s", JSTR(d, "advertise"));
+  }
+  return n;
+}
+
+/* GET /devices on b lists the fleet's devices, each with its node and URL; a node
+ * whose lease ran out is no longer listed. */
+static void test_fleet_devices(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  wait_advertised(&a, "a");
+  char url[128] = "", want[64];
+  snprintf(want, sizeof want, "http://127.0.0.1:%d", a.port);
+  for (int i = 0; i < 100 && strcmp(url, want) != 0; i++, usleep(50 * 1000)) {
+    json_t *d = http_get_json(&b, "/devices");
+    if (devices_of(d, "a", url, sizeof url) == 0) url[0] = 0;
+    json_decref(d);
+  }
+  CHECK_STR_EQ(url, want); /* a's, as a said at its last renewal */
+  json_t *d = http_get_json(&b, "/devices");
+  CHECK_INT_EQ(devices_of(d, "a", NULL, 0), 1);
+  CHECK_INT_EQ(devices_of(d, "b", NULL, 0), 1);
+  CHECK_STR_EQ(JSTR(json_array_get(json_object_get(d, "devices"), 0), "node"), "b");
+  json_decref(d);
+  gpulabd_kill(&a);
+  int listed = 1;
+  for (int i = 0; i < 200 && listed; i++, usleep(50 * 1000)) {
+    d = http_get_json(&b, "/devices");
+    listed = devices_of(d, "a", NULL, 0);
+    json_decref(d);
+  }
+  CHECK_INT_EQ(listed, 0); /* a's lease ran out */
+  gpulabd_stop(&b);
+}
+
 /* A job no node holds (its node died, the others are full) is canceled in the store. */
 static void test_cancel_unclaimed(void) {
   struct gpulabd a, b;
@@ -509,6 +556,8 @@ int main(void) {
   test_cancel_unclaimed();
   test_db_reset(db);
   test_events_from_other();
+  test_db_reset(db);
+  test_fleet_devices();
   test_db_reset(db);
   test_busy_hands_over();
   test_db_reset(db);
