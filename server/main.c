@@ -228,13 +228,18 @@ static void advertised_url(const struct config *cfg, int port, char *out, size_t
     snprintf(out, len, "http://%s:%d", cfg->host, port);
 }
 
+/* A PostgreSQL store is a fleet's (one node or more); SQLite's one box is none. */
+static bool fleet_store(struct store *store) {
+  struct store_status st;
+  return store && (store_status(store, &st), strcmp(st.backend, "postgresql") == 0);
+}
+
 /* A PostgreSQL store's node joins its fleet (fleet.h) before it listens: whatever it
  * accepts is under its lease. SQLite: no fleet, *out NULL. Returns 0 or -1 (logged). */
 static int join_fleet(const struct config *cfg, struct store *store, struct durable_fleet *df,
                       struct fleet **out) {
-  struct store_status st;
   *out = NULL;
-  if (!store || (store_status(store, &st), strcmp(st.backend, "postgresql") != 0)) return 0;
+  if (!fleet_store(store)) return 0;
   char advertise[160], err[512];
   advertised_url(cfg, cfg->port, advertise, sizeof advertise);
   struct fleet_config fcfg = {.uri = cfg->db, .node = cfg->node, .advertise = advertise,
@@ -351,7 +356,8 @@ int main(int argc, char **argv) {
                                .on_job_end = count_job, .on_job_end_arg = metrics,
                                .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
                                .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
-                               .first_id = first_id, .first_buffer_id = first_buffer_id};
+                               .first_id = first_id, .first_buffer_id = first_buffer_id,
+                               .node = fleet_store(store) ? cfg.node : NULL};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {
     log_warn("gpulabd: cannot start the engine");
     goto fail;

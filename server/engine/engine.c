@@ -53,7 +53,7 @@ void job_unref(struct job *job) {
 
 /* ---- events and watches ---- */
 
-static void view_locked(struct job *job, struct job_view *v);
+static void view_locked(const struct engine *e, struct job *job, struct job_view *v);
 
 /* on_job_change of a final state runs after the lock is released (engine_unlock):
  * the store's record of a finished job is its whole result as JSON, too much work
@@ -68,7 +68,7 @@ void publish_state_locked(struct engine *e, struct job *job) {
     e->finals = job;
   } else if (e->cfg.on_job_change) {
     struct job_view v;
-    view_locked(job, &v);
+    view_locked(e, job, &v);
     struct engine_recorded kept = {0, NULL};
     e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
     free(kept.doc); /* only a final state's is kept */
@@ -90,7 +90,7 @@ void engine_unlock(struct engine *e) {
   while (finals) {
     struct job *job = finals, *next = job->final_next;
     struct job_view v;
-    view_locked(job, &v); /* final: nothing in it changes, no lock needed */
+    view_locked(e, job, &v); /* final: nothing in it changes, no lock needed */
     struct engine_recorded kept = {0, NULL};
     if (!job->withdrawn)
       e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
@@ -368,7 +368,7 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
   publish_state_locked(e, job);
   if (e->cfg.on_job_end) {
     struct job_view v;
-    view_locked(job, &v);
+    view_locked(e, job, &v);
     e->cfg.on_job_end(e->cfg.on_job_end_arg, &v);
   }
   if (state == JOB_DONE) {
@@ -393,7 +393,7 @@ struct job *engine_job_get(struct engine *e, uint64_t id) {
   return job;
 }
 
-static void view_locked(struct job *job, struct job_view *v) {
+static void view_locked(const struct engine *e, struct job *job, struct job_view *v) {
   v->id = job->id;
   v->state = job->state;
   v->spec = job->spec;
@@ -418,6 +418,7 @@ static void view_locked(struct job *job, struct job_view *v) {
   memcpy(v->error_message, job->error_message, sizeof v->error_message);
   v->record_ticket = job->record_ticket;
   v->doc = job->doc;
+  v->node = e->cfg.node;
 }
 
 /* A final state whose record another thread is still writing (engine_unlock): the
@@ -439,13 +440,13 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
       pthread_cond_wait(&e->recorded, &e->lock);
     }
   }
-  view_locked(job, v);
+  view_locked(e, job, v);
   engine_unlock(e);
 }
 
 void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, uint64_t *seq) {
   pthread_mutex_lock(&e->lock);
-  view_locked(job, v);
+  view_locked(e, job, v);
   *seq = events_last_seq(e->events); /* state events are published under our lock */
   engine_unlock(e);
 }

@@ -78,6 +78,7 @@ struct job_view {
    * text, or NULL): borrowed, valid while the caller holds a reference to the job. */
   uint64_t record_ticket;
   const char *doc;
+  const char *node; /* engine_config's */
 };
 
 /* What on_job_change hands back (zeroed before the call): the ticket of the row it
@@ -120,6 +121,7 @@ struct engine_config {
    * -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
   int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t *next, uint64_t upto);
   void *reserve_ids_arg;
+  const char *node; /* a fleet's node (fleet.h): named on every job it runs; NULL: none */
 };
 
 /* Starts one worker thread per lane of each device. devices are borrowed and must

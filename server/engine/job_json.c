@@ -55,6 +55,7 @@ json_t *job_json(const struct job_view *v, bool with_result) {
   json_object_set_new(o, "isolation", json_string(v->exclusive ? "exclusive" : "shared"));
   json_object_set_new(o, "dependency", json_string(v->host_sync ? "host" : "event"));
   json_object_set_new(o, "keep_output", json_boolean(v->keep_output));
+  if (v->node) json_object_set_new(o, "node", json_string(v->node));
   json_t *parents = json_array();
   for (int i = 0; i < v->n_parents; i++) json_array_append_new(parents, json_integer((json_int_t)v->parents[i]));
   json_object_set_new(o, "depends_on", parents);

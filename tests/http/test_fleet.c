@@ -321,6 +321,7 @@ static void test_busy_hands_over(void) {
     CHECK_STR_EQ(JSTR(j, "state"), "done");
     char node[64];
     node_of(queued[i], node, sizeof node);
+    CHECK_STR_EQ(JSTR(j, "node"), node); /* the job says where it ran */
     CHECK_STR_EQ(node, i == 0 ? "a" : node); /* the oldest stays: a's lane takes it next */
     if (strcmp(node, "b") == 0) {
       on_b++;
