@@ -2,6 +2,7 @@
 #include "server/store/durable.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,9 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
                           .make_record = pending ? pending_record : NULL,
                           .record_arg = v,
                           .record_arg_len = sizeof *v,
-                          .create = first};
+                          .create = first,
+                          .parents = req->depends_on,
+                          .n_parents = first ? req->n_depends : 0};
   if (store_put(arg, &row) == 0) out->ticket = store_ticket(arg);
   if (final)
     out->doc = record;
@@ -96,11 +99,12 @@ struct recovery {
   struct engine *engine;
   struct store *store;
   struct durable_recovery *counts;
+  bool claimed; /* a fleet's node claimed the job (fleet.h), no restart */
 };
 
-static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) {
+static void mark_failed(struct recovery *rc, uint64_t id, const char *code, const char *why) {
   char *record = store_record(rc->store, id);
-  json_t *j = job_json_ended(id, record, JOB_FAILED, "interrupted", why);
+  json_t *j = job_json_ended(id, record, JOB_FAILED, code, why);
   free(record);
   char *text = json_dumps(j, JSON_COMPACT);
   const char *client = json_string_value(json_object_get(j, "client"));
@@ -115,6 +119,33 @@ static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) 
   free(text);
   json_decref(j);
   rc->counts->interrupted++;
+}
+
+static void mark_interrupted(struct recovery *rc, uint64_t id, const char *why) {
+  mark_failed(rc, id, "interrupted", why);
+}
+
+/* A claimed job's parent that no engine here holds ended elsewhere (the claim took
+ * the job only so: fleet.c): false when it ended done; else the job fails as a
+ * child of a failed parent does on one node, why saying so. */
+static bool parent_failed(struct recovery *rc, uint64_t parent, char *why, size_t len) {
+  char *record = store_record(rc->store, parent);
+  json_t *j = record ? json_loads(record, 0, NULL) : NULL;
+  free(record);
+  const char *state = json_string_value(json_object_get(j, "state"));
+  const char *code = json_string_value(json_object_get(json_object_get(j, "error"), "code"));
+  bool failed = true;
+  if (!state)
+    snprintf(why, len, "parent job %" PRIu64 " is not in the store", parent);
+  else if (strcmp(state, "failed") == 0 || strcmp(state, "canceled") == 0)
+    snprintf(why, len, "parent job %" PRIu64 " %s%s%s", parent,
+             state[0] == 'c' ? "was canceled" : "failed", code ? ": " : "", code ? code : "");
+  else if (strcmp(state, "done") != 0)
+    snprintf(why, len, "parent job %" PRIu64 " is %s on another node", parent, state);
+  else
+    failed = false;
+  json_decref(j);
+  return failed;
 }
 
 static void recover_job(void *arg, uint64_t id, const char *state, const void *blob, size_t len) {
@@ -132,11 +163,14 @@ static void recover_job(void *arg, uint64_t id, const char *state, const void *b
       return mark_interrupted(rc, id,
                               "gpulabd restarted, and this job's input (a buffer or another "
                               "job's output) did not survive it");
-  int kept = 0; /* parents that finished before the restart are done with */
+  int kept = 0; /* parents that finished before the restart (or elsewhere) are done with */
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = engine_job_get(rc->engine, req->depends_on[i]);
+    char why[160];
     if (p) req->depends_on[kept++] = req->depends_on[i];
     job_unref(p);
+    if (!p && rc->claimed && parent_failed(rc, req->depends_on[i], why, sizeof why))
+      return mark_failed(rc, id, "parent_failed", why);
   }
   req->n_depends = kept;
   req->restore_id = id;
@@ -170,7 +204,8 @@ static int fleet_capacity(void *arg) {
 /* A claimed job runs as a recovered one: under its id, from its stored request. */
 static void fleet_run_claimed(void *arg, uint64_t id, const void *request, size_t len) {
   struct durable_fleet *df = arg;
-  struct recovery rc = {.engine = df->engine, .store = df->store, .counts = &df->claimed};
+  struct recovery rc = {
+      .engine = df->engine, .store = df->store, .counts = &df->claimed, .claimed = true};
   recover_job(&rc, id, "queued", request, len);
 }
 

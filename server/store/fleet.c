@@ -226,7 +226,7 @@ static void expire_nodes(struct fleet *f) {
 
 /* Claims what capacity allows of the unclaimed queued jobs, fairly across clients:
  * each client's jobs ranked oldest first, and the ranks taken in turn. Returns
- * whether it filled the room (more may be waiting). */
+ * whether it claimed any (more may be claimable: children of those). */
 static bool claim(struct fleet *f) {
   int room = fleet_fenced(f) || atomic_load(&f->draining) ? 0 : f->cfg.capacity(f->cfg.arg);
   if (room <= 0) return false;
@@ -236,8 +236,11 @@ static bool claim(struct fleet *f) {
   const char *v[] = {f->node, most};
   PGresult *res = run_sql(
       f,
+      /* A job whose parents have not all ended waits for the node that runs them. */
       "WITH ranked AS (SELECT id, row_number() OVER (PARTITION BY client ORDER BY id) AS turn"
-      "  FROM jobs WHERE state = 'queued' AND node IS NULL),"
+      "  FROM jobs c WHERE state = 'queued' AND node IS NULL AND NOT EXISTS (SELECT 1 FROM"
+      "  jobs p WHERE p.id = ANY(c.parents) AND p.state IN ('queued', 'waiting', 'running')"
+      "  AND p.node IS DISTINCT FROM $1)),"
       " picked AS (SELECT j.id FROM jobs j JOIN ranked r ON r.id = j.id"
       "  WHERE j.state = 'queued' AND j.node IS NULL ORDER BY r.turn, j.id LIMIT $2::integer"
       "  FOR UPDATE OF j SKIP LOCKED),"
@@ -256,7 +259,7 @@ static bool claim(struct fleet *f) {
     PQfreemem(request);
   }
   PQclear(res);
-  return n == limit;
+  return n > 0; /* more may be waiting: the room, or children of the jobs just claimed */
 }
 
 /* The queued jobs per node (none: unclaimed), for /metrics. */

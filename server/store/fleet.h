@@ -25,7 +25,10 @@
  *  - Claims: queued unclaimed jobs are claimed in batches with FOR UPDATE SKIP LOCKED,
  *    in a round robin over clients (each client's oldest first, then each one's
  *    second...), at most what capacity says the node can start now, and handed to
- *    run_claimed.
+ *    run_claimed. A job whose parents (depends_on, the jobs.parents column) have not
+ *    all ended is claimed only by the node that runs them (its chain waits there on
+ *    the engine's events); once they ended, by any node (run_claimed fails it when a
+ *    parent failed, as a child of a failed parent fails on one node).
  *  - Any node answers any job from the store; a DELETE of a job another node holds
  *    leaves a cancel request on its row (store_job_cancel), which the holder applies;
  *    a job on a job another node holds goes there (store_job_elsewhere: 307).

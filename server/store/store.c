@@ -268,6 +268,7 @@ static void replace_queued_locked(struct store *s, struct queued_row *q) {
   if (!r->request) r->request = p->request, r->request_len = p->request_len;
   if (!r->record && !r->make_record)
     r->record = p->record, r->make_record = p->make_record, r->record_arg = p->record_arg;
+  if (!r->n_parents) r->parents = p->parents, r->n_parents = p->n_parents;
 }
 
 int store_put(struct store *s, const struct store_row *r) {
@@ -275,13 +276,17 @@ int store_put(struct store *s, const struct store_row *r) {
   size_t client = strlen(r->client) + 1, type = strlen(type_s) + 1, state = strlen(state_s) + 1;
   size_t record = r->record ? strlen(r->record) + 1 : 0, request = r->request ? r->request_len : 0;
   size_t arg = !r->record && r->make_record ? r->record_arg_len : 0;
-  struct queued_row *q = malloc(sizeof *q + client + type + state + record + request + arg);
+  size_t parents = r->n_parents > 0 ? (size_t)r->n_parents * sizeof *r->parents : 0;
+  struct queued_row *q =
+      malloc(sizeof *q + parents + arg + client + type + state + record + request);
   if (!q) {
     log_warn("store: job %llu: out of memory", (unsigned long long)r->id);
     return -ENOMEM;
   }
-  char *at = (char *)(q + 1); /* aligned as malloc's, for record_arg first */
+  char *at = (char *)(q + 1); /* aligned as malloc's, for parents and record_arg first */
   q->row = *r;
+  q->row.parents = parents ? put_bytes(&at, r->parents, parents) : NULL;
+  q->row.n_parents = parents ? r->n_parents : 0;
   q->row.record_arg = arg ? put_bytes(&at, r->record_arg, arg) : NULL;
   if (!arg) q->row.make_record = NULL;
   q->next = NULL;

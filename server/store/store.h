@@ -45,6 +45,10 @@ struct store_row {
   size_t record_arg_len;
   bool create;        /* the job's first row (inserted, or replacing a restored job's);
                          else an update of a row that exists, and nothing if none does */
+  /* A first row's: the jobs it depends on (a fleet claims it only where they run, or
+   * once they ended: fleet.h). Kept by PostgreSQL only. */
+  const uint64_t *parents;
+  int n_parents;
 };
 
 /* Opens (creating) path; ":memory:" keeps nothing. Refuses a database it could not

@@ -58,7 +58,9 @@ static const char *const migrations[] = {
     "CREATE TRIGGER jobs_inserted AFTER INSERT ON jobs FOR EACH ROW"
     "  EXECUTE FUNCTION gpulab_job_event();"
     "CREATE TRIGGER jobs_changed AFTER UPDATE OF state ON jobs FOR EACH ROW"
-    "  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION gpulab_job_event();",
+    "  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION gpulab_job_event();"
+    /* A job's depends_on: claimed only where its unfinished parents run (fleet.c). */
+    "ALTER TABLE jobs ADD COLUMN parents bigint[];",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */
@@ -263,6 +265,17 @@ static void pg_close(struct store *s) {
  * (fleet.h): a row changes only while it is this node's and unfinished, so a node that
  * was taken over writes nothing over what another node now owns. */
 #define UNFINISHED "jobs.state IN ('queued', 'waiting', 'running')"
+
+/* r's parents as an array literal, "{7,9}": malloc'd, NULL when it has none (or out
+ * of memory: then the fleet claims the job as if it had none). */
+static char *parents_text(const struct store_row *r) {
+  size_t len = (size_t)r->n_parents * 21 + 3, at = 0;
+  char *text = r->n_parents > 0 ? malloc(len) : NULL;
+  for (int i = 0; text && i < r->n_parents; i++)
+    at += (size_t)snprintf(text + at, len - at, "%c%" PRIu64, i ? ',' : '{', r->parents[i]);
+  if (text) snprintf(text + at, len - at, "}");
+  return text;
+}
 static int write_row(struct store *s, const struct store_row *r, char *why, size_t len) {
   char id[24], created[32], finished[32];
   snprintf(id, sizeof id, "%" PRIu64, r->id);
@@ -286,15 +299,20 @@ static int write_row(struct store *s, const struct store_row *r, char *why, size
                        finished,
                        (const char *)r->request,
                        r->record,
-                       s->node[0] ? s->node : NULL};
-    int binary[9] = {0, 0, 0, 0, 0, 0, r->request ? (int)r->request_len : 0, 0, 0};
+                       s->node[0] ? s->node : NULL,
+                       NULL};
+    int binary[10] = {0, 0, 0, 0, 0, 0, r->request ? (int)r->request_len : 0, 0, 0, 0};
     if (r->request && r->request_len == 0) v[6] = "";
+    char *parents = parents_text(r);
+    v[9] = parents;
     res = pg_exec(s,
                   "INSERT INTO jobs(id, client, type, state, created, finished, request, record,"
-                  " node) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO UPDATE"
+                  " node, parents) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bigint[])"
+                  " ON CONFLICT (id) DO UPDATE"
                   " SET state = $4, finished = $6, record = COALESCE($8, jobs.record), node = $9"
                   " WHERE jobs.node IS NOT DISTINCT FROM $9 AND " UNFINISHED,
-                  9, v, binary, &err, why, len);
+                  10, v, binary, &err, why, len);
+    free(parents);
   } else {
     const char *v[] = {id, r->state, finished, r->record, s->node[0] ? s->node : NULL};
     res = pg_exec(s,

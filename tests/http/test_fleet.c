@@ -28,6 +28,9 @@ static char db[512];
 /* Keeps the one stream busy for seconds. */
 #define SLOW \
   "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":40,\"reps\":1}"
+/* A second or so on one stream. */
+#define MEDIUM \
+  "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":4,\"reps\":1}"
 #define FLOOD 12           /* one client's queued jobs behind another's one */
 #define RESTART_POSTS 2000 /* at most, while PostgreSQL restarts */
 
@@ -66,6 +69,16 @@ static void query_text(const char *sql, char *out, size_t len) {
   PGresult *res = PQexec(c, sql);
   CHECK_INT_EQ(PQntuples(res), 1);
   snprintf(out, len, "%s", PQgetvalue(res, 0, 0));
+  PQclear(res);
+  PQfinish(c);
+}
+
+/* Runs sql, which must succeed. */
+static void exec_sql(const char *sql) {
+  PGconn *c = PQconnectdb(db);
+  PGresult *res = PQexec(c, sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK)
+    CHECK_FAIL_("%s: %s", sql, PQresultErrorMessage(res));
   PQclear(res);
   PQfinish(c);
 }
@@ -305,6 +318,89 @@ static void test_chain_sent_to_parent(void) {
   gpulabd_stop(&b);
 }
 
+/* A job on parent, on d, waiting for it: started once it ended (a host dependency,
+ * so started_at says when). */
+static long long post_child(struct gpulabd *d, long long parent) {
+  char body[256];
+  snprintf(body, sizeof body,
+           "{\"type\":\"transpose\",\"params\":" SMALL
+           ",\"depends_on\":[%lld],\"dependency\":\"host\"}",
+           parent);
+  return post_on(&d->http, "/jobs?wait=0", body);
+}
+
+/* Chains survive a take-over: a dies with p1 running (c1 on it) and p2 queued (c2 on
+ * it). On b (two streams, so that nothing but the chain orders c2 after p2), c1 fails
+ * as the child of a failed parent, and c2 runs only after p2 ended. */
+static void test_chains_taken_over(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  long long p1 = start_slow(&a);
+  long long c1 = post_child(&a, p1);
+  long long p2 = post_on(&a.http, "/stencil?wait=0", MEDIUM);
+  long long c2 = post_child(&a, p2);
+  job_wait_state(&a, c2, "waiting", 10);
+  char node[64] = "";
+  for (int i = 0; i < 100 && strcmp(node, "a") != 0; i++, usleep(20000))
+    node_of(c2, node, sizeof node); /* its row written */
+  gpulabd_kill(&a);
+  const char *args[] = {"--backend", "cpu", "--streams", "2", "--db", db,
+                        "--node",    "b",   "--lease-s", "2", NULL};
+  gpulabd_start(args, &b);
+  json_t *j = job_wait_final(&b, p1, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
+  json_decref(j);
+  j = job_wait_final(&b, c1, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "parent_failed");
+  json_decref(j);
+  json_t *parent = job_wait_final(&b, p2, 60), *child = job_wait_final(&b, c2, 60);
+  CHECK_STR_EQ(JSTR(parent, "state"), "done");
+  CHECK_STR_EQ(JSTR(child, "state"), "done");
+  CHECK_STR_EQ(JSTR(child, "node"), "b");
+  CHECK(strcmp(JSTR(child, "started_at"), JSTR(parent, "finished_at")) >= 0);
+  json_decref(parent);
+  json_decref(child);
+  gpulabd_stop(&b);
+}
+
+/* A queued job whose parent runs on another live node is claimed by none until the
+ * parent ended (then by any node). The parent is moved to a made-up node x, as the
+ * database would show a chain split across nodes. */
+static void test_child_waits_for_parent_elsewhere(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  long long parent = start_slow(&a);
+  long long child = post_child(&a, parent);
+  char node[64] = "", sql[256];
+  for (int i = 0; i < 100 && strcmp(node, "a") != 0; i++, usleep(20000))
+    node_of(child, node, sizeof node); /* its row written */
+  gpulabd_kill(&a);
+  exec_sql(
+      "INSERT INTO nodes(name, advertise, started, lease_until, epoch, devices) VALUES"
+      " ('x', 'http://127.0.0.1:9', 0, extract(epoch from now()) + 3600, 1, '[]')");
+  snprintf(sql, sizeof sql, "UPDATE jobs SET node = 'x' WHERE id = %lld", parent);
+  exec_sql(sql);
+  start_node(&b, "b");
+  for (int i = 0; i < 300 && strcmp(node, "") != 0; i++, usleep(20000))
+    node_of(child, node, sizeof node); /* a taken over: its child queued for any node */
+  CHECK_STR_EQ(node, "");
+  usleep(2500 * 1000); /* b's claims meanwhile: a lease and more */
+  node_of(child, node, sizeof node);
+  CHECK_STR_EQ(node, ""); /* not claimed: its parent runs on x */
+  snprintf(sql, sizeof sql,
+           "UPDATE jobs SET state = 'done', record = jsonb_set(record::jsonb, '{state}',"
+           " '\"done\"')::text WHERE id = %lld",
+           parent);
+  exec_sql(sql);
+  json_t *j = job_wait_final(&b, child, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK_STR_EQ(JSTR(j, "node"), "b");
+  json_decref(j);
+  gpulabd_stop(&b);
+}
+
 /* a busy (its one stream taken by a long job) hands its queued jobs to an idle b:
  * they are done on b before a's long job ends; the oldest stays for a's lane. */
 static void test_busy_hands_over(void) {
@@ -321,7 +417,7 @@ static void test_busy_hands_over(void) {
     CHECK_STR_EQ(JSTR(j, "state"), "done");
     char node[64];
     node_of(queued[i], node, sizeof node);
-    CHECK_STR_EQ(JSTR(j, "node"), node); /* the job says where it ran */
+    CHECK_STR_EQ(JSTR(j, "node"), node);     /* the job says where it ran */
     CHECK_STR_EQ(node, i == 0 ? "a" : node); /* the oldest stays: a's lane takes it next */
     if (strcmp(node, "b") == 0) {
       on_b++;
@@ -559,6 +655,10 @@ int main(void) {
   test_events_from_other();
   test_db_reset(db);
   test_fleet_devices();
+  test_db_reset(db);
+  test_chains_taken_over();
+  test_db_reset(db);
+  test_child_waits_for_parent_elsewhere();
   test_db_reset(db);
   test_busy_hands_over();
   test_db_reset(db);
