@@ -174,6 +174,7 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
            strcmp(st.durability, "full") == 0 ? "an fsync per commit: commits survive a power loss"
                                               : "commits survive a crash; a power loss may lose the last ones");
   store_set_node(*store, cfg->node);
+  store_buffers_forget(*store); /* a fleet's node: its buffers of before a crash are gone */
   store_limit(*store, (uint64_t)cfg->max_db_bytes);
   durable_first_ids(*store, first_id, first_buffer_id);
   return 0;
@@ -356,6 +357,7 @@ int main(int argc, char **argv) {
                                .on_job_end = count_job, .on_job_end_arg = metrics,
                                .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
                                .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
+                               .on_buffer_change = store ? durable_buffer : NULL, .on_buffer_change_arg = store,
                                .first_id = first_id, .first_buffer_id = first_buffer_id,
                                .node = fleet_store(store) ? cfg.node : NULL};
   if (engine_new(devices, n_devices, &ecfg, &engine)) {

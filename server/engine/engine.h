@@ -53,6 +53,7 @@ struct engine_error {
   char field[48];
   char message[320];
   uint64_t missing_job; /* -ENOENT for a job (depends_on, an output as input): its id */
+  uint64_t missing_buffer; /* -ENOENT for a buffer input not in the table: its id */
 };
 
 /* A consistent copy of a job's fields. result points into the job: valid while the
@@ -121,6 +122,14 @@ struct engine_config {
    * -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
   int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t *next, uint64_t upto);
   void *reserve_ids_arg;
+  /* Called (may be NULL) under the lock when a buffer gets its id (an upload, a job's
+   * kept output: listed) and when it leaves the table (deleted, its job withdrawn, the
+   * engine freed: listed false): what a fleet's store records of where buffers live.
+   * Keep it short. Returns the ticket of the row it queued (0: none), which the
+   * buffer's view shows (engine_buffer_view.record_ticket). */
+  uint64_t (*on_buffer_change)(void *arg, uint64_t id, const char *client, double created_at,
+                               bool listed);
+  void *on_buffer_change_arg;
   const char *node; /* a fleet's node (fleet.h): named on every job it runs; NULL: none */
 };
 
@@ -234,6 +243,7 @@ struct engine_buffer_view {
   int in_use;            /* queued, waiting or running jobs that read it */
   int device;
   struct engine_buffer_origin origin;
+  uint64_t record_ticket; /* on_buffer_change's ticket of its listing (0: none) */
 };
 
 /* Uploads count floats of host (borrowed; any alignment) with shape as a new

@@ -47,6 +47,9 @@ static int list_locked(struct engine *e, struct ebuf *b, struct engine_error *er
   b->listed = true;
   b->refs++;
   e->buffers[e->n_buffers++] = b;
+  if (e->cfg.on_buffer_change)
+    b->record_ticket =
+        e->cfg.on_buffer_change(e->cfg.on_buffer_change_arg, b->id, b->client, b->created_at, true);
   return 0;
 }
 
@@ -57,6 +60,8 @@ void ebuf_unlist_locked(struct engine *e, struct ebuf *b) {
   memmove(&e->buffers[i], &e->buffers[i + 1], (size_t)(e->n_buffers - i - 1) * sizeof *e->buffers);
   e->n_buffers--;
   b->listed = false;
+  if (e->cfg.on_buffer_change)
+    e->cfg.on_buffer_change(e->cfg.on_buffer_change_arg, b->id, b->client, b->created_at, false);
   ebuf_unref_locked(e, b);
 }
 
@@ -98,6 +103,7 @@ static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
   v->in_use = b->in_use;
   v->device = b->device;
   v->origin = b->origin;
+  v->record_ticket = b->record_ticket;
 }
 
 /* Bytes of client's listed buffers. Lock held. */

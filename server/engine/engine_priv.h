@@ -26,6 +26,7 @@ struct ebuf {
   char client[64];
   double created_at;
   struct engine_buffer_origin origin; /* of an upload */
+  uint64_t record_ticket;             /* on_buffer_change's, when it was listed */
 };
 
 struct job {

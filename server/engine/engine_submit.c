@@ -54,7 +54,10 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
     if (in.kind == EXP_INPUT_BUFFER) {
       struct ebuf *b = ebuf_find_locked(e, in.value);
       if (b && !job->req.admin && strcmp(b->client, job->req.client) != 0) b = NULL; /* not yours */
-      if (!b) return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
+      if (!b) {
+        err->missing_buffer = in.value;
+        return refuse(err, -ENOENT, field, "no buffer %llu", (unsigned long long)in.value);
+      }
       shape = b->shape;
       dtype = b->dtype;
       snprintf(source, sizeof source, "buffer %llu", (unsigned long long)b->id);

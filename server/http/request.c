@@ -133,13 +133,36 @@ enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *
                       id);
 }
 
-enum MHD_Result respond_elsewhere(struct request *r, const char *base, uint64_t id) {
+enum MHD_Result respond_elsewhere(struct request *r, const char *base, const char *what,
+                                  uint64_t id) {
   snprintf(r->redirect, sizeof r->redirect, "%s%s%s", base, r->path, r->query);
-  return respond_fail(r, 307, "job_elsewhere", NULL,
-                      "job %" PRIu64
-                      " is held by another node of the fleet (%s): a job that "
-                      "reads it runs there; repeat the request at Location",
-                      id, base);
+  char code[32];
+  snprintf(code, sizeof code, "%s_elsewhere", what);
+  /* A job that reads it is sent where it is; a buffer's own route, where it lives. */
+  bool job = strcmp(r->method, "POST") == 0;
+  return respond_fail(r, 307, code, NULL,
+                      "%s %" PRIu64
+                      " is held by another node of the fleet, at %s: %s; repeat the "
+                      "request at Location",
+                      what, id, base,
+                      job ? "a job that reads it runs there"
+                          : "buffers live in the memory of the node that made them");
+}
+
+bool request_buffer_elsewhere(struct request *r, uint64_t id, const char *field,
+                              enum MHD_Result *ret) {
+  struct store_buffer_home home;
+  int rc = r->srv->opts.store ? store_buffer_elsewhere(r->srv->opts.store, id, &home) : -ENOENT;
+  if (rc == -ENOENT || !request_may_see(r, home.client)) return false; /* ids do not leak */
+  if (rc == 0)
+    *ret = respond_elsewhere(r, home.url, "buffer", id);
+  else
+    *ret = respond_fail(r, 410, "buffer_lost", field,
+                        "buffer %" PRIu64
+                        " lived in the memory of node %s of the fleet, which is gone (its lease "
+                        "ran out): the buffer was lost with it; upload it again",
+                        id, home.node);
+  return true;
 }
 
 /* A refused input that names a buffer (ENOENT): 410 for a buffer of a previous run,

@@ -110,10 +110,17 @@ enum MHD_Result respond_storage(struct request *r, int err);
 /* 410 gone for a buffer id of a previous run (buffers live in memory), field naming
  * where it was given. */
 enum MHD_Result respond_buffer_gone(struct request *r, uint64_t id, const char *field);
-/* 307 job_elsewhere: the same request (path and query as sent) to another gpulabd of
- * a fleet, at base (its advertised URL), which holds job id; the client repeats its
- * method and body there. */
-enum MHD_Result respond_elsewhere(struct request *r, const char *base, uint64_t id);
+/* 307 <what>_elsewhere (what: "job" or "buffer"): the same request (path and query as
+ * sent) to another gpulabd of a fleet, at base (its advertised URL), which holds job
+ * or buffer id; the client repeats its method and body there. */
+enum MHD_Result respond_elsewhere(struct request *r, const char *base, const char *what,
+                                  uint64_t id);
+/* Buffer id is not in this node's table: when another node of a fleet made it (and
+ * r's client may see it), answers into *ret and returns true: 307 buffer_elsewhere to
+ * that node while it is live, 410 buffer_lost (field naming where the id was given)
+ * once it is dead. False: nothing answered (not a fleet's, or no node made it). */
+bool request_buffer_elsewhere(struct request *r, uint64_t id, const char *field,
+                              enum MHD_Result *ret);
 /* The API error of an engine refusal of spec's job (engine_submit): input fields are
  * params, named params_prefix + "<input>" ("params." under /jobs). */
 enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,

@@ -10,6 +10,7 @@
 #include "api/npy.h"
 #include "server/http/auth.h"
 #include "server/http/routes.h"
+#include "server/store/store.h"
 
 #define LIST_LIMIT_MAX 1000
 
@@ -81,6 +82,12 @@ static enum MHD_Result buffers_post(struct request *r) {
   struct engine_buffer_view v;
   if (engine_buffer_get(r->srv->engine, id, &v)) /* deleted at once by someone else */
     return respond_fail(r, 404, "buffer_not_found", "id", "buffer %" PRIu64 " is gone", id);
+  /* A fleet's node: where it lives is in the store before the answer (store.h). */
+  int stored = v.record_ticket ? store_sync(r->srv->opts.store, v.record_ticket) : 0;
+  if (stored) {
+    engine_buffer_delete(r->srv->engine, id);
+    return respond_storage(r, stored);
+  }
   snprintf(r->location, sizeof r->location, "/buffers/%" PRIu64, id);
   return respond_json(r, 201, buffer_json(&v));
 }
@@ -201,11 +208,14 @@ enum MHD_Result route_buffer(struct request *r, const struct route_args *a) {
   const char *id_text = a->id;
   uint64_t id = 0;
   struct engine_buffer_view v;
-  bool parsed = parse_id(id_text, &id);
+  bool parsed = parse_id(id_text, &id), here = parsed && engine_buffer_get(r->srv->engine, id, &v) == 0;
+  enum MHD_Result sent;
+  /* Another node of a fleet made it: the request goes there (or it was lost with it). */
+  if (parsed && !here && request_buffer_elsewhere(r, id, "id", &sent)) return sent;
   /* Every id of a previous run answers the same, whoever asks: nothing leaks. */
-  if (parsed && id < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS)) return respond_buffer_gone(r, id, "id");
-  if (!parsed || engine_buffer_get(r->srv->engine, id, &v) ||
-      !request_may_see(r, v.client)) /* others' buffers are not found: ids do not leak */
+  if (parsed && !here && id < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS))
+    return respond_buffer_gone(r, id, "id");
+  if (!here || !request_may_see(r, v.client)) /* others' buffers are not found: ids do not leak */
     return respond_fail(r, 404, "buffer_not_found", "id", "no buffer '%.40s'", id_text);
   if (strcmp(r->method, "DELETE") != 0) return download(r, &v);
   int rc = engine_buffer_delete(r->srv->engine, id);

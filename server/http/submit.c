@@ -91,11 +91,21 @@ int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const
 }
 
 /* A job on a job that another live node of a fleet holds (depends_on, or its output as
- * an input) goes to that node (307), where the chain can run. */
-static bool elsewhere(struct request *r, const struct engine_error *refusal, char *url,
-                      size_t len) {
-  return refusal->code == -ENOENT && refusal->missing_job && r->srv->opts.store &&
-         store_job_elsewhere(r->srv->opts.store, refusal->missing_job, url, len) == 0;
+ * an input) goes to that node (307), where the chain can run; one on a buffer another
+ * node made goes where the buffer lives (307), or is 410 when that node died with it.
+ * True when it answered (*ret). */
+static bool elsewhere(struct request *r, const struct engine_error *refusal,
+                      const char *params_prefix, enum MHD_Result *ret) {
+  char url[256], field[64];
+  if (refusal->code != -ENOENT || !r->srv->opts.store) return false;
+  if (refusal->missing_job &&
+      store_job_elsewhere(r->srv->opts.store, refusal->missing_job, url, sizeof url) == 0) {
+    *ret = respond_elsewhere(r, url, "job", refusal->missing_job);
+    return true;
+  }
+  snprintf(field, sizeof field, "%s%s", params_prefix, refusal->field); /* as respond_refusal */
+  return refusal->missing_buffer &&
+         request_buffer_elsewhere(r, refusal->missing_buffer, field, ret);
 }
 
 enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
@@ -128,9 +138,9 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
   /* A waited-for job may run here: no worker is woken for it until it is known not to. */
   bool here = wait_s > 0 && r->srv->opts.inline_max_bytes > 0;
   if ((here ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal)) {
-    char url[256];
-    return elsewhere(r, &refusal, url, sizeof url)
-               ? respond_elsewhere(r, url, refusal.missing_job)
+    enum MHD_Result sent;
+    return elsewhere(r, &refusal, params_prefix, &sent)
+               ? sent
                : respond_refusal(r, spec, &refusal, params_prefix);
   }
   /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */

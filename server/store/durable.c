@@ -71,6 +71,11 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
     free(record);
 }
 
+uint64_t durable_buffer(void *arg, uint64_t id, const char *client, double created_at,
+                        bool listed) {
+  return store_buffer_put(arg, id, client, created_at, listed);
+}
+
 static const char *sequence(enum engine_ids kind) {
   return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers";
 }

@@ -17,6 +17,11 @@
 void durable_record(void *store, const struct job_view *view, const struct engine_job_request *req,
                     bool first, struct engine_recorded *out);
 
+/* engine_config.on_buffer_change with the store as its arg: where the buffer lives,
+ * for a fleet's other nodes (store_buffer_put; SQLite: nothing, ticket 0). */
+uint64_t durable_buffer(void *store, uint64_t id, const char *client, double created_at,
+                        bool listed);
+
 /* engine_config.reserve_ids with the store as its arg: records the mark in the
  * store's "jobs" or "buffers" sequence (store_ids_take: on PostgreSQL the block moves
  * past ids another gpulabd took). A full disk or a file size limit is -ENOSPC (the

@@ -32,6 +32,9 @@
  *  - Any node answers any job from the store; a DELETE of a job another node holds
  *    leaves a cancel request on its row (store_job_cancel), which the holder applies;
  *    a job on a job another node holds goes there (store_job_elsewhere: 307).
+ *    Buffers stay in the memory of the node that made them; table buffers says which
+ *    (store_buffer_elsewhere): a request for one, or a job on one, goes there (307),
+ *    or finds it lost once that node is dead (410).
  *    LISTEN/NOTIFY wakes the thread at once for a cancel request or jobs left
  *    unclaimed; the L/3 period is the fallback.
  *  - Events: a trigger (store_pg.c) notifies every state change of a job the database

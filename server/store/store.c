@@ -486,6 +486,29 @@ int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len)
   return s->ops->elsewhere ? s->ops->elsewhere(s, id, url, url_len) : -ENOENT;
 }
 
+/* Through the writer's queue, not a statement of its own: the engine records a
+ * buffer under its lock (a kept output is listed by a worker as its job starts, a
+ * delete unlists), where nothing may wait for the database; and uploads in a burst
+ * share a transaction with each other and with jobs' rows. The upload's answer waits
+ * for its ticket (store_sync), so the row is committed before the 201, as a job's
+ * first row is before its answer. SQLite queues nothing: an upload there waits for
+ * no write at all. */
+uint64_t store_buffer_put(struct store *s, uint64_t id, const char *client, double created,
+                          bool listed) {
+  if (!s->ops->buffer_elsewhere) return 0;
+  struct store_row row = {
+      .table = STORE_BUFFERS, .id = id, .client = client, .created = created, .create = listed};
+  return store_put(s, &row) == 0 ? store_ticket(s) : 0;
+}
+
+int store_buffer_elsewhere(struct store *s, uint64_t id, struct store_buffer_home *home) {
+  return s->ops->buffer_elsewhere ? s->ops->buffer_elsewhere(s, id, home) : -ENOENT;
+}
+
+int store_buffers_forget(struct store *s) {
+  return s->ops->buffers_forget ? s->ops->buffers_forget(s) : 0;
+}
+
 bool store_shared(const struct store *s) { return s->ops->shared; }
 
 bool store_job_held(struct store *s, uint64_t id) {

@@ -24,11 +24,13 @@
 
 struct store;
 
-enum store_table { STORE_JOBS, STORE_SWEEPS };
+enum store_table { STORE_JOBS, STORE_SWEEPS, STORE_BUFFERS };
 
 /* One job's row. request is opaque bytes (what it takes to run the job again). A
  * sweep's row (table STORE_SWEEPS) has only id, client, created and record (its
- * description and job ids as JSON text, written whole each time). */
+ * description and job ids as JSON text, written whole each time). A buffer's row
+ * (STORE_BUFFERS: store_buffer_put's) has id, client, created and create (made;
+ * false: gone). */
 struct store_row {
   enum store_table table;
   uint64_t id;
@@ -173,6 +175,36 @@ int store_job_cancel(struct store *s, uint64_t id, const char *canceled_record);
  * is this node's, nobody's, a dead node's, or unknown; SQLite: always). */
 int store_job_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len);
 
+/* Buffers live in the memory of the node that made them (an upload, a job's kept
+ * output); on PostgreSQL their ids and homes are recorded (table buffers), so that the
+ * fleet's other nodes can say where one is. */
+
+/* Buffer id made (listed: uploaded, or a job's output kept) by this node
+ * (store_set_node), for client at unix time created; or gone (listed false: deleted,
+ * freed). Queued as store_put queues a job's row, so that the engine may call it under
+ * its lock. Returns the row's ticket: store_sync it before anyone is told of the
+ * buffer (a redirect from another node right after finds it). 0 when nothing was
+ * queued: SQLite (one box: no fleet to tell), or out of memory (logged). */
+uint64_t store_buffer_put(struct store *s, uint64_t id, const char *client, double created,
+                          bool listed);
+
+/* Where buffer id lives when another node of a fleet made it. */
+struct store_buffer_home {
+  char node[64];   /* its name (--node) */
+  char url[256];   /* where it is (--advertise) */
+  char client[64]; /* whose buffer it is */
+};
+/* 0: a live node, not this one, holds buffer id (home filled: its request goes to
+ * home->url). -EHOSTDOWN: the node that made it is dead (its lease ran out, or it was
+ * taken over): the buffer was lost with it (home->node and client filled). -ENOENT:
+ * the buffer is this node's, unknown, or deleted; SQLite: always. */
+int store_buffer_elsewhere(struct store *s, uint64_t id, struct store_buffer_home *home);
+
+/* This node's buffers of a previous run (a crash left their rows; they lived in its
+ * memory) are forgotten: at start-up, before the node makes any. Written at once.
+ * Returns 0 or a negative errno (logged); SQLite: 0, nothing to forget. */
+int store_buffers_forget(struct store *s);
+
 /* Whether other gpulabd may read this store's rows (PostgreSQL: a fleet's nodes). */
 bool store_shared(const struct store *s);
 
@@ -202,8 +234,10 @@ uint64_t store_ids_floor(struct store *s, const char *name); /* 0 when never res
  * id (and upto as far on). SQLite: store_ids_reserve. Returns 0 or a negative errno. */
 int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t upto);
 
-/* Deletes finished jobs that finished before unix time `before`, and sweeps made
- * before it (and all but the newest 1000). Returns how many jobs. */
+/* Deletes finished jobs that finished before unix time `before`, sweeps made
+ * before it (and all but the newest 1000), and the rows of buffers made before it by
+ * nodes that are dead (PostgreSQL: kept until then to say they were lost). Returns
+ * how many jobs. */
 int store_prune(struct store *s, double before);
 
 /* ---- users' kernels (store_kernels.c): their table beside the jobs ---- */

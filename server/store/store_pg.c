@@ -61,6 +61,11 @@ static const char *const migrations[] = {
     "  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION gpulab_job_event();"
     /* A job's depends_on: claimed only where its unfinished parents run (fleet.c). */
     "ALTER TABLE jobs ADD COLUMN parents bigint[];",
+    /* 4: buffers' homes (store_buffer_put): the node whose memory holds each, so that
+     * another node can send a request for it there (store_buffer_elsewhere). */
+    "CREATE TABLE buffers (id bigint PRIMARY KEY, node text NOT NULL, client text NOT NULL,"
+    "  created double precision NOT NULL);"
+    "CREATE INDEX buffers_node ON buffers(node);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */
@@ -283,7 +288,16 @@ static int write_row(struct store *s, const struct store_row *r, char *why, size
   snprintf(finished, sizeof finished, "%.17g", r->finished);
   int err = 0;
   PGresult *res;
-  if (r->table == STORE_SWEEPS) {
+  if (r->table == STORE_BUFFERS) { /* a node deletes its own buffers' rows only */
+    const char *v[] = {id, s->node, r->client, created};
+    res = r->create ? pg_exec(s,
+                              "INSERT INTO buffers(id, node, client, created) VALUES($1, $2, $3,"
+                              " $4) ON CONFLICT (id) DO UPDATE SET node = $2, client = $3,"
+                              " created = $4",
+                              4, v, NULL, &err, why, len)
+                    : pg_exec(s, "DELETE FROM buffers WHERE id = $1::bigint AND node = $2", 2, v,
+                              NULL, &err, why, len);
+  } else if (r->table == STORE_SWEEPS) {
     const char *v[] = {id, r->client, created, r->record ? r->record : "{}"};
     res = pg_exec(s,
                   "INSERT INTO sweeps(id, client, created, record) VALUES($1, $2, $3, $4)"
@@ -462,6 +476,8 @@ const struct store_ops store_pg_ops = {
     .cancel = pg_cancel,
     .held = pg_held,
     .elsewhere = pg_elsewhere,
+    .buffer_elsewhere = pg_buffer_elsewhere,
+    .buffers_forget = pg_buffers_forget,
     .max_id = pg_max_id,
     .sweeps = pg_sweeps,
     .prune = pg_prune,

@@ -59,6 +59,8 @@ int pg_unfinished(struct store *s,
 int pg_cancel(struct store *s, uint64_t id, const char *canceled_record);
 bool pg_held(struct store *s, uint64_t id);
 int pg_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len);
+int pg_buffer_elsewhere(struct store *s, uint64_t id, struct store_buffer_home *home);
+int pg_buffers_forget(struct store *s);
 uint64_t pg_max_id(struct store *s, const char *table);
 int pg_sweeps(struct store *s, int limit,
               void (*fn)(void *arg, uint64_t id, const char *client, double created,

@@ -205,6 +205,42 @@ int pg_elsewhere(struct store *s, uint64_t id, char *url, size_t url_len) {
   return rc;
 }
 
+/* The buffer's row, if another node made it: that node live (its lease not run out)
+ * or not. A read that fails is logged, and reads as no row. */
+int pg_buffer_elsewhere(struct store *s, uint64_t id, struct store_buffer_home *home) {
+  PGresult *res = read_for_job(s,
+                               "SELECT b.node, COALESCE(n.advertise, ''), b.client,"
+                               " COALESCE(n.lease_until > extract(epoch from clock_timestamp()),"
+                               " false) FROM buffers b LEFT JOIN nodes n ON n.name = b.node"
+                               " WHERE b.id = $1::bigint AND b.node <> $2",
+                               id);
+  int rc = res && PQntuples(res) == 1 ? 0 : -ENOENT;
+  if (rc == 0) {
+    snprintf(home->node, sizeof home->node, "%s", PQgetvalue(res, 0, 0));
+    snprintf(home->url, sizeof home->url, "%s", PQgetvalue(res, 0, 1));
+    snprintf(home->client, sizeof home->client, "%s", PQgetvalue(res, 0, 2));
+    if (PQgetvalue(res, 0, 3)[0] != 't') rc = -EHOSTDOWN;
+  }
+  PQclear(res);
+  return rc;
+}
+
+int pg_buffers_forget(struct store *s) {
+  const char *v[] = {s->node};
+  char why[200] = "";
+  int err = 0;
+  store_lock_for_read(s); /* after this node's rows queued before */
+  PGresult *res = pg_exec(s, "DELETE FROM buffers WHERE node = $1", 1, v, NULL, &err, why,
+                          sizeof why);
+  int n = res ? atoi(PQcmdTuples(res)) : 0;
+  PQclear(res);
+  pthread_mutex_unlock(&s->lock);
+  if (n) log_info("store: %d buffer(s) of this node's previous run forgotten", n);
+  if (err) log_warn("store: buffers: %s", why);
+  store_note_write(s, err, why);
+  return err;
+}
+
 uint64_t pg_max_id(struct store *s, const char *table) {
   char sql[64];
   snprintf(sql, sizeof sql, "SELECT COALESCE(MAX(id), 0) FROM %s", table);
@@ -247,6 +283,12 @@ int pg_prune(struct store *s, double before) {
   PQclear(pg_read(s,
                   "DELETE FROM sweeps WHERE created < $1::double precision OR id NOT IN"
                   " (SELECT id FROM sweeps ORDER BY id DESC LIMIT 1000)",
+                  1, v));
+  /* A dead node's buffers are kept until then: another node says they were lost. */
+  PQclear(pg_read(s,
+                  "DELETE FROM buffers b WHERE created < $1::double precision AND NOT EXISTS"
+                  " (SELECT 1 FROM nodes n WHERE n.name = b.node AND"
+                  " n.lease_until > extract(epoch from clock_timestamp()))",
                   1, v));
   pthread_mutex_unlock(&s->lock);
   return n;

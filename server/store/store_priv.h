@@ -78,6 +78,11 @@ struct store_ops {
   int (*cancel)(struct store *s, uint64_t id, const char *canceled_record);
   bool (*held)(struct store *s, uint64_t id);
   int (*elsewhere)(struct store *s, uint64_t id, char *url, size_t url_len);
+  /* store_buffer_elsewhere and store_buffers_forget. NULL (SQLite): one box has no
+   * fleet, so no node asks where a buffer is; store_buffer_put then queues nothing,
+   * and the backend's batches hold no STORE_BUFFERS rows. */
+  int (*buffer_elsewhere)(struct store *s, uint64_t id, struct store_buffer_home *home);
+  int (*buffers_forget)(struct store *s);
   uint64_t (*max_id)(struct store *s, const char *table); /* "jobs" or "sweeps" */
   int (*sweeps)(struct store *s, int limit,
                 void (*fn)(void *arg, uint64_t id, const char *client, double created,

@@ -2,7 +2,8 @@
  * test_fleet, label pg), with leases of 2 s. A job accepted by node a is readable,
  * listed, counted (/metrics) and cancelable from node b (a job no node holds is
  * canceled in the store). A busy a hands queued jobs to an idle b; a job on a's job
- * sent to b is sent on to a (307). kill -9 of a with jobs running and queued: once
+ * sent to b is sent on to a (307), and so is a request for a's buffer or a job on it,
+ * until a dies with it (410). kill -9 of a with jobs running and queued: once
  * a's lease ran out, b takes a over: every queued job runs on b (each on one node
  * only), the running one fails `interrupted` naming a, none is lost; a frozen a,
  * taken over, drops what was taken and its late writes change nothing. b claims a's
@@ -401,6 +402,125 @@ static void test_child_waits_for_parent_elsewhere(void) {
   gpulabd_stop(&b);
 }
 
+#define ROWS 33
+#define COLS 47
+
+/* The request r's Location names on d (it must be d's URL), sent on d's client. */
+static void follow(struct gpulabd *d, const struct http_reply *r, const char *method,
+                   const char *body, struct http_reply *out) {
+  size_t base = strlen(d->http.base_url);
+  CHECK(r->location && strncmp(r->location, d->http.base_url, base) == 0);
+  http_client_request(&d->http, method, r->location + base, body ? "application/json" : NULL, body,
+                      body ? strlen(body) : 0, 0, out);
+}
+
+/* path on b: 307 buffer_elsewhere, Location the same path on a. */
+static void check_sent_to(struct gpulabd *b, struct gpulabd *a, const char *method,
+                          const char *path, const char *body, struct http_reply *r) {
+  char want[128];
+  http_client_request(&b->http, method, path, body ? "application/json" : NULL, body,
+                      body ? strlen(body) : 0, 0, r);
+  CHECK_ERROR(r, 307, "buffer_elsewhere", NULL);
+  snprintf(want, sizeof want, "%s%s", a->http.base_url, path);
+  CHECK_STR_EQ(r->location, want);
+}
+
+static long long upload_on(struct gpulabd *d, const float *x) {
+  struct http_reply r;
+  http_request(d, "POST", "/buffers?shape=33,47", "application/octet-stream", (const char *)x,
+               ROWS * COLS * sizeof *x, &r);
+  CHECK_STATUS(&r, 201);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+/* Buffers live where they were made: a's upload asked of b is sent to a (307
+ * buffer_elsewhere), whose answer is the bytes uploaded; a job on it sent to b goes to a
+ * and runs there, and its kept output is sent to a too; a DELETE through b deletes it
+ * on a. Once a died (kill -9, its lease run out), b says its buffer was lost with it
+ * (410 buffer_lost), as an id and as an input. */
+static void test_buffer_sent_home(void) {
+  static float x[ROWS * COLS];
+  for (int i = 0; i < ROWS * COLS; i++) x[i] = (float)i * 0.5f - 7.0f;
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  wait_advertised(&a, "a");
+  long long buf = upload_on(&a, x);
+  char path[64], body[256];
+  snprintf(path, sizeof path, "/buffers/%lld", buf);
+  struct http_reply r, there;
+  check_sent_to(&b, &a, "GET", path, NULL, &r);
+  follow(&a, &r, "GET", NULL, &there); /* curl -L */
+  CHECK_INT_EQ(there.status, 200);
+  CHECK(there.body_len > sizeof x &&
+        memcmp(there.body + there.body_len - sizeof x, x, sizeof x) == 0);
+  http_reply_free(&there);
+  http_reply_free(&r);
+  /* A job on it, sent to b, runs on a; so does the form of /jobs. */
+  snprintf(body, sizeof body,
+           "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\",\"keep_output\":true,"
+           "\"warmup\":0,\"batches\":1,\"reps\":1}",
+           buf);
+  check_sent_to(&b, &a, "POST", "/transpose?wait=0", body, &r);
+  follow(&a, &r, "POST", body, &there);
+  CHECK_STATUS(&there, there.status == 200 ? 200 : 202); /* 200: done at once */
+  long long job = JINT(there.json, "id");
+  http_reply_free(&there);
+  http_reply_free(&r);
+  json_t *j = job_wait_final(&b, job, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  long long kept = JINT(j, "output.buffer");
+  json_decref(j);
+  char node[64];
+  node_of(job, node, sizeof node);
+  CHECK_STR_EQ(node, "a");
+  char form[320];
+  snprintf(form, sizeof form,
+           "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}},\"keep_output\":true}",
+           buf);
+  check_sent_to(&b, &a, "POST", "/jobs?wait=0", form, &r);
+  http_reply_free(&r);
+  snprintf(path, sizeof path, "/buffers/%lld", kept); /* a job's kept output: a's too */
+  check_sent_to(&b, &a, "GET", path, NULL, &r);
+  http_reply_free(&r);
+  /* DELETE through b: sent to a, which deletes it; b then knows it no more. */
+  snprintf(path, sizeof path, "/buffers/%lld", buf);
+  check_sent_to(&b, &a, "DELETE", path, NULL, &r);
+  follow(&a, &r, "DELETE", NULL, &there);
+  CHECK_STATUS(&there, 200);
+  http_reply_free(&there);
+  http_reply_free(&r);
+  for (int i = 0;; i++, usleep(20 * 1000)) { /* a's delete of its row, a moment after */
+    http_get(&b, path, &r);
+    bool gone = r.status == 404;
+    if (gone) CHECK_ERROR(&r, 404, "buffer_not_found", "id");
+    http_reply_free(&r);
+    if (gone) break;
+    if (i == 100) CHECK_FAIL_("%s", "b still sends a deleted buffer to a");
+  }
+  /* a dies with its buffers: once its lease ran out, b says they were lost. */
+  long long lost = upload_on(&a, x);
+  gpulabd_kill(&a);
+  snprintf(path, sizeof path, "/buffers/%lld", lost);
+  for (int i = 0;; i++, usleep(50 * 1000)) {
+    http_get(&b, path, &r);
+    bool sent = r.status == 307;
+    if (!sent) CHECK_ERROR(&r, 410, "buffer_lost", "id");
+    if (!sent) CHECK(strstr(JSTR(r.json, "detail"), "node a ") != NULL);
+    http_reply_free(&r);
+    if (!sent) break;
+    if (i == 200) CHECK_FAIL_("%s", "b never said that a's buffer was lost");
+  }
+  snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\"}", lost);
+  http_client_request(&b.http, "POST", "/transpose?wait=0", "application/json", body, strlen(body),
+                      0, &r);
+  CHECK_ERROR(&r, 410, "buffer_lost", "a");
+  http_reply_free(&r);
+  gpulabd_stop(&b);
+}
+
 /* a busy (its one stream taken by a long job) hands its queued jobs to an idle b:
  * they are done on b before a's long job ends; the oldest stays for a's lane. */
 static void test_busy_hands_over(void) {
@@ -663,6 +783,8 @@ int main(void) {
   test_busy_hands_over();
   test_db_reset(db);
   test_chain_sent_to_parent();
+  test_db_reset(db);
+  test_buffer_sent_home();
   test_db_reset(db);
   test_take_over();
   test_db_reset(db);

@@ -499,6 +499,69 @@ static void test_pg_two_nodes(void) {
   printf("two nodes: ok\n");
 }
 
+/* sql on the test's own connection, its result dropped. */
+static void exec_sql(const char *sql) {
+  PGconn *c = PQconnectdb(db);
+  PGresult *res = PQexec(c, sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) CHECK_FAIL_("%s: %s", sql, PQerrorMessage(c));
+  PQclear(res);
+  PQfinish(c);
+}
+
+/* Buffers' homes (store_buffer_put, store_buffer_elsewhere): SQLite records none (one
+ * box). PostgreSQL: a buffer node a made is found from b while a's lease is live, lost
+ * once it is not, and unknown once a deleted it (b cannot delete a's); a's own is not
+ * elsewhere for a; forget drops a's rows only; pruning drops a dead node's old ones. */
+static void test_buffers(void) {
+  struct store *a = open_store(); /* one gpulabd per SQLite file */
+  store_set_node(a, "node-a");
+  struct store_buffer_home home;
+  uint64_t made = store_buffer_put(a, 700, "alice", 1234.5, true);
+  if (!test_db_is_pg(db)) {
+    CHECK_INT_EQ(made, 0); /* nothing queued: an upload waits for no write */
+    CHECK_INT_EQ(store_buffer_elsewhere(a, 700, &home), -ENOENT);
+    CHECK_INT_EQ(store_buffers_forget(a), 0);
+    store_close(a);
+    printf("buffers' homes: none on SQLite\n");
+    return;
+  }
+  struct store *b = open_store();
+  store_set_node(b, "node-b");
+  CHECK(made > 0);
+  CHECK_INT_EQ(store_sync(a, made), 0);
+  CHECK_INT_EQ(store_buffer_elsewhere(b, 700, &home), -EHOSTDOWN); /* node-a holds no lease */
+  CHECK_STR_EQ(home.node, "node-a");
+  CHECK_STR_EQ(home.client, "alice");
+  CHECK_INT_EQ(store_buffer_elsewhere(a, 700, &home), -ENOENT); /* its own */
+  exec_sql(
+      "INSERT INTO nodes(name, advertise, started, lease_until, epoch, devices) VALUES"
+      " ('node-a', 'http://a:1', 0, extract(epoch from clock_timestamp()) + 60, 1, '[]')");
+  memset(&home, 0, sizeof home);
+  CHECK_INT_EQ(store_buffer_elsewhere(b, 700, &home), 0);
+  CHECK_STR_EQ(home.url, "http://a:1");
+  CHECK_STR_EQ(home.node, "node-a");
+  CHECK_INT_EQ(store_sync(b, store_buffer_put(b, 700, "alice", 0, false)), 0); /* not b's */
+  CHECK_INT_EQ(store_buffer_elsewhere(b, 700, &home), 0);
+  CHECK_INT_EQ(store_sync(a, store_buffer_put(a, 700, "alice", 0, false)), 0);
+  CHECK_INT_EQ(store_buffer_elsewhere(b, 700, &home), -ENOENT);
+  /* a's restart forgets a's buffers, not b's. */
+  store_buffer_put(a, 701, "alice", 1.0, true);
+  store_buffer_put(b, 702, "bob", 1.0, true);
+  store_flush(b);
+  CHECK_INT_EQ(store_buffers_forget(a), 0);
+  CHECK_INT_EQ(store_buffer_elsewhere(b, 701, &home), -ENOENT);
+  CHECK_INT_EQ(store_buffer_elsewhere(a, 702, &home), -EHOSTDOWN);
+  /* Pruning: the dead b's old row goes; the live a's stays. */
+  CHECK_INT_EQ(store_sync(a, store_buffer_put(a, 703, "alice", 1.0, true)), 0);
+  store_prune(a, 1e12);
+  CHECK_INT_EQ(store_buffer_elsewhere(a, 702, &home), -ENOENT);
+  CHECK_INT_EQ(store_buffer_elsewhere(b, 703, &home), 0);
+  exec_sql("DELETE FROM nodes; DELETE FROM buffers");
+  store_close(a);
+  store_close(b);
+  printf("buffers' homes: ok\n");
+}
+
 static void *open_main(void *arg) {
   struct store *s = NULL;
   char err[512];
@@ -520,7 +583,7 @@ static void test_pg_migrate_race(void) {
   PGconn *c = PQconnectdb(db);
   PGresult *res = PQexec(c, "SELECT COUNT(*), MAX(version) FROM gpulab_schema");
   CHECK_STR_EQ(PQgetvalue(res, 0, 0), "1");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "3"); /* store_pg.c's last step */
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "4"); /* store_pg.c's last step */
   PQclear(res);
   /* A newer gpulabd's schema is refused, not misread. */
   PQclear(PQexec(c, "UPDATE gpulab_schema SET version = 99"));
@@ -542,6 +605,7 @@ int main(void) {
   test_hold();
   test_replace();
   test_limit();
+  test_buffers();
   if (pg && *pg) {
     if (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR"))
       CHECK_FAIL_("%s", "GPULAB_PG_CLUSTER and GPULAB_PG_DIR must name the cluster");
