@@ -14,8 +14,10 @@
 #include "server/http/auth.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
-#include "server/store/store.h"
+#include "server/engine/job_json.h"
 #include "server/engine/sweeps.h"
+#include "server/store/durable.h"
+#include "server/store/store.h"
 
 #define SWEEP_MAX_POINTS 256
 #define SWEEP_LIST_MAX 100
@@ -329,9 +331,34 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
 
 /* The sweep's table: 200, or after a POST, 202 and where to look while it is still
  * going (as POST /jobs answers). */
+/* A fleet's sweeps made on other nodes are read from the store (store_sweeps_page). */
+struct stored_sweeps {
+  struct sweep_copy *list;
+  int n;
+};
+
+static void add_stored_sweep(void *arg, uint64_t id, const char *client, double created,
+                             const char *record) {
+  struct stored_sweeps *p = arg;
+  if (durable_sweep_read(id, client, created, record, &p->list[p->n]) == 0) p->n++;
+}
+
+/* Sweep id into *out: this node's table, else (a fleet) the store. 0 or -ENOENT. */
+static int find_sweep(struct request *r, uint64_t id, struct sweep_copy *out) {
+  if (sweeps_get(r->srv->opts.sweeps, id, out) == 0) return 0;
+  struct stored_sweeps one = {out, 0};
+  struct store *store = r->srv->opts.store;
+  if (store && store_shared(store) && id < UINT64_MAX &&
+      store_sweeps_page(store, id + 1, NULL, 1, add_stored_sweep, &one) == 1) {
+    if (out->id == id) return 0;
+    sweep_copy_free(out);
+  }
+  return -ENOENT;
+}
+
 static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted) {
   struct sweep_copy s;
-  if (sweeps_get(r->srv->opts.sweeps, id, &s))
+  if (find_sweep(r, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep %" PRIu64, id);
   bool final = false;
   json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &s, true, &final);
@@ -594,9 +621,16 @@ static enum MHD_Result sweeps_index(struct request *r) {
       query_int(r, "cursor", 1, INT64_MAX, 0, &cursor, &err))
     return respond_error(r, &err);
   struct sweep_copy *list = calloc((size_t)limit + 1, sizeof *list);
-  int n = list ? sweeps_list(r->srv->opts.sweeps, request_sees_all(r) ? NULL : r->client, (uint64_t)cursor,
-                             list, (int)limit + 1)
-               : -ENOMEM;
+  const char *client = request_sees_all(r) ? NULL : r->client;
+  struct store *store = r->srv->opts.store;
+  int n = -ENOMEM;
+  if (list && store && store_shared(store)) { /* a fleet: every node's */
+    struct stored_sweeps page = {list, 0};
+    n = store_sweeps_page(store, (uint64_t)cursor, client, (int)limit + 1, add_stored_sweep, &page);
+    n = n < 0 ? n : page.n;
+  } else if (list) {
+    n = sweeps_list(r->srv->opts.sweeps, client, (uint64_t)cursor, list, (int)limit + 1);
+  }
   if (n < 0) {
     free(list);
     return respond_json(r, 500, NULL);
@@ -613,20 +647,43 @@ static enum MHD_Result sweeps_index(struct request *r) {
   return respond_json(r, 200, json_pack("{s:o,s:o}", "sweeps", items, "next_cursor", next));
 }
 
+/* Cancels a sweep's job: in this engine, or (a fleet's job another node holds, or
+ * none yet) in the store as DELETE /jobs/{id} does. 1 when it was (or will be). */
+static int cancel_point(struct request *r, uint64_t id) {
+  struct job *job = engine_job_get(r->srv->engine, id);
+  if (job) {
+    bool canceled = engine_job_cancel(r->srv->engine, job) == 0;
+    job_unref(job);
+    return canceled;
+  }
+  struct store *store = r->srv->opts.store;
+  char *record = store && store_shared(store) ? store_record(store, id) : NULL;
+  json_t *stored = record ? json_loads(record, 0, NULL) : NULL;
+  const char *state = json_string_value(json_object_get(stored, "state"));
+  int canceled = 0;
+  if (state && job_state_from_name(state) >= 0 && !job_state_final(job_state_from_name(state))) {
+    json_t *j = job_json_ended(id, record, JOB_CANCELED, "canceled", "canceled before it ran");
+    char *text = json_dumps(j, JSON_COMPACT);
+    int rc = text ? store_job_cancel(store, id, text) : -ENOMEM;
+    canceled = rc == 0 || rc == 1;
+    free(text);
+    json_decref(j);
+  }
+  json_decref(stored);
+  free(record);
+  return canceled;
+}
+
 enum MHD_Result route_sweep(struct request *r, const struct route_args *a) {
   const char *id_text = a->id;
   uint64_t id;
   struct sweep_copy s;
-  if (!parse_id(id_text, &id) || sweeps_get(r->srv->opts.sweeps, id, &s))
+  if (!parse_id(id_text, &id) || find_sweep(r, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep '%.40s'", id_text);
   bool visible = request_may_see(r, s.client);
   int canceled = 0;
   if (visible && strcmp(r->method, "DELETE") == 0)
-    for (int i = 0; i < s.n_jobs; i++) {
-      struct job *job = engine_job_get(r->srv->engine, s.jobs[i]);
-      if (job && engine_job_cancel(r->srv->engine, job) == 0) canceled++;
-      job_unref(job);
-    }
+    for (int i = 0; i < s.n_jobs; i++) canceled += cancel_point(r, s.jobs[i]);
   bool was_delete = strcmp(r->method, "DELETE") == 0;
   sweep_copy_free(&s);
   if (!visible) return respond_fail(r, 404, "sweep_not_found", "id", "no sweep '%.40s'", id_text);

@@ -310,25 +310,28 @@ static int reserve_sweep_ids(void *store, uint64_t *next, uint64_t upto) {
   return store_ids_take(store, "sweeps", next, upto);
 }
 
+int durable_sweep_read(uint64_t id, const char *client, double created, const char *record,
+                       struct sweep_copy *out) {
+  json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
+  *out = (struct sweep_copy){.id = id, .created_at = created, .n_jobs = (int)json_array_size(jobs)};
+  snprintf(out->client, sizeof out->client, "%s", client);
+  out->desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
+  out->jobs = calloc(json_array_size(jobs) + 1, sizeof *out->jobs);
+  size_t i;
+  json_array_foreach(jobs, i, job) if (out->jobs) out->jobs[i] = (uint64_t)json_integer_value(job);
+  json_decref(o);
+  if (out->desc && out->jobs) return 0;
+  sweep_copy_free(out);
+  return -ENOMEM;
+}
+
 /* store_sweeps' callback: a stored sweep back in the table. */
 static void restore_sweep(void *arg, uint64_t id, const char *client, double created,
                           const char *record) {
-  json_t *o = json_loads(record, 0, NULL), *jobs = json_object_get(o, "jobs"), *job;
-  char *desc = json_dumps(json_object_get(o, "desc"), JSON_COMPACT);
-  uint64_t *ids = calloc(json_array_size(jobs) + 1, sizeof *ids);
-  size_t i;
-  json_array_foreach(jobs, i, job) ids[i] = ids ? (uint64_t)json_integer_value(job) : 0;
-  struct sweep_copy c = {.id = id,
-                         .created_at = created,
-                         .n_jobs = (int)json_array_size(jobs),
-                         .jobs = ids,
-                         .desc = desc};
-  snprintf(c.client, sizeof c.client, "%s", client);
-  if (!ids || !desc || sweeps_restore(arg, &c))
+  struct sweep_copy c;
+  if (durable_sweep_read(id, client, created, record, &c) || sweeps_restore(arg, &c))
     log_warn("store: sweep %llu could not be read back", (unsigned long long)id);
-  free(ids);
-  free(desc);
-  json_decref(o);
+  sweep_copy_free(&c);
 }
 
 int durable_sweeps_open(struct store *store, struct sweeps **out) {

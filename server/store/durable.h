@@ -66,5 +66,9 @@ void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg);
  * id mark back to the last id handed out and frees the table (NULL: a no-op). */
 int durable_sweeps_open(struct store *store, struct sweeps **out);
 void durable_sweeps_close(struct store *store, struct sweeps *sweeps);
+/* A sweep as the store keeps it (store_sweeps' or store_sweeps_page's fields) into
+ * *out (sweep_copy_free it): 0, or -ENOMEM (out zeroed). */
+int durable_sweep_read(uint64_t id, const char *client, double created, const char *record,
+                       struct sweep_copy *out);
 
 #endif

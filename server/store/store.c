@@ -535,6 +535,14 @@ int store_sweeps(struct store *s, int limit,
   return s->ops->sweeps(s, limit, fn, arg);
 }
 
+int store_sweeps_page(struct store *s, uint64_t before_id, const char *client, int limit,
+                      void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                                 const char *record),
+                      void *arg) {
+  if (!s->ops->sweeps_page) return -ENOTSUP;
+  return s->ops->sweeps_page(s, before_id, client, limit, fn, arg);
+}
+
 int store_prune(struct store *s, double before) { return s->ops->prune(s, before); }
 
 int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {

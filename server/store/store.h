@@ -221,6 +221,14 @@ int store_sweeps(struct store *s, int limit,
                  void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
                  void *arg);
 uint64_t store_max_sweep_id(struct store *s); /* 0 when none */
+/* A fleet's sweeps, whichever node made them (PostgreSQL): newest first, up to limit
+ * with ids below before_id (0: no bound), of client only (NULL: everyone's), each
+ * fn(arg, id, client, created, record). Returns how many, or -ENOTSUP on SQLite (a
+ * box's sweeps are all in its memory: sweeps.h), -EIO when it cannot be read. */
+int store_sweeps_page(struct store *s, uint64_t before_id, const char *client, int limit,
+                      void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                                 const char *record),
+                      void *arg);
 
 /* Ids of the sequence name ("jobs", "buffers", "sweeps") up to upto are recorded as
  * handed out: a later run starts above them (store_ids_floor). Written at once, in

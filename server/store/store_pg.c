@@ -480,6 +480,7 @@ const struct store_ops store_pg_ops = {
     .buffers_forget = pg_buffers_forget,
     .max_id = pg_max_id,
     .sweeps = pg_sweeps,
+    .sweeps_page = pg_sweeps_page,
     .prune = pg_prune,
     .kernel_insert = pg_kernel_insert,
     .kernel_get = pg_kernel_get,

@@ -66,6 +66,10 @@ int pg_sweeps(struct store *s, int limit,
               void (*fn)(void *arg, uint64_t id, const char *client, double created,
                          const char *record),
               void *arg);
+int pg_sweeps_page(struct store *s, uint64_t before_id, const char *client, int limit,
+                   void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                              const char *record),
+                   void *arg);
 int pg_prune(struct store *s, double before);
 int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);
 int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *out);

@@ -271,6 +271,30 @@ int pg_sweeps(struct store *s, int limit,
   return n;
 }
 
+int pg_sweeps_page(struct store *s, uint64_t before_id, const char *client, int limit,
+                   void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                              const char *record),
+                   void *arg) {
+  char before[24], most[16];
+  snprintf(before, sizeof before, "%" PRIu64, before_id ? before_id : (uint64_t)INT64_MAX);
+  snprintf(most, sizeof most, "%d", limit);
+  const char *v[] = {before, client, most};
+  store_lock_for_read(s);
+  PGresult *res = pg_read(s,
+                          "SELECT id, client, created, record FROM sweeps WHERE id < $1::bigint"
+                          " AND ($2::text IS NULL OR client = $2) ORDER BY id DESC"
+                          " LIMIT $3::integer",
+                          3, v);
+  pthread_mutex_unlock(&s->lock);
+  if (!res) return -EIO;
+  int n = PQntuples(res);
+  for (int i = 0; i < n; i++)
+    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1),
+       strtod(PQgetvalue(res, i, 2), NULL), PQgetvalue(res, i, 3));
+  PQclear(res);
+  return n;
+}
+
 int pg_prune(struct store *s, double before) {
   char t[32];
   snprintf(t, sizeof t, "%.17g", before);

@@ -88,6 +88,11 @@ struct store_ops {
                 void (*fn)(void *arg, uint64_t id, const char *client, double created,
                            const char *record),
                 void *arg);
+  /* NULL on SQLite (store_sweeps_page). */
+  int (*sweeps_page)(struct store *s, uint64_t before_id, const char *client, int limit,
+                     void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                                const char *record),
+                     void *arg);
   int (*prune)(struct store *s, double before);
   int (*kernel_insert)(struct store *s, const struct store_kernel *k, int64_t *id);
   int (*kernel_get)(struct store *s, int64_t id, struct store_kernel *out);

@@ -223,6 +223,49 @@ static void test_events_from_other(void) {
   gpulabd_stop(&b);
 }
 
+/* A sweep made on a is read, listed and canceled from b (the store's sweeps): its
+ * long jobs queue behind a's (or run on b, handed over), and b's DELETE cancels them
+ * wherever they are. */
+static void test_sweep_from_other(void) {
+  struct gpulabd a, b;
+  start_node(&a, "a");
+  start_node(&b, "b");
+  long long running = start_slow(&a);
+  static const char sweep[] = /* slow points: canceled wherever they run by then */
+      "{\"type\":\"stencil\",\"params\":{\"n\":2000000,\"variant\":\"naive\","
+      "\"warmup\":0,\"batches\":40,\"reps\":1},\"axes\":{\"radius\":[64,32]}}";
+  struct http_reply r;
+  http_client_request(&a.http, "POST", "/sweeps?wait=0", "application/json", sweep, strlen(sweep),
+                      0, &r);
+  CHECK_INT_EQ(r.status, 202);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  char path[64];
+  snprintf(path, sizeof path, "/sweeps/%lld", id);
+  json_t *j = http_get_json(&b, path);
+  CHECK_INT_EQ(JINT(j, "id"), id);
+  CHECK_INT_EQ((long long)json_array_size(json_object_get(j, "jobs")), 2);
+  CHECK_INT_EQ((long long)json_array_size(json_object_get(j, "rows")), 2);
+  json_decref(j);
+  j = http_get_json(&b, "/sweeps");
+  CHECK_INT_EQ(JINT(j, "sweeps[0].id"), id);
+  json_decref(j);
+  http_request(&b, "DELETE", path, NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  for (int i = 0;; i++, usleep(50 * 1000)) { /* a applies b's requests */
+    j = http_get_json(&b, path);
+    bool ended = strcmp(JSTR(j, "state"), "canceled") == 0;
+    if (ended) CHECK_INT_EQ(JINT(j, "counts.canceled"), 2);
+    json_decref(j);
+    if (ended) break;
+    if (i == 200) CHECK_FAIL_("%s", "b's DELETE of a's sweep never canceled its jobs");
+  }
+  delete_on(&b, running);
+  gpulabd_stop(&a);
+  gpulabd_stop(&b);
+}
+
 /* How many of b's GET /devices "fleet" entries are node's (its advertised URL in
  * url's place when url is not NULL). */
 static int devices_of(json_t *devices, const char *node, char *url, size_t len) {
@@ -775,6 +818,8 @@ int main(void) {
   test_events_from_other();
   test_db_reset(db);
   test_fleet_devices();
+  test_db_reset(db);
+  test_sweep_from_other();
   test_db_reset(db);
   test_chains_taken_over();
   test_db_reset(db);
