@@ -11,6 +11,7 @@
 #include "api/json_text.h"
 #include "server/engine/events.h"
 #include "server/engine/job_json.h"
+#include "server/engine/ukernels.h"
 #include "server/log.h"
 
 /* The request as stored, to run the job again after a restart: tagged, so a
@@ -153,6 +154,20 @@ static bool parent_failed(struct recovery *rc, uint64_t parent, char *why, size_
   return failed;
 }
 
+/* The users' kernels a job names, from the store into the backends' table: a job
+ * claimed from the fleet may name one stored after this node started (submit.c does
+ * the same for a job accepted here). False when one is no longer stored. */
+static bool load_kernels(struct store *s, const struct exp_spec *spec) {
+  for (int i = 0; i < spec->n_variants; i++) {
+    if (!exp_variant_is_user(spec->variants[i])) continue;
+    struct store_kernel k;
+    if (store_kernel_get(s, exp_user_kernel_id(spec->variants[i]), &k)) return false;
+    ukernels_register(&k);
+    store_kernel_clear(&k);
+  }
+  return true;
+}
+
 static void recover_job(void *arg, uint64_t id, const char *state, const void *blob, size_t len) {
   struct recovery *rc = arg;
   struct stored_request stored;
@@ -168,6 +183,8 @@ static void recover_job(void *arg, uint64_t id, const char *state, const void *b
       return mark_interrupted(rc, id,
                               "gpulabd restarted, and this job's input (a buffer or another "
                               "job's output) did not survive it");
+  if (!load_kernels(rc->store, &req->spec))
+    return mark_interrupted(rc, id, "a user's kernel this job runs is no longer stored");
   int kept = 0; /* parents that finished before the restart (or elsewhere) are done with */
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = engine_job_get(rc->engine, req->depends_on[i]);

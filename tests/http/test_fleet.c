@@ -266,6 +266,45 @@ static void test_sweep_from_other(void) {
   gpulabd_stop(&b);
 }
 
+/* A user's kernel stored through a runs where its job is claimed: b, up before the
+ * kernel existed, takes over a's queued job on it and runs the kernel (the CPU test
+ * runner: compiled for real, run as a test function). */
+static void test_kernel_on_other(void) {
+  struct gpulabd a, b;
+  const char *args_a[] = {"--backend", "cpu", "--cpu-runner-test", "--streams", "1", "--db", db,
+                          "--node",    "a",   "--lease-s",         "2",         NULL};
+  const char *args_b[] = {"--backend", "cpu", "--cpu-runner-test", "--streams", "1", "--db", db,
+                          "--node",    "b",   "--lease-s",         "2",         NULL};
+  gpulabd_start(args_a, &a);
+  gpulabd_start(args_b, &b);
+  static const char src[] =
+      "extern \"C\" __global__ void transpose(const float* a, float* b, int m, int n) {}\n";
+  struct http_reply r;
+  http_request(&a, "POST", "/kernels?experiment=transpose&name=t&entry=transpose", "text/x-cuda",
+               src, strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  long long kernel = JINT(r.json, "id");
+  http_reply_free(&r);
+  start_slow(&a);
+  char body[200];
+  snprintf(body, sizeof body,
+           "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":0,"
+           "\"batches\":1,\"reps\":1}",
+           kernel);
+  long long id = post_on(&a.http, "/transpose?wait=0", body);
+  char node[64] = "";
+  for (int i = 0; i < 100 && strcmp(node, "a") != 0; i++, usleep(20000))
+    node_of(id, node, sizeof node); /* its row written */
+  gpulabd_kill(&a);
+  json_t *j = job_wait_final(&b, id, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK_STR_EQ(JSTR(j, "node"), "b");
+  CHECK(JBOOL(j, "result.runs[1].available"));
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  json_decref(j);
+  gpulabd_stop(&b);
+}
+
 /* How many of b's GET /devices "fleet" entries are node's (its advertised URL in
  * url's place when url is not NULL). */
 static int devices_of(json_t *devices, const char *node, char *url, size_t len) {
@@ -820,6 +859,8 @@ int main(void) {
   test_fleet_devices();
   test_db_reset(db);
   test_sweep_from_other();
+  test_db_reset(db);
+  test_kernel_on_other();
   test_db_reset(db);
   test_chains_taken_over();
   test_db_reset(db);
