@@ -67,6 +67,36 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
     free(record);
 }
 
+/* job_json(v, true) has this member and job_json(v, false) has not, for a job without a
+ * result: "result" comes right before "error", the last member. Never inside a string
+ * (its quotes would be escaped), and "error" holds no member of that name. */
+static const char null_result[] = ",\"result\":null,\"error\":";
+
+/* The record job_json(v, false) makes, from the answer's text (len bytes): the same less
+ * "result":null (malloc'd; NULL when it is not there, or out of memory). */
+static char *record_of_answer(const char *answer, size_t len) {
+  const size_t skip = strlen("\"result\":null,"), n = sizeof null_result - 1;
+  const char *at = NULL;
+  for (const char *p = answer + len; !at && p >= answer + n; p--)
+    if (memcmp(p - n, null_result, n) == 0) at = p - n + 1; /* after its comma */
+  char *record = at ? malloc(len - skip + 1) : NULL;
+  if (!record) return NULL;
+  size_t head = (size_t)(at - answer);
+  memcpy(record, answer, head);
+  memcpy(record + head, at + skip, len - head - skip + 1);
+  return record;
+}
+
+char *durable_accepted_text(struct store *s, const struct job_view *v, uint64_t ticket) {
+  json_t *j = job_json(v, true);
+  size_t len = 0;
+  char *answer = json_text(j, &len);
+  json_decref(j);
+  char *record = s && answer && !v->result ? record_of_answer(answer, len) : NULL;
+  if (record) store_give_record(s, ticket, record);
+  return answer;
+}
+
 static const char *sequence(enum engine_ids kind) {
   return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers";
 }
