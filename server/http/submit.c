@@ -45,7 +45,10 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
   bool final = job_state_final(v.state);
   if (final && v.doc) return respond_json_text(r, status_done, v.doc);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
-  return respond_json(r, final ? status_done : 202, job_json(&v, true));
+  char *text = job_text(&v, true, NULL);
+  enum MHD_Result ret = respond_json_text(r, final ? status_done : 202, text);
+  free(text);
+  return ret;
 }
 
 /* ?wait=0: job as it was accepted (its first row's state), taken before a worker was

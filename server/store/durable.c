@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/json_text.h"
 #include "server/engine/job_json.h"
 #include "server/log.h"
 
@@ -19,17 +18,9 @@ struct stored_request {
 };
 #define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
 
-/* The job as GET /jobs/{id} shows it, as text (malloc'd; NULL when out of memory). */
-static char *job_text(const struct job_view *v, bool with_result) {
-  json_t *j = job_json(v, with_result);
-  char *text = json_text(j, NULL); /* NULL j: NULL */
-  json_decref(j);
-  return text;
-}
-
 /* The record of a job not yet final, made by the store as it writes the row (a
  * copy of its job_view: without a result, nothing in it points elsewhere). */
-static char *pending_record(const void *arg) { return job_text(arg, false); }
+static char *pending_record(const void *arg) { return job_text(arg, false, NULL); }
 
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
@@ -46,7 +37,7 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
   bool pending = !final && !v->result && (v->state != JOB_RUNNING || store_shared(arg));
-  char *record = final ? job_text(v, true) : NULL;
+  char *record = final ? job_text(v, true, NULL) : NULL;
   struct store_row row = {.id = v->id,
                           .client = v->client,
                           .type = exp_type_name(v->spec.type),
@@ -88,10 +79,8 @@ static char *record_of_answer(const char *answer, size_t len) {
 }
 
 char *durable_accepted_text(struct store *s, const struct job_view *v, uint64_t ticket) {
-  json_t *j = job_json(v, true);
   size_t len = 0;
-  char *answer = json_text(j, &len);
-  json_decref(j);
+  char *answer = job_text(v, true, &len);
   char *record = s && answer && !v->result ? record_of_answer(answer, len) : NULL;
   if (record) store_give_record(s, ticket, record);
   return answer;
