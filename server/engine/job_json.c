@@ -70,7 +70,6 @@ json_t *job_json(const struct job_view *v, bool with_result) {
   return o;
 }
 
-
 char *job_text(const struct job_view *v, bool with_result, size_t *len) {
   json_scratch_begin();
   json_t *j = job_json(v, with_result);
