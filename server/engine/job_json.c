@@ -2,6 +2,8 @@
 #include "server/engine/job_json.h"
 
 #include "api/encode.h"
+#include "api/json_scratch.h"
+#include "api/json_text.h"
 
 json_t *device_json(struct engine *e, int index) {
   struct backend *b = engine_device(e, index);
@@ -89,3 +91,10 @@ json_t *job_json(const struct job_view *v, bool with_result) {
   return o;
 }
 
+char *job_text(const struct job_view *v, bool with_result, size_t *len) {
+  json_scratch_begin();
+  json_t *j = job_json(v, with_result);
+  char *text = json_text(j, len); /* NULL j: NULL */
+  json_scratch_end(j);
+  return text;
+}

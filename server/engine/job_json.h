@@ -11,6 +11,10 @@
 /* The job; with_result adds "result" (else only "passed"). A new reference, or
  * NULL when out of memory. */
 json_t *job_json(const struct job_view *v, bool with_result);
+/* job_json's document as its compact JSON text (json_text: malloc'd, the caller's; its
+ * length in *len when len is not NULL; NULL when out of memory), built in a scratch
+ * scope (api/json_scratch.h): no malloc per value. */
+char *job_text(const struct job_view *v, bool with_result, size_t *len);
 /* A job that no engine here holds, ended now: its stored record (JSON text; NULL or
  * unreadable: only its id is known) with state, finished_at and error {code, message}.
  * For a job a restart interrupted, or a fleet's job canceled in the store. A new

@@ -3,10 +3,12 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/engine/ukernels.h"
 #include "server/http/auth.h"
+#include "server/store/durable.h"
 #include "server/store/store.h"
 
 /* A job the client waits for may run on this thread (engine_run_inline) when it is
@@ -43,7 +45,37 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
   bool final = job_state_final(v.state);
   if (final && v.doc) return respond_json_text(r, status_done, v.doc);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
-  return respond_json(r, final ? status_done : 202, job_json(&v, true));
+  char *text = job_text(&v, true, NULL);
+  enum MHD_Result ret = respond_json_text(r, final ? status_done : 202, text);
+  free(text);
+  return ret;
+}
+
+/* ?wait=0: job as it was accepted (its first row's state), taken before a worker was
+ * woken for it. While that state is its last recorded one, the answer is that row's
+ * document (built once: the row's record is the same text less "result"), and it waits
+ * for that row alone; else (it ended at once, or another worker took it meanwhile) as
+ * respond_job. */
+static enum MHD_Result respond_accepted(struct request *r, struct job *job) {
+  struct store *store = r->srv->opts.store;
+  struct job_view v;
+  job_get_view(r->srv->engine, job, &v);
+  if (job_state_final(v.state) || v.record_ticket != r->store_ticket) {
+    engine_wake(r->srv->engine, job);
+    return respond_job(r, job, 200);
+  }
+  char *text = durable_accepted_text(store, &v, r->store_ticket);
+  engine_wake(r->srv->engine, job); /* after its record was given: one document */
+  int err = store ? store_sync(store, r->store_ticket) : 0;
+  if (err) {
+    free(text);
+    engine_job_withdraw(r->srv->engine, job);
+    return respond_storage(r, err);
+  }
+  snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
+  enum MHD_Result ret = respond_json_text(r, 202, text);
+  free(text);
+  return ret;
 }
 
 /* The waited-for job ended, or the wait ran out. */
@@ -135,9 +167,10 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
   }
   struct job *job;
   struct engine_error refusal = {0};
-  /* A waited-for job may run here: no worker is woken for it until it is known not to. */
+  /* A waited-for job may run here: no worker is woken for it until it is known not to;
+   * nor for one answered at once, until its view as accepted is taken. */
   bool here = wait_s > 0 && r->srv->opts.inline_max_bytes > 0;
-  if ((here ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal)) {
+  if ((here || wait_s <= 0 ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal)) {
     enum MHD_Result sent;
     return elsewhere(r, &refusal, params_prefix, &sent)
                ? sent
@@ -159,7 +192,7 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
     request_wait_for_job(r, job, wait_s, resumed);
     ret = MHD_YES;
   } else {
-    ret = respond_job(r, job, 200);
+    ret = respond_accepted(r, job);
   }
   job_unref(job);
   return ret;

@@ -22,17 +22,9 @@ struct stored_request {
 };
 #define STORED_REQUEST_MAGIC 0x67706c31u /* "gpl1" */
 
-/* The job as GET /jobs/{id} shows it, as text (malloc'd; NULL when out of memory). */
-static char *job_text(const struct job_view *v, bool with_result) {
-  json_t *j = job_json(v, with_result);
-  char *text = json_text(j, NULL); /* NULL j: NULL */
-  json_decref(j);
-  return text;
-}
-
 /* The record of a job not yet final, made by the store as it writes the row (a
  * copy of its job_view: without a result, nothing in it points elsewhere). */
-static char *pending_record(const void *arg) { return job_text(arg, false); }
+static char *pending_record(const void *arg) { return job_text(arg, false, NULL); }
 
 /* Every accepted job and change of state goes to the store (queued under the
  * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
@@ -49,7 +41,7 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
   struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
   bool pending = !final && !v->result && (v->state != JOB_RUNNING || store_shared(arg));
-  char *record = final ? job_text(v, true) : NULL;
+  char *record = final ? job_text(v, true, NULL) : NULL;
   struct store_row row = {.id = v->id,
                           .client = v->client,
                           .type = exp_type_name(v->spec.type),
@@ -75,6 +67,34 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
 uint64_t durable_buffer(void *arg, uint64_t id, const char *client, double created_at,
                         bool listed) {
   return store_buffer_put(arg, id, client, created_at, listed);
+}
+
+/* job_json(v, true) has this member and job_json(v, false) has not, for a job without a
+ * result: "result" comes right before "error", the last member. Never inside a string
+ * (its quotes would be escaped), and "error" holds no member of that name. */
+static const char null_result[] = ",\"result\":null,\"error\":";
+
+/* The record job_json(v, false) makes, from the answer's text (len bytes): the same less
+ * "result":null (malloc'd; NULL when it is not there, or out of memory). */
+static char *record_of_answer(const char *answer, size_t len) {
+  const size_t skip = strlen("\"result\":null,"), n = sizeof null_result - 1;
+  const char *at = NULL;
+  for (const char *p = answer + len; !at && p >= answer + n; p--)
+    if (memcmp(p - n, null_result, n) == 0) at = p - n + 1; /* after its comma */
+  char *record = at ? malloc(len - skip + 1) : NULL;
+  if (!record) return NULL;
+  size_t head = (size_t)(at - answer);
+  memcpy(record, answer, head);
+  memcpy(record + head, at + skip, len - head - skip + 1);
+  return record;
+}
+
+char *durable_accepted_text(struct store *s, const struct job_view *v, uint64_t ticket) {
+  size_t len = 0;
+  char *answer = job_text(v, true, &len);
+  char *record = s && answer && !v->result ? record_of_answer(answer, len) : NULL;
+  if (record) store_give_record(s, ticket, record);
+  return answer;
 }
 
 static const char *sequence(enum engine_ids kind) {

@@ -22,6 +22,14 @@ void durable_record(void *store, const struct job_view *view, const struct engin
 uint64_t durable_buffer(void *store, uint64_t id, const char *client, double created_at,
                         bool listed);
 
+/* A job just accepted and not final, as its answer (job_json(v, true): JSON text,
+ * malloc'd, the caller's; NULL when out of memory), v its view as accepted, ticket its
+ * first row's (store_ticket). The same text less "result": null is the record that row
+ * would make when written (job_json(v, false)): given to it (store_give_record) while
+ * it waits in store s's queue, so the document is built once for both. s NULL: the
+ * answer alone. */
+char *durable_accepted_text(struct store *s, const struct job_view *v, uint64_t ticket);
+
 /* engine_config.reserve_ids with the store as its arg: records the mark in the
  * store's "jobs" or "buffers" sequence (store_ids_take: on PostgreSQL the block moves
  * past ids another gpulabd took). A full disk or a file size limit is -ENOSPC (the

@@ -304,9 +304,23 @@ int store_put(struct store *s, const struct store_row *r) {
   *s->tail = q;
   s->tail = &q->next;
   last_put.store = s;
-  last_put.ticket = ++s->queued;
+  last_put.ticket = q->ticket = ++s->queued;
   pthread_mutex_unlock(&s->queue_lock);
   return 0;
+}
+
+int store_give_record(struct store *s, uint64_t ticket, char *record) {
+  int rc = -ENOENT;
+  pthread_mutex_lock(&s->queue_lock); /* a batch taken for writing has left the queue */
+  struct queued_row *q = s->head;
+  while (q && q->ticket < ticket) q = q->next;
+  if (q && q->ticket == ticket && !q->replaced && !q->row.record && q->row.make_record) {
+    q->row.record = q->made = record;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&s->queue_lock);
+  if (rc) free(record);
+  return rc;
 }
 
 uint64_t store_ticket(struct store *s) { return last_put.store == s ? last_put.ticket : 0; }

@@ -77,6 +77,12 @@ int store_put(struct store *s, const struct store_row *row);
  * for a caller whose rows were queued for it on its own thread (the engine's
  * on_job_change, while it accepted a job) and that must know they are on disk. */
 uint64_t store_ticket(struct store *s);
+/* record (JSON text, malloc'd, taken over) becomes the record of the row of ticket, a
+ * row queued with make_record and still waiting in the queue: for a caller that made
+ * the same text anyway (one document built, not two). Returns 0, or -ENOENT when that
+ * row has left the queue for its batch, was replaced by a later row of its job, or
+ * has its record (record is freed then, and the row makes its own). */
+int store_give_record(struct store *s, uint64_t ticket, char *record);
 /* Waits until the row of ticket (and every row queued before it) has been written
  * or has failed. Returns 0 (written, or ticket 0), or the negative errno of the
  * failed transaction that held it. */

@@ -17,8 +17,9 @@
 struct queued_row {
   struct queued_row *next;
   struct store_row row;
-  bool replaced; /* a later row of the same job took its place: not written */
-  char *made;    /* row.make_record's text, once made (freed with the row) */
+  uint64_t ticket; /* its number in queue order (store_ticket) */
+  bool replaced;   /* a later row of the same job took its place: not written */
+  char *made;      /* row.make_record's text, once made (freed with the row) */
 };
 
 /* Tickets (rows, numbered in queue order) of a transaction that failed. */

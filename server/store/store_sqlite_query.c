@@ -120,6 +120,7 @@ int lite_unfinished(struct store *s,
   sqlite3_stmt *st;
   int n = 0;
   store_lock_for_read(s);
+  /* The condition of index jobs_unfinished (store_sqlite.c), word for word. */
   if (sqlite3_prepare_v2(lite_of(s)->db,
                          "SELECT id, state, request FROM jobs WHERE state IN"
                          " ('queued', 'waiting', 'running') ORDER BY id",

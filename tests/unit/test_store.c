@@ -13,7 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/json_text.h"
 #include "check.h"
+#include "server/engine/job_json.h"
+#include "server/store/durable.h"
 #include "server/store/store.h"
 #include "test_db.h"
 
@@ -345,6 +348,67 @@ static void test_replace(void) {
   printf("replace: ok\n");
 }
 
+/* A record given to a row still queued is its record (never made); a row replaced, or
+ * already written, refuses it (-ENOENT) and makes its own. */
+static void test_give(void) {
+  struct store *s = open_store();
+  atomic_store(&made, 0);
+  store_hold(s);
+  uint64_t t40 = put_lazy(s, 40, "queued", 4, true);
+  uint64_t t41 = put_lazy(s, 41, "queued", 5, true);
+  put_job(s, 41, "running", 0, NULL, false); /* replaces 41's queued row */
+  CHECK_INT_EQ(store_give_record(s, t40, strdup("{\"given\":40}")), 0);
+  CHECK_INT_EQ(store_give_record(s, t41, strdup("{\"given\":41}")), -ENOENT);
+  CHECK_INT_EQ(store_give_record(s, t40, strdup("{\"given\":0}")), -ENOENT); /* has one */
+  store_release(s);
+  store_flush(s);
+  CHECK_INT_EQ(store_give_record(s, t40, strdup("{\"given\":1}")), -ENOENT); /* written */
+  CHECK_INT_EQ(atomic_load(&made), 1);                                       /* 41's */
+  check_record(s, 40, "{\"given\":40}");
+  check_record(s, 41, "{\"made\":5}");
+  store_close(s);
+  printf("give: ok\n");
+}
+
+/* A job answered as accepted (durable_accepted_text): the answer is job_json(v, true)'s
+ * text and the record its row got is job_json(v, false)'s, for a queued and a waiting
+ * job, with an error and a cancel request too. */
+static void test_accepted_text(void) {
+  struct store *s = open_store();
+  struct job_view v;
+  memset(&v, 0, sizeof v);
+  exp_spec_default(EXP_TRANSPOSE, &v.spec);
+  snprintf(v.client, sizeof v.client, "dave");
+  v.device = 0;
+  v.lane = -1;
+  v.created_at = 1e9 + 0.25;
+  for (int i = 0; i < 3; i++) {
+    v.id = 50 + (uint64_t)i;
+    v.state = i == 1 ? JOB_WAITING : JOB_QUEUED;
+    v.n_parents = i == 1;
+    v.parents[0] = 7;
+    v.cancel_requested = i == 2;
+    if (i == 2) snprintf(v.error_code, sizeof v.error_code, "odd\"error\":");
+    struct engine_recorded out = {0, NULL};
+    struct engine_job_request req;
+    memset(&req, 0, sizeof req);
+    durable_record(s, &v, &req, true, &out);
+    char *answer = durable_accepted_text(s, &v, out.ticket);
+    json_t *with = job_json(&v, true), *without = job_json(&v, false);
+    char *want_answer = json_text(with, NULL), *want_record = json_text(without, NULL);
+    CHECK_STR_EQ(answer, want_answer);
+    CHECK_INT_EQ(store_sync(s, out.ticket), 0);
+    check_record(s, v.id, want_record);
+    free(answer);
+    free(want_answer);
+    free(want_record);
+    json_decref(with);
+    json_decref(without);
+  }
+  store_close(s);
+  printf("accepted text: ok\n");
+}
+
 /* --max-db-bytes: past the bound, the oldest finished jobs go; unfinished ones stay. */
 static void test_limit(void) {
   struct store *s = open_store();
@@ -604,6 +668,8 @@ int main(void) {
   test_kernels();
   test_hold();
   test_replace();
+  test_give();
+  test_accepted_text();
   test_limit();
   test_buffers();
   if (pg && *pg) {
