@@ -281,74 +281,121 @@ static char *parents_text(const struct store_row *r) {
   if (text) snprintf(text + at, len - at, "}");
   return text;
 }
-static int write_row(struct store *s, const struct store_row *r, char *why, size_t len) {
+/* Sends sql with n values (binary[i] > 0: value i is that many bytes) into the
+ * connection's pipeline. False when the connection failed. */
+static bool send(struct pg *p, const char *sql, int n, const char *const *values,
+                 const int *binary) {
+  int lengths[16] = {0}, formats[16] = {0};
+  for (int i = 0; binary && i < n && i < 16; i++)
+    if (binary[i] > 0) lengths[i] = binary[i], formats[i] = 1;
+  return PQsendQueryParams(p->conn, sql, n, NULL, values, lengths, formats, 0) == 1;
+}
+
+/* A row's statement, into the pipeline. */
+static bool send_row(struct store *s, const struct store_row *r) {
+  struct pg *p = pg_of(s);
   char id[24], created[32], finished[32];
   snprintf(id, sizeof id, "%" PRIu64, r->id);
   snprintf(created, sizeof created, "%.17g", r->created);
   snprintf(finished, sizeof finished, "%.17g", r->finished);
-  int err = 0;
-  PGresult *res;
   if (r->table == STORE_BUFFERS) { /* a node deletes its own buffers' rows only */
     const char *v[] = {id, s->node, r->client, created};
-    res = r->create ? pg_exec(s,
-                              "INSERT INTO buffers(id, node, client, created) VALUES($1, $2, $3,"
-                              " $4) ON CONFLICT (id) DO UPDATE SET node = $2, client = $3,"
-                              " created = $4",
-                              4, v, NULL, &err, why, len)
-                    : pg_exec(s, "DELETE FROM buffers WHERE id = $1::bigint AND node = $2", 2, v,
-                              NULL, &err, why, len);
-  } else if (r->table == STORE_SWEEPS) {
-    const char *v[] = {id, r->client, created, r->record ? r->record : "{}"};
-    res = pg_exec(s,
-                  "INSERT INTO sweeps(id, client, created, record) VALUES($1, $2, $3, $4)"
-                  " ON CONFLICT (id) DO UPDATE SET client = EXCLUDED.client,"
-                  " created = EXCLUDED.created, record = EXCLUDED.record",
-                  4, v, NULL, &err, why, len);
-  } else if (r->create) {
-    const char *v[] = {id,
-                       r->client,
-                       r->type,
-                       r->state,
-                       created,
-                       finished,
-                       (const char *)r->request,
-                       r->record,
-                       s->node[0] ? s->node : NULL,
-                       NULL};
-    int binary[10] = {0, 0, 0, 0, 0, 0, r->request ? (int)r->request_len : 0, 0, 0, 0};
-    if (r->request && r->request_len == 0) v[6] = "";
-    char *parents = parents_text(r);
-    v[9] = parents;
-    res = pg_exec(s,
-                  "INSERT INTO jobs(id, client, type, state, created, finished, request, record,"
-                  " node, parents) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bigint[])"
-                  " ON CONFLICT (id) DO UPDATE"
-                  " SET state = $4, finished = $6, record = COALESCE($8, jobs.record), node = $9"
-                  " WHERE jobs.node IS NOT DISTINCT FROM $9 AND " UNFINISHED,
-                  10, v, binary, &err, why, len);
-    free(parents);
-  } else {
-    const char *v[] = {id, r->state, finished, r->record, s->node[0] ? s->node : NULL};
-    res = pg_exec(s,
-                  "UPDATE jobs SET state = $2, finished = $3, record = COALESCE($4::text, record)"
-                  " WHERE id = $1 AND node IS NOT DISTINCT FROM $5 AND " UNFINISHED,
-                  5, v, NULL, &err, why, len);
+    return r->create ? send(p,
+                            "INSERT INTO buffers(id, node, client, created) VALUES($1, $2, $3,"
+                            " $4) ON CONFLICT (id) DO UPDATE SET node = $2, client = $3,"
+                            " created = $4",
+                            4, v, NULL)
+                     : send(p, "DELETE FROM buffers WHERE id = $1::bigint AND node = $2", 2, v,
+                            NULL);
   }
-  PQclear(res);
-  return res ? 0 : err;
+  if (r->table == STORE_SWEEPS) {
+    const char *v[] = {id, r->client, created, r->record ? r->record : "{}"};
+    return send(p,
+                "INSERT INTO sweeps(id, client, created, record) VALUES($1, $2, $3, $4)"
+                " ON CONFLICT (id) DO UPDATE SET client = EXCLUDED.client,"
+                " created = EXCLUDED.created, record = EXCLUDED.record",
+                4, v, NULL);
+  }
+  if (!r->create) {
+    const char *v[] = {id, r->state, finished, r->record, s->node[0] ? s->node : NULL};
+    return send(p,
+                "UPDATE jobs SET state = $2, finished = $3, record = COALESCE($4::text, record)"
+                " WHERE id = $1 AND node IS NOT DISTINCT FROM $5 AND " UNFINISHED,
+                5, v, NULL);
+  }
+  char *parents = parents_text(r);
+  const char *v[] = {id,
+                     r->client,
+                     r->type,
+                     r->state,
+                     created,
+                     finished,
+                     (const char *)r->request,
+                     r->record,
+                     s->node[0] ? s->node : NULL,
+                     parents};
+  int binary[10] = {0, 0, 0, 0, 0, 0, r->request ? (int)r->request_len : 0, 0, 0, 0};
+  if (r->request && r->request_len == 0) v[6] = "";
+  bool sent = send(p,
+                   "INSERT INTO jobs(id, client, type, state, created, finished, request, record,"
+                   " node, parents) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::bigint[])"
+                   " ON CONFLICT (id) DO UPDATE"
+                   " SET state = $4, finished = $6, record = COALESCE($8, jobs.record), node = $9"
+                   " WHERE jobs.node IS NOT DISTINCT FROM $9 AND " UNFINISHED,
+                   10, v, binary);
+  free(parents); /* libpq copied it into its buffer */
+  return sent;
 }
 
+/* The results of sent statements, then of their Sync: 0, or the first error. */
+static int read_pipeline(struct pg *p, int sent, char *why, size_t len) {
+  int err = 0;
+  for (int i = 0; i < sent; i++) {
+    PGresult *res = PQgetResult(p->conn);
+    if (!res) break; /* the connection is gone */
+    ExecStatusType st = PQresultStatus(res);
+    /* After an error the rest are PGRES_PIPELINE_ABORTED: the first error says why. */
+    if (!err && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      err = pg_errno(res);
+      say(why, len, PQresultErrorMessage(res));
+    }
+    PQclear(res);
+    PQclear(PQgetResult(p->conn)); /* the NULL that ends each statement's results */
+  }
+  PGresult *res = PQgetResult(p->conn);
+  if (!err && PQresultStatus(res) != PGRES_PIPELINE_SYNC) {
+    err = pg_errno(res);
+    say(why, len, PQerrorMessage(p->conn));
+  }
+  PQclear(res);
+  return err;
+}
+
+/* A batch in one round trip: its rows' statements pipelined up to one Sync, which
+ * runs them as one implicit transaction (all written, or none). A Sync whose answer
+ * never came (the connection lost) is counted failed: the batch may be in the
+ * database all the same, which store.h allows (written, or failed). */
 static int pg_write_batch_locked(struct store *s, const struct queued_row *batch, char *why,
                                  size_t len) {
   struct pg *p = pg_of(s);
-  int err = step(s, "BEGIN", why, len);
-  for (const struct queued_row *q = batch; q && !err; q = q->next)
-    err = write_row(s, &q->row, why, len);
-  if (!err) err = step(s, "COMMIT", why, len);
-  /* A commit whose answer never came (the connection lost) is counted failed: it may
-   * be in the database all the same, which store.h allows (written, or failed). */
-  if (err && PQstatus(p->conn) == CONNECTION_OK && PQtransactionStatus(p->conn) != PQTRANS_IDLE)
-    PQclear(PQexec(p->conn, "ROLLBACK"));
+  int err = connected(s, why, len), sent = 0;
+  if (err) return err;
+  if (!PQenterPipelineMode(p->conn)) {
+    say(why, len, PQerrorMessage(p->conn));
+    return -EIO;
+  }
+  const struct queued_row *q = batch;
+  for (; q && send_row(s, &q->row); q = q->next) sent++;
+  bool synced = !q && PQpipelineSync(p->conn) == 1;
+  if (synced) {
+    err = read_pipeline(p, sent, why, len);
+  } else { /* not all sent: the connection failed */
+    err = -EIO;
+    say(why, len, PQerrorMessage(p->conn));
+  }
+  /* It fails only with results still pending (a send failed): made anew, the
+   * connection leaves pipeline mode. */
+  if (!PQexitPipelineMode(p->conn)) PQreset(p->conn);
   return err;
 }
 
