@@ -19,6 +19,7 @@
 #include "server/store/durable.h"
 #include "server/store/fleet.h"
 #include "server/engine/engine.h"
+#include "server/engine/events.h"
 #include "server/http/http.h"
 #include "server/http/auth.h"
 #include "server/log.h"
@@ -254,6 +255,8 @@ static int join_fleet(const struct config *cfg, struct store *store, struct dura
   return 0;
 }
 
+static void wake_fleet(void *fleet) { fleet_wake(fleet); }
+
 /* A fleet's node that could not renew its lease in time starts no job until it does
  * (fleet.h): another node may be about to take its jobs over. */
 static void fence(struct fleet *fleet, struct engine *engine, bool *fenced) {
@@ -376,6 +379,8 @@ int main(int argc, char **argv) {
   }
   fleet_node = (struct durable_fleet){.engine = engine, .store = store, .lanes = n_devices * cfg.streams};
   if (join_fleet(&cfg, store, &fleet_node, &fleet)) goto fail;
+  /* The fleet listens to other nodes' job events while someone here streams them. */
+  if (fleet) events_on_listeners(engine_events(engine), wake_fleet, fleet);
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .inline_max_bytes = cfg.inline_max_bytes,
@@ -406,6 +411,7 @@ fail:
    * fleet's other nodes take them once this one's lease has run out). Every waiting
    * request is answered. */
   if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
+  if (fleet) events_on_listeners(engine_events(engine), NULL, NULL); /* streams may close later */
   fleet_stop(fleet);
   http_server_drain(server, 2);
   http_server_stop(server);

@@ -19,7 +19,39 @@ struct events {
   int capacity;
   uint64_t last_seq; /* ring holds seqs (last_seq - capacity, last_seq] */
   struct events_waiter *waiters;
+  int listeners; /* events_listener_add's */
+  void (*on_listeners)(void *arg);
+  void *on_listeners_arg;
 };
+
+void events_on_listeners(struct events *bus, void (*on_change)(void *arg), void *arg) {
+  pthread_mutex_lock(&bus->lock);
+  bus->on_listeners = on_change;
+  bus->on_listeners_arg = arg;
+  pthread_mutex_unlock(&bus->lock);
+}
+
+/* Adds delta to the listeners; tells on_listeners when none became some or back
+ * (under the lock, so that once events_on_listeners took it away it is never called
+ * again: it must be quick). */
+static void listeners_add(struct events *bus, int delta) {
+  pthread_mutex_lock(&bus->lock);
+  int before = bus->listeners;
+  bus->listeners += delta;
+  if ((before == 0) != (bus->listeners == 0) && bus->on_listeners)
+    bus->on_listeners(bus->on_listeners_arg);
+  pthread_mutex_unlock(&bus->lock);
+}
+
+void events_listener_add(struct events *bus) { listeners_add(bus, 1); }
+void events_listener_remove(struct events *bus) { listeners_add(bus, -1); }
+
+int events_listeners(struct events *bus) {
+  pthread_mutex_lock(&bus->lock);
+  int n = bus->listeners;
+  pthread_mutex_unlock(&bus->lock);
+  return n;
+}
 
 static double now_unix(void) {
   struct timespec ts;

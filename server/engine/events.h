@@ -55,6 +55,14 @@ struct events_waiter {
 };
 void events_wait(struct events *bus, struct events_waiter *w, uint64_t after, uint64_t job_id,
                  double deadline, void (*fn)(void *arg), void *arg);
+/* Listeners that want other nodes' events too (a fleet's: durable_fleet publishes
+ * them only while there is one): every-job streams and streams of jobs held
+ * elsewhere. on_change(arg) (NULL: none) is called when the count leaves or reaches
+ * 0, under the bus's lock: it must be quick and never call the bus. */
+void events_on_listeners(struct events *bus, void (*on_change)(void *arg), void *arg);
+void events_listener_add(struct events *bus);
+void events_listener_remove(struct events *bus);
+int events_listeners(struct events *bus);
 /* Fires every waiter now, and any added later at once (from the caller's thread).
  * Idempotent. */
 void events_close(struct events *bus);

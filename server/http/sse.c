@@ -11,6 +11,7 @@
 #include "api/encode.h"
 #include "api/json_text.h"
 #include "server/http/sse.h"
+#include "server/store/store.h"
 
 #define SSE_KEEPALIVE_S 15.0
 #define SSE_READ_BATCH 32
@@ -24,7 +25,9 @@ struct sse_stream {
   json_t *first;     /* the job's state when the stream opened (its event's data) */
   char state[12];    /* a job's stream: the last state sent */
   bool send_first, ended;
-  double next_keepalive;
+  bool listener;        /* counted in events_listener_add: wants other nodes' events */
+  struct store *stored; /* a job held elsewhere: its store, read when nothing came */
+  double next_keepalive, next_read;
   struct events_waiter waiter;
   atomic_bool parked; /* suspended, its waiter registered; cleared by resume() */
   char buf[SSE_READ_BATCH * 512];
@@ -89,6 +92,31 @@ static void append_bus_event(struct sse_stream *s, const struct event *ev) {
   if (s->job_id && ev->kind == EVENT_STATE && final_state(ev->state)) s->ended = true;
 }
 
+/* A job held elsewhere, as the store has it now, when it moved on from what was said:
+ * what the fleet's events missed (the node listened late, or its connection was lost
+ * meanwhile) is said within a second. */
+static void append_stored_change(struct sse_stream *s, double now) {
+  s->next_read = now + 1.0;
+  char *text = store_record(s->stored, s->job_id);
+  json_t *record = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  const char *state = json_string_value(json_object_get(record, "state"));
+  if (state && !already_said(s, state)) {
+    const char *error =
+        json_string_value(json_object_get(json_object_get(record, "error"), "code"));
+    json_t *o = json_pack("{s:I,s:O,s:O,s:s}", "job", (json_int_t)s->job_id, "type",
+                          json_object_get(record, "type"), "client",
+                          json_object_get(record, "client"), "state", state);
+    if (o && error) json_object_set_new(o, "error", json_string(error));
+    if (o && json_is_string(json_object_get(record, "node")))
+      json_object_set(o, "node", json_object_get(record, "node"));
+    snprintf(s->state, sizeof s->state, "%s", state);
+    if (final_state(state)) s->ended = true;
+    if (o) append_event(s, 0, "state", o);
+  }
+  json_decref(record);
+}
+
 /* Fills the buffer with what is due: the opening state, new events, a keep-alive. */
 static void fill(struct sse_stream *s) {
   s->len = s->off = 0;
@@ -109,6 +137,7 @@ static void fill(struct sse_stream *s) {
   for (int i = 0; i < n && !s->ended; i++) append_bus_event(s, &evs[i]);
   s->next_seq = next;
   double now = engine_now_mono();
+  if (s->len == 0 && s->stored && now >= s->next_read) append_stored_change(s, now);
   if (s->len == 0 && now >= s->next_keepalive) append(s, ": keep-alive\n\n");
   if (s->len > 0) s->next_keepalive = now + SSE_KEEPALIVE_S;
   if (s->len == 0 && events_closed(s->bus)) s->ended = true; /* gpulabd is stopping */
@@ -147,6 +176,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *out, size_t max) {
 
 static void sse_free(void *cls) {
   struct sse_stream *s = cls;
+  if (s->listener) events_listener_remove(s->bus);
   json_decref(s->first);
   free(s);
 }
@@ -163,7 +193,7 @@ static json_t *first_state(uint64_t id, const char *type, const char *client, co
 /* A stream that starts with the job's state (first, taken) when job_id is not 0,
  * its events after seq after; every job's r may see after seq after when 0. */
 static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t *first,
-                                      uint64_t after) {
+                                      uint64_t after, struct store *stored) {
   struct sse_stream *s = calloc(1, sizeof *s);
   if (!s || (job_id && !first)) {
     free(s);
@@ -177,6 +207,8 @@ static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t
   s->job_id = job_id;
   s->first = first;
   s->send_first = job_id != 0;
+  s->stored = stored;
+  s->next_read = engine_now_mono() + 1.0;
   if (!job_id && !request_sees_all(r)) snprintf(s->client, sizeof s->client, "%s", r->client);
   /* A reconnecting EventSource says where it stopped. */
   const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
@@ -193,19 +225,21 @@ static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t
   }
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+  s->listener = !job_id || stored; /* other nodes' events are for these only */
+  if (s->listener) events_listener_add(s->bus);
   return request_queue(r, 200, resp, 0); /* a stream: its length is not known */
 }
 
 enum MHD_Result sse_respond(struct request *r, struct job *job) {
   struct engine *e = r->srv->engine;
-  if (!job) return respond_stream(r, 0, NULL, events_last_seq(engine_events(e)));
+  if (!job) return respond_stream(r, 0, NULL, events_last_seq(engine_events(e)), NULL);
   struct job_view v;
   uint64_t after;
   engine_job_snapshot(e, job, &v, &after);
   return respond_stream(r, v.id,
                         first_state(v.id, exp_type_name(v.spec.type), v.client,
                                     job_state_name(v.state), v.error_code),
-                        after);
+                        after, NULL);
 }
 
 enum MHD_Result sse_respond_stored(struct request *r, uint64_t id, uint64_t after,
@@ -216,5 +250,5 @@ enum MHD_Result sse_respond_stored(struct request *r, uint64_t id, uint64_t afte
   const char *error = json_string_value(json_object_get(json_object_get(record, "error"), "code"));
   return respond_stream(
       r, id, first_state(id, type ? type : "", client ? client : "", state ? state : "", error),
-      after);
+      after, r->srv->opts.store);
 }

@@ -320,6 +320,11 @@ static void fleet_job_event(void *arg, const char *payload) {
   json_decref(j);
 }
 
+static bool fleet_wants_events(void *arg) {
+  struct durable_fleet *df = arg;
+  return events_listeners(engine_events(df->engine)) > 0;
+}
+
 static char *fleet_devices(void *arg) {
   struct durable_fleet *df = arg;
   json_t *list = devices_json(df->engine);
@@ -333,6 +338,7 @@ void durable_fleet_bind(struct durable_fleet *df, struct fleet_config *cfg) {
   cfg->arg = df;
   cfg->job_event = fleet_job_event;
   cfg->devices = fleet_devices;
+  cfg->wants_events = fleet_wants_events;
   cfg->capacity = fleet_capacity;
   cfg->run_claimed = fleet_run_claimed;
   cfg->interrupted_record = fleet_interrupted_record;

@@ -38,7 +38,8 @@ struct fleet {
   _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
   atomic_bool stopping;
   atomic_bool draining;        /* fleet_drain */
-  int stop_pipe[2];            /* written by fleet_stop: the thread's wait ends */
+  int stop_pipe[2];            /* written by fleet_stop and fleet_wake: the wait ends */
+  bool listening;              /* to FLEET_EVENTS_CHANNEL (sync_listen) */
   pthread_mutex_t queued_lock; /* the counts below: fleet_queued reads them */
   struct fleet_queued queued[FLEET_QUEUED_MAX];
   int n_queued;
@@ -56,12 +57,11 @@ static double now_mono(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The channels that wake the thread: jobs left unclaimed, cancel requests; and the
- * jobs' state changes, handed to job_event (a session's LISTENs, made again on a new
- * connection). */
+/* The channels that wake the thread: jobs left unclaimed, cancel requests (a
+ * session's LISTENs, made again on a new connection; the jobs' state changes are
+ * listened to apart, while they are wanted: sync_listen). */
 static bool listen_channels(PGconn *conn) {
-  PGresult *res = PQexec(conn, "LISTEN " FLEET_JOBS_CHANNEL "; LISTEN " FLEET_CANCEL_CHANNEL
-                               "; LISTEN " FLEET_EVENTS_CHANNEL);
+  PGresult *res = PQexec(conn, "LISTEN " FLEET_JOBS_CHANNEL "; LISTEN " FLEET_CANCEL_CHANNEL);
   bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
   PQclear(res);
   return ok;
@@ -72,6 +72,7 @@ static bool listen_channels(PGconn *conn) {
 static PGresult *run_sql(struct fleet *f, const char *sql, int n, const char *const *values) {
   if (PQstatus(f->conn) != CONNECTION_OK) {
     PQreset(f->conn);
+    f->listening = false; /* a new session: sync_listen listens again */
     if (PQstatus(f->conn) != CONNECTION_OK || !listen_channels(f->conn))
       return NULL; /* the store says so already */
     log_info("fleet: connected to PostgreSQL again");
@@ -359,10 +360,11 @@ static bool take_notifications(struct fleet *f) {
   bool news = false;
   PGnotify *n;
   while ((n = PQnotifies(f->conn))) {
-    if (strcmp(n->relname, FLEET_EVENTS_CHANNEL) == 0)
-      f->cfg.job_event(f->cfg.arg, n->extra);
-    else if (n->be_pid != PQbackendPID(f->conn))
+    if (strcmp(n->relname, FLEET_EVENTS_CHANNEL) == 0) {
+      if (f->listening) f->cfg.job_event(f->cfg.arg, n->extra); /* else: one left over */
+    } else if (n->be_pid != PQbackendPID(f->conn)) {
       news = true;
+    }
     PQfreemem(n);
   }
   return news;
@@ -380,9 +382,23 @@ static void wait_for_news(struct fleet *f, double seconds) {
     if (left <= 0 || sock < 0) return;
     struct pollfd fds[2] = {{.fd = f->stop_pipe[0], .events = POLLIN},
                             {.fd = sock, .events = POLLIN}};
-    if (poll(fds, 2, (int)(left * 1e3) + 1) <= 0 || fds[0].revents) return;
+    if (poll(fds, 2, (int)(left * 1e3) + 1) <= 0) return;
+    if (fds[0].revents) { /* fleet_wake's bytes (fleet_stop's are for the flag) */
+      char bytes[64];
+      if (read(f->stop_pipe[0], bytes, sizeof bytes) < 0) log_warn("fleet: cannot read its pipe");
+      return;
+    }
     if (!PQconsumeInput(f->conn)) return; /* the next statement connects again */
   }
+}
+
+/* Listens to the jobs' state changes while they are wanted (wants_events), not
+ * otherwise: every node would read every node's changes for nobody. */
+static void sync_listen(struct fleet *f) {
+  bool want = f->cfg.wants_events && f->cfg.wants_events(f->cfg.arg);
+  if (want != f->listening &&
+      ok_sql(f, want ? "LISTEN " FLEET_EVENTS_CHANNEL : "UNLISTEN " FLEET_EVENTS_CHANNEL, 0, NULL))
+    f->listening = want;
 }
 
 /* Leases every L/3; cancels and claims then too, and whenever a notification says
@@ -399,6 +415,7 @@ static void *fleet_thread(void *arg) {
       count_queued(f);
       read_nodes(f);
     }
+    sync_listen(f);
     apply_cancels(f);
     release_backlog(f);
     double wait = claim(f) ? BACKLOG_POLL_S : next_renewal - now_mono();
@@ -466,6 +483,10 @@ void fleet_advertise(struct fleet *f, const char *url) {
 }
 
 void fleet_drain(struct fleet *f) { atomic_store(&f->draining, true); }
+
+void fleet_wake(struct fleet *f) {
+  if (write(f->stop_pipe[1], "", 1) != 1) log_warn("fleet: cannot wake its thread");
+}
 
 void fleet_stop(struct fleet *f) {
   if (!f) return;

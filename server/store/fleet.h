@@ -38,8 +38,8 @@
  *    LISTEN/NOTIFY wakes the thread at once for a cancel request or jobs left
  *    unclaimed; the L/3 period is the fallback.
  *  - Events: a trigger (store_pg.c) notifies every state change of a job the database
- *    records; the thread hands each to job_event, so a node's event streams show
- *    the jobs of other nodes too.
+ *    records; while wants_events says so, the thread listens and hands each to
+ *    job_event, so a node's event streams show the jobs of other nodes too.
  *  - Fencing of writes: the store writes a job's row only where its node is still this
  *    node and the job is unfinished (store_pg.c), so a node taken over changes nothing
  *    of what others now own, and no job is run by two nodes at once.
@@ -85,6 +85,10 @@ struct fleet_config {
    * is JSON {job, state, node, client, type, error}, error a code or null. Called on
    * the fleet's thread, often: it must be quick. */
   void (*job_event)(void *arg, const char *payload);
+  /* Whether job_event is wanted now: the channel is listened to only then (every
+   * node would read every node's changes), asked at every pass; fleet_wake when it
+   * changes. */
+  bool (*wants_events)(void *arg);
 };
 
 /* Registers the node and starts the fleet's thread: before the node takes any job, so
@@ -102,6 +106,8 @@ void fleet_stop(struct fleet *f);
  * the server starts, after the node joined): written at the next renewal. */
 void fleet_advertise(struct fleet *f, const char *url);
 const char *fleet_node(const struct fleet *f); /* its name (--node) */
+/* A pass of the fleet's thread now (wants_events changed). Any thread. */
+void fleet_wake(struct fleet *f);
 /* The fleet's queued jobs per node as of the last lease tick (node "": unclaimed),
  * for /metrics: up to max (FLEET_QUEUED_MAX at most) into out; returns how many. */
 #define FLEET_QUEUED_MAX 64

@@ -182,6 +182,17 @@ static void test_events_from_other(void) {
   start_node(&b, "b");
   struct sse_stream all, one;
   sse_open(&all, b.port, "/events", NULL, 10);
+  /* b listens to the fleet's events once a stream wants them: a moment after. */
+  bool heard = false;
+  for (int i = 0; i < 50 && !heard; i++) {
+    long long probe = post_on(&a.http, "/transpose?wait=0", SMALL);
+    struct sse_event e;
+    while (!heard && sse_next(&all, 0.2, &e) == 1) {
+      heard = JINT(e.json, "job") == probe;
+      sse_event_free(&e);
+    }
+  }
+  CHECK(heard);
   long long id = post_on(&a.http, "/stencil?wait=0", SLOW);
   job_wait_state(&b, id, "running", 30); /* in the database */
   char path[64];
