@@ -102,8 +102,8 @@ static void append_stored_change(struct sse_stream *s, double now) {
   free(text);
   const char *state = json_string_value(json_object_get(record, "state"));
   if (state && !already_said(s, state)) {
-    const char *error =
-        json_string_value(json_object_get(json_object_get(record, "error"), "code"));
+    const char *error = json_string_value(
+        json_object_get(json_object_get(record, "error"), "code"));
     json_t *o = json_pack("{s:I,s:O,s:O,s:s}", "job", (json_int_t)s->job_id, "type",
                           json_object_get(record, "type"), "client",
                           json_object_get(record, "client"), "state", state);

@@ -300,13 +300,13 @@ static bool send_row(struct store *s, const struct store_row *r) {
   snprintf(finished, sizeof finished, "%.17g", r->finished);
   if (r->table == STORE_BUFFERS) { /* a node deletes its own buffers' rows only */
     const char *v[] = {id, s->node, r->client, created};
-    return r->create ? send(p,
-                            "INSERT INTO buffers(id, node, client, created) VALUES($1, $2, $3,"
-                            " $4) ON CONFLICT (id) DO UPDATE SET node = $2, client = $3,"
-                            " created = $4",
-                            4, v, NULL)
-                     : send(p, "DELETE FROM buffers WHERE id = $1::bigint AND node = $2", 2, v,
-                            NULL);
+    return r->create
+               ? send(p,
+                      "INSERT INTO buffers(id, node, client, created) VALUES($1, $2, $3,"
+                      " $4) ON CONFLICT (id) DO UPDATE SET node = $2, client = $3,"
+                      " created = $4",
+                      4, v, NULL)
+               : send(p, "DELETE FROM buffers WHERE id = $1::bigint AND node = $2", 2, v, NULL);
   }
   if (r->table == STORE_SWEEPS) {
     const char *v[] = {id, r->client, created, r->record ? r->record : "{}"};
