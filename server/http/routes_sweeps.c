@@ -510,7 +510,8 @@ static enum MHD_Result submit_points(struct request *r, const struct sweep_plan 
       snprintf(message, sizeof message, "point %d of this sweep: %.280s", failed, refusal.message);
       snprintf(refusal.message, sizeof refusal.message, "%s", message);
     }
-    ret = respond_refusal(r, spec, &refusal, "params.");
+    if (!submit_elsewhere(r, &refusal, "params.", &ret))
+      ret = respond_refusal(r, spec, &refusal, "params.");
   }
   free(reqs);
   free(jobs);

@@ -122,11 +122,7 @@ int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const
   return 0;
 }
 
-/* A job on a job that another live node of a fleet holds (depends_on, or its output as
- * an input) goes to that node (307), where the chain can run; one on a buffer another
- * node made goes where the buffer lives (307), or is 410 when that node died with it.
- * True when it answered (*ret). */
-static bool elsewhere(struct request *r, const struct engine_error *refusal,
+bool submit_elsewhere(struct request *r, const struct engine_error *refusal,
                       const char *params_prefix, enum MHD_Result *ret) {
   char url[256], field[64];
   if (refusal->code != -ENOENT || !r->srv->opts.store) return false;
@@ -172,7 +168,7 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
   bool here = wait_s > 0 && r->srv->opts.inline_max_bytes > 0;
   if ((here || wait_s <= 0 ? engine_submit_inline : engine_submit)(e, &req, &job, &refusal)) {
     enum MHD_Result sent;
-    return elsewhere(r, &refusal, params_prefix, &sent)
+    return submit_elsewhere(r, &refusal, params_prefix, &sent)
                ? sent
                : respond_refusal(r, spec, &refusal, params_prefix);
   }

@@ -21,4 +21,12 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
 int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,
                            struct api_error *err);
 
+/* A fleet's refusal that another node can take: a job (or sweep) on a job another live
+ * node holds (depends_on, or its output as an input) goes to that node (307
+ * job_elsewhere), where the chain can run; one on a buffer another node made goes
+ * where the buffer lives (307 buffer_elsewhere), or is 410 buffer_lost when that node
+ * died with it. True when it answered (*ret); false: answer the refusal as usual. */
+bool submit_elsewhere(struct request *r, const struct engine_error *refusal,
+                      const char *params_prefix, enum MHD_Result *ret);
+
 #endif

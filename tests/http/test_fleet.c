@@ -575,6 +575,16 @@ static void test_buffer_sent_home(void) {
            buf);
   check_sent_to(&b, &a, "POST", "/jobs?wait=0", form, &r);
   http_reply_free(&r);
+  char sweep[320]; /* a sweep over it too, whose points read it */
+  snprintf(sweep, sizeof sweep,
+           "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}},"
+           "\"axes\":{\"variant\":[\"naive\",\"copy\"]}}",
+           buf);
+  check_sent_to(&b, &a, "POST", "/sweeps?wait=0", sweep, &r);
+  follow(&a, &r, "POST", sweep, &there);
+  CHECK(there.status == 200 || there.status == 202); /* made on a */
+  http_reply_free(&there);
+  http_reply_free(&r);
   snprintf(path, sizeof path, "/buffers/%lld", kept); /* a job's kept output: a's too */
   check_sent_to(&b, &a, "GET", path, NULL, &r);
   http_reply_free(&r);
@@ -610,6 +620,13 @@ static void test_buffer_sent_home(void) {
   http_client_request(&b.http, "POST", "/transpose?wait=0", "application/json", body, strlen(body),
                       0, &r);
   CHECK_ERROR(&r, 410, "buffer_lost", "a");
+  http_reply_free(&r);
+  snprintf(sweep, sizeof sweep,
+           "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}},"
+           "\"axes\":{\"variant\":[\"naive\",\"copy\"]}}",
+           lost);
+  http_client_request(&b.http, "POST", "/sweeps", "application/json", sweep, strlen(sweep), 0, &r);
+  CHECK_ERROR(&r, 410, "buffer_lost", "params.a");
   http_reply_free(&r);
   gpulabd_stop(&b);
 }
