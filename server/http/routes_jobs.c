@@ -10,6 +10,7 @@
 #include "server/http/routes.h"
 #include "server/http/sse.h"
 #include "server/http/submit.h"
+#include "server/store/durable.h"
 #include "server/store/store.h"
 
 #define LIST_LIMIT_DEFAULT 50
@@ -53,17 +54,13 @@ static json_t *stored_job(struct request *r, const char *id_text) {
 static enum MHD_Result cancel_stored(struct request *r, const char *id_text, json_t *stored) {
   uint64_t id = (uint64_t)json_integer_value(json_object_get(stored, "id"));
   char *record = json_dumps(stored, JSON_COMPACT);
-  json_t *canceled = job_json_ended(id, record, JOB_CANCELED, "canceled", "canceled before it ran");
-  char *canceled_text = json_dumps(canceled, JSON_COMPACT);
-  int rc = record && canceled_text ? store_job_cancel(r->srv->opts.store, id, canceled_text)
-                                   : -ENOMEM;
+  json_t *canceled = NULL;
+  int rc = record ? durable_cancel(r->srv->opts.store, id, record, &canceled) : -ENOMEM;
   free(record);
-  free(canceled_text);
   if (rc == 0) {
     json_decref(stored);
     return respond_json(r, 200, canceled);
   }
-  json_decref(canceled);
   if (rc == 1) return respond_json(r, 200, stored);
   json_decref(stored);
   if (rc == -EALREADY)

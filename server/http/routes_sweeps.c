@@ -14,7 +14,6 @@
 #include "server/http/auth.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
-#include "server/engine/job_json.h"
 #include "server/engine/sweeps.h"
 #include "server/store/durable.h"
 #include "server/store/store.h"
@@ -329,8 +328,6 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
   return o;
 }
 
-/* The sweep's table: 200, or after a POST, 202 and where to look while it is still
- * going (as POST /jobs answers). */
 /* A fleet's sweeps made on other nodes are read from the store (store_sweeps_page). */
 struct stored_sweeps {
   struct sweep_copy *list;
@@ -356,6 +353,8 @@ static int find_sweep(struct request *r, uint64_t id, struct sweep_copy *out) {
   return -ENOENT;
 }
 
+/* The sweep's table: 200, or after a POST, 202 and where to look while it is still
+ * going (as POST /jobs answers). */
 static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted) {
   struct sweep_copy s;
   if (find_sweep(r, id, &s))
@@ -659,20 +658,9 @@ static int cancel_point(struct request *r, uint64_t id) {
   }
   struct store *store = r->srv->opts.store;
   char *record = store && store_shared(store) ? store_record(store, id) : NULL;
-  json_t *stored = record ? json_loads(record, 0, NULL) : NULL;
-  const char *state = json_string_value(json_object_get(stored, "state"));
-  int canceled = 0;
-  if (state && job_state_from_name(state) >= 0 && !job_state_final(job_state_from_name(state))) {
-    json_t *j = job_json_ended(id, record, JOB_CANCELED, "canceled", "canceled before it ran");
-    char *text = json_dumps(j, JSON_COMPACT);
-    int rc = text ? store_job_cancel(store, id, text) : -ENOMEM;
-    canceled = rc == 0 || rc == 1;
-    free(text);
-    json_decref(j);
-  }
-  json_decref(stored);
+  int rc = record ? durable_cancel(store, id, record, NULL) : -ENOENT; /* -EALREADY: ended */
   free(record);
-  return canceled;
+  return rc == 0 || rc == 1;
 }
 
 enum MHD_Result route_sweep(struct request *r, const struct route_args *a) {

@@ -97,6 +97,18 @@ char *durable_accepted_text(struct store *s, const struct job_view *v, uint64_t 
   return answer;
 }
 
+int durable_cancel(struct store *s, uint64_t id, const char *record, json_t **canceled) {
+  json_t *j = job_json_ended(id, record, JOB_CANCELED, "canceled", "canceled before it ran");
+  char *text = json_dumps(j, JSON_COMPACT);
+  int rc = text ? store_job_cancel(s, id, text) : -ENOMEM;
+  free(text);
+  if (canceled && rc == 0)
+    *canceled = j;
+  else
+    json_decref(j);
+  return rc;
+}
+
 static const char *sequence(enum engine_ids kind) {
   return kind == ENGINE_IDS_JOBS ? "jobs" : "buffers";
 }

@@ -5,6 +5,8 @@
 #ifndef GPULAB_DURABLE_H
 #define GPULAB_DURABLE_H
 
+#include <jansson.h>
+
 #include "server/engine/engine.h"
 #include "server/engine/sweeps.h"
 #include "server/store/fleet.h"
@@ -29,6 +31,13 @@ uint64_t durable_buffer(void *store, uint64_t id, const char *client, double cre
  * it waits in store s's queue, so the document is built once for both. s NULL: the
  * answer alone. */
 char *durable_accepted_text(struct store *s, const struct job_view *v, uint64_t ticket);
+
+/* DELETE of a job no engine here holds (a fleet's other node's, or no node's yet):
+ * store_job_cancel with the canceled record made from record (its stored one, JSON
+ * text), and its answer: 0 canceled in the store (*canceled, when not NULL: that
+ * record, a new reference), 1 left to the node that holds it, -EALREADY (finished),
+ * -ENOENT, or a write's negative errno. */
+int durable_cancel(struct store *s, uint64_t id, const char *record, json_t **canceled);
 
 /* engine_config.reserve_ids with the store as its arg: records the mark in the
  * store's "jobs" or "buffers" sequence (store_ids_take: on PostgreSQL the block moves
