@@ -92,6 +92,24 @@ static void append_bus_event(struct sse_stream *s, const struct event *ev) {
   if (s->job_id && ev->kind == EVENT_STATE && final_state(ev->state)) s->ended = true;
 }
 
+/* The opening state event's data. */
+static json_t *first_state(uint64_t id, const char *type, const char *client, const char *state,
+                           const char *error_code) {
+  json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)id, "type", type, "client", client,
+                        "state", state);
+  if (o && error_code && error_code[0]) json_object_set_new(o, "error", json_string(error_code));
+  return o;
+}
+
+/* The same from a job's stored record (JSON), for a job held elsewhere. */
+static json_t *record_state(uint64_t id, const json_t *record) {
+  const char *type = json_string_value(json_object_get(record, "type"));
+  const char *client = json_string_value(json_object_get(record, "client"));
+  const char *state = json_string_value(json_object_get(record, "state"));
+  const char *error = json_string_value(json_object_get(json_object_get(record, "error"), "code"));
+  return first_state(id, type ? type : "", client ? client : "", state ? state : "", error);
+}
+
 /* A job held elsewhere, as the store has it now, when it moved on from what was said:
  * what the fleet's events missed (the node listened late, or its connection was lost
  * meanwhile) is said within a second. */
@@ -102,12 +120,7 @@ static void append_stored_change(struct sse_stream *s, double now) {
   free(text);
   const char *state = json_string_value(json_object_get(record, "state"));
   if (state && !already_said(s, state)) {
-    const char *error = json_string_value(
-        json_object_get(json_object_get(record, "error"), "code"));
-    json_t *o = json_pack("{s:I,s:O,s:O,s:s}", "job", (json_int_t)s->job_id, "type",
-                          json_object_get(record, "type"), "client",
-                          json_object_get(record, "client"), "state", state);
-    if (o && error) json_object_set_new(o, "error", json_string(error));
+    json_t *o = record_state(s->job_id, record);
     if (o && json_is_string(json_object_get(record, "node")))
       json_object_set(o, "node", json_object_get(record, "node"));
     snprintf(s->state, sizeof s->state, "%s", state);
@@ -181,15 +194,6 @@ static void sse_free(void *cls) {
   free(s);
 }
 
-/* The opening state event's data. */
-static json_t *first_state(uint64_t id, const char *type, const char *client, const char *state,
-                           const char *error_code) {
-  json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "job", (json_int_t)id, "type", type, "client", client,
-                        "state", state);
-  if (o && error_code && error_code[0]) json_object_set_new(o, "error", json_string(error_code));
-  return o;
-}
-
 /* A stream that starts with the job's state (first, taken) when job_id is not 0,
  * its events after seq after; every job's r may see after seq after when 0. */
 static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t *first,
@@ -244,11 +248,5 @@ enum MHD_Result sse_respond(struct request *r, struct job *job) {
 
 enum MHD_Result sse_respond_stored(struct request *r, uint64_t id, uint64_t after,
                                    const json_t *record) {
-  const char *type = json_string_value(json_object_get(record, "type"));
-  const char *client = json_string_value(json_object_get(record, "client"));
-  const char *state = json_string_value(json_object_get(record, "state"));
-  const char *error = json_string_value(json_object_get(json_object_get(record, "error"), "code"));
-  return respond_stream(
-      r, id, first_state(id, type ? type : "", client ? client : "", state ? state : "", error),
-      after, r->srv->opts.store);
+  return respond_stream(r, id, record_state(id, record), after, r->srv->opts.store);
 }
