@@ -37,13 +37,14 @@ struct fleet {
   char lease[32];            /* cfg.lease_s as SQL text */
   _Atomic double renewed_at; /* CLOCK_MONOTONIC of the last successful renewal */
   atomic_bool stopping;
-  atomic_bool draining;        /* fleet_drain */
-  int stop_pipe[2];            /* written by fleet_stop and fleet_wake: the wait ends */
-  bool listening;              /* to FLEET_EVENTS_CHANNEL (sync_listen) */
-  pthread_mutex_t queued_lock; /* the counts below: fleet_queued reads them */
+  atomic_bool draining; /* fleet_drain */
+  int stop_pipe[2];     /* written by fleet_stop and fleet_wake: the wait ends */
+  bool listening;       /* to FLEET_EVENTS_CHANNEL (sync_listen) */
+  /* What the last lease tick read (fleet_queued and fleet_nodes copy it out): */
+  pthread_mutex_t tick_lock;
   struct fleet_queued queued[FLEET_QUEUED_MAX];
   int n_queued;
-  struct fleet_node nodes[FLEET_NODES_MAX]; /* under queued_lock too: fleet_nodes reads */
+  struct fleet_node nodes[FLEET_NODES_MAX];
   int n_nodes;
   /* Jobs taken out of the engine for the queue, until the database has them. */
   uint64_t released[RELEASE_MAX];
@@ -270,13 +271,13 @@ static void count_queued(struct fleet *f) {
                           " GROUP BY node ORDER BY 1 LIMIT " STR(FLEET_QUEUED_MAX),
                           0, NULL);
   if (!res) return;
-  pthread_mutex_lock(&f->queued_lock);
+  pthread_mutex_lock(&f->tick_lock);
   f->n_queued = PQntuples(res);
   for (int i = 0; i < f->n_queued; i++) {
     snprintf(f->queued[i].node, sizeof f->queued[i].node, "%s", PQgetvalue(res, i, 0));
     f->queued[i].jobs = strtoll(PQgetvalue(res, i, 1), NULL, 10);
   }
-  pthread_mutex_unlock(&f->queued_lock);
+  pthread_mutex_unlock(&f->tick_lock);
   PQclear(res);
 }
 
@@ -287,7 +288,7 @@ static void read_nodes(struct fleet *f) {
                           " ORDER BY name LIMIT " STR(FLEET_NODES_MAX),
                           0, NULL);
   if (!res) return;
-  pthread_mutex_lock(&f->queued_lock);
+  pthread_mutex_lock(&f->tick_lock);
   for (int i = 0; i < f->n_nodes; i++) free(f->nodes[i].devices);
   f->n_nodes = 0;
   for (int i = 0; i < PQntuples(res); i++) {
@@ -296,7 +297,7 @@ static void read_nodes(struct fleet *f) {
     snprintf(n->advertise, sizeof n->advertise, "%s", PQgetvalue(res, i, 1));
     if ((n->devices = strdup(PQgetvalue(res, i, 2)))) f->n_nodes++;
   }
-  pthread_mutex_unlock(&f->queued_lock);
+  pthread_mutex_unlock(&f->tick_lock);
   PQclear(res);
 }
 
@@ -430,7 +431,7 @@ static void free_fleet(struct fleet *f) {
   free(f->uri);
   free(f->node);
   pthread_mutex_destroy(&f->advertise_lock);
-  pthread_mutex_destroy(&f->queued_lock);
+  pthread_mutex_destroy(&f->tick_lock);
   for (int i = 0; i < f->n_nodes; i++) free(f->nodes[i].devices);
   for (int i = 0; i < 2; i++)
     if (f->stop_pipe[i] >= 0) close(f->stop_pipe[i]);
@@ -442,7 +443,7 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
   if (!f) goto no_memory;
   f->cfg = *cfg;
   pthread_mutex_init(&f->advertise_lock, NULL);
-  pthread_mutex_init(&f->queued_lock, NULL);
+  pthread_mutex_init(&f->tick_lock, NULL);
   f->stop_pipe[0] = f->stop_pipe[1] = -1;
   if (pipe(f->stop_pipe)) {
     int why = errno;
@@ -499,21 +500,21 @@ void fleet_stop(struct fleet *f) {
 const char *fleet_node(const struct fleet *f) { return f->node; }
 
 int fleet_queued(struct fleet *f, struct fleet_queued *out, int max) {
-  pthread_mutex_lock(&f->queued_lock);
+  pthread_mutex_lock(&f->tick_lock);
   int n = f->n_queued < max ? f->n_queued : max;
   memcpy(out, f->queued, (size_t)n * sizeof *out);
-  pthread_mutex_unlock(&f->queued_lock);
+  pthread_mutex_unlock(&f->tick_lock);
   return n;
 }
 
 int fleet_nodes(struct fleet *f, struct fleet_node *out, int max) {
-  pthread_mutex_lock(&f->queued_lock);
+  pthread_mutex_lock(&f->tick_lock);
   int n = 0;
   for (int i = 0; i < f->n_nodes && n < max; i++) {
     out[n] = f->nodes[i];
     if ((out[n].devices = strdup(f->nodes[i].devices))) n++;
   }
-  pthread_mutex_unlock(&f->queued_lock);
+  pthread_mutex_unlock(&f->tick_lock);
   return n;
 }
 
