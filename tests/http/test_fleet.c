@@ -35,11 +35,19 @@ static char db[512];
 #define FLOOD 12           /* one client's queued jobs behind another's one */
 #define RESTART_POSTS 2000 /* at most, while PostgreSQL restarts */
 
+/* Node name with `streams` streams and a 2 s lease; cpu_runner: users' kernels run in
+ * the CPU test runner (--cpu-runner-test). */
+static void start_node_with(struct gpulabd *d, const char *name, const char *streams,
+                            bool cpu_runner) {
+  const char *runner = cpu_runner ? "--cpu-runner-test" : NULL; /* NULL: the end */
+  const char *args[] = {"--backend", "cpu", "--streams", streams, "--db", db,
+                        "--node",    name,  "--lease-s", "2",     runner, NULL};
+  gpulabd_start(args, d);
+}
+
 /* Node name with one stream (a long job keeps it busy) and a 2 s lease. */
 static void start_node(struct gpulabd *d, const char *name) {
-  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db,
-                        "--node",    name,  "--lease-s", "2", NULL};
-  gpulabd_start(args, d);
+  start_node_with(d, name, "1", false);
 }
 
 static double now_s(void) {
@@ -282,12 +290,8 @@ static void test_sweep_from_other(void) {
  * runner: compiled for real, run as a test function). */
 static void test_kernel_on_other(void) {
   struct gpulabd a, b;
-  const char *args_a[] = {"--backend", "cpu", "--cpu-runner-test", "--streams", "1", "--db", db,
-                          "--node",    "a",   "--lease-s",         "2",         NULL};
-  const char *args_b[] = {"--backend", "cpu", "--cpu-runner-test", "--streams", "1", "--db", db,
-                          "--node",    "b",   "--lease-s",         "2",         NULL};
-  gpulabd_start(args_a, &a);
-  gpulabd_start(args_b, &b);
+  start_node_with(&a, "a", "1", true);
+  start_node_with(&b, "b", "1", true);
   static const char src[] =
       "extern \"C\" __global__ void transpose(const float* a, float* b, int m, int n) {}\n";
   struct http_reply r;
@@ -438,9 +442,7 @@ static void test_chains_taken_over(void) {
   for (int i = 0; i < 100 && strcmp(node, "a") != 0; i++, usleep(20000))
     node_of(c2, node, sizeof node); /* its row written */
   gpulabd_kill(&a);
-  const char *args[] = {"--backend", "cpu", "--streams", "2", "--db", db,
-                        "--node",    "b",   "--lease-s", "2", NULL};
-  gpulabd_start(args, &b);
+  start_node_with(&b, "b", "2", false);
   json_t *j = job_wait_final(&b, p1, 30);
   CHECK_STR_EQ(JSTR(j, "state"), "failed");
   CHECK_STR_EQ(JSTR(j, "error.code"), "interrupted");
