@@ -250,6 +250,21 @@ uint64_t pg_max_id(struct store *s, const char *table) {
   return id > 0 ? (uint64_t)id : 0;
 }
 
+/* Each row of res (id, client, created, record) to fn; frees res. Returns how many
+ * rows, or -EIO without res (the read failed). */
+static int each_sweep(PGresult *res,
+                      void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                                 const char *record),
+                      void *arg) {
+  if (!res) return -EIO;
+  int n = PQntuples(res);
+  for (int i = 0; i < n; i++)
+    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1),
+       strtod(PQgetvalue(res, i, 2), NULL), PQgetvalue(res, i, 3));
+  PQclear(res);
+  return n;
+}
+
 int pg_sweeps(struct store *s, int limit,
               void (*fn)(void *arg, uint64_t id, const char *client, double created,
                          const char *record),
@@ -263,12 +278,8 @@ int pg_sweeps(struct store *s, int limit,
                           " id DESC LIMIT $1::integer) AS newest ORDER BY id",
                           1, v);
   pthread_mutex_unlock(&s->lock);
-  int n = res ? PQntuples(res) : 0;
-  for (int i = 0; i < n; i++)
-    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1),
-       strtod(PQgetvalue(res, i, 2), NULL), PQgetvalue(res, i, 3));
-  PQclear(res);
-  return n;
+  int n = each_sweep(res, fn, arg);
+  return n < 0 ? 0 : n; /* store.h: how many (none when the read failed, logged) */
 }
 
 int pg_sweeps_page(struct store *s, uint64_t before_id, const char *client, int limit,
@@ -286,13 +297,7 @@ int pg_sweeps_page(struct store *s, uint64_t before_id, const char *client, int 
                           " LIMIT $3::integer",
                           3, v);
   pthread_mutex_unlock(&s->lock);
-  if (!res) return -EIO;
-  int n = PQntuples(res);
-  for (int i = 0; i < n; i++)
-    fn(arg, strtoull(PQgetvalue(res, i, 0), NULL, 10), PQgetvalue(res, i, 1),
-       strtod(PQgetvalue(res, i, 2), NULL), PQgetvalue(res, i, 3));
-  PQclear(res);
-  return n;
+  return each_sweep(res, fn, arg);
 }
 
 int pg_prune(struct store *s, double before) {
