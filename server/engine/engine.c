@@ -39,6 +39,8 @@ double engine_now_unix(void) { return clock_seconds(CLOCK_REALTIME); }
 
 void job_ref(struct job *job) { atomic_fetch_add(&job->refs, 1); }
 
+uint64_t job_id(const struct job *job) { return job->id; }
+
 /* The last reference frees the job. By then it holds no buffers (released when it
  * ended), only its fence, its result and its parents. */
 void job_unref(struct job *job) {

@@ -189,6 +189,7 @@ uint64_t engine_oldest_id(struct engine *e);
 void job_ref(struct job *job);
 void job_unref(struct job *job); /* NULL is a no-op */
 void job_get_view(struct engine *e, struct job *job, struct job_view *view);
+uint64_t job_id(const struct job *job); /* fixed at submission: no lock */
 
 /* Cancels a queued or waiting job at once, a running one at its next batch
  * boundary. Returns 0, or -EALREADY if the job had already finished. */

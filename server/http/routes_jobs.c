@@ -29,6 +29,7 @@ static struct job *find_visible_job(struct request *r, const char *id_text) {
       job = NULL;
     }
   }
+  if (job) r->job_id = id; /* the access log's "job" */
   return job;
 }
 
@@ -45,6 +46,7 @@ static json_t *stored_job(struct request *r, const char *id_text) {
     json_decref(j);
     j = NULL;
   }
+  if (j) r->job_id = id;
   return j;
 }
 

@@ -172,6 +172,7 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                ? sent
                : respond_refusal(r, spec, &refusal, params_prefix);
   }
+  r->job_id = job_id(job); /* the access log's "job" */
   /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
   r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
   enum MHD_Result ret;

@@ -143,11 +143,13 @@ static void test_tokens(void) {
   }
   CHECK(limited >= 1);
 
-  /* The access log: one JSON line per request, with the client's name. */
+  /* The access log: one JSON line per request, with the client's name, and the job
+   * a request made or named (alice's job: her POST, root's GET). */
   FILE *f = fopen(access, "r");
   CHECK(f != NULL);
   char line[2048];
-  int lines = 0, named = 0;
+  int lines = 0, named = 0, with_job = 0;
+  long long alice_job = atoll(path + 6);
   while (fgets(line, sizeof line, f)) {
     json_error_t je;
     json_t *j = json_loads(line, 0, &je);
@@ -155,11 +157,16 @@ static void test_tokens(void) {
     CHECK(json_at(j, "time") && json_at(j, "method") && json_at(j, "route") &&
           json_at(j, "status") && json_at(j, "bytes") && json_at(j, "duration_ms"));
     if (json_is_string(json_at(j, "client")) && !strcmp(json_string_value(json_at(j, "client")), "alice")) named++;
+    int status = (int)json_integer_value(json_at(j, "status"));
+    if ((status == 200 || status == 202) && json_integer_value(json_at(j, "job")) == alice_job)
+      with_job++;
+    if (status == 404) CHECK(json_is_null(json_at(j, "job"))); /* bob's look at it: not named */
     json_decref(j);
     lines++;
   }
   fclose(f);
   CHECK(lines >= 10 && named >= 3);
+  CHECK_INT_EQ(with_job, 2); /* alice's POST, root's GET */
   http_client_close(&c);
   gpulabd_stop(&d);
 }
