@@ -104,7 +104,8 @@ struct backend_job {
   bool exclusive; /* see hooks->phase */
   /* Set by the backend before hooks->issued, owned by the engine afterwards (also
    * when backend_run then fails): the output of the job's first run, computed once
-   * before any timing, and the fence after which it is complete. */
+   * before any timing (or, when its whole timing is that run's one launch, that
+   * launch's), and the fence after which it is complete. */
   struct backend_buffer *output;
   struct backend_fence *done;
 };

@@ -454,6 +454,8 @@ static void lane_destroy(struct lane *l) {
   if (l->stop) cudaEventDestroy(l->stop);
   if (l->stream) cudaStreamDestroy(l->stream);
   if (l->pin) cudaFreeHost(l->pin);
+  for (int g = 0; g < LANE_GEN_SLOTS; g++)
+    if (l->gen[g].data) (void)cudaFree(l->gen[g].data);
   lane_host_free(l);
 }
 

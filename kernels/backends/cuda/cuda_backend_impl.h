@@ -20,6 +20,21 @@
 
 /* One lane: everything one job at a time uses, created at open or on first need and
  * kept for the next job. Only the lane's job thread touches it. */
+/* A generated input the lane keeps for its next jobs (cuda_run.cu, job_input_setup):
+ * element i of an input is gen_uniform(seed, stream, i) * scale whatever its count, so
+ * a job asking for at most count elements of the same (seed, stream, scale) reads
+ * these instead of generating them (a tiny job's launch and allocation fewer). Only
+ * inputs of up to LANE_GEN_MAX_FLOATS are kept: the device memory stays small. */
+struct lane_gen {
+  float *data; /* NULL: empty */
+  size_t count;
+  uint64_t seed;
+  uint32_t stream;
+  float scale;
+};
+#define LANE_GEN_SLOTS 4
+#define LANE_GEN_MAX_FLOATS ((size_t)256 << 10) /* 1 MiB */
+
 struct lane {
   cudaStream_t stream;   /* non-blocking; every job's work on this lane is ordered here */
   cudaEvent_t start, stop; /* around one timed batch */
@@ -33,6 +48,8 @@ struct lane {
   void *host;            /* host staging for the checks' copies, grow-only: pinned */
   size_t host_bytes;     /* (cudaMallocHost) up to LANE_PINNED_STAGING_MAX, else */
   bool host_pinned;      /* pageable; reused by every job of the lane */
+  struct lane_gen gen[LANE_GEN_SLOTS]; /* generated inputs kept, replaced round-robin */
+  int gen_next;
 };
 
 /* The largest checks' staging a lane pins (larger: pageable, not to pin GiBs). */

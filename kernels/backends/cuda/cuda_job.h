@@ -45,6 +45,9 @@ struct cuda_job {
    * their last batch): the stream was synchronized after the copy. */
   bool staged[EXP_MAX_VARIANTS];
   bool released; /* release ran after the last device work: nothing is left to wait for */
+  /* The job's output is its one run's d_out, written by the window's one launch, and
+   * handed over after the window (job_issue_run_output) instead of computed before. */
+  bool output_from_window;
 };
 
 /* How one experiment runs on the CUDA backend. */
@@ -129,6 +132,10 @@ int job_input_setup(struct cuda_job *j, int slot);
 /* Computes the job's output once with compute, records the done fence, hands both
  * to the engine (hooks->issued). */
 int job_issue_output(struct cuda_job *j, compute_fn compute);
+/* The same with run r's own output (d_out[r], then the engine's, not freed with this
+ * call's memory) as the job's, after run r's window wrote it: for a job whose whole
+ * timing is one launch (cuda_job.output_from_window), so that it is not computed twice. */
+int job_issue_run_output(struct cuda_job *j, int r);
 /* Ends a capture on the lane's stream; run r's graph when all went well. */
 cudaError_t job_capture_end(struct cuda_job *j, int r, cudaError_t e);
 /* Starts run r (variant, timing parameters, counted work); available until not. */

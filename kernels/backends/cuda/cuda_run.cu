@@ -182,19 +182,54 @@ int job_input_setup(struct cuda_job *j, int slot) {
   struct exp_shape shape;
   exp_input_shape(j->spec, slot, &shape);
   size_t count = (size_t)exp_shape_count(&shape);
+  uint64_t seed = j->spec->inputs[slot].value;
+  if (count > LANE_GEN_MAX_FLOATS || j->ops != &cuda_kernel_job_ops) {
+    float *d = NULL;
+    RC_TRY(job_alloc(j, count, &d));
+    CUDA_TRY(j, gen_launch(d, count, seed, in->stream, in->scale, j->lane->stream));
+    j->d_in[slot] = d;
+    return 0;
+  }
+  /* Small, and only ever read (struct cuda_launch: inputs are never written; users'
+   * kernels get copies): kept on the lane for the jobs after it. */
+  struct lane *l = j->lane;
+  for (int g = 0; g < LANE_GEN_SLOTS; g++) {
+    const struct lane_gen *c = &l->gen[g];
+    if (c->data && c->count >= count && c->seed == seed && c->stream == in->stream &&
+        c->scale == in->scale) {
+      j->d_in[slot] = c->data;
+      return 0;
+    }
+  }
+  struct lane_gen *c = &l->gen[l->gen_next];
+  if (c->data) CUDA_TRY(j, cudaFreeAsync(c->data, l->stream)); /* after its jobs' work */
+  *c = (struct lane_gen){};
   float *d = NULL;
-  RC_TRY(job_alloc(j, count, &d));
-  CUDA_TRY(j, gen_launch(d, count, j->spec->inputs[slot].value, in->stream, in->scale,
-                         j->lane->stream));
+  RC_TRY(cuda_pool_alloc(j->be, l->stream, count, &d, j->err, j->err_len));
+  *c = (struct lane_gen){d, count, seed, in->stream, in->scale};
+  l->gen_next = (l->gen_next + 1) % LANE_GEN_SLOTS;
   j->d_in[slot] = d;
-  return 0;
+  cudaError_t e = gen_launch(d, count, seed, in->stream, in->scale, l->stream);
+  if (e == cudaSuccess) return 0;
+  (void)cudaFreeAsync(d, l->stream); /* nothing kept: the next job generates it again */
+  *c = (struct lane_gen){};
+  return job_fail(j, e, "gen_launch");
 }
 
-/* Computes the job's output once with its first available run, records the done
- * fence after it on the lane's stream and hands both to the engine (job->output,
- * job->done, then hooks->issued). With no run available the fence is still
- * recorded and job->output stays NULL. On failure nothing is handed over. */
-int job_issue_output(struct cuda_job *j, compute_fn compute) {
+/* Takes p out of this call's allocations: it is the engine's now (the job's output). */
+static void forget_alloc(struct cuda_job *j, const float *p) {
+  for (int i = 0; i < j->n_allocs; i++)
+    if (j->allocs[i] == p) {
+      j->allocs[i] = j->allocs[--j->n_allocs];
+      return;
+    }
+}
+
+/* The job's output (made by compute, or run made_by's own when made_by >= 0), the done
+ * fence recorded after it on the lane's stream, both handed to the engine (job->output,
+ * job->done, then hooks->issued). With no run available the fence is still recorded
+ * and job->output stays NULL. On failure nothing is handed over. */
+static int issue_output(struct cuda_job *j, compute_fn compute, int made_by) {
   struct lane *l = j->lane;
   struct backend_buffer *out = NULL;
   struct backend_fence *done = (struct backend_fence *)calloc(1, sizeof *done);
@@ -206,9 +241,13 @@ int job_issue_output(struct cuda_job *j, compute_fn compute) {
     if (!out) goto nomem;
     out->count = j->out_len;
     out->device = j->be->device;
-    rc = cuda_pool_alloc(j->be, l->stream, out->count, &out->data, j->err, j->err_len);
-    if (rc == 0) rc = compute(j, first, out->data);
-    if (rc != 0) goto fail;
+    if (made_by >= 0) {
+      out->data = j->d_out[made_by];
+    } else {
+      rc = cuda_pool_alloc(j->be, l->stream, out->count, &out->data, j->err, j->err_len);
+      if (rc == 0) rc = compute(j, first, out->data);
+      if (rc != 0) goto fail;
+    }
   }
   e = cudaEventCreateWithFlags(&done->event, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventRecord(done->event, l->stream);
@@ -216,6 +255,7 @@ int job_issue_output(struct cuda_job *j, compute_fn compute) {
     rc = job_fail(j, e, "cudaEventRecord (done fence)");
     goto fail;
   }
+  if (made_by >= 0) forget_alloc(j, out->data);
   j->bj->output = out;
   j->bj->done = done;
   backend_hooks_issued(j->hooks);
@@ -225,12 +265,16 @@ nomem:
   rc = -ENOMEM;
 fail:
   if (done && done->event) (void)cudaEventDestroy(done->event);
-  if (out && out->data) (void)cudaFreeAsync(out->data, l->stream);
+  if (out && out->data && made_by < 0) (void)cudaFreeAsync(out->data, l->stream);
   (void)cudaGetLastError();
   free(out);
   free(done);
   return rc;
 }
+
+int job_issue_output(struct cuda_job *j, compute_fn compute) { return issue_output(j, compute, -1); }
+
+int job_issue_run_output(struct cuda_job *j, int r) { return issue_output(j, NULL, r); }
 
 /* Ends the capture begun on the lane's stream. When everything captured (e is
  * cudaSuccess), instantiates the graph as run r's and uploads it. Returns the first
@@ -434,6 +478,7 @@ static int run_job(struct cuda_job *j) {
   RC_TRY(j->ops->plan_runs(j));
   RC_TRY(j->ops->setup(j));
   RC_TRY(exp_window_schedule(j->spec, j->result, &cuda_window, j));
+  if (j->output_from_window) RC_TRY(job_issue_run_output(j, job_first_available(j)));
   const float *h_out[EXP_MAX_VARIANTS] = {};
   const float *h_given[EXP_MAX_INPUTS] = {};
   RC_TRY(collect(j, h_out, h_given));
