@@ -1119,6 +1119,69 @@ static void test_chain(void) {
   pthread_mutex_destroy(&c.mu);
 }
 
+/* ---- a tiny job: one launch is its whole timing ---- */
+
+/* spec with one run of variant, timed by its one launch (warm-up 0, 1 batch of 1). */
+static struct exp_spec one_launch(struct exp_spec s, int variant, uint64_t seed) {
+  s.n_variants = 1;
+  s.variants[0] = variant;
+  s.timing = (struct exp_timing_params){0, 1, 1};
+  for (int i = 0; i < EXP_MAX_INPUTS; i++) s.inputs[i].value = seed;
+  return s;
+}
+
+/* Runs a one-launch job on lane 0: it passes, and its output (kept) was issued after
+ * its window, as that launch's ("STUiI"), not computed before it ("SiTUI"). */
+static void run_one_launch(struct backend_job *job, struct exp_result *res) {
+  char err[256] = "";
+  struct trace t;
+  trace_init(&t);
+  int rc = run_traced(0, job, &t, res, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "one launch: rc %d: %s\n", rc, err);
+  CHECK_INT_EQ(rc, 0);
+  expect_passed(job->spec, res);
+  CHECK_STR_EQ(t.log, "STUiI");
+  CHECK(job->output != NULL && job->done != NULL);
+}
+
+/* Tiny jobs as the HTTP path sends them: the output is the timed launch's, and the
+ * lane keeps small generated inputs for the next jobs. Each check below passes only
+ * when the input read was the one asked for: the same seed again (kept), a smaller
+ * input of it (the kept one's first elements), another seed, another size, and GEMM's
+ * two inputs of one seed (streams A and B: not each other's). Then a child reads a
+ * one-launch job's output (A^T^T == A, bit for bit). */
+static void test_one_launch(void) {
+  static struct exp_result res;
+  struct backend_job job;
+  const uint64_t seeds[] = {7, 7, 7, 8, 7};
+  const int sizes[] = {64, 64, 32, 64, 96};
+  for (int i = 0; i < 5; i++) {
+    struct exp_spec s = one_launch(transpose_spec(sizes[i], sizes[i] + 3), TRANSPOSE_NAIVE, seeds[i]);
+    job = (struct backend_job){.spec = &s};
+    run_one_launch(&job, &res);
+    job_drop(&job);
+  }
+  for (int i = 0; i < 2; i++) {
+    struct exp_spec g = one_launch(gemm_spec(48, 40, 56), GEMM_TILED, 11);
+    job = (struct backend_job){.spec = &g};
+    run_one_launch(&job, &res);
+    job_drop(&job);
+  }
+  const int m = 45, n = 77;
+  struct exp_spec s1 = one_launch(transpose_spec(m, n), TRANSPOSE_NAIVE, 5);
+  struct exp_spec s2 = one_launch(transpose_spec(n, m), TRANSPOSE_NAIVE, 5);
+  s2.inputs[0] = (struct exp_input){EXP_INPUT_JOB, 1};
+  struct backend_job parent = {.spec = &s1};
+  run_one_launch(&parent, &res);
+  struct backend_job child = {.spec = &s2, .input = {parent.output}, .after = &parent.done, .n_after = 1};
+  run_one_launch(&child, &res);
+  float h[m * n];
+  download(child.output, child.done, h);
+  for (int i = 0; i < m * n; i++) CHECK(h[i] == gen_uniform(5, GEN_A, (uint64_t)i));
+  job_drop(&child);
+  job_drop(&parent);
+}
+
 /* ---- buffers from several threads while a job runs ---- */
 
 static void *buffer_main(void *arg) {
@@ -1222,6 +1285,7 @@ int main(int argc, char **argv) {
   test_exclusive();
   test_buffer_inputs();
   test_chain();
+  test_one_launch();
   test_two_lanes();
   test_buffers_concurrent();
   if (!small) test_large_sizes();
