@@ -9,9 +9,10 @@
 #include "server/store/store_priv.h"
 
 struct lite {
-  sqlite3 *db;
+  sqlite3 *db; /* the writing connection: every read and write, under s->lock */
   sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
   sqlite3_stmt *begin, *commit; /* prepared once: sqlite3_exec compiles them per batch */
+  int lock_fd; /* <db>-lock, flock()ed while open: one gpulabd per database; -1 none */
 };
 
 static inline struct lite *lite_of(struct store *s) { return (struct lite *)s->backend; }
