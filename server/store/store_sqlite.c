@@ -95,7 +95,8 @@ static int quick_check(sqlite3 *db, char *err, size_t err_len) {
  * released by the kernel if gpulabd dies. A file of its own, not the database: SQLite
  * takes POSIX (fcntl) locks on the database, and closing any descriptor of that file
  * would drop them all; flock and fcntl locks are apart on Linux. (SQLite's own
- * locking_mode=EXCLUSIVE did this before, and allowed no second connection.) */
+ * locking_mode=EXCLUSIVE did this before, and allowed no second connection: the
+ * checkpoint thread's.) */
 static int lock_file(struct lite *l, const char *file, char *why, size_t why_len) {
   char name[4096];
   snprintf(name, sizeof name, "%s-lock", file);
@@ -119,6 +120,11 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
   }
   s->backend = l;
   l->lock_fd = -1;
+  pthread_mutex_init(&l->ckpt.lock, NULL);
+  pthread_cond_init(&l->ckpt.wake, NULL);
+  l->ckpt.threshold = 1000; /* SQLite's auto-checkpoint's, until store_limit */
+  l->ckpt.next = l->ckpt.threshold;
+  l->ckpt.hard = l->ckpt.limit = 4000;
   int rc = sqlite3_open(path, &l->db);
   char *msg = NULL;
   if (rc != SQLITE_OK) {
@@ -171,17 +177,19 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
     snprintf(why, why_len, "it cannot be written: %s", sqlite3_errmsg(l->db));
     return lite_errno(l->db, rc);
   }
-  return 0;
+  return file && file[0] ? lite_ckpt_start(s, file, why, why_len) : 0;
 fail:
   snprintf(why, why_len, "%s", msg ? msg : sqlite3_errmsg(l->db));
   sqlite3_free(msg);
   return lite_errno(l->db, rc);
 }
 
-/* The lock goes after the connection, whose close checkpoints the WAL and removes it. */
+/* The checkpoint thread and its connection go first: the writing connection's close,
+ * the last one's, then checkpoints the WAL and removes it. The lock goes last. */
 static void lite_close(struct store *s) {
   struct lite *l = lite_of(s);
   if (!l) return;
+  lite_ckpt_stop(l);
   sqlite3_finalize(l->put);
   sqlite3_finalize(l->update);
   sqlite3_finalize(l->put_sweep);
@@ -192,6 +200,8 @@ static void lite_close(struct store *s) {
   sqlite3_finalize(l->commit);
   sqlite3_close(l->db);
   if (l->lock_fd >= 0) close(l->lock_fd);
+  pthread_mutex_destroy(&l->ckpt.lock);
+  pthread_cond_destroy(&l->ckpt.wake);
   free(l);
   s->backend = NULL;
 }
