@@ -1,14 +1,17 @@
 /* The store's SQLite backend (WAL): opening and checking the database, a batch's
  * transaction, the probe of a failing store, durability and the id marks. One
- * gpulabd per database: the file is locked. */
+ * gpulabd per database: a lock file says who has it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/store/store_sqlite.h"
 
@@ -45,8 +48,7 @@ static const char pragmas[] =
     /* NORMAL (the default; --durability full makes it FULL: store_set_durability): a
      * commit survives gpulabd crashing (kill -9); one fsync per WAL checkpoint instead
      * of per commit. A power cut may lose the commits since the last checkpoint. */
-    "PRAGMA synchronous=NORMAL;"
-    "PRAGMA locking_mode=EXCLUSIVE;"; /* one gpulabd per database */
+    "PRAGMA synchronous=NORMAL;";
 
 int lite_errno(sqlite3 *db, int rc) {
   switch (rc & 0xff) {
@@ -89,6 +91,26 @@ static int quick_check(sqlite3 *db, char *err, size_t err_len) {
   return ret;
 }
 
+/* One gpulabd per database: an flock on <file>-lock, held until the store closes, and
+ * released by the kernel if gpulabd dies. A file of its own, not the database: SQLite
+ * takes POSIX (fcntl) locks on the database, and closing any descriptor of that file
+ * would drop them all; flock and fcntl locks are apart on Linux. (SQLite's own
+ * locking_mode=EXCLUSIVE did this before, and allowed no second connection: the
+ * checkpoint thread's.) */
+static int lock_file(struct lite *l, const char *file, char *why, size_t why_len) {
+  char name[4096];
+  snprintf(name, sizeof name, "%s-lock", file);
+  l->lock_fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (l->lock_fd >= 0 && flock(l->lock_fd, LOCK_EX | LOCK_NB) == 0) return 0;
+  int e = errno;
+  if (e == EWOULDBLOCK)
+    snprintf(why, why_len, "another gpulabd has it open (%s is locked): one gpulabd per database",
+             name);
+  else
+    snprintf(why, why_len, "cannot lock %s: %s", name, strerror(e));
+  return e == EWOULDBLOCK ? -EBUSY : -e;
+}
+
 /* Opens path, checks it and prepares the statements. */
 static int lite_open(struct store *s, const char *path, char *why, size_t why_len) {
   struct lite *l = calloc(1, sizeof *l);
@@ -97,6 +119,12 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
     return -ENOMEM;
   }
   s->backend = l;
+  l->lock_fd = -1;
+  pthread_mutex_init(&l->ckpt.lock, NULL);
+  pthread_cond_init(&l->ckpt.wake, NULL);
+  l->ckpt.threshold = 1000; /* SQLite's auto-checkpoint's, until store_limit */
+  l->ckpt.next = l->ckpt.threshold;
+  l->ckpt.hard = l->ckpt.limit = 4000;
   int rc = sqlite3_open(path, &l->db);
   char *msg = NULL;
   if (rc != SQLITE_OK) {
@@ -109,13 +137,13 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
     snprintf(why, why_len, "it is read-only for this user: jobs could not be kept");
     return -EROFS;
   }
+  const char *file = sqlite3_db_filename(l->db, "main"); /* absolute; "" for :memory: */
+  int locked = file && file[0] ? lock_file(l, file, why, why_len) : 0;
+  if (locked) return locked; /* before anything reads the WAL */
   if ((rc = sqlite3_exec(l->db, pragmas, NULL, NULL, &msg)) != SQLITE_OK) goto fail;
   int checked = quick_check(l->db, why, why_len);
   if (checked) return checked;
-  if ((rc = sqlite3_exec(l->db, schema, NULL, NULL, &msg)) != SQLITE_OK ||
-      /* Takes the exclusive lock now, so a second gpulabd on this file fails here. */
-      (rc = sqlite3_exec(l->db, "BEGIN IMMEDIATE; COMMIT;", NULL, NULL, &msg)) != SQLITE_OK)
-    goto fail;
+  if ((rc = sqlite3_exec(l->db, schema, NULL, NULL, &msg)) != SQLITE_OK) goto fail;
   if ((rc = sqlite3_prepare_v2(
            l->db,
            "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
@@ -149,16 +177,19 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
     snprintf(why, why_len, "it cannot be written: %s", sqlite3_errmsg(l->db));
     return lite_errno(l->db, rc);
   }
-  return 0;
+  return file && file[0] ? lite_ckpt_start(s, file, why, why_len) : 0;
 fail:
   snprintf(why, why_len, "%s", msg ? msg : sqlite3_errmsg(l->db));
   sqlite3_free(msg);
   return lite_errno(l->db, rc);
 }
 
+/* The checkpoint thread and its connection go first: the writing connection's close,
+ * the last one's, then checkpoints the WAL and removes it. The lock goes last. */
 static void lite_close(struct store *s) {
   struct lite *l = lite_of(s);
   if (!l) return;
+  lite_ckpt_stop(l);
   sqlite3_finalize(l->put);
   sqlite3_finalize(l->update);
   sqlite3_finalize(l->put_sweep);
@@ -168,6 +199,9 @@ static void lite_close(struct store *s) {
   sqlite3_finalize(l->begin);
   sqlite3_finalize(l->commit);
   sqlite3_close(l->db);
+  if (l->lock_fd >= 0) close(l->lock_fd);
+  pthread_mutex_destroy(&l->ckpt.lock);
+  pthread_cond_destroy(&l->ckpt.wake);
   free(l);
   s->backend = NULL;
 }

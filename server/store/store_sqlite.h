@@ -1,6 +1,7 @@
 /* Private to the SQLite backend (store_sqlite.c: opening, writes, ids;
- * store_sqlite_query.c: reads and pruning; store_sqlite_kernels.c: the kernels' table):
- * its connection and statements, behind struct store's backend. */
+ * store_sqlite_query.c: reads and pruning; store_sqlite_kernels.c: the kernels' table;
+ * store_sqlite_ckpt.c: the checkpoint thread): its connections and statements, behind
+ * struct store's backend. */
 #ifndef GPULAB_STORE_SQLITE_H
 #define GPULAB_STORE_SQLITE_H
 
@@ -8,10 +9,32 @@
 
 #include "server/store/store_priv.h"
 
+/* WAL checkpoints (copying the WAL's pages into the database file, with an fsync of
+ * each) run on a thread of the backend's own, with a connection of its own, so that
+ * commits do not pay for them (but for one in a while: ckpt_main): a commit is made by
+ * whichever thread needs it on disk, often an HTTP thread about to answer. The writing
+ * connection's wal hook (which replaces SQLite's auto-checkpoint) counts the WAL's
+ * frames and wakes the thread. lite_open starts it (a file database only: ":memory:"
+ * has no WAL); lite_close stops it and closes its connection before the writing one,
+ * whose close makes the last checkpoint. */
+struct lite_ckpt {
+  sqlite3 *db; /* the thread's: checkpoints only, never a read or a write */
+  pthread_t thread;
+  bool started;
+  pthread_mutex_t lock; /* guards what follows; the wal hook takes it under s->lock */
+  pthread_cond_t wake;
+  bool stopping;
+  int frames;           /* in the WAL after the last commit */
+  int threshold, limit; /* frames that wake the thread; its hard limit (lite_limit_locked) */
+  int next, hard;       /* the frames that wake it next, that make it take s->lock (ckpt_main) */
+};
+
 struct lite {
-  sqlite3 *db;
+  sqlite3 *db; /* the writing connection: every read and write, under s->lock */
   sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
   sqlite3_stmt *begin, *commit; /* prepared once: sqlite3_exec compiles them per batch */
+  int lock_fd; /* <db>-lock, flock()ed while open: one gpulabd per database; -1 none */
+  struct lite_ckpt ckpt;
 };
 
 static inline struct lite *lite_of(struct store *s) { return (struct lite *)s->backend; }
@@ -42,6 +65,15 @@ int lite_sweeps(struct store *s, int limit,
                            const char *record),
                 void *arg);
 int lite_prune(struct store *s, double before);
+
+/* store_sqlite_ckpt.c: */
+/* Opens the thread's connection to path (the writing one's file), hooks the writing
+ * connection and starts the thread. 0, or a negative errno with why. */
+int lite_ckpt_start(struct store *s, const char *path, char *why, size_t why_len);
+/* Stops the thread and closes its connection; a no-op if it never started. */
+void lite_ckpt_stop(struct lite *l);
+/* The WAL's frames that wake the thread, and those past which commits wait for it. */
+void lite_ckpt_threshold(struct lite *l, int frames, int limit);
 
 /* store_sqlite_kernels.c: */
 int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);

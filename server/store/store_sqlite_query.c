@@ -50,17 +50,19 @@ void lite_after_prune_locked(struct store *s) {
                NULL); /* a no-op without auto-vacuum */
 }
 
-/* The WAL is kept to a sixteenth of the bound. */
+/* The WAL is kept to a sixteenth of the bound: the checkpoint thread's threshold
+ * (frames of a page each; 16 to 1,000) and, once a checkpoint has emptied it, the
+ * file's size. Commits wait for a checkpoint past 4 times the threshold, or a quarter
+ * of the bound when that is less: a bound under a megabyte keeps the WAL to its size. */
 void lite_limit_locked(struct store *s, uint64_t max_bytes) {
   char sql[160];
   int64_t page = lite_query_int(lite_of(s)->db, "PRAGMA page_size");
   int64_t wal = (int64_t)(max_bytes / 16), pages = page > 0 ? wal / page : 1000;
-  snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld; PRAGMA wal_autocheckpoint=%lld;",
-           (long long)wal,
-           (long long)(pages < 16     ? 16
-                       : pages > 1000 ? 1000
-                                      : pages));
+  snprintf(sql, sizeof sql, "PRAGMA journal_size_limit=%lld;", (long long)wal);
   sqlite3_exec(lite_of(s)->db, sql, NULL, NULL, NULL);
+  int64_t threshold = pages < 16 ? 16 : pages > 1000 ? 1000 : pages;
+  int64_t limit = 4 * (pages < threshold ? pages : threshold);
+  lite_ckpt_threshold(lite_of(s), (int)threshold, (int)(limit < threshold ? threshold : limit));
 }
 
 char *lite_record(struct store *s, uint64_t id) {

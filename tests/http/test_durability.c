@@ -315,8 +315,8 @@ static void test_sigterm_past_grace(void) {
   gpulabd_stop(&d);
 }
 
-/* Two gpulabd on one database: the second refuses to start. SQLite's lock on its file
- * alone: on PostgreSQL several gpulabd may share a database. */
+/* Two gpulabd on one database: the second refuses to start, saying why. SQLite's lock
+ * file alone: on PostgreSQL several gpulabd may share a database. */
 static void test_one_per_db(void) {
   struct gpulabd a, b;
   start(&a, "0");
@@ -325,6 +325,7 @@ static void test_one_per_db(void) {
   int status;
   CHECK_INT_EQ(gpulabd_try_start(args, &b, log, sizeof log, &status), -1);
   CHECK(strstr(log, "--db") != NULL);
+  CHECK(strstr(log, "another gpulabd") != NULL);
   gpulabd_stop(&a);
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/json_text.h"
@@ -440,6 +441,39 @@ static void test_limit(void) {
   printf("limit: ok\n");
 }
 
+/* ---- SQLite only ---- */
+
+/* Bytes of db's file with suffix, -1 if none. */
+static long long file_bytes(const char *suffix) {
+  char path[600];
+  struct stat st;
+  snprintf(path, sizeof path, "%s%s", db, suffix);
+  return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* One store per file: a second open is refused (its lock file). The WAL is checkpointed
+ * by the store's own thread (the writing connection has no auto-checkpoint): 3,000
+ * commits of a row each, 12 MB of WAL unchecked, leave it near the bound's threshold
+ * (4 MiB: 64 frames, 256 at most); the close checkpoints the rest and removes it. */
+static void test_sqlite_checkpoints(void) {
+  struct store *s = open_store(), *second = NULL;
+  char err[512];
+  CHECK_INT_EQ(store_open(db, &second, err, sizeof err), -EBUSY);
+  CHECK(strstr(err, "another gpulabd") != NULL);
+  store_limit(s, 4 << 20);
+  long long wal_max = 0;
+  for (uint64_t id = 5000; id < 8000; id++) {
+    CHECK_INT_EQ(store_sync(s, put_job(s, id, "done", 9000.0, "{\"pad\":\"a row\"}", true)), 0);
+    long long wal = file_bytes("-wal");
+    if (wal > wal_max) wal_max = wal;
+  }
+  store_limit(s, 0);
+  store_close(s);
+  printf("checkpoints: the WAL peaked at %lld bytes over 3000 commits\n", wal_max);
+  CHECK(wal_max > 0 && wal_max < 4 << 20);
+  CHECK_INT_EQ(file_bytes("-wal"), -1);
+}
+
 /* ---- PostgreSQL only ---- */
 
 static void cluster(const char *what) {
@@ -672,6 +706,7 @@ int main(void) {
   test_accepted_text();
   test_limit();
   test_buffers();
+  if (!pg || !*pg) test_sqlite_checkpoints();
   if (pg && *pg) {
     if (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR"))
       CHECK_FAIL_("%s", "GPULAB_PG_CLUSTER and GPULAB_PG_DIR must name the cluster");
