@@ -8,36 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct text {
-  char *at;
-  size_t len, cap;
-  bool failed; /* out of memory, or a string that is not UTF-8 */
-};
-
-static bool reserve(struct text *t, size_t more) {
+bool json_text_grow(struct json_text_buf *t, size_t more) {
   if (t->failed) return false;
   if (t->len + more + 1 <= t->cap) return true;
   size_t cap = t->cap ? t->cap : 1024;
   while (cap < t->len + more + 1) cap *= 2;
-  char *at = realloc(t->at, cap);
+  char *at = t->borrowed ? malloc(cap) : realloc(t->at, cap);
   if (!at) {
     t->failed = true;
     return false;
   }
+  if (t->borrowed) memcpy(at, t->at, t->len);
   t->at = at;
   t->cap = cap;
+  t->borrowed = false;
   return true;
-}
-
-static void put(struct text *t, const char *s, size_t n) {
-  if (!reserve(t, n)) return;
-  memcpy(t->at + t->len, s, n);
-  t->len += n;
-}
-
-static void put_char(struct text *t, char c) {
-  if (!reserve(t, 1)) return;
-  t->at[t->len++] = c;
 }
 
 /* Length of the UTF-8 sequence at s (at most n bytes) whose first byte is >= 0x80, or
@@ -57,17 +42,17 @@ static size_t utf8_sequence(const unsigned char *s, size_t n) {
   return len;
 }
 
-/* A JSON string: runs of plain bytes copied whole; '"', '\\' and control characters
- * escaped as jansson does (\b \f \n \r \t, else \u00XX in capitals). */
-static void put_string(struct text *t, const char *str, size_t n) {
+/* Runs of plain bytes copied whole; '"', '\\' and control characters escaped as jansson
+ * does (\b \f \n \r \t, else \u00XX in capitals). */
+bool json_text_put_string(struct json_text_buf *t, const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
-  put_char(t, '"');
+  json_text_put_char(t, '"');
   size_t run = 0; /* start of the plain bytes not yet copied */
   for (size_t i = 0; i < n && !t->failed;) {
     unsigned char c = s[i];
     if (c >= 0x80) {
       size_t len = utf8_sequence(s + i, n - i);
-      if (!len) t->failed = true;
+      if (!len) return false;
       i += len;
       continue;
     }
@@ -75,7 +60,7 @@ static void put_string(struct text *t, const char *str, size_t n) {
       i++;
       continue;
     }
-    put(t, str + run, i - run);
+    json_text_put(t, str + run, i - run);
     char esc[8];
     const char *named = c == '"'    ? "\\\""
                         : c == '\\' ? "\\\\"
@@ -86,15 +71,16 @@ static void put_string(struct text *t, const char *str, size_t n) {
                         : c == '\t' ? "\\t"
                                     : NULL;
     if (!named) snprintf(esc, sizeof esc, "\\u%04X", (unsigned)c);
-    put(t, named ? named : esc, named ? 2 : 6);
+    json_text_put(t, named ? named : esc, named ? 2 : 6);
     run = ++i;
   }
-  put(t, str + run, n - run);
-  put_char(t, '"');
+  json_text_put(t, str + run, n - run);
+  json_text_put_char(t, '"');
+  return true;
 }
 
-/* v in decimal at out; returns the length. printf's %lld, without printf. */
-static int integer_text(long long v, char *out) {
+/* printf's %lld, without printf. */
+int json_text_integer(long long v, char *out) {
   char digits[24];
   unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
   int n = 0, len = 0;
@@ -111,7 +97,7 @@ int json_text_real(double v, char *out) {
    * integer and printf would print no exponent for them: no printf. -0.0 is printf's. */
   if (v > -9007199254740992.0 && v < 9007199254740992.0 && v == (double)(long long)v &&
       (v != 0 || !signbit(v))) {
-    int len = integer_text((long long)v, out);
+    int len = json_text_integer((long long)v, out);
     memcpy(out + len, ".0", 3);
     return len + 2;
   }
@@ -129,45 +115,50 @@ int json_text_real(double v, char *out) {
   return (int)strlen(out);
 }
 
-static void put_value(struct text *t, const json_t *j) {
+static void put_value(struct json_text_buf *t, const json_t *j) {
   char num[40];
   switch (json_typeof(j)) {
   case JSON_OBJECT: {
-    put_char(t, '{');
+    json_text_put_char(t, '{');
     for (void *it = json_object_iter((json_t *)j); it && !t->failed;) {
-      put_string(t, json_object_iter_key(it), json_object_iter_key_len(it));
-      put_char(t, ':');
+      if (!json_text_put_string(t, json_object_iter_key(it), json_object_iter_key_len(it)))
+        t->failed = true;
+      json_text_put_char(t, ':');
       put_value(t, json_object_iter_value(it));
       it = json_object_iter_next((json_t *)j, it);
-      if (it) put_char(t, ',');
+      if (it) json_text_put_char(t, ',');
     }
-    put_char(t, '}');
+    json_text_put_char(t, '}');
     break;
   }
   case JSON_ARRAY: {
-    put_char(t, '[');
+    json_text_put_char(t, '[');
     size_t n = json_array_size(j);
     for (size_t i = 0; i < n && !t->failed; i++) {
-      if (i) put_char(t, ',');
+      if (i) json_text_put_char(t, ',');
       put_value(t, json_array_get(j, i));
     }
-    put_char(t, ']');
+    json_text_put_char(t, ']');
     break;
   }
-  case JSON_STRING: put_string(t, json_string_value(j), json_string_length(j)); break;
-  case JSON_INTEGER: put(t, num, (size_t)integer_text(json_integer_value(j), num)); break;
-  case JSON_REAL: put(t, num, (size_t)json_text_real(json_real_value(j), num)); break;
-  case JSON_TRUE: put(t, "true", 4); break;
-  case JSON_FALSE: put(t, "false", 5); break;
-  case JSON_NULL: put(t, "null", 4); break;
+  case JSON_STRING:
+    if (!json_text_put_string(t, json_string_value(j), json_string_length(j))) t->failed = true;
+    break;
+  case JSON_INTEGER:
+    json_text_put(t, num, (size_t)json_text_integer(json_integer_value(j), num));
+    break;
+  case JSON_REAL: json_text_put(t, num, (size_t)json_text_real(json_real_value(j), num)); break;
+  case JSON_TRUE: json_text_put(t, "true", 4); break;
+  case JSON_FALSE: json_text_put(t, "false", 5); break;
+  case JSON_NULL: json_text_put(t, "null", 4); break;
   }
 }
 
 char *json_text(const json_t *j, size_t *len) {
   if (!j) return NULL;
-  struct text t = {0};
+  struct json_text_buf t = {0};
   put_value(&t, j);
-  if (!reserve(&t, 0)) {
+  if (!json_text_reserve(&t, 0)) {
     free(t.at);
     return NULL;
   }
