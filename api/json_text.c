@@ -46,9 +46,20 @@ static size_t utf8_sequence(const unsigned char *s, size_t n) {
  * does (\b \f \n \r \t, else \u00XX in capitals). */
 bool json_text_put_string(struct json_text_buf *t, const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0; /* most strings (keys, names, words) are plain ASCII: one copy */
+  while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') i++;
+  if (i == n) {
+    if (!json_text_reserve(t, n + 2)) return true;
+    char *out = t->at + t->len;
+    out[0] = '"';
+    memcpy(out + 1, str, n);
+    out[n + 1] = '"';
+    t->len += n + 2;
+    return true;
+  }
   json_text_put_char(t, '"');
   size_t run = 0; /* start of the plain bytes not yet copied */
-  for (size_t i = 0; i < n && !t->failed;) {
+  for (; i < n && !t->failed;) {
     unsigned char c = s[i];
     if (c >= 0x80) {
       size_t len = utf8_sequence(s + i, n - i);
@@ -101,7 +112,7 @@ int json_text_real(double v, char *out) {
     memcpy(out + len, ".0", 3);
     return len + 2;
   }
-  int n = snprintf(out, 32, "%.17g", v);
+  int n = strfromd(out, 32, "%.17g", v); /* printf's digits, without its format parsing */
   char *e = strchr(out, 'e');
   if (!e && !strchr(out, '.')) { /* integral: a real still reads back as a real */
     memcpy(out + n, ".0", 3);
