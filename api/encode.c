@@ -10,11 +10,36 @@
 #include "api/json_writer.h"
 #include "api/utf8.h"
 
+/* n as width decimal digits at out. */
+static void digits(char *out, int width, long long n) {
+  for (int i = width - 1; i >= 0; i--, n /= 10) out[i] = (char)('0' + n % 10);
+}
+
 void api_format_time(double unix_s, char *buf, size_t len) {
   time_t secs = (time_t)unix_s;
   int ms = (int)((unix_s - (double)secs) * 1000.0);
   if (ms < 0) ms = 0;
   if (ms > 999) ms = 999;
+  if (secs >= 0 && secs < 253402300800 && len >= 25) { /* 1970 to 9999: by arithmetic */
+    /* The civil date of a day count (Howard Hinnant's civil_from_days, for days >= 0):
+     * gmtime_r takes glibc's time zone lock, strftime and snprintf parse formats, and a
+     * job's document has four of these. The same text as below. */
+    long long day = secs / 86400 + 719468, of_day = secs % 86400;
+    long long era = day / 146097, doe = day - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    long long d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    long long y = yoe + era * 400 + (m <= 2);
+    memcpy(buf, "0000-00-00T00:00:00.000Z", 25);
+    digits(buf, 4, y);
+    digits(buf + 5, 2, m);
+    digits(buf + 8, 2, d);
+    digits(buf + 11, 2, of_day / 3600);
+    digits(buf + 14, 2, of_day / 60 % 60);
+    digits(buf + 17, 2, of_day % 60);
+    digits(buf + 20, 3, ms);
+    return;
+  }
   struct tm tm;
   gmtime_r(&secs, &tm);
   char base[24];
