@@ -42,12 +42,36 @@ static size_t utf8_sequence(const unsigned char *s, size_t n) {
   return len;
 }
 
+/* Bytes that a string cannot copy as they are: control characters, '"' (0x22), '\\'
+ * (0x5C), and UTF-8's (0x80 up, checked). */
+static const bool special[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* Whether the 8 bytes of x are all plain ASCII (none >= 0x80, < 0x20, '"' or '\\'):
+ * (v - 0x01..) & ~v & 0x80.. is nonzero exactly when a byte of v is zero, and
+ * (v - n * 0x01..) & ~v & 0x80.. when one is below n (n <= 0x80). */
+static bool plain8(uint64_t x) {
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+  return ((x | ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
+           ((backslash - ones) & ~backslash)) &
+          highs) == 0;
+}
+
 /* Runs of plain bytes copied whole; '"', '\\' and control characters escaped as jansson
  * does (\b \f \n \r \t, else \u00XX in capitals). */
 bool json_text_put_string(struct json_text_buf *t, const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0; /* most strings (keys, names, words) are plain ASCII: one copy */
-  while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') i++;
+  for (uint64_t x; i + 8 <= n && (memcpy(&x, s + i, 8), plain8(x));) i += 8;
+  while (i < n && !special[s[i]]) i++;
   if (i == n) {
     if (!json_text_reserve(t, n + 2)) return true;
     char *out = t->at + t->len;
@@ -67,7 +91,7 @@ bool json_text_put_string(struct json_text_buf *t, const char *str, size_t n) {
       i += len;
       continue;
     }
-    if (c >= 0x20 && c != '"' && c != '\\') {
+    if (!special[c]) {
       i++;
       continue;
     }

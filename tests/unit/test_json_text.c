@@ -122,6 +122,16 @@ static void test_strings(void) {
     json_array_append_new(a, json_stringn_nocheck(invalid[i], strlen(invalid[i])));
     same_text(a, "invalid UTF-8");
   }
+  /* Strings of bytes that need escapes, UTF-8 and plain ones, at every offset of an
+   * 8-byte word (json_text reads plain runs 8 bytes at a time). */
+  static const char *const pieces[] = {"a", "\"", "\\",   "\x01",    "\x1f",
+                                       " ", "~",  "\x7f", "\xc3\xa9"};
+  for (int i = 0; i < 20000; i++) {
+    char s[128] = "";
+    for (int k = (int)(next_u64() % 40); k > 0; k--)
+      strcat(s, pieces[next_u64() % 5 ? 0 : next_u64() % (sizeof pieces / sizeof *pieces)]);
+    same_text(json_string(s), "mixed string");
+  }
   json_t *keys = json_object(); /* keys are escaped as strings are */
   json_object_set_new(keys, "q\"uote\\back\nline", json_true());
   json_object_set_new(keys, "\xc3\xa9t\xc3\xa9", json_null());
