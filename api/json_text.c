@@ -127,6 +127,102 @@ int json_text_integer(long long v, char *out) {
   return len;
 }
 
+__extension__ typedef unsigned __int128 u128;
+
+/* v's %.17g as json_text_real writes it, exactly in 128-bit integers, for 1e-6 <= |v| <
+ * 1e16 (timings, rates, ratios): 0 elsewhere (printf's then). |v| = m * 2^e, and its 17
+ * significant digits are N = m * 2^e * 10^(16 - X), 10^X <= |v| < 10^(X + 1), rounded
+ * half to even as printf rounds (in the default rounding mode); then %g's layout:
+ * fixed unless X < -4, trailing zeros dropped. */
+static int real_exact(double v, char *out) {
+  static const u128 p10[23] = {1u,
+                               10u,
+                               100u,
+                               1000u,
+                               10000u,
+                               100000u,
+                               1000000u,
+                               10000000u,
+                               100000000u,
+                               1000000000u,
+                               10000000000u,
+                               100000000000u,
+                               1000000000000u,
+                               10000000000000u,
+                               100000000000000u,
+                               1000000000000000u,
+                               10000000000000000u,
+                               100000000000000000u,
+                               1000000000000000000u,
+                               10000000000000000000u,
+                               (u128)10000000000000000000u * 10,
+                               (u128)10000000000000000000u * 100,
+                               (u128)10000000000000000000u * 1000};
+  const u128 lo = p10[16], hi = p10[17];
+  double a = fabs(v);
+  if (!(a >= 1e-6 && a < 1e16)) return 0;
+  uint64_t bits;
+  memcpy(&bits, &a, sizeof bits);
+  uint64_t m = (bits & ((1ull << 52) - 1)) | 1ull << 52;
+  int shift = 1075 - (int)(bits >> 52); /* |v| = m / 2^shift; -1 <= shift <= 73 here */
+  int x = (int)floor(log10(a));         /* an estimate, set right below */
+  u128 n = 0, rest = 0, half = 1;
+  for (int tries = 0;; tries++) {
+    if (tries == 3 || x < -6 || x > 15) return 0;
+    u128 p = m * p10[16 - x]; /* < 2^53 * 10^22 < 2^127 */
+    if (shift <= 0) {
+      n = p << -shift;
+    } else {
+      n = p >> shift;
+      rest = p & (((u128)1 << shift) - 1);
+      half = (u128)1 << (shift - 1);
+    }
+    if (n >= hi)
+      x++;
+    else if (n < lo)
+      x--;
+    else
+      break;
+  }
+  if (rest > half || (rest == half && (n & 1))) n++;
+  if (n == hi) {
+    n = lo;
+    x++;
+  }
+  char d[17]; /* the digits; significant: those before the trailing zeros */
+  uint64_t left = (uint64_t)n;
+  for (int i = 16; i >= 0; i--, left /= 10) d[i] = (char)('0' + left % 10);
+  int sig = 17;
+  while (sig > 1 && d[sig - 1] == '0') sig--;
+  char *o = out;
+  if (v < 0) *o++ = '-';
+  if (x < -4) { /* d.ddde-5 or e-6 */
+    *o++ = d[0];
+    if (sig > 1) *o++ = '.';
+    memcpy(o, d + 1, (size_t)(sig - 1));
+    o += sig - 1;
+    memcpy(o, x == -5 ? "e-5" : "e-6", 3);
+    o += 3;
+  } else if (x < 0) { /* 0.000ddd */
+    memcpy(o, "0.000", (size_t)(1 - x));
+    o += 1 - x;
+    memcpy(o, d, (size_t)sig);
+    o += sig;
+  } else { /* ddd.ddd, or ddd.0 when integral */
+    memcpy(o, d, (size_t)(x + 1));
+    o += x + 1;
+    *o++ = '.';
+    if (sig > x + 1) {
+      memcpy(o, d + x + 1, (size_t)(sig - x - 1));
+      o += sig - x - 1;
+    } else {
+      *o++ = '0';
+    }
+  }
+  *o = '\0';
+  return (int)(o - out);
+}
+
 int json_text_real(double v, char *out) {
   /* Integral values up to 2^53 (a work's bytes, counts, 0.0) read the same as their
    * integer and printf would print no exponent for them: no printf. -0.0 is printf's. */
@@ -136,7 +232,9 @@ int json_text_real(double v, char *out) {
     memcpy(out + len, ".0", 3);
     return len + 2;
   }
-  int n = strfromd(out, 32, "%.17g", v); /* printf's digits, without its format parsing */
+  int n = real_exact(v, out);
+  if (n > 0) return n;
+  n = strfromd(out, 32, "%.17g", v); /* printf's digits, without its format parsing */
   char *e = strchr(out, 'e');
   if (!e && !strchr(out, '.')) { /* integral: a real still reads back as a real */
     memcpy(out + n, ".0", 3);
