@@ -7,13 +7,39 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/json_writer.h"
 #include "api/utf8.h"
+
+/* n as width decimal digits at out. */
+static void digits(char *out, int width, long long n) {
+  for (int i = width - 1; i >= 0; i--, n /= 10) out[i] = (char)('0' + n % 10);
+}
 
 void api_format_time(double unix_s, char *buf, size_t len) {
   time_t secs = (time_t)unix_s;
   int ms = (int)((unix_s - (double)secs) * 1000.0);
   if (ms < 0) ms = 0;
   if (ms > 999) ms = 999;
+  if (secs >= 0 && secs < 253402300800 && len >= 25) { /* 1970 to 9999: by arithmetic */
+    /* The civil date of a day count (Howard Hinnant's civil_from_days, for days >= 0):
+     * gmtime_r takes glibc's time zone lock, strftime and snprintf parse formats, and a
+     * job's document has four of these. The same text as below. */
+    long long day = secs / 86400 + 719468, of_day = secs % 86400;
+    long long era = day / 146097, doe = day - era * 146097;
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    long long d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
+    long long y = yoe + era * 400 + (m <= 2);
+    memcpy(buf, "0000-00-00T00:00:00.000Z", 25);
+    digits(buf, 4, y);
+    digits(buf + 5, 2, m);
+    digits(buf + 8, 2, d);
+    digits(buf + 11, 2, of_day / 3600);
+    digits(buf + 14, 2, of_day / 60 % 60);
+    digits(buf + 17, 2, of_day % 60);
+    digits(buf + 20, 3, ms);
+    return;
+  }
   struct tm tm;
   gmtime_r(&secs, &tm);
   char base[24];
@@ -22,283 +48,392 @@ void api_format_time(double unix_s, char *buf, size_t len) {
 }
 
 /* A finite double, or null: JSON has no NaN or infinity. */
-static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
-
-/* The runs list as a request gives it: the word once for the runs it stands for. */
-static json_t *runs_to_json(const struct exp_runs_param *rp, const struct exp_spec *spec) {
-  json_t *list = json_array();
-  for (int i = 0; i < spec->n_variants; i++) {
-    int entry = spec->variants[i], w = 0;
-    while (rp->word && w < rp->n_word_runs && entry != rp->word_runs[w]) w++;
-    if (!rp->word || w == rp->n_word_runs) json_array_append_new(list, json_integer(entry));
-    else if (w == 0) json_array_append_new(list, json_string(rp->word));
-  }
-  return list;
+static void real_or_null(struct jw *w, const char *key, double x) {
+  if (isfinite(x))
+    jw_real(w, key, x);
+  else
+    jw_null(w, key);
 }
 
-json_t *api_spec_to_json(const struct exp_spec *spec) {
+/* The runs list as a request gives it: the word once for the runs it stands for. */
+static void runs_write(struct jw *w, const struct exp_runs_param *rp, const struct exp_spec *spec) {
+  jw_array_begin(w, rp->name);
+  for (int i = 0; i < spec->n_variants; i++) {
+    int entry = spec->variants[i], n = 0;
+    while (rp->word && n < rp->n_word_runs && entry != rp->word_runs[n]) n++;
+    if (!rp->word || n == rp->n_word_runs)
+      jw_integer(w, NULL, entry);
+    else if (n == 0)
+      jw_string(w, NULL, rp->word);
+  }
+  jw_array_end(w);
+}
+
+void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) {
   const struct exp_desc *d = exp_desc(spec->type);
-  if (!d) return NULL;
-  json_t *o = json_object();
-  for (int i = 0; i < d->n_params; i++)
-    json_object_set_new(o, d->params[i].name, json_integer(spec->p[i]));
+  if (!d) return;
+  jw_object_begin(w, key);
+  for (int i = 0; i < d->n_params; i++) jw_integer(w, d->params[i].name, spec->p[i]);
   if (d->runs) {
-    json_object_set_new(o, d->runs->name, runs_to_json(d->runs, spec));
+    runs_write(w, d->runs, spec);
   } else {
-    json_t *variants = json_array();
+    jw_array_begin(w, "variant");
     for (int i = 0; i < spec->n_variants; i++) { /* names, and users' kernels as kernel:<id> */
       char label[32];
       exp_run_label(spec, i, label, sizeof label);
-      json_array_append_new(variants, json_string(label));
+      jw_string(w, NULL, label);
     }
-    json_object_set_new(o, "variant", variants);
+    jw_array_end(w);
   }
   static const char *const sources[] = {"seed", "buffer", "job"};
-  for (int i = 0; i < d->n_inputs; i++)
-    json_object_set_new(o, d->inputs[i].name,
-                        json_pack("{s:I}", sources[spec->inputs[i].kind], (json_int_t)spec->inputs[i].value));
-  json_object_set_new(o, "graph", json_boolean(spec->graph));
-  json_object_set_new(o, "seed", json_integer((json_int_t)spec->seed));
-  json_object_set_new(o, "warmup", json_integer(spec->timing.warmup));
-  json_object_set_new(o, "batches", json_integer(spec->timing.batches));
-  json_object_set_new(o, "reps", json_integer(spec->timing.reps));
-  if (!(d->flags & EXP_NO_COLD)) json_object_set_new(o, "cold", json_boolean(spec->cold));
-  json_object_set_new(o, "order", json_string(spec->order == EXP_ORDER_SEQUENTIAL ? "sequential" : "interleaved"));
-  json_object_set_new(o, "min_samples", json_integer(spec->stop.min_samples > 0 ? spec->stop.min_samples
-                                                                                 : spec->timing.batches));
-  json_object_set_new(o, "max_noise", json_real(spec->stop.max_noise));
-  json_object_set_new(o, "max_time", json_real(spec->stop.max_time_s));
-  return o;
+  for (int i = 0; i < d->n_inputs; i++) {
+    jw_object_begin_whole(w, d->inputs[i].name);
+    jw_integer(w, sources[spec->inputs[i].kind], (long long)spec->inputs[i].value);
+    jw_object_end(w);
+  }
+  jw_bool(w, "graph", spec->graph);
+  jw_integer(w, "seed", (long long)spec->seed);
+  jw_integer(w, "warmup", spec->timing.warmup);
+  jw_integer(w, "batches", spec->timing.batches);
+  jw_integer(w, "reps", spec->timing.reps);
+  if (!(d->flags & EXP_NO_COLD)) jw_bool(w, "cold", spec->cold);
+  jw_string(w, "order", spec->order == EXP_ORDER_SEQUENTIAL ? "sequential" : "interleaved");
+  jw_integer(w, "min_samples",
+             spec->stop.min_samples > 0 ? spec->stop.min_samples : spec->timing.batches);
+  jw_real(w, "max_noise", spec->stop.max_noise);
+  jw_real(w, "max_time", spec->stop.max_time_s);
+  jw_object_end(w);
 }
 
-static json_t *check_to_json(const struct exp_check *c) {
-  if (!c->done) return json_null();
-  json_t *o = json_object();
-  json_object_set_new(o, "passed", json_boolean(c->passed));
-  json_object_set_new(o, "checked", json_string(c->sampled ? "sample" : "all"));
-  if (c->sampled) json_object_set_new(o, "rows_checked", json_integer(c->rows_checked));
-  json_object_set_new(o, "compared", json_integer(c->compared));
-  json_object_set_new(o, "mismatches", json_integer(c->mismatches));
-  json_object_set_new(o, "max_abs_err", number_or_null(c->max_abs_err));
-  json_object_set_new(o, "max_rel_err", number_or_null(c->max_rel_err));
-  json_object_set_new(o, "tolerance", number_or_null(c->tolerance));
-  json_object_set_new(o, "tolerance_rule", json_string(c->tolerance_rule));
-  json_object_set_new(o, "reference", json_string(c->reference));
-  return o;
+json_t *api_spec_to_json(const struct exp_spec *spec) {
+  struct jw w;
+  jw_tree_begin(&w);
+  api_spec_write(&w, NULL, spec);
+  return jw_tree_end(&w);
 }
 
-static json_t *timing_to_json(const struct exp_timing *t) {
-  if (t->n_samples == 0) return json_null();
-  json_t *o = json_object();
-  json_object_set_new(o, "median_ms", json_real(t->median_ms));
-  json_object_set_new(o, "min_ms", json_real(t->min_ms));
-  json_object_set_new(o, "max_ms", json_real(t->max_ms));
-  json_object_set_new(o, "mean_ms", json_real(t->mean_ms));
-  json_object_set_new(o, "stdev_ms", json_real(t->stdev_ms));
-  json_t *samples = json_array();
-  for (int i = 0; i < t->n_samples; i++) json_array_append_new(samples, json_real(t->samples_ms[i]));
-  json_object_set_new(o, "samples_ms", samples);
-  json_object_set_new(o, "warmup", json_integer(t->warmup));
-  json_object_set_new(o, "batches", json_integer(t->batches));
-  json_object_set_new(o, "reps", json_integer(t->reps));
+static void check_write(struct jw *w, const struct exp_check *c) {
+  if (!c->done) {
+    jw_null(w, "check");
+    return;
+  }
+  jw_object_begin(w, "check");
+  jw_bool(w, "passed", c->passed);
+  jw_string(w, "checked", c->sampled ? "sample" : "all");
+  if (c->sampled) jw_integer(w, "rows_checked", c->rows_checked);
+  jw_integer(w, "compared", c->compared);
+  jw_integer(w, "mismatches", c->mismatches);
+  real_or_null(w, "max_abs_err", c->max_abs_err);
+  real_or_null(w, "max_rel_err", c->max_rel_err);
+  real_or_null(w, "tolerance", c->tolerance);
+  jw_string(w, "tolerance_rule", c->tolerance_rule);
+  jw_string(w, "reference", c->reference);
+  jw_object_end(w);
+}
+
+static void timing_write(struct jw *w, const struct exp_timing *t) {
+  if (t->n_samples == 0) {
+    jw_null(w, "timing");
+    return;
+  }
+  jw_object_begin(w, "timing");
+  jw_real(w, "median_ms", t->median_ms);
+  jw_real(w, "min_ms", t->min_ms);
+  jw_real(w, "max_ms", t->max_ms);
+  jw_real(w, "mean_ms", t->mean_ms);
+  jw_real(w, "stdev_ms", t->stdev_ms);
+  jw_array_begin(w, "samples_ms");
+  for (int i = 0; i < t->n_samples; i++) jw_real(w, NULL, t->samples_ms[i]);
+  jw_array_end(w);
+  jw_integer(w, "warmup", t->warmup);
+  jw_integer(w, "batches", t->batches);
+  jw_integer(w, "reps", t->reps);
   if (t->capped_by) {
-    json_object_set_new(o, "warmup_requested", json_integer(t->warmup_requested));
-    json_object_set_new(o, "reps_requested", json_integer(t->reps_requested));
-    json_object_set_new(o, "capped_by", json_string(t->capped_by));
+    jw_integer(w, "warmup_requested", t->warmup_requested);
+    jw_integer(w, "reps_requested", t->reps_requested);
+    jw_string(w, "capped_by", t->capped_by);
   }
-  json_object_set_new(o, "method", json_string(t->method ? t->method : ""));
-  json_object_set_new(o, "cold", json_boolean(t->cold));
-  json_object_set_new(o, "stopped_by", json_string(t->stopped_by ? t->stopped_by : "batches"));
-  json_object_set_new(o, "relstdev", number_or_null(t->relstdev));
-  return o;
+  jw_string(w, "method", t->method ? t->method : "");
+  jw_bool(w, "cold", t->cold);
+  jw_string(w, "stopped_by", t->stopped_by ? t->stopped_by : "batches");
+  real_or_null(w, "relstdev", t->relstdev);
+  jw_object_end(w);
 }
 
-static json_t *triple(const int v[3]) { return json_pack("[iii]", v[0], v[1], v[2]); }
+static void triple_write(struct jw *w, const char *key, const int v[3]) {
+  jw_array_begin_whole(w, key);
+  for (int i = 0; i < 3; i++) jw_integer(w, NULL, v[i]);
+  jw_array_end(w);
+}
 
-static json_t *kernel_to_json(const struct exp_kernel_info *k) {
-  json_t *o = json_object();
-  json_object_set_new(o, "name", json_string(k->name));
-  json_object_set_new(o, "description", json_string(k->description));
+static void kernel_write(struct jw *w, const struct exp_kernel_info *k) {
+  jw_object_begin(w, "kernel");
+  jw_string(w, "name", k->name);
+  jw_string(w, "description", k->description);
   if (k->has_launch) {
-    json_object_set_new(o, "grid", triple(k->grid));
-    json_object_set_new(o, "block", triple(k->block));
-    json_object_set_new(o, "registers", json_integer(k->registers));
-    json_object_set_new(o, "static_shared_bytes", json_integer(k->static_shared_bytes));
-    json_object_set_new(o, "dynamic_shared_bytes", json_integer(k->dynamic_shared_bytes));
-    json_object_set_new(o, "local_bytes", json_integer(k->local_bytes));
+    triple_write(w, "grid", k->grid);
+    triple_write(w, "block", k->block);
+    jw_integer(w, "registers", k->registers);
+    jw_integer(w, "static_shared_bytes", k->static_shared_bytes);
+    jw_integer(w, "dynamic_shared_bytes", k->dynamic_shared_bytes);
+    jw_integer(w, "local_bytes", k->local_bytes);
   }
-  if (k->has_occupancy)
-    json_object_set_new(o, "occupancy", json_pack("{s:i,s:i,s:i,s:f}", "blocks_per_sm", k->blocks_per_sm,
-                                                  "warps_per_sm", k->warps_per_sm, "max_warps_per_sm",
-                                                  k->max_warps_per_sm, "fraction", k->occupancy));
+  if (k->has_occupancy) {
+    jw_object_begin_whole(w, "occupancy");
+    jw_integer(w, "blocks_per_sm", k->blocks_per_sm);
+    jw_integer(w, "warps_per_sm", k->warps_per_sm);
+    jw_integer(w, "max_warps_per_sm", k->max_warps_per_sm);
+    jw_real(w, "fraction", k->occupancy);
+    jw_object_end(w);
+  }
   if (k->has_work) {
-    json_t *w = json_pack("{s:f,s:f,s:s}", "bytes", k->work.bytes, "flops", k->work.flops, "counted",
-                          k->work.counted ? k->work.counted : "");
-    if (k->work.bytes > 0) /* arithmetic intensity: flops per byte counted */
-      json_object_set_new(w, "flops_per_byte", json_real(k->work.flops / k->work.bytes));
-    json_object_set_new(o, "work", w);
+    jw_object_begin_whole(w, "work");
+    jw_real(w, "bytes", k->work.bytes);
+    jw_real(w, "flops", k->work.flops);
+    jw_string(w, "counted", k->work.counted ? k->work.counted : "");
+    /* arithmetic intensity: flops per byte counted; an infinite one is left out alone
+     * (work's other members stay) */
+    double intensity = k->work.bytes > 0 ? k->work.flops / k->work.bytes : NAN;
+    if (isfinite(intensity)) jw_real(w, "flops_per_byte", intensity);
+    jw_object_end(w);
   }
-  return o;
+  jw_object_end(w);
 }
 
 /* How a pipeline run's passes moved the data (experiment.h's exp_pipeline_plan). */
-static json_t *plan_to_json(const struct exp_pipeline_plan *p) {
-  return json_pack("{s:I,s:i,s:i,s:s,s:b,s:b}", "chunk", (json_int_t)p->chunk, "chunks", p->chunks,
-                   "streams", p->streams, "order", p->depth_first ? "depth_first" : "breadth_first",
-                   "graph", p->graph, "best", p->best);
+static void plan_write(struct jw *w, const struct exp_pipeline_plan *p) {
+  jw_object_begin_whole(w, "plan");
+  jw_integer(w, "chunk", (long long)p->chunk);
+  jw_integer(w, "chunks", p->chunks);
+  jw_integer(w, "streams", p->streams);
+  jw_string(w, "order", p->depth_first ? "depth_first" : "breadth_first");
+  jw_bool(w, "graph", p->graph);
+  jw_bool(w, "best", p->best);
+  jw_object_end(w);
 }
 
 /* NVML's reason bits as names, lowest bit first. */
-static json_t *reasons_to_json(uint64_t reasons) {
-  json_t *a = json_array();
+static void reasons_write(struct jw *w, uint64_t reasons) {
+  jw_array_begin(w, "reasons");
   for (int b = 0; b < 64; b++) {
     const char *name = reasons >> b & 1 ? exp_clock_reason_name(1ull << b) : NULL;
-    if (name) json_array_append_new(a, json_string(name));
+    if (name) jw_string(w, NULL, name);
   }
-  return a;
+  jw_array_end(w);
 }
 
-static json_t *clocks_to_json(const struct exp_clocks *c) {
-  if (!c->valid) return json_null();
-  return json_pack("{s:i,s:i,s:i,s:f,s:o,s:b}", "sm_mhz_before", c->sm_mhz_before, "sm_mhz_after",
-                   c->sm_mhz_after, "temp_c", c->temp_c, "power_w", c->power_w, "reasons",
-                   reasons_to_json(c->reasons), "throttled", c->throttled);
+static void clocks_write(struct jw *w, const struct exp_clocks *c) {
+  if (!c->valid) {
+    jw_null(w, "clocks");
+    return;
+  }
+  jw_object_begin_whole(w, "clocks");
+  jw_integer(w, "sm_mhz_before", c->sm_mhz_before);
+  jw_integer(w, "sm_mhz_after", c->sm_mhz_after);
+  jw_integer(w, "temp_c", c->temp_c);
+  jw_real(w, "power_w", c->power_w);
+  reasons_write(w, c->reasons);
+  jw_bool(w, "throttled", c->throttled);
+  jw_object_end(w);
 }
 
 /* A chunked run's last pass: one entry per op, as recorded (chunk by chunk). */
-static json_t *timeline_to_json(const struct exp_run *r) {
+static void timeline_write(struct jw *w, const struct exp_run *r) {
   static const char *const ops[EXP_OP_COUNT] = {"upload", "kernel", "download"};
-  json_t *a = json_array();
+  jw_array_begin(w, "timeline");
   for (int i = 0; i < r->n_timeline; i++) {
     const struct exp_timeline_op *t = &r->timeline[i];
-    json_array_append_new(a, json_pack("{s:i,s:i,s:s,s:f,s:f}", "stream", t->stream, "chunk", t->chunk,
-                                       "op", ops[t->op % EXP_OP_COUNT], "start_ms", (double)t->start_ms,
-                                       "end_ms", (double)t->end_ms));
+    jw_object_begin_whole(w, NULL);
+    jw_integer(w, "stream", t->stream);
+    jw_integer(w, "chunk", t->chunk);
+    jw_string(w, "op", ops[t->op % EXP_OP_COUNT]);
+    jw_real(w, "start_ms", (double)t->start_ms);
+    jw_real(w, "end_ms", (double)t->end_ms);
+    jw_object_end(w);
   }
-  return a;
+  jw_array_end(w);
 }
 
-static json_t *run_to_json(const struct exp_spec *spec, const struct exp_run *r,
-                           const struct exp_ceilings *ceilings) {
-  const struct exp_runs_param *runs = exp_desc(spec->type)->runs;
-  json_t *o = json_object();
-  json_object_set_new(o, "variant", json_string(r->label));
-  if (runs) /* the list's entry; best runs: the stream count their plan chose */
-    json_object_set_new(o, runs->name, json_integer(r->plan.streams > 0 ? r->plan.streams : r->variant));
-  json_object_set_new(o, "available", json_boolean(r->available));
-  if (r->user.id > 0) { /* a user's kernel: who wrote what */
-    char href[48];
-    snprintf(href, sizeof href, "/kernels/%lld", r->user.id);
-    json_object_set_new(o, "user_kernel",
-                        json_pack("{s:I,s:s,s:s,s:s,s:s}", "id", (json_int_t)r->user.id, "name", r->user.name,
-                                  "owner", r->user.owner, "source_sha256", r->user.source_sha256, "href", href));
-  }
-  if (!r->available) {
-    json_object_set_new(o, "reason", json_string(r->reason));
-    return o;
-  }
-  if (r->mapped_to[0]) json_object_set_new(o, "mapped_to", json_string(r->mapped_to));
-  if (r->refused[0]) json_object_set_new(o, "refused", json_string(r->refused)); /* implausible */
-  json_object_set_new(o, "check", check_to_json(&r->check));
-  json_object_set_new(o, "timing", timing_to_json(&r->timing));
+/* A user's kernel that ran: who wrote what. */
+static void user_kernel_write(struct jw *w, const struct exp_run *r) {
+  char href[48];
+  snprintf(href, sizeof href, "/kernels/%lld", r->user.id);
+  jw_object_begin_whole(w, "user_kernel");
+  jw_integer(w, "id", (long long)r->user.id);
+  jw_string(w, "name", r->user.name);
+  jw_string(w, "owner", r->user.owner);
+  jw_string(w, "source_sha256", r->user.source_sha256);
+  jw_string(w, "href", href);
+  jw_object_end(w);
+}
+
+/* What the run measured, against what (the device ceiling it is compared with: its key
+ * in GET /device's "ceilings" and its value, 0: none measured). */
+static void figures_write(struct jw *w, const struct exp_spec *spec, const struct exp_run *r,
+                          const struct exp_ceilings *ceilings) {
   /* A run whose check failed has no figure: a fast wrong answer is not a result. */
-  json_object_set_new(o, "figure", r->figure > 0 ? json_real(r->figure) : json_null());
-  json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
-  json_object_set_new(o, "speedup", r->speedup > 0 ? json_real(r->speedup) : json_null());
-  json_object_set_new(o, "speedup_range", r->speedup_lo > 0 ? json_pack("[f,f]", r->speedup_lo, r->speedup_hi)
-                                                            : json_null());
-  /* The device ceiling the figure is compared with: its key in GET /device's
-   * "ceilings" and its value (0: none measured). */
+  if (r->figure > 0)
+    jw_real(w, "figure", r->figure);
+  else
+    jw_null(w, "figure");
+  jw_string(w, "unit", exp_figure_unit(spec->type));
+  if (r->speedup > 0)
+    jw_real(w, "speedup", r->speedup);
+  else
+    jw_null(w, "speedup");
+  if (r->speedup_lo > 0) {
+    jw_array_begin_whole(w, "speedup_range");
+    jw_real(w, NULL, r->speedup_lo);
+    jw_real(w, NULL, r->speedup_hi);
+    jw_array_end(w);
+  } else {
+    jw_null(w, "speedup_range");
+  }
   enum exp_ceiling which = exp_run_ceiling(spec, r->variant);
   double ceiling = exp_ceiling_value(ceilings, which);
-  json_object_set_new(o, "ceiling", ceiling > 0 ? json_string(exp_ceiling_name(which)) : json_null());
-  json_object_set_new(o, "percent_of_ceiling",
-                      ceiling > 0 && r->figure > 0 ? json_real(100.0 * r->figure / ceiling) : json_null());
-  json_object_set_new(o, "clocks", clocks_to_json(&r->clocks));
-  json_object_set_new(o, "contended", json_boolean(r->contended));
-  if (r->graph_us_per_launch > 0)
-    json_object_set_new(o, "launch", json_pack("{s:f,s:f,s:f}", "stream_us", r->stream_us_per_launch,
-                                               "graph_us", r->graph_us_per_launch, "saved_us",
-                                               r->stream_us_per_launch - r->graph_us_per_launch));
-  json_object_set_new(o, "kernel", kernel_to_json(&r->kernel));
-  if (r->plan.streams > 0) json_object_set_new(o, "plan", plan_to_json(&r->plan));
-  if (r->n_timeline > 0) {
-    json_object_set_new(o, "timeline", timeline_to_json(r));
-    json_object_set_new(o, "timeline_chunks", json_integer(r->n_timeline / EXP_OP_COUNT));
+  if (ceiling > 0)
+    jw_string(w, "ceiling", exp_ceiling_name(which));
+  else
+    jw_null(w, "ceiling");
+  if (ceiling > 0 && r->figure > 0)
+    jw_real(w, "percent_of_ceiling", 100.0 * r->figure / ceiling);
+  else
+    jw_null(w, "percent_of_ceiling");
+}
+
+static void run_write(struct jw *w, const struct exp_spec *spec, const struct exp_run *r,
+                      const struct exp_ceilings *ceilings) {
+  const struct exp_runs_param *runs = exp_desc(spec->type)->runs;
+  jw_object_begin(w, NULL);
+  jw_string(w, "variant", r->label);
+  if (runs) /* the list's entry; best runs: the stream count their plan chose */
+    jw_integer(w, runs->name, r->plan.streams > 0 ? r->plan.streams : r->variant);
+  jw_bool(w, "available", r->available);
+  if (r->user.id > 0) user_kernel_write(w, r);
+  if (!r->available) {
+    jw_string(w, "reason", r->reason);
+    jw_object_end(w);
+    return;
   }
-  return o;
+  if (r->mapped_to[0]) jw_string(w, "mapped_to", r->mapped_to);
+  if (r->refused[0]) jw_string(w, "refused", r->refused); /* implausible */
+  check_write(w, &r->check);
+  timing_write(w, &r->timing);
+  figures_write(w, spec, r, ceilings);
+  clocks_write(w, &r->clocks);
+  jw_bool(w, "contended", r->contended);
+  if (r->graph_us_per_launch > 0) {
+    jw_object_begin_whole(w, "launch");
+    jw_real(w, "stream_us", r->stream_us_per_launch);
+    jw_real(w, "graph_us", r->graph_us_per_launch);
+    jw_real(w, "saved_us", r->stream_us_per_launch - r->graph_us_per_launch);
+    jw_object_end(w);
+  }
+  kernel_write(w, &r->kernel);
+  if (r->plan.streams > 0) plan_write(w, &r->plan);
+  if (r->n_timeline > 0) {
+    timeline_write(w, r);
+    jw_integer(w, "timeline_chunks", r->n_timeline / EXP_OP_COUNT);
+  }
+  jw_object_end(w);
+}
+
+void api_result_write(struct jw *w, const char *key, const struct exp_spec *spec,
+                      const struct exp_result *result) {
+  jw_object_begin(w, key);
+  jw_string(w, "backend", result->backend);
+  jw_string(w, "device", result->device_name);
+  jw_string(w, "unit", exp_figure_unit(spec->type));
+  jw_real(w, "work", exp_spec_work(spec));
+  jw_string(w, "work_unit", exp_work_unit(spec->type));
+  jw_bool(w, "passed", exp_result_passed(result));
+  if (result->input_path[0]) jw_string(w, "input_path", result->input_path);
+  jw_array_begin(w, "runs");
+  for (int i = 0; i < result->n_runs; i++) run_write(w, spec, &result->runs[i], &result->ceilings);
+  jw_array_end(w);
+  jw_object_end(w);
 }
 
 json_t *api_result_to_json(const struct exp_spec *spec, const struct exp_result *result) {
-  json_t *o = json_object();
-  json_object_set_new(o, "backend", json_string(result->backend));
-  json_object_set_new(o, "device", json_string(result->device_name));
-  json_object_set_new(o, "unit", json_string(exp_figure_unit(spec->type)));
-  json_object_set_new(o, "work", json_real(exp_spec_work(spec)));
-  json_object_set_new(o, "work_unit", json_string(exp_work_unit(spec->type)));
-  json_t *runs = json_array();
-  for (int i = 0; i < result->n_runs; i++)
-    json_array_append_new(runs, run_to_json(spec, &result->runs[i], &result->ceilings));
-  json_object_set_new(o, "passed", json_boolean(exp_result_passed(result)));
-  if (result->input_path[0]) json_object_set_new(o, "input_path", json_string(result->input_path));
-  json_object_set_new(o, "runs", runs);
-  return o;
+  struct jw w;
+  jw_tree_begin(&w);
+  api_result_write(&w, NULL, spec, result);
+  return jw_tree_end(&w);
 }
 
 /* The measured ceilings (0: not measured, null), their method; null when none. */
-static json_t *ceilings_to_json(const struct backend_device_info *d) {
-  json_t *o = json_object();
+static void ceilings_write(struct jw *w, const struct backend_device_info *d) {
   bool any = false;
+  for (int which = EXP_CEILING_DEFAULT + 1; which < EXP_CEILING_COUNT; which++)
+    any = any || exp_ceiling_value(&d->ceilings, (enum exp_ceiling)which) > 0;
+  if (!any) {
+    jw_null(w, "ceilings");
+    return;
+  }
+  jw_object_begin(w, "ceilings");
   for (int which = EXP_CEILING_DEFAULT + 1; which < EXP_CEILING_COUNT; which++) {
     double value = exp_ceiling_value(&d->ceilings, (enum exp_ceiling)which);
-    any = any || value > 0;
-    json_object_set_new(o, exp_ceiling_name((enum exp_ceiling)which), value > 0 ? json_real(value) : json_null());
+    const char *name = exp_ceiling_name((enum exp_ceiling)which);
+    if (value > 0)
+      jw_real(w, name, value);
+    else
+      jw_null(w, name);
   }
-  if (!any) {
-    json_decref(o);
-    return json_null();
-  }
-  json_object_set_new(o, "method", json_string(d->ceilings_method));
-  return o;
+  jw_string(w, "method", d->ceilings_method);
+  jw_object_end(w);
 }
 
-json_t *api_device_to_json(const struct backend_device_info *d) {
-  json_t *o = json_object();
-  json_object_set_new(o, "backend", json_string(d->backend));
-  json_object_set_new(o, "name", json_string(d->name));
-  json_object_set_new(o, "index", json_integer(d->index));
-  json_object_set_new(o, "memory_total_bytes", json_integer((json_int_t)d->mem_total_bytes));
-  json_object_set_new(o, "memory_free_bytes", json_integer((json_int_t)d->mem_free_bytes));
-  if (d->cpu_cores) json_object_set_new(o, "cpu_cores", json_integer(d->cpu_cores));
+/* CUDA's versions as major.minor (12040: "12.4"). */
+static void cuda_version_write(struct jw *w, const char *key, int version) {
+  char v[16];
+  snprintf(v, sizeof v, "%d.%d", version / 1000, version % 1000 / 10);
+  jw_string(w, key, v);
+}
+
+void api_device_write(struct jw *w, const char *key, const struct backend_device_info *d) {
+  jw_object_begin(w, key);
+  jw_string(w, "backend", d->backend);
+  jw_string(w, "name", d->name);
+  jw_integer(w, "index", d->index);
+  jw_integer(w, "memory_total_bytes", (long long)d->mem_total_bytes);
+  jw_integer(w, "memory_free_bytes", (long long)d->mem_free_bytes);
+  if (d->cpu_cores) jw_integer(w, "cpu_cores", d->cpu_cores);
   if (d->backend[0] == 'c' && d->backend[1] == 'u') {
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
-    json_object_set_new(o, "compute_capability", json_string(cc));
-    json_object_set_new(o, "sms", json_integer(d->sms));
-    json_object_set_new(o, "sm_clock_mhz", json_integer(d->sm_clock_mhz));
-    json_object_set_new(o, "memory_clock_mhz", json_integer(d->mem_clock_mhz));
-    json_object_set_new(o, "memory_bus_bits", json_integer(d->mem_bus_bits));
-    json_object_set_new(o, "l2_bytes", json_integer(d->l2_bytes));
-    char v[16];
-    snprintf(v, sizeof v, "%d.%d", d->runtime_version / 1000, d->runtime_version % 1000 / 10);
-    json_object_set_new(o, "cuda_runtime", json_string(v));
-    snprintf(v, sizeof v, "%d.%d", d->driver_version / 1000, d->driver_version % 1000 / 10);
-    json_object_set_new(o, "cuda_driver", json_string(v));
+    jw_string(w, "compute_capability", cc);
+    jw_integer(w, "sms", d->sms);
+    jw_integer(w, "sm_clock_mhz", d->sm_clock_mhz);
+    jw_integer(w, "memory_clock_mhz", d->mem_clock_mhz);
+    jw_integer(w, "memory_bus_bits", d->mem_bus_bits);
+    jw_integer(w, "l2_bytes", d->l2_bytes);
+    cuda_version_write(w, "cuda_runtime", d->runtime_version);
+    cuda_version_write(w, "cuda_driver", d->driver_version);
   }
-  json_object_set_new(o, "ceilings", ceilings_to_json(d));
+  ceilings_write(w, d);
   if (d->nvml) {
-    json_object_set_new(o, "nvml", json_string("available"));
-    json_object_set_new(o, "clocks", json_pack("{s:i,s:i,s:f,s:o,s:b}", "sm_mhz", d->sm_mhz_now, "temp_c",
-                                               d->temp_c, "power_w", d->power_w, "reasons",
-                                               reasons_to_json(d->clock_reasons), "throttled",
-                                               (d->clock_reasons & EXP_CLOCK_THROTTLED) != 0));
+    jw_string(w, "nvml", "available");
+    jw_object_begin_whole(w, "clocks");
+    jw_integer(w, "sm_mhz", d->sm_mhz_now);
+    jw_integer(w, "temp_c", d->temp_c);
+    jw_real(w, "power_w", d->power_w);
+    reasons_write(w, d->clock_reasons);
+    jw_bool(w, "throttled", (d->clock_reasons & EXP_CLOCK_THROTTLED) != 0);
+    jw_object_end(w);
   } else {
     char why[160];
     snprintf(why, sizeof why, "unavailable: %s", d->nvml_why[0] ? d->nvml_why : "unknown");
-    json_object_set_new(o, "nvml", json_string(why));
-    json_object_set_new(o, "clocks", json_null());
+    jw_string(w, "nvml", why);
+    jw_null(w, "clocks");
   }
-  return o;
+  jw_object_end(w);
+}
+
+json_t *api_device_to_json(const struct backend_device_info *d) {
+  struct jw w;
+  jw_tree_begin(&w);
+  api_device_write(&w, NULL, d);
+  return jw_tree_end(&w);
 }
 
 /* path (as sent: percent-encoded already, or not) as a URI reference: a %XX triplet
@@ -312,7 +447,8 @@ static void uri_path(const char *path, char *out, size_t len) {
       memcpy(out + n, p, 3);
       n += 3;
       p += 2;
-    } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr(keep, *p))
+    } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+               strchr(keep, *p))
       out[n++] = (char)*p;
     else
       n += (size_t)snprintf(out + n, len - n, "%%%02X", *p);
@@ -328,5 +464,6 @@ json_t *api_error_to_json(const struct api_error *err, const char *instance) {
   utf8_scrub(field, sizeof field, err->field);
   return json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:o}", "type", type, "title",
                    api_error_title(err->code, err->status), "status", err->status, "detail", detail,
-                   "instance", where, "code", err->code, "field", field[0] ? json_string(field) : json_null());
+                   "instance", where, "code", err->code, "field",
+                   field[0] ? json_string(field) : json_null());
 }

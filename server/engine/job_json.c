@@ -2,8 +2,7 @@
 #include "server/engine/job_json.h"
 
 #include "api/encode.h"
-#include "api/json_scratch.h"
-#include "api/json_text.h"
+#include "api/json_writer.h"
 
 json_t *device_json(struct engine *e, int index) {
   struct backend *b = engine_device(e, index);
@@ -42,59 +41,101 @@ json_t *job_json_ended(uint64_t id, const char *record, enum job_state state, co
   return j;
 }
 
-static json_t *ms_between(double from, double to) {
-  return from > 0 && to > 0 ? json_real((to - from) * 1e3) : json_null();
+static void time_write(struct jw *w, const char *key, double unix_s) {
+  if (unix_s <= 0) {
+    jw_null(w, key);
+    return;
+  }
+  char buf[40];
+  api_format_time(unix_s, buf, sizeof buf);
+  jw_string(w, key, buf);
+}
+
+static void ms_between(struct jw *w, const char *key, double from, double to) {
+  if (from > 0 && to > 0)
+    jw_real(w, key, (to - from) * 1e3);
+  else
+    jw_null(w, key);
+}
+
+static void output_write(struct jw *w, const struct job_view *v) {
+  struct exp_shape shape;
+  exp_output_shape(&v->spec, &shape);
+  const struct exp_desc *d = exp_desc(v->spec.type);
+  jw_object_begin_whole(w, "output");
+  jw_array_begin(w, "shape");
+  for (int i = 0; i < shape.ndim; i++) jw_integer(w, NULL, shape.dims[i]);
+  jw_array_end(w);
+  jw_string(w, "dtype", d && d->out_dtype == EXP_DTYPE_U32 ? "uint32" : "float32");
+  if (v->output_buffer)
+    jw_integer(w, "buffer", (long long)v->output_buffer);
+  else
+    jw_null(w, "buffer");
+  jw_object_end(w);
+}
+
+/* The job as job_json shows it, written to w (api/json_writer.h). */
+static void job_write(struct jw *w, const struct job_view *v, bool with_result) {
+  jw_object_begin(w, NULL);
+  jw_integer(w, "id", (long long)v->id);
+  jw_string(w, "type", exp_type_name(v->spec.type));
+  jw_string(w, "state", job_state_name(v->state));
+  jw_string(w, "client", v->client);
+  api_spec_write(w, "params", &v->spec);
+  jw_integer(w, "priority", v->priority);
+  jw_string(w, "isolation", v->exclusive ? "exclusive" : "shared");
+  jw_string(w, "dependency", v->host_sync ? "host" : "event");
+  jw_bool(w, "keep_output", v->keep_output);
+  if (v->node) jw_string(w, "node", v->node);
+  jw_array_begin(w, "depends_on");
+  for (int i = 0; i < v->n_parents; i++) jw_integer(w, NULL, (long long)v->parents[i]);
+  jw_array_end(w);
+  time_write(w, "created_at", v->created_at);
+  time_write(w, "started_at", v->started_at);
+  time_write(w, "issued_at", v->issued_at);
+  time_write(w, "finished_at", v->finished_at);
+  ms_between(w, "queue_ms", v->created_at, v->started_at > 0 ? v->started_at : v->finished_at);
+  ms_between(w, "run_ms", v->started_at, v->finished_at);
+  if (v->device >= 0)
+    jw_integer(w, "device", v->device);
+  else
+    jw_null(w, "device");
+  if (v->lane >= 0)
+    jw_integer(w, "stream", v->lane);
+  else
+    jw_null(w, "stream");
+  if (v->cancel_requested && !job_state_final(v->state)) jw_bool(w, "cancel_requested", true);
+  output_write(w, v);
+  if (with_result && v->result)
+    api_result_write(w, "result", &v->spec, v->result);
+  else if (with_result)
+    jw_null(w, "result");
+  else if (v->result)
+    jw_bool(w, "passed", exp_result_passed(v->result));
+  if (v->error_code[0]) {
+    jw_object_begin_whole(w, "error");
+    jw_string(w, "code", v->error_code);
+    jw_string(w, "message", v->error_message);
+    jw_object_end(w);
+  } else {
+    jw_null(w, "error");
+  }
+  jw_object_end(w);
 }
 
 json_t *job_json(const struct job_view *v, bool with_result) {
-  json_t *o = json_object();
-  json_object_set_new(o, "id", json_integer((json_int_t)v->id));
-  json_object_set_new(o, "type", json_string(exp_type_name(v->spec.type)));
-  json_object_set_new(o, "state", json_string(job_state_name(v->state)));
-  json_object_set_new(o, "client", json_string(v->client));
-  json_object_set_new(o, "params", api_spec_to_json(&v->spec));
-  json_object_set_new(o, "priority", json_integer(v->priority));
-  json_object_set_new(o, "isolation", json_string(v->exclusive ? "exclusive" : "shared"));
-  json_object_set_new(o, "dependency", json_string(v->host_sync ? "host" : "event"));
-  json_object_set_new(o, "keep_output", json_boolean(v->keep_output));
-  if (v->node) json_object_set_new(o, "node", json_string(v->node));
-  json_t *parents = json_array();
-  for (int i = 0; i < v->n_parents; i++) json_array_append_new(parents, json_integer((json_int_t)v->parents[i]));
-  json_object_set_new(o, "depends_on", parents);
-  json_object_set_new(o, "created_at", time_json(v->created_at));
-  json_object_set_new(o, "started_at", time_json(v->started_at));
-  json_object_set_new(o, "issued_at", time_json(v->issued_at));
-  json_object_set_new(o, "finished_at", time_json(v->finished_at));
-  double queue_end = v->started_at > 0 ? v->started_at : v->finished_at;
-  json_object_set_new(o, "queue_ms", ms_between(v->created_at, queue_end));
-  json_object_set_new(o, "run_ms", ms_between(v->started_at, v->finished_at));
-  json_object_set_new(o, "device", v->device >= 0 ? json_integer(v->device) : json_null());
-  json_object_set_new(o, "stream", v->lane >= 0 ? json_integer(v->lane) : json_null());
-  if (v->cancel_requested && !job_state_final(v->state))
-    json_object_set_new(o, "cancel_requested", json_true());
-  struct exp_shape shape;
-  exp_output_shape(&v->spec, &shape);
-  json_t *dims = json_array();
-  for (int d = 0; d < shape.ndim; d++) json_array_append_new(dims, json_integer(shape.dims[d]));
-  const struct exp_desc *d = exp_desc(v->spec.type);
-  const char *dtype = d && d->out_dtype == EXP_DTYPE_U32 ? "uint32" : "float32";
-  json_object_set_new(o, "output", json_pack("{s:o,s:s,s:o}", "shape", dims, "dtype", dtype, "buffer",
-                                             v->output_buffer ? json_integer((json_int_t)v->output_buffer)
-                                                              : json_null()));
-  if (with_result)
-    json_object_set_new(o, "result", v->result ? api_result_to_json(&v->spec, v->result) : json_null());
-  else if (v->result)
-    json_object_set_new(o, "passed", json_boolean(exp_result_passed(v->result)));
-  json_object_set_new(o, "error", v->error_code[0] ? json_pack("{s:s,s:s}", "code", v->error_code,
-                                                               "message", v->error_message)
-                                                   : json_null());
-  return o;
+  struct jw w;
+  jw_tree_begin(&w);
+  job_write(&w, v, with_result);
+  return jw_tree_end(&w);
 }
 
+/* A tiny job's document is ~1.9 KB; a larger one's buffer grows by doubling. */
+#define JOB_TEXT_FIRST_BYTES 4096
+
 char *job_text(const struct job_view *v, bool with_result, size_t *len) {
-  json_scratch_begin();
-  json_t *j = job_json(v, with_result);
-  char *text = json_text(j, len); /* NULL j: NULL */
-  json_scratch_end(j);
-  return text;
+  struct jw w;
+  jw_text_begin(&w, NULL, JOB_TEXT_FIRST_BYTES);
+  job_write(&w, v, with_result);
+  return jw_text_end(&w, len);
 }

@@ -11,9 +11,9 @@
 /* The job; with_result adds "result" (else only "passed"). A new reference, or
  * NULL when out of memory. */
 json_t *job_json(const struct job_view *v, bool with_result);
-/* job_json's document as its compact JSON text (json_text: malloc'd, the caller's; its
- * length in *len when len is not NULL; NULL when out of memory), built in a scratch
- * scope (api/json_scratch.h): no malloc per value. */
+/* job_json's document as its compact JSON text, the bytes json_text(job_json(...))
+ * would be (malloc'd, the caller's; its length in *len when len is not NULL; NULL when
+ * out of memory), written straight from v (api/json_writer.h): no tree. */
 char *job_text(const struct job_view *v, bool with_result, size_t *len);
 /* A job that no engine here holds, ended now: its stored record (JSON text; NULL or
  * unreadable: only its id is known) with state, finished_at and error {code, message}.

@@ -91,6 +91,24 @@ static void test_reals(void) {
     same_text(json_real(edges[i]), what);
     same_text(json_real(-edges[i]), what);
   }
+  /* Where json_text_real works in integers (1e-6 to 1e16), and around its edges: values
+   * spread evenly over the exponents, a few ulps around every power of ten, and ties at
+   * the 17th digit (1 + j / 2^17 is exactly 18 digits ending in 5), rounded to even. */
+  for (int i = 0; i < 200000; i++) {
+    double v = pow(10.0, -7.5 + 24.0 * (double)(next_u64() >> 11) / 9007199254740992.0);
+    same_text(json_real(i % 2 ? v : -v), "a real of integers");
+  }
+  for (int k = -8; k <= 18; k++) {
+    double p = pow(10.0, k);
+    for (int u = -3; u <= 3; u++) {
+      double v = p;
+      for (int step = 0; step < (u < 0 ? -u : u); step++) v = nextafter(v, u < 0 ? 0 : INFINITY);
+      same_text(json_real(v), "around a power of ten");
+    }
+  }
+  for (int j = 1; j < 4000; j++)
+    for (int scale = -20; scale <= 50; scale += 7)
+      same_text(json_real(ldexp(1.0 + j / 131072.0, scale)), "a tie at the 17th digit");
   /* Random bit patterns cover every exponent; random floats widened to double, the
    * timings' and figures' kind of value. */
   for (int i = 0; i < 200000; i++) {
@@ -121,6 +139,16 @@ static void test_strings(void) {
     json_t *a = json_array();
     json_array_append_new(a, json_stringn_nocheck(invalid[i], strlen(invalid[i])));
     same_text(a, "invalid UTF-8");
+  }
+  /* Strings of bytes that need escapes, UTF-8 and plain ones, at every offset of an
+   * 8-byte word (json_text reads plain runs 8 bytes at a time). */
+  static const char *const pieces[] = {"a", "\"", "\\",   "\x01",    "\x1f",
+                                       " ", "~",  "\x7f", "\xc3\xa9"};
+  for (int i = 0; i < 20000; i++) {
+    char s[128] = "";
+    for (int k = (int)(next_u64() % 40); k > 0; k--)
+      strcat(s, pieces[next_u64() % 5 ? 0 : next_u64() % (sizeof pieces / sizeof *pieces)]);
+    same_text(json_string(s), "mixed string");
   }
   json_t *keys = json_object(); /* keys are escaped as strings are */
   json_object_set_new(keys, "q\"uote\\back\nline", json_true());

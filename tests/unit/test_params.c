@@ -1,6 +1,7 @@
 /* The JSON contract: defaults, every field's type and range, errors that name the field. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/encode.h"
 #include "api/params.h"
@@ -62,8 +63,9 @@ static void test_defaults(void) {
 static void test_values(void) {
   struct exp_spec spec;
   struct api_error err;
-  const char *body = "{\"m\":33,\"n\":47,\"k\":18,\"variant\":[\"tiled\",\"naive\"],\"seed\":7,"
-                     "\"warmup\":0,\"batches\":2,\"reps\":1}";
+  const char *body =
+      "{\"m\":33,\"n\":47,\"k\":18,\"variant\":[\"tiled\",\"naive\"],\"seed\":7,"
+      "\"warmup\":0,\"batches\":2,\"reps\":1}";
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.p[GEMM_M], 33);
   CHECK_INT_EQ(spec.p[GEMM_K], 18);
@@ -103,7 +105,8 @@ static void test_errors(void) {
   expect_error(EXP_TRANSPOSE, "{\"k\":1}", 400, "unknown_field", "k");
   expect_error(EXP_TRANSPOSE, "{\"variant\":\"tiled\"}", 400, "unknown_variant", "variant");
   expect_error(EXP_TRANSPOSE, "{\"variant\":[]}", 400, "out_of_range", "variant");
-  expect_error(EXP_TRANSPOSE, "{\"variant\":[\"naive\",\"naive\"]}", 400, "duplicate_variant", "variant");
+  expect_error(EXP_TRANSPOSE, "{\"variant\":[\"naive\",\"naive\"]}", 400, "duplicate_variant",
+               "variant");
   expect_error(EXP_TRANSPOSE, "{\"variant\":[1]}", 400, "wrong_type", "variant");
   expect_error(EXP_TRANSPOSE, "{\"variant\":3}", 400, "wrong_type", "variant");
   expect_error(EXP_STENCIL, "{\"radius\":100000}", 400, "out_of_range", "radius");
@@ -126,9 +129,10 @@ static void test_errors(void) {
 static void test_inputs_and_options(void) {
   struct exp_spec spec;
   struct api_error err;
-  const char *body = "{\"a\":{\"buffer\":3},\"b\":{\"job\":9},\"k\":18,\"priority\":5,"
-                     "\"isolation\":\"shared\",\"keep_output\":true,\"depends_on\":[1,2],"
-                     "\"dependency\":\"host\",\"graph\":true,\"seed\":11}";
+  const char *body =
+      "{\"a\":{\"buffer\":3},\"b\":{\"job\":9},\"k\":18,\"priority\":5,"
+      "\"isolation\":\"shared\",\"keep_output\":true,\"depends_on\":[1,2],"
+      "\"dependency\":\"host\",\"graph\":true,\"seed\":11}";
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.inputs[0].kind, EXP_INPUT_BUFFER);
   CHECK_INT_EQ(spec.inputs[0].value, 3);
@@ -182,8 +186,9 @@ static void test_trust_params(void) {
   CHECK_INT_EQ(spec.order, EXP_ORDER_ALTERNATING); /* every type interleaves by default */
   CHECK_INT_EQ(spec.stop.min_samples, 0);          /* = batches */
   CHECK(spec.stop.max_noise == 0 && spec.stop.max_time_s == 10);
-  const char *body = "{\"cold\":true,\"order\":\"sequential\",\"min_samples\":7,"
-                     "\"max_noise\":0.02,\"max_time\":2.5}";
+  const char *body =
+      "{\"cold\":true,\"order\":\"sequential\",\"min_samples\":7,"
+      "\"max_noise\":0.02,\"max_time\":2.5}";
   CHECK_INT_EQ(api_params_parse(EXP_GEMM, body, strlen(body), &spec, &opts, &err), 0);
   CHECK(spec.cold);
   CHECK_INT_EQ(spec.order, EXP_ORDER_SEQUENTIAL);
@@ -275,11 +280,13 @@ static void test_encode(void) {
   api_error_set(&err, 404, "not_found", "", "no route %s", "/x");
   j = api_error_to_json(&err, "/x y\xc3\xa9");
   CHECK_INT_EQ(json_object_size(j), 7);
-  CHECK_STR_EQ(json_string_value(json_object_get(j, "type")), "/openapi.json#/components/x-problem-types/not_found");
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "type")),
+               "/openapi.json#/components/x-problem-types/not_found");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "title")), "No such route");
   CHECK_INT_EQ(json_integer_value(json_object_get(j, "status")), 404);
   CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "no route /x");
-  CHECK_STR_EQ(json_string_value(json_object_get(j, "instance")), "/x%20y%C3%A9"); /* a URI reference */
+  CHECK_STR_EQ(json_string_value(json_object_get(j, "instance")),
+               "/x%20y%C3%A9"); /* a URI reference */
   json_decref(j);
   j = api_error_to_json(&err, "/jobs/%ff%zz"); /* as sent: a triplet kept, a stray % encoded */
   CHECK_STR_EQ(json_string_value(json_object_get(j, "instance")), "/jobs/%ff%25zz");
@@ -294,7 +301,8 @@ static void test_encode(void) {
   CHECK_STR_EQ(json_string_value(json_object_get(j, "detail")), "unknown field 'caf");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "field")), "x\xef\xbf\xbd");
   json_decref(j);
-  api_error_set(&err, 418, "teapot", "m", "short and stout"); /* a code without a title of its own */
+  api_error_set(&err, 418, "teapot", "m",
+                "short and stout"); /* a code without a title of its own */
   j = api_error_to_json(&err, "/");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "title")), "Client Error");
   CHECK_STR_EQ(json_string_value(json_object_get(j, "field")), "m");
@@ -302,6 +310,27 @@ static void test_encode(void) {
   char buf[40];
   api_format_time(1764428645.25, buf, sizeof buf);
   CHECK_STR_EQ(buf, "2025-11-29T15:04:05.250Z");
+  /* By arithmetic from 1970 to 9999, as gmtime_r and strftime write it; before and after,
+   * and into a buffer too short for all of it, through them. */
+  uint64_t rng = 0x9E3779B97F4A7C15u;
+  for (int i = 0; i < 300000; i++) {
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    uint64_t r = rng * 2685821657736338717u;
+    double t = i < 1000 ? 253402300800.0 - 500 + i + 0.9995
+                        : (double)(r % 253402400000u) + (double)(r >> 54) / 1024.0;
+    if (i % 7 == 0) t = (double)(r % 4000000000u); /* whole seconds, this century's */
+    time_t secs = (time_t)t;
+    int ms = (int)((t - (double)secs) * 1000.0);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char base[24], want[40];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(want, sizeof want, "%s.%03dZ", base, ms < 0 ? 0 : ms > 999 ? 999 : ms);
+    api_format_time(t, buf, sizeof buf);
+    CHECK_STR_EQ(buf, want);
+  }
+  api_format_time(1764428645.25, buf, 12);
+  CHECK_STR_EQ(buf, "2025-11-29T");
 }
 
 /* A run's ceiling and percentage, speedup range, clocks and stopping rule as JSON;
@@ -312,7 +341,8 @@ static void test_encode_trust(void) {
   struct exp_result *r = calloc(1, sizeof *r);
   CHECK(r != NULL);
   r->n_runs = 2;
-  r->ceilings = (struct exp_ceilings){.copy_gbps = 4000, .sgemm_gflops = 50000, .tf32_gflops = 400000};
+  r->ceilings = (struct exp_ceilings){
+      .copy_gbps = 4000, .sgemm_gflops = 50000, .tf32_gflops = 400000};
   int variants[2] = {GEMM_CUBLAS, GEMM_TF32};
   for (int i = 0; i < 2; i++) {
     struct exp_run *run = &r->runs[i];
@@ -320,22 +350,25 @@ static void test_encode_trust(void) {
     run->available = true;
     run->check.done = run->check.passed = true;
     run->timing.n_samples = 4;
-    for (int k = 0; k < 4; k++) run->timing.samples_ms[k] = (i ? 1.0 : 10.0) + k * 0.1 * (i ? 0.1 : 1);
+    for (int k = 0; k < 4; k++)
+      run->timing.samples_ms[k] = (i ? 1.0 : 10.0) + k * 0.1 * (i ? 0.1 : 1);
     exp_timing_summarize(&run->timing);
     run->timing.stopped_by = exp_timing_stop(&spec, &run->timing, 0.1); /* 4 of 5 batches: NULL */
   }
-  r->runs[1].clocks = (struct exp_clocks){true, 1980, 1755, 71, 650.5,
-                                          EXP_CLOCK_SW_POWER_CAP | EXP_CLOCK_HW_THERMAL, true};
+  r->runs[1].clocks = (struct exp_clocks){
+      true, 1980, 1755, 71, 650.5, EXP_CLOCK_SW_POWER_CAP | EXP_CLOCK_HW_THERMAL, true};
   exp_result_finish(&spec, r);
   CHECK(r->runs[0].speedup_lo < 1 && r->runs[0].speedup_hi > 1); /* a run against itself */
   CHECK(r->runs[1].speedup_lo > 1 && r->runs[1].speedup_lo <= r->runs[1].speedup);
   CHECK(r->runs[1].speedup_hi >= r->runs[1].speedup);
   json_t *j = api_result_to_json(&spec, r);
-  json_t *cublas = json_array_get(json_object_get(j, "runs"), 0), *tf32 = json_array_get(json_object_get(j, "runs"), 1);
+  json_t *cublas = json_array_get(json_object_get(j, "runs"), 0),
+         *tf32 = json_array_get(json_object_get(j, "runs"), 1);
   CHECK_STR_EQ(json_string_value(json_object_get(cublas, "ceiling")), "sgemm_gflops");
   CHECK_STR_EQ(json_string_value(json_object_get(tf32, "ceiling")), "tf32_gflops");
   double fig = json_real_value(json_object_get(tf32, "figure"));
-  CHECK_NEAR(json_real_value(json_object_get(tf32, "percent_of_ceiling")), 100 * fig / 400000, 1e-9);
+  CHECK_NEAR(json_real_value(json_object_get(tf32, "percent_of_ceiling")), 100 * fig / 400000,
+             1e-9);
   CHECK_INT_EQ(json_array_size(json_object_get(tf32, "speedup_range")), 2);
   CHECK(json_is_null(json_object_get(cublas, "clocks")));
   json_t *clocks = json_object_get(tf32, "clocks");
@@ -366,7 +399,8 @@ static void test_encode_trust(void) {
   d.nvml = true;
   d.sm_mhz_now = 1980;
   j = api_device_to_json(&d);
-  CHECK_NEAR(json_real_value(json_object_get(json_object_get(j, "ceilings"), "copy_gbps")), 4100, 0);
+  CHECK_NEAR(json_real_value(json_object_get(json_object_get(j, "ceilings"), "copy_gbps")), 4100,
+             0);
   CHECK(json_is_null(json_object_get(json_object_get(j, "ceilings"), "sgemm_gflops")));
   CHECK_STR_EQ(json_string_value(json_object_get(j, "nvml")), "available");
   CHECK_INT_EQ(json_integer_value(json_object_get(json_object_get(j, "clocks"), "sm_mhz")), 1980);
@@ -398,7 +432,8 @@ static void test_streams_best(void) {
   CHECK_INT_EQ(spec.n_variants, 2);
   expect_error(EXP_PIPELINE, "{\"streams\":[\"best\",\"best\"]}", 400, "out_of_range", "streams");
   expect_error(EXP_PIPELINE, "{\"streams\":[\"fast\"]}", 400, "wrong_type", "streams");
-  expect_error(EXP_PIPELINE, "{\"streams\":[1,2,3,4,5,6,7,\"best\"]}", 400, "out_of_range", "streams");
+  expect_error(EXP_PIPELINE, "{\"streams\":[1,2,3,4,5,6,7,\"best\"]}", 400, "out_of_range",
+               "streams");
   body = "{\"streams\":[1,2,3,4,5,6,\"best\"]}"; /* 7 entries, 8 runs */
   CHECK_INT_EQ(api_params_parse(EXP_PIPELINE, body, strlen(body), &spec, &opts, &err), 0);
   CHECK_INT_EQ(spec.n_variants, 8);
