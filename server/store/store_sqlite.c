@@ -92,11 +92,12 @@ static int quick_check(sqlite3 *db, char *err, size_t err_len) {
 }
 
 /* One gpulabd per database: an flock on <file>-lock, held until the store closes, and
- * released by the kernel if gpulabd dies. A file of its own, not the database: SQLite
- * takes POSIX (fcntl) locks on the database, and closing any descriptor of that file
- * would drop them all; flock and fcntl locks are apart on Linux. (SQLite's own
- * locking_mode=EXCLUSIVE did this before, and allowed no second connection: the
- * checkpoint thread's.) */
+ * released by the kernel if gpulabd dies, so that a second gpulabd is told why (the
+ * VFS's own exclusive lock, LITE_VFS, would only make its reads busy). A file of its
+ * own, not the database: SQLite takes POSIX (fcntl) locks on the database, and closing
+ * any descriptor of that file would drop them all; flock and fcntl locks are apart on
+ * Linux. (SQLite's locking_mode=EXCLUSIVE did this before, and allowed no second
+ * connection: the checkpoint thread's.) */
 static int lock_file(struct lite *l, const char *file, char *why, size_t why_len) {
   char name[4096];
   snprintf(name, sizeof name, "%s-lock", file);
@@ -125,7 +126,7 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
   l->ckpt.threshold = 1000; /* SQLite's auto-checkpoint's, until store_limit */
   l->ckpt.next = l->ckpt.threshold;
   l->ckpt.hard = l->ckpt.limit = 4000;
-  int rc = sqlite3_open(path, &l->db);
+  int rc = sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, LITE_VFS);
   char *msg = NULL;
   if (rc != SQLITE_OK) {
     snprintf(why, why_len, "%s", l->db ? sqlite3_errmsg(l->db) : "out of memory");

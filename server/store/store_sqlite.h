@@ -17,6 +17,14 @@
  * frames and wakes the thread. lite_open starts it (a file database only: ":memory:"
  * has no WAL); lite_close stops it and closes its connection before the writing one,
  * whose close makes the last checkpoint. */
+/* Both connections' VFS: SQLite's unix one, but the process takes an exclusive lock on
+ * the database at its first read and keeps it, and the WAL's index lives in the heap
+ * (no -shm file): a commit takes no file lock (six fcntl calls a commit in the default
+ * unix VFS, as measured with strace), while the checkpoint thread's connection, in
+ * the same process, still works beside the writing one. Another process cannot read
+ * the database meanwhile (lock_file's message says who has it). */
+#define LITE_VFS "unix-excl"
+
 struct lite_ckpt {
   sqlite3 *db; /* the thread's: checkpoints only, never a read or a write */
   pthread_t thread;

@@ -77,7 +77,7 @@ static void *ckpt_main(void *arg) {
 int lite_ckpt_start(struct store *s, const char *path, char *why, size_t why_len) {
   struct lite *l = lite_of(s);
   struct lite_ckpt *c = &l->ckpt;
-  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, NULL);
+  int rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE, LITE_VFS);
   /* A read opens the connection's WAL, which a checkpoint needs. synchronous: a
    * checkpoint syncs the WAL before it copies and the database after, as the writing
    * connection's did under NORMAL and FULL alike. */
