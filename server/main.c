@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/json_scratch.h"
 #include "api/params.h"
 #include "kernels/backends/backend.h"
 #include "server/config.h"
@@ -310,7 +309,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpulabd: %s\n", err);
     return 2;
   }
-  json_scratch_install(); /* before any thread makes a jansson value */
   /* Block the stop signals in every thread; main waits for them with sigwait. */
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

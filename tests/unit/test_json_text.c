@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #include "api/encode.h"
-#include "api/json_scratch.h"
 #include "api/json_text.h"
 #include "check.h"
 #include "kernels/core/experiment.h"
@@ -206,58 +205,12 @@ static void test_result(void) {
   same_text(api_spec_to_json(&spec), "a job's params");
 }
 
-/* A document of n strings and reals in an object, and its text. */
-static json_t *big(int n) {
-  json_t *o = json_object(), *a = json_array();
-  for (int i = 0; i < n; i++) {
-    char key[32];
-    snprintf(key, sizeof key, "k%d", i);
-    json_object_set_new(o, key, json_real(i * 0.25));
-    json_array_append_new(a, json_string(key));
-  }
-  json_object_set_new(o, "list", a);
-  return o;
-}
-
-/* Documents built in a scratch scope (api/json_scratch.h) write the same text as ones
- * built outside: small ones, ones past the buffer (taken from malloc, and the buffer
- * grown for the next), a scope inside a scope, values freed inside; and values made
- * outside one are freed inside one as before. */
-static void test_scratch(void) {
-  json_t *outside = big(10);
-  json_scratch_install();
-  int sizes[] = {1, 100, 5000, 50000, 100};
-  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-    json_t *plain = big(sizes[i]);
-    char *want = json_text(plain, NULL);
-    json_decref(plain);
-    json_scratch_begin();
-    json_t *doc = big(sizes[i]);
-    json_decref(big(3));  /* dropped inside: nothing to free one by one */
-    json_scratch_begin(); /* inner: part of the outer */
-    json_t *inner = big(7);
-    json_object_set_new(doc, "inner", json_integer(1));
-    json_scratch_end(inner);
-    json_object_del(doc, "inner");
-    char *got = json_text(doc, NULL);
-    json_scratch_end(doc);
-    CHECK_STR_EQ(got, want);
-    free(got);
-    free(want);
-    compared++;
-  }
-  json_scratch_begin();
-  json_decref(outside); /* made by malloc: freed by free */
-  json_scratch_end(NULL);
-}
-
 int main(void) {
   test_reals();
   test_strings();
   test_shapes();
   test_corpus();
   test_result();
-  test_scratch();
   printf("json_text: %d values written as json_dumps writes them\n", compared);
   return 0;
 }
