@@ -144,7 +144,10 @@ function run(text, env, timeoutS) {
   const hdr = path.join(work, 'headers.txt');
   fs.writeFileSync(hdr, '');
   const started = Date.now();
-  const r = spawnSync('bash', ['-c', PRELUDE + text], {
+  /* --norc: bash reads ~/.bashrc even for -c when its stdin is a socket (as node's pipes
+   * are), and a ~/.bashrc that puts pyenv's shims first on PATH hid /usr/bin's python3
+   * (and its NumPy) from the README's commands. */
+  const r = spawnSync('bash', ['--norc', '-c', PRELUDE + text], {
     cwd: work, env: { ...process.env, ...env, GPULAB_HDR: hdr, PATH: `/usr/bin:${process.env.PATH}` },
     timeout: timeoutS * 1000, maxBuffer: 256 << 20,
   });
