@@ -520,6 +520,16 @@ static void check_sent_to(struct gpulabd *b, struct gpulabd *a, const char *meth
   CHECK_STR_EQ(r->location, want);
 }
 
+/* check_sent_to, then the request again where the 307 sent it (curl -L): a's answer in
+ * there (the 307 itself freed). */
+static void sent_and_followed(struct gpulabd *b, struct gpulabd *a, const char *method,
+                              const char *path, const char *body, struct http_reply *there) {
+  struct http_reply r;
+  check_sent_to(b, a, method, path, body, &r);
+  follow(a, &r, method, body, there);
+  http_reply_free(&r);
+}
+
 static long long upload_on(struct gpulabd *d, const float *x) {
   struct http_reply r;
   http_request(d, "POST", "/buffers?shape=33,47", "application/octet-stream", (const char *)x,
@@ -546,24 +556,20 @@ static void test_buffer_sent_home(void) {
   char path[64], body[256];
   snprintf(path, sizeof path, "/buffers/%lld", buf);
   struct http_reply r, there;
-  check_sent_to(&b, &a, "GET", path, NULL, &r);
-  follow(&a, &r, "GET", NULL, &there); /* curl -L */
+  sent_and_followed(&b, &a, "GET", path, NULL, &there);
   CHECK_INT_EQ(there.status, 200);
   CHECK(there.body_len > sizeof x &&
         memcmp(there.body + there.body_len - sizeof x, x, sizeof x) == 0);
   http_reply_free(&there);
-  http_reply_free(&r);
   /* A job on it, sent to b, runs on a; so does the form of /jobs. */
   snprintf(body, sizeof body,
            "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\",\"keep_output\":true,"
            "\"warmup\":0,\"batches\":1,\"reps\":1}",
            buf);
-  check_sent_to(&b, &a, "POST", "/transpose?wait=0", body, &r);
-  follow(&a, &r, "POST", body, &there);
+  sent_and_followed(&b, &a, "POST", "/transpose?wait=0", body, &there);
   CHECK_STATUS(&there, there.status == 200 ? 200 : 202); /* 200: done at once */
   long long job = JINT(there.json, "id");
   http_reply_free(&there);
-  http_reply_free(&r);
   json_t *j = job_wait_final(&b, job, 30);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   long long kept = JINT(j, "output.buffer");
@@ -582,21 +588,17 @@ static void test_buffer_sent_home(void) {
            "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}},"
            "\"axes\":{\"variant\":[\"naive\",\"copy\"]}}",
            buf);
-  check_sent_to(&b, &a, "POST", "/sweeps?wait=0", sweep, &r);
-  follow(&a, &r, "POST", sweep, &there);
+  sent_and_followed(&b, &a, "POST", "/sweeps?wait=0", sweep, &there);
   CHECK(there.status == 200 || there.status == 202); /* made on a */
   http_reply_free(&there);
-  http_reply_free(&r);
   snprintf(path, sizeof path, "/buffers/%lld", kept); /* a job's kept output: a's too */
   check_sent_to(&b, &a, "GET", path, NULL, &r);
   http_reply_free(&r);
   /* DELETE through b: sent to a, which deletes it; b then knows it no more. */
   snprintf(path, sizeof path, "/buffers/%lld", buf);
-  check_sent_to(&b, &a, "DELETE", path, NULL, &r);
-  follow(&a, &r, "DELETE", NULL, &there);
+  sent_and_followed(&b, &a, "DELETE", path, NULL, &there);
   CHECK_STATUS(&there, 200);
   http_reply_free(&there);
-  http_reply_free(&r);
   for (int i = 0;; i++, usleep(20 * 1000)) { /* a's delete of its row, a moment after */
     http_get(&b, path, &r);
     bool gone = r.status == 404;
