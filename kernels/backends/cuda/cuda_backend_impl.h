@@ -18,8 +18,6 @@
 #define ATTR_CACHE_MAX 32
 #define LANE_MAX_AUX 32 /* streams a lane's job may fork onto (the pipeline's) */
 
-/* One lane: everything one job at a time uses, created at open or on first need and
- * kept for the next job. Only the lane's job thread touches it. */
 /* A generated input the lane keeps for its next jobs (cuda_run.cu, job_input_setup):
  * element i of an input is gen_uniform(seed, stream, i) * scale whatever its count, so
  * a job asking for at most count elements of the same (seed, stream, scale) reads
@@ -35,6 +33,8 @@ struct lane_gen {
 #define LANE_GEN_SLOTS 4
 #define LANE_GEN_MAX_FLOATS ((size_t)256 << 10) /* 1 MiB */
 
+/* One lane: everything one job at a time uses, created at open or on first need and
+ * kept for the next job. Only the lane's job thread touches it. */
 struct lane {
   cudaStream_t stream;   /* non-blocking; every job's work on this lane is ordered here */
   cudaEvent_t start, stop; /* around one timed batch */
