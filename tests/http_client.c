@@ -235,11 +235,13 @@ void gpulabd_start_or_skip(const char *const *extra_args, struct gpulabd *out) {
   exit(CHECK_SKIP);
 }
 
-void gpulabd_stop(struct gpulabd *d) {
+void gpulabd_stop(struct gpulabd *d) { gpulabd_stop_within(d, STOP_TIMEOUT_S); }
+
+void gpulabd_stop_within(struct gpulabd *d, double timeout_s) {
   if (!d->pid) return;
   http_client_close(&d->http);
   CHECK(kill(d->pid, SIGTERM) == 0);
-  double deadline = now_s() + STOP_TIMEOUT_S;
+  double deadline = now_s() + timeout_s;
   int status = 0;
   pid_t got = 0;
   while ((got = waitpid(d->pid, &status, WNOHANG)) == 0 && now_s() < deadline) usleep(10000);
@@ -248,7 +250,7 @@ void gpulabd_stop(struct gpulabd *d) {
     waitpid(d->pid, &status, 0);
     children_set(d->pid, 0);
     CHECK_FAIL_("gpulabd (pid %d) did not exit within %.0f s of SIGTERM", (int)d->pid,
-                STOP_TIMEOUT_S);
+                timeout_s);
   }
   CHECK(got == d->pid);
   children_set(d->pid, 0);

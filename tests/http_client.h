@@ -50,6 +50,8 @@ void gpulabd_start(const char *const *extra_args, struct gpulabd *out);
 void gpulabd_start_or_skip(const char *const *extra_args, struct gpulabd *out);
 /* SIGTERM, wait 10 s at most (then SIGKILL and fail), and check it exited with 0. */
 void gpulabd_stop(struct gpulabd *d);
+/* gpulabd_stop waiting timeout_s at most: for a gpulabd that lets a running job finish. */
+void gpulabd_stop_within(struct gpulabd *d, double timeout_s);
 /* kill -9: a crash, as far as gpulabd can tell. */
 void gpulabd_kill(struct gpulabd *d);
 /* Waits (timeout_s at most) for gpulabd to exit by itself; returns its exit status,

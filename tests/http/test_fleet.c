@@ -734,15 +734,23 @@ static void test_fenced_after_take_over(void) {
 }
 
 /* SIGTERM to a running a long job: a claims nothing more but keeps its lease while
- * the job finishes (within --grace), so b does not fail it `interrupted` meanwhile. */
+ * the job finishes (within --grace), so b does not fail it `interrupted` meanwhile.
+ * The job times batches for 4 s (the `max_time` rule: never enough samples for its
+ * noise rule), twice the lease, however fast this build runs a batch (SLOW's 40
+ * batches take 35 s under the sanitizers, past --grace's 30). */
 static void test_drain_keeps_lease(void) {
   struct gpulabd a, b;
   start_node(&a, "a");
   start_node(&b, "b");
-  long long running = start_slow(&a);
-  gpulabd_stop(&a); /* waits for the job */
+  long long running = post_on(&a.http, "/stencil?wait=0",
+                              "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,"
+                              "\"batches\":1,\"reps\":1,\"min_samples\":100,"
+                              "\"max_noise\":0.000001,\"max_time\":4}");
+  job_wait_state(&a, running, "running", 30);
+  gpulabd_stop_within(&a, 60); /* waits for the job: 4 s and its last batch */
   json_t *j = job_wait_final(&b, running, 30);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JNUM(j, "run_ms") > 2000); /* longer than the lease: b would have taken it */
   printf("drain: a's job, SIGTERM as it started, ran %.1f s (lease 2 s): done\n",
          JNUM(j, "run_ms") / 1e3);
   json_decref(j);
