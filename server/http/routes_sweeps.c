@@ -424,7 +424,8 @@ static int client_pending(struct engine *e, const char *client, int cap) {
 }
 
 /* The checks every point would meet at submission that a sweep makes first, so
- * that it is refused whole: the device, the rate, the client's queue, the memory. */
+ * that it is refused whole: the device, the store, the rate, the client's queue, the
+ * memory. */
 static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *p, const char *client,
                                     bool *refused) {
   struct engine *e = r->srv->engine;
@@ -432,6 +433,10 @@ static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *
   if (!engine_healthy(e))
     return respond_fail(r, 503, "backend_unavailable", NULL,
                         "the device failed and gpulabd is not accepting jobs; see /health");
+  /* Refused as a job is while the store's writes fail, even where this sweep's own
+   * write might fit (a checkpoint freed part of a full disk meanwhile). */
+  enum MHD_Result stored;
+  if (request_store_refuses(r, &stored)) return stored;
   if (r->who && r->who->rate > 0) {
     if (p->n_points > 2 * r->who->rate) {
       r->retry_after_s = 1;
