@@ -2,15 +2,15 @@
 # Where a tiny checked job's HTTP time goes (issue 16's table), in one run: the bare
 # libmicrohttpd floor (bench/lab/bare_http.c), then gpulabd with its default flags
 # (the on-disk store in a fresh folder, the access log to a file, the machine's
-# default threads and lanes), ?wait=0, --db none, --durability full and through the
-# workers (--inline-max-bytes 0), from 1 and 64 keep-alive connections (bench/loadgen.c,
-# the same client for every row). "server CPU" is the CPU time the server process
+# default threads and lanes), ?wait=0, --db none (and its ?wait=0), --durability full
+# and through the workers (--inline-max-bytes 0), from 1 and 64 keep-alive connections
+# (bench/loadgen.c, the same client for every row). "server CPU" is the CPU time the server process
 # spent per request over the row (utime + stime from /proc): less noisy than latency
 # on a shared machine. Builds its targets (gpulabd, loadgen, bare_http) first.
 #   bash bench/lab/http_breakdown.sh [BUILD_DIR]   (default build-gpu; libmicrohttpd.so.12
 #                                                   may sit in BUILD_DIR/lib; targets built
 #                                                   unless there)
-# Environment: SECONDS_PER_ROW (default 3; 11 rows, about 60 s in all), BACKEND
+# Environment: SECONDS_PER_ROW (default 3; 12 rows, about 65 s in all), BACKEND
 # (gpulabd's --backend; default its own, auto), EXTRA (more gpulabd flags for every
 # gpulabd row). Only the defaults' gpulabd measures the device's ceilings at start
 # (the others take --no-ceilings, to save the time; the request path is the same).
@@ -93,6 +93,8 @@ gpulabd_rows() {
     row defaults "gpulabd, defaults" $pid 64 /transpose
   else
     row "$slug" "gpulabd $name" $pid 1 /transpose
+    # ?wait=0 without the store: what the accept's commit costs, against the defaults'
+    [ "$slug" = db-none ] && row accept-db-none "gpulabd $name, ?wait=0" $pid 1 "/transpose?wait=0"
     row "$slug" "gpulabd $name" $pid 64 /transpose
   fi
   grep -h "listening on\|durability" "$dir/gpulabd.log" | sed 's/^/    /' >&2
@@ -127,7 +129,8 @@ def cell(key, conns, i):
     return r[i] if r else "-"
 names = [("bare", "bare libmicrohttpd handler (the floor)"), ("defaults", "gpulabd, defaults"),
          ("accept", "gpulabd, defaults, `?wait=0` (accepted, not waited for)"),
-         ("db-none", "gpulabd `--db none`"), ("durability-full", "gpulabd `--durability full`"),
+         ("db-none", "gpulabd `--db none`"), ("accept-db-none", "gpulabd `--db none`, `?wait=0`"),
+         ("durability-full", "gpulabd `--durability full`"),
          ("workers", "gpulabd `--inline-max-bytes 0` (through the workers)")]
 print("| server | p50 us | p99 us | 64 connections: jobs/s | errors (64) |")
 print("| --- | --- | --- | --- | --- |")

@@ -9,7 +9,8 @@
 #        # of build/ (the carry's 64 MiB); unstash after
 #   bash bench/runs/host_path_final.sh tests              # there: ctest -L gpu
 #   bash bench/runs/host_path_final.sh bench              # there: http_breakdown.sh old, new,
-#        # old, new (one machine, one time: its noise seen twice), host_costs
+#        # old, new (one machine, one time: its noise seen twice), host_costs; SIDES="old
+#        # new g5" adds builds (.gpu/g5 laid out as .gpu/old)
 # The working tree sits at the same absolute path there, so ctest's paths hold. Logs in
 # $OUT; a summary last. Each half keeps within the device tool's 10 minutes.
 set -uo pipefail
@@ -63,9 +64,10 @@ case "${1:-}" in
     grep -E "tests passed|Failed|\*\*\*|Passed|Skipped" "$out/ctest-gpu.log" | tail -n 25
     ;;
   bench)
-    for pass in 1 2; do
-      for side in old new; do
-        dir=$g/old
+    # SIDES: more builds than old and new, each a folder .gpu/NAME as .gpu/old is
+    for pass in $(seq "${PASSES:-2}"); do
+      for side in ${SIDES:-old new}; do
+        dir=$g/$side
         [ $side = new ] && dir=$b
         SECONDS_PER_ROW=3 OUT=$out/http-$side-$pass timeout 150 bash "$root/bench/lab/http_breakdown.sh" "$dir" \
           > "$out/http-$side-$pass.md" 2> "$out/http-$side-$pass.err"
@@ -76,9 +78,11 @@ case "${1:-}" in
     timeout 100 "$b/host_costs" > "$out/host_costs.md" 2>&1
     echo "host_costs exit $? ($((SECONDS - start)) s)" >> "$out/summary.txt"
     cat "$out/summary.txt" "$out/host_costs.md"
-    for f in old-1 new-1 old-2 new-2; do
-      echo "## $f"
-      grep '^| [bg]' "$out/http-$f.md" | head -11
+    for pass in $(seq "${PASSES:-2}"); do
+      for side in ${SIDES:-old new}; do
+        echo "## $side-$pass"
+        grep '^| [bg]' "$out/http-$side-$pass.md" | tail -n 7
+      done
     done
     ;;
   *) echo "usage: host_path_final.sh pack OLD_GPULABD|stash|unstash|tests|bench" >&2; exit 2 ;;

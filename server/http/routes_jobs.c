@@ -95,6 +95,10 @@ enum MHD_Result route_job(struct request *r, const struct route_args *a) {
   } else {
     struct job_view v;
     job_get_view(e, job, &v);
+    /* The state it is told is on disk first, as a submission's answer is (the store
+     * writes a row nobody waits for a moment later): a job a client saw running is
+     * failed `interrupted` after a crash, never run again. */
+    if (r->srv->opts.store) store_sync(r->srv->opts.store, v.record_ticket);
     /* A finished job is the document its record holds (never changes again). */
     ret = job_state_final(v.state) && v.doc ? respond_json_text(r, 200, v.doc)
                                             : respond_json(r, 200, job_json(&v, true));

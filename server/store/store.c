@@ -44,6 +44,7 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
   pthread_cond_init(&s->committed_cond, NULL);
   s->tail = &s->head;
   s->writable = true;
+  s->gather_ms = 1;
   /* A libpq URI selects PostgreSQL; anything else is an SQLite file. */
   s->ops = strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0
                ? &store_pg_ops
@@ -87,11 +88,7 @@ static double now_mono(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Notes the outcome of a write of tickets from..to (none for a probe, from > to).
- * A failure makes the store refuse new work for a second at least: a write that
- * fits just after one that did not (a smaller batch at the edge of a full disk)
- * does not make it take work again at once. queue_lock held. */
-void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int err, const char *why) {
+void store_note_write_locked(struct store *s, int err, const char *why) {
   if (err == 0) {
     if (!s->writable && now_mono() >= s->retry_at) {
       log_info("store: writes succeed again; jobs are accepted");
@@ -100,13 +97,6 @@ void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int er
     return;
   }
   s->retry_at = now_mono() + 1;
-  if (from <= to) {
-    struct failed_range *last = s->n_failed ? &s->failed[(s->n_failed - 1) % FAILED_RANGES] : NULL;
-    if (last && last->to + 1 == from && last->error == err)
-      last->to = to;
-    else
-      s->failed[s->n_failed++ % FAILED_RANGES] = (struct failed_range){from, to, err};
-  }
   if (s->writable || s->error != err)
     log_warn("store: a write failed (%s: %s); new jobs are refused until one succeeds", strerror(-err), why);
   s->writable = false;
@@ -115,40 +105,87 @@ void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int er
   s->write_errors++;
 }
 
-/* Frees a list of rows and the records made for them. */
+/* Ticket t's row was in a transaction that failed with err: for store_sync. Adjacent
+ * tickets share a range. queue_lock held. */
+static void note_failed_locked(struct store *s, uint64_t t, int err) {
+  struct failed_range *last = s->n_failed ? &s->failed[(s->n_failed - 1) % FAILED_RANGES] : NULL;
+  if (last && last->to + 1 == t && last->error == err)
+    last->to = t;
+  else
+    s->failed[s->n_failed++ % FAILED_RANGES] = (struct failed_range){t, t, err};
+}
+
+/* Frees a list of rows, the rows each replaced, and the records made for them. */
 static void free_rows(struct queued_row *q) {
   while (q) {
     struct queued_row *next = q->next;
+    free_rows(q->absorbed);
     free(q->made);
     free(q);
     q = next;
   }
 }
 
-/* Takes everything queued, writes it in one transaction and marks it done (written
- * or failed). One writer at a time (s->writing): the writer thread, or a
- * store_flush caller, which writes for itself rather than wait for a thread to
- * wake. Called and returns with queue_lock held. */
-static void write_queued_locked(struct store *s) {
-  struct queued_row *batch = s->head;
-  uint64_t from = s->committed + 1, upto = s->queued;
-  s->head = NULL;
-  s->tail = &s->head;
+/* The row in list (or a row it replaced) with ticket t, as the list's row; NULL if none. */
+static struct queued_row *row_holding(struct queued_row *list, uint64_t t) {
+  for (struct queued_row *q = list; q; q = q->next)
+    for (struct queued_row *a = q; a; a = a->absorbed)
+      if (a->ticket == t) return q;
+  return NULL;
+}
+
+/* Whether a row of ticket <= target (or one it replaced) is in list. */
+static bool holds_ticket_upto(const struct queued_row *list, uint64_t target) {
+  for (const struct queued_row *q = list; q; q = q->next)
+    for (const struct queued_row *a = q; a; a = a->absorbed)
+      if (a->ticket <= target) return true;
+  return false;
+}
+
+/* q is wanted (store_sync waits for it): a writer takes it at once, and the queued
+ * first rows of the jobs it depends on with it, so that a job is never on disk
+ * before the jobs it names. queue_lock held. */
+static void want_locked(struct store *s, struct queued_row *q) {
+  if (q->wanted) return;
+  q->wanted = true;
+  for (int i = 0; i < q->row.n_parents; i++)
+    for (struct queued_row *p = s->head; p; p = p->next)
+      if (p->row.table == STORE_JOBS && p->row.id == q->row.parents[i]) want_locked(s, p);
+}
+
+/* Takes the queued rows to write, in queue order: every one (all), or the wanted ones
+ * and those that have gathered for gather_ms already (the writer thread would commit
+ * them on its own now: a commit more, which an answer could meet); they leave the
+ * queue. queue_lock held. */
+static struct queued_row *take_rows_locked(struct store *s, bool all) {
+  struct queued_row *batch = NULL, **batch_tail = &batch, **link = &s->head;
+  double aged = now_mono() - s->gather_ms * 1e-3;
+  while (*link) {
+    struct queued_row *q = *link;
+    if (all || q->wanted || q->queued_at <= aged) {
+      *link = q->next;
+      q->next = NULL;
+      *batch_tail = q;
+      batch_tail = &q->next;
+    } else {
+      link = &q->next;
+    }
+  }
+  s->tail = link;
+  return batch;
+}
+
+/* Takes the rows to write (all, or the wanted ones), writes them in one transaction and
+ * notes the outcome of each. One writer at a time (s->writing): the writer thread, or a
+ * store_sync or store_flush caller, which writes for itself rather than wait for a
+ * thread to wake. Called and returns with queue_lock held. */
+static void write_queued_locked(struct store *s, bool all) {
+  struct queued_row *batch = take_rows_locked(s, all);
+  if (!batch) return;
+  s->inflight = batch;
   s->writing = true;
   pthread_mutex_unlock(&s->queue_lock);
 
-  /* Rows a later one replaced leave the batch unwritten; they are freed with it (the
-   * rows that replaced them point into them). */
-  struct queued_row *replaced = NULL, **link = &batch;
-  while (*link)
-    if ((*link)->replaced) {
-      struct queued_row *q = *link;
-      *link = q->next;
-      q->next = replaced;
-      replaced = q;
-    } else {
-      link = &(*link)->next;
-    }
   char why[200] = "";
   uint64_t bytes = 0;
   for (struct queued_row *q = batch; q; q = q->next) {
@@ -161,22 +198,24 @@ static void write_queued_locked(struct store *s) {
   s->written_since_check += bytes;
   bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
   pthread_mutex_unlock(&s->lock);
-  free_rows(batch);
-  free_rows(replaced);
 
   pthread_mutex_lock(&s->queue_lock);
-  store_note_write_locked(s, from, upto, err, why);
-  s->committed = upto;
+  store_note_write_locked(s, err, why);
+  if (err)
+    for (struct queued_row *q = batch; q; q = q->next)
+      for (struct queued_row *a = q; a; a = a->absorbed) note_failed_locked(s, a->ticket, err);
+  s->inflight = NULL;
   /* The batch's waiters go now; the size bound's check (which may prune) comes after,
    * so that no answer waits for it. The next batch does, as it would for a batch. */
   pthread_cond_broadcast(&s->committed_cond);
+  pthread_mutex_unlock(&s->queue_lock);
+  free_rows(batch);
   if (check) {
-    pthread_mutex_unlock(&s->queue_lock);
     pthread_mutex_lock(&s->lock);
     store_keep_within_locked(s);
     pthread_mutex_unlock(&s->lock);
-    pthread_mutex_lock(&s->queue_lock);
   }
+  pthread_mutex_lock(&s->queue_lock);
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
   if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
@@ -191,7 +230,7 @@ static void probe_locked(struct store *s) {
   int err = s->ops->probe_locked(s, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_lock(&s->queue_lock);
-  if (err == 0 || s->writable) store_note_write_locked(s, 1, 0, err, why);
+  if (err == 0 || s->writable) store_note_write_locked(s, err, why);
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
 }
@@ -206,9 +245,10 @@ static struct timespec in_ms(long ms) {
   return until;
 }
 
-/* Writes what nobody flushed: rows queued for a millisecond (a batch gathers, and a
- * store_flush caller usually takes it first);
- * until closing and all written. While writes fail, it probes once a second. */
+/* Writes what nobody waits for (a job's running row, the final row of a job nobody
+ * waits for): every row, once they gathered for gather_ms, so that most of a short
+ * job's rows are replaced by its last before any is written; until closing and all
+ * written. While writes fail, it probes once a second. */
 static void *writer_main(void *arg) {
   struct store *s = arg;
   pthread_mutex_lock(&s->queue_lock);
@@ -225,17 +265,16 @@ static void *writer_main(void *arg) {
           !s->head && !s->writable && !s->writing)
         probe_locked(s);
     }
-    /* The whole millisecond: a put into a queue a flush emptied meanwhile signals
-     * again, and must not cut the gathering short (a tiny job's first row would be
-     * written alone, before its final row could replace it). */
-    struct timespec ms = in_ms(1);
-    while (!s->closing && pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &ms) != ETIMEDOUT) {}
-    if (s->writing || s->holds) { /* a flush writes, or rows are held: a signal comes */
+    /* The whole gathering time: a put into a queue a writer emptied meanwhile signals
+     * again, and must not cut it short. */
+    struct timespec gather = in_ms(s->gather_ms);
+    while (!s->closing && pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &gather) != ETIMEDOUT) {}
+    if (s->writing || s->holds) { /* another writes, or rows are held: a signal comes */
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
       continue;
     }
     if (s->head)
-      write_queued_locked(s);
+      write_queued_locked(s, true);
     else if (s->closing)
       break; /* all written */
   }
@@ -251,17 +290,22 @@ static void *put_bytes(char **at, const void *src, size_t n) {
   return where;
 }
 
-/* q takes the place of the queued row of its job, if one is still in the queue:
- * that one is left unwritten, and q keeps what it lacks of it (its first row's
- * insert and request; its record). Only job rows; queue_lock held. Pointers into
- * the replaced row stay valid: it is freed with q's batch. */
+/* q takes the place of the queued row of its job, if one is still in the queue: that
+ * one leaves the queue unwritten (q->absorbed, freed with q), and q keeps what it
+ * lacks of it (its first row's insert and request; its record; whether it is
+ * wanted). Only job rows; queue_lock held. */
 static void replace_queued_locked(struct store *s, struct queued_row *q) {
   if (q->row.table != STORE_JOBS) return;
-  struct queued_row *prev = NULL;
-  for (struct queued_row *o = s->head; o; o = o->next)
-    if (!o->replaced && o->row.table == STORE_JOBS && o->row.id == q->row.id) prev = o;
+  struct queued_row **link = &s->head;
+  while (*link && !((*link)->row.table == STORE_JOBS && (*link)->row.id == q->row.id))
+    link = &(*link)->next;
+  struct queued_row *prev = *link;
   if (!prev) return;
-  prev->replaced = true;
+  *link = prev->next;
+  if (!*link) s->tail = link;
+  prev->next = NULL;
+  q->absorbed = prev;
+  q->wanted = q->wanted || prev->wanted;
   struct store_row *r = &q->row;
   const struct store_row *p = &prev->row;
   r->create = r->create || p->create;
@@ -289,15 +333,19 @@ int store_put(struct store *s, const struct store_row *r) {
   q->row.n_parents = parents ? r->n_parents : 0;
   q->row.record_arg = arg ? put_bytes(&at, r->record_arg, arg) : NULL;
   if (!arg) q->row.make_record = NULL;
-  q->next = NULL;
-  q->replaced = false;
+  q->next = q->absorbed = NULL;
   q->made = NULL;
+  q->queued_at = now_mono();
   q->row.client = put_bytes(&at, r->client, client);
   q->row.type = put_bytes(&at, type_s, type);
   q->row.state = put_bytes(&at, state_s, state);
   q->row.record = r->record ? put_bytes(&at, r->record, record) : NULL;
   q->row.request = r->request ? put_bytes(&at, r->request, request) : NULL;
   pthread_mutex_lock(&s->queue_lock);
+  /* Wanted from the start: a shared store's rows (other nodes read them: a fleet's
+   * claims follow the order of its rows), held rows (all in one transaction), and
+   * rows other than jobs' (sweeps, buffers: their answers wait for them at once). */
+  q->wanted = s->ops->shared || s->holds || r->table != STORE_JOBS;
   replace_queued_locked(s, q);
   /* The writer wakes once per batch: not while it gathers one, nor while it probes. */
   if (!s->head && s->writer_idle) pthread_cond_signal(&s->queue_ready);
@@ -312,9 +360,9 @@ int store_put(struct store *s, const struct store_row *r) {
 int store_give_record(struct store *s, uint64_t ticket, char *record) {
   int rc = -ENOENT;
   pthread_mutex_lock(&s->queue_lock); /* a batch taken for writing has left the queue */
-  struct queued_row *q = s->head;
+  struct queued_row *q = s->head; /* in ticket order */
   while (q && q->ticket < ticket) q = q->next;
-  if (q && q->ticket == ticket && !q->replaced && !q->row.record && q->row.make_record) {
+  if (q && q->ticket == ticket && !q->row.record && q->row.make_record) {
     q->row.record = q->made = record;
     rc = 0;
   }
@@ -325,21 +373,21 @@ int store_give_record(struct store *s, uint64_t ticket, char *record) {
 
 uint64_t store_ticket(struct store *s) { return last_put.store == s ? last_put.ticket : 0; }
 
-/* Waits (queue_lock held) until rows up to target are done, writing them itself
- * when no one else is. */
-static void wait_done_locked(struct store *s, uint64_t target) {
-  while (s->committed < target) {
-    if (!s->writing && !s->holds && s->head)
-      write_queued_locked(s); /* ours, and whatever else is queued: one commit */
-    else
-      pthread_cond_wait(&s->committed_cond, &s->queue_lock);
-  }
-}
+/* Whether a writer may take a batch now. queue_lock held. */
+static bool may_write_locked(const struct store *s) { return !s->writing && !s->holds; }
 
 int store_sync(struct store *s, uint64_t ticket) {
   int err = 0;
   pthread_mutex_lock(&s->queue_lock);
-  wait_done_locked(s, ticket);
+  for (;;) {
+    struct queued_row *q = ticket ? row_holding(s->head, ticket) : NULL;
+    if (!q && !(ticket && row_holding(s->inflight, ticket))) break; /* written, or failed */
+    if (q) want_locked(s, q);
+    if (q && may_write_locked(s))
+      write_queued_locked(s, false); /* the wanted rows, ours among them: one commit */
+    else
+      pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+  }
   uint64_t kept = s->n_failed < FAILED_RANGES ? s->n_failed : FAILED_RANGES;
   for (uint64_t i = 0; i < kept && ticket && !err; i++) {
     const struct failed_range *f = &s->failed[(s->n_failed - 1 - i) % FAILED_RANGES];
@@ -351,7 +399,19 @@ int store_sync(struct store *s, uint64_t ticket) {
 
 void store_flush(struct store *s) {
   pthread_mutex_lock(&s->queue_lock);
-  wait_done_locked(s, s->queued);
+  uint64_t target = s->queued;
+  while (holds_ticket_upto(s->head, target) || holds_ticket_upto(s->inflight, target)) {
+    if (s->head && may_write_locked(s))
+      write_queued_locked(s, true);
+    else
+      pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+  }
+  pthread_mutex_unlock(&s->queue_lock);
+}
+
+void store_set_gather_ms(struct store *s, int ms) {
+  pthread_mutex_lock(&s->queue_lock);
+  s->gather_ms = ms;
   pthread_mutex_unlock(&s->queue_lock);
 }
 
@@ -426,7 +486,7 @@ int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t u
 
 void store_note_write(struct store *s, int err, const char *why) {
   pthread_mutex_lock(&s->queue_lock);
-  store_note_write_locked(s, 1, 0, err, why);
+  store_note_write_locked(s, err, why);
   pthread_mutex_unlock(&s->queue_lock);
 }
 

@@ -83,12 +83,20 @@ uint64_t store_ticket(struct store *s);
  * row has left the queue for its batch, was replaced by a later row of its job, or
  * has its record (record is freed then, and the row makes its own). */
 int store_give_record(struct store *s, uint64_t ticket, char *record);
-/* Waits until the row of ticket (and every row queued before it) has been written
- * or has failed. Returns 0 (written, or ticket 0), or the negative errno of the
- * failed transaction that held it. */
+/* Waits until the row of ticket (or the later row of its job that replaced it in the
+ * queue) has been written or has failed, writing it now when no other write is under
+ * way: with the other rows waited for, and the first rows of the jobs it depends on
+ * (never a job on disk before one it names), but no row nobody waits for until it has
+ * gathered (store_set_gather_ms: most of a short job's rows are replaced by its last
+ * one before then; the writer thread writes them then, or the next commit does).
+ * Returns 0 (written, or ticket 0), or the negative errno of the failed transaction
+ * that held it. */
 int store_sync(struct store *s, uint64_t ticket);
-/* Waits until every row queued before this call is written or failed. Reads below
- * do this first, so they see every earlier store_put. */
+/* How long the writer thread lets rows nobody waits for gather (default 1 ms): a
+ * crash loses the rows of the last ms, none a client was told of (store_sync). */
+void store_set_gather_ms(struct store *s, int ms);
+/* Waits until every row queued before this call is written or failed, writing every
+ * queued row. Reads below do this first, so they see every earlier store_put. */
 void store_flush(struct store *s);
 /* Rows queued between store_hold and store_release are written in one transaction,
  * all or none (the writer and flushers wait meanwhile): for rows that mean nothing

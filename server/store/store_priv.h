@@ -17,9 +17,12 @@
 struct queued_row {
   struct queued_row *next;
   struct store_row row;
-  uint64_t ticket; /* its number in queue order (store_ticket) */
-  bool replaced;   /* a later row of the same job took its place: not written */
-  char *made;      /* row.make_record's text, once made (freed with the row) */
+  uint64_t ticket;             /* its number in queue order (store_ticket) */
+  bool wanted;                 /* written by the next batch: store_sync waits for it */
+  double queued_at;            /* when it was queued, CLOCK_MONOTONIC seconds */
+  struct queued_row *absorbed; /* the earlier row of its job it replaced (its row points
+                                   into it): not written, freed with it */
+  char *made;                  /* row.make_record's text, once made (freed with the row) */
 };
 
 /* Tickets (rows, numbered in queue order) of a transaction that failed. */
@@ -27,7 +30,7 @@ struct failed_range {
   uint64_t from, to;
   int error;
 };
-#define FAILED_RANGES 32
+#define FAILED_RANGES 256
 
 /* A backend. "Locked" entries are called with the database lock (s->lock) held; the
  * others take it themselves (the reads through store_lock_for_read, so that they see
@@ -106,23 +109,27 @@ struct store_ops {
 extern const struct store_ops store_sqlite_ops; /* store_sqlite.c */
 extern const struct store_ops store_pg_ops;     /* store_pg.c */
 
-/* Rows are queued and written many to a transaction (group commit) by the writer
- * thread, or by a store_flush caller, so that the engine, which records under its
- * lock, never waits for the database. */
+/* Rows are queued and written many to a transaction (group commit), so that the
+ * engine, which records under its lock, never waits for the database: by a store_sync
+ * caller (the rows waited for: wanted), by a store_flush caller (all), or by the writer
+ * thread (all, once they gathered). A row nobody waits for is not written with an
+ * answer's, and a short job's rows meet in the queue: one write. */
 struct store {
   const struct store_ops *ops;
   void *backend;        /* the backend's own (its connection, statements) */
   char node[64];        /* store_set_node: written on the jobs rows created; "" none */
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
 
-  pthread_mutex_t queue_lock;    /* guards the fields below */
-  pthread_cond_t queue_ready;    /* rows queued, or closing: the writer */
-  pthread_cond_t committed_cond; /* a batch written or failed: store_flush's waiters */
-  struct queued_row *head, **tail;
-  uint64_t queued, committed; /* rows ever queued, and written or failed (in order) */
-  bool writing;               /* a batch is being written (by one thread at a time) */
-  bool writer_idle;           /* the writer sleeps until a row is queued (queue_ready) */
-  int holds;                  /* store_hold: no batch is taken while > 0 */
+  pthread_mutex_t queue_lock;      /* guards the fields below */
+  pthread_cond_t queue_ready;      /* rows queued, or closing: the writer */
+  pthread_cond_t committed_cond;   /* a batch written or failed: store_flush's waiters */
+  struct queued_row *head, **tail; /* in ticket order */
+  struct queued_row *inflight;     /* the batch being written, NULL if none */
+  uint64_t queued;                 /* rows ever queued: the last ticket */
+  bool writing;                    /* a batch is being written (by one thread at a time) */
+  int gather_ms;                   /* store_set_gather_ms */
+  bool writer_idle;                /* the writer sleeps until a row is queued (queue_ready) */
+  int holds;                       /* store_hold: no batch is taken while > 0 */
   bool closing, writer_started;
   pthread_t writer;
   /* What failed, for store_sync and store_status: */
@@ -139,10 +146,10 @@ struct store {
 };
 
 /* store.c: */
-/* Notes the outcome of a write of tickets from..to (none for a write of its own, from >
- * to): a failure makes the store refuse new work (store_check) until a write succeeds
- * again, a second later at the earliest. queue_lock held. */
-void store_note_write_locked(struct store *s, uint64_t from, uint64_t to, int err, const char *why);
+/* Notes the outcome of a write (a batch's, or one of its own): a failure makes the
+ * store refuse new work (store_check) until a write succeeds again, a second later at
+ * the earliest. queue_lock held. */
+void store_note_write_locked(struct store *s, int err, const char *why);
 /* The same for a write made outside the batches (store_ids_reserve, the kernels
  * table), taking queue_lock. */
 void store_note_write(struct store *s, int err, const char *why);
