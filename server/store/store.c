@@ -105,14 +105,39 @@ void store_note_write_locked(struct store *s, int err, const char *why) {
   s->write_errors++;
 }
 
-/* Ticket t's row was in a transaction that failed with err: for store_sync. Adjacent
- * tickets share a range. queue_lock held. */
-static void note_failed_locked(struct store *s, uint64_t t, int err) {
-  struct failed_range *last = s->n_failed ? &s->failed[(s->n_failed - 1) % FAILED_RANGES] : NULL;
-  if (last && last->to + 1 == t && last->error == err)
-    last->to = t;
-  else
-    s->failed[s->n_failed++ % FAILED_RANGES] = (struct failed_range){t, t, err};
+static int ticket_order(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The tickets of batch (its rows, and the rows they replaced) were in a transaction
+ * that failed with err: for store_sync, as ranges of adjacent tickets in a ring. A
+ * range the ring drops is remembered by its end (failed_forgotten). queue_lock held. */
+static void note_failed_locked(struct store *s, const struct queued_row *batch, int err) {
+  size_t n = 0, i = 0;
+  for (const struct queued_row *q = batch; q; q = q->next)
+    for (const struct queued_row *a = q; a; a = a->absorbed) n++;
+  uint64_t one, *t = n > 1 ? malloc(n * sizeof *t) : &one;
+  if (!t) { /* no memory to list them: every ticket up to the batch's last is in doubt */
+    for (const struct queued_row *q = batch; q; q = q->next)
+      if (q->ticket > s->failed_forgotten) s->failed_forgotten = q->ticket;
+    return;
+  }
+  for (const struct queued_row *q = batch; q; q = q->next)
+    for (const struct queued_row *a = q; a; a = a->absorbed) t[i++] = a->ticket;
+  qsort(t, n, sizeof *t, ticket_order);
+  for (i = 0; i < n; i++) {
+    struct failed_range *last = s->n_failed ? &s->failed[(s->n_failed - 1) % FAILED_RANGES] : NULL;
+    if (last && last->to + 1 == t[i] && last->error == err) {
+      last->to = t[i];
+      continue;
+    }
+    struct failed_range *next = &s->failed[s->n_failed % FAILED_RANGES];
+    if (s->n_failed >= FAILED_RANGES && next->to > s->failed_forgotten) s->failed_forgotten = next->to;
+    *next = (struct failed_range){t[i], t[i], err};
+    s->n_failed++;
+  }
+  if (t != &one) free(t);
 }
 
 /* Frees a list of rows, the rows each replaced, and the records made for them. */
@@ -201,9 +226,7 @@ static void write_queued_locked(struct store *s, bool all) {
 
   pthread_mutex_lock(&s->queue_lock);
   store_note_write_locked(s, err, why);
-  if (err)
-    for (struct queued_row *q = batch; q; q = q->next)
-      for (struct queued_row *a = q; a; a = a->absorbed) note_failed_locked(s, a->ticket, err);
+  if (err) note_failed_locked(s, batch, err);
   s->inflight = NULL;
   /* The batch's waiters go now; the size bound's check (which may prune) comes after,
    * so that no answer waits for it. The next batch does, as it would for a batch. */
@@ -306,6 +329,9 @@ static void replace_queued_locked(struct store *s, struct queued_row *q) {
   prev->next = NULL;
   q->absorbed = prev;
   q->wanted = q->wanted || prev->wanted;
+  /* Gathering since its job's first unwritten row: never after a row that names the
+   * job (a dependent's), so never written after it either. */
+  q->queued_at = prev->queued_at;
   struct store_row *r = &q->row;
   const struct store_row *p = &prev->row;
   r->create = r->create || p->create;
@@ -393,6 +419,8 @@ int store_sync(struct store *s, uint64_t ticket) {
     const struct failed_range *f = &s->failed[(s->n_failed - 1 - i) % FAILED_RANGES];
     if (ticket >= f->from && ticket <= f->to) err = f->error;
   }
+  /* Past the ring's memory: it may have failed, and is never said to be written. */
+  if (!err && ticket && ticket <= s->failed_forgotten) err = s->error ? s->error : -EIO;
   pthread_mutex_unlock(&s->queue_lock);
   return err;
 }

@@ -135,6 +135,7 @@ struct store {
   /* What failed, for store_sync and store_status: */
   struct failed_range failed[FAILED_RANGES]; /* a ring; failed[n_failed % N] is next */
   uint64_t n_failed;
+  uint64_t failed_forgotten; /* the last ticket of a range the ring dropped (0: none) */
   bool writable;
   double retry_at; /* a failing store takes writes again after a success past this */
   int error;
