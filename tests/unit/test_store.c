@@ -527,6 +527,75 @@ static void test_wanted(void) {
   printf("wanted: ok\n");
 }
 
+/* Threads that queue jobs' rows as gpulabd's do (a first row, maybe a running one, a
+ * final one; a job depending on the one before it), wait for some rows and not for
+ * others, and flush now and then, all at once: no wait hangs (ctest's timeout), every
+ * sync says 0, and every job reads back final. */
+#define STRESS_THREADS 8
+#define STRESS_JOBS 1500
+static void *stress_main(void *arg) {
+  struct store *s = arg;
+  static atomic_uint_fast64_t next_id = 100000;
+  uint64_t prev = 0;
+  for (int i = 0; i < STRESS_JOBS; i++) {
+    uint64_t id = atomic_fetch_add(&next_id, 1);
+    struct store_row row = {.table = STORE_JOBS,
+                            .id = id,
+                            .client = "stress",
+                            .type = "gemm",
+                            .state = "queued",
+                            .created = 3000.0,
+                            .record = "{\"s\":\"queued\"}",
+                            .create = true,
+                            .parents = &prev,
+                            .n_parents = prev && i % 3 == 0};
+    CHECK_INT_EQ(store_put(s, &row), 0);
+    uint64_t first = store_ticket(s);
+    if (i % 4 == 0) CHECK_INT_EQ(store_sync(s, first), 0); /* a ?wait=0 answer */
+    if (i % 2 == 0) {
+      row = (struct store_row){.table = STORE_JOBS,
+                               .id = id,
+                               .client = "stress",
+                               .type = "gemm",
+                               .state = "running",
+                               .created = 3000.0};
+      CHECK_INT_EQ(store_put(s, &row), 0);
+    }
+    if (i % 5 == 0) usleep(50); /* long enough, now and then, for rows to gather */
+    row = (struct store_row){.table = STORE_JOBS,
+                             .id = id,
+                             .client = "stress",
+                             .type = "gemm",
+                             .state = "done",
+                             .created = 3000.0,
+                             .finished = 3001.0,
+                             .record = "{\"s\":\"done\"}"};
+    CHECK_INT_EQ(store_put(s, &row), 0);
+    uint64_t last = store_ticket(s);
+    if (i % 3 != 1) CHECK_INT_EQ(store_sync(s, i % 2 ? first : last), 0); /* a waited answer */
+    if (i % 97 == 0) store_flush(s);                                      /* a listing */
+    prev = id;
+  }
+  return NULL;
+}
+
+static void test_stress(void) {
+  struct store *s = open_store();
+  pthread_t t[STRESS_THREADS];
+  for (int i = 0; i < STRESS_THREADS; i++)
+    CHECK_INT_EQ(pthread_create(&t[i], NULL, stress_main, s), 0);
+  for (int i = 0; i < STRESS_THREADS; i++) pthread_join(t[i], NULL);
+  for (uint64_t id = 100000; id < 100000 + STRESS_THREADS * STRESS_JOBS; id++) {
+    char *r = store_record(s, id);
+    if (!r || strcmp(r, "{\"s\":\"done\"}") != 0)
+      CHECK_FAIL_("job %llu reads %s", (unsigned long long)id, r ? r : "nothing");
+    free(r);
+  }
+  store_close(s);
+  printf("stress: %d threads, %d jobs each: every row written, no wait lost\n", STRESS_THREADS,
+         STRESS_JOBS);
+}
+
 /* ---- PostgreSQL only ---- */
 
 static void cluster(const char *what) {
@@ -761,6 +830,7 @@ int main(void) {
   test_buffers();
   if (!pg || !*pg) test_wanted();
   if (!pg || !*pg) test_sqlite_checkpoints();
+  if (!pg || !*pg) test_stress(); /* after: its 12,000 rows would slow the checkpoints */
   if (pg && *pg) {
     if (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR"))
       CHECK_FAIL_("%s", "GPULAB_PG_CLUSTER and GPULAB_PG_DIR must name the cluster");
