@@ -9,9 +9,13 @@
 
 /* The writing connection's wal hook, after each commit (s->lock held, the commit's
  * locks released): notes the WAL's size and wakes the thread at its next mark.
- * Setting it ends SQLite's auto-checkpoint on that connection (sqlite3_wal_hook). */
+ * Setting it ends SQLite's auto-checkpoint on that connection (sqlite3_wal_hook). At
+ * twice the hard limit the thread has fallen behind (it got no CPU: the commits went
+ * on without it): this commit's thread checkpoints then, as SQLite's auto-checkpoint
+ * would, under the database lock it holds, so the WAL keeps to its bound however
+ * busy the machine (SQLITE_BUSY, the thread's own checkpoint under way: it goes on). */
 static int on_commit(void *arg, sqlite3 *db, const char *name, int frames) {
-  (void)db, (void)name;
+  (void)name;
   struct lite_ckpt *c = arg;
   pthread_mutex_lock(&c->lock);
   if (frames < c->frames) { /* the WAL started over: a checkpoint had copied it all */
@@ -20,7 +24,9 @@ static int on_commit(void *arg, sqlite3 *db, const char *name, int frames) {
   }
   c->frames = frames;
   if (frames >= c->next) pthread_cond_signal(&c->wake);
+  bool behind = c->hard > 0 && frames >= 2 * c->hard;
   pthread_mutex_unlock(&c->lock);
+  if (behind) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
   return SQLITE_OK;
 }
 

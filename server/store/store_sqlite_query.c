@@ -53,7 +53,8 @@ void lite_after_prune_locked(struct store *s) {
 /* The WAL is kept to a sixteenth of the bound: the checkpoint thread's threshold
  * (frames of a page each; 16 to 1,000) and, once a checkpoint has emptied it, the
  * file's size. Commits wait for a checkpoint past 4 times the threshold, or a quarter
- * of the bound when that is less: a bound under a megabyte keeps the WAL to its size. */
+ * of the bound when that is less: a bound under a megabyte keeps the WAL to its size.
+ * Past twice that a commit checkpoints itself (the thread fell behind: store_sqlite_ckpt.c). */
 void lite_limit_locked(struct store *s, uint64_t max_bytes) {
   char sql[160];
   int64_t page = lite_query_int(lite_of(s)->db, "PRAGMA page_size");
