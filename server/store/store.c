@@ -258,20 +258,29 @@ static void probe_locked(struct store *s) {
   pthread_cond_broadcast(&s->committed_cond);
 }
 
-/* Until a deadline `ms` from now on the condition variable's clock. */
-static struct timespec in_ms(long ms) {
+/* A deadline `seconds` from now on the condition variable's clock. */
+static struct timespec in_s(double seconds) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += ms / 1000;
-  until.tv_nsec += (ms % 1000) * 1000 * 1000;
-  if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+  long long ns = until.tv_nsec + (long long)(seconds * 1e9);
+  until.tv_sec += (time_t)(ns / 1000000000);
+  until.tv_nsec = (long)(ns % 1000000000);
   return until;
 }
 
+/* When the row queued longest (by its job's first unwritten row) has gathered. The
+ * queue is not empty; queue_lock held. */
+static double gathered_at_locked(const struct store *s) {
+  double oldest = s->head->queued_at;
+  for (const struct queued_row *q = s->head; q; q = q->next)
+    if (q->queued_at < oldest) oldest = q->queued_at;
+  return oldest + s->gather_ms * 1e-3;
+}
+
 /* Writes what nobody waits for (a job's running row, the final row of a job nobody
- * waits for): every row, once they gathered for gather_ms, so that most of a short
- * job's rows are replaced by its last before any is written; until closing and all
- * written. While writes fail, it probes once a second. */
+ * waits for) once it has gathered for gather_ms, when no answer's commit took it
+ * first: most of a short job's rows are replaced by its last before then. Until
+ * closing and all written. While writes fail, it probes once a second. */
 static void *writer_main(void *arg) {
   struct store *s = arg;
   pthread_mutex_lock(&s->queue_lock);
@@ -283,21 +292,24 @@ static void *writer_main(void *arg) {
         s->writer_idle = false;
         continue;
       }
-      struct timespec second = in_ms(1000);
+      struct timespec second = in_s(1);
       if (pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &second) == ETIMEDOUT &&
           !s->head && !s->writable && !s->writing)
         probe_locked(s);
     }
-    /* The whole gathering time: a put into a queue a writer emptied meanwhile signals
-     * again, and must not cut it short. */
-    struct timespec gather = in_ms(s->gather_ms);
-    while (!s->closing && pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &gather) != ETIMEDOUT) {}
+    /* Until the oldest row has gathered (a signal, a put into a queue a writer emptied
+     * meanwhile, does not cut it short). */
+    double left;
+    while (!s->closing && s->head && (left = gathered_at_locked(s) - now_mono()) > 0) {
+      struct timespec until = in_s(left);
+      pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &until);
+    }
     if (s->writing || s->holds) { /* another writes, or rows are held: a signal comes */
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
       continue;
     }
     if (s->head)
-      write_queued_locked(s, true);
+      write_queued_locked(s, s->closing); /* what has gathered; all when closing */
     else if (s->closing)
       break; /* all written */
   }
