@@ -111,9 +111,10 @@ extern const struct store_ops store_pg_ops;     /* store_pg.c */
 
 /* Rows are queued and written many to a transaction (group commit), so that the
  * engine, which records under its lock, never waits for the database: by a store_sync
- * caller (the rows waited for: wanted), by a store_flush caller (all), or by the writer
- * thread (all, once they gathered). A row nobody waits for is not written with an
- * answer's, and a short job's rows meet in the queue: one write. */
+ * caller (the rows waited for, wanted, and those that have gathered gather_ms), by a
+ * store_flush caller (all), or by the writer thread (those that have gathered). A
+ * row nobody waits for is not written before it has gathered, and a short job's rows
+ * meet in the queue meanwhile: one write. */
 struct store {
   const struct store_ops *ops;
   void *backend;        /* the backend's own (its connection, statements) */
