@@ -200,7 +200,7 @@ static struct queued_row *take_rows_locked(struct store *s, bool all) {
   return batch;
 }
 
-/* Takes the rows to write (all, or the wanted ones), writes them in one transaction and
+/* Takes the rows to write (take_rows_locked's), writes them in one transaction and
  * notes the outcome of each. One writer at a time (s->writing): the writer thread, or a
  * store_sync or store_flush caller, which writes for itself rather than wait for a
  * thread to wake. Called and returns with queue_lock held. */
@@ -422,7 +422,7 @@ int store_sync(struct store *s, uint64_t ticket) {
     if (!q && !(ticket && row_holding(s->inflight, ticket))) break; /* written, or failed */
     if (q) want_locked(s, q);
     if (q && may_write_locked(s))
-      write_queued_locked(s, false); /* the wanted rows, ours among them: one commit */
+      write_queued_locked(s, false); /* wanted and gathered rows, ours among them */
     else
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
   }

@@ -92,7 +92,7 @@ int store_give_record(struct store *s, uint64_t ticket, char *record);
  * Returns 0 (written, or ticket 0), or the negative errno of the failed transaction
  * that held it. */
 int store_sync(struct store *s, uint64_t ticket);
-/* How long the writer thread lets rows nobody waits for gather (default 1 ms): a
+/* How long rows nobody waits for gather before a commit takes them (default 1 ms): a
  * crash loses the rows of the last ms, none a client was told of (store_sync). */
 void store_set_gather_ms(struct store *s, int ms);
 /* Waits until every row queued before this call is written or failed, writing every

@@ -40,9 +40,9 @@ static void check_record(struct store *s, uint64_t id, const char *want) {
   free(r);
 }
 
-/* Queues one job row and returns its ticket. */
-static uint64_t put_job(struct store *s, uint64_t id, const char *state, double finished,
-                        const char *record, bool create) {
+/* Queues one job row, depending on the job parent (0: none), and returns its ticket. */
+static uint64_t put_job_after(struct store *s, uint64_t id, const char *state, double finished,
+                              const char *record, bool create, uint64_t parent) {
   unsigned char request[40];
   for (size_t i = 0; i < sizeof request; i++)
     request[i] = (unsigned char)(i * 37 + id); /* 0s too */
@@ -56,9 +56,17 @@ static uint64_t put_job(struct store *s, uint64_t id, const char *state, double 
                           .request = request,
                           .request_len = sizeof request,
                           .record = record,
-                          .create = create};
+                          .create = create,
+                          .parents = &parent,
+                          .n_parents = parent != 0};
   CHECK_INT_EQ(store_put(s, &row), 0);
   return store_ticket(s);
+}
+
+/* Queues one job row and returns its ticket. */
+static uint64_t put_job(struct store *s, uint64_t id, const char *state, double finished,
+                        const char *record, bool create) {
+  return put_job_after(s, id, state, finished, record, create, 0);
 }
 
 static int listed;
@@ -491,26 +499,14 @@ static bool on_disk(uint64_t id) {
 }
 
 /* store_sync writes the rows waited for, and the first rows of the jobs they depend on,
- * but no row nobody waits for (until the writer thread's gathering ends: here never,
- * until a flush); a ticket whose row a later one replaced is written with that one. */
+ * but no row nobody waits for until it has gathered (here never: until a flush); a
+ * ticket whose row a later one replaced is written with that one. */
 static void test_wanted(void) {
   struct store *s = open_store();
   store_set_gather_ms(s, 600 * 1000);
   put_job(s, 900, "queued", 0, "{\"id\":900}", true); /* nobody waits for it */
   put_job(s, 901, "queued", 0, "{\"id\":901}", true);
-  uint64_t parent = 901;
-  struct store_row child = {.table = STORE_JOBS,
-                            .id = 902,
-                            .client = "alice",
-                            .type = "gemm",
-                            .state = "queued",
-                            .created = 1902.0,
-                            .record = "{\"id\":902}",
-                            .create = true,
-                            .parents = &parent,
-                            .n_parents = 1};
-  CHECK_INT_EQ(store_put(s, &child), 0);
-  CHECK_INT_EQ(store_sync(s, store_ticket(s)), 0);
+  CHECK_INT_EQ(store_sync(s, put_job_after(s, 902, "queued", 0, "{\"id\":902}", true, 901)), 0);
   CHECK(on_disk(902));
   CHECK(on_disk(901)); /* the job it depends on, in the same transaction */
   CHECK(!on_disk(900));
@@ -539,39 +535,12 @@ static void *stress_main(void *arg) {
   uint64_t prev = 0;
   for (int i = 0; i < STRESS_JOBS; i++) {
     uint64_t id = atomic_fetch_add(&next_id, 1);
-    struct store_row row = {.table = STORE_JOBS,
-                            .id = id,
-                            .client = "stress",
-                            .type = "gemm",
-                            .state = "queued",
-                            .created = 3000.0,
-                            .record = "{\"s\":\"queued\"}",
-                            .create = true,
-                            .parents = &prev,
-                            .n_parents = prev && i % 3 == 0};
-    CHECK_INT_EQ(store_put(s, &row), 0);
-    uint64_t first = store_ticket(s);
+    uint64_t first = put_job_after(s, id, "queued", 0, "{\"s\":\"queued\"}", true,
+                                   i % 3 == 0 ? prev : 0);
     if (i % 4 == 0) CHECK_INT_EQ(store_sync(s, first), 0); /* a ?wait=0 answer */
-    if (i % 2 == 0) {
-      row = (struct store_row){.table = STORE_JOBS,
-                               .id = id,
-                               .client = "stress",
-                               .type = "gemm",
-                               .state = "running",
-                               .created = 3000.0};
-      CHECK_INT_EQ(store_put(s, &row), 0);
-    }
+    if (i % 2 == 0) put_job(s, id, "running", 0, NULL, false);
     if (i % 5 == 0) usleep(50); /* long enough, now and then, for rows to gather */
-    row = (struct store_row){.table = STORE_JOBS,
-                             .id = id,
-                             .client = "stress",
-                             .type = "gemm",
-                             .state = "done",
-                             .created = 3000.0,
-                             .finished = 3001.0,
-                             .record = "{\"s\":\"done\"}"};
-    CHECK_INT_EQ(store_put(s, &row), 0);
-    uint64_t last = store_ticket(s);
+    uint64_t last = put_job(s, id, "done", 3001.0, "{\"s\":\"done\"}", false);
     if (i % 3 != 1) CHECK_INT_EQ(store_sync(s, i % 2 ? first : last), 0); /* a waited answer */
     if (i % 97 == 0) store_flush(s);                                      /* a listing */
     prev = id;
