@@ -4,9 +4,10 @@
 # (the on-disk store in a fresh folder, the access log to a file, the machine's
 # default threads and lanes), ?wait=0, --db none (and its ?wait=0), --durability full
 # and through the workers (--inline-max-bytes 0), from 1 and 64 keep-alive connections
-# (bench/loadgen.c, the same client for every row). "server CPU" is the CPU time the server process
-# spent per request over the row (utime + stime from /proc): less noisy than latency
-# on a shared machine. Builds its targets (gpulabd, loadgen, bare_http) first.
+# (bench/loadgen.c, the same client for every row). "server CPU" is the CPU time the
+# server process spent per request over the row (utime + stime from /proc): less noisy
+# than latency on a shared machine. Builds its targets (gpulabd, loadgen, bare_http)
+# first.
 #   bash bench/lab/http_breakdown.sh [BUILD_DIR]   (default build-gpu; libmicrohttpd.so.12
 #                                                   may sit in BUILD_DIR/lib; targets built
 #                                                   unless there)
