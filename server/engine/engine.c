@@ -588,6 +588,7 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
   for (int d = 0; d < n_devices; d++)
     if (gate_new(&e->gates[d])) goto fail;
   if (pthread_create(&e->timer, NULL, timer_main, e)) goto fail;
+  pthread_setname_np(e->timer, "gpulab-timer");
   int started = 0;
   for (int d = 0; d < n_devices; d++)
     for (int l = 0; l < backend_lanes(devices[d]); l++) {
@@ -598,6 +599,9 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
         engine_free(e);
         return -EAGAIN;
       }
+      char name[16]; /* as top -H and /proc/PID/task/TID/comm show it */
+      snprintf(name, sizeof name, "gpulab-lane%d.%d", d, l);
+      pthread_setname_np(w->thread, name);
       started++;
     }
   *out = e;

@@ -120,6 +120,7 @@ int events_new(int capacity, struct events **out) {
     free(bus);
     return -EAGAIN;
   }
+  pthread_setname_np(bus->thread, "gpulab-events");
   *out = bus;
   return 0;
 }

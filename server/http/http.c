@@ -209,6 +209,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   size_t *upload_data_size, void **req_cls) {
   struct http_server *srv = cls;
   struct request *r = *req_cls;
+  static _Thread_local bool named; /* libmicrohttpd's threads, as top -H shows them */
+  if (!named) {
+    pthread_setname_np(pthread_self(), "gpulab-http");
+    named = true;
+  }
   if (!r || !r->method[0]) { /* the head has arrived; it stays on its deadline until its body has */
     if (!r && !(r = *req_cls = on_uri(srv, url, conn))) return MHD_NO;
     snprintf(r->method, sizeof r->method, "%s", method[0] ? method : "?");
@@ -474,6 +479,7 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
     snprintf(err, err_len, "cannot start the connection watchdog");
     goto fail;
   }
+  pthread_setname_np(s->watchdog, "gpulab-watchdog");
   *out = s;
   return 0;
 fail:

@@ -425,6 +425,22 @@ static void put_store_gauges(struct text *t, struct store *store) {
       "# HELP gpulab_store_pruned_jobs_total Finished jobs deleted to keep the store within --max-db-bytes.\n"
       "# TYPE gpulab_store_pruned_jobs_total counter\ngpulab_store_pruned_jobs_total %llu\n",
       (unsigned long long)st.pruned_jobs);
+  put(t,
+      "# HELP gpulab_store_rows_queued_total Job rows (accepted, running, finished) queued for the store.\n"
+      "# TYPE gpulab_store_rows_queued_total counter\ngpulab_store_rows_queued_total %llu\n"
+      "# HELP gpulab_store_rows_written_total Rows committed; the rest were replaced in the queue "
+      "by a later row of their job.\n"
+      "# TYPE gpulab_store_rows_written_total counter\ngpulab_store_rows_written_total %llu\n"
+      "# HELP gpulab_store_commits_total Store transactions committed (group commit: many rows each).\n"
+      "# TYPE gpulab_store_commits_total counter\ngpulab_store_commits_total %llu\n",
+      (unsigned long long)st.rows_queued, (unsigned long long)st.rows_written,
+      (unsigned long long)st.commits);
+  put(t,
+      "# HELP gpulab_store_waits_total Answers that waited for their rows to be committed.\n"
+      "# TYPE gpulab_store_waits_total counter\ngpulab_store_waits_total %llu\n"
+      "# HELP gpulab_store_wait_seconds_total Time those answers waited, their own commits included.\n"
+      "# TYPE gpulab_store_wait_seconds_total counter\ngpulab_store_wait_seconds_total %.6f\n",
+      (unsigned long long)st.syncs_waited, st.sync_wait_s);
 }
 
 /* The standard process metrics, as Prometheus' client libraries name them, from

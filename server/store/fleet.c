@@ -467,6 +467,7 @@ int fleet_start(const struct fleet_config *cfg, struct fleet **out, char *err, s
     return -EIO;
   }
   if (pthread_create(&f->thread, NULL, fleet_thread, f)) goto no_memory;
+  pthread_setname_np(f->thread, "gpulab-fleet");
   log_info("fleet: node %s joined, epoch %" PRId64 ", lease %.1f s", f->node, f->epoch,
            cfg->lease_s);
   *out = f;

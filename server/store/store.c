@@ -61,6 +61,7 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
     return rc;
   }
   s->writer_started = true;
+  pthread_setname_np(s->writer, "gpulab-store");
   *out = s;
   return 0;
 }
@@ -226,7 +227,12 @@ static void write_queued_locked(struct store *s, bool all) {
 
   pthread_mutex_lock(&s->queue_lock);
   store_note_write_locked(s, err, why);
-  if (err) note_failed_locked(s, batch, err);
+  if (err) {
+    note_failed_locked(s, batch, err);
+  } else {
+    s->commits++;
+    for (const struct queued_row *q = batch; q; q = q->next) s->rows_written++;
+  }
   s->inflight = NULL;
   /* The batch's waiters go now; the size bound's check (which may prune) comes after,
    * so that no answer waits for it. The next batch does, as it would for a batch. */
@@ -416,10 +422,12 @@ static bool may_write_locked(const struct store *s) { return !s->writing && !s->
 
 int store_sync(struct store *s, uint64_t ticket) {
   int err = 0;
+  double since = 0; /* when it found its row unwritten */
   pthread_mutex_lock(&s->queue_lock);
   for (;;) {
     struct queued_row *q = ticket ? row_holding(s->head, ticket) : NULL;
     if (!q && !(ticket && row_holding(s->inflight, ticket))) break; /* written, or failed */
+    if (since == 0) since = now_mono();
     if (q) want_locked(s, q);
     if (q && may_write_locked(s))
       write_queued_locked(s, false); /* wanted and gathered rows, ours among them */
@@ -433,6 +441,10 @@ int store_sync(struct store *s, uint64_t ticket) {
   }
   /* Past the ring's memory: it may have failed, and is never said to be written. */
   if (!err && ticket && ticket <= s->failed_forgotten) err = s->error ? s->error : -EIO;
+  if (since > 0) {
+    s->syncs_waited++;
+    s->sync_wait_s += now_mono() - since;
+  }
   pthread_mutex_unlock(&s->queue_lock);
   return err;
 }
@@ -484,6 +496,11 @@ void store_status(struct store *s, struct store_status *out) {
   out->error = s->error;
   snprintf(out->message, sizeof out->message, "%s", s->message);
   out->write_errors = s->write_errors;
+  out->rows_queued = s->queued;
+  out->rows_written = s->rows_written;
+  out->commits = s->commits;
+  out->syncs_waited = s->syncs_waited;
+  out->sync_wait_s = s->sync_wait_s;
   pthread_mutex_unlock(&s->queue_lock);
   out->backend = s->ops->name;
   pthread_mutex_lock(&s->lock);

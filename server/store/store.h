@@ -124,6 +124,12 @@ struct store_status {
   const char *durability;  /* PRAGMA synchronous as the database reports it: "normal",
                               "full" (store_set_durability), or "off", "extra";
                               PostgreSQL: "full" (its default) or "normal" */
+  /* Group commit's work since start: rows queued (store_put), rows written (the rest
+   * were replaced in the queue by a later row of their job), transactions committed,
+   * and the store_sync calls that found their row unwritten, with the seconds they
+   * spent until it was (their own commit included). */
+  uint64_t rows_queued, rows_written, commits, syncs_waited;
+  double sync_wait_s;
 };
 
 /* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):

@@ -102,6 +102,7 @@ int lite_ckpt_start(struct store *s, const char *path, char *why, size_t why_len
     return -EAGAIN;
   }
   c->started = true;
+  pthread_setname_np(c->thread, "gpulab-ckpt");
   return 0;
 }
 

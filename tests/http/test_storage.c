@@ -383,7 +383,7 @@ static long long metric(struct gpulabd *d, const char *name) {
 
 /* --max-db-bytes 256 KiB and 300 finished jobs (about a megabyte of records): the
  * oldest are pruned, the store stays near its bound (in use and on disk), /metrics
- * says so, the newest jobs are all there. */
+ * says so (and counts the rows and commits), the newest jobs are all there. */
 static void test_max_db_bytes(void) {
   char db[512];
   storage_db("bounded.db", db, sizeof db);
@@ -404,6 +404,14 @@ static void test_max_db_bytes(void) {
   long long used = metric(&d, "gpulab_store_used_bytes"), bytes = metric(&d, "gpulab_store_bytes");
   long long pruned = metric(&d, "gpulab_store_pruned_jobs_total");
   CHECK_INT_EQ(metric(&d, "gpulab_store_max_bytes"), 262144);
+  /* Group commit's counters: every job queued a row or more; fewer were written, in
+   * fewer transactions; answers waited for theirs. */
+  long long queued = metric(&d, "gpulab_store_rows_queued_total");
+  long long written = metric(&d, "gpulab_store_rows_written_total");
+  long long commits = metric(&d, "gpulab_store_commits_total");
+  CHECK(queued >= 300 && written >= 300 && written <= queued);
+  CHECK(commits >= 1 && commits <= written);
+  CHECK(metric(&d, "gpulab_store_waits_total") >= 1);
   json_t *list = http_get_json(&d, "/jobs?limit=1000");
   int listed = (int)json_array_size(json_at(list, "jobs"));
   json_decref(list);
