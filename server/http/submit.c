@@ -187,6 +187,9 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
     else
       engine_wake(e, job);
   }
+  /* Its answer waits for its end: its first row need not be written before its last. */
+  if (!ran_here && wait_s > 0 && r->srv->opts.store)
+    store_await(r->srv->opts.store, r->store_ticket);
   if (ran_here) {
     ret = respond_job(r, job, 200); /* it ran here, to its end */
   } else if (wait_s > 0) {

@@ -179,16 +179,25 @@ static void want_locked(struct store *s, struct queued_row *q) {
       if (p->row.table == STORE_JOBS && p->row.id == q->row.parents[i]) want_locked(s, p);
 }
 
+/* When q has gathered: gather_ms after its job's first unwritten row was queued, or
+ * STORE_AWAITED_MS when its job's client waits for its end. queue_lock held. */
+static double gathered_at(const struct store *s, const struct queued_row *q) {
+  return q->queued_at + (q->awaited ? STORE_AWAITED_MS : s->gather_ms) * 1e-3;
+}
+
 /* Takes the queued rows to write, in queue order: every one (all), or the wanted ones
- * and those that have gathered for gather_ms already (the writer thread would commit
- * them on its own now: a commit more, which an answer could meet); they leave the
- * queue. queue_lock held. */
+ * and those that have gathered already (the writer thread would commit them on its
+ * own now: a commit more, which an answer could meet), with the queued first rows of
+ * the jobs they depend on (a job's row may gather longer than its dependent's, when
+ * its client waits for it); they leave the queue. queue_lock held. */
 static struct queued_row *take_rows_locked(struct store *s, bool all) {
   struct queued_row *batch = NULL, **batch_tail = &batch, **link = &s->head;
-  double aged = now_mono() - s->gather_ms * 1e-3;
+  double now = now_mono();
+  for (struct queued_row *q = s->head; q && !all; q = q->next)
+    if (!q->wanted && q->row.n_parents > 0 && gathered_at(s, q) <= now) want_locked(s, q);
   while (*link) {
     struct queued_row *q = *link;
-    if (all || q->wanted || q->queued_at <= aged) {
+    if (all || q->wanted || gathered_at(s, q) <= now) {
       *link = q->next;
       q->next = NULL;
       *batch_tail = q;
@@ -274,13 +283,13 @@ static struct timespec in_s(double seconds) {
   return until;
 }
 
-/* When the row queued longest (by its job's first unwritten row) has gathered. The
- * queue is not empty; queue_lock held. */
-static double gathered_at_locked(const struct store *s) {
-  double oldest = s->head->queued_at;
-  for (const struct queued_row *q = s->head; q; q = q->next)
-    if (q->queued_at < oldest) oldest = q->queued_at;
-  return oldest + s->gather_ms * 1e-3;
+/* When the first queued row gathers (gathered_at). The queue is not empty;
+ * queue_lock held. */
+static double first_gathered_locked(const struct store *s) {
+  double first = gathered_at(s, s->head);
+  for (const struct queued_row *q = s->head->next; q; q = q->next)
+    if (gathered_at(s, q) < first) first = gathered_at(s, q);
+  return first;
 }
 
 /* Writes what nobody waits for (a job's running row, the final row of a job nobody
@@ -303,10 +312,10 @@ static void *writer_main(void *arg) {
           !s->head && !s->writable && !s->writing)
         probe_locked(s);
     }
-    /* Until the oldest row has gathered (a signal, a put into a queue a writer emptied
+    /* Until the first row has gathered (a signal, a put into a queue a writer emptied
      * meanwhile, does not cut it short). */
     double left;
-    while (!s->closing && s->head && (left = gathered_at_locked(s) - now_mono()) > 0) {
+    while (!s->closing && s->head && (left = first_gathered_locked(s) - now_mono()) > 0) {
       struct timespec until = in_s(left);
       pthread_cond_timedwait(&s->queue_ready, &s->queue_lock, &until);
     }
@@ -347,6 +356,7 @@ static void replace_queued_locked(struct store *s, struct queued_row *q) {
   prev->next = NULL;
   q->absorbed = prev;
   q->wanted = q->wanted || prev->wanted;
+  q->awaited = q->awaited || prev->awaited;
   /* Gathering since its job's first unwritten row: never after a row that names the
    * job (a dependent's), so never written after it either. */
   q->queued_at = prev->queued_at;
@@ -379,6 +389,7 @@ int store_put(struct store *s, const struct store_row *r) {
   if (!arg) q->row.make_record = NULL;
   q->next = q->absorbed = NULL;
   q->made = NULL;
+  q->awaited = false;
   q->queued_at = now_mono();
   q->row.client = put_bytes(&at, r->client, client);
   q->row.type = put_bytes(&at, type_s, type);
@@ -391,6 +402,10 @@ int store_put(struct store *s, const struct store_row *r) {
    * rows other than jobs' (sweeps, buffers: their answers wait for them at once). */
   q->wanted = s->ops->shared || s->holds || r->table != STORE_JOBS;
   replace_queued_locked(s, q);
+  /* The final row of a job whose client waits for it: its answer is about to want it,
+   * and any commit meanwhile takes it (one commit fewer), the earlier rows it replaced
+   * never written. */
+  if (q->awaited && r->finished > 0) want_locked(s, q);
   /* The writer wakes once per batch: not while it gathers one, nor while it probes. */
   if (!s->head && s->writer_idle) pthread_cond_signal(&s->queue_ready);
   *s->tail = q;
@@ -464,6 +479,13 @@ void store_flush(struct store *s) {
 void store_set_gather_ms(struct store *s, int ms) {
   pthread_mutex_lock(&s->queue_lock);
   s->gather_ms = ms;
+  pthread_mutex_unlock(&s->queue_lock);
+}
+
+void store_await(struct store *s, uint64_t ticket) {
+  pthread_mutex_lock(&s->queue_lock);
+  struct queued_row *q = ticket ? row_holding(s->head, ticket) : NULL;
+  if (q) q->awaited = true; /* the writer, asleep until the first row gathers, wakes early: harmless */
   pthread_mutex_unlock(&s->queue_lock);
 }
 

@@ -95,6 +95,16 @@ int store_sync(struct store *s, uint64_t ticket);
 /* How long rows nobody waits for gather before a commit takes them (default 1 ms): a
  * crash loses the rows of the last ms, none a client was told of (store_sync). */
 void store_set_gather_ms(struct store *s, int ms);
+/* The row of ticket, still queued, is a job's whose client waits for its end (a
+ * waited-for answer, not yet given): it and its job's later rows gather
+ * STORE_AWAITED_MS rather than gather_ms, because the job's final row (a row with
+ * `finished`), which that answer waits for, most often replaces them first: under
+ * load a tiny job waits for a lane longer than gather_ms, and would be written twice.
+ * That final row is wanted as soon as it is queued: any commit takes it, and the
+ * answer most often finds it written. A crash meanwhile loses only what no client
+ * was told. A row already written is left alone. */
+#define STORE_AWAITED_MS 100
+void store_await(struct store *s, uint64_t ticket);
 /* Waits until every row queued before this call is written or failed, writing every
  * queued row. Reads below do this first, so they see every earlier store_put. */
 void store_flush(struct store *s);

@@ -19,6 +19,7 @@ struct queued_row {
   struct store_row row;
   uint64_t ticket;             /* its number in queue order (store_ticket) */
   bool wanted;                 /* written by the next batch: store_sync waits for it */
+  bool awaited;                /* its job's client waits for its end (store_await) */
   double queued_at;            /* when it was queued, CLOCK_MONOTONIC seconds */
   struct queued_row *absorbed; /* the earlier row of its job it replaced (its row points
                                    into it): not written, freed with it */
