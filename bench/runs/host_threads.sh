@@ -6,7 +6,8 @@
 # and at 16 with --streams 4. If waiting threads are the bound, more threads help the
 # store's rows and not --db none's. Each row also reads /metrics before and after: rows
 # written and commits per job, and how long answers waited for the store; and each
-# kind of thread's CPU (threads-cpu.md: gpulabd names its threads).
+# kind of thread's CPU (threads-cpu.md: gpulabd names its threads), and where a job's
+# time went (phases.md: queue_ms, run_ms, the access log's duration_ms).
 #   bash bench/runs/host_threads.sh [BUILD_DIR]   (there; default build, carried)
 # THREADS (default "16 32 64") and STREAMS4 (default 1; "" leaves its rows out) pick rows.
 # Logs in $OUT; the table last.
@@ -48,6 +49,7 @@ run() {
   threads_cpu $pid >"$dir/threads1.txt"
   t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   curl -s "localhost:$port/metrics" >"$dir/after.txt"
+  curl -s "localhost:$port/jobs?limit=1000" >"$dir/jobs.json" # the last jobs' queue_ms and run_ms
   kill -TERM $pid
   wait $pid
   python3 - "$slug" "$*" "$dir" "$t0" "$t1" "$tick" <<'EOF'
@@ -84,11 +86,31 @@ kinds = {}
 for key, t in t1_.items():
     k = re.sub(r"[0-9.]+$", "", key[1])
     kinds.setdefault(k, []).append((t - t0_.get(key, 0)) / int(tick) / r["seconds"] * 100)
+# Where a job's time went, medians over the last 1,000 jobs: waiting for a stream
+# (queue_ms), running (run_ms), and in gpulabd from its request's arrival to its
+# answer (the access log's duration_ms; the rest of it is HTTP, the answer's wait for
+# the store and the thread hops).
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else float("nan")
+jobs = json.load(open(d + "/jobs.json")).get("jobs", [])
+dur = []
+for line in open(d + "/access.log"):
+    try:
+        a = json.loads(line)
+    except ValueError:
+        continue
+    if a.get("method") == "POST":
+        dur.append(a.get("duration_ms"))
+with open(d + "/../phases.md", "a") as f:
+    f.write("%s: queue_ms %.3f, run_ms %.3f, duration_ms %.3f, client p50 ms %.3f\n" % (
+        flags or "defaults", median(j.get("queue_ms") for j in jobs),
+        median(j.get("run_ms") for j in jobs), median(dur[-1000:]), r["p50_us"] / 1000))
 with open(d + "/../threads-cpu.md", "a") as f:
     f.write("%s: %s\n" % (flags or "defaults", ", ".join(
         "%s x%d %.0f%% (max %.0f%%)" % (k, len(v), sum(v), max(v)) for k, v in sorted(kinds.items()))))
 EOF
-  rm -f "$dir"/gpulab.db* "$dir/access.log"
+  rm -f "$dir"/gpulab.db* "$dir/access.log" "$dir/jobs.json"
 }
 
 {
@@ -103,4 +125,4 @@ EOF
     run t16-s4-none --http-threads 16 --streams 4 --db none
   fi
 } | tee "$out/threads.md"
-cat "$out/threads-cpu.md"
+cat "$out/threads-cpu.md" "$out/phases.md"
