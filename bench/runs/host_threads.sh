@@ -72,6 +72,13 @@ print("| %s | %.0f | %.0f | %.0f | %d | %.0f | %.2f | %.2f | %.2f | %.0f |" % (
     (int(t1) - int(t0)) / int(tick) * 1e6 / jobs,
     d_("gpulab_store_rows_written_total") / jobs, d_("gpulab_store_commits_total") / jobs,
     waits / jobs, d_("gpulab_store_wait_seconds_total") * 1e6 / max(waits, 1)))
+commits = d_("gpulab_store_commits_total")
+if commits:
+    with open(d + "/../phases.md", "a") as f:
+        f.write("%s: the store wrote %.0f%% of the time, %.0f us per commit of %.1f rows\n" % (
+            flags or "defaults", d_("gpulab_store_commit_seconds_total") / r["seconds"] * 100,
+            d_("gpulab_store_commit_seconds_total") * 1e6 / commits,
+            d_("gpulab_store_rows_written_total") / commits))
 # Per kind of thread (its name less the numbers): how many, and their CPU over the run
 # as a share of one core, together and the busiest one's.
 import re

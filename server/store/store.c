@@ -223,6 +223,7 @@ static void write_queued_locked(struct store *s, bool all) {
 
   char why[200] = "";
   uint64_t bytes = 0;
+  double began = now_mono();
   for (struct queued_row *q = batch; q; q = q->next) {
     if (!q->row.record && q->row.make_record) /* outside the database's lock */
       q->row.record = q->made = q->row.make_record(q->row.record_arg);
@@ -235,6 +236,7 @@ static void write_queued_locked(struct store *s, bool all) {
   pthread_mutex_unlock(&s->lock);
 
   pthread_mutex_lock(&s->queue_lock);
+  s->commit_s += now_mono() - began;
   store_note_write_locked(s, err, why);
   if (err) {
     note_failed_locked(s, batch, err);
@@ -523,6 +525,7 @@ void store_status(struct store *s, struct store_status *out) {
   out->commits = s->commits;
   out->syncs_waited = s->syncs_waited;
   out->sync_wait_s = s->sync_wait_s;
+  out->commit_s = s->commit_s;
   pthread_mutex_unlock(&s->queue_lock);
   out->backend = s->ops->name;
   pthread_mutex_lock(&s->lock);

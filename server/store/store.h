@@ -140,6 +140,7 @@ struct store_status {
    * spent until it was (their own commit included). */
   uint64_t rows_queued, rows_written, commits, syncs_waited;
   double sync_wait_s;
+  double commit_s; /* time spent writing batches (one at a time): how busy the writing is */
 };
 
 /* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):

@@ -146,7 +146,7 @@ struct store {
   /* For store_status: rows in committed transactions, those transactions, and the
    * store_sync calls that found their row unwritten and how long they waited. */
   uint64_t rows_written, commits, syncs_waited;
-  double sync_wait_s;
+  double sync_wait_s, commit_s; /* commit_s: writing batches, their records made */
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
   atomic_bool over_limit; /* pruned all it could and is still over */

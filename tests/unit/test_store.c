@@ -531,6 +531,7 @@ static void test_wanted(void) {
   CHECK_INT_EQ(st.commits, 2);
   CHECK_INT_EQ(st.syncs_waited, 2);
   CHECK(st.sync_wait_s > 0 && st.sync_wait_s < 60);
+  CHECK(st.commit_s > 0 && st.commit_s <= st.sync_wait_s); /* the syncs wrote both */
   check_record(s, 903, "{\"id\":903,\"state\":\"done\"}"); /* a read: every row first */
   CHECK(on_disk(900));
   store_close(s);
