@@ -42,7 +42,6 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
   pthread_mutex_init(&s->queue_lock, NULL);
   pthread_cond_init(&s->queue_ready, NULL);
   pthread_cond_init(&s->committed_cond, NULL);
-  s->tail = &s->head;
   s->writable = true;
   s->gather_ms = 1;
   /* A libpq URI selects PostgreSQL; anything else is an SQLite file. */
@@ -152,12 +151,72 @@ static void free_rows(struct queued_row *q) {
   }
 }
 
-/* The row in list (or a row it replaced) with ticket t, as the list's row; NULL if none. */
-static struct queued_row *row_holding(struct queued_row *list, uint64_t t) {
-  for (struct queued_row *q = list; q; q = q->next)
-    for (struct queued_row *a = q; a; a = a->absorbed)
-      if (a->ticket == t) return q;
-  return NULL;
+/* ---- the queue and its indexes; queue_lock held ---- */
+
+static struct queued_row **ticket_bucket(struct store *s, uint64_t t) {
+  return &s->by_ticket[t % INDEX_BUCKETS];
+}
+
+static struct queued_row **job_bucket(struct store *s, uint64_t id) {
+  return &s->by_job[id % INDEX_BUCKETS];
+}
+
+/* The row of ticket t, queued or in the batch being written (a replaced one too);
+ * NULL once written or failed. */
+static struct queued_row *ticket_find(struct store *s, uint64_t t) {
+  struct queued_row *q = *ticket_bucket(s, t);
+  while (q && q->ticket != t) q = q->ticket_next;
+  return q;
+}
+
+/* The row holding ticket t: its own, or the row that replaced it; NULL if none. */
+static struct queued_row *row_holding(struct store *s, uint64_t t) {
+  struct queued_row *q = t ? ticket_find(s, t) : NULL;
+  while (q && q->replaced_by) q = q->replaced_by;
+  return q;
+}
+
+/* Forgets the tickets of q and of the rows it replaced (written or failed). */
+static void tickets_forget(struct store *s, struct queued_row *q) {
+  for (; q; q = q->absorbed) {
+    struct queued_row **link = ticket_bucket(s, q->ticket);
+    while (*link != q) link = &(*link)->ticket_next;
+    *link = q->ticket_next;
+  }
+}
+
+/* The queued row of job id; NULL if none. */
+static struct queued_row *job_find(struct store *s, uint64_t id) {
+  struct queued_row *q = *job_bucket(s, id);
+  while (q && q->row.id != id) q = q->job_next;
+  return q;
+}
+
+static void queue_append(struct store *s, struct queued_row *q) {
+  q->next = NULL;
+  q->prev = s->last;
+  if (s->last) s->last->next = q;
+  else s->head = q;
+  s->last = q;
+  if (q->row.table == STORE_JOBS) {
+    struct queued_row **bucket = job_bucket(s, q->row.id);
+    q->job_next = *bucket;
+    *bucket = q;
+  }
+}
+
+/* q leaves the queue (replaced, or taken for writing). */
+static void queue_remove(struct store *s, struct queued_row *q) {
+  if (q->prev) q->prev->next = q->next;
+  else s->head = q->next;
+  if (q->next) q->next->prev = q->prev;
+  else s->last = q->prev;
+  q->next = q->prev = NULL;
+  if (q->row.table == STORE_JOBS) {
+    struct queued_row **link = job_bucket(s, q->row.id);
+    while (*link != q) link = &(*link)->job_next;
+    *link = q->job_next;
+  }
 }
 
 /* Whether a row of ticket <= target (or one it replaced) is in list. */
@@ -174,9 +233,10 @@ static bool holds_ticket_upto(const struct queued_row *list, uint64_t target) {
 static void want_locked(struct store *s, struct queued_row *q) {
   if (q->wanted) return;
   q->wanted = true;
-  for (int i = 0; i < q->row.n_parents; i++)
-    for (struct queued_row *p = s->head; p; p = p->next)
-      if (p->row.table == STORE_JOBS && p->row.id == q->row.parents[i]) want_locked(s, p);
+  for (int i = 0; i < q->row.n_parents; i++) {
+    struct queued_row *p = job_find(s, q->row.parents[i]);
+    if (p) want_locked(s, p);
+  }
 }
 
 /* When q has gathered: gather_ms after its job's first unwritten row was queued, or
@@ -191,22 +251,19 @@ static double gathered_at(const struct store *s, const struct queued_row *q) {
  * the jobs they depend on (a job's row may gather longer than its dependent's, when
  * its client waits for it); they leave the queue. queue_lock held. */
 static struct queued_row *take_rows_locked(struct store *s, bool all) {
-  struct queued_row *batch = NULL, **batch_tail = &batch, **link = &s->head;
+  struct queued_row *batch = NULL, **batch_tail = &batch, *next;
   double now = now_mono();
   for (struct queued_row *q = s->head; q && !all; q = q->next)
     if (!q->wanted && q->row.n_parents > 0 && gathered_at(s, q) <= now) want_locked(s, q);
-  while (*link) {
-    struct queued_row *q = *link;
+  for (struct queued_row *q = s->head; q; q = next) {
+    next = q->next;
     if (all || q->wanted || gathered_at(s, q) <= now) {
-      *link = q->next;
-      q->next = NULL;
+      queue_remove(s, q);
+      q->in_batch = true;
       *batch_tail = q;
       batch_tail = &q->next;
-    } else {
-      link = &q->next;
     }
   }
-  s->tail = link;
   return batch;
 }
 
@@ -244,6 +301,7 @@ static void write_queued_locked(struct store *s, bool all) {
     s->commits++;
     for (const struct queued_row *q = batch; q; q = q->next) s->rows_written++;
   }
+  for (struct queued_row *q = batch; q; q = q->next) tickets_forget(s, q);
   s->inflight = NULL;
   /* The batch's waiters go now; the size bound's check (which may prune) comes after,
    * so that no answer waits for it. The next batch does, as it would for a batch. */
@@ -347,15 +405,10 @@ static void *put_bytes(char **at, const void *src, size_t n) {
  * lacks of it (its first row's insert and request; its record; whether it is
  * wanted). Only job rows; queue_lock held. */
 static void replace_queued_locked(struct store *s, struct queued_row *q) {
-  if (q->row.table != STORE_JOBS) return;
-  struct queued_row **link = &s->head;
-  while (*link && !((*link)->row.table == STORE_JOBS && (*link)->row.id == q->row.id))
-    link = &(*link)->next;
-  struct queued_row *prev = *link;
+  struct queued_row *prev = q->row.table == STORE_JOBS ? job_find(s, q->row.id) : NULL;
   if (!prev) return;
-  *link = prev->next;
-  if (!*link) s->tail = link;
-  prev->next = NULL;
+  queue_remove(s, prev);
+  prev->replaced_by = q;
   q->absorbed = prev;
   q->wanted = q->wanted || prev->wanted;
   q->awaited = q->awaited || prev->awaited;
@@ -389,9 +442,9 @@ int store_put(struct store *s, const struct store_row *r) {
   q->row.n_parents = parents ? r->n_parents : 0;
   q->row.record_arg = arg ? put_bytes(&at, r->record_arg, arg) : NULL;
   if (!arg) q->row.make_record = NULL;
-  q->next = q->absorbed = NULL;
+  q->absorbed = q->replaced_by = NULL;
   q->made = NULL;
-  q->awaited = false;
+  q->awaited = q->in_batch = false;
   q->queued_at = now_mono();
   q->row.client = put_bytes(&at, r->client, client);
   q->row.type = put_bytes(&at, type_s, type);
@@ -410,20 +463,21 @@ int store_put(struct store *s, const struct store_row *r) {
   if (q->awaited && r->finished > 0) want_locked(s, q);
   /* The writer wakes once per batch: not while it gathers one, nor while it probes. */
   if (!s->head && s->writer_idle) pthread_cond_signal(&s->queue_ready);
-  *s->tail = q;
-  s->tail = &q->next;
+  queue_append(s, q);
   last_put.store = s;
   last_put.ticket = q->ticket = ++s->queued;
+  struct queued_row **bucket = ticket_bucket(s, q->ticket);
+  q->ticket_next = *bucket;
+  *bucket = q;
   pthread_mutex_unlock(&s->queue_lock);
   return 0;
 }
 
 int store_give_record(struct store *s, uint64_t ticket, char *record) {
   int rc = -ENOENT;
-  pthread_mutex_lock(&s->queue_lock); /* a batch taken for writing has left the queue */
-  struct queued_row *q = s->head; /* in ticket order */
-  while (q && q->ticket < ticket) q = q->next;
-  if (q && q->ticket == ticket && !q->row.record && q->row.make_record) {
+  pthread_mutex_lock(&s->queue_lock);
+  struct queued_row *q = ticket ? ticket_find(s, ticket) : NULL;
+  if (q && !q->in_batch && !q->replaced_by && !q->row.record && q->row.make_record) {
     q->row.record = q->made = record;
     rc = 0;
   }
@@ -442,11 +496,11 @@ int store_sync(struct store *s, uint64_t ticket) {
   double since = 0; /* when it found its row unwritten */
   pthread_mutex_lock(&s->queue_lock);
   for (;;) {
-    struct queued_row *q = ticket ? row_holding(s->head, ticket) : NULL;
-    if (!q && !(ticket && row_holding(s->inflight, ticket))) break; /* written, or failed */
+    struct queued_row *q = row_holding(s, ticket);
+    if (!q) break; /* written, or failed */
     if (since == 0) since = now_mono();
-    if (q) want_locked(s, q);
-    if (q && may_write_locked(s))
+    if (!q->in_batch) want_locked(s, q);
+    if (!q->in_batch && may_write_locked(s))
       write_queued_locked(s, false); /* wanted and gathered rows, ours among them */
     else
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
@@ -486,8 +540,8 @@ void store_set_gather_ms(struct store *s, int ms) {
 
 void store_await(struct store *s, uint64_t ticket) {
   pthread_mutex_lock(&s->queue_lock);
-  struct queued_row *q = ticket ? row_holding(s->head, ticket) : NULL;
-  if (q) q->awaited = true; /* the writer, asleep until the first row gathers, wakes early: harmless */
+  struct queued_row *q = row_holding(s, ticket);
+  if (q && !q->in_batch) q->awaited = true; /* the writer, asleep until the first row gathers, wakes early: harmless */
   pthread_mutex_unlock(&s->queue_lock);
 }
 

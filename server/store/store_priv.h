@@ -15,15 +15,19 @@
 
 /* A row waiting for the writer: one allocation, its strings and request after it. */
 struct queued_row {
-  struct queued_row *next;
+  struct queued_row *next, *prev; /* in the queue (prev: there only), or in a batch */
+  struct queued_row *ticket_next; /* in its by_ticket bucket, queued or in a batch */
+  struct queued_row *job_next;    /* in its by_job bucket, while queued */
   struct store_row row;
-  uint64_t ticket;             /* its number in queue order (store_ticket) */
-  bool wanted;                 /* written by the next batch: store_sync waits for it */
-  bool awaited;                /* its job's client waits for its end (store_await) */
-  double queued_at;            /* when it was queued, CLOCK_MONOTONIC seconds */
-  struct queued_row *absorbed; /* the earlier row of its job it replaced (its row points
+  uint64_t ticket;                /* its number in queue order (store_ticket) */
+  bool wanted;                    /* written by the next batch: store_sync waits for it */
+  bool awaited;                   /* its job's client waits for its end (store_await) */
+  double queued_at;               /* when it was queued, CLOCK_MONOTONIC seconds */
+  struct queued_row *absorbed;    /* the earlier row of its job it replaced (its row points
                                    into it): not written, freed with it */
-  char *made;                  /* row.make_record's text, once made (freed with the row) */
+  struct queued_row *replaced_by; /* for a replaced row: the row that took its place */
+  bool in_batch;                  /* taken for writing: left the queue */
+  char *made;                     /* row.make_record's text, once made (freed with the row) */
 };
 
 /* Tickets (rows, numbered in queue order) of a transaction that failed. */
@@ -32,6 +36,10 @@ struct failed_range {
   int error;
 };
 #define FAILED_RANGES 256
+
+/* Buckets of the queue's two indexes (struct store): a lookup by ticket or job id is
+ * a short chain, not a walk of the queue, which other threads' rows wait behind. */
+#define INDEX_BUCKETS 4096
 
 /* A backend. "Locked" entries are called with the database lock (s->lock) held; the
  * others take it themselves (the reads through store_lock_for_read, so that they see
@@ -122,16 +130,19 @@ struct store {
   char node[64];        /* store_set_node: written on the jobs rows created; "" none */
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
 
-  pthread_mutex_t queue_lock;      /* guards the fields below */
-  pthread_cond_t queue_ready;      /* rows queued, or closing: the writer */
-  pthread_cond_t committed_cond;   /* a batch written or failed: store_flush's waiters */
-  struct queued_row *head, **tail; /* in ticket order */
-  struct queued_row *inflight;     /* the batch being written, NULL if none */
-  uint64_t queued;                 /* rows ever queued: the last ticket */
-  bool writing;                    /* a batch is being written (by one thread at a time) */
-  int gather_ms;                   /* store_set_gather_ms */
-  bool writer_idle;                /* the writer sleeps until a row is queued (queue_ready) */
-  int holds;                       /* store_hold: no batch is taken while > 0 */
+  pthread_mutex_t queue_lock;     /* guards the fields below */
+  pthread_cond_t queue_ready;     /* rows queued, or closing: the writer */
+  pthread_cond_t committed_cond;  /* a batch written or failed: store_flush's waiters */
+  struct queued_row *head, *last; /* in ticket order */
+  struct queued_row *inflight;    /* the batch being written, NULL if none */
+  /* Every ticket queued or in the batch being written (replaced rows' too), and the
+   * queued row of each job: chains through ticket_next and job_next. */
+  struct queued_row *by_ticket[INDEX_BUCKETS], *by_job[INDEX_BUCKETS];
+  uint64_t queued;  /* rows ever queued: the last ticket */
+  bool writing;     /* a batch is being written (by one thread at a time) */
+  int gather_ms;    /* store_set_gather_ms */
+  bool writer_idle; /* the writer sleeps until a row is queued (queue_ready) */
+  int holds;        /* store_hold: no batch is taken while > 0 */
   bool closing, writer_started;
   pthread_t writer;
   /* What failed, for store_sync and store_status: */
