@@ -85,6 +85,14 @@ void publish_state_locked(struct engine *e, struct job *job) {
   events_publish(e->events, &ev);
 }
 
+void engine_lock(struct engine *e) {
+  if (pthread_mutex_trylock(&e->lock) == 0) return;
+  double since = engine_now_mono();
+  pthread_mutex_lock(&e->lock);
+  e->lock_waits++;
+  e->lock_wait_s += engine_now_mono() - since;
+}
+
 void engine_unlock(struct engine *e) {
   struct job *finals = e->finals;
   e->finals = NULL;
@@ -98,7 +106,7 @@ void engine_unlock(struct engine *e) {
       e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
     /* Its ticket and document, for whoever answers with it (job_view); briefly locked,
      * since views are read under the lock. */
-    pthread_mutex_lock(&e->lock);
+    engine_lock(e);
     job->recorded = true;
     if (kept.ticket) job->record_ticket = kept.ticket;
     if (!job->doc) job->doc = kept.doc, kept.doc = NULL;
@@ -142,7 +150,7 @@ void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
   job_ref(job);
   *w = (struct engine_watch){.job = job, .deadline = deadline, .fn = fn, .arg = arg};
   struct engine_watch *fired = NULL;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   w->next = e->watches;
   e->watches = w;
   collect_due_watches(e, engine_now_mono(), &fired);
@@ -154,7 +162,7 @@ void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
 /* Sleeps until the earliest watch deadline, fires what is due, repeats. */
 static void *timer_main(void *arg) {
   struct engine *e = arg;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   while (!e->stopped) {
     double earliest = engine_now_mono() + 3600;
     for (struct engine_watch *w = e->watches; w; w = w->next)
@@ -168,7 +176,7 @@ static void *timer_main(void *arg) {
     if (fired) {
       engine_unlock(e);
       run_watches(fired);
-      pthread_mutex_lock(&e->lock);
+      engine_lock(e);
     }
   }
   engine_unlock(e);
@@ -296,7 +304,7 @@ void wake_for_locked(struct engine *e, struct job *job) {
 }
 
 void engine_wake(struct engine *e, struct job *job) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   wake_for_locked(e, job);
   engine_unlock(e);
 }
@@ -388,7 +396,7 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
 }
 
 struct job *engine_job_get(struct engine *e, uint64_t id) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   struct job *job = find_locked(e, id);
   if (job) job_ref(job);
   engine_unlock(e);
@@ -433,11 +441,11 @@ static bool final_unrecorded(const struct engine *e, const struct job *job) {
 /* A final state is shown only with its record queued (record_ticket, doc), so that an
  * answer that waits for the ticket never says "done" before the store has it. */
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   while (final_unrecorded(e, job)) {
     if (e->finals) { /* not taken yet: record them here */
       engine_unlock(e);
-      pthread_mutex_lock(&e->lock);
+      engine_lock(e);
     } else {
       pthread_cond_wait(&e->recorded, &e->lock);
     }
@@ -447,7 +455,7 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
 }
 
 void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, uint64_t *seq) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   view_locked(e, job, v);
   *seq = events_last_seq(e->events); /* state events are published under our lock */
   engine_unlock(e);
@@ -458,7 +466,7 @@ struct events *engine_events(struct engine *e) { return e->events; }
 int engine_job_cancel(struct engine *e, struct job *job) {
   struct engine_watch *fired = NULL;
   int rc = 0;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   if (job_state_final(job->state)) {
     rc = -EALREADY;
   } else if (job->state == JOB_RUNNING) {
@@ -475,7 +483,7 @@ int engine_job_cancel(struct engine *e, struct job *job) {
 
 void engine_job_withdraw(struct engine *e, struct job *job) {
   struct engine_watch *fired = NULL;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   job->withdrawn = true;
   if (job->state == JOB_RUNNING) {
     atomic_store(&job->cancel_requested, true); /* ends at its next batch (engine_run.c) */
@@ -492,7 +500,7 @@ void engine_job_withdraw(struct engine *e, struct job *job) {
 }
 
 uint64_t engine_next_id(struct engine *e, enum engine_ids kind) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   uint64_t id = kind == ENGINE_IDS_JOBS ? e->next_id : e->next_buffer_id;
   engine_unlock(e);
   return id;
@@ -503,7 +511,7 @@ uint64_t engine_first_id(const struct engine *e, enum engine_ids kind) { return 
 int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struct job **out,
                      int max) {
   int n = 0;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   for (int i = e->n_jobs - 1; i >= 0 && n < max; i--) {
     struct job *job = e->jobs[i];
     if (f->before_id && job->id >= f->before_id) continue;
@@ -519,10 +527,12 @@ int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struc
 
 void engine_counts(struct engine *e, struct engine_counts *out) {
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   for (int i = 0; i < e->n_jobs; i++) out->by_state[e->jobs[i]->state]++;
   out->submitted = e->next_id - 1;
   out->ran_inline = e->ran_inline;
+  out->lock_waits = e->lock_waits;
+  out->lock_wait_s = e->lock_wait_s;
   out->buffers = e->n_buffers;
   for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   engine_unlock(e);
@@ -530,7 +540,7 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
 
 int engine_client_loads(struct engine *e, struct engine_client_load *out, int max) {
   int n = 0;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   for (int i = 0; i < e->n_jobs; i++) {
     const struct job *job = e->jobs[i];
     if (job_state_final(job->state)) continue;
@@ -619,7 +629,7 @@ fail:
 /* Stops the workers: queued and waiting jobs are canceled unless keep_queued;
  * running ones get grace_s seconds to finish, then are asked to stop. */
 static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   if (e->stopping) {
     engine_unlock(e);
     return;
@@ -641,7 +651,7 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
     engine_unlock(e);
     struct timespec pause = {0, 20 * 1000 * 1000};
     nanosleep(&pause, NULL);
-    pthread_mutex_lock(&e->lock);
+    engine_lock(e);
   }
   for (int i = 0; i < e->n_jobs; i++) {
     struct job *job = e->jobs[i];
@@ -654,7 +664,7 @@ static void stop_workers(struct engine *e, bool keep_queued, double grace_s) {
 }
 
 void engine_pause(struct engine *e, bool paused) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   bool resumed = e->paused && !paused;
   e->paused = paused;
   for (int d = 0; resumed && d < e->n_devices; d++) pthread_cond_broadcast(&e->work_ready[d]);
@@ -667,7 +677,7 @@ void engine_shutdown(struct engine *e, double grace_s) {
 }
 
 uint64_t engine_oldest_id(struct engine *e) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   uint64_t id = e->n_jobs ? e->jobs[0]->id : 0;
   engine_unlock(e);
   return id;
@@ -675,7 +685,7 @@ uint64_t engine_oldest_id(struct engine *e) {
 
 void engine_stop(struct engine *e) {
   stop_workers(e, false, 0);
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   if (e->stopped) {
     engine_unlock(e);
     return;
@@ -683,7 +693,7 @@ void engine_stop(struct engine *e) {
   engine_unlock(e);
   for (int i = 0; i < e->n_workers; i++) pthread_join(e->workers[i].thread, NULL);
   struct engine_watch *fired = NULL;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   e->stopped = true; /* every watch is due now */
   collect_due_watches(e, engine_now_mono(), &fired);
   pthread_cond_broadcast(&e->timer_wake);
@@ -696,7 +706,7 @@ void engine_stop(struct engine *e) {
 void engine_free(struct engine *e) {
   if (!e) return;
   engine_stop(e);
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   ebuf_free_all_locked(e);
   for (int i = 0; i < e->n_jobs; i++) job_unref(e->jobs[i]);
   engine_unlock(e);

@@ -296,6 +296,8 @@ struct engine_counts {
   int by_state[JOB_STATE_COUNT]; /* jobs currently kept, per state */
   uint64_t submitted;
   uint64_t ran_inline; /* of them, run by engine_run_inline */
+  uint64_t lock_waits; /* times a thread found the engine's lock taken, */
+  double lock_wait_s;  /* and the seconds it waited for it */
   int buffers;
   uint64_t buffer_bytes;
 };

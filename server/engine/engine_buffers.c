@@ -141,7 +141,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
   if (origin) b->origin = *origin;
   snprintf(b->client, sizeof b->client, "%s", client);
   b->created_at = engine_now_unix();
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   uint64_t held = client_bytes_locked(e, client);
   if (e->stopping)
     rc = -ESHUTDOWN;
@@ -167,7 +167,7 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
 }
 
 int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *view) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   struct ebuf *b = ebuf_find_locked(e, id);
   if (b) view_of(b, view);
   pthread_mutex_unlock(&e->lock);
@@ -176,7 +176,7 @@ int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *
 
 int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine_error *err) {
   memset(err, 0, sizeof *err);
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   struct ebuf *b = ebuf_find_locked(e, id);
   struct backend_fence *fence = NULL;
   if (b) {
@@ -187,14 +187,14 @@ int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine
   if (!b) return err->code = -ENOENT;
   int rc = backend_buffer_download(e->devices[b->device], b->buf, fence, host, err->message,
                                    sizeof err->message);
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   ebuf_unref_locked(e, b);
   pthread_mutex_unlock(&e->lock);
   return rc ? (err->code = -EIO) : 0;
 }
 
 int engine_buffer_delete(struct engine *e, uint64_t id) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   struct ebuf *b = ebuf_find_locked(e, id);
   int rc = !b ? -ENOENT : b->in_use > 0 ? -EBUSY : 0;
   if (rc == 0) ebuf_unlist_locked(e, b);
@@ -205,7 +205,7 @@ int engine_buffer_delete(struct engine *e, uint64_t id) {
 int engine_buffers_list(struct engine *e, uint64_t before_id, const char *client,
                         struct engine_buffer_view *out, int max) {
   int n = 0;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   for (int i = e->n_buffers - 1; i >= 0 && n < max; i--)
     if ((!before_id || e->buffers[i]->id < before_id) && (!client || !strcmp(client, e->buffers[i]->client)))
       view_of(e->buffers[i], &out[n++]);

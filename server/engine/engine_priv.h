@@ -112,10 +112,14 @@ struct engine {
   struct worker *workers;
   int n_workers;
   uint64_t ran_inline; /* jobs engine_run_inline ran */
+  uint64_t lock_waits; /* engine_lock calls that found the lock taken, */
+  double lock_wait_s;  /* and the seconds they waited for it */
   struct job *finals;  /* ended, on_job_change not yet called (referenced): engine_unlock */
   pthread_t timer;
 };
 
+/* engine.c: takes the lock, counting the waits for it (engine_counts: /metrics). */
+void engine_lock(struct engine *e);
 /* engine.c: releases the lock, then tells on_job_change of the jobs that ended
  * while it was held (publish_state_locked). Every unlock after jobs may have
  * ended is this one, before watches run, so an answer waits for its job's row. */

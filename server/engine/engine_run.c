@@ -79,7 +79,7 @@ static void hook_issued(void *arg) {
   struct run_ctx *c = arg;
   struct engine *e = c->e;
   struct job *job = c->job;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   job->issued = true;
   job->issued_at = engine_now_unix();
   job->done = c->bj->done;
@@ -114,7 +114,7 @@ static void start_job_locked(struct engine *e, struct worker *w, struct job *job
  * A lane lent to engine_run_inline takes nothing until it is back. */
 static struct job *next_job(struct engine *e, struct worker *w, struct backend_job *bj,
                             struct backend_fence **after) {
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   struct sched_item *item;
   /* A lost device takes no more jobs: they wait for the restart (the store keeps them). */
   while (!e->stopping && (w->lent || e->paused || !backend_healthy(e->devices[w->device]) ||
@@ -136,7 +136,7 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
 static void finish_run(struct engine *e, struct job *job, struct backend_job *bj, int rc,
                        struct exp_result *result, const char *err) {
   struct engine_watch *fired = NULL;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   e->running[job->device]--;
   if (bj->done) job->done = bj->done; /* the backend failed before issuing */
   if (bj->output) backend_buffer_free(job->backend, bj->output);
@@ -204,7 +204,7 @@ bool engine_run_inline(struct engine *e, struct job *job) {
   struct backend_fence *after[ENGINE_MAX_PARENTS];
   struct backend_job bj;
   struct worker *w = NULL;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   /* Only a job nobody waits behind (alone in its device's queue) on an idle,
    * healthy device: running it here takes nothing from anyone, and it starts
    * exactly as a worker would have started it. Under load (the device busy) jobs
@@ -228,7 +228,7 @@ bool engine_run_inline(struct engine *e, struct job *job) {
   run_job(e, w, job, &bj);
   job_unref(job); /* start_job_locked's */
 
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   w->lent = false;
   e->ran_inline++;
   /* A wake-up its sleeping worker swallowed while lent is passed on now. */

@@ -241,7 +241,7 @@ static int submit_all(struct engine *e, const struct engine_job_request *reqs, i
   int rc = 0, made = 0;
   for (; made < n && (out[made] = job_new(&reqs[made])); made++) {}
   if (made < n) rc = refuse(err, -ENOMEM, "", "out of memory");
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   for (int i = 0; i < n && rc == 0; i++) {
     int more = 0; /* the others of its client in this batch */
     for (int k = 0; k < n; k++) more += k != i && strcmp(reqs[k].client, reqs[i].client) == 0;
@@ -298,7 +298,7 @@ static bool movable_locked(struct engine *e, struct job *job, double now, double
 int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max) {
   double now = engine_now_unix();
   int n = 0;
-  pthread_mutex_lock(&e->lock);
+  engine_lock(e);
   for (int i = e->n_jobs - 1; i >= 0 && n < max && e->n_queued > keep; i--) {
     struct job *job = e->jobs[i];
     if (!movable_locked(e, job, now, min_age_s)) continue;

@@ -377,6 +377,13 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
       "(an idle lane lent to it; --inline-max-bytes).\n# TYPE gpulab_jobs_inline_total counter\n"
       "gpulab_jobs_inline_total %llu\n",
       (unsigned long long)c.ran_inline);
+  put(t,
+      "# HELP gpulab_engine_lock_waits_total Times a thread found the engine's lock (its jobs "
+      "and queues) taken.\n# TYPE gpulab_engine_lock_waits_total counter\n"
+      "gpulab_engine_lock_waits_total %llu\n"
+      "# HELP gpulab_engine_lock_wait_seconds_total Time threads waited for the engine's lock.\n"
+      "# TYPE gpulab_engine_lock_wait_seconds_total counter\ngpulab_engine_lock_wait_seconds_total %.6f\n",
+      (unsigned long long)c.lock_waits, c.lock_wait_s);
   put(t, "# HELP gpulab_buffers Buffers listed.\n# TYPE gpulab_buffers gauge\ngpulab_buffers %d\n",
       c.buffers);
   put(t,
@@ -444,6 +451,14 @@ static void put_store_gauges(struct text *t, struct store *store) {
       "# HELP gpulab_store_wait_seconds_total Time those answers waited, their own commits included.\n"
       "# TYPE gpulab_store_wait_seconds_total counter\ngpulab_store_wait_seconds_total %.6f\n",
       (unsigned long long)st.syncs_waited, st.sync_wait_s);
+  put(t,
+      "# HELP gpulab_store_queue_lock_waits_total Times a thread found the store's row queue "
+      "locked.\n# TYPE gpulab_store_queue_lock_waits_total counter\n"
+      "gpulab_store_queue_lock_waits_total %llu\n"
+      "# HELP gpulab_store_queue_lock_wait_seconds_total Time threads waited for the row queue.\n"
+      "# TYPE gpulab_store_queue_lock_wait_seconds_total counter\n"
+      "gpulab_store_queue_lock_wait_seconds_total %.6f\n",
+      (unsigned long long)st.queue_lock_waits, st.queue_lock_wait_s);
 }
 
 /* The standard process metrics, as Prometheus' client libraries name them, from

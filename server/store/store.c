@@ -21,6 +21,16 @@ static _Thread_local struct {
 } last_put;
 
 static void *writer_main(void *arg);
+static double now_mono(void);
+
+/* Takes queue_lock, counting the waits for it (store_status). */
+static void queue_lock(struct store *s) {
+  if (pthread_mutex_trylock(&s->queue_lock) == 0) return;
+  double since = now_mono();
+  pthread_mutex_lock(&s->queue_lock);
+  s->queue_lock_waits++;
+  s->queue_lock_wait_s += now_mono() - since;
+}
 
 /* uri without its password (user:secret@ becomes user:***@), for messages and logs. */
 static const char *redacted(const char *uri) {
@@ -68,7 +78,7 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
 void store_close(struct store *s) {
   if (!s) return;
   if (s->writer_started) { /* it writes what is queued, then ends */
-    pthread_mutex_lock(&s->queue_lock);
+    queue_lock(s);
     s->closing = true;
     pthread_cond_signal(&s->queue_ready);
     pthread_mutex_unlock(&s->queue_lock);
@@ -292,7 +302,7 @@ static void write_queued_locked(struct store *s, bool all) {
   bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
   pthread_mutex_unlock(&s->lock);
 
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   s->commit_s += now_mono() - began;
   store_note_write_locked(s, err, why);
   if (err) {
@@ -313,7 +323,7 @@ static void write_queued_locked(struct store *s, bool all) {
     store_keep_within_locked(s);
     pthread_mutex_unlock(&s->lock);
   }
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
   if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
@@ -327,7 +337,7 @@ static void probe_locked(struct store *s) {
   pthread_mutex_lock(&s->lock);
   int err = s->ops->probe_locked(s, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   if (err == 0 || s->writable) store_note_write_locked(s, err, why);
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
@@ -358,7 +368,7 @@ static double first_gathered_locked(const struct store *s) {
  * closing and all written. While writes fail, it probes once a second. */
 static void *writer_main(void *arg) {
   struct store *s = arg;
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   for (;;) {
     while (!s->head && !s->closing) {
       if (s->writable) {
@@ -451,7 +461,7 @@ int store_put(struct store *s, const struct store_row *r) {
   q->row.state = put_bytes(&at, state_s, state);
   q->row.record = r->record ? put_bytes(&at, r->record, record) : NULL;
   q->row.request = r->request ? put_bytes(&at, r->request, request) : NULL;
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   /* Wanted from the start: a shared store's rows (other nodes read them: a fleet's
    * claims follow the order of its rows), held rows (all in one transaction), and
    * rows other than jobs' (sweeps, buffers: their answers wait for them at once). */
@@ -475,7 +485,7 @@ int store_put(struct store *s, const struct store_row *r) {
 
 int store_give_record(struct store *s, uint64_t ticket, char *record) {
   int rc = -ENOENT;
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   struct queued_row *q = ticket ? ticket_find(s, ticket) : NULL;
   if (q && !q->in_batch && !q->replaced_by && !q->row.record && q->row.make_record) {
     q->row.record = q->made = record;
@@ -494,7 +504,7 @@ static bool may_write_locked(const struct store *s) { return !s->writing && !s->
 int store_sync(struct store *s, uint64_t ticket) {
   int err = 0;
   double since = 0; /* when it found its row unwritten */
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   for (;;) {
     struct queued_row *q = row_holding(s, ticket);
     if (!q) break; /* written, or failed */
@@ -521,7 +531,7 @@ int store_sync(struct store *s, uint64_t ticket) {
 }
 
 void store_flush(struct store *s) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   uint64_t target = s->queued;
   while (holds_ticket_upto(s->head, target) || holds_ticket_upto(s->inflight, target)) {
     if (s->head && may_write_locked(s))
@@ -533,26 +543,26 @@ void store_flush(struct store *s) {
 }
 
 void store_set_gather_ms(struct store *s, int ms) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   s->gather_ms = ms;
   pthread_mutex_unlock(&s->queue_lock);
 }
 
 void store_await(struct store *s, uint64_t ticket) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   struct queued_row *q = row_holding(s, ticket);
   if (q && !q->in_batch) q->awaited = true; /* the writer, asleep until the first row gathers, wakes early: harmless */
   pthread_mutex_unlock(&s->queue_lock);
 }
 
 void store_hold(struct store *s) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   s->holds++;
   pthread_mutex_unlock(&s->queue_lock);
 }
 
 void store_release(struct store *s) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   if (--s->holds == 0) {
     pthread_cond_broadcast(&s->committed_cond); /* flushers and the writer may go on */
     if (s->head) pthread_cond_signal(&s->queue_ready);
@@ -561,7 +571,7 @@ void store_release(struct store *s) {
 }
 
 int store_check(struct store *s) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   int err = s->writable ? 0 : s->error;
   pthread_mutex_unlock(&s->queue_lock);
   return err ? err : atomic_load(&s->over_limit) ? -ENOSPC : 0;
@@ -569,7 +579,7 @@ int store_check(struct store *s) {
 
 void store_status(struct store *s, struct store_status *out) {
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   out->writable = s->writable;
   out->error = s->error;
   snprintf(out->message, sizeof out->message, "%s", s->message);
@@ -580,6 +590,8 @@ void store_status(struct store *s, struct store_status *out) {
   out->syncs_waited = s->syncs_waited;
   out->sync_wait_s = s->sync_wait_s;
   out->commit_s = s->commit_s;
+  out->queue_lock_waits = s->queue_lock_waits;
+  out->queue_lock_wait_s = s->queue_lock_wait_s;
   pthread_mutex_unlock(&s->queue_lock);
   out->backend = s->ops->name;
   pthread_mutex_lock(&s->lock);
@@ -621,7 +633,7 @@ int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t u
 }
 
 void store_note_write(struct store *s, int err, const char *why) {
-  pthread_mutex_lock(&s->queue_lock);
+  queue_lock(s);
   store_note_write_locked(s, err, why);
   pthread_mutex_unlock(&s->queue_lock);
 }

@@ -141,6 +141,8 @@ struct store_status {
   uint64_t rows_queued, rows_written, commits, syncs_waited;
   double sync_wait_s;
   double commit_s; /* time spent writing batches (one at a time): how busy the writing is */
+  uint64_t queue_lock_waits; /* times a thread found the row queue's lock taken, */
+  double queue_lock_wait_s;  /* and the seconds it waited for it */
 };
 
 /* The name this gpulabd records on the jobs it creates (copied; NULL or "": none):

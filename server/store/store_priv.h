@@ -158,6 +158,8 @@ struct store {
    * store_sync calls that found their row unwritten and how long they waited. */
   uint64_t rows_written, commits, syncs_waited;
   double sync_wait_s, commit_s; /* commit_s: writing batches, their records made */
+  uint64_t queue_lock_waits;    /* queue_lock found taken, and the seconds waited */
+  double queue_lock_wait_s;
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
   atomic_bool over_limit; /* pruned all it could and is still over */
