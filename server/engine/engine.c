@@ -94,6 +94,8 @@ void engine_lock(struct engine *e) {
 }
 
 void engine_unlock(struct engine *e) {
+  /* Watches of jobs that ended, which the thread that ended them did not take. */
+  if (e->due) pthread_cond_signal(&e->timer_wake);
   struct job *finals = e->finals;
   e->finals = NULL;
   pthread_mutex_unlock(&e->lock);
@@ -120,16 +122,46 @@ void engine_unlock(struct engine *e) {
 }
 
 /* Moves due watches (job final, deadline passed, or stopping) to *fired. */
+/* w leaves the pending watches: every job's list and its job's. */
+static void watch_unlink_locked(struct engine *e, struct engine_watch *w) {
+  if (w->prev) w->prev->next = w->next;
+  else e->watches = w->next;
+  if (w->next) w->next->prev = w->prev;
+  struct engine_watch **link = &w->job->watches;
+  while (*link != w) link = &(*link)->job_next;
+  *link = w->job_next;
+  w->next = w->prev = w->job_next = NULL;
+}
+
+/* job ended: its watches are due (e->due). */
+static void job_watches_due_locked(struct engine *e, struct job *job) {
+  while (job->watches) {
+    struct engine_watch *w = job->watches;
+    watch_unlink_locked(e, w);
+    w->next = e->due;
+    e->due = w;
+  }
+}
+
+void take_due_watches_locked(struct engine *e, struct engine_watch **fired) {
+  while (e->due) {
+    struct engine_watch *w = e->due;
+    e->due = w->next;
+    w->next = *fired;
+    *fired = w;
+  }
+}
+
+/* The due watches, and the pending ones whose deadline passed (every one, stopped). */
 void collect_due_watches(struct engine *e, double now, struct engine_watch **fired) {
-  struct engine_watch **link = &e->watches;
-  while (*link) {
-    struct engine_watch *w = *link;
-    if (e->stopped || job_state_final(w->job->state) || w->deadline <= now) {
-      *link = w->next;
+  take_due_watches_locked(e, fired);
+  struct engine_watch *next;
+  for (struct engine_watch *w = e->watches; w; w = next) {
+    next = w->next;
+    if (e->stopped || w->deadline <= now) {
+      watch_unlink_locked(e, w);
       w->next = *fired;
       *fired = w;
-    } else {
-      link = &w->next;
     }
   }
 }
@@ -151,10 +183,17 @@ void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
   *w = (struct engine_watch){.job = job, .deadline = deadline, .fn = fn, .arg = arg};
   struct engine_watch *fired = NULL;
   engine_lock(e);
-  w->next = e->watches;
-  e->watches = w;
-  collect_due_watches(e, engine_now_mono(), &fired);
-  pthread_cond_signal(&e->timer_wake);
+  if (e->stopped || job_state_final(job->state) || deadline <= engine_now_mono()) {
+    fired = w; /* due at once */
+  } else {
+    w->next = e->watches;
+    if (w->next) w->next->prev = w;
+    e->watches = w;
+    w->job_next = job->watches;
+    job->watches = w;
+    /* The timer thread sleeps past this deadline: it wakes to sleep less. */
+    if (deadline < e->timer_until) pthread_cond_signal(&e->timer_wake);
+  }
   engine_unlock(e);
   run_watches(fired);
 }
@@ -170,7 +209,9 @@ static void *timer_main(void *arg) {
     /* Condition variables wait on CLOCK_REALTIME by default: convert. */
     double until = engine_now_unix() + (earliest - engine_now_mono());
     struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
-    pthread_cond_timedwait(&e->timer_wake, &e->lock, &ts);
+    e->timer_until = e->due ? 0 : earliest;
+    if (!e->due) pthread_cond_timedwait(&e->timer_wake, &e->lock, &ts);
+    e->timer_until = 0;
     struct engine_watch *fired = NULL;
     collect_due_watches(e, engine_now_mono(), &fired);
     if (fired) {
@@ -392,7 +433,7 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
   /* Waiting children can only have failed above or been queued: drop them. */
   for (int i = 0; i < job->n_children; i++) job_unref(job->children[i]);
   job->n_children = 0;
-  if (e->watches) pthread_cond_broadcast(&e->timer_wake); /* watches on it are due */
+  job_watches_due_locked(e, job); /* run by its caller (take_due_watches_locked), or the timer */
 }
 
 struct job *engine_job_get(struct engine *e, uint64_t id) {
@@ -474,7 +515,7 @@ int engine_job_cancel(struct engine *e, struct job *job) {
   } else {
     leave_pending_locked(e, job);
     end_job_locked(e, job, JOB_CANCELED, "canceled", "canceled before it ran");
-    collect_due_watches(e, engine_now_mono(), &fired);
+    take_due_watches_locked(e, &fired);
   }
   engine_unlock(e);
   run_watches(fired);
@@ -490,7 +531,7 @@ void engine_job_withdraw(struct engine *e, struct job *job) {
   } else if (!job_state_final(job->state)) {
     leave_pending_locked(e, job);
     end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
-    collect_due_watches(e, engine_now_mono(), &fired);
+    take_due_watches_locked(e, &fired);
   }
   struct ebuf *kept = job->output_buffer ? ebuf_find_locked(e, job->output_buffer) : NULL;
   if (kept && kept->in_use == 0) ebuf_unlist_locked(e, kept);

@@ -283,7 +283,7 @@ void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *vie
  * comes first (at once if the job already ended). The caller owns w and must keep
  * it alive until fn has run. */
 struct engine_watch {
-  struct engine_watch *next;
+  struct engine_watch *next, *prev, *job_next; /* the engine's links */
   struct job *job; /* referenced while pending */
   double deadline;
   void (*fn)(void *arg);

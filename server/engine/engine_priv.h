@@ -45,6 +45,7 @@ struct job {
   int deps_pending;         /* parents not yet issued (finished, with host_sync) */
   struct job **children;    /* referenced until this job settles */
   int n_children, cap_children;
+  struct engine_watch *watches; /* pending on it (through job_next) */
   struct job *input_from[EXP_MAX_INPUTS]; /* slot fed by this parent's output */
   struct ebuf *inputs[EXP_MAX_INPUTS];    /* referenced while unfinished */
 
@@ -108,7 +109,12 @@ struct engine {
   uint64_t first_ids[2];    /* this run's first ids (set once) */
 
   struct events *events; /* has its own lock; published to under ours */
-  struct engine_watch *watches;
+  /* Pending watches, every job's (through next and prev): the timer thread walks them
+   * for deadlines only when it wakes; a job's end takes its own (job.watches) to due,
+   * run by the thread that ended it, or else by the timer thread, which engine_unlock
+   * wakes for them. timer_until: when the timer thread will wake (0 while awake). */
+  struct engine_watch *watches, *due;
+  double timer_until;
   struct worker *workers;
   int n_workers;
   uint64_t ran_inline; /* jobs engine_run_inline ran */
@@ -150,6 +156,9 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state, con
 void parent_ready_locked(struct engine *e, struct job *parent, bool finished);
 /* Moves due watches to *fired; run them with run_watches once the lock is released. */
 void collect_due_watches(struct engine *e, double now, struct engine_watch **fired);
+/* Moves the watches of jobs that ended (e->due) to *fired, for the caller to run
+ * after its unlock. */
+void take_due_watches_locked(struct engine *e, struct engine_watch **fired);
 void run_watches(struct engine_watch *fired);
 
 /* engine_run.c: a worker thread's body (arg: its struct worker). */

@@ -163,7 +163,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
                                           : "backend_error";
     end_job_locked(e, job, JOB_FAILED, code, err);
   }
-  collect_due_watches(e, engine_now_mono(), &fired);
+  take_due_watches_locked(e, &fired); /* its watches, run here: no thread woken for them */
   engine_unlock(e);
   free(result);
   run_watches(fired);

@@ -290,9 +290,7 @@ static bool movable_locked(struct engine *e, struct job *job, double now, double
     return false;
   for (int s = 0; s < EXP_MAX_INPUTS; s++)
     if (job->req.spec.inputs[s].kind != EXP_INPUT_SEED) return false;
-  for (struct engine_watch *w = e->watches; w; w = w->next)
-    if (w->job == job) return false;
-  return true;
+  return job->watches == NULL;
 }
 
 int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max) {
