@@ -38,7 +38,8 @@ static char *pending_record(const void *arg) { return job_text(arg, false, NULL)
  * second time. */
 void durable_record(void *arg, const struct job_view *v, const struct engine_job_request *req,
                     bool first, struct engine_recorded *out) {
-  struct stored_request stored = {STORED_REQUEST_MAGIC, sizeof stored, *req};
+  struct stored_request stored;
+  if (first) stored = (struct stored_request){STORED_REQUEST_MAGIC, sizeof stored, *req};
   bool final = job_state_final(v->state);
   bool pending = !final && !v->result && (v->state != JOB_RUNNING || store_shared(arg));
   char *record = final ? job_text(v, true, NULL) : NULL;
@@ -48,8 +49,10 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
                           .state = job_state_name(v->state),
                           .created = v->created_at,
                           .finished = v->finished_at,
-                          .request = &stored,
-                          .request_len = sizeof stored,
+                          /* Inserted once; an update keeps it (the running row is
+                             queued under the engine's lock: no copy of it there) */
+                          .request = first ? &stored : NULL,
+                          .request_len = first ? sizeof stored : 0,
                           .record = record,
                           .make_record = pending ? pending_record : NULL,
                           .record_arg = v,
