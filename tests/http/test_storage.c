@@ -7,6 +7,7 @@
  * test_storage_pg) the size bound's tests alone: a file size limit, a full tmpfs, a
  * read-only or corrupted file are faults of SQLite's own file (the PostgreSQL
  * server's full disk is SQLSTATE 53100, -ENOSPC: store_pg.c). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -412,6 +413,25 @@ static void test_max_db_bytes(void) {
   CHECK(queued >= 300 && written >= 300 && written <= queued);
   CHECK(commits >= 1 && commits <= written);
   CHECK(metric(&d, "gpulab_store_waits_total") >= 1);
+  CHECK(metric(&d, "gpulab_store_queue_lock_waits_total") >= 0); /* there (metric() fails if not) */
+  CHECK(metric(&d, "gpulab_engine_lock_waits_total") >= 0);
+  /* gpulabd names its threads (top -H): the HTTP threads, the lanes, the store's. */
+  char names[4096] = "", task_dir[96];
+  DIR *tasks;
+  snprintf(task_dir, sizeof task_dir, "/proc/%d/task", (int)d.pid);
+  CHECK((tasks = opendir(task_dir)) != NULL);
+  for (struct dirent *t; tasks && (t = readdir(tasks));) {
+    char comm[400], name[32] = "";
+    snprintf(comm, sizeof comm, "%s/%s/comm", task_dir, t->d_name);
+    FILE *f = t->d_name[0] != '.' ? fopen(comm, "r") : NULL;
+    if (f && fgets(name, sizeof name, f)) strncat(names, name, sizeof names - strlen(names) - 1);
+    if (f) fclose(f);
+  }
+  if (tasks) closedir(tasks);
+  if (!strstr(names, "gpulab-http\n") || !strstr(names, "gpulab-lane0.0\n") ||
+      !strstr(names, "gpulab-store\n") || !strstr(names, "gpulab-timer\n") ||
+      (!test_db_is_pg(db) && !strstr(names, "gpulab-ckpt\n"))) /* SQLite's checkpoints */
+    CHECK_FAIL_("gpulabd's threads are named:\n%s", names);
   json_t *list = http_get_json(&d, "/jobs?limit=1000");
   int listed = (int)json_array_size(json_at(list, "jobs"));
   json_decref(list);
