@@ -121,7 +121,6 @@ void engine_unlock(struct engine *e) {
   }
 }
 
-/* Moves due watches (job final, deadline passed, or stopping) to *fired. */
 /* w leaves the pending watches: every job's list and its job's. */
 static void watch_unlink_locked(struct engine *e, struct engine_watch *w) {
   if (w->prev) w->prev->next = w->next;

@@ -154,7 +154,9 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state, con
                     const char *message);
 /* A parent got issued (finished: or finished, for host_sync children). */
 void parent_ready_locked(struct engine *e, struct job *parent, bool finished);
-/* Moves due watches to *fired; run them with run_watches once the lock is released. */
+/* Moves due watches (of jobs that ended, past their deadline, or every one once
+ * stopped) to *fired; run them with run_watches once the lock is released. Walks every
+ * pending watch: the timer thread's. */
 void collect_due_watches(struct engine *e, double now, struct engine_watch **fired);
 /* Moves the watches of jobs that ended (e->due) to *fired, for the caller to run
  * after its unlock. */
