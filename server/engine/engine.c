@@ -61,6 +61,17 @@ static void view_locked(const struct engine *e, struct job *job, struct job_view
  * the store's record of a finished job is its whole result as JSON, too much work
  * to do while every other thread waits for the lock. A final job never changes
  * again, and its final change is its last, so the rows of one job stay in order. */
+/* A running state's on_job_change, made by the thread that started the job once it
+ * has released the lock (engine_unlock): the store's queue is then not worked under
+ * the engine's lock at every job's start. Only that thread records the job until it
+ * ends, so its rows stay in order; job_get_view waits for it (row_deferred) as it
+ * waits for a final record. */
+static _Thread_local struct {
+  struct job *job;
+  struct job_view view; /* taken under the lock */
+  bool first;
+} running_row;
+
 void publish_state_locked(struct engine *e, struct job *job) {
   if (e->cfg.on_job_change && job->withdrawn) {
     /* nothing more of it is recorded */
@@ -68,6 +79,13 @@ void publish_state_locked(struct engine *e, struct job *job) {
     job_ref(job);
     job->final_next = e->finals;
     e->finals = job;
+  } else if (e->cfg.on_job_change && job->state == JOB_RUNNING && !running_row.job) {
+    job_ref(job);
+    view_locked(e, job, &running_row.view);
+    running_row.first = !job->recorded;
+    running_row.job = job;
+    job->row_deferred = true;
+    job->recorded = true;
   } else if (e->cfg.on_job_change) {
     struct job_view v;
     view_locked(e, job, &v);
@@ -96,9 +114,22 @@ void engine_lock(struct engine *e) {
 void engine_unlock(struct engine *e) {
   /* Watches of jobs that ended, which the thread that ended them did not take. */
   if (e->due) pthread_cond_signal(&e->timer_wake);
-  struct job *finals = e->finals;
+  struct job *finals = e->finals, *started = running_row.job;
   e->finals = NULL;
+  running_row.job = NULL;
   pthread_mutex_unlock(&e->lock);
+  if (started) { /* publish_state_locked's running_row: this thread started it */
+    struct engine_recorded kept = {0, NULL};
+    e->cfg.on_job_change(e->cfg.on_job_change_arg, &running_row.view, &started->req,
+                         running_row.first, &kept);
+    free(kept.doc);
+    pthread_mutex_lock(&e->lock);
+    if (kept.ticket) started->record_ticket = kept.ticket;
+    started->row_deferred = false;
+    pthread_cond_broadcast(&e->recorded);
+    pthread_mutex_unlock(&e->lock);
+    job_unref(started);
+  }
   while (finals) {
     struct job *job = finals, *next = job->final_next;
     struct job_view v;
@@ -471,18 +502,21 @@ static void view_locked(const struct engine *e, struct job *job, struct job_view
   v->node = e->cfg.node;
 }
 
-/* A final state whose record another thread is still writing (engine_unlock): the
- * moment between the state change and its record's ticket and document. */
-static bool final_unrecorded(const struct engine *e, const struct job *job) {
-  return e->cfg.on_job_change && job_state_final(job->state) && !job->withdrawn &&
-         !job->final_recorded;
+/* A state whose row another thread is still queuing (engine_unlock): a final state
+ * (its record and document) or a running one, the moment between the state change and
+ * its row's ticket. */
+static bool state_unrecorded(const struct engine *e, const struct job *job) {
+  return (e->cfg.on_job_change && job_state_final(job->state) && !job->withdrawn &&
+          !job->final_recorded) ||
+         job->row_deferred;
 }
 
-/* A final state is shown only with its record queued (record_ticket, doc), so that an
- * answer that waits for the ticket never says "done" before the store has it. */
+/* A final or running state is shown only with its row queued (record_ticket; a final
+ * one's doc), so that an answer that waits for the ticket never says "done" (or a
+ * crash's "interrupted", "running") before the store has it. */
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
   engine_lock(e);
-  while (final_unrecorded(e, job)) {
+  while (state_unrecorded(e, job)) {
     if (e->finals) { /* not taken yet: record them here */
       engine_unlock(e);
       engine_lock(e);

@@ -67,6 +67,7 @@ struct job {
   bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
   bool recorded;  /* on_job_change has been called for it */
   bool final_recorded; /* its final state's on_job_change has returned (engine_unlock) */
+  bool row_deferred;   /* its running state's on_job_change is to come (engine_unlock) */
   uint64_t record_ticket; /* on_job_change's last engine_recorded, under the lock */
   char *doc;              /* its document once final (owned), under the lock */
   struct job *final_next; /* in engine.finals */
