@@ -27,7 +27,8 @@ struct stored_request {
 static char *pending_record(const void *arg) { return job_text(arg, false, NULL); }
 
 /* Every accepted job and change of state goes to the store (queued under the
- * engine's lock, so rows follow the order of events). The record (JSON) is rewritten
+ * engine's lock, so rows follow the order of events; a running state's just after it,
+ * by the thread that started the job, which alone records it until it ends). The record (JSON) is rewritten
  * on every change but `running` in a store of one gpulabd: a running job is in
  * memory, where listings read it (routes_jobs.c), and after a restart it is marked
  * from its state column alone; in a shared store the other nodes of a fleet read it
@@ -49,8 +50,7 @@ void durable_record(void *arg, const struct job_view *v, const struct engine_job
                           .state = job_state_name(v->state),
                           .created = v->created_at,
                           .finished = v->finished_at,
-                          /* Inserted once; an update keeps it (the running row is
-                             queued under the engine's lock: no copy of it there) */
+                          /* Inserted once; an update keeps it: no copy for later rows */
                           .request = first ? &stored : NULL,
                           .request_len = first ? sizeof stored : 0,
                           .record = record,
