@@ -127,8 +127,9 @@ struct engine {
 
 /* engine.c: takes the lock, counting the waits for it (engine_counts: /metrics). */
 void engine_lock(struct engine *e);
-/* engine.c: releases the lock, then tells on_job_change of the jobs that ended
- * while it was held (publish_state_locked). Every unlock after jobs may have
+/* engine.c: releases the lock, then tells on_job_change of the job this thread
+ * started (its running state) and of the jobs that ended while it was held
+ * (publish_state_locked). Every unlock after jobs may have
  * ended is this one, before watches run, so an answer waits for its job's row. */
 void engine_unlock(struct engine *e);
 
