@@ -103,13 +103,7 @@ void publish_state_locked(struct engine *e, struct job *job) {
   events_publish(e->events, &ev);
 }
 
-void engine_lock(struct engine *e) {
-  if (pthread_mutex_trylock(&e->lock) == 0) return;
-  double since = engine_now_mono();
-  pthread_mutex_lock(&e->lock);
-  e->lock_waits++;
-  e->lock_wait_s += engine_now_mono() - since;
-}
+void engine_lock(struct engine *e) { lock_counting_waits(&e->lock, &e->lock_waits); }
 
 void engine_unlock(struct engine *e) {
   /* Watches of jobs that ended, which the thread that ended them did not take. */
@@ -605,8 +599,8 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   for (int i = 0; i < e->n_jobs; i++) out->by_state[e->jobs[i]->state]++;
   out->submitted = e->next_id - 1;
   out->ran_inline = e->ran_inline;
-  out->lock_waits = e->lock_waits;
-  out->lock_wait_s = e->lock_wait_s;
+  out->lock_waits = e->lock_waits.n;
+  out->lock_wait_s = e->lock_waits.seconds;
   out->buffers = e->n_buffers;
   for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   engine_unlock(e);

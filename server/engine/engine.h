@@ -281,8 +281,8 @@ void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *vie
 /* A one-shot notification: fn(arg) runs once, when the job reaches a final state (on
  * the thread that ended it, once its record is queued, or on the engine's timer
  * thread) or when the monotonic clock passes deadline (the timer thread), whichever
- * comes first (at once, on the caller's thread, if the job already ended). The caller owns w and must keep
- * it alive until fn has run. */
+ * comes first (at once, on the caller's thread, if the job already ended). The
+ * caller owns w and must keep it alive until fn has run. */
 struct engine_watch {
   struct engine_watch *next, *prev, *job_next; /* the engine's links */
   struct job *job; /* referenced while pending */

@@ -9,6 +9,7 @@
 #include "server/engine/engine.h"
 #include "server/engine/gate.h"
 #include "server/engine/sched.h"
+#include "server/lock_wait.h"
 
 /* A buffer: an upload, or a job's output. Reference counted under the lock by the
  * table (while listed), by the job that produced it (until it ends) and by every
@@ -119,8 +120,7 @@ struct engine {
   struct worker *workers;
   int n_workers;
   uint64_t ran_inline; /* jobs engine_run_inline ran */
-  uint64_t lock_waits; /* engine_lock calls that found the lock taken, */
-  double lock_wait_s;  /* and the seconds they waited for it */
+  struct lock_waits lock_waits; /* engine_lock's */
   struct job *finals;  /* ended, on_job_change not yet called (referenced): engine_unlock */
   pthread_t timer;
 };

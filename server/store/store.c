@@ -21,16 +21,9 @@ static _Thread_local struct {
 } last_put;
 
 static void *writer_main(void *arg);
-static double now_mono(void);
 
 /* Takes queue_lock, counting the waits for it (store_status). */
-static void queue_lock(struct store *s) {
-  if (pthread_mutex_trylock(&s->queue_lock) == 0) return;
-  double since = now_mono();
-  pthread_mutex_lock(&s->queue_lock);
-  s->queue_lock_waits++;
-  s->queue_lock_wait_s += now_mono() - since;
-}
+static void queue_lock(struct store *s) { lock_counting_waits(&s->queue_lock, &s->queue_lock_waits); }
 
 /* uri without its password (user:secret@ becomes user:***@), for messages and logs. */
 static const char *redacted(const char *uri) {
@@ -590,8 +583,8 @@ void store_status(struct store *s, struct store_status *out) {
   out->syncs_waited = s->syncs_waited;
   out->sync_wait_s = s->sync_wait_s;
   out->commit_s = s->commit_s;
-  out->queue_lock_waits = s->queue_lock_waits;
-  out->queue_lock_wait_s = s->queue_lock_wait_s;
+  out->queue_lock_waits = s->queue_lock_waits.n;
+  out->queue_lock_wait_s = s->queue_lock_waits.seconds;
   pthread_mutex_unlock(&s->queue_lock);
   out->backend = s->ops->name;
   pthread_mutex_lock(&s->lock);

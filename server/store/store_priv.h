@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/lock_wait.h"
 #include "server/store/store.h"
 
 /* A row waiting for the writer: one allocation, its strings and request after it. */
@@ -157,9 +158,8 @@ struct store {
   /* For store_status: rows in committed transactions, those transactions, and the
    * store_sync calls that found their row unwritten and how long they waited. */
   uint64_t rows_written, commits, syncs_waited;
-  double sync_wait_s, commit_s; /* commit_s: writing batches, their records made */
-  uint64_t queue_lock_waits;    /* queue_lock found taken, and the seconds waited */
-  double queue_lock_wait_s;
+  double sync_wait_s, commit_s;       /* commit_s: writing batches, their records made */
+  struct lock_waits queue_lock_waits; /* queue_lock's (store.c's queue_lock) */
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
   atomic_bool over_limit; /* pruned all it could and is still over */
