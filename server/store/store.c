@@ -47,6 +47,7 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
   pthread_cond_init(&s->committed_cond, NULL);
   s->writable = true;
   s->gather_ms = 1;
+  s->awaited_ms = STORE_AWAITED_MS;
   /* A libpq URI selects PostgreSQL; anything else is an SQLite file. */
   s->ops = strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0
                ? &store_pg_ops
@@ -243,9 +244,9 @@ static void want_locked(struct store *s, struct queued_row *q) {
 }
 
 /* When q has gathered: gather_ms after its job's first unwritten row was queued, or
- * STORE_AWAITED_MS when its job's client waits for its end. queue_lock held. */
+ * awaited_ms when its job's client waits for its end. queue_lock held. */
 static double gathered_at(const struct store *s, const struct queued_row *q) {
-  return q->queued_at + (q->awaited ? STORE_AWAITED_MS : s->gather_ms) * 1e-3;
+  return q->queued_at + (q->awaited ? s->awaited_ms : s->gather_ms) * 1e-3;
 }
 
 /* Takes the queued rows to write, in queue order: every one (all), or the wanted ones
@@ -535,9 +536,10 @@ void store_flush(struct store *s) {
   pthread_mutex_unlock(&s->queue_lock);
 }
 
-void store_set_gather_ms(struct store *s, int ms) {
+void store_set_gather_ms(struct store *s, int ms, int awaited_ms) {
   queue_lock(s);
   s->gather_ms = ms;
+  s->awaited_ms = awaited_ms;
   pthread_mutex_unlock(&s->queue_lock);
 }
 

@@ -92,12 +92,14 @@ int store_give_record(struct store *s, uint64_t ticket, char *record);
  * Returns 0 (written, or ticket 0), or the negative errno of the failed transaction
  * that held it. */
 int store_sync(struct store *s, uint64_t ticket);
-/* How long rows nobody waits for gather before a commit takes them (default 1 ms): a
- * crash loses the rows of the last ms, none a client was told of (store_sync). */
-void store_set_gather_ms(struct store *s, int ms);
+/* How long rows nobody waits for gather before a commit takes them (ms, default 1): a
+ * crash loses the rows of the last ms, none a client was told of (store_sync); and
+ * those of a job whose client waits for its end (awaited_ms, default STORE_AWAITED_MS;
+ * store_await). Tests set them to tell the rules apart without racing a clock. */
+void store_set_gather_ms(struct store *s, int ms, int awaited_ms);
 /* The row of ticket, still queued, is a job's whose client waits for its end (a
  * waited-for answer, not yet given): it and its job's later rows gather
- * STORE_AWAITED_MS rather than gather_ms, because the job's final row (a row with
+ * STORE_AWAITED_MS (store_set_gather_ms's awaited_ms) rather than gather_ms, because the job's final row (a row with
  * `finished`), which that answer waits for, most often replaces them first: under
  * load a tiny job waits for a lane longer than gather_ms, and would be written twice.
  * That final row is wanted as soon as it is queued: any commit takes it, and the

@@ -142,6 +142,7 @@ struct store {
   uint64_t queued;  /* rows ever queued: the last ticket */
   bool writing;     /* a batch is being written (by one thread at a time) */
   int gather_ms;    /* store_set_gather_ms */
+  int awaited_ms;   /* store_set_gather_ms */
   bool writer_idle; /* the writer sleeps until a row is queued (queue_ready) */
   int holds;        /* store_hold: no batch is taken while > 0 */
   bool closing, writer_started;

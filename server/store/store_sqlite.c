@@ -123,6 +123,7 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
   l->lock_fd = -1;
   pthread_mutex_init(&l->ckpt.lock, NULL);
   pthread_cond_init(&l->ckpt.wake, NULL);
+  pthread_cond_init(&l->ckpt.unlocked_done, NULL);
   l->ckpt.threshold = 1000; /* SQLite's auto-checkpoint's, until store_limit */
   l->ckpt.next = l->ckpt.threshold;
   l->ckpt.hard = l->ckpt.limit = 4000;
@@ -203,6 +204,7 @@ static void lite_close(struct store *s) {
   if (l->lock_fd >= 0) close(l->lock_fd);
   pthread_mutex_destroy(&l->ckpt.lock);
   pthread_cond_destroy(&l->ckpt.wake);
+  pthread_cond_destroy(&l->ckpt.unlocked_done);
   free(l);
   s->backend = NULL;
 }

@@ -32,9 +32,11 @@ struct lite_ckpt {
   pthread_mutex_t lock; /* guards what follows; the wal hook takes it under s->lock */
   pthread_cond_t wake;
   bool stopping;
-  int frames;           /* in the WAL after the last commit */
-  int threshold, limit; /* frames that wake the thread; its hard limit (lite_limit_locked) */
-  int next, hard;       /* the frames that wake it next, that make it take s->lock (ckpt_main) */
+  int frames;            /* in the WAL after the last commit */
+  int threshold, limit;  /* frames that wake the thread; its hard limit (lite_limit_locked) */
+  int next, hard;        /* the frames that wake it next, that make it take s->lock (ckpt_main) */
+  bool unlocked_running; /* the thread's checkpoint without s->lock is under way */
+  pthread_cond_t unlocked_done;
 };
 
 struct lite {

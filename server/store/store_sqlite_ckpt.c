@@ -7,13 +7,25 @@
 #include "server/log.h"
 #include "server/store/store_sqlite.h"
 
+/* Whether the thread's checkpoint without s->lock was under way; returns once it has
+ * ended. (The thread then waits for s->lock, which the caller holds.) */
+static bool waited_for_unlocked(struct lite_ckpt *c) {
+  pthread_mutex_lock(&c->lock);
+  bool running = c->unlocked_running;
+  while (c->unlocked_running) pthread_cond_wait(&c->unlocked_done, &c->lock);
+  pthread_mutex_unlock(&c->lock);
+  return running;
+}
+
 /* The writing connection's wal hook, after each commit (s->lock held, the commit's
  * locks released): notes the WAL's size and wakes the thread at its next mark.
  * Setting it ends SQLite's auto-checkpoint on that connection (sqlite3_wal_hook). At
- * twice the hard limit the thread has fallen behind (it got no CPU: the commits went
- * on without it): this commit's thread checkpoints then, as SQLite's auto-checkpoint
- * would, under the database lock it holds, so the WAL keeps to its bound however
- * busy the machine (SQLITE_BUSY, the thread's own checkpoint under way: it goes on). */
+ * twice the hard limit the thread has fallen behind (it got no CPU, or its checkpoint
+ * waits for a slow disk, while the commits went on): this commit's thread checkpoints
+ * then, as SQLite's auto-checkpoint would, under the database lock it holds, so that
+ * the WAL keeps to its bound however busy the machine. While the thread's own
+ * checkpoint runs, a second one is refused (SQLITE_BUSY): the commit waits for it to
+ * end, then checkpoints what is left. */
 static int on_commit(void *arg, sqlite3 *db, const char *name, int frames) {
   (void)name;
   struct lite_ckpt *c = arg;
@@ -26,7 +38,11 @@ static int on_commit(void *arg, sqlite3 *db, const char *name, int frames) {
   if (frames >= c->next) pthread_cond_signal(&c->wake);
   bool behind = c->hard > 0 && frames >= 2 * c->hard;
   pthread_mutex_unlock(&c->lock);
-  if (behind) sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  if (behind)
+    while (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL) ==
+               SQLITE_BUSY &&
+           waited_for_unlocked(c))
+      ;
   return SQLITE_OK;
 }
 
@@ -66,8 +82,15 @@ static void *ckpt_main(void *arg) {
     int frames = c->frames, log = 0, copied = 0;
     bool hard = frames >= c->hard, first = !hard || c->hard > c->threshold;
     c->next = frames + c->threshold;
+    c->unlocked_running = first;
     pthread_mutex_unlock(&c->lock);
-    if (first) checkpoint(c, &failed, &log, &copied);
+    if (first) {
+      checkpoint(c, &failed, &log, &copied);
+      pthread_mutex_lock(&c->lock);
+      c->unlocked_running = false;
+      pthread_cond_broadcast(&c->unlocked_done);
+      pthread_mutex_unlock(&c->lock);
+    }
     if (hard) {
       pthread_mutex_lock(&s->lock);
       checkpoint(c, &failed, &log, &copied);
