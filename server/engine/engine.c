@@ -49,7 +49,7 @@ void job_unref(struct job *job) {
   for (int i = 0; i < job->n_parents; i++) job_unref(job->parents[i]);
   free(job->children);
   free(job->result);
-  free(job->doc);
+  free(atomic_load(&job->doc));
   free(job);
 }
 
@@ -57,43 +57,58 @@ void job_unref(struct job *job) {
 
 static void view_locked(const struct engine *e, struct job *job, struct job_view *v);
 
-/* on_job_change of a final state runs after the lock is released (engine_unlock):
- * the store's record of a finished job is its whole result as JSON, too much work
- * to do while every other thread waits for the lock. A final job never changes
- * again, and its final change is its last, so the rows of one job stay in order. */
-/* A running state's on_job_change, made by the thread that started the job once it
- * has released the lock (engine_unlock): the store's queue is then not worked under
- * the engine's lock at every job's start. Only that thread records the job until it
- * ends, so its rows stay in order; job_get_view waits for it (row_deferred) as it
- * waits for a final record. */
+/* A state change for on_job_change, taken under the lock (publish_state_locked) and
+ * queued by the same thread once it has released it (engine_unlock): the store's row
+ * (a view, a copy, the store's queue; a finished job's whole document) is made while
+ * other threads have the lock. */
+struct pending_row {
+  struct job *job; /* referenced until queued */
+  unsigned seq;    /* the job's rows before it (job.rows_taken): its turn */
+  bool final;      /* its view is taken after the release: a final state never changes */
+  uint32_t parents_unqueued; /* a first row: its parents (bits) whose first rows are not queued yet */
+  struct job_view view;
+};
+
+/* This thread's rows of the section it holds the lock for. */
+#define PENDING_INLINE 4
 static _Thread_local struct {
-  struct job *job;
-  struct job_view view; /* taken under the lock */
-  bool first;
-} running_row;
+  int n, cap;
+  struct pending_row *rows; /* inline, or malloc'd past PENDING_INLINE */
+  struct pending_row inline_rows[PENDING_INLINE];
+} pending;
+
+static struct pending_row *pending_row_add(void) {
+  if (!pending.rows) pending.rows = pending.inline_rows, pending.cap = PENDING_INLINE;
+  if (pending.n == pending.cap) { /* a section that changes many jobs (a shutdown, a sweep) */
+    struct pending_row *more = malloc(2 * (size_t)pending.cap * sizeof *more);
+    if (!more) return NULL;
+    memcpy(more, pending.rows, (size_t)pending.n * sizeof *more);
+    if (pending.rows != pending.inline_rows) free(pending.rows);
+    pending.rows = more;
+    pending.cap *= 2;
+  }
+  return &pending.rows[pending.n++];
+}
 
 void publish_state_locked(struct engine *e, struct job *job) {
-  if (e->cfg.on_job_change && job->withdrawn) {
-    /* nothing more of it is recorded */
-  } else if (e->cfg.on_job_change && job_state_final(job->state)) {
-    job_ref(job);
-    job->final_next = e->finals;
-    e->finals = job;
-  } else if (e->cfg.on_job_change && job->state == JOB_RUNNING && !running_row.job) {
-    job_ref(job);
-    view_locked(e, job, &running_row.view);
-    running_row.first = !job->recorded;
-    running_row.job = job;
-    job->row_deferred = true;
-    job->recorded = true;
-  } else if (e->cfg.on_job_change) {
-    struct job_view v;
-    view_locked(e, job, &v);
-    struct engine_recorded kept = {0, NULL};
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
-    free(kept.doc); /* only a final state's is kept */
-    job->record_ticket = kept.ticket;
-    job->recorded = true;
+  if (e->cfg.on_job_change && !job->withdrawn) { /* withdrawn: nothing more of it is recorded */
+    struct pending_row *r = pending_row_add();
+    if (r) {
+      job_ref(job);
+      r->job = job;
+      r->seq = job->rows_taken++;
+      r->final = job_state_final(job->state);
+      if (!r->final) view_locked(e, job, &r->view);
+      /* The store never has a job before one it names (its parents' rows may still be
+       * with the threads that accepted them). */
+      r->parents_unqueued = 0;
+      for (int i = 0; i < job->n_parents && r->seq == 0; i++)
+        if (job->parents[i]->rows_taken > 0 && atomic_load(&job->parents[i]->rows_queued) == 0)
+          r->parents_unqueued |= 1u << i;
+    } else {
+      log_warn("engine: out of memory: job %llu's state %s is not recorded",
+               (unsigned long long)job->id, job_state_name(job->state));
+    }
   }
   struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
   snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
@@ -103,47 +118,62 @@ void publish_state_locked(struct engine *e, struct job *job) {
   events_publish(e->events, &ev);
 }
 
+/* Waits, the lock not held, until seq rows of job are queued. Other threads queue
+ * them: those that held the lock before this one (those rows were taken first), and
+ * that queue them without waiting for any taken after. */
+static void await_rows(struct engine *e, struct job *job, unsigned seq) {
+  if (atomic_load(&job->rows_queued) >= seq) return;
+  engine_lock(e);
+  atomic_fetch_add(&e->row_waiters, 1); /* before the check: row_queued sees one or the other */
+  while (atomic_load(&job->rows_queued) < seq) pthread_cond_wait(&e->recorded, &e->lock);
+  atomic_fetch_sub(&e->row_waiters, 1);
+  pthread_mutex_unlock(&e->lock);
+}
+
+/* One more of job's rows is queued; its waiters, if any, are woken (the lock is taken
+ * only then). */
+static void row_queued(struct engine *e, struct job *job) {
+  atomic_fetch_add(&job->rows_queued, 1);
+  if (atomic_load(&e->row_waiters) > 0) {
+    pthread_mutex_lock(&e->lock);
+    pthread_cond_broadcast(&e->recorded);
+    pthread_mutex_unlock(&e->lock);
+  }
+}
+
+/* Queues this thread's pending rows (the lock not held), in the order they were taken. */
+static void queue_pending_rows(struct engine *e) {
+  for (int i = 0; i < pending.n; i++) {
+    struct pending_row *r = &pending.rows[i];
+    struct job *job = r->job;
+    for (int p = 0; r->parents_unqueued && p < job->n_parents; p++)
+      if (r->parents_unqueued & 1u << p) await_rows(e, job->parents[p], 1);
+    await_rows(e, job, r->seq);
+    if (r->final) view_locked(e, job, &r->view); /* final: nothing in it changes */
+    struct engine_recorded kept = {0, NULL};
+    if (!job->withdrawn)
+      e->cfg.on_job_change(e->cfg.on_job_change_arg, &r->view, &job->req, r->seq == 0, &kept);
+    if (kept.ticket) atomic_store(&job->record_ticket, kept.ticket);
+    char *none = NULL; /* the document its answer is given: a final state's, kept once */
+    if (kept.doc && !atomic_compare_exchange_strong(&job->doc, &none, kept.doc)) free(kept.doc);
+    row_queued(e, job);
+    job_unref(job);
+  }
+  if (pending.rows != pending.inline_rows) {
+    free(pending.rows);
+    pending.rows = pending.inline_rows;
+    pending.cap = PENDING_INLINE;
+  }
+  pending.n = 0;
+}
+
 void engine_lock(struct engine *e) { lock_counting_waits(&e->lock, &e->lock_waits); }
 
 void engine_unlock(struct engine *e) {
   /* Watches of jobs that ended, which the thread that ended them did not take. */
   if (e->due) pthread_cond_signal(&e->timer_wake);
-  struct job *finals = e->finals, *started = running_row.job;
-  e->finals = NULL;
-  running_row.job = NULL;
   pthread_mutex_unlock(&e->lock);
-  if (started) { /* publish_state_locked's running_row: this thread started it */
-    struct engine_recorded kept = {0, NULL};
-    e->cfg.on_job_change(e->cfg.on_job_change_arg, &running_row.view, &started->req,
-                         running_row.first, &kept);
-    free(kept.doc);
-    pthread_mutex_lock(&e->lock);
-    if (kept.ticket) started->record_ticket = kept.ticket;
-    started->row_deferred = false;
-    pthread_cond_broadcast(&e->recorded);
-    pthread_mutex_unlock(&e->lock);
-    job_unref(started);
-  }
-  while (finals) {
-    struct job *job = finals, *next = job->final_next;
-    struct job_view v;
-    view_locked(e, job, &v); /* final: nothing in it changes, no lock needed */
-    struct engine_recorded kept = {0, NULL};
-    if (!job->withdrawn)
-      e->cfg.on_job_change(e->cfg.on_job_change_arg, &v, &job->req, !job->recorded, &kept);
-    /* Its ticket and document, for whoever answers with it (job_view); briefly locked,
-     * since views are read under the lock. */
-    engine_lock(e);
-    job->recorded = true;
-    if (kept.ticket) job->record_ticket = kept.ticket;
-    if (!job->doc) job->doc = kept.doc, kept.doc = NULL;
-    job->final_recorded = true;
-    pthread_cond_broadcast(&e->recorded);
-    pthread_mutex_unlock(&e->lock);
-    free(kept.doc);
-    job_unref(job);
-    finals = next;
-  }
+  if (pending.n) queue_pending_rows(e);
 }
 
 /* w leaves the pending watches: every job's list and its job's. */
@@ -491,32 +521,26 @@ static void view_locked(const struct engine *e, struct job *job, struct job_view
   v->result = job->state == JOB_DONE ? job->result : NULL;
   memcpy(v->error_code, job->error_code, sizeof v->error_code);
   memcpy(v->error_message, job->error_message, sizeof v->error_message);
-  v->record_ticket = job->record_ticket;
-  v->doc = job->doc;
+  v->record_ticket = atomic_load(&job->record_ticket);
+  v->doc = atomic_load(&job->doc);
   v->node = e->cfg.node;
 }
 
-/* A state whose row another thread is still queuing (engine_unlock): a final state
- * (its record and document) or a running one, the moment between the state change and
- * its row's ticket. */
+/* A state whose row its thread is still queuing (engine_unlock): the moment between
+ * the state change and its row's ticket (a final one's, and its document). */
 static bool state_unrecorded(const struct engine *e, const struct job *job) {
-  return (e->cfg.on_job_change && job_state_final(job->state) && !job->withdrawn &&
-          !job->final_recorded) ||
-         job->row_deferred;
+  return e->cfg.on_job_change && atomic_load(&job->rows_queued) != job->rows_taken;
 }
 
-/* A final or running state is shown only with its row queued (record_ticket; a final
- * one's doc), so that an answer that waits for the ticket never says "done" (or a
- * crash's "interrupted", "running") before the store has it. */
+/* A state is shown only with its row queued (record_ticket; a final one's doc), so
+ * that an answer that waits for the ticket never says "done" (or a crash's
+ * "interrupted", "running") before the store has it. */
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
   engine_lock(e);
-  while (state_unrecorded(e, job)) {
-    if (e->finals) { /* not taken yet: record them here */
-      engine_unlock(e);
-      engine_lock(e);
-    } else {
-      pthread_cond_wait(&e->recorded, &e->lock);
-    }
+  if (state_unrecorded(e, job)) {
+    atomic_fetch_add(&e->row_waiters, 1); /* before the check below: see row_queued */
+    while (state_unrecorded(e, job)) pthread_cond_wait(&e->recorded, &e->lock);
+    atomic_fetch_sub(&e->row_waiters, 1);
   }
   view_locked(e, job, v);
   engine_unlock(e);

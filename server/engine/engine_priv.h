@@ -65,13 +65,16 @@ struct job {
   /* A running job stopped by the engine's shutdown (past its grace): it ends failed
    * `interrupted`, not canceled as if its owner had canceled it. */
   bool interrupted;
-  bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it */
-  bool recorded;  /* on_job_change has been called for it */
-  bool final_recorded; /* its final state's on_job_change has returned (engine_unlock) */
-  bool row_deferred;   /* its running state's on_job_change is to come (engine_unlock) */
-  uint64_t record_ticket; /* on_job_change's last engine_recorded, under the lock */
-  char *doc;              /* its document once final (owned), under the lock */
-  struct job *final_next; /* in engine.finals */
+  atomic_bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it (read unlocked: engine_unlock) */
+  /* Its rows for on_job_change, numbered under the lock in the order of its states
+   * (the first is rows 0); each is queued once the lock is released, by the thread
+   * that changed the state (engine_unlock), and only after the rows before it:
+   * rows_queued counts those queued, so that rows made by several threads reach the
+   * store in order, and none is made under the lock. */
+  unsigned rows_taken;             /* under the lock */
+  atomic_uint rows_queued;         /* <= rows_taken */
+  _Atomic uint64_t record_ticket; /* the store's ticket of its last queued row */
+  _Atomic(char *) doc;            /* its document once its final row is queued (owned) */
 };
 
 struct worker {
@@ -87,7 +90,8 @@ struct engine {
   /* Per device: its queue gained a job (one worker is woken), or stopping (all). */
   pthread_cond_t work_ready[SCHED_MAX_QUEUES];
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
-  pthread_cond_t recorded;   /* a final state was recorded (job.final_recorded) */
+  pthread_cond_t recorded;   /* a job's row was queued (job.rows_queued), while row_waiters */
+  atomic_int row_waiters;    /* threads waiting on recorded */
   bool stopping, stopped;
   bool paused; /* engine_pause: no job starts */
   double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
@@ -121,16 +125,15 @@ struct engine {
   int n_workers;
   uint64_t ran_inline; /* jobs engine_run_inline ran */
   struct lock_waits lock_waits; /* engine_lock's */
-  struct job *finals;  /* ended, on_job_change not yet called (referenced): engine_unlock */
   pthread_t timer;
 };
 
 /* engine.c: takes the lock, counting the waits for it (engine_counts: /metrics). */
 void engine_lock(struct engine *e);
-/* engine.c: releases the lock, then tells on_job_change of the job this thread
- * started (its running state) and of the jobs that ended while it was held
- * (publish_state_locked). Every unlock after jobs may have
- * ended is this one, before watches run, so an answer waits for its job's row. */
+/* engine.c: releases the lock, then tells on_job_change of the state changes this
+ * thread made while it held it (publish_state_locked), each job's in turn. Every
+ * unlock after a state may have changed is this one (never a wait on a condition
+ * variable in between), before watches run, so an answer waits for its job's row. */
 void engine_unlock(struct engine *e);
 
 /* engine.c, lock held: */
