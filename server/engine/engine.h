@@ -105,8 +105,9 @@ struct engine_config {
   void *on_job_end_arg;
   /* Called (may be NULL) whenever a job is accepted or changes state, with what was
    * asked: what the durable store records. first: the job's first call (it was just
-   * accepted, or restored after a restart). Under the lock, but for final states:
-   * those come once it is released, in order for each job. */
+   * accepted, or restored after a restart). Never under the lock: the thread that
+   * changed the state calls it once it has released it, in order for each job (a
+   * job's call waits for its earlier ones, and a first call for its parents' first). */
   void (*on_job_change)(void *arg, const struct job_view *view,
                         const struct engine_job_request *req, bool first,
                         struct engine_recorded *out);

@@ -26,9 +26,9 @@ struct stored_request {
  * copy of its job_view: without a result, nothing in it points elsewhere). */
 static char *pending_record(const void *arg) { return job_text(arg, false, NULL); }
 
-/* Every accepted job and change of state goes to the store (queued under the
- * engine's lock, so rows follow the order of events; a running state's just after it,
- * by the thread that started the job, which alone records it until it ends). The record (JSON) is rewritten
+/* Every accepted job and change of state goes to the store (queued by the thread that
+ * made the change once it released the engine's lock, each job's rows in the order of
+ * its states and after its parents' first rows: engine.h). The record (JSON) is rewritten
  * on every change but `running` in a store of one gpulabd: a running job is in
  * memory, where listings read it (routes_jobs.c), and after a restart it is marked
  * from its state column alone; in a shared store the other nodes of a fleet read it
