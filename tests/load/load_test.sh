@@ -30,8 +30,10 @@ fail() {
 }
 
 : >"$work/gpulabd.log" # there before the loop below reads it (the & may start gpulabd later)
+# Its database in the work folder, removed after: in ctest's folder it grew to ~800 MB a
+# run, and the next run's start (its integrity check) outlasted the wait below.
 "$GPULABD" --backend cpu --host 127.0.0.1 --port 0 --streams 4 --http-threads 4 \
-  --max-queued 100000 --max-jobs-kept 2000 >/dev/null 2>"$work/gpulabd.log" &
+  --max-queued 100000 --max-jobs-kept 2000 --db "$work/gpulab.db" >/dev/null 2>"$work/gpulabd.log" &
 pid=$!
 port=""
 for _ in $(seq 300); do
