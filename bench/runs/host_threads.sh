@@ -73,10 +73,11 @@ print("| %s | %.0f | %.0f | %.0f | %d | %.0f | %.2f | %.2f | %.2f | %.0f |" % (
     d_("gpulab_store_rows_written_total") / jobs, d_("gpulab_store_commits_total") / jobs,
     waits / jobs, d_("gpulab_store_wait_seconds_total") * 1e6 / max(waits, 1)))
 with open(d + "/../phases.md", "a") as f:
-    f.write("%s: the engine's lock: %.2f waits/job, %.1f us waited/job; the store's queue: "
-            "%.2f waits/job, %.1f us waited/job\n" % (
+    f.write("%s: the engine's lock: %.2f waits/job, %.1f us waited/job; rows that waited for "
+            "another thread's: %.3f/job; the store's queue: %.2f waits/job, %.1f us waited/job\n" % (
         flags or "defaults", d_("gpulab_engine_lock_waits_total") / jobs,
         d_("gpulab_engine_lock_wait_seconds_total") * 1e6 / jobs,
+        d_("gpulab_engine_row_waits_total") / jobs,
         d_("gpulab_store_queue_lock_waits_total") / jobs,
         d_("gpulab_store_queue_lock_wait_seconds_total") * 1e6 / jobs))
 commits = d_("gpulab_store_commits_total")

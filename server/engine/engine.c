@@ -123,6 +123,7 @@ void publish_state_locked(struct engine *e, struct job *job) {
  * that queue them without waiting for any taken after. */
 static void await_rows(struct engine *e, struct job *job, unsigned seq) {
   if (atomic_load(&job->rows_queued) >= seq) return;
+  atomic_fetch_add(&e->row_waits, 1);
   engine_lock(e);
   atomic_fetch_add(&e->row_waiters, 1); /* before the check: row_queued sees one or the other */
   while (atomic_load(&job->rows_queued) < seq) pthread_cond_wait(&e->recorded, &e->lock);
@@ -625,6 +626,7 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   out->ran_inline = e->ran_inline;
   out->lock_waits = e->lock_waits.n;
   out->lock_wait_s = e->lock_waits.seconds;
+  out->row_waits = atomic_load(&e->row_waits);
   out->buffers = e->n_buffers;
   for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   engine_unlock(e);

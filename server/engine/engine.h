@@ -300,6 +300,8 @@ struct engine_counts {
   uint64_t ran_inline; /* of them, run by engine_run_inline */
   uint64_t lock_waits; /* times a thread found the engine's lock taken, */
   double lock_wait_s;  /* and the seconds it waited for it */
+  uint64_t row_waits;  /* times a job's row waited for an earlier one (its own or a parent's
+                          first) still with another thread (engine_unlock) */
   int buffers;
   uint64_t buffer_bytes;
 };

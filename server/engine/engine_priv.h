@@ -92,6 +92,7 @@ struct engine {
   pthread_cond_t timer_wake; /* a watch was added, or stopping */
   pthread_cond_t recorded;   /* a job's row was queued (job.rows_queued), while row_waiters */
   atomic_int row_waiters;    /* threads waiting on recorded */
+  atomic_ullong row_waits;   /* engine_counts' */
   bool stopping, stopped;
   bool paused; /* engine_pause: no job starts */
   double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */

@@ -382,8 +382,11 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
       "and queues) taken.\n# TYPE gpulab_engine_lock_waits_total counter\n"
       "gpulab_engine_lock_waits_total %llu\n"
       "# HELP gpulab_engine_lock_wait_seconds_total Time threads waited for the engine's lock.\n"
-      "# TYPE gpulab_engine_lock_wait_seconds_total counter\ngpulab_engine_lock_wait_seconds_total %.6f\n",
-      (unsigned long long)c.lock_waits, c.lock_wait_s);
+      "# TYPE gpulab_engine_lock_wait_seconds_total counter\ngpulab_engine_lock_wait_seconds_total %.6f\n"
+      "# HELP gpulab_engine_row_waits_total Times a job's row for the store waited for an "
+      "earlier one (its job's, or a parent's first) still with another thread.\n"
+      "# TYPE gpulab_engine_row_waits_total counter\ngpulab_engine_row_waits_total %llu\n",
+      (unsigned long long)c.lock_waits, c.lock_wait_s, (unsigned long long)c.row_waits);
   put(t, "# HELP gpulab_buffers Buffers listed.\n# TYPE gpulab_buffers gauge\ngpulab_buffers %d\n",
       c.buffers);
   put(t,

@@ -415,6 +415,7 @@ static void test_max_db_bytes(void) {
   CHECK(metric(&d, "gpulab_store_waits_total") >= 1);
   CHECK(metric(&d, "gpulab_store_queue_lock_waits_total") >= 0); /* there (metric() fails if not) */
   CHECK(metric(&d, "gpulab_engine_lock_waits_total") >= 0);
+  CHECK(metric(&d, "gpulab_engine_row_waits_total") >= 0);
   /* gpulabd names its threads (top -H): the HTTP threads, the lanes, the store's. */
   char names[4096] = "", task_dir[96];
   DIR *tasks;

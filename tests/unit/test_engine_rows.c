@@ -153,10 +153,13 @@ int main(void) {
   }
   CHECK_INT_EQ(n, SUBMITTERS * CHAINS * CHAIN_LEN);
   CHECK_INT_EQ(atomic_load(&out_of_order), 0);
+  struct engine_counts counts;
+  engine_counts(engine, &counts);
   for (uint64_t id = 0; id < MAX_ID; id++) job_unref(jobs[id]);
   engine_free(engine);
   backend_free(b);
-  printf("engine rows: %d jobs from %d threads, each job's rows in order, parents' first\n", ended,
-         SUBMITTERS);
+  printf("engine rows: %d jobs from %d threads, each job's rows in order, parents' first (%llu "
+         "rows waited for another thread's)\n",
+         ended, SUBMITTERS, (unsigned long long)counts.row_waits);
   return 0;
 }
