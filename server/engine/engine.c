@@ -158,6 +158,7 @@ static void queue_pending_rows(struct engine *e) {
     char *none = NULL; /* the document its answer is given: a final state's, kept once */
     if (kept.doc && !atomic_compare_exchange_strong(&job->doc, &none, kept.doc)) free(kept.doc);
     row_queued(e, job);
+    if (r->final) atomic_store(&job->view_final, true); /* its last row */
     job_unref(job);
   }
   if (pending.rows != pending.inline_rows) {
@@ -489,6 +490,8 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
   for (int i = 0; i < job->n_children; i++) job_unref(job->children[i]);
   job->n_children = 0;
   job_watches_due_locked(e, job); /* run by its caller (take_due_watches_locked), or the timer */
+  /* Its view is complete (no row of it is to come: else queue_pending_rows says so). */
+  if (!e->cfg.on_job_change || job->withdrawn) atomic_store(&job->view_final, true);
 }
 
 struct job *engine_job_get(struct engine *e, uint64_t id) {
@@ -499,6 +502,7 @@ struct job *engine_job_get(struct engine *e, uint64_t id) {
   return job;
 }
 
+/* The lock held, or the job's view final (view_final). */
 static void view_locked(const struct engine *e, struct job *job, struct job_view *v) {
   v->id = job->id;
   v->state = job->state;
@@ -537,6 +541,10 @@ static bool state_unrecorded(const struct engine *e, const struct job *job) {
  * that an answer that waits for the ticket never says "done" (or a crash's
  * "interrupted", "running") before the store has it. */
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
+  if (atomic_load(&job->view_final)) { /* nothing in it changes: no lock needed */
+    view_locked(e, job, v);
+    return;
+  }
   engine_lock(e);
   if (state_unrecorded(e, job)) {
     atomic_fetch_add(&e->row_waiters, 1); /* before the check below: see row_queued */

@@ -75,6 +75,9 @@ struct job {
   atomic_uint rows_queued;         /* <= rows_taken */
   _Atomic uint64_t record_ticket; /* the store's ticket of its last queued row */
   _Atomic(char *) doc;            /* its document once its final row is queued (owned) */
+  /* Final, with its rows queued: nothing in its view changes any more, which
+   * job_get_view then reads without the lock (an answer's, a listing's). */
+  atomic_bool view_final;
 };
 
 struct worker {
