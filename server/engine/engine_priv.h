@@ -65,7 +65,9 @@ struct job {
   /* A running job stopped by the engine's shutdown (past its grace): it ends failed
    * `interrupted`, not canceled as if its owner had canceled it. */
   bool interrupted;
-  atomic_bool withdrawn; /* engine_job_withdraw: nothing more is recorded of it (read unlocked: engine_unlock) */
+  /* engine_job_withdraw: nothing more is recorded of it (read without the lock too:
+   * engine_unlock) */
+  atomic_bool withdrawn;
   /* Its rows for on_job_change, numbered under the lock in the order of its states
    * (the first is rows 0); each is queued once the lock is released, by the thread
    * that changed the state (engine_unlock), and only after the rows before it:

@@ -99,12 +99,12 @@ int store_sync(struct store *s, uint64_t ticket);
 void store_set_gather_ms(struct store *s, int ms, int awaited_ms);
 /* The row of ticket, still queued, is a job's whose client waits for its end (a
  * waited-for answer, not yet given): it and its job's later rows gather
- * STORE_AWAITED_MS (store_set_gather_ms's awaited_ms) rather than gather_ms, because the job's final row (a row with
- * `finished`), which that answer waits for, most often replaces them first: under
- * load a tiny job waits for a lane longer than gather_ms, and would be written twice.
- * That final row is wanted as soon as it is queued: any commit takes it, and the
- * answer most often finds it written. A crash meanwhile loses only what no client
- * was told. A row already written is left alone. */
+ * STORE_AWAITED_MS (store_set_gather_ms's awaited_ms) rather than gather_ms, because
+ * the job's final row (a row with `finished`), which that answer waits for, most
+ * often replaces them first: under load a tiny job waits for a lane longer than
+ * gather_ms, and would be written twice. That final row is wanted as soon as it is
+ * queued: any commit takes it, and the answer most often finds it written. A crash
+ * meanwhile loses only what no client was told. A row already written is left alone. */
 #define STORE_AWAITED_MS 100
 void store_await(struct store *s, uint64_t ticket);
 /* Waits until every row queued before this call is written or failed, writing every

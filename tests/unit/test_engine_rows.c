@@ -135,7 +135,8 @@ int main(void) {
     ended++;
     pthread_mutex_lock(&rows_lock);
     struct job_rows *r = &rows[id];
-    CHECK(r->n >= 1 && r->n <= 4); /* accepted (queued or waiting; or failed at once), maybe running, ended */
+    /* accepted (queued or waiting, or failed at once), maybe running, ended */
+    CHECK(r->n >= 1 && r->n <= 4);
     CHECK(r->first[0]);
     for (int i = 1; i < r->n; i++) {
       CHECK(!r->first[i]);
