@@ -119,6 +119,15 @@ void publish_state_locked(struct engine *e, struct job *job) {
   events_publish(e->events, &ev);
 }
 
+/* Waits, the lock held, until upto rows of job are queued. Counted in row_waiters
+ * before the check, so that row_queued either sees the waiter or the waiter sees the
+ * row. */
+static void wait_for_rows_locked(struct engine *e, struct job *job, unsigned upto) {
+  atomic_fetch_add(&e->row_waiters, 1);
+  while (atomic_load(&job->rows_queued) < upto) pthread_cond_wait(&e->recorded, &e->lock);
+  atomic_fetch_sub(&e->row_waiters, 1);
+}
+
 /* Waits, the lock not held, until seq rows of job are queued. Other threads queue
  * them: those that held the lock before this one (those rows were taken first), and
  * that queue them without waiting for any taken after. */
@@ -126,9 +135,7 @@ static void await_rows(struct engine *e, struct job *job, unsigned seq) {
   if (atomic_load(&job->rows_queued) >= seq) return;
   atomic_fetch_add(&e->row_waits, 1);
   engine_lock(e);
-  atomic_fetch_add(&e->row_waiters, 1); /* before the check: row_queued sees one or the other */
-  while (atomic_load(&job->rows_queued) < seq) pthread_cond_wait(&e->recorded, &e->lock);
-  atomic_fetch_sub(&e->row_waiters, 1);
+  wait_for_rows_locked(e, job, seq);
   pthread_mutex_unlock(&e->lock);
 }
 
@@ -547,11 +554,8 @@ void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
     return;
   }
   engine_lock(e);
-  if (state_unrecorded(e, job)) {
-    atomic_fetch_add(&e->row_waiters, 1); /* before the check below: see row_queued */
-    while (state_unrecorded(e, job)) pthread_cond_wait(&e->recorded, &e->lock);
-    atomic_fetch_sub(&e->row_waiters, 1);
-  }
+  while (state_unrecorded(e, job)) /* rows taken meanwhile too */
+    wait_for_rows_locked(e, job, job->rows_taken);
   view_locked(e, job, v);
   engine_unlock(e);
 }
