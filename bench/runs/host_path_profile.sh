@@ -5,7 +5,7 @@
 # machine's (Debian 12's) with the libraries it needs that Ubuntu 24.04 may lack.
 #   bash bench/runs/host_path_profile.sh pack   # here, after host_path_session.sh pack
 #   bash bench/runs/host_path_profile.sh run    # there (name .gpu in carry)
-# For each of the defaults and --db none (and the defaults from 64 connections): perf
+# For each of the defaults, ?wait=0 and --db none (and the defaults from 64 connections): perf
 # record (cpu-clock, DWARF call chains) for 3 s, then perf report's flat and inclusive
 # tables to $OUT; the tops last.
 set -uo pipefail
@@ -33,19 +33,19 @@ export LD_LIBRARY_PATH=$b/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRA
 perf() { LD_LIBRARY_PATH=$g/perf/lib "$g/perf/perf" "$@"; }
 tiny='{"m":64,"n":64,"variant":"naive","warmup":0,"batches":1,"reps":1,"isolation":"shared"}'
 port=18098
-profile() { # SLUG FLAGS... (CONNS: the client's connections, default 1)
+profile() { # SLUG FLAGS... (CONNS: the client's connections, default 1; Q: a query string)
   local slug=$1 dir=$out/$1
   shift
   mkdir -p "$dir"
   (cd "$dir" && exec "$b/gpulabd" --port $port --no-ceilings "$@" >"$dir/access.log" 2>"$dir/gpulabd.log") &
   local pid=$!
   for _ in $(seq 600); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.1; done
-  "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" 1 2 >/dev/null # warm
+  "$b/loadgen" "http://127.0.0.1:$port/transpose${Q:-}" "$tiny" 1 2 >/dev/null # warm
   perf record -e cpu-clock -F 4999 --call-graph dwarf,16384 -p $pid -o "$dir/perf.data" -- sleep 3 \
     >"$dir/record.log" 2>&1 &
   local rec=$!
   sleep 0.3
-  "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "${CONNS:-1}" 3 >"$dir/loadgen.json"
+  "$b/loadgen" "http://127.0.0.1:$port/transpose${Q:-}" "$tiny" "${CONNS:-1}" 3 >"$dir/loadgen.json"
   wait $rec
   kill -TERM $pid
   wait $pid
@@ -60,5 +60,6 @@ profile() { # SLUG FLAGS... (CONNS: the client's connections, default 1)
   rm -f "$dir/perf.data" "$dir/access.log" "$dir/gpulabd.log" "$dir/record.log" "$dir/loadgen.json" "$dir/gpulab.db"*
 }
 profile defaults
+Q='?wait=0' profile accept
 profile db-none --db none
 CONNS=64 profile defaults-64
