@@ -80,6 +80,10 @@ static void test_transpose(int m, int n) {
   expect_fail(ref, TRANSPOSE_SHARED32, b, 1);
   b[len / 2] = NAN;
   expect_fail(ref, TRANSPOSE_SHARED32, b, 1);
+  b[len / 2] = INFINITY;
+  expect_fail(ref, TRANSPOSE_SHARED32, b, 1);
+  b[0] = -INFINITY; /* and the copy's check, the same rule: never finite, never right */
+  expect_fail(ref, TRANSPOSE_COPY, b, m > 1 && n > 1 ? -1 : 2);
   free(b);
   reference_free(ref);
 }
@@ -638,6 +642,7 @@ int main(void) {
   test_transpose(33, 47);
   test_transpose(40, 40);
   test_transpose(1, 7);
+  test_transpose(3, (1 << 22) / 3 + 1); /* past the expected copy's bound: checked by walking A */
   test_gemm_small();
   test_gemm_sampled();
   static const int radii[] = {0, 2, 32};
