@@ -26,11 +26,12 @@ struct store;
 
 enum store_table { STORE_JOBS, STORE_SWEEPS, STORE_BUFFERS };
 
-/* One job's row. request is opaque bytes (what it takes to run the job again). A
- * sweep's row (table STORE_SWEEPS) has only id, client, created and record (its
- * description and job ids as JSON text, written whole each time). A buffer's row
- * (STORE_BUFFERS: store_buffer_put's) has id, client, created and create (made;
- * false: gone). */
+/* One job's row. request is opaque bytes (what it takes to run the job again), read
+ * back only while the job is unfinished (store_unfinished): SQLite drops it with a
+ * row that has `finished`. A sweep's row (table STORE_SWEEPS) has only id, client,
+ * created and record (its description and job ids as JSON text, written whole each
+ * time). A buffer's row (STORE_BUFFERS: store_buffer_put's) has id, client, created
+ * and create (made; false: gone). */
 struct store_row {
   enum store_table table;
   uint64_t id;

@@ -499,6 +499,41 @@ static bool on_disk(uint64_t id) {
   return found;
 }
 
+/* Bytes of job id's stored request, -1 when it has none (NULL) or no row. */
+static int request_on_disk(uint64_t id) {
+  sqlite3 *c = NULL;
+  sqlite3_stmt *st = NULL;
+  CHECK_INT_EQ(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, LITE_VFS), SQLITE_OK);
+  CHECK_INT_EQ(sqlite3_prepare_v2(c, "SELECT length(request) FROM jobs WHERE id=?1", -1, &st, NULL),
+               SQLITE_OK);
+  sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+  int n = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
+              ? sqlite3_column_int(st, 0)
+              : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(c);
+  return n;
+}
+
+/* SQLite keeps a job's request while the job may run again (recovery reads it), and
+ * drops it with the job's final row: whether that row updates the first (a ?wait=0
+ * job's) or is the first itself (a tiny job's rows met in the queue); the record stays. */
+static void test_request_kept(void) {
+  struct store *s = open_store();
+  CHECK_INT_EQ(store_sync(s, put_job(s, 930, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
+  CHECK_INT_EQ(request_on_disk(930), 40);
+  CHECK_INT_EQ(store_sync(s, put_job(s, 930, "running", 0, NULL, false)), 0);
+  CHECK_INT_EQ(request_on_disk(930), 40); /* still what recovery needs */
+  CHECK_INT_EQ(store_sync(s, put_job(s, 930, "done", 2930.0, "{\"s\":\"done\"}", false)), 0);
+  CHECK_INT_EQ(request_on_disk(930), -1);
+  check_record(s, 930, "{\"s\":\"done\"}");
+  CHECK_INT_EQ(store_sync(s, put_job(s, 931, "failed", 2931.0, "{\"s\":\"failed\"}", true)), 0);
+  CHECK(on_disk(931));
+  CHECK_INT_EQ(request_on_disk(931), -1);
+  store_close(s);
+  printf("request kept while unfinished: ok\n");
+}
+
 /* store_sync writes the rows waited for, and the first rows of the jobs they depend on,
  * but no row nobody waits for until it has gathered (here never: until a flush); a
  * ticket whose row a later one replaced is written with that one. store_status counts
@@ -851,6 +886,7 @@ int main(void) {
   test_limit();
   test_buffers();
   if (!pg || !*pg) test_wanted();
+  if (!pg || !*pg) test_request_kept();
   if (!pg || !*pg) test_await();
   if (!pg || !*pg) test_sqlite_checkpoints();
   if (!pg || !*pg) test_stress(); /* after: its 12,000 rows would slow the checkpoints */
