@@ -1,15 +1,14 @@
 /* What a finished job's document costs to make (issue 16): ns per job_text, and per
  * job_json + json_text (a tree, then its text), of the tiny job run once on the CPU
- * backend, as gpulabd makes them (json_scratch installed). Links against a build's
- * libraries, any build whose job_json.h has these two calls: bench/lab/job_text_ab.sh
- * builds it for two builds and alternates them. Not a test: it times.
+ * backend, as gpulabd makes them. Links against a build's libraries, any build whose
+ * job_json.h has these two calls: bench/lab/job_text_ab.sh builds it for two builds
+ * and alternates them. Not a test: it times.
  *   job_text_bench [ITERATIONS [ROUNDS]]   (default 20000 7): medians over the rounds */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "api/json_scratch.h"
 #include "api/json_text.h"
 #include "api/params.h"
 #include "kernels/backends/backend.h"
@@ -60,7 +59,6 @@ static double time_it(void (*once)(const struct job_view *), const struct job_vi
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 20000, rounds = argc > 2 ? atoi(argv[2]) : 7;
   if (iters < 10 || rounds < 1 || rounds > 64) return 2;
-  json_scratch_install(); /* as gpulabd does */
   static const char body[] =
       "{\"m\":64,\"n\":64,\"variant\":\"naive\",\"warmup\":0,"
       "\"batches\":1,\"reps\":1,\"isolation\":\"shared\"}";
