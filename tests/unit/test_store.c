@@ -485,21 +485,9 @@ static void test_sqlite_checkpoints(void) {
   CHECK_INT_EQ(file_bytes("-wal"), -1);
 }
 
-/* Whether the database file holds job id, read by a connection of its own (not the
- * store's, whose reads write every queued row first). */
-static bool on_disk(uint64_t id) {
-  sqlite3 *c = NULL;
-  sqlite3_stmt *st = NULL;
-  CHECK_INT_EQ(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, LITE_VFS), SQLITE_OK);
-  CHECK_INT_EQ(sqlite3_prepare_v2(c, "SELECT 1 FROM jobs WHERE id=?1", -1, &st, NULL), SQLITE_OK);
-  sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-  bool found = sqlite3_step(st) == SQLITE_ROW;
-  sqlite3_finalize(st);
-  sqlite3_close(c);
-  return found;
-}
-
-/* Bytes of job id's stored request, -1 when it has none (NULL) or no row. */
+/* Bytes of job id's stored request as the database file holds it, read by a
+ * connection of its own (not the store's, whose reads write every queued row first):
+ * -1 when the row has none (NULL), -2 when there is no such row. */
 static int request_on_disk(uint64_t id) {
   sqlite3 *c = NULL;
   sqlite3_stmt *st = NULL;
@@ -507,13 +495,16 @@ static int request_on_disk(uint64_t id) {
   CHECK_INT_EQ(sqlite3_prepare_v2(c, "SELECT length(request) FROM jobs WHERE id=?1", -1, &st, NULL),
                SQLITE_OK);
   sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-  int n = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
-              ? sqlite3_column_int(st, 0)
-              : -1;
+  int n = sqlite3_step(st) != SQLITE_ROW              ? -2
+          : sqlite3_column_type(st, 0) == SQLITE_NULL ? -1
+                                                      : sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   sqlite3_close(c);
   return n;
 }
+
+/* Whether the database file holds job id (request_on_disk's connection). */
+static bool on_disk(uint64_t id) { return request_on_disk(id) != -2; }
 
 /* SQLite keeps a job's request while the job may run again (recovery reads it), and
  * drops it with the job's final row: whether that row updates the first (a ?wait=0
