@@ -985,3 +985,16 @@ void check_promtool_metrics(const char *text, const char *path) {
   if (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3) /* 3: lint problems, all taken */
     CHECK_FAIL_("promtool check metrics exited %d", WEXITSTATUS(status));
 }
+
+long long http_metric(struct gpulabd *d, const char *name) {
+  struct http_reply r;
+  http_get(d, "/metrics", &r);
+  CHECK_INT_EQ(r.status, 200);
+  char key[96];
+  snprintf(key, sizeof key, "\n%s ", name);
+  const char *at = strstr(r.body, key);
+  if (!at) CHECK_FAIL_("%s is not in /metrics", name);
+  long long v = atoll(at + strlen(key));
+  http_reply_free(&r);
+  return v;
+}

@@ -153,6 +153,9 @@ void job_wait_state(struct gpulabd *d, long long id, const char *state, double t
  * finished nor with a result. Returns its id. */
 long long job_check_accepted(const struct http_reply *reply, const char *type);
 
+/* The value of a gauge or counter without labels in d's /metrics; fails the test when
+ * it is not there. */
+long long http_metric(struct gpulabd *d, const char *name);
 /* /metrics' text (written to path, which it overwrites) through `promtool check
  * metrics`, which must be installed. promtool's one complaint taken is camelCase
  * label names where they are the DCGM exporter's (modelName, Hostname: gpulab's device

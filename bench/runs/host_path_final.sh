@@ -38,6 +38,8 @@ case "${1:-}" in
   stash) # every large file the runs do not need (objects, libraries, other tests, labs)
     keep=" gpulabd gpulab-runner loadgen bare_http host_costs $(ctest --test-dir "$b" -L gpu -N -V 2>/dev/null |
       sed -n 's|.*Test command: [^ ]*/\([^/ ]*\).*|\1|p' | tr '\n' ' ') "
+    [ -e "$stash" ] && { echo "$stash exists: unstash first" >&2; exit 1; }
+    mkdir -p "$stash" && mv "$b/CMakeFiles" "$stash/CMakeFiles.top" # objects, cmake's own
     (cd "$b" && find . -type f -size +200k ! -path './lib/*' | while read -r f; do
       case "$keep" in *" $(basename "$f") "*) continue ;; esac
       mkdir -p "$stash/$(dirname "$f")" && mv "$f" "$stash/$f"
@@ -45,8 +47,10 @@ case "${1:-}" in
     du -sh "$b" "$g"
     exit 0
     ;;
-  unstash)
-    (cd "$stash" && find . -type f | while read -r f; do mv "$f" "$b/$f"; done) && rm -rf "$stash"
+  unstash) # back where they were; the stash goes only once empty
+    [ -d "$stash/CMakeFiles.top" ] && mv "$stash/CMakeFiles.top" "$b/CMakeFiles"
+    (cd "$stash" && find . -type f | while read -r f; do mkdir -p "$b/$(dirname "$f")" && mv "$f" "$b/$f"; done)
+    [ -z "$(find "$stash" -type f)" ] && rm -rf "$stash"
     exit 0
     ;;
 esac

@@ -441,13 +441,16 @@ static void put_store_gauges(struct text *t, struct store *store) {
       "# HELP gpulab_store_rows_written_total Rows committed; the rest were replaced in the queue "
       "by a later row of their job.\n"
       "# TYPE gpulab_store_rows_written_total counter\ngpulab_store_rows_written_total %llu\n"
+      "# HELP gpulab_store_rows_journaled_total Rows an answer waited for that went to the accept "
+      "journal (one write) and were committed later.\n"
+      "# TYPE gpulab_store_rows_journaled_total counter\ngpulab_store_rows_journaled_total %llu\n"
       "# HELP gpulab_store_commits_total Store transactions committed (group commit: many rows each).\n"
       "# TYPE gpulab_store_commits_total counter\ngpulab_store_commits_total %llu\n"
       "# HELP gpulab_store_commit_seconds_total Time spent writing transactions, one at a time "
       "(its rate: the share of time the store is writing).\n"
       "# TYPE gpulab_store_commit_seconds_total counter\ngpulab_store_commit_seconds_total %.6f\n",
       (unsigned long long)st.rows_queued, (unsigned long long)st.rows_written,
-      (unsigned long long)st.commits, st.commit_s);
+      (unsigned long long)st.rows_journaled, (unsigned long long)st.commits, st.commit_s);
   put(t,
       "# HELP gpulab_store_waits_total Answers that waited for their rows to be committed.\n"
       "# TYPE gpulab_store_waits_total counter\ngpulab_store_waits_total %llu\n"

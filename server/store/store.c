@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server/log.h"
+#include "server/store/journal.h"
 #include "server/store/store_priv.h"
 
 /* The ticket of the last row this thread queued, and in which store. */
@@ -35,6 +36,16 @@ static const char *redacted(const char *uri) {
   return out;
 }
 
+/* The accept journal's entries a crash left are applied to the database, and the
+ * journal opened empty: before the writer starts and anything reads. 0 or a negative
+ * errno with why. */
+static int journal_start(struct store *s, char *why, size_t why_len) {
+  const char *base = s->ops->journal_base_locked ? s->ops->journal_base_locked(s) : NULL;
+  if (!base) return 0;
+  int rc = s->ops->replay_locked(s, base, why, why_len);
+  return rc ? rc : journal_open(base, &s->journal, why, why_len);
+}
+
 int store_open(const char *path, struct store **out, char *err, size_t err_len) {
   struct store *s = calloc(1, sizeof *s);
   if (!s) {
@@ -54,6 +65,7 @@ int store_open(const char *path, struct store **out, char *err, size_t err_len) 
                : &store_sqlite_ops;
   char why[256] = "";
   int rc = s->ops->open(s, path, why, sizeof why);
+  if (rc == 0) rc = journal_start(s, why, sizeof why);
   if (rc == 0 && pthread_create(&s->writer, NULL, writer_main, s) != 0) {
     snprintf(why, sizeof why, "cannot start the store's writer thread");
     rc = -EAGAIN;
@@ -78,6 +90,7 @@ void store_close(struct store *s) {
     pthread_mutex_unlock(&s->queue_lock);
     pthread_join(s->writer, NULL);
   }
+  journal_close(s->journal); /* removed, unless rows it holds failed to be written */
   if (s->ops) s->ops->close(s);
   pthread_mutex_destroy(&s->lock);
   pthread_mutex_destroy(&s->queue_lock);
@@ -271,6 +284,24 @@ static struct queued_row *take_rows_locked(struct store *s, bool all) {
   return batch;
 }
 
+/* The journaled rows of batch (and of the rows they replaced) are in the database
+ * now: their entries are no longer needed. Or the batch failed: the journal keeps
+ * them for the next start, and takes no more entries. queue_lock held. */
+static void journal_batch_done_locked(struct store *s, const struct queued_row *batch, int err) {
+  if (!s->journal) return;
+  for (const struct queued_row *q = batch; q; q = q->next)
+    for (const struct queued_row *a = q; a; a = a->absorbed) {
+      if (a->journal_gen < 0) continue;
+      if (!err) {
+        journal_committed(s->journal, a->journal_gen);
+      } else if (!s->journal_off) {
+        log_warn("store: journaled rows could not be committed; they are kept in the accept "
+                 "journal for the next start, and answers wait for commits again");
+        s->journal_off = true;
+      }
+    }
+}
+
 /* Takes the rows to write (take_rows_locked's), writes them in one transaction and
  * notes the outcome of each. One writer at a time (s->writing): the writer thread, or a
  * store_sync or store_flush caller, which writes for itself rather than wait for a
@@ -305,6 +336,7 @@ static void write_queued_locked(struct store *s, bool all) {
     s->commits++;
     for (const struct queued_row *q = batch; q; q = q->next) s->rows_written++;
   }
+  journal_batch_done_locked(s, batch, err);
   for (struct queued_row *q = batch; q; q = q->next) tickets_forget(s, q);
   s->inflight = NULL;
   /* The batch's waiters go now; the size bound's check (which may prune) comes after,
@@ -449,6 +481,7 @@ int store_put(struct store *s, const struct store_row *r) {
   q->absorbed = q->replaced_by = NULL;
   q->made = NULL;
   q->awaited = q->in_batch = false;
+  q->journal_gen = -1;
   q->queued_at = now_mono();
   q->row.client = put_bytes(&at, r->client, client);
   q->row.type = put_bytes(&at, type_s, type);
@@ -460,6 +493,7 @@ int store_put(struct store *s, const struct store_row *r) {
    * claims follow the order of its rows), held rows (all in one transaction), and
    * rows other than jobs' (sweeps, buffers: their answers wait for them at once). */
   q->wanted = s->ops->shared || s->holds || r->table != STORE_JOBS;
+  q->held = s->holds > 0;
   replace_queued_locked(s, q);
   /* The final row of a job whose client waits for it: its answer is about to want it,
    * and any commit meanwhile takes it (one commit fewer), the earlier rows it replaced
@@ -495,13 +529,59 @@ uint64_t store_ticket(struct store *s) { return last_put.store == s ? last_put.t
 /* Whether a writer may take a batch now. queue_lock held. */
 static bool may_write_locked(const struct store *s) { return !s->writing && !s->holds; }
 
+/* Whether the row of ticket, or a later row of its job that replaced it, is in the
+ * accept journal. queue_lock held. */
+static bool ticket_journaled(struct store *s, uint64_t ticket) {
+  for (const struct queued_row *q = ticket ? ticket_find(s, ticket) : NULL; q; q = q->replaced_by)
+    if (q->journal_gen >= 0) return true;
+  return false;
+}
+
+/* Appends q (queued, not taken for writing) to the accept journal in place of a
+ * commit, when it may go there: a job's first row as it was queued, or its final row
+ * (what answers wait for; what a restart needs), whose replay never depends on the
+ * order of entries (replay_locked's rule); not a row between (a running
+ * job's: a replayed first row would not go back over it), nor one of rows that mean
+ * nothing apart (store_hold), nor one of a job that depends on others (a job is never
+ * on disk before one it names). Its commit is left to the writer (no longer wanted:
+ * it gathers as any row). 0 when journaled. queue_lock held. */
+static int journal_row_locked(struct store *s, struct queued_row *q) {
+  const struct store_row *r = &q->row;
+  if (!s->journal || s->journal_off || q->held || s->holds || r->table != STORE_JOBS ||
+      r->n_parents > 0 || !(r->finished > 0 || (r->create && !q->absorbed)))
+    return -EAGAIN;
+  if (!r->record && r->make_record) q->row.record = q->made = r->make_record(r->record_arg);
+  struct journal_entry e = {.id = r->id,
+                            .created = r->created,
+                            .finished = r->finished,
+                            .create = r->create,
+                            .client = r->client,
+                            .type = r->type,
+                            .state = r->state,
+                            .record = r->record,
+                            .request = r->request,
+                            .request_len = r->request_len};
+  int gen = journal_append(s->journal, &e);
+  if (gen < 0) {
+    log_warn("store: the accept journal takes no more entries (%s); answers wait for commits",
+             strerror(-gen));
+    s->journal_off = true;
+    return gen;
+  }
+  q->journal_gen = (int8_t)gen;
+  q->wanted = false;
+  s->rows_journaled++;
+  return 0;
+}
+
 int store_sync(struct store *s, uint64_t ticket) {
   int err = 0;
   double since = 0; /* when it found its row unwritten */
   queue_lock(s);
   for (;;) {
     struct queued_row *q = row_holding(s, ticket);
-    if (!q) break; /* written, or failed */
+    if (!q || ticket_journaled(s, ticket)) break; /* written, failed, or journaled */
+    if (!q->in_batch && journal_row_locked(s, q) == 0) break;
     if (since == 0) since = now_mono();
     if (!q->in_batch) want_locked(s, q);
     if (!q->in_batch && may_write_locked(s))
@@ -583,6 +663,7 @@ void store_status(struct store *s, struct store_status *out) {
   out->rows_written = s->rows_written;
   out->commits = s->commits;
   out->syncs_waited = s->syncs_waited;
+  out->rows_journaled = s->rows_journaled;
   out->sync_wait_s = s->sync_wait_s;
   out->commit_s = s->commit_s;
   out->queue_lock_waits = s->queue_lock_waits.n;
@@ -605,10 +686,25 @@ void store_status(struct store *s, struct store_status *out) {
 }
 
 int store_set_durability(struct store *s, enum store_durability d) {
+  /* FULL: an answer's row is fsync'ed in its commit, which the journal's write is not
+   * (that is NORMAL's trade): the journal takes no more entries, what it holds is
+   * committed by the flush, and it closes for good. */
+  bool full = d == STORE_DURABILITY_FULL;
+  if (full) {
+    queue_lock(s);
+    s->journal_off = true;
+    pthread_mutex_unlock(&s->queue_lock);
+  }
   store_flush(s); /* rows queued before are committed under the old setting */
   pthread_mutex_lock(&s->lock);
   int rc = s->ops->set_durability_locked(s, d);
   pthread_mutex_unlock(&s->lock);
+  if (full) {
+    queue_lock(s);
+    journal_close(s->journal); /* kept on disk if a flushed row failed */
+    s->journal = NULL;
+    pthread_mutex_unlock(&s->queue_lock);
+  }
   return rc;
 }
 

@@ -85,8 +85,12 @@ uint64_t store_ticket(struct store *s);
  * has its record (record is freed then, and the row makes its own). */
 int store_give_record(struct store *s, uint64_t ticket, char *record);
 /* Waits until the row of ticket (or the later row of its job that replaced it in the
- * queue) has been written or has failed, writing it now when no other write is under
- * way: with the other rows waited for, and the first rows of the jobs it depends on
+ * queue) is durable. On SQLite with durability NORMAL, a job's first or final row
+ * (not one held, nor one of a job that depends on others) is appended to the accept
+ * journal beside the database (journal.h: one write, as durable as such a commit)
+ * and committed later with the rows gathered meanwhile; a restart applies what the
+ * database lacks. Else it waits until the row has been written or has failed, writing
+ * it now when no other write is under way: with the other rows waited for, and the first rows of the jobs it depends on
  * (never a job on disk before one it names), but no row nobody waits for until it has
  * gathered (store_set_gather_ms: most of a short job's rows are replaced by its last
  * one before then; the writer thread writes them then, or the next commit does).
@@ -142,6 +146,7 @@ struct store_status {
    * and the store_sync calls that found their row unwritten, with the seconds they
    * spent until it was (their own commit included). */
   uint64_t rows_queued, rows_written, commits, syncs_waited;
+  uint64_t rows_journaled; /* store_sync's rows that went to the accept journal */
   double sync_wait_s;
   double commit_s; /* time spent writing batches (one at a time): how busy the writing is */
   uint64_t queue_lock_waits; /* times a thread found the row queue's lock taken, */
@@ -158,9 +163,10 @@ void store_set_node(struct store *s, const char *node);
 /* How much a commit survives (store_open starts NORMAL). NORMAL: WAL with
  * synchronous=NORMAL, no fsync per commit: every commit survives gpulabd crashing
  * (kill -9, a segfault, the OOM killer), and a power loss or kernel panic may lose
- * the commits since the last WAL checkpoint (never a corrupted database). FULL: an
- * fsync of the WAL per commit (a group commit, so one per batch of rows): a commit
- * survives a power loss too, if the disk honors fsync. PostgreSQL starts FULL (its
+ * the commits since the last WAL checkpoint (never a corrupted database); the accept
+ * journal (store_sync), unsynced too, likewise. FULL: an fsync of the WAL per commit
+ * (a group commit, so one per batch of rows): a commit survives a power loss too, if
+ * the disk honors fsync; the journal closes for good (what it held committed first). PostgreSQL starts FULL (its
  * synchronous_commit=on: the WAL flushed before a commit is answered); NORMAL sets
  * synchronous_commit=off for the session: a commit survives gpulabd crashing, and a
  * crash of the server or its machine may lose the last few hundred milliseconds of

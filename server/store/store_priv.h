@@ -29,6 +29,8 @@ struct queued_row {
   struct queued_row *replaced_by; /* for a replaced row: the row that took its place */
   bool in_batch;                  /* taken for writing: left the queue */
   char *made;                     /* row.make_record's text, once made (freed with the row) */
+  bool held;                      /* queued inside store_hold: never journaled alone */
+  int8_t journal_gen;             /* in the accept journal's file 0 or 1 (journal.h); -1 not */
 };
 
 /* Tickets (rows, numbered in queue order) of a transaction that failed. */
@@ -72,6 +74,14 @@ struct store_ops {
   uint64_t (*file_bytes_locked)(struct store *s); /* on disk: the file and WAL, or the tables */
   const char *(*durability_locked)(struct store *s);
   int (*set_durability_locked)(struct store *s, enum store_durability d);
+  /* The database's file, whose accept journal (journal.h) stands beside it, and the
+   * journal's entries applied to it at open (journal_read's rows: a job's first row
+   * only where it has none, a later one only where the job has not finished), in one
+   * transaction. NULL journal_base (PostgreSQL: other nodes read its rows at once,
+   * so a row must be in the database before an answer), or one that returns NULL
+   * (":memory:"): no journal. Locked. */
+  const char *(*journal_base_locked)(struct store *s);
+  int (*replay_locked)(struct store *s, const char *base, char *why, size_t why_len);
   /* store_ids_take's write (from NULL: store_ids_reserve's, the block never moved),
    * and store_ids_floor's read. Locked. */
   int (*ids_reserve_locked)(struct store *s, const char *name, uint64_t *from, uint64_t upto,
@@ -158,9 +168,14 @@ struct store {
   uint64_t write_errors;
   /* For store_status: rows in committed transactions, those transactions, and the
    * store_sync calls that found their row unwritten and how long they waited. */
-  uint64_t rows_written, commits, syncs_waited;
+  uint64_t rows_written, commits, syncs_waited, rows_journaled;
   double sync_wait_s, commit_s;       /* commit_s: writing batches, their records made */
   struct lock_waits queue_lock_waits; /* queue_lock's (store.c's queue_lock) */
+  /* The accept journal (journal.h; queue_lock): NULL without one (PostgreSQL, a
+   * memory database, durability FULL); off (no more entries, what it has kept) after
+   * a batch holding journaled rows failed: they are applied at the next start. */
+  struct journal *journal;
+  bool journal_off;
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
   atomic_bool over_limit; /* pruned all it could and is still over */

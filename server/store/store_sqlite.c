@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/log.h"
+#include "server/store/journal.h"
 #include "server/store/store_sqlite.h"
 
 static const char schema[] =
@@ -275,6 +277,78 @@ static int lite_write_batch_locked(struct store *s, const struct queued_row *bat
   return err;
 }
 
+static const char *lite_journal_base_locked(struct store *s) {
+  const char *file = sqlite3_db_filename(lite_of(s)->db, "main"); /* "" for :memory: */
+  return file && file[0] ? file : NULL;
+}
+
+/* The accept journal's rows that a crash kept from the database (journal.h). A first
+ * row creates its job where there is none; a later one (the job's final row, or a
+ * first row a final row replaced) updates it where it has not finished, and a first
+ * row never goes back over its job's later state. */
+struct replay {
+  sqlite3_stmt *create, *update;
+  int applied;
+  bool failed; /* a statement failed: the error is SQLite's */
+};
+
+static int replay_row(void *arg, const struct journal_entry *r) {
+  struct replay *rp = arg;
+  sqlite3_stmt *st = r->create ? rp->create : rp->update;
+  sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
+  sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 6, r->finished);
+  sqlite3_bind_text(st, 8, r->record, -1, SQLITE_STATIC); /* NULL: keeps the stored one */
+  if (r->create) {
+    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, r->created);
+    if (r->request && r->finished == 0) /* KEPT_REQUEST */
+      sqlite3_bind_blob(st, 7, r->request, (int)r->request_len, SQLITE_STATIC);
+    else
+      sqlite3_bind_null(st, 7);
+  }
+  sqlite3 *db = sqlite3_db_handle(st);
+  int rc = sqlite3_step(st);
+  rp->applied += rc == SQLITE_DONE && sqlite3_changes(db) > 0;
+  rp->failed = rc != SQLITE_DONE;
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return rc == SQLITE_DONE ? 0 : lite_errno(db, rc);
+}
+
+static int lite_replay_locked(struct store *s, const char *base, char *why, size_t len) {
+  sqlite3 *db = lite_of(s)->db;
+  struct replay rp = {0};
+  int rc = sqlite3_prepare_v2(
+      db,
+      "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
+      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET"
+      " state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST
+      " WHERE ?6 > 0 AND jobs.finished = 0",
+      -1, &rp.create, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(
+        db,
+        "UPDATE jobs SET state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST
+        " WHERE id=?1 AND finished = 0",
+        -1, &rp.update, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+  int read = rc == SQLITE_OK ? journal_read(base, replay_row, &rp) : 0;
+  if (rc == SQLITE_OK && read >= 0) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  int err = rc != SQLITE_OK ? lite_errno(db, rc) : read < 0 ? read : 0;
+  if (rc != SQLITE_OK || rp.failed)
+    snprintf(why, len, "cannot apply its accept journal: %s", sqlite3_errmsg(db));
+  else if (err)
+    snprintf(why, len, "cannot read its accept journal (%s-accepted.*): %s", base, strerror(-err));
+  if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_finalize(rp.create);
+  sqlite3_finalize(rp.update);
+  if (!err && rp.applied > 0)
+    log_info("store: %d row(s) of the accept journal applied to %s", rp.applied, base);
+  return err;
+}
+
 /* A checkpoint first (a WAL that reached a file size limit can start over), then a
  * mark in meta. */
 static int lite_probe_locked(struct store *s, char *why, size_t len) {
@@ -343,6 +417,8 @@ const struct store_ops store_sqlite_ops = {
     .file_bytes_locked = lite_file_bytes_locked,
     .durability_locked = lite_durability_locked,
     .set_durability_locked = lite_set_durability_locked,
+    .journal_base_locked = lite_journal_base_locked,
+    .replay_locked = lite_replay_locked,
     .ids_reserve_locked = lite_ids_reserve_locked,
     .ids_floor_locked = lite_ids_floor_locked,
     .record = lite_record,

@@ -349,20 +349,6 @@ static void test_v1(struct gpulabd *d) {
   http_reply_free(&r);
 }
 
-/* The value of an unlabelled counter in /metrics. */
-static long long metric(struct gpulabd *d, const char *name) {
-  struct http_reply r;
-  http_request(d, "GET", "/metrics", NULL, NULL, 0, &r);
-  CHECK_INT_EQ(r.status, 200);
-  char key[96];
-  snprintf(key, sizeof key, "\n%s ", name);
-  const char *at = strstr(r.body, key);
-  CHECK(at != NULL);
-  long long v = atoll(at + strlen(key));
-  http_reply_free(&r);
-  return v;
-}
-
 /* A waited-for job within --inline-max-bytes runs on the HTTP thread (same result
  * as through a worker); a bigger one, an unwaited one, or any with the limit 0 go
  * through the workers. */
@@ -379,7 +365,7 @@ static void test_inline(void) {
     CHECK_STR_EQ(JSTR(r.json, "state"), "done");
     CHECK(json_is_true(json_object_get(json_at(r.json, "result"), "passed")));
     http_reply_free(&r);
-    ran = metric(&d, "gpulab_jobs_inline_total");
+    ran = http_metric(&d, "gpulab_jobs_inline_total");
   }
   CHECK_INT_EQ(ran, 1);
   http_post_json(&d, "/transpose", "{\"m\":200,\"n\":200,\"batches\":1,\"reps\":1}", &r); /* 320 KB */
@@ -389,7 +375,7 @@ static void test_inline(void) {
   http_post_json(&d, "/transpose?wait=0", SMALL, &r);
   CHECK(r.status == 202 || r.status == 200); /* 200 when a worker was quicker */
   http_reply_free(&r);
-  CHECK_INT_EQ(metric(&d, "gpulab_jobs_inline_total"), 1);
+  CHECK_INT_EQ(http_metric(&d, "gpulab_jobs_inline_total"), 1);
   gpulabd_stop(&d);
 
   const char *off[] = {"--backend", "cpu", "--inline-max-bytes", "0", NULL};
@@ -400,7 +386,7 @@ static void test_inline(void) {
     CHECK_STR_EQ(JSTR(r.json, "state"), "done");
     http_reply_free(&r);
   }
-  CHECK_INT_EQ(metric(&d, "gpulab_jobs_inline_total"), 0);
+  CHECK_INT_EQ(http_metric(&d, "gpulab_jobs_inline_total"), 0);
   gpulabd_stop(&d);
 }
 

@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +41,14 @@ static void check_record(struct store *s, uint64_t id, const char *want) {
   char *r = store_record(s, id);
   CHECK_STR_EQ(r, want);
   free(r);
+}
+
+/* A store whose store_sync commits (durability FULL: no accept journal), for the cases
+ * about what a commit takes; test_journal has the journal's. */
+static struct store *open_committing_store(void) {
+  struct store *s = open_store();
+  CHECK_INT_EQ(store_set_durability(s, STORE_DURABILITY_FULL), 0);
+  return s;
 }
 
 /* Queues one job row, depending on the job parent (0: none), and returns its ticket. */
@@ -510,7 +520,7 @@ static bool on_disk(uint64_t id) { return request_on_disk(id) != -2; }
  * drops it with the job's final row: whether that row updates the first (a ?wait=0
  * job's) or is the first itself (a tiny job's rows met in the queue); the record stays. */
 static void test_request_kept(void) {
-  struct store *s = open_store();
+  struct store *s = open_committing_store();
   CHECK_INT_EQ(store_sync(s, put_job(s, 930, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
   CHECK_INT_EQ(request_on_disk(930), 40);
   CHECK_INT_EQ(store_sync(s, put_job(s, 930, "running", 0, NULL, false)), 0);
@@ -530,7 +540,7 @@ static void test_request_kept(void) {
  * ticket whose row a later one replaced is written with that one. store_status counts
  * the rows and commits, and the syncs that waited. */
 static void test_wanted(void) {
-  struct store *s = open_store();
+  struct store *s = open_committing_store();
   store_set_gather_ms(s, 600 * 1000, STORE_AWAITED_MS);
   put_job(s, 900, "queued", 0, "{\"id\":900}", true); /* nobody waits for it */
   put_job(s, 901, "queued", 0, "{\"id\":901}", true);
@@ -570,7 +580,7 @@ static void test_wanted(void) {
  * never written without it. Awaited rows gather 10 minutes here, so that no clock
  * decides which commit takes them (a slow machine once wrote them first). */
 static void test_await(void) {
-  struct store *s = open_store();
+  struct store *s = open_committing_store();
   store_set_gather_ms(s, 1, 600 * 1000);
   uint64_t id = 910;
   uint64_t first = put_job(s, id, "queued", 0, "{\"s\":\"queued\"}", true);
@@ -864,6 +874,91 @@ static void test_pg_migrate_race(void) {
   printf("migrate race: ok\n");
 }
 
+struct listed_state {
+  uint64_t id;
+  char state[16]; /* "" while not listed */
+};
+static void on_state(void *arg, uint64_t id, const char *state, const void *request, size_t len) {
+  (void)request, (void)len;
+  struct listed_state *js = arg;
+  if (id == js->id) snprintf(js->state, sizeof js->state, "%s", state);
+}
+
+/* The state store_unfinished reads back for id; "" when it lists no such job. */
+static const char *unfinished_state(struct store *s, uint64_t id) {
+  static struct listed_state js;
+  js = (struct listed_state){.id = id};
+  store_unfinished(s, on_state, &js);
+  return js.state;
+}
+
+/* The accept journal (journal.h): store_sync puts a job's first row and its final row
+ * there in one write, without a commit; a process killed before the writer committed
+ * them finds them in the database when it opens it again, with every rule of a
+ * commit's (a first row never goes back over the later state a commit wrote, a
+ * final row drops the request), up to a torn tail; rows between, held rows and a
+ * dependent job's row are committed as before. Rows gather 10 minutes here: only the
+ * syncs and the kill decide what reaches the database. */
+static void test_journal(void) {
+  pid_t child = fork();
+  if (child == 0) {
+    struct store *s = open_store();
+    store_set_gather_ms(s, 600 * 1000, 600 * 1000);
+    CHECK_INT_EQ(store_sync(s, put_job(s, 950, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
+    uint64_t first = put_job(s, 951, "queued", 0, "{\"s\":\"queued\"}", true);
+    put_job(s, 951, "done", 2951.0, "{\"s\":\"done\"}", false); /* replaces it in the queue */
+    CHECK_INT_EQ(store_sync(s, first), 0);
+    CHECK_INT_EQ(store_sync(s, put_job(s, 952, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
+    CHECK_INT_EQ(store_sync(s, put_job(s, 952, "running", 0, "{\"s\":\"running\"}", false)), 0);
+    CHECK(on_disk(952)); /* a row between: committed */
+    CHECK(!on_disk(950) && !on_disk(951));
+    store_hold(s);
+    uint64_t held = put_job(s, 953, "queued", 0, "{}", true);
+    store_release(s);
+    CHECK_INT_EQ(store_sync(s, held), 0);
+    CHECK(on_disk(953));
+    CHECK_INT_EQ(store_sync(s, put_job_after(s, 954, "queued", 0, "{}", true, 953)), 0);
+    CHECK(on_disk(954));
+    struct store_status st;
+    store_status(s, &st);
+    CHECK_INT_EQ(st.rows_journaled, 3); /* 950, 951 and 952's first row */
+    CHECK(!on_disk(950) && !on_disk(951));
+    raise(SIGKILL);
+  }
+  int status;
+  CHECK_INT_EQ(waitpid(child, &status, 0), child);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  CHECK(file_bytes("-accepted.0") > 0);
+  /* A torn entry after them (a power loss's): the replay stops there. */
+  char path[600];
+  snprintf(path, sizeof path, "%s-accepted.0", db);
+  FILE *f = fopen(path, "ab");
+  CHECK(f != NULL);
+  fwrite("GAJ1 torn", 1, 9, f);
+  fclose(f);
+  struct store *s = open_store();
+  CHECK_INT_EQ(file_bytes("-accepted.0"), 0); /* applied, and opened empty */
+  CHECK_STR_EQ(unfinished_state(s, 950), "queued");
+  CHECK_STR_EQ(unfinished_state(s, 952), "running"); /* not taken back to queued */
+  CHECK_STR_EQ(unfinished_state(s, 951), "");
+  check_record(s, 951, "{\"s\":\"done\"}");
+  CHECK_INT_EQ(request_on_disk(951), -1);
+  CHECK_INT_EQ(request_on_disk(950), 40);
+  /* A clean close leaves no journal; FULL durability journals nothing. */
+  store_close(s);
+  CHECK_INT_EQ(file_bytes("-accepted.0"), -1);
+  CHECK_INT_EQ(file_bytes("-accepted.1"), -1);
+  s = open_committing_store();
+  CHECK_INT_EQ(store_sync(s, put_job(s, 955, "queued", 0, "{}", true)), 0);
+  CHECK(on_disk(955));
+  struct store_status st;
+  store_status(s, &st);
+  CHECK_INT_EQ(st.rows_journaled, 0);
+  CHECK_INT_EQ(file_bytes("-accepted.0"), -1);
+  store_close(s);
+  printf("accept journal: ok\n");
+}
+
 int main(void) {
   const char *pg = getenv("GPULAB_TEST_DB");
   test_db_make("store", db, sizeof db);
@@ -879,6 +974,7 @@ int main(void) {
   if (!pg || !*pg) test_wanted();
   if (!pg || !*pg) test_request_kept();
   if (!pg || !*pg) test_await();
+  if (!pg || !*pg) test_journal();
   if (!pg || !*pg) test_sqlite_checkpoints();
   if (!pg || !*pg) test_stress(); /* after: its 12,000 rows would slow the checkpoints */
   if (pg && *pg) {

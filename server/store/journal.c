@@ -1,0 +1,249 @@
+/* The accept journal (journal.h): entries appended with one writev, read back at the
+ * next start. */
+#include "server/store/journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define ENTRY_MAGIC 0x314a4147u /* "GAJ1" */
+#define NO_BYTES UINT32_MAX     /* a NULL record or request */
+
+struct entry_header {
+  uint32_t magic;
+  uint32_t len;      /* of what follows the header */
+  uint64_t checksum; /* hash_part over the entry's parts, in order */
+};
+
+/* The row's numbers, then its strings and bytes in this order (lengths here). */
+struct entry_fixed {
+  uint64_t id;
+  double created, finished;
+  uint32_t create;
+  uint32_t client_len, type_len, state_len, record_len, request_len;
+};
+
+struct journal {
+  int fd[2];
+  uint64_t size[2];    /* bytes in each file */
+  uint64_t pending[2]; /* rows appended to each and not yet committed */
+  int active;          /* the file appended to */
+  bool broken;         /* a torn append could not be undone: no more appends */
+  uint64_t appended, truncations;
+  char path[2][4096];
+};
+
+/* FNV-1a's step, over 8-byte words and then the bytes left: a torn tail (a power
+ * loss's) fails it, and an entry of a few KB costs a few hundred steps. Each of an
+ * entry's parts is hashed apart, in order. */
+#define HASH_START 0xcbf29ce484222325ull
+static uint64_t hash_part(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  for (; n > 0; p++, n--) h = (h ^ *p) * 0x100000001b3ull;
+  return h;
+}
+
+static void file_name(char *out, size_t len, const char *db, int gen) {
+  snprintf(out, len, "%s-accepted.%d", db, gen);
+}
+
+/* ---- reading back ---- */
+
+/* The whole file into *data (malloc'd), its length in *len; 0, or -errno (-ENOENT:
+ * no file). */
+static int slurp(const char *path, char **data, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  struct stat st;
+  char *buf = NULL;
+  int err = fstat(fd, &st) == 0 ? 0 : -errno;
+  if (!err && !(buf = malloc((size_t)st.st_size + 1))) err = -ENOMEM;
+  size_t got = 0;
+  while (!err && got < (size_t)st.st_size) {
+    ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = n < 0 ? -errno : -EIO;
+    else got += (size_t)n;
+  }
+  close(fd);
+  if (err) {
+    free(buf);
+    return err;
+  }
+  *data = buf;
+  *len = got;
+  return 0;
+}
+
+/* The text of n bytes at p, as a NUL-terminated copy in the scratch *buf. */
+static const char *text(const char *p, uint32_t n, char **buf) {
+  char *s = *buf;
+  memcpy(s, p, n);
+  s[n] = 0;
+  *buf += n + 1;
+  return s;
+}
+
+/* One file's entries, up to the first that is cut short or fails its checksum. */
+static int read_file(const char *path, int (*fn)(void *arg, const struct journal_entry *e),
+                     void *arg) {
+  char *data = NULL;
+  size_t len = 0;
+  int err = slurp(path, &data, &len);
+  if (err) return err == -ENOENT ? 0 : err;
+  const char *at = data, *end = data + len;
+  int n = 0, rc = 0;
+  char *strings = malloc(len + 4); /* NUL-terminated copies: never more than the file */
+  if (!strings) rc = -ENOMEM;
+  while (!rc && (size_t)(end - at) >= sizeof(struct entry_header) + sizeof(struct entry_fixed)) {
+    struct entry_header h;
+    struct entry_fixed f;
+    memcpy(&h, at, sizeof h);
+    memcpy(&f, at + sizeof h, sizeof f);
+    const char *p = at + sizeof h + sizeof f;
+    uint32_t part[5] = {f.client_len, f.type_len, f.state_len, f.record_len, f.request_len};
+    uint64_t parts = 0, sum = hash_part(HASH_START, &f, sizeof f);
+    for (int i = 0; i < 5; i++) parts += part[i] == NO_BYTES ? 0 : part[i];
+    if (h.magic != ENTRY_MAGIC || h.len != sizeof f + parts || parts > (uint64_t)(end - p))
+      break; /* a torn tail */
+    const char *piece[5];
+    for (int i = 0; i < 5; i++) {
+      piece[i] = part[i] == NO_BYTES ? NULL : p;
+      if (piece[i]) sum = hash_part(sum, p, part[i]), p += part[i];
+    }
+    if (sum != h.checksum || !piece[0] || !piece[1] || !piece[2]) break;
+    char *scratch = strings;
+    struct journal_entry e = {.id = f.id,
+                              .created = f.created,
+                              .finished = f.finished,
+                              .create = f.create != 0,
+                              .client = text(piece[0], part[0], &scratch),
+                              .type = text(piece[1], part[1], &scratch),
+                              .state = text(piece[2], part[2], &scratch),
+                              .record = piece[3] ? text(piece[3], part[3], &scratch) : NULL,
+                              .request = piece[4],
+                              .request_len = piece[4] ? part[4] : 0};
+    rc = fn(arg, &e);
+    n++;
+    at = p;
+  }
+  free(strings);
+  free(data);
+  return rc ? rc : n;
+}
+
+int journal_read(const char *db, int (*fn)(void *arg, const struct journal_entry *e), void *arg) {
+  int total = 0;
+  for (int gen = 0; gen < 2; gen++) {
+    char path[4096];
+    file_name(path, sizeof path, db, gen);
+    int n = read_file(path, fn, arg);
+    if (n < 0) return n;
+    total += n;
+  }
+  return total;
+}
+
+/* ---- appending ---- */
+
+int journal_open(const char *db, struct journal **out, char *why, size_t why_len) {
+  struct journal *j = calloc(1, sizeof *j);
+  if (!j) {
+    snprintf(why, why_len, "out of memory");
+    return -ENOMEM;
+  }
+  for (int gen = 0; gen < 2; gen++) {
+    file_name(j->path[gen], sizeof j->path[gen], db, gen);
+    j->fd[gen] = open(j->path[gen], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (j->fd[gen] < 0) {
+      int e = errno;
+      snprintf(why, why_len, "cannot open %s: %s", j->path[gen], strerror(e));
+      if (gen == 1) close(j->fd[0]);
+      free(j);
+      return -e;
+    }
+  }
+  *out = j;
+  return 0;
+}
+
+void journal_close(struct journal *j) {
+  if (!j) return;
+  bool done = j->pending[0] == 0 && j->pending[1] == 0;
+  for (int gen = 0; gen < 2; gen++) {
+    close(j->fd[gen]);
+    if (done) unlink(j->path[gen]);
+  }
+  free(j);
+}
+
+static uint32_t len_or_none(const void *p, size_t n) { return p ? (uint32_t)n : NO_BYTES; }
+
+int journal_append(struct journal *j, const struct journal_entry *e) {
+  if (j->broken) return -EIO;
+  int other = 1 - j->active;
+  if (j->size[j->active] > JOURNAL_SWITCH_BYTES && j->pending[other] == 0 && j->size[other] == 0)
+    j->active = other;
+  int gen = j->active;
+  size_t record_len = e->record ? strlen(e->record) : 0;
+  if (record_len >= NO_BYTES || e->request_len >= NO_BYTES) return -EFBIG;
+  struct entry_fixed f = {.id = e->id,
+                          .created = e->created,
+                          .finished = e->finished,
+                          .create = e->create,
+                          .client_len = (uint32_t)strlen(e->client),
+                          .type_len = (uint32_t)strlen(e->type),
+                          .state_len = (uint32_t)strlen(e->state),
+                          .record_len = len_or_none(e->record, record_len),
+                          .request_len = len_or_none(e->request, e->request_len)};
+  struct iovec iov[7] = {{NULL, sizeof(struct entry_header)},
+                         {&f, sizeof f},
+                         {(void *)e->client, f.client_len},
+                         {(void *)e->type, f.type_len},
+                         {(void *)e->state, f.state_len},
+                         {(void *)e->record, record_len},
+                         {(void *)e->request, e->request ? e->request_len : 0}};
+  struct entry_header h = {.magic = ENTRY_MAGIC, .checksum = HASH_START};
+  size_t body = 0;
+  for (int i = 1; i < 7; i++) {
+    if (i < 5 || iov[i].iov_base) h.checksum = hash_part(h.checksum, iov[i].iov_base, iov[i].iov_len);
+    body += iov[i].iov_len;
+  }
+  h.len = (uint32_t)body;
+  iov[0].iov_base = &h;
+  size_t total = sizeof h + body;
+  ssize_t n;
+  do n = writev(j->fd[gen], iov, 7);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)total) { /* a full disk part way: the file goes back as it was */
+    int e = n < 0 ? errno : ENOSPC;
+    /* Or, when it cannot, no entry goes after that tail (which ends the replay). */
+    if (n > 0 && ftruncate(j->fd[gen], (off_t)j->size[gen]) != 0) j->broken = true;
+    return -e;
+  }
+  j->size[gen] += total;
+  j->pending[gen]++;
+  j->appended++;
+  return gen;
+}
+
+void journal_committed(struct journal *j, int gen) {
+  if (j->pending[gen] > 0) j->pending[gen]--;
+  if (j->pending[gen] == 0 && j->size[gen] > 0 && ftruncate(j->fd[gen], 0) == 0) {
+    j->size[gen] = 0;
+    j->truncations++;
+  }
+}
+
+uint64_t journal_appended(const struct journal *j) { return j ? j->appended : 0; }
+uint64_t journal_truncations(const struct journal *j) { return j ? j->truncations : 0; }
