@@ -1,14 +1,14 @@
-/* The accept journal (journal.h): entries appended with one writev, read back at the
+/* The accept journal (journal.h): entries appended with one write, read back at the
  * next start. */
 #include "server/store/journal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #define ENTRY_MAGIC 0x314a4147u /* "GAJ1" */
@@ -17,7 +17,7 @@
 struct entry_header {
   uint32_t magic;
   uint32_t len;      /* of what follows the header */
-  uint64_t checksum; /* hash_part over the entry's parts, in order */
+  uint64_t checksum; /* hash_body of what follows the header */
 };
 
 /* The row's numbers, then its strings and bytes in this order (lengths here). */
@@ -29,21 +29,22 @@ struct entry_fixed {
 };
 
 struct journal {
+  pthread_mutex_t lock; /* the rest: appends and truncations one at a time */
   int fd[2];
   uint64_t size[2];    /* bytes in each file */
   uint64_t pending[2]; /* rows appended to each and not yet committed */
   int active;          /* the file appended to */
   bool broken;         /* a torn append could not be undone: no more appends */
-  uint64_t appended, truncations;
   char path[2][4096];
 };
 
-/* FNV-1a's step, over 8-byte words and then the bytes left: a torn tail (a power
- * loss's) fails it, and an entry of a few KB costs a few hundred steps. Each of an
- * entry's parts is hashed apart, in order. */
+/* FNV-1a's step over 8-byte words, then over the bytes left, of an entry's body: a
+ * torn tail (a power loss's) fails it, and an entry of a few KB costs a few hundred
+ * steps. */
 #define HASH_START 0xcbf29ce484222325ull
-static uint64_t hash_part(uint64_t h, const void *data, size_t n) {
+static uint64_t hash_body(const void *data, size_t n) {
   const unsigned char *p = data;
+  uint64_t h = HASH_START;
   for (; n >= 8; p += 8, n -= 8) {
     uint64_t w;
     memcpy(&w, p, 8);
@@ -110,18 +111,19 @@ static int read_file(const char *path, int (*fn)(void *arg, const struct journal
     struct entry_fixed f;
     memcpy(&h, at, sizeof h);
     memcpy(&f, at + sizeof h, sizeof f);
-    const char *p = at + sizeof h + sizeof f;
+    const char *body = at + sizeof h, *p = body + sizeof f;
     uint32_t part[5] = {f.client_len, f.type_len, f.state_len, f.record_len, f.request_len};
-    uint64_t parts = 0, sum = hash_part(HASH_START, &f, sizeof f);
+    uint64_t parts = 0;
     for (int i = 0; i < 5; i++) parts += part[i] == NO_BYTES ? 0 : part[i];
-    if (h.magic != ENTRY_MAGIC || h.len != sizeof f + parts || parts > (uint64_t)(end - p))
+    if (h.magic != ENTRY_MAGIC || h.len != sizeof f + parts || parts > (uint64_t)(end - p) ||
+        hash_body(body, h.len) != h.checksum)
       break; /* a torn tail */
     const char *piece[5];
     for (int i = 0; i < 5; i++) {
       piece[i] = part[i] == NO_BYTES ? NULL : p;
-      if (piece[i]) sum = hash_part(sum, p, part[i]), p += part[i];
+      if (piece[i]) p += part[i];
     }
-    if (sum != h.checksum || !piece[0] || !piece[1] || !piece[2]) break;
+    if (!piece[0] || !piece[1] || !piece[2]) break;
     char *scratch = strings;
     struct journal_entry e = {.id = f.id,
                               .created = f.created,
@@ -173,6 +175,7 @@ int journal_open(const char *db, struct journal **out, char *why, size_t why_len
       return -e;
     }
   }
+  pthread_mutex_init(&j->lock, NULL);
   *out = j;
   return 0;
 }
@@ -184,19 +187,21 @@ void journal_close(struct journal *j) {
     close(j->fd[gen]);
     if (done) unlink(j->path[gen]);
   }
+  pthread_mutex_destroy(&j->lock);
   free(j);
 }
 
 static uint32_t len_or_none(const void *p, size_t n) { return p ? (uint32_t)n : NO_BYTES; }
 
-int journal_append(struct journal *j, const struct journal_entry *e) {
-  if (j->broken) return -EIO;
-  int other = 1 - j->active;
-  if (j->size[j->active] > JOURNAL_SWITCH_BYTES && j->pending[other] == 0 && j->size[other] == 0)
-    j->active = other;
-  int gen = j->active;
+/* Appends n bytes at *at. */
+static void put(char **at, const void *src, size_t n) {
+  if (n) memcpy(*at, src, n);
+  *at += n;
+}
+
+void *journal_encode(const struct journal_entry *e, size_t *len) {
   size_t record_len = e->record ? strlen(e->record) : 0;
-  if (record_len >= NO_BYTES || e->request_len >= NO_BYTES) return -EFBIG;
+  if (record_len >= NO_BYTES || e->request_len >= NO_BYTES) return NULL;
   struct entry_fixed f = {.id = e->id,
                           .created = e->created,
                           .finished = e->finished,
@@ -206,44 +211,54 @@ int journal_append(struct journal *j, const struct journal_entry *e) {
                           .state_len = (uint32_t)strlen(e->state),
                           .record_len = len_or_none(e->record, record_len),
                           .request_len = len_or_none(e->request, e->request_len)};
-  struct iovec iov[7] = {{NULL, sizeof(struct entry_header)},
-                         {&f, sizeof f},
-                         {(void *)e->client, f.client_len},
-                         {(void *)e->type, f.type_len},
-                         {(void *)e->state, f.state_len},
-                         {(void *)e->record, record_len},
-                         {(void *)e->request, e->request ? e->request_len : 0}};
-  struct entry_header h = {.magic = ENTRY_MAGIC, .checksum = HASH_START};
-  size_t body = 0;
-  for (int i = 1; i < 7; i++) {
-    if (i < 5 || iov[i].iov_base) h.checksum = hash_part(h.checksum, iov[i].iov_base, iov[i].iov_len);
-    body += iov[i].iov_len;
-  }
-  h.len = (uint32_t)body;
-  iov[0].iov_base = &h;
-  size_t total = sizeof h + body;
-  ssize_t n;
-  do n = writev(j->fd[gen], iov, 7);
-  while (n < 0 && errno == EINTR);
-  if (n != (ssize_t)total) { /* a full disk part way: the file goes back as it was */
+  size_t request_len = e->request ? e->request_len : 0;
+  size_t body = sizeof f + f.client_len + f.type_len + f.state_len + record_len + request_len;
+  struct entry_header h = {.magic = ENTRY_MAGIC, .len = (uint32_t)body};
+  char *entry = body < NO_BYTES ? malloc(sizeof h + body) : NULL, *at = entry;
+  if (!entry) return NULL;
+  put(&at, &h, sizeof h);
+  put(&at, &f, sizeof f);
+  put(&at, e->client, f.client_len);
+  put(&at, e->type, f.type_len);
+  put(&at, e->state, f.state_len);
+  put(&at, e->record, record_len);
+  put(&at, e->request, request_len);
+  *len = sizeof h + body;
+  return entry;
+}
+
+int journal_append(struct journal *j, void *entry, size_t len) {
+  struct entry_header h;
+  memcpy(&h, entry, sizeof h);
+  h.checksum = hash_body((char *)entry + sizeof h, len - sizeof h);
+  memcpy(entry, &h, sizeof h);
+  pthread_mutex_lock(&j->lock);
+  int other = 1 - j->active, gen = -EIO;
+  if (j->size[j->active] > JOURNAL_SWITCH_BYTES && j->pending[other] == 0 && j->size[other] == 0)
+    j->active = other;
+  if (!j->broken) gen = j->active;
+  ssize_t n = -1;
+  if (gen >= 0) do
+      n = write(j->fd[gen], entry, len);
+    while (n < 0 && errno == EINTR);
+  if (gen >= 0 && n != (ssize_t)len) { /* a full disk part way: the file goes back as it was */
     int e = n < 0 ? errno : ENOSPC;
     /* Or, when it cannot, no entry goes after that tail (which ends the replay). */
     if (n > 0 && ftruncate(j->fd[gen], (off_t)j->size[gen]) != 0) j->broken = true;
-    return -e;
+    gen = -e;
+  } else if (gen >= 0) {
+    j->size[gen] += len;
+    j->pending[gen]++;
   }
-  j->size[gen] += total;
-  j->pending[gen]++;
-  j->appended++;
+  pthread_mutex_unlock(&j->lock);
   return gen;
 }
 
-void journal_committed(struct journal *j, int gen) {
-  if (j->pending[gen] > 0) j->pending[gen]--;
-  if (j->pending[gen] == 0 && j->size[gen] > 0 && ftruncate(j->fd[gen], 0) == 0) {
-    j->size[gen] = 0;
-    j->truncations++;
-  }
+void journal_committed(struct journal *j, int gen, uint64_t n) {
+  pthread_mutex_lock(&j->lock);
+  j->pending[gen] -= n < j->pending[gen] ? n : j->pending[gen];
+  if (j->pending[gen] == 0 && j->size[gen] > 0 && ftruncate(j->fd[gen], 0) == 0) j->size[gen] = 0;
+  pthread_mutex_unlock(&j->lock);
 }
 
-uint64_t journal_appended(const struct journal *j) { return j ? j->appended : 0; }
-uint64_t journal_truncations(const struct journal *j) { return j ? j->truncations : 0; }
+

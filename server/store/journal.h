@@ -14,8 +14,9 @@
  * length and a checksum) and the row's fields; an entry cut short or not matching its
  * checksum ends the file's replay (a power loss's torn tail).
  *
- * Not thread-safe: the store calls it under its queue lock. Errors are negative
- * errnos. */
+ * Thread-safe: appends (and the truncations they race with) are serialized on the
+ * journal's own lock, so that a caller encodes an entry under its own lock and writes
+ * it outside. Errors are negative errnos. */
 #ifndef GPULAB_JOURNAL_H
 #define GPULAB_JOURNAL_H
 
@@ -53,17 +54,17 @@ int journal_open(const char *db, struct journal **out, char *why, size_t why_len
  * committed (journal_committed), and kept for the next start otherwise. */
 void journal_close(struct journal *j);
 
-/* Appends e in one write: when it returns, a crash of the process keeps it. Returns
- * the file it went to (0 or 1: journal_committed's gen), or a negative errno (the file
- * is as it was). */
-int journal_append(struct journal *j, const struct journal_entry *e);
+/* e as an entry's bytes (malloc'd, *len of them; NULL when out of memory or too
+ * large): a copy, for journal_append to write after e's memory may have changed. */
+void *journal_encode(const struct journal_entry *e, size_t *len);
 
-/* A row appended to file gen is committed to the database: a file with none left
+/* Appends an entry journal_encode made (its checksum made here) in one write: when it
+ * returns, a crash of the process keeps it. Returns the file it went to (0 or 1:
+ * journal_committed's gen), or a negative errno (the file is as it was). */
+int journal_append(struct journal *j, void *entry, size_t len);
+
+/* n rows appended to file gen are committed to the database: a file with none left
  * uncommitted is truncated. */
-void journal_committed(struct journal *j, int gen);
-
-/* Entries appended, and files truncated, since open (store_status). */
-uint64_t journal_appended(const struct journal *j);
-uint64_t journal_truncations(const struct journal *j);
+void journal_committed(struct journal *j, int gen, uint64_t n);
 
 #endif

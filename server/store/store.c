@@ -285,15 +285,16 @@ static struct queued_row *take_rows_locked(struct store *s, bool all) {
 }
 
 /* The journaled rows of batch (and of the rows they replaced) are in the database
- * now: their entries are no longer needed. Or the batch failed: the journal keeps
- * them for the next start, and takes no more entries. queue_lock held. */
-static void journal_batch_done_locked(struct store *s, const struct queued_row *batch, int err) {
-  if (!s->journal) return;
-  for (const struct queued_row *q = batch; q; q = q->next)
+ * now: done[gen] counts them by journal file, whose entries are no longer needed. Or
+ * the batch failed: the journal keeps them for the next start, and takes no more
+ * entries. queue_lock held. */
+static void journal_batch_done_locked(struct store *s, const struct queued_row *batch, int err,
+                                      uint64_t done[2]) {
+  for (const struct queued_row *q = batch; q && s->journal; q = q->next)
     for (const struct queued_row *a = q; a; a = a->absorbed) {
       if (a->journal_gen < 0) continue;
       if (!err) {
-        journal_committed(s->journal, a->journal_gen);
+        done[a->journal_gen]++;
       } else if (!s->journal_off) {
         log_warn("store: journaled rows could not be committed; they are kept in the accept "
                  "journal for the next start, and answers wait for commits again");
@@ -336,7 +337,10 @@ static void write_queued_locked(struct store *s, bool all) {
     s->commits++;
     for (const struct queued_row *q = batch; q; q = q->next) s->rows_written++;
   }
-  journal_batch_done_locked(s, batch, err);
+  uint64_t journaled[2] = {0, 0};
+  journal_batch_done_locked(s, batch, err, journaled);
+  bool journal_use = journaled[0] || journaled[1];
+  s->journal_users += journal_use;
   for (struct queued_row *q = batch; q; q = q->next) tickets_forget(s, q);
   s->inflight = NULL;
   /* The batch's waiters go now; the size bound's check (which may prune) comes after,
@@ -344,12 +348,15 @@ static void write_queued_locked(struct store *s, bool all) {
   pthread_cond_broadcast(&s->committed_cond);
   pthread_mutex_unlock(&s->queue_lock);
   free_rows(batch);
+  for (int gen = 0; gen < 2 && journal_use; gen++) /* outside queue_lock: it may truncate */
+    if (journaled[gen]) journal_committed(s->journal, gen, journaled[gen]);
   if (check) {
     pthread_mutex_lock(&s->lock);
     store_keep_within_locked(s);
     pthread_mutex_unlock(&s->lock);
   }
   queue_lock(s);
+  s->journal_users -= journal_use;
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
   if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
@@ -481,7 +488,7 @@ int store_put(struct store *s, const struct store_row *r) {
   q->absorbed = q->replaced_by = NULL;
   q->made = NULL;
   q->awaited = q->in_batch = false;
-  q->journal_gen = -1;
+  q->journal_gen = JOURNAL_NONE;
   q->queued_at = now_mono();
   q->row.client = put_bytes(&at, r->client, client);
   q->row.type = put_bytes(&at, type_s, type);
@@ -537,19 +544,28 @@ static bool ticket_journaled(struct store *s, uint64_t ticket) {
   return false;
 }
 
-/* Appends q (queued, not taken for writing) to the accept journal in place of a
- * commit, when it may go there: a job's first row as it was queued, or its final row
- * (what answers wait for; what a restart needs), whose replay never depends on the
- * order of entries (replay_locked's rule); not a row between (a running
- * job's: a replayed first row would not go back over it), nor one of rows that mean
- * nothing apart (store_hold), nor one of a job that depends on others (a job is never
- * on disk before one it names). Its commit is left to the writer (no longer wanted:
- * it gathers as any row). 0 when journaled. queue_lock held. */
-static int journal_row_locked(struct store *s, struct queued_row *q) {
+/* Whether q (queued, not taken for writing) may go to the accept journal in place of
+ * a commit: a job's first row as it was queued, or its final row (what answers wait
+ * for; what a restart needs), whose replay never depends on the order of entries
+ * (replay_locked's rule); not a row between (a running job's: a replayed first row
+ * would not go back over it), nor one of rows that mean nothing apart (store_hold),
+ * nor one of a job that depends on others (a job is never on disk before one it
+ * names). queue_lock held. */
+static bool journal_may_take(const struct store *s, const struct queued_row *q) {
   const struct store_row *r = &q->row;
-  if (!s->journal || s->journal_off || q->held || s->holds || r->table != STORE_JOBS ||
-      r->n_parents > 0 || !(r->finished > 0 || (r->create && !q->absorbed)))
-    return -EAGAIN;
+  return s->journal && !s->journal_off && q->journal_gen == JOURNAL_NONE && !q->held &&
+         !s->holds && r->table == STORE_JOBS && r->n_parents == 0 &&
+         (r->finished > 0 || (r->create && !q->absorbed));
+}
+
+/* Appends q (journal_may_take) to the accept journal: encoded under queue_lock, written
+ * outside it (other threads queue rows meanwhile), so q may have been replaced, or
+ * taken and committed, by then: its entry is then found by its ticket, or counted as
+ * committed at once. Its commit is left to the writer. Returns 0 when journaled; -ENOMEM (q untouched: commit it); or -EAGAIN
+ * when the write failed, the journal now off (queue_lock was released: look again).
+ * Called and returns with queue_lock held. */
+static int journal_row(struct store *s, struct queued_row *q) {
+  const struct store_row *r = &q->row;
   if (!r->record && r->make_record) q->row.record = q->made = r->make_record(r->record_arg);
   struct journal_entry e = {.id = r->id,
                             .created = r->created,
@@ -561,15 +577,33 @@ static int journal_row_locked(struct store *s, struct queued_row *q) {
                             .record = r->record,
                             .request = r->request,
                             .request_len = r->request_len};
-  int gen = journal_append(s->journal, &e);
+  size_t len;
+  void *entry = journal_encode(&e, &len);
+  if (!entry) return -ENOMEM;
+  uint64_t ticket = q->ticket;
+  q->journal_gen = JOURNAL_WRITING;
+  s->journal_users++;
+  pthread_mutex_unlock(&s->queue_lock);
+  int gen = journal_append(s->journal, entry, len);
+  free(entry);
+  queue_lock(s);
+  s->journal_users--;
+  struct queued_row *row = ticket_find(s, ticket); /* NULL: committed meanwhile */
+  if (row) row->journal_gen = gen >= 0 ? (int8_t)gen : JOURNAL_NONE;
+  /* Unwanted: no answer waits for its commit. A final row gathers no longer than
+   * gather_ms (none of its job's rows comes after it): the queue stays short. */
+  if (row && gen >= 0 && !row->in_batch) {
+    row->wanted = false;
+    if (row->row.finished > 0) row->awaited = false;
+  }
+  if (!row && gen >= 0) journal_committed(s->journal, gen, 1);
+  pthread_cond_broadcast(&s->committed_cond); /* syncers of the same row, store_set_durability */
   if (gen < 0) {
     log_warn("store: the accept journal takes no more entries (%s); answers wait for commits",
              strerror(-gen));
     s->journal_off = true;
-    return gen;
+    return -EAGAIN;
   }
-  q->journal_gen = (int8_t)gen;
-  q->wanted = false;
   s->rows_journaled++;
   return 0;
 }
@@ -581,7 +615,15 @@ int store_sync(struct store *s, uint64_t ticket) {
   for (;;) {
     struct queued_row *q = row_holding(s, ticket);
     if (!q || ticket_journaled(s, ticket)) break; /* written, failed, or journaled */
-    if (!q->in_batch && journal_row_locked(s, q) == 0) break;
+    if (q->journal_gen == JOURNAL_WRITING) { /* another syncer's write: its outcome */
+      pthread_cond_wait(&s->committed_cond, &s->queue_lock);
+      continue;
+    }
+    if (!q->in_batch && journal_may_take(s, q)) {
+      int rc = journal_row(s, q);
+      if (rc == 0) break;
+      if (rc == -EAGAIN) continue;
+    }
     if (since == 0) since = now_mono();
     if (!q->in_batch) want_locked(s, q);
     if (!q->in_batch && may_write_locked(s))
@@ -701,6 +743,7 @@ int store_set_durability(struct store *s, enum store_durability d) {
   pthread_mutex_unlock(&s->lock);
   if (full) {
     queue_lock(s);
+    while (s->journal_users > 0) pthread_cond_wait(&s->committed_cond, &s->queue_lock);
     journal_close(s->journal); /* kept on disk if a flushed row failed */
     s->journal = NULL;
     pthread_mutex_unlock(&s->queue_lock);

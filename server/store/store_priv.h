@@ -30,8 +30,12 @@ struct queued_row {
   bool in_batch;                  /* taken for writing: left the queue */
   char *made;                     /* row.make_record's text, once made (freed with the row) */
   bool held;                      /* queued inside store_hold: never journaled alone */
-  int8_t journal_gen;             /* in the accept journal's file 0 or 1 (journal.h); -1 not */
+  int8_t journal_gen;             /* in the accept journal's file 0 or 1 (journal.h); else
+                                     JOURNAL_NONE, or JOURNAL_WRITING while a syncer writes it */
 };
+
+#define JOURNAL_NONE (-1)
+#define JOURNAL_WRITING (-2)
 
 /* Tickets (rows, numbered in queue order) of a transaction that failed. */
 struct failed_range {
@@ -176,6 +180,7 @@ struct store {
    * a batch holding journaled rows failed: they are applied at the next start. */
   struct journal *journal;
   bool journal_off;
+  int journal_users; /* threads writing to it outside queue_lock: it stays open meanwhile */
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
   atomic_bool over_limit; /* pruned all it could and is still over */
