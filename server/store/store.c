@@ -284,6 +284,15 @@ static struct queued_row *take_rows_locked(struct store *s, bool all) {
   return batch;
 }
 
+/* A journaled row's commit failed: the journal keeps what it holds for the next start
+ * (whose replay applies it) and takes no more entries. queue_lock held. */
+static void journal_keep_locked(struct store *s) {
+  if (s->journal_off) return;
+  log_warn("store: journaled rows could not be committed; they are kept in the accept journal "
+           "for the next start, and answers wait for commits again");
+  s->journal_off = true;
+}
+
 /* The journaled rows of batch (and of the rows they replaced) are in the database
  * now: done[gen] counts them by journal file, whose entries are no longer needed. Or
  * the batch failed: the journal keeps them for the next start, and takes no more
@@ -295,10 +304,8 @@ static void journal_batch_done_locked(struct store *s, const struct queued_row *
       if (a->journal_gen < 0) continue;
       if (!err) {
         done[a->journal_gen]++;
-      } else if (!s->journal_off) {
-        log_warn("store: journaled rows could not be committed; they are kept in the accept "
-                 "journal for the next start, and answers wait for commits again");
-        s->journal_off = true;
+      } else {
+        journal_keep_locked(s);
       }
     }
 }
@@ -536,6 +543,20 @@ uint64_t store_ticket(struct store *s) { return last_put.store == s ? last_put.t
 /* Whether a writer may take a batch now. queue_lock held. */
 static bool may_write_locked(const struct store *s) { return !s->writing && !s->holds; }
 
+/* The error of the failed transaction that held ticket's row (written or failed: no
+ * longer queued), or 0 when it was written. queue_lock held. */
+static int ticket_failed(const struct store *s, uint64_t ticket) {
+  int err = 0;
+  uint64_t kept = s->n_failed < FAILED_RANGES ? s->n_failed : FAILED_RANGES;
+  for (uint64_t i = 0; i < kept && ticket && !err; i++) {
+    const struct failed_range *f = &s->failed[(s->n_failed - 1 - i) % FAILED_RANGES];
+    if (ticket >= f->from && ticket <= f->to) err = f->error;
+  }
+  /* Past the ring's memory: it may have failed, and is never said to be written. */
+  if (!err && ticket && ticket <= s->failed_forgotten) err = s->error ? s->error : -EIO;
+  return err;
+}
+
 /* Whether the row of ticket, or a later row of its job that replaced it, is in the
  * accept journal. queue_lock held. */
 static bool ticket_journaled(struct store *s, uint64_t ticket) {
@@ -544,24 +565,25 @@ static bool ticket_journaled(struct store *s, uint64_t ticket) {
   return false;
 }
 
-/* Whether q (queued, not taken for writing) may go to the accept journal in place of
- * a commit: a job's first row as it was queued, or its final row (what answers wait
- * for; what a restart needs), whose replay never depends on the order of entries
- * (replay_locked's rule); not a row between (a running job's: a replayed first row
- * would not go back over it), nor one of rows that mean nothing apart (store_hold),
- * nor one of a job that depends on others (a job is never on disk before one it
- * names). queue_lock held. */
+/* Whether q may go to the accept journal in place of a commit: a job's first row as it
+ * was queued, or its final row (what answers wait for; what a restart needs), whose
+ * replay never depends on the order of entries (replay_locked's rule); not a row
+ * between (a running job's: a replayed first row would not go back over it), nor one
+ * of rows that mean nothing apart (store_hold), nor one of a job that depends on
+ * others (a job is never on disk before one it names). A row in the batch being
+ * committed too, rather than wait for that whole commit, unless its record is still
+ * to be made (the writer makes it outside the lock). queue_lock held. */
 static bool journal_may_take(const struct store *s, const struct queued_row *q) {
   const struct store_row *r = &q->row;
   return s->journal && !s->journal_off && q->journal_gen == JOURNAL_NONE && !q->held &&
          !s->holds && r->table == STORE_JOBS && r->n_parents == 0 &&
-         (r->finished > 0 || (r->create && !q->absorbed));
+         (r->finished > 0 || (r->create && !q->absorbed)) && (!q->in_batch || !r->make_record);
 }
 
 /* Appends q (journal_may_take) to the accept journal: encoded under queue_lock, written
  * outside it (other threads queue rows meanwhile), so q may have been replaced, or
- * taken and committed, by then: its entry is then found by its ticket, or counted as
- * committed at once. Its commit is left to the writer. Returns 0 when journaled; -ENOMEM (q untouched: commit it); or -EAGAIN
+ * committed, by then: its entry is then found by its ticket (a batch that has not
+ * ended counts it), or counted as committed at once. Its commit is left to the writer. Returns 0 when journaled; -ENOMEM (q untouched: commit it); or -EAGAIN
  * when the write failed, the journal now off (queue_lock was released: look again).
  * Called and returns with queue_lock held. */
 static int journal_row(struct store *s, struct queued_row *q) {
@@ -596,7 +618,11 @@ static int journal_row(struct store *s, struct queued_row *q) {
     row->wanted = false;
     if (row->row.finished > 0) row->awaited = false;
   }
-  if (!row && gen >= 0) journal_committed(s->journal, gen, 1);
+  if (!row && gen >= 0 && !ticket_failed(s, ticket)) {
+    journal_committed(s->journal, gen, 1);
+  } else if (!row && gen >= 0) { /* its batch failed: the entry stays */
+    journal_keep_locked(s);
+  }
   pthread_cond_broadcast(&s->committed_cond); /* syncers of the same row, store_set_durability */
   if (gen < 0) {
     log_warn("store: the accept journal takes no more entries (%s); answers wait for commits",
@@ -610,18 +636,20 @@ static int journal_row(struct store *s, struct queued_row *q) {
 
 int store_sync(struct store *s, uint64_t ticket) {
   int err = 0;
-  double since = 0; /* when it found its row unwritten */
+  double since = 0;       /* when it found its row unwritten */
+  bool journaled = false; /* durable in the journal, whatever its commit's fate */
   queue_lock(s);
   for (;;) {
     struct queued_row *q = row_holding(s, ticket);
-    if (!q || ticket_journaled(s, ticket)) break; /* written, failed, or journaled */
+    if (!q) break; /* written, or failed */
+    if ((journaled = ticket_journaled(s, ticket))) break;
     if (q->journal_gen == JOURNAL_WRITING) { /* another syncer's write: its outcome */
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
       continue;
     }
-    if (!q->in_batch && journal_may_take(s, q)) {
+    if (journal_may_take(s, q)) {
       int rc = journal_row(s, q);
-      if (rc == 0) break;
+      if ((journaled = rc == 0)) break;
       if (rc == -EAGAIN) continue;
     }
     if (since == 0) since = now_mono();
@@ -631,13 +659,7 @@ int store_sync(struct store *s, uint64_t ticket) {
     else
       pthread_cond_wait(&s->committed_cond, &s->queue_lock);
   }
-  uint64_t kept = s->n_failed < FAILED_RANGES ? s->n_failed : FAILED_RANGES;
-  for (uint64_t i = 0; i < kept && ticket && !err; i++) {
-    const struct failed_range *f = &s->failed[(s->n_failed - 1 - i) % FAILED_RANGES];
-    if (ticket >= f->from && ticket <= f->to) err = f->error;
-  }
-  /* Past the ring's memory: it may have failed, and is never said to be written. */
-  if (!err && ticket && ticket <= s->failed_forgotten) err = s->error ? s->error : -EIO;
+  if (!journaled) err = ticket_failed(s, ticket);
   if (since > 0) {
     s->syncs_waited++;
     s->sync_wait_s += now_mono() - since;
