@@ -360,6 +360,9 @@ int main(int argc, char **argv) {
                                .on_job_end = count_job, .on_job_end_arg = metrics,
                                .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
                                .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
+                               /* One box's store: a block rarely (the call waits for a commit
+                                  of a few hundred rows); a fleet's: ids close together. */
+                               .ids_block = store && !store_shared(store) ? 65536 : 0,
                                .on_buffer_change = store ? durable_buffer : NULL, .on_buffer_change_arg = store,
                                .first_id = first_id, .first_buffer_id = first_buffer_id,
                                .node = fleet_store(store) ? cfg.node : NULL};

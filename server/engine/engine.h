@@ -93,7 +93,7 @@ struct engine_recorded {
 
 /* The engine's id sequences, for engine_config.reserve_ids. */
 enum engine_ids { ENGINE_IDS_JOBS, ENGINE_IDS_BUFFERS };
-#define ENGINE_IDS_BLOCK 1024 /* ids reserved at a time */
+#define ENGINE_IDS_BLOCK 1024 /* ids reserved at a time, unless ids_block says */
 
 struct engine_config {
   int max_jobs_kept; /* finished jobs beyond this many are forgotten, oldest first, in
@@ -123,6 +123,10 @@ struct engine_config {
    * -EROFS, -EIO, ...): the job (or buffer) is then refused with it. */
   int (*reserve_ids)(void *arg, enum engine_ids kind, uint64_t *next, uint64_t upto);
   void *reserve_ids_arg;
+  /* Ids reserved at a time (0: ENGINE_IDS_BLOCK). The call is made under the engine's
+   * lock and waits for the store's: a larger block makes it rarer (a crash skips up
+   * to that many ids). */
+  uint64_t ids_block;
   /* Called (may be NULL) under the lock when a buffer gets its id (an upload, a job's
    * kept output: listed) and when it leaves the table (deleted, its job withdrawn, the
    * engine freed: listed false): what a fleet's store records of where buffers live.

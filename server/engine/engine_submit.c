@@ -26,7 +26,7 @@ int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
                       struct engine_error *err) {
   if (!e->cfg.reserve_ids || id <= e->ids_reserved[kind]) return 0;
   uint64_t *next = kind == ENGINE_IDS_JOBS ? &e->next_id : &e->next_buffer_id;
-  uint64_t from = *next, upto = id + ENGINE_IDS_BLOCK - 1;
+  uint64_t from = *next, upto = id + (e->cfg.ids_block ? e->cfg.ids_block : ENGINE_IDS_BLOCK) - 1;
   int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, &from, upto);
   if (rc == 0 && from < *next) rc = -EINVAL; /* a block only moves forward */
   if (rc == 0) {
