@@ -583,9 +583,10 @@ static bool journal_may_take(const struct store *s, const struct queued_row *q) 
 /* Appends q (journal_may_take) to the accept journal: encoded under queue_lock, written
  * outside it (other threads queue rows meanwhile), so q may have been replaced, or
  * committed, by then: its entry is then found by its ticket (a batch that has not
- * ended counts it), or counted as committed at once. Its commit is left to the writer. Returns 0 when journaled; -ENOMEM (q untouched: commit it); or -EAGAIN
- * when the write failed, the journal now off (queue_lock was released: look again).
- * Called and returns with queue_lock held. */
+ * ended counts it), or counted as committed at once. Its commit is left to the
+ * writer. Returns 0 when journaled; -ENOMEM (q untouched: commit it); or -EAGAIN when
+ * the write failed, the journal now off (queue_lock was released: look again). Called
+ * and returns with queue_lock held. */
 static int journal_row(struct store *s, struct queued_row *q) {
   const struct store_row *r = &q->row;
   if (!r->record && r->make_record) q->row.record = q->made = r->make_record(r->record_arg);
