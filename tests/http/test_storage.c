@@ -210,7 +210,7 @@ static void test_full_fsize(void) {
  * (leaving 128 KiB); room is made by deleting it. Each full start may leave up to that
  * much more in the database, its WAL (a checkpoint that found the disk full does not
  * shrink it) and the accept journal (rows accepted until a commit found the disk full:
- * 3-22 here), which 512 KiB did not always hold. Mounted in a mount namespace of
+ * 1-22 rows here), which 512 KiB did not always hold. Mounted in a mount namespace of
  * this test's own (it goes when the test ends); where that is not allowed, this case
  * says so and passes. */
 static char tmpfs_dir[96], filler[128];
