@@ -59,6 +59,15 @@ static const char pragmas[] =
  * pages (bench/RESULTS.md). ?6 is the row's finished time. */
 #define KEPT_REQUEST "request=CASE WHEN ?6 > 0 THEN NULL ELSE request END"
 
+/* A job's row written (bind_job_row's parameters): its first row, inserted or (a
+ * restored job's) replacing the stored one, and a later row's update (WHERE to add).
+ * The accept journal's replay adds its own conditions to both. */
+#define JOB_SET "state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST
+#define JOB_UPSERT                                                                \
+  "INSERT INTO jobs(id, client, type, state, created, finished, request, record)" \
+  " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET " JOB_SET
+#define JOB_UPDATE "UPDATE jobs SET " JOB_SET
+
 int lite_errno(sqlite3 *db, int rc) {
   switch (rc & 0xff) {
   case SQLITE_FULL: return -ENOSPC;
@@ -155,17 +164,9 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
   int checked = quick_check(l->db, why, why_len);
   if (checked) return checked;
   if ((rc = sqlite3_exec(l->db, schema, NULL, NULL, &msg)) != SQLITE_OK) goto fail;
-  if ((rc = sqlite3_prepare_v2(
-           l->db,
-           "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
-           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET"
-           " state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST,
-           -1, &l->put, NULL)) != SQLITE_OK ||
-      (rc = sqlite3_prepare_v2(
-           l->db,
-           "UPDATE jobs SET state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST
-           " WHERE id=?1",
-           -1, &l->update, NULL)) != SQLITE_OK ||
+  if ((rc = sqlite3_prepare_v2(l->db, JOB_UPSERT, -1, &l->put, NULL)) != SQLITE_OK ||
+      (rc = sqlite3_prepare_v2(l->db, JOB_UPDATE " WHERE id=?1", -1, &l->update, NULL)) !=
+          SQLITE_OK ||
       (rc = sqlite3_prepare_v2(l->db, "SELECT record FROM jobs WHERE id=?1", -1, &l->get, NULL)) !=
           SQLITE_OK ||
       (rc = sqlite3_prepare_v2(
@@ -220,6 +221,25 @@ static void lite_close(struct store *s) {
   s->backend = NULL;
 }
 
+/* A job's row into st, a statement of put's or update's parameters (?1 id, ?2 client,
+ * ?3 type, ?4 state, ?5 created, ?6 finished, ?7 request, ?8 record; update: ?1, ?4,
+ * ?6 and ?8 only). A NULL record keeps the stored one. */
+static void bind_job_row(sqlite3_stmt *st, const struct store_row *r) {
+  sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
+  sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
+  sqlite3_bind_double(st, 6, r->finished);
+  sqlite3_bind_text(st, 8, r->record, -1, SQLITE_STATIC); /* NULL binds NULL */
+  if (r->create) {
+    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, r->created);
+    if (r->request && r->finished == 0) /* KEPT_REQUEST */
+      sqlite3_bind_blob(st, 7, r->request, (int)r->request_len, SQLITE_STATIC);
+    else
+      sqlite3_bind_null(st, 7);
+  }
+}
+
 /* Writes one row; the database lock is held. Returns SQLite's result. A job whose
  * first row failed (it was refused) is never created by a later one. */
 static int write_row_locked(struct lite *l, const struct store_row *r) {
@@ -234,22 +254,7 @@ static int write_row_locked(struct lite *l, const struct store_row *r) {
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
   }
   sqlite3_stmt *st = r->create ? l->put : l->update;
-  sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
-  sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
-  sqlite3_bind_double(st, 6, r->finished);
-  if (r->create) {
-    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, r->created);
-    if (r->request && r->finished == 0) /* KEPT_REQUEST */
-      sqlite3_bind_blob(st, 7, r->request, (int)r->request_len, SQLITE_STATIC);
-    else
-      sqlite3_bind_null(st, 7);
-  }
-  if (r->record)
-    sqlite3_bind_text(st, 8, r->record, -1, SQLITE_STATIC);
-  else
-    sqlite3_bind_null(st, 8);
+  bind_job_row(st, r);
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
@@ -292,22 +297,21 @@ struct replay {
   bool failed; /* a statement failed: the error is SQLite's */
 };
 
-static int replay_row(void *arg, const struct journal_entry *r) {
+static int replay_row(void *arg, const struct journal_entry *e) {
   struct replay *rp = arg;
-  sqlite3_stmt *st = r->create ? rp->create : rp->update;
-  sqlite3_bind_int64(st, 1, (sqlite3_int64)r->id);
-  sqlite3_bind_text(st, 4, r->state, -1, SQLITE_STATIC);
-  sqlite3_bind_double(st, 6, r->finished);
-  sqlite3_bind_text(st, 8, r->record, -1, SQLITE_STATIC); /* NULL: keeps the stored one */
-  if (r->create) {
-    sqlite3_bind_text(st, 2, r->client, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 5, r->created);
-    if (r->request && r->finished == 0) /* KEPT_REQUEST */
-      sqlite3_bind_blob(st, 7, r->request, (int)r->request_len, SQLITE_STATIC);
-    else
-      sqlite3_bind_null(st, 7);
-  }
+  struct store_row r = {.table = STORE_JOBS,
+                        .id = e->id,
+                        .client = e->client,
+                        .type = e->type,
+                        .state = e->state,
+                        .created = e->created,
+                        .finished = e->finished,
+                        .request = e->request,
+                        .request_len = e->request_len,
+                        .record = e->record,
+                        .create = e->create};
+  sqlite3_stmt *st = r.create ? rp->create : rp->update;
+  bind_job_row(st, &r);
   sqlite3 *db = sqlite3_db_handle(st);
   int rc = sqlite3_step(st);
   rp->applied += rc == SQLITE_DONE && sqlite3_changes(db) > 0;
@@ -320,19 +324,10 @@ static int replay_row(void *arg, const struct journal_entry *r) {
 static int lite_replay_locked(struct store *s, const char *base, char *why, size_t len) {
   sqlite3 *db = lite_of(s)->db;
   struct replay rp = {0};
-  int rc = sqlite3_prepare_v2(
-      db,
-      "INSERT INTO jobs(id, client, type, state, created, finished, request, record)"
-      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET"
-      " state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST
-      " WHERE ?6 > 0 AND jobs.finished = 0",
-      -1, &rp.create, NULL);
+  int rc = sqlite3_prepare_v2(db, JOB_UPSERT " WHERE ?6 > 0 AND jobs.finished = 0", -1, &rp.create,
+                              NULL);
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(
-        db,
-        "UPDATE jobs SET state=?4, finished=?6, record=COALESCE(?8, record), " KEPT_REQUEST
-        " WHERE id=?1 AND finished = 0",
-        -1, &rp.update, NULL);
+    rc = sqlite3_prepare_v2(db, JOB_UPDATE " WHERE id=?1 AND finished = 0", -1, &rp.update, NULL);
   if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
   int read = rc == SQLITE_OK ? journal_read(base, replay_row, &rp) : 0;
   if (rc == SQLITE_OK && read >= 0) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
