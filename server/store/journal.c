@@ -28,8 +28,18 @@ struct entry_fixed {
   uint32_t client_len, type_len, state_len, record_len, request_len;
 };
 
+/* Job ids, unordered; an id appears once per entry. */
+struct id_list {
+  uint64_t *id;
+  size_t n, cap;
+};
+
 struct journal {
   pthread_mutex_t lock; /* the rest: appends and truncations one at a time */
+  /* Taken alone (journal_encode, journal_held_ids: never behind a write) or under lock. */
+  pthread_mutex_t ids_lock;
+  struct id_list encoded; /* entries encoded and not yet appended */
+  struct id_list held[2]; /* entries appended to each file since its last truncation */
   int fd[2];
   uint64_t size[2];    /* bytes in each file */
   uint64_t pending[2]; /* rows appended to each and not yet committed */
@@ -156,6 +166,60 @@ int journal_read(const char *db, int (*fn)(void *arg, const struct journal_entry
   return total;
 }
 
+/* ---- the ids of the entries held ---- */
+
+static bool ids_add(struct id_list *l, uint64_t id) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    uint64_t *grown = realloc(l->id, cap * sizeof *grown);
+    if (!grown) return false;
+    l->id = grown;
+    l->cap = cap;
+  }
+  l->id[l->n++] = id;
+  return true;
+}
+
+static void ids_remove(struct id_list *l, uint64_t id) {
+  for (size_t i = 0; i < l->n; i++)
+    if (l->id[i] == id) {
+      l->id[i] = l->id[--l->n];
+      return;
+    }
+}
+
+/* An appended entry's id goes from encoded to held[gen] (gen < 0: not appended). One
+ * that cannot be moved (out of memory) stays in encoded: held until the journal
+ * closes. */
+static void ids_appended(struct journal *j, uint64_t id, int gen) {
+  pthread_mutex_lock(&j->ids_lock);
+  if (gen < 0 || ids_add(&j->held[gen], id)) ids_remove(&j->encoded, id);
+  pthread_mutex_unlock(&j->ids_lock);
+}
+
+static int id_order(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int journal_held_ids(struct journal *j, uint64_t **ids, size_t *n) {
+  *ids = NULL;
+  *n = 0;
+  pthread_mutex_lock(&j->ids_lock);
+  const struct id_list *from[3] = {&j->encoded, &j->held[0], &j->held[1]};
+  size_t total = from[0]->n + from[1]->n + from[2]->n;
+  uint64_t *out = total ? malloc(total * sizeof *out) : NULL;
+  for (int i = 0; out && i < 3; i++) {
+    if (from[i]->n) memcpy(out + *n, from[i]->id, from[i]->n * sizeof *out);
+    *n += from[i]->n;
+  }
+  pthread_mutex_unlock(&j->ids_lock);
+  if (total && !out) return -ENOMEM;
+  if (out) qsort(out, total, sizeof *out, id_order);
+  *ids = out;
+  return 0;
+}
+
 /* ---- appending ---- */
 
 int journal_open(const char *db, struct journal **out, char *why, size_t why_len) {
@@ -176,6 +240,7 @@ int journal_open(const char *db, struct journal **out, char *why, size_t why_len
     }
   }
   pthread_mutex_init(&j->lock, NULL);
+  pthread_mutex_init(&j->ids_lock, NULL);
   *out = j;
   return 0;
 }
@@ -188,6 +253,10 @@ void journal_close(struct journal *j) {
     if (done) unlink(j->path[gen]);
   }
   pthread_mutex_destroy(&j->lock);
+  pthread_mutex_destroy(&j->ids_lock);
+  free(j->encoded.id);
+  free(j->held[0].id);
+  free(j->held[1].id);
   free(j);
 }
 
@@ -199,7 +268,7 @@ static void put(char **at, const void *src, size_t n) {
   *at += n;
 }
 
-void *journal_encode(const struct journal_entry *e, size_t *len) {
+void *journal_encode(struct journal *j, const struct journal_entry *e, size_t *len) {
   size_t record_len = e->record ? strlen(e->record) : 0;
   if (record_len >= NO_BYTES || e->request_len >= NO_BYTES) return NULL;
   struct entry_fixed f = {.id = e->id,
@@ -216,6 +285,13 @@ void *journal_encode(const struct journal_entry *e, size_t *len) {
   struct entry_header h = {.magic = ENTRY_MAGIC, .len = (uint32_t)body};
   char *entry = body < NO_BYTES ? malloc(sizeof h + body) : NULL, *at = entry;
   if (!entry) return NULL;
+  pthread_mutex_lock(&j->ids_lock);
+  bool noted = ids_add(&j->encoded, e->id);
+  pthread_mutex_unlock(&j->ids_lock);
+  if (!noted) {
+    free(entry);
+    return NULL;
+  }
   put(&at, &h, sizeof h);
   put(&at, &f, sizeof f);
   put(&at, e->client, f.client_len);
@@ -250,6 +326,9 @@ int journal_append(struct journal *j, void *entry, size_t len) {
     j->size[gen] += len;
     j->pending[gen]++;
   }
+  struct entry_fixed f;
+  memcpy(&f, (char *)entry + sizeof h, sizeof f);
+  ids_appended(j, f.id, gen); /* under lock: before a truncation of gen can forget it */
   pthread_mutex_unlock(&j->lock);
   return gen;
 }
@@ -257,7 +336,12 @@ int journal_append(struct journal *j, void *entry, size_t len) {
 void journal_committed(struct journal *j, int gen, uint64_t n) {
   pthread_mutex_lock(&j->lock);
   j->pending[gen] -= n < j->pending[gen] ? n : j->pending[gen];
-  if (j->pending[gen] == 0 && j->size[gen] > 0 && ftruncate(j->fd[gen], 0) == 0) j->size[gen] = 0;
+  if (j->pending[gen] == 0 && j->size[gen] > 0 && ftruncate(j->fd[gen], 0) == 0) {
+    j->size[gen] = 0;
+    pthread_mutex_lock(&j->ids_lock);
+    j->held[gen].n = 0;
+    pthread_mutex_unlock(&j->ids_lock);
+  }
   pthread_mutex_unlock(&j->lock);
 }
 

@@ -55,13 +55,21 @@ int journal_open(const char *db, struct journal **out, char *why, size_t why_len
 void journal_close(struct journal *j);
 
 /* e as an entry's bytes (malloc'd, *len of them; NULL when out of memory or too
- * large): a copy, for journal_append to write after e's memory may have changed. */
-void *journal_encode(const struct journal_entry *e, size_t *len);
+ * large): a copy, for journal_append to write after e's memory may have changed.
+ * Every entry made goes to journal_append; from here on, journal_held_ids names e's
+ * job until the file it went to is truncated. */
+void *journal_encode(struct journal *j, const struct journal_entry *e, size_t *len);
 
 /* Appends an entry journal_encode made (its checksum made here) in one write: when it
  * returns, a crash of the process keeps it. Returns the file it went to (0 or 1:
  * journal_committed's gen), or a negative errno (the file is as it was). */
 int journal_append(struct journal *j, void *entry, size_t len);
+
+/* The ids of the jobs the journal may hold an entry of (encoded and not yet appended,
+ * or in a file not truncated since), sorted, in *ids (malloc'd; NULL when none), *n of
+ * them. Such a job keeps its row in the database: deleted, it would come back with
+ * the next start's replay of its entry (a finished job queued again). 0, or -ENOMEM. */
+int journal_held_ids(struct journal *j, uint64_t **ids, size_t *n);
 
 /* n rows appended to file gen are committed to the database: a file with none left
  * uncommitted is truncated. */

@@ -601,7 +601,7 @@ static int journal_row(struct store *s, struct queued_row *q) {
                             .request = r->request,
                             .request_len = r->request_len};
   size_t len;
-  void *entry = journal_encode(&e, &len);
+  void *entry = journal_encode(s->journal, &e, &len);
   if (!entry) return -ENOMEM;
   uint64_t ticket = q->ticket;
   q->journal_gen = JOURNAL_WRITING;
@@ -825,6 +825,15 @@ void store_keep_within_locked(struct store *s) {
              (unsigned long long)s->max_bytes,
              over ? ": unfinished jobs alone pass it, new ones are refused" : "");
   atomic_store(&s->over_limit, over);
+}
+
+int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n) {
+  *ids = NULL;
+  *n = 0;
+  queue_lock(s); /* s->journal's; under the database lock, which queue_lock never waits for */
+  int err = s->journal ? journal_held_ids(s->journal, ids, n) : 0;
+  pthread_mutex_unlock(&s->queue_lock);
+  return err;
 }
 
 void store_limit(struct store *s, uint64_t max_bytes) {

@@ -145,7 +145,9 @@ struct store {
   char node[64];        /* store_set_node: written on the jobs rows created; "" none */
   pthread_mutex_t lock; /* the database: the writer's batches and every read */
 
-  pthread_mutex_t queue_lock;     /* guards the fields below */
+  /* Guards the fields below. Taken alone, or under the database lock (never the other
+   * way round): a prune reads the journal's held ids (store_journal_held_locked). */
+  pthread_mutex_t queue_lock;
   pthread_cond_t queue_ready;     /* rows queued, or closing: the writer */
   pthread_cond_t committed_cond;  /* a batch written or failed: store_flush's waiters */
   struct queued_row *head, *last; /* in ticket order */
@@ -199,5 +201,9 @@ void store_lock_for_read(struct store *s);
 /* Past max_bytes: prunes the oldest finished jobs (store_limit). The database lock
  * is held, outside a transaction. */
 void store_keep_within_locked(struct store *s);
+/* The jobs whose rows a prune must keep, under the database lock: those the accept
+ * journal may hold an entry of (journal_held_ids; none without a journal). 0, or
+ * -ENOMEM: prune nothing. */
+int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n);
 
 #endif

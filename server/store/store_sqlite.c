@@ -40,7 +40,10 @@ static const char schema[] =
     "  report TEXT NOT NULL, image BLOB);"
     "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
     /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
-    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    /* Jobs pruned while the accept journal held an entry of theirs, which its replay
+     * skips (store_sqlite_query.c's delete_jobs); emptied by each start's replay. */
+    "CREATE TABLE IF NOT EXISTS pruned_in_journal (id INTEGER PRIMARY KEY);";
 
 static const char pragmas[] =
     /* New databases give freed pages back to the file system (store_limit); an
@@ -179,6 +182,8 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
                                -1, &l->set_meta, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(l->db, "SELECT value FROM meta WHERE name=?1", -1, &l->get_meta,
                                NULL)) != SQLITE_OK ||
+      (rc = sqlite3_create_function(l->db, "journal_holds", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, l,
+                                    lite_journal_holds, NULL, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(l->db, "BEGIN", -1, &l->begin, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(l->db, "COMMIT", -1, &l->commit, NULL)) != SQLITE_OK)
     goto fail;
@@ -290,9 +295,10 @@ static const char *lite_journal_base_locked(struct store *s) {
 /* The accept journal's rows that a crash kept from the database (journal.h). A first
  * row creates its job where there is none; a later one (the job's final row, or a
  * first row a final row replaced) updates it where it has not finished, and a first
- * row never goes back over its job's later state. */
+ * row never goes back over its job's later state. A job pruned meanwhile
+ * (pruned_in_journal) is not brought back. */
 struct replay {
-  sqlite3_stmt *create, *update;
+  sqlite3_stmt *create, *update, *pruned;
   int applied;
   bool failed; /* a statement failed: the error is SQLite's */
 };
@@ -310,10 +316,14 @@ static int replay_row(void *arg, const struct journal_entry *e) {
                         .request_len = e->request_len,
                         .record = e->record,
                         .create = e->create};
+  sqlite3_bind_int64(rp->pruned, 1, (sqlite3_int64)e->id);
+  int rc = sqlite3_step(rp->pruned);
+  sqlite3_reset(rp->pruned);
+  if (rc == SQLITE_ROW) return 0;
   sqlite3_stmt *st = r.create ? rp->create : rp->update;
   bind_job_row(st, &r);
   sqlite3 *db = sqlite3_db_handle(st);
-  int rc = sqlite3_step(st);
+  rc = rc == SQLITE_DONE ? sqlite3_step(st) : rc;
   rp->applied += rc == SQLITE_DONE && sqlite3_changes(db) > 0;
   rp->failed = rc != SQLITE_DONE;
   sqlite3_reset(st);
@@ -328,9 +338,14 @@ static int lite_replay_locked(struct store *s, const char *base, char *why, size
                               NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_prepare_v2(db, JOB_UPDATE " WHERE id=?1 AND finished = 0", -1, &rp.update, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(db, "SELECT 1 FROM pruned_in_journal WHERE id=?1", -1, &rp.pruned,
+                            NULL);
   if (rc == SQLITE_OK) rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
   int read = rc == SQLITE_OK ? journal_read(base, replay_row, &rp) : 0;
-  if (rc == SQLITE_OK && read >= 0) rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  /* The journal opens empty: no entry left for a note to stop. */
+  if (rc == SQLITE_OK && read >= 0)
+    rc = sqlite3_exec(db, "DELETE FROM pruned_in_journal; COMMIT", NULL, NULL, NULL);
   int err = rc != SQLITE_OK ? lite_errno(db, rc) : read < 0 ? read : 0;
   if (rc != SQLITE_OK || rp.failed)
     snprintf(why, len, "cannot apply its accept journal: %s", sqlite3_errmsg(db));
@@ -339,6 +354,7 @@ static int lite_replay_locked(struct store *s, const char *base, char *why, size
   if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   sqlite3_finalize(rp.create);
   sqlite3_finalize(rp.update);
+  sqlite3_finalize(rp.pruned);
   if (!err && rp.applied > 0)
     log_info("store: %d row(s) of the accept journal applied to %s", rp.applied, base);
   return err;

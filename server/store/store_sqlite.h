@@ -44,6 +44,10 @@ struct lite {
   sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
   sqlite3_stmt *begin, *commit; /* prepared once: sqlite3_exec compiles them per batch */
   int lock_fd; /* <db>-lock, flock()ed while open: one gpulabd per database; -1 none */
+  /* During a prune's statement, the jobs whose rows it keeps (sorted): SQL's
+   * journal_holds(id), lite_journal_holds. */
+  const uint64_t *held;
+  size_t n_held;
   struct lite_ckpt ckpt;
 };
 
@@ -75,6 +79,8 @@ int lite_sweeps(struct store *s, int limit,
                            const char *record),
                 void *arg);
 int lite_prune(struct store *s, double before);
+/* SQL's journal_holds(id): whether id is among lite.held (the connection's user data). */
+void lite_journal_holds(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* store_sqlite_ckpt.c: */
 /* Opens the thread's connection to path (the writing one's file), hooks the writing

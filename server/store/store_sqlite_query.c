@@ -31,18 +31,73 @@ int64_t lite_count_jobs_locked(struct store *s) {
   return lite_query_int(lite_of(s)->db, "SELECT COUNT(*) FROM jobs");
 }
 
+void lite_journal_holds(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  const struct lite *l = sqlite3_user_data(ctx);
+  uint64_t id = (uint64_t)sqlite3_value_int64(argv[0]);
+  size_t lo = 0, hi = l->n_held;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (l->held[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  sqlite3_result_int(ctx, lo < l->n_held && l->held[lo] == id);
+}
+
+static void bind_count(sqlite3_stmt *st, const void *arg) {
+  sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)arg);
+}
+
+static void bind_time(sqlite3_stmt *st, const void *arg) {
+  sqlite3_bind_double(st, 1, *(const double *)arg);
+}
+
+/* Deletes the jobs that selected ("SELECT id FROM jobs ...", its ?1 bound by bind(st,
+ * arg)) picks, in one transaction. A job the accept journal may still hold an entry of
+ * is noted in pruned_in_journal, which the next start's replay skips (the entry would
+ * bring the finished job back, queued to run again); the notes of jobs the journal no
+ * longer holds go. Returns the jobs deleted, or a negative errno (none). */
+static int delete_jobs(struct store *s, const char *selected,
+                       void (*bind)(sqlite3_stmt *st, const void *arg), const void *arg) {
+  struct lite *l = lite_of(s);
+  uint64_t *held;
+  size_t n_held;
+  int err = store_journal_held_locked(s, &held, &n_held);
+  if (err) return err;
+  char note[400], del[400];
+  snprintf(
+      note, sizeof note,
+      "INSERT OR IGNORE INTO pruned_in_journal(id) SELECT id FROM (%s) WHERE journal_holds(id)",
+      selected);
+  snprintf(del, sizeof del, "DELETE FROM jobs WHERE id IN (%s)", selected);
+  const char *steps[] = {"BEGIN", note, del,
+                         "DELETE FROM pruned_in_journal WHERE NOT journal_holds(id)", "COMMIT"};
+  l->held = held;
+  l->n_held = n_held;
+  int rc = SQLITE_OK, deleted = 0;
+  for (size_t i = 0; i < sizeof steps / sizeof *steps && rc == SQLITE_OK; i++) {
+    sqlite3_stmt *st;
+    if ((rc = sqlite3_prepare_v2(l->db, steps[i], -1, &st, NULL)) != SQLITE_OK) break;
+    if (steps[i] == note || steps[i] == del) bind(st, arg);
+    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(l->db);
+    if (steps[i] == del) deleted = sqlite3_changes(l->db);
+    sqlite3_finalize(st);
+  }
+  l->held = NULL;
+  l->n_held = 0;
+  free(held);
+  if (rc == SQLITE_OK) return deleted;
+  err = lite_errno(l->db, rc);
+  if (!sqlite3_get_autocommit(l->db)) sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+  return err;
+}
+
 int lite_delete_oldest_locked(struct store *s, uint64_t n) {
-  sqlite3 *db = lite_of(s)->db;
-  sqlite3_stmt *del;
-  if (sqlite3_prepare_v2(db,
-                         "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished > 0"
-                         " ORDER BY id LIMIT ?1)",
-                         -1, &del, NULL) != SQLITE_OK)
-    return -EIO;
-  sqlite3_bind_int64(del, 1, (sqlite3_int64)n);
-  int rc = sqlite3_step(del), deleted = rc == SQLITE_DONE ? sqlite3_changes(db) : -EIO;
-  sqlite3_finalize(del);
-  return deleted;
+  sqlite3_int64 count = (sqlite3_int64)n;
+  return delete_jobs(s, "SELECT id FROM jobs WHERE finished > 0 ORDER BY id LIMIT ?1", bind_count,
+                     &count);
 }
 
 void lite_after_prune_locked(struct store *s) {
@@ -217,12 +272,9 @@ int lite_prune(struct store *s, double before) {
   sqlite3_stmt *st;
   int n = 0;
   store_lock_for_read(s);
-  if (sqlite3_prepare_v2(lite_of(s)->db, "DELETE FROM jobs WHERE finished > 0 AND finished < ?1",
-                         -1, &st, NULL) == SQLITE_OK) {
-    sqlite3_bind_double(st, 1, before);
-    if (sqlite3_step(st) == SQLITE_DONE) n = sqlite3_changes(lite_of(s)->db);
-    sqlite3_finalize(st);
-  }
+  int deleted = delete_jobs(s, "SELECT id FROM jobs WHERE finished > 0 AND finished < ?1",
+                            bind_time, &before);
+  if (deleted > 0) n = deleted;
   if (sqlite3_prepare_v2(lite_of(s)->db,
                          "DELETE FROM sweeps WHERE created < ?1 OR id NOT IN"
                          " (SELECT id FROM sweeps ORDER BY id DESC LIMIT 1000)",

@@ -959,6 +959,52 @@ static void test_journal(void) {
   printf("accept journal: ok\n");
 }
 
+/* Whether pruned_in_journal (the prune's notes, store_sqlite_query.c) holds job id, read
+ * as on_disk reads. */
+static bool noted_pruned(uint64_t id) {
+  sqlite3 *c = NULL;
+  sqlite3_stmt *st = NULL;
+  CHECK_INT_EQ(sqlite3_open_v2(db, &c, SQLITE_OPEN_READONLY, LITE_VFS), SQLITE_OK);
+  CHECK_INT_EQ(sqlite3_prepare_v2(c, "SELECT 1 FROM pruned_in_journal WHERE id=?1", -1, &st, NULL),
+               SQLITE_OK);
+  sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+  bool noted = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  sqlite3_close(c);
+  return noted;
+}
+
+/* A finished job pruned while its first row is still in the accept journal (whose file
+ * another job's uncommitted entry keeps) is not brought back by the replay after a
+ * crash: it would be queued to run again. The note that says so goes with the journal. */
+static void test_journal_prune(void) {
+  pid_t child = fork();
+  if (child == 0) {
+    struct store *s = open_store();
+    store_set_gather_ms(s, 600 * 1000, 600 * 1000);
+    CHECK_INT_EQ(store_sync(s, put_job(s, 960, "queued", 0, "{}", true)), 0);
+    CHECK_INT_EQ(store_sync(s, put_job(s, 961, "queued", 0, "{}", true)), 0);
+    store_hold(s); /* a held row is committed, not journaled */
+    uint64_t done = put_job(s, 961, "done", 2961.0, "{\"s\":\"done\"}", false);
+    store_release(s);
+    CHECK_INT_EQ(store_sync(s, done), 0);
+    CHECK(on_disk(961) && !on_disk(960)); /* 960's entry keeps the journal's file */
+    store_limit(s, 1);                    /* prunes every finished job */
+    CHECK(!on_disk(961) && noted_pruned(961));
+    CHECK(!noted_pruned(951)); /* pruned too, but the journal held none of its entries */
+    raise(SIGKILL);
+  }
+  int status;
+  CHECK_INT_EQ(waitpid(child, &status, 0), child);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  struct store *s = open_store();
+  CHECK_STR_EQ(unfinished_state(s, 960), "queued");
+  CHECK_STR_EQ(unfinished_state(s, 961), ""); /* not queued again */
+  CHECK(!on_disk(961) && !noted_pruned(961));
+  store_close(s);
+  printf("journal and pruning: ok\n");
+}
+
 int main(void) {
   const char *pg = getenv("GPULAB_TEST_DB");
   test_db_make("store", db, sizeof db);
@@ -975,6 +1021,7 @@ int main(void) {
   if (!pg || !*pg) test_request_kept();
   if (!pg || !*pg) test_await();
   if (!pg || !*pg) test_journal();
+  if (!pg || !*pg) test_journal_prune();
   if (!pg || !*pg) test_sqlite_checkpoints();
   if (!pg || !*pg) test_stress(); /* after: its 12,000 rows would slow the checkpoints */
   if (pg && *pg) {
