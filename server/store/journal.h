@@ -67,8 +67,9 @@ int journal_append(struct journal *j, void *entry, size_t len);
 
 /* The ids of the jobs the journal may hold an entry of (encoded and not yet appended,
  * or in a file not truncated since), sorted, in *ids (malloc'd; NULL when none), *n of
- * them. Such a job keeps its row in the database: deleted, it would come back with
- * the next start's replay of its entry (a finished job queued again). 0, or -ENOMEM. */
+ * them. Were such a job's row deleted, the next start's replay of its entry would
+ * bring the job back (finished, it would be queued again): a prune notes it for the
+ * replay to skip (store_sqlite_query.c). 0, or -ENOMEM. */
 int journal_held_ids(struct journal *j, uint64_t **ids, size_t *n);
 
 /* n rows appended to file gen are committed to the database: a file with none left

@@ -201,9 +201,8 @@ void store_lock_for_read(struct store *s);
 /* Past max_bytes: prunes the oldest finished jobs (store_limit). The database lock
  * is held, outside a transaction. */
 void store_keep_within_locked(struct store *s);
-/* The jobs whose rows a prune must keep, under the database lock: those the accept
- * journal may hold an entry of (journal_held_ids; none without a journal). 0, or
- * -ENOMEM: prune nothing. */
+/* For a prune, under the database lock: the jobs the accept journal may hold an entry
+ * of (journal_held_ids; none without a journal). 0, or -ENOMEM: prune nothing. */
 int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n);
 
 #endif

@@ -44,7 +44,7 @@ struct lite {
   sqlite3_stmt *put, *update, *put_sweep, *get, *set_meta, *get_meta;
   sqlite3_stmt *begin, *commit; /* prepared once: sqlite3_exec compiles them per batch */
   int lock_fd; /* <db>-lock, flock()ed while open: one gpulabd per database; -1 none */
-  /* During a prune's statement, the jobs whose rows it keeps (sorted): SQL's
+  /* During a prune, the jobs the accept journal may hold an entry of (sorted): SQL's
    * journal_holds(id), lite_journal_holds. */
   const uint64_t *held;
   size_t n_held;
