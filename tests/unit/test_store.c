@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -1005,6 +1006,90 @@ static void test_journal_prune(void) {
   printf("journal and pruning: ok\n");
 }
 
+/* test_journal_in_batch: a record made as its row's batch is written, which holds that
+ * batch in flight (until the process is killed). */
+static sem_t batch_entered, batch_release;
+static char *record_in_flight(const void *arg) {
+  (void)arg;
+  sem_post(&batch_entered);
+  sem_wait(&batch_release); /* never posted */
+  return strdup("{}");
+}
+
+struct sync_call {
+  struct store *s;
+  uint64_t ticket;
+  int rc;
+  sem_t done;
+};
+
+static void *sync_main(void *arg) {
+  struct sync_call *c = arg;
+  c->rc = store_sync(c->s, c->ticket);
+  sem_post(&c->done);
+  return NULL;
+}
+
+/* sem_wait for at most 10 s: false when it timed out. */
+static bool wait_10s(sem_t *sem) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  while (sem_timedwait(sem, &until) != 0)
+    if (errno != EINTR) return false;
+  return true;
+}
+
+/* A first row in the batch being written goes to the accept journal, so that its
+ * answer does not wait for that whole commit: a batch held in flight (its other row's
+ * record still being made), the row is synced, the process killed, and the replay
+ * brings the job back. */
+static void test_journal_in_batch(void) {
+  pid_t child = fork();
+  if (child == 0) {
+    struct store *s = open_store();
+    store_set_gather_ms(s, 600 * 1000, 600 * 1000);
+    sem_init(&batch_entered, 0, 0);
+    sem_init(&batch_release, 0, 0);
+    store_hold(s); /* 970: written, never journaled */
+    char none = 0;
+    struct store_row slow = {.table = STORE_JOBS,
+                             .id = 970,
+                             .client = "alice",
+                             .type = "gemm",
+                             .state = "queued",
+                             .created = 1970.0,
+                             .create = true,
+                             .make_record = record_in_flight,
+                             .record_arg = &none,
+                             .record_arg_len = 1};
+    CHECK_INT_EQ(store_put(s, &slow), 0);
+    store_release(s);
+    struct sync_call call = {.s = s, .ticket = put_job(s, 971, "queued", 0, "{}", true)};
+    sem_init(&call.done, 0, 0);
+    struct flusher f = {.s = s};
+    pthread_t flusher, syncer;
+    CHECK_INT_EQ(pthread_create(&flusher, NULL, flush_main, &f), 0);
+    CHECK(wait_10s(&batch_entered)); /* 970 and 971 in the batch, held */
+    CHECK_INT_EQ(pthread_create(&syncer, NULL, sync_main, &call), 0);
+    CHECK(wait_10s(&call.done)); /* answered while the batch is in flight */
+    CHECK_INT_EQ(call.rc, 0);
+    struct store_status st;
+    store_status(s, &st);
+    CHECK_INT_EQ(st.rows_journaled, 1);
+    CHECK(!on_disk(970) && !on_disk(971));
+    raise(SIGKILL);
+  }
+  int status;
+  CHECK_INT_EQ(waitpid(child, &status, 0), child);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  struct store *s = open_store();
+  CHECK_STR_EQ(unfinished_state(s, 971), "queued");
+  CHECK_STR_EQ(unfinished_state(s, 970), ""); /* never committed, never journaled */
+  store_close(s);
+  printf("journal, a row in the batch being written: ok\n");
+}
+
 int main(void) {
   const char *pg = getenv("GPULAB_TEST_DB");
   test_db_make("store", db, sizeof db);
@@ -1022,6 +1107,7 @@ int main(void) {
   if (!pg || !*pg) test_await();
   if (!pg || !*pg) test_journal();
   if (!pg || !*pg) test_journal_prune();
+  if (!pg || !*pg) test_journal_in_batch();
   if (!pg || !*pg) test_sqlite_checkpoints();
   if (!pg || !*pg) test_stress(); /* after: its 12,000 rows would slow the checkpoints */
   if (pg && *pg) {
