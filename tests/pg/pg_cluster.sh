@@ -18,14 +18,21 @@ if [ -z "$bin" ] || [ ! -x "$bin/pg_ctl" ]; then
 fi
 port=5432
 
+# The cluster's owner when run as root: gpulab-pg, made here if missing (else nobody),
+# decided once per call. The fixtures start their clusters at the same time and a
+# concurrent useradd fails on /etc/passwd's lock, so the making is serialised by flock.
+owner=
+if [ "$(id -u)" -eq 0 ]; then
+  if ! id gpulab-pg >/dev/null 2>&1; then
+    flock /tmp/gpulab-pg-useradd.lock sh -c 'id gpulab-pg >/dev/null 2>&1 ||
+      useradd --system --no-create-home --shell /usr/sbin/nologin gpulab-pg' || true
+  fi
+  if id gpulab-pg >/dev/null 2>&1; then owner=gpulab-pg; else owner=nobody; fi
+fi
+
 # Runs "$@" as the cluster's owner (root cannot run PostgreSQL).
 as_owner() {
-  if [ "$(id -u)" -ne 0 ]; then "$@"; return; fi
-  owner=gpulab-pg
-  if ! id "$owner" >/dev/null 2>&1; then
-    useradd --system --no-create-home --shell /usr/sbin/nologin "$owner" 2>/dev/null || owner=nobody
-  fi
-  runuser -u "$owner" -- "$@"
+  if [ -z "$owner" ]; then "$@"; else runuser -u "$owner" -- "$@"; fi
 }
 
 uri() { echo "postgresql://gpulab@/postgres?host=$(cd "$dir" && pwd)&port=$port"; }
@@ -41,8 +48,6 @@ start)
     exit 1
   fi
   if [ "$(id -u)" -eq 0 ]; then
-    as_owner true # makes the user
-    owner=gpulab-pg; id "$owner" >/dev/null 2>&1 || owner=nobody
     chown "$owner" "$dir"
     # The owner must reach DIR through its parents: where it cannot (a build folder
     # under /root), they are opened for search (o+x) only.
