@@ -454,7 +454,12 @@
       const list = await GL.getJSON(q);
       if (seq !== finishedSeq) return; /* a newer page was asked for */
       const page = list.jobs.filter((j) => GL.FINAL.has(j.state));
-      finished.ids = page.map((j) => j.id);
+      const fetched = page.map((j) => j.id);
+      /* Jobs whose end the stream told of while this page was on its way belong on it
+       * where their ids fall inside it (or it is not full). */
+      const oldest = fetched.length < PAGE_ROWS ? 0 : fetched[fetched.length - 1];
+      const told = finished.page === 0 ? finished.ids.filter((id) => id > oldest && !fetched.includes(id)) : [];
+      finished.ids = [...fetched, ...told].sort((a, b) => b - a).slice(0, PAGE_ROWS);
       finished.next = list.next_cursor;
       for (const job of page) upsert(job);
       renderQueue();
@@ -483,7 +488,13 @@
       finished.ids = [job.id, ...finished.ids].sort((a, b) => b - a).slice(0, PAGE_ROWS);
   }
 
+  /* Ids seen finished. A listing may have left gpulabd before a job's end and arrive
+   * after its state event: it never takes a finished job back to running. */
+  const ended = new Set();
+
   function upsert(job) {
+    if (ended.has(job.id) && !GL.FINAL.has(job.state)) return;
+    if (GL.FINAL.has(job.state)) ended.add(job.id);
     const entry = jobs.get(job.id) || {};
     const keep = entry.job && !GL.FINAL.has(entry.job.state) && GL.FINAL.has(job.state) ? null : entry.progress;
     const was = entry.job ? entry.job.state : null;
@@ -540,6 +551,7 @@
   /* SSE: {job, type, client, state} and {job, run, batch, sample_ms}. */
   dash.onState = function (ev) {
     const entry = jobs.get(ev.job);
+    if (GL.FINAL.has(ev.state)) ended.add(ev.job);
     if (entry) {
       if (GL.FINAL.has(ev.state) && !GL.FINAL.has(entry.job.state)) onFinished({ id: ev.job, state: ev.state });
       entry.job.state = ev.state;

@@ -154,8 +154,18 @@ async function submittedId(page, type) {
   return Number(await link.getAttribute('data-job-id'));
 }
 
+/* On a timeout it says where the row stood and what gpulabd says of the job. */
 async function waitQueueState(page, id, state) {
-  await page.waitForSelector(`#queue tr[data-job-id="${id}"][data-state="${state}"]`, { timeout: TIMEOUT });
+  try {
+    await page.waitForSelector(`#queue tr[data-job-id="${id}"][data-state="${state}"]`, { timeout: TIMEOUT });
+  } catch (e) {
+    const row = await page.evaluate((i) => {
+      const tr = document.querySelector(`#queue tr[data-job-id="${i}"]`);
+      return tr ? `${tr.parentElement.id} ${tr.dataset.state}` : 'no row';
+    }, id).catch((err) => `${err}`);
+    const job = await page.evaluate((i) => fetch(`/v1/jobs/${i}`).then((r) => r.text()), id).catch((err) => `${err}`);
+    throw new Error(`job ${id}'s row: ${row}; gpulabd: ${job.slice(0, 400)}\n${e.message}`);
+  }
 }
 
 async function openJob(page, id) {
@@ -529,6 +539,67 @@ async function withCharts(context, proc) {
     await waitDone(proc, long);
     await page.waitForSelector(`#queue-finished tr[data-job-id="${long}"][data-state="done"]`, { timeout: TIMEOUT });
     checkEq(await page.locator('#queue-active tr').count(), 0, 'nothing unfinished left on top');
+  });
+
+  await step('the live queue keeps what the stream told: a listing that left gpulabd before a job ended and arrives after its events neither takes it back to running nor drops it from the finished page', page, async () => {
+    /* The page's listings that gate.match picks are answered by gpulabd at once and
+     * handed to the page only when gate.open() is called. */
+    const gate = { match: null, held: [], open: null, opened: null };
+    const close = (match) => {
+      Object.assign(gate, { match, held: [] });
+      gate.opened = new Promise((resolve) => { gate.open = resolve; });
+    };
+    const listings = (url) => url.pathname === '/v1/jobs' && url.search !== '';
+    await page.route(listings, async (route) => {
+      const url = new URL(route.request().url());
+      if (!gate.match || !gate.match(url)) return route.continue();
+      const response = await route.fetch();
+      gate.held.push({ search: url.search, body: await response.text() });
+      await gate.opened;
+      return route.fulfill({ response });
+    });
+    const heldCount = async (n) => {
+      for (const end = Date.now() + TIMEOUT; gate.held.length < n; await new Promise((r) => setTimeout(r, 20)))
+        check(Date.now() < end, `${gate.held.length} listings held, want ${n}`);
+    };
+
+    /* A job running while the page loads: the unfinished listings show it running,
+     * they are held, it ends, the stream says so, then they arrive. */
+    const long = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 40, reps: 4, max_time: 600 } });
+    for (const end = Date.now() + TIMEOUT; (await (await fetch(`${proc.base}/jobs/${long}`)).json()).state !== 'running';
+      await new Promise((r) => setTimeout(r, 20)))
+      check(Date.now() < end, `job ${long} did not start`);
+    close((url) => url.searchParams.has('state') && !url.searchParams.has('fields'));
+    await page.reload();
+    await page.waitForSelector('#conn[data-state="live"]');
+    await heldCount(1);
+    check(gate.held.some((l) => l.search.includes('state=running') && JSON.parse(l.body).jobs.some((j) => j.id === long)),
+      `no held listing shows job ${long} running: ${JSON.stringify(gate.held.map((l) => l.search))}`);
+    await waitDone(proc, long);
+    await page.waitForSelector(`#queue-finished tr[data-job-id="${long}"][data-state="done"]`, { timeout: TIMEOUT });
+    /* The finished page is asked for once the unfinished listings were applied. */
+    const afterLists = page.waitForRequest((req) => /\/v1\/jobs\?.*fields=result/.test(req.url()), { timeout: TIMEOUT });
+    gate.match = null;
+    gate.open();
+    await afterLists;
+    checkEq(await page.locator(`#queue-active tr[data-job-id="${long}"]`).count(), 0, `job ${long} back on top after a stale listing`);
+    checkEq(await page.getAttribute(`#queue-finished tr[data-job-id="${long}"]`, 'data-state'), 'done', `job ${long}'s row`);
+
+    /* The finished page asked for (the filter changed), held; a job ends meanwhile. */
+    close((url) => url.searchParams.get('fields') === 'result');
+    await page.selectOption('#queue-state', 'done');
+    await heldCount(1);
+    const quick = await postJob(proc, { type: 'transpose', params: { m: 16, n: 16, warmup: 0, batches: 1, reps: 1 } });
+    await waitDone(proc, quick);
+    await page.waitForSelector(`#queue-finished tr[data-job-id="${quick}"][data-state="done"]`, { timeout: TIMEOUT });
+    check(!JSON.parse(gate.held[0].body).jobs.some((j) => j.id === quick), 'the held page already had the new job');
+    gate.match = null;
+    gate.open();
+    await page.waitForFunction(() => document.querySelectorAll('#queue-finished tr').length === 20, null, { timeout: TIMEOUT });
+    const ids = await page.$$eval('#queue-finished tr', (trs) => trs.map((tr) => Number(tr.dataset.jobId)));
+    checkEq(ids[0], quick, 'the job that ended while the page was on its way heads it');
+    await page.unroute(listings);
+    await page.selectOption('#queue-state', '');
   });
 
   await step('a running job\'s page: its batches\' samples show as they arrive, then the bars', page, async () => {
