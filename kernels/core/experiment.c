@@ -3,7 +3,9 @@
 #include "kernels/core/experiment.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/core/stats.h"
@@ -338,6 +340,14 @@ bool exp_result_passed(const struct exp_result *result) {
     ran++;
   }
   return ran > 0; /* nothing ran, nothing passed */
+}
+
+struct exp_result *exp_result_kept(const struct exp_result *result) {
+  int n = result->n_runs < 0 ? 0 : result->n_runs > EXP_MAX_VARIANTS ? EXP_MAX_VARIANTS : result->n_runs;
+  size_t size = offsetof(struct exp_result, runs) + (size_t)n * sizeof result->runs[0];
+  struct exp_result *kept = malloc(size);
+  if (kept) memcpy(kept, result, size);
+  return kept;
 }
 
 /* ---- clocks ---- */

@@ -290,12 +290,14 @@ struct exp_run {
 
 struct exp_result {
   int n_runs;
-  struct exp_run runs[EXP_MAX_VARIANTS];
   char backend[8];       /* "cuda" or "cpu" */
   char input_path[8];    /* data inputs from another device came by "peer" copy or
                             through "host" memory; "local" when all were here */
   char device_name[96];
   struct exp_ceilings ceilings; /* the device's at the time of the run; zeros: none */
+  /* Last, so that a result kept after its job holds only its n_runs runs
+   * (exp_result_kept). */
+  struct exp_run runs[EXP_MAX_VARIANTS];
 };
 
 /* ---- the descriptor: what an experiment is ---- */
@@ -595,6 +597,10 @@ const char *exp_timing_stop(const struct exp_spec *spec, struct exp_timing *timi
                             double elapsed_s);
 /* True when at least one run ran and every run that ran was checked and passed. */
 bool exp_result_passed(const struct exp_result *result);
+/* A copy of result that holds only its n_runs runs (a run is kilobytes, most jobs have
+ * one or two of EXP_MAX_VARIANTS), for a result kept after its job: read it, never
+ * copy it whole or touch runs past n_runs. NULL when out of memory; free() frees it. */
+struct exp_result *exp_result_kept(const struct exp_result *result);
 /* Sets every run's figure and speedup from its timing and check, then refuses the
  * implausible ones (exp_result_refuse_implausible). */
 void exp_result_finish(const struct exp_spec *spec, struct exp_result *result);

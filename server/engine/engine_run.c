@@ -136,6 +136,12 @@ static struct job *next_job(struct engine *e, struct worker *w, struct backend_j
 static void finish_run(struct engine *e, struct job *job, struct backend_job *bj, int rc,
                        struct exp_result *result, const char *err) {
   struct engine_watch *fired = NULL;
+  /* A done job's result lives as long as the job (--max-jobs-kept of them): its runs only. */
+  struct exp_result *kept = rc == 0 ? exp_result_kept(result) : NULL;
+  if (kept) {
+    free(result);
+    result = kept;
+  }
   engine_lock(e);
   e->running[job->device]--;
   if (bj->done) job->done = bj->done; /* the backend failed before issuing */

@@ -277,6 +277,24 @@ static void same_job(const struct job_view *v, const char *what) {
   }
 }
 
+/* A finished job's result as the engine keeps it (exp_result_kept: its runs only)
+ * writes the same document as the whole result. */
+static void same_when_kept(const struct job_view *v, const char *what) {
+  struct exp_result *kept = exp_result_kept(v->result);
+  CHECK(kept != NULL);
+  struct job_view k = *v;
+  k.result = kept;
+  size_t whole_len = 0, kept_len = 0;
+  char *whole = job_text(v, 1, &whole_len), *got = job_text(&k, 1, &kept_len);
+  CHECK(whole != NULL && got != NULL);
+  if (whole_len != kept_len || strcmp(whole, got) != 0)
+    CHECK_FAIL_("%s: the kept result wrote\n  %s\nthe whole one\n  %s", what, got, whole);
+  free(whole);
+  free(got);
+  free(kept);
+  compared++;
+}
+
 static void finished_view(struct job_view *v, const struct exp_spec *spec,
                           const struct exp_result *result) {
   memset(v, 0, sizeof *v);
@@ -312,6 +330,7 @@ static void test_tiny_job(void) {
   struct job_view v;
   finished_view(&v, &spec, &result);
   same_job(&v, "the tiny job");
+  same_when_kept(&v, "the tiny job");
   v.node = "node-a";
   v.n_parents = 2;
   v.parents[0] = 7;
@@ -374,6 +393,7 @@ static void test_every_experiment(void) {
     struct job_view v;
     finished_view(&v, &spec, &result);
     same_job(&v, exp_type_name((enum exp_type)type));
+    same_when_kept(&v, exp_type_name((enum exp_type)type));
     v.state = JOB_QUEUED; /* not yet run */
     v.result = NULL;
     v.started_at = v.issued_at = v.finished_at = 0;
