@@ -647,7 +647,11 @@ async function withCharts(context, proc) {
     const last = await postJob(proc, { type: 'transpose', params: { m: 33, n: 47, warmup: 1, batches: 3, reps: 1 } });
     await waitDone(proc, last);
     await page.goto(`${proc.base}/#/history/transpose/padded33/${encodeURIComponent('33 × 47')}`);
-    await page.waitForFunction(() => document.querySelectorAll('#history-table tbody tr').length >= 3, null, { timeout: TIMEOUT });
+    /* The link's history, not the one drawn before it (the page may have drawn one). */
+    await page.waitForFunction(() => {
+      const trs = [...document.querySelectorAll('#history-table tbody tr')];
+      return trs.length >= 3 && trs.every((tr) => tr.dataset.variant === 'padded33');
+    }, null, { timeout: TIMEOUT });
     const checked = () => page.$$eval('#history-variants input:checked', (xs) => xs.map((x) => x.value));
     checkEq(await checked(), ['padded33'], 'the link\'s variant is the one chosen');
     checkEq(await page.inputValue('#history-controls select[name="size"]'), '33 × 47', 'history size');
