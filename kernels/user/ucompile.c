@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/core/clock.h"
+#include "kernels/user/uimage.h"
 
 /* ---- options ---- */
 
@@ -202,6 +203,34 @@ out:
   return rc;
 }
 
+static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* The first line of source where word stands as a whole word outside comments and
+ * literals, or 0. */
+static int word_line(const char *source, const char *word) {
+  size_t n = strlen(source), wl = strlen(word);
+  char *flat = malloc(n + 1);
+  int *lines = malloc((n + 1) * sizeof *lines), line = 0;
+  if (flat && lines) {
+    flatten(source, flat, lines);
+    char quote = 0;
+    for (size_t i = 0; flat[i] && !line; i++) {
+      if (quote) {
+        if (flat[i] == '\\' && flat[i + 1]) i++;
+        else if (flat[i] == quote || flat[i] == '\n') quote = 0;
+      } else if (flat[i] == '"' || flat[i] == '\'') {
+        quote = flat[i];
+      } else if (!strncmp(flat + i, word, wl) && (i == 0 || !ident_char(flat[i - 1])) &&
+                 !ident_char(flat[i + wl])) {
+        line = lines[i];
+      }
+    }
+  }
+  free(flat);
+  free(lines);
+  return line;
+}
+
 /* ---- the log ---- */
 
 bool ucompile_first_error(const char *log, const char *name, int *line, char *error,
@@ -301,6 +330,45 @@ static char *full_source(const struct ucompile_req *req, const char *name) {
   return src;
 }
 
+/* The line of the source behind a refusal of word (uimage.stateful_word): the call, or
+ * the new or delete that makes it. */
+static int stateful_line(const char *source, const char *word) {
+  int line = word_line(source, word);
+  if (!line && !strcmp(word, "malloc")) line = word_line(source, "new");
+  if (!line && !strcmp(word, "free")) line = word_line(source, "delete");
+  return line;
+}
+
+/* Reads what r's image keeps across launches (uimage.h). A kernel whose state no
+ * runner can put back is refused here: ok false, its image dropped, error saying why.
+ * Returns 0, or -EIO / -ENOMEM with msg (an image that cannot be read). */
+static int check_state(const struct ucompile_req *req, struct ucompile_report *r, char *msg,
+                       size_t msg_len) {
+  struct uimage im;
+  int rc = uimage_inspect(r->image, r->image_bytes, &im, msg, msg_len);
+  if (rc) return rc == -ENOMEM ? -ENOMEM : -EIO;
+  r->n_vars = im.n_vars;
+  r->var_bytes = im.var_bytes;
+  if (im.stateful[0]) {
+    snprintf(r->error, sizeof r->error, "%s", im.stateful);
+    r->error_line = stateful_line(req->source, im.stateful_word);
+  } else if (req->max_var_bytes && im.var_bytes > req->max_var_bytes) {
+    snprintf(r->error, sizeof r->error,
+             "its module-scope variables hold %llu bytes; at most %llu are put back before every "
+             "launch: ask for scratch_bytes instead",
+             (unsigned long long)im.var_bytes, (unsigned long long)req->max_var_bytes);
+  }
+  uimage_release(&im);
+  if (r->error[0]) {
+    r->stateful = true;
+    r->ok = false;
+    free(r->image);
+    r->image = NULL;
+    r->image_bytes = 0;
+  }
+  return 0;
+}
+
 static bool entry_ok(const char *entry) {
   return entry && strlen(entry) < 64 && is_ident(entry, strlen(entry));
 }
@@ -390,6 +458,7 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
       }
       r->image_bytes = bytes;
       r->ok = true;
+      if ((rc = check_state(req, r, msg, msg_len))) goto fail;
     }
   }
   f->destroy_program(&prog);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "kernels/user/nvrtc_loader.h"
 
 #ifdef __cplusplus
@@ -32,6 +33,9 @@ struct ucompile_req {
   int n_options;
   int arch;              /* SM architecture: 90 compiles for sm_90 */
   double time_limit_s;   /* 0: none; else the compile is cancelled after it */
+  /* The bytes of module-scope variables a runner may put back before every launch
+   * (uimage.h); an image with more is refused as stateful. 0: no limit. */
+  uint64_t max_var_bytes;
 };
 
 /* What compiling produced. ok false: the image is NULL and error says why. */
@@ -51,6 +55,14 @@ struct ucompile_report {
   int registers, barriers, shared_bytes, stack_bytes, spill_store_bytes, spill_load_bytes;
   double compile_ms;     /* wall time of nvrtcCompileProgram */
   int arch;
+  /* What the image keeps across launches (uimage.h): its module-scope variables, which
+   * a runner puts back before every launch. A kernel whose state cannot be put back
+   * (the device heap, __managed__, more variable bytes than max_var_bytes) compiled
+   * but is refused: ok false, no image, stateful says why (error too) and error_line
+   * is the first line of the source that names it (0: none found). */
+  int n_vars;
+  uint64_t var_bytes;
+  bool stateful;
 };
 
 /* Checks the user's options against the whitelist: -D<NAME>[=<value>] and -U<NAME>

@@ -11,6 +11,7 @@
 #include "kernels/core/experiment.h"
 #include "kernels/user/image_cache.h"
 #include "kernels/user/ucompile.h"
+#include "kernels/user/uimage.h"
 #include "tests/check.h"
 
 static const char *transpose_decl; /* the transpose experiment's exp_user.declaration */
@@ -199,6 +200,124 @@ static void test_compile(const struct nvrtc_lib *lib) {
   ucompile_report_free(r);
 }
 
+/* Compiles src (a transpose kernel) into *r; ok or not, the caller frees it. */
+static struct ucompile_report *compile_src(const struct nvrtc_lib *lib, const char *src,
+                                           uint64_t max_var_bytes) {
+  char msg[256];
+  struct ucompile_report *r = NULL;
+  struct ucompile_req req = req_of(src, NULL, 0);
+  req.max_var_bytes = max_var_bytes;
+  int rc = ucompile_run(lib, &req, &r, msg, sizeof msg);
+  if (rc) CHECK_FAIL_("ucompile_run: %d %s", rc, msg);
+  return r;
+}
+
+/* The variable named name in im, or NULL. */
+static const struct uimage_var *var_named(const struct uimage *im, const char *name) {
+  for (int i = 0; i < im->n_vars; i++)
+    if (!strcmp(im->vars[i].name, name)) return &im->vars[i];
+  return NULL;
+}
+
+#define KERNEL_HEAD "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+
+/* The compile-time half of the red-team list: state that no runner can put back before
+ * a launch is refused (stateful), state it can put back compiles and is listed with
+ * its initial bytes. Each case's idea is in its comment. */
+static void test_state(const struct nvrtc_lib *lib) {
+  struct {
+    const char *idea, *src, *word;
+    int line;
+  } refused[] = {
+      /* A result cache in the device heap: malloc'ed once, found again by a later launch
+       * through a __device__ pointer. */
+      {"heap cache", "__device__ float *memo;\n" KERNEL_HEAD
+                     "  if (!memo) memo = (float *)malloc(4096);\n"
+                     "  b[0] = memo[0];\n}\n",
+       "malloc", 3},
+      /* The same with new and delete, which call malloc and free. */
+      {"new/delete", KERNEL_HEAD "  float *t = new float[4];\n  t[0] = a[0];\n  b[0] = t[0];\n"
+                                 "  delete[] t;\n}\n",
+       "malloc", 2},
+      /* A launch counter in managed memory, which outlives every launch and is seen by
+       * the host as well. */
+      {"managed counter", "__managed__ int launches;\n" KERNEL_HEAD
+                          "  if (threadIdx.x == 0) atomicAdd(&launches, 1);\n  b[0] = a[0];\n}\n",
+       "__managed__", 1},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    struct ucompile_report *r = compile_src(lib, refused[i].src, 0);
+    if (r->ok || !r->stateful)
+      CHECK_FAIL_("%s: not refused as stateful (ok %d, error '%s')", refused[i].idea, r->ok,
+                  r->error);
+    CHECK(r->image == NULL && r->image_bytes == 0);
+    if (!strstr(r->error, refused[i].word))
+      CHECK_FAIL_("%s: '%s' does not name %s", refused[i].idea, r->error, refused[i].word);
+    if (r->error_line != refused[i].line)
+      CHECK_FAIL_("%s: line %d, not %d", refused[i].idea, r->error_line, refused[i].line);
+    ucompile_report_free(r);
+  }
+
+  /* Kept, and put back before every launch: a __device__ array (a cache keyed on the
+   * input), an initialized counter, a __constant__ table, printf's format string. */
+  struct ucompile_report *r = compile_src(lib,
+      "__device__ float cache[1024];\n"
+      "__device__ int counter = 7;\n"
+      "static __device__ int hidden[4] = {1, 2, 3, 4};\n"
+      "__constant__ float table[16] = {1.5f};\n" KERNEL_HEAD
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < m * n) b[i] = a[i] + cache[i % 1024] + table[i % 16] + hidden[i % 4];\n"
+      "  if (i == 0) { counter++; printf(\"launch %d\\n\", counter); }\n"
+      "}\n",
+      0);
+  if (!r->ok) CHECK_FAIL_("globals: %s\n%s", r->error, r->log);
+  CHECK(!r->stateful);
+  struct uimage im;
+  char msg[256];
+  CHECK_INT_EQ(uimage_inspect(r->image, r->image_bytes, &im, msg, sizeof msg), 0);
+  CHECK_INT_EQ(r->n_vars, im.n_vars);
+  CHECK_INT_EQ(r->var_bytes, im.var_bytes);
+  const struct uimage_var *v = var_named(&im, "cache");
+  CHECK(v && v->space == UIMAGE_GLOBAL && v->bytes == 4096 && v->init == NULL);
+  CHECK((v = var_named(&im, "counter")) && v->bytes == 4 && v->init);
+  int32_t seven;
+  memcpy(&seven, v->init, 4);
+  CHECK_INT_EQ(seven, 7);
+  CHECK((v = var_named(&im, "table")) && v->space == UIMAGE_CONSTANT && v->bytes == 64 && v->init);
+  float first;
+  memcpy(&first, v->init, 4);
+  CHECK_NEAR(first, 1.5, 0);
+  int hidden = 0, strings = 0;
+  for (int i = 0; i < im.n_vars; i++) {
+    if (strstr(im.vars[i].name, "hidden") && im.vars[i].bytes == 16) hidden++;
+    if (!strncmp(im.vars[i].name, "$str", 4)) strings++;
+  }
+  CHECK_INT_EQ(hidden, 1);  /* a static one too, under whatever name the compiler gives it */
+  CHECK(strings >= 1);      /* printf's format string */
+  CHECK(im.stateful[0] == '\0');
+  printf("globals: %d variables, %llu bytes\n", im.n_vars, (unsigned long long)im.var_bytes);
+
+  /* Every prefix of the image is read safely: an error, never a read past its end. */
+  for (size_t len = 0; len < r->image_bytes; len += len < 256 ? 1 : 61) {
+    uint8_t *cut = malloc(len ? len : 1);
+    memcpy(cut, r->image, len);
+    struct uimage part;
+    int rc = uimage_inspect(cut, len, &part, msg, sizeof msg);
+    CHECK(rc == 0 || rc == -EINVAL);
+    uimage_release(&part);
+    free(cut);
+  }
+  uimage_release(&im);
+  ucompile_report_free(r);
+
+  /* More variable bytes than are put back before each launch: refused, saying so. */
+  r = compile_src(lib, "__device__ float big[1 << 20];\n" KERNEL_HEAD "  b[0] = big[(int)a[0]];\n}\n",
+                  1 << 20);
+  CHECK(!r->ok && r->stateful);
+  CHECK(strstr(r->error, "4194304 bytes") && strstr(r->error, "scratch_bytes"));
+  ucompile_report_free(r);
+}
+
 static void test_cache(const struct nvrtc_lib *lib) {
   uint8_t k1[IMAGE_KEY_BYTES], k2[IMAGE_KEY_BYTES];
   char hex[65];
@@ -280,6 +399,7 @@ int main(void) {
   CHECK(nvrtc_lib_supports(lib, 90));
   test_templates(lib);
   test_compile(lib);
+  test_state(lib);
   test_cache(lib);
   nvrtc_lib_free(lib);
   printf("test_ucompile: ok\n");
