@@ -89,6 +89,8 @@ static const char usage_flags[] =
     "  --max-kernels N     users' kernels stored per client (default 32)\n"
     "  --compile-slots N   users' kernels compiled at once (default 2)\n"
     "  --compile-time S    a compile's time limit in seconds (default 10)\n"
+    "  --max-scratch BYTES scratch a user's kernel may ask for (scratch_bytes: zeroed before\n"
+    "                      every launch; default 268435456)\n"
     "  --runner PATH       gpulab-runner, the process users' kernels run in (default: the\n"
     "                      one beside gpulabd)\n"
     "  --kernel-deadline S a user's kernel's launch may take this long before its job fails\n"
@@ -192,9 +194,10 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
                          .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
                          .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
                          .socket_mode = -1, .max_kernels = 32, .compile_slots = 2, .compile_time_s = 10,
-                         .kernel_deadline_s = 5, .lease_s = 10};
+                         .kernel_deadline_s = 5, .lease_s = 10, .max_scratch = 256u << 20};
   enum { OPT_NVRTC = 256, OPT_MAX_KERNELS, OPT_COMPILE_SLOTS, OPT_COMPILE_TIME, OPT_RUNNER,
-         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST, OPT_NODE, OPT_ADVERTISE, OPT_LEASE };
+         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST, OPT_NODE, OPT_ADVERTISE, OPT_LEASE,
+         OPT_MAX_SCRATCH };
   static const struct option options[] = {
       {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
       {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
@@ -213,7 +216,8 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
       {"no-tcp", no_argument, 0, 'n'},   {"inline-max-bytes", required_argument, 0, 'i'},
       {"nvrtc", required_argument, 0, OPT_NVRTC}, {"max-kernels", required_argument, 0, OPT_MAX_KERNELS},
       {"compile-slots", required_argument, 0, OPT_COMPILE_SLOTS},
-      {"compile-time", required_argument, 0, OPT_COMPILE_TIME}, {"runner", required_argument, 0, OPT_RUNNER},
+      {"compile-time", required_argument, 0, OPT_COMPILE_TIME},
+      {"max-scratch", required_argument, 0, OPT_MAX_SCRATCH}, {"runner", required_argument, 0, OPT_RUNNER},
       {"kernel-deadline", required_argument, 0, OPT_KERNEL_DEADLINE},
       {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST}, {"node", required_argument, 0, OPT_NODE},
       {"advertise", required_argument, 0, OPT_ADVERTISE}, {"lease-s", required_argument, 0, OPT_LEASE},
@@ -296,6 +300,7 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
     case 'n': cfg->no_tcp = true; break;
     case OPT_NVRTC: cfg->nvrtc = optarg; break;
     case OPT_MAX_KERNELS: rc = parse_long("--max-kernels", optarg, 1, 100000, &v, err, err_len); cfg->max_kernels = (int)v; break;
+    case OPT_MAX_SCRATCH: rc = parse_long("--max-scratch", optarg, 0, 1L << 36, &v, err, err_len); cfg->max_scratch = (size_t)v; break;
     case OPT_COMPILE_SLOTS: rc = parse_long("--compile-slots", optarg, 1, 64, &v, err, err_len); cfg->compile_slots = (int)v; break;
     case OPT_COMPILE_TIME: rc = parse_long("--compile-time", optarg, 1, 600, &v, err, err_len); cfg->compile_time_s = (int)v; break;
     case OPT_RUNNER: cfg->runner = optarg; break;

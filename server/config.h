@@ -51,6 +51,7 @@ struct config {
   int max_kernels, compile_slots, compile_time_s;
   const char *runner;        /* gpulab-runner's path; NULL: the one beside gpulabd */
   int kernel_deadline_s;     /* a user's kernel's launch deadline */
+  size_t max_scratch;        /* scratch_bytes a user's kernel may ask for */
   bool cpu_runner_test;      /* tests: the CPU backend runs users' kernels in a CPU runner */
 };
 

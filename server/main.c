@@ -193,6 +193,7 @@ static int open_ukernels(const struct config *cfg, struct backend *device, struc
   backend_device_info(device, &info);
   struct ukernels_config ucfg = {.nvrtc_path = cfg->nvrtc, .max_per_client = cfg->max_kernels,
                                  .compile_slots = cfg->compile_slots, .compile_time_s = cfg->compile_time_s,
+                                 .max_scratch_bytes = cfg->max_scratch,
                                  .store = store};
   if (strcmp(info.backend, "cuda") == 0 && info.cc_major > 0) ucfg.arch = info.cc_major * 10 + info.cc_minor;
   char err[512];

@@ -2,7 +2,8 @@
  * shared, and "images" name one of the C functions below by their entry. It runs no
  * user code: it exists so that the runner's life cycle (start, answers, a runner that
  * dies or hangs and is replaced, deadlines, poisoning) is tested where no GPU is.
- * Every function has the transpose signature (a, b, m, n): A is m x n, B = A^T. */
+ * Every function has the transpose signature (a, b, m, n): A is m x n, B = A^T; with
+ * scratch_bytes, a fifth argument, the scratch, zeroed before every launch. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -81,7 +82,10 @@ static int find_module(const uint8_t key[32]) {
 }
 
 static const char *const known[] = {"kernel", "transpose", "wrong", "lazy", "once",
-                                    "trap", "oob", "hang", "die"};
+                                    "trap", "oob", "hang", "die", "scratch"};
+
+static void *scratch;         /* the scratch of runs that ask for it, kept and grown */
+static uint64_t scratch_cap;
 
 static int cpu_load(const struct runner_load_msg *m, const void *image,
                     struct runner_loaded_msg *out, char *msg, size_t msg_len) {
@@ -112,8 +116,8 @@ static void transpose(const float *a, float *b, int m, int n) {
     for (int x = 0; x < n; x++) b[(size_t)x * m + y] = a[(size_t)y * n + x];
 }
 
-/* One "launch" of function entry with (a, b, m, n). */
-static void call(int mod, const float *a, float *b, int m, int n) {
+/* One "launch" of function entry with (a, b, m, n) and the scratch (NULL: none). */
+static void call(int mod, const float *a, float *b, int m, int n, unsigned *s) {
   const char *e = mods[mod].entry;
   int calls = mods[mod].calls++;
   if (!strcmp(e, "kernel") || !strcmp(e, "transpose")) {
@@ -135,6 +139,9 @@ static void call(int mod, const float *a, float *b, int m, int n) {
     for (volatile int spin = 1; spin;) {}
   } else if (!strcmp(e, "die")) {
     _exit(9);
+  } else if (!strcmp(e, "scratch")) { /* right only on a scratch zeroed before its launch */
+    transpose(a, b, m, n);
+    if (!s || s[0]++ != 0) b[0] += 1.0f;
   }
 }
 
@@ -171,12 +178,22 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
     snprintf(msg, msg_len, "run: cold is 0 or 1, not %u", m->cold);
     return -EINVAL;
   }
+  if (m->scratch_bytes > scratch_cap) {
+    void *p = realloc(scratch, m->scratch_bytes);
+    if (!p) {
+      snprintf(msg, msg_len, "run: %llu bytes of scratch: out of memory",
+               (unsigned long long)m->scratch_bytes);
+      return -ENOMEM;
+    }
+    scratch = p, scratch_cap = m->scratch_bytes;
+  }
   float *out = att.base[m->out_buffer];
   double timed = 0, t_all = clock_mono_ms();
   for (uint32_t i = 0; i < m->n_launches; i++) {
     if (m->poison_each) memset(out, m->reset_zero ? 0 : 0xff, m->out_floats * sizeof(float));
+    if (m->scratch_bytes) memset(scratch, 0, m->scratch_bytes);
     double t0 = clock_mono_ms();
-    call(mod, a, b, rows, cols);
+    call(mod, a, b, rows, cols, m->scratch_bytes >= sizeof(unsigned) ? scratch : NULL);
     timed += clock_mono_ms() - t0;
   }
   if (m->timed && m->n_launches)

@@ -6,7 +6,11 @@
  * fault: the context may be lost, so the runner reports it and exits. A cold run
  * flushes the L2 before every timed launch with gpulabd's own flush (cuda_l2flush.cu,
  * built in here too) from a scratch buffer this runner allocates on its first cold run
- * and keeps for its life. */
+ * and keeps for its life. Before every launch the module's variables are put back to
+ * their initial values from the image (uimage.h: zero-initialized ones with a memset,
+ * the others copied from pinned host memory taken from the image at load), and a run's
+ * scratch (runner_run_msg.scratch_bytes) is zeroed, so that no launch sees what
+ * another left. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -18,6 +22,7 @@
 
 #include "kernels/backends/cuda/cuda_l2flush.h"
 #include "kernels/user/runner_impl.h"
+#include "kernels/user/uimage.h"
 
 typedef CUresult (*load_fn)(CUmodule *, const void *);
 typedef CUresult (*unload_fn)(CUmodule);
@@ -27,6 +32,7 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 typedef CUresult (*attr_get_fn)(int *, CUfunction_attribute, CUfunction);
 typedef CUresult (*attr_set_fn)(CUfunction, CUfunction_attribute, int);
 typedef CUresult (*errname_fn)(CUresult, const char **);
+typedef CUresult (*getglobal_fn)(CUdeviceptr *, size_t *, CUmodule, const char *);
 
 static struct {
   load_fn load;
@@ -36,6 +42,7 @@ static struct {
   attr_get_fn attr_get;
   attr_set_fn attr_set;
   errname_fn error_name;
+  getglobal_fn get_global;
 } drv;
 
 static cudaStream_t stream;
@@ -46,6 +53,14 @@ static int n_sms, l2_bytes; /* the device's, for the L2 flush */
 static float *flush_buf;    /* cold: l2_flush_floats(l2_bytes) + 4 floats (the sink), kept */
 static size_t flush_len;    /* floats a flush reads */
 
+/* One module-scope variable of a loaded module, put back before every launch. */
+#define VAR_ZERO UINT64_MAX
+struct var {
+  CUdeviceptr d;
+  uint64_t bytes;
+  uint64_t from; /* its initial bytes' offset in the module's init, or VAR_ZERO */
+};
+
 #define MAX_MODULES 32
 static struct {
   bool used;
@@ -53,7 +68,13 @@ static struct {
   CUmodule mod;
   CUfunction fn;
   uint64_t last_use;
+  struct var *vars; /* owned */
+  int n_vars;
+  uint8_t *init;    /* pinned (cudaMallocHost): the variables' initial bytes */
 } mods[MAX_MODULES];
+
+static CUdeviceptr scratch; /* runs' scratch (runner_run_msg.scratch_bytes), kept and grown */
+static uint64_t scratch_cap;
 static uint64_t use_clock;
 
 static struct {
@@ -88,11 +109,11 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
     snprintf(msg, msg_len, "device %d: %s: %s", device, cudaGetErrorName(e), cudaGetErrorString(e));
     return -ENODEV;
   }
-  void *p[7];
+  void *p[8];
   static const char *const syms[] = {"cuModuleLoadData",   "cuModuleUnload",     "cuModuleGetFunction",
                                      "cuLaunchKernel",     "cuFuncGetAttribute", "cuFuncSetAttribute",
-                                     "cuGetErrorName"};
-  for (int i = 0; i < 7; i++)
+                                     "cuGetErrorName",     "cuModuleGetGlobal"};
+  for (int i = 0; i < 8; i++)
     if (resolve(syms[i], &p[i], msg, msg_len)) return -ENOSYS;
   memcpy(&drv.load, &p[0], sizeof p[0]);
   memcpy(&drv.unload, &p[1], sizeof p[1]);
@@ -101,6 +122,7 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
   memcpy(&drv.attr_get, &p[4], sizeof p[4]);
   memcpy(&drv.attr_set, &p[5], sizeof p[5]);
   memcpy(&drv.error_name, &p[6], sizeof p[6]);
+  memcpy(&drv.get_global, &p[7], sizeof p[7]);
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     snprintf(msg, msg_len, "cudaStreamCreate: %s", cudaGetErrorName(e));
@@ -130,16 +152,104 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
   return 0;
 }
 
-/* Ends a job: its buffers closed and every module unloaded, so that nothing a kernel
- * kept in its own __device__ memory outlives the job (no answers memoized across jobs). */
+static void module_unload(int i) {
+  drv.unload(mods[i].mod);
+  free(mods[i].vars);
+  if (mods[i].init) cudaFreeHost(mods[i].init);
+  mods[i].vars = NULL, mods[i].init = NULL, mods[i].n_vars = 0;
+  mods[i].used = false;
+}
+
+/* Ends a job: its buffers closed and every module unloaded (a second wall, besides the
+ * variables put back before every launch, against answers memoized across jobs). */
 static void cuda_detach(void) {
   for (int i = 0; i < att.n; i++) cudaIpcCloseMemHandle(att.base[i]);
   att.n = 0;
   for (int i = 0; i < MAX_MODULES; i++)
-    if (mods[i].used) {
-      drv.unload(mods[i].mod);
-      mods[i].used = false;
+    if (mods[i].used) module_unload(i);
+}
+
+/* Finds each variable of image (uimage.h) in module i and keeps what putting it back
+ * takes: its address, and its initial bytes in pinned memory. A variable the driver
+ * does not find by name (the compiler's own, "$str") is found from another of its
+ * section, whose variables keep their offsets. Returns 0, or -EINVAL / -ENOMEM with msg:
+ * a module whose variables cannot all be put back is not run. */
+static int vars_ready(int i, const void *image, size_t image_bytes, char *msg, size_t msg_len) {
+  struct uimage im;
+  int rc = uimage_inspect(image, image_bytes, &im, msg, msg_len);
+  if (rc) return rc;
+  CUdeviceptr *at = calloc((size_t)im.n_vars + 1, sizeof *at);
+  mods[i].vars = calloc((size_t)im.n_vars + 1, sizeof *mods[i].vars);
+  uint64_t init_bytes = 0;
+  for (int v = 0; v < im.n_vars; v++) init_bytes += im.vars[v].init ? im.vars[v].bytes : 0;
+  if (!at || !mods[i].vars ||
+      (init_bytes && cudaMallocHost((void **)&mods[i].init, init_bytes) != cudaSuccess)) {
+    snprintf(msg, msg_len, "load: out of memory for %d variables", im.n_vars);
+    rc = -ENOMEM;
+    goto out;
+  }
+  for (int v = 0; v < im.n_vars; v++) {
+    size_t bytes = 0;
+    if (drv.get_global(&at[v], &bytes, mods[i].mod, im.vars[v].name) != CUDA_SUCCESS || bytes < im.vars[v].bytes)
+      at[v] = 0;
+  }
+  uint64_t off = 0;
+  for (int v = 0; v < im.n_vars; v++) {
+    const struct uimage_var *x = &im.vars[v];
+    for (int w = 0; !at[v] && w < im.n_vars; w++) /* a sibling of its section */
+      if (at[w] && im.vars[w].section == x->section)
+        at[v] = at[w] - im.vars[w].offset + x->offset;
+    if (!at[v]) {
+      snprintf(msg, msg_len, "load: variable %.80s is not in the loaded module: it could not be put back before a launch",
+               x->name);
+      rc = -EINVAL;
+      goto out;
     }
+    struct var *d = &mods[i].vars[v];
+    d->d = at[v], d->bytes = x->bytes, d->from = VAR_ZERO;
+    if (x->init) {
+      memcpy(mods[i].init + off, x->init, x->bytes);
+      d->from = off;
+      off += x->bytes;
+    }
+  }
+  mods[i].n_vars = im.n_vars;
+out:
+  free(at);
+  uimage_release(&im);
+  cudaGetLastError();
+  return rc;
+}
+
+/* Puts module i's variables back and zeroes the scratch of a run that has one, on the
+ * stream, before a launch. */
+static cudaError_t state_reset(int i, uint64_t scratch_bytes) {
+  cudaError_t e = cudaSuccess;
+  for (int v = 0; v < mods[i].n_vars && e == cudaSuccess; v++) {
+    const struct var *x = &mods[i].vars[v];
+    e = x->from == VAR_ZERO ? cudaMemsetAsync((void *)(uintptr_t)x->d, 0, x->bytes, stream)
+                            : cudaMemcpyAsync((void *)(uintptr_t)x->d, mods[i].init + x->from, x->bytes,
+                                              cudaMemcpyHostToDevice, stream);
+  }
+  if (e == cudaSuccess && scratch_bytes)
+    e = cudaMemsetAsync((void *)(uintptr_t)scratch, 0, scratch_bytes, stream);
+  return e;
+}
+
+/* The scratch of a run asking for bytes, grown when needed. */
+static int scratch_ready(uint64_t bytes, char *msg, size_t msg_len) {
+  if (bytes <= scratch_cap) return 0;
+  if (scratch) cudaFree((void *)(uintptr_t)scratch);
+  scratch = 0, scratch_cap = 0;
+  void *d = NULL;
+  cudaError_t e = cudaMalloc(&d, bytes);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    snprintf(msg, msg_len, "run: %llu bytes of scratch: %s", (unsigned long long)bytes, cudaGetErrorName(e));
+    return -ENOMEM;
+  }
+  scratch = (CUdeviceptr)(uintptr_t)d, scratch_cap = bytes;
+  return 0;
 }
 
 static int cuda_attach(const struct runner_attach_msg *m, const int *fds, int n_fds, char *msg,
@@ -182,8 +292,7 @@ static int cuda_load(const struct runner_load_msg *m, const void *image,
     }
     if (i == MAX_MODULES) {
       i = victim;
-      drv.unload(mods[i].mod);
-      mods[i].used = false;
+      module_unload(i);
     }
     char entry[65];
     snprintf(entry, sizeof entry, "%.64s", m->entry);
@@ -194,9 +303,14 @@ static int cuda_load(const struct runner_load_msg *m, const void *image,
     }
     r = drv.get_function(&mods[i].fn, mods[i].mod, entry);
     if (r != CUDA_SUCCESS) {
-      drv.unload(mods[i].mod);
+      module_unload(i);
       snprintf(msg, msg_len, "cuModuleGetFunction(%s): %s", entry, cu_name(r));
       return -ENOENT;
+    }
+    int rc = vars_ready(i, image, m->image_bytes, msg, msg_len);
+    if (rc) {
+      module_unload(i);
+      return rc;
     }
     memcpy(mods[i].key, m->key, 32);
     mods[i].used = true;
@@ -272,7 +386,7 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
   }
   CUdeviceptr ptrs[RUNNER_MAX_ARGS];
   int ints[RUNNER_MAX_ARGS];
-  void *params[RUNNER_MAX_ARGS];
+  void *params[RUNNER_MAX_ARGS + 1]; /* and the scratch */
   for (uint32_t i = 0; i < m->n_args; i++) {
     if (m->args[i].kind == RUNNER_ARG_BUFFER) {
       if (m->args[i].value < 0 || m->args[i].value >= att.n) {
@@ -286,6 +400,9 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
       params[i] = &ints[i];
     }
   }
+  int rc = scratch_ready(m->scratch_bytes, msg, msg_len);
+  if (rc) return rc;
+  if (m->scratch_bytes) params[m->n_args] = &scratch;
   if ((int)m->dyn_shared_bytes > max_optin) {
     snprintf(msg, msg_len, "run: %u bytes of dynamic shared memory, the device allows %d",
              m->dyn_shared_bytes, max_optin);
@@ -303,8 +420,9 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     return -EINVAL;
   }
   bool cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
-  bool per_launch = m->timed && (m->poison_each || cold);
-  int rc = grow_events(per_launch ? 2 * m->n_launches : 2, msg, msg_len);
+  /* Anything done before each launch stays outside the timed part: each timed alone. */
+  bool per_launch = m->timed && (m->poison_each || cold || mods[mi].n_vars || m->scratch_bytes);
+  rc = grow_events(per_launch ? 2 * m->n_launches : 2, msg, msg_len);
   if (rc) return rc;
   if (cold && (rc = flush_ready(msg, msg_len))) return rc;
   float *out = (float *)att.ptr[m->out_buffer];
@@ -313,6 +431,13 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
   for (uint32_t i = 0; i < m->n_launches; i++) {
     if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
       cudaMemsetAsync(out, m->reset_zero ? 0 : 0xff, out_bytes, stream);
+    cudaError_t re = state_reset(mi, m->scratch_bytes); /* untimed: before the start event */
+    if (re != cudaSuccess) {
+      cudaError_t se = cudaStreamSynchronize(stream);
+      if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
+      snprintf(msg, msg_len, "run: putting the module's variables back: %s", cudaGetErrorName(re));
+      return -EIO;
+    }
     if (cold) { /* after the poisoning: its dirty lines are written back untimed */
       cudaError_t fe = l2_flush_launch(flush_buf, flush_len, flush_buf + flush_len, n_sms, stream);
       if (fe != cudaSuccess) {

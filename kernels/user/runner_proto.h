@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 3 /* 3: runner_run_msg.cold, runner_done_msg.l2_flushes */
+#define RUNNER_PROTO_VERSION 4 /* 4: runner_run_msg.scratch_bytes; variables put back */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -97,7 +97,12 @@ struct runner_arg {
  * device's L2, cudaDevAttrL2CacheSize, allocated once per runner and kept), then time
  * that one launch alone; the CPU mode accepts it and flushes nothing (runner_cpu.c
  * says why). deadline_ms is a launch's: gpulabd kills a runner whose answer has not
- * come within n of them and a margin. */
+ * come within n of them and a margin.
+ * Before every launch, timed or not, untimed: the module's variables are put back to
+ * their initial values from the image (uimage.h; CUDA mode), and with scratch_bytes > 0
+ * a scratch buffer of that many bytes, the runner's own, is zeroed and passed as one
+ * more last argument after args. So nothing a launch leaves in the module or the
+ * scratch reaches the next. */
 struct runner_run_msg {
   uint8_t key[32];
   uint32_t grid[3], block[3];
@@ -111,6 +116,7 @@ struct runner_run_msg {
   uint32_t reset_zero;
   uint32_t cold;
   double deadline_ms;
+  uint64_t scratch_bytes;
 };
 struct runner_done_msg {
   double ms_per_launch; /* timed runs; 0 otherwise */

@@ -369,6 +369,13 @@ static int check_state(const struct ucompile_req *req, struct ucompile_report *r
   return 0;
 }
 
+int ucompile_declaration_scratch(const char *decl, char *out, size_t out_len) {
+  const char *close = strrchr(decl, ')');
+  if (!close || !strchr(decl, '(')) return -EINVAL;
+  int n = snprintf(out, out_len, "%.*s, void *scratch%s", (int)(close - decl), decl, close);
+  return n < 0 || (size_t)n >= out_len ? -EINVAL : 0;
+}
+
 static bool entry_ok(const char *entry) {
   return entry && strlen(entry) < 64 && is_ident(entry, strlen(entry));
 }

@@ -20,6 +20,8 @@ extern "C" {
 #define UCOMPILE_MAX_OPTIONS 16
 #define UCOMPILE_MAX_OPTION_LEN 128
 #define UCOMPILE_DEFAULT_ARCH 90 /* sm_90, the H200's, when no device says otherwise */
+/* Module-scope variable bytes put back before every launch, unless a service says. */
+#define UCOMPILE_MAX_VAR_BYTES (16u << 20)
 
 /* What to compile. Every pointer is borrowed for the call. */
 struct ucompile_req {
@@ -79,6 +81,11 @@ int ucompile_options_check(const char *const *options, int n_options, char *msg,
  * the server's disk is read into a compile or its log. Returns 0, or -EINVAL with msg
  * and *line (1-based) set. */
 int ucompile_source_check(const char *source, int *line, char *msg, size_t msg_len);
+
+/* The declaration of a kernel that asked for scratch: decl (exp_user.declaration) with
+ * one more last parameter, "void *scratch". Returns 0, or -EINVAL when decl has no
+ * parameter list or out is too short. */
+int ucompile_declaration_scratch(const char *decl, char *out, size_t out_len);
 
 /* Compiles req with lib (the options checked first, then the source). Returns 0 with
  * *out (ucompile_report_free it), also when compiling failed (ok false: the log, the

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "kernels/user/uimage.h"
 #include "kernels/user/ukreg.h"
 #include "server/log.h"
 
@@ -25,7 +27,30 @@ struct ukernels {
   int busy;
 };
 
-/* A stored kernel into the backends' table (ukreg.h): its image, launch and identity. */
+/* Why a stored image may not run under today's rules (ucompile's check_state): state no
+ * runner can put back before a launch. Fills why, "" when it may run. */
+static void stored_refusal(const void *image, size_t bytes, char *why, size_t why_len) {
+  why[0] = '\0';
+  if (!image) return;
+  void *copy = (uintptr_t)image % 8 ? malloc(bytes) : NULL; /* uimage reads it aligned */
+  if (copy) memcpy(copy, image, bytes);
+  struct uimage im;
+  char msg[160];
+  if (uimage_inspect(copy ? copy : image, bytes, &im, msg, sizeof msg) != 0)
+    snprintf(why, why_len, "its image cannot be read: %s", msg);
+  else if (!strcmp(im.stateful_word, "__managed__"))
+    snprintf(why, why_len, "it has a __managed__ variable (stateful_kernel)");
+  else if (im.stateful[0])
+    snprintf(why, why_len, "it calls %s, the device heap (stateful_kernel)", im.stateful_word);
+  else if (im.var_bytes > UCOMPILE_MAX_VAR_BYTES)
+    snprintf(why, why_len, "its variables hold %llu bytes (stateful_kernel)",
+             (unsigned long long)im.var_bytes);
+  uimage_release(&im);
+  free(copy);
+}
+
+/* A stored kernel into the backends' table (ukreg.h): its image, launch and identity,
+ * and whether today's rules refuse it (stored_refusal). */
 int ukernels_register(const struct store_kernel *row) {
   struct ukreg_kernel k;
   memset(&k, 0, sizeof k);
@@ -49,6 +74,7 @@ int ukernels_register(const struct store_kernel *row) {
   }
   k.has_grid = json_object_get(spec, "grid") != NULL;
   k.shared_bytes = (int)json_integer_value(json_object_get(spec, "shared_bytes"));
+  k.scratch_bytes = (long long)json_integer_value(json_object_get(spec, "scratch_bytes"));
   k.registers = (int)json_integer_value(json_object_get(rep, "registers"));
   k.static_shared_bytes = (int)json_integer_value(json_object_get(rep, "shared_bytes"));
   k.stack_bytes = (int)json_integer_value(json_object_get(rep, "stack_bytes"));
@@ -59,6 +85,8 @@ int ukernels_register(const struct store_kernel *row) {
   k.image = row->image;
   k.image_bytes = row->image_bytes;
   if (row->image) image_sha256(row->image, row->image_bytes, k.key);
+  stored_refusal(row->image, row->image_bytes, k.refused, sizeof k.refused);
+  if (k.refused[0]) log_warn("kernel %lld (%s) is not run: %s", (long long)k.id, k.name, k.refused);
   return ukreg_put(&k);
 }
 
@@ -113,6 +141,7 @@ int ukernels_new(const struct ukernels_config *cfg, struct ukernels **out, char 
   if (c->compile_wait_s <= 0) c->compile_wait_s = 5;
   if (c->cache_bytes == 0) c->cache_bytes = 64u << 20;
   if (c->max_shared_optin <= 0) c->max_shared_optin = 227 << 10;
+  if (c->max_var_bytes == 0) c->max_var_bytes = UCOMPILE_MAX_VAR_BYTES;
   pthread_mutex_init(&u->mu, NULL);
   pthread_cond_init(&u->freed, NULL);
   if (c->nvrtc_path && !strcmp(c->nvrtc_path, "none")) {
@@ -178,6 +207,7 @@ int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompi
   }
   req->arch = u->cfg.arch;
   req->time_limit_s = u->cfg.compile_time_s;
+  req->max_var_bytes = u->cfg.max_var_bytes;
   /* A cached answer needs no slot. */
   uint8_t key[IMAGE_KEY_BYTES];
   if (image_cache_key(req, u->nvrtc->major, u->nvrtc->minor, key) == 0 &&

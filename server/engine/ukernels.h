@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kernels/user/image_cache.h"
 #include "kernels/user/nvrtc_loader.h"
@@ -24,7 +25,12 @@ struct ukernels_config {
   double compile_wait_s;   /* for a free slot, then 503 compile_busy; 0: 5 s */
   size_t cache_bytes;      /* 0: 64 MiB */
   int max_shared_optin;    /* dynamic shared bytes a kernel may ask; 0: 227 KiB (sm_90) */
-  struct store *store;     /* borrowed; NULL: a store in memory of the service's own */
+  size_t
+      max_scratch_bytes; /* scratch_bytes a kernel may ask (zeroed before each launch); 0: none */
+  /* Bytes of module-scope variables put back before every launch; a kernel with more is
+   * refused as stateful. 0: UCOMPILE_MAX_VAR_BYTES. */
+  uint64_t max_var_bytes;
+  struct store *store; /* borrowed; NULL: a store in memory of the service's own */
 };
 
 struct ukernels;

@@ -24,6 +24,7 @@ struct submit {
   int block[3], tile[2], grid[3];
   bool has_tile, has_grid;
   int shared_bytes;
+  long long scratch_bytes; /* 0: none; else one more last argument, void *scratch */
   bool is_public;
   int n_options;
   const char *options[UCOMPILE_MAX_OPTIONS];
@@ -155,6 +156,14 @@ static int submit_from_text(struct submit *s, const char *(*get)(void *, const c
                            "shared_bytes is a byte count");
     s->shared_bytes = (int)n;
   }
+  if ((v = get(ctx, "scratch_bytes"))) {
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (end == v || *end || n < 0)
+      return api_error_set(err, 400, "out_of_range", "scratch_bytes",
+                           "scratch_bytes is a byte count");
+    s->scratch_bytes = n;
+  }
   if ((v = get(ctx, "public"))) s->is_public = !strcmp(v, "1") || !strcasecmp(v, "true");
   if ((v = get(ctx, "options"))) {
     while (*v) {
@@ -202,6 +211,12 @@ static int submit_member(struct submit *s, const char *key, json_t *v, struct ap
     if (json_integer_value(v) < 0 || json_integer_value(v) > 1 << 30)
       return api_error_set(err, 400, "out_of_range", key, "shared_bytes is a byte count");
     s->shared_bytes = (int)json_integer_value(v);
+  } else if (!strcmp(key, "scratch_bytes")) {
+    if (!json_is_integer(v))
+      return api_error_set(err, 400, "wrong_type", key, "scratch_bytes is an integer");
+    if (json_integer_value(v) < 0)
+      return api_error_set(err, 400, "out_of_range", key, "scratch_bytes is a byte count");
+    s->scratch_bytes = (long long)json_integer_value(v);
   } else if (!strcmp(key, "public")) {
     if (!json_is_boolean(v))
       return api_error_set(err, 400, "wrong_type", key, "public is true or false");
@@ -220,7 +235,7 @@ static int submit_member(struct submit *s, const char *key, json_t *v, struct ap
     return api_error_set(
         err, 400, "unknown_field", key,
         "unknown field '%.40s'; a kernel has experiment, name, source, entry, block, tile, "
-        "grid, shared_bytes, options, public",
+        "grid, shared_bytes, scratch_bytes, options, public",
         key);
   }
   return 0;
@@ -287,6 +302,10 @@ static int submit_check(const struct submit *s, const struct ukernels_config *cf
     return api_error_set(err, 400, "out_of_range", "shared_bytes",
                          "%d bytes of dynamic shared memory; the device allows %d", s->shared_bytes,
                          cfg->max_shared_optin);
+  if ((unsigned long long)s->scratch_bytes > cfg->max_scratch_bytes)
+    return api_error_set(err, 400, "out_of_range", "scratch_bytes",
+                         "%lld bytes of scratch; this gpulabd allows %zu (--max-scratch)",
+                         s->scratch_bytes, cfg->max_scratch_bytes);
   return 0;
 }
 
@@ -306,6 +325,9 @@ static json_t *report_json(const struct ucompile_report *r, bool cached,
   if (!o) return NULL;
   if (r->ok) {
     json_object_set_new(o, "image_bytes", json_integer((json_int_t)r->image_bytes));
+    /* What a runner puts back before every launch (uimage.h). */
+    json_object_set_new(o, "module_variables", json_integer(r->n_vars));
+    json_object_set_new(o, "module_variable_bytes", json_integer((json_int_t)r->var_bytes));
     json_object_set_new(o, "image_sha256", json_string(sha));
   } else {
     json_object_set_new(o, "error", json_string(r->error));
@@ -335,6 +357,8 @@ static json_t *spec_json(const struct submit *s) {
   json_t *o = json_pack("{s:s,s:o,s:i,s:o}", "entry", s->entry, "block", ints_json(s->block, 3),
                         "shared_bytes", s->shared_bytes, "options", opts);
   if (!o) return NULL;
+  if (s->scratch_bytes) /* only then: kernels stored without it keep their signature */
+    json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)s->scratch_bytes));
   if (s->has_grid)
     json_object_set_new(o, "grid", ints_json(s->grid, 3));
   else
@@ -361,6 +385,9 @@ static json_t *kernel_json(const struct store_kernel *k, bool full) {
   json_decref(spec);
   json_decref(report);
   if (full && k->source) json_object_set_new(o, "source", json_string(k->source));
+  struct ukreg_kernel reg; /* a kernel stored before today's rules may be refused now */
+  if (ukreg_identity(k->id, &reg) == 0 && reg.refused[0])
+    json_object_set_new(o, "refused", json_string(reg.refused));
   return o;
 }
 
@@ -383,6 +410,8 @@ static enum MHD_Result unprocessable(struct request *r, const char *code, int li
 static enum MHD_Result compile_failed(struct request *r, const struct ucompile_report *rep,
                                       json_t *report) {
   if (rep->timed_out) return unprocessable(r, "compile_timeout", 0, report, rep->error);
+  if (rep->stateful) /* compiled, but keeps state no runner can put back before a launch */
+    return unprocessable(r, "stateful_kernel", rep->error_line, report, rep->error);
   char at[320];
   snprintf(at, sizeof at, "line %d: %s", rep->error_line, rep->error);
   return unprocessable(r, "compile_failed", rep->error_line, report,
@@ -559,12 +588,15 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
     ret = respond_json(r, 500, NULL);
     goto out;
   }
-  char file[80];
+  char file[80], scratch_decl[512];
   snprintf(file, sizeof file, "%s.cu", s.name);
+  const char *decl = user_of(s.experiment)->declaration;
+  if (s.scratch_bytes && ucompile_declaration_scratch(decl, scratch_decl, sizeof scratch_decl) == 0)
+    decl = scratch_decl;
   struct ucompile_req req = {.source = src,
                              .name = file,
                              .entry = s.entry,
-                             .declaration = user_of(s.experiment)->declaration,
+                             .declaration = decl,
                              .options = s.options,
                              .n_options = s.n_options};
   bool cached = false;

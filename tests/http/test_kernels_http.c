@@ -66,6 +66,89 @@ static void check_unprocessable(const struct http_reply *r, const char *code, in
   else CHECK(json_is_null(json_at(r->json, "line")));
 }
 
+/* The transpose signature, JSON-escaped, without its closing parenthesis. */
+#define SIG "extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n"
+
+/* POSTs a transpose kernel named name whose source is src (JSON-escaped already), with
+ * extra members (",\"scratch_bytes\":64", or ""). */
+static void post_source(struct gpulabd *d, const char *name, const char *src, const char *extra,
+                        struct http_reply *r) {
+  char body[2048];
+  snprintf(body, sizeof body, "{\"experiment\":\"transpose\",\"name\":\"%s\",\"source\":\"%s\"%s}", name,
+           src, extra);
+  http_post_json(d, "/kernels", body, r);
+}
+
+/* State that outlives a launch: what no runner can put back is refused at POST
+ * (422 stateful_kernel naming it, at its line); what it can put back compiles, and
+ * scratch comes from scratch_bytes. */
+static void test_state(struct gpulabd *d) {
+  struct http_reply r;
+  /* A cache in the device heap, found again by later launches. */
+  post_source(d, "heap",
+              "__device__ float *memo;\\n" SIG ") {\\n  if (!memo) memo = (float *)malloc(64);\\n"
+              "  b[0] = memo[0];\\n}\\n", "", &r);
+  check_unprocessable(&r, "stateful_kernel", 3);
+  CHECK(strstr(JSTR(r.json, "detail"), "malloc") != NULL);
+  CHECK(strstr(JSTR(r.json, "detail"), "scratch_bytes") != NULL);
+  CHECK(!JBOOL(r.json, "compile.ok"));
+  http_reply_free(&r);
+  /* A launch counter in managed memory. */
+  post_source(d, "managed", "\\n__managed__ int launches;\\n" SIG ") {\\n  atomicAdd(&launches, 1);\\n}\\n",
+              "", &r);
+  check_unprocessable(&r, "stateful_kernel", 2);
+  CHECK(strstr(JSTR(r.json, "detail"), "__managed__ variable 'launches'") != NULL);
+  http_reply_free(&r);
+  /* Put back before every launch, so they compile: a __device__ array, __constant__
+   * data, printf (its format string is a variable too). */
+  post_source(d, "globals",
+              "__device__ float cache[256];\\n__constant__ float table[4] = {1, 2, 3, 4};\\n" SIG
+              ") {\\n  int i = threadIdx.x;\\n  if (i < m * n) b[i] = a[i] + cache[i % 256] + table[i % 4];\\n"
+              "  if (i == 0) printf(\\\"%d\\\\n\\\", m);\\n}\\n",
+              "", &r);
+  CHECK_STATUS(&r, 201);
+  CHECK(JINT(r.json, "compile.module_variables") >= 3);
+  CHECK(JINT(r.json, "compile.module_variable_bytes") >= 256 * 4 + 16);
+  CHECK(json_at(r.json, "scratch_bytes") == NULL); /* none asked: the signature as it was */
+  http_reply_free(&r);
+  /* Scratch: one more last argument, void* scratch; kept with the kernel. */
+  post_source(d, "scratchy", SIG ", void* scratch) {\\n  unsigned *s = (unsigned *)scratch;\\n"
+              "  atomicAdd(s, 1u);\\n  b[0] = a[0];\\n}\\n", ",\"scratch_bytes\":4096", &r);
+  CHECK_STATUS(&r, 201);
+  CHECK_INT_EQ(JINT(r.json, "scratch_bytes"), 4096);
+  char path[64];
+  snprintf(path, sizeof path, "/kernels/%lld", (long long)JINT(r.json, "id"));
+  http_reply_free(&r);
+  json_t *k = http_get_json(d, path);
+  CHECK_INT_EQ(JINT(k, "scratch_bytes"), 4096);
+  json_decref(k);
+  /* Asking for scratch without taking it: the signature no longer matches. */
+  post_source(d, "noscratch", SIG ") {\\n  b[0] = a[0];\\n}\\n", ",\"scratch_bytes\":64", &r);
+  check_unprocessable(&r, "compile_failed", 1);
+  http_reply_free(&r);
+  /* The cap, the type, the sign; and the query form's field. */
+  post_source(d, "x", "int x;", ",\"scratch_bytes\":1099511627776", &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "scratch_bytes");
+  CHECK(strstr(JSTR(r.json, "detail"), "--max-scratch") != NULL);
+  http_reply_free(&r);
+  post_source(d, "x", "int x;", ",\"scratch_bytes\":\"64\"", &r);
+  CHECK_ERROR(&r, 400, "wrong_type", "scratch_bytes");
+  http_reply_free(&r);
+  post_source(d, "x", "int x;", ",\"scratch_bytes\":-1", &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "scratch_bytes");
+  http_reply_free(&r);
+  const char *cu = "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* s) {}\n";
+  http_request(d, "POST", "/kernels?experiment=transpose&name=q&scratch_bytes=128", "text/x-cuda", cu,
+               strlen(cu), &r);
+  CHECK_STATUS(&r, 201);
+  CHECK_INT_EQ(JINT(r.json, "scratch_bytes"), 128);
+  http_reply_free(&r);
+  http_request(d, "POST", "/kernels?experiment=transpose&name=q&scratch_bytes=12x", "text/x-cuda", cu,
+               strlen(cu), &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "scratch_bytes");
+  http_reply_free(&r);
+}
+
 static void test_api(struct gpulabd *d, long long *first_id, char *sha) {
   struct http_reply r;
   /* The signatures, for the editor. */
@@ -419,6 +502,7 @@ int main(void) {
   long long id;
   char sha[65];
   test_api(&d, &id, sha);
+  test_state(&d);
   gpulabd_stop(&d);
 
   /* Across a restart: the kernel, its source and report are still there. */

@@ -5,7 +5,8 @@
  * its output is NaN passes (poisoned before every launch), one that works once fails;
  * a trap, a stray store, a hang past the deadline and an exit fail their jobs with
  * kernel_fault / kernel_timeout, and the next job passes on a new runner. A cold job
- * takes a user's run too (the CPU runner gets the flag and flushes nothing). */
+ * takes a user's run too (the CPU runner gets the flag and flushes nothing). A kernel
+ * with scratch_bytes gets its scratch zeroed before every launch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,15 @@
 
 static struct gpulabd D;
 
-static long long post_kernel(const char *entry) {
-  char src[256], path[160];
+/* A kernel whose entry names a test function; scratch_bytes > 0 asks for scratch (its
+ * signature then ends with void* scratch). */
+static long long post_kernel_scratch(const char *entry, int scratch_bytes) {
+  char src[256], path[200];
   snprintf(src, sizeof src,
-           "extern \"C\" __global__ void %s(const float* a, float* b, int m, int n) {}\n", entry);
-  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&entry=%s", entry, entry);
+           "extern \"C\" __global__ void %s(const float* a, float* b, int m, int n%s) {}\n", entry,
+           scratch_bytes ? ", void* scratch" : "");
+  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&entry=%s&scratch_bytes=%d", entry,
+           entry, scratch_bytes);
   struct http_reply r;
   http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
   CHECK_STATUS(&r, 201);
@@ -28,6 +33,8 @@ static long long post_kernel(const char *entry) {
   http_reply_free(&r);
   return id;
 }
+
+static long long post_kernel(const char *entry) { return post_kernel_scratch(entry, 0); }
 
 static json_t *job(long long id) {
   char body[200];
@@ -125,6 +132,13 @@ int main(void) {
   j = job(once);
   CHECK(!JBOOL(j, "result.runs[1].check.passed"));
   CHECK_INT_EQ(JINT(j, "result.runs[1].check.mismatches"), 37 * 53);
+  json_decref(j);
+  /* Scratch, zeroed before every launch: the test function counts its launches in it
+   * and is right only while the count it finds is 0, so every launch of the job, the
+   * last one checked included, must find its scratch zeroed again. */
+  j = job(post_kernel_scratch("scratch", 64));
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
   json_decref(j);
 
   const char *bad[4] = {"trap", "oob", "hang", "die"};

@@ -219,7 +219,8 @@ static const struct uimage_var *var_named(const struct uimage *im, const char *n
   return NULL;
 }
 
-#define KERNEL_HEAD "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+#define KERNEL_HEAD \
+  "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
 
 /* The compile-time half of the red-team list: state that no runner can put back before
  * a launch is refused (stateful), state it can put back compiles and is listed with
@@ -231,18 +232,20 @@ static void test_state(const struct nvrtc_lib *lib) {
   } refused[] = {
       /* A result cache in the device heap: malloc'ed once, found again by a later launch
        * through a __device__ pointer. */
-      {"heap cache", "__device__ float *memo;\n" KERNEL_HEAD
-                     "  if (!memo) memo = (float *)malloc(4096);\n"
-                     "  b[0] = memo[0];\n}\n",
+      {"heap cache",
+       "__device__ float *memo;\n" KERNEL_HEAD "  if (!memo) memo = (float *)malloc(4096);\n"
+       "  b[0] = memo[0];\n}\n",
        "malloc", 3},
       /* The same with new and delete, which call malloc and free. */
-      {"new/delete", KERNEL_HEAD "  float *t = new float[4];\n  t[0] = a[0];\n  b[0] = t[0];\n"
-                                 "  delete[] t;\n}\n",
+      {"new/delete",
+       KERNEL_HEAD "  float *t = new float[4];\n  t[0] = a[0];\n  b[0] = t[0];\n"
+                   "  delete[] t;\n}\n",
        "malloc", 2},
       /* A launch counter in managed memory, which outlives every launch and is seen by
        * the host as well. */
-      {"managed counter", "__managed__ int launches;\n" KERNEL_HEAD
-                          "  if (threadIdx.x == 0) atomicAdd(&launches, 1);\n  b[0] = a[0];\n}\n",
+      {"managed counter",
+       "__managed__ int launches;\n" KERNEL_HEAD
+       "  if (threadIdx.x == 0) atomicAdd(&launches, 1);\n  b[0] = a[0];\n}\n",
        "__managed__", 1},
   };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
@@ -260,7 +263,8 @@ static void test_state(const struct nvrtc_lib *lib) {
 
   /* Kept, and put back before every launch: a __device__ array (a cache keyed on the
    * input), an initialized counter, a __constant__ table, printf's format string. */
-  struct ucompile_report *r = compile_src(lib,
+  struct ucompile_report *r = compile_src(
+      lib,
       "__device__ float cache[1024];\n"
       "__device__ int counter = 7;\n"
       "static __device__ int hidden[4] = {1, 2, 3, 4};\n"
@@ -292,8 +296,8 @@ static void test_state(const struct nvrtc_lib *lib) {
     if (strstr(im.vars[i].name, "hidden") && im.vars[i].bytes == 16) hidden++;
     if (!strncmp(im.vars[i].name, "$str", 4)) strings++;
   }
-  CHECK_INT_EQ(hidden, 1);  /* a static one too, under whatever name the compiler gives it */
-  CHECK(strings >= 1);      /* printf's format string */
+  CHECK_INT_EQ(hidden, 1); /* a static one too, under whatever name the compiler gives it */
+  CHECK(strings >= 1);     /* printf's format string */
   CHECK(im.stateful[0] == '\0');
   printf("globals: %d variables, %llu bytes\n", im.n_vars, (unsigned long long)im.var_bytes);
 
@@ -311,8 +315,8 @@ static void test_state(const struct nvrtc_lib *lib) {
   ucompile_report_free(r);
 
   /* More variable bytes than are put back before each launch: refused, saying so. */
-  r = compile_src(lib, "__device__ float big[1 << 20];\n" KERNEL_HEAD "  b[0] = big[(int)a[0]];\n}\n",
-                  1 << 20);
+  r = compile_src(
+      lib, "__device__ float big[1 << 20];\n" KERNEL_HEAD "  b[0] = big[(int)a[0]];\n}\n", 1 << 20);
   CHECK(!r->ok && r->stateful);
   CHECK(strstr(r->error, "4194304 bytes") && strstr(r->error, "scratch_bytes"));
   ucompile_report_free(r);

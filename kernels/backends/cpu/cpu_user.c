@@ -47,6 +47,10 @@ void cpu_user_describe(const struct exp_spec *s, struct exp_run *run) {
              "users' kernels run on a CUDA device (in gpulab-runner); this is the CPU backend");
   } else if (!known || ukreg_identity(id, &k) != 0) {
     snprintf(run->reason, sizeof run->reason, "kernel %lld is not loaded here", id);
+  } else if (k.refused[0]) {
+    snprintf(run->reason, sizeof run->reason,
+             "kernel %lld is refused by today's rules: %.64s; send it again", id,
+             k.refused);
   } else if (strcmp(d->name, CPU_RUNNER_EXPERIMENT) != 0) {
     snprintf(run->reason, sizeof run->reason,
              "the CPU test runner has %s functions only", CPU_RUNNER_EXPERIMENT);
@@ -119,6 +123,7 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
   struct runner_loaded_msg loaded;
   char msg[256];
   int rc = runner_load(u->runner, m->key, kk->entry, kk->image, kk->image_bytes, &loaded, msg, sizeof msg);
+  m->scratch_bytes = (uint64_t)kk->scratch_bytes; /* the runner zeroes it before each launch */
   ukreg_kernel_free(kk);
   if (rc) return fail(err, err_len, rc, "load", msg);
   for (int i = 0; i < 3; i++) m->grid[i] = m->block[i] = 1; /* the CPU runner calls once */

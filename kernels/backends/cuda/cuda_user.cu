@@ -123,6 +123,9 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
   j->user->k[r] = k; /* cuda_user_release frees it */
   if (!u || strcmp(k->experiment, j->exp->name) != 0)
     return unavailable(run, "kernel %lld is not a kernel of this experiment", id);
+  if (k->refused[0])
+    return unavailable(run, "kernel %lld is refused by today's rules: %.64s; send it again",
+                       id, k->refused);
   if (s->graph)
     return unavailable(run,
                        "graph: a user's kernel runs in gpulab-runner, another process with its own "
@@ -202,6 +205,7 @@ static void fill_args(struct cuda_job *j, int r, int out) {
   m->poison_each = 1;
   m->reset_zero = usr->reset_zero;
   m->cold = j->spec->cold; /* the runner flushes its L2 before each timed launch */
+  m->scratch_bytes = (uint64_t)j->user->k[r]->scratch_bytes; /* zeroed before each launch */
 }
 
 int cuda_user_setup(struct cuda_job *j) {
