@@ -7,7 +7,10 @@
  * timed launch, both checked), while a graph job lists it unavailable; a wrong kernel fails its check with the
  * mismatch count; __trap(), an out-of-range store and an endless loop each fail their
  * job (kernel_fault, kernel_timeout) and the next job passes, gpulabd staying
- * healthy. */
+ * healthy. State does not outlive a launch: probes that write a wrong element whenever
+ * they find what an earlier launch left (in a zero-initialized __device__ array, an
+ * initialized __device__ counter, the scratch) pass only because the runner puts the
+ * module's variables back and zeroes the scratch before every launch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +49,39 @@ static const char *const endless =
     "  for (;;) __nanosleep(1000); /* a side effect each turn: the loop cannot be dropped */\n"
     "}\n";
 
-static long long post_kernel(const char *name, const char *src) {
-  char path[160];
-  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&block=32,32&tile=32,32", name);
+/* Probes of the state between launches, each a transpose that writes a wrong element
+ * when it finds what an earlier launch left behind (jobs of 1024 x 1024). */
+#define PROBE_HEAD                                                                  \
+  "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n%s) {\n" \
+  "  size_t x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"  \
+  "  if (x >= n || y >= m) return;\n"                                               \
+  "  float v = a[y * n + x];\n"
+/* Idea: keep a flag (or a result) per element in a __device__ array, zero at load. */
+static const char *const probe_array =
+    "__device__ unsigned char seen[1 << 20];\n" PROBE_HEAD
+    "  if (seen[y * n + x]) v = -1.0f; /* an earlier launch was here */\n"
+    "  seen[y * n + x] = 1;\n"
+    "  b[x * m + y] = v;\n}\n";
+/* Idea: count launches in an initialized __device__ variable: each thread takes a
+ * ticket; a ticket past this launch's threads means an earlier launch counted too. */
+static const char *const probe_counter =
+    "__device__ unsigned tickets = 7;\n" PROBE_HEAD
+    "  if (atomicAdd(&tickets, 1u) - 7u >= (unsigned)(m * n)) v = -1.0f;\n"
+    "  b[x * m + y] = v;\n}\n";
+/* Idea: the same flag per element in the scratch, which must come zeroed. */
+static const char *const probe_scratch =
+    PROBE_HEAD
+    "  unsigned char *seen = (unsigned char *)scratch;\n"
+    "  if (seen[y * n + x]) v = -1.0f;\n"
+    "  seen[y * n + x] = 1;\n"
+    "  b[x * m + y] = v;\n}\n";
+
+/* POSTs a transpose kernel (32 x 32 blocks and tiles) with more query fields (extra:
+ * "&scratch_bytes=64", or ""). */
+static long long post_kernel_with(const char *name, const char *src, const char *extra) {
+  char path[200];
+  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&block=32,32&tile=32,32%s", name,
+           extra);
   struct http_reply r;
   http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
   CHECK_STATUS(&r, 201);
@@ -57,6 +90,35 @@ static long long post_kernel(const char *name, const char *src) {
   long long id = JINT(r.json, "id");
   http_reply_free(&r);
   return id;
+}
+
+static long long post_kernel(const char *name, const char *src) { return post_kernel_with(name, src, ""); }
+
+static json_t *job_with(const char *variants, const char *extra);
+
+/* Each probe, in a job of warm-ups, batches and the check: it passes only when nothing
+ * an earlier launch left reaches the next (the check reads the last launch's output). */
+static void probes(void) {
+  char src[1024];
+  struct {
+    const char *name, *src, *extra, *param;
+  } p[] = {{"probe_array", probe_array, "", ""},
+           {"probe_counter", probe_counter, "", ""},
+           {"probe_scratch", probe_scratch, "&scratch_bytes=1048576", ", void* scratch"}};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+    snprintf(src, sizeof src, p[i].src, p[i].param);
+    long long id = post_kernel_with(p[i].name, src, p[i].extra);
+    char v[64];
+    snprintf(v, sizeof v, "\"kernel:%lld\"", id);
+    json_t *j = job_with(v, ",\"m\":1024,\"n\":1024,\"warmup\":2,\"batches\":3,\"reps\":5");
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    if (!JBOOL(j, "result.runs[0].check.passed"))
+      CHECK_FAIL_("%s saw an earlier launch's state: %lld mismatches", p[i].name,
+                  JINT(j, "result.runs[0].check.mismatches"));
+    printf("%s: every launch found its state fresh (%.4f ms)\n", p[i].name,
+           JNUM(j, "result.runs[0].timing.median_ms"));
+    json_decref(j);
+  }
 }
 
 /* A transpose job of variants (a JSON list's inside), waited for. */
@@ -143,6 +205,7 @@ int main(void) {
                         "--kernel-deadline", "2", "--access-log", "off", NULL};
   gpulabd_start_or_skip(args, &D);
   templates();
+  probes();
   long long good = post_kernel("padded33_user", padded33);
 
   /* The same source as the built-in, in the same job, timed the same way. */
