@@ -204,6 +204,14 @@ struct exp_check {
   double tolerance;         /* per element, absolute; 0 = exact */
   char tolerance_rule[96];  /* how tolerance was set, for humans */
   char reference[64];       /* what the output was compared against */
+  /* Precision as claimed (gemm's FP32 rule): the RMS of the errors over the RMS of the
+   * reference, over the elements compared, against a limit that FP32 arithmetic in any
+   * summation order stays under and TF32, FP16 or BF16 operands do not. has_precision
+   * false where the experiment keeps no such statistic; precision_limit 0: reported,
+   * not enforced (inputs not generated, on which the limit was not measured; a TF32
+   * variant). precision_failed: past the limit, and passed is false. */
+  bool has_precision, precision_failed;
+  double precision_rms, precision_limit;
 };
 
 /* Both counts behind a run's figure, so a student sees what the figure divides
