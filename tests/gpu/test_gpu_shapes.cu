@@ -24,6 +24,9 @@
 
 static cudaStream_t g_s;
 static int g_sms, g_cases;
+/* The gemm precision statistic's two populations here (kernels/gemm/gemm.c's limit):
+ * the largest of FP32 outputs, the smallest of TF32 outputs under the FP32 rule. */
+static double g_fp32_worst, g_tf32_best = INFINITY;
 static bool g_wgmma; /* the tf32 wgmma path must run here: sm_90a code and a cc 9.0 device */
 
 #define CUDA_CHECK(call)                                                                   \
@@ -64,8 +67,20 @@ static void check_output(const char *what, const struct reference *ref, int entr
   struct exp_check c;
   reference_check(ref, entry, h, &c);
   if (!c.passed)
-    CHECK_FAIL_("%s: %" PRId64 " of %" PRId64 " mismatch (max abs err %g, tolerance %g: %s)",
-                what, c.mismatches, c.compared, c.max_abs_err, c.tolerance, c.tolerance_rule);
+    CHECK_FAIL_("%s: %" PRId64 " of %" PRId64 " mismatch (max abs err %g, tolerance %g: %s; precision %g, limit %g)",
+                what, c.mismatches, c.compared, c.max_abs_err, c.tolerance, c.tolerance_rule,
+                c.precision_rms, c.precision_limit);
+  if (c.has_precision && entry != GEMM_TF32 && c.precision_rms > g_fp32_worst) g_fp32_worst = c.precision_rms;
+  /* TF32 arithmetic must not pass as FP32 (from 64 elements: on a handful a few operands
+   * may round by little) */
+  if (c.has_precision && entry == GEMM_TF32 && c.compared >= 64) {
+    struct exp_check f;
+    reference_check(ref, GEMM_BEST, h, &f);
+    if (!f.precision_failed)
+      CHECK_FAIL_("%s: TF32 output passes the FP32 precision rule (%g, limit %g)", what, f.precision_rms,
+                  f.precision_limit);
+    if (f.precision_rms < g_tf32_best) g_tf32_best = f.precision_rms;
+  }
   free(h);
   g_cases++;
 }
@@ -387,6 +402,8 @@ int main(void) {
   printf("transpose: ok (%d)\n", g_cases);
   test_stencil();
   CUDA_CHECK(cudaStreamDestroy(g_s));
+  printf("gemm precision, rms(c - ref) / rms(ref): FP32 at most 2^%.2f, TF32 at least 2^%.2f (limit 2^-14)\n",
+         log2(g_fp32_worst), log2(g_tf32_best));
   printf("test_gpu_shapes: ok (%d cases)\n", g_cases);
   return 0;
 }
