@@ -26,7 +26,8 @@ enum backend_kind { BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA };
  *   -ENODEV     backend_open, backend_measure_ceilings: not available here
  *   -EFAULT     a user's kernel faulted in its runner (kernels/user/runner.h); the
  *               runner is replaced, the backend is fine
- *   -ETIMEDOUT  a user's kernel's launch ran past its deadline; its runner was killed */
+ *   -ETIMEDOUT  a user's kernel's launch ran past its deadline; its runner was killed
+ *   -EROFS      a user's kernel wrote into one of its inputs (input_modified) */
 
 struct backend;
 /* floats in the device's memory (the CPU backend's: host memory). */

@@ -82,7 +82,7 @@ static int find_module(const uint8_t key[32]) {
 }
 
 static const char *const known[] = {"kernel", "transpose", "wrong", "lazy", "once",
-                                    "trap", "oob", "hang", "die", "scratch"};
+                                    "trap", "oob", "hang", "die", "scratch", "scribble"};
 
 static void *scratch;         /* the scratch of runs that ask for it, kept and grown */
 static uint64_t scratch_cap;
@@ -139,6 +139,9 @@ static void call(int mod, const float *a, float *b, int m, int n, unsigned *s) {
     for (volatile int spin = 1; spin;) {}
   } else if (!strcmp(e, "die")) {
     _exit(9);
+  } else if (!strcmp(e, "scribble")) { /* right, but leaves a mark in its input */
+    transpose(a, b, m, n);
+    if (m > 0 && n > 0) ((float *)a)[0] = -a[0];
   } else if (!strcmp(e, "scratch")) { /* right only on a scratch zeroed before its launch */
     transpose(a, b, m, n);
     if (!s || s[0]++ != 0) b[0] += 1.0f;

@@ -166,6 +166,7 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
                        : rc == -EIO       ? "gpu_context_lost"
                        : rc == -EFAULT    ? "kernel_fault"
                        : rc == -ETIMEDOUT ? "kernel_timeout"
+                       : rc == -EROFS     ? "input_modified"
                                           : "backend_error";
     end_job_locked(e, job, JOB_FAILED, code, err);
   }

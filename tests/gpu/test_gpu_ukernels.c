@@ -10,7 +10,8 @@
  * healthy. State does not outlive a launch: probes that write a wrong element whenever
  * they find what an earlier launch left (in a zero-initialized __device__ array, an
  * initialized __device__ counter, the scratch) pass only because the runner puts the
- * module's variables back and zeroes the scratch before every launch. */
+ * module's variables back and zeroes the scratch before every launch; a kernel that
+ * writes into its const input fails its job with input_modified. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,13 @@ static const char *const trap =
 static const char *const oob =
     "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
     "  b[(size_t)m * n + (1ull << 36) + threadIdx.x] = 1.0f;\n"
+    "}\n";
+/* Idea: a right answer that leaves a mark (or a stash) in its const input. */
+static const char *const scribble =
+    "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+    "  size_t x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+    "  if (x < n && y < m) b[x * m + y] = a[y * n + x];\n"
+    "  if (x == 0 && y == 0) ((float *)a)[0] = 42.0f;\n"
     "}\n";
 static const char *const endless =
     "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
@@ -278,9 +286,9 @@ int main(void) {
   json_decref(j);
 
   /* Faults: each fails its job with its code; the next job passes. */
-  const char *srcs[3] = {trap, oob, endless}, *names[3] = {"trap", "oob", "endless"};
-  const char *codes[3] = {"kernel_fault", "kernel_fault", "kernel_timeout"};
-  for (int i = 0; i < 3; i++) {
+  const char *srcs[4] = {trap, oob, endless, scribble}, *names[4] = {"trap", "oob", "endless", "scribble"};
+  const char *codes[4] = {"kernel_fault", "kernel_fault", "kernel_timeout", "input_modified"};
+  for (int i = 0; i < 4; i++) {
     long long id = post_kernel(names[i], srcs[i]);
     snprintf(v, sizeof v, "\"padded33\",\"kernel:%lld\"", id);
     double t0 = clock_mono_s();

@@ -6,7 +6,8 @@
  * a trap, a stray store, a hang past the deadline and an exit fail their jobs with
  * kernel_fault / kernel_timeout, and the next job passes on a new runner. A cold job
  * takes a user's run too (the CPU runner gets the flag and flushes nothing). A kernel
- * with scratch_bytes gets its scratch zeroed before every launch. */
+ * with scratch_bytes gets its scratch zeroed before every launch; one that writes into
+ * its input fails its job with input_modified. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,18 @@ int main(void) {
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   CHECK(JBOOL(j, "result.runs[1].check.passed"));
   json_decref(j);
+  /* A kernel that writes into its const input (a stash, a mark): the job fails with
+   * input_modified, naming the kernel and the input; the next job passes. */
+  long long scribble = post_kernel("scribble");
+  j = job(scribble);
+  CHECK_STR_EQ(JSTR(j, "state"), "failed");
+  CHECK_STR_EQ(JSTR(j, "error.code"), "input_modified");
+  char named[64];
+  snprintf(named, sizeof named, "kernel:%lld wrote into its input a", scribble);
+  if (!strstr(JSTR(j, "error.message"), named)) CHECK_STR_EQ(JSTR(j, "error.message"), named);
+  printf("scribble: %s\n", JSTR(j, "error.message"));
+  json_decref(j);
+  passes(good);
 
   const char *bad[4] = {"trap", "oob", "hang", "die"};
   const char *codes[4] = {"kernel_fault", "kernel_fault", "kernel_timeout", "kernel_fault"};

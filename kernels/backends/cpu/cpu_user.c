@@ -24,6 +24,11 @@
 
 struct cpu_user {
   struct runner *runner;
+  enum exp_type type;
+  int n_in;
+  const float *in[EXP_MAX_INPUTS]; /* the job's inputs (borrowed): what the memfds must hold */
+  size_t in_floats[EXP_MAX_INPUTS];
+  int variant[EXP_MAX_VARIANTS];   /* by run */
   bool held, attached;
   int n_bufs;
   int fd[MAX_BUFS];
@@ -65,7 +70,7 @@ void cpu_user_describe(const struct exp_spec *s, struct exp_run *run) {
 /* A runner's error as the backend's: its message in err. */
 static int fail(char *err, size_t err_len, int rc, const char *what, const char *msg) {
   snprintf(err, err_len, "%s: %s", what, msg); /* msg: the fault's name, then what it was */
-  return rc == -EFAULT || rc == -ETIMEDOUT || rc == -ENOMEM ? rc : -EINVAL;
+  return rc == -EFAULT || rc == -ETIMEDOUT || rc == -ENOMEM || rc == -EROFS ? rc : -EINVAL;
 }
 
 /* The process's CPU runner, made (not started) on first use; NULL when out of memory. */
@@ -156,8 +161,18 @@ int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, const struct
   struct cpu_user *u = calloc(1, sizeof *u);
   if (!u) return fail(err, err_len, -ENOMEM, "users' kernels", "host out of memory");
   *out = u;
-  for (int r = 0; r < res->n_runs; r++)
+  for (int r = 0; r < res->n_runs; r++) {
     u->is_user[r] = res->runs[r].available && exp_variant_is_user(res->runs[r].variant);
+    u->variant[r] = res->runs[r].variant;
+  }
+  u->type = s->type;
+  u->n_in = exp_input_count(s->type);
+  for (int i = 0; i < u->n_in; i++) {
+    struct exp_shape shape;
+    exp_input_shape(s, i, &shape);
+    u->in[i] = in[i];
+    u->in_floats[i] = (size_t)exp_shape_count(&shape);
+  }
   int rc = make_buffers(u, s, res, in, outs, out_len, err, err_len);
   if (rc) return rc;
   if (!(u->runner = runner_get())) return fail(err, err_len, -ENOMEM, "runner", "out of memory");
@@ -181,6 +196,25 @@ bool cpu_user_is_run(const struct cpu_user *u, int run) {
   return u && run >= 0 && run < EXP_MAX_VARIANTS && u->is_user[run];
 }
 
+/* After run's launches: its inputs as the job gave them, bit for bit, else -EROFS
+ * (input_modified) naming the kernel, the input and the elements changed. */
+static int inputs_unchanged(const struct cpu_user *u, int run, char *err, size_t err_len) {
+  for (int i = 0; i < u->n_in; i++) {
+    size_t n = u->in_floats[i];
+    if (!u->in[i] || n == 0 || memcmp(u->ptr[i], u->in[i], n * sizeof(float)) == 0) continue;
+    const uint32_t *got = u->ptr[i], *want = (const uint32_t *)u->in[i];
+    size_t changed = 0, first = n;
+    for (size_t k = 0; k < n; k++)
+      if (got[k] != want[k]) changed++, first = first < k ? first : k;
+    snprintf(err, err_len,
+             "kernel:%lld wrote into its input %s: %zu of %zu elements changed (the first at %zu); "
+             "inputs are read-only",
+             exp_user_kernel_id(u->variant[run]), exp_desc(u->type)->inputs[i].name, changed, n, first);
+    return -EROFS;
+  }
+  return 0;
+}
+
 int cpu_user_launches(struct cpu_user *u, int run, int n, bool timed, double *ms, char *err,
                       size_t err_len) {
   struct runner_run_msg *m = &u->msg[run];
@@ -191,6 +225,7 @@ int cpu_user_launches(struct cpu_user *u, int run, int n, bool timed, double *ms
   char msg[256];
   int rc = runner_run(u->runner, m, ukreg_deadline(), &done, &fault, msg, sizeof msg);
   if (rc) return fail(err, err_len, rc, "launch", msg);
+  if ((rc = inputs_unchanged(u, run, err, err_len))) return rc;
   if (ms) *ms = done.ms_per_launch;
   return 0;
 }

@@ -9,8 +9,10 @@
  * after the batches. The built-in runs of such a job are timed the same way
  * (cuda_kernel_job.cu). A fault or a launch past its deadline fails the job (-EFAULT
  * kernel_fault, -ETIMEDOUT kernel_timeout); the runner is replaced, this context is
- * untouched. The kernel experiments' ops (cuda_kernel_job.cu) call in here for such
- * runs: plan, setup, warm-ups, samples, the job's output, release. */
+ * untouched. After each request to the runner the inputs it was given are compared with
+ * the job's, word for word, on the device: a kernel that wrote into one fails the job
+ * (-EROFS, input_modified). The kernel experiments' ops (cuda_kernel_job.cu) call in
+ * here for such runs: plan, setup, warm-ups, samples, the job's output, release. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -30,6 +32,8 @@ struct cuda_user_job {
   int n_in;                            /* the experiment's input slots */
   float *d_ipc[MAX_IPC];               /* cudaMalloc'ed: the inputs, then one output per user run */
   int n_ipc;
+  size_t in_floats[EXP_MAX_INPUTS];    /* each input's, for the comparison after each request */
+  unsigned long long *d_changed;       /* cudaMalloc'ed: the comparison's count */
   struct ukreg_kernel *k[EXP_MAX_VARIANTS]; /* by run; NULL for the built-ins */
   struct runner_run_msg msg[EXP_MAX_VARIANTS];
 };
@@ -167,6 +171,42 @@ static int runner_error(struct cuda_job *j, int r, int rc, const char *what, con
   return rc == -EFAULT || rc == -ETIMEDOUT || rc == -ENOMEM ? rc : -EINVAL;
 }
 
+/* Counts the 32-bit words where a and b differ into *changed. Grid-stride, one atomic
+ * per thread that found any. */
+__global__ void words_differ_kernel(const uint32_t *a, const uint32_t *b, size_t n,
+                                    unsigned long long *changed) {
+  unsigned long long mine = 0;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    mine += a[i] != b[i];
+  if (mine) atomicAdd(changed, mine);
+}
+
+/* After a request of user run r: the inputs the runner was given, compared with the
+ * job's on the lane's stream; 0, or -EROFS (input_modified) naming the kernel and the
+ * input, or a CUDA error. */
+static int inputs_unchanged(struct cuda_job *j, int r) {
+  struct cuda_user_job *u = j->user;
+  for (int slot = 0; slot < u->n_in; slot++) {
+    size_t n = u->in_floats[slot];
+    if (n == 0) continue;
+    unsigned long long changed = 0;
+    CUDA_TRY(j, cudaMemsetAsync(u->d_changed, 0, sizeof changed, j->lane->stream));
+    int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
+    words_differ_kernel<<<blocks, 256, 0, j->lane->stream>>>((const uint32_t *)u->d_ipc[slot],
+                                                             (const uint32_t *)j->d_in[slot], n, u->d_changed);
+    CUDA_TRY(j, cudaGetLastError());
+    CUDA_TRY(j, cudaMemcpyAsync(&changed, u->d_changed, sizeof changed, cudaMemcpyDeviceToHost, j->lane->stream));
+    CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
+    if (changed) {
+      snprintf(j->err, j->err_len,
+               "kernel:%lld wrote into its input %s: %llu of %zu elements changed; inputs are read-only",
+               exp_user_kernel_id(j->result->runs[r].variant), j->exp->inputs[slot].name, changed, n);
+      return -EROFS;
+    }
+  }
+  return 0;
+}
+
 /* An IPC buffer of count floats (at least one); its handle into desc. Input slot
  * `slot` (>= 0) is copied in on the lane's stream. */
 static int ipc_buffer(struct cuda_job *j, size_t count, int slot, struct runner_buffer_desc *desc) {
@@ -225,8 +265,10 @@ int cuda_user_setup(struct cuda_job *j) {
   for (int slot = 0; slot < u->n_in; slot++) {
     struct exp_shape shape;
     exp_input_shape(j->spec, slot, &shape);
-    RC_TRY(ipc_buffer(j, (size_t)exp_shape_count(&shape), slot, &desc[slot]));
+    u->in_floats[slot] = (size_t)exp_shape_count(&shape);
+    RC_TRY(ipc_buffer(j, u->in_floats[slot], slot, &desc[slot]));
   }
+  CUDA_TRY(j, cudaMalloc((void **)&u->d_changed, sizeof *u->d_changed));
   for (int k = 0; k < n_user; k++) {
     RC_TRY(ipc_buffer(j, j->out_len, -1, &desc[u->n_in + k]));
     j->d_out[runs[k]] = u->d_ipc[u->n_in + k];
@@ -262,6 +304,7 @@ static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *m
   char err[256];
   int rc = runner_run(j->user->runner, m, ukreg_deadline(), &done, &fault, err, sizeof err);
   if (rc) return runner_error(j, r, rc, "launch", err);
+  RC_TRY(inputs_unchanged(j, r));
   if (timed && m->cold && done.l2_flushes != n) { /* a cold figure that is not cold is no figure */
     snprintf(err, sizeof err, "cold: the runner flushed the L2 before %u of %u timed launches",
              done.l2_flushes, n);
@@ -292,6 +335,7 @@ void cuda_user_release(struct cuda_job *j) {
   if (u->held) runner_release(u->runner); /* a runner that died is started again here */
   if (u->n_ipc) (void)cudaStreamSynchronize(j->lane->stream);
   for (int i = 0; i < u->n_ipc; i++) (void)cudaFree(u->d_ipc[i]);
+  if (u->d_changed) (void)cudaFree(u->d_changed);
   for (int r = 0; r < EXP_MAX_VARIANTS; r++) {
     if (u->k[r]) j->d_out[r] = NULL; /* its output was an IPC buffer, freed above */
     ukreg_kernel_free(u->k[r]);
