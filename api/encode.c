@@ -277,6 +277,7 @@ static void user_kernel_write(struct jw *w, const struct exp_run *r) {
   snprintf(href, sizeof href, "/kernels/%lld", r->user.id);
   jw_object_begin_whole(w, "user_kernel");
   jw_integer(w, "id", (long long)r->user.id);
+  jw_integer(w, "rules", EXP_USER_RULES);
   jw_string(w, "name", r->user.name);
   jw_string(w, "owner", r->user.owner);
   jw_string(w, "source_sha256", r->user.source_sha256);
@@ -334,6 +335,14 @@ static void run_write(struct jw *w, const struct exp_spec *spec, const struct ex
   }
   if (r->mapped_to[0]) jw_string(w, "mapped_to", r->mapped_to);
   if (r->refused[0]) jw_string(w, "refused", r->refused); /* implausible */
+  if (r->uneven[0]) {
+    jw_array_begin(w, "warnings");
+    jw_object_begin(w, NULL);
+    jw_string(w, "code", "uneven_samples");
+    jw_string(w, "detail", r->uneven);
+    jw_object_end(w);
+    jw_array_end(w);
+  }
   check_write(w, &r->check);
   timing_write(w, &r->timing);
   figures_write(w, spec, r, ceilings);

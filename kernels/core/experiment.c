@@ -290,6 +290,20 @@ static void spread(const struct exp_timing *t, bool few, double *lo, double *hi)
   *hi = few ? t->max_ms : stats_quantile(t->samples_ms, t->n_samples, 0.75);
 }
 
+/* A user's run whose timed samples hold one apart from the others beyond their noise
+ * (a kernel that works in some launches only, or stages its time) says so. A slow
+ * first launch is no sample: warm-ups are untimed. */
+static void uneven_samples(struct exp_run *run) {
+  const struct exp_timing *t = &run->timing;
+  double apart;
+  int i = stats_apart(t->samples_ms, t->n_samples, &apart);
+  if (i >= 0)
+    snprintf(run->uneven, sizeof run->uneven,
+             "batch %d of %d took %.4g ms against a median of %.4g ms (%.0f%% apart, beyond the "
+             "others' noise)",
+             i + 1, t->n_samples, t->samples_ms[i], t->median_ms, 100 * apart);
+}
+
 void exp_result_finish(const struct exp_spec *spec, struct exp_result *result) {
   double work = exp_spec_work(spec), base_ms = 0;
   const struct exp_timing *base = NULL;
@@ -297,7 +311,9 @@ void exp_result_finish(const struct exp_spec *spec, struct exp_result *result) {
     struct exp_run *run = &result->runs[i];
     run->figure = 0;
     run->speedup = run->speedup_lo = run->speedup_hi = 0;
+    run->uneven[0] = '\0';
     if (!run->available || run->timing.n_samples == 0 || run->timing.median_ms <= 0) continue;
+    if (exp_variant_is_user(run->variant)) uneven_samples(run);
     if (base_ms == 0) base_ms = run->timing.median_ms, base = &run->timing;
     run->speedup = base_ms / run->timing.median_ms;
     /* Under 4 samples on either side, quartiles mean little: the extremes instead. */

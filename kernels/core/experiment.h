@@ -261,6 +261,14 @@ struct exp_timeline_op {
 
 /* Who wrote the kernel of a user's run (variant kernel:<id>), as the backend found it
  * in its table when the job ran; id 0 for every other run. */
+/* The rules a user's run was measured under (its user_kernel.rules): 2 puts the
+ * module's variables back and zeroes the scratch before every launch, refuses the
+ * device heap and __managed__, verifies the inputs unchanged, checks gemm's precision
+ * and samples its rows secretly. The leaderboard ranks only runs of the current rules. */
+#define EXP_USER_RULES 2
+/* How close a second job's median must come to rank a run with uneven samples. */
+#define EXP_REPRODUCED 0.05
+
 struct exp_run_user {
   long long id;
   char name[64], owner[64];
@@ -279,6 +287,10 @@ struct exp_run {
   char mapped_to[64]; /* non-empty: ran a substitute of this backend, named here */
   /* Non-empty: its figure was refused (exp_result_refuse_implausible): why. */
   char refused[128];
+  /* Non-empty: a user's run whose timed samples look staged (one batch apart from the
+   * others beyond their noise, stats_apart): what was seen. The leaderboard ranks such
+   * a run only once another job reproduces its median within EXP_REPRODUCED. */
+  char uneven[160];
   struct exp_run_user user;
   struct exp_check check;
   struct exp_timing timing;

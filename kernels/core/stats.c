@@ -41,3 +41,21 @@ double stats_quantile(const double *x, int n, double q) {
   if (lo >= n - 1) return sorted[n - 1];
   return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
 }
+
+int stats_apart(const double *x, int n, double *apart) {
+  if (apart) *apart = 0;
+  if (n < 3) return -1;
+  if (n > STATS_MAX_N) n = STATS_MAX_N;
+  double med = stats_quantile(x, n, 0.5), dev[STATS_MAX_N];
+  if (!(med > 0)) return -1;
+  int far = 0;
+  for (int i = 0; i < n; i++) {
+    dev[i] = fabs(x[i] - med);
+    if (dev[i] > dev[far]) far = i;
+  }
+  double noise = 1.4826 * stats_quantile(dev, n, 0.5);
+  if (noise < STATS_APART_NOISE_FLOOR * med) noise = STATS_APART_NOISE_FLOOR * med;
+  double d = dev[far];
+  if (apart) *apart = d / med;
+  return d > STATS_APART_SIGMAS * noise && d > STATS_APART_FRACTION * med ? far : -1;
+}

@@ -20,6 +20,18 @@ void stats_summarize(const double *x, int n, struct stats_summary *out);
  * between order statistics (numpy's default); 0 when n == 0. Cannot fail. */
 double stats_quantile(const double *x, int n, double q);
 
+/* Whether x[0..n) (n >= 3) holds a sample that stands apart from the others by more
+ * than their noise: the sample farthest from the median, when it lies more than
+ * STATS_APART_SIGMAS robust standard deviations (1.4826 times the median absolute
+ * deviation, at least STATS_APART_NOISE_FLOOR of the median) and more than
+ * STATS_APART_FRACTION of the median from it. Returns its index, or -1 (also for
+ * n < 3 or a median <= 0); *apart (may be NULL) gets its distance over the median.
+ * Cannot fail. */
+#define STATS_APART_SIGMAS 8.0
+#define STATS_APART_NOISE_FLOOR 0.005
+#define STATS_APART_FRACTION 0.10
+int stats_apart(const double *x, int n, double *apart);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,9 +3,13 @@
  * kernels, from the jobs that measured them (the store's, or memory's with --db none),
  * ranked, each row linking its job. Only runs that passed their check, were not refused
  * as implausible and ran uncontended count; a baseline (transpose's copy) is not
- * ranked; users' kernels only where the asking client may see them. The size sets the
- * experiment's dimension params; the others stay at their defaults. */
+ * ranked; users' kernels only where the asking client may see them, measured under
+ * today's rules (user_kernel.rules, EXP_USER_RULES), and a user's run with uneven
+ * samples (warnings: uneven_samples) only once another job of the same kernel and size
+ * reproduced its median within EXP_REPRODUCED. The size sets the experiment's
+ * dimension params; the others stay at their defaults. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,8 @@ struct board {
   const struct exp_desc *exp;
   long long want[EXP_MAX_PARAMS]; /* every param's value the rows were measured at */
   json_t *best;                   /* label -> row */
+  json_t *medians;                /* label -> [[job, median_ms], ...] of every rankable run */
+  json_t *pending;                /* [row, ...]: runs with uneven samples, not yet reproduced */
 };
 
 static const char *str_of(json_t *o, const char *key) {
@@ -49,7 +55,9 @@ static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk
       !json_is_true(json_object_get(json_object_get(run, "check"), "passed")) ||
       json_object_get(run, "refused") || json_is_true(json_object_get(run, "contended")))
     return false;
-  if (uk) return kernel_visible(b->r, uk);
+  if (uk) /* measured under today's rules, and visible to the asking client */
+    return json_integer_value(json_object_get(uk, "rules")) >= EXP_USER_RULES &&
+           kernel_visible(b->r, uk);
   int v = exp_variant_from_name(b->type, label);
   return v >= 0 && !(b->exp->variants[v].flags & EXP_VARIANT_BASELINE);
 }
@@ -67,10 +75,16 @@ static void consider(struct board *b, json_t *job) {
     const char *label = json_string_value(json_object_get(run, "variant"));
     json_t *uk = json_object_get(run, "user_kernel"), *fig = json_object_get(run, "figure");
     if (!label || !rankable(b, run, label, uk)) continue;
-    json_t *have = json_object_get(b->best, label);
-    if (have && json_number_value(json_object_get(have, "figure")) >= json_number_value(fig))
-      continue;
     json_int_t id = json_integer_value(json_object_get(job, "id"));
+    json_t *median = json_object_get(json_object_get(run, "timing"), "median_ms");
+    json_t *seen = json_object_get(b->medians, label);
+    if (!seen && (seen = json_array())) json_object_set_new(b->medians, label, seen);
+    json_array_append_new(seen, json_pack("[I,O]", id, or_null(median)));
+    bool uneven = json_array_size(json_object_get(run, "warnings")) > 0;
+    json_t *have = json_object_get(b->best, label);
+    if (!uneven && have &&
+        json_number_value(json_object_get(have, "figure")) >= json_number_value(fig))
+      continue;
     char href[40];
     snprintf(href, sizeof href, "/jobs/%lld", (long long)id);
     json_t *row = json_pack(
@@ -81,7 +95,40 @@ static void consider(struct board *b, json_t *job) {
         or_null(json_object_get(json_object_get(job, "result"), "device")), "finished_at",
         or_null(json_object_get(job, "finished_at")));
     if (row && uk) json_object_set(row, "user_kernel", uk);
-    if (row) json_object_set_new(b->best, label, row);
+    if (row && uneven) /* decided once every job was read: reproduced or not */
+      json_array_append_new(b->pending, row);
+    else if (row)
+      json_object_set_new(b->best, label, row);
+  }
+}
+
+/* Whether another job measured label within EXP_REPRODUCED of row's median. */
+static bool reproduced(struct board *b, json_t *row) {
+  json_int_t job = json_integer_value(json_object_get(row, "job"));
+  double median = json_number_value(json_object_get(row, "median_ms"));
+  size_t i;
+  json_t *m;
+  json_array_foreach(
+      json_object_get(b->medians, json_string_value(json_object_get(row, "variant"))), i, m) {
+    double other = json_number_value(json_array_get(m, 1));
+    if (json_integer_value(json_array_get(m, 0)) != job && median > 0 &&
+        fabs(other / median - 1) <= EXP_REPRODUCED)
+      return true;
+  }
+  return false;
+}
+
+/* The runs with uneven samples that another job reproduced take their place. */
+static void settle_pending(struct board *b) {
+  size_t i;
+  json_t *row;
+  json_array_foreach(b->pending, i, row) {
+    const char *label = json_string_value(json_object_get(row, "variant"));
+    json_t *have = json_object_get(b->best, label);
+    if (!reproduced(b, row) || (have && json_number_value(json_object_get(have, "figure")) >=
+                                            json_number_value(json_object_get(row, "figure"))))
+      continue;
+    json_object_set(b->best, label, row);
   }
 }
 
@@ -182,12 +229,19 @@ enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a)
   const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
   struct api_error err;
   if (size && parse_size(&b, size, &err)) return respond_error(r, &err);
-  if (!(b.best = json_object())) return respond_json(r, 500, NULL);
+  b.best = json_object(), b.medians = json_object(), b.pending = json_array();
+  if (!b.best || !b.medians || !b.pending) {
+    json_decref(b.best), json_decref(b.medians), json_decref(b.pending);
+    return respond_json(r, 500, NULL);
+  }
   if (r->srv->opts.store)
     store_list(r->srv->opts.store, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT, from_store, &b);
   else
     from_memory(&b);
+  settle_pending(&b);
   json_t *out = board_json(&b);
   json_decref(b.best);
+  json_decref(b.medians);
+  json_decref(b.pending);
   return respond_json(r, 200, out);
 }

@@ -51,7 +51,30 @@ static void test_quantile(void) {
   CHECK(x[0] == 5); /* input untouched */
 }
 
+/* A sample apart from the others beyond their noise: one slow batch, one fast one, two
+ * clusters; not noise of 15% spread evenly, nor a 5% step, nor fewer than 3 samples. */
+static void test_apart(void) {
+  double apart;
+  const double one_slow[] = {1.00, 1.01, 0.99, 1.00, 2.00};
+  CHECK_INT_EQ(stats_apart(one_slow, 5, &apart), 4);
+  CHECK_NEAR(apart, 1.0, 1e-12);
+  const double one_fast[] = {1.00, 0.30, 1.01, 0.99, 1.00};
+  CHECK_INT_EQ(stats_apart(one_fast, 5, NULL), 1);
+  const double clusters[] = {1.0, 1.0, 1.0, 2.0, 2.0};
+  CHECK(stats_apart(clusters, 5, NULL) >= 3);
+  const double noisy[] = {1.00, 1.15, 0.90, 1.10, 0.95};
+  CHECK_INT_EQ(stats_apart(noisy, 5, &apart), -1);
+  CHECK_NEAR(apart, 0.15, 1e-12);
+  const double step[] = {1.00, 1.00, 1.00, 1.00, 1.05}; /* 8 sigmas of a flat run, but 5% */
+  CHECK_INT_EQ(stats_apart(step, 5, NULL), -1);
+  const double two[] = {1.0, 9.0};
+  CHECK_INT_EQ(stats_apart(two, 2, NULL), -1);
+  const double zeros[] = {0, 0, 5};
+  CHECK_INT_EQ(stats_apart(zeros, 3, NULL), -1);
+}
+
 int main(void) {
+  test_apart();
   test_odd();
   test_even();
   test_small();
