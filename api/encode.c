@@ -128,6 +128,7 @@ static void check_write(struct jw *w, const struct exp_check *c) {
   real_or_null(w, "tolerance", c->tolerance);
   jw_string(w, "tolerance_rule", c->tolerance_rule);
   jw_string(w, "reference", c->reference);
+  if (c->failure[0]) jw_string(w, "failure", c->failure);
   if (c->has_precision) {
     jw_object_begin(w, "precision");
     jw_bool(w, "passed", !c->precision_failed);

@@ -312,6 +312,10 @@ void exp_result_finish(const struct exp_spec *spec, struct exp_result *result) {
     run->figure = 0;
     run->speedup = run->speedup_lo = run->speedup_hi = 0;
     run->uneven[0] = '\0';
+    if (run->launch_failure[0] && run->check.done) { /* the last output may be right: no matter */
+      run->check.passed = false;
+      snprintf(run->check.failure, sizeof run->check.failure, "%s", run->launch_failure);
+    }
     if (!run->available || run->timing.n_samples == 0 || run->timing.median_ms <= 0) continue;
     if (exp_variant_is_user(run->variant)) uneven_samples(run);
     if (base_ms == 0) base_ms = run->timing.median_ms, base = &run->timing;

@@ -204,6 +204,9 @@ struct exp_check {
   double tolerance;         /* per element, absolute; 0 = exact */
   char tolerance_rule[96];  /* how tolerance was set, for humans */
   char reference[64];       /* what the output was compared against */
+  /* Non-empty: a timed launch on fresh inputs failed the runner's own check (the run's
+   * launch_failure, set by exp_result_finish): which launch, what and where. */
+  char failure[192];
   /* Precision as claimed (gemm's FP32 rule): the RMS of the errors over the RMS of the
    * reference, over the elements compared, against a limit that FP32 arithmetic in any
    * summation order stays under and TF32, FP16 or BF16 operands do not. has_precision
@@ -291,6 +294,9 @@ struct exp_run {
    * others beyond their noise, stats_apart): what was seen. The leaderboard ranks such
    * a run only once another job reproduces its median within EXP_REPRODUCED. */
   char uneven[160];
+  /* Non-empty: a user's timed launch on fresh inputs failed the runner's check (set by
+   * the backend while it times the run): exp_result_finish fails the run's check with it. */
+  char launch_failure[192];
   struct exp_run_user user;
   struct exp_check check;
   struct exp_timing timing;
@@ -428,6 +434,15 @@ enum exp_flag {
 /* One argument of a user's kernel, in its signature's order: input slot `index`
  * (const float *), the run's output (float *), or param p[index] (int). */
 enum exp_user_arg_kind { EXP_USER_ARG_INPUT, EXP_USER_ARG_OUTPUT, EXP_USER_ARG_PARAM };
+/* How gpulab-runner checks each timed launch of such a kernel on inputs of its own
+ * (kernels/user/runner_proto.h's enum runner_check, the same numbers; its params are
+ * the signature's int arguments in order). */
+enum exp_user_check {
+  EXP_USER_CHECK_NONE,
+  EXP_USER_CHECK_TRANSPOSE,
+  EXP_USER_CHECK_GEMM,
+  EXP_USER_CHECK_STENCIL,
+};
 struct exp_user_arg {
   enum exp_user_arg_kind kind;
   int index;
@@ -460,6 +475,9 @@ struct exp_user {
    * every element each time (false, the default); true: set to 0.0f instead, for
    * kernels that accumulate into it (atomics into a sum or a histogram's bins). */
   bool reset_zero;
+  /* Every timed launch on fresh inputs, checked by the runner (NONE: the timed launches
+   * reuse the job's inputs and only the last output is checked). */
+  enum exp_user_check fresh_check;
 };
 
 /* One experiment. Constant data in its folder (kernels/<name>/<name>.c), registered by

@@ -256,6 +256,7 @@ static const struct exp_user user = {
         "  C[(size_t)row * n + col] = acc;\n"
         "}\n",
     .check_variant = GEMM_NAIVE,
+    .fresh_check = EXP_USER_CHECK_GEMM,
 };
 
 const struct exp_desc exp_gemm = {

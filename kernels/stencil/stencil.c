@@ -228,6 +228,7 @@ static const struct exp_user user = {
         "  y[i] = s / (float)(2 * r + 1);\n"
         "}\n",
     .check_variant = STENCIL_NAIVE,
+    .fresh_check = EXP_USER_CHECK_STENCIL,
 };
 
 const struct exp_desc exp_stencil = {

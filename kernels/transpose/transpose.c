@@ -142,6 +142,7 @@ static const struct exp_user user = {
         "  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n"
         "}\n",
     .check_variant = TRANSPOSE_PADDED33,
+    .fresh_check = EXP_USER_CHECK_TRANSPOSE,
 };
 
 const struct exp_desc exp_transpose = {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "kernels/core/clock.h"
+#include "kernels/core/gen.h"
 #include "kernels/user/runner_impl.h"
 
 static struct {
@@ -84,7 +85,10 @@ static int find_module(const uint8_t key[32]) {
 
 static const char *const known[] = {"kernel", "transpose", "wrong", "lazy", "once",
                                     "trap", "oob", "hang", "die", "scratch", "scribble",
-                                    "staged"};
+                                    "staged", "memo"};
+
+static float *memo;         /* the memo function's result cache, and its floats */
+static size_t memo_floats;
 
 static void *scratch;         /* the scratch of runs that ask for it, kept and grown */
 static uint64_t scratch_cap;
@@ -149,12 +153,52 @@ static void call(int mod, const float *a, float *b, int m, int n, unsigned *s, b
      * millisecond, a spin ends on time (the tests compare two jobs' medians). */
     double until = clock_mono_ms() + (timed_calls == 1 ? 1000 : 100);
     while (clock_mono_ms() < until) {}
+  } else if (!strcmp(e, "memo")) { /* a result cache: its first output, given back after */
+    size_t len = (size_t)m * (size_t)n;
+    if (calls == 0 || memo_floats != len) {
+      transpose(a, b, m, n);
+      float *keep = realloc(memo, (len ? len : 1) * sizeof *keep);
+      if (keep) memcpy(keep, b, len * sizeof *keep), memo = keep, memo_floats = len;
+    } else {
+      memcpy(b, memo, len * sizeof *b);
+    }
   } else if (!strcmp(e, "scribble")) { /* right, but leaves a mark in its input */
     transpose(a, b, m, n);
     if (m > 0 && n > 0) ((float *)a)[0] = -a[0];
   } else if (!strcmp(e, "scratch")) { /* right only on a scratch zeroed before its launch */
     transpose(a, b, m, n);
     if (!s || s[0]++ != 0) b[0] += 1.0f;
+  }
+}
+
+/* A fresh run's inputs for launch l (runner_fresh; the CPU runner's functions are
+ * transposes: one input). */
+static void fresh_generate(const struct runner_fresh *f, uint32_t l) {
+  float *a = att.base[0];
+  for (uint64_t i = 0; i < f->floats[0]; i++) a[i] = gen_uniform(f->seed + l, f->stream[0], i) * f->scale[0];
+}
+
+/* Launch l of a fresh run, checked into done when it is the first to fail: the input
+ * as generated, and b its exact transpose. */
+static void fresh_check(const struct runner_fresh *f, const float *b, uint32_t l,
+                        struct runner_done_msg *done) {
+  const float *a = att.base[0];
+  int64_t m = f->p[0], n = f->p[1];
+  uint64_t bad = 0, first = 0;
+  for (uint64_t i = 0; i < f->floats[0]; i++)
+    if (a[i] != gen_uniform(f->seed + l, f->stream[0], i) * f->scale[0] && !bad++) first = i;
+  if (bad && !done->bad_launch) {
+    done->bad_launch = l + 1, done->bad_what = 2, done->bad_input = 0;
+    done->bad_count = bad, done->bad_index = first;
+    return;
+  }
+  for (int64_t o = 0; o < m * n; o++) {
+    int64_t x = o / m, y = o % m;
+    if (!(b[o] == a[y * n + x]) && !bad++) first = (uint64_t)o;
+  }
+  if (bad && !done->bad_launch) {
+    done->bad_launch = l + 1, done->bad_what = 1;
+    done->bad_count = bad, done->bad_index = first;
   }
 }
 
@@ -200,17 +244,27 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
     }
     scratch = p, scratch_cap = m->scratch_bytes;
   }
+  const struct runner_fresh *f = &m->fresh;
+  bool fresh = m->timed && f->check != RUNNER_CHECK_NONE;
+  if (fresh && (f->check != RUNNER_CHECK_TRANSPOSE || f->n_in != 1 || m->args[0].value != 0 ||
+                f->floats[0] * sizeof(float) > att.bytes[0] || f->p[0] != rows || f->p[1] != cols)) {
+    snprintf(msg, msg_len, "run: the CPU runner checks fresh transposes of its one input only");
+    return -EINVAL;
+  }
   float *out = att.base[m->out_buffer];
   double timed = 0, t_all = clock_mono_ms();
   for (uint32_t i = 0; i < m->n_launches; i++) {
+    if (fresh) fresh_generate(f, i);
     if (m->poison_each) memset(out, m->reset_zero ? 0 : 0xff, m->out_floats * sizeof(float));
     if (m->scratch_bytes) memset(scratch, 0, m->scratch_bytes);
     double t0 = clock_mono_ms();
     call(mod, a, b, rows, cols, m->scratch_bytes >= sizeof(unsigned) ? scratch : NULL, m->timed);
     timed += clock_mono_ms() - t0;
+    if (fresh) fresh_check(f, b, i, done);
   }
+  if (fresh) done->fresh_checked = m->n_launches;
   if (m->timed && m->n_launches)
-    done->ms_per_launch = (m->poison_each || m->cold ? timed : clock_mono_ms() - t_all) / m->n_launches;
+    done->ms_per_launch = (m->poison_each || m->cold || fresh ? timed : clock_mono_ms() - t_all) / m->n_launches;
   (void)fault;
   return 0;
 }

@@ -10,7 +10,8 @@
  * their initial values from the image (uimage.h: zero-initialized ones with a memset,
  * the others copied from pinned host memory taken from the image at load), and a run's
  * scratch (runner_run_msg.scratch_bytes) is zeroed, so that no launch sees what
- * another left. */
+ * another left. A fresh run's timed launches each get inputs generated from their own
+ * seed and are checked after, untimed (runner_check.h). */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "kernels/backends/cuda/cuda_l2flush.h"
+#include "kernels/user/runner_check.h"
 #include "kernels/user/runner_impl.h"
 #include "kernels/user/uimage.h"
 
@@ -75,6 +77,8 @@ static struct {
 
 static CUdeviceptr scratch; /* runs' scratch (runner_run_msg.scratch_bytes), kept and grown */
 static uint64_t scratch_cap;
+static struct runner_check_slot *slots, *h_slots; /* fresh runs' findings, one per launch, kept */
+static uint32_t n_slots;
 static uint64_t use_clock;
 
 static struct {
@@ -234,6 +238,53 @@ static cudaError_t state_reset(int i, uint64_t scratch_bytes) {
   if (e == cudaSuccess && scratch_bytes)
     e = cudaMemsetAsync((void *)(uintptr_t)scratch, 0, scratch_bytes, stream);
   return e;
+}
+
+/* Whether a fresh run's inputs fit the attached buffers; else -EINVAL with msg. */
+static int fresh_ok(const struct runner_run_msg *m, char *msg, size_t msg_len) {
+  const struct runner_fresh *f = &m->fresh;
+  bool ok = f->check <= RUNNER_CHECK_STENCIL && f->n_in >= 1 && f->n_in <= RUNNER_MAX_FRESH &&
+            f->n_in <= (uint32_t)att.n;
+  for (uint32_t i = 0; ok && i < f->n_in; i++) ok = f->floats[i] * sizeof(float) <= att.bytes[i];
+  for (int i = 0; ok && i < 4; i++) ok = f->p[i] >= 0;
+  if (ok && f->check == RUNNER_CHECK_GEMM) ok = f->n_in == 2;
+  if (!ok) snprintf(msg, msg_len, "run: fresh inputs that do not fit the buffers");
+  return ok ? 0 : -EINVAL;
+}
+
+/* The slots of a fresh run of n launches, grown when needed. */
+static int slots_ready(uint32_t n, char *msg, size_t msg_len) {
+  if (n <= n_slots) return 0;
+  if (slots) cudaFree(slots);
+  free(h_slots);
+  n_slots = 0;
+  h_slots = malloc(n * sizeof *h_slots);
+  cudaError_t e = h_slots ? cudaMalloc((void **)&slots, n * sizeof *slots) : cudaErrorMemoryAllocation;
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    slots = NULL;
+    snprintf(msg, msg_len, "run: the check's %u slots: %s", n, cudaGetErrorName(e));
+    return -ENOMEM;
+  }
+  n_slots = n;
+  return 0;
+}
+
+/* The first launch of a fresh run whose slot holds a finding, into done. */
+static void fresh_report(uint32_t n, uint32_t n_in, struct runner_done_msg *done) {
+  done->fresh_checked = n;
+  for (uint32_t l = 0; l < n && !done->bad_launch; l++) {
+    const struct runner_check_slot *s = &h_slots[l];
+    if (s->out_bad) {
+      done->bad_launch = l + 1, done->bad_what = 1;
+      done->bad_count = s->out_bad, done->bad_index = s->out_first;
+    }
+    for (uint32_t i = 0; i < n_in && !done->bad_launch; i++)
+      if (s->in_bad[i]) {
+        done->bad_launch = l + 1, done->bad_what = 2, done->bad_input = i;
+        done->bad_count = s->in_bad[i], done->bad_index = s->in_first[i];
+      }
+  }
 }
 
 /* The scratch of a run asking for bytes, grown when needed. */
@@ -420,8 +471,13 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     return -EINVAL;
   }
   bool cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
+  bool fresh = m->timed && m->fresh.check != RUNNER_CHECK_NONE;
+  if (fresh && ((rc = fresh_ok(m, msg, msg_len)) || (rc = slots_ready(m->n_launches, msg, msg_len))))
+    return rc;
+  float *fresh_in[RUNNER_MAX_FRESH] = {NULL};
+  for (uint32_t i = 0; fresh && i < m->fresh.n_in; i++) fresh_in[i] = (float *)att.ptr[i];
   /* Anything done before each launch stays outside the timed part: each timed alone. */
-  bool per_launch = m->timed && (m->poison_each || cold || mods[mi].n_vars || m->scratch_bytes);
+  bool per_launch = m->timed && (m->poison_each || cold || fresh || mods[mi].n_vars || m->scratch_bytes);
   rc = grow_events(per_launch ? 2 * m->n_launches : 2, msg, msg_len);
   if (rc) return rc;
   if (cold && (rc = flush_ready(msg, msg_len))) return rc;
@@ -429,6 +485,12 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
   size_t out_bytes = m->out_floats * sizeof(float);
   if (m->timed && !per_launch) cudaEventRecord(events[0], stream);
   for (uint32_t i = 0; i < m->n_launches; i++) {
+    if (fresh && runner_fresh_generate(&m->fresh, fresh_in, i, stream) != cudaSuccess) {
+      cudaError_t se = cudaStreamSynchronize(stream);
+      if (se != cudaSuccess) return fault_of(se, fault);
+      snprintf(msg, msg_len, "run: generating launch %u's inputs failed", i);
+      return -EIO;
+    }
     if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
       cudaMemsetAsync(out, m->reset_zero ? 0 : 0xff, out_bytes, stream);
     cudaError_t re = state_reset(mi, m->scratch_bytes); /* untimed: before the start event */
@@ -460,6 +522,13 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
       return -EINVAL;
     }
     if (per_launch) cudaEventRecord(events[2 * i + 1], stream);
+    if (fresh && runner_fresh_check(&m->fresh, (const float *const *)fresh_in, out, m->out_floats, i,
+                                    &slots[i], stream) != cudaSuccess) {
+      cudaError_t se = cudaStreamSynchronize(stream);
+      if (se != cudaSuccess) return fault_of(se, fault);
+      snprintf(msg, msg_len, "run: checking launch %u failed", i);
+      return -EIO;
+    }
   }
   if (m->timed && !per_launch) cudaEventRecord(events[1], stream);
   cudaError_t e = cudaStreamSynchronize(stream);
@@ -475,6 +544,11 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     done->ms_per_launch = total / m->n_launches;
   }
   if (done->l2_flushes) done->flush_bytes = flush_len * sizeof(float);
+  if (fresh) {
+    e = cudaMemcpy(h_slots, slots, m->n_launches * sizeof *h_slots, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return fault_of(e, fault);
+    fresh_report(m->n_launches, m->fresh.n_in, done);
+  }
   return 0;
 }
 

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 4 /* 4: runner_run_msg.scratch_bytes; variables put back */
+#define RUNNER_PROTO_VERSION 5 /* 5: runner_run_msg.fresh, runner_done_msg.bad_* */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -87,6 +87,35 @@ struct runner_arg {
   int32_t value;  /* a buffer's index in the attach, or the int */
 };
 
+/* What the runner's own check of a timed launch computes (runner_fresh.check). */
+enum runner_check {
+  RUNNER_CHECK_NONE = 0,
+  RUNNER_CHECK_TRANSPOSE, /* (a, b, m, n): b = a^T, exactly; p = {m, n} */
+  RUNNER_CHECK_GEMM,      /* (A, B, C, m, n, k): C = A B within k 2^-23 sum |a b|; p = {m, n, k} */
+  RUNNER_CHECK_STENCIL,   /* (x, y, n, r): y[i] = window sum / (2r+1) within its rule; p = {n, r} */
+};
+#define RUNNER_MAX_FRESH 4
+
+/* Fresh inputs and a check at every timed launch (a run's timed requests when check is
+ * not NONE): before launch l of the request, untimed, input buffer i (0 .. n_in-1 of the
+ * attach) is filled with gen_uniform(seed + l, stream[i], index) * scale[i] (gen.h), a
+ * seed the kernel cannot predict (gpulabd draws it from its CSPRNG per request); after
+ * it, untimed, the output is compared with what the experiment's definition gives on
+ * those inputs (every element; gemm: sample_rows rows drawn from the launch's seed, 0:
+ * all), every output element must be finite, and the inputs with what was generated.
+ * The answer (runner_done_msg.bad_*) names the first launch that failed. */
+struct runner_fresh {
+  uint32_t check;             /* enum runner_check */
+  uint32_t n_in;
+  uint32_t stream[RUNNER_MAX_FRESH];
+  float scale[RUNNER_MAX_FRESH];
+  uint64_t floats[RUNNER_MAX_FRESH];
+  int64_t p[4];
+  uint64_t seed;
+  uint32_t sample_rows;
+  uint32_t pad;
+};
+
 /* n launches of the loaded image `key`. poison_each: fill the output with NaN (all
  * bits set; with reset_zero: with 0.0f, for a kernel that accumulates into it) before
  * every launch, outside the timed part; timed: answer the mean ms of one launch
@@ -117,6 +146,7 @@ struct runner_run_msg {
   uint32_t cold;
   double deadline_ms;
   uint64_t scratch_bytes;
+  struct runner_fresh fresh;
 };
 struct runner_done_msg {
   double ms_per_launch; /* timed runs; 0 otherwise */
@@ -124,6 +154,12 @@ struct runner_done_msg {
   uint32_t l2_flushes;  /* L2 flushes done before the launches (cold: n in CUDA mode, 0 in CPU mode) */
   uint32_t pad;
   uint64_t flush_bytes; /* the bytes each of them read (2x the device's L2); 0 when none */
+  /* Fresh runs (runner_fresh): launches checked, and the first that failed (1-based; 0:
+   * none): bad_what 1 its output was wrong in bad_count elements, the first at
+   * bad_index; 2 it changed input bad_input (bad_count elements, the first at
+   * bad_index). */
+  uint32_t fresh_checked, bad_launch, bad_what, bad_input;
+  uint64_t bad_count, bad_index;
 };
 
 struct runner_fault_msg {

@@ -139,3 +139,43 @@ void ukreg_set_deadline(double seconds) { deadline_s = seconds > 0 ? seconds : 5
 double ukreg_deadline(void) { return deadline_s; }
 void ukreg_set_cpu_runner(bool on) { cpu_runner = on; }
 bool ukreg_cpu_runner(void) { return cpu_runner; }
+
+bool ukreg_fresh(const struct exp_spec *s, struct runner_fresh *f) {
+  memset(f, 0, sizeof *f);
+  const struct exp_desc *d = exp_desc(s->type);
+  const struct exp_user *u = d ? d->user : NULL;
+  if (!u || u->fresh_check == EXP_USER_CHECK_NONE || d->n_inputs > RUNNER_MAX_FRESH) return false;
+  f->check = (uint32_t)u->fresh_check;
+  f->n_in = (uint32_t)d->n_inputs;
+  for (int i = 0; i < d->n_inputs; i++) {
+    struct exp_shape shape;
+    exp_input_shape(s, i, &shape);
+    f->stream[i] = d->inputs[i].stream;
+    f->scale[i] = d->inputs[i].scale;
+    f->floats[i] = (uint64_t)exp_shape_count(&shape);
+  }
+  for (int a = 0, k = 0; a < u->n_args && k < 4; a++)
+    if (u->args[a].kind == EXP_USER_ARG_PARAM) f->p[k++] = s->p[u->args[a].index];
+  f->seed = ((uint64_t)arc4random() << 32) | arc4random();
+  f->sample_rows = 64; /* gemm: rows per launch, drawn from its seed (all when fewer) */
+  return true;
+}
+
+void ukreg_fresh_failure(const struct exp_spec *s, const struct runner_done_msg *done, uint32_t n,
+                         char *out, size_t len) {
+  const struct exp_desc *d = exp_desc(s->type);
+  if (done->bad_what == 2) {
+    const char *name = d && done->bad_input < (uint32_t)d->n_inputs ? d->inputs[done->bad_input].name : "?";
+    snprintf(out, len,
+             "timed launch %u of %u on fresh inputs: it changed its input %s (%llu elements, the "
+             "first at %llu)",
+             done->bad_launch, n, name, (unsigned long long)done->bad_count,
+             (unsigned long long)done->bad_index);
+  } else {
+    snprintf(out, len,
+             "timed launch %u of %u on fresh inputs: %llu output elements wrong or not finite, "
+             "the first at %llu",
+             done->bad_launch, n, (unsigned long long)done->bad_count,
+             (unsigned long long)done->bad_index);
+  }
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "kernels/core/experiment.h"
+#include "kernels/user/runner_proto.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +45,16 @@ void ukreg_kernel_free(struct ukreg_kernel *k); /* NULL is a no-op */
  * always, name, owner and source hash when the kernel is there. Returns whether it is;
  * false (nothing set) for any other run. */
 bool ukreg_run_user(struct exp_run *run);
+
+/* A timed request's fresh inputs and check for a user's kernel of spec's experiment
+ * (runner_proto.h's runner_fresh): the experiment's generators for its inputs, its
+ * int arguments as the check's params, a new secret seed from the system's CSPRNG.
+ * Returns false (f zeroed) where the experiment has no such check. */
+bool ukreg_fresh(const struct exp_spec *s, struct runner_fresh *f);
+/* What done says of a fresh request of n launches that failed (done->bad_launch > 0),
+ * for people: which launch, what was wrong and where. */
+void ukreg_fresh_failure(const struct exp_spec *s, const struct runner_done_msg *done, uint32_t n,
+                         char *out, size_t len);
 
 /* gpulab-runner's path: set by gpulabd (copied); default: "gpulab-runner" beside the
  * running executable. */

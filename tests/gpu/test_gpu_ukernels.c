@@ -102,6 +102,43 @@ static long long post_kernel_with(const char *name, const char *src, const char 
 
 static long long post_kernel(const char *name, const char *src) { return post_kernel_with(name, src, ""); }
 
+/* Idea: a GEMM that computes only the 64 evenly spaced rows a sampled check used to
+ * compare (first and last included), leaving the rest as they are (NaN). The check's
+ * rows are now drawn secretly per reference and per timed launch: it fails. */
+static const char *const rows_only_gemm =
+    "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, int n, int k) {\n"
+    "  int col = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+    "  if (row >= m || col >= n) return;\n"
+    "  bool sampled = false;\n"
+    "  for (int r = 0; r < 64; r++) sampled |= row == (int)((long long)r * (m - 1) / 63);\n"
+    "  if (!sampled) return;\n"
+    "  float acc = 0.0f;\n"
+    "  for (int i = 0; i < k; ++i) acc = fmaf(A[(size_t)row * k + i], B[(size_t)i * n + col], acc);\n"
+    "  C[(size_t)row * n + col] = acc;\n"
+    "}\n";
+
+static json_t *run(const char *path, const char *body);
+
+/* The rows-only cheat at 2048^3: its check fails, the runner's at the first launch. */
+static void rows_only(void) {
+  char path[160];
+  snprintf(path, sizeof path, "/kernels?experiment=gemm&name=rows_only&block=16,16&tile=16,16");
+  struct http_reply r;
+  http_request(&D, "POST", path, "text/x-cuda", rows_only_gemm, strlen(rows_only_gemm), &r);
+  CHECK_STATUS(&r, 201);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  char body[160];
+  snprintf(body, sizeof body, "{\"m\":2048,\"n\":2048,\"k\":2048,\"variant\":[\"kernel:%lld\"]}", id);
+  json_t *j = run("/gemm", body);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(!JBOOL(j, "result.runs[0].check.passed"));
+  CHECK(strstr(JSTR(j, "result.runs[0].check.failure"), "timed launch 1 of") != NULL);
+  printf("rows_only: %lld mismatches; %s\n", JINT(j, "result.runs[0].check.mismatches"),
+         JSTR(j, "result.runs[0].check.failure"));
+  json_decref(j);
+}
+
 static json_t *job_with(const char *variants, const char *extra);
 
 /* Each probe, in a job of warm-ups, batches and the check: it passes only when nothing
@@ -283,7 +320,11 @@ int main(void) {
   printf("wrong: %lld mismatches\n", mismatches);
   CHECK(mismatches > 0);
   CHECK(json_is_null(json_at(j, "result.runs[1].figure")));
+  /* The runner's own check caught it at the first timed launch, on fresh inputs. */
+  CHECK(strstr(JSTR(j, "result.runs[1].check.failure"), "timed launch 1 of") != NULL);
+  printf("wrong: %s\n", JSTR(j, "result.runs[1].check.failure"));
   json_decref(j);
+  rows_only();
 
   /* Faults: each fails its job with its code; the next job passes. */
   const char *srcs[4] = {trap, oob, endless, scribble}, *names[4] = {"trap", "oob", "endless", "scribble"};

@@ -195,6 +195,15 @@ int main(void) {
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   CHECK(JBOOL(j, "result.runs[1].check.passed"));
   json_decref(j);
+  /* A result cache: right on the job's inputs, wrong on every fresh set of a timed
+   * launch: the run fails its check, saying which launch. */
+  j = job(post_kernel("memo"));
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(!JBOOL(j, "result.runs[1].check.passed"));
+  CHECK(strstr(JSTR(j, "result.runs[1].check.failure"), "timed launch 1 of 4 on fresh inputs") != NULL);
+  CHECK(json_is_null(json_at(j, "result.runs[1].figure")));
+  printf("memo: %s\n", JSTR(j, "result.runs[1].check.failure"));
+  json_decref(j);
   /* A kernel that writes into its const input (a stash, a mark): the job fails with
    * input_modified, naming the kernel and the input; the next job passes. */
   long long scribble = post_kernel("scribble");

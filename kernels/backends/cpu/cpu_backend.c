@@ -36,12 +36,13 @@ static const char timing_method_cold[] =
     "a first untimed probe call sizes warm-ups and reps; "
     "cold: not applicable on the CPU backend (no cache flush); timed warm";
 static const char timing_method_runner[] =
-    "a CPU-mode gpulab-runner (tests): the output poisoned (NaN) before each launch, the "
-    "runner's monotonic clock around each; sample = mean of the batch's reps launches";
+    "a CPU-mode gpulab-runner (tests): fresh inputs from a secret seed and the output "
+    "poisoned (NaN) before each launch, the runner's monotonic clock around each, its "
+    "output checked after; sample = mean of the batch's reps launches";
 static const char timing_method_runner_cold[] =
-    "a CPU-mode gpulab-runner (tests): the output poisoned (NaN) before each launch, the "
-    "runner's monotonic clock around each; sample = mean of the batch's reps launches; "
-    "cold: passed to the runner, not applicable on the CPU backend (no cache flush, as for "
+    "a CPU-mode gpulab-runner (tests): fresh inputs from a secret seed and the output "
+    "poisoned (NaN) before each launch, the runner's monotonic clock around each, its "
+    "output checked after; sample = mean of the batch's reps launches; cold: passed to the runner, not applicable on the CPU backend (no cache flush, as for "
     "the built-ins beside it); timed warm";
 static const char capped_reason[] = "cpu time budget: ~100 ms per batch";
 

@@ -24,6 +24,8 @@
 
 struct cpu_user {
   struct runner *runner;
+  const struct exp_spec *spec; /* the job's (borrowed) */
+  struct exp_result *res;      /* the job's (borrowed): runs' launch_failure */
   enum exp_type type;
   int n_in;
   const float *in[EXP_MAX_INPUTS]; /* the job's inputs (borrowed): what the memfds must hold */
@@ -148,7 +150,7 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
   return 0;
 }
 
-int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, const struct exp_result *res,
+int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, struct exp_result *res,
                    const float *const *in, float **outs, size_t out_len, char *err,
                    size_t err_len) {
   *out = NULL;
@@ -166,6 +168,7 @@ int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, const struct
     u->variant[r] = res->runs[r].variant;
   }
   u->type = s->type;
+  u->spec = s, u->res = res;
   u->n_in = exp_input_count(s->type);
   for (int i = 0; i < u->n_in; i++) {
     struct exp_shape shape;
@@ -215,19 +218,37 @@ static int inputs_unchanged(const struct cpu_user *u, int run, char *err, size_t
   return 0;
 }
 
-int cpu_user_launches(struct cpu_user *u, int run, int n, bool timed, double *ms, char *err,
-                      size_t err_len) {
+/* One request of n launches of run (timed: on fresh inputs where its experiment has a
+ * check); a fresh launch that failed is kept as the run's launch_failure. */
+static int request(struct cpu_user *u, int run, int n, bool timed, double *ms, char *err,
+                   size_t err_len) {
   struct runner_run_msg *m = &u->msg[run];
   m->n_launches = (uint32_t)n;
   m->timed = timed;
+  if (!timed || !ukreg_fresh(u->spec, &m->fresh)) memset(&m->fresh, 0, sizeof m->fresh);
   struct runner_done_msg done;
   struct runner_fault fault;
   char msg[256];
   int rc = runner_run(u->runner, m, ukreg_deadline(), &done, &fault, msg, sizeof msg);
   if (rc) return fail(err, err_len, rc, "launch", msg);
-  if ((rc = inputs_unchanged(u, run, err, err_len))) return rc;
+  struct exp_run *r = &u->res->runs[run];
+  if (m->fresh.check && done.fresh_checked != (uint32_t)n) /* unchecked: no figure */
+    return fail(err, err_len, -EPROTO, "launch", "the runner did not check every launch on fresh inputs");
+  if (done.bad_launch && !r->launch_failure[0])
+    ukreg_fresh_failure(u->spec, &done, m->n_launches, r->launch_failure, sizeof r->launch_failure);
   if (ms) *ms = done.ms_per_launch;
   return 0;
+}
+
+int cpu_user_launches(struct cpu_user *u, int run, int n, bool timed, double *ms, char *err,
+                      size_t err_len) {
+  int rc = request(u, run, n, timed, ms, err, err_len);
+  if (rc == 0 && u->msg[run].fresh.check) { /* the job's inputs back, and its output on them */
+    for (int i = 0; i < u->n_in; i++)
+      if (u->in[i] && u->in_floats[i]) memcpy(u->ptr[i], u->in[i], u->in_floats[i] * sizeof(float));
+    rc = request(u, run, 1, false, NULL, err, err_len);
+  }
+  return rc ? rc : inputs_unchanged(u, run, err, err_len);
 }
 
 void cpu_user_free(struct cpu_user *u) {

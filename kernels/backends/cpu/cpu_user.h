@@ -19,13 +19,17 @@ void cpu_user_describe(const struct exp_spec *s, struct exp_run *run);
  * order; each such run's output after them, which becomes outs[run], shared with the
  * runner), the runner taken, the buffers attached, the kernels loaded. *out stays NULL
  * when the job has none. Returns 0 or a negative errno with err; cpu_user_free(*out)
- * in every case. in and outs are borrowed. */
-int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, const struct exp_result *res,
+ * in every case. s, res, in and outs are borrowed for the job's life (a run whose timed
+ * launch fails the runner's check on fresh inputs gets its launch_failure in res). */
+int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, struct exp_result *res,
                    const float *const *in, float **outs, size_t out_len, char *err,
                    size_t err_len);
 bool cpu_user_is_run(const struct cpu_user *u, int run);
 /* n launches of run, its output poisoned (NaN) before each; timed: *ms per launch (the
- * runner's clock). 0, -EFAULT, -ETIMEDOUT, or another negative errno, with err. */
+ * runner's clock), each on fresh inputs checked by the runner, then the job's inputs put
+ * back and one untimed launch on them (what the check after the batches reads). The
+ * inputs verified unchanged after. 0, -EFAULT, -ETIMEDOUT, -EROFS (input_modified), or
+ * another negative errno, with err. */
 int cpu_user_launches(struct cpu_user *u, int run, int n, bool timed, double *ms, char *err,
                       size_t err_len);
 /* The runner detached and given back, the buffers unmapped. NULL is a no-op. */

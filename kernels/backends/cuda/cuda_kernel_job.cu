@@ -30,14 +30,17 @@ static const char *const METHOD_EVENTS_POISONED =
     "each timed alone (users' kernels are timed so in gpulab-runner)";
 static const char *const METHOD_RUNNER =
     "gpulab-runner (a process of its own, its own CUDA context, the job's buffers by CUDA "
-    "IPC): before each launch, untimed, the output is poisoned (NaN); cuda events around "
-    "each launch; sample = mean of the batch's reps launches";
+    "IPC): before each launch, untimed, fresh inputs from a secret seed, the module's "
+    "variables put back and the output poisoned (NaN); cuda events around each launch, "
+    "then its output checked on the device; sample = mean of the batch's reps launches";
 static const char *const METHOD_RUNNER_COLD =
     "gpulab-runner (a process of its own, its own CUDA context, the job's buffers by CUDA "
-    "IPC), cold: before each launch, untimed, the output is poisoned (NaN), then the L2 "
-    "flushed as for the built-ins (a kernel reads a buffer twice the L2's size, "
-    "cudaDevAttrL2CacheSize, allocated once per runner) on the runner's stream; cuda events "
-    "around that one launch; sample = mean of the batch's reps launches, each timed alone";
+    "IPC), cold: before each launch, untimed, fresh inputs from a secret seed, the module's "
+    "variables put back, the output poisoned (NaN), then the L2 flushed as for the "
+    "built-ins (a kernel reads a buffer twice the L2's size, cudaDevAttrL2CacheSize, "
+    "allocated once per runner) on the runner's stream; cuda events around that one launch, "
+    "then its output checked on the device; sample = mean of the batch's reps launches, "
+    "each timed alone";
 static const char *const METHOD_EVENTS_NO_GRAPH =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
     "time / reps (graph asked, but cuBLAS could not be captured into a CUDA Graph: "

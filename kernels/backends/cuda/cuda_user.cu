@@ -293,18 +293,27 @@ int cuda_user_setup(struct cuda_job *j) {
   return 0;
 }
 
-/* n launches of user run r, poisoned before each; timed: *ms per launch (cold: each
- * after the runner's L2 flush, which its answer must show). */
-static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *ms) {
+/* One request of n launches of user run r, poisoned before each; timed: *ms per launch
+ * (cold: each after the runner's L2 flush, which its answer must show), each on fresh
+ * inputs the runner checks where the experiment has a check; a launch that failed it is
+ * kept as the run's launch_failure. */
+static int request(struct cuda_job *j, int r, uint32_t n, bool timed, double *ms) {
   struct runner_run_msg *m = &j->user->msg[r];
   m->n_launches = n;
   m->timed = timed;
+  if (!timed || !ukreg_fresh(j->spec, &m->fresh)) memset(&m->fresh, 0, sizeof m->fresh);
   struct runner_done_msg done;
   struct runner_fault fault;
   char err[256];
   int rc = runner_run(j->user->runner, m, ukreg_deadline(), &done, &fault, err, sizeof err);
   if (rc) return runner_error(j, r, rc, "launch", err);
-  RC_TRY(inputs_unchanged(j, r));
+  struct exp_run *run = &j->result->runs[r];
+  if (m->fresh.check && done.fresh_checked != n) { /* a fresh figure that was not checked is no figure */
+    snprintf(err, sizeof err, "the runner checked %u of %u timed launches on fresh inputs", done.fresh_checked, n);
+    return runner_error(j, r, -EPROTO, "launch", err);
+  }
+  if (done.bad_launch && !run->launch_failure[0])
+    ukreg_fresh_failure(j->spec, &done, n, run->launch_failure, sizeof run->launch_failure);
   if (timed && m->cold && done.l2_flushes != n) { /* a cold figure that is not cold is no figure */
     snprintf(err, sizeof err, "cold: the runner flushed the L2 before %u of %u timed launches",
              done.l2_flushes, n);
@@ -312,6 +321,23 @@ static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *m
   }
   if (ms) *ms = done.ms_per_launch;
   return 0;
+}
+
+/* n launches of user run r (request); after a fresh one, the job's inputs put back and
+ * one untimed launch on them, so that the output the check after the batches reads is
+ * of the job's inputs; then the inputs verified unchanged. */
+static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *ms) {
+  RC_TRY(request(j, r, n, timed, ms));
+  struct cuda_user_job *u = j->user;
+  if (u->msg[r].fresh.check) {
+    for (int slot = 0; slot < u->n_in; slot++)
+      if (u->in_floats[slot])
+        CUDA_TRY(j, cudaMemcpyAsync(u->d_ipc[slot], j->d_in[slot], u->in_floats[slot] * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, j->lane->stream));
+    CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream)); /* the runner reads them next */
+    RC_TRY(request(j, r, 1, false, NULL));
+  }
+  return inputs_unchanged(j, r);
 }
 
 int cuda_user_launch(struct cuda_job *j, int r, float *out) {
