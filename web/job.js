@@ -37,14 +37,17 @@
     const sci = (x) => (x == null ? '—' : x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(1) : GL.fmtNum(x, 3));
     const detail = c.tolerance ? `err ${sci(c.max_abs_err)} ≤ ${sci(c.tolerance)}` : 'exact';
     const what = c.checked === 'sample' ? ` · ${c.rows_checked} rows` : '';
+    const prec = c.precision && !c.precision.passed ? ' · not FP32 precision' : '';
+    const failed = c.failure ? `✗ ${c.failure}` : `✗ ${c.mismatches} of ${c.compared} off${prec}`;
     return h('td', { class: `${c.passed ? 'good' : 'bad'} nowrap`,
       title: `${c.compared} compared against ${c.reference}; ${c.tolerance_rule}` },
-    c.passed ? `✓ ${detail}${what}` : `✗ ${c.mismatches} of ${c.compared} off`);
+    c.passed ? `✓ ${detail}${what}` : failed);
   }
 
   function notes(run) {
     const n = [];
     if (run.contended) n.push('contended');
+    (run.warnings || []).forEach((w) => n.push(`${w.code.replace('_', ' ')}: ${w.detail}`));
     if (run.mapped_to) n.push(`ran ${run.mapped_to}`);
     if (run.timing && run.timing.capped_by) n.push(`reps ${run.timing.reps} of ${run.timing.reps_requested}`);
     if (run.launch) n.push(`graph saves ${GL.fmtNum(run.launch.saved_us, 3)} µs/launch`);
