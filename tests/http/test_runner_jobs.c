@@ -37,11 +37,12 @@ static long long post_kernel_scratch(const char *entry, int scratch_bytes) {
 
 static long long post_kernel(const char *entry) { return post_kernel_scratch(entry, 0); }
 
-static json_t *job(long long id) {
-  char body[200];
-  snprintf(body, sizeof body,
-           "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":1,"
-           "\"batches\":3,\"reps\":4}", id);
+/* A 37 x 53 transpose of padded33 and kernel:id with more fields (extra: the timing,
+ * cold), waited for. */
+static json_t *job_with(long long id, const char *extra) {
+  char body[240];
+  snprintf(body, sizeof body, "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"]%s}", id,
+           extra);
   struct http_reply r;
   http_post_json(&D, "/transpose?wait=60", body, &r);
   CHECK(r.status == 200);
@@ -50,19 +51,12 @@ static json_t *job(long long id) {
   return j;
 }
 
+static json_t *job(long long id) { return job_with(id, ",\"warmup\":1,\"batches\":3,\"reps\":4"); }
+
 /* A cold job (the runner takes the flag; on the CPU it flushes nothing, as for the
  * built-ins): the user's run is available, checked and timed beside padded33. */
 static json_t *cold_job(long long id) {
-  char body[220];
-  snprintf(body, sizeof body,
-           "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":1,"
-           "\"batches\":3,\"reps\":4,\"cold\":true}", id);
-  struct http_reply r;
-  http_post_json(&D, "/transpose?wait=60", body, &r);
-  CHECK(r.status == 200);
-  json_t *j = json_incref(r.json);
-  http_reply_free(&r);
-  return j;
+  return job_with(id, ",\"warmup\":1,\"batches\":3,\"reps\":4,\"cold\":true");
 }
 
 /* The leaderboard at the jobs' size (37 x 53): kernel id's row, or NULL. */
@@ -79,18 +73,7 @@ static json_t *board_row(long long id) {
 }
 
 /* A job of 5 batches of one launch each (the staged kernel's). */
-static json_t *staged_job(long long id) {
-  char body[200];
-  snprintf(body, sizeof body,
-           "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":1,"
-           "\"batches\":5,\"reps\":1}", id);
-  struct http_reply r;
-  http_post_json(&D, "/transpose?wait=60", body, &r);
-  CHECK(r.status == 200);
-  json_t *j = json_incref(r.json);
-  http_reply_free(&r);
-  return j;
-}
+static json_t *staged_job(long long id) { return job_with(id, ",\"warmup\":1,\"batches\":5,\"reps\":1"); }
 
 /* A kernel whose timed batches are uneven (one of five 10 times slower: a kernel that
  * works in some launches only looks like this): its run passes but carries warnings:
