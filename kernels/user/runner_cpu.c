@@ -1,7 +1,8 @@
 /* gpulab-runner's CPU mode: buffers are memfds that gpulabd passed (SCM_RIGHTS), mapped
  * shared, and "images" name one of the C functions below by their entry. It runs no
  * user code: it exists so that the runner's life cycle (start, answers, a runner that
- * dies or hangs and is replaced, deadlines, poisoning) is tested where no GPU is.
+ * dies or hangs and is replaced, deadlines, poisoning, scratch, fresh inputs and their
+ * check) is tested where no GPU is; its functions stand for kernels and their cheats.
  * Every function has the transpose signature (a, b, m, n): A is m x n, B = A^T; with
  * scratch_bytes, a fifth argument, the scratch, zeroed before every launch. */
 #include <errno.h>
