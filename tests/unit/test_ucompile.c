@@ -8,10 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kernels/backends/cpu/cpu_user.h"
 #include "kernels/core/experiment.h"
 #include "kernels/user/image_cache.h"
 #include "kernels/user/ucompile.h"
 #include "kernels/user/uimage.h"
+#include "kernels/user/ukreg.h"
+#include "server/engine/ukernels.h"
 #include "tests/check.h"
 
 static const char *transpose_decl; /* the transpose experiment's exp_user.declaration */
@@ -322,6 +325,48 @@ static void test_state(const struct nvrtc_lib *lib) {
   ucompile_report_free(r);
 }
 
+/* A kernel stored before today's rules that they refuse (its image calls malloc, made
+ * here with NVRTC directly, past ucompile's refusal): registered with its refusal, shown
+ * by ukreg, and its runs unavailable saying why. */
+static void test_stored_refusal(const struct nvrtc_lib *lib) {
+  const char *src =
+      "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+      "  float *t = (float *)malloc(16); t[0] = a[0]; b[0] = t[0]; free(t);\n}\n";
+  nvrtc_program prog = NULL;
+  CHECK_INT_EQ(lib->fn.create_program(&prog, src, "old.cu", 0, NULL, NULL), 0);
+  const char *opts[] = {"--gpu-architecture=sm_90"};
+  CHECK_INT_EQ(lib->fn.compile_program(prog, 1, opts), 0);
+  size_t bytes = 0;
+  CHECK_INT_EQ(lib->fn.get_cubin_size(prog, &bytes), 0);
+  void *image = malloc(bytes);
+  CHECK_INT_EQ(lib->fn.get_cubin(prog, image), 0);
+  lib->fn.destroy_program(&prog);
+  struct store_kernel row = {.id = 4242,
+                             .owner = "old",
+                             .name = "from_before",
+                             .experiment = "transpose",
+                             .spec = (char *)"{\"entry\":\"kernel\",\"block\":[32,8,1]}",
+                             .report = (char *)"{}",
+                             .image = image,
+                             .image_bytes = bytes};
+  CHECK_INT_EQ(ukernels_register(&row), 0);
+  struct ukreg_kernel k;
+  CHECK_INT_EQ(ukreg_identity(4242, &k), 0);
+  if (!strstr(k.refused, "malloc")) CHECK_STR_EQ(k.refused, "it calls malloc ...");
+  struct exp_spec spec;
+  exp_spec_default(EXP_TRANSPOSE, &spec);
+  struct exp_run run = {.variant = exp_user_variant(4242)};
+  ukreg_set_cpu_runner(true);
+  cpu_user_describe(&spec, &run);
+  CHECK(!run.available);
+  if (!strstr(run.reason, "refused by today's rules"))
+    CHECK_STR_EQ(run.reason, "... refused by today's rules ...");
+  printf("stored before the rules: %s\n", run.reason);
+  ukreg_set_cpu_runner(false);
+  ukreg_remove(4242);
+  free(image);
+}
+
 static void test_cache(const struct nvrtc_lib *lib) {
   uint8_t k1[IMAGE_KEY_BYTES], k2[IMAGE_KEY_BYTES];
   char hex[65];
@@ -404,6 +449,7 @@ int main(void) {
   test_templates(lib);
   test_compile(lib);
   test_state(lib);
+  test_stored_refusal(lib);
   test_cache(lib);
   nvrtc_lib_free(lib);
   printf("test_ucompile: ok\n");
