@@ -44,6 +44,8 @@
       block: ints(f.get('block')), tile: ints(f.get('tile')),
       options: f.get('options').split(/\s+/).filter(Boolean), public: f.get('public') === 'on',
     };
+    const scratch = Number(f.get('scratch_bytes'));
+    if (scratch > 0) body.scratch_bytes = scratch; /* then the kernel takes void* scratch last */
     const r = await GL.api('POST', run ? '/kernels?run=1&wait=60' : '/kernels', JSON.stringify(body));
     const e = GL.problem(r);
     if (e) {
@@ -64,7 +66,8 @@
       const c = r.json.compile;
       status.textContent = `compiled: ${r.json.variant}${c.cached ? ' (cached)' : ''}`;
       out.append(h('p', { id: 'compile-ok', text: `${r.json.variant}: ${c.registers} registers, ${c.shared_bytes} B shared, ` +
-        `${c.spill_store_bytes + c.spill_load_bytes} B spilled, ${GL.fmtNum(c.compile_ms, 3)} ms (${c.arch})` }));
+        `${c.spill_store_bytes + c.spill_load_bytes} B spilled, ${c.module_variables} module variable${c.module_variables === 1 ? '' : 's'} ` +
+        `(put back before every launch), ${GL.fmtNum(c.compile_ms, 3)} ms (${c.arch})` }));
     }
     listKernels();
   }
@@ -77,9 +80,16 @@
     const block = h('input', { name: 'block', id: 'kernel-block' });
     const tile = h('input', { name: 'tile', id: 'kernel-tile' });
     const rule = h('span', { class: 'muted', id: 'kernel-grid-rule' });
+    const scratch = h('input', { name: 'scratch_bytes', id: 'kernel-scratch', inputmode: 'numeric', placeholder: '0' });
+    /* The signature as the kernel must have it: with scratch, one more last argument. */
+    function signature() {
+      const s = list.find((x) => x.experiment === pick.value);
+      sig.textContent = Number(scratch.value) > 0 ? s.signature.replace(/\)$/, ', void* scratch)') : s.signature;
+    }
+    scratch.addEventListener('input', signature);
     function load() {
       const s = list.find((x) => x.experiment === pick.value);
-      sig.textContent = s.signature;
+      signature();
       ta.value = s.template;
       block.value = s.default_block.join(',');
       tile.value = s.default_tile.join(',');
@@ -91,6 +101,8 @@
         h('label', {}, 'experiment ', pick), h('label', {}, 'name ', h('input', { name: 'name', id: 'kernel-name', value: 'my_kernel' })),
         h('label', {}, 'block ', block), h('label', {}, 'tile ', tile),
         h('label', {}, 'options ', h('input', { name: 'options', id: 'kernel-options', placeholder: '-DTILE=32 -lineinfo' })),
+        h('label', { title: 'global scratch zeroed before every launch, passed as one more last argument, void* scratch' },
+          'scratch bytes ', scratch),
         h('label', {}, h('input', { type: 'checkbox', name: 'public' }), ' public')),
       h('p', {}, sig, ' ', rule), ta,
       h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'kernel-compile', text: 'Compile' }),

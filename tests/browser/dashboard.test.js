@@ -713,6 +713,31 @@ async function withCharts(context, proc) {
     await shot(page, 'kernel-compile-error.png');
   });
 
+  await step('your kernel: state that outlives a launch is refused at its line; scratch is one more last argument', page, async () => {
+    await page.fill('#kernel-source', 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
+      '  float *t = (float *)malloc(4);\n  b[0] = t[0];\n}\n');
+    await page.click('#kernel-compile');
+    await page.waitForFunction(() => /malloc/.test((document.getElementById('compile-error') || {}).textContent || ''),
+      null, { timeout: TIMEOUT });
+    check(/^line 2: it calls malloc/.test(await text(page, '#compile-error')), `error: ${await text(page, '#compile-error')}`);
+    check(await page.isVisible('.src-line.err-line[data-line="2"]'), 'line 2 is not marked');
+    await page.fill('#kernel-scratch', '4096');
+    checkEq(await text(page, '#kernel-signature'),
+      'extern "C" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)', 'signature with scratch');
+    await page.fill('#kernel-name', 'browser_scratch');
+    await page.fill('#kernel-source', '__device__ int seen;\n' +
+      'extern "C" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch) {\n' +
+      '  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;\n' +
+      '  if (x == 0 && y == 0) { atomicAdd((unsigned *)scratch, 1u); seen = 1; }\n' +
+      '  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n}\n');
+    await page.click('#kernel-compile');
+    await page.waitForSelector('#compile-ok', { timeout: TIMEOUT });
+    check(/1 module variable \(put back before every launch\)/.test(await text(page, '#compile-ok')),
+      `compiled: ${await text(page, '#compile-ok')}`);
+    await shot(page, 'kernel-scratch.png');
+    await page.fill('#kernel-scratch', '');
+  });
+
   await step('your kernel compiles, is listed, runs beside the built-ins and the leaderboard ranks them', page, async () => {
     await page.selectOption('#kernel-experiment', 'transpose'); /* the template again */
     await page.fill('#kernel-name', 'browser_tile');
