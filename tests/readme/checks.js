@@ -139,4 +139,11 @@ module.exports = [
     json: { id: 18, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/v1/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
     stdout: /^gpulab_jobs_total\{type="transpose",outcome="done",gpu="0"\} 8\ngpulab_jobs_total\{type="transpose",outcome="done",gpu="1"\} 4\n$/ },
+
+  /* From a terminal: gpulabctl (against the plain gpulabd, $GPULAB_URL) */
+  { cmd: 'gpulabctl run gemm m=256 n=256 k=256 --variant naive,tiled,best', exit: 0,
+    stdout: /^job 19 gemm: done on .* \(cpu\)\nvariant +median ms \[q1-q3\] +figure +% ceil +speedup \[range\] +check\nnaive [^\n]*1\.00x[^\n]*passed\ntiled [^\n]*passed\nbest [^\n]*passed\n$/ },
+  { cmd: 'gpulabctl kernel submit my_transpose.cu --experiment transpose --block 32,8 --tile 32,32 --vs padded33 m=1024 n=1024',
+    exit: 0, stdout: /^job 20 transpose: done[^\n]*\n[^\n]*\npadded33 [^\n]*passed\nkernel:2 +not run: [^\n]*CPU backend/ },
+  { cmd: 'gpulabctl run transpose m=0', exit: 2, stdout: /^$/ },
 ];

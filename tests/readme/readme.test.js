@@ -131,6 +131,8 @@ function valueAt(root, p) {
 /* ---- running one command ---- */
 
 const README_SOCKET = '/run/gpulab/gpulab.sock';
+/* gpulabctl's folder (ctest sets GPULABCTL), first on PATH: the README's gpulabctl. */
+const GPULABCTL_DIR = process.env.GPULABCTL ? `${path.dirname(process.env.GPULABCTL)}:` : '';
 const PRELUDE = `curl() {
   local args=() a from=${README_SOCKET}
   for a in "$@"; do args+=("\${a//"$from"/$GPULAB_SOCKET}"); done
@@ -148,7 +150,8 @@ function run(text, env, timeoutS) {
    * are), and a ~/.bashrc that puts pyenv's shims first on PATH hid /usr/bin's python3
    * (and its NumPy) from the README's commands. */
   const r = spawnSync('bash', ['--norc', '-c', PRELUDE + text], {
-    cwd: work, env: { ...process.env, ...env, GPULAB_HDR: hdr, PATH: `/usr/bin:${process.env.PATH}` },
+    cwd: work,
+    env: { ...process.env, ...env, GPULAB_HDR: hdr, PATH: `${GPULABCTL_DIR}/usr/bin:${process.env.PATH}` },
     timeout: timeoutS * 1000, maxBuffer: 256 << 20,
   });
   const headers = fs.readFileSync(hdr, 'latin1');
@@ -219,7 +222,7 @@ async function main() {
   const tls = await startGpulabd(['--tokens', path.join(work, 'tokens'), '--tls-cert', path.join(work, 'cert.pem'),
     '--tls-key', path.join(work, 'key.pem')]);
   const env = { GPULAB_PORT: String(plain.port), GPULAB_TLS_PORT: String(tls.port), GPULAB_CERT: path.join(work, 'cert.pem'),
-    GPULAB_SOCKET: socket, TOKEN: token };
+    GPULAB_SOCKET: socket, TOKEN: token, GPULAB_URL: `http://127.0.0.1:${plain.port}` };
   const all = R.blocks(md);
   const state = {};
   let k = 0;
@@ -231,7 +234,7 @@ async function main() {
       log(`file README.md:${block.line}: ${block.file} (${block.text.length + 1} bytes)`);
       continue;
     }
-    if (block.lang !== 'sh' || !/(^|\s)curl\s/m.test(block.text)) continue;
+    if (block.lang !== 'sh' || !/(^|\s)(curl|gpulabctl)\s/m.test(block.text)) continue;
     const cmds = R.commands(block);
     const next = all[bi + 1];
     const sampleText = next && next.lang === 'json' ? next.text : null;

@@ -1,0 +1,525 @@
+/* gpulabctl: gpulab from a terminal or a script. Submits jobs and users' kernels,
+ * follows a job's events with a progress line (plain lines when stderr is not a
+ * terminal), prints the lecture's table (or the job document with --json) and exits 0
+ * only when the job is done and every run that ran passed its check: 1 when a check or
+ * the job failed, 2 when the request was refused or gpulabd did not answer. Ctrl-C
+ * detaches (the job runs on; `gpulabctl watch ID` follows it again), or cancels it with
+ * --cancel-on-interrupt. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "clients/cli/ctl_http.h"
+#include "clients/cli/ctl_table.h"
+
+enum { EXIT_PASSED = 0, EXIT_FAILED = 1, EXIT_REFUSED = 2 };
+
+static const char usage[] =
+    "usage: gpulabctl [options] COMMAND [arguments]\n"
+    "commands:\n"
+    "  run EXPERIMENT [name=value ...]   a job (transpose m=4096 n=4096 --variant padded33,best);\n"
+    "                                    a value with commas is a list (streams=1,3)\n"
+    "  kernel submit FILE --experiment E [--name N] [--entry F] [--block X,Y] [--tile X,Y]\n"
+    "                [--grid X,Y,Z] [--shared-bytes B] [--scratch-bytes B] [--option O]...\n"
+    "                [--vs VARIANTS] [name=value ...]\n"
+    "                                    compiles FILE; with --vs also runs it beside VARIANTS\n"
+    "  show ID | watch ID | cancel ID    a job: its table, its events then its table, cancel it\n"
+    "  jobs [--state S] [--limit N]      the newest jobs, a line each\n"
+    "  kernels                           your kernels and the public ones\n"
+    "  leaderboard EXPERIMENT [--size S] the best verified run of every variant at a size\n"
+    "options:\n"
+    "  --server URL        gpulabd (default $GPULAB_URL, else http://127.0.0.1:8080)\n"
+    "  --token T           API token (default $GPULAB_TOKEN)\n"
+    "  --socket PATH       gpulabd's Unix socket (default $GPULAB_SOCKET)\n"
+    "  --variant LIST      run: the variants, comma-separated (default: the experiment's all)\n"
+    "  --json              print documents as JSON instead of tables\n"
+    "  --cancel-on-interrupt  Ctrl-C cancels the job instead of detaching from it\n"
+    "exit: 0 done and every check passed; 1 a check or the job failed; 2 refused or no answer\n";
+
+struct opts {
+  struct ctl ctl;
+  bool json, cancel_on_interrupt;
+  const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs;
+  long limit, shared_bytes, scratch_bytes;
+  const char *options[16];
+  int n_options;
+};
+
+static void on_sigint(int sig) {
+  (void)sig;
+  ctl_interrupted = 1;
+}
+
+/* ---- requests ---- */
+
+/* A request whose answer must be `want` (or, want 0, any 2xx): 0 with *r, else
+ * EXIT_REFUSED after printing the problem (r freed). */
+static int expect(const struct opts *o, const char *method, const char *path, const char *ct, const void *body,
+                  size_t len, long want, struct ctl_reply *r) {
+  char err[512];
+  if (ctl_request(&o->ctl, method, path, ct, body, len, r, err, sizeof err)) {
+    fprintf(stderr, "gpulabctl: %s\n", err);
+    ctl_reply_free(r);
+    return EXIT_REFUSED;
+  }
+  if (want ? r->status != want : r->status / 100 != 2) {
+    char line[768];
+    ctl_problem_line(r, line, sizeof line);
+    fprintf(stderr, "gpulabctl: %s %s: %s\n", method, path, line);
+    ctl_reply_free(r);
+    return EXIT_REFUSED;
+  }
+  return 0;
+}
+
+static void print_json(json_t *doc) {
+  char *text = json_dumps(doc, JSON_INDENT(2));
+  if (text) puts(text);
+  free(text);
+}
+
+/* ---- following a job ---- */
+
+struct follow {
+  long long id;
+  int total;  /* batches the job will time, for the progress line (0: unknown) */
+  int seen;   /* progress events seen */
+  bool tty;   /* a progress bar on stderr, else plain lines */
+  char state[16];
+};
+
+static bool is_final(const char *state) {
+  return !strcmp(state, "done") || !strcmp(state, "failed") || !strcmp(state, "canceled");
+}
+
+static bool on_event(const char *event, json_t *data, void *arg) {
+  struct follow *f = arg;
+  if (!strcmp(event, "state")) {
+    const char *state = json_string_value(json_object_get(data, "state"));
+    if (!state) return false;
+    snprintf(f->state, sizeof f->state, "%s", state);
+    if (f->tty) fprintf(stderr, "\r\033[K");
+    if (!f->tty || is_final(state)) fprintf(stderr, "job %lld: %s\n", f->id, state);
+    return is_final(state);
+  }
+  if (!strcmp(event, "progress")) {
+    f->seen++;
+    if (!f->tty) return false;
+    int width = 30, done = f->total ? f->seen * width / f->total : 0;
+    if (done > width) done = width;
+    fprintf(stderr, "\r\033[K[%.*s%.*s] run %lld batch %lld  %.4f ms", done,
+            "##############################", width - done, "..............................",
+            (long long)json_integer_value(json_object_get(data, "run")) + 1,
+            (long long)json_integer_value(json_object_get(data, "batch")),
+            json_number_value(json_object_get(data, "sample_ms")));
+    fflush(stderr);
+  }
+  return false;
+}
+
+/* The batches job will time: its runs times its batches (the stopping rule may take
+ * fewer or more; the bar is a guide). */
+static int batches_of(json_t *job) {
+  json_t *params = json_object_get(job, "params");
+  json_t *v = json_object_get(params, "variant");
+  int runs = json_is_array(v) ? (int)json_array_size(v) : 1;
+  json_t *streams = json_object_get(params, "streams");
+  if (json_is_array(streams)) runs = (int)json_array_size(streams);
+  return runs * (int)json_integer_value(json_object_get(params, "batches"));
+}
+
+/* Follows job id until it ends (its events; polling when they end early), then prints
+ * it. Returns the exit status. */
+static int follow_job(const struct opts *o, long long id, int total) {
+  char path[96], err[512];
+  struct follow f = {.id = id, .total = total, .tty = isatty(STDERR_FILENO)};
+  snprintf(path, sizeof path, "/jobs/%lld/events", id);
+  int rc = ctl_events(&o->ctl, path, on_event, &f, err, sizeof err);
+  if (rc == 2) {
+    ctl_interrupted = 0;
+    if (f.tty) fprintf(stderr, "\r\033[K");
+    if (!o->cancel_on_interrupt) {
+      fprintf(stderr, "gpulabctl: detached; job %lld runs on (gpulabctl watch %lld)\n", id, id);
+      return EXIT_FAILED;
+    }
+    struct ctl_reply r;
+    snprintf(path, sizeof path, "/jobs/%lld", id);
+    int x = expect(o, "DELETE", path, NULL, NULL, 0, 0, &r);
+    if (x) return x;
+    ctl_reply_free(&r);
+    fprintf(stderr, "gpulabctl: job %lld canceled\n", id);
+    return EXIT_FAILED;
+  }
+  if (rc < 0) fprintf(stderr, "gpulabctl: %s; polling instead\n", err);
+  snprintf(path, sizeof path, "/jobs/%lld", id);
+  for (;;) {
+    struct ctl_reply r;
+    int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
+    if (x) return x;
+    const char *state = json_string_value(json_object_get(r.json, "state"));
+    if (state && is_final(state)) {
+      if (o->json)
+        print_json(r.json);
+      else
+        ctl_table_print(stdout, r.json);
+      int status = ctl_job_passed(r.json) ? EXIT_PASSED : EXIT_FAILED;
+      ctl_reply_free(&r);
+      return status;
+    }
+    ctl_reply_free(&r);
+    if (ctl_interrupted) return EXIT_FAILED;
+    usleep(200 * 1000);
+  }
+}
+
+/* POSTs body to path (?wait=0) and follows the job it made. */
+static int submit_and_follow(const struct opts *o, const char *path, json_t *body) {
+  char *text = json_dumps(body, JSON_COMPACT);
+  if (!text) return EXIT_REFUSED;
+  struct ctl_reply r;
+  int x = expect(o, "POST", path, "application/json", text, strlen(text), 0, &r);
+  free(text);
+  if (x) return x;
+  long long id = json_integer_value(json_object_get(r.json, "id"));
+  int total = batches_of(r.json);
+  ctl_reply_free(&r);
+  if (id <= 0) {
+    fprintf(stderr, "gpulabctl: %s answered without a job id\n", path);
+    return EXIT_REFUSED;
+  }
+  fprintf(stderr, "job %lld submitted\n", id);
+  return follow_job(o, id, total);
+}
+
+/* ---- params ---- */
+
+/* A value as the API takes it: an integer, a number, true/false, a comma list of them,
+ * or a string. */
+static json_t *value_of(const char *v) {
+  if (strchr(v, ',')) {
+    json_t *list = json_array();
+    char *copy = strdup(v), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+      json_array_append_new(list, value_of(t));
+    free(copy);
+    return list;
+  }
+  char *end;
+  long long i = strtoll(v, &end, 10);
+  if (*v && !*end) return json_integer(i);
+  double d = strtod(v, &end);
+  if (*v && !*end) return json_real(d);
+  if (!strcmp(v, "true") || !strcmp(v, "false")) return json_boolean(!strcmp(v, "true"));
+  return json_string(v);
+}
+
+/* name=value arguments into body; EXIT_REFUSED for one without '='. */
+static int params(json_t *body, char **args, int n) {
+  for (int i = 0; i < n; i++) {
+    char *eq = strchr(args[i], '=');
+    if (!eq || eq == args[i]) {
+      fprintf(stderr, "gpulabctl: '%s' is not name=value\n", args[i]);
+      return EXIT_REFUSED;
+    }
+    *eq = '\0';
+    json_object_set_new(body, args[i], value_of(eq + 1));
+    *eq = '=';
+  }
+  return 0;
+}
+
+/* The variants of a comma list, as the API takes them. */
+static json_t *variants(const char *list) {
+  json_t *v = value_of(list);
+  if (json_is_array(v)) return v;
+  json_t *one = json_array();
+  json_array_append_new(one, json_is_string(v) ? v : json_string(list));
+  if (!json_is_string(v)) json_decref(v);
+  return one;
+}
+
+/* ---- commands ---- */
+
+static int cmd_run(const struct opts *o, char **args, int n) {
+  if (n < 1) {
+    fputs(usage, stderr);
+    return EXIT_REFUSED;
+  }
+  json_t *body = json_object();
+  int x = params(body, args + 1, n - 1);
+  if (!x && o->variant) json_object_set_new(body, "variant", variants(o->variant));
+  char path[96];
+  snprintf(path, sizeof path, "/%s?wait=0", args[0]);
+  if (!x) x = submit_and_follow(o, path, body);
+  json_decref(body);
+  return x;
+}
+
+/* Appends &name=value (escaped) to url. */
+static void query(CURL *h, char *url, size_t len, const char *name, const char *value) {
+  if (!value) return;
+  char *esc = curl_easy_escape(h, value, 0);
+  size_t used = strlen(url);
+  snprintf(url + used, len - used, "%s%s=%s", strchr(url, '?') ? "&" : "?", name, esc ? esc : "");
+  curl_free(esc);
+}
+
+static char *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *text = NULL;
+  size_t cap = 0, n = 0, got;
+  do {
+    if (n + 4096 > cap) {
+      char *p = realloc(text, cap = cap ? 2 * cap : 8192);
+      if (!p) break;
+      text = p;
+    }
+    got = fread(text + n, 1, cap - n, f);
+    n += got;
+  } while (got > 0);
+  fclose(f);
+  *len = n;
+  return text;
+}
+
+static int cmd_kernel(const struct opts *o, char **args, int n) {
+  if (n < 2 || strcmp(args[0], "submit") != 0 || !o->experiment) {
+    fputs(usage, stderr);
+    return EXIT_REFUSED;
+  }
+  size_t len = 0;
+  char *src = read_file(args[1], &len);
+  if (!src) {
+    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], strerror(errno));
+    return EXIT_REFUSED;
+  }
+  char name[64];
+  if (o->name) {
+    snprintf(name, sizeof name, "%s", o->name);
+  } else { /* the file's name without its folders and extension */
+    const char *base = strrchr(args[1], '/');
+    snprintf(name, sizeof name, "%s", base ? base + 1 : args[1]);
+    name[strcspn(name, ".")] = '\0';
+  }
+  CURL *h = curl_easy_init();
+  char path[1024] = "/kernels", num[32];
+  query(h, path, sizeof path, "experiment", o->experiment);
+  query(h, path, sizeof path, "name", name);
+  query(h, path, sizeof path, "entry", o->entry);
+  query(h, path, sizeof path, "block", o->block);
+  query(h, path, sizeof path, "tile", o->tile);
+  query(h, path, sizeof path, "grid", o->grid);
+  if (o->shared_bytes) snprintf(num, sizeof num, "%ld", o->shared_bytes), query(h, path, sizeof path, "shared_bytes", num);
+  if (o->scratch_bytes) snprintf(num, sizeof num, "%ld", o->scratch_bytes), query(h, path, sizeof path, "scratch_bytes", num);
+  char opts[1024] = "";
+  for (int i = 0; i < o->n_options; i++)
+    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s%s", i ? "," : "", o->options[i]);
+  if (o->n_options) query(h, path, sizeof path, "options", opts);
+  curl_easy_cleanup(h);
+  struct ctl_reply r;
+  char err[512];
+  int rc = ctl_request(&o->ctl, "POST", path, "text/x-cuda", src, len, &r, err, sizeof err);
+  free(src);
+  if (rc) {
+    fprintf(stderr, "gpulabctl: %s\n", err);
+    ctl_reply_free(&r);
+    return EXIT_REFUSED;
+  }
+  if (r.status != 201) {
+    char line[768];
+    ctl_problem_line(&r, line, sizeof line);
+    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], line);
+    const char *log = json_string_value(json_object_get(json_object_get(r.json, "compile"), "log"));
+    if (log && r.status == 422 && !o->json) fprintf(stderr, "%s", log);
+    int status = r.status == 422 ? EXIT_FAILED : EXIT_REFUSED; /* it did not compile: the user's */
+    ctl_reply_free(&r);
+    return status;
+  }
+  json_t *c = json_object_get(r.json, "compile");
+  const char *variant = json_string_value(json_object_get(r.json, "variant"));
+  if (o->json && !o->vs)
+    print_json(r.json);
+  else
+    fprintf(stderr, "%s (%s): %lld registers, %lld B shared, %lld B spilled, %lld module variables%s\n",
+            variant ? variant : "?", name, (long long)json_integer_value(json_object_get(c, "registers")),
+            (long long)json_integer_value(json_object_get(c, "shared_bytes")),
+            (long long)(json_integer_value(json_object_get(c, "spill_store_bytes")) +
+                        json_integer_value(json_object_get(c, "spill_load_bytes"))),
+            (long long)json_integer_value(json_object_get(c, "module_variables")),
+            json_is_true(json_object_get(c, "cached")) ? ", cached" : "");
+  int x = EXIT_PASSED;
+  if (o->vs && variant) { /* a job of the experiment: the kernel beside the variants named */
+    json_t *body = json_object();
+    json_t *list = variants(o->vs);
+    json_array_append_new(list, json_string(variant));
+    json_object_set_new(body, "variant", list);
+    x = params(body, args + 2, n - 2);
+    snprintf(path, sizeof path, "/%s?wait=0", o->experiment);
+    if (!x) x = submit_and_follow(o, path, body);
+    json_decref(body);
+  }
+  ctl_reply_free(&r);
+  return x;
+}
+
+/* GET path and print its JSON, or hand it to lines(). */
+static int get_list(const struct opts *o, const char *path, void (*lines)(json_t *)) {
+  struct ctl_reply r;
+  int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
+  if (x) return x;
+  if (o->json)
+    print_json(r.json);
+  else
+    lines(r.json);
+  ctl_reply_free(&r);
+  return EXIT_PASSED;
+}
+
+static void jobs_lines(json_t *doc) {
+  size_t i;
+  json_t *j;
+  json_array_foreach(json_object_get(doc, "jobs"), i, j)
+    printf("%8lld  %-10s %-9s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
+           json_string_value(json_object_get(j, "type")), json_string_value(json_object_get(j, "state")),
+           json_string_value(json_object_get(j, "created_at")));
+}
+
+static void kernels_lines(json_t *doc) {
+  size_t i;
+  json_t *k;
+  json_array_foreach(json_object_get(doc, "kernels"), i, k) {
+    const char *refused = json_string_value(json_object_get(k, "refused"));
+    printf("%-12s %-24s %-10s %-16s %s%s\n", json_string_value(json_object_get(k, "variant")),
+           json_string_value(json_object_get(k, "name")), json_string_value(json_object_get(k, "experiment")),
+           json_string_value(json_object_get(k, "owner")), json_is_true(json_object_get(k, "public")) ? "public" : "private",
+           refused ? "  REFUSED: " : "");
+    if (refused) printf("             %s\n", refused);
+  }
+}
+
+static void board_lines(json_t *doc) {
+  size_t i;
+  json_t *row;
+  json_array_foreach(json_object_get(doc, "rows"), i, row)
+    printf("%3lld  %-20s %12.1f %-8s %10.4f ms  job %lld\n", (long long)json_integer_value(json_object_get(row, "rank")),
+           json_string_value(json_object_get(row, "variant")), json_number_value(json_object_get(row, "figure")),
+           json_string_value(json_object_get(row, "unit")), json_number_value(json_object_get(row, "median_ms")),
+           (long long)json_integer_value(json_object_get(row, "job")));
+  if (!json_array_size(json_object_get(doc, "rows"))) printf("no verified runs at this size yet\n");
+}
+
+/* A job id argument, or -1 after saying why. */
+static long long job_id(char **args, int n) {
+  char *end;
+  long long id = n >= 1 ? strtoll(args[0], &end, 10) : 0;
+  if (n < 1 || *end || id <= 0) {
+    fprintf(stderr, "gpulabctl: a job id, please\n");
+    return -1;
+  }
+  return id;
+}
+
+static int command(const struct opts *o, const char *cmd, char **args, int n) {
+  char path[256];
+  if (!strcmp(cmd, "run")) return cmd_run(o, args, n);
+  if (!strcmp(cmd, "kernel")) return cmd_kernel(o, args, n);
+  if (!strcmp(cmd, "jobs")) {
+    snprintf(path, sizeof path, "/jobs?limit=%ld%s%s", o->limit ? o->limit : 20, o->state ? "&state=" : "",
+             o->state ? o->state : "");
+    return get_list(o, path, jobs_lines);
+  }
+  if (!strcmp(cmd, "kernels")) return get_list(o, "/kernels", kernels_lines);
+  if (!strcmp(cmd, "leaderboard")) {
+    if (n < 1) {
+      fputs(usage, stderr);
+      return EXIT_REFUSED;
+    }
+    snprintf(path, sizeof path, "/leaderboard/%s%s%s", args[0], o->size ? "?size=" : "", o->size ? o->size : "");
+    return get_list(o, path, board_lines);
+  }
+  if (!strcmp(cmd, "show") || !strcmp(cmd, "watch") || !strcmp(cmd, "cancel")) {
+    long long id = job_id(args, n);
+    if (id < 0) return EXIT_REFUSED;
+    snprintf(path, sizeof path, "/jobs/%lld", id);
+    struct ctl_reply r;
+    if (!strcmp(cmd, "watch")) return follow_job(o, id, 0);
+    int x = expect(o, !strcmp(cmd, "cancel") ? "DELETE" : "GET", path, NULL, NULL, 0, 0, &r);
+    if (x) return x;
+    if (o->json)
+      print_json(r.json);
+    else
+      ctl_table_print(stdout, r.json);
+    x = !strcmp(cmd, "cancel") || ctl_job_passed(r.json) ? EXIT_PASSED : EXIT_FAILED;
+    ctl_reply_free(&r);
+    return x;
+  }
+  fprintf(stderr, "gpulabctl: no command '%s'\n%s", cmd, usage);
+  return EXIT_REFUSED;
+}
+
+int main(int argc, char **argv) {
+  struct opts o = {.ctl = {.server = getenv("GPULAB_URL"), .token = getenv("GPULAB_TOKEN"),
+                           .socket = getenv("GPULAB_SOCKET")}};
+  if (!o.ctl.server || !*o.ctl.server) o.ctl.server = "http://127.0.0.1:8080";
+  enum { O_SERVER = 256, O_TOKEN, O_SOCKET, O_VARIANT, O_JSON, O_CANCEL, O_STATE, O_LIMIT, O_SIZE,
+         O_EXPERIMENT, O_NAME, O_ENTRY, O_BLOCK, O_TILE, O_GRID, O_SHARED, O_SCRATCH, O_OPTION, O_VS, O_HELP };
+  static const struct option longs[] = {
+      {"server", required_argument, 0, O_SERVER},   {"token", required_argument, 0, O_TOKEN},
+      {"socket", required_argument, 0, O_SOCKET},   {"variant", required_argument, 0, O_VARIANT},
+      {"json", no_argument, 0, O_JSON},             {"cancel-on-interrupt", no_argument, 0, O_CANCEL},
+      {"state", required_argument, 0, O_STATE},     {"limit", required_argument, 0, O_LIMIT},
+      {"size", required_argument, 0, O_SIZE},       {"experiment", required_argument, 0, O_EXPERIMENT},
+      {"name", required_argument, 0, O_NAME},       {"entry", required_argument, 0, O_ENTRY},
+      {"block", required_argument, 0, O_BLOCK},
+      {"tile", required_argument, 0, O_TILE},       {"grid", required_argument, 0, O_GRID},
+      {"shared-bytes", required_argument, 0, O_SHARED}, {"scratch-bytes", required_argument, 0, O_SCRATCH},
+      {"option", required_argument, 0, O_OPTION},   {"vs", required_argument, 0, O_VS},
+      {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
+  int c; /* GNU getopt takes options anywhere: run transpose m=64 --json */
+  while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+    switch (c) {
+    case O_SERVER: o.ctl.server = optarg; break;
+    case O_TOKEN: o.ctl.token = optarg; break;
+    case O_SOCKET: o.ctl.socket = optarg; break;
+    case O_VARIANT: o.variant = optarg; break;
+    case O_JSON: o.json = true; break;
+    case O_CANCEL: o.cancel_on_interrupt = true; break;
+    case O_STATE: o.state = optarg; break;
+    case O_LIMIT: o.limit = strtol(optarg, NULL, 10); break;
+    case O_SIZE: o.size = optarg; break;
+    case O_EXPERIMENT: o.experiment = optarg; break;
+    case O_NAME: o.name = optarg; break;
+    case O_ENTRY: o.entry = optarg; break;
+    case O_BLOCK: o.block = optarg; break;
+    case O_TILE: o.tile = optarg; break;
+    case O_GRID: o.grid = optarg; break;
+    case O_SHARED: o.shared_bytes = strtol(optarg, NULL, 10); break;
+    case O_SCRATCH: o.scratch_bytes = strtol(optarg, NULL, 10); break;
+    case O_OPTION:
+      if (o.n_options < 16) o.options[o.n_options++] = optarg;
+      break;
+    case O_VS: o.vs = optarg; break;
+    case O_HELP: fputs(usage, stdout); return EXIT_PASSED;
+    default: fputs(usage, stderr); return EXIT_REFUSED;
+    }
+  }
+  if (optind >= argc) {
+    fputs(usage, stderr);
+    return EXIT_REFUSED;
+  }
+  if (o.ctl.socket && !strncmp(o.ctl.server, "http://127.0.0.1:8080", 21)) o.ctl.server = "http://localhost";
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  struct sigaction sa = {.sa_handler = on_sigint};
+  sigaction(SIGINT, &sa, NULL);
+  int x = command(&o, argv[optind], argv + optind + 1, argc - optind - 1);
+  curl_global_cleanup();
+  return x;
+}

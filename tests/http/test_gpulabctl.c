@@ -1,0 +1,114 @@
+/* gpulabctl against a real gpulabd (--backend cpu, --cpu-runner-test): a job run to its
+ * table and exit 0; --json's document; a refused request as one problem line and exit
+ * 2; a kernel submitted and run beside a built-in; one that does not compile (exit 1,
+ * its error); a kernel whose check fails (exit 1); jobs, show, kernels, leaderboard;
+ * cancel of a finished job refused (409); no server (exit 2); options after the
+ * command's arguments. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "http_client.h"
+
+static struct gpulabd D;
+static char out[1 << 16];
+
+/* Runs gpulabctl with args (a shell fragment) against D, stdout and stderr into out.
+ * Returns its exit status. */
+static int ctl(const char *args) {
+  const char *exe = getenv("GPULABCTL");
+  if (!exe) CHECK_FAIL_("%s", "GPULABCTL is not set (the path of the built gpulabctl)");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "GPULAB_URL=http://127.0.0.1:%d '%s' %s 2>&1", D.port, exe, args);
+  FILE *p = popen(cmd, "r");
+  CHECK(p != NULL);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  printf("$ gpulabctl %s  -> %d\n%s", args, WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void has(const char *what) {
+  if (!strstr(out, what)) CHECK_FAIL_("no '%s' in the output above", what);
+}
+
+int main(void) {
+  const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--db", "none", "--access-log", "off", NULL};
+  gpulabd_start(args, &D);
+  char dir[] = "/tmp/gpulabctl-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+
+  /* A job: the lecture's table, every run checked, exit 0. */
+  CHECK_INT_EQ(ctl("run transpose m=64 n=48 --variant naive,padded33,best"), 0);
+  has("job 1 transpose: done");
+  has("variant ");
+  has("padded33 ");
+  has("passed");
+  has("1.00x"); /* the first run is the speedup's baseline */
+  /* Options after the arguments; --json prints the document. */
+  CHECK_INT_EQ(ctl("run gemm m=16 n=16 k=16 --variant naive --json"), 0);
+  has("\"state\": \"done\"");
+  /* A refused request: one problem line, exit 2. */
+  CHECK_INT_EQ(ctl("run transpose m=0"), 2);
+  has("400 out_of_range (m): m must be between 1 and");
+  CHECK_INT_EQ(ctl("run transpose nonsense"), 2);
+  has("'nonsense' is not name=value");
+
+  /* A kernel: compiled, then run beside padded33. */
+  char path[128], src[512], cmd[512];
+  snprintf(path, sizeof path, "%s/tile.cu", dir);
+  snprintf(src, sizeof src,
+           "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+           "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+           "  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n}\n");
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(src, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --block 32,32 --tile 32,32 --vs padded33 m=37 n=53",
+           path);
+  CHECK_INT_EQ(ctl(cmd), 0);
+  has("kernel:1 (tile): ");
+  has("kernel:1 ");
+  /* Its entry names a test function that is three elements off: the check fails, exit 1. */
+  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
+  CHECK_INT_EQ(ctl(cmd), 1); /* the source has no function named wrong: it does not compile */
+  has("422 compile_failed (source): no extern \"C\" __global__ function named wrong");
+  snprintf(path, sizeof path, "%s/wrong.cu", dir);
+  f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs("extern \"C\" __global__ void wrong(const float* a, float* b, int m, int n) {}\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
+  CHECK_INT_EQ(ctl(cmd), 1);
+  has("FAILED");
+
+  /* Listings. */
+  CHECK_INT_EQ(ctl("jobs --limit 2"), 0);
+  has(" done ");
+  CHECK_INT_EQ(ctl("show 1"), 0);
+  has("job 1 transpose: done");
+  CHECK_INT_EQ(ctl("kernels"), 0);
+  has("kernel:1");
+  CHECK_INT_EQ(ctl("leaderboard transpose --size 37,53"), 0);
+  has("padded33");
+  CHECK_INT_EQ(ctl("show 999"), 2);
+  has("404 job_not_found");
+  CHECK_INT_EQ(ctl("cancel 1"), 2); /* done: nothing to cancel */
+  has("409");
+  CHECK_INT_EQ(ctl("frobnicate"), 2);
+  has("no command 'frobnicate'");
+
+  gpulabd_stop(&D);
+  /* No server: exit 2, saying so. */
+  CHECK_INT_EQ(ctl("jobs"), 2);
+  has("Could");
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+  printf("test_gpulabctl: ok\n");
+  return 0;
+}
