@@ -53,7 +53,8 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 }
 
 /* A handle for path on c's server, with its headers in *hdrs (the caller frees both). */
-static CURL *handle(const struct ctl *c, const char *path, const char *ct, struct curl_slist **hdrs) {
+static CURL *handle(const struct ctl *c, const char *path, const char *ct,
+                    struct curl_slist **hdrs) {
   CURL *h = curl_easy_init();
   if (!h) return NULL;
   char url[2048];
@@ -139,9 +140,9 @@ void ctl_problem_line(const struct ctl_reply *r, char *out, size_t len) {
 /* ---- Server-Sent Events ---- */
 
 struct sse {
-  struct buf line;  /* the line being read */
-  char event[64];   /* the event's name ("message" unless named) */
-  struct buf data;  /* its data lines, joined by \n */
+  struct buf line; /* the line being read */
+  char event[64];  /* the event's name ("message" unless named) */
+  struct buf data; /* its data lines, joined by \n */
   bool (*on_event)(const char *event, json_t *data, void *arg);
   void *arg;
   bool stop;

@@ -18,10 +18,10 @@ struct ctl {
 };
 
 struct ctl_reply {
-  long status;    /* 0: no answer came (err says why) */
-  char *body;     /* NUL-terminated; owned */
+  long status; /* 0: no answer came (err says why) */
+  char *body;  /* NUL-terminated; owned */
   size_t len;
-  json_t *json;   /* the body parsed when it is JSON, else NULL; owned */
+  json_t *json; /* the body parsed when it is JSON, else NULL; owned */
   char location[256];
 };
 

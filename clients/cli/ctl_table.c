@@ -46,7 +46,8 @@ static void check_cell(json_t *run, char *out, size_t len) {
   } else if (json_is_false(json_object_get(json_object_get(c, "precision"), "passed"))) {
     snprintf(out, len, "FAILED: not FP32's precision");
   } else {
-    snprintf(out, len, "FAILED: %lld of %lld wrong", (long long)json_integer_value(json_object_get(c, "mismatches")),
+    snprintf(out, len, "FAILED: %lld of %lld wrong",
+             (long long)json_integer_value(json_object_get(c, "mismatches")),
              (long long)json_integer_value(json_object_get(c, "compared")));
   }
 }
@@ -68,28 +69,33 @@ static void run_row(FILE *f, json_t *run) {
   json_t *t = json_object_get(run, "timing");
   if (json_is_object(t)) {
     json_t *samples = json_object_get(t, "samples_ms");
-    snprintf(median, sizeof median, "%.4f [%.4f-%.4f]", json_number_value(json_object_get(t, "median_ms")),
-             quantile(samples, 0.25), quantile(samples, 0.75));
+    snprintf(median, sizeof median, "%.4f [%.4f-%.4f]",
+             json_number_value(json_object_get(t, "median_ms")), quantile(samples, 0.25),
+             quantile(samples, 0.75));
   }
   json_t *fig = json_object_get(run, "figure");
-  if (json_is_number(fig)) snprintf(figure, sizeof figure, "%.1f %s", json_number_value(fig), str(run, "unit"));
+  if (json_is_number(fig))
+    snprintf(figure, sizeof figure, "%.1f %s", json_number_value(fig), str(run, "unit"));
   json_t *p = json_object_get(run, "percent_of_ceiling");
   if (json_is_number(p)) snprintf(pct, sizeof pct, "%.1f%%", json_number_value(p));
   json_t *s = json_object_get(run, "speedup"), *range = json_object_get(run, "speedup_range");
   if (json_is_number(s))
     snprintf(speedup, sizeof speedup, "%.2fx [%.2f-%.2f]", json_number_value(s),
-             json_number_value(json_array_get(range, 0)), json_number_value(json_array_get(range, 1)));
+             json_number_value(json_array_get(range, 0)),
+             json_number_value(json_array_get(range, 1)));
   fprintf(f, ROW, label, median, figure, pct, speedup, check);
 }
 
 void ctl_table_print(FILE *f, json_t *job) {
   json_t *result = json_object_get(job, "result");
-  fprintf(f, "job %lld %s: %s", (long long)json_integer_value(json_object_get(job, "id")), str(job, "type"),
-          str(job, "state"));
-  if (json_is_object(result)) fprintf(f, " on %s (%s)", str(result, "device"), str(result, "backend"));
+  fprintf(f, "job %lld %s: %s", (long long)json_integer_value(json_object_get(job, "id")),
+          str(job, "type"), str(job, "state"));
+  if (json_is_object(result))
+    fprintf(f, " on %s (%s)", str(result, "device"), str(result, "backend"));
   fprintf(f, "\n");
   json_t *error = json_object_get(job, "error");
-  if (json_is_object(error)) fprintf(f, "error %s: %s\n", str(error, "code"), str(error, "message"));
+  if (json_is_object(error))
+    fprintf(f, "error %s: %s\n", str(error, "code"), str(error, "message"));
   json_t *runs = json_object_get(result, "runs");
   if (!json_array_size(runs)) return;
   fprintf(f, ROW, "variant", "median ms [q1-q3]", "figure", "% ceil", "speedup [range]", "check");

@@ -61,8 +61,8 @@ static void on_sigint(int sig) {
 
 /* A request whose answer must be `want` (or, want 0, any 2xx): 0 with *r, else
  * EXIT_REFUSED after printing the problem (r freed). */
-static int expect(const struct opts *o, const char *method, const char *path, const char *ct, const void *body,
-                  size_t len, long want, struct ctl_reply *r) {
+static int expect(const struct opts *o, const char *method, const char *path, const char *ct,
+                  const void *body, size_t len, long want, struct ctl_reply *r) {
   char err[512];
   if (ctl_request(&o->ctl, method, path, ct, body, len, r, err, sizeof err)) {
     fprintf(stderr, "gpulabctl: %s\n", err);
@@ -89,9 +89,9 @@ static void print_json(json_t *doc) {
 
 struct follow {
   long long id;
-  int total;  /* batches the job will time, for the progress line (0: unknown) */
-  int seen;   /* progress events seen */
-  bool tty;   /* a progress bar on stderr, else plain lines */
+  int total; /* batches the job will time, for the progress line (0: unknown) */
+  int seen;  /* progress events seen */
+  bool tty;  /* a progress bar on stderr, else plain lines */
   char state[16];
 };
 
@@ -317,8 +317,12 @@ static int cmd_kernel(const struct opts *o, char **args, int n) {
   query(h, path, sizeof path, "block", o->block);
   query(h, path, sizeof path, "tile", o->tile);
   query(h, path, sizeof path, "grid", o->grid);
-  if (o->shared_bytes) snprintf(num, sizeof num, "%ld", o->shared_bytes), query(h, path, sizeof path, "shared_bytes", num);
-  if (o->scratch_bytes) snprintf(num, sizeof num, "%ld", o->scratch_bytes), query(h, path, sizeof path, "scratch_bytes", num);
+  if (o->shared_bytes)
+    snprintf(num, sizeof num, "%ld", o->shared_bytes),
+        query(h, path, sizeof path, "shared_bytes", num);
+  if (o->scratch_bytes)
+    snprintf(num, sizeof num, "%ld", o->scratch_bytes),
+        query(h, path, sizeof path, "scratch_bytes", num);
   char opts[1024] = "";
   for (int i = 0; i < o->n_options; i++)
     snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s%s", i ? "," : "", o->options[i]);
@@ -348,8 +352,10 @@ static int cmd_kernel(const struct opts *o, char **args, int n) {
   if (o->json && !o->vs)
     print_json(r.json);
   else
-    fprintf(stderr, "%s (%s): %lld registers, %lld B shared, %lld B spilled, %lld module variables%s\n",
-            variant ? variant : "?", name, (long long)json_integer_value(json_object_get(c, "registers")),
+    fprintf(stderr,
+            "%s (%s): %lld registers, %lld B shared, %lld B spilled, %lld module variables%s\n",
+            variant ? variant : "?", name,
+            (long long)json_integer_value(json_object_get(c, "registers")),
             (long long)json_integer_value(json_object_get(c, "shared_bytes")),
             (long long)(json_integer_value(json_object_get(c, "spill_store_bytes")) +
                         json_integer_value(json_object_get(c, "spill_load_bytes"))),
@@ -386,10 +392,10 @@ static int get_list(const struct opts *o, const char *path, void (*lines)(json_t
 static void jobs_lines(json_t *doc) {
   size_t i;
   json_t *j;
-  json_array_foreach(json_object_get(doc, "jobs"), i, j)
-    printf("%8lld  %-10s %-9s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
-           json_string_value(json_object_get(j, "type")), json_string_value(json_object_get(j, "state")),
-           json_string_value(json_object_get(j, "created_at")));
+  json_array_foreach(json_object_get(doc, "jobs"), i, j) printf(
+      "%8lld  %-10s %-9s %s\n", (long long)json_integer_value(json_object_get(j, "id")),
+      json_string_value(json_object_get(j, "type")), json_string_value(json_object_get(j, "state")),
+      json_string_value(json_object_get(j, "created_at")));
 }
 
 static void kernels_lines(json_t *doc) {
@@ -398,8 +404,10 @@ static void kernels_lines(json_t *doc) {
   json_array_foreach(json_object_get(doc, "kernels"), i, k) {
     const char *refused = json_string_value(json_object_get(k, "refused"));
     printf("%-12s %-24s %-10s %-16s %s%s\n", json_string_value(json_object_get(k, "variant")),
-           json_string_value(json_object_get(k, "name")), json_string_value(json_object_get(k, "experiment")),
-           json_string_value(json_object_get(k, "owner")), json_is_true(json_object_get(k, "public")) ? "public" : "private",
+           json_string_value(json_object_get(k, "name")),
+           json_string_value(json_object_get(k, "experiment")),
+           json_string_value(json_object_get(k, "owner")),
+           json_is_true(json_object_get(k, "public")) ? "public" : "private",
            refused ? "  REFUSED: " : "");
     if (refused) printf("             %s\n", refused);
   }
@@ -409,10 +417,13 @@ static void board_lines(json_t *doc) {
   size_t i;
   json_t *row;
   json_array_foreach(json_object_get(doc, "rows"), i, row)
-    printf("%3lld  %-20s %12.1f %-8s %10.4f ms  job %lld\n", (long long)json_integer_value(json_object_get(row, "rank")),
-           json_string_value(json_object_get(row, "variant")), json_number_value(json_object_get(row, "figure")),
-           json_string_value(json_object_get(row, "unit")), json_number_value(json_object_get(row, "median_ms")),
-           (long long)json_integer_value(json_object_get(row, "job")));
+      printf("%3lld  %-20s %12.1f %-8s %10.4f ms  job %lld\n",
+             (long long)json_integer_value(json_object_get(row, "rank")),
+             json_string_value(json_object_get(row, "variant")),
+             json_number_value(json_object_get(row, "figure")),
+             json_string_value(json_object_get(row, "unit")),
+             json_number_value(json_object_get(row, "median_ms")),
+             (long long)json_integer_value(json_object_get(row, "job")));
   if (!json_array_size(json_object_get(doc, "rows"))) printf("no verified runs at this size yet\n");
 }
 
@@ -432,8 +443,8 @@ static int command(const struct opts *o, const char *cmd, char **args, int n) {
   if (!strcmp(cmd, "run")) return cmd_run(o, args, n);
   if (!strcmp(cmd, "kernel")) return cmd_kernel(o, args, n);
   if (!strcmp(cmd, "jobs")) {
-    snprintf(path, sizeof path, "/jobs?limit=%ld%s%s", o->limit ? o->limit : 20, o->state ? "&state=" : "",
-             o->state ? o->state : "");
+    snprintf(path, sizeof path, "/jobs?limit=%ld%s%s", o->limit ? o->limit : 20,
+             o->state ? "&state=" : "", o->state ? o->state : "");
     return get_list(o, path, jobs_lines);
   }
   if (!strcmp(cmd, "kernels")) return get_list(o, "/kernels", kernels_lines);
@@ -442,7 +453,8 @@ static int command(const struct opts *o, const char *cmd, char **args, int n) {
       fputs(usage, stderr);
       return EXIT_REFUSED;
     }
-    snprintf(path, sizeof path, "/leaderboard/%s%s%s", args[0], o->size ? "?size=" : "", o->size ? o->size : "");
+    snprintf(path, sizeof path, "/leaderboard/%s%s%s", args[0], o->size ? "?size=" : "",
+             o->size ? o->size : "");
     return get_list(o, path, board_lines);
   }
   if (!strcmp(cmd, "show") || !strcmp(cmd, "watch") || !strcmp(cmd, "cancel")) {
@@ -466,23 +478,53 @@ static int command(const struct opts *o, const char *cmd, char **args, int n) {
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {.ctl = {.server = getenv("GPULAB_URL"), .token = getenv("GPULAB_TOKEN"),
+  struct opts o = {.ctl = {.server = getenv("GPULAB_URL"),
+                           .token = getenv("GPULAB_TOKEN"),
                            .socket = getenv("GPULAB_SOCKET")}};
   if (!o.ctl.server || !*o.ctl.server) o.ctl.server = "http://127.0.0.1:8080";
-  enum { O_SERVER = 256, O_TOKEN, O_SOCKET, O_VARIANT, O_JSON, O_CANCEL, O_STATE, O_LIMIT, O_SIZE,
-         O_EXPERIMENT, O_NAME, O_ENTRY, O_BLOCK, O_TILE, O_GRID, O_SHARED, O_SCRATCH, O_OPTION, O_VS, O_HELP };
-  static const struct option longs[] = {
-      {"server", required_argument, 0, O_SERVER},   {"token", required_argument, 0, O_TOKEN},
-      {"socket", required_argument, 0, O_SOCKET},   {"variant", required_argument, 0, O_VARIANT},
-      {"json", no_argument, 0, O_JSON},             {"cancel-on-interrupt", no_argument, 0, O_CANCEL},
-      {"state", required_argument, 0, O_STATE},     {"limit", required_argument, 0, O_LIMIT},
-      {"size", required_argument, 0, O_SIZE},       {"experiment", required_argument, 0, O_EXPERIMENT},
-      {"name", required_argument, 0, O_NAME},       {"entry", required_argument, 0, O_ENTRY},
-      {"block", required_argument, 0, O_BLOCK},
-      {"tile", required_argument, 0, O_TILE},       {"grid", required_argument, 0, O_GRID},
-      {"shared-bytes", required_argument, 0, O_SHARED}, {"scratch-bytes", required_argument, 0, O_SCRATCH},
-      {"option", required_argument, 0, O_OPTION},   {"vs", required_argument, 0, O_VS},
-      {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
+  enum {
+    O_SERVER = 256,
+    O_TOKEN,
+    O_SOCKET,
+    O_VARIANT,
+    O_JSON,
+    O_CANCEL,
+    O_STATE,
+    O_LIMIT,
+    O_SIZE,
+    O_EXPERIMENT,
+    O_NAME,
+    O_ENTRY,
+    O_BLOCK,
+    O_TILE,
+    O_GRID,
+    O_SHARED,
+    O_SCRATCH,
+    O_OPTION,
+    O_VS,
+    O_HELP
+  };
+  static const struct option longs[] = {{"server", required_argument, 0, O_SERVER},
+                                        {"token", required_argument, 0, O_TOKEN},
+                                        {"socket", required_argument, 0, O_SOCKET},
+                                        {"variant", required_argument, 0, O_VARIANT},
+                                        {"json", no_argument, 0, O_JSON},
+                                        {"cancel-on-interrupt", no_argument, 0, O_CANCEL},
+                                        {"state", required_argument, 0, O_STATE},
+                                        {"limit", required_argument, 0, O_LIMIT},
+                                        {"size", required_argument, 0, O_SIZE},
+                                        {"experiment", required_argument, 0, O_EXPERIMENT},
+                                        {"name", required_argument, 0, O_NAME},
+                                        {"entry", required_argument, 0, O_ENTRY},
+                                        {"block", required_argument, 0, O_BLOCK},
+                                        {"tile", required_argument, 0, O_TILE},
+                                        {"grid", required_argument, 0, O_GRID},
+                                        {"shared-bytes", required_argument, 0, O_SHARED},
+                                        {"scratch-bytes", required_argument, 0, O_SCRATCH},
+                                        {"option", required_argument, 0, O_OPTION},
+                                        {"vs", required_argument, 0, O_VS},
+                                        {"help", no_argument, 0, O_HELP},
+                                        {0, 0, 0, 0}};
   int c; /* GNU getopt takes options anywhere: run transpose m=64 --json */
   while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
     switch (c) {
@@ -515,7 +557,8 @@ int main(int argc, char **argv) {
     fputs(usage, stderr);
     return EXIT_REFUSED;
   }
-  if (o.ctl.socket && !strncmp(o.ctl.server, "http://127.0.0.1:8080", 21)) o.ctl.server = "http://localhost";
+  if (o.ctl.socket && !strncmp(o.ctl.server, "http://127.0.0.1:8080", 21))
+    o.ctl.server = "http://localhost";
   curl_global_init(CURL_GLOBAL_DEFAULT);
   struct sigaction sa = {.sa_handler = on_sigint};
   sigaction(SIGINT, &sa, NULL);

@@ -37,7 +37,8 @@ static void has(const char *what) {
 }
 
 int main(void) {
-  const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--db", "none", "--access-log", "off", NULL};
+  const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--db", "none", "--access-log",
+                        "off",       NULL};
   gpulabd_start(args, &D);
   char dir[] = "/tmp/gpulabctl-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
@@ -69,13 +70,16 @@ int main(void) {
   CHECK(f != NULL);
   fputs(src, f);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --block 32,32 --tile 32,32 --vs padded33 m=37 n=53",
-           path);
+  snprintf(
+      cmd, sizeof cmd,
+      "kernel submit %s --experiment transpose --block 32,32 --tile 32,32 --vs padded33 m=37 n=53",
+      path);
   CHECK_INT_EQ(ctl(cmd), 0);
   has("kernel:1 (tile): ");
   has("kernel:1 ");
   /* Its entry names a test function that is three elements off: the check fails, exit 1. */
-  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
+  snprintf(cmd, sizeof cmd,
+           "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
   CHECK_INT_EQ(ctl(cmd), 1); /* the source has no function named wrong: it does not compile */
   has("422 compile_failed (source): no extern \"C\" __global__ function named wrong");
   snprintf(path, sizeof path, "%s/wrong.cu", dir);
@@ -83,7 +87,8 @@ int main(void) {
   CHECK(f != NULL);
   fputs("extern \"C\" __global__ void wrong(const float* a, float* b, int m, int n) {}\n", f);
   fclose(f);
-  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
+  snprintf(cmd, sizeof cmd,
+           "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
   CHECK_INT_EQ(ctl(cmd), 1);
   has("FAILED");
 
