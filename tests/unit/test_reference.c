@@ -259,14 +259,14 @@ static void test_gemm_precision(int m, int n, int k) {
   struct exp_check chk;
   reference_check(ref, GEMM_TF32, c, &chk);
   CHECK(chk.passed && chk.has_precision && chk.precision_limit == 0);
-  reference_free(ref);
-  /* The same inputs uploaded: reported, not enforced. */
-  spec.inputs[0].kind = spec.inputs[1].kind = EXP_INPUT_BUFFER;
-  const float *given[EXP_MAX_INPUTS] = {a, b};
+  /* The same inputs uploaded (copied before the reference that owns them goes):
+   * reported, not enforced. */
   float *ga = alloc_f((size_t)m * k), *gb = alloc_f((size_t)k * n);
   memcpy(ga, a, (size_t)m * k * sizeof *ga);
   memcpy(gb, b, (size_t)k * n * sizeof *gb);
-  given[0] = ga, given[1] = gb;
+  reference_free(ref);
+  spec.inputs[0].kind = spec.inputs[1].kind = EXP_INPUT_BUFFER;
+  const float *given[EXP_MAX_INPUTS] = {ga, gb};
   ref = make_given(&spec, given);
   reference_check(ref, GEMM_NAIVE, c, &chk);
   CHECK(chk.has_precision && chk.precision_limit == 0 && !chk.precision_failed);
