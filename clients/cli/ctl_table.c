@@ -69,9 +69,10 @@ static void run_row(FILE *f, json_t *run) {
   json_t *t = json_object_get(run, "timing");
   if (json_is_object(t)) {
     json_t *samples = json_object_get(t, "samples_ms");
-    snprintf(median, sizeof median, "%.4f [%.4f-%.4f]",
-             json_number_value(json_object_get(t, "median_ms")), quantile(samples, 0.25),
-             quantile(samples, 0.75));
+    /* Four decimals, or three significant digits below 0.01 ms (the CPU's tiny jobs). */
+    double med = json_number_value(json_object_get(t, "median_ms"));
+    const char *fmt = med >= 0.01 ? "%.4f [%.4f-%.4f]" : "%.3g [%.3g-%.3g]";
+    snprintf(median, sizeof median, fmt, med, quantile(samples, 0.25), quantile(samples, 0.75));
   }
   json_t *fig = json_object_get(run, "figure");
   if (json_is_number(fig))

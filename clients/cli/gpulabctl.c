@@ -33,6 +33,8 @@ static const char usage[] =
     "  show ID | watch ID | cancel ID    a job: its table, its events then its table, cancel it\n"
     "  jobs [--state S] [--limit N]      the newest jobs, a line each\n"
     "  kernels                           your kernels and the public ones\n"
+    "  buffers [put FILE.npy | get ID -o FILE.npy | delete ID]\n"
+    "                                    your buffers: list, upload a .npy, download one, delete\n"
     "  leaderboard EXPERIMENT [--size S] the best verified run of every variant at a size\n"
     "options:\n"
     "  --server URL        gpulabd (default $GPULAB_URL, else http://127.0.0.1:8080)\n"
@@ -40,13 +42,15 @@ static const char usage[] =
     "  --socket PATH       gpulabd's Unix socket (default $GPULAB_SOCKET)\n"
     "  --variant LIST      run: the variants, comma-separated (default: the experiment's all)\n"
     "  --json              print documents as JSON instead of tables\n"
+    "  -o, --output FILE   buffers get: where the .npy goes\n"
     "  --cancel-on-interrupt  Ctrl-C cancels the job instead of detaching from it\n"
     "exit: 0 done and every check passed; 1 a check or the job failed; 2 refused or no answer\n";
 
 struct opts {
   struct ctl ctl;
   bool json, cancel_on_interrupt;
-  const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs;
+  const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs,
+      *output;
   long limit, shared_bytes, scratch_bytes;
   const char *options[16];
   int n_options;
@@ -200,9 +204,13 @@ static int submit_and_follow(const struct opts *o, const char *path, json_t *bod
 
 /* ---- params ---- */
 
-/* A value as the API takes it: an integer, a number, true/false, a comma list of them,
- * or a string. */
+/* A value as the API takes it: JSON (an object or a list), an integer, a number,
+ * true/false, a comma list of them, or a string. */
 static json_t *value_of(const char *v) {
+  if (*v == '{' || *v == '[') { /* JSON as it is: a={"buffer": 3} */
+    json_t *doc = json_loads(v, JSON_DECODE_ANY, NULL);
+    if (doc) return doc;
+  }
   if (strchr(v, ',')) {
     json_t *list = json_array();
     char *copy = strdup(v), *save = NULL;
@@ -438,6 +446,70 @@ static long long job_id(char **args, int n) {
   return id;
 }
 
+static void buffers_lines(json_t *doc) {
+  size_t i;
+  json_t *b;
+  json_array_foreach(json_object_get(doc, "buffers"), i, b) {
+    char shape[64] = "";
+    size_t k;
+    json_t *d;
+    json_array_foreach(json_object_get(b, "shape"), k, d)
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", k ? "x" : "",
+                 (long long)json_integer_value(d));
+    printf("%8lld  %-16s %s\n", (long long)json_integer_value(json_object_get(b, "id")), shape,
+           json_string_value(json_object_get(b, "created_at"))
+               ? json_string_value(json_object_get(b, "created_at"))
+               : "");
+  }
+}
+
+/* buffers: list; put FILE (a .npy); get ID -o FILE; delete ID. */
+static int cmd_buffers(const struct opts *o, char **args, int n) {
+  if (n == 0) return get_list(o, "/buffers", buffers_lines);
+  struct ctl_reply r;
+  char path[96];
+  int x;
+  if (!strcmp(args[0], "put") && n == 2) {
+    size_t len = 0;
+    char *data = read_file(args[1], &len);
+    if (!data) {
+      fprintf(stderr, "gpulabctl: %s: %s\n", args[1], strerror(errno));
+      return EXIT_REFUSED;
+    }
+    x = expect(o, "POST", "/buffers", "application/x-npy", data, len, 201, &r);
+    free(data);
+    if (x) return x;
+    if (o->json)
+      print_json(r.json);
+    else
+      printf("buffer %lld\n", (long long)json_integer_value(json_object_get(r.json, "id")));
+    ctl_reply_free(&r);
+    return EXIT_PASSED;
+  }
+  long long id = n == 2 ? strtoll(args[1], NULL, 10) : 0;
+  if (id <= 0 || (strcmp(args[0], "get") && strcmp(args[0], "delete")) ||
+      (!strcmp(args[0], "get") && !o->output)) {
+    fputs(usage, stderr);
+    return EXIT_REFUSED;
+  }
+  snprintf(path, sizeof path, "/buffers/%lld", id);
+  if (!strcmp(args[0], "delete")) {
+    x = expect(o, "DELETE", path, NULL, NULL, 0, 0, &r);
+    if (!x) ctl_reply_free(&r);
+    return x;
+  }
+  if ((x = expect(o, "GET", path, NULL, NULL, 0, 200, &r))) return x;
+  FILE *f = fopen(o->output, "wb");
+  bool ok = f && fwrite(r.body, 1, r.len, f) == r.len;
+  if (f && fclose(f)) ok = false;
+  if (!ok)
+    fprintf(stderr, "gpulabctl: %s: %s\n", o->output, strerror(errno));
+  else
+    fprintf(stderr, "buffer %lld: %zu bytes into %s\n", id, r.len, o->output);
+  ctl_reply_free(&r);
+  return ok ? EXIT_PASSED : EXIT_REFUSED;
+}
+
 static int command(const struct opts *o, const char *cmd, char **args, int n) {
   char path[256];
   if (!strcmp(cmd, "run")) return cmd_run(o, args, n);
@@ -448,6 +520,7 @@ static int command(const struct opts *o, const char *cmd, char **args, int n) {
     return get_list(o, path, jobs_lines);
   }
   if (!strcmp(cmd, "kernels")) return get_list(o, "/kernels", kernels_lines);
+  if (!strcmp(cmd, "buffers")) return cmd_buffers(o, args, n);
   if (!strcmp(cmd, "leaderboard")) {
     if (n < 1) {
       fputs(usage, stderr);
@@ -502,7 +575,8 @@ int main(int argc, char **argv) {
     O_SCRATCH,
     O_OPTION,
     O_VS,
-    O_HELP
+    O_HELP,
+    O_OUTPUT = 'o'
   };
   static const struct option longs[] = {{"server", required_argument, 0, O_SERVER},
                                         {"token", required_argument, 0, O_TOKEN},
@@ -523,10 +597,11 @@ int main(int argc, char **argv) {
                                         {"scratch-bytes", required_argument, 0, O_SCRATCH},
                                         {"option", required_argument, 0, O_OPTION},
                                         {"vs", required_argument, 0, O_VS},
+                                        {"output", required_argument, 0, O_OUTPUT},
                                         {"help", no_argument, 0, O_HELP},
                                         {0, 0, 0, 0}};
   int c; /* GNU getopt takes options anywhere: run transpose m=64 --json */
-  while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:", longs, NULL)) != -1) {
     switch (c) {
     case O_SERVER: o.ctl.server = optarg; break;
     case O_TOKEN: o.ctl.token = optarg; break;
@@ -549,6 +624,7 @@ int main(int argc, char **argv) {
       if (o.n_options < 16) o.options[o.n_options++] = optarg;
       break;
     case O_VS: o.vs = optarg; break;
+    case O_OUTPUT: o.output = optarg; break;
     case O_HELP: fputs(usage, stdout); return EXIT_PASSED;
     default: fputs(usage, stderr); return EXIT_REFUSED;
     }

@@ -2,8 +2,8 @@
  * table and exit 0; --json's document; a refused request as one problem line and exit
  * 2; a kernel submitted and run beside a built-in; one that does not compile (exit 1,
  * its error); a kernel whose check fails (exit 1); jobs, show, kernels, leaderboard;
- * cancel of a finished job refused (409); no server (exit 2); options after the
- * command's arguments. */
+ * buffers up and down; cancel of a finished job refused (409); no server (exit 2);
+ * options after the command's arguments. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +91,43 @@ int main(void) {
            "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
   CHECK_INT_EQ(ctl(cmd), 1);
   has("FAILED");
+
+  /* Buffers: a .npy up, a job on it, the same bytes down, deleted. */
+  char npy[128 + 48];
+  const char head[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }";
+  memset(npy, ' ', 128);
+  memcpy(npy, "\x93NUMPY\x01\x00", 8);
+  npy[8] = 128 - 10, npy[9] = 0; /* the header's length: the data starts 16-aligned at 128 */
+  memcpy(npy + 10, head, strlen(head));
+  npy[127] = '\n';
+  for (int i = 0; i < 12; i++) {
+    float v = (float)i;
+    memcpy(npy + 128 + 4 * i, &v, 4);
+  }
+  snprintf(path, sizeof path, "%s/a.npy", dir);
+  f = fopen(path, "wb");
+  CHECK(f != NULL && fwrite(npy, 1, sizeof npy, f) == sizeof npy);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "buffers put %s", path);
+  CHECK_INT_EQ(ctl(cmd), 0);
+  has("buffer 1");
+  CHECK_INT_EQ(ctl("buffers"), 0);
+  has("3x4");
+  CHECK_INT_EQ(ctl("run transpose 'a={\"buffer\": 1}' --variant naive,padded33"), 0);
+  has("passed");
+  snprintf(cmd, sizeof cmd, "buffers get 1 -o %s/back.npy", dir);
+  CHECK_INT_EQ(ctl(cmd), 0);
+  snprintf(path, sizeof path, "%s/back.npy", dir);
+  f = fopen(path, "rb");
+  char back[sizeof npy + 1];
+  CHECK(f != NULL);
+  size_t got = fread(back, 1, sizeof back, f);
+  fclose(f);
+  CHECK_INT_EQ(got, sizeof npy);
+  CHECK(memcmp(back + 128, npy + 128, 48) == 0); /* the same floats */
+  CHECK_INT_EQ(ctl("buffers delete 1"), 0);
+  CHECK_INT_EQ(ctl("buffers get 1 -o /dev/null"), 2);
+  has("404 buffer_not_found");
 
   /* Listings. */
   CHECK_INT_EQ(ctl("jobs --limit 2"), 0);
