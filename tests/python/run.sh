@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs clients/python into a fresh virtual environment (python3-venv; Debian's numpy
+# through --system-site-packages; no network: --no-build-isolation uses the venv's own
+# setuptools) and runs tests/python/test_client.py with it against a real gpulabd.
+#   GPULABD=build/gpulabd tests/python/run.sh VENV_DIR
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+venv=${1:?a folder for the virtual environment}
+rm -rf "$venv"
+if ! /usr/bin/python3 -m venv --system-site-packages "$venv"; then
+  echo "FAIL: python3 -m venv failed (apt-get install python3-venv; scripts/gpulab test installs it)"
+  exit 1
+fi
+"$venv/bin/pip" install --quiet --no-build-isolation --no-index --no-deps "$root/clients/python"
+[ -n "${GPULABD:-}" ] && GPULABD=$(realpath "$GPULABD") && export GPULABD
+cd "$venv" # not the source tree: the installed package is the one imported
+exec "$venv/bin/python" "$root/tests/python/test_client.py"
