@@ -57,6 +57,10 @@ static int open_elf(const void *image, size_t bytes, struct elf *e, char *msg, s
       return -EINVAL;
     }
   const Elf64_Shdr *ss = &e->sh[h->e_shstrndx];
+  if (ss->sh_type == SHT_NOBITS) { /* no bytes in the file: its offset was not checked */
+    snprintf(msg, msg_len, "the image's section names are missing");
+    return -EINVAL;
+  }
   e->shstr = (const char *)(e->p + ss->sh_offset);
   e->shstr_n = ss->sh_size;
   return 0;
