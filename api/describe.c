@@ -36,20 +36,28 @@ static json_t *experiment_json(enum exp_type t) {
   struct exp_work work = {0};
   exp_spec_work_counts(&spec, &work);
   json_t *defaults = api_spec_to_json(&spec);
-  json_t *variants = json_array(), *docs = json_object(), *inputs = json_array();
+  json_t *variants = json_array(), *docs = json_object(), *inputs = json_array(),
+         *baselines = json_array();
   for (int v = 0; v < d->n_variants; v++) {
     json_array_append_new(variants, json_string(d->variants[v].name));
+    if (d->variants[v].flags & EXP_VARIANT_BASELINE) /* a yardstick, never a job's best */
+      json_array_append_new(baselines, json_string(d->variants[v].name));
     json_object_set_new(docs, d->variants[v].name, string_or_null(d->variants[v].doc));
   }
   for (int s = 0; s < d->n_inputs; s++)
     json_array_append_new(inputs, json_string(d->inputs[s].name));
-  return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:o,s:b,s:o,s:o}", "title",
-                   d->title ? d->title : d->name, "doc", string_or_null(d->doc), "params",
-                   params_json(d), "variants", variants, "variant_docs", docs, "inputs", inputs,
-                   "unit", exp_figure_unit(t), "work_unit", exp_work_unit(t), "counted",
-                   work.counted ? work.counted : "", "ceiling",
-                   string_or_null(exp_ceiling_name(d->ceiling)), "cold", !(d->flags & EXP_NO_COLD),
-                   "runs", runs_json(d, defaults), "defaults", defaults);
+  json_t *o = json_pack(
+      "{s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:o,s:b,s:o,s:o}", "title",
+      d->title ? d->title : d->name, "doc", string_or_null(d->doc), "params", params_json(d),
+      "variants", variants, "variant_docs", docs, "inputs", inputs, "unit", exp_figure_unit(t),
+      "work_unit", exp_work_unit(t), "counted", work.counted ? work.counted : "", "ceiling",
+      string_or_null(exp_ceiling_name(d->ceiling)), "cold", !(d->flags & EXP_NO_COLD), "runs",
+      runs_json(d, defaults), "defaults", defaults);
+  if (o)
+    json_object_set_new(o, "baselines", baselines);
+  else
+    json_decref(baselines);
+  return o;
 }
 
 json_t *api_experiments_json(void) {

@@ -115,6 +115,7 @@ GL.typeFromInfo = function (type, info) {
       def: typeof d[p.name] === 'number' ? d[p.name] : p.default, min: p.min, max: p.max })),
     variants: runs ? null : (info.variants || []),
     variantDocs: info.variant_docs || {},
+    baselines: info.baselines || [],
     runs: runs ? { name: runs.name, noun: runs.noun,
       def: (Array.isArray(d[runs.name]) ? d[runs.name] : runs.default || []).join(', '),
       hint: `one run per ${runs.noun}, ${runs.min}..${runs.max} each${runs.word ? `, or "${runs.word}"` : ''}` } : null,

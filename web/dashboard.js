@@ -354,10 +354,13 @@
   }
 
   /* A finished job's headline: its best run (the highest figure among those that
-   * ran and passed) and its share of the device's ceiling. */
+   * ran and passed, a baseline such as transpose's copy never) and its share of the
+   * device's ceiling. */
   function headline(job) {
+    const t = GL.TYPES[job.type];
+    const baselines = t ? t.baselines : [];
     const runs = (job.result && job.result.runs || []).filter((r) => r.available && r.figure != null &&
-      (!r.check || r.check.passed));
+      (!r.check || r.check.passed) && !baselines.includes(r.variant));
     if (!runs.length) return null;
     const best = runs.reduce((a, b) => (b.figure > a.figure ? b : a));
     const pct = GL.ceilingPercent(job.type, best, GL.device);
@@ -667,6 +670,14 @@
     const rows = series.flatMap((s) => s.points.map((p) => Object.assign({ variant: s.variant }, p)))
       .sort((a, b) => epoch(b.job.finished_at) - epoch(a.job.finished_at) || b.job.id - a.job.id);
     const tbody = clear(document.querySelector('#history-table tbody'));
+    /* One baseline for the whole table, named in its header: the size's first variant
+     * (the lecture's), from each row's own job; a job without it has no speedup here. */
+    const base = histVariants()[0];
+    document.getElementById('history-speedup').textContent = base ? `Speedup vs ${base}` : 'Speedup';
+    const speedup = (job, run) => {
+      const b = job.result.runs.find((r) => r.variant === base && r.available && r.timing);
+      return b && run.timing && run.timing.median_ms > 0 ? b.timing.median_ms / run.timing.median_ms : null;
+    };
     for (const { job, run, variant } of rows)
       tbody.append(h('tr', { 'data-variant': variant },
         h('td', {}, h('a', { href: `#/jobs/${job.id}`, text: `#${job.id}` })),
@@ -674,7 +685,7 @@
         h('td', { text: variant }),
         h('td', { class: 'num', text: GL.fmtMs(run.timing && run.timing.median_ms) }),
         h('td', { class: 'num', text: run.figure != null ? `${GL.fmtNum(run.figure)} ${run.unit}` : '—' }),
-        h('td', { class: 'num', text: run.speedup != null ? `${GL.fmtNum(run.speedup, 3)}×` : '—' }),
+        h('td', { class: 'num', text: speedup(job, run) != null ? `${GL.fmtNum(speedup(job, run), 3)}×` : '—' }),
         h('td', {}, checkText(run)),
         h('td', { text: job.result.backend })));
     document.getElementById('history-empty').hidden = rows.length > 0;
