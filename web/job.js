@@ -77,15 +77,23 @@
     return xs[lo] + (xs[hi] - xs[lo]) * (at - lo);
   }
 
-  /* [lo, hi] of a run's figure over its batches: the figure is work over time, so a
-   * sample's figure is the median's scaled by median / sample. The quartiles, the
-   * extremes under 4 samples (as speedup_range). null without samples. */
-  GL.figureSpread = function (run) {
+  /* [fast, slow] of a run's batch times: the quartiles, the extremes under 4 samples
+   * (as speedup_range). The one spread every table and whisker shows. null without
+   * samples. */
+  function msSpread(run) {
     const t = run.timing || {};
     const ms = (t.samples_ms || []).filter((x) => x > 0).sort((a, b) => a - b);
-    if (!ms.length || run.figure == null || !(t.median_ms > 0)) return null;
-    const [fast, slow] = ms.length < 4 ? [ms[0], ms[ms.length - 1]] : [quantile(ms, 0.25), quantile(ms, 0.75)];
-    return [(run.figure * t.median_ms) / slow, (run.figure * t.median_ms) / fast];
+    if (!ms.length) return null;
+    return ms.length < 4 ? [ms[0], ms[ms.length - 1]] : [quantile(ms, 0.25), quantile(ms, 0.75)];
+  }
+
+  /* [lo, hi] of a run's figure over its batches: the figure is work over time, so a
+   * sample's figure is the median's scaled by median / sample (msSpread's samples). */
+  GL.figureSpread = function (run) {
+    const t = run.timing || {};
+    const sp = msSpread(run);
+    if (!sp || run.figure == null || !(t.median_ms > 0)) return null;
+    return [(run.figure * t.median_ms) / sp[1], (run.figure * t.median_ms) / sp[0]];
   };
 
   /* The device's ceiling in the runs' unit: a run's figure over its percent of it. */
@@ -136,6 +144,7 @@
 
   function runsTable(job) {
     const r = job.result;
+    const first = r.runs.find((x) => x.available); /* every speedup's baseline */
     const tbody = h('tbody');
     for (const run of r.runs) {
       if (!run.available) {
@@ -149,7 +158,8 @@
       tbody.append(h('tr', { 'data-variant': run.variant },
         h('th', { scope: 'row', text: run.variant }),
         h('td', { class: 'num', title: t.samples_ms ? `samples: ${t.samples_ms.map((s) => GL.fmtMs(s)).join(', ')}` : '' },
-          GL.fmtMs(t.median_ms), t.stdev_ms != null ? h('span', { class: 'pm', text: ` ± ${GL.fmtMs(t.stdev_ms)}` }) : ''),
+          GL.fmtMs(t.median_ms),
+          msSpread(run) ? h('span', { class: 'pm', text: ` [${GL.fmtMs(msSpread(run)[0])}–${GL.fmtMs(msSpread(run)[1])}]` }) : ''),
         h('td', { class: 'num', text: run.figure != null ? GL.fmtNum(run.figure) : '—' }),
         h('td', { class: 'num', text: pct != null ? `${GL.fmtNum(pct, 3)} %` : '—' }),
         speedupCell(run, run === r.runs.find((x) => x.available)),
@@ -159,9 +169,10 @@
     return h('table', { class: 'data runs' },
       h('thead', {}, h('tr', {},
         h('th', { text: GL.TYPES[job.type] && GL.TYPES[job.type].runs ? 'Run' : 'Variant' }),
-        h('th', { class: 'num', text: 'Median ms' }),
+        h('th', { class: 'num', text: 'Median ms [quartiles]', title: 'the quartiles of the batches (their extremes under 4), as the whiskers' }),
         h('th', { class: 'num', text: r.unit }), h('th', { class: 'num', text: '% of ceiling' }),
-        h('th', { class: 'num', text: 'Speedup' }), h('th', { text: 'Check' }), h('th', { text: 'Notes' }))),
+        h('th', { class: 'num', text: first ? `Speedup vs ${first.variant}` : 'Speedup' }), h('th', { text: 'Check' }),
+        h('th', { text: 'Notes' }))),
       tbody);
   }
 

@@ -349,7 +349,7 @@ async function withCharts(context, proc) {
     }
     checkEq(rows[0].cells[3], '1×', 'first speedup');
     const head = await page.$$eval('#view-job table.runs thead th', (t) => t.map((x) => x.innerText.trim().toLowerCase()));
-    checkEq(head.slice(0, 6), ['variant', 'median ms', 'gb/s', '% of ceiling', 'speedup', 'check'], 'table head');
+    checkEq(head.slice(0, 6), ['variant', 'median ms [quartiles]', 'gb/s', '% of ceiling', 'speedup vs naive', 'check'], 'table head');
     if (charts) {
       await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#bar-chart')), null, { timeout: TIMEOUT });
       const chart = await barChart(page);
