@@ -353,8 +353,9 @@ static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t
                 len);
   unsigned major = b[6], minor = b[7];
   if (major < 1 || major > 3 || minor != 0)
-    return fail(err, err_len, "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read; "
-                "np.save('a.npy', a) writes 1.0", major, minor);
+    return fail(err, err_len, "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read "
+                "(np.save writes 1.0); a file that curl -d mangled (it drops line breaks and NUL "
+                "bytes) reads like this: " FIX_SEND, major, minor);
   size_t pre = major == 1 ? PREAMBLE_V1 : PREAMBLE_V2;
   if (len < pre)
     return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble; " FIX_SEND,

@@ -206,6 +206,8 @@ def test_refusals():
     # A file cut, or mangled by curl -d (which drops line breaks): the detail says how to send it.
     good = npy_bytes(np.random.rand(40, 40))
     for name, body in (("curl -d (line breaks dropped)", good.replace(b"\n", b"").replace(b"\r", b"")),
+                       ("curl -d @a.npy as curl sends it (NUL bytes dropped too)",
+                        good.replace(b"\n", b"").replace(b"\r", b"").replace(b"\x00", b"")),
                        ("cut short", good[:-100]), ("only the preamble", good[:8])):
         doc = upload(None, expect=400, body=body)
         check(doc["code"] == "invalid_npy" and "curl --data-binary @a.npy" in doc["detail"], f"{name}: {doc}")
