@@ -366,12 +366,13 @@ static json_t *spec_json(const struct submit *s) {
   return o;
 }
 
-/* A kernel as the API shows it: the summary, and with full its source and log too. */
-static json_t *kernel_json(const struct store_kernel *k, bool full) {
-  char when[40], variant[32], href[48];
+/* A kernel as the API shows it: the summary, and with full its source and log too; its
+ * href under prefix, the one the request came by ("/v1" or ""). */
+static json_t *kernel_json(const struct store_kernel *k, bool full, const char *prefix) {
+  char when[40], variant[32], href[56];
   api_format_time(k->created, when, sizeof when);
   snprintf(variant, sizeof variant, "kernel:%lld", (long long)k->id);
-  snprintf(href, sizeof href, "/kernels/%lld", (long long)k->id);
+  snprintf(href, sizeof href, "%s/kernels/%lld", prefix ? prefix : "", (long long)k->id);
   json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "id", (json_int_t)k->id, "variant",
                         variant, "name", k->name, "experiment", k->experiment, "owner", k->owner,
                         "public", k->is_public, "created", when, "source_sha256", k->source_sha,
@@ -530,7 +531,7 @@ static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u,
       ret = submit_job(r, &spec, &opts, "");
     } else {
       snprintf(r->location, sizeof r->location, "/kernels/%lld", (long long)id);
-      ret = respond_json(r, 201, kernel_json(&k, true));
+      ret = respond_json(r, 201, kernel_json(&k, true, r->api_prefix));
     }
   }
   free(k.spec);
@@ -627,8 +628,14 @@ out:
 
 /* ---- GET /kernels, /kernels/signatures, /kernels/{id} ---- */
 
+struct listing {
+  json_t *list;
+  const char *prefix;
+};
+
 static void list_one(void *arg, const struct store_kernel *k) {
-  json_array_append_new(arg, kernel_json(k, false));
+  struct listing *l = arg;
+  json_array_append_new(l->list, kernel_json(k, false, l->prefix));
 }
 
 static enum MHD_Result kernels_list(struct request *r, struct ukernels *u) {
@@ -636,8 +643,8 @@ static enum MHD_Result kernels_list(struct request *r, struct ukernels *u) {
   char who[64];
   request_client(r, who, sizeof who);
   json_t *list = json_array();
-  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one,
-                             list);
+  struct listing l = {list, r->api_prefix};
+  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one, &l);
   if (rc < 0) {
     json_decref(list);
     return rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);
@@ -685,7 +692,7 @@ static enum MHD_Result kernel_one(struct request *r, struct ukernels *u, const c
       ret = respond_json(r, 200, json_pack("{s:I,s:b}", "id", (json_int_t)k.id, "deleted", 1));
     }
   } else {
-    ret = respond_json(r, 200, kernel_json(&k, true));
+    ret = respond_json(r, 200, kernel_json(&k, true, r->api_prefix));
   }
   store_kernel_clear(&k);
   return ret;

@@ -347,6 +347,22 @@ static void test_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK_STR_EQ(JSTR(board, "rows[0].variant"), "padded33");
   CHECK_INT_EQ(JINT(board, "rows[0].rank"), 1);
   CHECK(strncmp(JSTR(board, "rows[0].href"), "/jobs/", 6) == 0);
+  json_decref(board);
+  /* Under /v1 every href carries it, as Location does. */
+  board = http_get_json(d, "/v1/leaderboard/transpose?size=33,47");
+  CHECK(strncmp(JSTR(board, "rows[0].href"), "/v1/jobs/", 9) == 0);
+  char v1[64], plain[64];
+  snprintf(v1, sizeof v1, "/v1/kernels/%lld", *first_id);
+  snprintf(plain, sizeof plain, "/kernels/%lld", *first_id);
+  json_t *kd = http_get_json(d, v1);
+  CHECK_STR_EQ(JSTR(kd, "href"), v1);
+  json_decref(kd);
+  kd = http_get_json(d, plain);
+  CHECK_STR_EQ(JSTR(kd, "href"), plain);
+  json_decref(kd);
+  kd = http_get_json(d, "/v1/kernels");
+  CHECK(strncmp(JSTR(kd, "kernels[0].href"), "/v1/kernels/", 12) == 0);
+  json_decref(kd);
   CHECK_INT_EQ(JINT(board, "size.n"), 47);
   json_decref(board);
   board = http_get_json(d, "/leaderboard/transpose");
