@@ -644,7 +644,8 @@ static enum MHD_Result kernels_list(struct request *r, struct ukernels *u) {
   request_client(r, who, sizeof who);
   json_t *list = json_array();
   struct listing l = {list, r->api_prefix};
-  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one, &l);
+  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one,
+                             &l);
   if (rc < 0) {
     json_decref(list);
     return rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);

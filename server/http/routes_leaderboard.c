@@ -86,7 +86,8 @@ static void consider(struct board *b, json_t *job) {
         json_number_value(json_object_get(have, "figure")) >= json_number_value(fig))
       continue;
     char href[48]; /* under the prefix the request came by */
-    snprintf(href, sizeof href, "%s/jobs/%lld", b->r->api_prefix ? b->r->api_prefix : "", (long long)id);
+    snprintf(href, sizeof href, "%s/jobs/%lld", b->r->api_prefix ? b->r->api_prefix : "",
+             (long long)id);
     json_t *row = json_pack(
         "{s:s,s:O,s:O,s:O,s:O,s:I,s:s,s:O,s:O}", "variant", label, "figure", fig, "unit",
         or_null(json_object_get(run, "unit")), "median_ms",
