@@ -141,6 +141,15 @@ GL.typeFromInfo = function (type, info) {
 /* The params every experiment takes, by name: {kind, min, max, values} (experiments.json's "common"). */
 GL.COMMON = {};
 
+/* A failed or canceled job's error for people: "code: message", or the one of them
+ * when the other says nothing more ("canceled: canceled"). */
+GL.errorText = function (job) {
+  const e = job.error;
+  if (!e) return job.state;
+  if (!e.message || e.message === e.code) return e.code || job.state;
+  return `${e.code}: ${e.message}`;
+};
+
 /* Reads /static/experiments.json into GL.TYPES; without it there are no forms. */
 GL.loadExperiments = async function () {
   let x;

@@ -350,7 +350,8 @@
     if (job.state === 'running' && job.started_at) return { queue: job.queue_ms, run: now - Date.parse(job.started_at) };
     if ((job.state === 'queued' || job.state === 'waiting') && job.created_at)
       return { queue: now - Date.parse(job.created_at), run: null };
-    return { queue: job.queue_ms, run: job.run_ms };
+    /* A job that never started (a child failed with its parent) ran for no time at all. */
+    return { queue: job.queue_ms, run: job.started_at ? job.run_ms : null };
   }
 
   /* A finished job's headline: its best run (the highest figure among those that
@@ -380,7 +381,7 @@
     }
     if (job.state === 'failed' || job.state === 'canceled')
       return h('span', { class: job.state === 'failed' ? 'bad' : 'muted',
-        text: job.error ? `${job.error.code}: ${job.error.message}` : job.state });
+        text: GL.errorText(job) });
     if (job.state === 'running' && entry.progress) {
       const p = entry.progress, runs = runsOf(job), batches = (job.params || {}).batches;
       const done = runs && batches ? Math.min(1, (p.batch * runs + p.run + 1) / (runs * batches)) : null;
@@ -440,6 +441,7 @@
     renderBody(document.getElementById('queue-finished'), done);
     document.getElementById('queue-active-head').hidden = active.length === 0;
     document.getElementById('queue-finished-head').hidden = done.length === 0;
+    document.getElementById('queue-loading').hidden = true; /* a listing came: empty means empty */
     document.getElementById('queue-empty').hidden = jobs.size > 0 || finished.page > 0;
     document.getElementById('queue-page').textContent = `page ${finished.page + 1}`;
     document.getElementById('queue-newer').disabled = finished.page === 0;

@@ -16,7 +16,7 @@
       href: `#/history/${job.type}/${encodeURIComponent(first.variant)}/${encodeURIComponent(size)}` }) : null;
     const facts = [
       ['client', job.client], ['created', GL.fmtTime(job.created_at)],
-      ['queued', GL.fmtDuration(job.queue_ms)], ['ran', GL.fmtDuration(job.run_ms)],
+      ['queued', GL.fmtDuration(job.queue_ms)], ['ran', ranFor(job)],
       ['backend', r ? `${r.backend} · ${r.device}` : null],
       ['device', job.device != null ? `${job.device}, stream ${job.stream}` : null],
       ['isolation', job.isolation], ['priority', job.priority || null],
@@ -29,6 +29,14 @@
         h('h2', {}, `Job #${job.id} · ${job.type} `, h('span', { class: 'size', text: size })),
         GL.stateBadge(job.state), h('span', { class: 'spacer' }), hist, cancel),
       h('dl', { class: 'facts' }, facts.map(([k, v]) => h('div', {}, h('dt', { text: k }), h('dd', { text: String(v) })))));
+  }
+
+  /* How long the job ran: run_ms once it ended, the time so far while it runs, nothing
+   * for one that never started (a child failed with its parent: parent_failed). */
+  function ranFor(job) {
+    if (job.state === 'running' && job.started_at) return `${GL.fmtDuration(Date.now() - Date.parse(job.started_at))} so far`;
+    if (!job.started_at) return '—';
+    return GL.fmtDuration(job.run_ms);
   }
 
   function checkCell(run) {
@@ -384,7 +392,7 @@
         h('div', { class: 'table-wrap' }, kernelsTable(job))));
     } else if (job.state === 'failed' || job.state === 'canceled') {
       root.append(h('section', { class: 'panel' }, h('p', { class: 'error' },
-        job.error ? `${job.error.code}: ${job.error.message}` : job.state)));
+        GL.errorText(job))));
     } else {
       root.append(pendingPanel(job));
     }

@@ -50,7 +50,8 @@
     const e = GL.problem(r);
     if (e) {
       status.className = 'form-status error';
-      status.textContent = e.detail;
+      /* At a line, the error is shown once, there (below, with the source); else here. */
+      status.textContent = e.line ? `${e.code} at line ${e.line}` : e.detail;
       if (e.line) {
         out.append(h('p', { class: 'compile-error', id: 'compile-error', text: `line ${e.line}: ${e.compile ? e.compile.error : e.detail}` }),
           sourceView(body.source, e.line));

@@ -765,6 +765,20 @@ async function withCharts(context, proc) {
     check(rows.some((r) => /^kernel:\d+/.test(r.variant)), `no kernel run: ${rows.map((r) => r.variant)}`);
   });
 
+  await step('a narrow window (420 px): nothing but a table\'s own scroller is wider than it', page, async () => {
+    await page.setViewportSize({ width: 420, height: 800 });
+    for (const view of ['#/', '#/kernels']) {
+      await page.goto(`${proc.base}/${view}`);
+      await page.waitForSelector(view === '#/' ? '#device-panel' : '#kernel-source', { timeout: TIMEOUT });
+      const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.table-wrap'))
+        .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`));
+      checkEq(wide, [], `elements wider than 420 px on ${view}`);
+    }
+    await shot(page, 'narrow.png');
+    await page.setViewportSize({ width: 1360, height: 900 });
+  });
+
   await step('no console errors or CSP violations on the way', page, async () => {
     checkEq(errors, [], 'console errors');
   });
