@@ -11,7 +11,9 @@ if ! /usr/bin/python3 -m venv --system-site-packages "$venv"; then
   echo "FAIL: python3 -m venv failed (apt-get install python3-venv; scripts/gpulab test installs it)"
   exit 1
 fi
-"$venv/bin/pip" install --quiet --no-build-isolation --no-index --no-deps "$root/clients/python"
+# A copy is installed: a build in the source tree would leave build/ and *.egg-info there.
+cp -r "$root/clients/python" "$venv/src"
+"$venv/bin/pip" install --quiet --no-build-isolation --no-index --no-deps "$venv/src"
 [ -n "${GPULABD:-}" ] && GPULABD=$(realpath "$GPULABD") && export GPULABD
 cd "$venv" # not the source tree: the installed package is the one imported
 exec "$venv/bin/python" "$root/tests/python/test_client.py"
