@@ -36,6 +36,13 @@ static void has(const char *what) {
   if (!strstr(out, what)) CHECK_FAIL_("no '%s' in the output above", what);
 }
 
+/* gpulabctl args must exit with status and show what it prints (NULL: anything). */
+static void expect(const char *args, int status, const char *shows) {
+  int got = ctl(args);
+  if (got != status) CHECK_FAIL_("gpulabctl %s exited %d, not %d", args, got, status);
+  if (shows) has(shows);
+}
+
 int main(void) {
   const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--db", "none", "--access-log",
                         "off",       NULL};
@@ -44,20 +51,16 @@ int main(void) {
   CHECK(mkdtemp(dir) != NULL);
 
   /* A job: the lecture's table, every run checked, exit 0. */
-  CHECK_INT_EQ(ctl("run transpose m=64 n=48 --variant naive,padded33,best"), 0);
-  has("job 1 transpose: done");
+  expect("run transpose m=64 n=48 --variant naive,padded33,best", 0, "job 1 transpose: done");
   has("variant ");
   has("padded33 ");
   has("passed");
   has("1.00x"); /* the first run is the speedup's baseline */
   /* Options after the arguments; --json prints the document. */
-  CHECK_INT_EQ(ctl("run gemm m=16 n=16 k=16 --variant naive --json"), 0);
-  has("\"state\": \"done\"");
+  expect("run gemm m=16 n=16 k=16 --variant naive --json", 0, "\"state\": \"done\"");
   /* A refused request: one problem line, exit 2. */
-  CHECK_INT_EQ(ctl("run transpose m=0"), 2);
-  has("400 out_of_range (m): m must be between 1 and");
-  CHECK_INT_EQ(ctl("run transpose nonsense"), 2);
-  has("'nonsense' is not name=value");
+  expect("run transpose m=0", 2, "400 out_of_range (m): m must be between 1 and");
+  expect("run transpose nonsense", 2, "'nonsense' is not name=value");
 
   /* A kernel: compiled, then run beside padded33. */
   char path[128], src[512], cmd[512];
@@ -74,14 +77,14 @@ int main(void) {
       cmd, sizeof cmd,
       "kernel submit %s --experiment transpose --block 32,32 --tile 32,32 --vs padded33 m=37 n=53",
       path);
-  CHECK_INT_EQ(ctl(cmd), 0);
-  has("kernel:1 (tile): ");
+  expect(cmd, 0, "kernel:1 (tile): ");
   has("kernel:1 ");
-  /* Its entry names a test function that is three elements off: the check fails, exit 1. */
+  /* An entry the source does not define: it does not compile, exit 1 and the error. */
   snprintf(cmd, sizeof cmd,
            "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
-  CHECK_INT_EQ(ctl(cmd), 1); /* the source has no function named wrong: it does not compile */
+  CHECK_INT_EQ(ctl(cmd), 1);
   has("422 compile_failed (source): no extern \"C\" __global__ function named wrong");
+  /* Defined: the CPU test runner's "wrong", three elements off; its check fails, exit 1. */
   snprintf(path, sizeof path, "%s/wrong.cu", dir);
   f = fopen(path, "w");
   CHECK(f != NULL);
@@ -89,8 +92,7 @@ int main(void) {
   fclose(f);
   snprintf(cmd, sizeof cmd,
            "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
-  CHECK_INT_EQ(ctl(cmd), 1);
-  has("FAILED");
+  expect(cmd, 1, "FAILED");
 
   /* Buffers: a .npy up, a job on it, the same bytes down, deleted. */
   char npy[128 + 48];
@@ -109,12 +111,9 @@ int main(void) {
   CHECK(f != NULL && fwrite(npy, 1, sizeof npy, f) == sizeof npy);
   fclose(f);
   snprintf(cmd, sizeof cmd, "buffers put %s", path);
-  CHECK_INT_EQ(ctl(cmd), 0);
-  has("buffer 1");
-  CHECK_INT_EQ(ctl("buffers"), 0);
-  has("3x4");
-  CHECK_INT_EQ(ctl("run transpose 'a={\"buffer\": 1}' --variant naive,padded33"), 0);
-  has("passed");
+  expect(cmd, 0, "buffer 1");
+  expect("buffers", 0, "3x4");
+  expect("run transpose 'a={\"buffer\": 1}' --variant naive,padded33", 0, "passed");
   snprintf(cmd, sizeof cmd, "buffers get 1 -o %s/back.npy", dir);
   CHECK_INT_EQ(ctl(cmd), 0);
   snprintf(path, sizeof path, "%s/back.npy", dir);
@@ -126,29 +125,21 @@ int main(void) {
   CHECK_INT_EQ(got, sizeof npy);
   CHECK(memcmp(back + 128, npy + 128, 48) == 0); /* the same floats */
   CHECK_INT_EQ(ctl("buffers delete 1"), 0);
-  CHECK_INT_EQ(ctl("buffers get 1 -o /dev/null"), 2);
-  has("404 buffer_not_found");
+  expect("buffers get 1 -o /dev/null", 2, "404 buffer_not_found");
 
   /* Listings. */
-  CHECK_INT_EQ(ctl("jobs --limit 2"), 0);
-  has(" done ");
-  CHECK_INT_EQ(ctl("show 1"), 0);
-  has("job 1 transpose: done");
-  CHECK_INT_EQ(ctl("kernels"), 0);
-  has("kernel:1");
-  CHECK_INT_EQ(ctl("leaderboard transpose --size 37,53"), 0);
-  has("padded33");
-  CHECK_INT_EQ(ctl("show 999"), 2);
-  has("404 job_not_found");
+  expect("jobs --limit 2", 0, " done ");
+  expect("show 1", 0, "job 1 transpose: done");
+  expect("kernels", 0, "kernel:1");
+  expect("leaderboard transpose --size 37,53", 0, "padded33");
+  expect("show 999", 2, "404 job_not_found");
   CHECK_INT_EQ(ctl("cancel 1"), 2); /* done: nothing to cancel */
   has("409");
-  CHECK_INT_EQ(ctl("frobnicate"), 2);
-  has("no command 'frobnicate'");
+  expect("frobnicate", 2, "no command 'frobnicate'");
 
   gpulabd_stop(&D);
   /* No server: exit 2, saying so. */
-  CHECK_INT_EQ(ctl("jobs"), 2);
-  has("Could");
+  expect("jobs", 2, "Could");
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   CHECK(system(cmd) == 0);
   printf("test_gpulabctl: ok\n");
