@@ -262,16 +262,17 @@ struct exp_timeline_op {
   float start_ms, end_ms;
 };
 
-/* Who wrote the kernel of a user's run (variant kernel:<id>), as the backend found it
- * in its table when the job ran; id 0 for every other run. */
 /* The rules a user's run was measured under (its user_kernel.rules): 2 puts the
  * module's variables back and zeroes the scratch before every launch, refuses the
- * device heap and __managed__, verifies the inputs unchanged, checks gemm's precision
- * and samples its rows secretly. The leaderboard ranks only runs of the current rules. */
+ * device heap and __managed__, runs every timed launch on fresh inputs checked by the
+ * runner, verifies the inputs unchanged, checks gemm's precision and samples its rows
+ * secretly. The leaderboard ranks only runs of the current rules. */
 #define EXP_USER_RULES 2
 /* How close a second job's median must come to rank a run with uneven samples. */
 #define EXP_REPRODUCED 0.05
 
+/* Who wrote the kernel of a user's run (variant kernel:<id>), as the backend found it
+ * in its table when the job ran; id 0 for every other run. */
 struct exp_run_user {
   long long id;
   char name[64], owner[64];

@@ -16,17 +16,16 @@
 #include "server/store/store.h"
 
 struct ukernels_config {
-  const char *nvrtc_path;  /* NULL: the usual search; "none": no NVRTC (503 on POST) */
-  int arch;                /* SM to compile for (the first device's); 0: UCOMPILE_DEFAULT_ARCH */
-  int max_per_client;      /* stored kernels per owner; 0: 32 */
-  size_t max_source_bytes; /* 0: 64 KiB */
-  double compile_time_s;   /* 0: 10 s */
-  int compile_slots;       /* compiles at once; 0: 2 */
-  double compile_wait_s;   /* for a free slot, then 503 compile_busy; 0: 5 s */
-  size_t cache_bytes;      /* 0: 64 MiB */
-  int max_shared_optin;    /* dynamic shared bytes a kernel may ask; 0: 227 KiB (sm_90) */
-  size_t
-      max_scratch_bytes; /* scratch_bytes a kernel may ask (zeroed before each launch); 0: none */
+  const char *nvrtc_path;   /* NULL: the usual search; "none": no NVRTC (503 on POST) */
+  int arch;                 /* SM to compile for (the first device's); 0: UCOMPILE_DEFAULT_ARCH */
+  int max_per_client;       /* stored kernels per owner; 0: 32 */
+  size_t max_source_bytes;  /* 0: 64 KiB */
+  double compile_time_s;    /* 0: 10 s */
+  int compile_slots;        /* compiles at once; 0: 2 */
+  double compile_wait_s;    /* for a free slot, then 503 compile_busy; 0: 5 s */
+  size_t cache_bytes;       /* 0: 64 MiB */
+  int max_shared_optin;     /* dynamic shared bytes a kernel may ask; 0: 227 KiB (sm_90) */
+  size_t max_scratch_bytes; /* scratch a kernel may ask (zeroed before each launch); 0: none */
   /* Bytes of module-scope variables put back before every launch; a kernel with more is
    * refused as stateful. 0: UCOMPILE_MAX_VAR_BYTES. */
   uint64_t max_var_bytes;
