@@ -85,7 +85,7 @@
     /* The signature as the kernel must have it: with scratch, one more last argument. */
     function signature() {
       const s = list.find((x) => x.experiment === pick.value);
-      sig.textContent = Number(scratch.value) > 0 ? s.signature.replace(/\)$/, ', void* scratch)') : s.signature;
+      sig.textContent = Number(scratch.value) > 0 ? s.signature_with_scratch : s.signature;
     }
     scratch.addEventListener('input', signature);
     function load() {

@@ -157,6 +157,8 @@ static void test_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK_STR_EQ(JSTR(sigs, "signatures[0].signature"),
                "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n)");
   CHECK(strstr(JSTR(sigs, "signatures[1].signature"), "int m, int n, int k") != NULL);
+  CHECK_STR_EQ(JSTR(sigs, "signatures[0].signature_with_scratch"),
+               "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)");
   json_decref(sigs);
 
   /* JSON: compiled, with ptxas' usage; the same again comes from the cache. */
