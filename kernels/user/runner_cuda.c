@@ -175,9 +175,11 @@ static void cuda_detach(void) {
 
 /* Finds each variable of image (uimage.h) in module i and keeps what putting it back
  * takes: its address, and its initial bytes in pinned memory. A variable the driver
- * does not find by name (the compiler's own, "$str") is found from another of its
- * section, whose variables keep their offsets. Returns 0, or -EINVAL / -ENOMEM with msg:
- * a module whose variables cannot all be put back is not run. */
+ * does not find by name is found from another of its section, whose variables keep
+ * their offsets; failing that, the compiler's own ("$str", printf's strings: a stash
+ * there gains nothing on fresh inputs) is left as it is, said on stderr. Returns 0, or
+ * -EINVAL / -ENOMEM with msg: a module with a variable of the user's that cannot be
+ * put back is not run. */
 static int vars_ready(int i, const void *image, size_t image_bytes, char *msg, size_t msg_len) {
   struct uimage im;
   int rc = uimage_inspect(image, image_bytes, &im, msg, msg_len);
@@ -198,18 +200,24 @@ static int vars_ready(int i, const void *image, size_t image_bytes, char *msg, s
       at[v] = 0;
   }
   uint64_t off = 0;
+  int n_kept = 0;
   for (int v = 0; v < im.n_vars; v++) {
     const struct uimage_var *x = &im.vars[v];
     for (int w = 0; !at[v] && w < im.n_vars; w++) /* a sibling of its section */
       if (at[w] && im.vars[w].section == x->section)
         at[v] = at[w] - im.vars[w].offset + x->offset;
+    if (!at[v] && x->name[0] == '$') { /* the compiler's own (printf's strings): skipped */
+      fprintf(stderr, "gpulab-runner: %s (%llu bytes) is not found by name: not put back\n", x->name,
+              (unsigned long long)x->bytes);
+      continue;
+    }
     if (!at[v]) {
       snprintf(msg, msg_len, "load: variable %.80s is not in the loaded module: it could not be put back before a launch",
                x->name);
       rc = -EINVAL;
       goto out;
     }
-    struct var *d = &mods[i].vars[v];
+    struct var *d = &mods[i].vars[n_kept++];
     d->d = at[v], d->bytes = x->bytes, d->from = VAR_ZERO;
     if (x->init) {
       memcpy(mods[i].init + off, x->init, x->bytes);
@@ -217,7 +225,7 @@ static int vars_ready(int i, const void *image, size_t image_bytes, char *msg, s
       off += x->bytes;
     }
   }
-  mods[i].n_vars = im.n_vars;
+  mods[i].n_vars = n_kept;
 out:
   free(at);
   uimage_release(&im);
