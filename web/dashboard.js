@@ -384,10 +384,16 @@
         text: GL.errorText(job) });
     if (job.state === 'running' && entry.progress) {
       const p = entry.progress, runs = runsOf(job), batches = (job.params || {}).batches;
-      const done = runs && batches ? Math.min(1, (p.batch * runs + p.run + 1) / (runs * batches)) : null;
+      /* Interleaved (the default): each batch times every run, forwards on even batches
+       * and backwards on odd ones, so the batch is the progress. Sequential: run by run. */
+      const interleaved = (job.params || {}).order !== 'sequential';
+      const within = p.batch % 2 ? runs - p.run : p.run + 1;
+      const done = !runs || !batches ? null
+        : Math.min(1, interleaved ? (p.batch * runs + within) / (runs * batches) : (p.run * batches + p.batch + 1) / (runs * batches));
+      const batch = `batch ${p.batch + 1}${batches ? `/${batches}` : ''}`;
       return h('span', { class: 'progress' },
-        done != null ? h('progress', { max: '1', value: String(Math.min(1, done)) }) : null,
-        ` run ${p.run + 1}${runs ? `/${runs}` : ''} · batch ${p.batch + 1}${batches ? `/${batches}` : ''}`);
+        done != null ? h('progress', { max: '1', value: String(done) }) : null,
+        interleaved ? ` ${batch} · ${runs || ''} runs interleaved` : ` run ${p.run + 1}${runs ? `/${runs}` : ''} · ${batch}`);
     }
     if (job.state === 'waiting') return h('span', { class: 'muted', text: `after ${(job.depends_on || []).map((d) => `#${d}`).join(', ')}` });
     return h('span', { class: 'muted', text: job.state === 'running' ? 'warming up' : '' });
