@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs clients/python into a fresh virtual environment (python3-venv; Debian's numpy
-# through --system-site-packages; no network: --no-build-isolation uses the venv's own
-# setuptools) and runs tests/python/test_client.py with it against a real gpulabd.
+# and wheel through --system-site-packages; no network: --no-build-isolation uses the
+# venv's own setuptools and the system's wheel) and runs tests/python/test_client.py
+# with it against a real gpulabd.
 #   GPULABD=build/gpulabd tests/python/run.sh VENV_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
