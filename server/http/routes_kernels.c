@@ -663,13 +663,14 @@ static enum MHD_Result kernels_signatures(struct request *r) {
     const char *close = strrchr(u->signature, ')');
     snprintf(with_scratch, sizeof with_scratch, "%.*s, void* scratch)",
              (int)(close ? close - u->signature : (long)strlen(u->signature)), u->signature);
-    json_array_append_new(
-        list, json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:s}", "experiment",
-                        exp_type_name((enum exp_type)t), "signature", u->signature,
-                        "signature_with_scratch", with_scratch, "meaning", u->meaning, "grid_rule",
-                        u->grid_rule, "default_block", ints_json(u->default_block, 3),
-                        "default_tile", ints_json(u->default_tile, 2), "template",
-                        u->template_source, "output_before_launch", u->reset_zero ? "zero" : "nan"));
+    json_array_append_new(list,
+                          json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:s}", "experiment",
+                                    exp_type_name((enum exp_type)t), "signature", u->signature,
+                                    "signature_with_scratch", with_scratch, "meaning", u->meaning,
+                                    "grid_rule", u->grid_rule, "default_block",
+                                    ints_json(u->default_block, 3), "default_tile",
+                                    ints_json(u->default_tile, 2), "template", u->template_source,
+                                    "output_before_launch", u->reset_zero ? "zero" : "nan"));
   }
   return respond_json(r, 200, json_pack("{s:o}", "signatures", list));
 }
