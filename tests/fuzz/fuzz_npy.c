@@ -10,14 +10,7 @@
 #include <string.h>
 
 #include "api/npy.h"
-
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                     \
-    }                                                                              \
-  } while (0)
+#include "tests/fuzz/fuzz_check.h"
 
 static void check_array(const struct npy_array *a, const void *body, size_t len) {
   FUZZ_CHECK(a->ndim == 1 || a->ndim == 2);

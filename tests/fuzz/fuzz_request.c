@@ -18,14 +18,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                     \
-    }                                                                              \
-  } while (0)
+#include "tests/fuzz/fuzz_check.h"
 
 /* A refusal: a 400 with a code and a message, which make an RFC 9457 problem (as
  * gpulabd answers it) whose members are those, in valid UTF-8 however the message

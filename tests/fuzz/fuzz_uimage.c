@@ -8,14 +8,7 @@
 #include <string.h>
 
 #include "kernels/user/uimage.h"
-
-#define FUZZ_CHECK(cond)                                                           \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: FUZZ_CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                     \
-    }                                                                              \
-  } while (0)
+#include "tests/fuzz/fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *image = malloc(size ? size : 1);
