@@ -45,7 +45,7 @@ struct config {
   const char *socket_group; /* NULL, or the group that owns it */
   bool no_tcp;              /* --no-tcp: the socket only */
   bool no_ceilings;     /* --no-ceilings: skip measuring the devices' ceilings at start-up */
-  /* Users' kernels (server/engine/ukernels.h): NVRTC's path (NULL: search; "none": off),
+  /* Users' kernels (server/service/ukernels.h): NVRTC's path (NULL: search; "none": off),
    * kernels per client, compiles at once, a compile's time limit. */
   const char *nvrtc;
   int max_kernels, compile_slots, compile_time_s;

@@ -15,7 +15,7 @@
 #include "api/params.h"
 #include "kernels/backends/backend.h"
 #include "server/config.h"
-#include "server/store/durable.h"
+#include "server/service/durable.h"
 #include "server/store/fleet.h"
 #include "server/engine/engine.h"
 #include "server/engine/events.h"
@@ -25,7 +25,8 @@
 #include "server/store/store.h"
 #include "server/http/metrics.h"
 #include "server/http/static.h"
-#include "server/engine/ukernels.h"
+#include "server/service/service.h"
+#include "server/service/ukernels.h"
 #include "kernels/user/ukreg.h"
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
@@ -383,6 +384,8 @@ int main(int argc, char **argv) {
   if (join_fleet(&cfg, store, &fleet_node, &fleet)) goto fail;
   /* The fleet listens to other nodes' job events while someone here streams them. */
   if (fleet) events_on_listeners(engine_events(engine), wake_fleet, fleet);
+  struct service service = {.engine = engine, .store = store, .fleet = fleet, .sweeps = sweeps,
+                            .ukernels = ukernels};
   struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
                                .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
                                .inline_max_bytes = cfg.inline_max_bytes,
@@ -391,8 +394,7 @@ int main(int argc, char **argv) {
                                .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
                                .max_connections = cfg.max_connections,
                                .max_connections_per_ip = cfg.max_connections_per_ip,
-                               .timeout_s = cfg.timeout_s, .store = store, .fleet = fleet, .sweeps = sweeps,
-                               .ukernels = ukernels,
+                               .timeout_s = cfg.timeout_s, .service = &service,
                                .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
                                .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
   if (http_server_start(&hopts, engine, &server, err, sizeof err)) {

@@ -12,7 +12,7 @@
 #include "api/json_text.h"
 #include "api/params.h"
 #include "kernels/backends/backend.h"
-#include "server/engine/job_json.h"
+#include "server/service/job_json.h"
 
 static double now_ns(void) {
   struct timespec ts;

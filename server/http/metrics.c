@@ -18,8 +18,7 @@
 #include <unistd.h>
 
 #include "api/utf8.h"
-#include "server/store/fleet.h"
-#include "server/store/store.h"
+#include "server/service/service.h"
 
 #define MAX_SERIES 1024
 /* The last slots are kept for {route="other",method="other",status}: where the
@@ -397,9 +396,8 @@ static void put_engine_gauges(struct text *t, struct engine *e) {
 }
 
 /* The store (--db): its size on disk and in use, its bound, and whether it takes writes. */
-static void put_store_gauges(struct text *t, struct store *store) {
-  struct store_status st;
-  store_status(store, &st);
+static void put_store_gauges(struct text *t, const struct store_status *s) {
+  struct store_status st = *s;
   put(t,
       "# HELP gpulab_store_backend_info The job store's database: sqlite or postgresql (--db).\n"
       "# TYPE gpulab_store_backend_info gauge\ngpulab_store_backend_info{backend=\"%s\"} 1\n",
@@ -582,17 +580,17 @@ static void put_request_and_job_series(struct text *t, const struct metrics *m) 
 }
 
 /* A fleet's node: its lease, and the fleet's queued jobs per node (fleet.h). */
-static void put_fleet_gauges(struct text *t, struct fleet *f) {
+static void put_fleet_gauges(struct text *t, const struct service_fleet *f) {
   put(t,
       "# HELP gpulab_fleet_lease_age_seconds Since this node last renewed its lease (--lease-s).\n"
       "# TYPE gpulab_fleet_lease_age_seconds gauge\ngpulab_fleet_lease_age_seconds %.3f\n",
-      fleet_lease_age(f));
+      f->lease_age_s);
   put(t,
       "# HELP gpulab_fleet_fenced 1 while the lease is late: no job starts on this node.\n"
       "# TYPE gpulab_fleet_fenced gauge\ngpulab_fleet_fenced %d\n",
-      fleet_fenced(f) ? 1 : 0);
-  struct fleet_queued q[FLEET_QUEUED_MAX];
-  int n = fleet_queued(f, q, FLEET_QUEUED_MAX);
+      f->fenced ? 1 : 0);
+  const struct fleet_queued *q = f->queued;
+  int n = f->n_queued;
   put(t,
       "# HELP gpulab_fleet_queued_jobs Queued jobs of the fleet per node that holds them "
       "(node=\"\": claimed by none yet), as of this node's last lease tick.\n"
@@ -604,8 +602,7 @@ static void put_fleet_gauges(struct text *t, struct fleet *f) {
   }
 }
 
-char *metrics_render(struct metrics *m, struct engine *e, struct store *store, struct fleet *fleet,
-                     size_t *len) {
+char *metrics_render(struct metrics *m, struct engine *e, const struct service *svc, size_t *len) {
   struct text t = {.buf = malloc(16384), .cap = 16384};
   struct device_view v = {0};
   if (!t.buf || device_view_read(m, e, &v)) goto fail;
@@ -616,8 +613,10 @@ char *metrics_render(struct metrics *m, struct engine *e, struct store *store, s
   put_process_gauges(&t, m->started_unix);
   put_engine_gauges(&t, e);
   put_device_gauges(&t, e, &v);
-  if (store) put_store_gauges(&t, store);
-  if (fleet) put_fleet_gauges(&t, fleet);
+  struct store_status st;
+  if (service_store_status(svc, &st)) put_store_gauges(&t, &st);
+  struct service_fleet fleet;
+  if (service_fleet_status(svc, &fleet)) put_fleet_gauges(&t, &fleet);
   if (t.failed) goto fail;
   device_view_free(&v);
   *len = t.len;

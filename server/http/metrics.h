@@ -24,12 +24,10 @@ void metrics_http_request(struct metrics *m, const char *route, const char *meth
 void metrics_job_ended(struct metrics *m, const char *type, const char *state, int device,
                        double queue_s, double run_s);
 
-struct store;
-struct fleet;
+struct service;
 /* The whole exposition, with the engine's, the store's and a fleet node's (NULL: none)
- * gauges read now. Returns a malloc'd, NUL-terminated text (the caller frees it) and
+ * gauges read now (svc: the service's store and fleet, each NULL when none). Returns a malloc'd, NUL-terminated text (the caller frees it) and
  * its length, or NULL. */
-char *metrics_render(struct metrics *m, struct engine *e, struct store *store, struct fleet *fleet,
-                     size_t *len);
+char *metrics_render(struct metrics *m, struct engine *e, const struct service *svc, size_t *len);
 
 #endif

@@ -20,24 +20,18 @@ struct http_options {
   const struct auth *auth;                /* borrowed; NULL: no tokens, clients are addresses */
   const char *tls_cert_pem, *tls_key_pem; /* PEM text (borrowed), or NULL for HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
-  int max_queued;            /* --max-queued: a sweep checks it before submitting any job */
-  const char *socket_path;   /* non-NULL: also listen on this Unix socket (clients: Unix users) */
-  int socket_mode;           /* its permission bits */
-  long socket_gid;           /* its group, or -1 */
-  bool no_tcp;               /* only the socket */
-  struct store *store;       /* borrowed; finished jobs older than memory are read here */
-  struct fleet *fleet;       /* borrowed; a PostgreSQL fleet's node (/health), or NULL */
-  struct sweeps *sweeps;     /* borrowed; POST /sweeps' table (server/engine/sweeps.h) */
-  struct ukernels *ukernels; /* borrowed; users' kernels (server/engine/ukernels.h), or NULL */
-  const char *web_root;      /* NULL: the dashboard's embedded files; else read from here */
-  const char *chartjs_path;  /* NULL: STATIC_CHARTJS_DEFAULT (server/http/static.h) */
+  int max_queued;          /* --max-queued: a sweep checks it before submitting any job */
+  const char *socket_path; /* non-NULL: also listen on this Unix socket (clients: Unix users) */
+  int socket_mode;         /* its permission bits */
+  long socket_gid;         /* its group, or -1 */
+  bool no_tcp;             /* only the socket */
+  const struct service *service; /* borrowed; the store, the fleet, sweeps, users' kernels */
+  const char *web_root;          /* NULL: the dashboard's embedded files; else read from here */
+  const char *chartjs_path;      /* NULL: STATIC_CHARTJS_DEFAULT (server/http/static.h) */
 };
 
 struct metrics;
 struct auth;
-struct store;
-struct fleet;
-struct sweeps;
-struct ukernels;
+struct service;
 
 #endif

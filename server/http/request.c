@@ -17,7 +17,6 @@
 #include "api/encode.h"
 #include "api/json_text.h"
 #include "server/http/auth.h"
-#include "server/store/store.h"
 
 enum MHD_Result request_queue(struct request *r, unsigned status, struct MHD_Response *resp,
                               uint64_t bytes) {
@@ -114,8 +113,8 @@ enum MHD_Result respond_fail(struct request *r, int status, const char *code, co
 }
 
 enum MHD_Result respond_storage(struct request *r, int err) {
-  struct store_status st = {0};
-  if (r->srv->opts.store) store_status(r->srv->opts.store, &st);
+  struct store_status st;
+  service_store_status(r->srv->opts.service, &st);
   bool space = err == -ENOSPC || err == -EFBIG || err == -EDQUOT;
   r->retry_after_s = space ? 30 : 5;
   return respond_fail(r, space ? 507 : 503, space ? "insufficient_storage" : "store_unavailable",
@@ -152,7 +151,7 @@ enum MHD_Result respond_elsewhere(struct request *r, const char *base, const cha
 bool request_buffer_elsewhere(struct request *r, uint64_t id, const char *field,
                               enum MHD_Result *ret) {
   struct store_buffer_home home;
-  int rc = r->srv->opts.store ? store_buffer_elsewhere(r->srv->opts.store, id, &home) : -ENOENT;
+  int rc = service_buffer_home(r->srv->opts.service, id, &home);
   if (rc == -ENOENT || !request_may_see(r, home.client)) return false; /* ids do not leak */
   if (rc == 0)
     *ret = respond_elsewhere(r, home.url, "buffer", id);
@@ -224,7 +223,7 @@ void request_wait_for_job(struct request *r, struct job *job, double wait_s,
 }
 
 bool request_store_refuses(struct request *r, enum MHD_Result *result) {
-  int err = r->srv->opts.store ? store_check(r->srv->opts.store) : 0;
+  int err = service_writable(r->srv->opts.service);
   if (err) *result = respond_storage(r, err);
   return err != 0;
 }

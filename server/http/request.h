@@ -14,8 +14,9 @@
 
 #include "api/error.h"
 #include "server/engine/engine.h"
-#include "server/engine/job_json.h" /* job_json, time_json: what most routes answer with */
 #include "server/http/options.h"
+#include "server/service/job_json.h" /* job_json, time_json: what most routes answer with */
+#include "server/service/service.h"
 
 #define HTTP_MAX_RATES 256
 

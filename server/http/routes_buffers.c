@@ -10,7 +10,6 @@
 #include "api/npy.h"
 #include "server/http/auth.h"
 #include "server/http/routes.h"
-#include "server/store/store.h"
 
 #define LIST_LIMIT_MAX 1000
 
@@ -83,7 +82,7 @@ static enum MHD_Result buffers_post(struct request *r) {
   if (engine_buffer_get(r->srv->engine, id, &v)) /* deleted at once by someone else */
     return respond_fail(r, 404, "buffer_not_found", "id", "buffer %" PRIu64 " is gone", id);
   /* A fleet's node: where it lives is in the store before the answer (store.h). */
-  int stored = v.record_ticket ? store_sync(r->srv->opts.store, v.record_ticket) : 0;
+  int stored = service_sync(r->srv->opts.service, v.record_ticket);
   if (stored) {
     engine_buffer_delete(r->srv->engine, id);
     return respond_storage(r, stored);

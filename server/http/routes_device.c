@@ -6,11 +6,9 @@
 #include <string.h>
 
 #include "api/encode.h"
-#include "server/engine/job_json.h"
 #include "server/http/metrics.h"
 #include "server/http/routes.h"
-#include "server/store/fleet.h"
-#include "server/store/store.h"
+#include "server/service/job_json.h"
 
 /* The first device, and how many there are. */
 enum MHD_Result route_device(struct request *r, const struct route_args *a) {
@@ -32,12 +30,12 @@ static void add_node_devices(json_t *out, json_t *list, const char *node, const 
 
 /* A fleet's devices: this node's as they are now, then each other live node's as it
  * said at its last renewal (fleet_nodes). */
-static json_t *fleet_devices(struct fleet *f, struct engine *e, json_t *local) {
+static json_t *devices_of_fleet(const struct service *svc, const char *self_name, json_t *local) {
   json_t *all = json_array();
   struct fleet_node nodes[FLEET_NODES_MAX];
-  int n = fleet_nodes(f, nodes, FLEET_NODES_MAX);
+  int n = service_fleet_nodes(svc, nodes, FLEET_NODES_MAX);
   for (int i = 0; i < n; i++) {
-    bool self = strcmp(nodes[i].name, fleet_node(f)) == 0;
+    bool self = strcmp(nodes[i].name, self_name) == 0;
     json_t *list = self ? json_incref(local) : json_loads(nodes[i].devices, 0, NULL);
     if (json_is_array(list)) add_node_devices(all, list, nodes[i].name, nodes[i].advertise);
     json_decref(list);
@@ -49,8 +47,9 @@ static json_t *fleet_devices(struct fleet *f, struct engine *e, json_t *local) {
 enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
   json_t *list = devices_json(r->srv->engine);
   json_t *o = json_pack("{s:o}", "devices", list);
-  struct fleet *f = r->srv->opts.fleet;
-  if (f) json_object_set_new(o, "fleet", fleet_devices(f, r->srv->engine, list));
+  struct service_fleet f;
+  if (service_fleet_status(r->srv->opts.service, &f))
+    json_object_set_new(o, "fleet", devices_of_fleet(r->srv->opts.service, f.node, list));
   return respond_json(r, 200, o);
 }
 
@@ -58,7 +57,7 @@ enum MHD_Result route_devices(struct request *r, const struct route_args *a) {
 enum MHD_Result route_metrics(struct request *r, const struct route_args *a) {
   size_t len = 0;
   char *text = r->srv->opts.metrics ? metrics_render(r->srv->opts.metrics, r->srv->engine,
-                                                     r->srv->opts.store, r->srv->opts.fleet, &len)
+                                                     r->srv->opts.service, &len)
                                     : NULL;
   if (!text) return respond_fail(r, 503, "unavailable", NULL, "metrics are not available");
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
@@ -72,10 +71,9 @@ enum MHD_Result route_metrics(struct request *r, const struct route_args *a) {
 }
 
 /* The store's part of /health: null without one; a failing store makes it unhealthy. */
-static json_t *store_health(struct store *s, bool *ok) {
-  if (!s) return json_null();
+static json_t *health_of_store(const struct service *svc, bool *ok) {
   struct store_status st;
-  store_status(s, &st);
+  if (!service_store_status(svc, &st)) return json_null();
   bool space = st.error == -ENOSPC || st.error == -EFBIG || st.error == -EDQUOT;
   json_t *error = st.writable ? json_null()
                               : json_pack("{s:s,s:s,s:s}", "code",
@@ -90,11 +88,12 @@ static json_t *store_health(struct store *s, bool *ok) {
 }
 
 /* A fleet's node's part of /health: a fenced one (its lease late) is unhealthy. */
-static json_t *fleet_health(struct fleet *f, bool *ok) {
-  bool fenced = fleet_fenced(f);
-  *ok = *ok && !fenced;
-  return json_pack("{s:s,s:s,s:f}", "node", fleet_node(f), "status", fenced ? "fenced" : "ok",
-                   "lease_age_s", fleet_lease_age(f));
+static json_t *health_of_fleet(const struct service *svc, bool *ok) {
+  struct service_fleet f;
+  if (!service_fleet_status(svc, &f)) return NULL;
+  *ok = *ok && !f.fenced;
+  return json_pack("{s:s,s:s,s:f}", "node", f.node, "status", f.fenced ? "fenced" : "ok",
+                   "lease_age_s", f.lease_age_s);
 }
 
 enum MHD_Result route_health(struct request *r, const struct route_args *a) {
@@ -102,10 +101,10 @@ enum MHD_Result route_health(struct request *r, const struct route_args *a) {
   struct engine_counts c;
   engine_counts(e, &c);
   bool ok = engine_healthy(e);
-  json_t *jobs = json_object(), *store = store_health(r->srv->opts.store, &ok);
+  json_t *jobs = json_object(), *store = health_of_store(r->srv->opts.service, &ok);
   for (int s = 0; s < JOB_STATE_COUNT; s++)
     json_object_set_new(jobs, job_state_name((enum job_state)s), json_integer(c.by_state[s]));
-  json_t *fleet = r->srv->opts.fleet ? fleet_health(r->srv->opts.fleet, &ok) : NULL;
+  json_t *fleet = health_of_fleet(r->srv->opts.service, &ok);
   json_t *health = json_pack("{s:s,s:s,s:f,s:I,s:o,s:o}", "status", ok ? "ok" : "unhealthy",
                              "backend", backend_name(engine_device(e, 0)), "uptime_s",
                              engine_now_mono() - r->srv->started_mono, "jobs_submitted",

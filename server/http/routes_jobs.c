@@ -10,8 +10,6 @@
 #include "server/http/routes.h"
 #include "server/http/sse.h"
 #include "server/http/submit.h"
-#include "server/store/durable.h"
-#include "server/store/store.h"
 
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 1000
@@ -37,8 +35,7 @@ static struct job *find_visible_job(struct request *r, const char *id_text) {
  * when there is none the requester may see. */
 static json_t *stored_job(struct request *r, const char *id_text) {
   uint64_t id;
-  char *text = r->srv->opts.store && parse_id(id_text, &id) ? store_record(r->srv->opts.store, id)
-                                                            : NULL;
+  char *text = parse_id(id_text, &id) ? service_job_record(r->srv->opts.service, id) : NULL;
   json_t *j = text ? json_loads(text, 0, NULL) : NULL;
   free(text);
   const char *owner = json_string_value(json_object_get(j, "client"));
@@ -51,13 +48,13 @@ static json_t *stored_job(struct request *r, const char *id_text) {
 }
 
 /* DELETE of a job the store holds but memory does not (a fleet's other node's):
- * canceled in the store when no node holds it, else left to its node (store_job_cancel):
+ * canceled in the store when no node holds it, else left to its node (durable_cancel):
  * 200 with the job as it is then, as a local cancel answers. */
 static enum MHD_Result cancel_stored(struct request *r, const char *id_text, json_t *stored) {
   uint64_t id = (uint64_t)json_integer_value(json_object_get(stored, "id"));
   char *record = json_dumps(stored, JSON_COMPACT);
   json_t *canceled = NULL;
-  int rc = record ? durable_cancel(r->srv->opts.store, id, record, &canceled) : -ENOMEM;
+  int rc = record ? service_cancel_stored(r->srv->opts.service, id, record, &canceled) : -ENOMEM;
   free(record);
   if (rc == 0) {
     json_decref(stored);
@@ -98,7 +95,7 @@ enum MHD_Result route_job(struct request *r, const struct route_args *a) {
     /* The state it is told is on disk first, as a submission's answer is (the store
      * writes a row nobody waits for a moment later): a job a client saw running is
      * failed `interrupted` after a crash, never run again. */
-    if (r->srv->opts.store) store_sync(r->srv->opts.store, v.record_ticket);
+    service_sync(r->srv->opts.service, v.record_ticket);
     /* A finished job is the document its record holds (never changes again). */
     ret = job_state_final(v.state) && v.doc ? respond_json_text(r, 200, v.doc)
                                             : respond_json(r, 200, job_json(&v, true));
@@ -197,11 +194,11 @@ static enum MHD_Result list_jobs(struct request *r) {
   /* One more than asked tells whether a next page exists. The store holds every
    * job (those of earlier runs too) in its current state; without one, memory. */
   json_t *list = json_array();
-  if (r->srv->opts.store) {
-    struct stored_page page = {list, fields != NULL, r->srv->engine};
-    store_list(r->srv->opts.store, (uint64_t)cursor, state, type,
-               request_sees_all(r) ? NULL : r->client, (int)limit + 1, add_stored, &page);
-  } else if (list_in_memory(r, &f, (int)limit + 1, fields != NULL, list)) {
+  struct stored_page page = {list, fields != NULL, r->srv->engine};
+  if (service_jobs_page(r->srv->opts.service, (uint64_t)cursor, state, type,
+                        request_sees_all(r) ? NULL : r->client, (int)limit + 1, add_stored,
+                        &page) == -ENOENT &&
+      list_in_memory(r, &f, (int)limit + 1, fields != NULL, list)) {
     json_decref(list);
     return respond_json(r, 500, NULL);
   }

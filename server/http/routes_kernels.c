@@ -1,7 +1,7 @@
 /* Users' kernels over HTTP: POST /kernels (JSON, text/x-cuda with the fields as query
  * parameters, or multipart/form-data), GET /kernels, GET and DELETE /kernels/{id},
  * GET /kernels/signatures, and the check of the kernels a job names. Compiling,
- * caching and the limits are server/engine/ukernels.h's; what a kernel of each experiment is,
+ * caching and the limits are server/service/ukernels.h's; what a kernel of each experiment is,
  * its descriptor's user block (exp_desc.user). Errors are problems (RFC 9457); a
  * compile error's 422 adds the first error's line and the compile report. */
 #include <ctype.h>
@@ -12,10 +12,9 @@
 #include <strings.h>
 
 #include "api/encode.h"
-#include "kernels/user/ukreg.h"
-#include "server/engine/ukernels.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
+#include "server/service/ukernels.h"
 
 /* One kernel as sent, before it is compiled; strings point into the request. */
 struct submit {
@@ -386,9 +385,8 @@ static json_t *kernel_json(const struct store_kernel *k, bool full, const char *
   json_decref(spec);
   json_decref(report);
   if (full && k->source) json_object_set_new(o, "source", json_string(k->source));
-  struct ukreg_kernel reg; /* a kernel stored before today's rules may be refused now */
-  if (ukreg_identity(k->id, &reg) == 0 && reg.refused[0])
-    json_object_set_new(o, "refused", json_string(reg.refused));
+  char why[256]; /* a kernel stored before today's rules may be refused now */
+  if (ukernels_refused(k->id, why, sizeof why)) json_object_set_new(o, "refused", json_string(why));
   return o;
 }
 
@@ -489,9 +487,9 @@ static enum MHD_Result refused(struct request *r, const char *src, size_t len, c
 
 /* The kernel, compiled: stored (as durably as a job), put in the backends' table, and
  * answered (201), or with ?run=1 run at once beside every built-in. */
-static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u,
-                                        const struct submit *s, char *src,
-                                        const struct ucompile_report *rep, bool cached) {
+static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
+                                       const struct submit *s, char *src,
+                                       const struct ucompile_report *rep, bool cached) {
   struct store_kernel k;
   memset(&k, 0, sizeof k);
   request_client(r, k.owner, sizeof k.owner);
@@ -512,7 +510,7 @@ static enum MHD_Result store_and_answer(struct request *r, struct ukernels *u,
   k.image_bytes = rep->image_bytes;
   enum MHD_Result ret;
   int64_t id = 0;
-  int rc = k.spec && k.report ? store_kernel_insert(ukernels_store(u), &k, &id) : -ENOMEM;
+  int rc = k.spec && k.report ? ukernels_insert(u, &k, &id) : -ENOMEM;
   if (rc == -ENOMEM) {
     ret = respond_json(r, 500, NULL);
   } else if (rc) {
@@ -547,7 +545,7 @@ static bool over_quota(struct request *r, struct ukernels *u, const struct submi
   size_t bytes = 0;
   char owner[64];
   request_client(r, owner, sizeof owner);
-  int rc = store_kernel_count(ukernels_store(u), owner, &n, &bytes);
+  int rc = ukernels_count(u, owner, &n, &bytes);
   if (rc) {
     *ret = respond_storage(r, rc);
     return true;
@@ -616,7 +614,7 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   } else if (!rep->ok) {
     ret = compile_failed(r, rep, report_json(rep, cached, ukernels_nvrtc(u, NULL)));
   } else {
-    ret = store_and_answer(r, u, &s, src, rep, cached);
+    ret = keep_and_answer(r, u, &s, src, rep, cached);
   }
 out:
   ucompile_report_free(rep);
@@ -644,8 +642,7 @@ static enum MHD_Result kernels_list(struct request *r, struct ukernels *u) {
   request_client(r, who, sizeof who);
   json_t *list = json_array();
   struct listing l = {list, r->api_prefix};
-  int rc = store_kernel_list(ukernels_store(u), request_sees_all(r) ? NULL : who, exp, list_one,
-                             &l);
+  int rc = ukernels_list(u, request_sees_all(r) ? NULL : who, exp, list_one, &l);
   if (rc < 0) {
     json_decref(list);
     return rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);
@@ -678,15 +675,14 @@ static enum MHD_Result kernels_signatures(struct request *r) {
 static enum MHD_Result kernel_one(struct request *r, struct ukernels *u, const char *id_text) {
   uint64_t id;
   struct store_kernel k;
-  if (!parse_id(id_text, &id) || id > INT64_MAX ||
-      store_kernel_get(ukernels_store(u), (int64_t)id, &k))
+  if (!parse_id(id_text, &id) || id > INT64_MAX || ukernels_get(u, (int64_t)id, &k))
     return respond_fail(r, 404, "kernel_not_found", "id", "no kernel '%.40s'", id_text);
   bool mine = request_may_see(r, k.owner);
   enum MHD_Result ret;
   if (!mine && !k.is_public) {
     ret = respond_fail(r, 404, "kernel_not_found", "id", "no kernel '%.40s'", id_text);
   } else if (!strcmp(r->method, "DELETE")) {
-    int rc = mine ? store_kernel_delete(ukernels_store(u), k.id) : 0;
+    int rc = mine ? ukernels_delete(u, k.id) : 0;
     if (!mine) {
       ret = respond_fail(r, 403, "not_owner", "id", "kernel %s is %s's", id_text, k.owner);
     } else if (rc == -ENOENT) {
@@ -694,19 +690,18 @@ static enum MHD_Result kernel_one(struct request *r, struct ukernels *u, const c
     } else if (rc) {
       ret = respond_storage(r, rc);
     } else {
-      ukreg_remove(k.id);
       ret = respond_json(r, 200, json_pack("{s:I,s:b}", "id", (json_int_t)k.id, "deleted", 1));
     }
   } else {
     ret = respond_json(r, 200, kernel_json(&k, true, r->api_prefix));
   }
-  store_kernel_clear(&k);
+  ukernels_clear(&k);
   return ret;
 }
 
 /* The routes of users' kernels; without the service (no NVRTC, or off) only the
  * signatures answer, the others 503 nvrtc_unavailable. */
-static struct ukernels *service(struct request *r) { return r->srv->opts.ukernels; }
+static struct ukernels *service(struct request *r) { return r->srv->opts.service->ukernels; }
 
 static enum MHD_Result unavailable(struct request *r) {
   return respond_fail(r, 503, "nvrtc_unavailable", NULL, "users' kernels are off in this gpulabd");

@@ -14,10 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/engine/job_json.h"
-#include "server/engine/ukernels.h"
 #include "server/http/routes.h"
-#include "server/store/store.h"
+#include "server/service/job_json.h"
+#include "server/service/ukernels.h"
 
 #define BOARD_SCAN_LIMIT 5000 /* jobs read, newest first */
 
@@ -39,12 +38,12 @@ static json_t *or_null(json_t *v) { return v ? v : json_null(); }
 
 /* Whether kernel:<id> may be shown to the asking client. */
 static bool kernel_visible(struct request *r, json_t *uk) {
-  struct ukernels *u = r->srv->opts.ukernels;
   struct store_kernel k;
-  if (!u || store_kernel_get(ukernels_store(u), json_integer_value(json_object_get(uk, "id")), &k))
+  if (ukernels_get(r->srv->opts.service->ukernels, json_integer_value(json_object_get(uk, "id")),
+                   &k))
     return false;
   bool ok = k.is_public || request_may_see(r, k.owner);
-  store_kernel_clear(&k);
+  ukernels_clear(&k);
   return ok;
 }
 
@@ -235,9 +234,8 @@ enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a)
     json_decref(b.best), json_decref(b.medians), json_decref(b.pending);
     return respond_json(r, 500, NULL);
   }
-  if (r->srv->opts.store)
-    store_list(r->srv->opts.store, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT, from_store, &b);
-  else
+  if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
+                        from_store, &b) == -ENOENT)
     from_memory(&b);
   settle_pending(&b);
   json_t *out = board_json(&b);

@@ -14,9 +14,7 @@
 #include "server/http/auth.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
-#include "server/engine/sweeps.h"
-#include "server/store/durable.h"
-#include "server/store/store.h"
+#include "server/service/sweeps.h"
 
 #define SWEEP_MAX_POINTS 256
 #define SWEEP_LIST_MAX 100
@@ -214,9 +212,9 @@ static void set_stored_cells(json_t *row, json_t *run, const char *prefix) {
 }
 
 /* The state and cells of a job the store holds (NULL when it holds none). */
-static const char *stored_row(struct store *store, uint64_t job_id, json_t *row, bool single, bool *passed,
-                              json_t **record) {
-  char *text = store ? store_record(store, job_id) : NULL;
+static const char *stored_row(const struct service *svc, uint64_t job_id, json_t *row, bool single,
+                              bool *passed, json_t **record) {
+  char *text = service_job_record(svc, job_id);
   *record = text ? json_loads(text, 0, NULL) : NULL;
   free(text);
   const char *state = json_string_value(json_object_get(*record, "state"));
@@ -237,7 +235,7 @@ static const char *stored_row(struct store *store, uint64_t job_id, json_t *row,
 /* Point i's row: its axis values, its job, and its runs' figures (null until done),
  * from memory, or from the store for a job of a previous run. Adds the job's state
  * to counts and clears *passed unless it passed. */
-static json_t *row_json(struct engine *e, struct store *store, json_t *desc, int i, uint64_t job_id,
+static json_t *row_json(struct engine *e, const struct service *svc, json_t *desc, int i, uint64_t job_id,
                         json_t *counts, bool *passed) {
   json_t *row = json_object(), *axes = json_object_get(desc, "axes"), *cols = columns_json(desc);
   size_t idx[64], a = 0;
@@ -264,7 +262,7 @@ static json_t *row_json(struct engine *e, struct store *store, json_t *desc, int
     if (v.error_code[0]) json_object_set_new(row, "error", json_string(v.error_code));
     *passed = *passed && v.result && exp_result_passed(v.result);
   } else {
-    const char *stored = stored_row(store, job_id, row, single, passed, &record);
+    const char *stored = stored_row(svc, job_id, row, single, passed, &record);
     if (stored) state = stored;
     else *passed = false;
   }
@@ -294,7 +292,7 @@ static bool state_final(const char *state) {
 }
 
 /* The sweep as it stands; *final tells whether every job has ended. */
-static json_t *sweep_json(struct engine *e, struct store *store, const struct sweep_copy *s, bool with_rows,
+static json_t *sweep_json(struct engine *e, const struct service *svc, const struct sweep_copy *s, bool with_rows,
                           bool *final) {
   json_t *desc = json_loads(s->desc, 0, NULL);
   if (!desc) return NULL;
@@ -302,7 +300,7 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
   bool passed = true;
   for (int i = 0; i < s->n_jobs; i++) {
     json_array_append_new(jobs, json_integer((json_int_t)s->jobs[i]));
-    json_array_append_new(rows, row_json(e, store, desc, i, s->jobs[i], counts, &passed));
+    json_array_append_new(rows, row_json(e, svc, desc, i, s->jobs[i], counts, &passed));
   }
   const char *state = sweep_state(counts, s->n_jobs);
   *final = state_final(state);
@@ -328,25 +326,10 @@ static json_t *sweep_json(struct engine *e, struct store *store, const struct sw
   return o;
 }
 
-/* A fleet's sweeps made on other nodes are read from the store (store_sweeps_page). */
-struct stored_sweeps {
-  struct sweep_copy *list;
-  int n;
-};
-
-static void add_stored_sweep(void *arg, uint64_t id, const char *client, double created,
-                             const char *record) {
-  struct stored_sweeps *p = arg;
-  if (durable_sweep_read(id, client, created, record, &p->list[p->n]) == 0) p->n++;
-}
-
 /* Sweep id into *out: this node's table, else (a fleet) the store. 0 or -ENOENT. */
 static int find_sweep(struct request *r, uint64_t id, struct sweep_copy *out) {
-  if (sweeps_get(r->srv->opts.sweeps, id, out) == 0) return 0;
-  struct stored_sweeps one = {out, 0};
-  struct store *store = r->srv->opts.store;
-  if (store && store_shared(store) && id < UINT64_MAX &&
-      store_sweeps_page(store, id + 1, NULL, 1, add_stored_sweep, &one) == 1) {
+  if (sweeps_get(r->srv->opts.service->sweeps, id, out) == 0) return 0;
+  if (id < UINT64_MAX && service_sweeps_page(r->srv->opts.service, id + 1, NULL, 1, out) == 1) {
     if (out->id == id) return 0;
     sweep_copy_free(out);
   }
@@ -360,12 +343,12 @@ static enum MHD_Result respond_sweep(struct request *r, uint64_t id, bool posted
   if (find_sweep(r, id, &s))
     return respond_fail(r, 404, "sweep_not_found", "id", "no sweep %" PRIu64, id);
   bool final = false;
-  json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &s, true, &final);
+  json_t *o = sweep_json(r->srv->engine, r->srv->opts.service, &s, true, &final);
   sweep_copy_free(&s);
   if (!o) return respond_json(r, 500, NULL);
   /* Its jobs are durable as shown: after the views (a job shown final has its final
    * record queued by then, job_get_view), not before them. */
-  if (posted && r->srv->opts.store) store_flush(r->srv->opts.store);
+  if (posted) service_flush(r->srv->opts.service);
   if (posted && !final) snprintf(r->location, sizeof r->location, "/sweeps/%" PRIu64, id);
   return respond_json(r, posted && !final ? 202 : 200, o);
 }
@@ -380,7 +363,7 @@ static void sweep_watch_next(struct request *r, double deadline) {
   struct engine *e = r->srv->engine;
   struct sweep_copy s;
   struct job *next = NULL;
-  if (deadline > engine_now_mono() && sweeps_get(r->srv->opts.sweeps, r->sweep_id, &s) == 0) {
+  if (deadline > engine_now_mono() && sweeps_get(r->srv->opts.service->sweeps, r->sweep_id, &s) == 0) {
     for (int i = 0; i < s.n_jobs && !next; i++) {
       struct job *job = engine_job_get(e, s.jobs[i]);
       struct job_view v;
@@ -530,22 +513,7 @@ static void take_back(struct request *r, const uint64_t *ids, int n, uint64_t sw
     if (job) engine_job_withdraw(r->srv->engine, job);
     job_unref(job);
   }
-  if (sweep_id) sweeps_remove(r->srv->opts.sweeps, sweep_id);
-}
-
-/* The sweep's row in the store: its description and its jobs. 0 or -ENOMEM. */
-static int put_sweep_row(struct store *store, uint64_t id, const char *client, double created, json_t *desc,
-                         const uint64_t *ids, int n) {
-  json_t *jobs = json_array();
-  for (int i = 0; i < n; i++) json_array_append_new(jobs, json_integer((json_int_t)ids[i]));
-  json_t *o = json_pack("{s:O,s:o}", "desc", desc, "jobs", jobs);
-  char *record = o ? json_dumps(o, JSON_COMPACT) : NULL;
-  json_decref(o);
-  struct store_row row = {.table = STORE_SWEEPS, .id = id, .client = client, .created = created,
-                          .record = record};
-  int rc = record ? store_put(store, &row) : -ENOMEM;
-  free(record);
-  return rc;
+  if (sweep_id) sweeps_remove(r->srv->opts.service->sweeps, sweep_id);
 }
 
 /* Creates the sweep: its jobs (all or none), its entry and its row, which reach the
@@ -553,7 +521,7 @@ static int put_sweep_row(struct store *store, uint64_t id, const char *client, d
  * Returns its id, or 0 with *ret answering why nothing was created. */
 static uint64_t create_sweep(struct request *r, const struct sweep_plan *plan, const char *client,
                              enum MHD_Result *ret) {
-  struct store *store = r->srv->opts.store;
+  const struct service *svc = r->srv->opts.service;
   uint64_t *ids = calloc((size_t)plan->n_points, sizeof *ids), id = 0, ticket = 0;
   if (!ids) {
     *ret = respond_json(r, 500, NULL);
@@ -563,16 +531,16 @@ static uint64_t create_sweep(struct request *r, const struct sweep_plan *plan, c
   double created = engine_now_unix();
   char *desc = NULL;
   int rc = 0;
-  if (store) store_hold(store);
+  service_hold(svc);
   *ret = submit_points(r, plan, client, ids, &refused);
   if (!refused) {
     desc = json_dumps(plan->desc, JSON_COMPACT);
-    rc = desc ? sweeps_add(r->srv->opts.sweeps, client, ids, plan->n_points, desc, created, &id) : -ENOMEM;
-    if (rc == 0 && store && (rc = put_sweep_row(store, id, client, created, plan->desc, ids, plan->n_points)) == 0)
-      ticket = store_ticket(store);
+    rc = desc ? sweeps_add(r->srv->opts.service->sweeps, client, ids, plan->n_points, desc, created, &id) : -ENOMEM;
+    if (rc == 0 && (rc = service_sweep_put(svc, id, client, created, plan->desc, ids, plan->n_points)) == 0)
+      ticket = service_ticket(svc);
   }
-  if (store) store_release(store);
-  if (!refused && rc == 0 && store) rc = store_sync(store, ticket); /* jobs and sweep alike */
+  service_release(svc);
+  if (!refused && rc == 0) rc = service_sync(svc, ticket); /* jobs and sweep alike */
   if (!refused && rc) {
     take_back(r, ids, plan->n_points, rc == 0 ? 0 : id);
     *ret = rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);
@@ -627,14 +595,11 @@ static enum MHD_Result sweeps_index(struct request *r) {
     return respond_error(r, &err);
   struct sweep_copy *list = calloc((size_t)limit + 1, sizeof *list);
   const char *client = request_sees_all(r) ? NULL : r->client;
-  struct store *store = r->srv->opts.store;
-  int n = -ENOMEM;
-  if (list && store && store_shared(store)) { /* a fleet: every node's */
-    struct stored_sweeps page = {list, 0};
-    n = store_sweeps_page(store, (uint64_t)cursor, client, (int)limit + 1, add_stored_sweep, &page);
-    n = n < 0 ? n : page.n;
-  } else if (list) {
-    n = sweeps_list(r->srv->opts.sweeps, client, (uint64_t)cursor, list, (int)limit + 1);
+  int n = list ? service_sweeps_page(r->srv->opts.service, (uint64_t)cursor, client,
+                                     (int)limit + 1, list)
+               : -ENOMEM;
+  if (n == -ENOTSUP) { /* one box: its table holds every sweep */
+    n = sweeps_list(r->srv->opts.service->sweeps, client, (uint64_t)cursor, list, (int)limit + 1);
   }
   if (n < 0) {
     free(list);
@@ -643,7 +608,7 @@ static enum MHD_Result sweeps_index(struct request *r) {
   json_t *items = json_array(), *next = json_null();
   for (int i = 0; i < n && i < limit; i++) {
     bool final;
-    json_t *o = sweep_json(r->srv->engine, r->srv->opts.store, &list[i], false, &final);
+    json_t *o = sweep_json(r->srv->engine, r->srv->opts.service, &list[i], false, &final);
     if (o) json_array_append_new(items, o);
   }
   if (n > limit) next = json_integer((json_int_t)list[limit - 1].id);
@@ -661,9 +626,9 @@ static int cancel_point(struct request *r, uint64_t id) {
     job_unref(job);
     return canceled;
   }
-  struct store *store = r->srv->opts.store;
-  char *record = store && store_shared(store) ? store_record(store, id) : NULL;
-  int rc = record ? durable_cancel(store, id, record, NULL) : -ENOENT; /* -EALREADY: ended */
+  const struct service *svc = r->srv->opts.service;
+  char *record = service_shared(svc) ? service_job_record(svc, id) : NULL;
+  int rc = record ? service_cancel_stored(svc, id, record, NULL) : -ENOENT; /* -EALREADY: ended */
   free(record);
   return rc == 0 || rc == 1;
 }

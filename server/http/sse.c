@@ -11,7 +11,6 @@
 #include "api/encode.h"
 #include "api/json_text.h"
 #include "server/http/sse.h"
-#include "server/store/store.h"
 
 #define SSE_KEEPALIVE_S 15.0
 #define SSE_READ_BATCH 32
@@ -25,8 +24,8 @@ struct sse_stream {
   json_t *first;     /* the job's state when the stream opened (its event's data) */
   char state[12];    /* a job's stream: the last state sent */
   bool send_first, ended;
-  bool listener;        /* counted in events_listener_add: wants other nodes' events */
-  struct store *stored; /* a job held elsewhere: its store, read when nothing came */
+  bool listener;                /* counted in events_listener_add: wants other nodes' events */
+  const struct service *stored; /* a job held elsewhere: the service that reads its record */
   double next_keepalive, next_read;
   struct events_waiter waiter;
   atomic_bool parked; /* suspended, its waiter registered; cleared by resume() */
@@ -115,7 +114,7 @@ static json_t *record_state(uint64_t id, const json_t *record) {
  * meanwhile) is said within a second. */
 static void append_stored_change(struct sse_stream *s, double now) {
   s->next_read = now + 1.0;
-  char *text = store_record(s->stored, s->job_id);
+  char *text = service_job_record(s->stored, s->job_id);
   json_t *record = text ? json_loads(text, 0, NULL) : NULL;
   free(text);
   const char *state = json_string_value(json_object_get(record, "state"));
@@ -197,7 +196,7 @@ static void sse_free(void *cls) {
 /* A stream that starts with the job's state (first, taken) when job_id is not 0,
  * its events after seq after; every job's r may see after seq after when 0. */
 static enum MHD_Result respond_stream(struct request *r, uint64_t job_id, json_t *first,
-                                      uint64_t after, struct store *stored) {
+                                      uint64_t after, const struct service *stored) {
   struct sse_stream *s = calloc(1, sizeof *s);
   if (!s || (job_id && !first)) {
     free(s);
@@ -248,5 +247,5 @@ enum MHD_Result sse_respond(struct request *r, struct job *job) {
 
 enum MHD_Result sse_respond_stored(struct request *r, uint64_t id, uint64_t after,
                                    const json_t *record) {
-  return respond_stream(r, id, record_state(id, record), after, r->srv->opts.store);
+  return respond_stream(r, id, record_state(id, record), after, r->srv->opts.service);
 }

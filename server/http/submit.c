@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/engine/ukernels.h"
 #include "server/http/auth.h"
-#include "server/store/durable.h"
-#include "server/store/store.h"
+#include "server/service/ukernels.h"
 
 /* A job the client waits for may run on this thread (engine_run_inline) when it is
  * small and short: at most --inline-max-bytes of data and 256 timed or warm-up
@@ -32,8 +30,8 @@ static bool job_may_run_inline(struct request *r, struct job *job) {
  * queued before them), never for rows queued after them. A finished job is answered
  * with the document the store recorded (job_view.doc), not built again. */
 static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned status_done) {
-  struct store *store = r->srv->opts.store;
-  int err = store ? store_sync(store, r->store_ticket) : 0;
+  const struct service *svc = r->srv->opts.service;
+  int err = service_sync(svc, r->store_ticket);
   if (err) {
     engine_job_withdraw(r->srv->engine, job);
     return respond_storage(r, err);
@@ -41,7 +39,7 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
   /* Its later rows too: the state it is answered in. */
-  if (store && v.record_ticket > r->store_ticket) store_sync(store, v.record_ticket);
+  if (v.record_ticket > r->store_ticket) service_sync(svc, v.record_ticket);
   bool final = job_state_final(v.state);
   if (final && v.doc) return respond_json_text(r, status_done, v.doc);
   if (!final) snprintf(r->location, sizeof r->location, "/jobs/%" PRIu64, v.id);
@@ -57,16 +55,16 @@ static enum MHD_Result respond_job(struct request *r, struct job *job, unsigned 
  * for that row alone; else (it ended at once, or another worker took it meanwhile) as
  * respond_job. */
 static enum MHD_Result respond_accepted(struct request *r, struct job *job) {
-  struct store *store = r->srv->opts.store;
+  const struct service *svc = r->srv->opts.service;
   struct job_view v;
   job_get_view(r->srv->engine, job, &v);
   if (job_state_final(v.state) || v.record_ticket != r->store_ticket) {
     engine_wake(r->srv->engine, job);
     return respond_job(r, job, 200);
   }
-  char *text = durable_accepted_text(store, &v, r->store_ticket);
+  char *text = service_accepted_text(svc, &v, r->store_ticket);
   engine_wake(r->srv->engine, job); /* after its record was given: one document */
-  int err = store ? store_sync(store, r->store_ticket) : 0;
+  int err = service_sync(svc, r->store_ticket);
   if (err) {
     free(text);
     engine_job_withdraw(r->srv->engine, job);
@@ -99,12 +97,12 @@ static void job_request(struct request *r, const struct exp_spec *spec,
 
 int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,
                            struct api_error *err) {
-  struct ukernels *u = r->srv->opts.ukernels;
+  struct ukernels *u = r->srv->opts.service->ukernels;
   for (int i = 0; i < spec->n_variants; i++) {
     if (!exp_variant_is_user(spec->variants[i]) || !exp_user_of(spec->type)) continue;
     long long id = exp_user_kernel_id(spec->variants[i]);
     struct store_kernel k;
-    if (!u || store_kernel_get(ukernels_store(u), id, &k))
+    if (ukernels_get(u, id, &k))
       return api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id,
                            id);
     int rc = 0;
@@ -116,7 +114,7 @@ int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const
                          id, k.experiment, exp_type_name(spec->type));
     else if (ukernels_register(&k))
       rc = api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
-    store_kernel_clear(&k);
+    ukernels_clear(&k);
     if (rc) return rc;
   }
   return 0;
@@ -125,9 +123,9 @@ int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const
 bool submit_elsewhere(struct request *r, const struct engine_error *refusal,
                       const char *params_prefix, enum MHD_Result *ret) {
   char url[256], field[64];
-  if (refusal->code != -ENOENT || !r->srv->opts.store) return false;
+  if (refusal->code != -ENOENT) return false;
   if (refusal->missing_job &&
-      store_job_elsewhere(r->srv->opts.store, refusal->missing_job, url, sizeof url) == 0) {
+      service_job_elsewhere(r->srv->opts.service, refusal->missing_job, url, sizeof url) == 0) {
     *ret = respond_elsewhere(r, url, "job", refusal->missing_job);
     return true;
   }
@@ -178,7 +176,7 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
   }
   r->job_id = job_id(job); /* the access log's "job" */
   /* Its first row was queued on this thread, under engine_submit: respond_job waits for it. */
-  r->store_ticket = r->srv->opts.store ? store_ticket(r->srv->opts.store) : 0;
+  r->store_ticket = service_ticket(r->srv->opts.service);
   enum MHD_Result ret;
   bool ran_here = false;
   if (here) {
@@ -188,8 +186,7 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
       engine_wake(e, job);
   }
   /* Its answer waits for its end: its first row need not be written before its last. */
-  if (!ran_here && wait_s > 0 && r->srv->opts.store)
-    store_await(r->srv->opts.store, r->store_ticket);
+  if (!ran_here && wait_s > 0) service_await(r->srv->opts.service, r->store_ticket);
   if (ran_here) {
     ret = respond_job(r, job, 200); /* it ran here, to its end */
   } else if (wait_s > 0) {

@@ -14,7 +14,7 @@
 #include "api/params.h"
 #include "check.h"
 #include "kernels/backends/backend.h"
-#include "server/engine/job_json.h"
+#include "server/service/job_json.h"
 
 static int compared;
 

@@ -21,8 +21,8 @@
 
 #include "api/json_text.h"
 #include "check.h"
-#include "server/engine/job_json.h"
-#include "server/store/durable.h"
+#include "server/service/durable.h"
+#include "server/service/job_json.h"
 #include "server/store/store.h"
 #include "server/store/store_sqlite.h"
 #include "test_db.h"

@@ -14,7 +14,7 @@
 #include "kernels/user/ucompile.h"
 #include "kernels/user/uimage.h"
 #include "kernels/user/ukreg.h"
-#include "server/engine/ukernels.h"
+#include "server/service/ukernels.h"
 #include "tests/check.h"
 
 static const char *transpose_decl; /* the transpose experiment's exp_user.declaration */

@@ -1,5 +1,5 @@
 /* The sweeps' table: the newest sweeps in id order, oldest forgotten first. */
-#include "server/engine/sweeps.h"
+#include "server/service/sweeps.h"
 
 #include <errno.h>
 #include <pthread.h>

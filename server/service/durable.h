@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "server/engine/engine.h"
-#include "server/engine/sweeps.h"
+#include "server/service/sweeps.h"
 #include "server/store/fleet.h"
 #include "server/store/store.h"
 

@@ -44,8 +44,20 @@ void ukernels_free(struct ukernels *u); /* NULL is a no-op */
 const struct ukernels_config *ukernels_config(const struct ukernels *u); /* defaults filled */
 /* The loaded NVRTC, or NULL with *why (u's, static to it) saying why there is none. */
 const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **why);
-/* Where the kernels are kept: cfg->store, or the service's own. Borrowed. */
-struct store *ukernels_store(struct ukernels *u);
+/* The stored kernels (in cfg->store, or the service's own store), as store.h's
+ * store_kernel_* answer. u NULL (no users' kernels): get answers -ENOENT, list and
+ * count none. */
+int ukernels_insert(struct ukernels *u, const struct store_kernel *k, int64_t *id);
+int ukernels_get(struct ukernels *u, int64_t id, struct store_kernel *out);
+/* Deletes kernel id from the store and then from the backends' table (ukreg). */
+int ukernels_delete(struct ukernels *u, int64_t id);
+int ukernels_list(struct ukernels *u, const char *owner, const char *experiment,
+                  void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int ukernels_count(struct ukernels *u, const char *owner, int *n, size_t *source_bytes);
+void ukernels_clear(struct store_kernel *k); /* frees what ukernels_get allocated */
+/* Why today's rules refuse stored kernel id (ukreg's `refused`), or NULL when they
+ * take it or it is not registered; copied into why. */
+const char *ukernels_refused(int64_t id, char *why, size_t why_len);
 
 /* Compiles req through the cache, within the compile slots and time limit (req's
  * time_limit_s and arch are set from the config). Returns as image_cache_compile, and

@@ -1,5 +1,5 @@
 /* The engine's jobs kept in the store. */
-#include "server/store/durable.h"
+#include "server/service/durable.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,9 +10,9 @@
 
 #include "api/json_text.h"
 #include "server/engine/events.h"
-#include "server/engine/job_json.h"
-#include "server/engine/ukernels.h"
 #include "server/log.h"
+#include "server/service/job_json.h"
+#include "server/service/ukernels.h"
 
 /* The request as stored, to run the job again after a restart: tagged, so a
  * database written by another build of gpulabd is not misread. */

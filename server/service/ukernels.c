@@ -1,6 +1,6 @@
 /* Users' kernels as a service (ukernels.h): NVRTC, the cache, the compile slots, the
  * stored kernels put in the backends' table. */
-#include "server/engine/ukernels.h"
+#include "server/service/ukernels.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -193,8 +193,38 @@ const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **wh
   return u->nvrtc;
 }
 
-struct store *ukernels_store(struct ukernels *u) {
-  return u->store;
+int ukernels_insert(struct ukernels *u, const struct store_kernel *k, int64_t *id) {
+  return store_kernel_insert(u->store, k, id);
+}
+
+int ukernels_get(struct ukernels *u, int64_t id, struct store_kernel *out) {
+  return u ? store_kernel_get(u->store, id, out) : -ENOENT;
+}
+
+int ukernels_delete(struct ukernels *u, int64_t id) {
+  int rc = store_kernel_delete(u->store, id);
+  if (rc == 0) ukreg_remove(id);
+  return rc;
+}
+
+int ukernels_list(struct ukernels *u, const char *owner, const char *experiment,
+                  void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  return u ? store_kernel_list(u->store, owner, experiment, fn, arg) : 0;
+}
+
+int ukernels_count(struct ukernels *u, const char *owner, int *n, size_t *source_bytes) {
+  *n = 0;
+  *source_bytes = 0;
+  return u ? store_kernel_count(u->store, owner, n, source_bytes) : 0;
+}
+
+void ukernels_clear(struct store_kernel *k) { store_kernel_clear(k); }
+
+const char *ukernels_refused(int64_t id, char *why, size_t why_len) {
+  struct ukreg_kernel reg;
+  if (ukreg_identity(id, &reg) != 0 || !reg.refused[0]) return NULL;
+  snprintf(why, why_len, "%s", reg.refused);
+  return why;
 }
 
 int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompile_report **out,

@@ -1,5 +1,5 @@
 /* A job, and a device, as the API shows them. */
-#include "server/engine/job_json.h"
+#include "server/service/job_json.h"
 
 #include "api/encode.h"
 #include "api/json_writer.h"
