@@ -1,7 +1,7 @@
-/* The job engine: job table, dependencies, states, watches and events for
- * listeners, and the engine's life. The workers that run jobs (one per lane, with
- * the device gates) are in engine_run.c. One mutex guards it all; backends run
- * outside the lock. */
+/* The job engine: job table, dependencies, states, views, and the engine's life. The
+ * rows for the store and the event bus are in engine_rows.c, watches and their timer
+ * in engine_watch.c, the workers that run jobs (one per lane, with the device gates)
+ * in engine_run.c. One mutex guards it all; backends run outside the lock. */
 #include "server/engine/engine.h"
 
 #include <errno.h>
@@ -51,241 +51,6 @@ void job_unref(struct job *job) {
   free(job->result);
   free(atomic_load(&job->doc));
   free(job);
-}
-
-/* ---- events and watches ---- */
-
-static void view_locked(const struct engine *e, struct job *job, struct job_view *v);
-
-/* A state change for on_job_change, taken under the lock (publish_state_locked) and
- * queued by the same thread once it has released it (engine_unlock): the store's row
- * (a view, a copy, the store's queue; a finished job's whole document) is made while
- * other threads have the lock. */
-struct pending_row {
-  struct job *job; /* referenced until queued */
-  unsigned seq;    /* the job's rows before it (job.rows_taken): its turn */
-  bool final;      /* its view is taken after the release: a final state never changes */
-  uint32_t parents_unqueued; /* a first row: its parents (bits) whose first rows were
-                                not queued yet when it was taken */
-  struct job_view view;
-};
-
-/* This thread's rows of the section it holds the lock for. */
-#define PENDING_INLINE 4
-static _Thread_local struct {
-  int n, cap;
-  struct pending_row *rows; /* inline, or malloc'd past PENDING_INLINE */
-  struct pending_row inline_rows[PENDING_INLINE];
-} pending;
-
-static struct pending_row *pending_row_add(void) {
-  if (!pending.rows) pending.rows = pending.inline_rows, pending.cap = PENDING_INLINE;
-  if (pending.n == pending.cap) { /* a section that changes many jobs (a shutdown, a sweep) */
-    struct pending_row *more = malloc(2 * (size_t)pending.cap * sizeof *more);
-    if (!more) return NULL;
-    memcpy(more, pending.rows, (size_t)pending.n * sizeof *more);
-    if (pending.rows != pending.inline_rows) free(pending.rows);
-    pending.rows = more;
-    pending.cap *= 2;
-  }
-  return &pending.rows[pending.n++];
-}
-
-void publish_state_locked(struct engine *e, struct job *job) {
-  if (e->cfg.on_job_change && !job->withdrawn) { /* withdrawn: nothing more of it is recorded */
-    struct pending_row *r = pending_row_add();
-    if (r) {
-      job_ref(job);
-      r->job = job;
-      r->seq = job->rows_taken++;
-      r->final = job_state_final(job->state);
-      if (!r->final) view_locked(e, job, &r->view);
-      /* The store never has a job before one it names (its parents' rows may still be
-       * with the threads that accepted them). */
-      r->parents_unqueued = 0;
-      for (int i = 0; i < job->n_parents && r->seq == 0; i++)
-        if (job->parents[i]->rows_taken > 0 && atomic_load(&job->parents[i]->rows_queued) == 0)
-          r->parents_unqueued |= 1u << i;
-    } else {
-      log_warn("engine: out of memory: job %llu's state %s is not recorded",
-               (unsigned long long)job->id, job_state_name(job->state));
-    }
-  }
-  struct event ev = {.job_id = job->id, .kind = EVENT_STATE};
-  snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(job->spec.type));
-  snprintf(ev.state, sizeof ev.state, "%s", job_state_name(job->state));
-  memcpy(ev.client, job->req.client, sizeof ev.client);
-  memcpy(ev.error_code, job->error_code, sizeof ev.error_code);
-  events_publish(e->events, &ev);
-}
-
-/* Waits, the lock held, until upto rows of job are queued. Counted in row_waiters
- * before the check, so that row_queued either sees the waiter or the waiter sees the
- * row. */
-static void wait_for_rows_locked(struct engine *e, struct job *job, unsigned upto) {
-  atomic_fetch_add(&e->row_waiters, 1);
-  while (atomic_load(&job->rows_queued) < upto) pthread_cond_wait(&e->recorded, &e->lock);
-  atomic_fetch_sub(&e->row_waiters, 1);
-}
-
-/* Waits, the lock not held, until seq rows of job are queued. Other threads queue
- * them: those that held the lock before this one (those rows were taken first), and
- * that queue them without waiting for any taken after. */
-static void await_rows(struct engine *e, struct job *job, unsigned seq) {
-  if (atomic_load(&job->rows_queued) >= seq) return;
-  atomic_fetch_add(&e->row_waits, 1);
-  engine_lock(e);
-  wait_for_rows_locked(e, job, seq);
-  pthread_mutex_unlock(&e->lock);
-}
-
-/* One more of job's rows is queued; its waiters, if any, are woken (the lock is taken
- * only then). */
-static void row_queued(struct engine *e, struct job *job) {
-  atomic_fetch_add(&job->rows_queued, 1);
-  if (atomic_load(&e->row_waiters) > 0) {
-    pthread_mutex_lock(&e->lock);
-    pthread_cond_broadcast(&e->recorded);
-    pthread_mutex_unlock(&e->lock);
-  }
-}
-
-/* Queues this thread's pending rows (the lock not held), in the order they were taken. */
-static void queue_pending_rows(struct engine *e) {
-  for (int i = 0; i < pending.n; i++) {
-    struct pending_row *r = &pending.rows[i];
-    struct job *job = r->job;
-    for (int p = 0; r->parents_unqueued && p < job->n_parents; p++)
-      if (r->parents_unqueued & 1u << p) await_rows(e, job->parents[p], 1);
-    await_rows(e, job, r->seq);
-    if (r->final) view_locked(e, job, &r->view); /* final: nothing in it changes */
-    struct engine_recorded kept = {0, NULL};
-    if (!job->withdrawn)
-      e->cfg.on_job_change(e->cfg.on_job_change_arg, &r->view, &job->req, r->seq == 0, &kept);
-    if (kept.ticket) atomic_store(&job->record_ticket, kept.ticket);
-    char *none = NULL; /* the document its answer is given: a final state's, kept once */
-    if (kept.doc && !atomic_compare_exchange_strong(&job->doc, &none, kept.doc)) free(kept.doc);
-    row_queued(e, job);
-    if (r->final) atomic_store(&job->view_final, true); /* its last row */
-    job_unref(job);
-  }
-  if (pending.rows != pending.inline_rows) {
-    free(pending.rows);
-    pending.rows = pending.inline_rows;
-    pending.cap = PENDING_INLINE;
-  }
-  pending.n = 0;
-}
-
-void engine_lock(struct engine *e) { lock_counting_waits(&e->lock, &e->lock_waits); }
-
-void engine_unlock(struct engine *e) {
-  /* Watches of jobs that ended, which the thread that ended them did not take. */
-  if (e->due) pthread_cond_signal(&e->timer_wake);
-  pthread_mutex_unlock(&e->lock);
-  if (pending.n) queue_pending_rows(e);
-}
-
-/* w leaves the pending watches: every job's list and its job's. */
-static void watch_unlink_locked(struct engine *e, struct engine_watch *w) {
-  if (w->prev) w->prev->next = w->next;
-  else e->watches = w->next;
-  if (w->next) w->next->prev = w->prev;
-  struct engine_watch **link = &w->job->watches;
-  while (*link != w) link = &(*link)->job_next;
-  *link = w->job_next;
-  w->next = w->prev = w->job_next = NULL;
-}
-
-/* job ended: its watches are due (e->due). */
-static void job_watches_due_locked(struct engine *e, struct job *job) {
-  while (job->watches) {
-    struct engine_watch *w = job->watches;
-    watch_unlink_locked(e, w);
-    w->next = e->due;
-    e->due = w;
-  }
-}
-
-void take_due_watches_locked(struct engine *e, struct engine_watch **fired) {
-  while (e->due) {
-    struct engine_watch *w = e->due;
-    e->due = w->next;
-    w->next = *fired;
-    *fired = w;
-  }
-}
-
-/* The due watches, and the pending ones whose deadline passed (every one, stopped). */
-void collect_due_watches(struct engine *e, double now, struct engine_watch **fired) {
-  take_due_watches_locked(e, fired);
-  struct engine_watch *next;
-  for (struct engine_watch *w = e->watches; w; w = next) {
-    next = w->next;
-    if (e->stopped || w->deadline <= now) {
-      watch_unlink_locked(e, w);
-      w->next = *fired;
-      *fired = w;
-    }
-  }
-}
-
-void run_watches(struct engine_watch *fired) {
-  while (fired) {
-    struct engine_watch *next = fired->next;
-    struct job *job = fired->job;
-    fired->job = NULL;
-    fired->fn(fired->arg); /* may free fired */
-    job_unref(job);
-    fired = next;
-  }
-}
-
-void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w, double deadline,
-                      void (*fn)(void *arg), void *arg) {
-  job_ref(job);
-  *w = (struct engine_watch){.job = job, .deadline = deadline, .fn = fn, .arg = arg};
-  struct engine_watch *fired = NULL;
-  engine_lock(e);
-  if (e->stopped || job_state_final(job->state) || deadline <= engine_now_mono()) {
-    fired = w; /* due at once */
-  } else {
-    w->next = e->watches;
-    if (w->next) w->next->prev = w;
-    e->watches = w;
-    w->job_next = job->watches;
-    job->watches = w;
-    /* The timer thread sleeps past this deadline: it wakes to sleep less. */
-    if (deadline < e->timer_until) pthread_cond_signal(&e->timer_wake);
-  }
-  engine_unlock(e);
-  run_watches(fired);
-}
-
-/* Sleeps until the earliest watch deadline, fires what is due, repeats. */
-static void *timer_main(void *arg) {
-  struct engine *e = arg;
-  engine_lock(e);
-  while (!e->stopped) {
-    double earliest = engine_now_mono() + 3600;
-    for (struct engine_watch *w = e->watches; w; w = w->next)
-      if (w->deadline < earliest) earliest = w->deadline;
-    /* Condition variables wait on CLOCK_REALTIME by default: convert. */
-    double until = engine_now_unix() + (earliest - engine_now_mono());
-    struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
-    e->timer_until = e->due ? 0 : earliest;
-    if (!e->due) pthread_cond_timedwait(&e->timer_wake, &e->lock, &ts);
-    e->timer_until = 0;
-    struct engine_watch *fired = NULL;
-    collect_due_watches(e, engine_now_mono(), &fired);
-    if (fired) {
-      engine_unlock(e);
-      run_watches(fired);
-      engine_lock(e);
-    }
-  }
-  engine_unlock(e);
-  return NULL;
 }
 
 /* ---- the job table ---- */
@@ -483,7 +248,7 @@ void end_job_locked(struct engine *e, struct job *job, enum job_state state,
   publish_state_locked(e, job);
   if (e->cfg.on_job_end) {
     struct job_view v;
-    view_locked(e, job, &v);
+    job_view_locked(e, job, &v);
     e->cfg.on_job_end(e->cfg.on_job_end_arg, &v);
   }
   if (state == JOB_DONE) {
@@ -511,7 +276,7 @@ struct job *engine_job_get(struct engine *e, uint64_t id) {
 }
 
 /* The lock held, or the job's view final (view_final). */
-static void view_locked(const struct engine *e, struct job *job, struct job_view *v) {
+void job_view_locked(const struct engine *e, struct job *job, struct job_view *v) {
   v->id = job->id;
   v->state = job->state;
   v->spec = job->spec;
@@ -550,19 +315,19 @@ static bool state_unrecorded(const struct engine *e, const struct job *job) {
  * "interrupted", "running") before the store has it. */
 void job_get_view(struct engine *e, struct job *job, struct job_view *v) {
   if (atomic_load(&job->view_final)) { /* nothing in it changes: no lock needed */
-    view_locked(e, job, v);
+    job_view_locked(e, job, v);
     return;
   }
   engine_lock(e);
   while (state_unrecorded(e, job)) /* rows taken meanwhile too */
     wait_for_rows_locked(e, job, job->rows_taken);
-  view_locked(e, job, v);
+  job_view_locked(e, job, v);
   engine_unlock(e);
 }
 
 void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, uint64_t *seq) {
   engine_lock(e);
-  view_locked(e, job, v);
+  job_view_locked(e, job, v);
   *seq = events_last_seq(e->events); /* state events are published under our lock */
   engine_unlock(e);
 }
@@ -704,7 +469,7 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
     goto fail;
   for (int d = 0; d < n_devices; d++)
     if (gate_new(&e->gates[d])) goto fail;
-  if (pthread_create(&e->timer, NULL, timer_main, e)) goto fail;
+  if (pthread_create(&e->timer, NULL, engine_timer_main, e)) goto fail;
   pthread_setname_np(e->timer, "gpulab-timer");
   int started = 0;
   for (int d = 0; d < n_devices; d++)

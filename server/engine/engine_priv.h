@@ -173,6 +173,13 @@ void collect_due_watches(struct engine *e, double now, struct engine_watch **fir
  * after its unlock. */
 void take_due_watches_locked(struct engine *e, struct engine_watch **fired);
 void run_watches(struct engine_watch *fired);
+/* job ended: its watches are due (run by take_due_watches_locked's caller, or the timer). */
+void job_watches_due_locked(struct engine *e, struct job *job);
+void *engine_timer_main(void *arg); /* engine_watch.c: the timer thread */
+/* job's view as it is now (the lock held). */
+void job_view_locked(const struct engine *e, struct job *job, struct job_view *v);
+/* Waits, the lock held, until upto rows of job are queued (engine_rows.c). */
+void wait_for_rows_locked(struct engine *e, struct job *job, unsigned upto);
 
 /* engine_run.c: a worker thread's body (arg: its struct worker). */
 void *engine_worker_main(void *arg);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kernels/core/clock.h"
 #include "server/log.h"
 
 #define CLAIM_BATCH_MAX 64                       /* jobs claimed by one statement */
@@ -51,12 +52,6 @@ struct fleet {
   int n_released;
   pthread_t thread;
 };
-
-static double now_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The channels that wake the thread: jobs left unclaimed, cancel requests (a
  * session's LISTENs, made again on a new connection; the jobs' state changes are
@@ -123,7 +118,7 @@ static int register_node(struct fleet *f) {
   if (!res) return -EIO;
   f->epoch = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
   PQclear(res);
-  atomic_store(&f->renewed_at, now_mono());
+  atomic_store(&f->renewed_at, clock_mono_s());
   return 0;
 }
 
@@ -150,7 +145,7 @@ static void renew(struct fleet *f) {
   bool ours = atoi(PQcmdTuples(res)) == 1;
   PQclear(res);
   if (ours) {
-    atomic_store(&f->renewed_at, now_mono());
+    atomic_store(&f->renewed_at, clock_mono_s());
     return;
   }
   log_warn(
@@ -374,11 +369,11 @@ static bool take_notifications(struct fleet *f) {
 /* Sleeps up to seconds, or until a notification asks for a pass, or fleet_stop. Job
  * events are handed on as they come, without a pass (there are many). */
 static void wait_for_news(struct fleet *f, double seconds) {
-  double until = now_mono() + seconds;
+  double until = clock_mono_s() + seconds;
   for (;;) {
     /* Those that came during the pass's statements are read already. */
     if (take_notifications(f) || atomic_load(&f->stopping)) return;
-    double left = until - now_mono();
+    double left = until - clock_mono_s();
     int sock = PQsocket(f->conn);
     if (left <= 0 || sock < 0) return;
     struct pollfd fds[2] = {{.fd = f->stop_pipe[0], .events = POLLIN},
@@ -409,8 +404,8 @@ static void *fleet_thread(void *arg) {
   struct fleet *f = arg;
   double period = f->cfg.lease_s / 3, next_renewal = 0;
   while (!atomic_load(&f->stopping)) {
-    if (now_mono() >= next_renewal) {
-      next_renewal = now_mono() + period;
+    if (clock_mono_s() >= next_renewal) {
+      next_renewal = clock_mono_s() + period;
       renew(f);
       expire_nodes(f);
       count_queued(f);
@@ -419,7 +414,7 @@ static void *fleet_thread(void *arg) {
     sync_listen(f);
     apply_cancels(f);
     release_backlog(f);
-    double wait = claim(f) ? BACKLOG_POLL_S : next_renewal - now_mono();
+    double wait = claim(f) ? BACKLOG_POLL_S : next_renewal - clock_mono_s();
     wait_for_news(f, wait);
   }
   return NULL;
@@ -519,6 +514,6 @@ int fleet_nodes(struct fleet *f, struct fleet_node *out, int max) {
   return n;
 }
 
-double fleet_lease_age(struct fleet *f) { return now_mono() - atomic_load(&f->renewed_at); }
+double fleet_lease_age(struct fleet *f) { return clock_mono_s() - atomic_load(&f->renewed_at); }
 
 bool fleet_fenced(struct fleet *f) { return fleet_lease_age(f) > f->cfg.lease_s / 2; }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/core/clock.h"
 #include "server/log.h"
 #include "server/store/store_pg.h"
 
@@ -22,16 +23,10 @@ static int64_t query_int(struct store *s, const char *sql) {
   return v;
 }
 
-static double now_mono(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A measure for store_status: the last one while it is recent or the server is away
  * (/health and /metrics neither scan a large table each time nor wait to connect). */
 static bool recent(struct store *s, double at) {
-  return (at > 0 && now_mono() - at < 5) || PQstatus(pg_of(s)->conn) != CONNECTION_OK;
+  return (at > 0 && clock_mono_s() - at < 5) || PQstatus(pg_of(s)->conn) != CONNECTION_OK;
 }
 
 /* The live rows' bytes, not the table's size on disk: a DELETE frees no relation size
@@ -42,7 +37,7 @@ uint64_t pg_used_bytes_locked(struct store *s, bool fresh) {
   struct pg *p = pg_of(s);
   if (!fresh && recent(s, p->used_at)) return p->used_bytes;
   int64_t v = query_int(s, "SELECT COALESCE(SUM(pg_column_size(j.*)), 0)::bigint FROM jobs j");
-  if (v >= 0) p->used_bytes = (uint64_t)v, p->used_at = now_mono();
+  if (v >= 0) p->used_bytes = (uint64_t)v, p->used_at = clock_mono_s();
   return p->used_bytes;
 }
 
@@ -53,7 +48,7 @@ uint64_t pg_file_bytes_locked(struct store *s) {
   int64_t v = query_int(s,
                         "SELECT pg_total_relation_size('jobs') + pg_total_relation_size('sweeps')"
                         " + pg_total_relation_size('kernels') + pg_total_relation_size('meta')");
-  if (v >= 0) p->file_bytes = (uint64_t)v, p->file_at = now_mono();
+  if (v >= 0) p->file_bytes = (uint64_t)v, p->file_at = clock_mono_s();
   return p->file_bytes;
 }
 

@@ -188,7 +188,11 @@ struct store {
   atomic_bool over_limit; /* pruned all it could and is still over */
 };
 
-/* store.c: */
+/* store.c and store_queue.c: */
+/* Takes queue_lock, counting the waits for it (store_status). */
+void store_queue_lock(struct store *s);
+/* The writer thread (store_open starts it): commits gathered rows until store_close. */
+void *store_writer_main(void *arg);
 /* Notes the outcome of a write (a batch's, or one of its own): a failure makes the
  * store refuse new work (store_check) until a write succeeds again, a second later at
  * the earliest. queue_lock held. */
