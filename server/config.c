@@ -187,159 +187,203 @@ int config_default_streams(int n_devices) {
   return clamp(cores() / (2 * (n_devices > 0 ? n_devices : 1)), 4, 16);
 }
 
-int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
+/* The flags that take more than a number or a text. */
+static int parse_backend(const char *text, struct config *cfg, char *err, size_t err_len) {
+  if (strcmp(text, "auto") == 0) cfg->backend = BACKEND_AUTO;
+  else if (strcmp(text, "cuda") == 0) cfg->backend = BACKEND_CUDA;
+  else if (strcmp(text, "cpu") == 0) cfg->backend = BACKEND_CPU;
+  else {
+    snprintf(err, err_len, "--backend must be auto, cuda or cpu, got '%s'", text);
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_socket(const char *text, struct config *cfg, char *err, size_t err_len) {
+  if (strlen(text) >= 108) { /* sockaddr_un's sun_path */
+    snprintf(err, err_len, "--socket is too long (at most 107 bytes)");
+    return -1;
+  }
+  cfg->socket_path = text;
+  return 0;
+}
+
+static int parse_node(const char *text, struct config *cfg, char *err, size_t err_len) {
+  if (!text[0] || strlen(text) >= sizeof cfg->node) {
+    snprintf(err, err_len, "--node must be 1 to %zu characters", sizeof cfg->node - 1);
+    return -1;
+  }
+  snprintf(cfg->node, sizeof cfg->node, "%s", text);
+  return 0;
+}
+
+static int parse_advertise(const char *text, struct config *cfg, char *err, size_t err_len) {
+  if (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0) {
+    snprintf(err, err_len, "--advertise must be an http:// or https:// URL");
+    return -1;
+  }
+  cfg->advertise = text;
+  return 0;
+}
+
+static int parse_durability(const char *text, struct config *cfg, char *err, size_t err_len) {
+  cfg->durability_given = true;
+  if (strcmp(text, "normal") == 0) cfg->durability_full = false;
+  else if (strcmp(text, "full") == 0) cfg->durability_full = true;
+  else {
+    snprintf(err, err_len, "--durability must be normal or full, got '%s'", text);
+    return -1;
+  }
+  return 0;
+}
+
+/* One row per flag: where its value goes in struct config and how it is read. */
+enum flag_kind {
+  FLAG_INT,    /* an int in [lo, hi] */
+  FLAG_LONG,   /* a long in [lo, hi] */
+  FLAG_SIZE,   /* a size_t in [lo, hi] */
+  FLAG_DOUBLE, /* a whole number of seconds in [lo, hi], kept as a double */
+  FLAG_TEXT,   /* a const char * into argv */
+  FLAG_COPY,   /* copied into a char array of the field's size */
+  FLAG_TRUE,   /* no argument: sets a bool */
+  FLAG_PARSE,  /* its own parser */
+  FLAG_HELP,
+  FLAG_VERSION,
+};
+
+struct flag {
+  const char *name; /* without the leading -- */
+  enum flag_kind kind;
+  size_t offset, size; /* the field's, in struct config */
+  long lo, hi;
+  int (*parse)(const char *text, struct config *cfg, char *err, size_t err_len);
+};
+
+#define FIELD(f) offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define NUMBER(kind, name, f, lo, hi) {name, kind, FIELD(f), lo, hi, NULL}
+#define TEXT(name, f) {name, FLAG_TEXT, FIELD(f), 0, 0, NULL}
+#define COPY(name, f) {name, FLAG_COPY, FIELD(f), 0, 0, NULL}
+#define SWITCH(name, f) {name, FLAG_TRUE, FIELD(f), 0, 0, NULL}
+#define PARSE(name, fn) {name, FLAG_PARSE, 0, 0, 0, 0, fn}
+
+static const struct flag flags[] = {
+    COPY("host", host),
+    NUMBER(FLAG_INT, "port", port, 0, 65535),
+    PARSE("backend", parse_backend),
+    PARSE("devices", parse_devices),
+    NUMBER(FLAG_INT, "streams", streams, 1, 64),
+    NUMBER(FLAG_SIZE, "max-body", max_body, 64, 1L << 40),
+    NUMBER(FLAG_INT, "http-threads", http_threads, 1, 256),
+    NUMBER(FLAG_INT, "max-queued", max_queued, 1, 1000000),
+    NUMBER(FLAG_INT, "max-jobs-kept", max_jobs_kept, 1, 10000000),
+    NUMBER(FLAG_SIZE, "max-upload", max_upload, 64, 1L << 40),
+    COPY("access-log", access_log),
+    TEXT("tokens", tokens),
+    SWITCH("allow-fault-injection", allow_fault_injection),
+    COPY("db", db),
+    NUMBER(FLAG_INT, "keep-days", keep_days, 0, 100000),
+    PARSE("max-db-bytes", parse_db_bytes),
+    NUMBER(FLAG_INT, "grace", grace_s, 0, 3600),
+    SWITCH("insecure-no-auth", insecure_no_auth),
+    TEXT("tls-cert", tls_cert),
+    TEXT("tls-key", tls_key),
+    NUMBER(FLAG_INT, "max-connections", max_connections, 1, 100000),
+    NUMBER(FLAG_INT, "max-connections-per-ip", max_connections_per_ip, 1, 100000),
+    NUMBER(FLAG_INT, "timeout", timeout_s, 1, 3600),
+    NUMBER(FLAG_DOUBLE, "wait", default_wait_s, 0, 600),
+    TEXT("web-root", web_root),
+    TEXT("chartjs", chartjs),
+    SWITCH("no-ceilings", no_ceilings),
+    PARSE("socket", parse_socket),
+    PARSE("socket-mode", parse_mode),
+    TEXT("socket-group", socket_group),
+    SWITCH("no-tcp", no_tcp),
+    NUMBER(FLAG_LONG, "inline-max-bytes", inline_max_bytes, 0, 1L << 40),
+    TEXT("nvrtc", nvrtc),
+    NUMBER(FLAG_INT, "max-kernels", max_kernels, 1, 100000),
+    NUMBER(FLAG_INT, "compile-slots", compile_slots, 1, 64),
+    NUMBER(FLAG_INT, "compile-time", compile_time_s, 1, 600),
+    NUMBER(FLAG_SIZE, "max-scratch", max_scratch, 0, 1L << 36),
+    TEXT("runner", runner),
+    NUMBER(FLAG_INT, "kernel-deadline", kernel_deadline_s, 1, 600),
+    SWITCH("cpu-runner-test", cpu_runner_test),
+    PARSE("node", parse_node),
+    PARSE("advertise", parse_advertise),
+    NUMBER(FLAG_INT, "lease-s", lease_s, 1, 3600),
+    PARSE("durability", parse_durability),
+    {"help", FLAG_HELP, 0, 0, 0, 0, NULL},
+    {"version", FLAG_VERSION, 0, 0, 0, 0, NULL},
+};
+#define N_FLAGS (sizeof flags / sizeof flags[0])
+
+/* Flag f's value text into cfg: 0, -1 with err, or 1 when it answered (--help). */
+static int take_flag(const struct flag *f, const char *text, struct config *cfg, FILE *out,
+                     char *err, size_t err_len) {
+  char *field = (char *)cfg + f->offset, name[40];
+  snprintf(name, sizeof name, "--%s", f->name);
+  long v;
+  switch (f->kind) {
+  case FLAG_INT:
+  case FLAG_LONG:
+  case FLAG_SIZE:
+  case FLAG_DOUBLE:
+    if (parse_long(name, text, f->lo, f->hi, &v, err, err_len)) return -1;
+    if (f->kind == FLAG_INT) *(int *)field = (int)v;
+    else if (f->kind == FLAG_LONG) *(long *)field = v;
+    else if (f->kind == FLAG_SIZE) *(size_t *)field = (size_t)v;
+    else *(double *)field = (double)v;
+    return 0;
+  case FLAG_TEXT: *(const char **)field = text; return 0;
+  case FLAG_COPY:
+    if (strlen(text) >= f->size) {
+      snprintf(err, err_len, "%s is too long", name);
+      return -1;
+    }
+    memcpy(field, text, strlen(text) + 1);
+    return 0;
+  case FLAG_TRUE: *(bool *)field = true; return 0;
+  case FLAG_PARSE: return f->parse(text, cfg, err, err_len) ? -1 : 0;
+  case FLAG_HELP: print_usage(out); return 1;
+  case FLAG_VERSION: fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
+  }
+  return -1;
+}
+
+static void set_defaults(struct config *cfg) {
   *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
-                         .n_devices = 0, .streams = 0, .max_body = 1 << 20, .max_upload = 256u << 20, .http_threads = 0,
-                         .max_queued = 1024, .max_jobs_kept = 10000, .default_wait_s = 60, .inline_max_bytes = 1 << 20,
-                         .access_log = "-", .max_connections = 4096, .max_connections_per_ip = 256, .timeout_s = 30,
-                         .db = "gpulab.db", .keep_days = 30, .grace_s = 30, .max_db_bytes = 1LL << 30,
-                         .socket_mode = -1, .max_kernels = 32, .compile_slots = 2, .compile_time_s = 10,
-                         .kernel_deadline_s = 5, .lease_s = 10, .max_scratch = 256u << 20};
-  enum { OPT_NVRTC = 256, OPT_MAX_KERNELS, OPT_COMPILE_SLOTS, OPT_COMPILE_TIME, OPT_RUNNER,
-         OPT_KERNEL_DEADLINE, OPT_CPU_RUNNER_TEST, OPT_NODE, OPT_ADVERTISE, OPT_LEASE,
-         OPT_MAX_SCRATCH };
-  static const struct option options[] = {
-      {"host", required_argument, 0, 'H'},      {"port", required_argument, 0, 'p'},
-      {"backend", required_argument, 0, 'b'},   {"devices", required_argument, 0, 'd'},
-      {"streams", required_argument, 0, 's'},   {"max-body", required_argument, 0, 'B'},
-      {"http-threads", required_argument, 0, 't'}, {"max-queued", required_argument, 0, 'q'},
-      {"max-jobs-kept", required_argument, 0, 'k'},
-      {"max-upload", required_argument, 0, 'U'}, {"access-log", required_argument, 0, 'A'},
-      {"tokens", required_argument, 0, 'T'}, {"allow-fault-injection", no_argument, 0, 'F'}, {"db", required_argument, 0, 'D'},
-      {"keep-days", required_argument, 0, 'R'}, {"max-db-bytes", required_argument, 0, 'X'}, {"grace", required_argument, 0, 'G'}, {"insecure-no-auth", no_argument, 0, 'I'},
-      {"tls-cert", required_argument, 0, 'c'}, {"tls-key", required_argument, 0, 'K'},
-      {"max-connections", required_argument, 0, 'M'},
-      {"max-connections-per-ip", required_argument, 0, 'P'}, {"timeout", required_argument, 0, 'o'}, {"wait", required_argument, 0, 'w'},
-      {"web-root", required_argument, 0, 'W'}, {"chartjs", required_argument, 0, 'C'},
-      {"no-ceilings", no_argument, 0, 'N'},   {"socket", required_argument, 0, 'S'},
-      {"socket-mode", required_argument, 0, 'm'}, {"socket-group", required_argument, 0, 'g'},
-      {"no-tcp", no_argument, 0, 'n'},   {"inline-max-bytes", required_argument, 0, 'i'},
-      {"nvrtc", required_argument, 0, OPT_NVRTC}, {"max-kernels", required_argument, 0, OPT_MAX_KERNELS},
-      {"compile-slots", required_argument, 0, OPT_COMPILE_SLOTS},
-      {"compile-time", required_argument, 0, OPT_COMPILE_TIME},
-      {"max-scratch", required_argument, 0, OPT_MAX_SCRATCH}, {"runner", required_argument, 0, OPT_RUNNER},
-      {"kernel-deadline", required_argument, 0, OPT_KERNEL_DEADLINE},
-      {"cpu-runner-test", no_argument, 0, OPT_CPU_RUNNER_TEST}, {"node", required_argument, 0, OPT_NODE},
-      {"advertise", required_argument, 0, OPT_ADVERTISE}, {"lease-s", required_argument, 0, OPT_LEASE},
-      {"durability", required_argument, 0, 'Y'},
-      {"help", no_argument, 0, 'h'},            {"version", no_argument, 0, 'V'},
-      {0, 0, 0, 0}};
+                         .max_body = 1 << 20, .max_upload = 256u << 20, .max_queued = 1024,
+                         .max_jobs_kept = 10000, .default_wait_s = 60,
+                         .inline_max_bytes = 1 << 20, .access_log = "-",
+                         .max_connections = 4096, .max_connections_per_ip = 256,
+                         .timeout_s = 30, .db = "gpulab.db", .keep_days = 30, .grace_s = 30,
+                         .max_db_bytes = 1LL << 30, .socket_mode = -1, .max_kernels = 32,
+                         .compile_slots = 2, .compile_time_s = 10, .kernel_deadline_s = 5,
+                         .lease_s = 10, .max_scratch = 256u << 20};
   if (gethostname(cfg->node, sizeof cfg->node) != 0 || !cfg->node[0])
     snprintf(cfg->node, sizeof cfg->node, "localhost");
   cfg->node[sizeof cfg->node - 1] = '\0'; /* a name cut short is not terminated */
+}
+
+int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len) {
+  set_defaults(cfg);
+  struct option options[N_FLAGS + 1];
+  for (size_t i = 0; i < N_FLAGS; i++) {
+    bool bare = flags[i].kind == FLAG_TRUE || flags[i].kind == FLAG_HELP ||
+                flags[i].kind == FLAG_VERSION;
+    options[i] = (struct option){flags[i].name, bare ? no_argument : required_argument, NULL,
+                                 256 + (int)i};
+  }
+  options[N_FLAGS] = (struct option){0, 0, 0, 0};
   optind = 1;
   opterr = 0;
   int c;
-  long v = 0;
   while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
-    int rc = 0;
-    switch (c) {
-    case 'H':
-      if (strlen(optarg) >= sizeof cfg->host) {
-        snprintf(err, err_len, "--host is too long");
-        return -1;
-      }
-      strcpy(cfg->host, optarg);
-      break;
-    case 'p': rc = parse_long("--port", optarg, 0, 65535, &v, err, err_len); cfg->port = (int)v; break;
-    case 'b':
-      if (strcmp(optarg, "auto") == 0) cfg->backend = BACKEND_AUTO;
-      else if (strcmp(optarg, "cuda") == 0) cfg->backend = BACKEND_CUDA;
-      else if (strcmp(optarg, "cpu") == 0) cfg->backend = BACKEND_CPU;
-      else {
-        snprintf(err, err_len, "--backend must be auto, cuda or cpu, got '%s'", optarg);
-        return -1;
-      }
-      break;
-    case 'd': rc = parse_devices(optarg, cfg, err, err_len); break;
-    case 's': rc = parse_long("--streams", optarg, 1, 64, &v, err, err_len); cfg->streams = (int)v; break;
-    case 'B': rc = parse_long("--max-body", optarg, 64, 1L << 40, &v, err, err_len); cfg->max_body = (size_t)v; break;
-    case 't': rc = parse_long("--http-threads", optarg, 1, 256, &v, err, err_len); cfg->http_threads = (int)v; break;
-    case 'q': rc = parse_long("--max-queued", optarg, 1, 1000000, &v, err, err_len); cfg->max_queued = (int)v; break;
-    case 'k': rc = parse_long("--max-jobs-kept", optarg, 1, 10000000, &v, err, err_len); cfg->max_jobs_kept = (int)v; break;
-    case 'U': rc = parse_long("--max-upload", optarg, 64, 1L << 40, &v, err, err_len); cfg->max_upload = (size_t)v; break;
-    case 'A':
-      if (strlen(optarg) >= sizeof cfg->access_log) {
-        snprintf(err, err_len, "--access-log is too long");
-        return -1;
-      }
-      strcpy(cfg->access_log, optarg);
-      break;
-    case 'w': rc = parse_long("--wait", optarg, 0, 600, &v, err, err_len); cfg->default_wait_s = (double)v; break;
-    case 'W': cfg->web_root = optarg; break;
-    case 'T': cfg->tokens = optarg; break;
-    case 'F': cfg->allow_fault_injection = true; break;
-    case 'D':
-      if (strlen(optarg) >= sizeof cfg->db) {
-        snprintf(err, err_len, "--db is too long");
-        return -1;
-      }
-      strcpy(cfg->db, optarg);
-      break;
-    case 'R': rc = parse_long("--keep-days", optarg, 0, 100000, &v, err, err_len); cfg->keep_days = (int)v; break;
-    case 'X': rc = parse_db_bytes(optarg, cfg, err, err_len); break;
-    case 'G': rc = parse_long("--grace", optarg, 0, 3600, &v, err, err_len); cfg->grace_s = (int)v; break;
-    case 'I': cfg->insecure_no_auth = true; break;
-    case 'c': cfg->tls_cert = optarg; break;
-    case 'K': cfg->tls_key = optarg; break;
-    case 'M': rc = parse_long("--max-connections", optarg, 1, 100000, &v, err, err_len); cfg->max_connections = (int)v; break;
-    case 'P': rc = parse_long("--max-connections-per-ip", optarg, 1, 100000, &v, err, err_len); cfg->max_connections_per_ip = (int)v; break;
-    case 'o': rc = parse_long("--timeout", optarg, 1, 3600, &v, err, err_len); cfg->timeout_s = (int)v; break;
-    case 'C': cfg->chartjs = optarg; break;
-    case 'i': rc = parse_long("--inline-max-bytes", optarg, 0, 1L << 40, &v, err, err_len); cfg->inline_max_bytes = v; break;
-    case 'N': cfg->no_ceilings = true; break;
-    case 'S':
-      if (strlen(optarg) >= 108) { /* sockaddr_un's sun_path */
-        snprintf(err, err_len, "--socket is too long (at most 107 bytes)");
-        return -1;
-      }
-      cfg->socket_path = optarg;
-      break;
-    case 'm': rc = parse_mode(optarg, cfg, err, err_len); break;
-    case 'g': cfg->socket_group = optarg; break;
-    case 'n': cfg->no_tcp = true; break;
-    case OPT_NVRTC: cfg->nvrtc = optarg; break;
-    case OPT_MAX_KERNELS: rc = parse_long("--max-kernels", optarg, 1, 100000, &v, err, err_len); cfg->max_kernels = (int)v; break;
-    case OPT_MAX_SCRATCH: rc = parse_long("--max-scratch", optarg, 0, 1L << 36, &v, err, err_len); cfg->max_scratch = (size_t)v; break;
-    case OPT_COMPILE_SLOTS: rc = parse_long("--compile-slots", optarg, 1, 64, &v, err, err_len); cfg->compile_slots = (int)v; break;
-    case OPT_COMPILE_TIME: rc = parse_long("--compile-time", optarg, 1, 600, &v, err, err_len); cfg->compile_time_s = (int)v; break;
-    case OPT_RUNNER: cfg->runner = optarg; break;
-    case OPT_KERNEL_DEADLINE:
-      rc = parse_long("--kernel-deadline", optarg, 1, 600, &v, err, err_len);
-      cfg->kernel_deadline_s = (int)v;
-      break;
-    case OPT_CPU_RUNNER_TEST: cfg->cpu_runner_test = true; break;
-    case OPT_NODE:
-      if (!optarg[0] || strlen(optarg) >= sizeof cfg->node) {
-        snprintf(err, err_len, "--node must be 1 to %zu characters", sizeof cfg->node - 1);
-        return -1;
-      }
-      snprintf(cfg->node, sizeof cfg->node, "%s", optarg);
-      break;
-    case OPT_ADVERTISE:
-      if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) {
-        snprintf(err, err_len, "--advertise must be an http:// or https:// URL");
-        return -1;
-      }
-      cfg->advertise = optarg;
-      break;
-    case OPT_LEASE: rc = parse_long("--lease-s", optarg, 1, 3600, &v, err, err_len); cfg->lease_s = (int)v; break;
-    case 'Y':
-      cfg->durability_given = true;
-      if (strcmp(optarg, "normal") == 0) cfg->durability_full = false;
-      else if (strcmp(optarg, "full") == 0) cfg->durability_full = true;
-      else {
-        snprintf(err, err_len, "--durability must be normal or full, got '%s'", optarg);
-        return -1;
-      }
-      break;
-    case 'h': print_usage(out); return 1;
-    case 'V': fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
-    default:
+    if (c < 256 || c >= 256 + (int)N_FLAGS) {
       snprintf(err, err_len, "unknown or incomplete flag '%s' (see --help)", argv[optind - 1]);
       return -1;
     }
-    if (rc) return -1;
+    int rc = take_flag(&flags[c - 256], optarg, cfg, out, err, err_len);
+    if (rc) return rc;
   }
   if (optind < argc) {
     snprintf(err, err_len, "unexpected argument '%s' (see --help)", argv[optind]);

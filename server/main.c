@@ -302,6 +302,151 @@ static int wait_for_stop(const struct config *cfg, struct engine *engine, struct
   }
 }
 
+/* Everything gpulabd runs, started in this order by start() and stopped in reverse by
+ * stop(); each NULL (or 0) until it is started. */
+struct gpulabd {
+  struct backend *devices[16];
+  int n_devices;
+  struct auth *auth;
+  char *tls_cert, *tls_key;
+  long socket_gid;
+  FILE *access_log;
+  struct metrics *metrics;
+  struct store *store;
+  struct ukernels *ukernels;
+  struct engine *engine;
+  struct sweeps *sweeps;
+  struct durable_fleet fleet_node;
+  struct fleet *fleet;
+  struct service service;
+  struct http_server *server;
+};
+
+/* Blocks the stop signals in every thread (main waits for them with sigwait). */
+static void block_signals(sigset_t *stop_signals) {
+  sigemptyset(stop_signals);
+  sigaddset(stop_signals, SIGINT);
+  sigaddset(stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, stop_signals, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  /* A file size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, as a full disk
+   * would, instead of killing gpulabd: the store refuses jobs and says so. */
+  signal(SIGXFSZ, SIG_IGN);
+}
+
+/* The engine over the devices, writing to the store (when there is one), with the jobs
+ * and sweeps the store kept read back. 0 or -1 (logged). */
+static int start_engine(const struct config *cfg, struct gpulabd *d, uint64_t first_id,
+                        uint64_t first_buffer_id) {
+  struct store *store = d->store;
+  struct engine_config ecfg = {
+      .max_jobs_kept = cfg->max_jobs_kept, .max_queued = cfg->max_queued,
+      .on_job_end = count_job, .on_job_end_arg = d->metrics,
+      .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
+      .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
+      /* One box's store: a block rarely (the call waits for a commit of a few hundred
+         rows); a fleet's: ids close together. */
+      .ids_block = store && !store_shared(store) ? 65536 : 0,
+      .on_buffer_change = store ? durable_buffer : NULL, .on_buffer_change_arg = store,
+      .first_id = first_id, .first_buffer_id = first_buffer_id,
+      .node = fleet_store(store) ? cfg->node : NULL};
+  if (engine_new(d->devices, d->n_devices, &ecfg, &d->engine)) {
+    log_warn("gpulabd: cannot start the engine");
+    return -1;
+  }
+  struct durable_recovery recovered;
+  if (store && durable_recover(d->engine, store, &recovered) > 0)
+    log_info("store: %d job(s) queued again, %d marked interrupted", recovered.rerun,
+             recovered.interrupted);
+  if (durable_sweeps_open(store, &d->sweeps)) {
+    log_warn("gpulabd: out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+/* The HTTP server over the service. 0 or -1 (logged). */
+static int start_http(const struct config *cfg, struct gpulabd *d) {
+  d->service = (struct service){.engine = d->engine, .store = d->store, .fleet = d->fleet,
+                                .sweeps = d->sweeps, .ukernels = d->ukernels};
+  struct http_options hopts = {
+      .host = cfg->host, .port = cfg->port, .threads = cfg->http_threads,
+      .max_body = cfg->max_body, .max_upload = cfg->max_upload,
+      .default_wait_s = cfg->default_wait_s, .inline_max_bytes = cfg->inline_max_bytes,
+      .web_root = cfg->web_root, .chartjs_path = cfg->chartjs, .metrics = d->metrics,
+      .access_log = d->access_log, .auth = d->auth, .tls_cert_pem = d->tls_cert,
+      .tls_key_pem = d->tls_key, .max_connections = cfg->max_connections,
+      .max_connections_per_ip = cfg->max_connections_per_ip, .timeout_s = cfg->timeout_s,
+      .service = &d->service, .max_queued = cfg->max_queued, .socket_path = cfg->socket_path,
+      .socket_mode = cfg->socket_mode, .socket_gid = d->socket_gid, .no_tcp = cfg->no_tcp};
+  char err[512];
+  if (http_server_start(&hopts, d->engine, &d->server, err, sizeof err)) {
+    log_warn("gpulabd: %s", err);
+    return -1;
+  }
+  log_ready(cfg, d->server, d->n_devices, d->tls_cert != NULL);
+  if (d->fleet && cfg->port == 0) { /* the port is known now */
+    char url[160];
+    advertised_url(cfg, http_server_port(d->server), url, sizeof url);
+    fleet_advertise(d->fleet, url);
+  }
+  return 0;
+}
+
+/* Starts everything after the access files (load_access; open_devices sets
+ * cfg->streams when it was 0): 0, or -1 (logged) with what
+ * was started left for stop(). */
+static int start(struct config *cfg, struct gpulabd *d) {
+  char err[512];
+  uint64_t first_id, first_buffer_id;
+  d->access_log = open_access_log(cfg->access_log);
+  if (metrics_new(GPULAB_VERSION, &d->metrics)) {
+    log_warn("gpulabd: out of memory");
+    return -1;
+  }
+  d->n_devices = open_devices(cfg, d->devices, err, sizeof err);
+  if (d->n_devices == 0) {
+    log_warn("gpulabd: %s", err);
+    return -1;
+  }
+  if (open_store(cfg, &d->store, &first_id, &first_buffer_id)) return -1;
+  /* Users' kernels before jobs are read back: those jobs may name them. */
+  if (open_ukernels(cfg, d->devices[0], d->store, &d->ukernels)) return -1;
+  if (start_engine(cfg, d, first_id, first_buffer_id)) return -1;
+  d->fleet_node = (struct durable_fleet){
+      .engine = d->engine, .store = d->store, .lanes = d->n_devices * cfg->streams};
+  if (join_fleet(cfg, d->store, &d->fleet_node, &d->fleet)) return -1;
+  /* The fleet listens to other nodes' job events while someone here streams them. */
+  if (d->fleet) events_on_listeners(engine_events(d->engine), wake_fleet, d->fleet);
+  return start_http(cfg, d);
+}
+
+/* Stops what start() started, in reverse: status 0 (a clean stop) lets running jobs
+ * finish within --grace. */
+static void stop(const struct config *cfg, struct gpulabd *d, int status) {
+  if (d->fleet) fleet_drain(d->fleet); /* claims nothing more; its lease held while jobs finish */
+  http_server_quiesce(d->server);
+  /* Running jobs may finish; queued ones stay in the store for the next start (a
+   * fleet's other nodes take them once this one's lease has run out). Every waiting
+   * request is answered. */
+  if (d->engine) engine_shutdown(d->engine, status == 0 ? cfg->grace_s : 0);
+  if (d->fleet) events_on_listeners(engine_events(d->engine), NULL, NULL); /* streams may close later */
+  fleet_stop(d->fleet);
+  http_server_drain(d->server, 2);
+  http_server_stop(d->server);
+  durable_sweeps_close(d->store, d->sweeps);
+  if (d->engine && d->store) durable_release_ids(d->engine, d->store);
+  engine_free(d->engine);
+  for (int i = 0; i < d->n_devices; i++) backend_free(d->devices[i]);
+  metrics_free(d->metrics);
+  ukernels_free(d->ukernels);
+  store_close(d->store);
+  auth_free(d->auth);
+  free(d->tls_cert);
+  free(d->tls_key);
+  if (d->access_log && d->access_log != stdout) fclose(d->access_log);
+}
+
 int main(int argc, char **argv) {
   struct config cfg;
   char err[512];
@@ -311,125 +456,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpulabd: %s\n", err);
     return 2;
   }
-  /* Block the stop signals in every thread; main waits for them with sigwait. */
   sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  /* A file size limit (RLIMIT_FSIZE) makes writes fail with EFBIG, as a full disk
-   * would, instead of killing gpulabd: the store refuses jobs and says so. */
-  signal(SIGXFSZ, SIG_IGN);
-
-  struct backend *devices[16];
-  int n_devices = 0;
-  struct auth *auth = NULL;
-  char *tls_cert = NULL, *tls_key = NULL;
-  long socket_gid = -1;
+  block_signals(&stop_signals);
   if (cfg.http_threads == 0) cfg.http_threads = config_default_http_threads(); /* from the machine */
   api_params_allow_faults(cfg.allow_fault_injection);
   if (cfg.allow_fault_injection) log_warn("fault injection is allowed (--allow-fault-injection): for tests only");
-  if (load_access(&cfg, &auth, &tls_cert, &tls_key, &socket_gid)) {
-    auth_free(auth);
-    free(tls_cert);
+  struct gpulabd d = {.socket_gid = -1};
+  if (load_access(&cfg, &d.auth, &d.tls_cert, &d.tls_key, &d.socket_gid)) {
+    auth_free(d.auth);
+    free(d.tls_cert);
     return 2;
   }
-
-  struct engine *engine = NULL;
-  struct http_server *server = NULL;
-  struct metrics *metrics = NULL;
-  struct store *store = NULL;
-  struct sweeps *sweeps = NULL;
-  struct ukernels *ukernels = NULL;
-  struct fleet *fleet = NULL;
-  struct durable_fleet fleet_node;
-  FILE *access_log = open_access_log(cfg.access_log);
   int status = 1;
-  uint64_t first_id, first_buffer_id;
-  if (metrics_new(GPULAB_VERSION, &metrics)) {
-    log_warn("gpulabd: out of memory");
-    goto fail;
-  }
-  n_devices = open_devices(&cfg, devices, err, sizeof err);
-  if (n_devices == 0) {
-    log_warn("gpulabd: %s", err);
-    goto fail;
-  }
-  if (open_store(&cfg, &store, &first_id, &first_buffer_id)) goto fail;
-  if (open_ukernels(&cfg, devices[0], store, &ukernels)) goto fail; /* before jobs are read back */
-  struct engine_config ecfg = {.max_jobs_kept = cfg.max_jobs_kept, .max_queued = cfg.max_queued,
-                               .on_job_end = count_job, .on_job_end_arg = metrics,
-                               .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
-                               .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
-                               /* One box's store: a block rarely (the call waits for a commit
-                                  of a few hundred rows); a fleet's: ids close together. */
-                               .ids_block = store && !store_shared(store) ? 65536 : 0,
-                               .on_buffer_change = store ? durable_buffer : NULL, .on_buffer_change_arg = store,
-                               .first_id = first_id, .first_buffer_id = first_buffer_id,
-                               .node = fleet_store(store) ? cfg.node : NULL};
-  if (engine_new(devices, n_devices, &ecfg, &engine)) {
-    log_warn("gpulabd: cannot start the engine");
-    goto fail;
-  }
-  struct durable_recovery recovered;
-  if (store && durable_recover(engine, store, &recovered) > 0)
-    log_info("store: %d job(s) queued again, %d marked interrupted", recovered.rerun,
-             recovered.interrupted);
-  if (durable_sweeps_open(store, &sweeps)) {
-    log_warn("gpulabd: out of memory");
-    goto fail;
-  }
-  fleet_node = (struct durable_fleet){.engine = engine, .store = store, .lanes = n_devices * cfg.streams};
-  if (join_fleet(&cfg, store, &fleet_node, &fleet)) goto fail;
-  /* The fleet listens to other nodes' job events while someone here streams them. */
-  if (fleet) events_on_listeners(engine_events(engine), wake_fleet, fleet);
-  struct service service = {.engine = engine, .store = store, .fleet = fleet, .sweeps = sweeps,
-                            .ukernels = ukernels};
-  struct http_options hopts = {.host = cfg.host, .port = cfg.port, .threads = cfg.http_threads,
-                               .max_body = cfg.max_body, .max_upload = cfg.max_upload, .default_wait_s = cfg.default_wait_s,
-                               .inline_max_bytes = cfg.inline_max_bytes,
-                               .web_root = cfg.web_root, .chartjs_path = cfg.chartjs,
-                               .metrics = metrics, .access_log = access_log, .auth = auth,
-                               .tls_cert_pem = tls_cert, .tls_key_pem = tls_key,
-                               .max_connections = cfg.max_connections,
-                               .max_connections_per_ip = cfg.max_connections_per_ip,
-                               .timeout_s = cfg.timeout_s, .service = &service,
-                               .max_queued = cfg.max_queued, .socket_path = cfg.socket_path,
-                               .socket_mode = cfg.socket_mode, .socket_gid = socket_gid, .no_tcp = cfg.no_tcp};
-  if (http_server_start(&hopts, engine, &server, err, sizeof err)) {
-    log_warn("gpulabd: %s", err);
-    goto fail;
-  }
-  log_ready(&cfg, server, n_devices, tls_cert != NULL);
-  if (fleet && cfg.port == 0) { /* the port is known now */
-    char url[160];
-    advertised_url(&cfg, http_server_port(server), url, sizeof url);
-    fleet_advertise(fleet, url);
-  }
-  status = wait_for_stop(&cfg, engine, store, fleet, &stop_signals);
-fail:
-  if (fleet) fleet_drain(fleet); /* claims nothing more; its lease held while jobs finish */
-  http_server_quiesce(server);
-  /* Running jobs may finish; queued ones stay in the store for the next start (a
-   * fleet's other nodes take them once this one's lease has run out). Every waiting
-   * request is answered. */
-  if (engine) engine_shutdown(engine, status == 0 ? cfg.grace_s : 0);
-  if (fleet) events_on_listeners(engine_events(engine), NULL, NULL); /* streams may close later */
-  fleet_stop(fleet);
-  http_server_drain(server, 2);
-  http_server_stop(server);
-  durable_sweeps_close(store, sweeps);
-  if (engine && store) durable_release_ids(engine, store);
-  engine_free(engine);
-  for (int i = 0; i < n_devices; i++) backend_free(devices[i]);
-  metrics_free(metrics);
-  ukernels_free(ukernels);
-  store_close(store);
-  auth_free(auth);
-  free(tls_cert);
-  free(tls_key);
-  if (access_log && access_log != stdout) fclose(access_log);
+  if (start(&cfg, &d) == 0) status = wait_for_stop(&cfg, d.engine, d.store, d.fleet, &stop_signals);
+  stop(&cfg, &d, status);
   if (status == 0) log_info("stopped");
   return status;
 }
