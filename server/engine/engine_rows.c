@@ -14,9 +14,9 @@
  * (a view, a copy, the store's queue; a finished job's whole document) is made while
  * other threads have the lock. */
 struct pending_row {
-  struct job *job; /* referenced until queued */
-  unsigned seq;    /* the job's rows before it (job.rows_taken): its turn */
-  bool final;      /* its view is taken after the release: a final state never changes */
+  struct job *job;           /* referenced until queued */
+  unsigned seq;              /* the job's rows before it (job.rows_taken): its turn */
+  bool final;                /* its view is taken after the release: a final state never changes */
   uint32_t parents_unqueued; /* a first row: its parents (bits) whose first rows were
                                 not queued yet when it was taken */
   struct job_view view;

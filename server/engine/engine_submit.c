@@ -22,23 +22,6 @@ static int refuse(struct engine_error *err, int code, const char *field, const c
   return code;
 }
 
-int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
-                      struct engine_error *err) {
-  if (!e->cfg.reserve_ids || id <= e->ids_reserved[kind]) return 0;
-  uint64_t *next = kind == ENGINE_IDS_JOBS ? &e->next_id : &e->next_buffer_id;
-  uint64_t from = *next, upto = id + (e->cfg.ids_block ? e->cfg.ids_block : ENGINE_IDS_BLOCK) - 1;
-  int rc = e->cfg.reserve_ids(e->cfg.reserve_ids_arg, kind, &from, upto);
-  if (rc == 0 && from < *next) rc = -EINVAL; /* a block only moves forward */
-  if (rc == 0) {
-    e->ids_reserved[kind] = upto + (from - *next); /* moved on: the same length */
-    *next = from;
-  } else if (err) {
-    refuse(err, rc, "store", "the store cannot record new %s ids (%s): nothing was accepted",
-           kind == ENGINE_IDS_JOBS ? "job" : "buffer", strerror(-rc));
-  }
-  return rc;
-}
-
 /* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
  * referenced now, job outputs when their producer is issued. Every input slot reads
  * float32: a buffer or a job's output of another dtype (a histogram's uint32 counts) is

@@ -6,8 +6,10 @@
 
 /* w leaves the pending watches: every job's list and its job's. */
 static void watch_unlink_locked(struct engine *e, struct engine_watch *w) {
-  if (w->prev) w->prev->next = w->next;
-  else e->watches = w->next;
+  if (w->prev)
+    w->prev->next = w->next;
+  else
+    e->watches = w->next;
   if (w->next) w->next->prev = w->prev;
   struct engine_watch **link = &w->job->watches;
   while (*link != w) link = &(*link)->job_next;

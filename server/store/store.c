@@ -16,9 +16,6 @@
 #include "server/store/journal.h"
 #include "server/store/store_priv.h"
 
-/* Takes queue_lock, counting the waits for it (store_status). */
-void store_queue_lock(struct store *s) { lock_counting_waits(&s->queue_lock, &s->queue_lock_waits); }
-
 /* uri without its password (user:secret@ becomes user:***@), for messages and logs. */
 static const char *redacted(const char *uri) {
   static _Thread_local char out[256];
@@ -178,45 +175,7 @@ void store_note_write(struct store *s, int err, const char *why) {
 }
 
 
-/* ---- the size bound, and the reads: the backend's, after what both share ---- */
-
-/* Past max_bytes: deletes the oldest finished jobs, a share at a time, until the
- * database holds 90% of it. The database lock is held, outside a transaction. */
-void store_keep_within_locked(struct store *s) {
-  s->written_since_check = 0;
-  uint64_t used = s->ops->used_bytes_locked(s, true), target = s->max_bytes / 10 * 9;
-  if (used <= s->max_bytes) {
-    atomic_store(&s->over_limit, false);
-    return;
-  }
-  uint64_t before = s->pruned_jobs;
-  for (int pass = 0; used > target && pass < 16; pass++) {
-    int64_t rows = s->ops->count_jobs_locked(s);
-    if (rows <= 0) break;
-    uint64_t per_row = used / (uint64_t)rows + 1, n = (used - target) / per_row + 16;
-    int deleted = s->ops->delete_oldest_locked(s, n);
-    if (deleted <= 0) break; /* none finished, or the delete failed */
-    s->pruned_jobs += (uint64_t)deleted;
-    used = s->ops->used_bytes_locked(s, true);
-  }
-  if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
-  bool over = used > s->max_bytes;
-  if (over != atomic_load(&s->over_limit) || s->pruned_jobs != before)
-    log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
-             (unsigned long long)used, (unsigned long long)(s->pruned_jobs - before),
-             (unsigned long long)s->max_bytes,
-             over ? ": unfinished jobs alone pass it, new ones are refused" : "");
-  atomic_store(&s->over_limit, over);
-}
-
-int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n) {
-  *ids = NULL;
-  *n = 0;
-  store_queue_lock(s); /* s->journal's; under the database lock, which queue_lock never waits for */
-  int err = s->journal ? journal_held_ids(s->journal, ids, n) : 0;
-  pthread_mutex_unlock(&s->queue_lock);
-  return err;
-}
+/* ---- the reads: the backend's, after what both share ---- */
 
 void store_limit(struct store *s, uint64_t max_bytes) {
   pthread_mutex_lock(&s->lock);

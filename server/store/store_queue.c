@@ -22,6 +22,11 @@ static _Thread_local struct {
   uint64_t ticket;
 } last_put;
 
+/* Takes queue_lock, counting the waits for it (store_status). */
+void store_queue_lock(struct store *s) {
+  lock_counting_waits(&s->queue_lock, &s->queue_lock_waits);
+}
+
 void store_note_write_locked(struct store *s, int err, const char *why) {
   if (err == 0) {
     if (!s->writable && clock_mono_s() >= s->retry_at) {
@@ -32,7 +37,8 @@ void store_note_write_locked(struct store *s, int err, const char *why) {
   }
   s->retry_at = clock_mono_s() + 1;
   if (s->writable || s->error != err)
-    log_warn("store: a write failed (%s: %s); new jobs are refused until one succeeds", strerror(-err), why);
+    log_warn("store: a write failed (%s: %s); new jobs are refused until one succeeds",
+             strerror(-err), why);
   s->writable = false;
   s->error = err;
   snprintf(s->message, sizeof s->message, "%s", why);
@@ -67,7 +73,8 @@ static void note_failed_locked(struct store *s, const struct queued_row *batch, 
       continue;
     }
     struct failed_range *next = &s->failed[s->n_failed % FAILED_RANGES];
-    if (s->n_failed >= FAILED_RANGES && next->to > s->failed_forgotten) s->failed_forgotten = next->to;
+    if (s->n_failed >= FAILED_RANGES && next->to > s->failed_forgotten)
+      s->failed_forgotten = next->to;
     *next = (struct failed_range){t[i], t[i], err};
     s->n_failed++;
   }
@@ -129,8 +136,10 @@ static struct queued_row *job_find(struct store *s, uint64_t id) {
 static void queue_append(struct store *s, struct queued_row *q) {
   q->next = NULL;
   q->prev = s->last;
-  if (s->last) s->last->next = q;
-  else s->head = q;
+  if (s->last)
+    s->last->next = q;
+  else
+    s->head = q;
   s->last = q;
   if (q->row.table == STORE_JOBS) {
     struct queued_row **bucket = job_bucket(s, q->row.id);
@@ -141,10 +150,14 @@ static void queue_append(struct store *s, struct queued_row *q) {
 
 /* q leaves the queue (replaced, or taken for writing). */
 static void queue_remove(struct store *s, struct queued_row *q) {
-  if (q->prev) q->prev->next = q->next;
-  else s->head = q->next;
-  if (q->next) q->next->prev = q->prev;
-  else s->last = q->prev;
+  if (q->prev)
+    q->prev->next = q->next;
+  else
+    s->head = q->next;
+  if (q->next)
+    q->next->prev = q->prev;
+  else
+    s->last = q->prev;
   q->next = q->prev = NULL;
   if (q->row.table == STORE_JOBS) {
     struct queued_row **link = job_bucket(s, q->row.id);
@@ -205,8 +218,9 @@ static struct queued_row *take_rows_locked(struct store *s, bool all) {
  * (whose replay applies it) and takes no more entries. queue_lock held. */
 static void journal_keep_locked(struct store *s) {
   if (s->journal_off) return;
-  log_warn("store: journaled rows could not be committed; they are kept in the accept journal "
-           "for the next start, and answers wait for commits again");
+  log_warn(
+      "store: journaled rows could not be committed; they are kept in the accept journal "
+      "for the next start, and answers wait for commits again");
   s->journal_off = true;
 }
 
@@ -397,8 +411,8 @@ int store_put(struct store *s, const struct store_row *r) {
   size_t record = r->record ? strlen(r->record) + 1 : 0, request = r->request ? r->request_len : 0;
   size_t arg = !r->record && r->make_record ? r->record_arg_len : 0;
   size_t parents = r->n_parents > 0 ? (size_t)r->n_parents * sizeof *r->parents : 0;
-  struct queued_row *q =
-      malloc(sizeof *q + parents + arg + client + type + state + record + request);
+  struct queued_row *q = malloc(sizeof *q + parents + arg + client + type + state + record +
+                                request);
   if (!q) {
     log_warn("store: job %llu: out of memory", (unsigned long long)r->id);
     return -ENOMEM;
@@ -492,8 +506,8 @@ static bool ticket_journaled(struct store *s, uint64_t ticket) {
  * to be made (the writer makes it outside the lock). queue_lock held. */
 static bool journal_may_take(const struct store *s, const struct queued_row *q) {
   const struct store_row *r = &q->row;
-  return s->journal && !s->journal_off && q->journal_gen == JOURNAL_NONE && !q->held &&
-         !s->holds && r->table == STORE_JOBS && r->n_parents == 0 &&
+  return s->journal && !s->journal_off && q->journal_gen == JOURNAL_NONE && !q->held && !s->holds &&
+         r->table == STORE_JOBS && r->n_parents == 0 &&
          (r->finished > 0 || (r->create && !q->absorbed)) && (!q->in_batch || !r->make_record);
 }
 
@@ -608,7 +622,8 @@ void store_set_gather_ms(struct store *s, int ms, int awaited_ms) {
 void store_await(struct store *s, uint64_t ticket) {
   store_queue_lock(s);
   struct queued_row *q = row_holding(s, ticket);
-  if (q && !q->in_batch) q->awaited = true; /* the writer, asleep until the first row gathers, wakes early: harmless */
+  if (q && !q->in_batch)
+    q->awaited = true; /* the writer, asleep until the first row gathers, wakes early: harmless */
   pthread_mutex_unlock(&s->queue_lock);
 }
 
@@ -625,4 +640,44 @@ void store_release(struct store *s) {
     if (s->head) pthread_cond_signal(&s->queue_ready);
   }
   pthread_mutex_unlock(&s->queue_lock);
+}
+
+/* ---- the size bound: pruned by the writer after its commits ---- */
+
+/* Past max_bytes: deletes the oldest finished jobs, a share at a time, until the
+ * database holds 90% of it. The database lock is held, outside a transaction. */
+void store_keep_within_locked(struct store *s) {
+  s->written_since_check = 0;
+  uint64_t used = s->ops->used_bytes_locked(s, true), target = s->max_bytes / 10 * 9;
+  if (used <= s->max_bytes) {
+    atomic_store(&s->over_limit, false);
+    return;
+  }
+  uint64_t before = s->pruned_jobs;
+  for (int pass = 0; used > target && pass < 16; pass++) {
+    int64_t rows = s->ops->count_jobs_locked(s);
+    if (rows <= 0) break;
+    uint64_t per_row = used / (uint64_t)rows + 1, n = (used - target) / per_row + 16;
+    int deleted = s->ops->delete_oldest_locked(s, n);
+    if (deleted <= 0) break; /* none finished, or the delete failed */
+    s->pruned_jobs += (uint64_t)deleted;
+    used = s->ops->used_bytes_locked(s, true);
+  }
+  if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
+  bool over = used > s->max_bytes;
+  if (over != atomic_load(&s->over_limit) || s->pruned_jobs != before)
+    log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
+             (unsigned long long)used, (unsigned long long)(s->pruned_jobs - before),
+             (unsigned long long)s->max_bytes,
+             over ? ": unfinished jobs alone pass it, new ones are refused" : "");
+  atomic_store(&s->over_limit, over);
+}
+
+int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n) {
+  *ids = NULL;
+  *n = 0;
+  store_queue_lock(s); /* s->journal's; under the database lock, which queue_lock never waits for */
+  int err = s->journal ? journal_held_ids(s->journal, ids, n) : 0;
+  pthread_mutex_unlock(&s->queue_lock);
+  return err;
 }

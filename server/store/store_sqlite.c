@@ -71,25 +71,6 @@ static const char pragmas[] =
   " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO UPDATE SET " JOB_SET
 #define JOB_UPDATE "UPDATE jobs SET " JOB_SET
 
-int lite_errno(sqlite3 *db, int rc) {
-  switch (rc & 0xff) {
-  case SQLITE_FULL: return -ENOSPC;
-  case SQLITE_READONLY: return -EROFS;
-  case SQLITE_NOMEM: return -ENOMEM;
-  case SQLITE_IOERR: {
-    int e = sqlite3_system_errno(db); /* SQLite calls ENOSPC full */
-    if (e == EFBIG || e == ENOSPC || e == EDQUOT || e == EROFS) return -e;
-    /* A write cut short leaves no errno: under a file size limit, that is the limit. */
-    struct rlimit fsize;
-    if (e == 0 && (rc == SQLITE_IOERR_WRITE || rc == SQLITE_IOERR_TRUNCATE) &&
-        getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
-      return -EFBIG;
-    return -EIO;
-  }
-  default: return -EIO;
-  }
-}
-
 /* PRAGMA quick_check: 0 when it says "ok", else -EIO with its first finding in err. */
 static int quick_check(sqlite3 *db, char *err, size_t err_len) {
   sqlite3_stmt *st;

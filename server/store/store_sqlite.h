@@ -53,7 +53,7 @@ struct lite {
 
 static inline struct lite *lite_of(struct store *s) { return (struct lite *)s->backend; }
 
-/* store_sqlite.c: the negative errno for a failed SQLite call rc (store.h's list). */
+/* store_sqlite_errno.c: the negative errno for a failed SQLite call rc (store.h's list). */
 int lite_errno(sqlite3 *db, int rc);
 
 /* store_sqlite_query.c: */
