@@ -18,7 +18,8 @@
  * check). Ids are the ones the previous answers gave: the manual's ids are those of a
  * fresh gpulabd that ran its examples in that order. A block whose fence names a file
  * after its language (```cuda my_transpose.cu) is written to that file in the test's
- * folder when it is reached, for the commands after it.
+ * folder when it is reached, for the commands after it. A block that starts with
+ * "gpulabd --help" must be what gpulabd prints.
  *   GPULABD=build/gpulabd node tests/readme/readme.test.js [README.md]
  * Exits 0, or 1 on a failure. */
 const { spawn, spawnSync } = require('child_process');
@@ -216,6 +217,32 @@ function checkOne(cmd, check, res, sample, state) {
   return errs;
 }
 
+/* A block that starts with the line "gpulabd --help" shows that output: it must be
+ * gpulabd's, from its first flag on (the usage lines above them left out). */
+function checkHelp(page) {
+  let n = 0;
+  for (const block of R.blocks(page.text)) {
+    if (block.lang !== '' || !/^gpulabd --help\n/.test(block.text)) continue;
+    n++;
+    const r = spawnSync(GPULABD, ['--help'], { encoding: 'utf8' });
+    const real = `${r.stdout}${r.stderr}`.split('\n');
+    const shown = block.text.split('\n').slice(1);
+    const from = real.findIndex((l) => /^ {2}--/.test(l));
+    const got = real.slice(from).join('\n').trimEnd();
+    const want = shown.join('\n').trimEnd();
+    if (from < 0 || got !== want) {
+      failed++;
+      const a = got.split('\n');
+      const i = shown.findIndex((l, j) => l !== a[j]);
+      log(`FAIL ${page.file}:${block.line + 1 + Math.max(i, 0)}: gpulabd --help differs from the page: ` +
+        `gpulabd prints ${JSON.stringify(a[i])}, the page shows ${JSON.stringify(shown[i])}`);
+    } else {
+      log(`ok   ${page.file}:${block.line}: gpulabd --help as the page shows it`);
+    }
+  }
+  return n;
+}
+
 /* Runs one page's examples, its checks in order; state is shared by every page. */
 function runPage(page, checks, env, state) {
   const all = R.blocks(page.text);
@@ -291,7 +318,7 @@ async function main() {
     GPULAB_SOCKET: socket, TOKEN: token, GPULAB_URL: `http://127.0.0.1:${plain.port}` };
   const state = {};
   let ran = 0;
-  for (const page of pages) ran += runPage(page, CHECKS[page.file] || [], env, state);
+  for (const page of pages) ran += checkHelp(page) + runPage(page, CHECKS[page.file] || [], env, state);
   log(`readme: ${ran} commands of ${pages.length} pages run (${pages.map((p) => p.file).join(', ')}), ${failed} failed`);
 }
 
