@@ -19,15 +19,17 @@ const root = path.resolve(process.argv[2] || path.join(__dirname, '..', '..'));
 const failures = [];
 const fail = (where, msg) => failures.push(`FAIL ${where}: ${msg}`);
 
-/* The tree's files: git's list where the source is a checkout, else a walk that
- * leaves out build folders, node_modules and dot folders. */
+/* The tree's files: git's list where the source is a checkout (tracked and untracked,
+ * not ignored), else a walk that leaves out what .gitignore names: build folders,
+ * node_modules, bench/out, Python's build output, dot folders. */
 function treeFiles() {
   const git = spawnSync('git', ['-C', root, 'ls-files', '-co', '--exclude-standard'], { encoding: 'utf8' });
   if (git.status === 0 && git.stdout.trim()) return git.stdout.split('\n').filter(Boolean);
   const out = [];
   (function walk(rel) {
     for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      if (e.name.startsWith('.') || e.name === 'node_modules' || /^build/.test(e.name)) continue;
+      if (e.name.startsWith('.') || /^(node_modules|build.*|__pycache__|.*\.egg-info|gpulab\.db.*)$/.test(e.name) ||
+          (rel === 'bench' && e.name === 'out')) continue;
       const p = rel ? `${rel}/${e.name}` : e.name;
       if (e.isDirectory()) walk(p); else out.push(p);
     }
