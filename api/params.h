@@ -9,8 +9,8 @@
 #include "api/error.h"
 #include "kernels/core/experiment.h"
 
-/* Allowed ranges, also quoted in error messages and the README. An experiment's size
- * params carry their own (exp_desc.params). */
+/* Allowed ranges, also quoted in error messages and the manual (docs/api.md). An
+ * experiment's size params carry their own (exp_desc.params). */
 #define API_MAX_WARMUP 1000
 #define API_MAX_REPS 10000
 #define API_MAX_WAIT_S 600

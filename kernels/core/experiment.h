@@ -459,7 +459,7 @@ struct exp_user {
   /* The C declaration gpulab puts ahead of the user's source, "%s" for the entry:
    * "extern \"C\" __global__ void %s(const float *a, float *b, int m, int n);". */
   const char *declaration;
-  const char *signature;  /* as the README shows it, with the entry "kernel" */
+  const char *signature;  /* as docs/kernels.md shows it, with the entry "kernel" */
   const char *meaning;    /* one line: the layouts and what to compute */
   int n_args;
   struct exp_user_arg args[EXP_USER_MAX_ARGS];

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /* docker/compose.yaml and docker/compose.fleet.yaml through docker-compose config (Debian's docker-compose 1.29:
  * the Compose file schema, every key and type; it needs no Docker engine), and what
- * it must agree on with the Dockerfile and the README: the CUDA architectures it
+ * it must agree on with the Dockerfile and the manual (docs/deployment.md): the CUDA architectures it
  * builds for (90a, the H200's with its Hopper-only path), the image tag (gpulabd's
  * version), a health check of its own (podman's images have no HEALTHCHECK), and the
  * Dockerfile's command and port. The fleet file (issue 18) as docker-compose resolves
@@ -62,7 +62,7 @@ const dockerfile = read('docker/Dockerfile');
 const archDefault = (/^ARG CUDA_ARCHS=(\S+)$/m.exec(dockerfile) || [])[1];
 ok(archDefault === '90a' && svc.build.args.CUDA_ARCHS === archDefault,
   `builds for CUDA_ARCHS ${svc.build.args.CUDA_ARCHS}, the Dockerfile's default (${archDefault})`);
-ok(/default 90a/.test(read('README.md')), 'the README says the default is 90a too');
+ok(/default\s+90a/.test(read('docs/deployment.md')), 'the manual (docs/deployment.md) says the default is 90a too');
 const version = gpulabdVersion();
 ok(imageTag(svc.image) === version, `image ${svc.image}: tagged with gpulabd's version ${version}`);
 const hc = svc.healthcheck || {};

@@ -4,7 +4,7 @@
  * No Docker engine can build here, and hadolint is neither in Debian 12 nor on npm,
  * so this is what lints it. Then what it must agree on: every COPY source survives
  * Dockerfile.dockerignore (else the build fails), the HEALTHCHECK is there and the
- * README says podman drops it without --format docker, and the build examples carry
+ * manual (docs/deployment.md) says podman drops it without --format docker, and the build examples carry
  * gpulabd's version as their tag.
  *   GPULABD=build/gpulabd node tests/deploy/dockerfile.test.js */
 import { createRequire } from 'node:module';
@@ -45,9 +45,9 @@ for (const src of copies) ok(!ignored(ignore, src.replace(/\/$/, '')), `COPY ${s
 ok(ignored(ignore, 'tests/test_npy.c') && ignored(ignore, 'build/gpulabd'), 'tests/ and build/ stay out of the context');
 
 ok(/^HEALTHCHECK .*\/health/ms.test(text), 'a HEALTHCHECK on /health');
-const readme = read('README.md');
+const readme = read('docs/deployment.md');
 ok(/podman build[^\n]*\n?[^\n]*--format docker/.test(readme) && /podman build/.test(text),
-  'the README and the Dockerfile say that podman build keeps HEALTHCHECK only with --format docker');
+  'the manual (docs/deployment.md) and the Dockerfile say that podman build keeps HEALTHCHECK only with --format docker');
 const version = gpulabdVersion();
 const tags = [...`${text}\n${readme}`.matchAll(/-t gpulab(?::(\S+))?/g)].map((m) => m[1] || '(none)');
 ok(tags.length > 0 && tags.every((t) => t === version), `the build examples tag gpulab:${version} (${tags.join(', ')})`);

@@ -695,7 +695,7 @@ static void test_shapes(void) {
   CHECK_STR_EQ(JSTR(r.json, "code"), "shape_mismatch");
   check_contains(error_message(&r), "(33, 47)");
   check_contains(error_message(&r), ", 46)");
-  /* Under /jobs every param error names params.<name> (README), the engine's
+  /* Under /jobs every param error names params.<name> (docs/api.md), the engine's
    * refusals of inputs too (once a bug: they named the bare input "a"). */
   const char *field = json_string_value(json_at(r.json, "field"));
   CHECK_SOFT(field && strcmp(field, "params.a") == 0,

@@ -1,11 +1,12 @@
 'use strict';
-/* What each curl block command of README.md must answer, in the README's order (see
- * readme.test.js). cmd: the command as the README has it (comments dropped, blanks
+/* What each curl or gpulabctl command of the manual must answer, by page (README.md
+ * and the chapters of docs/) and in each page's order (see readme.test.js). cmd: the
+ * command as the page has it (comments dropped, blanks
  * folded); status: the HTTP status (a list: any of them); json: paths of the answer
  * and their values (a function: a test of the value); headers; stdout: a pattern of
  * its output; exit: curl's exit code (default 0); run: a CPU-sized twin run in its
- * place, where the README's size takes minutes on the CPU backend (the README says
- * so), with why; gpuOnly / loose: paths of the README's sample answer (an H200's)
+ * place, where the page's size takes minutes on the CPU backend (the page says
+ * so), with why; gpuOnly / loose: paths of the page's sample answer (an H200's)
  * that the CPU backend answers differently (only there / only of the same type);
  * curl: extra curl flags (a time limit for an endless stream); sample: the ```json
  * block after the command's block is its answer. */
@@ -17,11 +18,16 @@ const GPU_RUN = ['result.backend', 'result.device', 'result.runs[*].clocks', 're
 /* On the CPU backend a batch is capped at about 100 ms: fewer warm-ups and reps. */
 const CPU_TIMING = ['result.runs[*].timing.warmup', 'result.runs[*].timing.reps', 'stream'];
 
-module.exports = [
-  /* Routes, by example */
+module.exports = {
+'README.md': [
+  /* A first job */
   { cmd: `curl -d '{"m":4096,"n":4096}' localhost:8080/v1/transpose`, status: 200,
     json: { id: 1, state: done, 'result.passed': true, 'result.runs.length': 5 },
     sample: true, gpuOnly: GPU_RUN, loose: CPU_TIMING },
+],
+
+'docs/api.md': [
+  /* More routes */
   { cmd: `curl -d '{"m":1024,"n":1024,"k":1024,"variant":["tiled","cublas"]}' localhost:8080/v1/gemm`, status: 200,
     run: `curl -d '{"m":256,"n":256,"k":256,"variant":["tiled","cublas"]}' localhost:8080/v1/gemm`,
     why: 'about 30 s on the CPU backend',
@@ -108,6 +114,13 @@ module.exports = [
   { cmd: 'curl -N localhost:8080/v1/jobs/5/events', status: 200, stdout: /^event: state\ndata: \{"job":5,/ },
   { cmd: 'curl -N localhost:8080/v1/events', status: 200, curl: '--max-time 2', exit: 28 },
 
+  /* Errors */
+  { cmd: `curl -i -d '{"m":0}' localhost:8080/v1/transpose`, headers: { 'Content-Type': 'application/problem+json' },
+    sample: true },
+
+],
+
+'docs/kernels.md': [
   /* Your own kernels (NVRTC compiles on the CPU machine too; the CPU backend lists the run unavailable) */
   { cmd: `curl --data-binary @my_transpose.cu -H 'Content-Type: text/x-cuda' 'localhost:8080/v1/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo'`,
     headers: { Location: '/v1/kernels/1' }, sample: true,
@@ -124,15 +137,14 @@ module.exports = [
   { cmd: `curl 'localhost:8080/v1/leaderboard/transpose?size=1024'`,
     json: { 'rows[0].rank': 1, rows: (v) => v.every((r) => r.variant !== 'copy') } },
 
-  /* Errors */
-  { cmd: `curl -i -d '{"m":0}' localhost:8080/v1/transpose`, headers: { 'Content-Type': 'application/problem+json' },
-    sample: true },
+],
 
-  /* Running it for a lab: TLS and the README's tokens file (alice's token) */
+'docs/lab.md': [
+  /* Running it for a lab: TLS and the chapter's tokens file (alice's token) */
   { cmd: `curl -H "Authorization: Bearer $TOKEN" -d '{"m":1024,"n":1024}' https://gpubox:8080/v1/transpose`, status: 200,
     json: { id: 1, client: 'alice', state: done } },
-  /* Who is who on the box: the plain gpulabd's --socket (its path stands for the README's);
-   * the test's own user is gpulabd's, so it sees all where the README's alice does not */
+  /* Who is who on the box: the plain gpulabd's --socket (its path stands for the chapter's);
+   * the test's own user is gpulabd's, so it sees all where the chapter's alice does not */
   { cmd: 'curl --unix-socket /run/gpulab/gpulab.sock http://localhost/v1/me', status: 200,
     json: { client: USER, by: 'unix_socket', sees_all: true } },
   { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/v1/transpose`, status: 200,
@@ -140,10 +152,14 @@ module.exports = [
   { cmd: `curl -s localhost:8080/v1/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
     stdout: /^gpulab_jobs_total\{type="transpose",outcome="done",gpu="0"\} 8\ngpulab_jobs_total\{type="transpose",outcome="done",gpu="1"\} 4\n$/ },
 
+],
+
+'docs/clients.md': [
   /* From a terminal: gpulabctl (against the plain gpulabd, $GPULAB_URL) */
   { cmd: 'gpulabctl run gemm m=256 n=256 k=256 --variant naive,tiled,best', exit: 0,
     stdout: /^job 19 gemm: done on .* \(cpu\)\nvariant +median ms \[q1-q3\] +figure +% ceil +speedup \[range\] +check\nnaive [^\n]*1\.00x[^\n]*passed\ntiled [^\n]*passed\nbest [^\n]*passed\n$/ },
   { cmd: 'gpulabctl kernel submit my_transpose.cu --experiment transpose --block 32,8 --tile 32,32 --vs padded33 m=1024 n=1024',
     exit: 0, stdout: /^job 20 transpose: done[^\n]*\n[^\n]*\npadded33 [^\n]*passed\nkernel:2 +not run: [^\n]*CPU backend/ },
   { cmd: 'gpulabctl run transpose m=0', exit: 2, stdout: /^$/ },
-];
+],
+};

@@ -1,9 +1,30 @@
 'use strict';
-/* README.md as data for readme.test.js: its fenced blocks, the commands of its shell
- * blocks (a command goes on over a trailing backslash or an open quote; the comment
- * lines under it are what it shows), and a lenient reader for the answers it shows,
- * in which … (or ...) stands for anything. */
+/* The manual as data for readme.test.js: README.md and its chapters (docs/*.md, in
+ * the order of the README's contents), their fenced blocks, the commands of their
+ * shell blocks (a command goes on over a trailing backslash or an open quote; the
+ * comment lines under it are what it shows), and a lenient reader for the answers they
+ * show, in which … (or ...) stands for anything. */
 const fs = require('fs');
+const path = require('path');
+
+/* The manual under root: [{file ('README.md', 'docs/api.md'), text}], the README first,
+ * then the chapters in the order its "## Contents" links them. Throws when a linked
+ * chapter is missing, or a chapter in docs/ is not linked from the contents (its
+ * examples would not run). */
+function manual(root) {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const contents = /^## Contents\n([\s\S]*?)(?=^## )/m.exec(readme);
+  const linked = [];
+  for (const m of (contents ? contents[1] : readme).matchAll(/\]\((docs\/[\w-]+\.md)(?:#[\w-]*)?\)/g)) if (!linked.includes(m[1])) linked.push(m[1]);
+  const dir = path.join(root, 'docs');
+  const present = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`) : [];
+  const missing = linked.filter((f) => !present.includes(f));
+  if (missing.length) throw new Error(`README.md links ${missing.join(', ')}, which docs/ lacks`);
+  const unlinked = present.filter((f) => !linked.includes(f));
+  if (unlinked.length) throw new Error(`${unlinked.join(', ')}: not linked from README.md's contents, so its examples would not run`);
+  return [{ file: 'README.md', text: readme },
+    ...linked.map((f) => ({ file: f, text: fs.readFileSync(path.join(root, f), 'utf8') }))];
+}
 
 /* Every fenced block: {lang, file (the name after the language, "```cuda k.cu": the
  * file the commands after it read; else null), text, line (1-based, of its first
@@ -144,4 +165,4 @@ function parseShown(text) {
   return v;
 }
 
-module.exports = { blocks, commands, normalize, parseShown, ANY, read: (p) => fs.readFileSync(p, 'utf8') };
+module.exports = { manual, blocks, commands, normalize, parseShown, ANY, read: (p) => fs.readFileSync(p, 'utf8') };

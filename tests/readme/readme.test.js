@@ -1,21 +1,25 @@
 #!/usr/bin/env node
 'use strict';
-/* The README's examples, run as written: every shell block of README.md with a curl
- * in it, command by command and in order, against a fresh gpulabd on the CPU
- * backend (two CPU devices, for the multi-GPU examples) and, for the TLS example, a
- * second one with --tls-cert and the README's own tokens file. `curl` is the real
- * one with --connect-to, so that localhost:8080 and gpubox:8080 reach those ports;
- * the first one also listens on --socket in the test's folder, which stands for the
- * README's /run/gpulab/gpulab.sock (curl's arguments name it instead).
- * Each command must have its check in checks.js (same text, same order); the test
- * fails on a command without one and on a check without its command. A check gives
- * the status and the fields the README shows; a comment under a command that starts
- * with a status ("# 201 {...}") is checked as well, and so is the ```json answer
- * that follows a block where its check says sample (… stands for anything; fields
- * that only a GPU has are named by the check). Ids are the ones the previous answers gave: the README's ids are
- * those of a fresh gpulabd that ran its examples in order. A block whose fence names a
- * file after its language (```cuda my_transpose.cu) is written to that file in the
- * test's folder when it is reached, for the commands after it.
+/* The manual's examples, run as written: every shell block with a curl or gpulabctl
+ * in it, of README.md and then of each chapter of docs/ in the order of the README's
+ * contents (readme.js's manual: a chapter the README does not link fails the test),
+ * command by command and in order, against a fresh gpulabd on the CPU backend (two
+ * CPU devices, for the multi-GPU examples) and, for the TLS example, a second one with
+ * --tls-cert and the manual's own tokens file. `curl` is the real one with
+ * --connect-to, so that localhost:8080 and gpubox:8080 reach those ports; the first
+ * one also listens on --socket in the test's folder, which stands for the manual's
+ * /run/gpulab/gpulab.sock (curl's arguments name it instead).
+ * Each command must have its check in checks.js, under its file (same text, same
+ * order): the test fails on a command without one and on a check without its command,
+ * naming the file and the line. A check gives the status and the fields the example
+ * shows; a comment under a command that starts with a status ("# 201 {...}") is
+ * checked as well, and so is the ```json answer that follows a block where its check
+ * says sample (… stands for anything; fields that only a GPU has are named by the
+ * check). Ids are the ones the previous answers gave: the manual's ids are those of a
+ * fresh gpulabd that ran its examples in that order. A block whose fence names a file
+ * after its language (```cuda my_transpose.cu) is written to that file in the test's
+ * folder when it is reached, for the commands after it. A block that starts with
+ * "gpulabd --help" must be what gpulabd prints.
  *   GPULABD=build/gpulabd node tests/readme/readme.test.js [README.md]
  * Exits 0, or 1 on a failure. */
 const { spawn, spawnSync } = require('child_process');
@@ -54,10 +58,10 @@ function startGpulabd(args) {
   });
 }
 
-/* The README's tokens file (the block under **Who gets in.**) and its first token. */
-function tokensFile(md) {
-  const b = R.blocks(md).find((x) => x.lang === '' && /^# TOKEN/.test(x.text));
-  if (!b) throw new Error('README: no tokens file example (a block starting "# TOKEN")');
+/* The manual's tokens file (the block under "Who gets in") and its first token. */
+function tokensFile(pages) {
+  const b = pages.flatMap((p) => R.blocks(p.text)).find((x) => x.lang === '' && /^# TOKEN/.test(x.text));
+  if (!b) throw new Error('the manual has no tokens file example (a block starting "# TOKEN")');
   fs.writeFileSync(path.join(work, 'tokens'), `${b.text}\n`);
   return /^(\w+)\s+alice/m.exec(b.text)[1];
 }
@@ -70,7 +74,7 @@ function certificate() {
     throw new Error(`openssl could not make a certificate (apt-get install openssl): ${r.error || r.stderr}`);
 }
 
-/* ---- comparing an answer with what the README shows ---- */
+/* ---- comparing an answer with what the manual shows ---- */
 
 const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
@@ -86,35 +90,35 @@ function pathMatches(p, list) {
  * gpuOnly need only be there; in loose, only of the same type. */
 function compare(shown, actual, p, opts, errs) {
   if (shown === R.ANY) return;
-  if (actual === undefined) { errs.push(`${p || 'the answer'}: the README shows it, the answer lacks it`); return; }
+  if (actual === undefined) { errs.push(`${p || 'the answer'}: the manual shows it, the answer lacks it`); return; }
   if (pathMatches(p, opts.gpuOnly)) return;
   const type = (v) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
   if (pathMatches(p, opts.loose)) {
-    if (type(shown) !== type(actual)) errs.push(`${p}: ${type(actual)}, the README shows a ${type(shown)}`);
+    if (type(shown) !== type(actual)) errs.push(`${p}: ${type(actual)}, the manual shows a ${type(shown)}`);
     return;
   }
   if (type(shown) !== type(actual)) {
-    errs.push(`${p}: ${JSON.stringify(actual)}, the README shows ${JSON.stringify(shown)}`);
+    errs.push(`${p}: ${JSON.stringify(actual)}, the manual shows ${JSON.stringify(shown)}`);
   } else if (Array.isArray(shown)) {
     const open = shown.length && shown[shown.length - 1] === R.ANY;
     const listed = open ? shown.slice(0, -1) : shown;
     if (open ? actual.length < listed.length : actual.length !== listed.length)
-      errs.push(`${p}: ${actual.length} items ${JSON.stringify(actual).slice(0, 200)}, the README shows ${listed.length}${open ? ' or more' : ''}`);
+      errs.push(`${p}: ${actual.length} items ${JSON.stringify(actual).slice(0, 200)}, the manual shows ${listed.length}${open ? ' or more' : ''}`);
     else listed.forEach((x, i) => compare(x, actual[i], `${p}[${i}]`, opts, errs));
   } else if (type(shown) === 'object') {
     for (const [k, v] of Object.entries(shown)) compare(v, actual[k], p ? `${p}.${k}` : k, opts, errs);
   } else if (typeof shown === 'string' && RFC3339.test(shown)) {
-    if (!RFC3339.test(actual)) errs.push(`${p}: "${actual}" is not an RFC 3339 time like the README's`);
+    if (!RFC3339.test(actual)) errs.push(`${p}: "${actual}" is not an RFC 3339 time like the manual's`);
   } else if (typeof shown === 'string' && shown.includes('…')) {
     const parts = shown.split('…');
     let at = 0;
     const ok = actual.startsWith(parts[0]) && actual.endsWith(parts[parts.length - 1]) &&
       parts.every((x) => { const j = actual.indexOf(x, at); if (j < 0) return false; at = j + x.length; return true; });
-    if (!ok) errs.push(`${p}: "${actual}", the README shows "${shown}"`);
+    if (!ok) errs.push(`${p}: "${actual}", the manual shows "${shown}"`);
   } else if (typeof shown === 'number' && !Number.isInteger(shown)) {
     /* a measured number: its type is enough */
   } else if (shown !== actual) {
-    errs.push(`${p}: ${JSON.stringify(actual)}, the README shows ${JSON.stringify(shown)}`);
+    errs.push(`${p}: ${JSON.stringify(actual)}, the manual shows ${JSON.stringify(shown)}`);
   }
 }
 
@@ -130,11 +134,11 @@ function valueAt(root, p) {
 
 /* ---- running one command ---- */
 
-const README_SOCKET = '/run/gpulab/gpulab.sock';
-/* gpulabctl's folder (ctest sets GPULABCTL), first on PATH: the README's gpulabctl. */
+const MANUAL_SOCKET = '/run/gpulab/gpulab.sock';
+/* gpulabctl's folder (ctest sets GPULABCTL), first on PATH: the manual's gpulabctl. */
 const GPULABCTL_DIR = process.env.GPULABCTL ? `${path.dirname(process.env.GPULABCTL)}:` : '';
 const PRELUDE = `curl() {
-  local args=() a from=${README_SOCKET}
+  local args=() a from=${MANUAL_SOCKET}
   for a in "$@"; do args+=("\${a//"$from"/$GPULAB_SOCKET}"); done
   command curl -sS -D "$GPULAB_HDR" --connect-to localhost:8080:127.0.0.1:$GPULAB_PORT \\
     --connect-to gpubox:8080:127.0.0.1:$GPULAB_TLS_PORT --cacert "$GPULAB_CERT" $GPULAB_CURL_EXTRA "\${args[@]}"
@@ -148,7 +152,7 @@ function run(text, env, timeoutS) {
   const started = Date.now();
   /* --norc: bash reads ~/.bashrc even for -c when its stdin is a socket (as node's pipes
    * are), and a ~/.bashrc that puts pyenv's shims first on PATH hid /usr/bin's python3
-   * (and its NumPy) from the README's commands. */
+   * (and its NumPy) from the manual's commands. */
   const r = spawnSync('bash', ['--norc', '-c', PRELUDE + text], {
     cwd: work,
     env: { ...process.env, ...env, GPULAB_HDR: hdr, PATH: `${GPULABCTL_DIR}/usr/bin:${process.env.PATH}` },
@@ -190,7 +194,7 @@ function checkOne(cmd, check, res, sample, state) {
   if (isCurl && (status === undefined || status === null)) errs.push('its check gives no status');
   const statuses = [].concat(status || []);
   if (shown && check.status !== undefined && !statuses.includes(shown.status))
-    errs.push(`the README shows ${shown.status}, its check says ${check.status}`);
+    errs.push(`the manual shows ${shown.status}, its check says ${check.status}`);
   const exit = check.exit !== undefined ? check.exit : 0;
   if (res.exit !== exit) errs.push(`exit ${res.exit}, expected ${exit}; stderr: ${res.stderr.slice(0, 500)}`);
   if (statuses.length && !statuses.includes(res.status)) errs.push(`HTTP ${res.status}, expected ${statuses.join(' or ')}`);
@@ -213,25 +217,42 @@ function checkOne(cmd, check, res, sample, state) {
   return errs;
 }
 
-async function main() {
-  const md = R.read(README);
-  const token = tokensFile(md);
-  certificate();
-  const socket = path.join(work, 'gpulab.sock');
-  const plain = await startGpulabd(['--devices', '0,1', '--socket', socket]);
-  const tls = await startGpulabd(['--tokens', path.join(work, 'tokens'), '--tls-cert', path.join(work, 'cert.pem'),
-    '--tls-key', path.join(work, 'key.pem')]);
-  const env = { GPULAB_PORT: String(plain.port), GPULAB_TLS_PORT: String(tls.port), GPULAB_CERT: path.join(work, 'cert.pem'),
-    GPULAB_SOCKET: socket, TOKEN: token, GPULAB_URL: `http://127.0.0.1:${plain.port}` };
-  const all = R.blocks(md);
-  const state = {};
+/* A block that starts with the line "gpulabd --help" shows that output: it must be
+ * gpulabd's, from its first flag on (the usage lines above them left out). */
+function checkHelp(page) {
+  let n = 0;
+  for (const block of R.blocks(page.text)) {
+    if (block.lang !== '' || !/^gpulabd --help\n/.test(block.text)) continue;
+    n++;
+    const r = spawnSync(GPULABD, ['--help'], { encoding: 'utf8' });
+    const real = `${r.stdout}${r.stderr}`.split('\n');
+    const shown = block.text.split('\n').slice(1);
+    const from = real.findIndex((l) => /^ {2}--/.test(l));
+    const got = real.slice(from).join('\n').trimEnd();
+    const want = shown.join('\n').trimEnd();
+    if (from < 0 || got !== want) {
+      failed++;
+      const a = got.split('\n');
+      const i = shown.findIndex((l, j) => l !== a[j]);
+      log(`FAIL ${page.file}:${block.line + 1 + Math.max(i, 0)}: gpulabd --help differs from the page: ` +
+        `gpulabd prints ${JSON.stringify(a[i])}, the page shows ${JSON.stringify(shown[i])}`);
+    } else {
+      log(`ok   ${page.file}:${block.line}: gpulabd --help as the page shows it`);
+    }
+  }
+  return n;
+}
+
+/* Runs one page's examples, its checks in order; state is shared by every page. */
+function runPage(page, checks, env, state) {
+  const all = R.blocks(page.text);
   let k = 0;
   let ran = 0;
   for (let bi = 0; bi < all.length; bi++) {
     const block = all[bi];
     if (block.file) {
       fs.writeFileSync(path.join(work, block.file), `${block.text}\n`);
-      log(`file README.md:${block.line}: ${block.file} (${block.text.length + 1} bytes)`);
+      log(`file ${page.file}:${block.line}: ${block.file} (${block.text.length + 1} bytes)`);
       continue;
     }
     if (block.lang !== 'sh' || !/(^|\s)(curl|gpulabctl)\s/m.test(block.text)) continue;
@@ -241,11 +262,12 @@ async function main() {
     for (let ci = 0; ci < cmds.length; ci++) {
       const cmd = cmds[ci];
       const name = R.normalize(cmd.text);
-      const check = CHECKS[k++];
+      const check = checks[k++];
+      const where = `${page.file}:${cmd.line}`;
       if (!check || check.cmd !== name) {
         failed++;
-        log(`FAIL README.md:${cmd.line}: ${name}\n  has no check: checks.js[${k - 1}] is ` +
-          `${check ? `for ${check.cmd}` : 'missing'} (checks follow the README's commands, in order)`);
+        log(`FAIL ${where}: ${name}\n  has no check: checks.js['${page.file}'][${k - 1}] is ` +
+          `${check ? `for ${check.cmd}` : 'missing'} (checks follow the page's commands, in order)`);
         continue;
       }
       const text = check.run || cmd.text;
@@ -255,13 +277,13 @@ async function main() {
       if (check.sample) {
         if (!sampleText || ci !== cmds.length - 1) {
           failed++;
-          log(`FAIL README.md:${cmd.line}: its check compares a sample answer, but no \`\`\`json block follows the block`);
+          log(`FAIL ${where}: its check compares a sample answer, but no \`\`\`json block follows the block`);
           continue;
         }
         sample = R.parseShown(sampleText);
       }
       const errs = checkOne(cmd, check, res, sample, state);
-      const line = `README.md:${cmd.line}: ${name.length > 110 ? `${name.slice(0, 107)}...` : name}`;
+      const line = `${where}: ${name.length > 110 ? `${name.slice(0, 107)}...` : name}`;
       const twin = check.run ? `\n    (ran its CPU-sized twin: ${check.run}; ${check.why})` : '';
       if (errs.length) {
         failed++;
@@ -271,11 +293,33 @@ async function main() {
       }
     }
   }
-  for (; k < CHECKS.length; k++) {
+  for (; k < checks.length; k++) {
     failed++;
-    log(`FAIL checks.js[${k}]: no README command ${CHECKS[k].cmd}`);
+    log(`FAIL checks.js['${page.file}'][${k}]: no command in ${page.file}: ${checks[k].cmd}`);
   }
-  log(`readme: ${ran} commands of README.md run, ${failed} failed`);
+  return ran;
+}
+
+async function main() {
+  const pages = R.manual(path.dirname(README));
+  for (const f of Object.keys(CHECKS)) {
+    if (!pages.some((p) => p.file === f)) {
+      failed++;
+      log(`FAIL checks.js['${f}']: no such page of the manual (README.md and the chapters it links)`);
+    }
+  }
+  const token = tokensFile(pages);
+  certificate();
+  const socket = path.join(work, 'gpulab.sock');
+  const plain = await startGpulabd(['--devices', '0,1', '--socket', socket]);
+  const tls = await startGpulabd(['--tokens', path.join(work, 'tokens'), '--tls-cert', path.join(work, 'cert.pem'),
+    '--tls-key', path.join(work, 'key.pem')]);
+  const env = { GPULAB_PORT: String(plain.port), GPULAB_TLS_PORT: String(tls.port), GPULAB_CERT: path.join(work, 'cert.pem'),
+    GPULAB_SOCKET: socket, TOKEN: token, GPULAB_URL: `http://127.0.0.1:${plain.port}` };
+  const state = {};
+  let ran = 0;
+  for (const page of pages) ran += checkHelp(page) + runPage(page, CHECKS[page.file] || [], env, state);
+  log(`readme: ${ran} commands of ${pages.length} pages run (${pages.map((p) => p.file).join(', ')}), ${failed} failed`);
 }
 
 main().catch((e) => { failed++; log(`FAIL: ${e.stack || e}`); }).finally(() => {
