@@ -3,7 +3,7 @@
  * jansson's dump calls back per piece, checks for cycles through a hash table per
  * container and decodes every character's UTF-8. A finished job's document is made
  * once per job (its record and its answer), which made json_dumps a fifth of a tiny
- * job's server time (bench/RESULTS.md). Values with a cycle are not supported (jansson
+ * job's server time (perf on the H200). Values with a cycle are not supported (jansson
  * refuses them; gpulab never builds one). */
 #ifndef GPULAB_API_JSON_TEXT_H
 #define GPULAB_API_JSON_TEXT_H

@@ -1,6 +1,6 @@
-/* The gemm pickers (gemm_pick.h): menus, cost models and the rules added after run 2 of
- * the shape labs (bench/lab/SHAPES_NOTES.md has the counts, the fits and both runs;
- * bench/RESULTS.md, "The shape pickers' rules", the figures behind each rule). */
+/* The gemm pickers (gemm_pick.h): menus, cost models fitted to a first run of every
+ * configuration at some 20 shapes on the H200, and the rules added after a second run
+ * (each rule's comment says what it measured). */
 #include "kernels/gemm/gemm_pick.h"
 
 #include <math.h>
@@ -35,8 +35,8 @@ const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES] = {
 static const int split_menu[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 #define N_SPLITS ((int)(sizeof split_menu / sizeof split_menu[0]))
 
-/* Model constants, fitted to run 1 on the H200 (the fit's criterion and errors:
- * bench/lab/SHAPES_NOTES.md):
+/* Model constants, fitted to run 1's measured times on the H200 (every configuration
+ * at every shape it ran):
  *  R: one SM's FFMA rate (FLOP/s) at eff 1 when it holds >= SAT warps; with fewer, the
  *     rate falls as (warps / SAT)^ALPHA;
  *  GUARD: the rate factor of a guarded tile;
@@ -231,7 +231,7 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
 /* ---- TF32 ----
  *
  * The menu: C tiles 128 x {256, 224, 192, 128, 64} of the wgmma + TMA kernel (64: 2 CTAs
- * an SM), split-K over work units. Model fitted to run 1 (bench/lab/SHAPES_NOTES.md):
+ * an SM), split-K over work units. Model fitted to run 1 on the H200:
  * one SM's TF32 rate at eff 1, a unit's fixed cost (the ring's fill, the epilogue), a
  * launch, the operand copies' bandwidth and fixed cost, the split-K pass; an SM's CTAs
  * share its tensor cores only when it has that many units. Rule added after run 2: A and

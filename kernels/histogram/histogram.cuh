@@ -1,12 +1,13 @@
-/* histogram's kernels and launcher, moved from the lab that checked and timed them
- * beside CUB on the H200 (bench/lab/RSH_NOTES.md): naive (a global atomic per
- * element), shared (per-block private histograms in shared memory, merged with global
- * atomics; bins beyond 48 KiB are tiled over grid.y), best (persistent blocks, 16-byte
- * loads, bank-spread private copies, a coalesced merge; 16-bit packed counters above
- * 16384 bins) and cub (cub::DeviceHistogram::HistogramEven). Counts are uint32, binned
- * by histogram_bin (histogram.h). The launcher never synchronizes, never allocates
+/* histogram's kernels and launcher, checked and timed beside CUB on the H200 before
+ * they moved here: naive (a global atomic per element), shared (per-block private
+ * histograms in shared memory, merged with global atomics; bins beyond 48 KiB are tiled
+ * over grid.y), best (persistent blocks, 16-byte loads, bank-spread private copies, a
+ * coalesced merge: a warp's 32 atomics fall on one line, where one atomic a bin a block
+ * queued on the same lines; 16-bit packed counters above 16384 bins) and cub
+ * (cub::DeviceHistogram::HistogramEven). Counts are uint32, binned by histogram_bin
+ * (histogram.h). The launcher never synchronizes, never allocates
  * (histogram_temp_bytes from the caller: 0 but for cub) and refuses the default stream.
- * Header only (templates and static inline): histogram.cu and the lab include it. */
+ * Header only (templates and static inline): histogram.cu includes it. */
 #ifndef GPULAB_HISTOGRAM_CUH
 #define GPULAB_HISTOGRAM_CUH
 

@@ -2,7 +2,7 @@
  * counts): hist[b] = how many x[i] fall in bin b of `bins` even bins over [-1, 1),
  * exact uint32 counts (the output's dtype is U32). Its descriptor and exact reference
  * (histogram.c), CPU stand-ins (histogram_cpu.c), kernels and launcher (histogram.cuh,
- * from the lab that measured them on the H200: bench/lab/RSH_NOTES.md) and CUDA side
+ * checked and timed beside CUB on the H200 before they moved here) and CUDA side
  * (histogram.cu). The binning rule below is compiled both as C and as CUDA, so the
  * reference and every kernel bin the same float the same way (like gen.h). */
 #ifndef GPULAB_HISTOGRAM_H

@@ -1,6 +1,8 @@
 /* The reduce experiment's descriptor: x (n) in, one float out, checked against the FP64
- * sum within each variant's bound on float rounding (the lab's rule,
- * bench/lab/RSH_NOTES.md); GB/s = 4n / t (x read once) against the device's copy. */
+ * sum within each variant's bound on float rounding (a float addition errs by at most
+ * 2^-24 of the partial sum under it, so the sum is within depth x 2^-24 x sum |x|, depth
+ * the additions an element passes through in that variant); GB/s = 4n / t (x read
+ * once) against the device's copy. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

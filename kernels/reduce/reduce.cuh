@@ -1,12 +1,12 @@
-/* reduce's kernels and launcher, moved as they are from the lab that checked and
- * timed them beside CUB on the H200 (bench/lab/RSH_NOTES.md): naive (an atomicAdd per
+/* reduce's kernels and launcher, checked and timed beside CUB on the H200 before they
+ * moved here: naive (an atomicAdd per
  * element), shared (a tree in shared memory per block, an atomic per block), warp (the
  * same with warp shuffles), best (16-byte loads, one pass, deterministic: per-block
  * partials and a last-block-done sum) and cub (cub::DeviceReduce::Sum). One change:
  * best's grid is at most REDUCE_BEST_MAX_BLOCKS (the H200's 8 x 132) on every device
  * (reduce.h). The launcher never synchronizes, never allocates (the caller passes
  * reduce_temp_bytes of temp storage) and refuses the default stream. Header only
- * (templates and static inline): reduce.cu and the lab include it. */
+ * (templates and static inline): reduce.cu includes it. */
 #ifndef GPULAB_REDUCE_CUH
 #define GPULAB_REDUCE_CUH
 

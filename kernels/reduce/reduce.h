@@ -1,7 +1,7 @@
 /* The reduce experiment (the next lecture's first: many threads, one sum): out = the
  * float sum of x[0..n). Its descriptor, FP64 reference and tolerance rule (reduce.c),
- * CPU stand-ins (reduce_cpu.c), kernels and launchers (reduce.cuh, from the lab that
- * measured them on the H200: bench/lab/RSH_NOTES.md) and CUDA side (reduce.cu). */
+ * CPU stand-ins (reduce_cpu.c), kernels and launchers (reduce.cuh, checked and timed
+ * beside CUB on the H200 before they moved here) and CUDA side (reduce.cu). */
 #ifndef GPULAB_REDUCE_H
 #define GPULAB_REDUCE_H
 

@@ -1,6 +1,8 @@
 /* The scan experiment's descriptor: x (n) in, y (n) out, each y[i] checked against the
- * FP64 prefix sum within the variant's bound on float rounding at i (the lab's rule,
- * bench/lab/RSH_NOTES.md); GB/s = 8n / t (x read, y written) against the device's copy. */
+ * FP64 prefix sum within the variant's bound on float rounding at i (a float addition
+ * errs by at most 2^-24 of the partial sum under it, so y[i] is within depth x 2^-24 x
+ * sum |x[0..i]|, depth the additions x[0..i] pass through in that variant); GB/s =
+ * 8n / t (x read, y written) against the device's copy. */
 #include <math.h>
 #include <stdio.h>
 
@@ -49,8 +51,8 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
 }
 
 /* Device temp of one launch: naive's and shared's levels of tile totals; best's status
- * word a tile (and the lab's tile counter); CUB's, bounded from above (a status word a
- * tile of 1024 or more and 4 KiB: 175615 bytes at 2^26 on the H200). */
+ * word a tile (and one word more, scan_temp_bytes says why); CUB's, bounded from above
+ * (a status word a tile of 1024 or more and 4 KiB: 175615 bytes at 2^26 on the H200). */
 static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
   const size_t n = (size_t)s->p[SCAN_N];
   struct scan_levels L;

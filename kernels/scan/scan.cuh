@@ -1,12 +1,13 @@
-/* scan's kernels and launcher, moved from the lab that checked and timed them beside
- * CUB on the H200 (bench/lab/RSH_NOTES.md): naive (Hillis-Steele per 1024-element
+/* scan's kernels and launcher, checked and timed beside CUB on the H200 before they
+ * moved here: naive (Hillis-Steele per 1024-element
  * tile) and shared (Blelloch's work-efficient tree per tile), each followed by the same
  * multi-level pass that scans the tile totals and adds them back; best (one pass,
  * decoupled look-back, 16-byte loads and stores: the register form at 128 threads a
- * tile, run 2's verdict at every n; the lab's pipe form, which lost, stays in the lab);
+ * tile, the fastest at every n; a persistent form keeping the next tiles' loads in
+ * flight with cp.async ran at a quarter of CUB's rate and was dropped);
  * cub (cub::DeviceScan::InclusiveSum). The launcher never synchronizes, never
  * allocates (scan_temp_bytes of temp from the caller) and refuses the default stream.
- * Header only (templates and static inline): scan.cu and the lab include it. */
+ * Header only (templates and static inline): scan.cu includes it. */
 #ifndef GPULAB_SCAN_CUH
 #define GPULAB_SCAN_CUH
 
@@ -243,8 +244,9 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
 
 /* best's register form: one tile a block, grid = ceil(n / 4096), tile = blockIdx.x
  * (blocks start in index order, so every tile below is resident or done); the R loads
- * go out before anything waits. BLOCK 128 (R = 8) is best's: the lab's rates followed
- * the tile bytes an SM holds, the most at 128 threads (bench/lab/RSH_NOTES.md). */
+ * go out before anything waits. BLOCK 128 (R = 8) is best's: a tile waits in registers
+ * for the look-back with no load in flight, so the rate follows the tile bytes an SM
+ * holds, the most at 128 threads (9 blocks, 144 KiB an SM; 96 KiB at 256 threads). */
 template <int BLOCK, bool VEC>
 __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restrict__ x,
                                                           float *__restrict__ y, size_t n,
@@ -264,8 +266,9 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
 
 /* Temp storage variant needs at n elements (0: none). Returns cudaSuccess,
  * cudaErrorInvalidValue (unknown variant, cub above INT_MAX elements, best above 2^31
- * tiles) or CUB's error. best: a status word a tile, and one more word (the lab's pipe
- * form's tile counter; kept, so that best's temp and zeroing are the lab's). */
+ * tiles) or CUB's error. best: a status word a tile, and one more word (the tile
+ * counter of a persistent form that was measured and dropped; kept, so that best's temp
+ * and zeroing are those it was measured with). */
 static inline cudaError_t scan_temp_bytes(int variant, size_t n, size_t *bytes) {
   *bytes = 0;
   switch (variant) {
@@ -299,8 +302,8 @@ static inline cudaError_t scan_best_zero(void *d_temp, size_t tiles, cudaStream_
 /* best's register form with BLOCK threads a tile (64, 128, 256 or 512: 16, 8, 4 or 2
  * float4 a thread; the tile stays 4096 elements, so temp and tolerance do not change).
  * Unaligned x or y always take the 256-thread 4-byte kernel (<128, false> spills).
- * n > 0; arguments checked by scan_launch (BLOCK = SCAN_BEST_BLOCK there; the lab
- * times the others). */
+ * n > 0; arguments checked by scan_launch (BLOCK = SCAN_BEST_BLOCK there; the others
+ * were timed against it on the H200). */
 template <int BLOCK>
 static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_y, void *d_temp,
                                            cudaStream_t s) {

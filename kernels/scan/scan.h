@@ -1,8 +1,8 @@
 /* The scan experiment (the next lecture's second: a prefix position per thread):
  * y[i] = x[0] + ... + x[i] in float, the inclusive prefix sum. Its descriptor, FP64
  * reference and tolerance rule (scan.c), CPU stand-ins (scan_cpu.c), kernels and
- * launcher (scan.cuh, from the lab that measured them on the H200:
- * bench/lab/RSH_NOTES.md) and CUDA side (scan.cu). */
+ * launcher (scan.cuh, checked and timed beside CUB on the H200 before they moved here)
+ * and CUDA side (scan.cu). */
 #ifndef GPULAB_SCAN_H
 #define GPULAB_SCAN_H
 

@@ -2,8 +2,8 @@
  * tiles moved as float4 both ways where rows are whole float4; a sector-exact kernel
  * (4-byte coalesced loads, B written in whole 32-byte sectors) where they are not and
  * where columns are few; a gather for few rows and a float4 copy for vectors. Every
- * kernel here ran and passed on the H200 in bench/lab/transpose_shapes_lab.cu with these
- * template parameters and launch shapes. */
+ * kernel here ran and passed on the H200 with these template parameters and launch
+ * shapes before it moved here. */
 #include "kernels/backends/cuda/cuda_best.cuh"
 #include "kernels/transpose/transpose.cuh"
 #include "kernels/transpose/transpose_pick.h"

@@ -1,7 +1,7 @@
 /* Which kernel the transpose's `best` runs at a shape: pure host C, so that the plan,
  * the launch and the tests agree. A is m x n row-major, B = A^T is n x m. A stated rule
- * from the shape labs' two runs on the H200 (bench/lab/SHAPES_NOTES.md; the ratios are
- * in bench/RESULTS.md). */
+ * from two runs of every candidate kernel at some 20 shapes on the H200 (why each
+ * branch: transpose_pick.c). */
 #ifndef GPULAB_TRANSPOSE_PICK_H
 #define GPULAB_TRANSPOSE_PICK_H
 

@@ -216,7 +216,8 @@ bool engine_run_inline(struct engine *e, struct job *job) {
    * healthy device: running it here takes nothing from anyone, and it starts
    * exactly as a worker would have started it. Under load (the device busy) jobs
    * go through the workers, so HTTP threads never wait on the GPU while other
-   * connections wait for them (bench/RESULTS.md measured both ways on the H200). */
+   * connections wait for them (64 connections on the H200: 7.9k tiny jobs/s run here
+   * against 10k through the workers). */
   if (!e->stopping && !e->paused && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
       e->running[job->device] == 0 && backend_healthy(e->devices[job->device]))
     for (int i = 0; i < e->n_workers && !w; i++)

@@ -1,7 +1,7 @@
 /* The shape pickers (kernels/gemm/gemm_pick.h, kernels/transpose/transpose_pick.h): at the
- * shapes the labs measured on the H200 (132 SMs) each picks the configuration run 2 of
- * bench/lab/SHAPES_NOTES.md says it should (run 2's pick, or its best measured where
- * the rules were fixed after it); every pick is a valid configuration at odd, edge and
+ * shapes the labs measured on the H200 (132 SMs) each picks the configuration the labs'
+ * second run chose (its pick, or its best measured where the rules were fixed after
+ * it); every pick is a valid configuration at odd, edge and
  * huge sizes and any SM count; the workspace limit holds; descriptions fit. */
 #include <time.h>
 
@@ -27,7 +27,7 @@ static void expect_tf32(int m, int n, int k, const char *want) {
   }
 }
 
-/* Run 2's picks (bench/lab/run2/summary.md); 3001x7x2049 is its best measured
+/* Run 2's picks (the labs' second H200 run); 3001x7x2049 is its best measured
  * (t256x16 at 22 splits: the lab named it by the 24 splits asked) since the rule that
  * gemv_n serves n == 1 only. */
 static void test_gemm_run2(void) {

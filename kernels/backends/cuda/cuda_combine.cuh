@@ -1,8 +1,7 @@
 /* Shared by the kernels in which many threads combine their values into one (reduce,
  * scan, histogram: kernels/<name>/<name>.cuh): warp sums and prefix sums, programmatic
  * dependent launch (PDL) with the zeroing kernel that runs ahead of it, and the sizes
- * their launchers plan with. Header only: kernels are templates, host functions inline.
- * Moved from the lab that measured them (bench/lab/rsh/rsh_common.cuh). */
+ * their launchers plan with. Header only: kernels are templates, host functions inline. */
 #ifndef GPULAB_CUDA_COMBINE_CUH
 #define GPULAB_CUDA_COMBINE_CUH
 
