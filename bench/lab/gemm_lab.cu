@@ -92,6 +92,7 @@
 #include "kernels/backends/cuda/cublas_loader.h"
 /* The product's helpers (grouped launch order, load4, cp.async, the vector flags), as
  * the product's gemm kernels use them. */
+#include "kernels/core/cuda/cp_async.cuh"
 #include "kernels/gemm/gemm.cuh"
 
 #define CK(call)                                                                         \

@@ -1,7 +1,8 @@
 /* The stencil's `best` variant: a prefix sum per tile, so an output costs the same at
  * any radius (stencil_best.h has the tile geometry, shared with the CPU stand-in and
  * the reference's tolerance). */
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/core/cuda/cp_async.cuh"
+#include "kernels/core/cuda/launch.cuh"
 #include "kernels/stencil/stencil.cuh"
 
 #include <stdio.h>

@@ -6,6 +6,7 @@
 #ifndef GPULAB_LAB_SCAN_PIPE_CUH
 #define GPULAB_LAB_SCAN_PIPE_CUH
 
+#include "kernels/core/cuda/cp_async.cuh"
 #include "kernels/scan/scan.cuh"
 
 #define SCAN_PIPE_BLOCK 256               /* threads a block (4 float4 a tile) */

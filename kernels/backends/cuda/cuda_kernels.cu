@@ -21,10 +21,6 @@ const void *gen_kernel_func(void) { return KFUNC(gen_kernel); }
 
 /* ---- plans ---- */
 
-bool cuda_is_default_stream(cudaStream_t s) {
-  return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread;
-}
-
 void cuda_plan_set(struct cuda_plan *p, const void *func, const char *name,
                    const char *description) {
   p->func = func;
