@@ -11,8 +11,8 @@
 #include <new>
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/backends/cuda/cuda_kernels.h"
 #include "kernels/core/clock.h"
-#include "kernels/backends/cuda/cuda_job.h"
 
 /* ---- errors ---- */
 

@@ -3,7 +3,7 @@
  * setting up and launching a cuda_plan, and a run's kernel info from its plan. */
 #include <stdio.h>
 
-#include "kernels/backends/cuda/cuda_job.h"
+#include "kernels/backends/cuda/cuda_kernels.h"
 #include "kernels/core/gen.h"
 
 /* ---- inputs ---- */
