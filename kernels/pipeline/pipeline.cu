@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/backends/cuda/cuda_check.h"
 #include "kernels/backends/cuda/cuda_job_ops.h"
 #include "kernels/core/clock.h"
 #include "kernels/core/gen.h"

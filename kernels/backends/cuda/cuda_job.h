@@ -6,6 +6,7 @@
 #define GPULAB_CUDA_JOB_H
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/backends/cuda/cuda_check.h"
 #include "kernels/backends/cuda/cuda_exp.h"
 #include "kernels/backends/cuda/cuda_job_ops.h"
 #include "kernels/backends/cuda/cuda_kernels.h"

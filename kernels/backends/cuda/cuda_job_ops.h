@@ -103,17 +103,4 @@ struct exp_run *job_run_init(struct cuda_job *j, int r, int variant, const char 
 int job_run_plan(struct cuda_job *j, struct exp_run *run, int plan_rc, const struct cuda_plan *p,
                  const char *why);
 
-#define CUDA_TRY(j, call)                                                                   \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) return job_fail((j), e_, #call);                                 \
-  } while (0)
-
-/* Returns from the calling function with call's rc when it is not 0. */
-#define RC_TRY(call)                                                                        \
-  do {                                                                                      \
-    int rc_ = (call);                                                                       \
-    if (rc_ != 0) return rc_;                                                               \
-  } while (0)
-
 #endif
