@@ -8,7 +8,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/stencil/stencil_tile.h"
 #include "tests/check.h"
 
 static struct reference *make_given(const struct exp_spec *spec, const float *const *given) {
