@@ -9,6 +9,7 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
+#include "kernels/core/shape1d.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/stencil/stencil_tile.h"
 
@@ -17,7 +18,7 @@
 #define TOL_FLOOR 1e-30
 
 static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {s->p[STENCIL_N], 0}};
+  shape1d_set(shape, s->p[STENCIL_N]);
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
@@ -27,8 +28,7 @@ static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
 /* x of any shape: its element count is n. */
 static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
                      size_t len) {
-  static const int dims[] = {STENCIL_N};
-  return exp_fit_dims(s, slot, shape, dims, 1, NULL, msg, len);
+  return shape1d_fit(s, slot, shape, STENCIL_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
