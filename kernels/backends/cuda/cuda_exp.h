@@ -44,7 +44,7 @@ struct cuda_launch {
   cublasHandle_t cublas_handle;
 };
 
-struct cuda_job_ops; /* kernels/backends/cuda/cuda_job.h */
+struct cuda_job_ops; /* kernels/backends/cuda/cuda_job_ops.h */
 
 struct cuda_experiment {
   /* Plans variant at spec's sizes on the current device. Returns 0, or -1 with why
