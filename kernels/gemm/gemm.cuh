@@ -7,7 +7,8 @@
 #ifndef GPULAB_GEMM_CUH
 #define GPULAB_GEMM_CUH
 
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/backends/cuda/cuda_exp.h"
+#include "kernels/core/cuda/launch.cuh"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_pick.h"
 

@@ -4,6 +4,7 @@
  * with split-K and a deterministic second pass, and two GEMV-style kernels (m <= 8,
  * n == 1). Every instance here ran and passed on the H200 with these template parameters
  * and launch shapes before it moved here. */
+#include "kernels/core/cuda/cp_async.cuh"
 #include "kernels/gemm/gemm.cuh"
 #include "kernels/gemm/gemm_pick.h"
 

@@ -3,6 +3,7 @@
  * a Hopper kernel (wgmma fed by TMA, on A and a transposed copy of B) at the tile width
  * and split-K tf32_pick_for chooses; a build or a device without sm_90a takes mma.sync
  * m16n8k8 (ldmatrix, a 3-stage cp.async pipeline). */
+#include "kernels/core/cuda/cp_async.cuh"
 #include "kernels/gemm/gemm.cuh"
 #include "kernels/transpose/transpose.cuh"
 

@@ -8,6 +8,7 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
+#include "kernels/core/shape1d.h"
 #include "kernels/histogram/histogram.h"
 
 long long histogram_ref(const float *x, size_t n, int bins, uint32_t *hist) {
@@ -30,18 +31,17 @@ static bool bins_ok(const struct exp_spec *s) {
 }
 
 static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {s->p[HISTOGRAM_N], 0}};
+  shape1d_set(shape, s->p[HISTOGRAM_N]);
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {s->p[HISTOGRAM_BINS], 0}};
+  shape1d_set(shape, s->p[HISTOGRAM_BINS]);
 }
 
 /* x of any shape: its element count is n. */
 static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
                      size_t len) {
-  static const int dims[] = {HISTOGRAM_N};
-  return exp_fit_dims(s, slot, shape, dims, 1, NULL, msg, len);
+  return shape1d_fit(s, slot, shape, HISTOGRAM_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {

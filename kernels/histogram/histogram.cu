@@ -4,6 +4,7 @@
  * stream-ordered pool. */
 #include <stdio.h>
 
+#include "kernels/backends/cuda/cuda_exp.h"
 #include "kernels/histogram/histogram.cuh"
 
 static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char *why,

@@ -18,7 +18,8 @@
 
 #include <cub/device/device_histogram.cuh>
 
-#include "kernels/backends/cuda/cuda_combine.cuh"
+#include "kernels/core/cuda/combine.cuh"
+#include "kernels/core/cuda/launch.cuh"
 #include "kernels/histogram/histogram.h"
 
 #define HISTOGRAM_BLOCK 256             /* naive and shared */

@@ -2,12 +2,15 @@
  * job's chunks uploaded, computed and downloaded over the lane's pipeline streams (the
  * lecture's plan, or the best plan), one pass at a time, issued stream by stream or as
  * one captured CUDA Graph, timed on the host, with a per-stream timeline of the last
- * pass: its own job ops (cuda_job.h) and its CUDA descriptor. */
+ * pass: its own job ops (cuda_job_ops.h) and its CUDA descriptor. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/backends/cuda/cuda_job.h"
+#include "kernels/backends/cuda/cuda_check.h"
+#include "kernels/backends/cuda/cuda_job_ops.h"
+#include "kernels/core/clock.h"
 #include "kernels/core/gen.h"
 #include "kernels/pipeline/pipeline.h"
 

@@ -10,6 +10,7 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
+#include "kernels/core/shape1d.h"
 #include "kernels/reduce/reduce.h"
 
 /* cub's bound holds on any GPU of at least this many SMs (CUB's grid follows them). */
@@ -56,18 +57,17 @@ double reduce_ref_sum(const float *x, size_t n, double *abs_sum) {
 }
 
 static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {s->p[REDUCE_N], 0}};
+  shape1d_set(shape, s->p[REDUCE_N]);
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {1, 0}};
+  shape1d_set(shape, 1);
 }
 
 /* x of any shape: its element count is n. */
 static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
                      size_t len) {
-  static const int dims[] = {REDUCE_N};
-  return exp_fit_dims(s, slot, shape, dims, 1, NULL, msg, len);
+  return shape1d_fit(s, slot, shape, REDUCE_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {

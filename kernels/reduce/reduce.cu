@@ -3,6 +3,7 @@
  * from the device's stream-ordered pool. */
 #include <stdio.h>
 
+#include "kernels/backends/cuda/cuda_exp.h"
 #include "kernels/reduce/reduce.cuh"
 
 static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char *why,

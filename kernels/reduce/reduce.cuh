@@ -17,7 +17,7 @@
 
 #include <cub/device/device_reduce.cuh>
 
-#include "kernels/backends/cuda/cuda_combine.cuh"
+#include "kernels/core/cuda/combine.cuh"
 #include "kernels/reduce/reduce.h"
 
 /* ---- block sums: the result is valid in thread 0 ---- */

@@ -8,6 +8,7 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
+#include "kernels/core/shape1d.h"
 #include "kernels/scan/scan.h"
 
 /* naive / shared: per level the tile's tree (Hillis-Steele 10 steps, Blelloch 21) and
@@ -28,7 +29,7 @@ double scan_error_depth(int variant, size_t n, size_t i) {
 }
 
 static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {s->p[SCAN_N], 0}};
+  shape1d_set(shape, s->p[SCAN_N]);
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
@@ -38,8 +39,7 @@ static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
 /* x of any shape: its element count is n. */
 static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
                      size_t len) {
-  static const int dims[] = {SCAN_N};
-  return exp_fit_dims(s, slot, shape, dims, 1, NULL, msg, len);
+  return shape1d_fit(s, slot, shape, SCAN_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {

@@ -18,7 +18,8 @@
 
 #include <cub/device/device_scan.cuh>
 
-#include "kernels/backends/cuda/cuda_combine.cuh"
+#include "kernels/core/cuda/combine.cuh"
+#include "kernels/core/cuda/launch.cuh"
 #include "kernels/scan/scan.h"
 
 /* ---- naive and shared: one tile per block ---- */

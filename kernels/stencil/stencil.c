@@ -9,15 +9,16 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
+#include "kernels/core/shape1d.h"
 #include "kernels/stencil/stencil.h"
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/stencil/stencil_tile.h"
 
 /* Absolute part of the tolerance: windows of zeros compare exactly, a GPU that flushes
  * subnormal sums to zero still passes. */
 #define TOL_FLOOR 1e-30
 
 static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  *shape = (struct exp_shape){1, {s->p[STENCIL_N], 0}};
+  shape1d_set(shape, s->p[STENCIL_N]);
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
@@ -27,8 +28,7 @@ static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
 /* x of any shape: its element count is n. */
 static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
                      size_t len) {
-  static const int dims[] = {STENCIL_N};
-  return exp_fit_dims(s, slot, shape, dims, 1, NULL, msg, len);
+  return shape1d_fit(s, slot, shape, STENCIL_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
@@ -129,7 +129,7 @@ static double abs_sum(const float *x, int64_t n, int64_t lo, int64_t hi) {
 /* The expected outputs come from exact window sums (the inputs may be any floats,
  * so no rounding of a running sum may leak from one window into another). The
  * naive and shared tolerance bounds a float sum of 2r+1 terms and its division, per
- * element. Best (stencil_best.h) differences double prefix sums that run over its
+ * element. Best (stencil_tile.h) differences double prefix sums that run over its
  * whole tile's span and restart at the next tile: each prefix is off by at most
  * ~45 * 2^-53 (the GPU's chains of at most ~20 double additions) or 2^14 * 2^-53 (the
  * CPU's sliding window over at most 2r+1 + 2T <= 14329 steps) times sum |x| over the

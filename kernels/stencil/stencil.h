@@ -1,7 +1,7 @@
 /* The stencil experiment (the lecture's halos): y[i] = sum x[i-r..i+r] / (2r+1), x zero
  * outside [0, n). Its descriptor and exact reference (stencil.c), CPU stand-ins
  * (stencil_cpu.c), lecture kernels (stencil.cu) and best kernel (stencil_best.cu, with
- * its tile geometry in stencil_best.h). */
+ * its tile geometry in stencil_tile.h). */
 #ifndef GPULAB_STENCIL_H
 #define GPULAB_STENCIL_H
 
@@ -27,7 +27,7 @@ enum stencil_variant { STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST };
  * kernel's tiles), the first window summed directly, then slid one output at a time
  * (add x[i+r+1], subtract x[i-r]); the running sum is a double and restarts at every
  * tile, as the kernel's prefix sums do, so the same tolerance holds. Requires
- * 0 <= r <= STENCIL_BEST_MAX_RADIUS (stencil_best.h). */
+ * 0 <= r <= STENCIL_BEST_MAX_RADIUS (stencil_tile.h). */
 #define CPU_STENCIL_TILE 256
 int cpu_stencil_naive(const struct exp_cpu_call *call);
 int cpu_stencil_shared(const struct exp_cpu_call *call);

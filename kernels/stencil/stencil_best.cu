@@ -1,12 +1,13 @@
 /* The stencil's `best` variant: a prefix sum per tile, so an output costs the same at
- * any radius (stencil_best.h has the tile geometry, shared with the CPU stand-in and
+ * any radius (stencil_tile.h has the tile geometry, shared with the CPU stand-in and
  * the reference's tolerance). */
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/core/cuda/cp_async.cuh"
+#include "kernels/core/cuda/launch.cuh"
 #include "kernels/stencil/stencil.cuh"
 
 #include <stdio.h>
 
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/stencil/stencil_tile.h"
 
 /* ---- stencil: y[i] = sum x[i-r..i+r] / (2r+1), x outside [0, n) is 0 ---- */
 
@@ -65,7 +66,7 @@ __device__ __forceinline__ void copy_chunk(float *dst, const float *__restrict__
   }
 }
 
-/* Cost per output independent of r: tile k owns the T outputs at k*T (stencil_best.h:
+/* Cost per output independent of r: tile k owns the T outputs at k*T (stencil_tile.h:
  * T ~ SPAN - 2r) and scans its span x[k*T - lead, k*T - lead + SPAN), SPAN = 4096
  * floats (8192 when the halo is over 2048, r >~ 1020: STEPS = 4, the same work per
  * output). 8 warps; warp w owns the contiguous region [w*REGION, (w+1)*REGION) of the

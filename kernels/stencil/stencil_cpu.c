@@ -1,7 +1,7 @@
 /* The stencil's CPU stand-ins (stencil.h). Each mirrors its CUDA counterpart's
  * arithmetic; only the work distribution differs. */
 #include "kernels/stencil/stencil.h"
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/stencil/stencil_tile.h"
 
 int cpu_stencil_naive(const struct exp_cpu_call *c) {
   const float *x = c->in[0];

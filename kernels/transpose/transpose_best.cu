@@ -4,7 +4,7 @@
  * where columns are few; a gather for few rows and a float4 copy for vectors. Every
  * kernel here ran and passed on the H200 with these template parameters and launch
  * shapes before it moved here. */
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/core/cuda/launch.cuh"
 #include "kernels/transpose/transpose.cuh"
 #include "kernels/transpose/transpose_pick.h"
 

@@ -10,7 +10,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/stencil/stencil_tile.h"
 #include "tests/check.h"
 
 static struct exp_spec small_spec(enum exp_type type) {

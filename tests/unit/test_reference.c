@@ -8,7 +8,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "kernels/stencil/stencil_best.h"
+#include "kernels/stencil/stencil_tile.h"
 #include "tests/check.h"
 
 static struct reference *make_given(const struct exp_spec *spec, const float *const *given) {
@@ -373,7 +373,7 @@ static void test_gemm_tf32(int m, int n, int k, bool fp32_rejects) {
   reference_free(ref);
 }
 
-/* ---- stencil best: double prefix sums restarted per tile (stencil_best.h) ---- */
+/* ---- stencil best: double prefix sums restarted per tile (stencil_tile.h) ---- */
 
 /* The best kernel's arithmetic, sequentially: per tile a double prefix over its span
  * x[base - lead, base + T + r), y = (P[i+r] - P[i-r-1]) / (2r+1) rounded to float. */

@@ -11,8 +11,9 @@
 #include <new>
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
+#include "kernels/backends/cuda/cuda_check.h"
+#include "kernels/backends/cuda/cuda_kernels.h"
 #include "kernels/core/clock.h"
-#include "kernels/backends/cuda/cuda_job.h"
 
 /* ---- errors ---- */
 
@@ -282,15 +283,6 @@ int cuda_validate(const struct backend_job *job, char *err, size_t err_len) {
 
 /* ---- buffers and fences: any thread, on the utility stream ---- */
 
-#define UTIL_TRY(be, call)                                                                  \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
-      rc = cuda_classify((be), (be)->util, e_, #call, err, err_len);                        \
-      goto fail;                                                                            \
-    }                                                                                       \
-  } while (0)
-
 static int cuda_buffer_upload(struct backend *b, const float *host, uint64_t count,
                               struct backend_buffer **out, char *err, size_t err_len) {
   struct cuda_backend *be = (struct cuda_backend *)b->impl;
@@ -305,13 +297,13 @@ static int cuda_buffer_upload(struct backend *b, const float *host, uint64_t cou
   buf->device = be->device;
   int rc = 0;
   pthread_mutex_lock(&be->util_mu);
-  UTIL_TRY(be, cudaSetDevice(be->device)); /* HTTP threads: the device may be unset */
+  CUDA_TRY_UTIL(be, cudaSetDevice(be->device)); /* HTTP threads: the device may be unset */
   rc = cuda_pool_alloc(be, be->util, count, &buf->data, err, err_len);
   if (rc != 0) goto fail;
   if (count)
-    UTIL_TRY(be, cudaMemcpyAsync(buf->data, host, count * sizeof(float),
-                                 cudaMemcpyHostToDevice, be->util));
-  UTIL_TRY(be, cudaStreamSynchronize(be->util));
+    CUDA_TRY_UTIL(be, cudaMemcpyAsync(buf->data, host, count * sizeof(float),
+                                      cudaMemcpyHostToDevice, be->util));
+  CUDA_TRY_UTIL(be, cudaStreamSynchronize(be->util));
   pthread_mutex_unlock(&be->util_mu);
   *out = buf;
   return 0;
@@ -330,17 +322,17 @@ static int cuda_buffer_download(struct backend *b, struct backend_buffer *buf,
   if (cuda_unhealthy(be, err, err_len)) return -EIO;
   int rc = 0;
   bool locked = false;
-  UTIL_TRY(be, cudaSetDevice(be->device));
+  CUDA_TRY_UTIL(be, cudaSetDevice(be->device));
   /* Wait for the writer before taking the stream, so that a download of a job still
    * running does not hold up every other upload and download. */
-  if (fence) UTIL_TRY(be, cudaEventSynchronize(fence->event));
+  if (fence) CUDA_TRY_UTIL(be, cudaEventSynchronize(fence->event));
   pthread_mutex_lock(&be->util_mu);
   locked = true;
-  if (fence) UTIL_TRY(be, cudaStreamWaitEvent(be->util, fence->event, 0));
+  if (fence) CUDA_TRY_UTIL(be, cudaStreamWaitEvent(be->util, fence->event, 0));
   if (buf->count)
-    UTIL_TRY(be, cudaMemcpyAsync(host, buf->data, buf->count * sizeof(float),
-                                 cudaMemcpyDeviceToHost, be->util));
-  UTIL_TRY(be, cudaStreamSynchronize(be->util));
+    CUDA_TRY_UTIL(be, cudaMemcpyAsync(host, buf->data, buf->count * sizeof(float),
+                                      cudaMemcpyDeviceToHost, be->util));
+  CUDA_TRY_UTIL(be, cudaStreamSynchronize(be->util));
   pthread_mutex_unlock(&be->util_mu);
   return 0;
 fail:
@@ -497,14 +489,8 @@ static int open_fail(cudaError_t e, const char *call, char *why, size_t why_len)
   return e == cudaErrorMemoryAllocation ? -ENOMEM : -ENODEV;
 }
 
-#define OPEN_TRY(call, name)                                                                \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) return open_fail(e_, name, why, why_len);                        \
-  } while (0)
-
 static int open_lanes(struct cuda_backend *be, char *why, size_t why_len) {
-  OPEN_TRY(cudaStreamCreateWithFlags(&be->util, cudaStreamNonBlocking), "cudaStreamCreate");
+  CUDA_TRY_OPEN("cudaStreamCreate", cudaStreamCreateWithFlags(&be->util, cudaStreamNonBlocking));
   be->lanes = (struct lane *)calloc((size_t)be->n_lanes, sizeof *be->lanes);
   if (!be->lanes) {
     snprintf(why, why_len, "out of host memory for %d lanes", be->n_lanes);
@@ -512,28 +498,28 @@ static int open_lanes(struct cuda_backend *be, char *why, size_t why_len) {
   }
   for (int i = 0; i < be->n_lanes; i++) {
     struct lane *l = &be->lanes[i];
-    OPEN_TRY(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    OPEN_TRY(cudaEventCreate(&l->start), "cudaEventCreate");
-    OPEN_TRY(cudaEventCreate(&l->stop), "cudaEventCreate");
-    OPEN_TRY(cudaEventCreateWithFlags(&l->fork, cudaEventDisableTiming), "cudaEventCreate");
+    CUDA_TRY_OPEN("cudaStreamCreate", cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
+    CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreate(&l->start));
+    CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreate(&l->stop));
+    CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreateWithFlags(&l->fork, cudaEventDisableTiming));
   }
   return 0;
 }
 
 static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
   int count = 0;
-  OPEN_TRY(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  CUDA_TRY_OPEN("cudaGetDeviceCount", cudaGetDeviceCount(&count));
   if (be->device < 0 || be->device >= count) {
     snprintf(why, why_len, "CUDA device %d not present (%d device%s)", be->device, count,
              count == 1 ? "" : "s");
     return -ENODEV;
   }
-  OPEN_TRY(cudaSetDevice(be->device), "cudaSetDevice");
-  OPEN_TRY(cudaGetDeviceProperties(&be->prop, be->device), "cudaGetDeviceProperties");
-  OPEN_TRY(cudaDeviceGetAttribute(&be->sm_clock_khz, cudaDevAttrClockRate, be->device),
-           "cudaDeviceGetAttribute");
-  OPEN_TRY(cudaDeviceGetAttribute(&be->mem_clock_khz, cudaDevAttrMemoryClockRate, be->device),
-           "cudaDeviceGetAttribute");
+  CUDA_TRY_OPEN("cudaSetDevice", cudaSetDevice(be->device));
+  CUDA_TRY_OPEN("cudaGetDeviceProperties", cudaGetDeviceProperties(&be->prop, be->device));
+  CUDA_TRY_OPEN("cudaDeviceGetAttribute",
+                cudaDeviceGetAttribute(&be->sm_clock_khz, cudaDevAttrClockRate, be->device));
+  CUDA_TRY_OPEN("cudaDeviceGetAttribute",
+                cudaDeviceGetAttribute(&be->mem_clock_khz, cudaDevAttrMemoryClockRate, be->device));
   /* NVML names devices by PCI bus id, not by CUDA's ordinal (CUDA_VISIBLE_DEVICES
    * and the ordering can differ). Without it, runs carry no clocks. */
   char pci[32] = "";
@@ -544,17 +530,18 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
   (void)cudaGetLastError();
   /* A device this binary has no code for fails here rather than on every launch. */
   cudaFuncAttributes attr;
-  OPEN_TRY(cudaFuncGetAttributes(&attr, gen_kernel_func()), "cudaFuncGetAttributes (kernel image)");
+  CUDA_TRY_OPEN("cudaFuncGetAttributes (kernel image)",
+                cudaFuncGetAttributes(&attr, gen_kernel_func()));
   size_t free_b = 0, total_b = 0;
-  OPEN_TRY(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  CUDA_TRY_OPEN("cudaMemGetInfo", cudaMemGetInfo(&free_b, &total_b));
   be->mem_free_at_open = free_b;
   be->mem_limit = (uint64_t)((double)free_b * 0.9);
   /* Freed blocks stay in the pool for the next job instead of going back to the
    * driver (and being mapped again at every allocation). */
-  OPEN_TRY(cudaDeviceGetDefaultMemPool(&be->pool, be->device), "cudaDeviceGetDefaultMemPool");
+  CUDA_TRY_OPEN("cudaDeviceGetDefaultMemPool", cudaDeviceGetDefaultMemPool(&be->pool, be->device));
   uint64_t threshold = UINT64_MAX;
-  OPEN_TRY(cudaMemPoolSetAttribute(be->pool, cudaMemPoolAttrReleaseThreshold, &threshold),
-           "cudaMemPoolSetAttribute");
+  CUDA_TRY_OPEN("cudaMemPoolSetAttribute",
+                cudaMemPoolSetAttribute(be->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   return open_lanes(be, why, why_len);
 }
 

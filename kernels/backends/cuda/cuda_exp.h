@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "kernels/backends/cuda/cublas_loader.h"
+#include "kernels/core/cuda/launch.cuh" /* cuda_is_default_stream */
 #include "kernels/core/experiment.h"
 
 /* One kernel of one variant at one size: what runs and how it is launched. A variant
@@ -43,7 +44,7 @@ struct cuda_launch {
   cublasHandle_t cublas_handle;
 };
 
-struct cuda_job_ops; /* kernels/backends/cuda/cuda_job.h */
+struct cuda_job_ops; /* kernels/backends/cuda/cuda_job_ops.h */
 
 struct cuda_experiment {
   /* Plans variant at spec's sizes on the current device. Returns 0, or -1 with why
@@ -85,8 +86,6 @@ int cuda_plan_grid_ok(const struct cuda_plan *plan, char *why, size_t why_len);
 /* Launches plan with args on s (an empty grid launches nothing); returns the launch's
  * error, cudaErrorInvalidValue for a default stream. */
 cudaError_t cuda_plan_launch(const struct cuda_plan *plan, void **args, cudaStream_t s);
-/* True for the legacy, per-thread and null streams. */
-bool cuda_is_default_stream(cudaStream_t s);
 
 /* d[i] = gen_uniform(seed, stream, i) * scale for i < n: reference_fill_scaled's
  * numbers, bit for bit. */

@@ -3,7 +3,7 @@
  * setting up and launching a cuda_plan, and a run's kernel info from its plan. */
 #include <stdio.h>
 
-#include "kernels/backends/cuda/cuda_job.h"
+#include "kernels/backends/cuda/cuda_kernels.h"
 #include "kernels/core/gen.h"
 
 /* ---- inputs ---- */
@@ -20,10 +20,6 @@ __global__ __launch_bounds__(256) void gen_kernel(float *d, size_t n, uint64_t s
 const void *gen_kernel_func(void) { return KFUNC(gen_kernel); }
 
 /* ---- plans ---- */
-
-bool cuda_is_default_stream(cudaStream_t s) {
-  return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread;
-}
 
 void cuda_plan_set(struct cuda_plan *p, const void *func, const char *name,
                    const char *description) {

@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "kernels/backends/cuda/cuda_backend_impl.h"
-#include "kernels/backends/cuda/cuda_job.h"
+#include "kernels/backends/cuda/cuda_check.h"
+#include "kernels/backends/cuda/cuda_exp.h"
 #include "kernels/core/gen.h"
 #include "kernels/core/stats.h"
 
@@ -167,16 +168,6 @@ static cudaError_t measure_pinned(struct bench *b, struct buffers *m, size_t byt
   return e;
 }
 
-/* Sets e and *what (the failing call), and returns e, when call fails. */
-#define MEASURE_TRY(call)                                                                   \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
-      *what = #call;                                                                        \
-      return e_;                                                                            \
-    }                                                                                       \
-  } while (0)
-
 /* How large each measurement is: copies of 2^28 floats (2 GiB moved, where the copy
  * rate has levelled off on an H200) when a quarter of free memory holds them, else
  * smaller; SGEMM at 4096^3 and TF32 at 8192^3 (sizes where cuBLAS has reached its
@@ -198,23 +189,24 @@ static void sizes_pick(size_t free_b, struct sizes *z) {
 
 /* Streams, events and buffers (random inputs, pinned pages touched). */
 static cudaError_t setup(struct bench *b, struct buffers *m, const struct sizes *z, const char **what) {
-  for (int i = 0; i < 2; i++) MEASURE_TRY(cudaStreamCreateWithFlags(&b->s[i], cudaStreamNonBlocking));
-  MEASURE_TRY(cudaEventCreate(&b->start));
-  MEASURE_TRY(cudaEventCreate(&b->stop));
-  MEASURE_TRY(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
-  MEASURE_TRY(cudaEventCreateWithFlags(&b->join, cudaEventDisableTiming));
-  MEASURE_TRY(cudaMalloc(&m->d_src, z->n * sizeof(float)));
-  MEASURE_TRY(cudaMalloc(&m->d_dst, z->n * sizeof(float)));
-  MEASURE_TRY(cudaMalloc(&m->d_a, z->gemm_n * sizeof(float)));
-  MEASURE_TRY(cudaMalloc(&m->d_b, z->gemm_n * sizeof(float)));
-  MEASURE_TRY(cudaMalloc(&m->d_c, z->gemm_n * sizeof(float)));
-  MEASURE_TRY(cudaMallocHost(&m->pin_up, z->pin_bytes));
-  MEASURE_TRY(cudaMallocHost(&m->pin_down, z->pin_bytes));
+  for (int i = 0; i < 2; i++)
+    CUDA_TRY_WHAT(what, cudaStreamCreateWithFlags(&b->s[i], cudaStreamNonBlocking));
+  CUDA_TRY_WHAT(what, cudaEventCreate(&b->start));
+  CUDA_TRY_WHAT(what, cudaEventCreate(&b->stop));
+  CUDA_TRY_WHAT(what, cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
+  CUDA_TRY_WHAT(what, cudaEventCreateWithFlags(&b->join, cudaEventDisableTiming));
+  CUDA_TRY_WHAT(what, cudaMalloc(&m->d_src, z->n * sizeof(float)));
+  CUDA_TRY_WHAT(what, cudaMalloc(&m->d_dst, z->n * sizeof(float)));
+  CUDA_TRY_WHAT(what, cudaMalloc(&m->d_a, z->gemm_n * sizeof(float)));
+  CUDA_TRY_WHAT(what, cudaMalloc(&m->d_b, z->gemm_n * sizeof(float)));
+  CUDA_TRY_WHAT(what, cudaMalloc(&m->d_c, z->gemm_n * sizeof(float)));
+  CUDA_TRY_WHAT(what, cudaMallocHost(&m->pin_up, z->pin_bytes));
+  CUDA_TRY_WHAT(what, cudaMallocHost(&m->pin_down, z->pin_bytes));
   memset(m->pin_up, 0x3F, z->pin_bytes); /* touched, so no page is mapped while timed */
   memset(m->pin_down, 0, z->pin_bytes);
-  MEASURE_TRY(gen_launch(m->d_src, z->n, 1, GEN_X, 1.0f, b->s[0]));
-  MEASURE_TRY(gen_launch(m->d_a, z->gemm_n, 1, GEN_A, 1.0f, b->s[0]));
-  MEASURE_TRY(gen_launch(m->d_b, z->gemm_n, 1, GEN_B, 1.0f, b->s[0]));
+  CUDA_TRY_WHAT(what, gen_launch(m->d_src, z->n, 1, GEN_X, 1.0f, b->s[0]));
+  CUDA_TRY_WHAT(what, gen_launch(m->d_a, z->gemm_n, 1, GEN_A, 1.0f, b->s[0]));
+  CUDA_TRY_WHAT(what, gen_launch(m->d_b, z->gemm_n, 1, GEN_B, 1.0f, b->s[0]));
   return cudaSuccess;
 }
 
@@ -224,13 +216,14 @@ static cudaError_t measure_all(struct cuda_backend *be, struct bench *b, struct 
                                size_t why_len, const char **what) {
   char note[2][96] = {"", ""};
   double copy_kernel = 0, copy_memcpy = 0;
-  MEASURE_TRY(setup(b, m, z, what));
-  MEASURE_TRY(measure_copy(be, b, m, z->n, &copy_kernel, &copy_memcpy));
+  CUDA_TRY_WHAT(what, setup(b, m, z, what));
+  CUDA_TRY_WHAT(what, measure_copy(be, b, m, z->n, &copy_kernel, &copy_memcpy));
   c->copy_gbps = copy_kernel > copy_memcpy ? copy_kernel : copy_memcpy;
-  MEASURE_TRY(measure_gemm(b, m, z->dim_sgemm, CUBLAS_DEFAULT_MATH, &c->sgemm_gflops, note[0], sizeof note[0]));
-  MEASURE_TRY(measure_gemm(b, m, z->dim_tf32, CUBLAS_TF32_TENSOR_OP_MATH, &c->tf32_gflops, note[1],
-                           sizeof note[1]));
-  MEASURE_TRY(measure_pinned(b, m, z->pin_bytes, c));
+  CUDA_TRY_WHAT(what, measure_gemm(b, m, z->dim_sgemm, CUBLAS_DEFAULT_MATH, &c->sgemm_gflops,
+                                   note[0], sizeof note[0]));
+  CUDA_TRY_WHAT(what, measure_gemm(b, m, z->dim_tf32, CUBLAS_TF32_TENSOR_OP_MATH, &c->tf32_gflops,
+                                   note[1], sizeof note[1]));
+  CUDA_TRY_WHAT(what, measure_pinned(b, m, z->pin_bytes, c));
   snprintf(why, why_len,
            "copy %.0f GB/s (kernel %.0f, memcpy %.0f), sgemm %.0f GFLOP/s%s%s, tf32 %.0f GFLOP/s%s%s, "
            "h2d %.1f, d2h %.1f, bidir %.1f GB/s",

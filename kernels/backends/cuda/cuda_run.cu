@@ -1,5 +1,5 @@
 /* Running one job on one lane of the CUDA backend, through its experiment's job ops
- * (cuda_job.h): the job's inputs (given buffers, or generated on the GPU with gen.h),
+ * (cuda_job_ops.h): the job's inputs (given buffers, or generated on the GPU with gen.h),
  * its output and done fence, its timed windows, the outputs back to the host and the
  * checks against its reference. It waits only on the lane's own streams and events; a
  * job's parents are waited for on the device (cudaStreamWaitEvent). */

@@ -2,13 +2,14 @@
  * scan, histogram: kernels/<name>/<name>.cuh): warp sums and prefix sums, programmatic
  * dependent launch (PDL) with the zeroing kernel that runs ahead of it, and the sizes
  * their launchers plan with. Header only: kernels are templates, host functions inline. */
-#ifndef GPULAB_CUDA_COMBINE_CUH
-#define GPULAB_CUDA_COMBINE_CUH
+#ifndef GPULAB_CORE_CUDA_COMBINE_CUH
+#define GPULAB_CORE_CUDA_COMBINE_CUH
 
+#include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels/backends/cuda/cuda_best.cuh"
+#include "kernels/core/cuda/launch.cuh"
 
 #define COMBINE_FULL_MASK 0xffffffffu
 

@@ -1,14 +1,13 @@
-/* Shared by the `best` kernels of several experiments (transpose_best.cu,
- * gemm_best.cu, gemm_tf32.cu, stencil_best.cu): alignment, the grouped launch order,
- * raising the shared-memory limit once, and cp.async. */
-#ifndef GPULAB_CUDA_BEST_CUH
-#define GPULAB_CUDA_BEST_CUH
+/* Launch helpers shared by the kernels of several experiments (transpose_best.cu,
+ * gemm_best.cu, gemm_tf32.cu, stencil_best.cu, histogram.cuh, scan.cuh): alignment, the
+ * grouped launch order, the default streams, raising the shared-memory limit once. */
+#ifndef GPULAB_CORE_CUDA_LAUNCH_CUH
+#define GPULAB_CORE_CUDA_LAUNCH_CUH
 
+#include <cuda_runtime.h>
 #include <stdint.h>
 
 #include <atomic>
-
-#include "kernels/backends/cuda/cuda_exp.h"
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -28,8 +27,12 @@ __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, 
   *bn = in / rows;
 }
 
-
 /* ---- launches ---- */
+
+/* True for the legacy, per-thread and null streams (launchers refuse them). */
+static inline bool cuda_is_default_stream(cudaStream_t s) {
+  return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread;
+}
 
 /* A kernel with more than the default 48 KiB of dynamic shared memory must have its
  * limit raised before its first launch on each device: done once per kernel and
@@ -48,41 +51,6 @@ static inline cudaError_t smem_raise_once(std::atomic<unsigned long long> *raise
                              (int)cudaSharedmemCarveoutMaxShared);
   if (e == cudaSuccess) raised->fetch_or(bit);
   return e;
-}
-
-/* ---- cp.async ---- */
-
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* cp.async of 16 (or 4) bytes; when !valid nothing is read and the bytes are zeroed. */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(float *dst, const float *src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(valid ? 4 : 0)
-               : "memory");
-}
-/* The same without a source size, for copies known to be inside the matrix (no
- * zero fill: gemm best's whole-tile kernel). */
-__device__ __forceinline__ void cp_async16(float *dst, const float *src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(float *dst, const float *src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
 #endif

@@ -1,8 +1,8 @@
 /* Tile geometry of the stencil's `best` variant, shared by the CUDA kernel, its CPU
  * stand-in and the reference's tolerance, so that all three restart their running
  * sums at the same places. Compiled as C and as CUDA (host and device). */
-#ifndef GPULAB_STENCIL_BEST_H
-#define GPULAB_STENCIL_BEST_H
+#ifndef GPULAB_STENCIL_TILE_H
+#define GPULAB_STENCIL_TILE_H
 
 #ifdef __CUDACC__
 #define STENCIL_BEST_HD __host__ __device__ __forceinline__
