@@ -429,45 +429,58 @@ static int fault_of(cudaError_t e, struct runner_fault_msg *fault) {
   return 1;
 }
 
-static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done,
-                    struct runner_fault_msg *fault, char *msg, size_t msg_len) {
-  int mi = find_module(m->key);
-  if (mi < 0) {
+/* One run's plan: its kernel, its arguments bound, and what each launch needs first. */
+struct run_plan {
+  const struct runner_run_msg *m;
+  int mi; /* its module */
+  CUfunction f;
+  CUdeviceptr ptrs[RUNNER_MAX_ARGS];
+  int ints[RUNNER_MAX_ARGS];
+  void *params[RUNNER_MAX_ARGS + 1]; /* and the scratch */
+  bool cold, fresh;
+  bool per_launch; /* each launch timed alone: something is done before each */
+  float *fresh_in[RUNNER_MAX_FRESH];
+  float *out;
+  size_t out_bytes;
+};
+
+/* m's kernel, arguments, scratch and shared memory into p, checked: 0 or -errno with msg. */
+static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *msg,
+                    size_t msg_len) {
+  *p = (struct run_plan){.m = m, .mi = find_module(m->key)};
+  if (p->mi < 0) {
     snprintf(msg, msg_len, "run: no image loaded under that key");
     return -ENOENT;
   }
-  mods[mi].last_use = ++use_clock;
-  CUfunction f = mods[mi].fn;
+  mods[p->mi].last_use = ++use_clock;
+  p->f = mods[p->mi].fn;
   if (m->n_args > RUNNER_MAX_ARGS || m->out_buffer >= (uint32_t)att.n ||
       m->out_floats * sizeof(float) > att.bytes[m->out_buffer]) {
     snprintf(msg, msg_len, "run: bad arguments or output");
     return -EINVAL;
   }
-  CUdeviceptr ptrs[RUNNER_MAX_ARGS];
-  int ints[RUNNER_MAX_ARGS];
-  void *params[RUNNER_MAX_ARGS + 1]; /* and the scratch */
   for (uint32_t i = 0; i < m->n_args; i++) {
     if (m->args[i].kind == RUNNER_ARG_BUFFER) {
       if (m->args[i].value < 0 || m->args[i].value >= att.n) {
         snprintf(msg, msg_len, "run: argument %u names buffer %d of %d", i, m->args[i].value, att.n);
         return -EINVAL;
       }
-      ptrs[i] = (CUdeviceptr)(uintptr_t)att.ptr[m->args[i].value];
-      params[i] = &ptrs[i];
+      p->ptrs[i] = (CUdeviceptr)(uintptr_t)att.ptr[m->args[i].value];
+      p->params[i] = &p->ptrs[i];
     } else {
-      ints[i] = m->args[i].value;
-      params[i] = &ints[i];
+      p->ints[i] = m->args[i].value;
+      p->params[i] = &p->ints[i];
     }
   }
   int rc = scratch_ready(m->scratch_bytes, msg, msg_len);
   if (rc) return rc;
-  if (m->scratch_bytes) params[m->n_args] = &scratch;
+  if (m->scratch_bytes) p->params[m->n_args] = &scratch;
   if ((int)m->dyn_shared_bytes > max_optin) {
     snprintf(msg, msg_len, "run: %u bytes of dynamic shared memory, the device allows %d",
              m->dyn_shared_bytes, max_optin);
     return -EINVAL;
   }
-  CUresult r = drv.attr_set(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+  CUresult r = drv.attr_set(p->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                             (int)m->dyn_shared_bytes);
   if (r != CUDA_SUCCESS) {
     snprintf(msg, msg_len, "cuFuncSetAttribute(max dynamic shared %u): %s", m->dyn_shared_bytes,
@@ -478,72 +491,89 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     snprintf(msg, msg_len, "run: cold is 0 or 1, not %u", m->cold);
     return -EINVAL;
   }
-  bool cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
-  bool fresh = m->timed && m->fresh.check != RUNNER_CHECK_NONE;
-  if (fresh && ((rc = fresh_ok(m, msg, msg_len)) || (rc = slots_ready(m->n_launches, msg, msg_len))))
+  p->cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
+  p->fresh = m->timed && m->fresh.check != RUNNER_CHECK_NONE;
+  if (p->fresh &&
+      ((rc = fresh_ok(m, msg, msg_len)) || (rc = slots_ready(m->n_launches, msg, msg_len))))
     return rc;
-  float *fresh_in[RUNNER_MAX_FRESH] = {NULL};
-  for (uint32_t i = 0; fresh && i < m->fresh.n_in; i++) fresh_in[i] = (float *)att.ptr[i];
+  for (uint32_t i = 0; p->fresh && i < m->fresh.n_in; i++) p->fresh_in[i] = (float *)att.ptr[i];
   /* Anything done before each launch stays outside the timed part: each timed alone. */
-  bool per_launch = m->timed && (m->poison_each || cold || fresh || mods[mi].n_vars || m->scratch_bytes);
-  rc = grow_events(per_launch ? 2 * m->n_launches : 2, msg, msg_len);
+  p->per_launch =
+      m->timed && (m->poison_each || p->cold || p->fresh || mods[p->mi].n_vars || m->scratch_bytes);
+  rc = grow_events(p->per_launch ? 2 * m->n_launches : 2, msg, msg_len);
   if (rc) return rc;
-  if (cold && (rc = flush_ready(msg, msg_len))) return rc;
-  float *out = (float *)att.ptr[m->out_buffer];
-  size_t out_bytes = m->out_floats * sizeof(float);
-  if (m->timed && !per_launch) cudaEventRecord(events[0], stream);
-  for (uint32_t i = 0; i < m->n_launches; i++) {
-    if (fresh && runner_fresh_generate(&m->fresh, fresh_in, i, stream) != cudaSuccess) {
-      cudaError_t se = cudaStreamSynchronize(stream);
-      if (se != cudaSuccess) return fault_of(se, fault);
-      snprintf(msg, msg_len, "run: generating launch %u's inputs failed", i);
-      return -EIO;
-    }
-    if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
-      cudaMemsetAsync(out, m->reset_zero ? 0 : 0xff, out_bytes, stream);
-    cudaError_t re = state_reset(mi, m->scratch_bytes); /* untimed: before the start event */
-    if (re != cudaSuccess) {
-      cudaError_t se = cudaStreamSynchronize(stream);
-      if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
-      snprintf(msg, msg_len, "run: putting the module's variables back: %s", cudaGetErrorName(re));
-      return -EIO;
-    }
-    if (cold) { /* after the poisoning: its dirty lines are written back untimed */
-      cudaError_t fe = l2_flush_launch(flush_buf, flush_len, flush_buf + flush_len, n_sms, stream);
-      if (fe != cudaSuccess) {
-        cudaError_t se = cudaStreamSynchronize(stream);
-        if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
-        snprintf(msg, msg_len, "cold: the L2 flush's launch: %s", cudaGetErrorName(fe));
-        return -EIO;
-      }
-      done->l2_flushes++;
-    }
-    if (per_launch) cudaEventRecord(events[2 * i], stream);
-    r = drv.launch(f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
-                   m->dyn_shared_bytes, (CUstream)stream, params, NULL);
-    if (r != CUDA_SUCCESS) {
-      cudaError_t e = cudaStreamSynchronize(stream);
-      if (e != cudaSuccess) return fault_of(e, fault); /* an earlier launch faulted */
-      snprintf(msg, msg_len, "cuLaunchKernel(grid %u,%u,%u block %u,%u,%u, %u B shared): %s",
-               m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
-               m->dyn_shared_bytes, cu_name(r));
-      return -EINVAL;
-    }
-    if (per_launch) cudaEventRecord(events[2 * i + 1], stream);
-    if (fresh && runner_fresh_check(&m->fresh, (const float *const *)fresh_in, out, m->out_floats, i,
-                                    &slots[i], stream) != cudaSuccess) {
-      cudaError_t se = cudaStreamSynchronize(stream);
-      if (se != cudaSuccess) return fault_of(se, fault);
-      snprintf(msg, msg_len, "run: checking launch %u failed", i);
-      return -EIO;
-    }
+  if (p->cold && (rc = flush_ready(msg, msg_len))) return rc;
+  p->out = (float *)att.ptr[m->out_buffer];
+  p->out_bytes = m->out_floats * sizeof(float);
+  return 0;
+}
+
+/* A step before or after launch i failed (what): the fault of an earlier launch when
+ * the stream holds one (1), else -EIO with msg. */
+static int step_failed(cudaError_t e, struct runner_fault_msg *fault, char *msg, size_t msg_len,
+                       const char *what) {
+  cudaError_t se = cudaStreamSynchronize(stream);
+  if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
+  snprintf(msg, msg_len, "%s: %s", what, cudaGetErrorName(e));
+  return -EIO;
+}
+
+/* Launch i of p's run, with what comes before it (fresh inputs, the poisoned output,
+ * the module's variables put back, a cold L2) and its check after. */
+static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_msg *done,
+                      struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  const struct runner_run_msg *m = p->m;
+  char what[64];
+  cudaError_t e;
+  if (p->fresh && (e = runner_fresh_generate(&m->fresh, p->fresh_in, i, stream)) != cudaSuccess) {
+    snprintf(what, sizeof what, "run: generating launch %u's inputs failed", i);
+    return step_failed(e, fault, msg, msg_len, what);
   }
-  if (m->timed && !per_launch) cudaEventRecord(events[1], stream);
+  if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
+    cudaMemsetAsync(p->out, m->reset_zero ? 0 : 0xff, p->out_bytes, stream);
+  e = state_reset(p->mi, m->scratch_bytes); /* untimed: before the start event */
+  if (e != cudaSuccess)
+    return step_failed(e, fault, msg, msg_len, "run: putting the module's variables back");
+  if (p->cold) { /* after the poisoning: its dirty lines are written back untimed */
+    e = l2_flush_launch(flush_buf, flush_len, flush_buf + flush_len, n_sms, stream);
+    if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "cold: the L2 flush's launch");
+    done->l2_flushes++;
+  }
+  if (p->per_launch) cudaEventRecord(events[2 * i], stream);
+  CUresult r = drv.launch(p->f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1],
+                          m->block[2], m->dyn_shared_bytes, (CUstream)stream,
+                          (void **)p->params, NULL);
+  if (r != CUDA_SUCCESS) {
+    e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return fault_of(e, fault); /* an earlier launch faulted */
+    snprintf(msg, msg_len, "cuLaunchKernel(grid %u,%u,%u block %u,%u,%u, %u B shared): %s",
+             m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
+             m->dyn_shared_bytes, cu_name(r));
+    return -EINVAL;
+  }
+  if (p->per_launch) cudaEventRecord(events[2 * i + 1], stream);
+  if (p->fresh && (e = runner_fresh_check(&m->fresh, (const float *const *)p->fresh_in, p->out,
+                                          m->out_floats, i, &slots[i], stream)) != cudaSuccess) {
+    snprintf(what, sizeof what, "run: checking launch %u failed", i);
+    return step_failed(e, fault, msg, msg_len, what);
+  }
+  return 0;
+}
+
+static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done,
+                    struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  struct run_plan p;
+  int rc = plan_run(m, &p, msg, msg_len);
+  if (rc) return rc;
+  if (m->timed && !p.per_launch) cudaEventRecord(events[0], stream);
+  for (uint32_t i = 0; i < m->n_launches; i++)
+    if ((rc = launch_one(&p, i, done, fault, msg, msg_len))) return rc;
+  if (m->timed && !p.per_launch) cudaEventRecord(events[1], stream);
   cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) return fault_of(e, fault);
   if (m->timed && m->n_launches) {
     double total = 0;
-    for (uint32_t i = 0; i < (per_launch ? m->n_launches : 1); i++) {
+    for (uint32_t i = 0; i < (p.per_launch ? m->n_launches : 1); i++) {
       float ms = 0;
       e = cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]);
       if (e != cudaSuccess) return fault_of(e, fault);
@@ -552,7 +582,7 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     done->ms_per_launch = total / m->n_launches;
   }
   if (done->l2_flushes) done->flush_bytes = flush_len * sizeof(float);
-  if (fresh) {
+  if (p.fresh) {
     e = cudaMemcpy(h_slots, slots, m->n_launches * sizeof *h_slots, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return fault_of(e, fault);
     fresh_report(m->n_launches, m->fresh.n_in, done);

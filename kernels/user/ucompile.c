@@ -380,6 +380,32 @@ static bool entry_ok(const char *entry) {
   return entry && strlen(entry) < 64 && is_ident(entry, strlen(entry));
 }
 
+/* A compile that succeeded into r: its usage, whether it defines the entry, its CUBIN
+ * and whether that keeps state across launches (check_state). 0, or -errno with msg. */
+static int take_image(const struct nvrtc_fns *f, nvrtc_program prog,
+                      const struct ucompile_req *req, struct ucompile_report *r, char *msg,
+                      size_t msg_len) {
+  ucompile_parse_usage(r->log, req->entry, r);
+  /* ptxas -v lists each entry it compiled: one not among them was only declared (the
+   * signature's declaration) or not extern "C". */
+  char head[128];
+  snprintf(head, sizeof head, "Compiling entry function '%s'", req->entry);
+  if (strstr(r->log, "Compiling entry function '") && !strstr(r->log, head)) {
+    snprintf(r->error, sizeof r->error, "no extern \"C\" __global__ function named %s is defined",
+             req->entry);
+    return 0;
+  }
+  size_t bytes = 0;
+  if (f->get_cubin_size(prog, &bytes) != NVRTC_LOADER_SUCCESS || bytes == 0 ||
+      !(r->image = malloc(bytes)) || f->get_cubin(prog, r->image) != NVRTC_LOADER_SUCCESS) {
+    snprintf(msg, msg_len, "NVRTC gave no CUBIN");
+    return -EIO;
+  }
+  r->image_bytes = bytes;
+  r->ok = true;
+  return check_state(req, r, msg, msg_len);
+}
+
 int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
                  struct ucompile_report **out, char *msg, size_t msg_len) {
   *out = NULL;
@@ -446,27 +472,8 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
     snprintf(msg, msg_len, "nvrtcCompileProgram: %s", f->error_string(res));
     rc = res == 1 ? -ENOMEM : -EIO;
     goto fail;
-  } else {
-    ucompile_parse_usage(r->log, req->entry, r);
-    /* ptxas -v lists each entry it compiled: one not among them was only declared
-     * (the signature's declaration) or not extern "C". */
-    char head[128];
-    snprintf(head, sizeof head, "Compiling entry function '%s'", req->entry);
-    if (strstr(r->log, "Compiling entry function '") && !strstr(r->log, head)) {
-      snprintf(r->error, sizeof r->error,
-               "no extern \"C\" __global__ function named %s is defined", req->entry);
-    } else {
-      size_t bytes = 0;
-      if (f->get_cubin_size(prog, &bytes) != NVRTC_LOADER_SUCCESS || bytes == 0 ||
-          !(r->image = malloc(bytes)) || f->get_cubin(prog, r->image) != NVRTC_LOADER_SUCCESS) {
-        snprintf(msg, msg_len, "NVRTC gave no CUBIN");
-        rc = -EIO;
-        goto fail;
-      }
-      r->image_bytes = bytes;
-      r->ok = true;
-      if ((rc = check_state(req, r, msg, msg_len))) goto fail;
-    }
+  } else if ((rc = take_image(f, prog, req, r, msg, msg_len))) {
+    goto fail;
   }
   f->destroy_program(&prog);
   free(src);
