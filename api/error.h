@@ -12,7 +12,8 @@ struct api_error {
   char field[64];     /* the offending field ("m", "params.radius"), or "" */
 };
 
-/* Fills err and returns -1, so parsers can `return api_error_set(...)`. message and
+/* Fills err and returns the negative errno parsers answer with (-ENOMEM for
+ * "out_of_memory", else -EINVAL), so they can `return api_error_set(...)`. message and
  * field are made valid UTF-8 (utf8.h): a character cut by their size is dropped. */
 int api_error_set(struct api_error *err, int status, const char *code, const char *field,
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));

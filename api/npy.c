@@ -4,6 +4,7 @@
  * NumPy (or curl) call that fixes it. Format: numpy.lib.format (NEP 1). */
 #include "api/npy.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -32,7 +33,7 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len,
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
   }
-  return -1;
+  return -EINVAL;
 }
 
 /* Own classifiers: <ctype.h> depends on the locale, and the header is bytes. */
@@ -187,7 +188,7 @@ static int parse_shape(struct cursor *c, struct header *h) {
   skip_space(c);
   while (!at(c, ')')) {
     int64_t dim = 0;
-    if (parse_dim(c, &dim) != 0) return -1;
+    if (parse_dim(c, &dim) != 0) return -EINVAL;
     add_dim(h, dim, &text_len);
     skip_space(c);
     if (at(c, ',')) {
@@ -249,12 +250,12 @@ static int parse_dict(struct cursor *c, struct header *h) {
     if (at(c, '}')) break;
     char key[STR_KEEP];
     size_t key_len;
-    if (parse_string(c, key, &key_len) != 0) return -1;
+    if (parse_string(c, key, &key_len) != 0) return -EINVAL;
     skip_space(c);
     if (!at(c, ':')) return syntax(c, "expected ':' after a key");
     c->p++;
     skip_space(c);
-    if (parse_value(c, h, key, key_len) != 0) return -1;
+    if (parse_value(c, h, key, key_len) != 0) return -EINVAL;
     if (h->have_descr > 1 || h->have_fortran > 1 || h->have_shape > 1)
       return syntax(c, "a key appears twice");
     skip_space(c);
@@ -426,7 +427,7 @@ static int check_header(const struct header *h, struct npy_array *out, char *err
                                                       : 0;
   if (!elem) return refuse_dtype(h, err, err_len);
   if (check_shape(h->ndim, h->dim, h->any_zero, h->shape_text, elem, out, err, err_len) != 0)
-    return -1;
+    return -EINVAL;
   out->fortran_order = h->fortran_order && out->ndim == 2 && out->shape[1] > 1 && out->shape[0] > 1;
   return 0;
 }
@@ -437,14 +438,14 @@ int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, si
   if (err && err_len) err[0] = '\0';
   if (!b) len = 0;
   size_t hdr = 0, hdr_len = 0;
-  if (read_preamble(b, len, &hdr, &hdr_len, err, err_len) != 0) return -1;
+  if (read_preamble(b, len, &hdr, &hdr_len, err, err_len) != 0) return -EINVAL;
   struct header h;
   memset(&h, 0, sizeof h);
   struct cursor c = {b + hdr, b + hdr, b + hdr + hdr_len - 1, err, err_len};
   if (parse_dict(&c, &h) != 0 || check_header(&h, out, err, err_len) != 0 ||
       check_data(b + hdr + hdr_len, len - hdr - hdr_len, NULL, out, err, err_len) != 0) {
     memset(out, 0, sizeof *out);
-    return -1;
+    return -EINVAL;
   }
   if (out->elem_bytes == 4 && !out->fortran_order) out->data = out->stored;
   return 0;
@@ -489,7 +490,7 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
   if (check_shape(ndim, dim, any_zero, text, 4, out, err, err_len) != 0 ||
       check_data(body, body ? len : 0, shown, out, err, err_len) != 0) {
     memset(out, 0, sizeof *out);
-    return -1;
+    return -EINVAL;
   }
   out->data = out->stored;
   return 0;
@@ -514,7 +515,7 @@ int npy_upload(const void *body, size_t len, const char *shape_text, int declare
       fail(err, err_len, "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 "
            "for ?shape=%s: send it without ?shape= (a .npy carries its shape)", shown);
     }
-    return -1;
+    return -EINVAL;
   }
   if (declared_npy || (prefix > 0 && memcmp(b, MAGIC, prefix) == 0))
     return npy_parse(b, len, out, err, err_len);

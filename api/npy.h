@@ -33,7 +33,7 @@ struct npy_array {
  * and exactly count * elem_bytes bytes of data after the header. The body is
  * untrusted: nothing is read past len and every length field is bounds-checked.
  * body is borrowed and not copied (out->stored points into it); nothing is
- * allocated. Returns 0, or -1 (invalid input, EINVAL) with a one-sentence message
+ * allocated. Returns 0, or -EINVAL (invalid input) with a one-sentence message
  * in err that ends with the NumPy call that would fix the file where there is one
  * ("a.astype(np.float32)"); err is always NUL-terminated when err_len > 0 and may be
  * NULL; *out is zeroed. */
@@ -42,7 +42,7 @@ int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, si
 /* Describes raw little-endian float32 bytes with the shape from a ?shape= query,
  * "n" or "m,n": decimal digits only, at most one comma, each dim >= 1, no overflow.
  * len must be exactly count * 4. Borrows body as npy_parse does (out->data is
- * always set). Returns 0, or -1 with err filled and *out zeroed. */
+ * always set). Returns 0, or -EINVAL with err filled and *out zeroed. */
 int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out,
             char *err, size_t err_len);
 
@@ -50,7 +50,7 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
  * .npy file (npy_parse) when the body starts as one does or declared_npy is set
  * (its Content-Type said application/x-npy); else raw bytes without their shape,
  * refused for that ("missing shape"). *raw says which reading it was, for the
- * caller's error code. Returns 0, or -1 with err as npy_parse. */
+ * caller's error code. Returns 0, or -EINVAL with err as npy_parse. */
 int npy_upload(const void *body, size_t len, const char *shape_text, int declared_npy,
                struct npy_array *out, int *raw, char *err, size_t err_len);
 
@@ -63,7 +63,7 @@ struct npy_conversion {
 
 /* Writes a's values into out (a->count floats, the caller's, not overlapping the
  * body) as C-order float32, rounding float64 to nearest as numpy's astype does.
- * info (may be NULL) says what was converted. Returns 0, or -1 with err when a
+ * info (may be NULL) says what was converted. Returns 0, or -EINVAL with err when a
  * finite float64 value lies past float32's range (it would become infinite). */
 int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *info, char *err,
                 size_t err_len);

@@ -1,6 +1,7 @@
 /* Request parsing and validation: every field is typed, ranged and named. */
 #include "api/params.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -22,7 +23,7 @@ int api_error_set(struct api_error *err, int status, const char *code, const cha
   /* Names from the request may be cut by a limit, or not be UTF-8 at all. */
   utf8_scrub_in_place(err->message, sizeof err->message);
   utf8_scrub_in_place(err->field, sizeof err->field);
-  return -1;
+  return strcmp(code, "out_of_memory") == 0 ? -ENOMEM : -EINVAL;
 }
 
 /* Every code gpulabd answers with, and its title (api/openapi.json's
@@ -547,7 +548,7 @@ static json_t *load_body(const char *body, size_t len, struct api_error *err) {
 int api_params_parse(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
                      struct api_job_options *opts, struct api_error *err) {
   json_t *root = load_body(body, len, err);
-  if (!root) return -1;
+  if (!root) return -EINVAL;
   options_default(opts);
   int rc = parse_params_object(type, root, "", spec, opts, err);
   json_decref(root);
@@ -557,8 +558,8 @@ int api_params_parse(enum exp_type type, const char *body, size_t len, struct ex
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err) {
   json_t *root = load_body(body, len, err);
-  if (!root) return -1;
-  int rc = -1;
+  if (!root) return -EINVAL;
+  int rc = -EINVAL;
   json_t *type = NULL, *params = NULL;
   const char *key;
   json_t *v;

@@ -39,13 +39,13 @@ struct api_job_request {
 };
 
 /* Parses the body of POST /transpose etc. into spec (from the lecture's defaults)
- * and opts (the job options may stand beside the params there). Returns 0, or -1
+ * and opts (the job options may stand beside the params there). Returns 0, or -EINVAL
  * with err filled (400). body need not be NUL-terminated. */
 int api_params_parse(enum exp_type type, const char *body, size_t len,
                      struct exp_spec *spec, struct api_job_options *opts,
                      struct api_error *err);
 
-/* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -1. */
+/* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -EINVAL (err filled). */
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err);
 
@@ -60,7 +60,7 @@ json_t *api_common_params_json(void);
 void api_params_allow_faults(bool allow);
 
 /* Parses the ?wait= query value (seconds, 0..API_MAX_WAIT_S, may be fractional);
- * NULL gives default_s. Returns 0 or -1 with err. */
+ * NULL gives default_s. Returns 0 or -EINVAL with err. */
 int api_wait_parse(const char *text, double default_s, double *wait_s, struct api_error *err);
 
 #endif

@@ -115,7 +115,7 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
   long v = strtol(text, &end, 10);
   if (end == text || *end || errno || v < lo || v > hi) {
     snprintf(err, err_len, "%s must be an integer between %ld and %ld, got '%s'", flag, lo, hi, text);
-    return -1;
+    return -EINVAL;
   }
   *out = v;
   return 0;
@@ -124,10 +124,10 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
 /* --max-db-bytes: 0 (no bound) or at least 64 KiB. */
 static int parse_db_bytes(const char *text, struct config *cfg, char *err, size_t err_len) {
   long v;
-  if (parse_long("--max-db-bytes", text, 0, 1L << 50, &v, err, err_len)) return -1;
+  if (parse_long("--max-db-bytes", text, 0, 1L << 50, &v, err, err_len)) return -EINVAL;
   if (v > 0 && v < 65536) {
     snprintf(err, err_len, "--max-db-bytes must be 0 (no bound) or at least 65536, got '%s'", text);
-    return -1;
+    return -EINVAL;
   }
   cfg->max_db_bytes = v;
   return 0;
@@ -140,7 +140,7 @@ static int parse_mode(const char *text, struct config *cfg, char *err, size_t er
   long mode = strtol(text, &end, 8);
   if (end == text || *end || errno || mode < 0 || mode > 0777) {
     snprintf(err, err_len, "--socket-mode must be octal permissions like 0660, got '%s'", text);
-    return -1;
+    return -EINVAL;
   }
   cfg->socket_mode = (int)mode;
   return 0;
@@ -159,14 +159,14 @@ static int parse_devices(const char *text, struct config *cfg, char *err, size_t
     for (int i = 0; i < cfg->n_devices; i++) dup |= cfg->devices[i] == d;
     if (end == p || errno || d < 0 || d > 63 || dup || cfg->n_devices == 16 || (*end && *end != ',')) {
       snprintf(err, err_len, "--devices must be all or up to 16 distinct ordinals 0..63 like 0,1; got '%s'", text);
-      return -1;
+      return -EINVAL;
     }
     cfg->devices[cfg->n_devices++] = (int)d;
     p = *end ? end + 1 : end;
   }
   if (cfg->n_devices == 0) {
     snprintf(err, err_len, "--devices is empty");
-    return -1;
+    return -EINVAL;
   }
   return 0;
 }
@@ -194,7 +194,7 @@ static int parse_backend(const char *text, struct config *cfg, char *err, size_t
   else if (strcmp(text, "cpu") == 0) cfg->backend = BACKEND_CPU;
   else {
     snprintf(err, err_len, "--backend must be auto, cuda or cpu, got '%s'", text);
-    return -1;
+    return -EINVAL;
   }
   return 0;
 }
@@ -202,7 +202,7 @@ static int parse_backend(const char *text, struct config *cfg, char *err, size_t
 static int parse_socket(const char *text, struct config *cfg, char *err, size_t err_len) {
   if (strlen(text) >= 108) { /* sockaddr_un's sun_path */
     snprintf(err, err_len, "--socket is too long (at most 107 bytes)");
-    return -1;
+    return -EINVAL;
   }
   cfg->socket_path = text;
   return 0;
@@ -211,7 +211,7 @@ static int parse_socket(const char *text, struct config *cfg, char *err, size_t 
 static int parse_node(const char *text, struct config *cfg, char *err, size_t err_len) {
   if (!text[0] || strlen(text) >= sizeof cfg->node) {
     snprintf(err, err_len, "--node must be 1 to %zu characters", sizeof cfg->node - 1);
-    return -1;
+    return -EINVAL;
   }
   snprintf(cfg->node, sizeof cfg->node, "%s", text);
   return 0;
@@ -220,7 +220,7 @@ static int parse_node(const char *text, struct config *cfg, char *err, size_t er
 static int parse_advertise(const char *text, struct config *cfg, char *err, size_t err_len) {
   if (strncmp(text, "http://", 7) != 0 && strncmp(text, "https://", 8) != 0) {
     snprintf(err, err_len, "--advertise must be an http:// or https:// URL");
-    return -1;
+    return -EINVAL;
   }
   cfg->advertise = text;
   return 0;
@@ -232,7 +232,7 @@ static int parse_durability(const char *text, struct config *cfg, char *err, siz
   else if (strcmp(text, "full") == 0) cfg->durability_full = true;
   else {
     snprintf(err, err_len, "--durability must be normal or full, got '%s'", text);
-    return -1;
+    return -EINVAL;
   }
   return 0;
 }
@@ -327,7 +327,7 @@ static int take_flag(const struct flag *f, const char *text, struct config *cfg,
   case FLAG_LONG:
   case FLAG_SIZE:
   case FLAG_DOUBLE:
-    if (parse_long(name, text, f->lo, f->hi, &v, err, err_len)) return -1;
+    if (parse_long(name, text, f->lo, f->hi, &v, err, err_len)) return -EINVAL;
     if (f->kind == FLAG_INT) *(int *)field = (int)v;
     else if (f->kind == FLAG_LONG) *(long *)field = v;
     else if (f->kind == FLAG_SIZE) *(size_t *)field = (size_t)v;
@@ -337,7 +337,7 @@ static int take_flag(const struct flag *f, const char *text, struct config *cfg,
   case FLAG_COPY:
     if (strlen(text) >= f->size) {
       snprintf(err, err_len, "%s is too long", name);
-      return -1;
+      return -EINVAL;
     }
     memcpy(field, text, strlen(text) + 1);
     return 0;
@@ -346,7 +346,7 @@ static int take_flag(const struct flag *f, const char *text, struct config *cfg,
   case FLAG_HELP: print_usage(out); return 1;
   case FLAG_VERSION: fprintf(out, "gpulabd %s\n", GPULAB_VERSION); return 1;
   }
-  return -1;
+  return -EINVAL;
 }
 
 static void set_defaults(struct config *cfg) {
@@ -380,18 +380,18 @@ int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err
   while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
     if (c < 256 || c >= 256 + (int)N_FLAGS) {
       snprintf(err, err_len, "unknown or incomplete flag '%s' (see --help)", argv[optind - 1]);
-      return -1;
+      return -EINVAL;
     }
     int rc = take_flag(&flags[c - 256], optarg, cfg, out, err, err_len);
     if (rc) return rc;
   }
   if (optind < argc) {
     snprintf(err, err_len, "unexpected argument '%s' (see --help)", argv[optind]);
-    return -1;
+    return -EINVAL;
   }
   if ((cfg->socket_group || cfg->socket_mode >= 0 || cfg->no_tcp) && !cfg->socket_path) {
     snprintf(err, err_len, "--socket-mode, --socket-group and --no-tcp need --socket PATH");
-    return -1;
+    return -EINVAL;
   }
   if (cfg->socket_mode < 0) cfg->socket_mode = cfg->socket_group ? 0660 : 0666;
   return 0;

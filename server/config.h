@@ -56,7 +56,7 @@ struct config {
 };
 
 /* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or
- * --version was printed to out, -1 with a message in err for a bad flag. */
+ * --version was printed to out, -EINVAL with a message in err for a bad flag. */
 int config_parse(int argc, char **argv, struct config *cfg, FILE *out, char *err, size_t err_len);
 
 /* The defaults sized from the machine (the CPUs this process may use): HTTP threads

@@ -22,7 +22,7 @@ struct auth {
 
 static int fail(char *err, size_t len, const char *path, int line, const char *what) {
   snprintf(err, len, "%s:%d: %s", path, line, what);
-  return -1;
+  return -EINVAL;
 }
 
 /* One "key=value" or "admin" option of a line. */
@@ -33,7 +33,7 @@ static int parse_option(char *word, struct auth_client *c) {
   char *end;
   errno = 0;
   double v = strtod(eq + 1, &end);
-  if (end == eq + 1 || *end || errno || v < 0) return -1;
+  if (end == eq + 1 || *end || errno || v < 0) return -EINVAL;
   if (strcmp(word, "max_queued") == 0 && v >= 1 && v <= 1e6)
     c->max_queued = (int)v;
   else if (strcmp(word, "max_buffer_bytes") == 0 && v >= 1)
@@ -41,7 +41,7 @@ static int parse_option(char *word, struct auth_client *c) {
   else if (strcmp(word, "rate") == 0 && v > 0)
     c->rate = v;
   else
-    return -1;
+    return -EINVAL;
   return 0;
 }
 
@@ -69,8 +69,9 @@ static int parse_line(char *text, struct entry *e, const char *path, int line, c
 int auth_load(const char *path, struct auth **out, char *err, size_t err_len) {
   FILE *f = fopen(path, "r");
   if (!f) {
-    snprintf(err, err_len, "%s: %s", path, strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(err, err_len, "%s: %s", path, strerror(e));
+    return -e;
   }
   struct auth *a = calloc(1, sizeof *a);
   char buf[1024];
@@ -105,7 +106,7 @@ int auth_load(const char *path, struct auth **out, char *err, size_t err_len) {
   if (rc == 0 && a->n == 0) rc = fail(err, err_len, path, line, "no client in the file");
   if (rc) {
     auth_free(a);
-    return -1;
+    return rc;
   }
   *out = a;
   return 0;

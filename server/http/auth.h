@@ -22,7 +22,8 @@ struct auth_client {
 
 struct auth;
 
-/* Reads path. Returns 0, or -1 with a message that names the file and the line. */
+/* Reads path. Returns 0, or a negative errno (-EINVAL: a bad line) with a message that
+ * names the file and the line. */
 int auth_load(const char *path, struct auth **out, char *err, size_t err_len);
 void auth_free(struct auth *a); /* NULL is a no-op */
 int auth_count(const struct auth *a);

@@ -332,7 +332,7 @@ static int parse_bind_address(const char *host, int port, struct sockaddr_storag
     *flags |= MHD_USE_IPv6;
     return 0;
   }
-  return -1;
+  return -EINVAL;
 }
 
 int http_per_address_limit(int max_connections, int max_connections_per_ip) {
@@ -364,14 +364,14 @@ static int common_options(struct http_server *s, struct MHD_OptionItem *o) {
 /* The TCP daemon on --host/--port. Limits: connections in all and per address (at
  * most a quarter of all, so that one or two addresses cannot take every slot); an
  * idle connection is dropped (suspended ones, waiting for a job or an event, are
- * not idle). Returns 0 or -1 with err. */
+ * not idle). Returns 0 or a negative errno with err. */
 static int start_tcp(struct http_server *s, char *err, size_t err_len) {
   const struct http_options *opts = &s->opts;
   unsigned flags = DAEMON_FLAGS;
   struct sockaddr_storage addr;
   if (parse_bind_address(opts->host, opts->port, &addr, &flags)) {
     snprintf(err, err_len, "--host %s is not a numeric IPv4 or IPv6 address", opts->host);
-    return -1;
+    return -EINVAL;
   }
   int max_connections = opts->max_connections > 0 ? opts->max_connections : 4096;
   int per_address = http_per_address_limit(max_connections, opts->max_connections_per_ip);
@@ -397,7 +397,7 @@ static int start_tcp(struct http_server *s, char *err, size_t err_len) {
     snprintf(err, err_len, "cannot listen on %s:%d (in use, not an address of this machine%s)",
              opts->host, opts->port,
              flags & MHD_USE_TLS ? ", or a certificate or key it cannot use" : "");
-    return -1;
+    return -EADDRINUSE;
   }
   return 0;
 }
@@ -416,7 +416,7 @@ static int unix_listen(const char *path, int mode, long gid, char *err, size_t e
     if (!S_ISSOCK(st.st_mode) || answers) {
       snprintf(err, err_len, "--socket %s: %s", path,
                answers ? "another gpulabd listens there" : "a file that is no socket is there");
-      return -1;
+      return -EADDRINUSE;
     }
     unlink(path); /* a socket nobody listens on: an earlier run's */
   }
@@ -424,9 +424,10 @@ static int unix_listen(const char *path, int mode, long gid, char *err, size_t e
   if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
       (gid >= 0 && chown(path, (uid_t)-1, (gid_t)gid) != 0) || chmod(path, (mode_t)mode) != 0 ||
       listen(fd, 128) != 0) {
-    snprintf(err, err_len, "--socket %s: %s", path, strerror(errno));
+    int e = errno ? errno : EIO;
+    snprintf(err, err_len, "--socket %s: %s", path, strerror(e));
     if (fd >= 0) close(fd);
-    return -1;
+    return -e;
   }
   return fd;
 }
@@ -435,7 +436,7 @@ static int unix_listen(const char *path, int mode, long gid, char *err, size_t e
  * users (on_connection), each held to the per-address share. Returns 0 or -1. */
 static int start_unix(struct http_server *s, char *err, size_t err_len) {
   int fd = unix_listen(s->opts.socket_path, s->opts.socket_mode, s->opts.socket_gid, err, err_len);
-  if (fd < 0) return -1;
+  if (fd < 0) return fd;
   struct MHD_OptionItem options[16];
   int n = common_options(s, options);
   options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
@@ -446,7 +447,7 @@ static int start_unix(struct http_server *s, char *err, size_t err_len) {
     snprintf(err, err_len, "--socket %s: libmicrohttpd cannot serve it", s->opts.socket_path);
     close(fd);
     unlink(s->opts.socket_path);
-    return -1;
+    return -EIO;
   }
   return 0;
 }
@@ -465,18 +466,20 @@ int http_server_start(const struct http_options *opts, struct engine *engine,
   struct http_server *s = calloc(1, sizeof *s);
   if (!s) {
     snprintf(err, err_len, "out of memory");
-    return -1;
+    return -ENOMEM;
   }
   s->engine = engine;
   s->opts = *opts;
   pthread_mutex_init(&s->rates_lock, NULL);
   pthread_mutex_init(&s->conns_lock, NULL);
   s->started_mono = engine_now_mono();
-  if ((!opts->no_tcp && start_tcp(s, err, err_len)) ||
-      (opts->socket_path && start_unix(s, err, err_len)))
+  int rc = 0;
+  if ((!opts->no_tcp && (rc = start_tcp(s, err, err_len))) ||
+      (opts->socket_path && (rc = start_unix(s, err, err_len))))
     goto fail;
   if (pthread_create(&s->watchdog, NULL, watchdog_main, s)) {
     snprintf(err, err_len, "cannot start the connection watchdog");
+    rc = -EAGAIN;
     goto fail;
   }
   pthread_setname_np(s->watchdog, "gpulab-watchdog");
@@ -487,7 +490,7 @@ fail:
   pthread_mutex_destroy(&s->rates_lock);
   pthread_mutex_destroy(&s->conns_lock);
   free(s);
-  return -1;
+  return rc;
 }
 
 int http_server_port(const struct http_server *s) {

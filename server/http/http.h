@@ -13,7 +13,7 @@
 struct http_server;
 
 /* Starts serving. engine and opts' strings are borrowed and must outlive the server. Returns 0, or
- * -1 with a message in err. */
+ * a negative errno with a message in err. */
 int http_server_start(const struct http_options *opts, struct engine *engine,
                       struct http_server **out, char *err, size_t err_len);
 int http_server_port(const struct http_server *s); /* the bound port; 0 with no_tcp */

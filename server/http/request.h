@@ -147,7 +147,7 @@ double rate_take_n(struct http_server *srv, const struct auth_client *who, int n
 /* ---- parsing ---- */
 
 bool parse_id(const char *text, uint64_t *id); /* decimal, no sign, no leading zeros */
-/* The query parameter name as an integer in [lo, hi], def when absent: 0, or -1
+/* The query parameter name as an integer in [lo, hi], def when absent: 0, or -EINVAL
  * with a 400 in err. */
 int query_int(struct request *r, const char *name, long long lo, long long hi, long long def,
               long long *out, struct api_error *err);

@@ -6,6 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mkdtemp */
 #endif
+#include <errno.h>
 #include <float.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -105,7 +106,7 @@ static void expect_fail_buf(const void *b, size_t len, const char *want) {
   struct npy_array a;
   char err[256] = "";
   memset(&a, 0xab, sizeof a);
-  CHECK_INT_EQ(npy_parse(b, len, &a, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_parse(b, len, &a, err, sizeof err), -EINVAL);
   if (!strstr(err, want)) fprintf(stderr, "want \"%s\" in \"%s\"\n", want, err);
   CHECK(strstr(err, want) != NULL);
   CHECK(strlen(err) < sizeof err - 1); /* not cut */
@@ -162,7 +163,7 @@ static void test_round_trip(void) {
   memcpy(file, b, 128);
   struct npy_array a;
   char err[256] = "";
-  CHECK_INT_EQ(npy_parse(file, sizeof file, &a, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_parse(file, sizeof file, &a, err, sizeof err), -EINVAL);
   CHECK(strstr(err, "unsupported dtype '<u4'") != NULL);
   CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, (enum npy_dtype)7), 0);
   int64_t big[2] = {INT64_MAX, INT64_MAX};
@@ -231,11 +232,11 @@ static void test_rejected_preamble(void) {
   expect_fail_buf(b, len, "unsupported .npy version 1.1");
   free(b);
 
-  /* err may be NULL or short: still -1, still NUL-terminated. */
+  /* err may be NULL or short: still -EINVAL, still NUL-terminated. */
   struct npy_array a;
-  CHECK_INT_EQ(npy_parse(json, strlen(json), &a, NULL, 0), -1);
+  CHECK_INT_EQ(npy_parse(json, strlen(json), &a, NULL, 0), -EINVAL);
   char err[8];
-  CHECK_INT_EQ(npy_parse(json, strlen(json), &a, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_parse(json, strlen(json), &a, err, sizeof err), -EINVAL);
   CHECK_STR_EQ(err, "not a .");
 }
 
@@ -390,7 +391,7 @@ static void test_truncations(void) {
       memcpy(p, b, cut);
       struct npy_array a;
       char err[256] = "";
-      CHECK_INT_EQ(npy_parse(p, cut, &a, err, sizeof err), -1);
+      CHECK_INT_EQ(npy_parse(p, cut, &a, err, sizeof err), -EINVAL);
       CHECK(err[0] != '\0');
       check_fix(err);
       free(p);
@@ -481,7 +482,7 @@ static void expect_raw(const char *shape, size_t len, const char *want) {
     CHECK_INT_EQ(a.count * 4, len);
     return;
   }
-  CHECK_INT_EQ(rc, -1);
+  CHECK_INT_EQ(rc, -EINVAL);
   if (!strstr(err, want)) fprintf(stderr, "raw '%s': want \"%s\" in \"%s\"\n", shape, want, err);
   CHECK(strstr(err, want) != NULL);
   CHECK(a.data == NULL && a.count == 0);
@@ -519,7 +520,7 @@ static void test_raw(void) {
   expect_raw("2,3", 48, "?shape=2,3 needs 24 bytes (4 per float32), the body has 48: 8 per element, "
                         "float64? send float32: a.astype(np.float32).tofile('a.f32')");
   expect_raw("5", 0, "truncated");
-  CHECK_INT_EQ(npy_raw(NULL, 20, "5", &a, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_raw(NULL, 20, "5", &a, err, sizeof err), -EINVAL);
 }
 
 /* ---- float64 and Fortran order, converted ---- */
@@ -681,24 +682,24 @@ static void test_upload(void) {
   CHECK(raw == 1 && a.ndim == 2 && (const void *)a.data == floats);
   CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", 1, &a, &raw, err, sizeof err), 0); /* shape wins */
 
-  CHECK_INT_EQ(npy_upload(npy, len, "2,3", 0, &a, &raw, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_upload(npy, len, "2,3", 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && a.data == NULL);
   CHECK_STR_EQ(err, "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 for ?shape=2,3: "
                     "send it without ?shape= (a .npy carries its shape)");
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 0, &a, &raw, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && a.data == NULL && a.count == 0);
   CHECK_STR_EQ(err, "missing shape: this body is not a .npy file (it does not start with \\x93NUMPY), so it "
                     "is raw float32 (24 bytes), which needs ?shape=n or ?shape=m,n; a .npy carries its "
                     "shape: np.save('a.npy', a)");
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 1, &a, &raw, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 1, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 0 && strstr(err, "not a .npy file: it does not start with the magic string") == err);
-  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, 0, &a, &raw, err, sizeof err), -1); /* starts as one */
+  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, 0, &a, &raw, err, sizeof err), -EINVAL); /* starts as one */
   CHECK(raw == 0 && strstr(err, "truncated: 3 bytes is shorter than the .npy preamble") == err);
-  CHECK_INT_EQ(npy_upload(NULL, 0, NULL, 0, &a, &raw, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_upload(NULL, 0, NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && strstr(err, "missing shape") == err && strstr(err, "(0 bytes)"));
-  CHECK_INT_EQ(npy_upload("", 0, NULL, 1, &a, &raw, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_upload("", 0, NULL, 1, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 0 && strstr(err, "empty body") == err);
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "", 0, &a, &raw, err, sizeof err), -1);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "", 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && strstr(err, "missing shape") == err);
   free(npy);
 }
@@ -795,8 +796,8 @@ static void parse_numpy_file(const char *dir, const char *name, int ndim, int64_
   char err[256] = "";
   int rc = npy_parse(b, len, &a, err, sizeof err);
   if (want_err) {
-    if (rc != -1 || !strstr(err, want_err)) fprintf(stderr, "%s: %d \"%s\"\n", name, rc, err);
-    CHECK(rc == -1 && strstr(err, want_err) != NULL);
+    if (rc != -EINVAL || !strstr(err, want_err)) fprintf(stderr, "%s: %d \"%s\"\n", name, rc, err);
+    CHECK(rc == -EINVAL && strstr(err, want_err) != NULL);
     check_fix(err);
   } else {
     if (rc != 0) fprintf(stderr, "%s: %s\n", name, err);

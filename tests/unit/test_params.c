@@ -1,4 +1,5 @@
 /* The JSON contract: defaults, every field's type and range, errors that name the field. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,7 +18,7 @@ static struct api_error parse_fail(enum exp_type type, const char *body) {
   struct exp_spec spec;
   struct api_error err;
   memset(&err, 0, sizeof err);
-  CHECK_INT_EQ(api_params_parse(type, body, strlen(body), &spec, &opts, &err), -1);
+  CHECK_INT_EQ(api_params_parse(type, body, strlen(body), &spec, &opts, &err), -EINVAL);
   return err;
 }
 
@@ -173,7 +174,7 @@ static void test_inputs_and_options(void) {
   CHECK_INT_EQ(req.opts.priority, -3);
   CHECK(!req.opts.exclusive);
   body = "{\"type\":\"transpose\",\"params\":{\"priority\":1}}";
-  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -1);
+  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -EINVAL);
   CHECK_STR_EQ(err.field, "params.priority");
 }
 
@@ -223,14 +224,14 @@ static void test_trust_params(void) {
   CHECK(strstr(e.message, "cold, order, min_samples, max_noise, max_time") != NULL);
   struct api_job_request req;
   body = "{\"type\":\"gemm\",\"params\":{\"cold\":true,\"graph\":true}}";
-  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -1);
+  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -EINVAL);
   CHECK_STR_EQ(err.field, "params.cold");
 }
 
 static void expect_job_error(const char *body, const char *code, const char *field) {
   struct api_job_request req;
   struct api_error err;
-  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -1);
+  CHECK_INT_EQ(api_job_request_parse(body, strlen(body), &req, &err), -EINVAL);
   CHECK_INT_EQ(err.status, 400);
   CHECK_STR_EQ(err.code, code);
   CHECK_STR_EQ(err.field, field);
@@ -261,12 +262,12 @@ static void test_wait(void) {
   CHECK_NEAR(w, 60, 0);
   CHECK_INT_EQ(api_wait_parse("0.5", 60, &w, &err), 0);
   CHECK_NEAR(w, 0.5, 0);
-  CHECK_INT_EQ(api_wait_parse("abc", 60, &w, &err), -1);
+  CHECK_INT_EQ(api_wait_parse("abc", 60, &w, &err), -EINVAL);
   CHECK_STR_EQ(err.field, "wait");
-  CHECK_INT_EQ(api_wait_parse("-1", 60, &w, &err), -1);
+  CHECK_INT_EQ(api_wait_parse("-1", 60, &w, &err), -EINVAL);
   CHECK_STR_EQ(err.code, "out_of_range");
-  CHECK_INT_EQ(api_wait_parse("nan", 60, &w, &err), -1);
-  CHECK_INT_EQ(api_wait_parse("1e9", 60, &w, &err), -1);
+  CHECK_INT_EQ(api_wait_parse("nan", 60, &w, &err), -EINVAL);
+  CHECK_INT_EQ(api_wait_parse("1e9", 60, &w, &err), -EINVAL);
 }
 
 static void test_encode(void) {
