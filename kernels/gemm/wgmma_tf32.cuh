@@ -5,6 +5,7 @@
  * 8j+2t, +1) and d[4j+2], d[4j+3] = (row g+8, the same columns). */
 #ifndef GPULAB_WGMMA_TF32_CUH
 #define GPULAB_WGMMA_TF32_CUH
+// clang-format off
 
 template <int N> struct wgmma_tf32;
 
@@ -144,4 +145,5 @@ template <> struct wgmma_tf32<256> {
   }
 };
 
+// clang-format on
 #endif
