@@ -6,10 +6,10 @@
 #include <stddef.h>
 
 struct api_error {
-  int status;         /* HTTP status to answer with */
-  char code[40];      /* stable machine-readable code, e.g. "out_of_range" */
-  char message[320];  /* one sentence for a person: the problem's "detail" */
-  char field[64];     /* the offending field ("m", "params.radius"), or "" */
+  int status;        /* HTTP status to answer with */
+  char code[40];     /* stable machine-readable code, e.g. "out_of_range" */
+  char message[320]; /* one sentence for a person: the problem's "detail" */
+  char field[64];    /* the offending field ("m", "params.radius"), or "" */
 };
 
 /* Fills err and returns the negative errno parsers answer with (-ENOMEM for

@@ -19,14 +19,15 @@
 #define STR_KEEP 40   /* bytes of a header string kept for comparison and messages */
 #define SHOW_MAX 72   /* untrusted text quoted in a message */
 #define SHAPE_TEXT 96 /* a shape as quoted in messages: "(3, 4, 5)" */
-#define CONVERT_TILE 32 /* a Fortran-order array is transposed in tiles of this many rows and columns */
+#define CONVERT_TILE \
+  32 /* a Fortran-order array is transposed in tiles of this many rows and columns */
 
 /* The fixes the messages end with. */
 #define FIX_SAVE "write it with np.save('a.npy', a)"
 #define FIX_SEND "send the whole file: curl --data-binary @a.npy (curl -d drops line breaks)"
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len,
-                                                      const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t err_len, const char *fmt,
+                                                      ...) {
   if (err && err_len) {
     va_list ap;
     va_start(ap, fmt);
@@ -52,7 +53,7 @@ static void show(char *dst, size_t cap, const unsigned char *s, size_t n, int cu
   for (size_t i = 0; i < n; i++) {
     char one[5];
     int w = (s[i] >= 0x20 && s[i] < 0x7f) ? snprintf(one, sizeof one, "%c", s[i])
-                                           : snprintf(one, sizeof one, "\\x%02x", s[i]);
+                                          : snprintf(one, sizeof one, "\\x%02x", s[i]);
     if (o + (size_t)w + 4 > cap) {
       cut = 1;
       break;
@@ -90,8 +91,7 @@ struct header {
   char shape_text[SHAPE_TEXT];
 };
 
-__attribute__((format(printf, 2, 3))) static int syntax(struct cursor *c, const char *fmt,
-                                                        ...) {
+__attribute__((format(printf, 2, 3))) static int syntax(struct cursor *c, const char *fmt, ...) {
   char what[160];
   va_list ap;
   va_start(ap, fmt);
@@ -156,8 +156,7 @@ static int parse_dim(struct cursor *c, int64_t *dim) {
     c->p++;
   }
   if (c->p == digits) return syntax(c, "expected an integer shape dimension");
-  if (c->p - digits > 1 && digits[0] == '0')
-    return syntax(c, "leading zeros in a shape dimension");
+  if (c->p - digits > 1 && digits[0] == '0') return syntax(c, "leading zeros in a shape dimension");
   *dim = (int64_t)v;
   return 0;
 }
@@ -223,9 +222,12 @@ static int parse_value(struct cursor *c, struct header *h, const char *key, size
   }
   if (key_is(key, key_len, "fortran_order")) {
     h->have_fortran++;
-    if (match_word(c, "False")) h->fortran_order = 0;
-    else if (match_word(c, "True")) h->fortran_order = 1;
-    else return syntax(c, "'fortran_order' must be True or False");
+    if (match_word(c, "False"))
+      h->fortran_order = 0;
+    else if (match_word(c, "True"))
+      h->fortran_order = 1;
+    else
+      return syntax(c, "'fortran_order' must be True or False");
     return 0;
   }
   if (key_is(key, key_len, "shape")) {
@@ -235,9 +237,10 @@ static int parse_value(struct cursor *c, struct header *h, const char *key, size
   char shown[SHOW_MAX];
   show(shown, sizeof shown, (const unsigned char *)key,
        key_len < STR_KEEP - 1 ? key_len : STR_KEEP - 1, key_len > STR_KEEP - 1);
-  return fail(c->err, c->err_len,
-              "unknown key '%s' in the .npy header: only 'descr', 'fortran_order' and 'shape'; "
-              FIX_SAVE, shown);
+  return fail(
+      c->err, c->err_len,
+      "unknown key '%s' in the .npy header: only 'descr', 'fortran_order' and 'shape'; " FIX_SAVE,
+      shown);
 }
 
 /* {'key': value, ...} with an optional trailing comma, then only whitespace. */
@@ -271,7 +274,9 @@ static int parse_dict(struct cursor *c, struct header *h) {
   if (c->p != c->end) return syntax(c, "unexpected text after the dict");
   if (!h->have_descr || !h->have_fortran || !h->have_shape)
     return fail(c->err, c->err_len, "the .npy header lacks '%s'; " FIX_SAVE,
-                !h->have_descr ? "descr" : !h->have_fortran ? "fortran_order" : "shape");
+                !h->have_descr     ? "descr"
+                : !h->have_fortran ? "fortran_order"
+                                   : "shape");
   return 0;
 }
 
@@ -286,11 +291,12 @@ static int check_shape(long ndim, const int64_t *dim, int any_zero, const char *
   if (ndim < 1 || ndim > NPY_MAX_NDIM)
     return fail(err, err_len,
                 "shape %s has %ld dimensions; 1 or 2 are accepted: a.reshape(a.shape[0], -1) "
-                "(or a.reshape(-1))", text, ndim);
+                "(or a.reshape(-1))",
+                text, ndim);
   if (any_zero)
-    return fail(err, err_len,
-                "empty arrays are not accepted: shape %s has no elements; send one with a.size >= 1",
-                text);
+    return fail(
+        err, err_len,
+        "empty arrays are not accepted: shape %s has no elements; send one with a.size >= 1", text);
   uint64_t d0 = (uint64_t)dim[0], d1 = ndim == 2 ? (uint64_t)dim[1] : 1;
   int overflow = d1 > UINT64_MAX / (uint64_t)elem_bytes / d0;
 #if SIZE_MAX < UINT64_MAX
@@ -314,22 +320,28 @@ static int check_data(const unsigned char *data, size_t data_len, const char *ra
   uint64_t want = out->count * (uint64_t)out->elem_bytes;
   if (raw_shape && data_len != want && data_len / 8 == out->count && data_len % 8 == 0)
     return fail(err, err_len,
-                "?shape=%s needs %" PRIu64 " bytes (4 per float32), the body has %zu: 8 per "
+                "?shape=%s needs %" PRIu64
+                " bytes (4 per float32), the body has %zu: 8 per "
                 "element, float64? send float32: a.astype(np.float32).tofile('a.f32')",
                 raw_shape, want, data_len);
   if (raw_shape && data_len != want)
     return fail(err, err_len,
-                "%s: ?shape=%s needs %" PRIu64 " bytes (4 per float32), the body has %zu; "
+                "%s: ?shape=%s needs %" PRIu64
+                " bytes (4 per float32), the body has %zu; "
                 "a.astype(np.float32).tofile('a.f32') writes them, curl --data-binary @a.f32 "
-                "sends them", data_len < want ? "truncated" : "trailing bytes", raw_shape, want,
-                data_len);
+                "sends them",
+                data_len < want ? "truncated" : "trailing bytes", raw_shape, want, data_len);
   if (data_len < want)
-    return fail(err, err_len, "truncated: the header promises %" PRIu64
-                " bytes of data, the body has %zu; " FIX_SEND, want, data_len);
+    return fail(err, err_len,
+                "truncated: the header promises %" PRIu64
+                " bytes of data, the body has %zu; " FIX_SEND,
+                want, data_len);
   if (data_len > want)
-    return fail(err, err_len, "trailing bytes: the header promises %" PRIu64
+    return fail(err, err_len,
+                "trailing bytes: the header promises %" PRIu64
                 " bytes of data, the body has %zu; send one array per upload, as "
-                "np.save('a.npy', a) writes it", want, data_len);
+                "np.save('a.npy', a) writes it",
+                want, data_len);
   out->stored = data;
   return 0;
 }
@@ -340,13 +352,16 @@ static int check_data(const unsigned char *data, size_t data_len, const char *ra
 static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t *hdr_len,
                          char *err, size_t err_len) {
   if (len == 0)
-    return fail(err, err_len, "empty body: not a .npy file; write one with np.save('a.npy', a) "
+    return fail(err, err_len,
+                "empty body: not a .npy file; write one with np.save('a.npy', a) "
                 "and send it with curl --data-binary @a.npy");
   if (len >= 4 && memcmp(b, "PK\x03\x04", 4) == 0)
-    return fail(err, err_len, "a .npz archive (zip), not a .npy file: send one array of it, "
+    return fail(err, err_len,
+                "a .npz archive (zip), not a .npy file: send one array of it, "
                 "np.save('a.npy', np.load('f.npz')['name'])");
   if (memcmp(b, MAGIC, len < MAGIC_LEN ? len : MAGIC_LEN) != 0)
-    return fail(err, err_len, "not a .npy file: it does not start with the magic string "
+    return fail(err, err_len,
+                "not a .npy file: it does not start with the magic string "
                 "\\x93NUMPY; write one with np.save('a.npy', a) (a.tofile() writes raw bytes: "
                 "send those with ?shape=)");
   if (len < PREAMBLE_V1)
@@ -354,9 +369,11 @@ static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t
                 len);
   unsigned major = b[6], minor = b[7];
   if (major < 1 || major > 3 || minor != 0)
-    return fail(err, err_len, "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read "
+    return fail(err, err_len,
+                "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read "
                 "(np.save writes 1.0); a file that curl -d mangled (it drops line breaks and NUL "
-                "bytes) reads like this: " FIX_SEND, major, minor);
+                "bytes) reads like this: " FIX_SEND,
+                major, minor);
   size_t pre = major == 1 ? PREAMBLE_V1 : PREAMBLE_V2;
   if (len < pre)
     return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble; " FIX_SEND,
@@ -378,13 +395,12 @@ static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t
 static const char *dtype_name(const char *d, size_t n) {
   static const struct {
     const char *code, *name;
-  } names[] = {{"f2", "float16"},   {"f4", "float32"},     {"f8", "float64"},
-               {"f16", "longdouble"}, {"f12", "longdouble"}, {"i1", "int8"},
-               {"i2", "int16"},     {"i4", "int32"},       {"i8", "int64"},
-               {"u1", "uint8"},     {"u2", "uint16"},      {"u4", "uint32"},
-               {"u8", "uint64"},    {"b1", "bool"},        {"c8", "complex64"},
-               {"c16", "complex128"}, {"c32", "clongdouble"}, {"O", "object"},
-               {"O8", "object"}};
+  } names[] = {
+      {"f2", "float16"},      {"f4", "float32"}, {"f8", "float64"},   {"f16", "longdouble"},
+      {"f12", "longdouble"},  {"i1", "int8"},    {"i2", "int16"},     {"i4", "int32"},
+      {"i8", "int64"},        {"u1", "uint8"},   {"u2", "uint16"},    {"u4", "uint32"},
+      {"u8", "uint64"},       {"b1", "bool"},    {"c8", "complex64"}, {"c16", "complex128"},
+      {"c32", "clongdouble"}, {"O", "object"},   {"O8", "object"}};
   if (n < 2 || !strchr("<>|=", d[0])) return NULL;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (key_is(d + 1, n - 1, names[i].code)) return names[i].name;
@@ -417,14 +433,14 @@ static int refuse_dtype(const struct header *h, char *err, size_t err_len) {
   if (kind == 'M' || kind == 'm') fix = "a.astype(np.int64).astype(np.float32)";
   return fail(err, err_len,
               "unsupported dtype '%s'%s: gpulab reads little-endian float32 ('<f4') and float64 "
-              "('<f8'); send %s", shown, named, fix);
+              "('<f8'); send %s",
+              shown, named, fix);
 }
 
-static int check_header(const struct header *h, struct npy_array *out, char *err,
-                        size_t err_len) {
+static int check_header(const struct header *h, struct npy_array *out, char *err, size_t err_len) {
   int elem = key_is(h->descr, h->descr_len, "<f4")   ? 4
              : key_is(h->descr, h->descr_len, "<f8") ? 8
-                                                      : 0;
+                                                     : 0;
   if (!elem) return refuse_dtype(h, err, err_len);
   if (check_shape(h->ndim, h->dim, h->any_zero, h->shape_text, elem, out, err, err_len) != 0)
     return -EINVAL;
@@ -453,8 +469,8 @@ int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, si
 
 /* ---- npy_raw ---- */
 
-int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out,
-            char *err, size_t err_len) {
+int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out, char *err,
+            size_t err_len) {
   memset(out, 0, sizeof *out);
   if (err && err_len) err[0] = '\0';
   if (!shape_text || !*shape_text)
@@ -485,8 +501,10 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
     p++;
   }
   char text[SHAPE_TEXT];
-  if (ndim == 1) snprintf(text, sizeof text, "(%" PRId64 ",)", dim[0]);
-  else snprintf(text, sizeof text, "(%" PRId64 ", %" PRId64 ")", dim[0], dim[1]);
+  if (ndim == 1)
+    snprintf(text, sizeof text, "(%" PRId64 ",)", dim[0]);
+  else
+    snprintf(text, sizeof text, "(%" PRId64 ", %" PRId64 ")", dim[0], dim[1]);
   if (check_shape(ndim, dim, any_zero, text, 4, out, err, err_len) != 0 ||
       check_data(body, body ? len : 0, shown, out, err, err_len) != 0) {
     memset(out, 0, sizeof *out);
@@ -512,8 +530,10 @@ int npy_upload(const void *body, size_t len, const char *shape_text, int declare
       size_t n = 0; /* bounded: shape_text comes from a query string */
       while (n < SHOW_MAX && shape_text[n]) n++;
       show(shown, sizeof shown, (const unsigned char *)shape_text, n, n == SHOW_MAX);
-      fail(err, err_len, "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 "
-           "for ?shape=%s: send it without ?shape= (a .npy carries its shape)", shown);
+      fail(err, err_len,
+           "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 "
+           "for ?shape=%s: send it without ?shape= (a .npy carries its shape)",
+           shown);
     }
     return -EINVAL;
   }
@@ -524,7 +544,8 @@ int npy_upload(const void *body, size_t len, const char *shape_text, int declare
   return fail(err, err_len,
               "missing shape: this body is not a .npy file (it does not start with \\x93NUMPY), "
               "so it is raw float32 (%zu bytes), which needs ?shape=n or ?shape=m,n; a .npy "
-              "carries its shape: np.save('a.npy', a)", len);
+              "carries its shape: np.save('a.npy', a)",
+              len);
 }
 
 /* ---- npy_convert ---- */
@@ -564,11 +585,14 @@ int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *in
           double d;
           memcpy(&d, stored + 8 * k, 8);
           char at[48];
-          if (a->ndim == 1) snprintf(at, sizeof at, "[%" PRIu64 "]", i);
-          else snprintf(at, sizeof at, "[%" PRIu64 ", %" PRIu64 "]", i, j);
+          if (a->ndim == 1)
+            snprintf(at, sizeof at, "[%" PRIu64 "]", i);
+          else
+            snprintf(at, sizeof at, "[%" PRIu64 ", %" PRIu64 "]", i, j);
           return fail(err, err_len,
                       "float64 value %.17g at %s does not fit float32 (largest 3.4028235e+38): "
-                      "scale it, or np.clip(a, -3.4e38, 3.4e38).astype(np.float32)", d, at);
+                      "scale it, or np.clip(a, -3.4e38, 3.4e38).astype(np.float32)",
+                      d, at);
         }
   if (info) {
     info->from_dtype = a->elem_bytes == 8 ? "float64" : "float32";
@@ -582,13 +606,14 @@ int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *in
 
 /* The dict exactly as NumPy writes it (keys sorted, trailing ", "), into buf. descr:
  * "<f4" or "<u4" (the same length, so the header's size does not depend on it). */
-static size_t dict_text(char *buf, size_t cap, int ndim, const int64_t *shape,
-                        const char *descr) {
-  int n = ndim == 1
-              ? snprintf(buf, cap, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64
-                         ",), }", descr, shape[0])
-              : snprintf(buf, cap, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64
-                         ", %" PRId64 "), }", descr, shape[0], shape[1]);
+static size_t dict_text(char *buf, size_t cap, int ndim, const int64_t *shape, const char *descr) {
+  int n = ndim == 1 ? snprintf(buf, cap,
+                               "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }",
+                               descr, shape[0])
+                    : snprintf(buf, cap,
+                               "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64
+                               ", %" PRId64 "), }",
+                               descr, shape[0], shape[1]);
   return n > 0 ? (size_t)n : 0;
 }
 

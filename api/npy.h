@@ -43,8 +43,8 @@ int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, si
  * "n" or "m,n": decimal digits only, at most one comma, each dim >= 1, no overflow.
  * len must be exactly count * 4. Borrows body as npy_parse does (out->data is
  * always set). Returns 0, or -EINVAL with err filled and *out zeroed. */
-int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out,
-            char *err, size_t err_len);
+int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out, char *err,
+            size_t err_len);
 
 /* Reads an upload body: raw float32 when shape_text is given (npy_raw); else a
  * .npy file (npy_parse) when the body starts as one does or declared_npy is set

@@ -147,9 +147,10 @@ static const char *const order_choices[2] = {"interleaved", "sequential"};
 json_t *api_common_params_json(void) {
   json_t *list = json_array();
   for (size_t i = 0; i < sizeof common_fields / sizeof common_fields[0]; i++)
-    json_array_append_new(list, json_pack("{s:s,s:s,s:I,s:I}", "name", common_fields[i].name,
-                                          "kind", "integer", "min", (json_int_t)common_fields[i].min,
-                                          "max", (json_int_t)common_fields[i].max));
+    json_array_append_new(list,
+                          json_pack("{s:s,s:s,s:I,s:I}", "name", common_fields[i].name, "kind",
+                                    "integer", "min", (json_int_t)common_fields[i].min, "max",
+                                    (json_int_t)common_fields[i].max));
   json_array_append_new(list, json_pack("{s:s,s:s,s:[s,s]}", "name", "order", "kind", "choice",
                                         "values", order_choices[0], order_choices[1]));
   json_array_append_new(list, json_pack("{s:s,s:s,s:f,s:f}", "name", "max_noise", "kind", "number",
@@ -193,8 +194,8 @@ static void accepted_fields(const struct exp_desc *d, char *buf, size_t len) {
 static int parse_int_in(json_t *v, const char *field, long long min, long long max, long long *out,
                         struct api_error *err) {
   if (!json_is_integer(v))
-    return api_error_set(err, 400, "wrong_type", field, "%s must be an integer, got %s",
-                         field, json_kind(v));
+    return api_error_set(err, 400, "wrong_type", field, "%s must be an integer, got %s", field,
+                         json_kind(v));
   long long x = json_integer_value(v);
   if (x < min || x > max)
     return api_error_set(err, 400, "out_of_range", field,
@@ -203,8 +204,8 @@ static int parse_int_in(json_t *v, const char *field, long long min, long long m
   return 0;
 }
 
-static int parse_int(const struct int_field *f, json_t *v, const char *field,
-                     struct exp_spec *spec, struct api_error *err) {
+static int parse_int(const struct int_field *f, json_t *v, const char *field, struct exp_spec *spec,
+                     struct api_error *err) {
   long long x;
   int rc = parse_int_in(v, field, f->min, f->max, &x, err);
   if (rc) return rc;
@@ -274,8 +275,8 @@ static int parse_variant(enum exp_type type, json_t *v, const char *field, struc
   for (size_t i = 0; i < n; i++) {
     json_t *item = json_array_get(v, i);
     if (!json_is_string(item))
-      return api_error_set(err, 400, "wrong_type", field, "%s[%zu] must be a string, got %s",
-                           field, i, json_kind(item));
+      return api_error_set(err, 400, "wrong_type", field, "%s[%zu] must be a string, got %s", field,
+                           i, json_kind(item));
     int id = variant_of(type, json_string_value(item));
     if (id < 0) return unknown_variant(type, field, json_string_value(item), err);
     for (size_t k = 0; k < i; k++)
@@ -296,8 +297,9 @@ static int parse_runs(const struct exp_runs_param *rp, json_t *v, const char *fi
   size_t n = one ? 1 : json_array_size(v), runs = 0;
   const char *word = rp->word ? rp->word : "";
   if (!one && !json_is_array(v))
-    return api_error_set(err, 400, "wrong_type", field, "%s must be a %s, \"%s\" or a list of them, got %s",
-                         field, rp->noun, word, json_kind(v));
+    return api_error_set(err, 400, "wrong_type", field,
+                         "%s must be a %s, \"%s\" or a list of them, got %s", field, rp->noun, word,
+                         json_kind(v));
   bool word_seen = false;
   for (size_t i = 0; i < n; i++) {
     json_t *item = one ? one : json_array_get(v, i);
@@ -305,17 +307,18 @@ static int parse_runs(const struct exp_runs_param *rp, json_t *v, const char *fi
     if (text && rp->word && strcmp(text, rp->word) == 0 && !word_seen) {
       word_seen = true;
       for (int w = 0; w < rp->n_word_runs; w++)
-        if (runs + (size_t)rp->n_word_runs <= EXP_MAX_VARIANTS) spec->variants[runs + (size_t)w] = rp->word_runs[w];
+        if (runs + (size_t)rp->n_word_runs <= EXP_MAX_VARIANTS)
+          spec->variants[runs + (size_t)w] = rp->word_runs[w];
       runs += (size_t)rp->n_word_runs;
       continue;
     }
     if (text)
-      return api_error_set(err, 400, word_seen && !strcmp(text, word) ? "out_of_range" : "wrong_type",
-                           field, "%s: the only name it takes is \"%s\", once; got '%.40s'",
-                           field, word, text);
+      return api_error_set(
+          err, 400, word_seen && !strcmp(text, word) ? "out_of_range" : "wrong_type", field,
+          "%s: the only name it takes is \"%s\", once; got '%.40s'", field, word, text);
     if (!json_is_integer(item))
-      return api_error_set(err, 400, "wrong_type", field,
-                           "%s must hold integers or \"%s\", got %s", field, word, json_kind(item));
+      return api_error_set(err, 400, "wrong_type", field, "%s must hold integers or \"%s\", got %s",
+                           field, word, json_kind(item));
     long long s = json_integer_value(item);
     if (s < rp->min || s > rp->max)
       return api_error_set(err, 400, "out_of_range", field,
@@ -356,8 +359,10 @@ static int parse_input(json_t *v, const char *field, struct exp_input *in, struc
 static int parse_choice(json_t *v, const char *field, const char *yes, const char *no, bool *out,
                         struct api_error *err) {
   const char *text = json_string_value(v);
-  if (text && strcmp(text, yes) == 0) *out = true;
-  else if (text && strcmp(text, no) == 0) *out = false;
+  if (text && strcmp(text, yes) == 0)
+    *out = true;
+  else if (text && strcmp(text, no) == 0)
+    *out = false;
   else
     return api_error_set(err, 400, json_is_string(v) ? "out_of_range" : "wrong_type", field,
                          "%s must be \"%s\" or \"%s\"", field, yes, no);
@@ -387,8 +392,8 @@ static int parse_bool(json_t *v, const char *field, bool *out, struct api_error 
 }
 
 /* cold: a boolean; never true where the experiment says it cannot be (EXP_NO_COLD). */
-static int parse_cold(const struct exp_desc *d, json_t *v, const char *field,
-                      struct exp_spec *spec, struct api_error *err) {
+static int parse_cold(const struct exp_desc *d, json_t *v, const char *field, struct exp_spec *spec,
+                      struct api_error *err) {
   int rc = parse_bool(v, field, &spec->cold, err);
   if (rc == 0 && spec->cold && (d->flags & EXP_NO_COLD))
     return api_error_set(err, 400, "out_of_range", field, "%s must be false for %s: %s", field,
@@ -401,30 +406,37 @@ static int parse_option(const char *key, json_t *v, struct api_job_options *o,
                         struct api_error *err) {
   if (strcmp(key, "priority") == 0) {
     if (!json_is_integer(v))
-      return api_error_set(err, 400, "wrong_type", key, "priority must be an integer, got %s", json_kind(v));
+      return api_error_set(err, 400, "wrong_type", key, "priority must be an integer, got %s",
+                           json_kind(v));
     long long p = json_integer_value(v);
     if (p < -API_MAX_PRIORITY || p > API_MAX_PRIORITY)
-      return api_error_set(err, 400, "out_of_range", key, "priority must be between %d and %d, got %lld",
-                           -API_MAX_PRIORITY, API_MAX_PRIORITY, p);
+      return api_error_set(err, 400, "out_of_range", key,
+                           "priority must be between %d and %d, got %lld", -API_MAX_PRIORITY,
+                           API_MAX_PRIORITY, p);
     o->priority = (int)p;
     return 0;
   }
   if (strcmp(key, "device") == 0) {
     if (!json_is_integer(v))
-      return api_error_set(err, 400, "wrong_type", key, "device must be an integer, got %s", json_kind(v));
+      return api_error_set(err, 400, "wrong_type", key, "device must be an integer, got %s",
+                           json_kind(v));
     if (json_integer_value(v) < 0 || json_integer_value(v) > API_MAX_DEVICE)
-      return api_error_set(err, 400, "out_of_range", key, "device must be between 0 and %d, got %lld",
-                           API_MAX_DEVICE, (long long)json_integer_value(v));
+      return api_error_set(err, 400, "out_of_range", key,
+                           "device must be between 0 and %d, got %lld", API_MAX_DEVICE,
+                           (long long)json_integer_value(v));
     o->device = (int)json_integer_value(v);
     return 0;
   }
-  if (strcmp(key, "isolation") == 0) return parse_choice(v, key, "exclusive", "shared", &o->exclusive, err);
-  if (strcmp(key, "dependency") == 0) return parse_choice(v, key, "host", "event", &o->host_sync, err);
+  if (strcmp(key, "isolation") == 0)
+    return parse_choice(v, key, "exclusive", "shared", &o->exclusive, err);
+  if (strcmp(key, "dependency") == 0)
+    return parse_choice(v, key, "host", "event", &o->host_sync, err);
   if (strcmp(key, "keep_output") == 0) return parse_bool(v, key, &o->keep_output, err);
   if (strcmp(key, "depends_on") != 0) return 1;
   size_t n = json_array_size(v);
   if (!json_is_array(v))
-    return api_error_set(err, 400, "wrong_type", key, "depends_on must be a list of job ids, got %s", json_kind(v));
+    return api_error_set(err, 400, "wrong_type", key,
+                         "depends_on must be a list of job ids, got %s", json_kind(v));
   if (n > API_MAX_DEPENDS)
     return api_error_set(err, 400, "out_of_range", key, "depends_on lists at most %d jobs, got %zu",
                          API_MAX_DEPENDS, n);
@@ -523,7 +535,8 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
     snprintf(field, sizeof field, "%scold", prefix);
     return api_error_set(err, 400, "out_of_range", field,
                          "%s and graph do not go together: a graph runs its launches back to back, "
-                         "so all but the first find the L2 warm", field);
+                         "so all but the first find the L2 warm",
+                         field);
   }
   /* Inputs nobody named come from the job's seed. */
   for (int s = 0; s < EXP_MAX_INPUTS; s++)
@@ -580,7 +593,8 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
     else if (orc > 0) {
       api_error_set(err, 400, "unknown_field", key,
                     "unknown field '%.40s'; a job accepts: type, params, depends_on, priority, "
-                    "isolation, keep_output, dependency, device", key);
+                    "isolation, keep_output, dependency, device",
+                    key);
       goto fail;
     }
   }
@@ -595,7 +609,8 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
     api_error_set(err, 400, json_is_string(type) ? "unknown_type" : "wrong_type", "type",
                   "type must be one of %s, got %s%.40s%s", types,
                   json_is_string(type) ? "'" : json_kind(type),
-                  json_is_string(type) ? json_string_value(type) : "", json_is_string(type) ? "'" : "");
+                  json_is_string(type) ? json_string_value(type) : "",
+                  json_is_string(type) ? "'" : "");
     goto fail;
   }
   json_t *empty = NULL;
@@ -615,11 +630,11 @@ int api_wait_parse(const char *text, double default_s, double *wait_s, struct ap
   char *end = NULL;
   double w = strtod(text, &end);
   if (end == text || *end != '\0' || !isfinite(w))
-    return api_error_set(err, 400, "wrong_type", "wait", "wait must be a number of seconds, got '%.40s'",
-                         text);
+    return api_error_set(err, 400, "wrong_type", "wait",
+                         "wait must be a number of seconds, got '%.40s'", text);
   if (w < 0 || w > API_MAX_WAIT_S)
-    return api_error_set(err, 400, "out_of_range", "wait", "wait must be between 0 and %d seconds, got %g",
-                         API_MAX_WAIT_S, w);
+    return api_error_set(err, 400, "out_of_range", "wait",
+                         "wait must be between 0 and %d seconds, got %g", API_MAX_WAIT_S, w);
   *wait_s = w;
   return 0;
 }

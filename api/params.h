@@ -23,11 +23,11 @@
 
 /* How a job runs, beside what it computes. */
 struct api_job_options {
-  int priority;      /* -API_MAX_PRIORITY..API_MAX_PRIORITY, default 0 */
-  bool exclusive;    /* "isolation": "exclusive" (default) or "shared" */
-  bool keep_output;  /* keep the output as a buffer */
-  bool host_sync;    /* "dependency": "event" (default) or "host" */
-  int device;        /* pin to this device; -1 (default): the engine places it */
+  int priority;     /* -API_MAX_PRIORITY..API_MAX_PRIORITY, default 0 */
+  bool exclusive;   /* "isolation": "exclusive" (default) or "shared" */
+  bool keep_output; /* keep the output as a buffer */
+  bool host_sync;   /* "dependency": "event" (default) or "host" */
+  int device;       /* pin to this device; -1 (default): the engine places it */
   int n_depends;
   uint64_t depends_on[API_MAX_DEPENDS];
 };
@@ -41,9 +41,8 @@ struct api_job_request {
 /* Parses the body of POST /transpose etc. into spec (from the lecture's defaults)
  * and opts (the job options may stand beside the params there). Returns 0, or -EINVAL
  * with err filled (400). body need not be NUL-terminated. */
-int api_params_parse(enum exp_type type, const char *body, size_t len,
-                     struct exp_spec *spec, struct api_job_options *opts,
-                     struct api_error *err);
+int api_params_parse(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
+                     struct api_job_options *opts, struct api_error *err);
 
 /* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -EINVAL (err filled). */
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,

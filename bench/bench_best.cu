@@ -44,7 +44,8 @@ struct copy_arg {
 };
 static void copy_once(void *p) {
   struct copy_arg *a = (struct copy_arg *)p;
-  CUDA_OR_EXIT(cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  CUDA_OR_EXIT(
+      cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
 /* GB/s of a device-to-device copy of n floats, counting bytes read and written. */
@@ -152,8 +153,8 @@ static void run_job(struct exp_spec *s, const char *job, const double *ceilings,
     w->regs = r->kernel.registers;
     w->smem = r->kernel.static_shared_bytes + r->kernel.dynamic_shared_bytes;
     printf("  %-22s %-9s %9.4f ms %9.1f %-7s check %s (%s, max abs err %.3g)\n", job, w->variant,
-           w->ms, w->figure, w->unit, w->passed ? "passed" : "FAILED",
-           r->check.tolerance_rule, r->check.max_abs_err);
+           w->ms, w->figure, w->unit, w->passed ? "passed" : "FAILED", r->check.tolerance_rule,
+           r->check.max_abs_err);
     fflush(stdout);
   }
   backend_buffer_free(be, bj.output);
@@ -187,9 +188,10 @@ int main(int argc, char **argv) {
   double tf4 = cublas_tflops(4096, CUBLAS_TF32_TENSOR_OP_MATH);
   double sg8 = quick ? sg4 : cublas_tflops(8192, CUBLAS_DEFAULT_MATH);
   double tf8 = quick ? tf4 : cublas_tflops(8192, CUBLAS_TF32_TENSOR_OP_MATH);
-  printf("ceilings: d2d copy 2^26 %.0f GB/s, 2^28 %.0f GB/s; cuBLAS SGEMM 4096 %.1f, 8192 %.1f "
-         "TFLOP/s; TF32 4096 %.1f, 8192 %.1f TFLOP/s\n",
-         d2d26, d2d28, sg4, sg8, tf4, tf8);
+  printf(
+      "ceilings: d2d copy 2^26 %.0f GB/s, 2^28 %.0f GB/s; cuBLAS SGEMM 4096 %.1f, 8192 %.1f "
+      "TFLOP/s; TF32 4096 %.1f, 8192 %.1f TFLOP/s\n",
+      d2d26, d2d28, sg4, sg8, tf4, tf8);
 
   const struct exp_timing_params mem = {5, 5, 50}, gemm4 = {2, 5, 10}, gemm8 = {1, 5, 3};
   const char *d2d = "d2d copy", *cub = "cuBLAS FP32", *cubt = "cuBLAS TF32";
@@ -229,8 +231,9 @@ int main(int argc, char **argv) {
     run_job(&s, job, cs, cn);
   }
 
-  printf("\n| job | variant | median ms | figure | ceiling | %% of ceiling | check | regs | smem B "
-         "| kernel |\n");
+  printf(
+      "\n| job | variant | median ms | figure | ceiling | %% of ceiling | check | regs | smem B "
+      "| kernel |\n");
   printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (int i = 0; i < n_rows; i++) {
     const struct row *w = &rows[i];

@@ -102,10 +102,11 @@ int main(int argc, char **argv) {
     free(w[i].lat_us);
   }
   qsort(all, total, sizeof *all, cmp);
-  printf("{\"connections\": %d, \"seconds\": %.2f, \"requests\": %zu, \"errors\": %ld, "
-         "\"per_second\": %.1f, \"p50_us\": %.1f, \"p90_us\": %.1f, \"p99_us\": %.1f, \"max_us\": %.1f}\n",
-         conns, elapsed, total, errors, (double)total / elapsed, pct(all, total, 50),
-         pct(all, total, 90), pct(all, total, 99), total ? all[total - 1] : 0);
+  printf(
+      "{\"connections\": %d, \"seconds\": %.2f, \"requests\": %zu, \"errors\": %ld, "
+      "\"per_second\": %.1f, \"p50_us\": %.1f, \"p90_us\": %.1f, \"p99_us\": %.1f, \"max_us\": %.1f}\n",
+      conns, elapsed, total, errors, (double)total / elapsed, pct(all, total, 50),
+      pct(all, total, 90), pct(all, total, 99), total ? all[total - 1] : 0);
   free(all);
   free(w);
   curl_global_cleanup();

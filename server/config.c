@@ -104,8 +104,9 @@ static const char usage_flags[] =
 static void print_usage(FILE *out) {
   char types[160];
   exp_type_list(types, sizeof types);
-  fprintf(out, "usage: gpulabd [flags]\nRuns the CUDA lecture's experiments (%s) as HTTP jobs.\n\n%s", types,
-          usage_flags);
+  fprintf(out,
+          "usage: gpulabd [flags]\nRuns the CUDA lecture's experiments (%s) as HTTP jobs.\n\n%s",
+          types, usage_flags);
 }
 
 static int parse_long(const char *flag, const char *text, long lo, long hi, long *out, char *err,
@@ -114,7 +115,8 @@ static int parse_long(const char *flag, const char *text, long lo, long hi, long
   errno = 0;
   long v = strtol(text, &end, 10);
   if (end == text || *end || errno || v < lo || v > hi) {
-    snprintf(err, err_len, "%s must be an integer between %ld and %ld, got '%s'", flag, lo, hi, text);
+    snprintf(err, err_len, "%s must be an integer between %ld and %ld, got '%s'", flag, lo, hi,
+             text);
     return -EINVAL;
   }
   *out = v;
@@ -157,8 +159,11 @@ static int parse_devices(const char *text, struct config *cfg, char *err, size_t
     long d = strtol(p, &end, 10);
     bool dup = false;
     for (int i = 0; i < cfg->n_devices; i++) dup |= cfg->devices[i] == d;
-    if (end == p || errno || d < 0 || d > 63 || dup || cfg->n_devices == 16 || (*end && *end != ',')) {
-      snprintf(err, err_len, "--devices must be all or up to 16 distinct ordinals 0..63 like 0,1; got '%s'", text);
+    if (end == p || errno || d < 0 || d > 63 || dup || cfg->n_devices == 16 ||
+        (*end && *end != ',')) {
+      snprintf(err, err_len,
+               "--devices must be all or up to 16 distinct ordinals 0..63 like 0,1; got '%s'",
+               text);
       return -EINVAL;
     }
     cfg->devices[cfg->n_devices++] = (int)d;
@@ -189,9 +194,12 @@ int config_default_streams(int n_devices) {
 
 /* The flags that take more than a number or a text. */
 static int parse_backend(const char *text, struct config *cfg, char *err, size_t err_len) {
-  if (strcmp(text, "auto") == 0) cfg->backend = BACKEND_AUTO;
-  else if (strcmp(text, "cuda") == 0) cfg->backend = BACKEND_CUDA;
-  else if (strcmp(text, "cpu") == 0) cfg->backend = BACKEND_CPU;
+  if (strcmp(text, "auto") == 0)
+    cfg->backend = BACKEND_AUTO;
+  else if (strcmp(text, "cuda") == 0)
+    cfg->backend = BACKEND_CUDA;
+  else if (strcmp(text, "cpu") == 0)
+    cfg->backend = BACKEND_CPU;
   else {
     snprintf(err, err_len, "--backend must be auto, cuda or cpu, got '%s'", text);
     return -EINVAL;
@@ -228,8 +236,10 @@ static int parse_advertise(const char *text, struct config *cfg, char *err, size
 
 static int parse_durability(const char *text, struct config *cfg, char *err, size_t err_len) {
   cfg->durability_given = true;
-  if (strcmp(text, "normal") == 0) cfg->durability_full = false;
-  else if (strcmp(text, "full") == 0) cfg->durability_full = true;
+  if (strcmp(text, "normal") == 0)
+    cfg->durability_full = false;
+  else if (strcmp(text, "full") == 0)
+    cfg->durability_full = true;
   else {
     snprintf(err, err_len, "--durability must be normal or full, got '%s'", text);
     return -EINVAL;
@@ -260,11 +270,16 @@ struct flag {
 };
 
 #define FIELD(f) offsetof(struct config, f), sizeof(((struct config *)0)->f)
-#define NUMBER(kind, name, f, lo, hi) {name, kind, FIELD(f), lo, hi, NULL}
-#define TEXT(name, f) {name, FLAG_TEXT, FIELD(f), 0, 0, NULL}
-#define COPY(name, f) {name, FLAG_COPY, FIELD(f), 0, 0, NULL}
-#define SWITCH(name, f) {name, FLAG_TRUE, FIELD(f), 0, 0, NULL}
-#define PARSE(name, fn) {name, FLAG_PARSE, 0, 0, 0, 0, fn}
+#define NUMBER(kind, name, f, lo, hi) \
+  { name, kind, FIELD(f), lo, hi, NULL }
+#define TEXT(name, f) \
+  { name, FLAG_TEXT, FIELD(f), 0, 0, NULL }
+#define COPY(name, f) \
+  { name, FLAG_COPY, FIELD(f), 0, 0, NULL }
+#define SWITCH(name, f) \
+  { name, FLAG_TRUE, FIELD(f), 0, 0, NULL }
+#define PARSE(name, fn) \
+  { name, FLAG_PARSE, 0, 0, 0, 0, fn }
 
 static const struct flag flags[] = {
     COPY("host", host),
@@ -328,10 +343,14 @@ static int take_flag(const struct flag *f, const char *text, struct config *cfg,
   case FLAG_SIZE:
   case FLAG_DOUBLE:
     if (parse_long(name, text, f->lo, f->hi, &v, err, err_len)) return -EINVAL;
-    if (f->kind == FLAG_INT) *(int *)field = (int)v;
-    else if (f->kind == FLAG_LONG) *(long *)field = v;
-    else if (f->kind == FLAG_SIZE) *(size_t *)field = (size_t)v;
-    else *(double *)field = (double)v;
+    if (f->kind == FLAG_INT)
+      *(int *)field = (int)v;
+    else if (f->kind == FLAG_LONG)
+      *(long *)field = v;
+    else if (f->kind == FLAG_SIZE)
+      *(size_t *)field = (size_t)v;
+    else
+      *(double *)field = (double)v;
     return 0;
   case FLAG_TEXT: *(const char **)field = text; return 0;
   case FLAG_COPY:
@@ -350,15 +369,30 @@ static int take_flag(const struct flag *f, const char *text, struct config *cfg,
 }
 
 static void set_defaults(struct config *cfg) {
-  *cfg = (struct config){.host = "127.0.0.1", .port = 8080, .backend = BACKEND_AUTO,
-                         .max_body = 1 << 20, .max_upload = 256u << 20, .max_queued = 1024,
-                         .max_jobs_kept = 10000, .default_wait_s = 60,
-                         .inline_max_bytes = 1 << 20, .access_log = "-",
-                         .max_connections = 4096, .max_connections_per_ip = 256,
-                         .timeout_s = 30, .db = "gpulab.db", .keep_days = 30, .grace_s = 30,
-                         .max_db_bytes = 1LL << 30, .socket_mode = -1, .max_kernels = 32,
-                         .compile_slots = 2, .compile_time_s = 10, .kernel_deadline_s = 5,
-                         .lease_s = 10, .max_scratch = 256u << 20};
+  *cfg = (struct config){.host = "127.0.0.1",
+                         .port = 8080,
+                         .backend = BACKEND_AUTO,
+                         .max_body = 1 << 20,
+                         .max_upload = 256u << 20,
+                         .max_queued = 1024,
+                         .max_jobs_kept = 10000,
+                         .default_wait_s = 60,
+                         .inline_max_bytes = 1 << 20,
+                         .access_log = "-",
+                         .max_connections = 4096,
+                         .max_connections_per_ip = 256,
+                         .timeout_s = 30,
+                         .db = "gpulab.db",
+                         .keep_days = 30,
+                         .grace_s = 30,
+                         .max_db_bytes = 1LL << 30,
+                         .socket_mode = -1,
+                         .max_kernels = 32,
+                         .compile_slots = 2,
+                         .compile_time_s = 10,
+                         .kernel_deadline_s = 5,
+                         .lease_s = 10,
+                         .max_scratch = 256u << 20};
   if (gethostname(cfg->node, sizeof cfg->node) != 0 || !cfg->node[0])
     snprintf(cfg->node, sizeof cfg->node, "localhost");
   cfg->node[sizeof cfg->node - 1] = '\0'; /* a name cut short is not terminated */

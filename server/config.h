@@ -14,8 +14,8 @@ struct config {
   int port;
   enum backend_kind backend;
   int devices[16]; /* ordinals, in order */
-  int n_devices;    /* 0: all (CUDA), one (CPU) */
-  int streams;      /* lanes per device; 0: config_default_streams once devices are known */
+  int n_devices;   /* 0: all (CUDA), one (CPU) */
+  int streams;     /* lanes per device; 0: config_default_streams once devices are known */
   size_t max_body;
   size_t max_upload;
   int http_threads; /* 0: config_default_http_threads */
@@ -23,36 +23,36 @@ struct config {
   int max_jobs_kept;
   double default_wait_s;
   long inline_max_bytes; /* waited-for jobs this small may run on the HTTP thread; 0: never */
-  char access_log[256]; /* "-": stdout; "off": none; else a file appended to */
-  const char *web_root; /* NULL: the embedded dashboard; borrowed from argv */
-  const char *tokens;   /* --tokens FILE, or NULL (then loopback only) */
+  char access_log[256];  /* "-": stdout; "off": none; else a file appended to */
+  const char *web_root;  /* NULL: the embedded dashboard; borrowed from argv */
+  const char *tokens;    /* --tokens FILE, or NULL (then loopback only) */
   bool insecure_no_auth;
   const char *tls_cert, *tls_key; /* PEM files, or NULL for plain HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
-  char db[256];     /* job records: a SQLite file, or ":memory:" to keep nothing */
-  bool durability_full; /* --durability full: an fsync per commit (store_set_durability) */
+  char db[256];          /* job records: a SQLite file, or ":memory:" to keep nothing */
+  bool durability_full;  /* --durability full: an fsync per commit (store_set_durability) */
   bool durability_given; /* --durability was given (else the store's own default) */
-  char node[64];    /* --node: recorded on the jobs a PostgreSQL store keeps (the host name) */
+  char node[64];         /* --node: recorded on the jobs a PostgreSQL store keeps (the host name) */
   const char *advertise; /* --advertise URL (fleet.h); NULL: http://host:port; from argv */
   int lease_s;           /* --lease-s: a fleet node's lease */
-  int keep_days;    /* finished jobs older than this are pruned; 0 keeps all */
+  int keep_days;         /* finished jobs older than this are pruned; 0 keeps all */
   long long max_db_bytes; /* the store's pages in use are kept within this; 0: no bound */
-  int grace_s;      /* SIGTERM: how long running jobs may take to finish */
+  int grace_s;            /* SIGTERM: how long running jobs may take to finish */
   bool allow_fault_injection;
-  const char *chartjs;  /* NULL: the default path (server/http/static.h); borrowed from argv */
+  const char *chartjs;      /* NULL: the default path (server/http/static.h); borrowed from argv */
   const char *socket_path;  /* --socket: also listen on this Unix socket; NULL: none */
   int socket_mode;          /* its permission bits (default 0666, 0660 with a group) */
   const char *socket_group; /* NULL, or the group that owns it */
   bool no_tcp;              /* --no-tcp: the socket only */
-  bool no_ceilings;     /* --no-ceilings: skip measuring the devices' ceilings at start-up */
+  bool no_ceilings;         /* --no-ceilings: skip measuring the devices' ceilings at start-up */
   /* Users' kernels (server/service/ukernels.h): NVRTC's path (NULL: search; "none": off),
    * kernels per client, compiles at once, a compile's time limit. */
   const char *nvrtc;
   int max_kernels, compile_slots, compile_time_s;
-  const char *runner;        /* gpulab-runner's path; NULL: the one beside gpulabd */
-  int kernel_deadline_s;     /* a user's kernel's launch deadline */
-  size_t max_scratch;        /* scratch_bytes a user's kernel may ask for */
-  bool cpu_runner_test;      /* tests: the CPU backend runs users' kernels in a CPU runner */
+  const char *runner;    /* gpulab-runner's path; NULL: the one beside gpulabd */
+  int kernel_deadline_s; /* a user's kernel's launch deadline */
+  size_t max_scratch;    /* scratch_bytes a user's kernel may ask for */
+  bool cpu_runner_test;  /* tests: the CPU backend runs users' kernels in a CPU runner */
 };
 
 /* Fills cfg from argv over the defaults. Returns 0 to run, 1 when --help or

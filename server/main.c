@@ -14,25 +14,24 @@
 
 #include "api/params.h"
 #include "kernels/backends/backend.h"
+#include "kernels/user/ukreg.h"
 #include "server/config.h"
-#include "server/service/durable.h"
-#include "server/store/fleet.h"
 #include "server/engine/engine.h"
 #include "server/engine/events.h"
-#include "server/http/http.h"
 #include "server/http/auth.h"
-#include "server/log.h"
-#include "server/store/store.h"
+#include "server/http/http.h"
 #include "server/http/metrics.h"
 #include "server/http/static.h"
+#include "server/log.h"
+#include "server/service/durable.h"
 #include "server/service/service.h"
 #include "server/service/ukernels.h"
-#include "kernels/user/ukreg.h"
+#include "server/store/fleet.h"
+#include "server/store/store.h"
 
 /* Opens every device of --devices: the first decides the kind (auto: CUDA when a
  * device answers), the rest follow it. Returns how many were opened, 0 on error. */
-static int open_devices(struct config *cfg, struct backend **devices, char *err,
-                        size_t err_len) {
+static int open_devices(struct config *cfg, struct backend **devices, char *err, size_t err_len) {
   int ordinals[16], n = cfg->n_devices;
   memcpy(ordinals, cfg->devices, sizeof ordinals);
   if (n == 0) { /* all: every CUDA device, or one CPU device */
@@ -92,11 +91,13 @@ static char *read_file(const char *path, char *err, size_t err_len) {
   FILE *f = fopen(path, "rb");
   char *text = NULL;
   long n = -1;
-  if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) && fseek(f, 0, SEEK_SET) == 0 &&
-      (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, f) == (size_t)n) {
+  if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
+      fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)) &&
+      fread(text, 1, (size_t)n, f) == (size_t)n) {
     text[n] = '\0';
   } else {
-    snprintf(err, err_len, "%s: %s", path, f ? "cannot read it (or larger than 1 MiB)" : strerror(errno));
+    snprintf(err, err_len, "%s: %s", path,
+             f ? "cannot read it (or larger than 1 MiB)" : strerror(errno));
     free(text);
     text = NULL;
   }
@@ -111,8 +112,8 @@ static bool loopback(const char *host) {
 
 /* The start-up checks of who may connect: tokens, a non-loopback --host, TLS and
  * the socket's group. Returns 0, or 2 (the exit status) after saying why. */
-static int load_access(const struct config *cfg, struct auth **auth, char **tls_cert, char **tls_key,
-                       long *socket_gid) {
+static int load_access(const struct config *cfg, struct auth **auth, char **tls_cert,
+                       char **tls_key, long *socket_gid) {
   char err[512];
   if (cfg->tokens && auth_load(cfg->tokens, auth, err, sizeof err)) {
     fprintf(stderr, "gpulabd: --tokens %s\n", err);
@@ -120,13 +121,16 @@ static int load_access(const struct config *cfg, struct auth **auth, char **tls_
   }
   if (!*auth && !loopback(cfg->host) && !cfg->no_tcp) {
     if (!cfg->insecure_no_auth) {
-      fprintf(stderr, "gpulabd: refusing to listen on %s without --tokens: anyone reaching it could "
-                      "run jobs on this GPU. Give --tokens FILE, or --insecure-no-auth if you mean it.\n",
+      fprintf(stderr,
+              "gpulabd: refusing to listen on %s without --tokens: anyone reaching it could "
+              "run jobs on this GPU. Give --tokens FILE, or --insecure-no-auth if you mean it.\n",
               cfg->host);
       return 2;
     }
-    log_warn("INSECURE: listening on %s without tokens (--insecure-no-auth): anyone who reaches "
-             "this port can run jobs", cfg->host);
+    log_warn(
+        "INSECURE: listening on %s without tokens (--insecure-no-auth): anyone who reaches "
+        "this port can run jobs",
+        cfg->host);
   }
   if (!cfg->tls_cert != !cfg->tls_key) {
     fprintf(stderr, "gpulabd: --tls-cert and --tls-key go together\n");
@@ -166,15 +170,18 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
   }
   /* Without --durability each backend keeps its default: SQLite normal, PostgreSQL full. */
   if (cfg->durability_given &&
-      store_set_durability(*store, cfg->durability_full ? STORE_DURABILITY_FULL : STORE_DURABILITY_NORMAL)) {
-    log_warn("gpulabd: --durability %s: the store cannot be set to it", cfg->durability_full ? "full" : "normal");
+      store_set_durability(*store, cfg->durability_full ? STORE_DURABILITY_FULL
+                                                        : STORE_DURABILITY_NORMAL)) {
+    log_warn("gpulabd: --durability %s: the store cannot be set to it",
+             cfg->durability_full ? "full" : "normal");
     return -1;
   }
   struct store_status st;
   store_status(*store, &st);
   log_info("store (%s): durability %s (%s)", st.backend, st.durability,
-           strcmp(st.durability, "full") == 0 ? "an fsync per commit: commits survive a power loss"
-                                              : "commits survive a crash; a power loss may lose the last ones");
+           strcmp(st.durability, "full") == 0
+               ? "an fsync per commit: commits survive a power loss"
+               : "commits survive a crash; a power loss may lose the last ones");
   store_set_node(*store, cfg->node);
   store_buffers_forget(*store); /* a fleet's node: its buffers of before a crash are gone */
   store_limit(*store, (uint64_t)cfg->max_db_bytes);
@@ -192,11 +199,14 @@ static int open_ukernels(const struct config *cfg, struct backend *device, struc
   ukreg_set_cpu_runner(cfg->cpu_runner_test);
   struct backend_device_info info;
   backend_device_info(device, &info);
-  struct ukernels_config ucfg = {.nvrtc_path = cfg->nvrtc, .max_per_client = cfg->max_kernels,
-                                 .compile_slots = cfg->compile_slots, .compile_time_s = cfg->compile_time_s,
+  struct ukernels_config ucfg = {.nvrtc_path = cfg->nvrtc,
+                                 .max_per_client = cfg->max_kernels,
+                                 .compile_slots = cfg->compile_slots,
+                                 .compile_time_s = cfg->compile_time_s,
                                  .max_scratch_bytes = cfg->max_scratch,
                                  .store = store};
-  if (strcmp(info.backend, "cuda") == 0 && info.cc_major > 0) ucfg.arch = info.cc_major * 10 + info.cc_minor;
+  if (strcmp(info.backend, "cuda") == 0 && info.cc_major > 0)
+    ucfg.arch = info.cc_major * 10 + info.cc_minor;
   char err[512];
   if (ukernels_new(&ucfg, out, err, sizeof err)) {
     log_warn("gpulabd: users' kernels: %s", err);
@@ -206,22 +216,26 @@ static int open_ukernels(const struct config *cfg, struct backend *device, struc
 }
 
 /* The lines that say gpulabd is ready: the dashboard's Chart.js and where it listens. */
-static void log_ready(const struct config *cfg, struct http_server *server, int n_devices, bool tls) {
+static void log_ready(const struct config *cfg, struct http_server *server, int n_devices,
+                      bool tls) {
   const char *chartjs = cfg->chartjs ? cfg->chartjs : STATIC_CHARTJS_DEFAULT;
   struct stat st;
   if (access(chartjs, R_OK) == 0 && stat(chartjs, &st) == 0 && S_ISREG(st.st_mode))
     log_info("dashboard at / (Chart.js: %s)", chartjs);
   else
-    log_warn("dashboard at /: no Chart.js at %s (not a readable regular file; install libjs-chart.js "
-             "or pass --chartjs): tables only", chartjs);
+    log_warn(
+        "dashboard at /: no Chart.js at %s (not a readable regular file; install libjs-chart.js "
+        "or pass --chartjs): tables only",
+        chartjs);
   bool ipv6 = strchr(cfg->host, ':') != NULL; /* URLs bracket IPv6 addresses */
   if (cfg->socket_path)
-    log_info("listening on unix:%s (mode %04o%s%s): clients are the Unix users who connect", cfg->socket_path,
-             cfg->socket_mode, cfg->socket_group ? ", group " : "", cfg->socket_group ? cfg->socket_group : "");
+    log_info("listening on unix:%s (mode %04o%s%s): clients are the Unix users who connect",
+             cfg->socket_path, cfg->socket_mode, cfg->socket_group ? ", group " : "",
+             cfg->socket_group ? cfg->socket_group : "");
   if (!cfg->no_tcp)
-    log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)", tls ? "https" : "http",
-             ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "", http_server_port(server), n_devices, cfg->streams,
-             cfg->http_threads);
+    log_info("listening on %s://%s%s%s:%d (%d device(s), %d streams each, %d http threads)",
+             tls ? "https" : "http", ipv6 ? "[" : "", cfg->host, ipv6 ? "]" : "",
+             http_server_port(server), n_devices, cfg->streams, cfg->http_threads);
 }
 
 /* The URL others reach this node at: --advertise, or http://HOST:PORT. */
@@ -246,8 +260,8 @@ static int join_fleet(const struct config *cfg, struct store *store, struct dura
   if (!fleet_store(store)) return 0;
   char advertise[160], err[512];
   advertised_url(cfg, cfg->port, advertise, sizeof advertise);
-  struct fleet_config fcfg = {.uri = cfg->db, .node = cfg->node, .advertise = advertise,
-                              .lease_s = cfg->lease_s};
+  struct fleet_config fcfg = {
+      .uri = cfg->db, .node = cfg->node, .advertise = advertise, .lease_s = cfg->lease_s};
   durable_fleet_bind(df, &fcfg);
   if (fleet_start(&fcfg, out, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
@@ -295,8 +309,10 @@ static int wait_for_stop(const struct config *cfg, struct engine *engine, struct
     }
     if (!engine_healthy(engine) && lost_since == 0) {
       lost_since = engine_now_mono();
-      log_warn("a device was lost (its CUDA context failed): /health says 503; exiting in 2 s "
-               "with status %d for the supervisor to restart gpulabd, queue intact", EXIT_DEVICE_LOST);
+      log_warn(
+          "a device was lost (its CUDA context failed): /health says 503; exiting in 2 s "
+          "with status %d for the supervisor to restart gpulabd, queue intact",
+          EXIT_DEVICE_LOST);
     }
     if (lost_since > 0 && engine_now_mono() - lost_since >= 2) return EXIT_DEVICE_LOST;
   }
@@ -340,15 +356,21 @@ static int start_engine(const struct config *cfg, struct gpulabd *d, uint64_t fi
                         uint64_t first_buffer_id) {
   struct store *store = d->store;
   struct engine_config ecfg = {
-      .max_jobs_kept = cfg->max_jobs_kept, .max_queued = cfg->max_queued,
-      .on_job_end = count_job, .on_job_end_arg = d->metrics,
-      .on_job_change = store ? durable_record : NULL, .on_job_change_arg = store,
-      .reserve_ids = store ? durable_reserve_ids : NULL, .reserve_ids_arg = store,
+      .max_jobs_kept = cfg->max_jobs_kept,
+      .max_queued = cfg->max_queued,
+      .on_job_end = count_job,
+      .on_job_end_arg = d->metrics,
+      .on_job_change = store ? durable_record : NULL,
+      .on_job_change_arg = store,
+      .reserve_ids = store ? durable_reserve_ids : NULL,
+      .reserve_ids_arg = store,
       /* One box's store: a block rarely (the call waits for a commit of a few hundred
          rows); a fleet's: ids close together. */
       .ids_block = store && !store_shared(store) ? 65536 : 0,
-      .on_buffer_change = store ? durable_buffer : NULL, .on_buffer_change_arg = store,
-      .first_id = first_id, .first_buffer_id = first_buffer_id,
+      .on_buffer_change = store ? durable_buffer : NULL,
+      .on_buffer_change_arg = store,
+      .first_id = first_id,
+      .first_buffer_id = first_buffer_id,
       .node = fleet_store(store) ? cfg->node : NULL};
   if (engine_new(d->devices, d->n_devices, &ecfg, &d->engine)) {
     log_warn("gpulabd: cannot start the engine");
@@ -367,18 +389,34 @@ static int start_engine(const struct config *cfg, struct gpulabd *d, uint64_t fi
 
 /* The HTTP server over the service. 0 or -1 (logged). */
 static int start_http(const struct config *cfg, struct gpulabd *d) {
-  d->service = (struct service){.engine = d->engine, .store = d->store, .fleet = d->fleet,
-                                .sweeps = d->sweeps, .ukernels = d->ukernels};
-  struct http_options hopts = {
-      .host = cfg->host, .port = cfg->port, .threads = cfg->http_threads,
-      .max_body = cfg->max_body, .max_upload = cfg->max_upload,
-      .default_wait_s = cfg->default_wait_s, .inline_max_bytes = cfg->inline_max_bytes,
-      .web_root = cfg->web_root, .chartjs_path = cfg->chartjs, .metrics = d->metrics,
-      .access_log = d->access_log, .auth = d->auth, .tls_cert_pem = d->tls_cert,
-      .tls_key_pem = d->tls_key, .max_connections = cfg->max_connections,
-      .max_connections_per_ip = cfg->max_connections_per_ip, .timeout_s = cfg->timeout_s,
-      .service = &d->service, .max_queued = cfg->max_queued, .socket_path = cfg->socket_path,
-      .socket_mode = cfg->socket_mode, .socket_gid = d->socket_gid, .no_tcp = cfg->no_tcp};
+  d->service = (struct service){.engine = d->engine,
+                                .store = d->store,
+                                .fleet = d->fleet,
+                                .sweeps = d->sweeps,
+                                .ukernels = d->ukernels};
+  struct http_options hopts = {.host = cfg->host,
+                               .port = cfg->port,
+                               .threads = cfg->http_threads,
+                               .max_body = cfg->max_body,
+                               .max_upload = cfg->max_upload,
+                               .default_wait_s = cfg->default_wait_s,
+                               .inline_max_bytes = cfg->inline_max_bytes,
+                               .web_root = cfg->web_root,
+                               .chartjs_path = cfg->chartjs,
+                               .metrics = d->metrics,
+                               .access_log = d->access_log,
+                               .auth = d->auth,
+                               .tls_cert_pem = d->tls_cert,
+                               .tls_key_pem = d->tls_key,
+                               .max_connections = cfg->max_connections,
+                               .max_connections_per_ip = cfg->max_connections_per_ip,
+                               .timeout_s = cfg->timeout_s,
+                               .service = &d->service,
+                               .max_queued = cfg->max_queued,
+                               .socket_path = cfg->socket_path,
+                               .socket_mode = cfg->socket_mode,
+                               .socket_gid = d->socket_gid,
+                               .no_tcp = cfg->no_tcp};
   char err[512];
   if (http_server_start(&hopts, d->engine, &d->server, err, sizeof err)) {
     log_warn("gpulabd: %s", err);
@@ -430,7 +468,8 @@ static void stop(const struct config *cfg, struct gpulabd *d, int status) {
    * fleet's other nodes take them once this one's lease has run out). Every waiting
    * request is answered. */
   if (d->engine) engine_shutdown(d->engine, status == 0 ? cfg->grace_s : 0);
-  if (d->fleet) events_on_listeners(engine_events(d->engine), NULL, NULL); /* streams may close later */
+  if (d->fleet)
+    events_on_listeners(engine_events(d->engine), NULL, NULL); /* streams may close later */
   fleet_stop(d->fleet);
   http_server_drain(d->server, 2);
   http_server_stop(d->server);
@@ -458,9 +497,11 @@ int main(int argc, char **argv) {
   }
   sigset_t stop_signals;
   block_signals(&stop_signals);
-  if (cfg.http_threads == 0) cfg.http_threads = config_default_http_threads(); /* from the machine */
+  if (cfg.http_threads == 0)
+    cfg.http_threads = config_default_http_threads(); /* from the machine */
   api_params_allow_faults(cfg.allow_fault_injection);
-  if (cfg.allow_fault_injection) log_warn("fault injection is allowed (--allow-fault-injection): for tests only");
+  if (cfg.allow_fault_injection)
+    log_warn("fault injection is allowed (--allow-fault-injection): for tests only");
   struct gpulabd d = {.socket_gid = -1};
   if (load_access(&cfg, &d.auth, &d.tls_cert, &d.tls_key, &d.socket_gid)) {
     auth_free(d.auth);

@@ -12,9 +12,9 @@
 
 #include "bench/cuda_try.h"
 #include "kernels/backends/backend.h"
-#include "kernels/transpose/transpose.h"
 #include "kernels/backends/cuda/nvml_loader.h"
 #include "kernels/core/stats.h"
+#include "kernels/transpose/transpose.h"
 
 enum { ITERS = 2000 };
 
@@ -42,14 +42,14 @@ static double samples[ITERS];
 
 /* Times the statement ITERS times after 50 untimed runs (variadic: it may hold
  * commas, as a launch's <<<...>>> does). */
-#define MEASURE(what, ...)                                  \
-  do {                                                       \
-    for (int i_ = -50; i_ < ITERS; i_++) {                   \
-      double t0_ = now_us();                                 \
-      __VA_ARGS__;                                           \
-      if (i_ >= 0) samples[i_] = now_us() - t0_;             \
-    }                                                        \
-    report(what, samples, ITERS);                            \
+#define MEASURE(what, ...)                       \
+  do {                                           \
+    for (int i_ = -50; i_ < ITERS; i_++) {       \
+      double t0_ = now_us();                     \
+      __VA_ARGS__;                               \
+      if (i_ >= 0) samples[i_] = now_us() - t0_; \
+    }                                            \
+    report(what, samples, ITERS);                \
   } while (0)
 
 static struct exp_spec tiny_spec(void) {
@@ -130,7 +130,9 @@ static void phases_table(void) {
     for (int m = 1; m < N_MARKS && i >= 0; m++) d[m][i] = marks[m] - marks[m - 1];
     if (i >= 0) issued[i] = issued_at - marks[MARK_SETUP];
   }
-  static const char *names[N_MARKS] = {"", "start to SETUP", "SETUP to TIMED (inputs, outputs)",
+  static const char *names[N_MARKS] = {"",
+                                       "start to SETUP",
+                                       "SETUP to TIMED (inputs, outputs)",
                                        "TIMED to UNTIMED (the window)",
                                        "UNTIMED to IDLE (copies for the check)",
                                        "IDLE to return (check, statistics, frees)"};
@@ -172,7 +174,8 @@ int main(void) {
   CUDA_OR_EXIT(cudaDeviceGetPCIBusId(bus, sizeof bus, 0));
   void *nvml = nvml_loader_device(bus, why, sizeof why);
 
-  printf("| step (one call, host wall clock) | p50 us | p99 us | min us |\n| --- | --- | --- | --- |\n");
+  printf(
+      "| step (one call, host wall clock) | p50 us | p99 us | min us |\n| --- | --- | --- | --- |\n");
   MEASURE("launch + cudaStreamSynchronize", {
     empty_kernel<<<1, 32, 0, stream>>>();
     CUDA_OR_EXIT(cudaStreamSynchronize(stream));
@@ -192,12 +195,12 @@ int main(void) {
     CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
   MEASURE("cudaMemcpyAsync D2H 16 KiB pinned + sync", {
-    CUDA_OR_EXIT(cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OR_EXIT(
+        cudaMemcpyAsync(h_pinned, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_OR_EXIT(cudaStreamSynchronize(stream));
   });
-  MEASURE("cudaMemcpy D2H 16 KiB pageable", {
-    CUDA_OR_EXIT(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost));
-  });
+  MEASURE("cudaMemcpy D2H 16 KiB pageable",
+          { CUDA_OR_EXIT(cudaMemcpy(h_page, d, 4096 * sizeof(float), cudaMemcpyDeviceToHost)); });
   if (nvml) {
     struct nvml_reading r;
     MEASURE("nvml_loader_read (clock, temp, power, reasons)", nvml_loader_read(nvml, &r));

@@ -41,8 +41,7 @@ int backend_buffer_upload(struct backend *b, const float *host, uint64_t count,
 }
 
 int backend_buffer_download(struct backend *b, struct backend_buffer *buf,
-                            struct backend_fence *fence, float *host, char *err,
-                            size_t err_len) {
+                            struct backend_fence *fence, float *host, char *err, size_t err_len) {
   return b->ops->buffer_download(b, buf, fence, host, err, err_len);
 }
 

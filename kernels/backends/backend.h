@@ -5,9 +5,9 @@
 #ifndef GPULAB_BACKEND_H
 #define GPULAB_BACKEND_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <errno.h>
 #include <stdint.h>
 #include "kernels/core/experiment.h"
 
@@ -37,9 +37,9 @@ struct backend_buffer;
 struct backend_fence;
 
 struct backend_device_info {
-  char backend[8];   /* "cuda" or "cpu" */
-  char name[128];    /* GPU name or CPU model */
-  int index;         /* device ordinal */
+  char backend[8]; /* "cuda" or "cpu" */
+  char name[128];  /* GPU name or CPU model */
+  int index;       /* device ordinal */
   /* As the DCGM exporter labels a GPU: its UUID ("GPU-" and 32 hex digits, as
    * nvidia-smi shows it) and PCI bus id (NVML's form, "00000000:3B:00.0"); both ""
    * on the CPU, which has neither. */
@@ -115,8 +115,8 @@ struct backend_job {
  * device answers, else the CPU. why receives one line saying what was chosen and
  * why (or why opening failed). Returns 0 or -ENODEV / -ENOMEM /
  * -EINVAL; *out is owned by the caller (backend_free). */
-int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
-                 char *why, size_t why_len);
+int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out, char *why,
+                 size_t why_len);
 void backend_free(struct backend *b); /* NULL is a no-op; no job may be running */
 /* CUDA devices visible here; 0 without CUDA or a driver. */
 int backend_cuda_device_count(void);
@@ -157,9 +157,8 @@ int backend_run(struct backend *b, int lane, struct backend_job *job,
 int backend_buffer_upload(struct backend *b, const float *host, uint64_t count,
                           struct backend_buffer **out, char *err, size_t err_len);
 int backend_buffer_download(struct backend *b, struct backend_buffer *buf,
-                            struct backend_fence *fence, float *host, char *err,
-                            size_t err_len);
-uint64_t backend_buffer_count(const struct backend_buffer *buf); /* floats */
+                            struct backend_fence *fence, float *host, char *err, size_t err_len);
+uint64_t backend_buffer_count(const struct backend_buffer *buf);         /* floats */
 void backend_buffer_free(struct backend *b, struct backend_buffer *buf); /* NULL: no-op */
 /* Frees a fence once no job waits on it any more. NULL is a no-op. */
 void backend_fence_free(struct backend *b, struct backend_fence *fence);

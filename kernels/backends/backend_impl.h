@@ -20,8 +20,8 @@ struct backend_ops {
              size_t err_len);
   int (*buffer_upload)(struct backend *b, const float *host, uint64_t count,
                        struct backend_buffer **out, char *err, size_t err_len);
-  int (*buffer_download)(struct backend *b, struct backend_buffer *buf,
-                         struct backend_fence *fence, float *host, char *err, size_t err_len);
+  int (*buffer_download)(struct backend *b, struct backend_buffer *buf, struct backend_fence *fence,
+                         float *host, char *err, size_t err_len);
   void (*buffer_free)(struct backend *b, struct backend_buffer *buf);
   void (*fence_free)(struct backend *b, struct backend_fence *fence);
   void (*free)(struct backend *b);

@@ -9,8 +9,8 @@ extern const struct backend_plugin cpu_backend_plugin; /* backends/cpu/cpu_backe
 extern const struct backend_plugin cuda_backend_plugin; /* backends/cuda/cuda_backend.cu */
 #endif
 
-int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out,
-                 char *why, size_t why_len) {
+int backend_open(enum backend_kind kind, int device, int n_lanes, struct backend **out, char *why,
+                 size_t why_len) {
   const struct backend_plugin *cpu = &cpu_backend_plugin;
   *out = NULL;
   if (kind == BACKEND_CPU) {

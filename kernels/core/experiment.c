@@ -10,9 +10,7 @@
 
 #include "kernels/core/stats.h"
 
-static const struct exp_desc *desc_of(const struct exp_spec *spec) {
-  return exp_desc(spec->type);
-}
+static const struct exp_desc *desc_of(const struct exp_spec *spec) { return exp_desc(spec->type); }
 
 /* ---- specs ---- */
 
@@ -22,7 +20,8 @@ int exp_spec_default(enum exp_type type, struct exp_spec *spec) {
   spec->type = type; /* an unknown one stays unknown: every lookup then fails */
   if (!d) return -EINVAL;
   spec->seed = 2026;
-  for (int i = 0; i < EXP_MAX_INPUTS; i++) spec->inputs[i] = (struct exp_input){EXP_INPUT_SEED, spec->seed};
+  for (int i = 0; i < EXP_MAX_INPUTS; i++)
+    spec->inputs[i] = (struct exp_input){EXP_INPUT_SEED, spec->seed};
   for (int i = 0; i < d->n_params; i++) spec->p[i] = d->params[i].def;
   if (d->runs) {
     spec->n_variants = d->runs->n_defaults;
@@ -150,8 +149,8 @@ int exp_fit_dims(struct exp_spec *spec, int slot, const struct exp_shape *shape,
   return exp_fit_mismatch(spec, slot, shape, why, msg, msg_len);
 }
 
-int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *shape,
-                       char *msg, size_t msg_len) {
+int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *shape, char *msg,
+                       size_t msg_len) {
   const struct exp_desc *d = desc_of(spec);
   if (!d || slot < 0 || slot >= d->n_inputs) {
     snprintf(msg, msg_len, "a %s job has no input slot %d", d ? d->name : "?", slot);
@@ -181,7 +180,8 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec) {
     uint64_t f = d->scratch_floats ? d->scratch_floats(spec, spec->variants[r]) : 0;
     if (f > scratch) scratch = f;
   }
-  uint64_t floats = (users ? 2 : 1) * inputs + (uint64_t)(spec->n_variants + 1) * (uint64_t)exp_shape_count(&out);
+  uint64_t floats = (users ? 2 : 1) * inputs +
+                    (uint64_t)(spec->n_variants + 1) * (uint64_t)exp_shape_count(&out);
   return sizeof(float) * (floats + scratch);
 }
 
@@ -363,7 +363,9 @@ bool exp_result_passed(const struct exp_result *result) {
 }
 
 struct exp_result *exp_result_kept(const struct exp_result *result) {
-  int n = result->n_runs < 0 ? 0 : result->n_runs > EXP_MAX_VARIANTS ? EXP_MAX_VARIANTS : result->n_runs;
+  int n = result->n_runs < 0                  ? 0
+          : result->n_runs > EXP_MAX_VARIANTS ? EXP_MAX_VARIANTS
+                                              : result->n_runs;
   size_t size = offsetof(struct exp_result, runs) + (size_t)n * sizeof result->runs[0];
   struct exp_result *kept = malloc(size);
   if (kept) memcpy(kept, result, size);

@@ -23,9 +23,9 @@ enum exp_type {
   EXP_TYPE_COUNT
 };
 
-#define EXP_MAX_PARAMS 8     /* size params of one experiment */
-#define EXP_MAX_INPUTS 2     /* input slots of one experiment */
-#define EXP_MAX_VARIANTS 8   /* variants of one experiment, also runs of one job */
+#define EXP_MAX_PARAMS 8   /* size params of one experiment */
+#define EXP_MAX_INPUTS 2   /* input slots of one experiment */
+#define EXP_MAX_VARIANTS 8 /* variants of one experiment, also runs of one job */
 #define EXP_MAX_BATCHES 100
 #define EXP_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0]))) /* a descriptor's tables */
 
@@ -83,8 +83,8 @@ struct exp_stop_params {
 
 /* One job's request, its sizes resolved. Plain data: copy it freely. */
 struct exp_spec {
-  enum exp_type type; /* the experiment: exp_desc(type) */
-  uint64_t seed;      /* default seed of every input given no other source */
+  enum exp_type type;                      /* the experiment: exp_desc(type) */
+  uint64_t seed;                           /* default seed of every input given no other source */
   struct exp_input inputs[EXP_MAX_INPUTS]; /* SEED inputs use gen.h with value as seed */
   /* The experiment's params by the indices its header names (kernels/gemm/gemm.h:
    * GEMM_M, ...); entries past its n_params are 0. Never negative in a spec a
@@ -93,8 +93,8 @@ struct exp_spec {
   /* Bit i: param i, an EXP_PARAM_DIM, was fixed by the request or by the shape of an
    * input given as data (exp_spec_fit_input keeps later inputs to it). */
   unsigned dims_given;
-  bool graph;  /* time the reps of a batch as one captured CUDA Graph */
-  bool fault;  /* tests (gpulabd --allow-fault-injection): lose the device */
+  bool graph; /* time the reps of a batch as one captured CUDA Graph */
+  bool fault; /* tests (gpulabd --allow-fault-injection): lose the device */
   struct exp_timing_params timing;
   struct exp_stop_params stop;
   enum exp_order order; /* exp_spec_default: ALTERNATING */
@@ -112,11 +112,11 @@ struct exp_spec {
  * a run's figure is compared with. GB/s count bytes read + written (the pinned
  * ones: bytes moved over the bus); 0 = not measured. */
 struct exp_ceilings {
-  double copy_gbps;    /* device-to-device copy */
-  double sgemm_gflops; /* cuBLAS SGEMM, FP32, TF32 off */
-  double tf32_gflops;  /* cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH */
+  double copy_gbps;          /* device-to-device copy */
+  double sgemm_gflops;       /* cuBLAS SGEMM, FP32, TF32 off */
+  double tf32_gflops;        /* cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH */
   double h2d_gbps, d2h_gbps; /* pinned host <-> device, one direction at a time */
-  double bidir_gbps;   /* both directions at once, on two streams: bytes both ways / t */
+  double bidir_gbps;         /* both directions at once, on two streams: bytes both ways / t */
 };
 
 /* Which ceiling a figure is compared with; DEFAULT (on a variant): its experiment's. */
@@ -151,9 +151,9 @@ double exp_ceiling_value(const struct exp_ceilings *c, enum exp_ceiling which);
  * the reading), applications_clocks_setting and display_clock_setting (configured
  * caps, the same for every run), sw_power_cap (a power-bound kernel at the board's
  * limit: the sustained speed of that work, which is what it measures). */
-#define EXP_CLOCK_THROTTLED                                                               \
-  (EXP_CLOCK_HW_SLOWDOWN | EXP_CLOCK_SYNC_BOOST | EXP_CLOCK_SW_THERMAL |                  \
-   EXP_CLOCK_HW_THERMAL | EXP_CLOCK_HW_POWER_BRAKE)
+#define EXP_CLOCK_THROTTLED                                                                     \
+  (EXP_CLOCK_HW_SLOWDOWN | EXP_CLOCK_SYNC_BOOST | EXP_CLOCK_SW_THERMAL | EXP_CLOCK_HW_THERMAL | \
+   EXP_CLOCK_HW_POWER_BRAKE)
 /* The name of reason bit `bit` ("sw_power_cap", ...), or NULL for unknown bits. */
 const char *exp_clock_reason_name(uint64_t bit);
 
@@ -186,24 +186,24 @@ struct exp_timing {
   double samples_ms[EXP_MAX_BATCHES]; /* per batch: mean time of one launch (or one pass) */
   int warmup, batches, reps;          /* what was used */
   int warmup_requested, reps_requested;
-  const char *capped_by; /* NULL, or why fewer reps/warm-ups than requested were used */
-  const char *method;    /* static text: how the samples were timed */
+  const char *capped_by;  /* NULL, or why fewer reps/warm-ups than requested were used */
+  const char *method;     /* static text: how the samples were timed */
   const char *stopped_by; /* the rule that ended the batches (exp_timing_stop) */
   double relstdev;        /* stdev_ms / mean_ms of the samples */
   bool cold;              /* each launch was timed after an L2 flush */
 };
 
 struct exp_check {
-  bool done;      /* false: not compared (the run failed or was unavailable) */
+  bool done; /* false: not compared (the run failed or was unavailable) */
   bool passed;
-  bool sampled;   /* true: only rows_checked whole rows were compared */
+  bool sampled; /* true: only rows_checked whole rows were compared */
   int rows_checked;
   int64_t compared; /* elements compared */
   int64_t mismatches;
   double max_abs_err, max_rel_err;
-  double tolerance;         /* per element, absolute; 0 = exact */
-  char tolerance_rule[96];  /* how tolerance was set, for humans */
-  char reference[64];       /* what the output was compared against */
+  double tolerance;        /* per element, absolute; 0 = exact */
+  char tolerance_rule[96]; /* how tolerance was set, for humans */
+  char reference[64];      /* what the output was compared against */
   /* Non-empty: a timed launch on fresh inputs failed the runner's own check (the run's
    * launch_failure, set by exp_result_finish): which launch, what and where. */
   char failure[192];
@@ -225,9 +225,9 @@ struct exp_work {
 };
 
 struct exp_kernel_info {
-  char name[64];       /* kernel or CPU function that ran */
+  char name[64];         /* kernel or CPU function that ran */
   char description[192]; /* one line: mapping or library (best: configuration and why) */
-  bool has_launch;     /* grid/block and resources below are meaningful */
+  bool has_launch;       /* grid/block and resources below are meaningful */
   int grid[3], block[3];
   int registers, static_shared_bytes, dynamic_shared_bytes, local_bytes;
   /* Theoretical occupancy from cudaOccupancyMaxActiveBlocksPerMultiprocessor (CUDA
@@ -280,10 +280,10 @@ struct exp_run_user {
 };
 
 struct exp_run {
-  int variant;        /* spec->variants[i]: the variant index, or the runs list's entry */
-  char label[32];     /* "padded33", "streams=3", "kernel:7", ... (exp_run_label) */
-  bool available;     /* false: this backend cannot run it; reason says why */
-  bool contended;     /* another job's device work overlapped this run's timed window */
+  int variant;    /* spec->variants[i]: the variant index, or the runs list's entry */
+  char label[32]; /* "padded33", "streams=3", "kernel:7", ... (exp_run_label) */
+  bool available; /* false: this backend cannot run it; reason says why */
+  bool contended; /* another job's device work overlapped this run's timed window */
   /* graph: per-launch time of the same reps launched one by one and as a graph;
    * both 0 without graph, graph_us 0 when capture failed */
   double stream_us_per_launch, graph_us_per_launch;
@@ -301,8 +301,8 @@ struct exp_run {
   struct exp_run_user user;
   struct exp_check check;
   struct exp_timing timing;
-  double figure;      /* work / median; reported as null when the check failed */
-  double speedup;     /* first available run's median / this median; 0 if n/a */
+  double figure;  /* work / median; reported as null when the check failed */
+  double speedup; /* first available run's median / this median; 0 if n/a */
   /* The speedup's spread from the samples: [q1 first / q3 this, q3 first / q1 this]
    * (min / max when either has under 4 samples); both 0 when speedup is. */
   double speedup_lo, speedup_hi;
@@ -317,8 +317,8 @@ struct exp_run {
 
 struct exp_result {
   int n_runs;
-  char backend[8];       /* "cuda" or "cpu" */
-  char input_path[8];    /* data inputs from another device came by "peer" copy or
+  char backend[8];    /* "cuda" or "cpu" */
+  char input_path[8]; /* data inputs from another device came by "peer" copy or
                             through "host" memory; "local" when all were here */
   char device_name[96];
   struct exp_ceilings ceilings; /* the device's at the time of the run; zeros: none */
@@ -344,7 +344,8 @@ struct exp_param {
   unsigned flags;   /* EXP_PARAM_* */
   /* A small size with tails against every tile of the experiment's kernels, which
    * tests/unit/test_experiments.c runs every variant at, on every backend. */
-  int odd;  const char *doc; /* for people, the form's hint: "rows of A"; NULL: none */
+  int odd;
+  const char *doc; /* for people, the form's hint: "rows of A"; NULL: none */
 };
 
 /* A list param whose entries are the job's runs, for an experiment without variants
@@ -355,11 +356,11 @@ struct exp_runs_param {
   const char *name; /* the request's field, also the label of an integer run: "streams=3" */
   const char *noun; /* one integer entry, in messages: "stream count" */
   int min, max;
-  const char *word;             /* NULL: none */
-  int n_word_runs;              /* 1 or 2 */
-  int word_runs[2];             /* the entries the word adds (outside [min, max]) */
-  const char *word_labels[2];   /* their run labels */
-  const char *word_gives;       /* in the too-many message: "\"best\" gives two: ..." */
+  const char *word;           /* NULL: none */
+  int n_word_runs;            /* 1 or 2 */
+  int word_runs[2];           /* the entries the word adds (outside [min, max]) */
+  const char *word_labels[2]; /* their run labels */
+  const char *word_gives;     /* in the too-many message: "\"best\" gives two: ..." */
   int n_defaults;
   int defaults[EXP_MAX_VARIANTS];
 };
@@ -459,14 +460,14 @@ struct exp_user {
   /* The C declaration gpulab puts ahead of the user's source, "%s" for the entry:
    * "extern \"C\" __global__ void %s(const float *a, float *b, int m, int n);". */
   const char *declaration;
-  const char *signature;  /* as docs/kernels.md shows it, with the entry "kernel" */
-  const char *meaning;    /* one line: the layouts and what to compute */
+  const char *signature; /* as docs/kernels.md shows it, with the entry "kernel" */
+  const char *meaning;   /* one line: the layouts and what to compute */
   int n_args;
   struct exp_user_arg args[EXP_USER_MAX_ARGS];
   /* grid.x = ceil(p[grid_x] / tile[0]); grid.y = ceil(p[grid_y] / tile[1]), or 1 when
    * grid_y is -1; grid.z = 1. */
   int grid_x, grid_y;
-  const char *grid_rule;  /* the same in words */
+  const char *grid_rule; /* the same in words */
   int default_block[3], default_tile[2];
   const char *template_source; /* a correct, simple kernel to start from */
   /* The variant whose tolerance rule checks a user's output (exp_desc.ref_check is
@@ -486,10 +487,10 @@ struct exp_user {
  * from any thread. "spec" below is a spec of this experiment whose params lie in
  * their ranges or, from a backend's own callers, are at least non-negative. */
 struct exp_desc {
-  const char *name; /* "transpose": the route /transpose and the job's "type" */
+  const char *name;  /* "transpose": the route /transpose and the job's "type" */
   const char *title; /* for people, the dashboard's tab: "GEMM"; NULL: the name */
   const char *doc;   /* one line for people: what it computes and its figure; NULL: none */
-  unsigned flags;   /* EXP_* */
+  unsigned flags;    /* EXP_* */
   const char *no_cold_why;
 
   /* Size params, in the order requests list them (and p[] holds them). */
@@ -586,8 +587,8 @@ void exp_output_shape(const struct exp_spec *spec, struct exp_shape *shape);
 /* Takes spec's dims from the shape of an input given as data (a buffer or a job's
  * output). Returns 0, or -1 with a message naming both shapes when the shape does
  * not fit the job or disagrees with a dim the request gave (or another input). */
-int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *shape,
-                       char *msg, size_t msg_len);
+int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *shape, char *msg,
+                       size_t msg_len);
 /* The usual fit_input: the shape's dimensions set the params dims[0..ndim) (1-D: its
  * element count sets dims[0]; 2-D: a 1-D shape counts as one row), each unless fixed
  * to another value (dims_given); then their bits are set. On a mismatch spec is left

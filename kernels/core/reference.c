@@ -43,8 +43,7 @@ static int take_input(struct reference *ref, const float *const *given, int slot
   return 0;
 }
 
-int reference_new(const struct exp_spec *spec, const float *const *given,
-                  struct reference **out) {
+int reference_new(const struct exp_spec *spec, const float *const *given, struct reference **out) {
   *out = NULL;
   const struct exp_desc *d = exp_desc(spec->type);
   if (!d) return -EINVAL;

@@ -21,8 +21,7 @@ struct reference;
  * outlive ref; NULL generates input slot from spec->inputs[slot].value as seed. given
  * may be NULL (all generated). Returns 0, -ENOMEM, or -EINVAL for an unknown type or
  * a negative size. *out is owned by the caller: free it with reference_free. */
-int reference_new(const struct exp_spec *spec, const float *const *given,
-                  struct reference **out);
+int reference_new(const struct exp_spec *spec, const float *const *given, struct reference **out);
 void reference_free(struct reference *ref); /* NULL is a no-op */
 
 /* Input slot as generated or as given (then borrowed from the caller); valid until

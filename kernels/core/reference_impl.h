@@ -37,7 +37,7 @@ static inline void reference_compare(struct exp_check *c, float got, double want
     return;
   }
   double err = fabs((double)got - want);
-  if (err == 0) return; /* exact: no division (every element of a transpose or a copy) */
+  if (err == 0) return;    /* exact: no division (every element of a transpose or a copy) */
   double den = fabs(want); /* not fmax: a libm call per element (it handles NaN) */
   double rel = err / (den > 1e-30 ? den : 1e-30);
   if (err > c->max_abs_err) c->max_abs_err = err;

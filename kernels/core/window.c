@@ -3,8 +3,8 @@
 
 #include "kernels/core/clock.h"
 
-int exp_window_run(const struct exp_spec *spec, struct exp_result *result, const int *runs,
-                   int n, const struct exp_window_ops *ops, void *ctx) {
+int exp_window_run(const struct exp_spec *spec, struct exp_result *result, const int *runs, int n,
+                   const struct exp_window_ops *ops, void *ctx) {
   int rc;
   for (int i = 0; i < n && ops->prepare; i++)
     if ((rc = ops->prepare(ctx, runs[i]))) return rc;

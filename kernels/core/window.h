@@ -47,8 +47,8 @@ struct exp_window_ops {
 /* One window around runs[0..n) of result (n >= 1). On success every one of them has
  * its samples, timing.batches = the samples taken, stopped_by, the summary, the
  * clocks (when read) and contended. Returns 0 or the first hook's error. */
-int exp_window_run(const struct exp_spec *spec, struct exp_result *result, const int *runs,
-                   int n, const struct exp_window_ops *ops, void *ctx);
+int exp_window_run(const struct exp_spec *spec, struct exp_result *result, const int *runs, int n,
+                   const struct exp_window_ops *ops, void *ctx);
 
 /* Times every available run of result in spec's order: ALTERNATING one window around
  * all, SEQUENTIAL one window per run. Nothing available: 0, no window. */

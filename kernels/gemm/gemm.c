@@ -43,8 +43,9 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
   double m = s->p[GEMM_M], n = s->p[GEMM_N], k = s->p[GEMM_K];
   w->flops = 2.0 * m * n * k;
   w->bytes = 4.0 * (m * k + k * n + m * n);
-  w->counted = "flops: one multiply and one add per term (2mnk); bytes: the minimum, A, B "
-               "and C once each";
+  w->counted =
+      "flops: one multiply and one add per term (2mnk); bytes: the minimum, A, B "
+      "and C once each";
 }
 
 /* Scratch a launch allocates around itself (one at a time: a job's launches share one
@@ -182,27 +183,35 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 130, "rows of A and C"}, /* tiles: 16, 128 */
+    [GEMM_M] = {"m", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 130,
+                "rows of A and C"}, /* tiles: 16, 128 */
     [GEMM_N] = {"n", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 135, "columns of B and C"},
-    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 77, "inner dimension"}, /* steps: 16, 32 */
+    [GEMM_K] = {"k", 1, GEMM_MAX_DIM, 1024, EXP_PARAM_DIM, 77,
+                "inner dimension"}, /* steps: 16, 32 */
 };
 
 static const struct exp_variant variants[] = {
-    [GEMM_NAIVE] = {"naive", "one thread per C element, the whole dot product from global memory",
-                    0, EXP_CEILING_DEFAULT,
+    [GEMM_NAIVE] = {"naive",
+                    "one thread per C element, the whole dot product from global memory",
+                    0,
+                    EXP_CEILING_DEFAULT,
                     {cpu_gemm_naive, "cpu_gemm_naive",
                      "i-j-k loop: one float fmaf dot product per output", "", NULL}},
-    [GEMM_TILED] = {"tiled", "the lecture's 16x16 shared tiles (T = TK = 16)", 0,
+    [GEMM_TILED] = {"tiled",
+                    "the lecture's 16x16 shared tiles (T = TK = 16)",
+                    0,
                     EXP_CEILING_DEFAULT,
                     {cpu_gemm_tiled, "cpu_gemm_tiled",
-                     "16x16 output tiles over 16-wide K steps, float fmaf accumulators", "",
-                     NULL}},
-    [GEMM_CUBLAS] = {"cublas", "cuBLAS SGEMM, FP32: the reference", EXP_VARIANT_CUBLAS,
+                     "16x16 output tiles over 16-wide K steps, float fmaf accumulators", "", NULL}},
+    [GEMM_CUBLAS] = {"cublas",
+                     "cuBLAS SGEMM, FP32: the reference",
+                     EXP_VARIANT_CUBLAS,
                      EXP_CEILING_DEFAULT,
                      {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
     [GEMM_BEST] = {"best",
                    "FP32, register-tiled, cp.async: tile shape, split-K or GEMV picked by shape",
-                   0, EXP_CEILING_DEFAULT,
+                   0,
+                   EXP_CEILING_DEFAULT,
                    {cpu_gemm_tiled, "cpu_gemm_tiled",
                     "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
                     "kernel)",
@@ -210,14 +219,16 @@ static const struct exp_variant variants[] = {
     [GEMM_TF32] = {"tf32",
                    "tensor cores in TF32 (wgmma + TMA on Hopper at every size, tile width and "
                    "split-K picked by shape; else mma.sync)",
-                   EXP_VARIANT_TF32, EXP_CEILING_TF32,
+                   EXP_VARIANT_TF32,
+                   EXP_CEILING_TF32,
                    {cpu_gemm_tiled, "cpu_gemm_tiled",
                     "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
                     "tolerance",
                     "cpu_gemm_tiled", NULL}},
     [GEMM_CUBLAS_TF32] = {"cublas_tf32",
                           "cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH: tf32's reference",
-                          EXP_VARIANT_CUBLAS | EXP_VARIANT_TF32, EXP_CEILING_TF32,
+                          EXP_VARIANT_CUBLAS | EXP_VARIANT_TF32,
+                          EXP_CEILING_TF32,
                           {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
 };
 _Static_assert(EXP_COUNT_OF(variants) == GEMM_CUBLAS_TF32 + 1, "one entry per variant");
@@ -227,10 +238,12 @@ static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}, {"b", GEN_B, 
 /* A user's SGEMM: (A, B, C, m, n, k), blocks over C's columns in x and rows in y;
  * checked with the FP32 rule (any summation order of k terms). */
 static const struct exp_user user = {
-    .declaration = "extern \"C\" __global__ void %s(const float *A, const float *B, float *C, int m, "
-                   "int n, int k);",
-    .signature = "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, "
-                 "int n, int k)",
+    .declaration =
+        "extern \"C\" __global__ void %s(const float *A, const float *B, float *C, int m, "
+        "int n, int k);",
+    .signature =
+        "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, "
+        "int n, int k)",
     .meaning = "A is m x k, B is k x n, both row-major; write C = A B (m x n, row-major), FP32",
     .n_args = 6,
     .args = {{EXP_USER_ARG_INPUT, 0},
@@ -241,7 +254,8 @@ static const struct exp_user user = {
              {EXP_USER_ARG_PARAM, GEMM_K}},
     .grid_x = GEMM_N,
     .grid_y = GEMM_M,
-    .grid_rule = "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over C's columns, y over its rows",
+    .grid_rule =
+        "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over C's columns, y over its rows",
     .default_block = {16, 16, 1},
     .default_tile = {16, 16},
     .template_source =

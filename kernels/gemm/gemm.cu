@@ -13,8 +13,8 @@
 /* One thread per C[row][col], block 16x16, grid (ceil(N/16), ceil(M/16)); the thread
  * walks all of K with fmaf. A warp reads one A element (broadcast) and 16
  * consecutive B elements per k; neighbouring outputs re-read the same inputs. */
-__global__ __launch_bounds__(256) void gemm_naive_kernel(const float *A, const float *B,
-                                                         float *C, int M, int N, int K) {
+__global__ __launch_bounds__(256) void gemm_naive_kernel(const float *A, const float *B, float *C,
+                                                         int M, int N, int K) {
   int row = blockIdx.y * GEMM_TILE + threadIdx.y;
   int col = blockIdx.x * GEMM_TILE + threadIdx.x;
   if (row < M && col < N) {
@@ -29,8 +29,8 @@ __global__ __launch_bounds__(256) void gemm_naive_kernel(const float *A, const f
  * (zero outside the matrices, so tails in M, N and K need no special case), barrier,
  * 16 fmaf from shared, barrier before the slice is overwritten. Every input loaded
  * serves 16 outputs. Requires T == TK (one element of each per thread). */
-__global__ __launch_bounds__(256) void gemm_tiled_kernel(const float *A, const float *B,
-                                                         float *C, int M, int N, int K) {
+__global__ __launch_bounds__(256) void gemm_tiled_kernel(const float *A, const float *B, float *C,
+                                                         int M, int N, int K) {
   __shared__ float As[GEMM_TILE][GEMM_TILE], Bs[GEMM_TILE][GEMM_TILE];
   int tx = threadIdx.x, ty = threadIdx.y;
   int row = blockIdx.y * GEMM_TILE + ty, col = blockIdx.x * GEMM_TILE + tx;
@@ -54,11 +54,11 @@ static int gemm_plan(int variant, int m, int n, int k, struct cuda_plan *p, char
   case GEMM_TF32: return gemm_tf32_plan(m, n, k, p, why, why_len);
   case GEMM_NAIVE:
     cuda_plan_set(p, KFUNC(gemm_naive_kernel), "gemm_naive_kernel",
-          "thread per C element, 16x16 block; full K dot product from global memory");
+                  "thread per C element, 16x16 block; full K dot product from global memory");
     break;
   case GEMM_TILED:
     cuda_plan_set(p, KFUNC(gemm_tiled_kernel), "gemm_tiled_kernel",
-          "thread per C element, 16x16 block; 16x16 A and B tiles in shared per K step");
+                  "thread per C element, 16x16 block; 16x16 A and B tiles in shared per K step");
     break;
   default: snprintf(why, why_len, "gemm variant %d has no kernel of its own", variant); return -1;
   }
@@ -75,8 +75,7 @@ static cudaError_t gemm_launch(int variant, const float *d_a, const float *d_b, 
   if (variant == GEMM_TF32) return gemm_tf32_launch(d_a, d_b, d_c, m, n, k, s);
   struct cuda_plan p;
   char why[128];
-  if (gemm_plan(variant, m, n, k, &p, why, sizeof why) != 0)
-    return cudaErrorInvalidConfiguration;
+  if (gemm_plan(variant, m, n, k, &p, why, sizeof why) != 0) return cudaErrorInvalidConfiguration;
   void *args[] = {&d_a, &d_b, &d_c, &m, &n, &k};
   return cuda_plan_launch(&p, args, s);
 }
@@ -110,9 +109,9 @@ static cudaError_t launch(const struct cuda_launch *a) {
  * captured graph). */
 static cublasStatus_t cublas(const struct cuda_launch *a) {
   const int *p = a->spec->p;
-  cublasStatus_t st = a->cublas->set_math_mode(
-      a->cublas_handle,
-      a->variant == GEMM_CUBLAS_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  cublasStatus_t st = a->cublas->set_math_mode(a->cublas_handle, a->variant == GEMM_CUBLAS_TF32
+                                                                     ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                     : CUBLAS_DEFAULT_MATH);
   if (st != CUBLAS_STATUS_SUCCESS) return st;
   return cublas_loader_sgemm_rowmajor(a->cublas, a->cublas_handle, p[GEMM_M], p[GEMM_N], p[GEMM_K],
                                       a->d_in[0], a->d_in[1], a->d_out);

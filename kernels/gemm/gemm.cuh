@@ -20,19 +20,17 @@ int gemm_tf32_plan(int m, int n, int k, struct cuda_plan *plan, char *why, size_
  * (best: the split-K workspace; tf32: Bt, A's copy and the workspace), freed on s after
  * the kernels, so they still never synchronize and work inside a graph capture;
  * exp_spec_bytes counts it in a job's memory (gemm_pick.h's *_scratch_floats). */
-cudaError_t gemm_best_launch(const float *d_a, const float *d_b, float *d_c, int m, int n,
-                             int k, cudaStream_t s);
-cudaError_t gemm_tf32_launch(const float *d_a, const float *d_b, float *d_c, int m, int n,
-                             int k, cudaStream_t s);
+cudaError_t gemm_best_launch(const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
+                             cudaStream_t s);
+cudaError_t gemm_tf32_launch(const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
+                             cudaStream_t s);
 /* The same for a given configuration (any pick; the GPU tests force each one). */
-cudaError_t gemm_best_launch_pick(const struct gemm_pick *pick, const float *d_a,
-                                  const float *d_b, float *d_c, int m, int n, int k,
-                                  cudaStream_t s);
+cudaError_t gemm_best_launch_pick(const struct gemm_pick *pick, const float *d_a, const float *d_b,
+                                  float *d_c, int m, int n, int k, cudaStream_t s);
 /* tf32's wgmma path at a given configuration; cudaErrorNotSupported where it cannot run
  * (no sm_90a code or device, k = 0, or its fallback conditions: then nothing ran). */
-cudaError_t gemm_tf32_launch_pick(const struct tf32_pick *pick, const float *d_a,
-                                  const float *d_b, float *d_c, int m, int n, int k,
-                                  cudaStream_t s);
+cudaError_t gemm_tf32_launch_pick(const struct tf32_pick *pick, const float *d_a, const float *d_b,
+                                  float *d_c, int m, int n, int k, cudaStream_t s);
 /* The split-K pass: d_c[i] = sum over z < splits of d_ws[z mn + i], in z order. */
 cudaError_t gemm_splitk_launch(const float *d_ws, float *d_c, size_t mn, int splits, int sms,
                                cudaStream_t s);
@@ -73,6 +71,5 @@ static inline int gemm_flags(const float *a, const float *b, const float *c, int
   if (n % 4 == 0 && aligned16(c)) flags |= GEMM_VEC_C;
   return flags;
 }
-
 
 #endif

@@ -85,10 +85,10 @@ struct tile_cfg {
 using tile_128x128 = tile_cfg<128, 128, 32, 64, 32, 8, 8, 2, 2>;
 using tile_128x64 = tile_cfg<128, 64, 32, 64, 32, 8, 8, 2, 4, 3>; /* guarded at 4 would spill */
 using tile_64x128 = tile_cfg<64, 128, 32, 64, 32, 8, 8, 2, 4>;
-using tile_64x64 = tile_cfg<64, 64, 16, 64, 32, 8, 8, 3, 8, 6>;   /* guarded at 8 would spill */
+using tile_64x64 = tile_cfg<64, 64, 16, 64, 32, 8, 8, 3, 8, 6>; /* guarded at 8 would spill */
 using tile_64x64w4 = tile_cfg<64, 64, 32, 32, 32, 4, 8, 2, 4>;
-using tile_256x16 = tile_cfg<256, 16, 32, 64, 16, 8, 4, 2, 2>;    /* 4 warps of 64 rows */
-using tile_16x256 = tile_cfg<16, 256, 32, 16, 64, 4, 8, 2, 3>;    /* 4 warps of 64 columns */
+using tile_256x16 = tile_cfg<256, 16, 32, 64, 16, 8, 4, 2, 2>; /* 4 warps of 64 rows */
+using tile_16x256 = tile_cfg<16, 256, 32, 16, 64, 4, 8, 2, 3>; /* 4 warps of 64 columns */
 
 /* One stage: A's BM x BK panel at (m0, k0) transposed into as, B's BK x BN panel at
  * (k0, n0) into bs. A element (jr, jk) of thread t: row t/8 + RPJ jr, k t%8 + 8 jk (a
@@ -146,8 +146,8 @@ __device__ __forceinline__ void load_frag(float (&a)[P::TM], float (&b)[P::TN], 
                                           const float *bs, int k, int a_off, int b_off) {
 #pragma unroll
   for (int s = 0; s < P::TM / 4; s++) {
-    const float4 v =
-        *reinterpret_cast<const float4 *>(as + k * P::A_PITCH + a_off + s * 4 * P::LANES_M);
+    const float4 v = *reinterpret_cast<const float4 *>(as + k * P::A_PITCH + a_off +
+                                                       s * 4 * P::LANES_M);
     a[4 * s] = v.x, a[4 * s + 1] = v.y, a[4 * s + 2] = v.z, a[4 * s + 3] = v.w;
   }
 #pragma unroll
@@ -175,8 +175,8 @@ __device__ __forceinline__ void fma_frag(const float (&a)[P::TM], const float (&
  * are not whole float4). */
 template <class P, bool WHOLE>
 __device__ __forceinline__ void store_tile(float *__restrict__ C, const float (&acc)[P::TM][P::TN],
-                                           int M, int N, int m0, int wm0, int lr, int n0,
-                                           int b_off, int flags) {
+                                           int M, int N, int m0, int wm0, int lr, int n0, int b_off,
+                                           int flags) {
   const bool vec_c = WHOLE || (flags & GEMM_VEC_C);
 #pragma unroll
   for (int i = 0; i < P::TM; i++) {
@@ -229,8 +229,8 @@ __device__ __forceinline__ void copy_any(float *as, float *bs, const float *__re
  * blockIdx.y writes C + z M N. */
 template <class P, int MODE>
 __global__ __launch_bounds__(P::THREADS, MODE == 1 ? P::MINB : P::MINB_G) void gemm_tile_kernel(
-    const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int M,
-    int N, int K, int kchunk, int flags) {
+    const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int M, int N,
+    int K, int kchunk, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(16) float smem[];
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
@@ -284,8 +284,8 @@ __global__ __launch_bounds__(P::THREADS, MODE == 1 ? P::MINB : P::MINB_G) void g
       /* k+1's fragments; after the barrier, the next step's k = 0 (unused after the last
        * step, and harmless: nothing writes that slot any more) */
       const float *as = smem + rd * P::STAGE_FLOATS;
-      load_frag<P>(fa[(k + 1) & 1], fb[(k + 1) & 1], as, as + P::A_FLOATS, (k + 1) % P::BK,
-                   a_off, b_off);
+      load_frag<P>(fa[(k + 1) & 1], fb[(k + 1) & 1], as, as + P::A_FLOATS, (k + 1) % P::BK, a_off,
+                   b_off);
       if (k == 0) {
         if (s + P::STAGES - 1 < steps) {
           float *was = smem + wr * P::STAGE_FLOATS;
@@ -537,8 +537,8 @@ static int tile_mode_of(const struct gemm_pick *pk, int m, int n, int k, int fla
 
 /* The two tiles with a hybrid instance (gemm_tile_cfgs[].hybrid says the same). */
 template <class P>
-constexpr bool has_hybrid =
-    std::is_same<P, tile_128x128>::value || std::is_same<P, tile_64x64w4>::value;
+constexpr bool has_hybrid = std::is_same<P, tile_128x128>::value ||
+                            std::is_same<P, tile_64x64w4>::value;
 
 /* Each instance's dynamic shared memory may be above the default 48 KiB: raised once per
  * instance and device (bit d), when it is first planned there, so that the occupancy
@@ -664,9 +664,8 @@ int gemm_best_plan(int m, int n, int k, struct cuda_plan *p, char *why, size_t w
  * the split-K workspace stream-ordered from the pool (legal while s is captured: the
  * graph gets its own allocation and free nodes), the main kernel, the split-K pass, the
  * workspace freed after it. */
-cudaError_t gemm_best_launch_pick(const struct gemm_pick *pk, const float *d_a,
-                                  const float *d_b, float *d_c, int m, int n, int k,
-                                  cudaStream_t s) {
+cudaError_t gemm_best_launch_pick(const struct gemm_pick *pk, const float *d_a, const float *d_b,
+                                  float *d_c, int m, int n, int k, cudaStream_t s) {
   if (cuda_is_default_stream(s)) return cudaErrorInvalidValue;
   if (m <= 0 || n <= 0) return cudaSuccess; /* nothing to write */
   struct best_device d;
@@ -695,12 +694,11 @@ cudaError_t gemm_best_launch_pick(const struct gemm_pick *pk, const float *d_a,
   return e;
 }
 
-cudaError_t gemm_best_launch(const float *d_a, const float *d_b, float *d_c, int m, int n,
-                             int k, cudaStream_t s) {
+cudaError_t gemm_best_launch(const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
+                             cudaStream_t s) {
   struct best_device d;
   if (best_device_read(&d) != 0) return cudaErrorInvalidConfiguration;
   if (m <= 0 || n <= 0) return cudaSuccess;
   const struct gemm_pick pk = pick_here(m, n, k > 0 ? k : 1, d.sms);
   return gemm_best_launch_pick(&pk, d_a, d_b, d_c, m, n, k, s);
 }
-

@@ -13,8 +13,7 @@ int cpu_gemm_naive(const struct exp_cpu_call *c) {
   for (int i = 0; i < m; i++)
     for (int j = 0; j < n; j++) {
       float acc = 0.0f;
-      for (int kk = 0; kk < k; kk++)
-        acc = fmaf(a[(size_t)i * k + kk], b[(size_t)kk * n + j], acc);
+      for (int kk = 0; kk < k; kk++) acc = fmaf(a[(size_t)i * k + kk], b[(size_t)kk * n + j], acc);
       out[(size_t)i * n + j] = acc;
     }
   return 0;
@@ -22,8 +21,8 @@ int cpu_gemm_naive(const struct exp_cpu_call *c) {
 
 /* One 16x16 output tile: its accumulators live across all K steps, as in
  * gemm_tiled where each thread keeps one acc in a register. */
-static void gemm_tile(const float *a, const float *b, float *c, int n, int k, int i0,
-                      int i1, int j0, int j1) {
+static void gemm_tile(const float *a, const float *b, float *c, int n, int k, int i0, int i1,
+                      int j0, int j1) {
   float acc[GEMM_TILE][GEMM_TILE] = {{0}};
   for (int k0 = 0; k0 < k; k0 += GEMM_TILE) {
     int k1 = k0 + GEMM_TILE < k ? k0 + GEMM_TILE : k;

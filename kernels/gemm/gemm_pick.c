@@ -22,14 +22,14 @@ const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES] = {
                       0.8595, 0, false},
     [GEMM_T64X128] = {"t64x128", "64x128x32, 128 threads, 8x8 a lane", 64, 128, 32, 128, 4, 4,
                       0.9631, 0, false},
-    [GEMM_T64X64] = {"t64x64", "64x64x16, 64 threads, 8x8 a lane, 3 stages", 64, 64, 16, 64, 8,
-                     6, 0.8864, 0, false},
+    [GEMM_T64X64] = {"t64x64", "64x64x16, 64 threads, 8x8 a lane, 3 stages", 64, 64, 16, 64, 8, 6,
+                     0.8864, 0, false},
     [GEMM_T64X64W4] = {"t64x64w4", "64x64x32, 128 threads, 4x8 a lane", 64, 64, 32, 128, 4, 4,
                        0.9290, 0, true},
-    [GEMM_T256X16] = {"t256x16", "256x16x32, 128 threads, 8x4 a lane", 256, 16, 32, 128, 2, 2,
-                      0.60, 1, false},
-    [GEMM_T16X256] = {"t16x256", "16x256x32, 128 threads, 4x8 a lane", 16, 256, 32, 128, 3, 3,
-                      0.60, 2, false},
+    [GEMM_T256X16] = {"t256x16", "256x16x32, 128 threads, 8x4 a lane", 256, 16, 32, 128, 2, 2, 0.60,
+                      1, false},
+    [GEMM_T16X256] = {"t16x256", "16x256x32, 128 threads, 4x8 a lane", 16, 256, 32, 128, 3, 3, 0.60,
+                      2, false},
 };
 
 static const int split_menu[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
@@ -151,13 +151,13 @@ static void pick_name(struct gemm_pick *p) {
     snprintf(p->name, sizeof p->name, "%s%s_s%d", gemm_tile_cfgs[p->tile].name,
              p->hybrid ? "h" : "", p->splits);
   else
-    snprintf(p->name, sizeof p->name, "%s%d_s%d",
-             p->kind == GEMM_KIND_GEMV_T ? "gemv_t" : "gemv_n", p->rows, p->splits);
+    snprintf(p->name, sizeof p->name, "%s%d_s%d", p->kind == GEMM_KIND_GEMV_T ? "gemv_t" : "gemv_n",
+             p->rows, p->splits);
 }
 
 struct gemm_pick gemm_pick_for(int m, int n, int k, int sms, uint64_t max_ws_floats) {
-  struct gemm_pick best = {.kind = GEMM_KIND_TILE, .tile = GEMM_T128X128, .splits = 1,
-                           .kchunk = k, .pred_s = 1e30};
+  struct gemm_pick best = {
+      .kind = GEMM_KIND_TILE, .tile = GEMM_T128X128, .splits = 1, .kchunk = k, .pred_s = 1e30};
   const uint64_t mn = (uint64_t)m * (uint64_t)n;
   if (sms < 1) sms = 1;
   for (int c = 0; c < GEMM_N_TILES; c++) {
@@ -172,8 +172,12 @@ struct gemm_pick gemm_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
         const double sec = predict_tile(c, s, m, n, k, sms, h, &kc, &sp, &whole);
         if (sp > 1 && (uint64_t)sp * mn > max_ws_floats) continue;
         if (sec < best.pred_s)
-          best = (struct gemm_pick){.kind = GEMM_KIND_TILE, .tile = c, .whole = whole,
-                                    .hybrid = h && !whole, .splits = sp, .kchunk = kc,
+          best = (struct gemm_pick){.kind = GEMM_KIND_TILE,
+                                    .tile = c,
+                                    .whole = whole,
+                                    .hybrid = h && !whole,
+                                    .splits = sp,
+                                    .kchunk = kc,
                                     .pred_s = sec};
       }
     }
@@ -182,14 +186,22 @@ struct gemm_pick gemm_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
   if (m <= 8) {
     const double sec = predict_gemv_t(m, n, k, sms, &kc, &sp);
     if (sec < best.pred_s && (sp == 1 || (uint64_t)sp * mn <= max_ws_floats))
-      best = (struct gemm_pick){.kind = GEMM_KIND_GEMV_T, .tile = -1, .splits = sp,
-                                .kchunk = kc, .rows = m == 1 ? 1 : 8, .pred_s = sec};
+      best = (struct gemm_pick){.kind = GEMM_KIND_GEMV_T,
+                                .tile = -1,
+                                .splits = sp,
+                                .kchunk = kc,
+                                .rows = m == 1 ? 1 : 8,
+                                .pred_s = sec};
   }
   if (n == 1) {
     const double sec = predict_gemv_n(m, n, k, sms, &kc, &sp);
     if (sec < best.pred_s && (sp == 1 || (uint64_t)sp * mn <= max_ws_floats))
-      best = (struct gemm_pick){.kind = GEMM_KIND_GEMV_N, .tile = -1, .splits = sp,
-                                .kchunk = kc, .rows = 1, .pred_s = sec};
+      best = (struct gemm_pick){.kind = GEMM_KIND_GEMV_N,
+                                .tile = -1,
+                                .splits = sp,
+                                .kchunk = kc,
+                                .rows = 1,
+                                .pred_s = sec};
   }
   pick_name(&best);
   return best;
@@ -224,8 +236,11 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
   const long long tiles = (long long)cdiv(m, t->bm) * cdiv(n, t->bn);
   const int bpsm = p->whole ? t->bpsm : t->bpsm_guarded;
   snprintf(buf, len, "%s: %s, %s%s: %lld tiles x %d on %d SMs x %d (model %.1f us)", p->name,
-           t->shape, p->whole ? "whole" : p->hybrid ? "edges guarded" : "guarded", split, tiles,
-           p->splits, sms, bpsm, p->pred_s * 1e6);
+           t->shape,
+           p->whole    ? "whole"
+           : p->hybrid ? "edges guarded"
+                       : "guarded",
+           split, tiles, p->splits, sms, bpsm, p->pred_s * 1e6);
 }
 
 /* ---- TF32 ----
@@ -240,8 +255,8 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
  * shape measured, 2500^3, 1000x1500x777 and 257x383x97, and lost at 3000^3, whose
  * 12000-byte rows are whole sectors). */
 const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES] = {
-    {256, 4, 1, 1.000}, {224, 4, 1, 1.033}, {192, 4, 1, 1.038}, {128, 4, 1, 0.923},
-    {64, 4, 2, 0.599},
+    {256, 4, 1, 1.000}, {224, 4, 1, 1.033}, {192, 4, 1, 1.038},
+    {128, 4, 1, 0.923}, {64, 4, 2, 0.599},
 };
 
 static const int tf32_split_menu[] = {1, 2, 3, 4, 6, 8};
@@ -255,8 +270,7 @@ static const int tf32_split_menu[] = {1, 2, 3, 4, 6, 8};
 #define TF32_L2BW 33.0e12
 #define TF32_LAUNCH2_S 2.929e-6
 
-static double tf32_predict(int c, int s, int m, int n, int k, int sms, int *kchunk,
-                           int *splits) {
+static double tf32_predict(int c, int s, int m, int n, int k, int sms, int *kchunk, int *splits) {
   const struct tf32_tile_cfg *t = &tf32_tile_cfgs[c];
   const int kc = (int)(cdiv(cdiv(k, s), 32) * 32);
   *splits = (int)cdiv(k, kc);
@@ -269,7 +283,7 @@ static double tf32_predict(int c, int s, int m, int n, int k, int sms, int *kchu
   const int64_t rounds = cdiv(left, t->ctas_per_sm);
   double sec = (double)left * unit_flops / (TF32_SM_FLOPS * t->eff) + (double)rounds * TF32_UNIT_S;
   sec += TF32_LAUNCH_S;
-  sec += 8.0 * k * n / TF32_BW + TF32_PREP_S; /* B -> Bt */
+  sec += 8.0 * k * n / TF32_BW + TF32_PREP_S;            /* B -> Bt */
   if (k % 8) sec += 8.0 * m * k / TF32_BW + TF32_PREP_S; /* A's copy */
   if (*splits > 1) sec += (2.0 * *splits + 1.0) * m * n * 4.0 / TF32_L2BW + TF32_LAUNCH2_S;
   return sec;
@@ -280,8 +294,7 @@ uint64_t tf32_pick_ws_floats(const struct tf32_pick *p, int m, int n) {
 }
 
 struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_floats) {
-  struct tf32_pick p = {.tile = 0, .splits = 1, .kchunk = (int)(cdiv(k, 32) * 32),
-                        .pred_s = 1e30};
+  struct tf32_pick p = {.tile = 0, .splits = 1, .kchunk = (int)(cdiv(k, 32) * 32), .pred_s = 1e30};
   const uint64_t mn = (uint64_t)m * (uint64_t)n;
   if (sms < 1) sms = 1;
   for (int c = 0; c < TF32_N_TILES; c++)

@@ -41,8 +41,8 @@ enum gemm_tile_id {
 };
 
 struct gemm_tile_cfg {
-  const char *name;       /* "t128x128" */
-  const char *shape;      /* for people: "128x128x32, 256 threads, 8x8 a lane" */
+  const char *name;  /* "t128x128" */
+  const char *shape; /* for people: "128x128x32, 256 threads, 8x8 a lane" */
   int bm, bn, bk, threads;
   int bpsm, bpsm_guarded; /* blocks an SM holds (occupancy API on the H200), whole / guarded */
   double eff;             /* FFMA rate when full, relative to the model's R */
@@ -53,12 +53,12 @@ extern const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES];
 
 struct gemm_pick {
   enum gemm_kind kind;
-  int tile;     /* GEMM_KIND_TILE: an enum gemm_tile_id */
-  bool whole;   /* tile: m, n, k and kchunk multiples of the tile: no guards at all */
-  bool hybrid;  /* tile, not whole: edge tiles guarded, inner tiles not */
-  int splits;   /* blocks along k; > 1: partial tiles in a workspace, then the split-K pass */
-  int kchunk;   /* k per split, a multiple of the kernel's k step */
-  int rows;     /* gemv_t: the kernel's row count (1 or 8); gemv_n: its column count (1) */
+  int tile;    /* GEMM_KIND_TILE: an enum gemm_tile_id */
+  bool whole;  /* tile: m, n, k and kchunk multiples of the tile: no guards at all */
+  bool hybrid; /* tile, not whole: edge tiles guarded, inner tiles not */
+  int splits;  /* blocks along k; > 1: partial tiles in a workspace, then the split-K pass */
+  int kchunk;  /* k per split, a multiple of the kernel's k step */
+  int rows;    /* gemv_t: the kernel's row count (1 or 8); gemv_n: its column count (1) */
   double pred_s;
   char name[32]; /* "t128x64h_s4", "gemv_t8_s13" */
 };
@@ -92,11 +92,11 @@ struct tf32_tile_cfg {
 extern const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES];
 
 struct tf32_pick {
-  int tile;     /* index in tf32_tile_cfgs */
-  int splits;   /* > 1: partial tiles in a workspace, then the split-K pass */
-  int kchunk;   /* k per split, a multiple of 32 */
-  int kp;       /* row pitch (floats) of A as the kernel reads it and of the scratch Bt */
-  bool copy_a;  /* A is copied to pitch kp first (k % 8 != 0) */
+  int tile;    /* index in tf32_tile_cfgs */
+  int splits;  /* > 1: partial tiles in a workspace, then the split-K pass */
+  int kchunk;  /* k per split, a multiple of 32 */
+  int kp;      /* row pitch (floats) of A as the kernel reads it and of the scratch Bt */
+  bool copy_a; /* A is copied to pitch kp first (k % 8 != 0) */
   double pred_s;
   char name[32]; /* "wg224_s1_p32" (_p32: A and Bt at a 128-byte multiple pitch) */
 };

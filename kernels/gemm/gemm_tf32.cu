@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 #ifdef GPULAB_CUDA_SM90A
-#include <cuda.h>          /* CUtensorMap and its enums: types only, nothing links -lcuda */
-#include <cudaTypedefs.h>  /* PFN_cuTensorMapEncodeTiled_v12000 */
+#include <cuda.h>         /* CUtensorMap and its enums: types only, nothing links -lcuda */
+#include <cudaTypedefs.h> /* PFN_cuTensorMapEncodeTiled_v12000 */
 #endif
 
 /* ---- mma.sync: every size, every device of compute capability 8.0 and up ---- */
@@ -37,8 +37,8 @@ __device__ __forceinline__ unsigned to_tf32(unsigned bits) { return bits + 0x100
  * threads take consecutive chunks of a row) or, when a row is not a whole number of
  * float4, 4-byte ones. Outside the matrices the chunks are zero-filled. */
 __device__ __forceinline__ void tf32_load_stage(float *as, float *bs, const float *A,
-                                                const float *B, int M, int N, int K, int m0,
-                                                int n0, int k0, int flags) {
+                                                const float *B, int M, int N, int K, int m0, int n0,
+                                                int k0, int flags) {
   const int t = threadIdx.x;
   if (flags & GEMM_VEC_A) {
 #pragma unroll
@@ -166,8 +166,8 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
               : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]),
                 "+f"(acc[mi][ni][3])
-              : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]),
-                "r"(bf[ni][0]), "r"(bf[ni][1]));
+              : "r"(af[mi][0]), "r"(af[mi][1]), "r"(af[mi][2]), "r"(af[mi][3]), "r"(bf[ni][0]),
+                "r"(bf[ni][1]));
     }
   }
   cp_async_wait<0>();
@@ -238,15 +238,16 @@ __global__ __launch_bounds__(TC_THREADS, 2) void gemm_tf32_kernel(const float *_
  * with these launch shapes before they moved here. */
 
 #define WG_BM 128
-#define WG_BK 32               /* floats: 128 bytes, one swizzle row */
+#define WG_BK 32 /* floats: 128 bytes, one swizzle row */
 #define WG_STAGES 4
-#define WG_THREADS 384         /* producer + 2 consumer warpgroups */
-#define WG_CONSUMER_WARPS 8    /* arrivals that release a stage */
+#define WG_THREADS 384      /* producer + 2 consumer warpgroups */
+#define WG_CONSUMER_WARPS 8 /* arrivals that release a stage */
 /* A real wait lasts microseconds; one this long is a deadlock (slack for debuggers
  * and sanitizers, which slow kernels a hundredfold). */
 #define WG_HANG_NS 10000000000ull
 
-template <int BN, int STAGES> struct wg_shape {
+template <int BN, int STAGES>
+struct wg_shape {
   static constexpr int BM = WG_BM, BK = WG_BK, THREADS = WG_THREADS;
   static constexpr int A_BYTES = BM * BK * 4, B_BYTES = BN * BK * 4;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
@@ -343,8 +344,7 @@ __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
 template <int BN, int STAGES>
 __device__ __forceinline__ void wg_produce(const CUtensorMap *tm_a, const CUtensorMap *tm_bt,
                                            uint32_t base, uint32_t full0, uint32_t empty0,
-                                           int tiles_m, int tiles_n, int units, int K,
-                                           int kchunk) {
+                                           int tiles_m, int tiles_n, int units, int K, int kchunk) {
   using S = wg_shape<BN, STAGES>;
   const int tiles = tiles_m * tiles_n;
   int s = 0;
@@ -444,8 +444,8 @@ __device__ __forceinline__ void wg_consume(float *C, int M, int N, uint32_t base
 template <int BN, int STAGES>
 __global__ void __launch_bounds__(WG_THREADS, (wg_shape<BN, STAGES>::MINB))
     gemm_tf32_wgmma_kernel(const __grid_constant__ CUtensorMap tm_a,
-                           const __grid_constant__ CUtensorMap tm_bt, float *__restrict__ C,
-                           int M, int N, int K, int kchunk, int splits, int vec2) {
+                           const __grid_constant__ CUtensorMap tm_bt, float *__restrict__ C, int M,
+                           int N, int K, int kchunk, int splits, int vec2) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(1024) unsigned char wg_smem[];
   const uint32_t base = (smem_addr(wg_smem) + 1023u) & ~1023u;
@@ -682,9 +682,8 @@ static size_t round32(size_t f) { return (f + 31) / 32 * 32; }
  * (A not 16-byte aligned where it is read in place, no memory for the scratch, a map
  * refused), having left nothing in flight but a freed scratch: the caller then runs
  * mma.sync. Otherwise true, with the first error in *err. */
-static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b,
-                         float *d_c, int m, int n, int k, int sms, cudaStream_t s,
-                         cudaError_t *err) {
+static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
+                         int m, int n, int k, int sms, cudaStream_t s, cudaError_t *err) {
   if (cuda_is_default_stream(s) || (!pk->copy_a && !aligned16(d_a))) return false;
   struct cuda_plan p;
   if (wg_plan(pk, m, n, k, sms, &p) != cudaSuccess) {
@@ -734,9 +733,8 @@ static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const flo
 }
 #endif
 
-cudaError_t gemm_tf32_launch_pick(const struct tf32_pick *pk, const float *d_a,
-                                  const float *d_b, float *d_c, int m, int n, int k,
-                                  cudaStream_t s) {
+cudaError_t gemm_tf32_launch_pick(const struct tf32_pick *pk, const float *d_a, const float *d_b,
+                                  float *d_c, int m, int n, int k, cudaStream_t s) {
 #ifdef GPULAB_CUDA_SM90A
   struct tf32_device d;
   if (tf32_device_read(&d) != 0) return cudaErrorInvalidConfiguration;
@@ -750,8 +748,8 @@ cudaError_t gemm_tf32_launch_pick(const struct tf32_pick *pk, const float *d_a,
 }
 
 /* The plan's kernel on s: the wgmma path where it can start, else mma.sync. */
-cudaError_t gemm_tf32_launch(const float *d_a, const float *d_b, float *d_c, int m, int n,
-                             int k, cudaStream_t s) {
+cudaError_t gemm_tf32_launch(const float *d_a, const float *d_b, float *d_c, int m, int n, int k,
+                             cudaStream_t s) {
   struct tf32_device d;
   if (tf32_device_read(&d) != 0) return cudaErrorInvalidConfiguration;
 #ifdef GPULAB_CUDA_SM90A

@@ -117,28 +117,33 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [HISTOGRAM_NAIVE] = {"naive", "one thread per element, a global atomicAdd on its bin", 0,
+    [HISTOGRAM_NAIVE] = {"naive",
+                         "one thread per element, a global atomicAdd on its bin",
+                         0,
                          EXP_CEILING_DEFAULT,
                          {cpu_histogram_naive, "cpu_histogram_naive",
                           "one increment per element on the output's bin", "", NULL}},
     [HISTOGRAM_SHARED] = {"shared",
                           "per-block private histograms in shared memory, merged with global "
                           "atomics (over 12288 bins: a pass over x per 12288)",
-                          0, EXP_CEILING_DEFAULT,
+                          0,
+                          EXP_CEILING_DEFAULT,
                           {cpu_histogram_shared, "cpu_histogram_shared",
                            "a private histogram (<= 12288 bins a pass) per block of 64Ki, merged",
                            "", NULL}},
     [HISTOGRAM_BEST] = {"best",
                         "persistent blocks, 16-byte loads, bank-spread copies of each bin (16-bit "
                         "packed above 16384 bins), a coalesced merge",
-                        0, EXP_CEILING_DEFAULT,
+                        0,
+                        EXP_CEILING_DEFAULT,
                         {cpu_histogram_best, "cpu_histogram_best",
                          "bins by a vectorizable loop per chunk, 4 interleaved copies, merged",
                          "cpu_histogram_best", NULL}},
     [HISTOGRAM_CUB] = {"cub",
                        "cub::DeviceHistogram::HistogramEven (the CUDA toolkit's CCCL): the "
                        "reference",
-                       0, EXP_CEILING_DEFAULT,
+                       0,
+                       EXP_CEILING_DEFAULT,
                        {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
 };
 _Static_assert(EXP_COUNT_OF(variants) == HISTOGRAM_VARIANTS, "one entry per variant");

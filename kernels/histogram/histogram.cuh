@@ -22,11 +22,11 @@
 #include "kernels/core/cuda/launch.cuh"
 #include "kernels/histogram/histogram.h"
 
-#define HISTOGRAM_BLOCK 256             /* naive and shared */
+#define HISTOGRAM_BLOCK 256              /* naive and shared */
 #define HISTOGRAM_SHARED_PASS_BINS 12288 /* shared: bins a block holds (48 KiB) */
 #define HISTOGRAM_BEST_BLOCK 1024
-#define HISTOGRAM_BEST_U32_WORDS 16384  /* best: u32 counters a block holds (64 KiB) */
-#define HISTOGRAM_BEST_ROUND 2          /* packed best: chunks between drains */
+#define HISTOGRAM_BEST_U32_WORDS 16384 /* best: u32 counters a block holds (64 KiB) */
+#define HISTOGRAM_BEST_ROUND 2         /* packed best: chunks between drains */
 
 /* ---- naive and shared ---- */
 
@@ -131,9 +131,11 @@ __device__ __forceinline__ void histogram_drain(uint32_t *sh, uint32_t *flags, i
  * runs before; this kernel is its PDL dependant and waits before its first global
  * atomic). */
 template <bool PACKED>
-__global__ __launch_bounds__(HISTOGRAM_BEST_BLOCK, PACKED ? 1 : 2) void histogram_best_kernel(
-    const float *__restrict__ x, size_t n, size_t head, int bins, float scale, int log2c,
-    uint32_t *hist) {
+__global__ __launch_bounds__(HISTOGRAM_BEST_BLOCK,
+                             PACKED ? 1 : 2) void histogram_best_kernel(const float *__restrict__ x,
+                                                                        size_t n, size_t head,
+                                                                        int bins, float scale,
+                                                                        int log2c, uint32_t *hist) {
   constexpr int BLOCK = HISTOGRAM_BEST_BLOCK, F = PACKED ? 4 : 2;
   extern __shared__ uint32_t sh[];
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
@@ -359,8 +361,8 @@ static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t
     int per_pass = 0;
     size_t smem = 0;
     if ((e = histogram_shared_plan(n, bins, &grid, &per_pass, &smem)) != cudaSuccess) return e;
-    histogram_shared_kernel<HISTOGRAM_BLOCK><<<grid, HISTOGRAM_BLOCK, smem, s>>>(
-        d_x, n, bins, scale, per_pass, d_hist);
+    histogram_shared_kernel<HISTOGRAM_BLOCK>
+        <<<grid, HISTOGRAM_BLOCK, smem, s>>>(d_x, n, bins, scale, per_pass, d_hist);
     return cudaGetLastError();
   }
   case HISTOGRAM_BEST: {

@@ -23,7 +23,8 @@ static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
  * (at most PIPELINE_MAX_CHUNKS), else chunk from chunks. */
 static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
                      size_t len) {
-  int64_t count = exp_shape_count(shape), chunk = s->p[PIPELINE_CHUNK], chunks = s->p[PIPELINE_CHUNKS];
+  int64_t count = exp_shape_count(shape), chunk = s->p[PIPELINE_CHUNK],
+          chunks = s->p[PIPELINE_CHUNKS];
   bool ok;
   if (s->dims_given & (1u << PIPELINE_CHUNK)) {
     ok = chunk > 0 && count % chunk == 0 && count / chunk <= PIPELINE_MAX_CHUNKS;
@@ -44,8 +45,9 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
   double n = (double)s->p[PIPELINE_CHUNK] * s->p[PIPELINE_CHUNKS];
   w->bytes = 8.0 * n;
   w->flops = (double)s->p[PIPELINE_TERMS] * n;
-  w->counted = "bytes: uploaded and downloaded over the bus; flops: sin terms (terms per "
-               "sample), not counted in the figure";
+  w->counted =
+      "bytes: uploaded and downloaded over the bus; flops: sin terms (terms per "
+      "sample), not counted in the figure";
 }
 
 /* ---- plans ---- */
@@ -146,8 +148,9 @@ static const struct exp_input_desc inputs[] = {{"x", GEN_X, PIPELINE_PHASE_SCALE
 const struct exp_desc exp_pipeline = {
     .name = "pipeline",
     .title = "Pipeline",
-    .doc = "Upload, synthesize kernel and download of every chunk over 1..n streams. Figure: GB/s "
-           "moved = 8 · chunk · chunks / t.",
+    .doc =
+        "Upload, synthesize kernel and download of every chunk over 1..n streams. Figure: GB/s "
+        "moved = 8 · chunk · chunks / t.",
     .flags = EXP_NO_COLD,
     .no_cold_why = "a pass starts from host memory, so the L2 holds nothing of it to flush",
     .n_params = EXP_COUNT_OF(params),

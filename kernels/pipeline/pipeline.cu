@@ -35,7 +35,7 @@ __global__ __launch_bounds__(SYNTHESIZE_BLOCK) void synthesize_kernel(const floa
 
 static int synthesize_plan(int n, struct cuda_plan *p, char *why, size_t why_len) {
   cuda_plan_set(p, KFUNC(synthesize_kernel), "synthesize_kernel",
-        "thread per sample, 256 per block; sum of terms sinf(k x) / k");
+                "thread per sample, 256 per block; sum of terms sinf(k x) / k");
   p->block = dim3(SYNTHESIZE_BLOCK);
   p->grid = dim3(ceil_div(n, SYNTHESIZE_BLOCK));
   p->dyn_smem_bytes = 0;
@@ -139,7 +139,8 @@ static cudaError_t pipeline_op(struct cuda_job *j, const struct exp_pipeline_pla
   if (e != cudaSuccess) return e;
   if (op == EXP_OP_UPLOAD) {
     *call = "cudaMemcpyAsync (upload)";
-    e = cudaMemcpyAsync(pj->d_x + at, pj->pin_in + at, len * sizeof(float), cudaMemcpyHostToDevice, st);
+    e = cudaMemcpyAsync(pj->d_x + at, pj->pin_in + at, len * sizeof(float), cudaMemcpyHostToDevice,
+                        st);
   } else if (op == EXP_OP_KERNEL) {
     *call = "synthesize_launch";
     e = synthesize_launch(pj->d_x + at, d_out + at, (int)len, j->spec->p[PIPELINE_TERMS], st);
@@ -157,8 +158,9 @@ static cudaError_t pipeline_op(struct cuda_job *j, const struct exp_pipeline_pla
  * downloads; best's (depth first): chunk by chunk, so that each stream holds whole
  * chunks and chunk c's download runs beside chunk c+1's upload. No downloads when
  * pin_out is NULL. With ev (the job's tl_ev), events around each op and the pass's start. */
-static cudaError_t pipeline_issue(struct cuda_job *j, const struct exp_pipeline_plan *p, float *d_out,
-                                  float *pin_out, cudaEvent_t *ev, const char **call) {
+static cudaError_t pipeline_issue(struct cuda_job *j, const struct exp_pipeline_plan *p,
+                                  float *d_out, float *pin_out, cudaEvent_t *ev,
+                                  const char **call) {
   const int ops = pin_out ? EXP_OP_COUNT : EXP_OP_DOWNLOAD;
   *call = "cudaEventRecord (timeline)";
   cudaError_t e = ev ? cudaEventRecord(ev[0], j->lane->aux[0]) : cudaSuccess;
@@ -209,11 +211,12 @@ static int pipeline_setup(struct cuda_job *j) {
   for (int r = 0; r < n_runs; r++) {
     if (!j->result->runs[r].available) continue;
     RC_TRY(job_alloc(j, total, &j->d_out[r]));
-    if (j->result->runs[r].plan.streams > max_streams) max_streams = j->result->runs[r].plan.streams;
+    if (j->result->runs[r].plan.streams > max_streams)
+      max_streams = j->result->runs[r].plan.streams;
   }
   void *pin = NULL;
   RC_TRY(cuda_lane_pinned(j->be, l, (size_t)(1 + n_runs) * (total ? total : 1) * sizeof(float),
-                       &pin, j->err, j->err_len));
+                          &pin, j->err, j->err_len));
   pj->pin_in = (float *)pin;
   for (int r = 0; r < n_runs; r++) pj->pin_out[r] = pj->pin_in + (size_t)(1 + r) * total;
   if (total)
@@ -231,7 +234,8 @@ static int pipeline_capture(struct cuda_job *j, int r) {
   const char *call = "cudaEventRecord (fork)";
   cudaError_t e = fork_aux(j->lane, p->streams);
   if (e == cudaSuccess) e = pipeline_issue(j, p, j->d_out[r], state(j)->pin_out[r], NULL, &call);
-  cudaError_t joined = join_aux(j->lane, p->streams); /* also after an error: the capture must end joined */
+  cudaError_t joined = join_aux(j->lane,
+                                p->streams); /* also after an error: the capture must end joined */
   if (e == cudaSuccess) e = joined;
   e = job_capture_end(j, r, e);
   return e == cudaSuccess ? 0 : job_fail(j, e, "graph capture of a pipeline pass");

@@ -46,10 +46,12 @@ static void pass_op(const struct pass_share *sh, int c, int op) {
   const size_t at = (size_t)c * (size_t)sh->plan->chunk;
   const size_t len = (size_t)pipeline_chunk_len(sh->plan, c);
   double start = clock_mono_ms();
-  if (op == EXP_OP_UPLOAD) copy_floats(call->in[0] + at, sh->d_in + at, len);
+  if (op == EXP_OP_UPLOAD)
+    copy_floats(call->in[0] + at, sh->d_in + at, len);
   else if (op == EXP_OP_KERNEL)
     cpu_synthesize(sh->d_in + at, sh->d_out + at, (int)len, call->spec->p[PIPELINE_TERMS]);
-  else copy_floats(sh->d_out + at, call->out + at, len);
+  else
+    copy_floats(sh->d_out + at, call->out + at, len);
   record_op(sh, c, op, start);
 }
 
@@ -77,7 +79,8 @@ int pipeline_cpu_pass(const struct exp_cpu_call *call) {
   int started = 1, rc = 0, streams = plan.streams;
   double t0 = clock_mono_ms();
   float *d_in = call->scratch, *d_out = call->scratch + plan.total;
-  for (int t = 0; t < streams; t++) shares[t] = (struct pass_share){call, &plan, d_in, d_out, t, t0};
+  for (int t = 0; t < streams; t++)
+    shares[t] = (struct pass_share){call, &plan, d_in, d_out, t, t0};
   for (; started < streams; started++) {
     if (pthread_create(&threads[started], NULL, pass_worker, &shares[started]) != 0) {
       snprintf(call->err, call->err_len, "cannot start a thread for stream %d", started);
@@ -89,8 +92,8 @@ int pipeline_cpu_pass(const struct exp_cpu_call *call) {
   for (int t = 1; t < started; t++) pthread_join(threads[t], NULL);
   int chunks = plan.chunks;
   if (rc == 0 && call->timeline)
-    call->timeline->n_timeline =
-        EXP_OP_COUNT * (chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS);
+    call->timeline->n_timeline = EXP_OP_COUNT *
+                                 (chunks < EXP_TIMELINE_CHUNKS ? chunks : EXP_TIMELINE_CHUNKS);
   return rc;
 }
 

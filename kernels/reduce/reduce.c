@@ -74,8 +74,9 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
   const double n = s->p[REDUCE_N];
   w->bytes = 4.0 * n;
   w->flops = n > 0 ? n - 1 : 0;
-  w->counted = "bytes: x read once (the minimum; the one float written is not counted); "
-               "flops: n - 1 additions";
+  w->counted =
+      "bytes: x read once (the minimum; the one float written is not counted); "
+      "flops: n - 1 additions";
 }
 
 /* Device temp of one launch: best's ticket and block partials; CUB's, bounded from
@@ -128,8 +129,8 @@ static void ref_check(const struct reference *ref, int variant, const float *out
                       struct exp_check *c) {
   const struct reduce_ref *r = ref->state;
   const size_t n = (size_t)ref->spec.p[REDUCE_N];
-  const bool atomics =
-      variant == REDUCE_NAIVE || variant == REDUCE_SHARED || variant == REDUCE_WARP;
+  const bool atomics = variant == REDUCE_NAIVE || variant == REDUCE_SHARED ||
+                       variant == REDUCE_WARP;
   const double tol = 1.01 * reduce_error_depth(variant, n) * 0x1p-24 * r->abs_sum +
                      (atomics ? (double)n * 0x1p-126 : 0);
   reference_compare(c, out[0], r->sum, tol);
@@ -148,29 +149,39 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [REDUCE_NAIVE] = {"naive", "one thread per element, one atomicAdd each on the one output", 0,
+    [REDUCE_NAIVE] = {"naive",
+                      "one thread per element, one atomicAdd each on the one output",
+                      0,
                       EXP_CEILING_DEFAULT,
                       {cpu_reduce_naive, "cpu_reduce_naive", "one float sum in index order", "",
                        NULL}},
-    [REDUCE_SHARED] = {"shared", "a tree in shared memory per block of 256, one atomic per block",
-                       0, EXP_CEILING_DEFAULT,
+    [REDUCE_SHARED] = {"shared",
+                       "a tree in shared memory per block of 256, one atomic per block",
+                       0,
+                       EXP_CEILING_DEFAULT,
                        {cpu_reduce_shared, "cpu_reduce_shared",
                         "blocks of 256 summed by the kernel's tree, block sums in order", "",
                         NULL}},
-    [REDUCE_WARP] = {"warp", "warp shuffles per block of 256, one atomic per block", 0,
+    [REDUCE_WARP] = {"warp",
+                     "warp shuffles per block of 256, one atomic per block",
+                     0,
                      EXP_CEILING_DEFAULT,
                      {cpu_reduce_warp, "cpu_reduce_warp",
-                      "blocks of 256 summed by the kernel's butterflies, block sums in order",
-                      "", NULL}},
+                      "blocks of 256 summed by the kernel's butterflies, block sums in order", "",
+                      NULL}},
     [REDUCE_BEST] = {"best",
                      "one pass, 16-byte loads 4 in flight per thread, block partials summed in a "
                      "fixed order: deterministic",
-                     0, EXP_CEILING_DEFAULT,
+                     0,
+                     EXP_CEILING_DEFAULT,
                      {cpu_reduce_best, "cpu_reduce_best",
                       "the kernel's float4 accumulators per thread, its shuffles and partials",
                       "cpu_reduce_best", NULL}},
-    [REDUCE_CUB] = {"cub", "cub::DeviceReduce::Sum (the CUDA toolkit's CCCL): the reference", 0,
-                    EXP_CEILING_DEFAULT, {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
+    [REDUCE_CUB] = {"cub",
+                    "cub::DeviceReduce::Sum (the CUDA toolkit's CCCL): the reference",
+                    0,
+                    EXP_CEILING_DEFAULT,
+                    {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
 };
 _Static_assert(EXP_COUNT_OF(variants) == REDUCE_VARIANTS, "one entry per variant");
 

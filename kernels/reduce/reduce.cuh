@@ -58,7 +58,7 @@ __device__ __forceinline__ float reduce_block_shuffle(float v, float *sh) {
  * meet at one address, where the L2 applies them one after another in any order. */
 template <int BLOCK>
 __global__ __launch_bounds__(BLOCK) void reduce_naive_kernel(const float *__restrict__ x, size_t n,
-                                                            float *out) {
+                                                             float *out) {
   const size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x;
   if (i < n) atomicAdd(out, x[i]);
 }
@@ -68,7 +68,7 @@ __global__ __launch_bounds__(BLOCK) void reduce_naive_kernel(const float *__rest
  * thread 0 adds the block's sum to *out: n / BLOCK atomics instead of n. */
 template <int BLOCK, bool SHUFFLE>
 __global__ __launch_bounds__(BLOCK) void reduce_block_kernel(const float *__restrict__ x, size_t n,
-                                                            float *out) {
+                                                             float *out) {
   __shared__ float sh[SHUFFLE ? BLOCK / 32 : BLOCK];
   const size_t i = (size_t)blockIdx.x * BLOCK + threadIdx.x;
   float v = i < n ? x[i] : 0.0f;
@@ -170,8 +170,8 @@ static inline cudaError_t reduce_temp_bytes(int variant, size_t n, size_t *bytes
   }
   case REDUCE_CUB:
     if (n > (size_t)INT_MAX) return cudaErrorInvalidValue;
-    return cub::DeviceReduce::Sum(nullptr, *bytes, (const float *)nullptr, (float *)nullptr,
-                                  (int)n, (cudaStream_t)0);
+    return cub::DeviceReduce::Sum(nullptr, *bytes, (const float *)nullptr, (float *)nullptr, (int)n,
+                                  (cudaStream_t)0);
   default: return cudaErrorInvalidValue;
   }
 }

@@ -28,15 +28,15 @@ enum reduce_variant {
  * 2^-23 below 1) sum exactly in FP64 up to here, so the reference is exact. */
 #define REDUCE_MAX_N (1 << 30)
 
-#define REDUCE_BLOCK 256      /* threads per block, every kernel */
-#define REDUCE_BEST_UNROLL 4  /* best: float4 loads in flight per thread */
-#define REDUCE_BEST_PER_SM 8  /* best: blocks per SM, guaranteed by __launch_bounds__ */
+#define REDUCE_BLOCK 256     /* threads per block, every kernel */
+#define REDUCE_BEST_UNROLL 4 /* best: float4 loads in flight per thread */
+#define REDUCE_BEST_PER_SM 8 /* best: blocks per SM, guaranteed by __launch_bounds__ */
 /* best's grid at most: 8 blocks x the H200's 132 SMs, the persistent grid the lab
  * measured. A constant, not 8 x this device's SMs, so that the order of best's
  * additions, hence its bits and its tolerance, depend on n and x's alignment alone
  * (the same on every GPU and in the CPU stand-in). */
 #define REDUCE_BEST_MAX_BLOCKS (REDUCE_BEST_PER_SM * 132)
-#define REDUCE_TREE_DEPTH 10  /* additions a value passes through in a block sum (<= 10) */
+#define REDUCE_TREE_DEPTH 10 /* additions a value passes through in a block sum (<= 10) */
 
 /* best's blocks at n elements starting at x (its alignment sets the head: 0-3 floats
  * up to the first 16-byte boundary, *head when not NULL); x NULL: aligned. Cannot fail. */

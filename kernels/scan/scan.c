@@ -46,8 +46,9 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
   const double n = s->p[SCAN_N];
   w->bytes = 8.0 * n;
   w->flops = n > 0 ? n - 1 : 0;
-  w->counted = "bytes: x read once and y written once (the minimum); flops: n - 1 additions "
-               "(a sequential scan's)";
+  w->counted =
+      "bytes: x read once and y written once (the minimum); flops: n - 1 additions "
+      "(a sequential scan's)";
 }
 
 /* Device temp of one launch: naive's and shared's levels of tile totals; best's status
@@ -90,9 +91,10 @@ static void ref_check(const struct reference *ref, int variant, const float *out
     reference_compare(c, out[i], sum, tol);
     if (tol > c->tolerance) c->tolerance = tol;
   }
-  static const char *const rules[] = {
-      [SCAN_NAIVE] = "(11 levels + 1)", [SCAN_SHARED] = "(22 levels + 1)",
-      [SCAN_BEST] = "(5 (i / 4096) + 48)", [SCAN_CUB] = "(8 (i / 3072) + 128)"};
+  static const char *const rules[] = {[SCAN_NAIVE] = "(11 levels + 1)",
+                                      [SCAN_SHARED] = "(22 levels + 1)",
+                                      [SCAN_BEST] = "(5 (i / 4096) + 48)",
+                                      [SCAN_CUB] = "(8 (i / 3072) + 128)"};
   snprintf(c->tolerance_rule, sizeof c->tolerance_rule,
            "per element |y - ref| <= 1.01 %s 2^-24 sum_{k<=i} |x_k|",
            variant >= 0 && variant < SCAN_VARIANTS ? rules[variant] : "0");
@@ -108,25 +110,32 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [SCAN_NAIVE] = {"naive", "Hillis-Steele in one block per tile of 1024, then a second pass", 0,
+    [SCAN_NAIVE] = {"naive",
+                    "Hillis-Steele in one block per tile of 1024, then a second pass",
+                    0,
                     EXP_CEILING_DEFAULT,
                     {cpu_scan_naive, "cpu_scan_naive",
                      "Hillis-Steele per tile of 1024 over the kernels' levels, then the add pass",
                      "", NULL}},
     [SCAN_SHARED] = {"shared",
-                     "Blelloch's work-efficient tree per tile of 1024, then a second pass", 0,
+                     "Blelloch's work-efficient tree per tile of 1024, then a second pass",
+                     0,
                      EXP_CEILING_DEFAULT,
                      {cpu_scan_shared, "cpu_scan_shared",
                       "Blelloch's sweeps per tile of 1024 over the kernels' levels, the add pass",
                       "", NULL}},
     [SCAN_BEST] = {"best",
                    "single pass, decoupled look-back: 4096-element tiles, 16-byte loads and stores",
-                   0, EXP_CEILING_DEFAULT,
+                   0,
+                   EXP_CEILING_DEFAULT,
                    {cpu_scan_best, "cpu_scan_best",
                     "the kernel's tile scans of 4096, tiles chained by their inclusive prefixes",
                     "cpu_scan_best", NULL}},
-    [SCAN_CUB] = {"cub", "cub::DeviceScan::InclusiveSum (the CUDA toolkit's CCCL): the reference",
-                  0, EXP_CEILING_DEFAULT, {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
+    [SCAN_CUB] = {"cub",
+                  "cub::DeviceScan::InclusiveSum (the CUDA toolkit's CCCL): the reference",
+                  0,
+                  EXP_CEILING_DEFAULT,
+                  {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
 };
 _Static_assert(EXP_COUNT_OF(variants) == SCAN_VARIANTS, "one entry per variant");
 

@@ -40,8 +40,11 @@ __device__ __forceinline__ int scan_pad(int i) { return i + (i >> 5); }
  * levels), down-sweep turns them into the exclusive scan (10 levels), plus the
  * element's own value gives the inclusive one (2n additions). */
 template <int ALGO>
-__global__ __launch_bounds__(ALGO == SCAN_HILLIS_STEELE ? SCAN_TILE : SCAN_TILE / 2) void
-scan_tile_kernel(const float *in, float *out, size_t n, float *tile_sums) {
+__global__ __launch_bounds__(ALGO == SCAN_HILLIS_STEELE
+                                 ? SCAN_TILE
+                                 : SCAN_TILE / 2) void scan_tile_kernel(const float *in, float *out,
+                                                                        size_t n,
+                                                                        float *tile_sums) {
   const int t = threadIdx.x;
   const size_t base = (size_t)blockIdx.x * SCAN_TILE;
   if (ALGO == SCAN_HILLIS_STEELE) {
@@ -314,8 +317,8 @@ static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_
   cudaError_t e = scan_best_zero(d_temp, tiles, s);
   if (e != cudaSuccess) return e;
   if (aligned16(d_x) && aligned16(d_y))
-    return launch_pdl(scan_best_kernel<BLOCK, true>, dim3((unsigned)tiles), dim3(BLOCK), 0, s,
-                      d_x, d_y, n, status);
+    return launch_pdl(scan_best_kernel<BLOCK, true>, dim3((unsigned)tiles), dim3(BLOCK), 0, s, d_x,
+                      d_y, n, status);
   return launch_pdl(scan_best_kernel<SCAN_BEST_SCALAR_BLOCK, false>, dim3((unsigned)tiles),
                     dim3(SCAN_BEST_SCALAR_BLOCK), 0, s, d_x, d_y, n, status);
 }
@@ -359,8 +362,8 @@ static inline cudaError_t scan_launch(int variant, const float *d_x, size_t n, f
     for (int l = L.count - 2; l >= 0; l--) {
       float *out = l == 0 ? d_y : reinterpret_cast<float *>(tmp + L.off[l]);
       const float *incl = reinterpret_cast<const float *>(tmp + L.off[l + 1]);
-      const unsigned grid =
-          (unsigned)((L.len[l] - SCAN_TILE + SCAN_ADD_BLOCK - 1) / SCAN_ADD_BLOCK);
+      const unsigned grid = (unsigned)((L.len[l] - SCAN_TILE + SCAN_ADD_BLOCK - 1) /
+                                       SCAN_ADD_BLOCK);
       scan_add_kernel<SCAN_ADD_BLOCK><<<grid, SCAN_ADD_BLOCK, 0, s>>>(out, L.len[l], incl);
       if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }

@@ -34,8 +34,9 @@ static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape
 static void work(const struct exp_spec *s, struct exp_work *w) {
   w->bytes = 8.0 * s->p[STENCIL_N];
   w->flops = (2.0 * s->p[STENCIL_RADIUS] + 1) * s->p[STENCIL_N];
-  w->counted = "bytes: x read once and y written once (the minimum); flops: 2r+1 adds per "
-               "output";
+  w->counted =
+      "bytes: x read once and y written once (the minimum); flops: 2r+1 adds per "
+      "output";
 }
 
 /* best's tiles take radii up to STENCIL_BEST_MAX_RADIUS (above the API's range). */
@@ -156,8 +157,7 @@ static void ref_check(const struct reference *ref, int variant, const float *out
         at = i / tile;
         span = abs_sum(x, n, at * tile - lead, at * tile + tile + r);
       }
-      tol = 0x1p-23 * (isfinite(want) ? fabs(want) : 0) + 0x1p-38 * span / width +
-            TOL_FLOOR;
+      tol = 0x1p-23 * (isfinite(want) ? fabs(want) : 0) + 0x1p-38 * span / width + TOL_FLOOR;
     } else {
       tol = rel * xsum_value(&w.abs_sum) + TOL_FLOOR;
     }
@@ -176,22 +176,29 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
-    [STENCIL_N] = {"n", 1, STENCIL_MAX_N, 1 << 22, EXP_PARAM_DIM, 9001, "points"}, /* tiles: 256, ~4000 */
+    [STENCIL_N] = {"n", 1, STENCIL_MAX_N, 1 << 22, EXP_PARAM_DIM, 9001,
+                   "points"}, /* tiles: 256, ~4000 */
     [STENCIL_RADIUS] = {"radius", 0, STENCIL_MAX_RADIUS, 32, 0, 37, "halo width"},
 };
 
 static const struct exp_variant variants[] = {
-    [STENCIL_NAIVE] = {"naive", "one thread per output, its 2r+1 inputs from global memory", 0,
+    [STENCIL_NAIVE] = {"naive",
+                       "one thread per output, its 2r+1 inputs from global memory",
+                       0,
                        EXP_CEILING_DEFAULT,
                        {cpu_stencil_naive, "cpu_stencil_naive", "direct 2r+1 float sum per output",
                         "", NULL}},
-    [STENCIL_SHARED] = {"shared", "the lecture's tile of 256 outputs plus halos in shared memory",
-                        0, EXP_CEILING_DEFAULT,
+    [STENCIL_SHARED] = {"shared",
+                        "the lecture's tile of 256 outputs plus halos in shared memory",
+                        0,
+                        EXP_CEILING_DEFAULT,
                         {cpu_stencil_shared, "cpu_stencil_shared",
                          "tiles of 256: tile + halo copied to a local buffer, then summed", "",
                          NULL}},
-    [STENCIL_BEST] = {"best", "prefix sums per tile: the cost per output independent of the radius",
-                      0, EXP_CEILING_DEFAULT,
+    [STENCIL_BEST] = {"best",
+                      "prefix sums per tile: the cost per output independent of the radius",
+                      0,
+                      EXP_CEILING_DEFAULT,
                       {cpu_stencil_window, "cpu_stencil_window",
                        "sliding double window sum, restarted per tile of the GPU's best kernel",
                        "cpu_stencil_window", NULL}},
@@ -206,7 +213,8 @@ static const struct exp_input_desc inputs[] = {{"x", GEN_X, 1.0f}};
 static const struct exp_user user = {
     .declaration = "extern \"C\" __global__ void %s(const float *x, float *y, int n, int r);",
     .signature = "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r)",
-    .meaning = "y[i] = (the sum of x[j] for j in [i - r, i + r] inside [0, n)) / (2r + 1), for every i < n",
+    .meaning =
+        "y[i] = (the sum of x[j] for j in [i - r, i + r] inside [0, n)) / (2r + 1), for every i < n",
     .n_args = 4,
     .args = {{EXP_USER_ARG_INPUT, 0},
              {EXP_USER_ARG_OUTPUT, 0},

@@ -38,9 +38,8 @@ __global__ __launch_bounds__(STENCIL_BLOCK) void stencil_naive_kernel(const floa
  * (STENCIL_BLOCK + 2r) * 4 bytes of dynamic shared memory. Each input loaded serves
  * up to 2r+1 outputs. The tile is never overwritten, so one barrier suffices. */
 template <int RC>
-__global__ __launch_bounds__(STENCIL_BLOCK) void stencil_shared_kernel(const float *x,
-                                                                       float *y, int n,
-                                                                       int radius) {
+__global__ __launch_bounds__(STENCIL_BLOCK) void stencil_shared_kernel(const float *x, float *y,
+                                                                       int n, int radius) {
   extern __shared__ float tile[];
   const int r = RC >= 0 ? RC : radius;
   const int t = threadIdx.x;
@@ -86,8 +85,8 @@ static int stencil_plan(int variant, int n, int radius, struct cuda_plan *p, cha
     name = shared ? "stencil_shared_kernel<-1>" : "stencil_naive_kernel<-1>";
   }
   cuda_plan_set(p, func, name,
-           shared ? "thread per output, 256 per block; B+2R inputs loaded once into shared"
-                  : "thread per output, 256 per block; reads its 2R+1 inputs from global");
+                shared ? "thread per output, 256 per block; B+2R inputs loaded once into shared"
+                       : "thread per output, 256 per block; reads its 2R+1 inputs from global");
   p->block = dim3(STENCIL_BLOCK);
   p->grid = dim3(ceil_div(n, STENCIL_BLOCK));
   p->dyn_smem_bytes = shared ? (size_t)(STENCIL_BLOCK + 2 * (size_t)radius) * sizeof(float) : 0;

@@ -8,7 +8,6 @@
 #include "kernels/stencil/stencil.h"
 
 int stencil_best_plan(int n, int radius, struct cuda_plan *plan, char *why, size_t why_len);
-cudaError_t stencil_best_launch(const float *d_x, float *d_y, int n, int radius,
-                                cudaStream_t s);
+cudaError_t stencil_best_launch(const float *d_x, float *d_y, int n, int radius, cudaStream_t s);
 
 #endif

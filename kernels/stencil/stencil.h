@@ -14,8 +14,8 @@ extern "C" {
 /* Params (exp_spec.p[]) and variants, in the descriptor's order. */
 enum stencil_param { STENCIL_N, STENCIL_RADIUS };
 enum stencil_variant { STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST };
-#define STENCIL_MAX_N (1 << 30)  /* n a request may give */
-#define STENCIL_MAX_RADIUS 1024  /* radius a request may give */
+#define STENCIL_MAX_N (1 << 30) /* n a request may give */
+#define STENCIL_MAX_RADIUS 1024 /* radius a request may give */
 
 /* ---- private to kernels/stencil/: the CPU stand-ins (stencil_cpu.c) ---- */
 

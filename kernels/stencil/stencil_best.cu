@@ -17,14 +17,15 @@
 /* One instance per span: STEPS steps of 256 floats per warp. Shared memory: the four
  * prefix arrays (SPAN doubles), the warp totals (padded to 16 doubles) and one stage of
  * SPAN floats (the tile's span). */
-template <int STEPS> struct sb_shape {
+template <int STEPS>
+struct sb_shape {
   static constexpr int REGION = 256 * STEPS; /* floats per warp */
   static constexpr int SPAN = SB_WARPS * REGION;
   static constexpr int Q = SPAN / 4; /* doubles per prefix array */
   static constexpr int WTOT = 16;
   static constexpr int STAGES = 1;
-  static constexpr size_t SMEM_BYTES =
-      (size_t)(SPAN + WTOT) * sizeof(double) + (size_t)STAGES * SPAN * sizeof(float);
+  static constexpr size_t SMEM_BYTES = (size_t)(SPAN + WTOT) * sizeof(double) +
+                                       (size_t)STAGES * SPAN * sizeof(float);
   /* Blocks per SM that its 228 KiB of shared memory hold (4, and 2 for the wide span):
    * the launch bound asks the registers to let that many run. */
   static constexpr int FIT = (int)((228 * 1024) / (SMEM_BYTES + 1024));
@@ -112,8 +113,8 @@ __device__ __forceinline__ void copy_chunk(float *dst, const float *__restrict__
  * xvec / yvec: x / y 16-byte aligned. */
 template <int STEPS>
 __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
-    stencil_best_kernel(const float *__restrict__ x, float *__restrict__ y, int n, int r,
-                        int tile, double inv_width, int xvec, int yvec) {
+    stencil_best_kernel(const float *__restrict__ x, float *__restrict__ y, int n, int r, int tile,
+                        double inv_width, int xvec, int yvec) {
   using S = sb_shape<STEPS>;
   constexpr int REGION = S::REGION, SPAN = S::SPAN, Q = S::Q;
   extern __shared__ __align__(16) double sb_smem[];
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
   for (int it = 0;; it++) {
     const long long k = blockIdx.x + it * G;
     if (k >= tiles) break; /* uniform across the block */
-    issue(k); /* every lane of this warp read the stage's last tile into v */
+    issue(k);              /* every lane of this warp read the stage's last tile into v */
     cp_async_commit();
     cp_async_wait<0>();
     __syncwarp(); /* the other lanes' copies of this warp's region are visible */
@@ -273,8 +274,7 @@ int stencil_best_plan(int n, int radius, struct cuda_plan *p, char *why, size_t 
   plan_shape(n, radius, tile, p);
   int dev = 0, optin = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-          cudaSuccess) {
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(why, why_len, "stencil best: cannot read the device's attributes");
     return -1;
@@ -295,8 +295,7 @@ int stencil_best_plan(int n, int radius, struct cuda_plan *p, char *why, size_t 
   return 0;
 }
 
-cudaError_t stencil_best_launch(const float *d_x, float *d_y, int n, int radius,
-                                cudaStream_t s) {
+cudaError_t stencil_best_launch(const float *d_x, float *d_y, int n, int radius, cudaStream_t s) {
   int tile = stencil_best_tile(radius);
   if (tile == 0) return cudaErrorInvalidConfiguration;
   struct cuda_plan p;

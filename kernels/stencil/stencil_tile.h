@@ -26,8 +26,7 @@ STENCIL_BEST_HD int stencil_best_halo(int r) { return r + stencil_best_lead(r); 
 /* Floats per span: STENCIL_BEST_SPAN while the halo is at most half of it, else twice
  * that. */
 STENCIL_BEST_HD int stencil_best_span(int r) {
-  return stencil_best_halo(r) <= STENCIL_BEST_SPAN / 2 ? STENCIL_BEST_SPAN
-                                                       : 2 * STENCIL_BEST_SPAN;
+  return stencil_best_halo(r) <= STENCIL_BEST_SPAN / 2 ? STENCIL_BEST_SPAN : 2 * STENCIL_BEST_SPAN;
 }
 
 /* Outputs per tile (a multiple of 4, at least 2048), or 0 when r is negative or

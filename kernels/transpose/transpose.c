@@ -41,7 +41,8 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
 static int ref_init(struct reference *ref) {
   int m = ref->spec.p[TRANSPOSE_M], n = ref->spec.p[TRANSPOSE_N];
   const float *a = ref->in[0];
-  float *b = ref->out_len <= TRANSPOSE_EXPECTED_MAX ? reference_alloc(ref->out_len, sizeof *b) : NULL;
+  float *b = ref->out_len <= TRANSPOSE_EXPECTED_MAX ? reference_alloc(ref->out_len, sizeof *b)
+                                                    : NULL;
   ref->state = b;
   if (!b) return 0;
   for (int y0 = 0; y0 < m; y0 += 32) /* 32x32 blocks: neither side thrashes the cache */
@@ -84,27 +85,36 @@ static void ref_check(const struct reference *ref, int variant, const float *out
 }
 
 static const struct exp_param params[] = {
-    [TRANSPOSE_M] = {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 131, "rows of A"}, /* tiles: 32, 64 */
+    [TRANSPOSE_M] = {"m", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 131,
+                     "rows of A"}, /* tiles: 32, 64 */
     [TRANSPOSE_N] = {"n", 1, TRANSPOSE_MAX_DIM, 4096, EXP_PARAM_DIM, 197, "columns of A"},
 };
 
 static const struct exp_variant variants[] = {
-    [TRANSPOSE_NAIVE] = {"naive", "one thread per element: coalesced reads, strided writes", 0,
+    [TRANSPOSE_NAIVE] = {"naive",
+                         "one thread per element: coalesced reads, strided writes",
+                         0,
                          EXP_CEILING_DEFAULT,
                          {cpu_transpose_naive, "cpu_transpose_naive",
                           "straight loop: reads rows of A, writes columns of B", "", NULL}},
-    [TRANSPOSE_SHARED32] = {"shared32", "32x32 shared tile: coalesced both ways, 32-way bank conflicts",
-                            0, EXP_CEILING_DEFAULT,
+    [TRANSPOSE_SHARED32] = {"shared32",
+                            "32x32 shared tile: coalesced both ways, 32-way bank conflicts",
+                            0,
+                            EXP_CEILING_DEFAULT,
                             {cpu_transpose_blocked, "cpu_transpose_blocked",
                              "32x32 cache-blocked loop (CPU stand-in for the shared-memory tile)",
                              "cpu_transpose_blocked", NULL}},
-    [TRANSPOSE_PADDED33] = {"padded33", "the same tile padded to 33 columns: no bank conflict", 0,
+    [TRANSPOSE_PADDED33] = {"padded33",
+                            "the same tile padded to 33 columns: no bank conflict",
+                            0,
                             EXP_CEILING_DEFAULT,
                             {cpu_transpose_blocked, "cpu_transpose_blocked",
                              "32x32 cache-blocked loop (a CPU has no banks to pad for)",
                              "cpu_transpose_blocked", NULL}},
-    [TRANSPOSE_COPY] = {"copy", "the bandwidth reference beside them: B = A, not a transpose",
-                        EXP_VARIANT_BASELINE, EXP_CEILING_DEFAULT,
+    [TRANSPOSE_COPY] = {"copy",
+                        "the bandwidth reference beside them: B = A, not a transpose",
+                        EXP_VARIANT_BASELINE,
+                        EXP_CEILING_DEFAULT,
                         {cpu_copy, "cpu_copy", "memcpy of A: the bandwidth reference", "", NULL}},
     [TRANSPOSE_BEST] = {"best",
                         "picked by shape: 64x64 float4 tiles, whole-sector stores at odd "
@@ -131,7 +141,8 @@ static const struct exp_user user = {
              {EXP_USER_ARG_PARAM, TRANSPOSE_N}},
     .grid_x = TRANSPOSE_N,
     .grid_y = TRANSPOSE_M,
-    .grid_rule = "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over A's columns, y over its rows",
+    .grid_rule =
+        "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over A's columns, y over its rows",
     .default_block = {32, 32, 1},
     .default_tile = {32, 32},
     .template_source =

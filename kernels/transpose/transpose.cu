@@ -51,24 +51,25 @@ __global__ __launch_bounds__(1024) void copy_kernel(const float *a, float *b, in
 
 /* ---- plans and launchers ---- */
 
-static int transpose_plan(int variant, int m, int n, struct cuda_plan *p, char *why, size_t why_len) {
+static int transpose_plan(int variant, int m, int n, struct cuda_plan *p, char *why,
+                          size_t why_len) {
   switch (variant) {
   case TRANSPOSE_BEST: return transpose_best_plan(m, n, p, why, why_len);
   case TRANSPOSE_NAIVE:
     cuda_plan_set(p, KFUNC(transpose_naive_kernel), "transpose_naive_kernel",
-          "thread per element; reads A rows coalesced, writes B columns m floats apart");
+                  "thread per element; reads A rows coalesced, writes B columns m floats apart");
     break;
   case TRANSPOSE_SHARED32:
     cuda_plan_set(p, KFUNC(transpose_tiled_kernel<32>), "transpose_tiled_kernel<32>",
-          "thread per element via tile[32][32]; coalesced both ways, 32-way bank conflict");
+                  "thread per element via tile[32][32]; coalesced both ways, 32-way bank conflict");
     break;
   case TRANSPOSE_PADDED33:
     cuda_plan_set(p, KFUNC(transpose_tiled_kernel<33>), "transpose_tiled_kernel<33>",
-          "thread per element via tile[32][33]; coalesced both ways, no bank conflict");
+                  "thread per element via tile[32][33]; coalesced both ways, no bank conflict");
     break;
   case TRANSPOSE_COPY:
     cuda_plan_set(p, KFUNC(copy_kernel), "copy_kernel",
-          "thread per element, B[y][x] = A[y][x]; bandwidth reference, not a transpose");
+                  "thread per element, B[y][x] = A[y][x]; bandwidth reference, not a transpose");
     break;
   default: snprintf(why, why_len, "unknown transpose variant %d", variant); return -1;
   }
@@ -83,8 +84,7 @@ static cudaError_t transpose_launch(int variant, const float *d_a, float *d_b, i
   if (variant == TRANSPOSE_BEST) return transpose_best_launch(d_a, d_b, m, n, s);
   struct cuda_plan p;
   char why[128];
-  if (transpose_plan(variant, m, n, &p, why, sizeof why) != 0)
-    return cudaErrorInvalidConfiguration;
+  if (transpose_plan(variant, m, n, &p, why, sizeof why) != 0) return cudaErrorInvalidConfiguration;
   void *args[] = {&d_a, &d_b, &m, &n};
   return cuda_plan_launch(&p, args, s);
 }

@@ -15,7 +15,11 @@ extern "C" {
  * variants, then `best`, appended so that the lecture's numbering stays. */
 enum transpose_param { TRANSPOSE_M, TRANSPOSE_N };
 enum transpose_variant {
-  TRANSPOSE_NAIVE, TRANSPOSE_SHARED32, TRANSPOSE_PADDED33, TRANSPOSE_COPY, TRANSPOSE_BEST
+  TRANSPOSE_NAIVE,
+  TRANSPOSE_SHARED32,
+  TRANSPOSE_PADDED33,
+  TRANSPOSE_COPY,
+  TRANSPOSE_BEST
 };
 #define TRANSPOSE_MAX_DIM (1 << 20) /* m and n a request may give */
 

@@ -12,9 +12,9 @@
 
 /* ---- transpose: A is m x n, B = A^T is n x m, both row-major ---- */
 
-#define TB_TILE 64             /* rows and columns of A per block */
-#define TB_Q (TB_TILE / 4)     /* float4 per tile row */
-#define TB_GROUP 32            /* tile rows per group of the launch order */
+#define TB_TILE 64         /* rows and columns of A per block */
+#define TB_Q (TB_TILE / 4) /* float4 per tile row */
+#define TB_GROUP 32        /* tile rows per group of the launch order */
 
 /* Block 32x8 (256 threads) moves one 64x64 tile of A; 1-D grid of ceil(m/64) *
  * ceil(n/64) blocks in grouped order (grouped_tile, 32 tile rows per group). Thread
@@ -36,8 +36,8 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
   const int t = threadIdx.y * 32 + threadIdx.x;
   const int bc = t & 15, br = t >> 4;
   int bm, bn;
-  grouped_tile(blockIdx.x, (m + TB_TILE - 1) / TB_TILE, (n + TB_TILE - 1) / TB_TILE, TB_GROUP,
-               &bm, &bn);
+  grouped_tile(blockIdx.x, (m + TB_TILE - 1) / TB_TILE, (n + TB_TILE - 1) / TB_TILE, TB_GROUP, &bm,
+               &bn);
   const long long row0 = (long long)bm * TB_TILE, col0 = (long long)bn * TB_TILE;
   const long long c = col0 + 4 * bc;
   float4 v[4];
@@ -106,15 +106,16 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
  * b 16-byte aligned. Instances: 32 x 128 (odd shapes) and 16 x 256 (n < 32). */
 #define SEC_GROUP 32
 
-template <int TC, int TR> struct sec_shape {
+template <int TC, int TR>
+struct sec_shape {
   static constexpr int PITCH = TR + 1;
-  static constexpr int L = TC < 32 ? TC : 32;     /* lanes along a row in the loads */
-  static constexpr int RW = 32 / L;               /* rows a warp instruction reads */
-  static constexpr int CH = TC / L;               /* columns a lane reads per row */
-  static constexpr int ROWS = TR + 8;             /* rows r0 - 8 .. r0 + TR - 1 */
+  static constexpr int L = TC < 32 ? TC : 32;               /* lanes along a row in the loads */
+  static constexpr int RW = 32 / L;                         /* rows a warp instruction reads */
+  static constexpr int CH = TC / L;                         /* columns a lane reads per row */
+  static constexpr int ROWS = TR + 8;                       /* rows r0 - 8 .. r0 + TR - 1 */
   static constexpr int LI = (ROWS + 8 * RW - 1) / (8 * RW); /* load rounds per thread */
-  static constexpr int NCH = TC * TR / 4 / 256;   /* float4 chunks a thread stores */
-  static constexpr int GPR = TR / 32;             /* 8-chunk groups a B row has */
+  static constexpr int NCH = TC * TR / 4 / 256;             /* float4 chunks a thread stores */
+  static constexpr int GPR = TR / 32;                       /* 8-chunk groups a B row has */
   static_assert(TC % L == 0 && TR % 32 == 0 && TC % 4 == 0, "tile shape");
   static_assert((TC * TR / 4) % 256 == 0, "chunks per thread");
 };

@@ -10,9 +10,8 @@
 
 int image_sha256(const void *data, size_t n, uint8_t out[IMAGE_KEY_BYTES]) {
   unsigned int len = 0;
-  return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) == 1 && len == IMAGE_KEY_BYTES
-             ? 0
-             : -EIO;
+  return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) == 1 && len == IMAGE_KEY_BYTES ? 0
+                                                                                           : -EIO;
 }
 
 void image_key_hex(const uint8_t key[IMAGE_KEY_BYTES], char hex[2 * IMAGE_KEY_BYTES + 1]) {
@@ -28,9 +27,12 @@ void image_key_hex(const uint8_t key[IMAGE_KEY_BYTES], char hex[2 * IMAGE_KEY_BY
 static int feed(EVP_MD_CTX *ctx, const void *p, size_t n) {
   uint8_t len[8];
   for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)n >> (8 * i));
-  return EVP_DigestUpdate(ctx, len, sizeof len) == 1 && (n == 0 || EVP_DigestUpdate(ctx, p, n) == 1);
+  return EVP_DigestUpdate(ctx, len, sizeof len) == 1 &&
+         (n == 0 || EVP_DigestUpdate(ctx, p, n) == 1);
 }
-static int feed_str(EVP_MD_CTX *ctx, const char *s) { return feed(ctx, s ? s : "", s ? strlen(s) : 0); }
+static int feed_str(EVP_MD_CTX *ctx, const char *s) {
+  return feed(ctx, s ? s : "", s ? strlen(s) : 0);
+}
 
 int image_cache_key(const struct ucompile_req *req, int nvrtc_major, int nvrtc_minor,
                     uint8_t key[IMAGE_KEY_BYTES]) {
@@ -92,10 +94,14 @@ int image_cache_new(size_t max_bytes, struct image_cache **out) {
 }
 
 static void unlink_entry(struct image_cache *c, struct entry *e) {
-  if (e->prev) e->prev->next = e->next;
-  else c->head = e->next;
-  if (e->next) e->next->prev = e->prev;
-  else c->tail = e->prev;
+  if (e->prev)
+    e->prev->next = e->next;
+  else
+    c->head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else
+    c->tail = e->prev;
   e->prev = e->next = NULL;
 }
 
@@ -182,8 +188,8 @@ void image_cache_stats(struct image_cache *c, struct image_cache_stats *s) {
 }
 
 int image_cache_compile(struct image_cache *c, const struct nvrtc_lib *lib,
-                        const struct ucompile_req *req, struct ucompile_report **out,
-                        bool *cached, char *msg, size_t msg_len) {
+                        const struct ucompile_req *req, struct ucompile_report **out, bool *cached,
+                        char *msg, size_t msg_len) {
   *cached = false;
   uint8_t key[IMAGE_KEY_BYTES];
   if (c && image_cache_key(req, lib->major, lib->minor, key) == 0) {

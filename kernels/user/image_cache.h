@@ -52,8 +52,8 @@ void image_cache_stats(struct image_cache *c, struct image_cache_stats *s);
  * else ucompile_run and, when it did not fail or time out, keeps the result. c may be
  * NULL (no cache). Returns as ucompile_run. */
 int image_cache_compile(struct image_cache *c, const struct nvrtc_lib *lib,
-                        const struct ucompile_req *req, struct ucompile_report **out,
-                        bool *cached, char *msg, size_t msg_len);
+                        const struct ucompile_req *req, struct ucompile_report **out, bool *cached,
+                        char *msg, size_t msg_len);
 
 #ifdef __cplusplus
 }

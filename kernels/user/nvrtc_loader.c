@@ -2,9 +2,9 @@
 #include "kernels/user/nvrtc_loader.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <glob.h>
 #include <link.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +87,10 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t w
   preload_builtins(h);
   if (why && why_len) why[0] = '\0';
   static const char *const names[] = {
-      "nvrtcVersion",          "nvrtcGetErrorString",    "nvrtcGetNumSupportedArchs",
-      "nvrtcGetSupportedArchs", "nvrtcCreateProgram",    "nvrtcDestroyProgram",
-      "nvrtcCompileProgram",   "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
-      "nvrtcGetCUBINSize",     "nvrtcGetCUBIN"};
+      "nvrtcVersion",           "nvrtcGetErrorString",    "nvrtcGetNumSupportedArchs",
+      "nvrtcGetSupportedArchs", "nvrtcCreateProgram",     "nvrtcDestroyProgram",
+      "nvrtcCompileProgram",    "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
+      "nvrtcGetCUBINSize",      "nvrtcGetCUBIN"};
   void *p[sizeof names / sizeof names[0]];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     p[i] = dlsym(h, names[i]);

@@ -23,20 +23,20 @@ typedef struct _nvrtcProgram *nvrtc_program; /* nvrtc.h's nvrtcProgram */
  * set_flow_callback is NULL with an NVRTC older than 12.8 (then a compile cannot be
  * cancelled at its time limit). */
 struct nvrtc_fns {
-  int (*version)(int *major, int *minor);                            /* nvrtcVersion */
-  const char *(*error_string)(int result);                           /* nvrtcGetErrorString */
-  int (*num_supported_archs)(int *n);                                /* nvrtcGetNumSupportedArchs */
-  int (*supported_archs)(int *archs);                                /* nvrtcGetSupportedArchs */
+  int (*version)(int *major, int *minor);  /* nvrtcVersion */
+  const char *(*error_string)(int result); /* nvrtcGetErrorString */
+  int (*num_supported_archs)(int *n);      /* nvrtcGetNumSupportedArchs */
+  int (*supported_archs)(int *archs);      /* nvrtcGetSupportedArchs */
   int (*create_program)(nvrtc_program *prog, const char *src, const char *name, int n_headers,
                         const char *const *headers, const char *const *include_names);
-  int (*destroy_program)(nvrtc_program *prog);                       /* nvrtcDestroyProgram */
+  int (*destroy_program)(nvrtc_program *prog); /* nvrtcDestroyProgram */
   int (*compile_program)(nvrtc_program prog, int n_options, const char *const *options);
   int (*get_program_log_size)(nvrtc_program prog, size_t *size);
   int (*get_program_log)(nvrtc_program prog, char *log);
-  int (*get_cubin_size)(nvrtc_program prog, size_t *size);           /* nvrtcGetCUBINSize */
-  int (*get_cubin)(nvrtc_program prog, char *cubin);                 /* nvrtcGetCUBIN */
+  int (*get_cubin_size)(nvrtc_program prog, size_t *size); /* nvrtcGetCUBINSize */
+  int (*get_cubin)(nvrtc_program prog, char *cubin);       /* nvrtcGetCUBIN */
   int (*set_flow_callback)(nvrtc_program prog, int (*callback)(void *payload, void *reserved),
-                           void *payload);                           /* nvrtcSetFlowCallback */
+                           void *payload); /* nvrtcSetFlowCallback */
 };
 
 /* A loaded NVRTC: its functions, where it came from and its version. */

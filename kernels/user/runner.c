@@ -168,8 +168,9 @@ static int start(struct runner *r, char *err, size_t err_len) {
   char dev[16], parent[24];
   snprintf(dev, sizeof dev, "%d", r->cfg.device);
   snprintf(parent, sizeof parent, "%ld", (long)getpid());
-  char *const argv[] = {r->exe, "--mode", r->cfg.mode == RUNNER_MODE_CUDA ? "cuda" : "cpu",
-                        "--device", dev, "--parent", parent, NULL};
+  char *const argv[] = {r->exe,     "--mode", r->cfg.mode == RUNNER_MODE_CUDA ? "cuda" : "cpu",
+                        "--device", dev,      "--parent",
+                        parent,     NULL};
   double t0 = clock_mono_ms();
   pid_t pid = fork();
   if (pid == 0) child(r, sv[1], ep[1], argv);
@@ -285,9 +286,9 @@ void runner_free(struct runner *r) {
 /* One request and its answer. The answer's payload into *reply (caller frees).
  * -ECHILD with fault filled when the runner is gone (status read); -ETIMEDOUT after
  * killing it. */
-static int call(struct runner *r, uint32_t type, const void *payload, size_t len,
-                const void *extra, size_t extra_len, const int *fds, int n_fds, int timeout_ms,
-                struct runner_hdr *h, void **reply, struct runner_fault *fault) {
+static int call(struct runner *r, uint32_t type, const void *payload, size_t len, const void *extra,
+                size_t extra_len, const int *fds, int n_fds, int timeout_ms, struct runner_hdr *h,
+                void **reply, struct runner_fault *fault) {
   *reply = NULL;
   struct runner_fault scratch;
   if (!fault) fault = &scratch;
@@ -325,8 +326,8 @@ static int expect(const struct runner_hdr *h, const void *p, uint32_t want, size
 }
 
 static int simple(struct runner *r, uint32_t type, const void *payload, size_t len,
-                  const void *extra, size_t extra_len, const int *fds, int n_fds,
-                  uint32_t want, void *out, size_t out_len, char *err, size_t err_len) {
+                  const void *extra, size_t extra_len, const int *fds, int n_fds, uint32_t want,
+                  void *out, size_t out_len, char *err, size_t err_len) {
   struct runner_hdr h;
   void *p;
   struct runner_fault f;
@@ -348,8 +349,8 @@ int runner_attach(struct runner *r, const struct runner_buffer_desc *bufs, const
   memset(&m, 0, sizeof m);
   m.n = (uint32_t)n;
   memcpy(m.buf, bufs, sizeof *bufs * (size_t)n);
-  return simple(r, RUNNER_MSG_ATTACH, &m, sizeof m, NULL, 0, fds, fds ? n : 0, RUNNER_MSG_OK,
-                NULL, 0, err, err_len);
+  return simple(r, RUNNER_MSG_ATTACH, &m, sizeof m, NULL, 0, fds, fds ? n : 0, RUNNER_MSG_OK, NULL,
+                0, err, err_len);
 }
 
 int runner_detach(struct runner *r) {

@@ -23,10 +23,10 @@ extern "C" {
 struct runner;
 
 struct runner_config {
-  const char *exe;       /* gpulab-runner's path (copied) */
-  enum runner_mode mode; /* RUNNER_MODE_CPU or RUNNER_MODE_CUDA */
-  int device;            /* the CUDA ordinal the runner opens */
-  double start_timeout_s; /* for its HELLO; 0: 30 s (a CUDA context may take seconds) */
+  const char *exe;          /* gpulab-runner's path (copied) */
+  enum runner_mode mode;    /* RUNNER_MODE_CPU or RUNNER_MODE_CUDA */
+  int device;               /* the CUDA ordinal the runner opens */
+  double start_timeout_s;   /* for its HELLO; 0: 30 s (a CUDA context may take seconds) */
   double deadline_margin_s; /* added to a run's launches' deadlines; 0: 1 s */
   /* Each line the runner writes to stderr or stdout, from a thread of the runner
    * module's own; NULL: gpulabd's stderr, prefixed "gpulab-runner[dev N pid P]: ". */
@@ -75,14 +75,13 @@ int runner_load(struct runner *r, const uint8_t key[32], const char *entry, cons
  * -ETIMEDOUT: past the deadline, the runner was killed (fault->name "kernel_timeout").
  * The runner is then gone until runner_release starts another. */
 int runner_run(struct runner *r, struct runner_run_msg *m, double deadline_s,
-               struct runner_done_msg *done, struct runner_fault *fault, char *err,
-               size_t err_len);
+               struct runner_done_msg *done, struct runner_fault *fault, char *err, size_t err_len);
 
 struct runner_stats {
-  uint64_t starts;       /* processes started */
+  uint64_t starts; /* processes started */
   uint64_t faults, timeouts;
-  double last_start_ms;  /* fork to HELLO of the latest start */
-  pid_t pid;             /* the live runner's, 0 when none */
+  double last_start_ms; /* fork to HELLO of the latest start */
+  pid_t pid;            /* the live runner's, 0 when none */
 };
 void runner_stats(struct runner *r, struct runner_stats *s); /* any thread */
 

@@ -24,8 +24,10 @@ __host__ __device__ static uint64_t launch_seed(const struct runner_fresh *f, ui
 }
 
 /* Grid-stride: d[i] = gen_uniform(seed, stream, i) * scale. */
-__global__ void fresh_fill_kernel(float *d, uint64_t n, uint64_t seed, uint32_t stream, float scale) {
-  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+__global__ void fresh_fill_kernel(float *d, uint64_t n, uint64_t seed, uint32_t stream,
+                                  float scale) {
+  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (uint64_t)gridDim.x * blockDim.x)
     d[i] = gen_uniform(seed, stream, i) * scale;
 }
 
@@ -36,10 +38,13 @@ __device__ static void found(unsigned long long *bad, unsigned long long *first,
 }
 
 /* Grid-stride: the input as generated, bit for bit. */
-__global__ void fresh_input_kernel(const float *d, uint64_t n, uint64_t seed, uint32_t stream, float scale,
-                                   unsigned long long *bad, unsigned long long *first) {
-  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-    if (__float_as_uint(d[i]) != __float_as_uint(gen_uniform(seed, stream, i) * scale)) found(bad, first, i);
+__global__ void fresh_input_kernel(const float *d, uint64_t n, uint64_t seed, uint32_t stream,
+                                   float scale, unsigned long long *bad,
+                                   unsigned long long *first) {
+  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    if (__float_as_uint(d[i]) != __float_as_uint(gen_uniform(seed, stream, i) * scale))
+      found(bad, first, i);
 }
 
 /* Grid-stride over B's elements (B = A^T, A m x n): exact and finite. */
@@ -56,9 +61,9 @@ __global__ void check_transpose_kernel(const float *a, const float *b, int64_t m
 /* Grid-stride over the outputs of the sampled rows: thread (j, col) checks C[row_j][col]
  * against the FP64 dot product and its sum |a b|. Row j is drawn from the launch's
  * seed (with replacement), or is j itself when every row is compared. */
-__global__ void check_gemm_kernel(const float *A, const float *B, const float *C, int64_t m, int64_t n,
-                                  int64_t k, uint32_t rows, uint64_t seed, unsigned long long *bad,
-                                  unsigned long long *first) {
+__global__ void check_gemm_kernel(const float *A, const float *B, const float *C, int64_t m,
+                                  int64_t n, int64_t k, uint32_t rows, uint64_t seed,
+                                  unsigned long long *bad, unsigned long long *first) {
   bool all = rows == 0 || rows >= m;
   uint64_t n_rows = all ? (uint64_t)m : rows;
   for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < n_rows * n;
@@ -72,7 +77,8 @@ __global__ void check_gemm_kernel(const float *A, const float *B, const float *C
       mag += fabs(p);
     }
     float got = C[row * n + col];
-    if (!isfinite(got) || !(fabs((double)got - want) <= (double)k * 0x1p-23 * mag)) found(bad, first, row * n + col);
+    if (!isfinite(got) || !(fabs((double)got - want) <= (double)k * 0x1p-23 * mag))
+      found(bad, first, row * n + col);
   }
 }
 
@@ -82,16 +88,18 @@ __global__ void check_stencil_kernel(const float *x, const float *y, int64_t n, 
   double width = (double)(2 * r + 1), rel = (double)(2 * r + 2) * 0x1p-23 / width;
   for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (uint64_t)n;
        i += (uint64_t)gridDim.x * blockDim.x) {
-    int64_t lo = (int64_t)i - r < 0 ? 0 : (int64_t)i - r, hi = (int64_t)i + r >= n ? n - 1 : (int64_t)i + r;
+    int64_t lo = (int64_t)i - r < 0 ? 0 : (int64_t)i - r,
+            hi = (int64_t)i + r >= n ? n - 1 : (int64_t)i + r;
     double sum = 0, abs_sum = 0;
     for (int64_t j = lo; j <= hi; j++) sum += x[j], abs_sum += fabs((double)x[j]);
     float got = y[i];
-    if (!isfinite(got) || !(fabs((double)got - sum / width) <= rel * abs_sum + 1e-30)) found(bad, first, i);
+    if (!isfinite(got) || !(fabs((double)got - sum / width) <= rel * abs_sum + 1e-30))
+      found(bad, first, i);
   }
 }
 
-extern "C" cudaError_t runner_fresh_generate(const struct runner_fresh *f, float *const *in, uint32_t launch,
-                                             cudaStream_t stream) {
+extern "C" cudaError_t runner_fresh_generate(const struct runner_fresh *f, float *const *in,
+                                             uint32_t launch, cudaStream_t stream) {
   for (uint32_t i = 0; i < f->n_in && i < RUNNER_MAX_FRESH; i++) {
     if (f->floats[i] == 0) continue;
     fresh_fill_kernel<<<blocks_for(f->floats[i]), CHECK_THREADS, 0, stream>>>(
@@ -100,9 +108,9 @@ extern "C" cudaError_t runner_fresh_generate(const struct runner_fresh *f, float
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t runner_fresh_check(const struct runner_fresh *f, const float *const *in, const float *out,
-                                          uint64_t out_floats, uint32_t launch, struct runner_check_slot *slot,
-                                          cudaStream_t stream) {
+extern "C" cudaError_t runner_fresh_check(const struct runner_fresh *f, const float *const *in,
+                                          const float *out, uint64_t out_floats, uint32_t launch,
+                                          struct runner_check_slot *slot, cudaStream_t stream) {
   cudaError_t e = cudaMemsetAsync(slot, 0, sizeof *slot, stream);
   /* Every first starts at UINT64_MAX (all bits set) for atomicMin. */
   if (e == cudaSuccess) e = cudaMemsetAsync(&slot->out_first, 0xff, sizeof slot->out_first, stream);
@@ -112,16 +120,19 @@ extern "C" cudaError_t runner_fresh_check(const struct runner_fresh *f, const fl
   for (uint32_t i = 0; i < f->n_in && i < RUNNER_MAX_FRESH; i++)
     if (f->floats[i])
       fresh_input_kernel<<<blocks_for(f->floats[i]), CHECK_THREADS, 0, stream>>>(
-          in[i], f->floats[i], seed, f->stream[i], f->scale[i], &slot->in_bad[i], &slot->in_first[i]);
+          in[i], f->floats[i], seed, f->stream[i], f->scale[i], &slot->in_bad[i],
+          &slot->in_first[i]);
   switch (f->check) {
   case RUNNER_CHECK_TRANSPOSE:
     check_transpose_kernel<<<blocks_for(out_floats), CHECK_THREADS, 0, stream>>>(
         in[0], out, f->p[0], f->p[1], &slot->out_bad, &slot->out_first);
     break;
   case RUNNER_CHECK_GEMM: {
-    uint64_t rows = f->sample_rows == 0 || f->sample_rows >= (uint64_t)f->p[0] ? (uint64_t)f->p[0] : f->sample_rows;
+    uint64_t rows = f->sample_rows == 0 || f->sample_rows >= (uint64_t)f->p[0] ? (uint64_t)f->p[0]
+                                                                               : f->sample_rows;
     check_gemm_kernel<<<blocks_for(rows * (uint64_t)f->p[1]), CHECK_THREADS, 0, stream>>>(
-        in[0], in[1], out, f->p[0], f->p[1], f->p[2], f->sample_rows, seed, &slot->out_bad, &slot->out_first);
+        in[0], in[1], out, f->p[0], f->p[1], f->p[2], f->sample_rows, seed, &slot->out_bad,
+        &slot->out_first);
     break;
   }
   case RUNNER_CHECK_STENCIL:

@@ -29,9 +29,9 @@ cudaError_t runner_fresh_generate(const struct runner_fresh *f, float *const *in
                                   cudaStream_t stream);
 /* Resets *slot (device memory), then checks out (out_floats floats) and the inputs of
  * launch into it. */
-cudaError_t runner_fresh_check(const struct runner_fresh *f, const float *const *in, const float *out,
-                               uint64_t out_floats, uint32_t launch, struct runner_check_slot *slot,
-                               cudaStream_t stream);
+cudaError_t runner_fresh_check(const struct runner_fresh *f, const float *const *in,
+                               const float *out, uint64_t out_floats, uint32_t launch,
+                               struct runner_check_slot *slot, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

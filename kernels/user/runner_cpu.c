@@ -30,7 +30,7 @@ static struct {
   uint8_t key[32];
   char entry[64];
   int used;
-  int calls; /* launches since loaded or attached (the lazy kernels' memory) */
+  int calls;       /* launches since loaded or attached (the lazy kernels' memory) */
   int timed_calls; /* of them timed */
 } mods[MAX_MODULES];
 
@@ -61,8 +61,9 @@ static int cpu_attach(const struct runner_attach_msg *m, const int *fds, int n_f
     goto out;
   }
   for (int i = 0; i < n_fds; i++) {
-    void *p = m->buf[i].bytes ? mmap(NULL, m->buf[i].bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0)
-                              : NULL;
+    void *p = m->buf[i].bytes
+                  ? mmap(NULL, m->buf[i].bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0)
+                  : NULL;
     if (p == MAP_FAILED) {
       rc = -errno;
       snprintf(msg, msg_len, "mmap of buffer %d (%llu bytes): %s", i,
@@ -84,14 +85,14 @@ static int find_module(const uint8_t key[32]) {
   return -1;
 }
 
-static const char *const known[] = {"kernel", "transpose", "wrong", "lazy", "once",
-                                    "trap", "oob", "hang", "die", "scratch", "scribble",
-                                    "staged", "memo"};
+static const char *const known[] = {"kernel",   "transpose", "wrong", "lazy", "once",
+                                    "trap",     "oob",       "hang",  "die",  "scratch",
+                                    "scribble", "staged",    "memo"};
 
-static float *memo;         /* the memo function's result cache, and its floats */
+static float *memo; /* the memo function's result cache, and its floats */
 static size_t memo_floats;
 
-static void *scratch;         /* the scratch of runs that ask for it, kept and grown */
+static void *scratch; /* the scratch of runs that ask for it, kept and grown */
 static uint64_t scratch_cap;
 
 static int cpu_load(const struct runner_load_msg *m, const void *image,
@@ -176,7 +177,8 @@ static void call(int mod, const float *a, float *b, int m, int n, unsigned *s, b
  * transposes: one input). */
 static void fresh_generate(const struct runner_fresh *f, uint32_t l) {
   float *a = att.base[0];
-  for (uint64_t i = 0; i < f->floats[0]; i++) a[i] = gen_uniform(f->seed + l, f->stream[0], i) * f->scale[0];
+  for (uint64_t i = 0; i < f->floats[0]; i++)
+    a[i] = gen_uniform(f->seed + l, f->stream[0], i) * f->scale[0];
 }
 
 /* Launch l of a fresh run, checked into done when it is the first to fail: the input
@@ -247,8 +249,9 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   }
   const struct runner_fresh *f = &m->fresh;
   bool fresh = m->timed && f->check != RUNNER_CHECK_NONE;
-  if (fresh && (f->check != RUNNER_CHECK_TRANSPOSE || f->n_in != 1 || m->args[0].value != 0 ||
-                f->floats[0] * sizeof(float) > att.bytes[0] || f->p[0] != rows || f->p[1] != cols)) {
+  if (fresh &&
+      (f->check != RUNNER_CHECK_TRANSPOSE || f->n_in != 1 || m->args[0].value != 0 ||
+       f->floats[0] * sizeof(float) > att.bytes[0] || f->p[0] != rows || f->p[1] != cols)) {
     snprintf(msg, msg_len, "run: the CPU runner checks fresh transposes of its one input only");
     return -EINVAL;
   }
@@ -265,7 +268,8 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   }
   if (fresh) done->fresh_checked = m->n_launches;
   if (m->timed && m->n_launches)
-    done->ms_per_launch = (m->poison_each || m->cold || fresh ? timed : clock_mono_ms() - t_all) / m->n_launches;
+    done->ms_per_launch = (m->poison_each || m->cold || fresh ? timed : clock_mono_ms() - t_all) /
+                          m->n_launches;
   (void)fault;
   return 0;
 }

@@ -72,7 +72,7 @@ static struct {
   uint64_t last_use;
   struct var *vars; /* owned */
   int n_vars;
-  uint8_t *init;    /* pinned (cudaMallocHost): the variables' initial bytes */
+  uint8_t *init; /* pinned (cudaMallocHost): the variables' initial bytes */
 } mods[MAX_MODULES];
 
 static CUdeviceptr scratch; /* runs' scratch (runner_run_msg.scratch_bytes), kept and grown */
@@ -87,8 +87,6 @@ static struct {
   char *ptr[RUNNER_MAX_BUFFERS];  /* base + offset */
   uint64_t bytes[RUNNER_MAX_BUFFERS];
 } att;
-
-
 
 static const char *cu_name(CUresult r) {
   const char *s = NULL;
@@ -114,9 +112,9 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
     return -ENODEV;
   }
   void *p[8];
-  static const char *const syms[] = {"cuModuleLoadData",   "cuModuleUnload",     "cuModuleGetFunction",
-                                     "cuLaunchKernel",     "cuFuncGetAttribute", "cuFuncSetAttribute",
-                                     "cuGetErrorName",     "cuModuleGetGlobal"};
+  static const char *const syms[] = {
+      "cuModuleLoadData",   "cuModuleUnload",     "cuModuleGetFunction", "cuLaunchKernel",
+      "cuFuncGetAttribute", "cuFuncSetAttribute", "cuGetErrorName",      "cuModuleGetGlobal"};
   for (int i = 0; i < 8; i++)
     if (resolve(syms[i], &p[i], msg, msg_len)) return -ENOSYS;
   memcpy(&drv.load, &p[0], sizeof p[0]);
@@ -132,16 +130,21 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
     snprintf(msg, msg_len, "cudaStreamCreate: %s", cudaGetErrorName(e));
     return -ENODEV;
   }
-  struct { enum cudaDeviceAttr a; int32_t *v; } attrs[] = {
-      {cudaDevAttrComputeCapabilityMajor, &h->cc_major},
-      {cudaDevAttrComputeCapabilityMinor, &h->cc_minor},
-      {cudaDevAttrMultiProcessorCount, &h->sms},
-      {cudaDevAttrMaxThreadsPerBlock, &h->max_threads_per_block},
-      {cudaDevAttrMaxBlockDimX, &h->max_block[0]}, {cudaDevAttrMaxBlockDimY, &h->max_block[1]},
-      {cudaDevAttrMaxBlockDimZ, &h->max_block[2]}, {cudaDevAttrMaxGridDimX, &h->max_grid[0]},
-      {cudaDevAttrMaxGridDimY, &h->max_grid[1]},   {cudaDevAttrMaxGridDimZ, &h->max_grid[2]},
-      {cudaDevAttrMaxSharedMemoryPerBlock, &h->max_shared_per_block},
-      {cudaDevAttrMaxSharedMemoryPerBlockOptin, &h->max_shared_optin}};
+  struct {
+    enum cudaDeviceAttr a;
+    int32_t *v;
+  } attrs[] = {{cudaDevAttrComputeCapabilityMajor, &h->cc_major},
+               {cudaDevAttrComputeCapabilityMinor, &h->cc_minor},
+               {cudaDevAttrMultiProcessorCount, &h->sms},
+               {cudaDevAttrMaxThreadsPerBlock, &h->max_threads_per_block},
+               {cudaDevAttrMaxBlockDimX, &h->max_block[0]},
+               {cudaDevAttrMaxBlockDimY, &h->max_block[1]},
+               {cudaDevAttrMaxBlockDimZ, &h->max_block[2]},
+               {cudaDevAttrMaxGridDimX, &h->max_grid[0]},
+               {cudaDevAttrMaxGridDimY, &h->max_grid[1]},
+               {cudaDevAttrMaxGridDimZ, &h->max_grid[2]},
+               {cudaDevAttrMaxSharedMemoryPerBlock, &h->max_shared_per_block},
+               {cudaDevAttrMaxSharedMemoryPerBlockOptin, &h->max_shared_optin}};
   for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
     int v = 0;
     cudaDeviceGetAttribute(&v, attrs[i].a, device);
@@ -149,7 +152,8 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
   }
   max_optin = h->max_shared_optin;
   n_sms = h->sms;
-  if (cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess) l2_bytes = 0;
+  if (cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess)
+    l2_bytes = 0;
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
     snprintf(h->name, sizeof h->name, "%.95s", prop.name);
@@ -196,7 +200,8 @@ static int vars_ready(int i, const void *image, size_t image_bytes, char *msg, s
   }
   for (int v = 0; v < im.n_vars; v++) {
     size_t bytes = 0;
-    if (drv.get_global(&at[v], &bytes, mods[i].mod, im.vars[v].name) != CUDA_SUCCESS || bytes < im.vars[v].bytes)
+    if (drv.get_global(&at[v], &bytes, mods[i].mod, im.vars[v].name) != CUDA_SUCCESS ||
+        bytes < im.vars[v].bytes)
       at[v] = 0;
   }
   uint64_t off = 0;
@@ -204,16 +209,17 @@ static int vars_ready(int i, const void *image, size_t image_bytes, char *msg, s
   for (int v = 0; v < im.n_vars; v++) {
     const struct uimage_var *x = &im.vars[v];
     for (int w = 0; !at[v] && w < im.n_vars; w++) /* a sibling of its section */
-      if (at[w] && im.vars[w].section == x->section)
-        at[v] = at[w] - im.vars[w].offset + x->offset;
+      if (at[w] && im.vars[w].section == x->section) at[v] = at[w] - im.vars[w].offset + x->offset;
     if (!at[v] && x->name[0] == '$') { /* the compiler's own (printf's strings): skipped */
-      fprintf(stderr, "gpulab-runner: %s (%llu bytes) is not found by name: not put back\n", x->name,
-              (unsigned long long)x->bytes);
+      fprintf(stderr, "gpulab-runner: %s (%llu bytes) is not found by name: not put back\n",
+              x->name, (unsigned long long)x->bytes);
       continue;
     }
     if (!at[v]) {
-      snprintf(msg, msg_len, "load: variable %.80s is not in the loaded module: it could not be put back before a launch",
-               x->name);
+      snprintf(
+          msg, msg_len,
+          "load: variable %.80s is not in the loaded module: it could not be put back before a launch",
+          x->name);
       rc = -EINVAL;
       goto out;
     }
@@ -240,8 +246,8 @@ static cudaError_t state_reset(int i, uint64_t scratch_bytes) {
   for (int v = 0; v < mods[i].n_vars && e == cudaSuccess; v++) {
     const struct var *x = &mods[i].vars[v];
     e = x->from == VAR_ZERO ? cudaMemsetAsync((void *)(uintptr_t)x->d, 0, x->bytes, stream)
-                            : cudaMemcpyAsync((void *)(uintptr_t)x->d, mods[i].init + x->from, x->bytes,
-                                              cudaMemcpyHostToDevice, stream);
+                            : cudaMemcpyAsync((void *)(uintptr_t)x->d, mods[i].init + x->from,
+                                              x->bytes, cudaMemcpyHostToDevice, stream);
   }
   if (e == cudaSuccess && scratch_bytes)
     e = cudaMemsetAsync((void *)(uintptr_t)scratch, 0, scratch_bytes, stream);
@@ -267,7 +273,8 @@ static int slots_ready(uint32_t n, char *msg, size_t msg_len) {
   free(h_slots);
   n_slots = 0;
   h_slots = malloc(n * sizeof *h_slots);
-  cudaError_t e = h_slots ? cudaMalloc((void **)&slots, n * sizeof *slots) : cudaErrorMemoryAllocation;
+  cudaError_t e = h_slots ? cudaMalloc((void **)&slots, n * sizeof *slots)
+                          : cudaErrorMemoryAllocation;
   if (e != cudaSuccess) {
     cudaGetLastError();
     slots = NULL;
@@ -304,7 +311,8 @@ static int scratch_ready(uint64_t bytes, char *msg, size_t msg_len) {
   cudaError_t e = cudaMalloc(&d, bytes);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    snprintf(msg, msg_len, "run: %llu bytes of scratch: %s", (unsigned long long)bytes, cudaGetErrorName(e));
+    snprintf(msg, msg_len, "run: %llu bytes of scratch: %s", (unsigned long long)bytes,
+             cudaGetErrorName(e));
     return -ENOMEM;
   }
   scratch = (CUdeviceptr)(uintptr_t)d, scratch_cap = bytes;
@@ -445,8 +453,7 @@ struct run_plan {
 };
 
 /* m's kernel, arguments, scratch and shared memory into p, checked: 0 or -errno with msg. */
-static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *msg,
-                    size_t msg_len) {
+static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *msg, size_t msg_len) {
   *p = (struct run_plan){.m = m, .mi = find_module(m->key)};
   if (p->mi < 0) {
     snprintf(msg, msg_len, "run: no image loaded under that key");
@@ -462,7 +469,8 @@ static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *ms
   for (uint32_t i = 0; i < m->n_args; i++) {
     if (m->args[i].kind == RUNNER_ARG_BUFFER) {
       if (m->args[i].value < 0 || m->args[i].value >= att.n) {
-        snprintf(msg, msg_len, "run: argument %u names buffer %d of %d", i, m->args[i].value, att.n);
+        snprintf(msg, msg_len, "run: argument %u names buffer %d of %d", i, m->args[i].value,
+                 att.n);
         return -EINVAL;
       }
       p->ptrs[i] = (CUdeviceptr)(uintptr_t)att.ptr[m->args[i].value];
@@ -498,8 +506,8 @@ static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *ms
     return rc;
   for (uint32_t i = 0; p->fresh && i < m->fresh.n_in; i++) p->fresh_in[i] = (float *)att.ptr[i];
   /* Anything done before each launch stays outside the timed part: each timed alone. */
-  p->per_launch =
-      m->timed && (m->poison_each || p->cold || p->fresh || mods[p->mi].n_vars || m->scratch_bytes);
+  p->per_launch = m->timed &&
+                  (m->poison_each || p->cold || p->fresh || mods[p->mi].n_vars || m->scratch_bytes);
   rc = grow_events(p->per_launch ? 2 * m->n_launches : 2, msg, msg_len);
   if (rc) return rc;
   if (p->cold && (rc = flush_ready(msg, msg_len))) return rc;
@@ -541,8 +549,8 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
   }
   if (p->per_launch) cudaEventRecord(events[2 * i], stream);
   CUresult r = drv.launch(p->f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1],
-                          m->block[2], m->dyn_shared_bytes, (CUstream)stream,
-                          (void **)p->params, NULL);
+                          m->block[2], m->dyn_shared_bytes, (CUstream)stream, (void **)p->params,
+                          NULL);
   if (r != CUDA_SUCCESS) {
     e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return fault_of(e, fault); /* an earlier launch faulted */

@@ -5,11 +5,11 @@
  * the socket closes. Everything it prints goes to gpulabd's log.
  *   gpulab-runner --mode cpu|cuda [--device N] [--parent PID] */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "kernels/core/clock.h"
@@ -49,7 +49,8 @@ static int serve(int sock, const struct runner_ops *ops) {
       ops->detach();
       rc = ops->attach(p, fds, n_fds, msg, sizeof msg);
       n_fds = 0; /* the mode owns them now */
-      rc = rc ? send_error(sock, rc, msg) : runner_send(sock, RUNNER_MSG_OK, NULL, 0, NULL, 0, NULL, 0);
+      rc = rc ? send_error(sock, rc, msg)
+              : runner_send(sock, RUNNER_MSG_OK, NULL, 0, NULL, 0, NULL, 0);
       break;
     case RUNNER_MSG_DETACH:
       ops->detach();
@@ -101,11 +102,16 @@ int main(int argc, char **argv) {
   int device = 0;
   pid_t parent = 0;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--mode") && i + 1 < argc) mode = argv[++i];
-    else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--parent") && i + 1 < argc) parent = (pid_t)atol(argv[++i]);
+    if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+      mode = argv[++i];
+    else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+      device = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--parent") && i + 1 < argc)
+      parent = (pid_t)atol(argv[++i]);
     else {
-      fprintf(stderr, "usage: gpulab-runner --mode cpu|cuda [--device N] [--parent PID] (fd 3: gpulabd's socket)\n");
+      fprintf(
+          stderr,
+          "usage: gpulab-runner --mode cpu|cuda [--device N] [--parent PID] (fd 3: gpulabd's socket)\n");
       return 2;
     }
   }
@@ -114,7 +120,8 @@ int main(int argc, char **argv) {
    * container: so its pid, not 1, is what tells.) */
   if (parent > 0 && getppid() != parent) return 0;
   const struct runner_ops *ops = NULL;
-  struct runner_hello_msg hello = {.version = RUNNER_PROTO_VERSION, .pid = getpid(), .device = device};
+  struct runner_hello_msg hello = {
+      .version = RUNNER_PROTO_VERSION, .pid = getpid(), .device = device};
   if (!strcmp(mode, "cpu")) {
     ops = &runner_cpu_ops;
     hello.mode = RUNNER_MODE_CPU;

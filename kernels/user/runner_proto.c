@@ -104,8 +104,10 @@ static int read_all(int sock, void *p, size_t n, double deadline, int *fds, int 
         int got[MAX_FDS];
         memcpy(got, CMSG_DATA(cm), sizeof(int) * (size_t)(k > MAX_FDS ? MAX_FDS : k));
         for (int i = 0; i < k && i < MAX_FDS; i++) {
-          if (*n_fds < max_fds) fds[(*n_fds)++] = got[i];
-          else close(got[i]);
+          if (*n_fds < max_fds)
+            fds[(*n_fds)++] = got[i];
+          else
+            close(got[i]);
         }
       }
     }
@@ -114,8 +116,8 @@ static int read_all(int sock, void *p, size_t n, double deadline, int *fds, int 
   return 0;
 }
 
-int runner_recv(int sock, struct runner_hdr *hdr, void **payload, int *fds, int max_fds,
-                int *n_fds, int timeout_ms) {
+int runner_recv(int sock, struct runner_hdr *hdr, void **payload, int *fds, int max_fds, int *n_fds,
+                int timeout_ms) {
   *payload = NULL;
   int got_fds = 0;
   double deadline = timeout_ms < 0 ? -1 : clock_mono_ms() + timeout_ms;

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 5 /* 5: runner_run_msg.fresh, runner_done_msg.bad_* */
+#define RUNNER_PROTO_VERSION 5         /* 5: runner_run_msg.fresh, runner_done_msg.bad_* */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -72,7 +72,7 @@ struct runner_attach_msg {
 };
 
 struct runner_load_msg {
-  uint8_t key[32];  /* the image's key: a runner keeps its modules by it until DETACH */
+  uint8_t key[32]; /* the image's key: a runner keeps its modules by it until DETACH */
   char entry[64];
   uint64_t image_bytes; /* the bytes that follow this struct */
 };
@@ -83,8 +83,8 @@ struct runner_loaded_msg {
 
 enum runner_arg_kind { RUNNER_ARG_BUFFER = 1, RUNNER_ARG_I32 = 2 };
 struct runner_arg {
-  uint32_t kind;  /* enum runner_arg_kind */
-  int32_t value;  /* a buffer's index in the attach, or the int */
+  uint32_t kind; /* enum runner_arg_kind */
+  int32_t value; /* a buffer's index in the attach, or the int */
 };
 
 /* What the runner's own check of a timed launch computes (runner_fresh.check). */
@@ -105,7 +105,7 @@ enum runner_check {
  * all), every output element must be finite, and the inputs with what was generated.
  * The answer (runner_done_msg.bad_*) names the first launch that failed. */
 struct runner_fresh {
-  uint32_t check;             /* enum runner_check */
+  uint32_t check; /* enum runner_check */
   uint32_t n_in;
   uint32_t stream[RUNNER_MAX_FRESH];
   float scale[RUNNER_MAX_FRESH];
@@ -138,8 +138,8 @@ struct runner_run_msg {
   uint32_t dyn_shared_bytes;
   uint32_t n_args;
   struct runner_arg args[RUNNER_MAX_ARGS];
-  uint32_t out_buffer;   /* index of the output buffer */
-  uint64_t out_floats;   /* its floats to poison */
+  uint32_t out_buffer; /* index of the output buffer */
+  uint64_t out_floats; /* its floats to poison */
   uint32_t n_launches;
   uint32_t poison_each, timed;
   uint32_t reset_zero;
@@ -151,7 +151,8 @@ struct runner_run_msg {
 struct runner_done_msg {
   double ms_per_launch; /* timed runs; 0 otherwise */
   double wall_ms;       /* the runner's wall time for the request */
-  uint32_t l2_flushes;  /* L2 flushes done before the launches (cold: n in CUDA mode, 0 in CPU mode) */
+  uint32_t
+      l2_flushes; /* L2 flushes done before the launches (cold: n in CUDA mode, 0 in CPU mode) */
   uint32_t pad;
   uint64_t flush_bytes; /* the bytes each of them read (2x the device's L2); 0 when none */
   /* Fresh runs (runner_fresh): launches checked, and the first that failed (1-based; 0:
@@ -163,11 +164,11 @@ struct runner_done_msg {
 };
 
 struct runner_fault_msg {
-  char name[64];   /* e.g. "cudaErrorIllegalAddress", "SIGSEGV" */
+  char name[64]; /* e.g. "cudaErrorIllegalAddress", "SIGSEGV" */
   char msg[192];
 };
 struct runner_error_msg {
-  int32_t code;    /* a negative errno value */
+  int32_t code; /* a negative errno value */
   char msg[256];
 };
 
@@ -181,8 +182,8 @@ int runner_send(int sock, uint32_t type, const void *payload, size_t len, const 
  * caller then; extra ones are closed). timeout_ms < 0: wait for ever, else for the
  * whole frame. Returns 0, -ETIMEDOUT, -EPIPE when the other end closed, -EPROTO for a
  * bad frame, or another negative errno. */
-int runner_recv(int sock, struct runner_hdr *hdr, void **payload, int *fds, int max_fds,
-                int *n_fds, int timeout_ms);
+int runner_recv(int sock, struct runner_hdr *hdr, void **payload, int *fds, int max_fds, int *n_fds,
+                int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -50,9 +50,8 @@ static const char *option_refusal(const char *o) {
   }
   const char *u = undash(o);
   if (!u) return "not an option";
-  if (!strcmp(u, "use_fast_math") || !strcmp(u, "lineinfo") ||
-      !strcmp(u, "generate-line-info") || !strcmp(u, "restrict") ||
-      !strcmp(u, "extra-device-vectorization"))
+  if (!strcmp(u, "use_fast_math") || !strcmp(u, "lineinfo") || !strcmp(u, "generate-line-info") ||
+      !strcmp(u, "restrict") || !strcmp(u, "extra-device-vectorization"))
     return NULL;
   if (!strncmp(u, "maxrregcount=", 13)) {
     char *end;
@@ -83,8 +82,7 @@ static const char *option_refusal(const char *o) {
   return "not on the whitelist";
 }
 
-int ucompile_options_check(const char *const *options, int n_options, char *msg,
-                           size_t msg_len) {
+int ucompile_options_check(const char *const *options, int n_options, char *msg, size_t msg_len) {
   if (n_options < 0 || n_options > UCOMPILE_MAX_OPTIONS) {
     snprintf(msg, msg_len, "at most %d options", UCOMPILE_MAX_OPTIONS);
     return -EINVAL;
@@ -174,8 +172,10 @@ int ucompile_source_check(const char *source, int *line, char *msg, size_t msg_l
            flat[i] == '\v')
       i++;
     bool hash = false;
-    if (flat[i] == '#') hash = true, i++;
-    else if (flat[i] == '%' && flat[i + 1] == ':') hash = true, i += 2;
+    if (flat[i] == '#')
+      hash = true, i++;
+    else if (flat[i] == '%' && flat[i + 1] == ':')
+      hash = true, i += 2;
     if (hash) {
       while (flat[i] == ' ' || flat[i] == '\t') i++;
       size_t w = i;
@@ -216,8 +216,10 @@ static int word_line(const char *source, const char *word) {
     char quote = 0;
     for (size_t i = 0; flat[i] && !line; i++) {
       if (quote) {
-        if (flat[i] == '\\' && flat[i + 1]) i++;
-        else if (flat[i] == quote || flat[i] == '\n') quote = 0;
+        if (flat[i] == '\\' && flat[i + 1])
+          i++;
+        else if (flat[i] == quote || flat[i] == '\n')
+          quote = 0;
       } else if (flat[i] == '"' || flat[i] == '\'') {
         quote = flat[i];
       } else if (!strncmp(flat + i, word, wl) && (i == 0 || !ident_char(flat[i - 1])) &&
@@ -382,9 +384,8 @@ static bool entry_ok(const char *entry) {
 
 /* A compile that succeeded into r: its usage, whether it defines the entry, its CUBIN
  * and whether that keeps state across launches (check_state). 0, or -errno with msg. */
-static int take_image(const struct nvrtc_fns *f, nvrtc_program prog,
-                      const struct ucompile_req *req, struct ucompile_report *r, char *msg,
-                      size_t msg_len) {
+static int take_image(const struct nvrtc_fns *f, nvrtc_program prog, const struct ucompile_req *req,
+                      struct ucompile_report *r, char *msg, size_t msg_len) {
   ucompile_parse_usage(r->log, req->entry, r);
   /* ptxas -v lists each entry it compiled: one not among them was only declared (the
    * signature's declaration) or not extern "C". */
@@ -464,8 +465,7 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
     r->timed_out = true;
     snprintf(r->error, sizeof r->error, "the compile took longer than its limit of %.3g s",
              req->time_limit_s);
-  } else if (res == NVRTC_LOADER_ERROR_COMPILATION ||
-             res == NVRTC_LOADER_ERROR_INVALID_OPTION) {
+  } else if (res == NVRTC_LOADER_ERROR_COMPILATION || res == NVRTC_LOADER_ERROR_INVALID_OPTION) {
     if (!ucompile_first_error(r->log, name, &r->error_line, r->error, sizeof r->error))
       snprintf(r->error, sizeof r->error, "%s", f->error_string(res));
   } else if (res != NVRTC_LOADER_SUCCESS) {

@@ -25,16 +25,16 @@ extern "C" {
 
 /* What to compile. Every pointer is borrowed for the call. */
 struct ucompile_req {
-  const char *source;    /* NUL-terminated CUDA C device code */
-  const char *name;      /* the program's file name in the log, e.g. "my_tile.cu" */
-  const char *entry;     /* the extern "C" __global__ function to keep */
+  const char *source; /* NUL-terminated CUDA C device code */
+  const char *name;   /* the program's file name in the log, e.g. "my_tile.cu" */
+  const char *entry;  /* the extern "C" __global__ function to keep */
   /* A declaration of the entry with the experiment's signature, "%s" standing for
    * the entry's name (exp_user.declaration); NULL: none. */
   const char *declaration;
   const char *const *options; /* the user's, checked with ucompile_options_check */
   int n_options;
-  int arch;              /* SM architecture: 90 compiles for sm_90 */
-  double time_limit_s;   /* 0: none; else the compile is cancelled after it */
+  int arch;            /* SM architecture: 90 compiles for sm_90 */
+  double time_limit_s; /* 0: none; else the compile is cancelled after it */
   /* The bytes of module-scope variables a runner may put back before every launch
    * (uimage.h); an image with more is refused as stateful. 0: no limit. */
   uint64_t max_var_bytes;
@@ -43,10 +43,10 @@ struct ucompile_req {
 /* What compiling produced. ok false: the image is NULL and error says why. */
 struct ucompile_report {
   bool ok;
-  int result;            /* NVRTC's nvrtcResult */
-  bool timed_out;        /* cancelled at req->time_limit_s */
-  char *log;             /* the whole program log, NUL-terminated ("" when empty) */
-  void *image;           /* the CUBIN */
+  int result;     /* NVRTC's nvrtcResult */
+  bool timed_out; /* cancelled at req->time_limit_s */
+  char *log;      /* the whole program log, NUL-terminated ("" when empty) */
+  void *image;    /* the CUBIN */
   size_t image_bytes;
   /* The first error, as "k.cu(12): error: ..." gives it: its line in the user's
    * source (0 when the message has none) and its text (one line). */
@@ -55,7 +55,7 @@ struct ucompile_report {
   /* ptxas' resource usage of the entry (has_usage false when the log lacks it). */
   bool has_usage;
   int registers, barriers, shared_bytes, stack_bytes, spill_store_bytes, spill_load_bytes;
-  double compile_ms;     /* wall time of nvrtcCompileProgram */
+  double compile_ms; /* wall time of nvrtcCompileProgram */
   int arch;
   /* What the image keeps across launches (uimage.h): its module-scope variables, which
    * a runner puts back before every launch. A kernel whose state cannot be put back
@@ -73,8 +73,7 @@ struct ucompile_report {
  * -std=c++<11|14|17|20>, -restrict, --extra-device-vectorization (one or two leading
  * dashes alike). Returns 0, or -EINVAL with msg naming the first one refused and why
  * (e.g. include paths, -rdc, an architecture: gpulab picks it). */
-int ucompile_options_check(const char *const *options, int n_options, char *msg,
-                           size_t msg_len);
+int ucompile_options_check(const char *const *options, int n_options, char *msg, size_t msg_len);
 
 /* Checks source for what device code may not do here: #include (and its digraph,
  * #import, #embed; comments and line splices are seen through), so that nothing on

@@ -165,7 +165,9 @@ void ukreg_fresh_failure(const struct exp_spec *s, const struct runner_done_msg 
                          char *out, size_t len) {
   const struct exp_desc *d = exp_desc(s->type);
   if (done->bad_what == 2) {
-    const char *name = d && done->bad_input < (uint32_t)d->n_inputs ? d->inputs[done->bad_input].name : "?";
+    const char *name = d && done->bad_input < (uint32_t)d->n_inputs
+                           ? d->inputs[done->bad_input].name
+                           : "?";
     snprintf(out, len,
              "timed launch %u of %u on fresh inputs: it changed its input %s (%llu elements, the "
              "first at %llu)",

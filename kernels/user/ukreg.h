@@ -22,14 +22,14 @@ struct ukreg_kernel {
   char experiment[16], name[64], owner[64], source_sha[65], entry[64];
   int block[3], tile[2], grid[3];
   bool has_grid;
-  int shared_bytes; /* dynamic */
+  int shared_bytes;        /* dynamic */
   long long scratch_bytes; /* > 0: one more last argument, zeroed before every launch */
   /* Why a stored kernel may not run under today's rules (it was stored before them:
    * state no runner can put back, uimage.h), "" when it may. Its runs are unavailable. */
   char refused[256];
   int registers, static_shared_bytes, stack_bytes, spill_bytes; /* from ptxas */
-  uint8_t key[32];  /* SHA-256 of the image: the runner keeps modules by it */
-  void *image;      /* the CUBIN */
+  uint8_t key[32]; /* SHA-256 of the image: the runner keeps modules by it */
+  void *image;     /* the CUBIN */
   size_t image_bytes;
 };
 

@@ -6,8 +6,8 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -124,7 +124,8 @@ void make_queued_locked(struct engine *e, struct job *job, bool wake) {
 }
 
 void wake_for_locked(struct engine *e, struct job *job) {
-  if (job->state == JOB_QUEUED) pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
+  if (job->state == JOB_QUEUED)
+    pthread_cond_signal(&e->work_ready[job->device]); /* one worker takes one job */
 }
 
 void engine_wake(struct engine *e, struct job *job) {
@@ -155,7 +156,6 @@ static void release_buffers_locked(struct engine *e, struct job *job) {
     job->output = NULL;
   }
 }
-
 
 /* Children of a parent that failed or was canceled fail too, and theirs. */
 static void fail_children_locked(struct engine *e, struct job *parent) {
@@ -193,8 +193,8 @@ void parent_ready_locked(struct engine *e, struct job *parent, bool finished) {
 }
 
 /* Ends a job: final state, buffers released, children told, listeners woken. */
-void end_job_locked(struct engine *e, struct job *job, enum job_state state,
-                           const char *code, const char *message) {
+void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,
+                    const char *message) {
   job->state = state;
   job->finished_at = engine_now_unix();
   if (code) snprintf(job->error_code, sizeof job->error_code, "%s", code);
@@ -257,7 +257,9 @@ void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *v, 
   engine_unlock(e);
 }
 
-struct events *engine_events(struct engine *e) { return e->events; }
+struct events *engine_events(struct engine *e) {
+  return e->events;
+}
 
 int engine_job_cancel(struct engine *e, struct job *job) {
   struct engine_watch *fired = NULL;
@@ -302,7 +304,9 @@ uint64_t engine_next_id(struct engine *e, enum engine_ids kind) {
   return id;
 }
 
-uint64_t engine_first_id(const struct engine *e, enum engine_ids kind) { return e->first_ids[kind]; }
+uint64_t engine_first_id(const struct engine *e, enum engine_ids kind) {
+  return e->first_ids[kind];
+}
 
 int engine_jobs_list(struct engine *e, const struct engine_list_filter *f, struct job **out,
                      int max) {
@@ -331,7 +335,8 @@ void engine_counts(struct engine *e, struct engine_counts *out) {
   out->lock_wait_s = e->lock_waits.seconds;
   out->row_waits = atomic_load(&e->row_waits);
   out->buffers = e->n_buffers;
-  for (int i = 0; i < e->n_buffers; i++) out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
+  for (int i = 0; i < e->n_buffers; i++)
+    out->buffer_bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   engine_unlock(e);
 }
 
@@ -364,7 +369,9 @@ bool engine_healthy(const struct engine *e) {
 }
 
 int engine_device_count(const struct engine *e) { return e->n_devices; }
-struct backend *engine_device(struct engine *e, int index) { return e->devices[index]; }
+struct backend *engine_device(struct engine *e, int index) {
+  return e->devices[index];
+}
 
 /* ---- life ---- */
 

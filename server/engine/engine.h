@@ -16,7 +16,15 @@
 #include "kernels/core/experiment.h"
 #include "server/engine/events.h"
 
-enum job_state { JOB_QUEUED, JOB_WAITING, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_CANCELED, JOB_STATE_COUNT };
+enum job_state {
+  JOB_QUEUED,
+  JOB_WAITING,
+  JOB_RUNNING,
+  JOB_DONE,
+  JOB_FAILED,
+  JOB_CANCELED,
+  JOB_STATE_COUNT
+};
 
 const char *job_state_name(enum job_state state);
 int job_state_from_name(const char *name); /* -1 if unknown */
@@ -32,13 +40,13 @@ struct engine;
 struct engine_job_request {
   struct exp_spec spec;
   char client[64];
-  int device;      /* pin to this device; -1: placed by the engine */
-  int priority;    /* higher runs first among the client's jobs */
-  bool exclusive;  /* timed windows alone on the device (isolation "exclusive") */
+  int device;     /* pin to this device; -1: placed by the engine */
+  int priority;   /* higher runs first among the client's jobs */
+  bool exclusive; /* timed windows alone on the device (isolation "exclusive") */
   bool keep_output;
-  bool host_sync;  /* wait for parents to finish, not just to be issued (benchmarks) */
-  bool admin;      /* may name other clients' jobs and buffers */
-  int max_queued;  /* this client's limit; 0: the engine's */
+  bool host_sync;      /* wait for parents to finish, not just to be issued (benchmarks) */
+  bool admin;          /* may name other clients' jobs and buffers */
+  int max_queued;      /* this client's limit; 0: the engine's */
   uint64_t restore_id; /* after a restart, or claimed from a fleet's queue: run under
                           this id (any id not in the table); 0: a new id */
   int n_depends;
@@ -47,12 +55,12 @@ struct engine_job_request {
 
 /* Why a request was refused: code is a negative errno the HTTP layer maps. */
 struct engine_error {
-  int code;        /* -ENOENT (unknown job or buffer), -EINVAL (shapes), -EFBIG (memory),
+  int code; /* -ENOENT (unknown job or buffer), -EINVAL (shapes), -EFBIG (memory),
                       -EAGAIN (client's queue full), -ESHUTDOWN, -ENOMEM, -EPIPE (output gone),
                       or reserve_ids' error (new ids could not be recorded: field "store") */
   char field[48];
   char message[320];
-  uint64_t missing_job; /* -ENOENT for a job (depends_on, an output as input): its id */
+  uint64_t missing_job;    /* -ENOENT for a job (depends_on, an output as input): its id */
   uint64_t missing_buffer; /* -ENOENT for a buffer input not in the table: its id */
 };
 
@@ -112,7 +120,7 @@ struct engine_config {
                         const struct engine_job_request *req, bool first,
                         struct engine_recorded *out);
   void *on_job_change_arg;
-  uint64_t first_id; /* ids start here (above those of a previous run); 0 means 1 */
+  uint64_t first_id;        /* ids start here (above those of a previous run); 0 means 1 */
   uint64_t first_buffer_id; /* the same for buffers */
   /* Called (may be NULL) under the lock before an id past the last reserved one of
    * kind is handed out: ids from *next (the next one the engine would hand out) up to
@@ -165,8 +173,8 @@ int engine_submit(struct engine *e, const struct engine_job_request *req, struct
  * client's queue with the others counted, memory, ids) before any is created. Returns
  * 0 and n new references in out[0..n), or a negative errno with err filled, *failed
  * the index of the request refused (-1 when none in particular), and nothing created. */
-int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n, struct job **out,
-                      struct engine_error *err, int *failed);
+int engine_submit_all(struct engine *e, const struct engine_job_request *reqs, int n,
+                      struct job **out, struct engine_error *err, int *failed);
 /* Runs job to its end on the calling thread, when it can start at once on an idle
  * device: it is queued, alone in its device's queue, and nothing runs there. The lane
  * is lent for the run (its worker takes nothing meanwhile), so the job runs exactly
@@ -218,15 +226,15 @@ uint64_t engine_next_id(struct engine *e, enum engine_ids kind);
 uint64_t engine_first_id(const struct engine *e, enum engine_ids kind);
 
 struct engine_list_filter {
-  int state;           /* enum job_state, or -1 for any */
-  int type;            /* enum exp_type, or -1 for any */
-  uint64_t before_id;  /* only ids below this (paging); 0 for no bound */
-  const char *client;  /* only this client's jobs; NULL for everyone's */
+  int state;          /* enum job_state, or -1 for any */
+  int type;           /* enum exp_type, or -1 for any */
+  uint64_t before_id; /* only ids below this (paging); 0 for no bound */
+  const char *client; /* only this client's jobs; NULL for everyone's */
 };
 /* Newest first: up to max jobs matching filter, as new references in out.
  * Returns how many. */
-int engine_jobs_list(struct engine *e, const struct engine_list_filter *filter,
-                     struct job **out, int max);
+int engine_jobs_list(struct engine *e, const struct engine_list_filter *filter, struct job **out,
+                     int max);
 
 /* ---- buffers ---- */
 
@@ -258,9 +266,8 @@ struct engine_buffer_view {
  * bytes of the client's listed buffers (-EDQUOT past it). Returns 0 and its id, or
  * a negative errno with err. */
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const struct engine_buffer_origin *origin,
-                         const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
-                         struct engine_error *err);
+                         const struct engine_buffer_origin *origin, const char *client, int device,
+                         uint64_t client_max_bytes, uint64_t *id, struct engine_error *err);
 /* 0 or -ENOENT. */
 int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *view);
 /* Copies the buffer into host (view.bytes long), waiting for the job that writes
@@ -280,8 +287,7 @@ int engine_buffers_list(struct engine *e, uint64_t before_id, const char *client
 struct events *engine_events(struct engine *e);
 /* The job's view and the last event seq, taken together: events after that seq
  * are exactly the job's later changes. */
-void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *view,
-                         uint64_t *seq);
+void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *view, uint64_t *seq);
 
 /* A one-shot notification: fn(arg) runs once, when the job reaches a final state (on
  * the thread that ended it, once its record is queued, or on the engine's timer
@@ -290,13 +296,13 @@ void engine_job_snapshot(struct engine *e, struct job *job, struct job_view *vie
  * caller owns w and must keep it alive until fn has run. */
 struct engine_watch {
   struct engine_watch *next, *prev, *job_next; /* the engine's links */
-  struct job *job; /* referenced while pending */
+  struct job *job;                             /* referenced while pending */
   double deadline;
   void (*fn)(void *arg);
   void *arg;
 };
-void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w,
-                      double deadline, void (*fn)(void *arg), void *arg);
+void engine_watch_add(struct engine *e, struct job *job, struct engine_watch *w, double deadline,
+                      void (*fn)(void *arg), void *arg);
 
 struct engine_counts {
   int by_state[JOB_STATE_COUNT]; /* jobs currently kept, per state */

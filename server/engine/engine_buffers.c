@@ -48,8 +48,8 @@ static int list_locked(struct engine *e, struct ebuf *b, struct engine_error *er
   b->refs++;
   e->buffers[e->n_buffers++] = b;
   if (e->cfg.on_buffer_change)
-    b->record_ticket =
-        e->cfg.on_buffer_change(e->cfg.on_buffer_change_arg, b->id, b->client, b->created_at, true);
+    b->record_ticket = e->cfg.on_buffer_change(e->cfg.on_buffer_change_arg, b->id, b->client,
+                                               b->created_at, true);
   return 0;
 }
 
@@ -110,7 +110,8 @@ static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
 static uint64_t client_bytes_locked(struct engine *e, const char *client) {
   uint64_t bytes = 0;
   for (int i = 0; i < e->n_buffers; i++)
-    if (!strcmp(e->buffers[i]->client, client)) bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
+    if (!strcmp(e->buffers[i]->client, client))
+      bytes += backend_buffer_count(e->buffers[i]->buf) * sizeof(float);
   return bytes;
 }
 
@@ -123,7 +124,8 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
     err->code = -EFBIG;
     snprintf(err->message, sizeof err->message,
              "the buffer has %llu bytes; the limit per job is %llu bytes",
-             (unsigned long long)(count * sizeof(float)), (unsigned long long)engine_memory_limit(e));
+             (unsigned long long)(count * sizeof(float)),
+             (unsigned long long)engine_memory_limit(e));
     return err->code;
   }
   struct ebuf *b = calloc(1, sizeof *b);
@@ -160,7 +162,8 @@ int engine_buffer_upload(struct engine *e, const void *host, const struct exp_sh
                (unsigned long long)held, (unsigned long long)(count * sizeof(float)),
                (unsigned long long)client_max_bytes);
     else if (!err->message[0]) /* else the id's reservation said why */
-      snprintf(err->message, sizeof err->message, "%s", rc == -ESHUTDOWN ? "gpulabd is shutting down" : "out of memory");
+      snprintf(err->message, sizeof err->message, "%s",
+               rc == -ESHUTDOWN ? "gpulabd is shutting down" : "out of memory");
     return err->code = rc;
   }
   return 0;
@@ -207,7 +210,8 @@ int engine_buffers_list(struct engine *e, uint64_t before_id, const char *client
   int n = 0;
   engine_lock(e);
   for (int i = e->n_buffers - 1; i >= 0 && n < max; i--)
-    if ((!before_id || e->buffers[i]->id < before_id) && (!client || !strcmp(client, e->buffers[i]->client)))
+    if ((!before_id || e->buffers[i]->id < before_id) &&
+        (!client || !strcmp(client, e->buffers[i]->client)))
       view_of(e->buffers[i], &out[n++]);
   pthread_mutex_unlock(&e->lock);
   return n;

@@ -16,7 +16,7 @@
  * job that reads it (until it ends). */
 struct ebuf {
   int refs;
-  uint64_t id;  /* 0 while not listed (an output nobody kept) */
+  uint64_t id; /* 0 while not listed (an output nobody kept) */
   bool listed;
   struct exp_shape shape;
   enum exp_dtype dtype; /* F32, or the producer's out_dtype (a histogram's counts: U32) */
@@ -43,10 +43,10 @@ struct job {
 
   struct job *parents[ENGINE_MAX_PARENTS]; /* referenced */
   int n_parents;
-  int deps_pending;         /* parents not yet issued (finished, with host_sync) */
-  struct job **children;    /* referenced until this job settles */
+  int deps_pending;      /* parents not yet issued (finished, with host_sync) */
+  struct job **children; /* referenced until this job settles */
   int n_children, cap_children;
-  struct engine_watch *watches; /* pending on it (through job_next) */
+  struct engine_watch *watches;           /* pending on it (through job_next) */
   struct job *input_from[EXP_MAX_INPUTS]; /* slot fed by this parent's output */
   struct ebuf *inputs[EXP_MAX_INPUTS];    /* referenced while unfinished */
 
@@ -73,8 +73,8 @@ struct job {
    * that changed the state (engine_unlock), and only after the rows before it:
    * rows_queued counts those queued, so that rows made by several threads reach the
    * store in order, and none is made under the lock. */
-  unsigned rows_taken;             /* under the lock */
-  atomic_uint rows_queued;         /* <= rows_taken */
+  unsigned rows_taken;            /* under the lock */
+  atomic_uint rows_queued;        /* <= rows_taken */
   _Atomic uint64_t record_ticket; /* the store's ticket of its last queued row */
   _Atomic(char *) doc;            /* its document once its final row is queued (owned) */
   /* Final, with its rows queued: nothing in its view changes any more, which
@@ -99,7 +99,7 @@ struct engine {
   atomic_int row_waiters;    /* threads waiting on recorded */
   atomic_ullong row_waits;   /* engine_counts' */
   bool stopping, stopped;
-  bool paused; /* engine_pause: no job starts */
+  bool paused;    /* engine_pause: no job starts */
   double grace_s; /* the shutdown's grace, for the message of jobs it interrupted */
 
   struct backend *const *devices;
@@ -129,7 +129,7 @@ struct engine {
   double timer_until;
   struct worker *workers;
   int n_workers;
-  uint64_t ran_inline; /* jobs engine_run_inline ran */
+  uint64_t ran_inline;          /* jobs engine_run_inline ran */
   struct lock_waits lock_waits; /* engine_lock's */
   pthread_t timer;
 };
@@ -159,7 +159,8 @@ void leave_pending_locked(struct engine *e, struct job *job);
 void publish_state_locked(struct engine *e, struct job *job);
 /* engine_submit.c: makes sure id of kind is reserved (engine_config.reserve_ids).
  * Returns 0 or the callback's error, with err filled when err is not NULL. */
-int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id, struct engine_error *err);
+int reserve_id_locked(struct engine *e, enum engine_ids kind, uint64_t id,
+                      struct engine_error *err);
 /* Ends a job: final state, buffers released, children told, listeners due. */
 void end_job_locked(struct engine *e, struct job *job, enum job_state state, const char *code,
                     const char *message);

@@ -28,7 +28,10 @@ static bool hook_canceled(void *arg) {
 
 static void hook_progress(void *arg, int run, int batch, double sample_ms) {
   struct run_ctx *c = arg;
-  struct event ev = {.job_id = c->job->id, .kind = EVENT_PROGRESS, .run = run, .batch = batch,
+  struct event ev = {.job_id = c->job->id,
+                     .kind = EVENT_PROGRESS,
+                     .run = run,
+                     .batch = batch,
                      .sample_ms = sample_ms};
   snprintf(ev.job_type, sizeof ev.job_type, "%s", exp_type_name(c->job->spec.type));
   snprintf(ev.state, sizeof ev.state, "running");
@@ -104,7 +107,8 @@ static void start_job_locked(struct engine *e, struct worker *w, struct job *job
   job->backend = e->devices[w->device];
   job_ref(job);
   *bj = (struct backend_job){.spec = &job->spec, .after = after, .exclusive = job->req.exclusive};
-  for (int s = 0; s < EXP_MAX_INPUTS; s++) bj->input[s] = job->inputs[s] ? job->inputs[s]->buf : NULL;
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    bj->input[s] = job->inputs[s] ? job->inputs[s]->buf : NULL;
   for (int i = 0; i < job->n_parents; i++)
     if (job->parents[i]->done) after[bj->n_after++] = job->parents[i]->done;
   publish_state_locked(e, job);
@@ -156,8 +160,10 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
     end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
   } else if (rc == -ECANCELED && job->interrupted) {
     char why[160];
-    snprintf(why, sizeof why, "gpulabd was stopped and the job did not finish within the grace "
-             "period (%g s): it was interrupted, and is not run again", e->grace_s);
+    snprintf(why, sizeof why,
+             "gpulabd was stopped and the job did not finish within the grace "
+             "period (%g s): it was interrupted, and is not run again",
+             e->grace_s);
     end_job_locked(e, job, JOB_FAILED, "interrupted", why);
   } else if (rc == -ECANCELED) {
     end_job_locked(e, job, JOB_CANCELED, "canceled", err);
@@ -189,8 +195,7 @@ static void run_job(struct engine *e, struct worker *w, struct job *job, struct 
     rc = backend_run(e->devices[w->device], w->lane, bj, &hooks, result, err, sizeof err);
   }
   hold(&ctx, 0);
-  if (rc && rc != -ECANCELED)
-    log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
+  if (rc && rc != -ECANCELED) log_warn("job %llu failed: %s", (unsigned long long)job->id, err);
   finish_run(e, job, bj, rc, result, err);
 }
 
@@ -218,8 +223,9 @@ bool engine_run_inline(struct engine *e, struct job *job) {
    * go through the workers, so HTTP threads never wait on the GPU while other
    * connections wait for them (64 connections on the H200: 7.9k tiny jobs/s run here
    * against 10k through the workers). */
-  if (!e->stopping && !e->paused && job->state == JOB_QUEUED && sched_queued(e->sched, job->device) == 1 &&
-      e->running[job->device] == 0 && backend_healthy(e->devices[job->device]))
+  if (!e->stopping && !e->paused && job->state == JOB_QUEUED &&
+      sched_queued(e->sched, job->device) == 1 && e->running[job->device] == 0 &&
+      backend_healthy(e->devices[job->device]))
     for (int i = 0; i < e->n_workers && !w; i++)
       if (e->workers[i].device == job->device && e->workers[i].idle && !e->workers[i].lent)
         w = &e->workers[i];

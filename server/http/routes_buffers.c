@@ -13,25 +13,30 @@
 
 #define LIST_LIMIT_MAX 1000
 
-static const char *dtype_name(enum exp_dtype d) { return d == EXP_DTYPE_U32 ? "uint32" : "float32"; }
+static const char *dtype_name(enum exp_dtype d) {
+  return d == EXP_DTYPE_U32 ? "uint32" : "float32";
+}
 
 static json_t *buffer_json(const struct engine_buffer_view *v) {
   json_t *shape = json_array();
-  for (int d = 0; d < v->shape.ndim; d++) json_array_append_new(shape, json_integer(v->shape.dims[d]));
+  for (int d = 0; d < v->shape.ndim; d++)
+    json_array_append_new(shape, json_integer(v->shape.dims[d]));
   const struct engine_buffer_origin *o = &v->origin;
-  json_t *from = o->converted ? json_pack("{s:s,s:b,s:f}", "dtype", o->dtype, "fortran_order", o->fortran_order,
-                                          "max_rounding_error", o->max_rounding_error)
-                              : json_null();
-  return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i,s:o}", "id", (json_int_t)v->id, "shape", shape,
-                   "dtype", dtype_name(v->dtype), "bytes", (json_int_t)v->bytes, "client", v->client,
-                   "created_at", time_json(v->created_at), "job",
+  json_t *from = o->converted
+                     ? json_pack("{s:s,s:b,s:f}", "dtype", o->dtype, "fortran_order",
+                                 o->fortran_order, "max_rounding_error", o->max_rounding_error)
+                     : json_null();
+  return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i,s:o}", "id", (json_int_t)v->id, "shape",
+                   shape, "dtype", dtype_name(v->dtype), "bytes", (json_int_t)v->bytes, "client",
+                   v->client, "created_at", time_json(v->created_at), "job",
                    v->producer_job ? json_integer((json_int_t)v->producer_job) : json_null(),
                    "in_use", v->in_use, "device", v->device, "converted_from", from);
 }
 
 /* Whether the request's Content-Type is application/x-npy (parameters aside). */
 static bool says_npy(struct request *r) {
-  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+  const char *ct = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                               MHD_HTTP_HEADER_CONTENT_TYPE);
   static const char npy[] = "application/x-npy";
   return ct && strncasecmp(ct, npy, sizeof npy - 1) == 0 && strchr("; \t", ct[sizeof npy - 1]);
 }
@@ -45,7 +50,8 @@ static enum MHD_Result buffers_post(struct request *r) {
   const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape");
   const char *body = r->body ? r->body : "";
   if (npy_upload(body, r->body_len, shape, says_npy(r), &arr, &raw, why, sizeof why))
-    return respond_fail(r, 400, raw ? "invalid_raw" : "invalid_npy", raw ? "shape" : NULL, "%s", why);
+    return respond_fail(r, 400, raw ? "invalid_raw" : "invalid_npy", raw ? "shape" : NULL, "%s",
+                        why);
   struct exp_shape s = {arr.ndim, {arr.shape[0], arr.ndim == 2 ? arr.shape[1] : 0}};
   char client[64];
   struct engine_error err;
@@ -61,23 +67,28 @@ static enum MHD_Result buffers_post(struct request *r) {
     struct npy_conversion conv;
     converted = malloc(arr.count * sizeof *converted);
     if (!converted)
-      return respond_fail(r, 503, "out_of_memory", NULL, "no memory to convert %" PRIu64 " values", arr.count);
+      return respond_fail(r, 503, "out_of_memory", NULL, "no memory to convert %" PRIu64 " values",
+                          arr.count);
     if (npy_convert(&arr, converted, &conv, why, sizeof why)) {
       free(converted);
       return respond_fail(r, 400, "invalid_npy", NULL, "%s", why);
     }
-    origin = (struct engine_buffer_origin){.converted = true, .fortran_order = conv.from_fortran_order,
+    origin = (struct engine_buffer_origin){.converted = true,
+                                           .fortran_order = conv.from_fortran_order,
                                            .max_rounding_error = conv.max_rounding_error};
     snprintf(origin.dtype, sizeof origin.dtype, "%s", conv.from_dtype);
     arr.data = converted;
   }
-  int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, &origin, request_client(r, client, sizeof client),
-                                (int)device, r->who ? r->who->max_buffer_bytes : 0, &id, &err);
+  int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, &origin,
+                                request_client(r, client, sizeof client), (int)device,
+                                r->who ? r->who->max_buffer_bytes : 0, &id, &err);
   free(converted);
   if (rc == -EFBIG) return respond_fail(r, 413, "buffer_too_large", NULL, "%s", err.message);
   if (rc == -EDQUOT) return respond_fail(r, 413, "quota_exceeded", NULL, "%s", err.message);
-  if (rc && strcmp(err.field, "store") == 0) return respond_storage(r, rc); /* its id not recorded */
-  if (rc) return respond_fail(r, 503, "upload_failed", NULL, "cannot store the buffer: %s", err.message);
+  if (rc && strcmp(err.field, "store") == 0)
+    return respond_storage(r, rc); /* its id not recorded */
+  if (rc)
+    return respond_fail(r, 503, "upload_failed", NULL, "cannot store the buffer: %s", err.message);
   struct engine_buffer_view v;
   if (engine_buffer_get(r->srv->engine, id, &v)) /* deleted at once by someone else */
     return respond_fail(r, 404, "buffer_not_found", "id", "buffer %" PRIu64 " is gone", id);
@@ -131,10 +142,10 @@ static int accept_q(const char *accept, const char *type) {
     while (*p == ' ' || *p == '\t' || *p == ',') p++;
     size_t n = strcspn(p, ",;"), len = n;
     while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
-    int rank = len == 3 && strncmp(p, "*/*", 3) == 0                                            ? 1
+    int rank = len == 3 && strncmp(p, "*/*", 3) == 0                                       ? 1
                : len == top + 2 && strncasecmp(p, type, top + 1) == 0 && p[top + 1] == '*' ? 2
-               : len == type_len && strncasecmp(p, type, len) == 0                          ? 3
-                                                                                             : 0;
+               : len == type_len && strncasecmp(p, type, len) == 0                         ? 3
+                                                                                           : 0;
     int q = 1000;
     for (p += n; *p == ';';) {
       p++;
@@ -158,18 +169,22 @@ static int accept_q(const char *accept, const char *type) {
  * (a histogram's kept output: '<u4' in the .npy), bit for bit as the job wrote them.
  * 406 for an Accept that takes neither. */
 static enum MHD_Result download(struct request *r, const struct engine_buffer_view *v) {
-  const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
-  int q_npy = accept_q(accept, "application/x-npy"), q_raw = accept_q(accept, "application/octet-stream");
+  const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                   MHD_HTTP_HEADER_ACCEPT);
+  int q_npy = accept_q(accept, "application/x-npy"),
+      q_raw = accept_q(accept, "application/octet-stream");
   if (q_npy == 0 && q_raw == 0)
-    return respond_fail(r, 406, "not_acceptable", NULL,
-                        "a buffer is sent as application/x-npy (a .npy file) or application/octet-stream "
-                        "(raw little-endian float32, its shape in Gpulab-Shape); Accept: '%.100s' takes neither",
-                        accept);
+    return respond_fail(
+        r, 406, "not_acceptable", NULL,
+        "a buffer is sent as application/x-npy (a .npy file) or application/octet-stream "
+        "(raw little-endian float32, its shape in Gpulab-Shape); Accept: '%.100s' takes neither",
+        accept);
   bool raw = q_raw > q_npy;
   int64_t dims[2] = {v->shape.dims[0], v->shape.dims[1]};
   size_t header = raw ? 0 : npy_header_size(v->shape.ndim, dims);
   char *file = malloc(header + v->bytes);
-  if (!file) return respond_fail(r, 503, "out_of_memory", NULL, "no memory for %" PRIu64 " bytes", v->bytes);
+  if (!file)
+    return respond_fail(r, 503, "out_of_memory", NULL, "no memory for %" PRIu64 " bytes", v->bytes);
   if (!raw)
     npy_write_header(file, header, v->shape.ndim, dims,
                      v->dtype == EXP_DTYPE_U32 ? NPY_UINT32 : NPY_FLOAT32);
@@ -178,11 +193,12 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   int rc = engine_buffer_read(r->srv->engine, v->id, (float *)(file + header), &err);
   if (rc) {
     free(file);
-    return rc == -ENOENT ? respond_fail(r, 404, "buffer_not_found", "id", "buffer %" PRIu64 " is gone", v->id)
-                         : respond_fail(r, 503, "download_failed", NULL, "%s", err.message);
+    return rc == -ENOENT
+               ? respond_fail(r, 404, "buffer_not_found", "id", "buffer %" PRIu64 " is gone", v->id)
+               : respond_fail(r, 503, "download_failed", NULL, "%s", err.message);
   }
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(header + v->bytes, file, MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(header + v->bytes, file,
+                                                              MHD_RESPMEM_MUST_FREE);
   if (!resp) {
     free(file);
     return MHD_NO;
@@ -190,9 +206,12 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   char disposition[64], shape[48];
   snprintf(disposition, sizeof disposition, "attachment; filename=\"buffer-%" PRIu64 ".%s\"", v->id,
            raw ? "f32" : "npy");
-  if (v->shape.ndim == 2) snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, dims[0], dims[1]);
-  else snprintf(shape, sizeof shape, "%" PRId64, dims[0]);
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, raw ? "application/octet-stream" : "application/x-npy");
+  if (v->shape.ndim == 2)
+    snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, dims[0], dims[1]);
+  else
+    snprintf(shape, sizeof shape, "%" PRId64, dims[0]);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          raw ? "application/octet-stream" : "application/x-npy");
   MHD_add_response_header(resp, "Content-Disposition", disposition);
   MHD_add_response_header(resp, "Gpulab-Shape", shape);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
@@ -207,7 +226,8 @@ enum MHD_Result route_buffer(struct request *r, const struct route_args *a) {
   const char *id_text = a->id;
   uint64_t id = 0;
   struct engine_buffer_view v;
-  bool parsed = parse_id(id_text, &id), here = parsed && engine_buffer_get(r->srv->engine, id, &v) == 0;
+  bool parsed = parse_id(id_text, &id),
+       here = parsed && engine_buffer_get(r->srv->engine, id, &v) == 0;
   enum MHD_Result sent;
   /* Another node of a fleet made it: the request goes there (or it was lost with it). */
   if (parsed && !here && request_buffer_elsewhere(r, id, "id", &sent)) return sent;
@@ -220,7 +240,8 @@ enum MHD_Result route_buffer(struct request *r, const struct route_args *a) {
   int rc = engine_buffer_delete(r->srv->engine, id);
   if (rc == -EBUSY)
     return respond_fail(r, 409, "buffer_in_use", "id",
-                        "buffer %" PRIu64 " is read by %d queued, waiting or running job(s)", id, v.in_use);
+                        "buffer %" PRIu64 " is read by %d queued, waiting or running job(s)", id,
+                        v.in_use);
   if (rc) return respond_fail(r, 404, "buffer_not_found", "id", "no buffer '%.40s'", id_text);
   return respond_json(r, 200, json_pack("{s:I,s:b}", "id", (json_int_t)id, "deleted", 1));
 }

@@ -54,11 +54,13 @@ static void point_index(json_t *axes, int i, size_t *idx) {
 static int axes_points(json_t *axes, struct api_error *err) {
   if (!axes)
     return api_error_set(err, 400, "missing_field", "axes",
-                         "axes is required: {\"param\": [values...], ...}"), 0;
+                         "axes is required: {\"param\": [values...], ...}"),
+           0;
   if (!json_is_object(axes) || json_object_size(axes) == 0 || json_object_size(axes) > 64)
     return api_error_set(err, 400, json_is_object(axes) ? "out_of_range" : "wrong_type", "axes",
                          "axes must be an object naming 1 to 64 params, each with a list of "
-                         "values"), 0;
+                         "values"),
+           0;
   const char *key;
   json_t *values;
   long long points = 1;
@@ -67,12 +69,15 @@ static int axes_points(json_t *axes, struct api_error *err) {
     snprintf(field, sizeof field, "axes.%.40s", key);
     if (!json_is_array(values) || json_array_size(values) == 0)
       return api_error_set(err, 400, json_is_array(values) ? "out_of_range" : "wrong_type", field,
-                           "%s must be a non-empty list of values", field), 0;
+                           "%s must be a non-empty list of values", field),
+             0;
     points *= (long long)json_array_size(values);
     if (points > SWEEP_MAX_POINTS)
       return api_error_set(err, 400, "out_of_range", "axes",
                            "this sweep has more than %d points (the axes' sizes multiplied); a "
-                           "sweep may have at most %d", SWEEP_MAX_POINTS, SWEEP_MAX_POINTS), 0;
+                           "sweep may have at most %d",
+                           SWEEP_MAX_POINTS, SWEEP_MAX_POINTS),
+             0;
   }
   return (int)points;
 }
@@ -127,7 +132,8 @@ static int plan_parse(json_t *root, struct sweep_plan *plan, struct api_error *e
   if (n == 0) return -1;
   json_t *job = json_deep_copy(root), *params = NULL, *labels = json_array();
   json_object_del(job, "axes");
-  if (!(params = json_object_get(job, "params"))) json_object_set_new(job, "params", params = json_object());
+  if (!(params = json_object_get(job, "params")))
+    json_object_set_new(job, "params", params = json_object());
   json_t *base = json_deep_copy(params);
   plan->points = calloc((size_t)n, sizeof *plan->points);
   int rc = plan->points ? 0 : api_error_set(err, 500, "out_of_memory", "", "out of memory");
@@ -139,7 +145,7 @@ static int plan_parse(json_t *root, struct sweep_plan *plan, struct api_error *e
     json_t *values;
     size_t a = 0;
     json_object_foreach(axes, key, values) /* params that are not objects fail below */
-      if (json_is_object(params)) json_object_set(params, key, json_array_get(values, idx[a++]));
+        if (json_is_object(params)) json_object_set(params, key, json_array_get(values, idx[a++]));
     char *text = json_dumps(job, JSON_COMPACT);
     rc = text ? api_job_request_parse(text, strlen(text), &plan->points[i], err)
               : api_error_set(err, 500, "out_of_memory", "", "out of memory");
@@ -150,8 +156,9 @@ static int plan_parse(json_t *root, struct sweep_plan *plan, struct api_error *e
   }
   if (rc == 0) {
     plan->n_points = n;
-    plan->desc = json_pack("{s:s,s:O,s:O,s:O,s:b}", "type", exp_type_name(plan->points[0].spec.type),
-                           "params", base, "axes", axes, "labels", labels, "single", single);
+    plan->desc = json_pack("{s:s,s:O,s:O,s:O,s:b}", "type",
+                           exp_type_name(plan->points[0].spec.type), "params", base, "axes", axes,
+                           "labels", labels, "single", single);
   }
   json_decref(labels);
   json_decref(base);
@@ -169,14 +176,18 @@ static json_t *columns_json(json_t *desc) {
   bool single = json_is_true(json_object_get(desc, "single"));
   const char *key;
   json_t *values;
-  json_object_foreach(json_object_get(desc, "axes"), key, values) json_array_append_new(cols, json_string(key));
+  json_object_foreach(json_object_get(desc, "axes"), key, values)
+      json_array_append_new(cols, json_string(key));
   json_array_append_new(cols, json_string("job"));
   json_array_append_new(cols, json_string("state"));
   for (size_t l = 0; l < (single ? 1 : json_array_size(labels)); l++)
     for (int f = 0; f < 3; f++) {
       char name[64];
-      if (single) snprintf(name, sizeof name, "%s", FIGURE_COLUMNS[f]);
-      else snprintf(name, sizeof name, "%s.%s", json_string_value(json_array_get(labels, l)), FIGURE_COLUMNS[f]);
+      if (single)
+        snprintf(name, sizeof name, "%s", FIGURE_COLUMNS[f]);
+      else
+        snprintf(name, sizeof name, "%s.%s", json_string_value(json_array_get(labels, l)),
+                 FIGURE_COLUMNS[f]);
       json_array_append_new(cols, json_string(name));
     }
   json_array_append_new(cols, json_string("error"));
@@ -192,8 +203,8 @@ static void set_run_cells(json_t *row, const struct exp_run *run, const char *pr
   snprintf(name, sizeof name, "%s%s", prefix, "median_ms");
   json_object_set_new(row, name, ran ? json_real(run->timing.median_ms) : json_null());
   snprintf(name, sizeof name, "%s%s", prefix, "passed");
-  json_object_set_new(row, name, run->available && run->check.done ? json_boolean(run->check.passed)
-                                                                    : json_null());
+  json_object_set_new(
+      row, name, run->available && run->check.done ? json_boolean(run->check.passed) : json_null());
 }
 
 /* A run's three cells from its JSON in a stored job record (a job of a previous
@@ -204,11 +215,15 @@ static void set_stored_cells(json_t *row, json_t *run, const char *prefix) {
   json_t *median = json_object_get(json_object_get(run, "timing"), "median_ms");
   json_t *passed = json_object_get(json_object_get(run, "check"), "passed");
   snprintf(name, sizeof name, "%s%s", prefix, "figure");
-  json_object_set(row, name, json_is_number(json_object_get(run, "figure")) ? json_object_get(run, "figure") : json_null());
+  json_object_set(row, name,
+                  json_is_number(json_object_get(run, "figure")) ? json_object_get(run, "figure")
+                                                                 : json_null());
   snprintf(name, sizeof name, "%s%s", prefix, "median_ms");
-  json_object_set_new(row, name, available && json_is_number(median) ? json_incref(median) : json_null());
+  json_object_set_new(row, name,
+                      available && json_is_number(median) ? json_incref(median) : json_null());
   snprintf(name, sizeof name, "%s%s", prefix, "passed");
-  json_object_set_new(row, name, available && json_is_boolean(passed) ? json_incref(passed) : json_null());
+  json_object_set_new(row, name,
+                      available && json_is_boolean(passed) ? json_incref(passed) : json_null());
 }
 
 /* The state and cells of a job the store holds (NULL when it holds none). */
@@ -223,7 +238,8 @@ static const char *stored_row(const struct service *svc, uint64_t job_id, json_t
   size_t r;
   json_array_foreach(json_object_get(result, "runs"), r, run) {
     char prefix[48] = "";
-    if (!single) snprintf(prefix, sizeof prefix, "%s.", json_string_value(json_object_get(run, "variant")));
+    if (!single)
+      snprintf(prefix, sizeof prefix, "%s.", json_string_value(json_object_get(run, "variant")));
     set_stored_cells(row, run, prefix);
   }
   json_t *code = json_object_get(json_object_get(*record, "error"), "code");
@@ -235,14 +251,15 @@ static const char *stored_row(const struct service *svc, uint64_t job_id, json_t
 /* Point i's row: its axis values, its job, and its runs' figures (null until done),
  * from memory, or from the store for a job of a previous run. Adds the job's state
  * to counts and clears *passed unless it passed. */
-static json_t *row_json(struct engine *e, const struct service *svc, json_t *desc, int i, uint64_t job_id,
-                        json_t *counts, bool *passed) {
+static json_t *row_json(struct engine *e, const struct service *svc, json_t *desc, int i,
+                        uint64_t job_id, json_t *counts, bool *passed) {
   json_t *row = json_object(), *axes = json_object_get(desc, "axes"), *cols = columns_json(desc);
   size_t idx[64], a = 0;
   point_index(axes, i, idx);
   const char *key;
   json_t *values, *record = NULL;
-  json_object_foreach(axes, key, values) json_object_set(row, key, json_array_get(values, idx[a++]));
+  json_object_foreach(axes, key, values)
+      json_object_set(row, key, json_array_get(values, idx[a++]));
   for (size_t c = a; c < json_array_size(cols); c++)
     json_object_set_new(row, json_string_value(json_array_get(cols, c)), json_null());
   json_decref(cols);
@@ -263,11 +280,14 @@ static json_t *row_json(struct engine *e, const struct service *svc, json_t *des
     *passed = *passed && v.result && exp_result_passed(v.result);
   } else {
     const char *stored = stored_row(svc, job_id, row, single, passed, &record);
-    if (stored) state = stored;
-    else *passed = false;
+    if (stored)
+      state = stored;
+    else
+      *passed = false;
   }
   json_object_set_new(row, "state", json_string(state));
-  json_object_set_new(counts, state, json_integer(json_integer_value(json_object_get(counts, state)) + 1));
+  json_object_set_new(counts, state,
+                      json_integer(json_integer_value(json_object_get(counts, state)) + 1));
   json_decref(record); /* state pointed into it */
   job_unref(job);
   return row;
@@ -292,8 +312,8 @@ static bool state_final(const char *state) {
 }
 
 /* The sweep as it stands; *final tells whether every job has ended. */
-static json_t *sweep_json(struct engine *e, const struct service *svc, const struct sweep_copy *s, bool with_rows,
-                          bool *final) {
+static json_t *sweep_json(struct engine *e, const struct service *svc, const struct sweep_copy *s,
+                          bool with_rows, bool *final) {
   json_t *desc = json_loads(s->desc, 0, NULL);
   if (!desc) return NULL;
   json_t *o = json_object(), *jobs = json_array(), *rows = json_array(), *counts = json_object();
@@ -315,7 +335,8 @@ static json_t *sweep_json(struct engine *e, const struct service *svc, const str
   json_object_set_new(o, "state", json_string(state));
   json_object_set_new(o, "counts", counts);
   json_object_set_new(o, "passed", json_boolean(*final && passed));
-  json_object_set_new(o, "unit", json_string(type >= 0 ? exp_figure_unit((enum exp_type)type) : "GB/s"));
+  json_object_set_new(o, "unit",
+                      json_string(type >= 0 ? exp_figure_unit((enum exp_type)type) : "GB/s"));
   if (with_rows) {
     json_object_set_new(o, "columns", columns_json(desc));
     json_object_set_new(o, "rows", rows);
@@ -363,13 +384,16 @@ static void sweep_watch_next(struct request *r, double deadline) {
   struct engine *e = r->srv->engine;
   struct sweep_copy s;
   struct job *next = NULL;
-  if (deadline > engine_now_mono() && sweeps_get(r->srv->opts.service->sweeps, r->sweep_id, &s) == 0) {
+  if (deadline > engine_now_mono() &&
+      sweeps_get(r->srv->opts.service->sweeps, r->sweep_id, &s) == 0) {
     for (int i = 0; i < s.n_jobs && !next; i++) {
       struct job *job = engine_job_get(e, s.jobs[i]);
       struct job_view v;
       if (job) job_get_view(e, job, &v);
-      if (job && !job_state_final(v.state)) next = job;
-      else job_unref(job);
+      if (job && !job_state_final(v.state))
+        next = job;
+      else
+        job_unref(job);
     }
     sweep_copy_free(&s);
   }
@@ -386,7 +410,9 @@ static void sweep_watch_fired(void *arg) {
   sweep_watch_next(r, r->watch.deadline);
 }
 
-static enum MHD_Result sweep_resumed(struct request *r) { return respond_sweep(r, r->sweep_id, true); }
+static enum MHD_Result sweep_resumed(struct request *r) {
+  return respond_sweep(r, r->sweep_id, true);
+}
 
 /* ---- POST /sweeps ---- */
 
@@ -409,8 +435,8 @@ static int client_pending(struct engine *e, const char *client, int cap) {
 /* The checks every point would meet at submission that a sweep makes first, so
  * that it is refused whole: the device, the store, the rate, the client's queue, the
  * memory. */
-static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *p, const char *client,
-                                    bool *refused) {
+static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *p,
+                                    const char *client, bool *refused) {
   struct engine *e = r->srv->engine;
   *refused = true;
   if (!engine_healthy(e))
@@ -425,14 +451,16 @@ static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *
       r->retry_after_s = 1;
       return respond_fail(r, 429, "rate_limited", NULL,
                           "this sweep has %d points, more than this client's burst (%g jobs "
-                          "per second, 2 s worth)", p->n_points, r->who->rate);
+                          "per second, 2 s worth)",
+                          p->n_points, r->who->rate);
     }
     double wait = rate_take_n(r->srv, r->who, p->n_points);
     if (wait > 0) {
       r->retry_after_s = (int)wait + 1;
       return respond_fail(r, 429, "rate_limited", NULL,
                           "this client may submit %g jobs per second; a sweep of %d may go in "
-                          "%.1f s", r->who->rate, p->n_points, wait);
+                          "%.1f s",
+                          r->who->rate, p->n_points, wait);
     }
   }
   int limit = r->who && r->who->max_queued ? r->who->max_queued : r->srv->opts.max_queued;
@@ -441,15 +469,16 @@ static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *
     r->retry_after_s = 1;
     return respond_fail(r, 429, "queue_full", NULL,
                         "this sweep has %d points; with the %d jobs this client already has "
-                        "queued or waiting it would pass its limit of %d", p->n_points, pending, limit);
+                        "queued or waiting it would pass its limit of %d",
+                        p->n_points, pending, limit);
   }
   for (int i = 0; i < p->n_points; i++) {
     uint64_t bytes = exp_spec_bytes(&p->points[i].spec);
     if (bytes > engine_memory_limit(e))
       return respond_fail(r, 413, "job_too_large", NULL,
                           "point %d of this sweep needs %llu bytes of memory; the limit per job "
-                          "is %llu bytes", i, (unsigned long long)bytes,
-                          (unsigned long long)engine_memory_limit(e));
+                          "is %llu bytes",
+                          i, (unsigned long long)bytes, (unsigned long long)engine_memory_limit(e));
   }
   *refused = false;
   return MHD_YES;
@@ -458,8 +487,8 @@ static enum MHD_Result refuse_early(struct request *r, const struct sweep_plan *
 /* Submits every point, all or none (engine_submit_all): a refusal of any point (a
  * parent or input that does not exist, a shape that does not fit, a race with the
  * client's other submissions) is answered, naming the point, and nothing is created. */
-static enum MHD_Result submit_points(struct request *r, const struct sweep_plan *p, const char *client,
-                                     uint64_t *ids, bool *refused) {
+static enum MHD_Result submit_points(struct request *r, const struct sweep_plan *p,
+                                     const char *client, uint64_t *ids, bool *refused) {
   struct engine *e = r->srv->engine;
   struct engine_job_request *reqs = calloc((size_t)p->n_points, sizeof *reqs);
   struct job **jobs = calloc((size_t)p->n_points, sizeof *jobs);
@@ -471,10 +500,14 @@ static enum MHD_Result submit_points(struct request *r, const struct sweep_plan 
   }
   for (int i = 0; i < p->n_points; i++) {
     const struct api_job_request *pt = &p->points[i];
-    reqs[i] = (struct engine_job_request){.spec = pt->spec, .device = pt->opts.device,
-                                          .priority = pt->opts.priority, .exclusive = pt->opts.exclusive,
-                                          .keep_output = pt->opts.keep_output, .host_sync = pt->opts.host_sync,
-                                          .n_depends = pt->opts.n_depends, .admin = request_sees_all(r),
+    reqs[i] = (struct engine_job_request){.spec = pt->spec,
+                                          .device = pt->opts.device,
+                                          .priority = pt->opts.priority,
+                                          .exclusive = pt->opts.exclusive,
+                                          .keep_output = pt->opts.keep_output,
+                                          .host_sync = pt->opts.host_sync,
+                                          .n_depends = pt->opts.n_depends,
+                                          .admin = request_sees_all(r),
                                           .max_queued = r->who ? r->who->max_queued : 0};
     memcpy(reqs[i].depends_on, pt->opts.depends_on, sizeof reqs[i].depends_on);
     snprintf(reqs[i].client, sizeof reqs[i].client, "%s", client);
@@ -535,8 +568,11 @@ static uint64_t create_sweep(struct request *r, const struct sweep_plan *plan, c
   *ret = submit_points(r, plan, client, ids, &refused);
   if (!refused) {
     desc = json_dumps(plan->desc, JSON_COMPACT);
-    rc = desc ? sweeps_add(r->srv->opts.service->sweeps, client, ids, plan->n_points, desc, created, &id) : -ENOMEM;
-    if (rc == 0 && (rc = service_sweep_put(svc, id, client, created, plan->desc, ids, plan->n_points)) == 0)
+    rc = desc ? sweeps_add(r->srv->opts.service->sweeps, client, ids, plan->n_points, desc, created,
+                           &id)
+              : -ENOMEM;
+    if (rc == 0 &&
+        (rc = service_sweep_put(svc, id, client, created, plan->desc, ids, plan->n_points)) == 0)
       ticket = service_ticket(svc);
   }
   service_release(svc);
@@ -554,12 +590,14 @@ static enum MHD_Result sweeps_post(struct request *r) {
   struct api_error err;
   double wait_s;
   const char *wait_text = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "wait");
-  if (api_wait_parse(wait_text, r->srv->opts.default_wait_s, &wait_s, &err)) return respond_error(r, &err);
+  if (api_wait_parse(wait_text, r->srv->opts.default_wait_s, &wait_s, &err))
+    return respond_error(r, &err);
   json_error_t je;
   json_t *root = json_loadb(r->body ? r->body : "", r->body_len, JSON_REJECT_DUPLICATES, &je);
   if (!root)
-    return respond_fail(r, 400, "invalid_json", NULL, "malformed JSON at byte %d (line %d, column %d): %s",
-                        je.position, je.line, je.column, je.text);
+    return respond_fail(r, 400, "invalid_json", NULL,
+                        "malformed JSON at byte %d (line %d, column %d): %s", je.position, je.line,
+                        je.column, je.text);
   struct sweep_plan plan;
   int rc = plan_parse(root, &plan, &err);
   json_decref(root);
@@ -595,8 +633,8 @@ static enum MHD_Result sweeps_index(struct request *r) {
     return respond_error(r, &err);
   struct sweep_copy *list = calloc((size_t)limit + 1, sizeof *list);
   const char *client = request_sees_all(r) ? NULL : r->client;
-  int n = list ? service_sweeps_page(r->srv->opts.service, (uint64_t)cursor, client,
-                                     (int)limit + 1, list)
+  int n = list ? service_sweeps_page(r->srv->opts.service, (uint64_t)cursor, client, (int)limit + 1,
+                                     list)
                : -ENOMEM;
   if (n == -ENOTSUP) { /* one box: its table holds every sweep */
     n = sweeps_list(r->srv->opts.service->sweeps, client, (uint64_t)cursor, list, (int)limit + 1);
@@ -647,8 +685,8 @@ enum MHD_Result route_sweep(struct request *r, const struct route_args *a) {
   sweep_copy_free(&s);
   if (!visible) return respond_fail(r, 404, "sweep_not_found", "id", "no sweep '%.40s'", id_text);
   if (was_delete && canceled == 0)
-    return respond_fail(r, 409, "sweep_finished", "id", "every job of sweep %s has already finished",
-                        id_text);
+    return respond_fail(r, 409, "sweep_finished", "id",
+                        "every job of sweep %s has already finished", id_text);
   return respond_sweep(r, id, false);
 }
 

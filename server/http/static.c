@@ -25,10 +25,15 @@ static const char csp[] =
     "form-action 'self'; frame-ancestors 'none'";
 
 static const char *content_type(const char *name) {
-  static const struct { const char *ext, *type; } types[] = {
-      {".html", "text/html; charset=utf-8"},     {".css", "text/css; charset=utf-8"},
-      {".js", "text/javascript; charset=utf-8"}, {".svg", "image/svg+xml"},
-      {".png", "image/png"},                     {".json", "application/json"},
+  static const struct {
+    const char *ext, *type;
+  } types[] = {
+      {".html", "text/html; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".json", "application/json"},
   };
   const char *dot = strrchr(name, '.');
   for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
@@ -51,7 +56,8 @@ bool static_wants_html(const char *accept) {
 
 /* If-None-Match: "*" or a comma-separated list of (possibly weak) entity tags. */
 static bool etag_matches(struct request *r, const char *etag) {
-  const char *inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_NONE_MATCH);
+  const char *inm = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                MHD_HTTP_HEADER_IF_NONE_MATCH);
   if (!inm) return false;
   size_t len = strlen(etag);
   for (const char *p = inm; *p;) {
@@ -89,8 +95,8 @@ static enum MHD_Result queue(struct request *r, struct MHD_Response *resp, const
 
 static enum MHD_Result serve_embedded(struct request *r, const struct static_asset *a, bool page) {
   if (etag_matches(r, a->etag)) return queue(r, NULL, NULL, a->etag, page);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(a->size, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(a->size, (void *)a->data,
+                                                              MHD_RESPMEM_PERSISTENT);
   if (!resp) return MHD_NO;
   return queue(r, resp, content_type(a->name), a->etag, page);
 }
@@ -110,7 +116,8 @@ static int serve_file(struct request *r, const char *path, const char *name, boo
   }
   char etag[80];
   snprintf(etag, sizeof etag, "\"f%" PRIx64 "-%" PRIx64 "-%" PRIx64 "\"", (uint64_t)st.st_ino,
-           (uint64_t)st.st_size, (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec);
+           (uint64_t)st.st_size,
+           (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec);
   if (etag_matches(r, etag)) {
     close(fd);
     *ret = queue(r, NULL, NULL, etag, page);
@@ -139,7 +146,8 @@ static enum MHD_Result serve_experiments(struct request *r) {
     free(text);
     return queue(r, NULL, NULL, etag, false);
   }
-  struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text,
+                                                              MHD_RESPMEM_MUST_FREE);
   if (!resp) {
     free(text);
     return MHD_NO;
@@ -157,7 +165,8 @@ enum MHD_Result static_respond(struct request *r, const char *url) {
     if (serve_file(r, path, name, false, &ret) == 0) return ret;
     return respond_fail(r, 404, "not_found", NULL,
                         "Chart.js is not at %.200s: install libjs-chart.js or point --chartjs at "
-                        "chart.min.js (the dashboard shows tables without it)", path);
+                        "chart.min.js (the dashboard shows tables without it)",
+                        path);
   }
   if (strcmp(name, "experiments.json") == 0) return serve_experiments(r);
   const struct static_asset *a = find_asset(name);
@@ -165,9 +174,10 @@ enum MHD_Result static_respond(struct request *r, const char *url) {
   if (o->web_root) {
     char path[4096];
     int n = snprintf(path, sizeof path, "%s/%s", o->web_root, a->name);
-    if (n > 0 && (size_t)n < sizeof path && serve_file(r, path, a->name, page, &ret) == 0) return ret;
-    return respond_fail(r, 404, "not_found", NULL, "%.200s is missing from --web-root %.200s", a->name,
-                        o->web_root);
+    if (n > 0 && (size_t)n < sizeof path && serve_file(r, path, a->name, page, &ret) == 0)
+      return ret;
+    return respond_fail(r, 404, "not_found", NULL, "%.200s is missing from --web-root %.200s",
+                        a->name, o->web_root);
   }
   return serve_embedded(r, a, page);
 }

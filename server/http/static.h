@@ -19,7 +19,7 @@ struct static_asset {
   const char *name;          /* "app.js": its name under web/ and under /static/ */
   const unsigned char *data; /* size bytes, static */
   size_t size;
-  const char *etag;          /* "\"<hash>\"", quotes included */
+  const char *etag; /* "\"<hash>\"", quotes included */
 };
 extern const struct static_asset static_assets[];
 extern const size_t static_asset_count;

@@ -83,8 +83,10 @@ static int slurp(const char *path, char **data, size_t *len) {
   while (!err && got < (size_t)st.st_size) {
     ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) err = n < 0 ? -errno : -EIO;
-    else got += (size_t)n;
+    if (n <= 0)
+      err = n < 0 ? -errno : -EIO;
+    else
+      got += (size_t)n;
   }
   close(fd);
   if (err) {
@@ -344,5 +346,3 @@ void journal_committed(struct journal *j, int gen, uint64_t n) {
   }
   pthread_mutex_unlock(&j->lock);
 }
-
-

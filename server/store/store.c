@@ -124,7 +124,8 @@ void store_status(struct store *s, struct store_status *out) {
   if (out->writable && atomic_load(&s->over_limit)) { /* writes work; the bound refuses */
     out->writable = false;
     out->error = -ENOSPC;
-    snprintf(out->message, sizeof out->message, "unfinished jobs alone hold more than --max-db-bytes (%llu bytes)",
+    snprintf(out->message, sizeof out->message,
+             "unfinished jobs alone hold more than --max-db-bytes (%llu bytes)",
              (unsigned long long)s->max_bytes);
   }
 }
@@ -163,8 +164,10 @@ int store_ids_take(struct store *s, const char *name, uint64_t *from, uint64_t u
   int err = s->ops->ids_reserve_locked(s, name, from, upto, why, sizeof why);
   pthread_mutex_unlock(&s->lock);
   /* Another gpulabd's ids (PostgreSQL) say nothing of whether the store takes writes. */
-  if (err == -EBUSY) log_warn("store: %s", why);
-  else if (err) store_note_write(s, err, why);
+  if (err == -EBUSY)
+    log_warn("store: %s", why);
+  else if (err)
+    store_note_write(s, err, why);
   return err;
 }
 
@@ -173,7 +176,6 @@ void store_note_write(struct store *s, int err, const char *why) {
   store_note_write_locked(s, err, why);
   pthread_mutex_unlock(&s->queue_lock);
 }
-
 
 /* ---- the reads: the backend's, after what both share ---- */
 
@@ -244,13 +246,15 @@ bool store_job_held(struct store *s, uint64_t id) {
   return s->ops->held ? s->ops->held(s, id) : true;
 }
 
-int store_list(struct store *s, uint64_t before_id, const char *state, const char *type, const char *client, int limit,
+int store_list(struct store *s, uint64_t before_id, const char *state, const char *type,
+               const char *client, int limit,
                void (*fn)(void *arg, uint64_t id, const char *record), void *arg) {
   return s->ops->list(s, before_id, state, type, client, limit, fn, arg);
 }
 
 int store_unfinished(struct store *s,
-                     void (*fn)(void *arg, uint64_t id, const char *state, const void *request, size_t request_len),
+                     void (*fn)(void *arg, uint64_t id, const char *state, const void *request,
+                                size_t request_len),
                      void *arg) {
   return s->ops->unfinished(s, fn, arg);
 }
@@ -259,7 +263,8 @@ uint64_t store_max_id(struct store *s) { return s->ops->max_id(s, "jobs"); }
 uint64_t store_max_sweep_id(struct store *s) { return s->ops->max_id(s, "sweeps"); }
 
 int store_sweeps(struct store *s, int limit,
-                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                            const char *record),
                  void *arg) {
   return s->ops->sweeps(s, limit, fn, arg);
 }
@@ -278,7 +283,9 @@ int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *
   return s->ops->kernel_insert(s, k, id);
 }
 
-int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out) { return s->ops->kernel_get(s, id, out); }
+int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out) {
+  return s->ops->kernel_get(s, id, out);
+}
 int store_kernel_delete(struct store *s, int64_t id) { return s->ops->kernel_delete(s, id); }
 
 int store_kernel_list(struct store *s, const char *owner, const char *experiment,

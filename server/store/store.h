@@ -46,7 +46,7 @@ struct store_row {
   char *(*make_record)(const void *arg);
   const void *record_arg;
   size_t record_arg_len;
-  bool create;        /* the job's first row (inserted, or replacing a restored job's);
+  bool create; /* the job's first row (inserted, or replacing a restored job's);
                          else an update of a row that exists, and nothing if none does */
   /* A first row's: the jobs it depends on (a fleet claims it only where they run, or
    * once they ended: fleet.h). Kept by PostgreSQL only. */
@@ -127,18 +127,18 @@ void store_release(struct store *s);
 int store_check(struct store *s);
 
 struct store_status {
-  const char *backend;     /* "sqlite" or "postgresql" */
-  bool writable;           /* store_check(s) == 0 */
-  int error;               /* the last failed write's errno (negative), 0 if none yet */
-  char message[200];       /* the database's words for it, "" if none */
-  uint64_t write_errors;   /* transactions that failed, since start */
-  uint64_t file_bytes;     /* the database file and its WAL on disk (PostgreSQL: the
+  const char *backend;    /* "sqlite" or "postgresql" */
+  bool writable;          /* store_check(s) == 0 */
+  int error;              /* the last failed write's errno (negative), 0 if none yet */
+  char message[200];      /* the database's words for it, "" if none */
+  uint64_t write_errors;  /* transactions that failed, since start */
+  uint64_t file_bytes;    /* the database file and its WAL on disk (PostgreSQL: the
                               tables with their indexes, on the server) */
-  uint64_t used_bytes;     /* the database's pages in use (what --max-db-bytes bounds;
+  uint64_t used_bytes;    /* the database's pages in use (what --max-db-bytes bounds;
                               PostgreSQL: the live rows of jobs) */
-  uint64_t max_bytes;      /* store_limit's bound, 0 for none */
-  uint64_t pruned_jobs;    /* finished jobs deleted to keep within it, since start */
-  const char *durability;  /* PRAGMA synchronous as the database reports it: "normal",
+  uint64_t max_bytes;     /* store_limit's bound, 0 for none */
+  uint64_t pruned_jobs;   /* finished jobs deleted to keep within it, since start */
+  const char *durability; /* PRAGMA synchronous as the database reports it: "normal",
                               "full" (store_set_durability), or "off", "extra";
                               PostgreSQL: "full" (its default) or "normal" */
   /* Group commit's work since start: rows queued (store_put), rows written (the rest
@@ -192,8 +192,8 @@ char *store_record(struct store *s, uint64_t id);
  * filters (NULL: any), at most limit: fn(arg, id, record) for each, called after the
  * database is released (fn may call into the engine). Returns how many. */
 int store_list(struct store *s, uint64_t before_id, const char *state, const char *type,
-               const char *client, int limit, void (*fn)(void *arg, uint64_t id, const char *record),
-               void *arg);
+               const char *client, int limit,
+               void (*fn)(void *arg, uint64_t id, const char *record), void *arg);
 
 /* Every job not finished (queued, waiting, running), oldest first:
  * fn(arg, id, state, request, request_len). PostgreSQL: those of this gpulabd's node
@@ -260,7 +260,8 @@ uint64_t store_max_id(struct store *s); /* 0 when empty */
 /* The newest `limit` sweeps, oldest first: fn(arg, id, client, created, record).
  * Returns how many. */
 int store_sweeps(struct store *s, int limit,
-                 void (*fn)(void *arg, uint64_t id, const char *client, double created, const char *record),
+                 void (*fn)(void *arg, uint64_t id, const char *client, double created,
+                            const char *record),
                  void *arg);
 uint64_t store_max_sweep_id(struct store *s); /* 0 when none */
 /* A fleet's sweeps, whichever node made them (PostgreSQL): newest first, up to limit

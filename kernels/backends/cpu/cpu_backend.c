@@ -50,7 +50,7 @@ struct cpu_impl {
   char model[128];
   int cores;
   uint64_t mem_total_bytes;
-  atomic_bool lost; /* an injected fault (spec->fault) stands for a lost device */
+  atomic_bool lost;             /* an injected fault (spec->fault) stands for a lost device */
   struct reference_cache *refs; /* references of repeated jobs (reference_cache.h) */
 };
 
@@ -71,7 +71,7 @@ struct cpu_job {
   bool in_window;                /* between the window's TIMED and UNTIMED phases */
   char *err;
   size_t err_len;
-  atomic_bool *lost; /* the backend's: set, every job on it fails as on a lost GPU */
+  atomic_bool *lost;     /* the backend's: set, every job on it fails as on a lost GPU */
   struct cpu_user *user; /* users' kernels through a CPU runner (tests; cpu_user.h), or NULL */
   struct reference_cache *refs; /* the backend's */
   struct reference *ref;        /* when no input is given: the one whose inputs it runs on */
@@ -160,7 +160,7 @@ static void cpu_buffer_free(struct backend *b, struct backend_buffer *buf) {
 static int call_once(struct cpu_job *job, int entry, float *out) {
   const struct exp_variant *v = exp_variant_of(job->spec, entry);
   exp_cpu_fn fn = v ? v->cpu.fn : job->exp->cpu_run;
-  struct exp_cpu_call call = {job->spec, job->in,   out,          job->scratch,
+  struct exp_cpu_call call = {job->spec, job->in,       out,      job->scratch,
                               entry,     job->timeline, job->err, job->err_len};
   return fn(&call);
 }
@@ -194,7 +194,8 @@ static int user_warm(struct cpu_job *job, int i) {
   t->reps = t->reps_requested = p->reps;
   t->batches = p->batches;
   t->method = job->spec->cold ? timing_method_runner_cold : timing_method_runner;
-  return p->warmup ? cpu_user_launches(job->user, i, p->warmup, false, NULL, job->err, job->err_len) : 0;
+  return p->warmup ? cpu_user_launches(job->user, i, p->warmup, false, NULL, job->err, job->err_len)
+                   : 0;
 }
 
 /* Makes run i's probe call, sizes warm-ups and reps to the CPU time budget and
@@ -215,7 +216,9 @@ static int cpu_warm(void *ctx, int i) {
   t->batches = p->batches;
   t->warmup_requested = p->warmup;
   t->reps_requested = p->reps;
-  t->method = job->spec->graph ? timing_method_graph : job->spec->cold ? timing_method_cold : timing_method;
+  t->method = job->spec->graph  ? timing_method_graph
+              : job->spec->cold ? timing_method_cold
+                                : timing_method;
   if (t->warmup < p->warmup || t->reps < p->reps) t->capped_by = capped_reason;
   for (int w = 1; w < t->warmup && rc == 0; w++) rc = call_once(job, run->variant, job->outs[i]);
   return rc;
@@ -329,7 +332,8 @@ static void describe(const struct cpu_job *job, struct exp_run *run) {
 
 /* Whether entry names a run of spec: a variant, a user's kernel, or a runs-list entry. */
 static bool entry_valid(const struct exp_desc *d, int entry) {
-  if (!d->runs) return (entry >= 0 && entry < d->n_variants) || (d->user && exp_variant_is_user(entry));
+  if (!d->runs)
+    return (entry >= 0 && entry < d->n_variants) || (d->user && exp_variant_is_user(entry));
   for (int w = 0; d->runs->word && w < d->runs->n_word_runs; w++)
     if (entry == d->runs->word_runs[w]) return true;
   return entry >= d->runs->min && entry <= d->runs->max;
@@ -343,8 +347,8 @@ static int setup_runs(struct cpu_job *job, char *err, size_t err_len) {
   const struct exp_timing_params *p = &s->timing;
   struct exp_result *res = job->result;
   int n = s->n_variants;
-  bool ok = n >= 1 && n <= EXP_MAX_VARIANTS && p->warmup >= 0 && p->reps >= 1 &&
-            p->batches >= 1 && p->batches <= EXP_MAX_BATCHES && s->stop.min_samples >= 0 &&
+  bool ok = n >= 1 && n <= EXP_MAX_VARIANTS && p->warmup >= 0 && p->reps >= 1 && p->batches >= 1 &&
+            p->batches <= EXP_MAX_BATCHES && s->stop.min_samples >= 0 &&
             s->stop.min_samples <= EXP_MAX_BATCHES && s->stop.max_noise >= 0 &&
             s->stop.max_time_s >= 0;
   for (int i = 0; ok && i < d->n_params; i++)
@@ -377,10 +381,8 @@ static int check_given(const struct backend_job *bj, char *err, size_t err_len) 
     struct exp_shape shape;
     exp_input_shape(bj->spec, slot, &shape);
     if (bj->input[slot]->count == (uint64_t)exp_shape_count(&shape)) continue;
-    snprintf(err, err_len,
-             "cpu backend: input %s holds %" PRIu64 " floats, the job needs %" PRId64,
-             exp_input_name(bj->spec->type, slot), bj->input[slot]->count,
-             exp_shape_count(&shape));
+    snprintf(err, err_len, "cpu backend: input %s holds %" PRIu64 " floats, the job needs %" PRId64,
+             exp_input_name(bj->spec->type, slot), bj->input[slot]->count, exp_shape_count(&shape));
     return -EINVAL;
   }
   return 0;
@@ -430,8 +432,7 @@ static int alloc_buffers(struct cpu_job *job) {
   job->out_len = (size_t)exp_shape_count(&shape);
   int n_bufs = 0;
   for (int i = 0; i < res->n_runs; i++) n_bufs += res->runs[i].available;
-  if (job->out_len > SIZE_MAX / EXP_MAX_VARIANTS)
-    return out_of_memory(job, "the runs' outputs");
+  if (job->out_len > SIZE_MAX / EXP_MAX_VARIANTS) return out_of_memory(job, "the runs' outputs");
   job->slab = alloc_floats(job->out_len * (size_t)n_bufs);
   if (!job->slab) return out_of_memory(job, "the runs' outputs");
   for (size_t j = 0; j < job->out_len * (size_t)n_bufs; j++) job->slab[j] = NAN;
@@ -454,7 +455,8 @@ static int make_output(struct cpu_job *job, struct backend_job *bj) {
   if (i < res->n_runs) {
     if (!(out = buffer_new(job->out_len))) return out_of_memory(job, "the job's output");
     if (cpu_user_is_run(job->user, i)) { /* one launch in the runner, then its output */
-      if ((rc = cpu_user_launches(job->user, i, 1, false, NULL, job->err, job->err_len)) < 0) goto fail;
+      if ((rc = cpu_user_launches(job->user, i, 1, false, NULL, job->err, job->err_len)) < 0)
+        goto fail;
       if (job->out_len) memcpy(out->data, job->outs[i], job->out_len * sizeof(float));
     } else if ((rc = call_once(job, res->runs[i].variant, out->data)) < 0) {
       goto fail;
@@ -502,9 +504,14 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
                    size_t err_len) {
   const struct cpu_impl *impl = b->impl;
   const struct exp_spec *spec = bj->spec;
-  struct cpu_job job = {.spec = spec, .exp = exp_desc(spec->type), .hooks = hooks,
-                        .result = result, .err = err, .err_len = err_len,
-                        .lost = (atomic_bool *)&impl->lost, .refs = impl->refs};
+  struct cpu_job job = {.spec = spec,
+                        .exp = exp_desc(spec->type),
+                        .hooks = hooks,
+                        .result = result,
+                        .err = err,
+                        .err_len = err_len,
+                        .lost = (atomic_bool *)&impl->lost,
+                        .refs = impl->refs};
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cpu");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", impl->model);
@@ -605,7 +612,8 @@ static int cpu_open(int device, int n_lanes, struct backend **out, char *why, si
   }
   struct backend *b = calloc(1, sizeof *b);
   struct cpu_impl *impl = calloc(1, sizeof *impl);
-  if (!b || !impl || reference_cache_new(REFERENCE_CACHE_ENTRIES, REFERENCE_CACHE_BYTES, &impl->refs))
+  if (!b || !impl ||
+      reference_cache_new(REFERENCE_CACHE_ENTRIES, REFERENCE_CACHE_BYTES, &impl->refs))
     goto fail;
   read_cpu_model(impl->model, sizeof impl->model);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

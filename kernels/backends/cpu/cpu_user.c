@@ -30,7 +30,7 @@ struct cpu_user {
   int n_in;
   const float *in[EXP_MAX_INPUTS]; /* the job's inputs (borrowed): what the memfds must hold */
   size_t in_floats[EXP_MAX_INPUTS];
-  int variant[EXP_MAX_VARIANTS];   /* by run */
+  int variant[EXP_MAX_VARIANTS]; /* by run */
   bool held, attached;
   int n_bufs;
   int fd[MAX_BUFS];
@@ -56,11 +56,10 @@ void cpu_user_describe(const struct exp_spec *s, struct exp_run *run) {
     snprintf(run->reason, sizeof run->reason, "kernel %lld is not loaded here", id);
   } else if (k.refused[0]) {
     snprintf(run->reason, sizeof run->reason,
-             "kernel %lld is refused by today's rules: %.64s; send it again", id,
-             k.refused);
+             "kernel %lld is refused by today's rules: %.64s; send it again", id, k.refused);
   } else if (strcmp(d->name, CPU_RUNNER_EXPERIMENT) != 0) {
-    snprintf(run->reason, sizeof run->reason,
-             "the CPU test runner has %s functions only", CPU_RUNNER_EXPERIMENT);
+    snprintf(run->reason, sizeof run->reason, "the CPU test runner has %s functions only",
+             CPU_RUNNER_EXPERIMENT);
   } else {
     run->available = true;
     snprintf(run->kernel.name, sizeof run->kernel.name, "%.40s (kernel:%lld)", k.name, id);
@@ -129,7 +128,8 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
   memcpy(m->key, kk->key, sizeof m->key);
   struct runner_loaded_msg loaded;
   char msg[256];
-  int rc = runner_load(u->runner, m->key, kk->entry, kk->image, kk->image_bytes, &loaded, msg, sizeof msg);
+  int rc = runner_load(u->runner, m->key, kk->entry, kk->image, kk->image_bytes, &loaded, msg,
+                       sizeof msg);
   m->scratch_bytes = (uint64_t)kk->scratch_bytes; /* the runner zeroes it before each launch */
   ukreg_kernel_free(kk);
   if (rc) return fail(err, err_len, rc, "load", msg);
@@ -140,7 +140,8 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
     if (arg->kind == EXP_USER_ARG_PARAM)
       m->args[a] = (struct runner_arg){RUNNER_ARG_I32, s->p[arg->index]};
     else
-      m->args[a] = (struct runner_arg){RUNNER_ARG_BUFFER, arg->kind == EXP_USER_ARG_INPUT ? arg->index : out};
+      m->args[a] = (struct runner_arg){RUNNER_ARG_BUFFER,
+                                       arg->kind == EXP_USER_ARG_INPUT ? arg->index : out};
   }
   m->out_buffer = (uint32_t)out;
   m->out_floats = out_len;
@@ -212,7 +213,8 @@ static int inputs_unchanged(const struct cpu_user *u, int run, char *err, size_t
     snprintf(err, err_len,
              "kernel:%lld wrote into its input %s: %zu of %zu elements changed (the first at %zu); "
              "inputs are read-only",
-             exp_user_kernel_id(u->variant[run]), exp_desc(u->type)->inputs[i].name, changed, n, first);
+             exp_user_kernel_id(u->variant[run]), exp_desc(u->type)->inputs[i].name, changed, n,
+             first);
     return -EROFS;
   }
   return 0;
@@ -233,7 +235,8 @@ static int request(struct cpu_user *u, int run, int n, bool timed, double *ms, c
   if (rc) return fail(err, err_len, rc, "launch", msg);
   struct exp_run *r = &u->res->runs[run];
   if (m->fresh.check && done.fresh_checked != (uint32_t)n) /* unchecked: no figure */
-    return fail(err, err_len, -EPROTO, "launch", "the runner did not check every launch on fresh inputs");
+    return fail(err, err_len, -EPROTO, "launch",
+                "the runner did not check every launch on fresh inputs");
   if (done.bad_launch && !r->launch_failure[0])
     ukreg_fresh_failure(u->spec, &done, m->n_launches, r->launch_failure, sizeof r->launch_failure);
   if (ms) *ms = done.ms_per_launch;

@@ -22,8 +22,7 @@ void cpu_user_describe(const struct exp_spec *s, struct exp_run *run);
  * in every case. s, res, in and outs are borrowed for the job's life (a run whose timed
  * launch fails the runner's check on fresh inputs gets its launch_failure in res). */
 int cpu_user_setup(struct cpu_user **out, const struct exp_spec *s, struct exp_result *res,
-                   const float *const *in, float **outs, size_t out_len, char *err,
-                   size_t err_len);
+                   const float *const *in, float **outs, size_t out_len, char *err, size_t err_len);
 bool cpu_user_is_run(const struct cpu_user *u, int run);
 /* n launches of run, its output poisoned (NaN) before each; timed: *ms per launch (the
  * runner's clock), each on fresh inputs checked by the runner, then the job's inputs put

@@ -41,8 +41,8 @@ static void load(void) {
   if (!lib) return;
   void *p[5];
   if (!resolve(lib, "cublasCreate_v2", &p[0]) || !resolve(lib, "cublasDestroy_v2", &p[1]) ||
-      !resolve(lib, "cublasSetStream_v2", &p[2]) ||
-      !resolve(lib, "cublasSetMathMode", &p[3]) || !resolve(lib, "cublasSgemm_v2", &p[4]))
+      !resolve(lib, "cublasSetStream_v2", &p[2]) || !resolve(lib, "cublasSetMathMode", &p[3]) ||
+      !resolve(lib, "cublasSgemm_v2", &p[4]))
     return; /* the library stays open; harmless, and dlclose could unload a user's copy */
   /* POSIX guarantees a dlsym result converts to the function's pointer type. */
   fns.create = (cublasStatus_t(*)(cublasHandle_t *))p[0];
@@ -79,13 +79,13 @@ cublasStatus_t cublas_loader_handle_new(const struct cublas_fns *f, cudaStream_t
 }
 
 cublasStatus_t cublas_loader_sgemm_rowmajor(const struct cublas_fns *f, cublasHandle_t handle,
-                                            int m, int n, int k, const float *d_a,
-                                            const float *d_b, float *d_c) {
+                                            int m, int n, int k, const float *d_a, const float *d_b,
+                                            float *d_c) {
   const float one = 1.0f, zero = 0.0f;
   /* Leading dimensions must be >= 1 even for empty matrices. */
   int ldb = n > 0 ? n : 1, lda = k > 0 ? k : 1, ldc = n > 0 ? n : 1;
-  return f->sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, d_b, ldb, d_a, lda, &zero,
-                  d_c, ldc);
+  return f->sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, d_b, ldb, d_a, lda, &zero, d_c,
+                  ldc);
 }
 
 const char *cublas_loader_status_name(cublasStatus_t status) {

@@ -12,14 +12,13 @@ extern "C" {
 
 /* The few cuBLAS entry points gpulab uses. */
 struct cublas_fns {
-  cublasStatus_t (*create)(cublasHandle_t *handle);                  /* cublasCreate_v2 */
-  cublasStatus_t (*destroy)(cublasHandle_t handle);                  /* cublasDestroy_v2 */
+  cublasStatus_t (*create)(cublasHandle_t *handle); /* cublasCreate_v2 */
+  cublasStatus_t (*destroy)(cublasHandle_t handle); /* cublasDestroy_v2 */
   cublasStatus_t (*set_stream)(cublasHandle_t handle, cudaStream_t stream);
   cublasStatus_t (*set_math_mode)(cublasHandle_t handle, cublasMath_t mode);
-  cublasStatus_t (*sgemm)(cublasHandle_t handle, cublasOperation_t transa,
-                          cublasOperation_t transb, int m, int n, int k, const float *alpha,
-                          const float *a, int lda, const float *b, int ldb, const float *beta,
-                          float *c, int ldc);
+  cublasStatus_t (*sgemm)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                          int m, int n, int k, const float *alpha, const float *a, int lda,
+                          const float *b, int ldb, const float *beta, float *c, int ldc);
 };
 
 /* Loads libcublas.so.13 (else libcublas.so, else CUDA's default install path) on the
@@ -37,8 +36,8 @@ cublasStatus_t cublas_loader_handle_new(const struct cublas_fns *f, cudaStream_t
 /* Row-major C[m,n] = A[m,k] B[k,n] on the handle's stream (no synchronization), via
  * column-major C^T = B^T A^T: sgemm(N, N, n, m, k, 1, B, n, A, k, 0, C, n). */
 cublasStatus_t cublas_loader_sgemm_rowmajor(const struct cublas_fns *f, cublasHandle_t handle,
-                                            int m, int n, int k, const float *d_a,
-                                            const float *d_b, float *d_c);
+                                            int m, int n, int k, const float *d_a, const float *d_b,
+                                            float *d_c);
 
 /* cuBLAS's name for a status, e.g. "CUBLAS_STATUS_ALLOC_FAILED". Cannot fail. */
 const char *cublas_loader_status_name(cublasStatus_t status);

@@ -43,8 +43,8 @@ static void mark_sick(struct cuda_backend *be, const char *msg) {
   pthread_mutex_unlock(&be->mu);
 }
 
-int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e,
-                  const char *call, char *err, size_t err_len) {
+int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e, const char *call,
+                  char *err, size_t err_len) {
   int name_len = (int)strcspn(call, "(");
   snprintf(err, err_len, "%.*s: %s: %s", name_len, call, cudaGetErrorName(e),
            cudaGetErrorString(e));
@@ -67,8 +67,8 @@ bool cuda_unhealthy(struct cuda_backend *be, char *err, size_t err_len) {
   return true;
 }
 
-int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count,
-                    float **out, char *err, size_t err_len) {
+int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count, float **out,
+                    char *err, size_t err_len) {
   size_t bytes = (count ? count : 1) * sizeof(float);
   void *p = NULL;
   cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, be->pool, stream);
@@ -79,8 +79,7 @@ int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count
   }
   if (e != cudaSuccess) {
     int rc = cuda_classify(be, stream, e, "cudaMallocAsync", err, err_len);
-    if (rc == -ENOMEM)
-      snprintf(err, err_len, "device out of memory allocating %zu bytes", bytes);
+    if (rc == -ENOMEM) snprintf(err, err_len, "device out of memory allocating %zu bytes", bytes);
     return rc;
   }
   *out = (float *)p;
@@ -110,11 +109,12 @@ int cuda_func_attrs(struct cuda_backend *be, cudaStream_t stream, const void *fu
   return 0;
 }
 
-int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void *func,
-                        int threads, size_t dyn_smem, int *blocks, char *err, size_t err_len) {
+int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void *func, int threads,
+                        size_t dyn_smem, int *blocks, char *err, size_t err_len) {
   pthread_mutex_lock(&be->mu);
   for (int i = 0; i < be->n_occ; i++) {
-    if (be->occ[i].func == func && be->occ[i].threads == threads && be->occ[i].dyn_smem == dyn_smem) {
+    if (be->occ[i].func == func && be->occ[i].threads == threads &&
+        be->occ[i].dyn_smem == dyn_smem) {
       *blocks = be->occ[i].blocks;
       pthread_mutex_unlock(&be->mu);
       return 0;
@@ -130,9 +130,11 @@ int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void
     if (e == cudaSuccess && (size_t)attr.maxDynamicSharedSizeBytes < dyn_smem)
       e = cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_smem);
   }
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, func, threads, dyn_smem);
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, func, threads, dyn_smem);
   if (e != cudaSuccess)
-    return cuda_classify(be, stream, e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", err, err_len);
+    return cuda_classify(be, stream, e, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", err,
+                         err_len);
   pthread_mutex_lock(&be->mu);
   if (be->n_occ < ATTR_CACHE_MAX) {
     be->occ[be->n_occ].func = func;
@@ -147,8 +149,8 @@ int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void
 
 /* ---- lanes ---- */
 
-int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void **out,
-                     char *err, size_t err_len) {
+int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void **out, char *err,
+                     size_t err_len) {
   if (l->pin_bytes < bytes) {
     if (l->pin) (void)cudaFreeHost(l->pin);
     l->pin = NULL;
@@ -165,8 +167,10 @@ int cuda_lane_pinned(struct cuda_backend *be, struct lane *l, size_t bytes, void
 
 /* Frees the lane's staging, pinned or not. */
 static void lane_host_free(struct lane *l) {
-  if (l->host && l->host_pinned) (void)cudaFreeHost(l->host);
-  else free(l->host);
+  if (l->host && l->host_pinned)
+    (void)cudaFreeHost(l->host);
+  else
+    free(l->host);
   l->host = NULL;
   l->host_bytes = 0;
 }
@@ -216,15 +220,16 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
   }
   if (t->warmup < 0 || t->batches < 1 || t->batches > EXP_MAX_BATCHES || t->reps < 1) {
     snprintf(err, err_len,
-             "timing out of range: warmup %d (>= 0), batches %d (1..%d), reps %d (>= 1)",
-             t->warmup, t->batches, EXP_MAX_BATCHES, t->reps);
+             "timing out of range: warmup %d (>= 0), batches %d (1..%d), reps %d (>= 1)", t->warmup,
+             t->batches, EXP_MAX_BATCHES, t->reps);
     return -EINVAL;
   }
   if (s->stop.min_samples < 0 || s->stop.min_samples > EXP_MAX_BATCHES ||
       !(s->stop.max_noise >= 0) || !(s->stop.max_time_s >= 0)) {
-    snprintf(err, err_len, "stopping rule out of range: min_samples %d (0..%d), max_noise %g and "
-             "max_time %g (>= 0)", s->stop.min_samples, EXP_MAX_BATCHES, s->stop.max_noise,
-             s->stop.max_time_s);
+    snprintf(err, err_len,
+             "stopping rule out of range: min_samples %d (0..%d), max_noise %g and "
+             "max_time %g (>= 0)",
+             s->stop.min_samples, EXP_MAX_BATCHES, s->stop.max_noise, s->stop.max_time_s);
     return -EINVAL;
   }
   const struct exp_desc *d = exp_desc(s->type);
@@ -241,11 +246,14 @@ static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
       continue;
     }
     ok = v >= d->runs->min && v <= d->runs->max && v <= LANE_MAX_AUX;
-    for (int w = 0; !ok && d->runs->word && w < d->runs->n_word_runs; w++) ok = v == d->runs->word_runs[w];
+    for (int w = 0; !ok && d->runs->word && w < d->runs->n_word_runs; w++)
+      ok = v == d->runs->word_runs[w];
   }
   for (int i = 0; ok && i < d->n_params; i++) ok = s->p[i] >= 0;
-  if (!ok && d->runs) snprintf(err, err_len, "%s params out of range", d->name);
-  else if (!ok) snprintf(err, err_len, "%s: variants or sizes out of range", d->name);
+  if (!ok && d->runs)
+    snprintf(err, err_len, "%s params out of range", d->name);
+  else if (!ok)
+    snprintf(err, err_len, "%s: variants or sizes out of range", d->name);
   return ok ? 0 : -EINVAL;
 }
 
@@ -385,7 +393,8 @@ static void cuda_device_info(struct backend *b, struct backend_device_info *info
   const unsigned char *u = (const unsigned char *)be->prop.uuid.bytes; /* nvidia-smi's form */
   snprintf(info->uuid, sizeof info->uuid,
            "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+           u[15]);
   snprintf(info->pci_bus_id, sizeof info->pci_bus_id, "%08X:%02X:%02X.0",
            (unsigned)be->prop.pciDomainID, (unsigned)be->prop.pciBusID,
            (unsigned)be->prop.pciDeviceID);
@@ -414,7 +423,9 @@ static void cuda_device_info(struct backend *b, struct backend_device_info *info
   struct nvml_reading now = {};
   info->nvml = cuda_clocks_read(be, &now);
   snprintf(info->nvml_why, sizeof info->nvml_why, "%s",
-           info->nvml ? "" : be->nvml ? "NVML could not read the SM clock" : be->nvml_why);
+           info->nvml ? ""
+           : be->nvml ? "NVML could not read the SM clock"
+                      : be->nvml_why);
   if (info->nvml) {
     info->sm_mhz_now = now.sm_mhz;
     info->temp_c = now.temp_c;
@@ -477,9 +488,9 @@ static void cuda_free(struct backend *b) {
 }
 
 static const struct backend_ops cuda_ops = {
-    "cuda",           cuda_device_info,     cuda_memory_limit, cuda_healthy,
-    cuda_run,         cuda_buffer_upload,   cuda_buffer_download, cuda_buffer_free,
-    cuda_fence_free,  cuda_free,            cuda_measure_ceilings};
+    "cuda",          cuda_device_info,   cuda_memory_limit,    cuda_healthy,
+    cuda_run,        cuda_buffer_upload, cuda_buffer_download, cuda_buffer_free,
+    cuda_fence_free, cuda_free,          cuda_measure_ceilings};
 
 /* Reports a failed call during open: out of memory -> -ENOMEM, else
  * -ENODEV. */
@@ -546,8 +557,7 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
 }
 
 /* -ENODEV (why says why) when no CUDA device answers. */
-static int cuda_open(int device, int n_lanes, struct backend **out, char *why,
-                     size_t why_len) {
+static int cuda_open(int device, int n_lanes, struct backend **out, char *why, size_t why_len) {
   *out = NULL;
   if (n_lanes < 1) {
     snprintf(why, why_len, "n_lanes must be >= 1, not %d", n_lanes);
@@ -602,7 +612,8 @@ static void cuda_connect(struct backend *const *devices, int n) {
       if (k == i || devices[k]->ops != &cuda_ops) continue;
       struct cuda_backend *b = (struct cuda_backend *)devices[k]->impl;
       int can = 0;
-      if (b->device >= 64 || cudaDeviceCanAccessPeer(&can, a->device, b->device) != cudaSuccess || !can)
+      if (b->device >= 64 || cudaDeviceCanAccessPeer(&can, a->device, b->device) != cudaSuccess ||
+          !can)
         continue;
       cudaSetDevice(a->device);
       cudaError_t e = cudaDeviceEnablePeerAccess(b->device, 0);
@@ -613,4 +624,4 @@ static void cuda_connect(struct backend *const *devices, int n) {
 }
 
 extern "C" const struct backend_plugin cuda_backend_plugin = {BACKEND_CUDA, cuda_open,
-                                                               cuda_device_count, cuda_connect};
+                                                              cuda_device_count, cuda_connect};

@@ -43,7 +43,7 @@ struct cuda_backend {
    * share one non-blocking stream, one caller at a time. */
   pthread_mutex_t util_mu;
   cudaStream_t util;
-  bool peer[64]; /* peer[d]: this device reads device d's memory directly */
+  bool peer[64];                /* peer[d]: this device reads device d's memory directly */
   struct reference_cache *refs; /* the references of repeated jobs (reference_cache.h) */
   int n_lanes;
   struct lane *lanes;
@@ -72,16 +72,16 @@ struct backend_fence {
  * -EIO for an error that sticks (it persists on the next
  * cudaGetLastError or shows on stream; the backend turns unhealthy), else
  * -EINVAL. stream must not be capturing. */
-int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e,
-                  const char *call, char *err, size_t err_len);
+int cuda_classify(struct cuda_backend *be, cudaStream_t stream, cudaError_t e, const char *call,
+                  char *err, size_t err_len);
 
 /* True (with the reason in err) once the device is unhealthy. */
 bool cuda_unhealthy(struct cuda_backend *be, char *err, size_t err_len);
 
 /* count floats (at least one) from the device's pool, ordered on stream; on out of
  * memory trims the pool once and retries. Returns 0 or a classified error. */
-int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count,
-                    float **out, char *err, size_t err_len);
+int cuda_pool_alloc(struct cuda_backend *be, cudaStream_t stream, uint64_t count, float **out,
+                    char *err, size_t err_len);
 
 /* cudaFuncGetAttributes of func, cached backend-wide. Returns 0 or a classified
  * error (classified on stream). */
@@ -93,8 +93,8 @@ int cuda_func_attrs(struct cuda_backend *be, cudaStream_t stream, const void *fu
  * (cudaOccupancyMaxActiveBlocksPerMultiprocessor), cached backend-wide. Raises the
  * function's dynamic shared memory limit to dyn_smem first when above 48 KiB, as its
  * launcher does. Returns 0 or a classified error. */
-int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void *func,
-                        int threads, size_t dyn_smem, int *blocks, char *err, size_t err_len);
+int cuda_func_occupancy(struct cuda_backend *be, cudaStream_t stream, const void *func, int threads,
+                        size_t dyn_smem, int *blocks, char *err, size_t err_len);
 
 /* Checks job's spec (ranges this backend can run) and its inputs (a buffer given
  * for a slot holds exactly the slot's shape; a slot without one is a seed).

@@ -23,8 +23,8 @@
  * that calls a library (cuBLAS, CUB) plans only its name and description: func NULL, and
  * its run reports no launch shape. */
 struct cuda_plan {
-  const void *func;         /* the __global__ function (for cudaFuncGetAttributes) */
-  char name[64];            /* e.g. "transpose_tiled_kernel<33>" */
+  const void *func; /* the __global__ function (for cudaFuncGetAttributes) */
+  char name[64];    /* e.g. "transpose_tiled_kernel<33>" */
   /* thread-to-data mapping, one line; a variant that picks its kernel by shape (`best`)
    * says which configuration and why */
   char description[192];

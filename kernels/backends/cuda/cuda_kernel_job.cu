@@ -87,8 +87,8 @@ static bool poisoned_timing(const struct cuda_job *j) {
 
 static const char *method_of(const struct cuda_job *j) {
   const struct exp_spec *s = j->spec;
-  return s->graph ? METHOD_EVENTS_GRAPH
-         : s->cold ? METHOD_EVENTS_COLD
+  return s->graph             ? METHOD_EVENTS_GRAPH
+         : s->cold            ? METHOD_EVENTS_COLD
          : poisoned_timing(j) ? METHOD_EVENTS_POISONED
                               : METHOD_EVENTS;
 }
@@ -102,7 +102,8 @@ static int kernel_plan_runs(struct cuda_job *j) {
   for (int r = 0; r < s->n_variants; r++) {
     int v = s->variants[r];
     if (exp_variant_is_user(v)) {
-      RC_TRY(cuda_user_plan_run(j, r, job_run_init(j, r, v, s->cold ? METHOD_RUNNER_COLD : METHOD_RUNNER)));
+      RC_TRY(cuda_user_plan_run(
+          j, r, job_run_init(j, r, v, s->cold ? METHOD_RUNNER_COLD : METHOD_RUNNER)));
       continue;
     }
     struct exp_run *run = job_run_init(j, r, v, method_of(j));
@@ -133,8 +134,9 @@ static int kernel_plan_runs(struct cuda_job *j) {
  * (cuBLAS variants: its cuBLAS call). Returns CUDA's status; cuBLAS's goes to *cst.
  * Never classifies, so it is safe inside a capture. */
 static cudaError_t launch_raw(struct cuda_job *j, int r, float *out, cublasStatus_t *cst) {
-  const struct cuda_launch a = {j->spec, j->result->runs[r].variant, j->d_in, out,
-                                j->lane->stream, j->cublas, j->lane->cublas};
+  const struct cuda_launch a = {
+      j->spec,        j->result->runs[r].variant, j->d_in, out, j->lane->stream, j->cublas,
+      j->lane->cublas};
   if (is_cublas(j, a.variant)) {
     *cst = j->cexp->cublas(&a);
     return cudaSuccess;
@@ -169,17 +171,19 @@ static bool output_from_window(const struct cuda_job *j) {
   const struct exp_spec *s = j->spec;
   const struct exp_timing_params *t = &s->timing;
   return j->result->n_runs == 1 && j->result->runs[0].available && !cuda_user_is_run(j, 0) &&
-         !poisoned_timing(j) && !s->graph && !s->cold && s->stop.max_noise <= 0 &&
-         t->warmup == 0 && t->batches == 1 && t->reps == 1;
+         !poisoned_timing(j) && !s->graph && !s->cold && s->stop.max_noise <= 0 && t->warmup == 0 &&
+         t->batches == 1 && t->reps == 1;
 }
 
 /* Inputs, one output per available run (a user's run's: a buffer its runner opens),
  * the flush buffer of a cold job (zeroed, untimed), then the job's output and fence
  * (after the window when output_from_window). */
 static int kernel_setup(struct cuda_job *j) {
-  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++) RC_TRY(job_input_setup(j, slot));
+  for (int slot = 0; slot < exp_input_count(j->spec->type); slot++)
+    RC_TRY(job_input_setup(j, slot));
   for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available && !cuda_user_is_run(j, r)) RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
+    if (j->result->runs[r].available && !cuda_user_is_run(j, r))
+      RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
   if (j->user) RC_TRY(cuda_user_setup(j));
   if (j->spec->cold) {
     j->flush_len = l2_flush_floats(j->be->prop.l2CacheSize);
@@ -222,8 +226,10 @@ static int kernel_prepare(struct cuda_job *j, int r) {
 
 static int kernel_warm(struct cuda_job *j, int r, bool graph) {
   if (cuda_user_is_run(j, r)) return cuda_user_warm(j, r);
-  if (graph) CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
-  else RC_TRY(launch(j, r, j->d_out[r]));
+  if (graph)
+    CUDA_TRY(j, cudaGraphLaunch(j->graph[r], j->lane->stream));
+  else
+    RC_TRY(launch(j, r, j->d_out[r]));
   return 0;
 }
 
@@ -295,6 +301,6 @@ static int kernel_sample(struct cuda_job *j, int r, bool graph, double *ms) {
   return 0;
 }
 
-const struct cuda_job_ops cuda_kernel_job_ops = {
-    kernel_plan_runs, kernel_setup, kernel_prepare, kernel_warm, kernel_sample, NULL, cuda_user_release,
-    false};
+const struct cuda_job_ops cuda_kernel_job_ops = {kernel_plan_runs,  kernel_setup,  kernel_prepare,
+                                                 kernel_warm,       kernel_sample, NULL,
+                                                 cuda_user_release, false};

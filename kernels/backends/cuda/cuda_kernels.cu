@@ -32,8 +32,7 @@ void cuda_plan_set(struct cuda_plan *p, const void *func, const char *name,
 
 int cuda_plan_grid_ok(const struct cuda_plan *p, char *why, size_t why_len) {
   if (p->grid.y > 65535 || p->grid.z > 65535) {
-    snprintf(why, why_len, "%s needs grid.y = %u, above CUDA's limit of 65535", p->name,
-             p->grid.y);
+    snprintf(why, why_len, "%s needs grid.y = %u, above CUDA's limit of 65535", p->name, p->grid.y);
     return -1;
   }
   return 0;

@@ -91,15 +91,23 @@ static cudaError_t measure_copy(struct cuda_backend *be, struct bench *b, struct
                                 size_t n, double *kernel_gbps, double *memcpy_gbps) {
   const unsigned blocks = (unsigned)be->prop.multiProcessorCount * 4;
   double ms = 0;
-  cudaError_t e = time_median(b, 10, 5, [&] {
-    ceiling_copy_kernel<<<blocks, 256, 0, b->s[0]>>>((const float4 *)m->d_src, (float4 *)m->d_dst, n / 4);
-    return cudaGetLastError();
-  }, &ms);
+  cudaError_t e = time_median(
+      b, 10, 5,
+      [&] {
+        ceiling_copy_kernel<<<blocks, 256, 0, b->s[0]>>>((const float4 *)m->d_src,
+                                                         (float4 *)m->d_dst, n / 4);
+        return cudaGetLastError();
+      },
+      &ms);
   *kernel_gbps = gbps(2.0 * n * sizeof(float), ms);
   if (e == cudaSuccess)
-    e = time_median(b, 3, 5, [&] {
-      return cudaMemcpyAsync(m->d_dst, m->d_src, n * sizeof(float), cudaMemcpyDeviceToDevice, b->s[0]);
-    }, &ms);
+    e = time_median(
+        b, 3, 5,
+        [&] {
+          return cudaMemcpyAsync(m->d_dst, m->d_src, n * sizeof(float), cudaMemcpyDeviceToDevice,
+                                 b->s[0]);
+        },
+        &ms);
   *memcpy_gbps = gbps(2.0 * n * sizeof(float), ms);
   return e;
 }
@@ -125,10 +133,13 @@ static cudaError_t measure_gemm(struct bench *b, struct buffers *m, int dim, cub
     return cudaSuccess;
   }
   double ms = 0;
-  cudaError_t e = time_median(b, 3, 2, [&] {
-    st = cublas_loader_sgemm_rowmajor(f, h, dim, dim, dim, m->d_a, m->d_b, m->d_c);
-    return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
-  }, &ms);
+  cudaError_t e = time_median(
+      b, 3, 2,
+      [&] {
+        st = cublas_loader_sgemm_rowmajor(f, h, dim, dim, dim, m->d_a, m->d_b, m->d_c);
+        return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+      },
+      &ms);
   f->destroy(h);
   if (st != CUBLAS_STATUS_SUCCESS) {
     snprintf(note, note_len, "cublasSgemm: %s", cublas_loader_status_name(st));
@@ -143,27 +154,34 @@ static cudaError_t measure_gemm(struct bench *b, struct buffers *m, int dim, cub
 static cudaError_t measure_pinned(struct bench *b, struct buffers *m, size_t bytes,
                                   struct exp_ceilings *c) {
   double ms = 0;
-  cudaError_t e = time_median(b, 2, 2, [&] {
-    return cudaMemcpyAsync(m->d_src, m->pin_up, bytes, cudaMemcpyHostToDevice, b->s[0]);
-  }, &ms);
+  cudaError_t e = time_median(
+      b, 2, 2,
+      [&] { return cudaMemcpyAsync(m->d_src, m->pin_up, bytes, cudaMemcpyHostToDevice, b->s[0]); },
+      &ms);
   c->h2d_gbps = gbps((double)bytes, ms);
   if (e == cudaSuccess)
-    e = time_median(b, 2, 2, [&] {
-      return cudaMemcpyAsync(m->pin_down, m->d_dst, bytes, cudaMemcpyDeviceToHost, b->s[0]);
-    }, &ms);
+    e = time_median(
+        b, 2, 2,
+        [&] {
+          return cudaMemcpyAsync(m->pin_down, m->d_dst, bytes, cudaMemcpyDeviceToHost, b->s[0]);
+        },
+        &ms);
   c->d2h_gbps = gbps((double)bytes, ms);
   if (e == cudaSuccess)
-    e = time_median(b, 2, 2, [&] {
-      cudaError_t x = cudaEventRecord(b->fork, b->s[0]);
-      if (x == cudaSuccess) x = cudaStreamWaitEvent(b->s[1], b->fork, 0);
-      if (x == cudaSuccess)
-        x = cudaMemcpyAsync(m->d_src, m->pin_up, bytes, cudaMemcpyHostToDevice, b->s[0]);
-      if (x == cudaSuccess)
-        x = cudaMemcpyAsync(m->pin_down, m->d_dst, bytes, cudaMemcpyDeviceToHost, b->s[1]);
-      if (x == cudaSuccess) x = cudaEventRecord(b->join, b->s[1]);
-      if (x == cudaSuccess) x = cudaStreamWaitEvent(b->s[0], b->join, 0);
-      return x;
-    }, &ms);
+    e = time_median(
+        b, 2, 2,
+        [&] {
+          cudaError_t x = cudaEventRecord(b->fork, b->s[0]);
+          if (x == cudaSuccess) x = cudaStreamWaitEvent(b->s[1], b->fork, 0);
+          if (x == cudaSuccess)
+            x = cudaMemcpyAsync(m->d_src, m->pin_up, bytes, cudaMemcpyHostToDevice, b->s[0]);
+          if (x == cudaSuccess)
+            x = cudaMemcpyAsync(m->pin_down, m->d_dst, bytes, cudaMemcpyDeviceToHost, b->s[1]);
+          if (x == cudaSuccess) x = cudaEventRecord(b->join, b->s[1]);
+          if (x == cudaSuccess) x = cudaStreamWaitEvent(b->s[0], b->join, 0);
+          return x;
+        },
+        &ms);
   c->bidir_gbps = gbps(2.0 * bytes, ms);
   return e;
 }
@@ -181,14 +199,17 @@ static void sizes_pick(size_t free_b, struct sizes *z) {
   z->n = (size_t)1 << 28;
   while (z->n > ((size_t)1 << 20) && 2 * z->n * sizeof(float) > free_b / 4) z->n /= 4;
   z->dim_tf32 = 8192;
-  while (z->dim_tf32 > 1024 && 3.0 * z->dim_tf32 * z->dim_tf32 * sizeof(float) > free_b / 4) z->dim_tf32 /= 2;
+  while (z->dim_tf32 > 1024 && 3.0 * z->dim_tf32 * z->dim_tf32 * sizeof(float) > free_b / 4)
+    z->dim_tf32 /= 2;
   z->dim_sgemm = z->dim_tf32 < 4096 ? z->dim_tf32 : 4096;
   z->gemm_n = (size_t)z->dim_tf32 * z->dim_tf32;
-  z->pin_bytes = z->n * sizeof(float) < ((size_t)64 << 20) ? z->n * sizeof(float) : (size_t)64 << 20;
+  z->pin_bytes = z->n * sizeof(float) < ((size_t)64 << 20) ? z->n * sizeof(float)
+                                                           : (size_t)64 << 20;
 }
 
 /* Streams, events and buffers (random inputs, pinned pages touched). */
-static cudaError_t setup(struct bench *b, struct buffers *m, const struct sizes *z, const char **what) {
+static cudaError_t setup(struct bench *b, struct buffers *m, const struct sizes *z,
+                         const char **what) {
   for (int i = 0; i < 2; i++)
     CUDA_TRY_WHAT(what, cudaStreamCreateWithFlags(&b->s[i], cudaStreamNonBlocking));
   CUDA_TRY_WHAT(what, cudaEventCreate(&b->start));
@@ -224,11 +245,12 @@ static cudaError_t measure_all(struct cuda_backend *be, struct bench *b, struct 
   CUDA_TRY_WHAT(what, measure_gemm(b, m, z->dim_tf32, CUBLAS_TF32_TENSOR_OP_MATH, &c->tf32_gflops,
                                    note[1], sizeof note[1]));
   CUDA_TRY_WHAT(what, measure_pinned(b, m, z->pin_bytes, c));
-  snprintf(why, why_len,
-           "copy %.0f GB/s (kernel %.0f, memcpy %.0f), sgemm %.0f GFLOP/s%s%s, tf32 %.0f GFLOP/s%s%s, "
-           "h2d %.1f, d2h %.1f, bidir %.1f GB/s",
-           c->copy_gbps, copy_kernel, copy_memcpy, c->sgemm_gflops, note[0][0] ? " " : "", note[0],
-           c->tf32_gflops, note[1][0] ? " " : "", note[1], c->h2d_gbps, c->d2h_gbps, c->bidir_gbps);
+  snprintf(
+      why, why_len,
+      "copy %.0f GB/s (kernel %.0f, memcpy %.0f), sgemm %.0f GFLOP/s%s%s, tf32 %.0f GFLOP/s%s%s, "
+      "h2d %.1f, d2h %.1f, bidir %.1f GB/s",
+      c->copy_gbps, copy_kernel, copy_memcpy, c->sgemm_gflops, note[0][0] ? " " : "", note[0],
+      c->tf32_gflops, note[1][0] ? " " : "", note[1], c->h2d_gbps, c->d2h_gbps, c->bidir_gbps);
   return cudaSuccess;
 }
 

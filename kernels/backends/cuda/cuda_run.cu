@@ -124,7 +124,7 @@ static int kernel_occupancy(struct cuda_job *j, const struct cuda_plan *p,
   int threads = (int)(p->block.x * p->block.y * p->block.z), blocks = 0;
   if (threads <= 0) return 0;
   RC_TRY(cuda_func_occupancy(j->be, j->lane->stream, p->func, threads, p->dyn_smem_bytes, &blocks,
-                          j->err, j->err_len));
+                             j->err, j->err_len));
   k->has_occupancy = true;
   k->blocks_per_sm = blocks;
   k->warps_per_sm = blocks * ((threads + 31) / 32);
@@ -135,8 +135,8 @@ static int kernel_occupancy(struct cuda_job *j, const struct cuda_plan *p,
 
 /* Fills run's kernel info from its plan; an unplannable size makes the run
  * unavailable (with the reason), not the job fail. */
-int job_run_plan(struct cuda_job *j, struct exp_run *run, int plan_rc,
-                    const struct cuda_plan *p, const char *why) {
+int job_run_plan(struct cuda_job *j, struct exp_run *run, int plan_rc, const struct cuda_plan *p,
+                 const char *why) {
   if (plan_rc != 0) {
     run->available = false;
     snprintf(run->reason, sizeof run->reason, "%s", why);
@@ -164,7 +164,8 @@ int job_input_setup(struct cuda_job *j, int slot) {
   const struct backend_buffer *given = j->bj->input[slot];
   if (given && given->device == j->be->device) {
     j->d_in[slot] = given->data;
-    if (!j->result->input_path[0]) snprintf(j->result->input_path, sizeof j->result->input_path, "local");
+    if (!j->result->input_path[0])
+      snprintf(j->result->input_path, sizeof j->result->input_path, "local");
     return 0;
   }
   if (given) { /* on another device: copied here after the parents' fences */
@@ -175,7 +176,8 @@ int job_input_setup(struct cuda_job *j, int slot) {
                                       given->count * sizeof(float), j->lane->stream));
     /* Without peer access the driver stages the copy through host memory. */
     snprintf(j->result->input_path, sizeof j->result->input_path, "%s",
-             given->device >= 0 && given->device < 64 && j->be->peer[given->device] ? "peer" : "host");
+             given->device >= 0 && given->device < 64 && j->be->peer[given->device] ? "peer"
+                                                                                    : "host");
     j->d_in[slot] = d;
     return 0;
   }
@@ -272,7 +274,9 @@ fail:
   return rc;
 }
 
-int job_issue_output(struct cuda_job *j, compute_fn compute) { return issue_output(j, compute, -1); }
+int job_issue_output(struct cuda_job *j, compute_fn compute) {
+  return issue_output(j, compute, -1);
+}
 
 int job_issue_run_output(struct cuda_job *j, int r) { return issue_output(j, NULL, r); }
 
@@ -359,9 +363,9 @@ static void window_finish(void *ctx, int r) {
   j->graph[r] = NULL;
 }
 
-static const struct exp_window_ops cuda_window = {
-    window_prepare, window_enter,  window_warm,  window_poll,  window_sample,
-    window_progress, window_clocks, window_leave, window_finish};
+static const struct exp_window_ops cuda_window = {window_prepare, window_enter,  window_warm,
+                                                  window_poll,    window_sample, window_progress,
+                                                  window_clocks,  window_leave,  window_finish};
 
 /* ---- checks ---- */
 
@@ -433,7 +437,8 @@ static int collect(struct cuda_job *j, const float **h_out, const float **h_give
     if (!in) continue;
     h_given[slot] = h;
     if (in->count) /* d_in: here, also when the buffer lives on another device */
-      CUDA_TRY(j, cudaMemcpyAsync(h, j->d_in[slot], in->count * sizeof(float), cudaMemcpyDeviceToHost, st));
+      CUDA_TRY(j, cudaMemcpyAsync(h, j->d_in[slot], in->count * sizeof(float),
+                                  cudaMemcpyDeviceToHost, st));
     h += in->count;
     waits = true;
   }
@@ -474,7 +479,8 @@ static int run_job(struct cuda_job *j) {
   exp_output_shape(j->spec, &shape);
   j->out_len = (size_t)exp_shape_count(&shape);
   for (int i = 0; i < j->bj->n_after; i++)
-    if (j->bj->after[i]) CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
+    if (j->bj->after[i])
+      CUDA_TRY(j, cudaStreamWaitEvent(j->lane->stream, j->bj->after[i]->event, 0));
   RC_TRY(j->ops->plan_runs(j));
   RC_TRY(j->ops->setup(j));
   RC_TRY(exp_window_schedule(j->spec, j->result, &cuda_window, j));
@@ -501,7 +507,8 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   if (job->spec->fault) { /* an injected fault: a real sticky error, classified as any other */
     cudaSetDevice(be->device);
     cudaError_t e = trap_launch(be->lanes[lane].stream);
-    return cuda_classify(be, be->lanes[lane].stream, e, "trap_kernel (injected fault)", err, err_len);
+    return cuda_classify(be, be->lanes[lane].stream, e, "trap_kernel (injected fault)", err,
+                         err_len);
   }
   int rc = cuda_validate(job, err, err_len);
   if (rc != 0) return rc;

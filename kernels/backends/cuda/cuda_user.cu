@@ -29,11 +29,11 @@
 struct cuda_user_job {
   struct runner *runner; /* held (runner_acquire) from setup to release */
   bool held, attached;
-  int n_in;                            /* the experiment's input slots */
-  float *d_ipc[MAX_IPC];               /* cudaMalloc'ed: the inputs, then one output per user run */
+  int n_in;              /* the experiment's input slots */
+  float *d_ipc[MAX_IPC]; /* cudaMalloc'ed: the inputs, then one output per user run */
   int n_ipc;
-  size_t in_floats[EXP_MAX_INPUTS];    /* each input's, for the comparison after each request */
-  unsigned long long *d_changed;       /* cudaMalloc'ed: the comparison's count */
+  size_t in_floats[EXP_MAX_INPUTS]; /* each input's, for the comparison after each request */
+  unsigned long long *d_changed;    /* cudaMalloc'ed: the comparison's count */
   struct ukreg_kernel *k[EXP_MAX_VARIANTS]; /* by run; NULL for the built-ins */
   struct runner_run_msg msg[EXP_MAX_VARIANTS];
 };
@@ -59,7 +59,8 @@ static struct runner *runner_of(int device) {
   return r;
 }
 
-static int unavailable(struct exp_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int unavailable(struct exp_run *run, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int unavailable(struct exp_run *run, const char *fmt, ...) {
   run->available = false;
   va_list ap;
@@ -73,8 +74,8 @@ static long long ceil_to(long long a, int b) { return (a + (b > 0 ? b : 1) - 1) 
 
 /* The launch of kernel k at the job's sizes: a fixed grid, or its tile's through the
  * experiment's grid rule. */
-static void user_grid(const struct exp_spec *s, const struct exp_user *u, const struct ukreg_kernel *k,
-                      long long grid[3]) {
+static void user_grid(const struct exp_spec *s, const struct exp_user *u,
+                      const struct ukreg_kernel *k, long long grid[3]) {
   grid[0] = grid[1] = grid[2] = 1;
   if (k->has_grid) {
     for (int i = 0; i < 3; i++) grid[i] = k->grid[i];
@@ -92,8 +93,8 @@ static bool limits_ok(struct cuda_job *j, struct exp_run *run, const struct ukre
   long long threads = (long long)k->block[0] * k->block[1] * k->block[2];
   if (threads > p->maxThreadsPerBlock || k->block[0] > p->maxThreadsDim[0] ||
       k->block[1] > p->maxThreadsDim[1] || k->block[2] > p->maxThreadsDim[2]) {
-    unavailable(run, "block %dx%dx%d exceeds the device's limits (%d threads)", k->block[0], k->block[1],
-                k->block[2], p->maxThreadsPerBlock);
+    unavailable(run, "block %dx%dx%d exceeds the device's limits (%d threads)", k->block[0],
+                k->block[1], k->block[2], p->maxThreadsPerBlock);
     return false;
   }
   for (int i = 0; i < 3; i++)
@@ -128,13 +129,14 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
   if (!u || strcmp(k->experiment, j->exp->name) != 0)
     return unavailable(run, "kernel %lld is not a kernel of this experiment", id);
   if (k->refused[0])
-    return unavailable(run, "kernel %lld is refused by today's rules: %.64s; send it again",
-                       id, k->refused);
+    return unavailable(run, "kernel %lld is refused by today's rules: %.64s; send it again", id,
+                       k->refused);
   if (s->graph)
-    return unavailable(run,
-                       "graph: a user's kernel runs in gpulab-runner, another process with its own "
-                       "CUDA context, so it cannot join this job's CUDA Graph (captured in gpulabd's "
-                       "context); run it without graph");
+    return unavailable(
+        run,
+        "graph: a user's kernel runs in gpulab-runner, another process with its own "
+        "CUDA context, so it cannot join this job's CUDA Graph (captured in gpulabd's "
+        "context); run it without graph");
   long long grid[3];
   user_grid(s, u, k, grid);
   if (!limits_ok(j, run, k, grid)) return 0;
@@ -150,7 +152,8 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
   if (grid[0] == 0 || grid[1] == 0) m->grid[0] = m->grid[1] = 0;
   struct exp_kernel_info *ki = &run->kernel;
   snprintf(ki->name, sizeof ki->name, "%.40s (kernel:%lld)", k->name, id);
-  snprintf(ki->description, sizeof ki->description, "%.40s's kernel, run in gpulab-runner", k->owner);
+  snprintf(ki->description, sizeof ki->description, "%.40s's kernel, run in gpulab-runner",
+           k->owner);
   ki->has_launch = true;
   for (int i = 0; i < 3; i++) ki->grid[i] = (int)m->grid[i], ki->block[i] = k->block[i];
   ki->registers = k->registers;
@@ -166,8 +169,8 @@ bool cuda_user_is_run(const struct cuda_job *j, int r) {
 
 /* A runner's error as the backend's (negative errno), its message in j->err. */
 static int runner_error(struct cuda_job *j, int r, int rc, const char *what, const char *msg) {
-  snprintf(j->err, j->err_len, "kernel:%lld: %s: %s", exp_user_kernel_id(j->result->runs[r].variant), what,
-           msg);
+  snprintf(j->err, j->err_len, "kernel:%lld: %s: %s",
+           exp_user_kernel_id(j->result->runs[r].variant), what, msg);
   return rc == -EFAULT || rc == -ETIMEDOUT || rc == -ENOMEM ? rc : -EINVAL;
 }
 
@@ -176,7 +179,8 @@ static int runner_error(struct cuda_job *j, int r, int rc, const char *what, con
 __global__ void words_differ_kernel(const uint32_t *a, const uint32_t *b, size_t n,
                                     unsigned long long *changed) {
   unsigned long long mine = 0;
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
     mine += a[i] != b[i];
   if (mine) atomicAdd(changed, mine);
 }
@@ -192,15 +196,17 @@ static int inputs_unchanged(struct cuda_job *j, int r) {
     unsigned long long changed = 0;
     CUDA_TRY(j, cudaMemsetAsync(u->d_changed, 0, sizeof changed, j->lane->stream));
     int blocks = (int)((n + 255) / 256 < 4096 ? (n + 255) / 256 : 4096);
-    words_differ_kernel<<<blocks, 256, 0, j->lane->stream>>>((const uint32_t *)u->d_ipc[slot],
-                                                             (const uint32_t *)j->d_in[slot], n, u->d_changed);
+    words_differ_kernel<<<blocks, 256, 0, j->lane->stream>>>(
+        (const uint32_t *)u->d_ipc[slot], (const uint32_t *)j->d_in[slot], n, u->d_changed);
     CUDA_TRY(j, cudaGetLastError());
-    CUDA_TRY(j, cudaMemcpyAsync(&changed, u->d_changed, sizeof changed, cudaMemcpyDeviceToHost, j->lane->stream));
+    CUDA_TRY(j, cudaMemcpyAsync(&changed, u->d_changed, sizeof changed, cudaMemcpyDeviceToHost,
+                                j->lane->stream));
     CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream));
     if (changed) {
-      snprintf(j->err, j->err_len,
-               "kernel:%lld wrote into its input %s: %llu of %zu elements changed; inputs are read-only",
-               exp_user_kernel_id(j->result->runs[r].variant), j->exp->inputs[slot].name, changed, n);
+      snprintf(
+          j->err, j->err_len,
+          "kernel:%lld wrote into its input %s: %llu of %zu elements changed; inputs are read-only",
+          exp_user_kernel_id(j->result->runs[r].variant), j->exp->inputs[slot].name, changed, n);
       return -EROFS;
     }
   }
@@ -275,7 +281,8 @@ int cuda_user_setup(struct cuda_job *j) {
   }
   CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream)); /* the runner reads them next */
   char err[256] = "";
-  if (!(u->runner = runner_of(j->be->device))) return runner_error(j, runs[0], -ENOMEM, "runner", "out of memory");
+  if (!(u->runner = runner_of(j->be->device)))
+    return runner_error(j, runs[0], -ENOMEM, "runner", "out of memory");
   int rc = runner_acquire(u->runner, err, sizeof err);
   if (rc) return runner_error(j, runs[0], rc, "gpulab-runner did not start", err);
   u->held = true;
@@ -286,7 +293,8 @@ int cuda_user_setup(struct cuda_job *j) {
     int r = runs[k];
     const struct ukreg_kernel *uk = u->k[r];
     struct runner_loaded_msg loaded;
-    rc = runner_load(u->runner, uk->key, uk->entry, uk->image, uk->image_bytes, &loaded, err, sizeof err);
+    rc = runner_load(u->runner, uk->key, uk->entry, uk->image, uk->image_bytes, &loaded, err,
+                     sizeof err);
     if (rc) return runner_error(j, r, rc, "load", err);
     fill_args(j, r, u->n_in + k);
   }
@@ -308,8 +316,10 @@ static int request(struct cuda_job *j, int r, uint32_t n, bool timed, double *ms
   int rc = runner_run(j->user->runner, m, ukreg_deadline(), &done, &fault, err, sizeof err);
   if (rc) return runner_error(j, r, rc, "launch", err);
   struct exp_run *run = &j->result->runs[r];
-  if (m->fresh.check && done.fresh_checked != n) { /* a fresh figure that was not checked is no figure */
-    snprintf(err, sizeof err, "the runner checked %u of %u timed launches on fresh inputs", done.fresh_checked, n);
+  if (m->fresh.check &&
+      done.fresh_checked != n) { /* a fresh figure that was not checked is no figure */
+    snprintf(err, sizeof err, "the runner checked %u of %u timed launches on fresh inputs",
+             done.fresh_checked, n);
     return runner_error(j, r, -EPROTO, "launch", err);
   }
   if (done.bad_launch && !run->launch_failure[0])
@@ -332,8 +342,9 @@ static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *m
   if (u->msg[r].fresh.check) {
     for (int slot = 0; slot < u->n_in; slot++)
       if (u->in_floats[slot])
-        CUDA_TRY(j, cudaMemcpyAsync(u->d_ipc[slot], j->d_in[slot], u->in_floats[slot] * sizeof(float),
-                                    cudaMemcpyDeviceToDevice, j->lane->stream));
+        CUDA_TRY(j,
+                 cudaMemcpyAsync(u->d_ipc[slot], j->d_in[slot], u->in_floats[slot] * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, j->lane->stream));
     CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream)); /* the runner reads them next */
     RC_TRY(request(j, r, 1, false, NULL));
   }
@@ -343,8 +354,8 @@ static int launches(struct cuda_job *j, int r, uint32_t n, bool timed, double *m
 int cuda_user_launch(struct cuda_job *j, int r, float *out) {
   RC_TRY(launches(j, r, 1, false, NULL));
   if (out != j->d_out[r] && j->out_len)
-    CUDA_TRY(j, cudaMemcpyAsync(out, j->d_out[r], j->out_len * sizeof(float), cudaMemcpyDeviceToDevice,
-                                j->lane->stream));
+    CUDA_TRY(j, cudaMemcpyAsync(out, j->d_out[r], j->out_len * sizeof(float),
+                                cudaMemcpyDeviceToDevice, j->lane->stream));
   return 0;
 }
 

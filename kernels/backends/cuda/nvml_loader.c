@@ -8,22 +8,22 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef int nvml_return;           /* nvmlReturn_t; NVML_SUCCESS is 0 */
+typedef int nvml_return;              /* nvmlReturn_t; NVML_SUCCESS is 0 */
 typedef struct nvml_device *nvml_dev; /* nvmlDevice_t: an opaque pointer */
-#define NVML_CLOCK_SM 1            /* nvmlClockType_t */
-#define NVML_TEMPERATURE_GPU 0     /* nvmlTemperatureSensors_t */
-struct nvml_utilization {          /* nvmlUtilization_t */
-  unsigned gpu, memory;            /* percent */
+#define NVML_CLOCK_SM 1               /* nvmlClockType_t */
+#define NVML_TEMPERATURE_GPU 0        /* nvmlTemperatureSensors_t */
+struct nvml_utilization {             /* nvmlUtilization_t */
+  unsigned gpu, memory;               /* percent */
 };
 
 static struct {
-  nvml_return (*init)(void);                                      /* nvmlInit_v2 */
-  const char *(*error_string)(nvml_return);                       /* nvmlErrorString */
-  nvml_return (*by_pci)(const char *, nvml_dev *);                /* ..ByPciBusId_v2 */
-  nvml_return (*clock)(nvml_dev, int, unsigned *);                /* nvmlDeviceGetClockInfo */
-  nvml_return (*temperature)(nvml_dev, int, unsigned *);          /* nvmlDeviceGetTemperature */
-  nvml_return (*power)(nvml_dev, unsigned *);                     /* milliwatts */
-  nvml_return (*reasons)(nvml_dev, unsigned long long *); /* ..ClocksEventReasons, or the
+  nvml_return (*init)(void);                                       /* nvmlInit_v2 */
+  const char *(*error_string)(nvml_return);                        /* nvmlErrorString */
+  nvml_return (*by_pci)(const char *, nvml_dev *);                 /* ..ByPciBusId_v2 */
+  nvml_return (*clock)(nvml_dev, int, unsigned *);                 /* nvmlDeviceGetClockInfo */
+  nvml_return (*temperature)(nvml_dev, int, unsigned *);           /* nvmlDeviceGetTemperature */
+  nvml_return (*power)(nvml_dev, unsigned *);                      /* milliwatts */
+  nvml_return (*reasons)(nvml_dev, unsigned long long *);          /* ..ClocksEventReasons, or the
                                                              older ..ClocksThrottleReasons */
   nvml_return (*utilization)(nvml_dev, struct nvml_utilization *); /* may be NULL */
   nvml_return (*driver_version)(char *, unsigned);                 /* may be NULL */
@@ -47,9 +47,12 @@ static void load(void) {
   }
   void *reasons = dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"); /* driver >= 535 */
   if (!reasons) reasons = symbol(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
-  void *p[6] = {symbol(lib, "nvmlInit_v2"), symbol(lib, "nvmlErrorString"),
-                symbol(lib, "nvmlDeviceGetHandleByPciBusId_v2"), symbol(lib, "nvmlDeviceGetClockInfo"),
-                symbol(lib, "nvmlDeviceGetTemperature"), symbol(lib, "nvmlDeviceGetPowerUsage")};
+  void *p[6] = {symbol(lib, "nvmlInit_v2"),
+                symbol(lib, "nvmlErrorString"),
+                symbol(lib, "nvmlDeviceGetHandleByPciBusId_v2"),
+                symbol(lib, "nvmlDeviceGetClockInfo"),
+                symbol(lib, "nvmlDeviceGetTemperature"),
+                symbol(lib, "nvmlDeviceGetPowerUsage")};
   if (load_why[0]) return; /* the library stays open: harmless */
   /* POSIX guarantees a dlsym result converts to the function's pointer type. */
   fns.init = (nvml_return(*)(void))p[0];
@@ -59,7 +62,8 @@ static void load(void) {
   fns.temperature = (nvml_return(*)(nvml_dev, int, unsigned *))p[4];
   fns.power = (nvml_return(*)(nvml_dev, unsigned *))p[5];
   fns.reasons = (nvml_return(*)(nvml_dev, unsigned long long *))reasons;
-  void *util = dlsym(lib, "nvmlDeviceGetUtilizationRates"), *driver = dlsym(lib, "nvmlSystemGetDriverVersion");
+  void *util = dlsym(lib, "nvmlDeviceGetUtilizationRates"),
+       *driver = dlsym(lib, "nvmlSystemGetDriverVersion");
   fns.utilization = (nvml_return(*)(nvml_dev, struct nvml_utilization *))util;
   fns.driver_version = (nvml_return(*)(char *, unsigned))driver;
   nvml_return rc = fns.init();

@@ -17,8 +17,8 @@ static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
  * row panels and B's column panels in L2. transpose: the resident blocks write a few
  * thousand rows of B instead of all of them (all n rows of a 16384^2 B are 1 GiB
  * apart end to end: before this order 16384^2 reached 82% of copy, 8192^2 92%). */
-__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group,
-                                             int *bm, int *bn) {
+__device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group, int *bm,
+                                             int *bn) {
   const int per_group = group * tiles_n;
   const int g = pid / per_group, first = g * group;
   const int rows = min(tiles_m - first, group);
@@ -38,8 +38,8 @@ static inline bool cuda_is_default_stream(cudaStream_t s) {
  * limit raised before its first launch on each device: done once per kernel and
  * device (bit d of *raised; one atomic per kernel), with the largest shared-memory
  * carveout when max_carveout (so the occupancy planned is the one launched). */
-static inline cudaError_t smem_raise_once(std::atomic<unsigned long long> *raised,
-                                          const void *func, size_t bytes, bool max_carveout) {
+static inline cudaError_t smem_raise_once(std::atomic<unsigned long long> *raised, const void *func,
+                                          size_t bytes, bool max_carveout) {
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return e;
