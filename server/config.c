@@ -69,6 +69,9 @@ static const char usage_flags[] =
     "  --timeout SECONDS   a whole request (head and body) must arrive within this long,\n"
     "                      and a connection idle this long is dropped (default 30;\n"
     "                      waiting requests and event streams have arrived and stay)\n"
+    "  --min-upload-rate BYTES  each BYTES of a request's body received extend its\n"
+    "                      deadline by a second, so that a large upload at this rate or\n"
+    "                      faster finishes (default 1048576; 0: --timeout for any body)\n"
     "  --access-log PATH   one JSON line per request: - (stdout, the default), off, or a file\n"
     "  --wait SECONDS      how long a POST waits for its job without ?wait= (default 60)\n"
     "  --inline-max-bytes N  a job that is waited for, needs at most N bytes, times at\n"
@@ -305,6 +308,7 @@ static const struct flag flags[] = {
     NUMBER(FLAG_INT, "max-connections", max_connections, 1, 100000),
     NUMBER(FLAG_INT, "max-connections-per-ip", max_connections_per_ip, 1, 100000),
     NUMBER(FLAG_INT, "timeout", timeout_s, 1, 3600),
+    NUMBER(FLAG_SIZE, "min-upload-rate", min_upload_rate, 0, 1L << 40),
     NUMBER(FLAG_DOUBLE, "wait", default_wait_s, 0, 600),
     TEXT("web-root", web_root),
     TEXT("chartjs", chartjs),
@@ -382,6 +386,7 @@ static void set_defaults(struct config *cfg) {
                          .max_connections = 4096,
                          .max_connections_per_ip = 256,
                          .timeout_s = 30,
+                         .min_upload_rate = 1 << 20,
                          .db = "gpulab.db",
                          .keep_days = 30,
                          .grace_s = 30,

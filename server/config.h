@@ -29,6 +29,7 @@ struct config {
   bool insecure_no_auth;
   const char *tls_cert, *tls_key; /* PEM files, or NULL for plain HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
+  size_t min_upload_rate; /* body bytes a second that extend a request's deadline; 0: none */
   char db[256];          /* job records: a SQLite file, or ":memory:" to keep nothing */
   bool durability_full;  /* --durability full: an fsync per commit (store_set_durability) */
   bool durability_given; /* --durability was given (else the store's own default) */

@@ -411,6 +411,7 @@ static int start_http(const struct config *cfg, struct gpulabd *d) {
                                .max_connections = cfg->max_connections,
                                .max_connections_per_ip = cfg->max_connections_per_ip,
                                .timeout_s = cfg->timeout_s,
+                               .min_upload_rate = cfg->min_upload_rate,
                                .service = &d->service,
                                .max_queued = cfg->max_queued,
                                .socket_path = cfg->socket_path,

@@ -26,12 +26,15 @@
 
 /* A TCP connection, for the request deadline: a whole request, head and body, must
  * arrive within --timeout seconds of the connection's start or of the previous
- * answer, however slowly its bytes trickle in. */
+ * answer, however slowly its bytes trickle in, and one more second for each
+ * --min-upload-rate bytes of its body received (Apache's mod_reqtimeout MinRate): a
+ * large upload at that rate or faster finishes, a client dripping bytes does not. */
 struct conn_watch {
   struct conn_watch *next, *prev;
   int fd;
-  double since; /* engine_now_mono() when its current request became due */
-  bool heading; /* waiting for a request (its head or its body) */
+  double since;              /* engine_now_mono() when its current request became due */
+  bool heading;              /* waiting for a request (its head or its body) */
+  _Atomic uint64_t received; /* its body's bytes so far (collect_body) */
   /* On the Unix socket (--socket): the peer, from its credentials (SO_PEERCRED). */
   bool local;
   bool local_admin; /* root, or gpulabd's own user: sees every client's jobs */
@@ -71,6 +74,7 @@ static void conn_heading(struct http_server *srv, struct MHD_Connection *conn, b
   pthread_mutex_lock(&srv->conns_lock);
   w->heading = heading;
   w->since = engine_now_mono();
+  atomic_store(&w->received, 0);
   pthread_mutex_unlock(&srv->conns_lock);
 }
 
@@ -152,16 +156,19 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void *watchdog_main(void *arg) {
   struct http_server *srv = arg;
   double limit = srv->opts.timeout_s > 0 ? srv->opts.timeout_s : 30;
+  double rate = (double)srv->opts.min_upload_rate; /* bytes a second; 0: none */
   while (!atomic_load(&srv->stopping)) {
     struct timespec second = {0, 250 * 1000 * 1000};
     nanosleep(&second, NULL);
     double now = engine_now_mono();
     pthread_mutex_lock(&srv->conns_lock);
-    for (struct conn_watch *w = srv->conns; w; w = w->next)
-      if (w->heading && now - w->since > limit && w->fd >= 0) {
+    for (struct conn_watch *w = srv->conns; w; w = w->next) {
+      double allowed = limit + (rate > 0 ? (double)atomic_load(&w->received) / rate : 0);
+      if (w->heading && now - w->since > allowed && w->fd >= 0) {
         shutdown(w->fd, SHUT_RDWR);
         w->fd = -1; /* once */
       }
+    }
     pthread_mutex_unlock(&srv->conns_lock);
   }
   return NULL;
@@ -227,6 +234,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r->resume(r);
   }
   if (*upload_data_size) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_watch *w = info ? info->socket_context : NULL;
+    if (w) atomic_fetch_add(&w->received, *upload_data_size); /* its deadline moves on */
     collect_body(r, upload_data, *upload_data_size);
     *upload_data_size = 0;
     return MHD_YES;
