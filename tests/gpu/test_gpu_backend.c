@@ -17,7 +17,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static struct backend *be;
 
@@ -369,7 +369,7 @@ static void test_best_odd_sizes(void) {
   job_drop(&job);
 }
 
-static void test_large_sizes(void) {
+static void check_large_sizes(void) {
   run_ok(transpose_spec(4096, 4096));
   run_ok(transpose_spec(4099, 1023));
   run_ok(gemm_spec(1024, 1024, 1024));
@@ -737,7 +737,7 @@ static void test_ceilings(void) {
 
 /* cold: every launch after an L2 flush, timed alone; hot and cold side by side on
  * a matrix that fits in the L2 (4096^2 floats: 64 MiB in, 64 MiB out). */
-static void test_cold(bool small) {
+static void check_cold(bool small) {
   static struct exp_result hot, cold;
   int dim = small ? 1024 : 4096;
   struct exp_spec s = transpose_spec(dim, dim);
@@ -1219,7 +1219,7 @@ static void test_buffers_concurrent(void) {
   CHECK(backend_healthy(be));
 }
 
-static void test_errors(void) {
+static void check_errors(void) {
   static struct exp_result res;
   char err[256] = "";
   struct trace t;
@@ -1259,39 +1259,62 @@ static void test_errors(void) {
 }
 
 /* --small skips the large sizes and the 4 TiB allocation (for compute-sanitizer). */
-int main(int argc, char **argv) {
-  bool small = argc > 1 && strcmp(argv[1], "--small") == 0;
+/* --small skips the large sizes and the 4 TiB allocation (for compute-sanitizer). */
+static bool small;
+
+static int open_backend(void) {
+  small = test_mode && strcmp(test_mode, "--small") == 0;
   char why[256] = "";
   if (backend_open(BACKEND_CUDA, 0, 2, &be, why, sizeof why) != 0) {
     printf("skip: %s\n", why);
     return CHECK_SKIP;
   }
   printf("%s\n", why);
-  test_device();
-  test_ceilings();
-  test_nvml();
-  test_cold(small);
-  test_noise_stop();
-  test_odd_sizes();
-  test_best_odd_sizes();
-  test_tf32_paths();
-  test_kernel_info();
-  test_occupancy_and_work();
-  test_pipeline_best();
-  if (!small) bench_pipeline_best();
-  test_variant_order();
-  test_hooks();
-  test_graph();
-  test_exclusive();
-  test_buffer_inputs();
-  test_chain();
-  test_one_launch();
-  test_two_lanes();
-  test_buffers_concurrent();
-  if (!small) test_large_sizes();
-  if (!small) test_errors();
-  CHECK(backend_healthy(be));
-  backend_free(be);
-  printf("ok\n");
   return 0;
 }
+
+static void close_backend(void) {
+  CHECK(backend_healthy(be));
+  backend_free(be);
+}
+
+static void test_cold(void) { check_cold(small); }
+static void test_bench_pipeline_best(void) {
+  if (!small) bench_pipeline_best();
+}
+static void test_large_sizes(void) {
+  if (!small) check_large_sizes();
+}
+static void test_errors(void) {
+  if (!small) check_errors();
+}
+
+static const char *const modes[] = {"--small", NULL};
+static const struct test_case cases[] = {
+    TEST(test_device),
+    TEST(test_ceilings),
+    TEST(test_nvml),
+    TEST(test_cold),
+    TEST(test_noise_stop),
+    TEST(test_odd_sizes),
+    TEST(test_best_odd_sizes),
+    TEST(test_tf32_paths),
+    TEST(test_kernel_info),
+    TEST(test_occupancy_and_work),
+    TEST(test_pipeline_best),
+    TEST(test_bench_pipeline_best),
+    TEST(test_variant_order),
+    TEST(test_hooks),
+    TEST(test_graph),
+    TEST(test_exclusive),
+    TEST(test_buffer_inputs),
+    TEST(test_chain),
+    TEST(test_one_launch),
+    TEST(test_two_lanes),
+    TEST(test_buffers_concurrent),
+    TEST(test_large_sizes),
+    TEST(test_errors),
+    TEST_END,
+};
+const struct test_suite test_suite = {
+    .cases = cases, .modes = modes, .setup = open_backend, .teardown = close_backend};

@@ -14,13 +14,16 @@
 
 #include "kernels/core/clock.h"
 #include "kernels/core/experiment.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 #ifndef GPULAB_HAVE_CUDA
-int main(void) {
+static int skip(void) {
   printf("SKIP: a build without CUDA\n");
   return CHECK_SKIP;
 }
+
+static const struct test_case cases[] = {TEST_END};
+const struct test_suite test_suite = {.cases = cases, .setup = skip};
 #else
 #include <cuda_runtime_api.h>
 
@@ -170,7 +173,9 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   return rc;
 }
 
-int main(void) {
+static struct runner *r; /* one runner for every case: a fault replaces it */
+
+static int setup(void) {
   int n_dev = 0;
   if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
     printf("SKIP: no CUDA device answers\n");
@@ -199,12 +204,24 @@ int main(void) {
   }
   const char *exe = getenv("GPULAB_RUNNER");
   struct runner_config cfg = {.exe = exe ? exe : "./gpulab-runner", .mode = RUNNER_MODE_CUDA};
-  struct runner *r;
   CHECK_INT_EQ(runner_new(&cfg, &r), 0);
+  return 0;
+}
+
+static void teardown(void) {
+  runner_free(r);
+  cudaFree(d_a);
+  cudaFree(d_b);
+  free(h_a);
+  free(h_b);
+  nvrtc_lib_free(lib);
+}
+
+/* padded33, hot and cold (each timed launch after the runner's L2 flush): right. */
+static void test_good(void) {
   struct runner_fault fault;
   struct runner_stats st;
   double med = 0;
-
   CHECK_INT_EQ(job(r, padded33, 5, &fault, &med), 0);
   CHECK_INT_EQ(mismatches(), 0);
   runner_stats(r, &st);
@@ -224,6 +241,11 @@ int main(void) {
   cold = 0;
   printf("padded33 cold (L2 %d bytes, flush reads %llu): median %.4f ms (hot %.4f)\n", l2,
          (unsigned long long)flush_bytes, cold_med, med);
+}
+
+/* Kernels the check must catch: wrong, lazy, once. */
+static void test_caught(void) {
+  struct runner_fault fault;
   CHECK_INT_EQ(job(r, wrong, 5, &fault, NULL), 0);
   int64_t bad = mismatches();
   printf("wrong: %lld mismatches\n", (long long)bad);
@@ -233,6 +255,14 @@ int main(void) {
   CHECK_INT_EQ(job(r, once, 5, &fault, NULL), 0);
   CHECK_INT_EQ(mismatches(), (int64_t)M * N);
 
+}
+
+/* Faults stay in the runner: this process's context is untouched, the next job passes. */
+static void test_faults(void) {
+  struct runner_fault fault;
+  struct runner_stats st;
+  runner_stats(r, &st);
+  int starts_before = (int)st.starts;
   const char *bad_src[3] = {trap, oob, endless};
   const char *names[3] = {"__trap()", "out-of-range store", "endless loop"};
   for (int i = 0; i < 3; i++) {
@@ -253,14 +283,15 @@ int main(void) {
            st.last_start_ms);
   }
   runner_stats(r, &st);
-  CHECK_INT_EQ(st.starts, 4);
-  runner_free(r);
-  cudaFree(d_a);
-  cudaFree(d_b);
-  free(h_a);
-  free(h_b);
-  nvrtc_lib_free(lib);
-  printf("test_gpu_runner: ok\n");
-  return 0;
+  /* A new runner after each fault (and the first start, where none ran yet). */
+  CHECK_INT_EQ(st.starts, starts_before + 3 + (starts_before == 0));
 }
+
+static const struct test_case cases[] = {
+    TEST(test_good),
+    TEST(test_caught),
+    TEST(test_faults),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
 #endif

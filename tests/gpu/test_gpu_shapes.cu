@@ -18,7 +18,7 @@
 #include "kernels/gemm/gemm.cuh"
 #include "kernels/stencil/stencil.cuh"
 #include "kernels/transpose/transpose.cuh"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 #define GUARD 256 /* floats after each output that must stay NaN (all bits set) */
 
@@ -376,7 +376,7 @@ static void test_stencil(void) {
     }
 }
 
-int main(void) {
+static int setup(void) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("SKIP: no CUDA device\n");
@@ -391,19 +391,24 @@ int main(void) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
   printf("device: %s, %d SMs; tf32 wgmma path %s\n", prop.name, g_sms,
          g_wgmma ? "expected" : "not expected");
-  test_gemm_tiles();
-  printf("gemm tiles: ok (%d cases so far)\n", g_cases);
-  test_gemv();
-  test_gemm_picks();
-  printf("gemm gemv and picks: ok (%d)\n", g_cases);
-  test_tf32();
-  printf("tf32: ok (%d)\n", g_cases);
-  test_transpose();
-  printf("transpose: ok (%d)\n", g_cases);
-  test_stencil();
+  return 0;
+}
+
+static void teardown(void) {
   CUDA_CHECK(cudaStreamDestroy(g_s));
   printf("gemm precision, rms(c - ref) / rms(ref): FP32 at most 2^%.2f, TF32 at least 2^%.2f (limit 2^-14)\n",
          log2(g_fp32_worst), log2(g_tf32_best));
-  printf("test_gpu_shapes: ok (%d cases)\n", g_cases);
-  return 0;
+  printf("test_gpu_shapes: %d configurations\n", g_cases);
 }
+
+static const struct test_case cases[] = {
+    TEST(test_gemm_tiles),
+    TEST(test_gemv),
+    TEST(test_gemm_picks),
+    TEST(test_tf32),
+    TEST(test_transpose),
+    TEST(test_stencil),
+    TEST_END,
+};
+/* In order (C++ has no designated initializers before C++20). */
+extern "C" const struct test_suite test_suite = {cases, NULL, setup, NULL, teardown};

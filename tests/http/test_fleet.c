@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/check.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 #include "tests/test_db.h"
 
 static char db[512];
@@ -882,7 +882,7 @@ static void test_fenced_while_db_away(void) {
   gpulabd_stop(&a);
 }
 
-int main(void) {
+static int setup(void) {
   if (!getenv("GPULAB_TEST_DB") || !getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")) {
     printf(
         "test_fleet: needs a PostgreSQL cluster of its own ($GPULAB_TEST_DB,"
@@ -890,39 +890,33 @@ int main(void) {
     return CHECK_SKIP;
   }
   test_db_make("fleet", db, sizeof db);
-  test_cancel_from_other();
-  test_db_reset(db);
-  test_cancel_unclaimed();
-  test_db_reset(db);
-  test_events_from_other();
-  test_db_reset(db);
-  test_fleet_devices();
-  test_db_reset(db);
-  test_sweep_from_other();
-  test_db_reset(db);
-  test_kernel_on_other();
-  test_db_reset(db);
-  test_chains_taken_over();
-  test_db_reset(db);
-  test_child_waits_for_parent_elsewhere();
-  test_db_reset(db);
-  test_busy_hands_over();
-  test_db_reset(db);
-  test_chain_sent_to_parent();
-  test_db_reset(db);
-  test_buffer_sent_home();
-  test_db_reset(db);
-  test_take_over();
-  test_db_reset(db);
-  test_fenced_after_take_over();
-  test_db_reset(db);
-  test_drain_keeps_lease();
-  test_db_reset(db);
-  test_fair_claims();
-  test_db_reset(db);
-  test_pg_restart();
-  test_fenced_while_db_away();
-  test_db_drop(db);
-  printf("test_fleet: ok\n");
   return 0;
 }
+
+static void teardown(void) { test_db_drop(db); }
+
+/* Each case on an empty database. */
+static void reset(void) { test_db_reset(db); }
+
+static const struct test_case cases[] = {
+    TEST(test_cancel_from_other),
+    TEST(test_cancel_unclaimed),
+    TEST(test_events_from_other),
+    TEST(test_fleet_devices),
+    TEST(test_sweep_from_other),
+    TEST(test_kernel_on_other),
+    TEST(test_chains_taken_over),
+    TEST(test_child_waits_for_parent_elsewhere),
+    TEST(test_busy_hands_over),
+    TEST(test_chain_sent_to_parent),
+    TEST(test_buffer_sent_home),
+    TEST(test_take_over),
+    TEST(test_fenced_after_take_over),
+    TEST(test_drain_keeps_lease),
+    TEST(test_fair_claims),
+    TEST(test_pg_restart),
+    TEST(test_fenced_while_db_away),
+    TEST_END,
+};
+const struct test_suite test_suite = {
+    .cases = cases, .setup = setup, .before_each = reset, .teardown = teardown};

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/experiment.h"
 
@@ -835,7 +835,7 @@ static void test_shutdown(void) {
   http_reply_free(&waiter.reply);
 }
 
-int main(void) {
+static int start(void) {
   static const char *const args_a[] = {
       "--backend", "cpu", "--streams", "2", "--max-body", "4096", "--http-threads", "2", NULL};
   static const char *const args_b[] = {
@@ -843,30 +843,37 @@ int main(void) {
       "2",         "--max-queued", MAX_QUEUED_ARG, "--grace", "1", NULL};
   gpulabd_start(args_a, &A);
   gpulabd_start(args_b, &B);
-  long long defaults[2];
-  start_defaults(defaults);
-  fprintf(stderr, "routes\n");
-  test_index_health_device();
-  fprintf(stderr, "experiments\n");
-  test_transpose();
-  test_gemm();
-  test_stencil();
-  test_pipeline();
-  test_post_jobs();
-  test_content_types();
-  fprintf(stderr, "errors\n");
-  test_errors();
-  fprintf(stderr, "cancel\n");
-  test_cancel();
-  fprintf(stderr, "concurrency\n");
-  test_concurrency();
-  fprintf(stderr, "defaults and lists\n");
-  finish_defaults(defaults);
-  test_list();
-  CHECK_INT_EQ(health_int(&A, "jobs.failed"), 0);
-  fprintf(stderr, "shutdown\n");
-  test_shutdown();
-  gpulabd_stop(&A);
-  fprintf(stderr, "ok\n");
   return 0;
 }
+
+static void stop(void) {
+  gpulabd_stop(&B);
+  gpulabd_stop(&A);
+}
+
+/* Two jobs with every default, submitted first and checked once the others ran. */
+static long long defaults[2];
+static void test_defaults_start(void) { start_defaults(defaults); }
+static void test_defaults_finish(void) { finish_defaults(defaults); }
+
+static void test_none_failed(void) { CHECK_INT_EQ(health_int(&A, "jobs.failed"), 0); }
+
+static const struct test_case cases[] = {
+    TEST(test_defaults_start),
+    TEST(test_index_health_device),
+    TEST(test_transpose),
+    TEST(test_gemm),
+    TEST(test_stencil),
+    TEST(test_pipeline),
+    TEST(test_post_jobs),
+    TEST(test_content_types),
+    TEST(test_errors),
+    TEST(test_cancel),
+    TEST(test_concurrency),
+    TEST_AFTER(test_defaults_finish, test_defaults_start),
+    TEST_AFTER_ALL(test_list), /* the jobs of the cases before */
+    TEST_AFTER_ALL(test_none_failed),
+    TEST(test_shutdown), /* last: it stops B */
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

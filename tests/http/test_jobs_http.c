@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 
 #define FAST "\"warmup\":0,\"batches\":1,\"reps\":1"
@@ -18,19 +18,6 @@
 #define MAX_UPLOAD 65536 /* ONE's --max-upload */
 #define MAX_QUEUED 5     /* ONE's --max-queued */
 #define N_LISTENERS 20
-
-/* A check that found a server bug: it reports and lets the other tests run; main
- * fails at the end. */
-static int soft_failures;
-#define CHECK_SOFT(cond, ...)                                                      \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);     \
-      fprintf(stderr, __VA_ARGS__);                                                \
-      fputc('\n', stderr);                                                         \
-      soft_failures++;                                                             \
-    }                                                                              \
-  } while (0)
 
 static struct gpulabd ONE;   /* --streams 1: queueing, cancellation, fairness, SSE */
 static struct gpulabd THREE; /* --streams 3: dependencies in parallel, isolation */
@@ -1478,46 +1465,38 @@ static void test_graph(void) {
   json_decref(job);
 }
 
-int main(void) {
+static int start(void) {
   static const char *const args_one[] = {
       "--backend", "cpu", "--streams", "1", "--max-queued", "5", "--max-upload", "65536",
       "--http-threads", "2", NULL};
   static const char *const args_three[] = {"--backend", "cpu", "--streams", "3", NULL};
   gpulabd_start(args_one, &ONE);
   gpulabd_start(args_three, &THREE);
-  fprintf(stderr, "buffers\n");
-  test_buffers();
-  fprintf(stderr, "shapes\n");
-  test_shapes();
-  fprintf(stderr, "round trip\n");
-  test_round_trip();
-  fprintf(stderr, "diamond\n");
-  test_diamond();
-  fprintf(stderr, "failure and cancel\n");
-  test_failure_and_cancel();
-  fprintf(stderr, "sse\n");
-  test_sse_job();
-  test_sse_all();
-  test_sse_listeners();
-  fprintf(stderr, "fairness\n");
-  test_fairness();
-  test_priority();
-  fprintf(stderr, "isolation\n");
-  test_isolation();
-  fprintf(stderr, "graph\n");
-  test_graph();
-  test_one_parent_twice();
-  fprintf(stderr, "cancel a running parent\n");
-  test_cancel_running_parent();
-  test_cancel_at_gate();
-  fprintf(stderr, "host dependency\n");
-  test_host_dependency();
-  gpulabd_stop(&THREE);
-  gpulabd_stop(&ONE);
-  if (soft_failures) {
-    fprintf(stderr, "%d check(s) failed (server bugs, see above)\n", soft_failures);
-    return 1;
-  }
-  fprintf(stderr, "ok\n");
   return 0;
 }
+
+static void stop(void) {
+  gpulabd_stop(&THREE);
+  gpulabd_stop(&ONE);
+}
+
+static const struct test_case cases[] = {
+    TEST(test_buffers),
+    TEST(test_shapes),
+    TEST(test_round_trip),
+    TEST(test_diamond),
+    TEST(test_failure_and_cancel),
+    TEST(test_sse_job),
+    TEST(test_sse_all),
+    TEST(test_sse_listeners),
+    TEST(test_fairness),
+    TEST(test_priority),
+    TEST(test_isolation),
+    TEST(test_graph),
+    TEST(test_one_parent_twice),
+    TEST(test_cancel_running_parent),
+    TEST(test_cancel_at_gate),
+    TEST(test_host_dependency),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

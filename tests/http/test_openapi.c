@@ -22,7 +22,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 
 #define FAST "\"warmup\":0,\"batches\":1,\"reps\":1"
@@ -462,7 +462,7 @@ static long long histogram_job; /* test_experiments' histogram (its uint32 outpu
 
 /* Each type with every variant: the runs, and the variant enums against what
  * gpulabd runs for "all". Returns the transpose job's id (its output kept). */
-static long long test_experiments(long long *gemm_id) {
+static long long check_experiments(long long *gemm_id) {
   static const char *const bodies[][2] = {
       {"/transpose", "{\"m\":33,\"n\":47,\"keep_output\":true," FAST "}"},
       {"/gemm", "{\"m\":17,\"n\":9,\"k\":5,\"variant\":\"all\",\"priority\":5," FAST "}"},
@@ -504,7 +504,7 @@ static long long test_experiments(long long *gemm_id) {
   return ids[0];
 }
 
-static void test_job_errors(long long kept, long long not_kept) {
+static void check_job_errors(long long kept, long long not_kept) {
   char body[256];
   static const char *const plain[] = {"Content-Type: text/plain", NULL};
   struct {
@@ -563,7 +563,7 @@ static void test_job_errors(long long kept, long long not_kept) {
   free(big);
 }
 
-static void test_job_reads(long long kept) {
+static void check_job_reads(long long kept) {
   char path[64];
   struct reply r;
   call("/jobs", "GET", "/jobs", 200, NULL, NULL);
@@ -644,7 +644,7 @@ static char *npy_file(int rows, int cols, size_t *len) {
 }
 
 /* Returns the id of an uploaded 47 x 33 buffer. */
-static long long test_buffers(void) {
+static long long check_buffers(void) {
   static const char *const npy[] = {"Content-Type: application/x-npy", NULL};
   static const char *const raw[] = {"Content-Type: application/octet-stream", NULL};
   static const char *const plain[] = {"Content-Type: text/plain", NULL};
@@ -752,7 +752,7 @@ static void check_events(struct sse_stream *s, const char *tmpl, int want) {
 
 /* With the only stream busy: queued jobs, buffer_in_use, queue_full, events,
  * and cancels of a queued and a running job. */
-static void test_busy(long long buffer) {
+static void check_busy(long long buffer) {
   struct sse_stream all, one;
   char body[256], path[64];
   sse_open(&all, S.port, "/events", NULL, 10);
@@ -914,7 +914,7 @@ static void test_methods(void) {
  * --max-db-bytes: a buffer of the run before a restart is 410 gone (as an id and as
  * an input); unfinished jobs past the bound are 507 insufficient_storage, and /health
  * then answers 503 with the store failing. */
-static void test_store(const char *dir) {
+static void check_store(const char *dir) {
   static const char *const json_ct[] = {"Content-Type: application/json", NULL};
   static const char *const raw[] = {"Content-Type: application/octet-stream", NULL};
   char db[64], path[80], body[256];
@@ -1005,11 +1005,13 @@ static void validate_records(const char *dir) {
   if (rc != 0) CHECK_FAIL_("validate.js found bodies that do not match the document (exit %d)", rc);
 }
 
-int main(void) {
+static char dir[] = "/tmp/gpulab-openapi-XXXXXX", tokens[64];
+
+/* S and T, and the document as S serves it (its answer checked and recorded too). */
+static int start(void) {
   static const char *const s_args[] = {"--backend",    "cpu",   "--streams",  "1",
                                        "--max-queued", "3",     "--max-body", "4096",
                                        "--max-upload", "65536", "--max-kernels", "3", NULL};
-  char dir[] = "/tmp/gpulab-openapi-XXXXXX", tokens[64];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
   FILE *f = fopen(tokens, "w");
@@ -1028,32 +1030,32 @@ int main(void) {
   RECORDS = json_array();
   check_reply("/openapi.json", "GET", &r);
   reply_free(&r);
-  check_refs(DOC, "$");
-  fprintf(stderr, "validator\n");
-  test_validator();
-  fprintf(stderr, "service routes\n");
-  test_service_routes();
-  fprintf(stderr, "experiments\n");
-  long long gemm_id, kept = test_experiments(&gemm_id);
-  fprintf(stderr, "job errors\n");
-  test_job_errors(kept, gemm_id);
-  test_job_reads(kept);
-  fprintf(stderr, "sweeps\n");
-  test_sweeps();
-  fprintf(stderr, "buffers\n");
-  long long buffer = test_buffers();
-  fprintf(stderr, "busy: queue, events, cancel\n");
-  test_busy(buffer);
-  fprintf(stderr, "kernels\n");
-  test_kernels();
-  fprintf(stderr, "methods\n");
-  test_methods();
-  fprintf(stderr, "tokens\n");
-  test_tokens();
-  fprintf(stderr, "store: 410, 507\n");
-  test_store(dir);
+  return 0;
+}
 
-  /* Every documented operation was exercised. */
+static void stop(void) {
+  json_decref(RECORDS);
+  json_decref(DOC);
+  gpulabd_stop(&T);
+  gpulabd_stop(&S);
+  unlink(tokens);
+  rmdir(dir);
+}
+
+static void test_refs(void) { check_refs(DOC, "$"); }
+
+/* What the cases after test_experiments and test_buffers start from. */
+static long long gemm_id, kept, buffer;
+static void test_experiments(void) { kept = check_experiments(&gemm_id); }
+static void test_job_errors(void) { check_job_errors(kept, gemm_id); }
+static void test_job_reads(void) { check_job_reads(kept); }
+static void test_buffers(void) { buffer = check_buffers(); }
+static void test_busy(void) { check_busy(buffer); }
+static void test_store(void) { check_store(dir); }
+
+/* Every documented operation was exercised (by the cases before), and every answer
+ * recorded is valid against its schema (validate.js). */
+static void test_every_operation(void) {
   const char *tmpl, *m;
   json_t *item, *op;
   int missing = 0;
@@ -1073,12 +1075,23 @@ int main(void) {
   for (int i = 0; i < n_seen; i++) fprintf(stderr, "  %-28s %s\n", seen[i].op, seen[i].statuses);
   CHECK_INT_EQ(missing, 0);
   validate_records(dir);
-  json_decref(RECORDS);
-  json_decref(DOC);
-  gpulabd_stop(&T);
-  gpulabd_stop(&S);
-  unlink(tokens);
-  rmdir(dir);
-  fprintf(stderr, "ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_refs),
+    TEST(test_validator),
+    TEST(test_service_routes),
+    TEST(test_experiments),
+    TEST_AFTER(test_job_errors, test_experiments),
+    TEST_AFTER(test_job_reads, test_job_errors),
+    TEST(test_sweeps),
+    TEST(test_buffers),
+    TEST_AFTER(test_busy, test_buffers),
+    TEST(test_kernels),
+    TEST(test_methods),
+    TEST(test_tokens),
+    TEST(test_store),
+    TEST_AFTER_ALL(test_every_operation),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "api/npy.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 /* The system's Python, for which python3-numpy installs NumPy (a python3 earlier on
  * PATH, such as pyenv's, may lack it). */
@@ -916,21 +916,21 @@ static void test_numpy(void) {
   printf("numpy cross-check: parsed and converted NumPy's files as its astype does, NumPy loaded ours\n");
 }
 
-int main(void) {
-  test_round_trip();
-  test_valid_headers();
-  test_rejected_preamble();
-  test_rejected_dtype();
-  test_rejected_shape();
-  test_rejected_syntax();
-  test_rejected_lengths();
-  test_truncations();
-  test_mutations();
-  test_raw();
-  test_float64();
-  test_fortran();
-  test_upload();
-  test_numpy();
-  printf("test_npy: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_round_trip),
+    TEST(test_valid_headers),
+    TEST(test_rejected_preamble),
+    TEST(test_rejected_dtype),
+    TEST(test_rejected_shape),
+    TEST(test_rejected_syntax),
+    TEST(test_rejected_lengths),
+    TEST(test_truncations),
+    TEST(test_mutations),
+    TEST(test_raw),
+    TEST(test_float64),
+    TEST(test_fortran),
+    TEST(test_upload),
+    TEST(test_numpy),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

@@ -20,14 +20,21 @@
 #include <unistd.h>
 
 #include "api/json_text.h"
-#include "check.h"
 #include "server/engine/job_json.h"
 #include "server/store/durable.h"
 #include "server/store/store.h"
 #include "server/store/store_sqlite.h"
 #include "test_db.h"
+#include "tests/runner.h"
 
 static char db[512];
+
+/* With $GPULAB_TEST_DB the store is PostgreSQL's (test_store_pg): the cases of SQLite's
+ * file alone pass there at once, and those of PostgreSQL alone do here. */
+static bool on_pg(void) {
+  const char *pg = getenv("GPULAB_TEST_DB");
+  return pg && *pg;
+}
 
 static struct store *open_store(void) {
   struct store *s = NULL;
@@ -478,6 +485,7 @@ static long long file_bytes(const char *suffix) {
  * commits of a row each, 12 MB of WAL unchecked, leave it near the bound's threshold
  * (4 MiB: 64 frames, 256 at most); the close checkpoints the rest and removes it. */
 static void test_sqlite_checkpoints(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_store(), *second = NULL;
   char err[512];
   CHECK_INT_EQ(store_open(db, &second, err, sizeof err), -EBUSY);
@@ -521,6 +529,7 @@ static bool on_disk(uint64_t id) { return request_on_disk(id) != -2; }
  * drops it with the job's final row: whether that row updates the first (a ?wait=0
  * job's) or is the first itself (a tiny job's rows met in the queue); the record stays. */
 static void test_request_kept(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_committing_store();
   CHECK_INT_EQ(store_sync(s, put_job(s, 930, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
   CHECK_INT_EQ(request_on_disk(930), 40);
@@ -541,6 +550,7 @@ static void test_request_kept(void) {
  * ticket whose row a later one replaced is written with that one. store_status counts
  * the rows and commits, and the syncs that waited. */
 static void test_wanted(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_committing_store();
   store_set_gather_ms(s, 600 * 1000, STORE_AWAITED_MS);
   put_job(s, 900, "queued", 0, "{\"id\":900}", true); /* nobody waits for it */
@@ -581,6 +591,7 @@ static void test_wanted(void) {
  * never written without it. Awaited rows gather 10 minutes here, so that no clock
  * decides which commit takes them (a slow machine once wrote them first). */
 static void test_await(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_committing_store();
   store_set_gather_ms(s, 1, 600 * 1000);
   uint64_t id = 910;
@@ -639,6 +650,7 @@ static void *stress_main(void *arg) {
 }
 
 static void test_stress(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_store();
   pthread_t t[STRESS_THREADS];
   for (int i = 0; i < STRESS_THREADS; i++)
@@ -668,6 +680,7 @@ static void cluster(const char *what) {
  * store_check says so; the store reconnects; every row queued before the failure is
  * written or reported failed by store_sync, none lost silently. */
 static void test_pg_restart(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone */
   struct store *s = open_store();
   uint64_t ok = put_job(s, 50, "queued", 0, "{\"id\":50}", true);
   CHECK_INT_EQ(store_sync(s, ok), 0);
@@ -723,6 +736,7 @@ static void test_pg_restart(void) {
  * a reserve from a mark the other moved is refused (-EBUSY), and a take moves past
  * the other's ids instead; nothing is handed out twice. */
 static void test_pg_two_nodes(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone */
   struct store *a = open_store(), *b = open_store();
   store_set_node(a, "node-a"); /* --node: on the job rows each creates */
   store_set_node(b, "node-b");
@@ -853,6 +867,7 @@ static void *open_main(void *arg) {
 /* Two gpulabd starting at once on an empty database: one creates the schema, the
  * other waits for it (the advisory lock), both open. */
 static void test_pg_migrate_race(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone */
   test_db_reset(db);
   pthread_t t[4];
   int rc[4];
@@ -901,6 +916,7 @@ static const char *unfinished_state(struct store *s, uint64_t id) {
  * dependent job's row are committed as before. Rows gather 10 minutes here: only the
  * syncs and the kill decide what reaches the database. */
 static void test_journal(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   pid_t child = fork();
   if (child == 0) {
     struct store *s = open_store();
@@ -979,6 +995,7 @@ static bool noted_pruned(uint64_t id) {
  * another job's uncommitted entry keeps) is not brought back by the replay after a
  * crash: it would be queued to run again. The note that says so goes with the journal. */
 static void test_journal_prune(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   pid_t child = fork();
   if (child == 0) {
     struct store *s = open_store();
@@ -1045,6 +1062,7 @@ static bool wait_10s(sem_t *sem) {
  * record still being made), the row is synced, the process killed, and the replay
  * brings the job back. */
 static void test_journal_in_batch(void) {
+  if (on_pg()) return; /* SQLite\'s alone */
   pid_t child = fork();
   if (child == 0) {
     struct store *s = open_store();
@@ -1090,34 +1108,36 @@ static void test_journal_in_batch(void) {
   printf("journal, a row in the batch being written: ok\n");
 }
 
-int main(void) {
-  const char *pg = getenv("GPULAB_TEST_DB");
+static int setup(void) {
+  if (on_pg() && (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")))
+    CHECK_FAIL_("%s", "GPULAB_PG_CLUSTER and GPULAB_PG_DIR must name the cluster");
   test_db_make("store", db, sizeof db);
   printf("store at %s\n", db);
-  test_rows();
-  test_kernels();
-  test_hold();
-  test_replace();
-  test_give();
-  test_accepted_text();
-  test_limit();
-  test_buffers();
-  if (!pg || !*pg) test_wanted();
-  if (!pg || !*pg) test_request_kept();
-  if (!pg || !*pg) test_await();
-  if (!pg || !*pg) test_journal();
-  if (!pg || !*pg) test_journal_prune();
-  if (!pg || !*pg) test_journal_in_batch();
-  if (!pg || !*pg) test_sqlite_checkpoints();
-  if (!pg || !*pg) test_stress(); /* after: its 12,000 rows would slow the checkpoints */
-  if (pg && *pg) {
-    if (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR"))
-      CHECK_FAIL_("%s", "GPULAB_PG_CLUSTER and GPULAB_PG_DIR must name the cluster");
-    test_pg_two_nodes();
-    test_pg_restart();
-    test_pg_migrate_race();
-  }
-  test_db_drop(db);
-  printf("test_store: all passed\n");
   return 0;
 }
+
+static void teardown(void) { test_db_drop(db); }
+
+static const struct test_case cases[] = {
+    TEST(test_rows),
+    TEST(test_kernels),
+    TEST(test_hold),
+    TEST(test_replace),
+    TEST(test_give),
+    TEST(test_accepted_text),
+    TEST(test_limit),
+    TEST(test_buffers),
+    TEST(test_wanted),
+    TEST(test_request_kept),
+    TEST(test_await),
+    TEST(test_journal),
+    TEST(test_journal_prune),
+    TEST(test_journal_in_batch),
+    TEST(test_sqlite_checkpoints),
+    TEST(test_stress), /* after: its 12,000 rows would slow the checkpoints */
+    TEST(test_pg_two_nodes),
+    TEST(test_pg_restart),
+    TEST(test_pg_migrate_race),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
