@@ -59,4 +59,13 @@ extern int check_soft_failures;
       CHECK_FAIL_("|%s - %s| <= %g failed: %.9g vs %.9g", #a, #b, t_, a_, b_);     \
   } while (0)
 
+/* A CUDA runtime call (for the .cu tests and those that call the runtime): fails with
+ * the call and the error's name and message unless it returned cudaSuccess. */
+#define CHECK_CUDA(call)                                                           \
+  do {                                                                             \
+    cudaError_t e_ = (call);                                                       \
+    if (e_ != cudaSuccess)                                                         \
+      CHECK_FAIL_("%s: %s (%s)", #call, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
+  } while (0)
+
 #endif

@@ -33,12 +33,6 @@ const struct test_suite test_suite = {.cases = cases, .setup = skip};
 
 enum { M = 4096 + 3, N = 2048 + 5 };
 
-#define CUDA_OK(x)                                                                   \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) CHECK_FAIL_("%s: %s", #x, cudaGetErrorName(e_));          \
-  } while (0)
-
 /* The lecture's tiled<33> (kernels/transpose/transpose.cu) as a user would send it. */
 static const char *const padded33 =
     "#define TILE 32\n"
@@ -104,7 +98,7 @@ static struct ucompile_report *compile(const char *src) {
 }
 
 static int64_t mismatches(void) {
-  CUDA_OK(cudaMemcpy(h_b, d_b, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(h_b, d_b, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
   int64_t bad = 0;
   for (size_t y = 0; y < M; y++)
     for (size_t x = 0; x < N; x++) bad += !(h_b[x * M + y] == h_a[y * N + x]);
@@ -129,7 +123,7 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   CHECK_INT_EQ(runner_attach(r, bufs, NULL, 2, err, sizeof err), 0);
   struct runner_loaded_msg loaded;
   CHECK_INT_EQ(runner_load(r, key, "kernel", img->image, img->image_bytes, &loaded, err, sizeof err), 0);
-  CUDA_OK(cudaMemset(d_b, 0xff, sizeof(float) * M * N));
+  CHECK_CUDA(cudaMemset(d_b, 0xff, sizeof(float) * M * N));
   struct runner_run_msg m;
   memset(&m, 0, sizeof m);
   memcpy(m.key, key, 32);
@@ -184,20 +178,20 @@ static int setup(void) {
   char why[512];
   CHECK_INT_EQ(nvrtc_lib_open(NULL, &lib, why, sizeof why), 0);
   int major = 0, minor = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  CUDA_OK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
   arch = major * 10 + minor;
-  CUDA_OK(cudaMalloc((void **)&d_a, sizeof(float) * M * N));
-  CUDA_OK(cudaMalloc((void **)&d_b, sizeof(float) * M * N));
+  CHECK_CUDA(cudaMalloc((void **)&d_a, sizeof(float) * M * N));
+  CHECK_CUDA(cudaMalloc((void **)&d_b, sizeof(float) * M * N));
   h_a = malloc(sizeof(float) * M * N);
   h_b = malloc(sizeof(float) * M * N);
   CHECK(h_a && h_b);
   for (size_t i = 0; i < (size_t)M * N; i++) h_a[i] = (float)(i % 8191) * 0.25f;
-  CUDA_OK(cudaMemcpy(d_a, h_a, sizeof(float) * M * N, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_a, h_a, sizeof(float) * M * N, cudaMemcpyHostToDevice));
   float *ptrs[2] = {d_a, d_b};
   for (int i = 0; i < 2; i++) {
     cudaIpcMemHandle_t h;
-    CUDA_OK(cudaIpcGetMemHandle(&h, ptrs[i]));
+    CHECK_CUDA(cudaIpcGetMemHandle(&h, ptrs[i]));
     memcpy(bufs[i].ipc, &h, sizeof h);
     bufs[i].bytes = sizeof(float) * M * N;
     bufs[i].offset = 0;
@@ -230,7 +224,7 @@ static void test_good(void) {
          st.last_start_ms);
   /* Cold: the same kernel, each timed launch after the runner's L2 flush; still right. */
   int l2 = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   flush_bytes = ((uint64_t)2 * (uint64_t)l2 / 4 + 3) / 4 * 4 * 4;
   cold = 1;
   double cold_med = 0;
@@ -273,8 +267,8 @@ static void test_faults(void) {
     CHECK_INT_EQ(rc, i == 2 ? -ETIMEDOUT : -EFAULT);
     if (i < 2) CHECK(strncmp(fault.name, "cudaError", 9) == 0);
     /* This process's context is untouched. */
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaGetLastError());
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGetLastError());
     t0 = clock_mono_ms();
     CHECK_INT_EQ(job(r, padded33, 5, &fault, NULL), 0);
     CHECK_INT_EQ(mismatches(), 0);
