@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 
 static struct gpulabd D;
@@ -87,11 +87,16 @@ static void test_exclusive_per_device(void) {
   json_decref(fb);
 }
 
-int main(void) {
+static int start(void) {
   start_or_skip();
-  test_cross_device_chain();
-  test_exclusive_per_device();
-  gpulabd_stop(&D);
-  fprintf(stderr, "ok\n");
   return 0;
 }
+
+static void stop(void) { gpulabd_stop(&D); }
+
+static const struct test_case cases[] = {
+    TEST(test_cross_device_chain),
+    TEST(test_exclusive_per_device),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

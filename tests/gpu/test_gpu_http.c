@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 
 static struct gpulabd D;
@@ -158,13 +158,18 @@ static void test_lecture_sizes(void) {
   run_all("pipeline", "{\"chunk\":4194304,\"streams\":[1,3]}", streams_1_3, 2);
 }
 
-int main(void) {
+static int start(void) {
   start_or_skip();
-  test_device();
-  test_metrics();
-  test_odd_sizes();
-  test_lecture_sizes();
-  gpulabd_stop(&D);
-  fprintf(stderr, "ok\n");
   return 0;
 }
+
+static void stop(void) { gpulabd_stop(&D); }
+
+static const struct test_case cases[] = {
+    TEST(test_device),
+    TEST(test_metrics),
+    TEST(test_odd_sizes),
+    TEST(test_lecture_sizes),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

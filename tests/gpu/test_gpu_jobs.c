@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 
 #define ROWS 1000 /* the round trip's matrix: tails in both dimensions */
@@ -262,22 +262,26 @@ static void test_graph(void) {
   json_decref(job);
 }
 
-int main(void) {
+static int start(void) {
   start_or_skip();
-  fprintf(stderr, "round trip\n");
-  test_round_trip();
-  fprintf(stderr, "diamond\n");
-  test_diamond();
-  fprintf(stderr, "chain\n");
-  test_chain();
-  fprintf(stderr, "isolation\n");
-  test_isolation();
-  fprintf(stderr, "graph\n");
-  test_graph();
+  return 0;
+}
+
+static void stop(void) { gpulabd_stop(&D); }
+
+static void test_none_failed(void) {
   json_t *health = http_get_json(&D, "/health");
   CHECK_INT_EQ(JINT(health, "jobs.failed"), 0);
   json_decref(health);
-  gpulabd_stop(&D);
-  fprintf(stderr, "ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_round_trip),
+    TEST(test_diamond),
+    TEST(test_chain),
+    TEST(test_isolation),
+    TEST(test_graph),
+    TEST_AFTER_ALL(test_none_failed),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

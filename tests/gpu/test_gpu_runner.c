@@ -14,13 +14,16 @@
 
 #include "kernels/core/clock.h"
 #include "kernels/core/experiment.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 #ifndef GPULAB_HAVE_CUDA
-int main(void) {
+static int skip(void) {
   printf("SKIP: a build without CUDA\n");
   return CHECK_SKIP;
 }
+
+static const struct test_case cases[] = {TEST_END};
+const struct test_suite test_suite = {.cases = cases, .setup = skip};
 #else
 #include <cuda_runtime_api.h>
 
@@ -29,12 +32,6 @@ int main(void) {
 #include "kernels/user/ucompile.h"
 
 enum { M = 4096 + 3, N = 2048 + 5 };
-
-#define CUDA_OK(x)                                                                   \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) CHECK_FAIL_("%s: %s", #x, cudaGetErrorName(e_));          \
-  } while (0)
 
 /* The lecture's tiled<33> (kernels/transpose/transpose.cu) as a user would send it. */
 static const char *const padded33 =
@@ -101,7 +98,7 @@ static struct ucompile_report *compile(const char *src) {
 }
 
 static int64_t mismatches(void) {
-  CUDA_OK(cudaMemcpy(h_b, d_b, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(h_b, d_b, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
   int64_t bad = 0;
   for (size_t y = 0; y < M; y++)
     for (size_t x = 0; x < N; x++) bad += !(h_b[x * M + y] == h_a[y * N + x]);
@@ -126,7 +123,7 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   CHECK_INT_EQ(runner_attach(r, bufs, NULL, 2, err, sizeof err), 0);
   struct runner_loaded_msg loaded;
   CHECK_INT_EQ(runner_load(r, key, "kernel", img->image, img->image_bytes, &loaded, err, sizeof err), 0);
-  CUDA_OK(cudaMemset(d_b, 0xff, sizeof(float) * M * N));
+  CHECK_CUDA(cudaMemset(d_b, 0xff, sizeof(float) * M * N));
   struct runner_run_msg m;
   memset(&m, 0, sizeof m);
   memcpy(m.key, key, 32);
@@ -170,7 +167,9 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   return rc;
 }
 
-int main(void) {
+static struct runner *r; /* one runner for every case: a fault replaces it */
+
+static int setup(void) {
   int n_dev = 0;
   if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
     printf("SKIP: no CUDA device answers\n");
@@ -179,32 +178,44 @@ int main(void) {
   char why[512];
   CHECK_INT_EQ(nvrtc_lib_open(NULL, &lib, why, sizeof why), 0);
   int major = 0, minor = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
-  CUDA_OK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0));
   arch = major * 10 + minor;
-  CUDA_OK(cudaMalloc((void **)&d_a, sizeof(float) * M * N));
-  CUDA_OK(cudaMalloc((void **)&d_b, sizeof(float) * M * N));
+  CHECK_CUDA(cudaMalloc((void **)&d_a, sizeof(float) * M * N));
+  CHECK_CUDA(cudaMalloc((void **)&d_b, sizeof(float) * M * N));
   h_a = malloc(sizeof(float) * M * N);
   h_b = malloc(sizeof(float) * M * N);
   CHECK(h_a && h_b);
   for (size_t i = 0; i < (size_t)M * N; i++) h_a[i] = (float)(i % 8191) * 0.25f;
-  CUDA_OK(cudaMemcpy(d_a, h_a, sizeof(float) * M * N, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_a, h_a, sizeof(float) * M * N, cudaMemcpyHostToDevice));
   float *ptrs[2] = {d_a, d_b};
   for (int i = 0; i < 2; i++) {
     cudaIpcMemHandle_t h;
-    CUDA_OK(cudaIpcGetMemHandle(&h, ptrs[i]));
+    CHECK_CUDA(cudaIpcGetMemHandle(&h, ptrs[i]));
     memcpy(bufs[i].ipc, &h, sizeof h);
     bufs[i].bytes = sizeof(float) * M * N;
     bufs[i].offset = 0;
   }
   const char *exe = getenv("GPULAB_RUNNER");
   struct runner_config cfg = {.exe = exe ? exe : "./gpulab-runner", .mode = RUNNER_MODE_CUDA};
-  struct runner *r;
   CHECK_INT_EQ(runner_new(&cfg, &r), 0);
+  return 0;
+}
+
+static void teardown(void) {
+  runner_free(r);
+  cudaFree(d_a);
+  cudaFree(d_b);
+  free(h_a);
+  free(h_b);
+  nvrtc_lib_free(lib);
+}
+
+/* padded33, hot and cold (each timed launch after the runner's L2 flush): right. */
+static void test_good(void) {
   struct runner_fault fault;
   struct runner_stats st;
   double med = 0;
-
   CHECK_INT_EQ(job(r, padded33, 5, &fault, &med), 0);
   CHECK_INT_EQ(mismatches(), 0);
   runner_stats(r, &st);
@@ -213,7 +224,7 @@ int main(void) {
          st.last_start_ms);
   /* Cold: the same kernel, each timed launch after the runner's L2 flush; still right. */
   int l2 = 0;
-  CUDA_OK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   flush_bytes = ((uint64_t)2 * (uint64_t)l2 / 4 + 3) / 4 * 4 * 4;
   cold = 1;
   double cold_med = 0;
@@ -224,6 +235,11 @@ int main(void) {
   cold = 0;
   printf("padded33 cold (L2 %d bytes, flush reads %llu): median %.4f ms (hot %.4f)\n", l2,
          (unsigned long long)flush_bytes, cold_med, med);
+}
+
+/* Kernels the check must catch: wrong, lazy, once. */
+static void test_caught(void) {
+  struct runner_fault fault;
   CHECK_INT_EQ(job(r, wrong, 5, &fault, NULL), 0);
   int64_t bad = mismatches();
   printf("wrong: %lld mismatches\n", (long long)bad);
@@ -233,6 +249,14 @@ int main(void) {
   CHECK_INT_EQ(job(r, once, 5, &fault, NULL), 0);
   CHECK_INT_EQ(mismatches(), (int64_t)M * N);
 
+}
+
+/* Faults stay in the runner: this process's context is untouched, the next job passes. */
+static void test_faults(void) {
+  struct runner_fault fault;
+  struct runner_stats st;
+  runner_stats(r, &st);
+  int starts_before = (int)st.starts;
   const char *bad_src[3] = {trap, oob, endless};
   const char *names[3] = {"__trap()", "out-of-range store", "endless loop"};
   for (int i = 0; i < 3; i++) {
@@ -243,8 +267,8 @@ int main(void) {
     CHECK_INT_EQ(rc, i == 2 ? -ETIMEDOUT : -EFAULT);
     if (i < 2) CHECK(strncmp(fault.name, "cudaError", 9) == 0);
     /* This process's context is untouched. */
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaGetLastError());
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaGetLastError());
     t0 = clock_mono_ms();
     CHECK_INT_EQ(job(r, padded33, 5, &fault, NULL), 0);
     CHECK_INT_EQ(mismatches(), 0);
@@ -253,14 +277,15 @@ int main(void) {
            st.last_start_ms);
   }
   runner_stats(r, &st);
-  CHECK_INT_EQ(st.starts, 4);
-  runner_free(r);
-  cudaFree(d_a);
-  cudaFree(d_b);
-  free(h_a);
-  free(h_b);
-  nvrtc_lib_free(lib);
-  printf("test_gpu_runner: ok\n");
-  return 0;
+  /* A new runner after each fault (and the first start, where none ran yet). */
+  CHECK_INT_EQ(st.starts, starts_before + 3 + (starts_before == 0));
 }
+
+static const struct test_case cases[] = {
+    TEST(test_good),
+    TEST(test_caught),
+    TEST(test_faults),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
 #endif

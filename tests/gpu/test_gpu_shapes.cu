@@ -18,7 +18,7 @@
 #include "kernels/gemm/gemm.cuh"
 #include "kernels/stencil/stencil.cuh"
 #include "kernels/transpose/transpose.cuh"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 #define GUARD 256 /* floats after each output that must stay NaN (all bits set) */
 
@@ -29,36 +29,30 @@ static int g_sms, g_cases;
 static double g_fp32_worst, g_tf32_best = INFINITY;
 static bool g_wgmma; /* the tf32 wgmma path must run here: sm_90a code and a cc 9.0 device */
 
-#define CUDA_CHECK(call)                                                                   \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) CHECK_FAIL_("%s: %s", #call, cudaGetErrorString(e_));           \
-  } while (0)
-
 static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
 
 /* A device copy of h[0..n) at float offset off (1: not 16-byte aligned). */
 static float *upload(const float *h, size_t n, int off, float **base) {
-  CUDA_CHECK(cudaMalloc((void **)base, (n + off + 4) * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(*base + off, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMalloc((void **)base, (n + off + 4) * sizeof(float)));
+  CHECK_CUDA(cudaMemcpy(*base + off, h, n * sizeof(float), cudaMemcpyHostToDevice));
   return *base + off;
 }
 
 /* An output of n floats and its guard zone at offset off, all NaN. */
 static float *output(size_t n, int off, float **base) {
-  CUDA_CHECK(cudaMalloc((void **)base, (n + off + GUARD) * sizeof(float)));
-  CUDA_CHECK(cudaMemset(*base, 0xFF, (n + off + GUARD) * sizeof(float)));
+  CHECK_CUDA(cudaMalloc((void **)base, (n + off + GUARD) * sizeof(float)));
+  CHECK_CUDA(cudaMemset(*base, 0xFF, (n + off + GUARD) * sizeof(float)));
   return *base + off;
 }
 
 /* Downloads the output, checks its guard zone and compares it with ref's run `entry`. */
 static void check_output(const char *what, const struct reference *ref, int entry,
                          const float *d_out, size_t n) {
-  CUDA_CHECK(cudaStreamSynchronize(g_s));
-  CUDA_CHECK(cudaGetLastError());
+  CHECK_CUDA(cudaStreamSynchronize(g_s));
+  CHECK_CUDA(cudaGetLastError());
   float *h = (float *)malloc((n + GUARD) * sizeof(float));
   CHECK(h != NULL);
-  CUDA_CHECK(cudaMemcpy(h, d_out, (n + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(h, d_out, (n + GUARD) * sizeof(float), cudaMemcpyDeviceToHost));
   for (size_t i = n; i < n + GUARD; i++) {
     uint32_t bits;
     memcpy(&bits, &h[i], 4);
@@ -125,9 +119,9 @@ static bool gemm_case(enum gemm_run how, const void *pick, const char *name, int
     const bool tf32 = how == RUN_TF32_AUTO || how == RUN_TF32_PICK;
     check_output(what, ref, tf32 ? GEMM_TF32 : GEMM_BEST, c, (size_t)m * n);
   }
-  CUDA_CHECK(cudaFree(ba));
-  CUDA_CHECK(cudaFree(bb));
-  CUDA_CHECK(cudaFree(bc));
+  CHECK_CUDA(cudaFree(ba));
+  CHECK_CUDA(cudaFree(bb));
+  CHECK_CUDA(cudaFree(bc));
   reference_free(ref);
   return ran;
 }
@@ -307,8 +301,8 @@ static void transpose_case(int kind, int m, int n, int off) {
   snprintf(what, sizeof what, "transpose kind %d %dx%d (offset %d)", kind, m, n, off);
   if (e != cudaSuccess) CHECK_FAIL_("%s: %s", what, cudaGetErrorString(e));
   check_output(what, ref, TRANSPOSE_BEST, b, (size_t)m * n);
-  CUDA_CHECK(cudaFree(ba));
-  CUDA_CHECK(cudaFree(bb));
+  CHECK_CUDA(cudaFree(ba));
+  CHECK_CUDA(cudaFree(bb));
   reference_free(ref);
 }
 
@@ -370,40 +364,45 @@ static void test_stencil(void) {
       const cudaError_t e = stencil_best_launch(x, y, n, r, g_s);
       if (e != cudaSuccess) CHECK_FAIL_("%s: %s", what, cudaGetErrorString(e));
       check_output(what, ref, STENCIL_BEST, y, (size_t)n);
-      CUDA_CHECK(cudaFree(bx));
-      CUDA_CHECK(cudaFree(by));
+      CHECK_CUDA(cudaFree(bx));
+      CHECK_CUDA(cudaFree(by));
       reference_free(ref);
     }
 }
 
-int main(void) {
+static int setup(void) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     printf("SKIP: no CUDA device\n");
     return CHECK_SKIP;
   }
   struct cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   g_sms = prop.multiProcessorCount;
 #ifdef GPULAB_CUDA_SM90A
   g_wgmma = prop.major == 9 && prop.minor == 0;
 #endif
-  CUDA_CHECK(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
   printf("device: %s, %d SMs; tf32 wgmma path %s\n", prop.name, g_sms,
          g_wgmma ? "expected" : "not expected");
-  test_gemm_tiles();
-  printf("gemm tiles: ok (%d cases so far)\n", g_cases);
-  test_gemv();
-  test_gemm_picks();
-  printf("gemm gemv and picks: ok (%d)\n", g_cases);
-  test_tf32();
-  printf("tf32: ok (%d)\n", g_cases);
-  test_transpose();
-  printf("transpose: ok (%d)\n", g_cases);
-  test_stencil();
-  CUDA_CHECK(cudaStreamDestroy(g_s));
-  printf("gemm precision, rms(c - ref) / rms(ref): FP32 at most 2^%.2f, TF32 at least 2^%.2f (limit 2^-14)\n",
-         log2(g_fp32_worst), log2(g_tf32_best));
-  printf("test_gpu_shapes: ok (%d cases)\n", g_cases);
   return 0;
 }
+
+static void teardown(void) {
+  CHECK_CUDA(cudaStreamDestroy(g_s));
+  printf("gemm precision, rms(c - ref) / rms(ref): FP32 at most 2^%.2f, TF32 at least 2^%.2f (limit 2^-14)\n",
+         log2(g_fp32_worst), log2(g_tf32_best));
+  printf("test_gpu_shapes: %d configurations\n", g_cases);
+}
+
+static const struct test_case cases[] = {
+    TEST(test_gemm_tiles),
+    TEST(test_gemv),
+    TEST(test_gemm_picks),
+    TEST(test_tf32),
+    TEST(test_transpose),
+    TEST(test_stencil),
+    TEST_END,
+};
+/* In order (C++ has no designated initializers before C++20). */
+extern "C" const struct test_suite test_suite = {cases, NULL, setup, NULL, teardown};

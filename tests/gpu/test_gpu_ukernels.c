@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/clock.h"
 
@@ -291,13 +291,21 @@ static void passes(long long good) {
   json_decref(j);
 }
 
-int main(void) {
+static int start(void) {
   const char *args[] = {"--backend", "cuda", "--db", "none", "--streams", "1",
                         "--kernel-deadline", "2", "--access-log", "off", NULL};
   gpulabd_start_or_skip(args, &D);
-  templates();
-  probes();
-  long long good = post_kernel("padded33_user", padded33);
+  return 0;
+}
+
+static void stop(void) { gpulabd_stop(&D); }
+
+static long long good; /* padded33 as a user's kernel: test_faults runs it after each */
+
+/* The same source as the built-in, in the same job, timed the same way: hot, cold, and
+ * in a graph. */
+static void test_good(void) {
+  good = post_kernel("padded33_user", padded33);
 
   /* The same source as the built-in, in the same job, timed the same way. */
   char v[64];
@@ -356,6 +364,11 @@ int main(void) {
   printf("graph: kernel:%lld unavailable: %s\n", good, JSTR(j, "result.runs[1].reason"));
   json_decref(j);
 
+}
+
+static void test_wrong(void) {
+  char v[64];
+  json_t *j;
   /* A wrong kernel: its check fails with the mismatch count; the job is done. */
   long long bad = post_kernel("wrong", wrong);
   snprintf(v, sizeof v, "\"padded33\",\"kernel:%lld\"", bad);
@@ -370,9 +383,12 @@ int main(void) {
   CHECK(strstr(JSTR(j, "result.runs[1].check.failure"), "timed launch 1 of") != NULL);
   printf("wrong: %s\n", JSTR(j, "result.runs[1].check.failure"));
   json_decref(j);
-  rows_only();
+}
 
-  /* Faults: each fails its job with its code; the next job passes. */
+/* Faults: each fails its job with its code; the next job passes. */
+static void test_faults(void) {
+  char v[64];
+  json_t *j;
   const char *srcs[4] = {trap, oob, endless, scribble}, *names[4] = {"trap", "oob", "endless", "scribble"};
   const char *codes[4] = {"kernel_fault", "kernel_fault", "kernel_timeout", "input_modified"};
   for (int i = 0; i < 4; i++) {
@@ -391,7 +407,15 @@ int main(void) {
     json_t *h = http_get_json(&D, "/health");
     json_decref(h);
   }
-  gpulabd_stop(&D);
-  printf("test_gpu_ukernels: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(templates),
+    TEST(probes),
+    TEST(test_good),
+    TEST(test_wrong),
+    TEST(rows_only),
+    TEST_AFTER(test_faults, test_good),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 
 #define FAST "\"warmup\":0,\"batches\":1,\"reps\":1"
@@ -28,7 +28,7 @@ static void refused(const char *path, const char *body, long status, const char 
 
 /* Every variant of each; cub is listed, unavailable here, with the reason. Returns the
  * job ids (reduce's and histogram's outputs kept). */
-static void test_jobs(long long *reduce_id, long long *histogram_id) {
+static void check_jobs(long long *reduce_id, long long *histogram_id) {
   json_t *job = job_post_done(&D, "cpu", "/reduce", "reduce",
                               "{\"n\":1000003,\"keep_output\":true," FAST "}");
   static const char *const reduce_runs[] = {"naive", "shared", "warp", "best", "cub"};
@@ -73,7 +73,7 @@ static void test_jobs(long long *reduce_id, long long *histogram_id) {
 
 /* The kept counts: listed as uint32, downloaded as a '<u4' .npy whose counts sum to n
  * (every generated value lies in [-1, 1)). */
-static long long test_counts(long long histogram_id) {
+static long long check_counts(long long histogram_id) {
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", histogram_id);
   json_t *job = http_get_json(&D, path);
@@ -111,7 +111,7 @@ static long long test_counts(long long histogram_id) {
 
 /* Inputs: x's shape sets n (a 2-D buffer: its element count); a reduce's one float
  * chains into a scan; counts are no input of any job, as a buffer or a job's output. */
-static void test_inputs(long long reduce_id, long long histogram_id, long long counts) {
+static void check_inputs(long long reduce_id, long long histogram_id, long long counts) {
   static const float x[6] = {0.5f, -0.25f, 1.5f, 0.75f, -1.0f, 0.125f};
   struct http_reply r;
   http_request(&D, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)x,
@@ -172,21 +172,27 @@ static void test_experiments_json(void) {
   json_decref(x);
 }
 
-int main(void) {
+static int start(void) {
   static const char *const args[] = {"--backend", "cpu", NULL};
   gpulabd_start(args, &D);
-  long long reduce_id, histogram_id;
-  fprintf(stderr, "jobs\n");
-  test_jobs(&reduce_id, &histogram_id);
-  fprintf(stderr, "counts\n");
-  long long counts = test_counts(histogram_id);
-  fprintf(stderr, "inputs\n");
-  test_inputs(reduce_id, histogram_id, counts);
-  fprintf(stderr, "errors\n");
-  test_errors();
-  fprintf(stderr, "experiments.json\n");
-  test_experiments_json();
-  gpulabd_stop(&D);
-  fprintf(stderr, "ok\n");
   return 0;
 }
+
+static void stop(void) { gpulabd_stop(&D); }
+
+/* What the cases after test_jobs start from: its two jobs and the counts' buffer. */
+static long long reduce_id, histogram_id, counts_id;
+
+static void test_jobs(void) { check_jobs(&reduce_id, &histogram_id); }
+static void test_counts(void) { counts_id = check_counts(histogram_id); }
+static void test_inputs(void) { check_inputs(reduce_id, histogram_id, counts_id); }
+
+static const struct test_case cases[] = {
+    TEST(test_jobs),
+    TEST_AFTER(test_counts, test_jobs),
+    TEST_AFTER(test_inputs, test_counts),
+    TEST(test_errors),
+    TEST(test_experiments_json),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/check.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 
 extern char **environ;
 
@@ -93,9 +93,9 @@ static void test_flags_override(void) {
   CHECK_INT_EQ(threads, 65);
 }
 
-int main(void) {
-  test_from_the_machine();
-  test_flags_override();
-  printf("test_defaults: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_from_the_machine),
+    TEST(test_flags_override),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

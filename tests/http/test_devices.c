@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 
 static struct gpulabd d;
@@ -111,14 +111,19 @@ static void test_spread_and_exclusive_per_device(void) {
   json_decref(bb);
 }
 
-int main(void) {
+static int start(void) {
   const char *args[] = {"--backend", "cpu", "--devices", "0,1", "--streams", "1", NULL};
   gpulabd_start(args, &d);
-  test_devices_route();
-  test_pinned();
-  test_data_affinity_and_chain();
-  test_spread_and_exclusive_per_device();
-  gpulabd_stop(&d);
-  printf("test_devices: ok\n");
   return 0;
 }
+
+static void stop(void) { gpulabd_stop(&d); }
+
+static const struct test_case cases[] = {
+    TEST(test_devices_route),
+    TEST(test_pinned),
+    TEST(test_data_affinity_and_chain),
+    TEST(test_spread_and_exclusive_per_device),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

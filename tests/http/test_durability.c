@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 #include "tests/test_db.h"
 
@@ -406,28 +406,49 @@ static void test_two_nodes(void) {
   printf("two nodes: ids %lld %lld %lld %lld ... all distinct\n", ids[0], ids[1], ids[2], ids[3]);
 }
 
-int main(void) {
+static int setup(void) {
   test_db_make("durability", db, sizeof db);
-  static const char *const modes[] = {"normal", "full"};
-  for (int m = 0; m < 2; m++) { /* each on a new database */
-    durability = modes[m];
-    remove_db();
-    test_crash();
-    test_crash_burst();
-  }
-  durability = "normal";
-  remove_db();
-  test_durability_modes();
-  test_sigterm();
-  test_sigterm_past_grace();
-  test_sweeps_and_buffers();
-  test_ids_after_clean_stop();
-  if (!test_db_is_pg(db)) test_one_per_db();
-  if (test_db_is_pg(db)) {
-    test_node();
-    test_two_nodes();
-  }
-  test_db_drop(db);
-  printf("test_durability: ok\n");
   return 0;
 }
+
+static void teardown(void) { test_db_drop(db); }
+
+/* The crashes under each --durability, each on a new database. */
+static void crashes(const char *mode) {
+  durability = mode;
+  remove_db();
+  test_crash();
+  test_crash_burst();
+  durability = "normal";
+}
+static void test_crash_normal(void) { crashes("normal"); }
+static void test_crash_full(void) { crashes("full"); }
+
+/* The cases after the crashes, on a new database; each starts its own gpulabd. */
+static void test_new_db(void) { remove_db(); }
+
+static void test_one_per_db_sqlite(void) {
+  if (!test_db_is_pg(db)) test_one_per_db(); /* SQLite's file lock */
+}
+static void test_node_pg(void) {
+  if (test_db_is_pg(db)) test_node(); /* PostgreSQL's alone */
+}
+static void test_two_nodes_pg(void) {
+  if (test_db_is_pg(db)) test_two_nodes();
+}
+
+static const struct test_case cases[] = {
+    TEST(test_crash_normal),
+    TEST(test_crash_full),
+    TEST(test_new_db),
+    TEST_AFTER(test_durability_modes, test_new_db),
+    TEST_AFTER(test_sigterm, test_durability_modes),
+    TEST_AFTER(test_sigterm_past_grace, test_sigterm),
+    TEST_AFTER(test_sweeps_and_buffers, test_sigterm_past_grace),
+    TEST_AFTER(test_ids_after_clean_stop, test_sweeps_and_buffers),
+    {"one_per_db", test_one_per_db_sqlite, NULL},
+    {"node", test_node_pg, NULL},
+    {"two_nodes", test_two_nodes_pg, NULL},
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "check.h"
 #include "http_client.h"
+#include "runner.h"
 
 static struct gpulabd D;
 static char out[1 << 16];
@@ -43,13 +43,24 @@ static void expect(const char *args, int status, const char *shows) {
   if (shows) has(shows);
 }
 
-int main(void) {
+static char dir[] = "/tmp/gpulabctl-XXXXXX";
+
+static int start(void) {
   const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--db", "none", "--access-log",
                         "off",       NULL};
   gpulabd_start(args, &D);
-  char dir[] = "/tmp/gpulabctl-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
+  return 0;
+}
 
+static void stop(void) {
+  gpulabd_stop(&D);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
+static void test_run(void) {
   /* A job: the lecture's table, every run checked, exit 0. */
   expect("run transpose m=64 n=48 --variant naive,padded33,best", 0, "job 1 transpose: done");
   has("variant ");
@@ -61,9 +72,11 @@ int main(void) {
   /* A refused request: one problem line, exit 2. */
   expect("run transpose m=0", 2, "400 out_of_range (m): m must be between 1 and");
   expect("run transpose nonsense", 2, "'nonsense' is not name=value");
+}
 
-  /* A kernel: compiled, then run beside padded33. */
+static void test_kernel(void) {
   char path[128], src[512], cmd[512];
+  /* A kernel: compiled, then run beside padded33. */
   snprintf(path, sizeof path, "%s/tile.cu", dir);
   snprintf(src, sizeof src,
            "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
@@ -93,7 +106,11 @@ int main(void) {
   snprintf(cmd, sizeof cmd,
            "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
   expect(cmd, 1, "FAILED");
+}
 
+static void test_buffers(void) {
+  char path[128], cmd[512];
+  FILE *f;
   /* Buffers: a .npy up, a job on it, the same bytes down, deleted. */
   char npy[128 + 48];
   const char head[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }";
@@ -126,8 +143,10 @@ int main(void) {
   CHECK(memcmp(back + 128, npy + 128, 48) == 0); /* the same floats */
   CHECK_INT_EQ(ctl("buffers delete 1"), 0);
   expect("buffers get 1 -o /dev/null", 2, "404 buffer_not_found");
+}
 
-  /* Listings. */
+/* The jobs, kernel and buffer of the cases before. */
+static void test_listings(void) {
   expect("jobs --limit 2", 0, " done ");
   expect("show 1", 0, "job 1 transpose: done");
   expect("kernels", 0, "kernel:1");
@@ -136,12 +155,17 @@ int main(void) {
   CHECK_INT_EQ(ctl("cancel 1"), 2); /* done: nothing to cancel */
   has("409");
   expect("frobnicate", 2, "no command 'frobnicate'");
+}
 
+/* Last: it stops the server. */
+static void test_no_server(void) {
   gpulabd_stop(&D);
   /* No server: exit 2, saying so. */
   expect("jobs", 2, "Could");
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
-  printf("test_gpulabctl: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_run),       TEST(test_kernel), TEST(test_buffers), TEST_AFTER_ALL(test_listings),
+    TEST(test_no_server), TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 
 static double now_s(void) {
@@ -333,17 +333,24 @@ static void test_metrics_methods(void) {
   gpulabd_stop(&d);
 }
 
-int main(void) {
+static int make_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/gpulab-hostile-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
-  test_invalid_utf8();
-  test_bad_content_length();
-  test_metrics_methods();
-  test_stalled_bodies();
-  test_room_for_others();
+  return 0;
+}
+
+static void remove_dir(void) {
   char cmd[96];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   (void)!system(cmd);
-  printf("test_hostile: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_invalid_utf8),
+    TEST(test_bad_content_length),
+    TEST(test_metrics_methods),
+    TEST(test_stalled_bodies),
+    TEST(test_room_for_others),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

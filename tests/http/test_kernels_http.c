@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 #include "test_db.h"
 
@@ -82,7 +82,7 @@ static void post_source(struct gpulabd *d, const char *name, const char *src, co
 /* State that outlives a launch: what no runner can put back is refused at POST
  * (422 stateful_kernel naming it, at its line); what it can put back compiles, and
  * scratch comes from scratch_bytes. */
-static void test_state(struct gpulabd *d) {
+static void check_state(struct gpulabd *d) {
   struct http_reply r;
   /* A cache in the device heap, found again by later launches. */
   post_source(d, "heap",
@@ -149,7 +149,7 @@ static void test_state(struct gpulabd *d) {
   http_reply_free(&r);
 }
 
-static void test_api(struct gpulabd *d, long long *first_id, char *sha) {
+static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   struct http_reply r;
   /* The signatures, for the editor. */
   json_t *sigs = http_get_json(d, "/kernels/signatures");
@@ -510,33 +510,53 @@ static void test_store_full(void) {
   gpulabd_stop(&d);
 }
 
-int main(void) {
+static char db[512]; /* the store of test_api's gpulabd, kept across its restart */
+static const char *args[] = {"--backend", "cpu", "--db", db, "--access-log", "off", NULL};
+
+static int make_dir(void) {
   CHECK(mkdtemp(dir) != NULL);
-  char db[512];
   kernels_db("k.db", db, sizeof db);
-  const char *args[] = {"--backend", "cpu", "--db", db, "--access-log", "off", NULL};
+  return 0;
+}
+
+static void remove_dir(void) {
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
+/* The routes, then the kernels' state; the first kernel's id and source hash are what
+ * test_restart finds again. */
+static long long first_id;
+static char first_sha[65];
+static void test_api(void) {
   struct gpulabd d;
   gpulabd_start(args, &d);
-  long long id;
-  char sha[65];
-  test_api(&d, &id, sha);
-  test_state(&d);
+  check_api(&d, &first_id, first_sha);
+  check_state(&d);
   gpulabd_stop(&d);
+}
 
-  /* Across a restart: the kernel, its source and report are still there. */
+/* Across a restart: the kernel, its source and report are still there. */
+static void test_restart(void) {
+  struct gpulabd d;
   gpulabd_start(args, &d);
   char path[64];
-  snprintf(path, sizeof path, "/kernels/%lld", id);
+  snprintf(path, sizeof path, "/kernels/%lld", first_id);
   json_t *k = http_get_json(&d, path);
-  CHECK_STR_EQ(JSTR(k, "source_sha256"), sha);
+  CHECK_STR_EQ(JSTR(k, "source_sha256"), first_sha);
   CHECK(JBOOL(k, "compile.ok"));
   json_decref(k);
   gpulabd_stop(&d);
+}
 
-  test_tokens();
-  if (!test_db_is_pg(db)) test_store_full();
+static void test_store_full_sqlite(void) {
+  if (!test_db_is_pg(db)) test_store_full(); /* SQLite's alone */
+}
 
-  /* Without NVRTC: 503 nvrtc_unavailable, saying why. */
+/* Without NVRTC: 503 nvrtc_unavailable, saying why. */
+static void test_without_nvrtc(void) {
+  struct gpulabd d;
   const char *none[] = {"--backend", "cpu", "--db", "none", "--nvrtc", "none", "--access-log", "off", NULL};
   gpulabd_start(none, &d);
   struct http_reply r;
@@ -551,9 +571,14 @@ int main(void) {
   CHECK(strstr(JSTR(r.json, "detail"), "/nonexistent/libnvrtc.so") != NULL);
   http_reply_free(&r);
   gpulabd_stop(&d);
-  char cmd[200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
-  printf("test_kernels_http: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_api),
+    TEST_AFTER(test_restart, test_api),
+    TEST(test_tokens),
+    {"store_full", test_store_full_sqlite, NULL},
+    TEST(test_without_nvrtc),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

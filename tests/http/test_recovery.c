@@ -1,14 +1,14 @@
 /* A lost device (a sticky CUDA error; injected with --allow-fault-injection) fails
  * the jobs in flight with gpu_context_lost, turns /health to 503, and gpulabd exits
  * with status 3 for its supervisor to restart it; started again on the same --db,
- * the queue is intact and runs. Backend from argv[1] ("cpu" in CI, "cuda" with the
- * gpu label, skipped where CUDA is unavailable). */
+ * the queue is intact and runs. Backend from the mode argument ("cpu" in CI, "cuda" with
+ * the gpu label, skipped where CUDA is unavailable). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 #include "tests/test_db.h"
 
@@ -42,9 +42,19 @@ static void start(struct gpulabd *d) {
   CHECK_FAIL_("gpulabd did not start (%d):\n%s", status, log);
 }
 
-int main(int argc, char **argv) {
-  if (argc > 1) backend = argv[1];
+static int setup(void) {
+  if (test_mode) backend = test_mode;
   test_db_make("recovery", db, sizeof db);
+  return 0;
+}
+
+static void teardown(void) { test_db_drop(db); }
+
+/* What test_restart finds again: a job queued behind the lost device, and the fault. */
+static long long queued, fault;
+
+/* The fault injected: jobs in flight fail, /health 503, gpulabd exits with status 3. */
+static void test_device_lost(void) {
   struct gpulabd d;
   start(&d);
   char body[512];
@@ -53,8 +63,8 @@ int main(int argc, char **argv) {
   long long slow2 = post(&d, "/stencil?wait=0", body, 202);
   job_wait_state(&d, slow, "running", 30);
   job_wait_state(&d, slow2, "running", 30);
-  long long queued = post(&d, "/transpose?wait=0", "{" SMALL "}", 202);
-  long long fault = post(&d, "/transpose?wait=0", "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}", 202);
+  queued = post(&d, "/transpose?wait=0", "{" SMALL "}", 202);
+  fault = post(&d, "/transpose?wait=0", "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}", 202);
   /* Free a lane: the fault goes first (priority), the device is lost. */
   struct http_reply r;
   char path[64];
@@ -73,7 +83,13 @@ int main(int argc, char **argv) {
   CHECK_STR_EQ(JSTR(j, "error.code"), "gpu_context_lost");
   json_decref(j);
   CHECK_INT_EQ(gpulabd_wait_exit(&d, 15), EXIT_DEVICE_LOST);
+}
 
+static void test_restart(void) {
+  struct gpulabd d;
+  struct http_reply r;
+  json_t *j;
+  char path[64];
   /* The supervisor's restart: the queue is intact and runs. */
   start(&d);
   http_get(&d, "/health", &r);
@@ -88,7 +104,13 @@ int main(int argc, char **argv) {
   CHECK_STR_EQ(JSTR(j, "error.code"), "gpu_context_lost"); /* kept, as it ended */
   json_decref(j);
   gpulabd_stop(&d);
-  test_db_drop(db);
-  printf("test_recovery (%s): ok\n", backend);
-  return 0;
 }
+
+static const char *const modes[] = {"cpu", "cuda", NULL};
+static const struct test_case cases[] = {
+    TEST(test_device_lost),
+    TEST_AFTER(test_restart, test_device_lost),
+    TEST_END,
+};
+const struct test_suite test_suite = {
+    .cases = cases, .modes = modes, .setup = setup, .teardown = teardown};

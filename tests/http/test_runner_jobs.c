@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/clock.h"
 
@@ -109,11 +109,24 @@ static void passes(long long good) {
   json_decref(j);
 }
 
-int main(void) {
+static int start(void) {
   const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--kernel-deadline", "1",
                         "--db", "none", "--streams", "1", "--access-log", "off", NULL};
   gpulabd_start(args, &D);
-  long long good = post_kernel("transpose");
+  return 0;
+}
+
+static void stop(void) {
+  json_t *h = http_get_json(&D, "/health");
+  json_decref(h);
+  gpulabd_stop(&D);
+}
+
+static long long good; /* a kernel that transposes: the cases after test_good run it */
+
+/* A good kernel, warm and cold. */
+static void test_good(void) {
+  good = post_kernel("transpose");
 
   json_t *j = job(good);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
@@ -144,8 +157,13 @@ int main(void) {
   CHECK(strstr(JSTR(j, "result.runs[1].timing.method"), "cold: passed to the runner") != NULL);
   CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), good);
   json_decref(j);
+}
+
+/* Kernels the runner's check must catch: wrong, lazy, once, scratch, memo, scribble. */
+static void test_checks(void) {
   /* Cold changes nothing in the check: a wrong kernel fails with its mismatches, one
    * that works once fails after its poisoned launches. */
+  json_t *j;
   long long wrong = post_kernel("wrong"), once = post_kernel("once");
   j = cold_job(wrong);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
@@ -198,9 +216,16 @@ int main(void) {
   if (!strstr(JSTR(j, "error.message"), named)) CHECK_STR_EQ(JSTR(j, "error.message"), named);
   printf("scribble: %s\n", JSTR(j, "error.message"));
   json_decref(j);
+}
+
+static void test_staged(void) {
   passes(good);
   staged();
+}
 
+/* Kernels that trap, stray, hang or exit: the job fails, the next one passes. */
+static void test_faults(void) {
+  json_t *j;
   const char *bad[4] = {"trap", "oob", "hang", "die"};
   const char *codes[4] = {"kernel_fault", "kernel_fault", "kernel_timeout", "kernel_fault"};
   for (int i = 0; i < 4; i++) {
@@ -215,9 +240,13 @@ int main(void) {
     passes(good);
     printf("  the next job passed %.3f s later\n", clock_mono_s() - t0);
   }
-  json_t *h = http_get_json(&D, "/health");
-  json_decref(h);
-  gpulabd_stop(&D);
-  printf("test_runner_jobs: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_good),
+    TEST(test_checks),
+    TEST_AFTER(test_staged, test_good),
+    TEST_AFTER(test_faults, test_good),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

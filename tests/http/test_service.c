@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 
 #define ALICE "alice-token-0123456789"
@@ -512,25 +512,37 @@ static void test_tls(void) {
   gpulabd_stop(&d);
 }
 
-int main(void) {
+static int make_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/gpulab-service-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
-  test_start_refusals();
-  test_tokens();
-  test_connection_limit();
+  return 0;
+}
+
+static void remove_dir(void) {
+  char cmd[96];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  (void)!system(cmd);
+}
+
+/* /metrics and /v1 on one plain gpulabd of their own. */
+static void test_metrics_and_v1(void) {
   const char *args[] = {"--backend", "cpu", NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   test_metrics(&d);
   test_v1(&d);
   gpulabd_stop(&d);
-  test_inline();
-  test_no_store();
-  test_tls();
-  test_idle_timeout();
-  char cmd[96];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  (void)!system(cmd);
-  printf("test_service: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_start_refusals),
+    TEST(test_tokens),
+    TEST(test_connection_limit),
+    TEST(test_metrics_and_v1),
+    TEST(test_inline),
+    TEST(test_no_store),
+    TEST(test_tls),
+    TEST(test_idle_timeout),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

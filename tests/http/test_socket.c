@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 
 static char dir[64], sock[100];
@@ -204,17 +204,24 @@ static void test_socket_files(void) {
   gpulabd_stop(&d);
 }
 
-int main(void) {
+static int make_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/gpulab-socket-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   CHECK_INT_EQ(chmod(dir, 0755), 0); /* nobody may reach the socket */
   snprintf(sock, sizeof sock, "%s/gpulab.sock", dir);
-  test_peer_users();
-  test_user_share();
-  test_socket_files();
+  return 0;
+}
+
+static void remove_dir(void) {
   char cmd[96];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   (void)!system(cmd);
-  printf("test_socket: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_peer_users),
+    TEST(test_user_share),
+    TEST(test_socket_files),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/experiment.h"
 
@@ -588,7 +588,7 @@ static void test_pipeline_timeline(void) {
   json_decref(job);
 }
 
-int main(void) {
+static int start(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   snprintf(web_root, sizeof web_root, "/tmp/gpulab-web-root-XXXXXX");
   CHECK(mkdtemp(web_root) != NULL);
@@ -602,19 +602,10 @@ int main(void) {
   gpulabd_start(args_a, &A);
   gpulabd_start(args_b, &B);
   gpulabd_start(args_c, &C);
+  return 0;
+}
 
-  test_page();
-  test_assets();
-  test_etags();
-  test_traversal();
-  test_chartjs();
-  test_without_chartjs();
-  test_web_root();
-  test_fifos();
-  test_experiments();
-  test_jobs_fields();
-  test_pipeline_timeline();
-
+static void stop(void) {
   gpulabd_stop(&C);
   gpulabd_stop(&B);
   gpulabd_stop(&A);
@@ -625,6 +616,20 @@ int main(void) {
   }
   rmdir(web_root);
   curl_global_cleanup();
-  printf("test_static: all passed\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_page),
+    TEST(test_assets),
+    TEST(test_etags),
+    TEST(test_traversal),
+    TEST(test_chartjs),
+    TEST(test_without_chartjs),
+    TEST(test_web_root),
+    TEST(test_fifos),
+    TEST(test_experiments),
+    TEST(test_jobs_fields),
+    TEST(test_pipeline_timeline),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/check.h"
+#include "tests/runner.h"
 #include "tests/http_client.h"
 #include "tests/test_db.h"
 
@@ -512,27 +512,44 @@ static void test_bound_by_unfinished(void) {
   remove_db(db);
 }
 
-int main(void) {
+static bool on_pg(void) {
+  const char *pg = getenv("GPULAB_TEST_DB");
+  return pg && *pg;
+}
+
+static int make_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/gpulab-storage-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg) { /* the faults of SQLite's file are SQLite's alone (above) */
-    test_max_db_bytes();
-    test_bound_by_unfinished();
-    rmdir(dir);
-    printf("test_storage (PostgreSQL): ok\n");
-    return 0;
-  }
-  test_full_fsize();
-  test_recovers_live();
-  test_max_db_bytes();
-  test_bound_by_unfinished();
-  test_read_only();
-  test_corrupted();
-  test_full_tmpfs();
+  return 0;
+}
+
+static void remove_dir(void) {
   char cmd[96];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   (void)!system(cmd);
-  printf("test_storage: ok\n");
-  return 0;
 }
+
+/* The faults of SQLite's file are SQLite's alone (above): on PostgreSQL
+ * (test_storage_pg) these cases pass at once. */
+#define SQLITE_ONLY(fn)                                          \
+  static void fn##_sqlite(void) {                                \
+    if (on_pg()) return;                                         \
+    fn();                                                        \
+  }
+SQLITE_ONLY(test_full_fsize)
+SQLITE_ONLY(test_recovers_live)
+SQLITE_ONLY(test_read_only)
+SQLITE_ONLY(test_corrupted)
+SQLITE_ONLY(test_full_tmpfs)
+
+static const struct test_case cases[] = {
+    {"full_fsize", test_full_fsize_sqlite, NULL},
+    {"recovers_live", test_recovers_live_sqlite, NULL},
+    TEST(test_max_db_bytes),
+    TEST(test_bound_by_unfinished),
+    {"read_only", test_read_only_sqlite, NULL},
+    {"corrupted", test_corrupted_sqlite, NULL},
+    {"full_tmpfs", test_full_tmpfs_sqlite, NULL},
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "runner.h"
 #include "http_client.h"
 #include "test_db.h"
 
@@ -339,30 +339,31 @@ static void test_work(void) {
   }
 }
 
-int main(void) {
-  /* The default --db (./gpulab.db), or with $GPULAB_TEST_DB a PostgreSQL database. */
-  static char db[512];
+/* The default --db (./gpulab.db), or with $GPULAB_TEST_DB a PostgreSQL database. */
+static char db[512];
+
+static int start(void) {
   const char *pg = getenv("GPULAB_TEST_DB");
   if (pg && *pg) test_db_make("sweeps", db, sizeof db);
   const char *args[] = {"--backend", "cpu", "--streams", "1", "--max-queued", "8", "--http-threads",
                         "4", db[0] ? "--db" : NULL, db, NULL};
   gpulabd_start(args, &D);
-  fprintf(stderr, "table\n");
-  test_table();
-  fprintf(stderr, "errors\n");
-  test_errors();
-  fprintf(stderr, "refused whole\n");
-  test_refused_whole();
-  fprintf(stderr, "limit\n");
-  test_limit();
-  fprintf(stderr, "wait and cancel\n");
-  test_wait_and_cancel();
-  fprintf(stderr, "pipeline best\n");
-  test_pipeline_best();
-  fprintf(stderr, "work\n");
-  test_work();
-  gpulabd_stop(&D);
-  if (db[0]) test_db_drop(db);
-  fprintf(stderr, "ok\n");
   return 0;
 }
+
+static void stop(void) {
+  gpulabd_stop(&D);
+  if (db[0]) test_db_drop(db);
+}
+
+static const struct test_case cases[] = {
+    TEST(test_table),
+    TEST(test_errors),
+    TEST(test_refused_whole),
+    TEST(test_limit),
+    TEST(test_wait_and_cancel),
+    TEST(test_pipeline_best),
+    TEST(test_work),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

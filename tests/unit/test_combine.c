@@ -19,7 +19,7 @@
 #include "kernels/histogram/histogram.h"
 #include "kernels/reduce/reduce.h"
 #include "kernels/scan/scan.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static struct backend *be;
 static bool cuda;
@@ -316,25 +316,35 @@ static void test_plans(void) {
   }
 }
 
-int main(int argc, char **argv) {
-  const char *kind = argc > 1 ? argv[1] : "cpu";
-  cuda = strcmp(kind, "cuda") == 0;
+/* The backend of test_mode: the CPU's, or "cuda" (test_gpu_combine), which skips where
+ * no CUDA device answers. */
+static int open_backend(void) {
+  cuda = test_mode && strcmp(test_mode, "cuda") == 0;
   char why[256];
   if (backend_open(cuda ? BACKEND_CUDA : BACKEND_CPU, 0, 1, &be, why, sizeof why) != 0) {
     printf("skip: %s\n", why);
     return cuda ? CHECK_SKIP : 1;
   }
   printf("%s\n", why);
-  test_reduce();
-  test_scan();
-  test_exact_sums();
-  test_histogram_bins();
-  test_histogram_edges();
-  test_graph_cold();
-  test_bins_out_of_range();
-  test_plans();
-  CHECK(backend_healthy(be));
-  backend_free(be);
-  printf("test_combine (%s): ok\n", kind);
   return 0;
 }
+
+static void close_backend(void) {
+  CHECK(backend_healthy(be));
+  backend_free(be);
+}
+
+static const char *const modes[] = {"cuda", NULL};
+static const struct test_case cases[] = {
+    TEST(test_reduce),
+    TEST(test_scan),
+    TEST(test_exact_sums),
+    TEST(test_histogram_bins),
+    TEST(test_histogram_edges),
+    TEST(test_graph_cold),
+    TEST(test_bins_out_of_range),
+    TEST(test_plans),
+    TEST_END,
+};
+const struct test_suite test_suite = {
+    .cases = cases, .modes = modes, .setup = open_backend, .teardown = close_backend};

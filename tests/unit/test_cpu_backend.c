@@ -11,7 +11,9 @@
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
 #include "kernels/stencil/stencil_tile.h"
-#include "tests/check.h"
+#include "tests/runner.h"
+
+static struct backend *be; /* two lanes, opened by the setup */
 
 static struct exp_spec small_spec(enum exp_type type) {
   struct exp_spec s;
@@ -171,7 +173,8 @@ static void check_result(const struct exp_spec *s, const struct exp_result *r) {
   if (first_available(r) >= 0) CHECK(r->runs[first_available(r)].speedup == 1.0);
 }
 
-static void test_all_types(struct backend *b) {
+static void test_all_types(void) {
+  struct backend *b = be;
   for (int type = 0; type < EXP_TYPE_COUNT; type++) {
     struct exp_spec s = small_spec(type);
     struct backend_job job = {.spec = &s};
@@ -221,7 +224,8 @@ static void test_all_types(struct backend *b) {
 
 /* "order": "sequential" keeps the lecture's per-variant windows: all of run 0's
  * batches first, then run 1's; each run's contended is its own window's. */
-static void test_sequential_order(struct backend *b) {
+static void test_sequential_order(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_TRANSPOSE);
   s.order = EXP_ORDER_SEQUENTIAL;
   struct backend_job job = {.spec = &s};
@@ -239,7 +243,8 @@ static void test_sequential_order(struct backend *b) {
 
 /* The noise rule: max_noise > 0 keeps timing until the samples are quiet enough
  * (at least min_samples), the run's max_time is spent, or EXP_MAX_BATCHES. */
-static void test_stopping_rules(struct backend *b) {
+static void test_stopping_rules(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_STENCIL);
   s.n_variants = 1;
   s.timing = (struct exp_timing_params){1, 2, 1};
@@ -293,7 +298,8 @@ static void test_stopping_rules(struct backend *b) {
 
 /* speedup_range brackets the speedup; the first run's straddles 1. cold is
  * accepted and said to be not applicable. */
-static void test_speedup_range_and_cold(struct backend *b) {
+static void test_speedup_range_and_cold(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_TRANSPOSE);
   s.n_variants = 2;
   s.variants[0] = TRANSPOSE_NAIVE, s.variants[1] = TRANSPOSE_NAIVE + 1;
@@ -313,7 +319,8 @@ static void test_speedup_range_and_cold(struct backend *b) {
 
 /* An alternating window the engine calls contended marks every run; transpose
  * whose first variant is copy outputs A's shape. */
-static void test_contended_and_copy_first(struct backend *b) {
+static void test_contended_and_copy_first(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_STENCIL);
   struct backend_job job = {.spec = &s};
   struct exp_result r;
@@ -333,7 +340,8 @@ static void test_contended_and_copy_first(struct backend *b) {
   release(b, &job);
 }
 
-static void test_graph(struct backend *b) {
+static void test_graph(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_TRANSPOSE);
   s.graph = true;
   s.n_variants = 1;
@@ -347,7 +355,8 @@ static void test_graph(struct backend *b) {
   release(b, &job);
 }
 
-static void test_buffers(struct backend *b) {
+static void test_buffers(void) {
+  struct backend *b = be;
   enum { N = 1001 };
   float host[N], back[N];
   for (int i = 0; i < N; i++) host[i] = gen_uniform(9, GEN_X, (uint64_t)i) * 1e30f;
@@ -370,7 +379,8 @@ static void test_buffers(struct backend *b) {
 
 /* job1 transposes A, job2 transposes job1's output after job1's fence: A again,
  * bit for bit, and job2's checks use the given input. */
-static void test_chain(struct backend *b) {
+static void test_chain(void) {
+  struct backend *b = be;
   struct exp_spec s1 = small_spec(EXP_TRANSPOSE), s2 = s1;
   s1.inputs[0].value = 21;
   s1.n_variants = 2;
@@ -402,7 +412,8 @@ static void test_chain(struct backend *b) {
 }
 
 /* A stencil on an uploaded input of magnitudes 2^-20 .. 2^20 passes its checks. */
-static void test_given_stencil(struct backend *b) {
+static void test_given_stencil(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_STENCIL);
   s.p[STENCIL_N] = 999;
   s.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
@@ -424,7 +435,8 @@ static void test_given_stencil(struct backend *b) {
 /* The best variants run their CPU stand-ins (mapped_to names them) and pass their
  * checks: stencil best at radii from 0 to its limit, tails in every tile, then a
  * radius past the limit is unavailable, with the reason. */
-static void test_best_variants(struct backend *b) {
+static void test_best_variants(void) {
+  struct backend *b = be;
   static const struct {
     enum exp_type type;
     int variant;
@@ -475,7 +487,8 @@ static void test_best_variants(struct backend *b) {
 }
 
 /* gemm with only cuBLAS: nothing runs, no output, but a fence that is complete. */
-static void test_cublas_only(struct backend *b) {
+static void test_cublas_only(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_GEMM);
   s.n_variants = 1;
   s.variants[0] = GEMM_CUBLAS;
@@ -497,7 +510,8 @@ static void test_cublas_only(struct backend *b) {
   release(b, &job);
 }
 
-static void test_cancel_and_invalid(struct backend *b) {
+static void test_cancel_and_invalid(void) {
+  struct backend *b = be;
   struct exp_spec s = small_spec(EXP_GEMM);
   s.n_variants = 1; /* naive alone: its warm-up, then its batches */
   struct backend_job job = {.spec = &s};
@@ -528,7 +542,8 @@ static void test_cancel_and_invalid(struct backend *b) {
   CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), -EINVAL);
 }
 
-static void test_capped(struct backend *b) {
+static void test_capped(void) {
+  struct backend *b = be;
   struct exp_spec s;
   exp_spec_default(EXP_TRANSPOSE, &s);
   s.p[TRANSPOSE_M] = s.p[TRANSPOSE_N] = 512;
@@ -564,7 +579,8 @@ static void *lane_main(void *arg) {
   return NULL;
 }
 
-static void test_two_lanes(struct backend *b) {
+static void test_two_lanes(void) {
+  struct backend *b = be;
   struct lane_job jobs[2] = {{.b = b, .lane = 0, .rc = -99, .spec = small_spec(EXP_PIPELINE)},
                              {.b = b, .lane = 1, .rc = -99, .spec = small_spec(EXP_STENCIL)}};
   pthread_t th[2];
@@ -578,11 +594,20 @@ static void test_two_lanes(struct backend *b) {
   }
 }
 
-int main(void) {
-  struct backend *b = NULL;
+static int open_backend(void) {
   char why[256] = "";
-  CHECK_INT_EQ(backend_open(BACKEND_CPU, 0, 2, &b, why, sizeof why), 0);
-  CHECK(b && why[0]);
+  CHECK_INT_EQ(backend_open(BACKEND_CPU, 0, 2, &be, why, sizeof why), 0);
+  CHECK(be && why[0]);
+  return 0;
+}
+
+static void close_backend(void) {
+  backend_free(be);
+  backend_free(NULL);
+}
+
+static void test_open(void) {
+  struct backend *b = be;
   CHECK_STR_EQ(backend_name(b), "cpu");
   CHECK_INT_EQ(backend_lanes(b), 2);
   CHECK(backend_healthy(b));
@@ -592,22 +617,26 @@ int main(void) {
   CHECK(info.name[0] && info.cpu_cores >= 1 && info.mem_total_bytes > 0);
   CHECK(info.mem_free_bytes <= info.mem_total_bytes);
   CHECK_INT_EQ(backend_memory_limit(b), info.mem_total_bytes / 4);
-  test_all_types(b);
-  test_contended_and_copy_first(b);
-  test_sequential_order(b);
-  test_stopping_rules(b);
-  test_speedup_range_and_cold(b);
-  test_graph(b);
-  test_buffers(b);
-  test_chain(b);
-  test_given_stencil(b);
-  test_best_variants(b);
-  test_cublas_only(b);
-  test_cancel_and_invalid(b);
-  test_capped(b);
-  test_two_lanes(b);
-  backend_free(b);
-  backend_free(NULL);
-  printf("test_cpu_backend: ok (%s)\n", info.name);
-  return 0;
+  printf("cpu backend: %s\n", info.name);
 }
+
+static const struct test_case cases[] = {
+    TEST(test_open),
+    TEST(test_all_types),
+    TEST(test_contended_and_copy_first),
+    TEST(test_sequential_order),
+    TEST(test_stopping_rules),
+    TEST(test_speedup_range_and_cold),
+    TEST(test_graph),
+    TEST(test_buffers),
+    TEST(test_chain),
+    TEST(test_given_stencil),
+    TEST(test_best_variants),
+    TEST(test_cublas_only),
+    TEST(test_cancel_and_invalid),
+    TEST(test_capped),
+    TEST(test_two_lanes),
+    TEST_END,
+};
+const struct test_suite test_suite = {
+    .cases = cases, .setup = open_backend, .teardown = close_backend};

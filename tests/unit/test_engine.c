@@ -11,7 +11,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 struct flag {
   atomic_int fired;
@@ -65,7 +65,9 @@ static void small_spec(struct exp_spec *spec) {
   spec->timing = (struct exp_timing_params){1, 2, 1};
 }
 
-int main(void) {
+/* One lane, two queued at most: watches, cancellation queued and running, listing,
+ * the memory limit, and stopping. */
+static void test_lifecycle(void) {
   char why[256];
   struct backend *b;
   CHECK_INT_EQ(backend_open(BACKEND_CPU, 0, 1, &b, why, sizeof why), 0);
@@ -185,7 +187,17 @@ int main(void) {
   job_unref(q1);
   job_unref(q2);
   engine_free(e);
+  backend_free(b);
 
+}
+
+static void test_prune(void) {
+  char why[256];
+  struct backend *b;
+  CHECK_INT_EQ(backend_open(BACKEND_CPU, 0, 1, &b, why, sizeof why), 0);
+  struct engine *e;
+  struct exp_spec small;
+  small_spec(&small);
   /* Finished jobs beyond max_jobs_kept are forgotten, oldest first, in passes: the
    * table holds at most 1/16 more than the limit. */
   struct engine_config keep = {.max_jobs_kept = 32, .max_queued = 1000};
@@ -209,6 +221,11 @@ int main(void) {
   job_unref(last);
   engine_free(e);
   backend_free(b);
-  printf("test_engine: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_lifecycle),
+    TEST(test_prune),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

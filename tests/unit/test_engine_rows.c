@@ -15,7 +15,7 @@
 
 #include "kernels/transpose/transpose.h"
 #include "server/engine/engine.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 #define SUBMITTERS 6
 #define CHAINS 60   /* per submitter */
@@ -109,7 +109,8 @@ static bool rank_ok(enum job_state before, enum job_state after) {
   return rank[after] > rank[before];
 }
 
-int main(void) {
+/* Threads submit chains of jobs; every job's rows come in order, its parents' first. */
+static void test_rows_in_order(void) {
   char why[256];
   struct backend *b;
   CHECK_INT_EQ(backend_open(BACKEND_CPU, 0, 4, &b, why, sizeof why), 0);
@@ -162,5 +163,10 @@ int main(void) {
   printf("engine rows: %d jobs from %d threads, each job's rows in order, parents' first (%llu "
          "rows waited for another thread's)\n",
          ended, SUBMITTERS, (unsigned long long)counts.row_waits);
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_rows_in_order),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

@@ -11,7 +11,7 @@
 
 #include "kernels/backends/backend.h"
 #include "kernels/core/reference.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 /* ---- the registry ---- */
 
@@ -155,29 +155,47 @@ static int run_all(struct backend *b, const struct exp_spec *s, const char *how)
   return available;
 }
 
-int main(int argc, char **argv) {
-  const char *kind = argc > 1 ? argv[1] : "cpu";
-  bool cuda = strcmp(kind, "cuda") == 0;
-  check_registry();
-  struct backend *b = NULL;
+static struct backend *be;
+static bool cuda;
+
+/* The backend of test_mode: the CPU's, or "cuda" (test_gpu_experiments), which skips
+ * where no CUDA device answers. */
+static int open_backend(void) {
+  cuda = test_mode && strcmp(test_mode, "cuda") == 0;
   char why[256];
-  if (backend_open(cuda ? BACKEND_CUDA : BACKEND_CPU, 0, 1, &b, why, sizeof why) != 0) {
+  if (backend_open(cuda ? BACKEND_CUDA : BACKEND_CPU, 0, 1, &be, why, sizeof why) != 0) {
     printf("skip: %s\n", why);
     return cuda ? CHECK_SKIP : 1;
   }
   printf("%s\n", why);
-  for (int t = 0; t < EXP_TYPE_COUNT; t++) {
-    struct exp_spec s = odd_spec((enum exp_type)t);
-    CHECK(run_all(b, &s, "odd") > 0);
-    s.order = EXP_ORDER_SEQUENTIAL; /* one window per run */
-    CHECK(run_all(b, &s, "seq") > 0);
-    if (cuda) { /* the same runs as captured CUDA Graphs */
-      s.graph = true;
-      CHECK(run_all(b, &s, "graph") > 0);
-    }
-  }
-  CHECK(backend_healthy(b));
-  backend_free(b);
-  printf("test_experiments (%s): ok\n", kind);
   return 0;
 }
+
+static void close_backend(void) {
+  CHECK(backend_healthy(be));
+  backend_free(be);
+}
+
+static void test_registry(void) { check_registry(); }
+
+static void test_every_experiment(void) {
+  for (int t = 0; t < EXP_TYPE_COUNT; t++) {
+    struct exp_spec s = odd_spec((enum exp_type)t);
+    CHECK(run_all(be, &s, "odd") > 0);
+    s.order = EXP_ORDER_SEQUENTIAL; /* one window per run */
+    CHECK(run_all(be, &s, "seq") > 0);
+    if (cuda) { /* the same runs as captured CUDA Graphs */
+      s.graph = true;
+      CHECK(run_all(be, &s, "graph") > 0);
+    }
+  }
+}
+
+static const char *const modes[] = {"cuda", NULL};
+static const struct test_case cases[] = {
+    TEST(test_registry),
+    TEST(test_every_experiment),
+    TEST_END,
+};
+const struct test_suite test_suite = {
+    .cases = cases, .modes = modes, .setup = open_backend, .teardown = close_backend};

@@ -2,7 +2,7 @@
  * change would silently change every job's inputs (and break CPU/GPU agreement). */
 #include <math.h>
 #include "kernels/core/gen.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 /* The formula of gen.h, written out again independently. */
 static float formula(uint64_t seed, uint32_t stream, uint64_t i) {
@@ -72,11 +72,11 @@ static void test_uniformity(void) {
   for (int b = 0; b < 10; b++) CHECK_NEAR(buckets[b], n / 10, 2000);
 }
 
-int main(void) {
-  test_pinned();
-  test_range_grid_determinism();
-  test_streams_and_seeds_differ();
-  test_uniformity();
-  printf("test_gen: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_pinned),
+    TEST(test_range_grid_determinism),
+    TEST(test_streams_and_seeds_differ),
+    TEST(test_uniformity),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

@@ -9,8 +9,8 @@
 
 #include "api/encode.h"
 #include "api/json_text.h"
-#include "check.h"
 #include "kernels/core/experiment.h"
+#include "tests/runner.h"
 
 #ifndef CORPUS_DIR
 #error "CORPUS_DIR: tests/fuzz/request_corpus"
@@ -205,12 +205,12 @@ static void test_result(void) {
   same_text(api_spec_to_json(&spec), "a job's params");
 }
 
-int main(void) {
-  test_reals();
-  test_strings();
-  test_shapes();
-  test_corpus();
-  test_result();
+static void summary(void) {
   printf("json_text: %d values written as json_dumps writes them\n", compared);
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_reals),  TEST(test_strings), TEST(test_shapes),
+    TEST(test_corpus), TEST(test_result),  TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .teardown = summary};

@@ -12,9 +12,9 @@
 #include "api/json_text.h"
 #include "api/json_writer.h"
 #include "api/params.h"
-#include "check.h"
 #include "kernels/backends/backend.h"
 #include "server/service/job_json.h"
+#include "tests/runner.h"
 
 static int compared;
 
@@ -403,11 +403,12 @@ static void test_every_experiment(void) {
   }
 }
 
-int main(void) {
-  test_values();
-  test_limits();
-  test_tiny_job();
-  test_every_experiment();
+static void summary(void) {
   printf("json_writer: %d documents written alike to text and to a tree\n", compared);
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_values),           TEST(test_limits), TEST(test_tiny_job),
+    TEST(test_every_experiment), TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .teardown = summary};

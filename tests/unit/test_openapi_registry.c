@@ -15,7 +15,7 @@
 #include "api/encode.h"
 #include "api/openapi.h"
 #include "kernels/core/experiment.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static json_t *doc;
 
@@ -270,10 +270,16 @@ static void check_experiment(enum exp_type t) {
   json_decref(defaults);
 }
 
-int main(void) {
+static int load_doc(void) {
   json_error_t je;
   doc = json_loadb((const char *)api_openapi_json, api_openapi_json_len, 0, &je);
   if (!doc) CHECK_FAIL_("api/openapi.json: %s at line %d", je.text, je.line);
+  return 0;
+}
+
+static void free_doc(void) { json_decref(doc); }
+
+static void test_experiments(void) {
   json_t *types = json_object_get(schema_named("JobType"), "enum");
   CHECK_INT_EQ(json_array_size(types), EXP_TYPE_COUNT);
   for (int t = 0; t < EXP_TYPE_COUNT; t++) { /* in the registry's order */
@@ -281,11 +287,19 @@ int main(void) {
                  exp_type_name((enum exp_type)t));
     check_experiment((enum exp_type)t);
   }
+  printf("the document's parts of %d experiments match their descriptors\n", EXP_TYPE_COUNT);
+}
+
+static void test_experiments_listed(void) {
   json_t *listed = json_object_get(
       json_object_get(json_object_get(schema_named("Experiments"), "properties"), "types"),
       "required");
   CHECK_INT_EQ(json_array_size(listed), EXP_TYPE_COUNT);
-  json_decref(doc);
-  printf("ok: the document's parts of %d experiments match their descriptors\n", EXP_TYPE_COUNT);
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_experiments),
+    TEST(test_experiments_listed),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = load_doc, .teardown = free_doc};

@@ -10,7 +10,7 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static struct api_job_options opts;
 
@@ -459,17 +459,17 @@ static void test_streams_best(void) {
   CHECK(!p.best && !p.depth_first && p.chunk == 1000003 && p.chunks == 3 && p.streams == 3);
 }
 
-int main(void) {
-  test_defaults();
-  test_streams_best();
-  test_values();
-  test_errors();
-  test_job_request();
-  test_inputs_and_options();
-  test_trust_params();
-  test_wait();
-  test_encode();
-  test_encode_trust();
-  printf("test_params: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_defaults),
+    TEST(test_streams_best),
+    TEST(test_values),
+    TEST(test_errors),
+    TEST(test_job_request),
+    TEST(test_inputs_and_options),
+    TEST(test_trust_params),
+    TEST(test_wait),
+    TEST(test_encode),
+    TEST(test_encode_trust),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

@@ -7,7 +7,7 @@
 
 #include "kernels/gemm/gemm_pick.h"
 #include "kernels/transpose/transpose_pick.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 #define SMS 132
 
@@ -186,13 +186,13 @@ static void test_transpose_run2(void) {
   CHECK_INT_EQ(transpose_pick_for(1, 100, false).kind, TRANSPOSE_KIND_TILE);
 }
 
-int main(void) {
-  test_gemm_run2();
-  test_tf32_run2();
-  test_valid_everywhere();
-  test_scratch();
-  test_fast_at_the_limits();
-  test_transpose_run2();
-  printf("test_pick: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_gemm_run2),
+    TEST(test_tf32_run2),
+    TEST(test_valid_everywhere),
+    TEST(test_scratch),
+    TEST(test_fast_at_the_limits),
+    TEST(test_transpose_run2),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

@@ -7,7 +7,7 @@
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_cache.h"
 #include "kernels/transpose/transpose.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static struct exp_spec transpose(int m, int n, uint64_t seed) {
   struct exp_spec s;
@@ -156,10 +156,10 @@ static void test_eviction(void) {
   reference_cache_free(c);
 }
 
-int main(void) {
-  test_repeat_reuses();
-  test_different_misses();
-  test_eviction();
-  printf("test_reference_cache: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_repeat_reuses),
+    TEST(test_different_misses),
+    TEST(test_eviction),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

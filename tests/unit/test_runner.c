@@ -12,7 +12,7 @@
 
 #include "kernels/core/clock.h"
 #include "kernels/user/runner.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 enum { M = 37, N = 53 }; /* odd: tails both ways */
 
@@ -103,15 +103,23 @@ static int job(struct runner *r, const char *entry, int poison_each, double dead
   return rc;
 }
 
-int main(void) {
+static const char *exe; /* $GPULAB_RUNNER, or ./gpulab-runner */
+
+static int setup(void) {
   /* Under AddressSanitizer the runner would turn its SIGSEGV into exit status 1; let
    * the signal end it, as it does in a plain build. */
   char asan[512];
   const char *old = getenv("ASAN_OPTIONS");
   snprintf(asan, sizeof asan, "%s%shandle_segv=0", old ? old : "", old && old[0] ? ":" : "");
   setenv("ASAN_OPTIONS", asan, 1);
-  const char *exe = getenv("GPULAB_RUNNER");
+  exe = getenv("GPULAB_RUNNER");
   if (!exe) exe = "./gpulab-runner";
+  return 0;
+}
+
+/* One runner through good, wrong, lazy, trapping, straying, hanging and dying kernels:
+ * each fault fails its job alone, a new runner takes the next. */
+static void test_life_cycle(void) {
   struct runner_config cfg = {.exe = exe, .mode = RUNNER_MODE_CPU, .log = on_log};
   struct runner *r;
   CHECK_INT_EQ(runner_new(&cfg, &r), 0);
@@ -248,14 +256,24 @@ int main(void) {
   runner_stats(r, &st);
   CHECK_INT_EQ(st.starts, 6);
   runner_free(r);
+  bufs_free(&b);
+}
 
+static void test_no_executable(void) {
+  char err[256];
+  struct runner *r;
   /* No executable: acquire says so. */
   struct runner_config bad = {.exe = "/nonexistent/gpulab-runner", .mode = RUNNER_MODE_CPU};
   CHECK_INT_EQ(runner_new(&bad, &r), 0);
   CHECK_INT_EQ(runner_acquire(r, err, sizeof err), -ENOENT);
   CHECK(strstr(err, "/nonexistent/gpulab-runner") != NULL);
   runner_free(r);
+}
+
+static void test_cuda_refused(void) {
 #ifndef GPULAB_HAVE_CUDA
+  char err[256];
+  struct runner *r;
   /* A CPU-only runner asked for CUDA refuses at start, with its reason. */
   struct runner_config cu = {.exe = exe, .mode = RUNNER_MODE_CUDA};
   CHECK_INT_EQ(runner_new(&cu, &r), 0);
@@ -263,7 +281,12 @@ int main(void) {
   CHECK(strstr(err, "without mode cuda") != NULL);
   runner_free(r);
 #endif
-  bufs_free(&b);
-  printf("test_runner: ok\n");
-  return 0;
 }
+
+static const struct test_case cases[] = {
+    TEST(test_life_cycle),
+    TEST(test_no_executable),
+    TEST(test_cuda_refused),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup};

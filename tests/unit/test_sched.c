@@ -9,7 +9,7 @@
 #include "server/engine/events.h"
 #include "server/engine/gate.h"
 #include "server/engine/sched.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static struct sched_item items[16];
 
@@ -180,12 +180,12 @@ static void test_events(void) {
   events_free(bus);
 }
 
-int main(void) {
-  test_round_robin();
-  test_priority_and_remove();
-  test_queues();
-  test_gate();
-  test_events();
-  printf("test_sched: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_round_robin),
+    TEST(test_priority_and_remove),
+    TEST(test_queues),
+    TEST(test_gate),
+    TEST(test_events),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

@@ -1,7 +1,7 @@
 /* stats.h: summaries of timing samples on known data. */
 #include <math.h>
 #include "kernels/core/stats.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static void test_odd(void) {
   const double x[] = {5, 1, 4, 2, 3};
@@ -73,12 +73,12 @@ static void test_apart(void) {
   CHECK_INT_EQ(stats_apart(zeros, 3, NULL), -1);
 }
 
-int main(void) {
-  test_apart();
-  test_odd();
-  test_even();
-  test_small();
-  test_quantile();
-  printf("test_stats: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_apart),
+    TEST(test_odd),
+    TEST(test_even),
+    TEST(test_small),
+    TEST(test_quantile),
+    TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};

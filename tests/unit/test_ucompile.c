@@ -15,8 +15,9 @@
 #include "kernels/user/uimage.h"
 #include "kernels/user/ukreg.h"
 #include "server/service/ukernels.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
+static struct nvrtc_lib *nvrtc;    /* opened by the setup */
 static const char *transpose_decl; /* the transpose experiment's exp_user.declaration */
 
 static const char *const padded33 =
@@ -112,7 +113,8 @@ static void test_log_parsing(void) {
 }
 
 /* Each experiment's template, as the dashboard's editor starts from it. */
-static void test_templates(const struct nvrtc_lib *lib) {
+static void test_templates(void) {
+  const struct nvrtc_lib *lib = nvrtc;
   for (int t = 0; t < EXP_TYPE_COUNT; t++) {
     const struct exp_user *u = exp_user_of((enum exp_type)t);
     if (!u) continue;
@@ -134,7 +136,8 @@ static void test_templates(const struct nvrtc_lib *lib) {
   }
 }
 
-static void test_compile(const struct nvrtc_lib *lib) {
+static void test_compile(void) {
+  const struct nvrtc_lib *lib = nvrtc;
   char msg[256];
   struct ucompile_report *r;
   const char *opts[] = {"-lineinfo"};
@@ -228,7 +231,8 @@ static const struct uimage_var *var_named(const struct uimage *im, const char *n
 /* The compile-time half of the red-team list: state that no runner can put back before
  * a launch is refused (stateful), state it can put back compiles and is listed with
  * its initial bytes. Each case's idea is in its comment. */
-static void test_state(const struct nvrtc_lib *lib) {
+static void test_state(void) {
+  const struct nvrtc_lib *lib = nvrtc;
   struct {
     const char *idea, *src, *word;
     int line;
@@ -328,7 +332,8 @@ static void test_state(const struct nvrtc_lib *lib) {
 /* A kernel stored before today's rules that they refuse (its image calls malloc, made
  * here with NVRTC directly, past ucompile's refusal): registered with its refusal, shown
  * by ukreg, and its runs unavailable saying why. */
-static void test_stored_refusal(const struct nvrtc_lib *lib) {
+static void test_stored_refusal(void) {
+  const struct nvrtc_lib *lib = nvrtc;
   const char *src =
       "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
       "  float *t = (float *)malloc(16); t[0] = a[0]; b[0] = t[0]; free(t);\n}\n";
@@ -367,7 +372,8 @@ static void test_stored_refusal(const struct nvrtc_lib *lib) {
   free(image);
 }
 
-static void test_cache(const struct nvrtc_lib *lib) {
+static void test_cache(void) {
+  const struct nvrtc_lib *lib = nvrtc;
   uint8_t k1[IMAGE_KEY_BYTES], k2[IMAGE_KEY_BYTES];
   char hex[65];
   CHECK_INT_EQ(image_sha256("abc", 3, k1), 0);
@@ -430,28 +436,33 @@ static void test_cache(const struct nvrtc_lib *lib) {
   image_cache_free(cache);
 }
 
-int main(void) {
+static int setup(void) {
   int transpose = exp_type_from_name("transpose");
   CHECK(transpose >= 0 && exp_user_of((enum exp_type)transpose));
   transpose_decl = exp_user_of((enum exp_type)transpose)->declaration;
-  test_options();
-  test_source_check();
-  test_log_parsing();
+  char why[1024];
+  if (nvrtc_lib_open(NULL, &nvrtc, why, sizeof why) != 0)
+    CHECK_FAIL_("no NVRTC (the CUDA toolkit's libnvrtc.so, e.g. /usr/local/cuda/lib64): %s", why);
+  printf("NVRTC %d.%d from %s, %d architectures, sm_90 %s\n", nvrtc->major, nvrtc->minor,
+         nvrtc->path, nvrtc->n_archs, nvrtc_lib_supports(nvrtc, 90) ? "yes" : "no");
+  return 0;
+}
+
+static void teardown(void) { nvrtc_lib_free(nvrtc); }
+
+static void test_lib_open(void) {
   struct nvrtc_lib *lib = NULL;
   char why[1024];
   CHECK_INT_EQ(nvrtc_lib_open("/nonexistent/libnvrtc.so", &lib, why, sizeof why), -ENOENT);
   CHECK(strstr(why, "/nonexistent/libnvrtc.so") != NULL);
-  if (nvrtc_lib_open(NULL, &lib, why, sizeof why) != 0)
-    CHECK_FAIL_("no NVRTC (the CUDA toolkit's libnvrtc.so, e.g. /usr/local/cuda/lib64): %s", why);
-  printf("NVRTC %d.%d from %s, %d architectures, sm_90 %s\n", lib->major, lib->minor, lib->path,
-         lib->n_archs, nvrtc_lib_supports(lib, 90) ? "yes" : "no");
-  CHECK(nvrtc_lib_supports(lib, 90));
-  test_templates(lib);
-  test_compile(lib);
-  test_state(lib);
-  test_stored_refusal(lib);
-  test_cache(lib);
-  nvrtc_lib_free(lib);
-  printf("test_ucompile: ok\n");
-  return 0;
+  CHECK(nvrtc_lib_supports(nvrtc, 90));
 }
+
+static const struct test_case cases[] = {
+    TEST(test_options),     TEST(test_source_check),
+    TEST(test_log_parsing), TEST(test_lib_open),
+    TEST(test_templates),   TEST(test_compile),
+    TEST(test_state),       TEST(test_stored_refusal),
+    TEST(test_cache),       TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};

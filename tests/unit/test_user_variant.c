@@ -8,7 +8,7 @@
 
 #include "kernels/core/experiment.h"
 #include "kernels/core/reference.h"
-#include "tests/check.h"
+#include "tests/runner.h"
 
 static void test_encoding(void) {
   CHECK(!exp_variant_is_user(0));
@@ -171,12 +171,8 @@ static void test_implausible(void) {
   CHECK(res.runs[0].figure > 1000 && res.runs[1].figure == 0 && res.runs[1].refused[0]);
 }
 
-int main(void) {
-  test_encoding();
-  test_blocks();
-  test_check_rule();
-  test_labels_and_bytes();
-  test_implausible();
-  printf("test_user_variant: ok\n");
-  return 0;
-}
+static const struct test_case cases[] = {
+    TEST(test_encoding),         TEST(test_blocks),      TEST(test_check_rule),
+    TEST(test_labels_and_bytes), TEST(test_implausible), TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases};
