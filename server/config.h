@@ -30,9 +30,9 @@ struct config {
   const char *tls_cert, *tls_key; /* PEM files, or NULL for plain HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
   size_t min_upload_rate; /* body bytes a second that extend a request's deadline; 0: none */
-  char db[256];          /* job records: a SQLite file, or ":memory:" to keep nothing */
-  bool durability_full;  /* --durability full: an fsync per commit (store_set_durability) */
-  bool durability_given; /* --durability was given (else the store's own default) */
+  char db[256];           /* job records: a SQLite file, or ":memory:" to keep nothing */
+  bool durability_full;   /* --durability full: an fsync per commit (store_set_durability) */
+  bool durability_given;  /* --durability was given (else the store's own default) */
   char node[64];         /* --node: recorded on the jobs a PostgreSQL store keeps (the host name) */
   const char *advertise; /* --advertise URL (fleet.h); NULL: http://host:port; from argv */
   int lease_s;           /* --lease-s: a fleet node's lease */

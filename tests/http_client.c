@@ -146,8 +146,7 @@ static int find_port(const char *log) {
 static int reap_failed(pid_t pid, bool timed_out) {
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   children_set(pid, 0);
   return !timed_out && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -194,7 +193,10 @@ int gpulabd_try_start(const char *const *extra_args, struct gpulabd *out, char *
       forward_log(buf + forwarded, (size_t)(nl + 1 - (buf + forwarded)));
       forwarded = (size_t)(nl + 1 - buf);
     }
-    port = unix_only ? (strstr(buf, "listening on unix:") && strstr(strstr(buf, "listening on unix:"), "\n") ? 0 : -1)
+    port = unix_only ? (strstr(buf, "listening on unix:") &&
+                                strstr(strstr(buf, "listening on unix:"), "\n")
+                            ? 0
+                            : -1)
                      : find_port(buf);
   }
   if (port < 0) {
@@ -249,8 +251,7 @@ void gpulabd_stop_within(struct gpulabd *d, double timeout_s) {
     kill(d->pid, SIGKILL);
     waitpid(d->pid, &status, 0);
     children_set(d->pid, 0);
-    CHECK_FAIL_("gpulabd (pid %d) did not exit within %.0f s of SIGTERM", (int)d->pid,
-                timeout_s);
+    CHECK_FAIL_("gpulabd (pid %d) did not exit within %.0f s of SIGTERM", (int)d->pid, timeout_s);
   }
   CHECK(got == d->pid);
   children_set(d->pid, 0);
@@ -560,8 +561,8 @@ void check_status_(const struct http_reply *r, long status, const char *file, in
     exit(1);
   }
   const char *json_type = status >= 400 ? "application/problem+json" : "application/json";
-  if (r->body_len &&
-      (!r->content_type || strncmp(r->content_type, json_type, strlen(json_type)) != 0 || !r->json)) {
+  if (r->body_len && (!r->content_type ||
+                      strncmp(r->content_type, json_type, strlen(json_type)) != 0 || !r->json)) {
     fprintf(stderr, "%s:%d: body is not JSON (Content-Type %s): %.4000s\n", file, line,
             r->content_type ? r->content_type : "(none)", r->body);
     exit(1);
@@ -595,18 +596,20 @@ void check_error_(const struct http_reply *r, long status, const char *code, con
   snprintf(type, sizeof type, "/openapi.json#/components/x-problem-types/%s", code);
   if (!json_is_string(t) || strcmp(json_string_value(t), type) != 0)
     error_fail(r, file, line, "type is not \"%s\"", type);
-  if (!json_is_string(ti) || !*json_string_value(ti)) error_fail(r, file, line, "title is not a non-empty string");
+  if (!json_is_string(ti) || !*json_string_value(ti))
+    error_fail(r, file, line, "title is not a non-empty string");
   if (!json_is_integer(s) || json_integer_value(s) != r->status)
     error_fail(r, file, line, "status is not the HTTP status");
-  if (!json_is_string(d) || !*json_string_value(d)) error_fail(r, file, line, "detail is not a non-empty string");
+  if (!json_is_string(d) || !*json_string_value(d))
+    error_fail(r, file, line, "detail is not a non-empty string");
   if (!json_is_string(in) || json_string_value(in)[0] != '/')
     error_fail(r, file, line, "instance is not the request's path");
   if (!json_is_string(c) || strcmp(json_string_value(c), code) != 0)
     error_fail(r, file, line, "code is not \"%s\"", code);
   if (!f) error_fail(r, file, line, "field is missing");
   if (field ? !json_is_string(f) || strcmp(json_string_value(f), field) != 0 : !json_is_null(f))
-    error_fail(r, file, line, "field is not %s%s%s", field ? "\"" : "",
-               field ? field : "null", field ? "\"" : "");
+    error_fail(r, file, line, "field is not %s%s%s", field ? "\"" : "", field ? field : "null",
+               field ? "\"" : "");
 }
 
 /* ---- experiment replies ---- */
@@ -620,8 +623,7 @@ bool is_rfc3339_utc(const char *t) {
   const char *p = t + n;
   if (*p == '.') {
     if (!(p[1] >= '0' && p[1] <= '9')) return false;
-    for (p++; *p >= '0' && *p <= '9'; p++) {
-    }
+    for (p++; *p >= '0' && *p <= '9'; p++) {}
   }
   return strcmp(p, "Z") == 0;
 }
@@ -632,8 +634,8 @@ static void reply_fail(json_t *root, const char *file, int line, const char *wha
   free(text);
   exit(1);
 }
-#define EXPECT(cond) \
-  do { \
+#define EXPECT(cond)                                              \
+  do {                                                            \
     if (!(cond)) reply_fail(root, file, line, "expected " #cond); \
   } while (0)
 
@@ -775,7 +777,6 @@ void check_run_labels(json_t *job, const char *const *labels, int n) {
     if (variants) CHECK_STR_EQ(json_string_value(json_array_get(variants, (size_t)i)), labels[i]);
   }
 }
-
 
 /* ---- Server-Sent Events ---- */
 
@@ -956,14 +957,16 @@ static void check_label_names(const char *text) {
     for (const char *c = name; c < end; c++) capital |= *c >= 'A' && *c <= 'Z';
     for (size_t i = 0; i < sizeof dcgm / sizeof dcgm[0]; i++)
       known |= (size_t)(end - name) == strlen(dcgm[i]) && strncmp(name, dcgm[i], end - name) == 0;
-    if (capital && !known) CHECK_FAIL_("label name %.*s has capitals and is not DCGM's", (int)(end - name), name);
+    if (capital && !known)
+      CHECK_FAIL_("label name %.*s has capitals and is not DCGM's", (int)(end - name), name);
   }
 }
 
 void check_promtool_metrics(const char *text, const char *path) {
   if (system("command -v promtool >/dev/null 2>&1") != 0)
-    CHECK_FAIL_("%s", "promtool is not installed (Debian: apt-get install prometheus; scripts/gpulab "
-                      "test installs it): /metrics cannot be checked");
+    CHECK_FAIL_("%s",
+                "promtool is not installed (Debian: apt-get install prometheus; scripts/gpulab "
+                "test installs it): /metrics cannot be checked");
   check_label_names(text);
   FILE *f = fopen(path, "w");
   CHECK(f != NULL);
@@ -977,7 +980,8 @@ void check_promtool_metrics(const char *text, const char *path) {
   int complaints = 0;
   while (fgets(line, sizeof line, out)) {
     fputs(line, stderr);
-    if (!strstr(line, "label names should be written in 'snake_case' not 'camelCase'")) complaints++;
+    if (!strstr(line, "label names should be written in 'snake_case' not 'camelCase'"))
+      complaints++;
   }
   int status = pclose(out);
   CHECK(status != -1 && WIFEXITED(status));

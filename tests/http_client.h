@@ -15,9 +15,9 @@
  * (keep-alive). Not thread-safe: a thread that talks to gpulabd opens its own. */
 struct http_client {
   CURL *curl;
-  char base_url[64]; /* "http://127.0.0.1:PORT" */
-  char local_addr[48]; /* "" or the address requests leave from (http_client_open_from) */
-  char token[160];     /* non-empty: sent as Authorization: Bearer <token> */
+  char base_url[64];     /* "http://127.0.0.1:PORT" */
+  char local_addr[48];   /* "" or the address requests leave from (http_client_open_from) */
+  char token[160];       /* non-empty: sent as Authorization: Bearer <token> */
   char unix_socket[108]; /* non-empty: requests go over this Unix socket (--socket) */
 };
 
@@ -26,7 +26,7 @@ struct http_client {
 struct gpulabd {
   pid_t pid; /* 0 once stopped */
   int port;
-  int log_fd; /* read end of its stderr */
+  int log_fd;      /* read end of its stderr */
   pthread_t drain; /* forwards its stderr after start-up */
   struct http_client http;
 };
@@ -63,7 +63,7 @@ int gpulabd_wait_exit(struct gpulabd *d, double timeout_s);
 struct http_reply {
   long status;
   char *content_type, *location, *allow, *retry_after; /* NULL when absent */
-  char *body; /* NUL-terminated, never NULL */
+  char *body;                                          /* NUL-terminated, never NULL */
   size_t body_len;
   json_t *json;
   double total_s; /* time the request took */
@@ -79,7 +79,7 @@ void http_client_open_from(struct http_client *c, int port, const char *local_ad
 void http_client_close(struct http_client *c);
 
 /* Request flags. */
-#define HTTP_CHUNKED 1u /* send the body with Transfer-Encoding: chunked (no Content-Length) */
+#define HTTP_CHUNKED 1u      /* send the body with Transfer-Encoding: chunked (no Content-Length) */
 #define HTTP_TRANSPORT_OK 2u /* a transport error gives status 0 and curl's message as body */
 
 /* Sends one request and fills *out (free it with http_reply_free). content_type NULL
@@ -194,9 +194,9 @@ struct sse_stream {
   char *content_type; /* NULL when absent */
   char *buf;          /* received and not yet returned (CRs dropped), NUL-terminated */
   size_t len, cap;
-  int comments;       /* comment lines seen so far (": keep-alive") */
+  int comments; /* comment lines seen so far (": keep-alive") */
   bool headers_done, ended;
-  CURLcode result;    /* once ended */
+  CURLcode result; /* once ended */
 };
 
 /* GETs path on 127.0.0.1:port as an event stream, with a Last-Event-ID header when

@@ -20,7 +20,7 @@ struct http_options {
   const struct auth *auth;                /* borrowed; NULL: no tokens, clients are addresses */
   const char *tls_cert_pem, *tls_key_pem; /* PEM text (borrowed), or NULL for HTTP */
   int max_connections, max_connections_per_ip, timeout_s;
-  size_t min_upload_rate; /* each this many body bytes extend the deadline by 1 s; 0: fixed */
+  size_t min_upload_rate;  /* each this many body bytes extend the deadline by 1 s; 0: fixed */
   int max_queued;          /* --max-queued: a sweep checks it before submitting any job */
   const char *socket_path; /* non-NULL: also listen on this Unix socket (clients: Unix users) */
   int socket_mode;         /* its permission bits */

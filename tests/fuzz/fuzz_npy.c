@@ -20,7 +20,8 @@ static void check_array(const struct npy_array *a, const void *body, size_t len)
   FUZZ_CHECK(a->count == (uint64_t)a->shape[0] * (uint64_t)a->shape[1]);
   FUZZ_CHECK(a->elem_bytes == 4 || a->elem_bytes == 8);
   const char *stored = (const char *)a->stored, *start = body;
-  FUZZ_CHECK(stored >= start && (uint64_t)(stored - start) + a->count * (uint64_t)a->elem_bytes == len);
+  FUZZ_CHECK(stored >= start &&
+             (uint64_t)(stored - start) + a->count * (uint64_t)a->elem_bytes == len);
   /* Borrowed exactly when the values are C-order float32 already. */
   FUZZ_CHECK((a->data != NULL) == (a->elem_bytes == 4 && !a->fortran_order));
   FUZZ_CHECK(!a->data || (const void *)a->data == a->stored);
@@ -36,7 +37,8 @@ static void check_array(const struct npy_array *a, const void *body, size_t len)
     free(values);
     return;
   }
-  FUZZ_CHECK(!(conv.max_rounding_error < 0) && (a->elem_bytes == 8 || conv.max_rounding_error == 0));
+  FUZZ_CHECK(!(conv.max_rounding_error < 0) &&
+             (a->elem_bytes == 8 || conv.max_rounding_error == 0));
   if (a->data) FUZZ_CHECK(memcmp(values, a->data, (size_t)a->count * 4) == 0);
   size_t hdr = npy_header_size(a->ndim, a->shape);
   FUZZ_CHECK(hdr > 0 && hdr % 64 == 0);
@@ -68,8 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* A small err buffer on every other input: messages must be cut, not overrun. */
   size_t err_len = size % 2 ? sizeof err : 17;
   int rc = npy_parse(data, size, &a, err, err_len);
-  if (rc == 0) check_array(&a, data, size);
-  else check_refused(rc, &a, err, err_len);
+  if (rc == 0)
+    check_array(&a, data, size);
+  else
+    check_refused(rc, &a, err, err_len);
 
   const uint8_t *nl = memchr(data, '\n', size);
   size_t shape_len = nl ? (size_t)(nl - data) : size;
@@ -81,15 +85,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   shape[shape_len] = '\0'; /* an embedded NUL just ends the text, as in a query */
   if (body_len) memcpy(body, nl + 1, body_len);
   rc = npy_raw(body, body_len, shape, &a, err, err_len);
-  if (rc == 0) check_array(&a, body, body_len);
-  else check_refused(rc, &a, err, err_len);
+  if (rc == 0)
+    check_array(&a, body, body_len);
+  else
+    check_refused(rc, &a, err, err_len);
   free(body);
   free(shape);
 
   /* As an upload without ?shape=: the .npy reading, or a refusal. */
   int raw;
   rc = npy_upload(data, size, NULL, size % 3 == 0, &a, &raw, err, err_len);
-  if (rc == 0) check_array(&a, data, size);
-  else check_refused(rc, &a, err, err_len);
+  if (rc == 0)
+    check_array(&a, data, size);
+  else
+    check_refused(rc, &a, err, err_len);
   return 0;
 }

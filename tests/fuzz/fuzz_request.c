@@ -40,7 +40,8 @@ static void check_error(const struct api_error *err) {
   FUZZ_CHECK(type && strlen(type) > strlen(err->code) &&
              strcmp(type + strlen(type) - strlen(err->code), err->code) == 0);
   FUZZ_CHECK(json_string_value(json_object_get(p, "title"))[0]);
-  FUZZ_CHECK(err->field[0] ? json_is_string(json_object_get(p, "field")) : json_is_null(json_object_get(p, "field")));
+  FUZZ_CHECK(err->field[0] ? json_is_string(json_object_get(p, "field"))
+                           : json_is_null(json_object_get(p, "field")));
   json_decref(p);
 }
 
@@ -50,8 +51,7 @@ static void check_spec(const struct exp_spec *spec) {
   FUZZ_CHECK(spec->timing.reps >= 1 && spec->timing.reps <= API_MAX_REPS);
   FUZZ_CHECK(spec->timing.warmup >= 0 && spec->timing.warmup <= API_MAX_WARMUP);
   if (spec->type == EXP_PIPELINE)
-    FUZZ_CHECK(spec->n_variants >= 1 &&
-               spec->n_variants <= EXP_MAX_VARIANTS);
+    FUZZ_CHECK(spec->n_variants >= 1 && spec->n_variants <= EXP_MAX_VARIANTS);
   else
     FUZZ_CHECK(spec->n_variants >= 1 && spec->n_variants <= exp_variant_count(spec->type));
   (void)exp_spec_bytes(spec);
@@ -69,7 +69,8 @@ static void check_spec(const struct exp_spec *spec) {
   FUZZ_CHECK(rc == 0);
   json_t *json2 = api_spec_to_json(&again);
   char *text2 = json_dumps(json2, JSON_COMPACT | JSON_SORT_KEYS);
-  if (strcmp(text, text2) != 0) fprintf(stderr, "round trip: %s\n         became %s\n", text, text2);
+  if (strcmp(text, text2) != 0)
+    fprintf(stderr, "round trip: %s\n         became %s\n", text, text2);
   FUZZ_CHECK(strcmp(text, text2) == 0);
   free(text2);
   json_decref(json2);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <time.h>
 
+#include "gpu_backend_common.h"
 #include "kernels/backends/backend.h"
 #include "kernels/core/gen.h"
 #include "kernels/gemm/gemm.h"
@@ -17,7 +18,6 @@
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
-#include "gpu_backend_common.h"
 #include "tests/runner.h"
 
 /* ---- tests ---- */
@@ -25,12 +25,13 @@
 static void test_device(void) {
   struct backend_device_info info;
   backend_device_info(be, &info);
-  printf("device: %s, cc %d.%d, %d SMs, %.1f GiB (%.1f free), SM %d MHz, mem %d MHz x %d bit, "
-         "L2 %d KiB, runtime %d, driver %d; job limit %.1f GiB\n",
-         info.name, info.cc_major, info.cc_minor, info.sms, info.mem_total_bytes / 1073741824.0,
-         info.mem_free_bytes / 1073741824.0, info.sm_clock_mhz, info.mem_clock_mhz,
-         info.mem_bus_bits, info.l2_bytes / 1024, info.runtime_version, info.driver_version,
-         backend_memory_limit(be) / 1073741824.0);
+  printf(
+      "device: %s, cc %d.%d, %d SMs, %.1f GiB (%.1f free), SM %d MHz, mem %d MHz x %d bit, "
+      "L2 %d KiB, runtime %d, driver %d; job limit %.1f GiB\n",
+      info.name, info.cc_major, info.cc_minor, info.sms, info.mem_total_bytes / 1073741824.0,
+      info.mem_free_bytes / 1073741824.0, info.sm_clock_mhz, info.mem_clock_mhz, info.mem_bus_bits,
+      info.l2_bytes / 1024, info.runtime_version, info.driver_version,
+      backend_memory_limit(be) / 1073741824.0);
   CHECK_STR_EQ(backend_name(be), "cuda");
   CHECK_STR_EQ(info.backend, "cuda");
   CHECK_INT_EQ(backend_lanes(be), 2);
@@ -69,12 +70,11 @@ static struct exp_spec only(struct exp_spec s, int n, const int *variants) {
  * why (its description starts with the configuration's name). */
 static void test_gemm_best_kernels(void) {
   static const int gv[] = {GEMM_BEST};
-  static const int cases[][3] = {{128, 128, 0},     {128, 256, 32},   {256, 256, 256},
-                                 {512, 384, 128},   {1152, 256, 64},  {1000, 1003, 997},
-                                 {1000, 1004, 996}, {33, 17, 5},      {256, 256, 100},
-                                 {256, 384, 16},    {250, 256, 64},   {256, 252, 64},
-                                 {256, 254, 64},    {3, 300, 100},    {300, 1, 100},
-                                 {1024, 12, 2048},  {12, 1024, 2048}, {3000, 3000, 64}};
+  static const int cases[][3] = {
+      {128, 128, 0},     {128, 256, 32},    {256, 256, 256}, {512, 384, 128}, {1152, 256, 64},
+      {1000, 1003, 997}, {1000, 1004, 996}, {33, 17, 5},     {256, 256, 100}, {256, 384, 16},
+      {250, 256, 64},    {256, 252, 64},    {256, 254, 64},  {3, 300, 100},   {300, 1, 100},
+      {1024, 12, 2048},  {12, 1024, 2048},  {3000, 3000, 64}};
   struct backend_device_info info;
   backend_device_info(be, &info);
   static struct exp_result res;
@@ -83,8 +83,8 @@ static void test_gemm_best_kernels(void) {
     struct exp_spec s = only(gemm_spec(m, n, k), 1, gv);
     run_ok_on(0, &s, &res);
     const struct exp_kernel_info *ki = &res.runs[0].kernel;
-    const struct gemm_pick pk =
-        gemm_pick_for(m, n, k > 0 ? k : 1, info.sms, gemm_best_scratch_floats(m, n, k > 0 ? k : 1));
+    const struct gemm_pick pk = gemm_pick_for(m, n, k > 0 ? k : 1, info.sms,
+                                              gemm_best_scratch_floats(m, n, k > 0 ? k : 1));
     printf("gemm best %dx%dx%d: %s (%s)\n", m, n, k, ki->name, ki->description);
     CHECK(strncmp(ki->description, pk.name, strlen(pk.name)) == 0);
     CHECK_INT_EQ(ki->grid[1], pk.splits);
@@ -98,7 +98,9 @@ static void test_gemm_best_kernels(void) {
     const bool whole = m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0;
     char want[64];
     snprintf(want, sizeof want, "gemm_tile_kernel<%dx%dx%d,%s>", t->bm, t->bn, t->bk,
-             whole ? "whole" : pk.hybrid ? "hybrid" : "guarded");
+             whole       ? "whole"
+             : pk.hybrid ? "hybrid"
+                         : "guarded");
     CHECK_STR_EQ(ki->name, want);
     CHECK_INT_EQ(ki->block[0], t->threads);
   }
@@ -109,14 +111,14 @@ static void test_gemm_best_kernels(void) {
  * partial tiles, K = 0, radii from 0 to the tile limit and one past it. */
 static void test_best_odd_sizes(void) {
   static const int tr[] = {TRANSPOSE_BEST};
-  static const int tsizes[][2] = {{33, 47}, {47, 33}, {1, 1000}, {1000, 1}, {64, 64}, {65, 63},
-                                  {4100, 1028}, {1028, 4100}, {4099, 1023}, {1023, 4099}};
+  static const int tsizes[][2] = {{33, 47}, {47, 33},     {1, 1000},    {1000, 1},    {64, 64},
+                                  {65, 63}, {4100, 1028}, {1028, 4100}, {4099, 1023}, {1023, 4099}};
   for (size_t i = 0; i < sizeof tsizes / sizeof tsizes[0]; i++)
     run_ok(only(transpose_spec(tsizes[i][0], tsizes[i][1]), 1, tr));
   static const int gv[] = {GEMM_BEST, GEMM_TF32};
-  static const int gsizes[][3] = {{33, 47, 18}, {130, 70, 300}, {1000, 1001, 999}, {1, 1, 1},
-                                  {17, 19, 0},  {128, 128, 128}, {256, 384, 16}, {129, 131, 33},
-                                  {200, 260, 36}, {1000, 1000, 1004}};
+  static const int gsizes[][3] = {
+      {33, 47, 18},    {130, 70, 300}, {1000, 1001, 999}, {1, 1, 1},      {17, 19, 0},
+      {128, 128, 128}, {256, 384, 16}, {129, 131, 33},    {200, 260, 36}, {1000, 1000, 1004}};
   for (size_t i = 0; i < sizeof gsizes / sizeof gsizes[0]; i++)
     run_ok(only(gemm_spec(gsizes[i][0], gsizes[i][1], gsizes[i][2]), 2, gv));
   test_gemm_best_kernels();
@@ -161,8 +163,8 @@ static void check_large_sizes(void) {
 /* Every type with each run's reps captured as one CUDA Graph (the pipeline: one
  * whole pass), timed beside the same launches one by one. */
 static void test_graph(void) {
-  struct exp_spec specs[] = {transpose_spec(257, 383), gemm_spec(130, 70, 300),
-                             stencil_spec(100003, 8), pipeline_spec(1 << 16, 3, 16),
+  struct exp_spec specs[] = {transpose_spec(257, 383),   gemm_spec(130, 70, 300),
+                             stencil_spec(100003, 8),    pipeline_spec(1 << 16, 3, 16),
                              transpose_spec(2048, 2048), stencil_spec(1 << 22, 32)};
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     specs[i].graph = true;
@@ -187,11 +189,10 @@ static void test_tf32_paths(void) {
   const bool built_sm90a = false;
 #endif
   static const int tv[] = {GEMM_TF32};
-  static const int cases[][3] = {{128, 128, 32},  {256, 384, 96},  {512, 512, 256},
-                                 {2304, 2560, 64}, {256, 384, 80},  {256, 320, 96},
-                                 {200, 384, 96},   {1000, 1500, 777}, {257, 383, 97},
-                                 {1, 300, 77},     {300, 1, 77},    {33, 17, 5},
-                                 {1024, 1024, 1024}, {128, 128, 0}};
+  static const int cases[][3] = {
+      {128, 128, 32}, {256, 384, 96}, {512, 512, 256},    {2304, 2560, 64}, {256, 384, 80},
+      {256, 320, 96}, {200, 384, 96}, {1000, 1500, 777},  {257, 383, 97},   {1, 300, 77},
+      {300, 1, 77},   {33, 17, 5},    {1024, 1024, 1024}, {128, 128, 0}};
   struct backend_device_info info;
   backend_device_info(be, &info);
   const bool cc90 = info.cc_major == 9 && info.cc_minor == 0;
@@ -202,13 +203,14 @@ static void test_tf32_paths(void) {
     run_ok_on(0, &s, &res);
     const struct exp_kernel_info *k = &res.runs[0].kernel;
     const bool wgmma = strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0;
-    printf("gemm tf32 %dx%dx%d: %s (%s): %d registers, %d bytes dynamic shared, grid %d\n", m,
-           n, kk, k->name, k->description, k->registers, k->dynamic_shared_bytes, k->grid[0]);
+    printf("gemm tf32 %dx%dx%d: %s (%s): %d registers, %d bytes dynamic shared, grid %d\n", m, n,
+           kk, k->name, k->description, k->registers, k->dynamic_shared_bytes, k->grid[0]);
     if (kk == 0 || !cc90) CHECK_STR_EQ(k->name, "gemm_tf32_kernel");
     if (kk > 0 && cc90 && built_sm90a) CHECK(wgmma);
     if (!wgmma) continue;
     const struct tf32_pick counted = tf32_pick_for(m, n, kk, GEMM_PICK_COUNT_SMS, UINT64_MAX);
-    const struct tf32_pick pk = tf32_pick_for(m, n, kk, info.sms, tf32_pick_ws_floats(&counted, m, n));
+    const struct tf32_pick pk = tf32_pick_for(m, n, kk, info.sms,
+                                              tf32_pick_ws_floats(&counted, m, n));
     const struct tf32_tile_cfg *t = &tf32_tile_cfgs[pk.tile];
     char want[64];
     snprintf(want, sizeof want, "gemm_tf32_wgmma_kernel<%d>", t->bn);
@@ -326,12 +328,12 @@ static void test_kernel_info(void) {
     s.variants[1] = GEMM_TF32;
     run_ok_on(0, &s, &res);
     k = &res.runs[0].kernel;
-    const struct gemm_pick pk =
-        gemm_pick_for(shapes[i][0], shapes[i][1], shapes[i][2], gemm_dev.sms,
-                      gemm_best_scratch_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
+    const struct gemm_pick pk = gemm_pick_for(
+        shapes[i][0], shapes[i][1], shapes[i][2], gemm_dev.sms,
+        gemm_best_scratch_floats(shapes[i][0], shapes[i][1], shapes[i][2]));
     printf("gemm best %dx%dx%d: %s: %d registers, %d bytes dynamic shared, %d blocks/SM\n",
-           shapes[i][0], shapes[i][1], shapes[i][2], k->name, k->registers,
-           k->dynamic_shared_bytes, k->blocks_per_sm);
+           shapes[i][0], shapes[i][1], shapes[i][2], k->name, k->registers, k->dynamic_shared_bytes,
+           k->blocks_per_sm);
     CHECK_INT_EQ(k->static_shared_bytes, pk.kind == GEMM_KIND_GEMV_T ? 4096 : 0); /* red[8][32] */
     CHECK_INT_EQ(k->local_bytes, 0);
     CHECK(k->registers > 0 && k->registers <= 255 && k->blocks_per_sm >= 1);
@@ -344,8 +346,9 @@ static void test_kernel_info(void) {
     k = &res.runs[1].kernel;
     CHECK_INT_EQ(k->local_bytes, 0);
     if (strcmp(k->name, "gemm_tf32_kernel") == 0) {
-      CHECK(k->block[0] == 256 && (unsigned)k->grid[0] == ((unsigned)shapes[i][0] + 127) / 128 *
-                                                              (((unsigned)shapes[i][1] + 127) / 128));
+      CHECK(k->block[0] == 256 &&
+            (unsigned)k->grid[0] ==
+                ((unsigned)shapes[i][0] + 127) / 128 * (((unsigned)shapes[i][1] + 127) / 128));
       CHECK_INT_EQ(k->dynamic_shared_bytes, 3 * (128 * 36 + 32 * 136) * 4);
     } else {
       CHECK(strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0 && k->block[0] == 384);
@@ -361,8 +364,8 @@ static void test_occupancy_and_work(void) {
   static struct exp_result res;
   struct backend_device_info info;
   backend_device_info(be, &info);
-  struct exp_spec specs[] = {transpose_spec(100, 70), gemm_spec(300, 200, 100), stencil_spec(1000, 32),
-                             pipeline_spec(1000, 3, 16)};
+  struct exp_spec specs[] = {transpose_spec(100, 70), gemm_spec(300, 200, 100),
+                             stencil_spec(1000, 32), pipeline_spec(1000, 3, 16)};
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     run_ok_on(0, &specs[i], &res);
     struct exp_work want;
@@ -378,8 +381,9 @@ static void test_occupancy_and_work(void) {
         continue;
       }
       int threads = k->block[0] * k->block[1] * k->block[2];
-      printf("%-9s %-10s occupancy: %d blocks/SM, %d of %d warps (%.2f)\n", exp_type_name(specs[i].type),
-             res.runs[r].label, k->blocks_per_sm, k->warps_per_sm, k->max_warps_per_sm, k->occupancy);
+      printf("%-9s %-10s occupancy: %d blocks/SM, %d of %d warps (%.2f)\n",
+             exp_type_name(specs[i].type), res.runs[r].label, k->blocks_per_sm, k->warps_per_sm,
+             k->max_warps_per_sm, k->occupancy);
       CHECK(k->has_occupancy);
       CHECK(k->blocks_per_sm >= 1);
       CHECK_INT_EQ(k->warps_per_sm, k->blocks_per_sm * ((threads + 31) / 32));
@@ -446,18 +450,22 @@ static void bench_pipeline_best(void) {
   printf("pipeline 2^22 x 12, 8 terms (GB/s = bytes up + down / time):\n");
   for (int r = 0; r < res.n_runs; r++) {
     const struct exp_run *run = &res.runs[r];
-    printf("  %-10s %2d streams %3d chunks of %6.2f MiB  median %8.3f ms  %7.1f GB/s  (%.1f GB/s "
-           "each way)\n", run->label, run->plan.streams, run->plan.chunks,
-           run->plan.chunk * 4.0 / 1048576.0, run->timing.median_ms, run->figure, run->figure / 2);
+    printf(
+        "  %-10s %2d streams %3d chunks of %6.2f MiB  median %8.3f ms  %7.1f GB/s  (%.1f GB/s "
+        "each way)\n",
+        run->label, run->plan.streams, run->plan.chunks, run->plan.chunk * 4.0 / 1048576.0,
+        run->timing.median_ms, run->figure, run->figure / 2);
   }
   fflush(stdout);
   char why[256] = "";
   if (backend_measure_ceilings(be, why, sizeof why) == 0) {
     struct backend_device_info info;
     backend_device_info(be, &info);
-    printf("  pinned ceilings: h2d %.1f GB/s, d2h %.1f GB/s, both at once %.1f GB/s: best at %.0f%% "
-           "of both at once\n", info.ceilings.h2d_gbps, info.ceilings.d2h_gbps, info.ceilings.bidir_gbps,
-           info.ceilings.bidir_gbps > 0 ? 100 * res.runs[2].figure / info.ceilings.bidir_gbps : 0);
+    printf(
+        "  pinned ceilings: h2d %.1f GB/s, d2h %.1f GB/s, both at once %.1f GB/s: best at %.0f%% "
+        "of both at once\n",
+        info.ceilings.h2d_gbps, info.ceilings.d2h_gbps, info.ceilings.bidir_gbps,
+        info.ceilings.bidir_gbps > 0 ? 100 * res.runs[2].figure / info.ceilings.bidir_gbps : 0);
   } else {
     printf("  pinned ceilings not measured: %s\n", why);
   }
@@ -483,10 +491,10 @@ static void test_variant_order(void) {
   float h[65 * 31];
   char err[256] = "";
   CHECK_INT_EQ(backend_buffer_download(be, job.output, job.done, h, err, sizeof err), 0);
-  for (int i = 0; i < 65 * 31; i++) CHECK(h[i] == gen_uniform(s.inputs[0].value, GEN_A, (uint64_t)i));
+  for (int i = 0; i < 65 * 31; i++)
+    CHECK(h[i] == gen_uniform(s.inputs[0].value, GEN_A, (uint64_t)i));
   job_drop(&job);
 }
-
 
 static void test_bench_pipeline_best(void) {
   if (!gpu_small) bench_pipeline_best();
@@ -496,18 +504,10 @@ static void test_large_sizes(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_device),
-    TEST(test_odd_sizes),
-    TEST(test_best_odd_sizes),
-    TEST(test_tf32_paths),
-    TEST(test_kernel_info),
-    TEST(test_occupancy_and_work),
-    TEST(test_pipeline_best),
-    TEST(test_bench_pipeline_best),
-    TEST(test_variant_order),
-    TEST(test_graph),
-    TEST(test_large_sizes),
-    TEST_END,
+    TEST(test_device),        TEST(test_odd_sizes),           TEST(test_best_odd_sizes),
+    TEST(test_tf32_paths),    TEST(test_kernel_info),         TEST(test_occupancy_and_work),
+    TEST(test_pipeline_best), TEST(test_bench_pipeline_best), TEST(test_variant_order),
+    TEST(test_graph),         TEST(test_large_sizes),         TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases,
                                       .modes = gpu_backend_modes,

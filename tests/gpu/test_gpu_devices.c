@@ -6,13 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
 #include "http_client.h"
+#include "runner.h"
 
 static struct gpulabd D;
 
 static void start_or_skip(void) {
-  static const char *const args[] = {"--backend", "cuda", "--devices", "all", "--streams", "2", NULL};
+  static const char *const args[] = {"--backend", "cuda", "--devices", "all",
+                                     "--streams", "2",    NULL};
   gpulabd_start_or_skip(args, &D);
   json_t *list = http_get_json(&D, "/devices");
   size_t n = json_array_size(json_at(list, "devices"));
@@ -45,10 +46,13 @@ static double seconds(json_t *job, const char *field) {
 static void test_cross_device_chain(void) {
   json_t *a = post("/transpose?wait=0",
                    "{\"m\":2049,\"n\":1031,\"variant\":\"padded33\",\"device\":0,\"warmup\":1,"
-                   "\"batches\":2,\"reps\":5,\"keep_output\":true}", 202);
+                   "\"batches\":2,\"reps\":5,\"keep_output\":true}",
+                   202);
   char body[256];
-  snprintf(body, sizeof body, "{\"a\":{\"job\":%lld},\"variant\":\"naive\",\"device\":1,\"warmup\":1,"
-                              "\"batches\":2,\"reps\":5,\"keep_output\":true}", JINT(a, "id"));
+  snprintf(body, sizeof body,
+           "{\"a\":{\"job\":%lld},\"variant\":\"naive\",\"device\":1,\"warmup\":1,"
+           "\"batches\":2,\"reps\":5,\"keep_output\":true}",
+           JINT(a, "id"));
   json_t *b = post("/transpose?wait=60", body, 200);
   CHECK_STR_EQ(JSTR(b, "state"), "done");
   CHECK_INT_EQ(JINT(b, "device"), 1);
@@ -56,8 +60,10 @@ static void test_cross_device_chain(void) {
   const char *path = JSTR(b, "result.input_path");
   CHECK(!strcmp(path, "peer") || !strcmp(path, "host"));
   fprintf(stderr, "cross-device input path: %s\n", path);
-  snprintf(body, sizeof body, "{\"x\":{\"job\":%lld},\"radius\":8,\"device\":0,\"warmup\":1,"
-                              "\"batches\":2,\"reps\":5}", JINT(b, "id"));
+  snprintf(body, sizeof body,
+           "{\"x\":{\"job\":%lld},\"radius\":8,\"device\":0,\"warmup\":1,"
+           "\"batches\":2,\"reps\":5}",
+           JINT(b, "id"));
   json_t *c = post("/stencil?wait=60", body, 200);
   CHECK(JBOOL(c, "result.passed"));
   CHECK_INT_EQ(JINT(c, "params.n"), 2049 * 1031);
@@ -69,8 +75,9 @@ static void test_cross_device_chain(void) {
 /* Exclusive windows are per device: two exclusive jobs pinned to two devices
  * overlap in time and neither is contended. */
 static void test_exclusive_per_device(void) {
-  const char *slow = "{\"m\":8192,\"n\":8192,\"variant\":\"naive\",\"warmup\":2,\"batches\":10,"
-                     "\"reps\":50,\"device\":%d}";
+  const char *slow =
+      "{\"m\":8192,\"n\":8192,\"variant\":\"naive\",\"warmup\":2,\"batches\":10,"
+      "\"reps\":50,\"device\":%d}";
   char body[256];
   snprintf(body, sizeof body, slow, 0);
   json_t *a = post("/transpose?wait=0", body, 202);

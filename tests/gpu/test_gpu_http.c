@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
 #include "http_client.h"
+#include "runner.h"
 
 static struct gpulabd D;
 
@@ -39,8 +39,8 @@ static void test_device(void) {
   CHECK_INT_EQ(JINT(r.json, "streams"), 2);
   CHECK(JBOOL(r.json, "healthy"));
   /* measured at start-up: every ceiling, and NVML's status (clocks where it works) */
-  static const char *const ceilings[] = {"copy_gbps", "sgemm_gflops", "tf32_gflops", "h2d_gbps",
-                                         "d2h_gbps", "bidir_gbps"};
+  static const char *const ceilings[] = {"copy_gbps", "sgemm_gflops", "tf32_gflops",
+                                         "h2d_gbps",  "d2h_gbps",     "bidir_gbps"};
   for (size_t i = 0; i < sizeof ceilings / sizeof ceilings[0]; i++) {
     char key[48];
     snprintf(key, sizeof key, "ceilings.%s", ceilings[i]);
@@ -68,8 +68,11 @@ static void test_metrics(void) {
   const char *at = strstr(r.body, "\ngpulab_device_memory_total_bytes{gpu=\"0\",UUID=\"GPU-");
   CHECK(at != NULL);
   char uuid[64] = "", pci[32] = "";
-  CHECK(sscanf(at, "\ngpulab_device_memory_total_bytes{gpu=\"0\",UUID=\"%63[^\"]\",pci_bus_id=\"%31[^\"]\"", uuid,
-               pci) == 2);
+  CHECK(
+      sscanf(
+          at,
+          "\ngpulab_device_memory_total_bytes{gpu=\"0\",UUID=\"%63[^\"]\",pci_bus_id=\"%31[^\"]\"",
+          uuid, pci) == 2);
   fprintf(stderr, "metrics: UUID %s, pci_bus_id %s\n", uuid, pci);
   CHECK_INT_EQ(strlen(uuid), 40); /* GPU-8-4-4-4-12 */
   CHECK(uuid[12] == '-' && uuid[17] == '-' && uuid[22] == '-' && uuid[27] == '-');
@@ -98,7 +101,8 @@ static void test_metrics(void) {
   if (system("command -v promtool >/dev/null 2>&1") == 0)
     check_promtool_metrics(r.body, "/tmp/gpulab-gpu-metrics.txt");
   else
-    fprintf(stderr, "metrics: promtool not on this machine: the labels were checked, not the format\n");
+    fprintf(stderr,
+            "metrics: promtool not on this machine: the labels were checked, not the format\n");
   http_reply_free(&r);
 }
 
@@ -121,14 +125,15 @@ static void run_all(const char *type, const char *body, const char *const *varia
     CHECK_RUN(run, unit, i == 0, !library);
     /* the figure against the matching ceiling, the speedup's spread, the rule */
     const char *ceiling = JSTR(run, "ceiling");
-    CHECK(strcmp(ceiling, strcmp(type, "gemm") ? (strcmp(type, "pipeline") ? "copy_gbps" : "bidir_gbps")
-                                               : (tf32 ? "tf32_gflops" : "sgemm_gflops")) == 0);
+    CHECK(strcmp(ceiling, strcmp(type, "gemm")
+                              ? (strcmp(type, "pipeline") ? "copy_gbps" : "bidir_gbps")
+                              : (tf32 ? "tf32_gflops" : "sgemm_gflops")) == 0);
     CHECK(JNUM(run, "percent_of_ceiling") > 0);
     CHECK_INT_EQ(json_array_size(json_at(run, "speedup_range")), 2);
     CHECK_STR_EQ(JSTR(run, "timing.stopped_by"), "batches");
     fprintf(stderr, "  %s %s %s: %.3f ms, %.1f %s, %.1f%% of %s\n", type, body, variants[i],
-            JNUM(run, "timing.median_ms"), JNUM(run, "figure"), unit, JNUM(run, "percent_of_ceiling"),
-            ceiling);
+            JNUM(run, "timing.median_ms"), JNUM(run, "figure"), unit,
+            JNUM(run, "percent_of_ceiling"), ceiling);
   }
   json_decref(job);
 }
@@ -166,10 +171,6 @@ static int start(void) {
 static void stop(void) { gpulabd_stop(&D); }
 
 static const struct test_case cases[] = {
-    TEST(test_device),
-    TEST(test_metrics),
-    TEST(test_odd_sizes),
-    TEST(test_lecture_sizes),
-    TEST_END,
+    TEST(test_device), TEST(test_metrics), TEST(test_odd_sizes), TEST(test_lecture_sizes), TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
 #include "http_client.h"
+#include "runner.h"
 
 #define ROWS 1000 /* the round trip's matrix: tails in both dimensions */
 #define COLS 777
@@ -115,12 +115,15 @@ static void test_round_trip(void) {
   http_reply_free(&r);
   free(file);
 
-  long long t1 = submit("{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld},"
-                        "\"warmup\":3,\"batches\":50,\"reps\":200}}", u);
+  long long t1 = submit(
+      "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld},"
+      "\"warmup\":3,\"batches\":50,\"reps\":200}}",
+      u);
   char body[256];
   snprintf(body, sizeof body,
            "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld},\"warmup\":1,\"batches\":2,"
-           "\"reps\":5},\"keep_output\":true}", t1);
+           "\"reps\":5},\"keep_output\":true}",
+           t1);
   http_post_json(&D, "/jobs?wait=0", body, &r);
   if (r.status == 409)
     CHECK_FAIL_("job %lld ended before its child could name its output: %s", t1, r.body);
@@ -149,13 +152,16 @@ static void test_round_trip(void) {
  * stencils of radius 0 (y = x exactly), so D's output is A's, and D is issued
  * behind event fences while A is still being checked. */
 static void test_diamond(void) {
-  long long a = submit("{\"type\":\"transpose\",\"params\":{\"m\":4096,\"n\":4096},"
-                       "\"keep_output\":true}");
+  long long a = submit(
+      "{\"type\":\"transpose\",\"params\":{\"m\":4096,\"n\":4096},"
+      "\"keep_output\":true}");
 #define CHILD "\"radius\":0,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1"
   long long b = submit("{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld}," CHILD "}}", a);
   long long c = submit("{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld}," CHILD "}}", a);
-  long long d = submit("{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld}," CHILD "},"
-                       "\"depends_on\":[%lld,%lld],\"keep_output\":true}", b, b, c);
+  long long d = submit("{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld}," CHILD
+                       "},"
+                       "\"depends_on\":[%lld,%lld],\"keep_output\":true}",
+                       b, b, c);
   json_t *ja = wait_done(a, "transpose"), *jb = wait_done(b, "stencil");
   json_t *jc = wait_done(c, "stencil"), *jd = wait_done(d, "stencil");
   check_after(jb, ja);
@@ -185,12 +191,15 @@ static void test_diamond(void) {
 /* CHAIN stencils, each reading the previous one's output, shared, all at once. */
 static void test_chain(void) {
   long long ids[CHAIN];
-  ids[0] = submit("{\"type\":\"stencil\",\"params\":{\"n\":1048576,\"radius\":2,\"warmup\":2,"
-                  "\"batches\":2,\"reps\":10},\"isolation\":\"shared\",\"keep_output\":true}");
+  ids[0] = submit(
+      "{\"type\":\"stencil\",\"params\":{\"n\":1048576,\"radius\":2,\"warmup\":2,"
+      "\"batches\":2,\"reps\":10},\"isolation\":\"shared\",\"keep_output\":true}");
   for (int i = 1; i < CHAIN; i++)
-    ids[i] = submit("{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":2,"
-                    "\"warmup\":2,\"batches\":2,\"reps\":10},\"isolation\":\"shared\","
-                    "\"keep_output\":true}", ids[i - 1]);
+    ids[i] = submit(
+        "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":2,"
+        "\"warmup\":2,\"batches\":2,\"reps\":10},\"isolation\":\"shared\","
+        "\"keep_output\":true}",
+        ids[i - 1]);
   json_t *prev = NULL;
   for (int i = 0; i < CHAIN; i++) {
     json_t *job = wait_done(ids[i], "stencil");
@@ -217,8 +226,9 @@ static int runs_contended(json_t *job) {
 static void test_isolation(void) {
   long long ex[4];
   for (int i = 0; i < 4; i++)
-    ex[i] = submit("{\"type\":\"stencil\",\"params\":{\"n\":4194304,\"radius\":8,\"batches\":5,"
-                   "\"reps\":20}}");
+    ex[i] = submit(
+        "{\"type\":\"stencil\",\"params\":{\"n\":4194304,\"radius\":8,\"batches\":5,"
+        "\"reps\":20}}");
   for (int i = 0; i < 4; i++) {
     json_t *job = wait_done(ex[i], "stencil");
     CHECK_STR_EQ(JSTR(job, "isolation"), "exclusive");
@@ -227,8 +237,9 @@ static void test_isolation(void) {
   }
   long long sh[3];
   for (int i = 0; i < 3; i++)
-    sh[i] = submit("{\"type\":\"stencil\",\"params\":{\"n\":16777216,\"radius\":8,\"batches\":10,"
-                   "\"reps\":20},\"isolation\":\"shared\"}");
+    sh[i] = submit(
+        "{\"type\":\"stencil\",\"params\":{\"n\":16777216,\"radius\":8,\"batches\":10,"
+        "\"reps\":20},\"isolation\":\"shared\"}");
   int contended = 0;
   char last_start[40] = "", first_end[40] = "~";
   for (int i = 0; i < 3; i++) {

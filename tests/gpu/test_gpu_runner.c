@@ -87,8 +87,12 @@ static struct ucompile_report *compile(const char *src) {
   /* Against the transpose experiment's own declaration, as POST /kernels compiles. */
   const struct exp_user *u = exp_user_of((enum exp_type)exp_type_from_name("transpose"));
   CHECK(u != NULL);
-  struct ucompile_req req = {.source = src, .name = "user.cu", .entry = "kernel",
-                             .declaration = u->declaration, .arch = arch, .time_limit_s = 60};
+  struct ucompile_req req = {.source = src,
+                             .name = "user.cu",
+                             .entry = "kernel",
+                             .declaration = u->declaration,
+                             .arch = arch,
+                             .time_limit_s = 60};
   struct ucompile_report *r;
   char msg[256];
   CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
@@ -122,7 +126,8 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   CHECK_INT_EQ(runner_acquire(r, err, sizeof err), 0);
   CHECK_INT_EQ(runner_attach(r, bufs, NULL, 2, err, sizeof err), 0);
   struct runner_loaded_msg loaded;
-  CHECK_INT_EQ(runner_load(r, key, "kernel", img->image, img->image_bytes, &loaded, err, sizeof err), 0);
+  CHECK_INT_EQ(
+      runner_load(r, key, "kernel", img->image, img->image_bytes, &loaded, err, sizeof err), 0);
   CHECK_CUDA(cudaMemset(d_b, 0xff, sizeof(float) * M * N));
   struct runner_run_msg m;
   memset(&m, 0, sizeof m);
@@ -248,7 +253,6 @@ static void test_caught(void) {
   CHECK_INT_EQ(mismatches(), 0);
   CHECK_INT_EQ(job(r, once, 5, &fault, NULL), 0);
   CHECK_INT_EQ(mismatches(), (int64_t)M * N);
-
 }
 
 /* Faults stay in the runner: this process's context is untouched, the next job passes. */
@@ -263,7 +267,8 @@ static void test_faults(void) {
     double t0 = clock_mono_ms();
     int rc = job(r, bad_src[i], 1.0, &fault, NULL);
     double failed = clock_mono_ms() - t0;
-    printf("%s: %s (%s: %s) after %.0f ms\n", names[i], strerror(-rc), fault.name, fault.msg, failed);
+    printf("%s: %s (%s: %s) after %.0f ms\n", names[i], strerror(-rc), fault.name, fault.msg,
+           failed);
     CHECK_INT_EQ(rc, i == 2 ? -ETIMEDOUT : -EFAULT);
     if (i < 2) CHECK(strncmp(fault.name, "cudaError", 9) == 0);
     /* This process's context is untouched. */

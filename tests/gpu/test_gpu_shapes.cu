@@ -61,18 +61,20 @@ static void check_output(const char *what, const struct reference *ref, int entr
   struct exp_check c;
   reference_check(ref, entry, h, &c);
   if (!c.passed)
-    CHECK_FAIL_("%s: %" PRId64 " of %" PRId64 " mismatch (max abs err %g, tolerance %g: %s; precision %g, limit %g)",
+    CHECK_FAIL_("%s: %" PRId64 " of %" PRId64
+                " mismatch (max abs err %g, tolerance %g: %s; precision %g, limit %g)",
                 what, c.mismatches, c.compared, c.max_abs_err, c.tolerance, c.tolerance_rule,
                 c.precision_rms, c.precision_limit);
-  if (c.has_precision && entry != GEMM_TF32 && c.precision_rms > g_fp32_worst) g_fp32_worst = c.precision_rms;
+  if (c.has_precision && entry != GEMM_TF32 && c.precision_rms > g_fp32_worst)
+    g_fp32_worst = c.precision_rms;
   /* TF32 arithmetic must not pass as FP32 (from 64 elements: on a handful a few operands
    * may round by little) */
   if (c.has_precision && entry == GEMM_TF32 && c.compared >= 64) {
     struct exp_check f;
     reference_check(ref, GEMM_BEST, h, &f);
     if (!f.precision_failed)
-      CHECK_FAIL_("%s: TF32 output passes the FP32 precision rule (%g, limit %g)", what, f.precision_rms,
-                  f.precision_limit);
+      CHECK_FAIL_("%s: TF32 output passes the FP32 precision rule (%g, limit %g)", what,
+                  f.precision_rms, f.precision_limit);
     if (f.precision_rms < g_tf32_best) g_tf32_best = f.precision_rms;
   }
   free(h);
@@ -153,9 +155,12 @@ static void test_gemm_tiles(void) {
   for (int t = 0; t < GEMM_N_TILES; t++) {
     const struct gemm_tile_cfg *c = &gemm_tile_cfgs[t];
     const int bm = c->bm, bn = c->bn, bk = c->bk;
-    int shapes[7][3] = {{2 * bm, 2 * bn, 4 * bk},     {2 * bm + 3, 2 * bn + 5, 3 * bk + 7},
-                        {2 * bm + 3, 2 * bn + 4, 3 * bk + 7}, {bm + 1, bn + 4, 5},
-                        {1, bn + 4, 2 * bk + 3},      {bm + 5, 1, 2 * bk + 3},
+    int shapes[7][3] = {{2 * bm, 2 * bn, 4 * bk},
+                        {2 * bm + 3, 2 * bn + 5, 3 * bk + 7},
+                        {2 * bm + 3, 2 * bn + 4, 3 * bk + 7},
+                        {bm + 1, bn + 4, 5},
+                        {1, bn + 4, 2 * bk + 3},
+                        {bm + 5, 1, 2 * bk + 3},
                         {2 * bm, 2 * bn, 4 * bk}};
     if (c->narrow == 1) { /* n <= 16 */
       static const int nn[7] = {16, 7, 12, 16, 16, 1, 16};
@@ -188,8 +193,8 @@ static struct gemm_pick gemv_pick(enum gemm_kind kind, int rows, int s, int k) {
   p.kind = kind, p.tile = -1, p.rows = rows;
   p.kchunk = cdiv(cdiv(k, s), step) * step;
   p.splits = cdiv(k, p.kchunk);
-  snprintf(p.name, sizeof p.name, "%s%d_s%d", kind == GEMM_KIND_GEMV_T ? "gemv_t" : "gemv_n",
-           rows, p.splits);
+  snprintf(p.name, sizeof p.name, "%s%d_s%d", kind == GEMM_KIND_GEMV_T ? "gemv_t" : "gemv_n", rows,
+           p.splits);
   return p;
 }
 
@@ -197,10 +202,10 @@ static struct gemm_pick gemv_pick(enum gemm_kind kind, int rows, int s, int k) {
  * k multiples of 4, aligned) and the scalar ones; 1 split and several. */
 static void test_gemv(void) {
   static const int t1[][3] = {{1, 1000, 300}, {1, 1001, 299}, {1, 129, 33}, {1, 4, 5}};
-  static const int t8[][3] = {{5, 1000, 300}, {5, 1001, 77}, {8, 3001, 2049}, {2, 129, 33},
-                              {8, 4, 5}};
-  static const int n1[][3] = {{1000, 1, 300}, {1001, 1, 77}, {3, 1, 1000}, {4096, 1, 4096},
-                              {17, 1, 5}};
+  static const int t8[][3] = {
+      {5, 1000, 300}, {5, 1001, 77}, {8, 3001, 2049}, {2, 129, 33}, {8, 4, 5}};
+  static const int n1[][3] = {
+      {1000, 1, 300}, {1001, 1, 77}, {3, 1, 1000}, {4096, 1, 4096}, {17, 1, 5}};
   static const int splits[] = {1, 4, 13};
   for (int si = 0; si < 3; si++) {
     for (size_t i = 0; i < sizeof t1 / sizeof t1[0]; i++) {
@@ -226,11 +231,10 @@ static void test_gemv(void) {
  * variant's own launcher. */
 static void test_gemm_picks(void) {
   static const int shapes[][3] = {
-      {33, 47, 18},     {130, 135, 77},    {256, 256, 256},   {512, 512, 512},
-      {768, 768, 768},  {1024, 1024, 1024}, {1536, 1536, 1536}, {1000, 1500, 777},
-      {2500, 2500, 64}, {3000, 3000, 64},  {256, 4096, 1024}, {4096, 256, 1024},
-      {1, 4096, 4096},  {4096, 1, 4096},   {16, 4096, 4096},  {4096, 16, 4096},
-      {5, 3001, 2049},  {3001, 7, 2049},   {1, 1, 1},         {7, 3, 1}};
+      {33, 47, 18},       {130, 135, 77},     {256, 256, 256},   {512, 512, 512},  {768, 768, 768},
+      {1024, 1024, 1024}, {1536, 1536, 1536}, {1000, 1500, 777}, {2500, 2500, 64}, {3000, 3000, 64},
+      {256, 4096, 1024},  {4096, 256, 1024},  {1, 4096, 4096},   {4096, 1, 4096},  {16, 4096, 4096},
+      {4096, 16, 4096},   {5, 3001, 2049},    {3001, 7, 2049},   {1, 1, 1},        {7, 3, 1}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const int m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
     const struct gemm_pick p = gemm_pick_for(m, n, k, g_sms, gemm_best_scratch_floats(m, n, k));
@@ -258,14 +262,20 @@ static struct tf32_pick tf32_forced(int tile, int s, int k) {
 static void test_tf32(void) {
   for (int t = 0; t < TF32_N_TILES; t++) {
     const int bn = tf32_tile_cfgs[t].bn;
-    const int shapes[][3] = {{2 * 128 + 3, 2 * bn + 5, 104}, {2 * 128 + 3, 2 * bn + 4, 103},
-                             {128, bn, 32},  {1, bn + 3, 40}, {200, 1, 40}, {130, 70, 5},
-                             {130, 70, 8},   {300, 2 * bn + 1, 777}, {300, 2 * bn, 1024}};
+    const int shapes[][3] = {{2 * 128 + 3, 2 * bn + 5, 104},
+                             {2 * 128 + 3, 2 * bn + 4, 103},
+                             {128, bn, 32},
+                             {1, bn + 3, 40},
+                             {200, 1, 40},
+                             {130, 70, 5},
+                             {130, 70, 8},
+                             {300, 2 * bn + 1, 777},
+                             {300, 2 * bn, 1024}};
     for (int s = 1; s <= 4; s += 3)
       for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const struct tf32_pick p = tf32_forced(t, s, shapes[i][2]);
-        if (!gemm_case(RUN_TF32_PICK, &p, p.name, shapes[i][0], shapes[i][1], shapes[i][2], 0,
-                       0, i == 1)) {
+        if (!gemm_case(RUN_TF32_PICK, &p, p.name, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0,
+                       i == 1)) {
           printf("tf32: no wgmma path here; forced configurations skipped\n");
           goto picks;
         }
@@ -310,13 +320,13 @@ static void transpose_case(int kind, int m, int n, int off) {
  * is defined (sec at every (J m) mod 8, rows shorter than a tile, thin shapes); then the
  * picks, and unaligned pointers (the tile kernel's 4-byte path). */
 static void test_transpose(void) {
-  static const int tile[][2] = {{64, 64}, {100, 72}, {4100, 1028}, {1028, 4100}, {65, 63},
-                                {33, 47}, {4099, 1023}};
-  static const int sec[][2] = {{33, 47},  {47, 33},   {65, 130},  {131, 67},   {129, 257},
-                               {203, 97}, {40, 200},  {66, 66},   {4099, 1023}, {1023, 4099},
-                               {4097, 301}, {7, 5},   {1000, 33}, {64, 64}};
-  static const int narrow[][2] = {{1000, 16}, {257, 17}, {301, 3}, {77, 1}, {1000, 31},
-                                  {4099, 2},  {33, 47}};
+  static const int tile[][2] = {{64, 64}, {100, 72}, {4100, 1028}, {1028, 4100},
+                                {65, 63}, {33, 47},  {4099, 1023}};
+  static const int sec[][2] = {{33, 47},    {47, 33},  {65, 130},  {131, 67},    {129, 257},
+                               {203, 97},   {40, 200}, {66, 66},   {4099, 1023}, {1023, 4099},
+                               {4097, 301}, {7, 5},    {1000, 33}, {64, 64}};
+  static const int narrow[][2] = {{1000, 16}, {257, 17}, {301, 3}, {77, 1},
+                                  {1000, 31}, {4099, 2}, {33, 47}};
   static const int gather[][2] = {{16, 1000}, {6, 7001}, {2, 3}, {31, 100}, {2, 4099}, {3, 1}};
   static const int copy[][2] = {{1, 1001}, {1001, 1}, {1, 1}, {1, 4}, {4096, 1}};
   for (size_t i = 0; i < sizeof tile / sizeof tile[0]; i++)
@@ -329,7 +339,7 @@ static void test_transpose(void) {
     transpose_case(TRANSPOSE_KIND_GATHER, gather[i][0], gather[i][1], 0);
   for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++)
     transpose_case(TRANSPOSE_KIND_COPY, copy[i][0], copy[i][1], 0);
-  static const int picks[][2] = {{2048, 2048}, {4097, 3001}, {3001, 4097}, {2049, 2049},
+  static const int picks[][2] = {{2048, 2048}, {4097, 3001}, {3001, 4097},  {2049, 2049},
                                  {1, 1 << 20}, {1 << 20, 1}, {16, 1 << 16}, {1 << 16, 16},
                                  {6, 69905},   {3000, 5000}};
   for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++)
@@ -344,9 +354,17 @@ static void test_transpose(void) {
 /* Both instances (the 4096- and the 8192-float span; 2 and 1 tiles a block): n from 1 to
  * several waves, odd tile counts (a last block of one tile), x and y aligned and not. */
 static void test_stencil(void) {
-  static const int cases[][2] = {{1, 0},       {7, 2},       {4093, 2},   {100003, 32},
-                                 {4 * 4028 + 1, 32}, {5 * 4028, 32}, {1 << 20, 0},
-                                 {100000, 1024}, {10007, 2047}, {5, 1024}, {(1 << 20) + 7, 1023}};
+  static const int cases[][2] = {{1, 0},
+                                 {7, 2},
+                                 {4093, 2},
+                                 {100003, 32},
+                                 {4 * 4028 + 1, 32},
+                                 {5 * 4028, 32},
+                                 {1 << 20, 0},
+                                 {100000, 1024},
+                                 {10007, 2047},
+                                 {5, 1024},
+                                 {(1 << 20) + 7, 1023}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     for (int off = 0; off <= 1; off++) {
       const int n = cases[i][0], r = cases[i][1];
@@ -390,8 +408,9 @@ static int setup(void) {
 
 static void teardown(void) {
   CHECK_CUDA(cudaStreamDestroy(g_s));
-  printf("gemm precision, rms(c - ref) / rms(ref): FP32 at most 2^%.2f, TF32 at least 2^%.2f (limit 2^-14)\n",
-         log2(g_fp32_worst), log2(g_tf32_best));
+  printf(
+      "gemm precision, rms(c - ref) / rms(ref): FP32 at most 2^%.2f, TF32 at least 2^%.2f (limit 2^-14)\n",
+      log2(g_fp32_worst), log2(g_tf32_best));
   printf("test_gpu_shapes: %d configurations\n", g_cases);
 }
 

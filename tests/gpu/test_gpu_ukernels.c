@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/clock.h"
+#include "runner.h"
 
 static struct gpulabd D;
 
@@ -59,10 +59,10 @@ static const char *const endless =
 
 /* Probes of the state between launches, each a transpose that writes a wrong element
  * when it finds what an earlier launch left behind (jobs of 1024 x 1024). */
-#define PROBE_HEAD                                                                  \
+#define PROBE_HEAD                                                                    \
   "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n%s) {\n" \
   "  size_t x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"  \
-  "  if (x >= n || y >= m) return;\n"                                               \
+  "  if (x >= n || y >= m) return;\n"                                                 \
   "  float v = a[y * n + x];\n"
 /* Idea: keep a flag (or a result) per element in a __device__ array, zero at load. */
 static const char *const probe_array =
@@ -77,8 +77,7 @@ static const char *const probe_counter =
     "  if (atomicAdd(&tickets, 1u) - 7u >= (unsigned)(m * n)) v = -1.0f;\n"
     "  b[x * m + y] = v;\n}\n";
 /* Idea: the same flag per element in the scratch, which must come zeroed. */
-static const char *const probe_scratch =
-    PROBE_HEAD
+static const char *const probe_scratch = PROBE_HEAD
     "  unsigned char *seen = (unsigned char *)scratch;\n"
     "  if (seen[y * n + x]) v = -1.0f;\n"
     "  seen[y * n + x] = 1;\n"
@@ -88,8 +87,8 @@ static const char *const probe_scratch =
  * "&scratch_bytes=64", or ""). */
 static long long post_kernel_with(const char *name, const char *src, const char *extra) {
   char path[200];
-  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&block=32,32&tile=32,32%s", name,
-           extra);
+  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&block=32,32&tile=32,32%s",
+           name, extra);
   struct http_reply r;
   http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
   CHECK_STATUS(&r, 201);
@@ -100,7 +99,9 @@ static long long post_kernel_with(const char *name, const char *src, const char 
   return id;
 }
 
-static long long post_kernel(const char *name, const char *src) { return post_kernel_with(name, src, ""); }
+static long long post_kernel(const char *name, const char *src) {
+  return post_kernel_with(name, src, "");
+}
 
 /* Idea: a GEMM that computes only the 64 evenly spaced rows a sampled check used to
  * compare (first and last included), leaving the rest as they are (NaN). The check's
@@ -148,10 +149,11 @@ static json_t *run(const char *path, const char *body);
 /* A cheat of experiment exp posted as name, in a job of body's params and the kernel
  * (body: a format with %lld for its id): its check fails; the runner's own check names
  * a timed launch when `launch` is set; precision: the check's precision failed. */
-static void caught(const char *exp, const char *name, const char *src, const char *block, const char *body_fmt,
-                   bool launch, bool precision) {
+static void caught(const char *exp, const char *name, const char *src, const char *block,
+                   const char *body_fmt, bool launch, bool precision) {
   char path[200], body[256];
-  snprintf(path, sizeof path, "/kernels?experiment=%s&name=%s&block=%s&tile=%s", exp, name, block, block);
+  snprintf(path, sizeof path, "/kernels?experiment=%s&name=%s&block=%s&tile=%s", exp, name, block,
+           block);
   struct http_reply r;
   http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
   CHECK_STATUS(&r, 201);
@@ -167,7 +169,8 @@ static void caught(const char *exp, const char *name, const char *src, const cha
   printf("%s: caught (%lld mismatches%s%s)\n", name, JINT(j, "result.runs[0].check.mismatches"),
          launch ? "; " : "", launch ? JSTR(j, "result.runs[0].check.failure") : "");
   if (precision)
-    printf("  precision: rms %g against a limit of %g\n", JNUM(j, "result.runs[0].check.precision.rms_rel_err"),
+    printf("  precision: rms %g against a limit of %g\n",
+           JNUM(j, "result.runs[0].check.precision.rms_rel_err"),
            JNUM(j, "result.runs[0].check.precision.limit"));
   json_decref(j);
 }
@@ -182,7 +185,8 @@ static void rows_only(void) {
   caught("gemm", "tf32_2048", tf32_gemm, "16,16", fmt, false, true);
   snprintf(fmt, sizeof fmt, gemm, "1024", "1024", "1024");
   caught("gemm", "tf32_1024", tf32_gemm, "16,16", fmt, false, true);
-  caught("transpose", "counting", counting, "32,32", "{\"variant\":[\"kernel:%lld\"]}", true, false);
+  caught("transpose", "counting", counting, "32,32", "{\"variant\":[\"kernel:%lld\"]}", true,
+         false);
 }
 
 static json_t *job_with(const char *variants, const char *extra);
@@ -268,11 +272,13 @@ static void templates(void) {
       if (!strcmp(sizes[k].experiment, exp)) odd = sizes[k].odd;
     CHECK(odd != NULL);
     for (int pass = 0; pass < 2; pass++) {
-      snprintf(body, sizeof body, "{%s%s\"variant\":[\"kernel:%lld\"]}", pass ? "" : odd, pass ? "" : ",", id);
+      snprintf(body, sizeof body, "{%s%s\"variant\":[\"kernel:%lld\"]}", pass ? "" : odd,
+               pass ? "" : ",", id);
       snprintf(path, sizeof path, "/%s", exp);
       json_t *j = run(path, body);
       if (strcmp(JSTR(j, "state"), "done") || !JBOOL(j, "result.runs[0].check.passed"))
-        CHECK_FAIL_("%s's template at %s: %s", exp, pass ? "the default size" : odd, json_dumps(j, JSON_COMPACT));
+        CHECK_FAIL_("%s's template at %s: %s", exp, pass ? "the default size" : odd,
+                    json_dumps(j, JSON_COMPACT));
       printf("%s template (kernel:%lld) at %s: passed, %.4f ms, grid %lld x %lld\n", exp, id,
              pass ? "the default size" : odd, JNUM(j, "result.runs[0].timing.median_ms"),
              JINT(j, "result.runs[0].kernel.grid[0]"), JINT(j, "result.runs[0].kernel.grid[1]"));
@@ -292,8 +298,8 @@ static void passes(long long good) {
 }
 
 static int start(void) {
-  const char *args[] = {"--backend", "cuda", "--db", "none", "--streams", "1",
-                        "--kernel-deadline", "2", "--access-log", "off", NULL};
+  const char *args[] = {"--backend",         "cuda", "--db",         "none", "--streams", "1",
+                        "--kernel-deadline", "2",    "--access-log", "off",  NULL};
   gpulabd_start_or_skip(args, &D);
   return 0;
 }
@@ -316,7 +322,8 @@ static void test_good(void) {
   double builtin = JNUM(j, "result.runs[0].timing.median_ms");
   double user = JNUM(j, "result.runs[1].timing.median_ms");
   printf("padded33 built-in %.4f ms (%.0f GB/s), user %.4f ms (%.0f GB/s): user/built-in %.3f\n",
-         builtin, JNUM(j, "result.runs[0].figure"), user, JNUM(j, "result.runs[1].figure"), user / builtin);
+         builtin, JNUM(j, "result.runs[0].figure"), user, JNUM(j, "result.runs[1].figure"),
+         user / builtin);
   printf("  methods: %s | %s\n", JSTR(j, "result.runs[0].timing.method"),
          JSTR(j, "result.runs[1].timing.method"));
   CHECK(strstr(JSTR(j, "result.runs[0].timing.method"), "poisoned") != NULL);
@@ -345,8 +352,9 @@ static void test_good(void) {
   }
   double cold_builtin = JNUM(j, "result.runs[0].timing.median_ms");
   double cold_user = JNUM(j, "result.runs[1].timing.median_ms");
-  printf("cold: padded33 built-in %.4f ms (hot %.4f), user %.4f ms (hot %.4f): user/built-in %.3f\n",
-         cold_builtin, builtin, cold_user, user, cold_user / cold_builtin);
+  printf(
+      "cold: padded33 built-in %.4f ms (hot %.4f), user %.4f ms (hot %.4f): user/built-in %.3f\n",
+      cold_builtin, builtin, cold_user, user, cold_user / cold_builtin);
   printf("  methods: %s | %s\n", JSTR(j, "result.runs[0].timing.method"),
          JSTR(j, "result.runs[1].timing.method"));
   CHECK(strstr(JSTR(j, "result.runs[0].timing.method"), "cold:") != NULL);
@@ -363,7 +371,6 @@ static void test_good(void) {
   CHECK(strstr(JSTR(j, "result.runs[1].reason"), "another process") != NULL);
   printf("graph: kernel:%lld unavailable: %s\n", good, JSTR(j, "result.runs[1].reason"));
   json_decref(j);
-
 }
 
 static void test_wrong(void) {
@@ -389,7 +396,8 @@ static void test_wrong(void) {
 static void test_faults(void) {
   char v[64];
   json_t *j;
-  const char *srcs[4] = {trap, oob, endless, scribble}, *names[4] = {"trap", "oob", "endless", "scribble"};
+  const char *srcs[4] = {trap, oob, endless, scribble},
+             *names[4] = {"trap", "oob", "endless", "scribble"};
   const char *codes[4] = {"kernel_fault", "kernel_fault", "kernel_timeout", "input_modified"};
   for (int i = 0; i < 4; i++) {
     long long id = post_kernel(names[i], srcs[i]);
@@ -410,12 +418,8 @@ static void test_faults(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(templates),
-    TEST(probes),
-    TEST(test_good),
-    TEST(test_wrong),
-    TEST(rows_only),
-    TEST_AFTER(test_faults, test_good),
+    TEST(templates),  TEST(probes),    TEST(test_good),
+    TEST(test_wrong), TEST(rows_only), TEST_AFTER(test_faults, test_good),
     TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
 #include "http_client.h"
+#include "runner.h"
 
 #define FAST "\"warmup\":0,\"batches\":1,\"reps\":1"
 
@@ -188,11 +188,7 @@ static void test_counts(void) { counts_id = check_counts(histogram_id); }
 static void test_inputs(void) { check_inputs(reduce_id, histogram_id, counts_id); }
 
 static const struct test_case cases[] = {
-    TEST(test_jobs),
-    TEST_AFTER(test_counts, test_jobs),
-    TEST_AFTER(test_inputs, test_counts),
-    TEST(test_errors),
-    TEST(test_experiments_json),
-    TEST_END,
+    TEST(test_jobs),   TEST_AFTER(test_counts, test_jobs), TEST_AFTER(test_inputs, test_counts),
+    TEST(test_errors), TEST(test_experiments_json),        TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

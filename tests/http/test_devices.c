@@ -4,14 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 
 static struct gpulabd d;
 
 #define SMALL "\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1"
 /* A stencil that keeps a CPU device busy for a while (about a second). */
-#define SLOW "\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":6,\"reps\":1"
+#define SLOW \
+  "\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":6,\"reps\":1"
 
 static json_t *post(const char *path, const char *body, long status) {
   struct http_reply r;
@@ -59,13 +60,16 @@ static void test_data_affinity_and_chain(void) {
   CHECK_INT_EQ(JINT(r.json, "device"), 1);
   http_reply_free(&r);
   char body[256];
-  snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\",\"warmup\":0,"
-                              "\"batches\":1,\"reps\":1,\"keep_output\":true}", buf);
+  snprintf(body, sizeof body,
+           "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\",\"warmup\":0,"
+           "\"batches\":1,\"reps\":1,\"keep_output\":true}",
+           buf);
   json_t *first = post("/transpose", body, 200);
   CHECK_INT_EQ(JINT(first, "device"), 1);
   /* The child is pinned to device 0 and reads device 1's output. */
-  snprintf(body, sizeof body, "{\"a\":{\"job\":%lld},\"variant\":\"shared32\",\"warmup\":0,"
-                              "\"batches\":1,\"reps\":1,\"device\":0,\"keep_output\":true}",
+  snprintf(body, sizeof body,
+           "{\"a\":{\"job\":%lld},\"variant\":\"shared32\",\"warmup\":0,"
+           "\"batches\":1,\"reps\":1,\"device\":0,\"keep_output\":true}",
            JINT(first, "id"));
   json_t *second = post("/transpose", body, 200);
   CHECK_INT_EQ(JINT(second, "device"), 0);

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 #include "tests/test_db.h"
 
 static char db[512]; /* an SQLite file, or with $GPULAB_TEST_DB a PostgreSQL database */
@@ -23,7 +23,8 @@ static const char *durability = "normal"; /* --durability of every start() */
 
 #define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
 /* Keeps the one stream busy for seconds. */
-#define SLOW "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":40,\"reps\":1}"
+#define SLOW \
+  "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":40,\"reps\":1}"
 
 static long long post(struct gpulabd *d, const char *path, const char *body, long status) {
   struct http_reply r;
@@ -41,8 +42,8 @@ static json_t *get_job(struct gpulabd *d, long long id) {
 }
 
 static void start(struct gpulabd *d, const char *grace) {
-  const char *args[] = {"--backend", "cpu",   "--streams",    "1",        "--db", db,
-                        "--grace",   grace,   "--durability", durability, NULL};
+  const char *args[] = {"--backend", "cpu", "--streams",    "1",        "--db", db,
+                        "--grace",   grace, "--durability", durability, NULL};
   gpulabd_start(args, d);
 }
 
@@ -56,9 +57,11 @@ static void test_crash(void) {
   job_wait_state(&d, running, "running", 30);
   long long queued = post(&d, "/transpose?wait=0", SMALL, 202);
   char body[256];
-  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":" SMALL ",\"depends_on\":[%lld]}", queued);
+  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":" SMALL ",\"depends_on\":[%lld]}",
+           queued);
   long long child = post(&d, "/jobs?wait=0", body, 202);
-  snprintf(body, sizeof body, "{\"x\":{\"job\":%lld},\"radius\":1,\"warmup\":0,\"batches\":1,\"reps\":1}", running);
+  snprintf(body, sizeof body,
+           "{\"x\":{\"job\":%lld},\"radius\":1,\"warmup\":0,\"batches\":1,\"reps\":1}", running);
   long long reads_memory = post(&d, "/stencil?wait=0", body, 202);
   json_t *before = get_job(&d, done);
   gpulabd_kill(&d);
@@ -98,7 +101,8 @@ static void test_crash(void) {
     lost += r.status != 200;
     http_reply_free(&r);
   }
-  printf("crash (--durability %s): %d jobs accepted before kill -9, %d lost\n", durability, 5, lost);
+  printf("crash (--durability %s): %d jobs accepted before kill -9, %d lost\n", durability, 5,
+         lost);
   CHECK_INT_EQ(lost, 0);
   /* New jobs get new ids, past every id the crashed run may have handed out (it
    * reserved them ahead); the listing holds all six jobs. */
@@ -154,9 +158,10 @@ static void test_crash_burst(void) {
     json_decref(j);
     json_decref(answered[i]);
   }
-  printf("crash burst (--durability %s): %d jobs answered (%lld rows journaled), %d lost, %d of %d "
-         "finished ones as answered, %d interrupted\n",
-         durability, BURST, journaled, lost, same, finished, interrupted);
+  printf(
+      "crash burst (--durability %s): %d jobs answered (%lld rows journaled), %d lost, %d of %d "
+      "finished ones as answered, %d interrupted\n",
+      durability, BURST, journaled, lost, same, finished, interrupted);
   CHECK_INT_EQ(lost, 0);
   CHECK(finished >= BURST / 2);
   CHECK_INT_EQ(same, finished);
@@ -210,8 +215,9 @@ static void test_sigterm(void) {
   struct gpulabd d;
   start(&d, "30");
   /* running for about half a second, so that the 10 ms polls below see it running */
-  long long running = post(&d, "/transpose?wait=0",
-                           "{\"m\":512,\"n\":512,\"variant\":\"naive\",\"warmup\":0,\"batches\":20,\"reps\":100}", 202);
+  long long running = post(
+      &d, "/transpose?wait=0",
+      "{\"m\":512,\"n\":512,\"variant\":\"naive\",\"warmup\":0,\"batches\":20,\"reps\":100}", 202);
   job_wait_state(&d, running, "running", 30);
   long long queued = post(&d, "/transpose?wait=0", SMALL, 202);
   gpulabd_stop(&d); /* exit status 0 checked there */
@@ -233,14 +239,17 @@ static void test_sweeps_and_buffers(void) {
   struct gpulabd d;
   start(&d, "0");
   struct http_reply r;
-  http_post_json(&d, "/sweeps", "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,\"batches\":1,"
-                 "\"reps\":1},\"axes\":{\"m\":[8,16],\"variant\":[\"naive\",\"padded33\"]}}", &r);
+  http_post_json(&d, "/sweeps",
+                 "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,\"batches\":1,"
+                 "\"reps\":1},\"axes\":{\"m\":[8,16],\"variant\":[\"naive\",\"padded33\"]}}",
+                 &r);
   CHECK_STATUS(&r, 200);
   long long sweep = JINT(r.json, "id");
   json_t *rows = json_incref(json_at(r.json, "rows"));
   http_reply_free(&r);
   float data[6] = {1, 2, 3, 4, 5, 6};
-  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data, sizeof data, &r);
+  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data,
+               sizeof data, &r);
   CHECK_STATUS(&r, 201);
   long long buffer = JINT(r.json, "id");
   http_reply_free(&r);
@@ -255,8 +264,10 @@ static void test_sweeps_and_buffers(void) {
   CHECK(json_equal(json_at(again, "rows"), rows)); /* figures and all, from the store */
   json_decref(again);
   json_decref(rows);
-  http_post_json(&d, "/sweeps?wait=0", "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,"
-                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4]}}", &r);
+  http_post_json(&d, "/sweeps?wait=0",
+                 "{\"type\":\"transpose\",\"params\":{\"n\":16,\"warmup\":0,"
+                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4]}}",
+                 &r);
   CHECK(r.status == 200 || r.status == 202);
   CHECK(JINT(r.json, "id") > sweep);
   http_reply_free(&r);
@@ -272,7 +283,8 @@ static void test_sweeps_and_buffers(void) {
   http_post_json(&d, "/transpose", body, &r);
   CHECK_ERROR(&r, 410, "gone", "a");
   http_reply_free(&r);
-  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data, sizeof data, &r);
+  http_request(&d, "POST", "/buffers?shape=2,3", "application/octet-stream", (const char *)data,
+               sizeof data, &r);
   CHECK_STATUS(&r, 201);
   CHECK(JINT(r.json, "id") > buffer);
   http_reply_free(&r);

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -68,7 +68,7 @@ static double read_until_closed(int fd, double timeout_s, char *buf, size_t cap)
   }
 }
 
-#define STALLED_HEAD                                                                  \
+#define STALLED_HEAD                                                                    \
   "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" \
   "Content-Length: 10\r\n\r\n"
 
@@ -87,15 +87,16 @@ static void test_stalled_bodies(void) {
   double took = read_until_closed(fd, 8, buf, sizeof buf);
   close(fd);
   printf("stalled body: closed after %.2f s\n", took);
-  CHECK(took >= 0);                  /* closed, not left open */
-  CHECK(now_s() - t0 <= 3.5);        /* by --timeout (2 s, checked every 0.25 s) */
+  CHECK(took >= 0);                         /* closed, not left open */
+  CHECK(now_s() - t0 <= 3.5);               /* by --timeout (2 s, checked every 0.25 s) */
   CHECK(strstr(buf, "HTTP/1.1 2") == NULL); /* nothing was accepted */
 
   t0 = now_s();
   fd = raw_connect("127.0.0.1", d.port);
   CHECK(fd >= 0);
-  send_text(fd, "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                "Content-Length: 100\r\n\r\n");
+  send_text(fd,
+            "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: 100\r\n\r\n");
   int sent = 0;
   bool cut = false;
   for (; sent < 100 && !cut; sent++) {
@@ -248,18 +249,24 @@ static void test_bad_content_length(void) {
   const char *args[] = {"--backend", "cpu", "--access-log", access, NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
-  static const struct { const char *length, *status; } cases[] = {
-      {"-1", "HTTP/1.1 400 "}, {"12345678901234567890123", "HTTP/1.1 413 "}, {"1x", "HTTP/1.1 400 "}};
+  static const struct {
+    const char *length, *status;
+  } cases[] = {{"-1", "HTTP/1.1 400 "},
+               {"12345678901234567890123", "HTTP/1.1 413 "},
+               {"1x", "HTTP/1.1 400 "}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int fd = raw_connect("127.0.0.1", d.port);
     CHECK(fd >= 0);
     char head[256], buf[4096];
-    snprintf(head, sizeof head, "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-             "Content-Type: application/json\r\nContent-Length: %s\r\n\r\n{}", cases[i].length);
+    snprintf(head, sizeof head,
+             "POST /jobs?wait=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+             "Content-Type: application/json\r\nContent-Length: %s\r\n\r\n{}",
+             cases[i].length);
     send_text(fd, head);
     double took = read_until_closed(fd, 5, buf, sizeof buf);
     close(fd);
-    printf("Content-Length: %s: closed after %.3f s, answer starts '%.13s'\n", cases[i].length, took, buf);
+    printf("Content-Length: %s: closed after %.3f s, answer starts '%.13s'\n", cases[i].length,
+           took, buf);
     CHECK(took >= 0 && took < 2);
     CHECK(strncmp(buf, cases[i].status, strlen(cases[i].status)) == 0);
   }
@@ -346,11 +353,7 @@ static void remove_dir(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_invalid_utf8),
-    TEST(test_bad_content_length),
-    TEST(test_metrics_methods),
-    TEST(test_stalled_bodies),
-    TEST(test_room_for_others),
-    TEST_END,
+    TEST(test_invalid_utf8),   TEST(test_bad_content_length), TEST(test_metrics_methods),
+    TEST(test_stalled_bodies), TEST(test_room_for_others),    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

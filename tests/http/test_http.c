@@ -18,7 +18,7 @@
 static void test_index_health_device(void) {
   json_t *index = http_get_json(&A, "/");
   CHECK_STR_EQ(JSTR(index, "service"), "gpulabd");
-  static const char *const routes[] = {"POST /jobs", "GET /jobs", "GET /jobs/{id}",
+  static const char *const routes[] = {"POST /jobs",        "GET /jobs",   "GET /jobs/{id}",
                                        "DELETE /jobs/{id}", "GET /device", "GET /health"};
   char *text = json_dumps(json_at(index, "routes"), 0);
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) CHECK(strstr(text, routes[i]));
@@ -74,9 +74,8 @@ static void test_transpose(void) {
   static const char *const two[] = {"padded33", "naive"};
   json_decref(run_ok("transpose",
                      "{\"m\":33,\"n\":47,\"variant\":[\"padded33\",\"naive\"]," FAST "}", two, 2));
-  json_decref(
-      run_ok("transpose", "{\"m\":47,\"n\":33,\"variant\":\"all\"," FAST "}", transpose_all,
-             N_TRANSPOSE));
+  json_decref(run_ok("transpose", "{\"m\":47,\"n\":33,\"variant\":\"all\"," FAST "}", transpose_all,
+                     N_TRANSPOSE));
   json_decref(
       run_ok("transpose", "{\"m\":1,\"n\":1,\"variant\":\"copy\"," FAST "}", transpose_all + 3, 1));
 }
@@ -111,9 +110,9 @@ static void test_stencil(void) {
 
 static void test_pipeline(void) {
   static const char *const streams_1_3[] = {"streams=1", "streams=3"};
-  json_t *job =
-      run_ok("pipeline", "{\"chunk\":1000,\"chunks\":3,\"streams\":[1,3],\"terms\":8," FAST "}",
-             streams_1_3, 2);
+  json_t *job = run_ok("pipeline",
+                       "{\"chunk\":1000,\"chunks\":3,\"streams\":[1,3],\"terms\":8," FAST "}",
+                       streams_1_3, 2);
   CHECK_INT_EQ(JINT(job, "result.runs[0].streams"), 1);
   CHECK_INT_EQ(JINT(job, "result.runs[1].streams"), 3);
   CHECK_INT_EQ(JINT(job, "params.chunk"), 1000);
@@ -128,9 +127,9 @@ static void test_pipeline(void) {
 }
 
 static void test_post_jobs(void) {
-  json_t *job =
-      job_post_done(&A, "cpu", "/jobs", "stencil",
-                    "{\"type\":\"stencil\",\"params\":{\"n\":1000,\"radius\":2," FAST "}}");
+  json_t *job = job_post_done(&A, "cpu", "/jobs", "stencil",
+                              "{\"type\":\"stencil\",\"params\":{\"n\":1000,\"radius\":2," FAST
+                              "}}");
   CHECK_INT_EQ(JINT(job, "params.radius"), 2);
   /* GET /jobs/{id} gives the same finished job, and DELETE can no longer cancel it. */
   char path[64];

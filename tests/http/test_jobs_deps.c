@@ -31,20 +31,26 @@ static void check_parents(json_t *job, const long long *parents, int n) {
  * D after B and C, reading B's output. Transposes make D's output A's again. */
 static void test_diamond(void) {
   long long a = submit(&THREE, NULL,
-                       "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47," FAST2 "},"
+                       "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47," FAST2
+                       "},"
                        "\"keep_output\":true}");
   long long b = submit(&THREE, NULL,
-                       "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST2 "},"
-                       "\"keep_output\":true}", a);
+                       "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST2
+                       "},"
+                       "\"keep_output\":true}",
+                       a);
   long long c = submit(&THREE, NULL,
                        "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld},\"variant\":"
-                       "\"copy\"," FAST2 "},\"keep_output\":true,\"isolation\":\"shared\"}", a);
+                       "\"copy\"," FAST2 "},\"keep_output\":true,\"isolation\":\"shared\"}",
+                       a);
   long long d = submit(&THREE, NULL,
-                       "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST2 "},"
-                       "\"depends_on\":[%lld,%lld],\"keep_output\":true}", b, b, c);
-  long long e = submit(&THREE, NULL,
-                       "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":2," FAST2
-                       "}}", a);
+                       "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST2
+                       "},"
+                       "\"depends_on\":[%lld,%lld],\"keep_output\":true}",
+                       b, b, c);
+  long long e = submit(
+      &THREE, NULL,
+      "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":2," FAST2 "}}", a);
   json_t *ja = job_wait_final(&THREE, a, 30), *jb = job_wait_final(&THREE, b, 30);
   json_t *jc = job_wait_final(&THREE, c, 30), *jd = job_wait_final(&THREE, d, 30);
   json_t *je = job_wait_final(&THREE, e, 30);
@@ -118,12 +124,14 @@ static void test_failure_and_cancel(void) {
                        "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47," FAST "}}");
   long long q = submit(&ONE, "waiting",
                        "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST "}}", p);
-  long long r = submit(&ONE, "waiting",
-                       "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1," FAST
-                       "}}", q);
+  long long r = submit(
+      &ONE, "waiting",
+      "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1," FAST "}}", q);
   long long r2 = submit(&ONE, "waiting",
-                        "{\"type\":\"gemm\",\"params\":{\"m\":3,\"n\":4,\"k\":5," FAST "},"
-                        "\"depends_on\":[%lld]}", q);
+                        "{\"type\":\"gemm\",\"params\":{\"m\":3,\"n\":4,\"k\":5," FAST
+                        "},"
+                        "\"depends_on\":[%lld]}",
+                        q);
   CHECK_INT_EQ(health_jobs(&ONE, "waiting"), 3);
   CHECK_INT_EQ(health_jobs(&ONE, "queued"), 1);
 
@@ -137,8 +145,8 @@ static void test_failure_and_cancel(void) {
   CHECK_INT_EQ(health_jobs(&ONE, "waiting"), 0);
   /* A child of a job that already failed fails at once (200). */
   char body[256];
-  snprintf(body, sizeof body,
-           "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST "}}", q);
+  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST "}}",
+           q);
   job = submit_on(&ONE.http, "failed", body);
   CHECK_STR_EQ(JSTR(job, "error.code"), "parent_failed");
   check_parent_failed(&ONE, JINT(job, "id"), q, "failed");
@@ -203,18 +211,19 @@ static void test_cancel_running_parent(void) {
   long long running = submit(&THREE, "waiting",
                              "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1,"
                              "\"warmup\":0,\"batches\":100,\"reps\":10000},"
-                             "\"isolation\":\"shared\"}", p);
-  long long small = submit(&THREE, "waiting",
-                           "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1,"
-                           FAST "}}", p);
+                             "\"isolation\":\"shared\"}",
+                             p);
+  long long small = submit(
+      &THREE, "waiting",
+      "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1," FAST "}}", p);
   cancel_running(&THREE, x[0]); /* p runs and is issued: both children are queued */
   job_wait_state(&THREE, p, "running", 30);
   cancel_running(&THREE, x[1]); /* `running` runs beside p (it is first in line) */
   job_wait_state(&THREE, running, "running", 30);
   check_state(&THREE, small, "queued");
-  long long late = submit(&THREE, "queued",
-                          "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1,"
-                          FAST "}}", p);
+  long long late = submit(
+      &THREE, "queued",
+      "{\"type\":\"stencil\",\"params\":{\"x\":{\"job\":%lld},\"radius\":1," FAST "}}", p);
   cancel_running(&THREE, p);
   /* The running child stops at its next batch and fails (it is not canceled). */
   json_t *job = job_wait_final(&THREE, running, 10);
@@ -232,7 +241,8 @@ static void test_cancel_running_parent(void) {
   const char *got = state_of(&THREE, late);
   CHECK_SOFT(strcmp(got, "failed parent_failed") == 0,
              "job %lld, submitted while its parent %lld ran, ended \"%s\" after the parent was "
-             "canceled; its siblings that joined earlier failed with parent_failed", late, p, got);
+             "canceled; its siblings that joined earlier failed with parent_failed",
+             late, p, got);
 }
 
 /* DELETE of a running job that waits for the gate (another job's exclusive timed
@@ -255,7 +265,8 @@ static void test_cancel_at_gate(void) {
    * ignored cancel_requested, so it ended only after the holder's ~20 s window). */
   CHECK_SOFT(strcmp(state, "ended") == 0,
              "job %lld, canceled while it waited for job %lld's exclusive window, was still "
-             "running 2 s later", waiter, holder);
+             "running 2 s later",
+             waiter, holder);
   cancel_running(&THREE, holder);
   json_t *job = job_wait_final(&THREE, waiter, 10);
   CHECK_STR_EQ(JSTR(job, "state"), "canceled");
@@ -268,14 +279,19 @@ static void test_cancel_at_gate(void) {
 static void test_host_dependency(void) {
   long long blocker = blocker_start();
   long long p = submit(&ONE, "queued",
-                       "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47," FAST "},"
+                       "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47," FAST
+                       "},"
                        "\"keep_output\":true}");
   long long host = submit(&ONE, "waiting",
-                          "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST "},"
-                          "\"keep_output\":true,\"dependency\":\"host\"}", p);
+                          "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST
+                          "},"
+                          "\"keep_output\":true,\"dependency\":\"host\"}",
+                          p);
   long long event = submit(&ONE, "waiting",
-                           "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST "},"
-                           "\"keep_output\":true}", p);
+                           "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST
+                           "},"
+                           "\"keep_output\":true}",
+                           p);
   cancel_running(&ONE, blocker);
   json_t *jp = job_wait_final(&ONE, p, 30), *jh = job_wait_final(&ONE, host, 30);
   json_t *je = job_wait_final(&ONE, event, 30);
@@ -293,8 +309,8 @@ static void test_host_dependency(void) {
    * generated from a seed and still passed their own checks). */
   CHECK_SOFT(memcmp(oh, oe, ROWS * COLS * 4) == 0,
              "job %lld (dependency host) did not read its parent %lld's output: its output "
-             "differs from the event child %lld's (first values %g vs %g)", host, p, event, oh[2],
-             oe[2]);
+             "differs from the event child %lld's (first values %g vs %g)",
+             host, p, event, oh[2], oe[2]);
   free(op);
   free(oh);
   free(oe);
@@ -306,11 +322,13 @@ static void test_host_dependency(void) {
 /* gemm with both inputs from one parent: one parent, both slots fed. */
 static void test_one_parent_twice(void) {
   long long sq = submit(&THREE, NULL,
-                        "{\"type\":\"transpose\",\"params\":{\"m\":16,\"n\":16," FAST "},"
+                        "{\"type\":\"transpose\",\"params\":{\"m\":16,\"n\":16," FAST
+                        "},"
                         "\"keep_output\":true}");
   long long g = submit(&THREE, NULL,
                        "{\"type\":\"gemm\",\"params\":{\"a\":{\"job\":%lld},\"b\":{\"job\":%lld},"
-                       "\"variant\":\"tiled\"," FAST "},\"keep_output\":true}", sq, sq);
+                       "\"variant\":\"tiled\"," FAST "},\"keep_output\":true}",
+                       sq, sq);
   json_t *js = job_wait_final(&THREE, sq, 30), *jg = job_wait_final(&THREE, g, 30);
   CHECK_JOB_DONE(js, "transpose", "cpu");
   CHECK_JOB_DONE(jg, "gemm", "cpu");

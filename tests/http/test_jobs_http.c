@@ -28,13 +28,15 @@ static void test_bad_npy(const float *x) {
   char *magic = malloc(len);
   memcpy(magic, good, len);
   magic[1] = 'X';
-  bad[n++] = (struct bad_npy){"wrong magic", "magic string \\x93NUMPY; write one with np.save('a.npy', a)",
-                              magic, len};
+  bad[n++] = (struct bad_npy){
+      "wrong magic", "magic string \\x93NUMPY; write one with np.save('a.npy', a)", magic, len};
 
   static float i8[ROWS * COLS * 2];
   size_t i8_len;
-  bad[n] = (struct bad_npy){"'<i8' dtype", "'<i8' (int64): gpulab reads little-endian float32 ('<f4') and "
-                            "float64 ('<f8'); send a.astype(np.float32)", NULL, 0};
+  bad[n] = (struct bad_npy){"'<i8' dtype",
+                            "'<i8' (int64): gpulab reads little-endian float32 ('<f4') and "
+                            "float64 ('<f8'); send a.astype(np.float32)",
+                            NULL, 0};
   bad[n].body = npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (33, 47), }", i8,
                          sizeof i8, &i8_len);
   bad[n++].len = i8_len;
@@ -94,18 +96,22 @@ static void test_bad_raw(const float *x) {
   static const struct {
     const char *query, *message_part;
   } raw_bad[] = {
-      {"?shape=33,46", "trailing"},    {"?shape=33,48", "truncated"},
-      {"?shape=1550", "trailing"},      {"?shape=33,47,1", "m,n"},
-      {"?shape=abc", "m,n"},            {"?shape=0,47", "empty"},
-      {"?shape=-33,47", "m,n"},         {"?shape=", "shape"},
+      {"?shape=33,46", "trailing"},
+      {"?shape=33,48", "truncated"},
+      {"?shape=1550", "trailing"},
+      {"?shape=33,47,1", "m,n"},
+      {"?shape=abc", "m,n"},
+      {"?shape=0,47", "empty"},
+      {"?shape=-33,47", "m,n"},
+      {"?shape=", "shape"},
       {"", "missing shape: this body is not a .npy file"},
   };
   for (size_t i = 0; i < sizeof raw_bad / sizeof raw_bad[0]; i++) {
     char path[64];
     snprintf(path, sizeof path, "/buffers%s", raw_bad[i].query);
     struct http_reply r;
-    http_request(&ONE, "POST", path, "application/octet-stream", (const char *)x,
-                 ROWS * COLS * 4, &r);
+    http_request(&ONE, "POST", path, "application/octet-stream", (const char *)x, ROWS * COLS * 4,
+                 &r);
     fprintf(stderr, "  POST %s (raw, %d bytes) -> %ld %s", path, ROWS * COLS * 4, r.status, r.body);
     CHECK_ERROR(&r, 400, "invalid_raw", "shape");
     check_contains(error_message(&r), raw_bad[i].message_part);
@@ -249,7 +255,8 @@ static void check_in_use(long long u) {
   char body[256];
   snprintf(body, sizeof body,
            "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld},\"variant\":\"copy\"," FAST
-           "}}", u);
+           "}}",
+           u);
   json_t *job = submit_on(&ONE.http, "queued", body);
   long long id = JINT(job, "id");
   json_decref(job);
@@ -291,8 +298,10 @@ static void test_round_trip(void) {
   json_decref(job);
 
   snprintf(body, sizeof body,
-           "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST "},"
-           "\"keep_output\":true}", t1);
+           "{\"type\":\"transpose\",\"params\":{\"a\":{\"job\":%lld}," FAST
+           "},"
+           "\"keep_output\":true}",
+           t1);
   job = submit_on(&ONE.http, "waiting", body);
   long long t2 = JINT(job, "id");
   CHECK_INT_EQ(JINT(job, "params.m"), COLS); /* from t1's output */

@@ -143,7 +143,7 @@ static void wait_all(long long *ids, int n, const char *isolation, json_t **jobs
   }
 }
 
-#define SHARED_STENCIL \
+#define SHARED_STENCIL                                                                      \
   "{\"type\":\"stencil\",\"params\":{\"n\":262144,\"radius\":8,\"warmup\":1,\"batches\":5," \
   "\"reps\":2},\"isolation\":\"%s\"}"
 
@@ -155,7 +155,8 @@ static void test_isolation(void) {
   ex[1] = submit(&THREE, NULL, SHARED_STENCIL, "exclusive");
   ex[2] = submit(&THREE, NULL, "{\"type\":\"transpose\",\"params\":{\"m\":64,\"n\":64," FAST2 "}}");
   ex[3] = submit(&THREE, NULL,
-                 "{\"type\":\"gemm\",\"params\":{\"m\":16,\"n\":16,\"k\":16," FAST2 "},"
+                 "{\"type\":\"gemm\",\"params\":{\"m\":16,\"n\":16,\"k\":16," FAST2
+                 "},"
                  "\"isolation\":\"exclusive\"}");
   json_t *jobs[4];
   wait_all(ex, 4, "exclusive", jobs);
@@ -221,9 +222,9 @@ static void test_graph(void) {
                               "{\"m\":33,\"n\":47,\"graph\":true," FAST2 "}");
   check_graph_runs(job, true);
   json_decref(job);
-  job = job_post_done(&THREE, "cpu", "/jobs", "stencil",
-                      "{\"type\":\"stencil\",\"params\":{\"n\":1000,\"radius\":2,\"graph\":true,"
-                      FAST2 "}}");
+  job = job_post_done(
+      &THREE, "cpu", "/jobs", "stencil",
+      "{\"type\":\"stencil\",\"params\":{\"n\":1000,\"radius\":2,\"graph\":true," FAST2 "}}");
   check_graph_runs(job, true);
   json_decref(job);
   job = job_post_done(&THREE, "cpu", "/transpose", "transpose", "{\"m\":5,\"n\":7," FAST2 "}");
@@ -232,11 +233,7 @@ static void test_graph(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_fairness),
-    TEST(test_priority),
-    TEST(test_isolation),
-    TEST(test_graph),
-    TEST_END,
+    TEST(test_fairness), TEST(test_priority), TEST(test_isolation), TEST(test_graph), TEST_END,
 };
 const struct test_suite test_suite = {
     .cases = cases, .setup = jobs_servers_start, .teardown = jobs_servers_stop};

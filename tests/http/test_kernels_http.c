@@ -11,8 +11,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "runner.h"
 #include "http_client.h"
+#include "runner.h"
 #include "test_db.h"
 
 #define ALICE "alice-token-0123456789"
@@ -50,8 +50,10 @@ static void write_file(const char *path, const char *text) {
 static void post(struct gpulabd *d, const char *body, long status, const char *code,
                  struct http_reply *out) {
   http_post_json(d, "/kernels", body, out);
-  if (code) CHECK_ERROR(out, status, code, json_string_value(json_at(out->json, "field")));
-  else CHECK_STATUS(out, status);
+  if (code)
+    CHECK_ERROR(out, status, code, json_string_value(json_at(out->json, "field")));
+  else
+    CHECK_STATUS(out, status);
 }
 
 /* A 422: a problem with its line (and, from the compiler, its report) as extension
@@ -62,8 +64,10 @@ static void check_unprocessable(const struct http_reply *r, const char *code, in
   CHECK_STR_EQ(JSTR(r->json, "code"), code);
   CHECK_STR_EQ(JSTR(r->json, "field"), "source");
   CHECK(JSTR(r->json, "detail")[0] != '\0');
-  if (line) CHECK_INT_EQ(JINT(r->json, "line"), line);
-  else CHECK(json_is_null(json_at(r->json, "line")));
+  if (line)
+    CHECK_INT_EQ(JINT(r->json, "line"), line);
+  else
+    CHECK(json_is_null(json_at(r->json, "line")));
 }
 
 /* The transpose signature, JSON-escaped, without its closing parenthesis. */
@@ -74,8 +78,8 @@ static void check_unprocessable(const struct http_reply *r, const char *code, in
 static void post_source(struct gpulabd *d, const char *name, const char *src, const char *extra,
                         struct http_reply *r) {
   char body[2048];
-  snprintf(body, sizeof body, "{\"experiment\":\"transpose\",\"name\":\"%s\",\"source\":\"%s\"%s}", name,
-           src, extra);
+  snprintf(body, sizeof body, "{\"experiment\":\"transpose\",\"name\":\"%s\",\"source\":\"%s\"%s}",
+           name, src, extra);
   http_post_json(d, "/kernels", body, r);
 }
 
@@ -86,34 +90,41 @@ static void check_state(struct gpulabd *d) {
   struct http_reply r;
   /* A cache in the device heap, found again by later launches. */
   post_source(d, "heap",
-              "__device__ float *memo;\\n" SIG ") {\\n  if (!memo) memo = (float *)malloc(64);\\n"
-              "  b[0] = memo[0];\\n}\\n", "", &r);
+              "__device__ float *memo;\\n" SIG
+              ") {\\n  if (!memo) memo = (float *)malloc(64);\\n"
+              "  b[0] = memo[0];\\n}\\n",
+              "", &r);
   check_unprocessable(&r, "stateful_kernel", 3);
   CHECK(strstr(JSTR(r.json, "detail"), "malloc") != NULL);
   CHECK(strstr(JSTR(r.json, "detail"), "scratch_bytes") != NULL);
   CHECK(!JBOOL(r.json, "compile.ok"));
   http_reply_free(&r);
   /* A launch counter in managed memory. */
-  post_source(d, "managed", "\\n__managed__ int launches;\\n" SIG ") {\\n  atomicAdd(&launches, 1);\\n}\\n",
-              "", &r);
+  post_source(d, "managed",
+              "\\n__managed__ int launches;\\n" SIG ") {\\n  atomicAdd(&launches, 1);\\n}\\n", "",
+              &r);
   check_unprocessable(&r, "stateful_kernel", 2);
   CHECK(strstr(JSTR(r.json, "detail"), "__managed__ variable 'launches'") != NULL);
   http_reply_free(&r);
   /* Put back before every launch, so they compile: a __device__ array, __constant__
    * data, printf (its format string is a variable too). */
-  post_source(d, "globals",
-              "__device__ float cache[256];\\n__constant__ float table[4] = {1, 2, 3, 4};\\n" SIG
-              ") {\\n  int i = threadIdx.x;\\n  if (i < m * n) b[i] = a[i] + cache[i % 256] + table[i % 4];\\n"
-              "  if (i == 0) printf(\\\"%d\\\\n\\\", m);\\n}\\n",
-              "", &r);
+  post_source(
+      d, "globals",
+      "__device__ float cache[256];\\n__constant__ float table[4] = {1, 2, 3, 4};\\n" SIG
+      ") {\\n  int i = threadIdx.x;\\n  if (i < m * n) b[i] = a[i] + cache[i % 256] + table[i % 4];\\n"
+      "  if (i == 0) printf(\\\"%d\\\\n\\\", m);\\n}\\n",
+      "", &r);
   CHECK_STATUS(&r, 201);
   CHECK(JINT(r.json, "compile.module_variables") >= 3);
   CHECK(JINT(r.json, "compile.module_variable_bytes") >= 256 * 4 + 16);
   CHECK(json_at(r.json, "scratch_bytes") == NULL); /* none asked: the signature as it was */
   http_reply_free(&r);
   /* Scratch: one more last argument, void* scratch; kept with the kernel. */
-  post_source(d, "scratchy", SIG ", void* scratch) {\\n  unsigned *s = (unsigned *)scratch;\\n"
-              "  atomicAdd(s, 1u);\\n  b[0] = a[0];\\n}\\n", ",\"scratch_bytes\":4096", &r);
+  post_source(d, "scratchy",
+              SIG
+              ", void* scratch) {\\n  unsigned *s = (unsigned *)scratch;\\n"
+              "  atomicAdd(s, 1u);\\n  b[0] = a[0];\\n}\\n",
+              ",\"scratch_bytes\":4096", &r);
   CHECK_STATUS(&r, 201);
   CHECK_INT_EQ(JINT(r.json, "scratch_bytes"), 4096);
   char path[64];
@@ -137,14 +148,15 @@ static void check_state(struct gpulabd *d) {
   post_source(d, "x", "int x;", ",\"scratch_bytes\":-1", &r);
   CHECK_ERROR(&r, 400, "out_of_range", "scratch_bytes");
   http_reply_free(&r);
-  const char *cu = "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* s) {}\n";
-  http_request(d, "POST", "/kernels?experiment=transpose&name=q&scratch_bytes=128", "text/x-cuda", cu,
-               strlen(cu), &r);
+  const char *cu =
+      "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* s) {}\n";
+  http_request(d, "POST", "/kernels?experiment=transpose&name=q&scratch_bytes=128", "text/x-cuda",
+               cu, strlen(cu), &r);
   CHECK_STATUS(&r, 201);
   CHECK_INT_EQ(JINT(r.json, "scratch_bytes"), 128);
   http_reply_free(&r);
-  http_request(d, "POST", "/kernels?experiment=transpose&name=q&scratch_bytes=12x", "text/x-cuda", cu,
-               strlen(cu), &r);
+  http_request(d, "POST", "/kernels?experiment=transpose&name=q&scratch_bytes=12x", "text/x-cuda",
+               cu, strlen(cu), &r);
   CHECK_ERROR(&r, 400, "out_of_range", "scratch_bytes");
   http_reply_free(&r);
 }
@@ -157,8 +169,9 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK_STR_EQ(JSTR(sigs, "signatures[0].signature"),
                "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n)");
   CHECK(strstr(JSTR(sigs, "signatures[1].signature"), "int m, int n, int k") != NULL);
-  CHECK_STR_EQ(JSTR(sigs, "signatures[0].signature_with_scratch"),
-               "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)");
+  CHECK_STR_EQ(
+      JSTR(sigs, "signatures[0].signature_with_scratch"),
+      "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)");
   json_decref(sigs);
 
   /* JSON: compiled, with ptxas' usage; the same again comes from the cache. */
@@ -182,49 +195,67 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   http_reply_free(&r);
 
   /* A syntax error: 422 at its line, with the log. */
-  http_post_json(d, "/kernels", "{\"experiment\":\"transpose\",\"name\":\"broken\",\"source\":"
-          "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n"
-          "  int x = threadIdx.x;\\n  b[x] = a[x] +;\\n}\\n\"}", &r);
+  http_post_json(
+      d, "/kernels",
+      "{\"experiment\":\"transpose\",\"name\":\"broken\",\"source\":"
+      "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n"
+      "  int x = threadIdx.x;\\n  b[x] = a[x] +;\\n}\\n\"}",
+      &r);
   check_unprocessable(&r, "compile_failed", 3);
   CHECK(strstr(JSTR(r.json, "compile.log"), "broken.cu(3)") != NULL);
   CHECK_INT_EQ(JINT(r.json, "compile.error_line"), 3);
   CHECK(!JBOOL(r.json, "compile.ok"));
   http_reply_free(&r);
   /* The wrong signature fails to compile at the definition. */
-  http_post_json(d, "/kernels", "{\"experiment\":\"gemm\",\"name\":\"sig\",\"source\":"
-          "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {}\"}", &r);
+  http_post_json(
+      d, "/kernels",
+      "{\"experiment\":\"gemm\",\"name\":\"sig\",\"source\":"
+      "\"extern \\\"C\\\" __global__ void kernel(const float* a, float* b, int m, int n) {}\"}",
+      &r);
   check_unprocessable(&r, "compile_failed", 1);
   http_reply_free(&r);
 
   /* Refused before compiling. */
-  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"options\":[\"-I/etc\"]}",
-       400, "option_not_allowed", &r);
+  post(
+      d,
+      "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"options\":[\"-I/etc\"]}",
+      400, "option_not_allowed", &r);
   http_reply_free(&r);
-  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"options\":[\"-rdc=true\"]}",
-       400, "option_not_allowed", &r);
+  post(
+      d,
+      "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"options\":[\"-rdc=true\"]}",
+      400, "option_not_allowed", &r);
   http_reply_free(&r);
-  http_post_json(d, "/kernels",
-                 "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"\\n#include \\\"/etc/passwd\\\"\\n\"}", &r);
+  http_post_json(
+      d, "/kernels",
+      "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"\\n#include \\\"/etc/passwd\\\"\\n\"}",
+      &r);
   check_unprocessable(&r, "source_not_allowed", 2);
   CHECK(json_at(r.json, "compile") == NULL);
   http_reply_free(&r);
-  post(d, "{\"experiment\":\"pipeline\",\"name\":\"x\",\"source\":\"int x;\"}", 400, "unknown_type", &r);
+  post(d, "{\"experiment\":\"pipeline\",\"name\":\"x\",\"source\":\"int x;\"}", 400, "unknown_type",
+       &r);
   http_reply_free(&r);
   post(d, "{\"name\":\"x\",\"source\":\"int x;\"}", 400, "missing_field", &r);
   http_reply_free(&r);
-  post(d, "{\"experiment\":\"transpose\",\"name\":\"a b\",\"source\":\"int x;\"}", 400, "out_of_range", &r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"a b\",\"source\":\"int x;\"}", 400,
+       "out_of_range", &r);
   CHECK_STR_EQ(JSTR(r.json, "field"), "name");
   http_reply_free(&r);
-  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"block\":[64,32,1]}", 400,
-       "out_of_range", &r);
+  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"block\":[64,32,1]}",
+       400, "out_of_range", &r);
   CHECK_STR_EQ(JSTR(r.json, "field"), "block");
   http_reply_free(&r);
-  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"shared_bytes\":10000000}",
-       400, "out_of_range", &r);
+  post(
+      d,
+      "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"shared_bytes\":10000000}",
+      400, "out_of_range", &r);
   CHECK_STR_EQ(JSTR(r.json, "field"), "shared_bytes");
   http_reply_free(&r);
-  post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"tile\":[1],\"grid\":[1]}",
-       400, "out_of_range", &r);
+  post(
+      d,
+      "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"tile\":[1],\"grid\":[1]}",
+      400, "out_of_range", &r);
   CHECK_STR_EQ(JSTR(r.json, "field"), "grid");
   http_reply_free(&r);
   post(d, "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"int x;\",\"public\":1}", 400,
@@ -241,9 +272,10 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   http_reply_free(&r);
 
   /* The file as it is: text/x-cuda with the fields as query parameters. */
-  http_request(d, "POST",
-               "/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo,-DX=1",
-               "text/x-cuda", cu_file, strlen(cu_file), &r);
+  http_request(
+      d, "POST",
+      "/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo,-DX=1",
+      "text/x-cuda", cu_file, strlen(cu_file), &r);
   CHECK_STATUS(&r, 201);
   CHECK_INT_EQ(JINT(r.json, "block[1]"), 8);
   CHECK_INT_EQ(JINT(r.json, "tile[1]"), 32);
@@ -253,13 +285,14 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
 
   /* An HTML form's multipart/form-data; the experiment's block when none is given. */
   char form[2048];
-  int n = snprintf(form, sizeof form,
-                   "--XyZ\r\nContent-Disposition: form-data; name=\"experiment\"\r\n\r\nstencil\r\n"
-                   "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nmine\r\n"
-                   "--XyZ\r\nContent-Disposition: form-data; name=\"source\"; filename=\"s.cu\"\r\n"
-                   "Content-Type: text/plain\r\n\r\n%s\r\n--XyZ--\r\n",
-                   "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r) {\n"
-                   "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i];\n}");
+  int n = snprintf(
+      form, sizeof form,
+      "--XyZ\r\nContent-Disposition: form-data; name=\"experiment\"\r\n\r\nstencil\r\n"
+      "--XyZ\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nmine\r\n"
+      "--XyZ\r\nContent-Disposition: form-data; name=\"source\"; filename=\"s.cu\"\r\n"
+      "Content-Type: text/plain\r\n\r\n%s\r\n--XyZ--\r\n",
+      "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i];\n}");
   http_request(d, "POST", "/kernels", "multipart/form-data; boundary=XyZ", form, (size_t)n, &r);
   CHECK_STATUS(&r, 201);
   CHECK_STR_EQ(JSTR(r.json, "experiment"), "stencil");
@@ -287,7 +320,8 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   char body[256];
   snprintf(body, sizeof body,
            "{\"m\":33,\"n\":47,\"variant\":[\"padded33\",\"kernel:%lld\"],\"warmup\":0,"
-           "\"batches\":1,\"reps\":1}", *first_id);
+           "\"batches\":1,\"reps\":1}",
+           *first_id);
   http_post_json(d, "/transpose", body, &r);
   CHECK_STATUS(&r, 200);
   CHECK_STR_EQ(JSTR(r.json, "params.variant[1]"), variant);
@@ -302,7 +336,8 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   http_post_json(d, "/transpose", "{\"variant\":[\"kernel:999\"]}", &r);
   CHECK_ERROR(&r, 400, "unknown_variant", "variant");
   http_reply_free(&r);
-  http_post_json(d, "/jobs", "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:999\"}}", &r);
+  http_post_json(d, "/jobs", "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:999\"}}",
+                 &r);
   CHECK_ERROR(&r, 400, "unknown_variant", "params.variant");
   http_reply_free(&r);
   http_post_json(d, "/pipeline", "{\"streams\":\"kernel:1\"}", &r); /* no users' kernels there */
@@ -311,7 +346,8 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   http_post_json(d, "/transpose", "{\"variant\":[\"kernel:0\"]}", &r);
   CHECK_ERROR(&r, 400, "unknown_variant", "variant");
   http_reply_free(&r);
-  snprintf(body, sizeof body, "{\"variant\":[\"kernel:%lld\",\"kernel:%lld\"]}", *first_id, *first_id);
+  snprintf(body, sizeof body, "{\"variant\":[\"kernel:%lld\",\"kernel:%lld\"]}", *first_id,
+           *first_id);
   http_post_json(d, "/transpose", body, &r);
   CHECK_ERROR(&r, 400, "duplicate_variant", "variant");
   http_reply_free(&r);
@@ -321,19 +357,24 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK(strstr(JSTR(r.json, "detail"), "transpose kernel") != NULL);
   http_reply_free(&r);
   /* A sweep whose points name it: its rows have the kernel's column too. */
-  snprintf(body, sizeof body,
-           "{\"type\":\"transpose\",\"params\":{\"variant\":[\"naive\",\"kernel:%lld\"],\"warmup\":0,"
-           "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[8,16]}}", *first_id);
+  snprintf(
+      body, sizeof body,
+      "{\"type\":\"transpose\",\"params\":{\"variant\":[\"naive\",\"kernel:%lld\"],\"warmup\":0,"
+      "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[8,16]}}",
+      *first_id);
   http_post_json(d, "/sweeps?wait=60", body, &r);
   CHECK_STATUS(&r, 200);
   http_reply_free(&r);
-  http_post_json(d, "/sweeps", "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:998\"},"
-                                "\"axes\":{\"m\":[8,16]}}", &r);
+  http_post_json(d, "/sweeps",
+                 "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:998\"},"
+                 "\"axes\":{\"m\":[8,16]}}",
+                 &r);
   CHECK_ERROR(&r, 400, "unknown_variant", "variant");
   http_reply_free(&r);
 
   /* ?run=1: stored, then run against the built-ins at the default size. */
-  http_request(d, "POST", "/kernels?experiment=transpose&name=ran&block=32,8&tile=32,32&run=1&wait=120",
+  http_request(d, "POST",
+               "/kernels?experiment=transpose&name=ran&block=32,8&tile=32,32&run=1&wait=120",
                "text/x-cuda", cu_file, strlen(cu_file), &r);
   CHECK_STATUS(&r, 200);
   CHECK_STR_EQ(JSTR(r.json, "state"), "done");
@@ -406,22 +447,29 @@ static void test_tokens(void) {
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
   kernels_db("tok.db", db, sizeof db);
   write_file(tokens, ALICE " alice\n" BOB " bob\n");
-  const char *args[] = {"--backend", "cpu", "--tokens", tokens, "--db", db, "--max-kernels", "2",
-                        "--access-log", "off", NULL};
+  const char *args[] = {"--backend",     "cpu", "--tokens",     tokens, "--db", db,
+                        "--max-kernels", "2",   "--access-log", "off",  NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   struct http_reply r;
   snprintf(d.http.token, sizeof d.http.token, "%s", ALICE);
-  post(&d, "{\"experiment\":\"stencil\",\"name\":\"secret\",\"source\":\"extern \\\"C\\\" __global__ void "
-           "kernel(const float* x, float* y, int n, int r) {}\"}", 201, NULL, &r);
+  post(
+      &d,
+      "{\"experiment\":\"stencil\",\"name\":\"secret\",\"source\":\"extern \\\"C\\\" __global__ void "
+      "kernel(const float* x, float* y, int n, int r) {}\"}",
+      201, NULL, &r);
   long long secret = JINT(r.json, "id");
   CHECK_STR_EQ(JSTR(r.json, "owner"), "alice");
   http_reply_free(&r);
-  post(&d, "{\"experiment\":\"stencil\",\"name\":\"shared\",\"public\":true,\"source\":\"extern \\\"C\\\" "
-           "__global__ void kernel(const float* x, float* y, int n, int r) {}\"}", 201, NULL, &r);
+  post(
+      &d,
+      "{\"experiment\":\"stencil\",\"name\":\"shared\",\"public\":true,\"source\":\"extern \\\"C\\\" "
+      "__global__ void kernel(const float* x, float* y, int n, int r) {}\"}",
+      201, NULL, &r);
   long long shared = JINT(r.json, "id");
   http_reply_free(&r);
-  post(&d, "{\"experiment\":\"stencil\",\"name\":\"third\",\"source\":\"int x;\"}", 403, "kernel_quota", &r);
+  post(&d, "{\"experiment\":\"stencil\",\"name\":\"third\",\"source\":\"int x;\"}", 403,
+       "kernel_quota", &r);
   http_reply_free(&r);
 
   snprintf(d.http.token, sizeof d.http.token, "%s", BOB);
@@ -472,7 +520,8 @@ static void test_store_full(void) {
   lim = saved;
   lim.rlim_cur = 512 * 1024;
   CHECK_INT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
-  const char *args[] = {"--backend", "cpu", "--db", db, "--max-kernels", "200", "--access-log", "off", NULL};
+  const char *args[] = {"--backend", "cpu",          "--db", db,  "--max-kernels",
+                        "200",       "--access-log", "off",  NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   CHECK_INT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0); /* gpulabd keeps the limit it started with */
@@ -557,15 +606,17 @@ static void test_store_full_sqlite(void) {
 /* Without NVRTC: 503 nvrtc_unavailable, saying why. */
 static void test_without_nvrtc(void) {
   struct gpulabd d;
-  const char *none[] = {"--backend", "cpu", "--db", "none", "--nvrtc", "none", "--access-log", "off", NULL};
+  const char *none[] = {"--backend", "cpu",          "--db", "none", "--nvrtc",
+                        "none",      "--access-log", "off",  NULL};
   gpulabd_start(none, &d);
   struct http_reply r;
   post(&d, good_json, 503, "nvrtc_unavailable", &r);
   CHECK(strstr(JSTR(r.json, "detail"), "--nvrtc none") != NULL);
   http_reply_free(&r);
   gpulabd_stop(&d);
-  const char *missing[] = {"--backend", "cpu", "--db", "none", "--nvrtc", "/nonexistent/libnvrtc.so",
-                           "--access-log", "off", NULL};
+  const char *missing[] = {"--backend",    "cpu",     "--db",
+                           "none",         "--nvrtc", "/nonexistent/libnvrtc.so",
+                           "--access-log", "off",     NULL};
   gpulabd_start(missing, &d);
   post(&d, good_json, 503, "nvrtc_unavailable", &r);
   CHECK(strstr(JSTR(r.json, "detail"), "/nonexistent/libnvrtc.so") != NULL);
@@ -574,11 +625,8 @@ static void test_without_nvrtc(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_api),
-    TEST_AFTER(test_restart, test_api),
-    TEST(test_tokens),
-    {"store_full", test_store_full_sqlite, NULL},
-    TEST(test_without_nvrtc),
-    TEST_END,
+    TEST(test_api),           TEST_AFTER(test_restart, test_api),
+    TEST(test_tokens),        {"store_full", test_store_full_sqlite, NULL},
+    TEST(test_without_nvrtc), TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};

@@ -33,12 +33,14 @@
 static void test_validator(void) {
   /* The test fails on drift: an undocumented field in a closed object, a missing
    * required one, an undocumented enum value or status. */
-  json_t *e = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:n}", "type", "/openapi.json#/components/x-problem-types/job_not_found",
-                        "title", "No such job", "status", 404, "detail", "no job 7", "instance", "/jobs/7", "code",
-                        "job_not_found", "field");
+  json_t *e = json_pack("{s:s,s:s,s:i,s:s,s:s,s:s,s:n}", "type",
+                        "/openapi.json#/components/x-problem-types/job_not_found", "title",
+                        "No such job", "status", 404, "detail", "no job 7", "instance", "/jobs/7",
+                        "code", "job_not_found", "field");
   expect_schema(schema_named("Problem404"), e, true, NULL, "a 404 problem");
   json_object_set_new(e, "hint", json_string("extra"));
-  expect_schema(schema_named("Problem404"), e, false, "hint", "a problem with an undocumented member");
+  expect_schema(schema_named("Problem404"), e, false, "hint",
+                "a problem with an undocumented member");
   json_object_del(e, "hint");
   json_object_set_new(e, "code", json_string("queue_full"));
   expect_schema(schema_named("Problem404"), e, false, "code", "a 404 problem with a 429's code");
@@ -53,7 +55,8 @@ static void test_validator(void) {
   json_object_set_new(job, "jobs", json_array());
   expect_schema(schema_named("JobList"), job, true, NULL, "an empty job list, next_cursor null");
   json_decref(job);
-  CHECK(json_object_get(json_object_get(doc_operation("/jobs/{id}", "GET"), "responses"), "418") == NULL);
+  CHECK(json_object_get(json_object_get(doc_operation("/jobs/{id}", "GET"), "responses"), "418") ==
+        NULL);
   CHECK(json_is_false(json_object_get(schema_named("Job"), "additionalProperties")));
 }
 
@@ -87,8 +90,8 @@ static void test_service_routes(void) {
   call("/static/{name}", "HEAD", "/static/app.css", 200, NULL, NULL);
   call("/static/{name}", "GET", "/static/no-such-file.js", 404, "not_found", NULL);
   call("/static/{name}", "GET", "/static/experiments.json", 200, NULL, NULL);
-  for (const char *const *p =
-           (const char *const[]){"/health", "/device", "/devices", "/metrics", "/openapi.json", "/me", NULL};
+  for (const char *const *p = (const char *const[]){"/health", "/device", "/devices", "/metrics",
+                                                    "/openapi.json", "/me", NULL};
        *p; p++) {
     call(*p, "GET", *p, 200, NULL, NULL);
     call(*p, "HEAD", *p, 200, NULL, NULL);
@@ -108,12 +111,13 @@ static long long check_experiments(long long *gemm_id) {
       {"/stencil",
        "{\"n\":2049,\"radius\":1024,\"isolation\":\"shared\",\"cold\":true,\"order\":\"sequential\","
        "\"max_noise\":0.5,\"min_samples\":2,\"max_time\":1," FAST "}"},
-      {"/pipeline", "{\"chunk\":1000,\"chunks\":2,\"terms\":4,\"streams\":[1,2],\"graph\":true," FAST "}"},
+      {"/pipeline",
+       "{\"chunk\":1000,\"chunks\":2,\"terms\":4,\"streams\":[1,2],\"graph\":true," FAST "}"},
       {"/reduce", "{\"n\":100003,\"keep_output\":true," FAST "}"},
       {"/scan", "{\"n\":5000,\"variant\":\"all\",\"graph\":true," FAST "}"},
       {"/histogram", "{\"n\":4099,\"bins\":65536,\"keep_output\":true," FAST "}"},
   };
-  static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant", NULL,
+  static const char *const enums[] = {"TransposeVariant", "GemmVariant", "StencilVariant",  NULL,
                                       "ReduceVariant",    "ScanVariant", "HistogramVariant"};
   enum { N_BODIES = sizeof bodies / sizeof bodies[0] };
   long long ids[N_BODIES];
@@ -122,23 +126,24 @@ static long long check_experiments(long long *gemm_id) {
     ids[t] = JINT(job, "id");
     if (!strcmp(bodies[t][0], "/histogram")) histogram_job = ids[t];
     CHECK_STR_EQ(JSTR(job, "state"), "done");
-    if (enums[t] &&
-        !json_equal(json_at(job, "params.variant"), json_object_get(schema_named(enums[t]), "enum")))
+    if (enums[t] && !json_equal(json_at(job, "params.variant"),
+                                json_object_get(schema_named(enums[t]), "enum")))
       CHECK_FAIL_("%s: gpulabd's variants differ from the document's", enums[t]);
     json_decref(job);
   }
   *gemm_id = ids[1];
-  json_t *job =
-      post("/jobs", "/jobs?wait=30",
-           "{\"type\":\"gemm\",\"params\":{\"m\":8,\"n\":8,\"k\":8,\"variant\":[\"tiled\",\"naive\"]," FAST
-           "},\"dependency\":\"host\",\"depends_on\":[1]}",
-           200, NULL, ACCEPTED);
+  json_t *job = post(
+      "/jobs", "/jobs?wait=30",
+      "{\"type\":\"gemm\",\"params\":{\"m\":8,\"n\":8,\"k\":8,\"variant\":[\"tiled\",\"naive\"]," FAST
+      "},\"dependency\":\"host\",\"depends_on\":[1]}",
+      200, NULL, ACCEPTED);
   json_decref(job);
   job = post("/jobs", "/jobs?wait=0", "{\"type\":\"stencil\"}", 202, NULL, ACCEPTED);
   json_decref(job_wait(JINT(job, "id")));
   json_decref(job);
   job = post("/jobs", "/jobs?wait=20.5",
-             "{\"type\":\"pipeline\",\"params\":{\"chunk\":64,\"streams\":3," FAST "}}", 200, NULL, ACCEPTED);
+             "{\"type\":\"pipeline\",\"params\":{\"chunk\":64,\"streams\":3," FAST "}}", 200, NULL,
+             ACCEPTED);
   json_decref(job);
   return ids[0];
 }
@@ -166,22 +171,25 @@ static void check_job_errors(long long kept, long long not_kept) {
       {"/gemm", "{\"max_noise\":1.5}", 400, "out_of_range", REFUSED},
       {"/gemm", "{\"order\":\"random\"}", 400, "out_of_range", REFUSED},
       {"/pipeline", "{\"cold\":true}", 400, "out_of_range", REFUSED},
-      {"/stencil", "{\"cold\":true,\"graph\":true}", 400, "out_of_range", ACCEPTED}, /* across fields */
+      {"/stencil", "{\"cold\":true,\"graph\":true}", 400, "out_of_range",
+       ACCEPTED}, /* across fields */
       {"/gemm", "{\"isolation\":\"alone\"}", 400, "out_of_range", REFUSED},
       {"/gemm", "{\"a\":{\"file\":1}}", 400, "unknown_field", REFUSED},
       {"/jobs", "{\"params\":{}}", 400, "missing_field", REFUSED},
       {"/jobs", "{\"type\":\"fft\"}", 400, "unknown_type", REFUSED},
       {"/jobs", "{\"type\":\"gemm\",\"params\":{\"priority\":1}}", 400, "unknown_field", REFUSED},
       {"/jobs", "[1]", 400, "wrong_type", REFUSED},
-      {"/jobs", "{\"type\":\"gemm\",\"device\":7}", 400, "out_of_range", ACCEPTED}, /* only one device here */
+      {"/jobs", "{\"type\":\"gemm\",\"device\":7}", 400, "out_of_range",
+       ACCEPTED}, /* only one device here */
       {"/transpose", "{\"m\":1048576,\"n\":1048576}", 413, "job_too_large", ACCEPTED},
       {"/transpose", "{\"depends_on\":[999999]," FAST "}", 404, "job_not_found", ACCEPTED},
       {"/gemm", "{\"b\":{\"buffer\":999999}}", 404, "buffer_not_found", ACCEPTED},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    json_decref(
-        post(cases[i].path, cases[i].path, cases[i].body, cases[i].status, cases[i].code, cases[i].doc_ok));
-  snprintf(body, sizeof body, "{\"a\":{\"job\":%lld},\"m\":5," FAST "}", kept); /* its output is 47 x 33 */
+    json_decref(post(cases[i].path, cases[i].path, cases[i].body, cases[i].status, cases[i].code,
+                     cases[i].doc_ok));
+  snprintf(body, sizeof body, "{\"a\":{\"job\":%lld},\"m\":5," FAST "}",
+           kept); /* its output is 47 x 33 */
   json_decref(post("/transpose", "/transpose", body, 400, "shape_mismatch", ACCEPTED));
   snprintf(body, sizeof body, "{\"x\":{\"job\":%lld}," FAST "}", histogram_job); /* counts */
   json_decref(post("/reduce", "/reduce", body, 400, "dtype_mismatch", ACCEPTED));
@@ -190,7 +198,8 @@ static void check_job_errors(long long kept, long long not_kept) {
   json_decref(post("/gemm", "/gemm?wait=soon", "{}", 400, "wrong_type", ACCEPTED));
   json_decref(post("/gemm", "/gemm?wait=601", "{}", 400, "out_of_range", ACCEPTED));
   call_h(&S, "/stencil", "POST", "/stencil", plain, "n=64", 4, 415, "unsupported_media_type", NULL);
-  const char *small = "{\"n\":64," FAST "}"; /* a browser's fetch without a Content-Type: text/plain */
+  const char *small = "{\"n\":64," FAST
+                      "}"; /* a browser's fetch without a Content-Type: text/plain */
   call_h(&S, "/stencil", "POST", "/stencil", plain, small, strlen(small), 200, NULL, NULL);
   char *big = malloc(MAX_BODY + 100);
   CHECK(big != NULL);
@@ -243,8 +252,8 @@ static void test_sweeps(void) {
                    "{\"type\":\"gemm\",\"params\":{" FAST "},\"axes\":{\"m\":[4,5],\"k\":[3]},"
                    "\"priority\":1}",
                    200, NULL, ACCEPTED));
-  sweep = post("/sweeps", "/sweeps?wait=0", "{\"type\":\"stencil\",\"axes\":{\"radius\":[2,3]}}", 202, NULL,
-               ACCEPTED);
+  sweep = post("/sweeps", "/sweeps?wait=0", "{\"type\":\"stencil\",\"axes\":{\"radius\":[2,3]}}",
+               202, NULL, ACCEPTED);
   snprintf(path, sizeof path, "/sweeps/%lld", JINT(sweep, "id"));
   json_decref(sweep);
   call("/sweeps/{id}", "GET", path, 200, NULL, NULL);
@@ -257,18 +266,19 @@ static void test_sweeps(void) {
   call("/sweeps/{id}", "DELETE", path, 409, "sweep_finished", NULL);
   call("/sweeps/{id}", "GET", "/sweeps/999999", 404, "sweep_not_found", NULL);
   json_decref(post("/sweeps", "/sweeps", "{\"type\":\"gemm\"}", 400, "missing_field", REFUSED));
+  json_decref(post("/sweeps", "/sweeps", "{\"type\":\"gemm\",\"axes\":{\"m\":[]}}", 400,
+                   "out_of_range", REFUSED));
   json_decref(
-      post("/sweeps", "/sweeps", "{\"type\":\"gemm\",\"axes\":{\"m\":[]}}", 400, "out_of_range", REFUSED));
-  json_decref(post("/sweeps", "/sweeps", "{\"type\":\"gemm\",\"axes\":{}}", 400, "out_of_range", REFUSED));
-  json_decref(
-      post("/sweeps", "/sweeps", "{\"type\":\"gemm\",\"axes\":{\"m\":[0]}}", 400, "out_of_range", ACCEPTED));
+      post("/sweeps", "/sweeps", "{\"type\":\"gemm\",\"axes\":{}}", 400, "out_of_range", REFUSED));
+  json_decref(post("/sweeps", "/sweeps", "{\"type\":\"gemm\",\"axes\":{\"m\":[0]}}", 400,
+                   "out_of_range", ACCEPTED));
 }
 
 /* A .npy file (version 1.0) of rows x cols float32 zeros; *len its size. */
 static char *npy_file(int rows, int cols, size_t *len) {
   char dict[128];
-  int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows,
-                   cols);
+  int n = snprintf(dict, sizeof dict,
+                   "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols);
   size_t header = 64 * (size_t)((10 + n + 1 + 63) / 64);
   *len = header + 4 * (size_t)rows * (size_t)cols;
   char *f = calloc(1, *len);
@@ -294,12 +304,13 @@ static long long check_buffers(void) {
   long long id = JINT(r.json, "id");
   reply_free(&r);
   float floats[15] = {0};
-  call_h(&S, "/buffers", "POST", "/buffers?shape=3,5&device=0", raw, (const char *)floats, sizeof floats, 201,
-         NULL, &r);
+  call_h(&S, "/buffers", "POST", "/buffers?shape=3,5&device=0", raw, (const char *)floats,
+         sizeof floats, 201, NULL, &r);
   long long raw_id = JINT(r.json, "id");
   reply_free(&r);
   call_h(&S, "/buffers", "POST", "/buffers", npy, "not a npy", 9, 400, "invalid_npy", NULL);
-  call_h(&S, "/buffers", "POST", "/buffers", raw, (const char *)floats, sizeof floats, 400, "invalid_raw", NULL);
+  call_h(&S, "/buffers", "POST", "/buffers", raw, (const char *)floats, sizeof floats, 400,
+         "invalid_raw", NULL);
   /* float64 in Fortran order: converted, and the record says so. */
   static const char f8_dict[] = "{'descr': '<f8', 'fortran_order': True, 'shape': (3, 2), }";
   char f8[128 + 48] = "\x93NUMPY\x01\x00\x76\x00";
@@ -316,10 +327,10 @@ static long long check_buffers(void) {
       !json_is_true(json_object_get(json_object_get(r.json, "converted_from"), "fortran_order")))
     CHECK_FAIL_("a float64 Fortran-order upload's record: %s", r.body);
   reply_free(&r);
-  call_h(&S, "/buffers", "POST", "/buffers?shape=4,5", raw, (const char *)floats, sizeof floats, 400,
-         "invalid_raw", NULL);
-  call_h(&S, "/buffers", "POST", "/buffers?shape=3,5&device=9", raw, (const char *)floats, sizeof floats, 400,
-         "out_of_range", NULL);
+  call_h(&S, "/buffers", "POST", "/buffers?shape=4,5", raw, (const char *)floats, sizeof floats,
+         400, "invalid_raw", NULL);
+  call_h(&S, "/buffers", "POST", "/buffers?shape=3,5&device=9", raw, (const char *)floats,
+         sizeof floats, 400, "out_of_range", NULL);
   call_h(&S, "/buffers", "POST", "/buffers", plain, file, len, 415, "unsupported_media_type", NULL);
   free(file);
   file = npy_file(129, 128, &len); /* past --max-upload */
@@ -370,8 +381,9 @@ static void check_events(struct sse_stream *s, const char *tmpl, int want) {
   media_type(s->content_type, media, sizeof media);
   json_t *events = json_object_get(
       json_object_get(
-          json_object_get(json_object_get(json_object_get(doc_operation(tmpl, "GET"), "responses"), "200"),
-                          "content"),
+          json_object_get(
+              json_object_get(json_object_get(doc_operation(tmpl, "GET"), "responses"), "200"),
+              "content"),
           media),
       "x-events");
   CHECK(events != NULL);
@@ -429,51 +441,62 @@ static void check_busy(long long buffer) {
 static void test_kernels(void) {
   static const char *const cuda_ct[] = {"Content-Type: text/x-cuda", NULL};
   static const char *const png_ct[] = {"Content-Type: image/png", NULL};
-  const char *good = "{\"experiment\":\"stencil\",\"name\":\"copy\",\"block\":[128],\"source\":\"extern \\\"C\\\" "
-                     "__global__ void kernel(const float* x, float* y, int n, int r) { int i = "
-                     "blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\"}";
+  const char *good =
+      "{\"experiment\":\"stencil\",\"name\":\"copy\",\"block\":[128],\"source\":\"extern \\\"C\\\" "
+      "__global__ void kernel(const float* x, float* y, int n, int r) { int i = "
+      "blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }\"}";
   json_t *k = post("/kernels", "/kernels", good, 201, NULL, ACCEPTED);
   long long id = JINT(k, "id");
   json_decref(k);
-  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"bad\",\"source\":\"int x = ;\"}",
-                   422, "compile_failed", ACCEPTED));
   json_decref(post("/kernels", "/kernels",
-                   "{\"experiment\":\"stencil\",\"name\":\"inc\",\"source\":\"#include <x>\\nint x;\"}", 422,
-                   "source_not_allowed", ACCEPTED));
+                   "{\"experiment\":\"stencil\",\"name\":\"bad\",\"source\":\"int x = ;\"}", 422,
+                   "compile_failed", ACCEPTED));
+  json_decref(
+      post("/kernels", "/kernels",
+           "{\"experiment\":\"stencil\",\"name\":\"inc\",\"source\":\"#include <x>\\nint x;\"}",
+           422, "source_not_allowed", ACCEPTED));
+  json_decref(post(
+      "/kernels", "/kernels",
+      "{\"experiment\":\"stencil\",\"name\":\"o\",\"source\":\"int x;\",\"options\":[\"-I/x\"]}",
+      400, "option_not_allowed", ACCEPTED));
   json_decref(post("/kernels", "/kernels",
-                   "{\"experiment\":\"stencil\",\"name\":\"o\",\"source\":\"int x;\",\"options\":[\"-I/x\"]}", 400,
-                   "option_not_allowed", ACCEPTED));
-  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"nope\",\"name\":\"o\",\"source\":\"int x;\"}", 400,
+                   "{\"experiment\":\"nope\",\"name\":\"o\",\"source\":\"int x;\"}", 400,
                    "unknown_type", REFUSED));
-  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"o\"}", 400, "missing_field",
-                   REFUSED));
-  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"o\",\"source\":\"x\",\"tile\":[0]}",
-                   400, "out_of_range", REFUSED));
-  const char *src = "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
-                    "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
-                    "  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n}\n";
+  json_decref(post("/kernels", "/kernels", "{\"experiment\":\"stencil\",\"name\":\"o\"}", 400,
+                   "missing_field", REFUSED));
+  json_decref(post("/kernels", "/kernels",
+                   "{\"experiment\":\"stencil\",\"name\":\"o\",\"source\":\"x\",\"tile\":[0]}", 400,
+                   "out_of_range", REFUSED));
+  const char *src =
+      "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+      "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+      "  if (x < n && y < m) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n}\n";
   struct reply r;
-  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=file&block=32,32&tile=32,32", cuda_ct, src,
-         strlen(src), 201, NULL, &r);
+  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=file&block=32,32&tile=32,32",
+         cuda_ct, src, strlen(src), 201, NULL, &r);
   long long transpose = JINT(r.json, "id");
   reply_free(&r);
   call_h(&S, "/kernels", "POST", "/kernels", png_ct, "x", 1, 415, "unsupported_media_type", NULL);
   /* A job naming it: on the CPU backend its run is unavailable, with the kernel's identity. */
   char body[256], path[80];
-  snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"variant\":[\"naive\",\"kernel:%lld\"]," FAST "}", transpose);
+  snprintf(body, sizeof body,
+           "{\"m\":33,\"n\":47,\"variant\":[\"naive\",\"kernel:%lld\"]," FAST "}", transpose);
   json_t *job = post("/transpose", "/transpose", body, 200, NULL, ACCEPTED);
   CHECK_INT_EQ(JINT(job, "result.runs[1].user_kernel.id"), transpose);
   json_decref(job);
-  json_decref(post("/transpose", "/transpose", "{\"variant\":[\"kernel:99999\"]}", 400, "unknown_variant", ACCEPTED));
-  json_decref(post("/transpose", "/transpose", "{\"variant\":\"kernel:0\"}", 400, "unknown_variant", REFUSED));
+  json_decref(post("/transpose", "/transpose", "{\"variant\":[\"kernel:99999\"]}", 400,
+                   "unknown_variant", ACCEPTED));
+  json_decref(post("/transpose", "/transpose", "{\"variant\":\"kernel:0\"}", 400, "unknown_variant",
+                   REFUSED));
   /* ?run=1: a job of the default size beside every built-in (202 here: it waits for none). */
-  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=ran&block=32,32&tile=32,32&run=1&wait=0", cuda_ct,
-         src, strlen(src), 202, NULL, &r);
+  call_h(&S, "/kernels", "POST",
+         "/kernels?experiment=transpose&name=ran&block=32,32&tile=32,32&run=1&wait=0", cuda_ct, src,
+         strlen(src), 202, NULL, &r);
   long long ran = JINT(r.json, "id");
   reply_free(&r);
   json_decref(job_wait(ran));
-  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=four", cuda_ct, src, strlen(src), 403,
-         "kernel_quota", NULL);
+  call_h(&S, "/kernels", "POST", "/kernels?experiment=transpose&name=four", cuda_ct, src,
+         strlen(src), 403, "kernel_quota", NULL);
   call("/kernels", "GET", "/kernels", 200, NULL, NULL);
   call("/kernels", "GET", "/kernels?experiment=stencil", 200, NULL, NULL);
   call("/kernels", "HEAD", "/kernels", 200, NULL, NULL);
@@ -492,8 +515,10 @@ static void test_kernels(void) {
   CHECK(json_array_size(json_object_get(r.json, "rows")) >= 1);
   reply_free(&r);
   call("/leaderboard/{experiment}", "HEAD", "/leaderboard/gemm?size=64", 200, NULL, NULL);
-  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=x", 400, "wrong_type", NULL);
-  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=0", 400, "out_of_range", NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=x", 400, "wrong_type",
+       NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/transpose?size=0", 400, "out_of_range",
+       NULL);
   call("/leaderboard/{experiment}", "HEAD", "/leaderboard/stencil?size=1,2", 400, NULL, NULL);
   call("/leaderboard/{experiment}", "GET", "/leaderboard/pipeline", 404, "not_found", NULL);
   call("/leaderboard/{experiment}", "HEAD", "/leaderboard/nope", 404, NULL, NULL);
@@ -512,21 +537,24 @@ static void test_methods(void) {
     snprintf(path, sizeof path, "%s", tmpl);
     char *brace = strchr(path, '{');
     if (brace)
-      snprintf(brace, sizeof path - (size_t)(brace - path), "%s%s", strstr(tmpl, "{name}") ? "app.js" : "1",
-               strchr(tmpl, '}') + 1);
+      snprintf(brace, sizeof path - (size_t)(brace - path), "%s%s",
+               strstr(tmpl, "{name}") ? "app.js" : "1", strchr(tmpl, '}') + 1);
     json_object_foreach(item, m, op) {
       if (!strcmp(m, "parameters")) continue;
       for (size_t i = 0; m[i] && i < sizeof got - 1; i++)
         got[i] = (char)(m[i] - 'a' + 'A'), got[i + 1] = '\0';
-      snprintf(allow + strlen(allow), sizeof allow - strlen(allow), "%s%s", allow[0] ? ", " : "", got);
+      snprintf(allow + strlen(allow), sizeof allow - strlen(allow), "%s%s", allow[0] ? ", " : "",
+               got);
     }
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
       if (doc_operation(tmpl, methods[i])) continue;
       struct reply r;
       request(S.port, methods[i], path, NULL, NULL, 0, &r);
       if (r.status != 405 || !r.json)
-        CHECK_FAIL_("%s %s: expected a documented 405, got %ld: %s", methods[i], path, r.status, r.body);
-      expect_schema(schema_named("Problem405"), r.json, true, NULL, "%s %s -> 405", methods[i], path);
+        CHECK_FAIL_("%s %s: expected a documented 405, got %ld: %s", methods[i], path, r.status,
+                    r.body);
+      expect_schema(schema_named("Problem405"), r.json, true, NULL, "%s %s -> 405", methods[i],
+                    path);
       /* The same set of methods, in any order. */
       const char *a = header(&r, "Allow");
       snprintf(list, sizeof list, "%s", a ? a : "");
@@ -558,12 +586,14 @@ static void check_store(const char *dir) {
   static const char *const raw[] = {"Content-Type: application/octet-stream", NULL};
   char db[64], path[80], body[256];
   snprintf(db, sizeof db, "%s/store.db", dir);
-  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--max-db-bytes", "65536", NULL};
+  const char *args[] = {"--backend",      "cpu",   "--streams", "1", "--db", db,
+                        "--max-db-bytes", "65536", NULL};
   struct gpulabd u;
   struct reply r;
   gpulabd_start(args, &u);
   float floats[4] = {0};
-  call_h(&u, "/buffers", "POST", "/buffers?shape=2,2", raw, (const char *)floats, sizeof floats, 201, NULL, &r);
+  call_h(&u, "/buffers", "POST", "/buffers?shape=2,2", raw, (const char *)floats, sizeof floats,
+         201, NULL, &r);
   long long buffer = JINT(r.json, "id");
   reply_free(&r);
   gpulabd_stop(&u);
@@ -574,16 +604,20 @@ static void check_store(const char *dir) {
   call_h(&u, "/buffers/{id}", "DELETE", path, NULL, NULL, 0, 410, "gone", NULL);
   snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\"," FAST "}", buffer);
   call_h(&u, "/transpose", "POST", "/transpose", json_ct, body, strlen(body), 410, "gone", NULL);
-  const char *blocker = "{\"type\":\"stencil\",\"params\":{\"n\":2000000,\"radius\":64,\"variant\":\"naive\","
-                        "\"warmup\":0,\"batches\":100,\"reps\":1}}"; /* holds the one stream */
+  const char *blocker =
+      "{\"type\":\"stencil\",\"params\":{\"n\":2000000,\"radius\":64,\"variant\":\"naive\","
+      "\"warmup\":0,\"batches\":100,\"reps\":1}}"; /* holds the one stream */
   call_h(&u, "/jobs", "POST", "/jobs?wait=0", json_ct, blocker, strlen(blocker), 202, NULL, NULL);
   bool refused = false;
   for (int i = 0; i < 300 && !refused; i++) {
-    snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47,\"variant\":\"naive\","
-             FAST ",\"seed\":%d}}", i);
+    snprintf(body, sizeof body,
+             "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47,\"variant\":\"naive\"," FAST
+             ",\"seed\":%d}}",
+             i);
     request(u.port, "POST", "/jobs?wait=0", json_ct, body, strlen(body), &r);
     refused = r.status == 507;
-    if (r.status != 202 && !refused) CHECK_FAIL_("POST /jobs: HTTP %ld before the bound: %.2000s", r.status, r.body);
+    if (r.status != 202 && !refused)
+      CHECK_FAIL_("POST /jobs: HTTP %ld before the bound: %.2000s", r.status, r.body);
     check_reply("/jobs", "POST", &r);
     reply_free(&r);
   }
@@ -610,17 +644,19 @@ static void test_tokens(void) {
   static const char *const wrong[] = {"Authorization: Bearer not-a-token-of-this-server", NULL};
   call_h(&T, "/jobs", "GET", "/jobs", NULL, NULL, 0, 401, "missing_token", NULL);
   call_h(&T, "/metrics", "GET", "/metrics", wrong, NULL, 0, 401, "invalid_token", NULL);
-  call_h(&T, "/jobs/{id}/events", "GET", "/jobs/1/events", NULL, NULL, 0, 401, "missing_token", NULL);
+  call_h(&T, "/jobs/{id}/events", "GET", "/jobs/1/events", NULL, NULL, 0, 401, "missing_token",
+         NULL);
   call_h(&T, "/jobs", "GET", "/jobs", all, NULL, 0, 200, NULL, NULL);
   call_h(&T, "/health", "GET", "/health", NULL, NULL, 0, 200, NULL, NULL);
   call_h(&T, "/openapi.json", "GET", "/openapi.json", NULL, NULL, 0, 200, NULL, NULL);
   call_h(&T, "/", "GET", "/", NULL, NULL, 0, 200, NULL, NULL);
   const char *small = "{\"m\":5,\"n\":3,\"variant\":\"naive\"," FAST "}";
   call_h(&T, "/transpose", "POST", "/transpose", slow_json, small, strlen(small), 200, NULL, NULL);
-  call_h(&T, "/transpose", "POST", "/transpose", slow_json, small, strlen(small), 429, "rate_limited", NULL);
+  call_h(&T, "/transpose", "POST", "/transpose", slow_json, small, strlen(small), 429,
+         "rate_limited", NULL);
   float floats[32] = {0};
-  call_h(&T, "/buffers", "POST", "/buffers?shape=32", slow_raw, (const char *)floats, sizeof floats, 413,
-         "quota_exceeded", NULL);
+  call_h(&T, "/buffers", "POST", "/buffers?shape=32", slow_raw, (const char *)floats, sizeof floats,
+         413, "quota_exceeded", NULL);
   call_h(&T, "/jobs/{id}", "GET", "/jobs/1", all, NULL, 0, 200, NULL, NULL);
 }
 
@@ -629,8 +665,10 @@ static void test_tokens(void) {
 static void validate_records(const char *dir) {
   const char *node = getenv("GPULAB_NODE"), *script = getenv("GPULAB_OPENAPI_VALIDATE");
   if (!node || !*node || !script)
-    CHECK_FAIL_("%s", "node is not installed (apt-get install nodejs npm; scripts/gpulab test installs them): "
-                      "the schemas cannot be checked (GPULAB_NODE, GPULAB_OPENAPI_VALIDATE are set by ctest)");
+    CHECK_FAIL_(
+        "%s",
+        "node is not installed (apt-get install nodejs npm; scripts/gpulab test installs them): "
+        "the schemas cannot be checked (GPULAB_NODE, GPULAB_OPENAPI_VALIDATE are set by ctest)");
   char doc[128], records[128], cmd[1024];
   snprintf(doc, sizeof doc, "%s/openapi.json", dir);
   snprintf(records, sizeof records, "%s/records.json", dir);
@@ -648,9 +686,10 @@ static char dir[] = "/tmp/gpulab-openapi-XXXXXX", tokens[64];
 
 /* S and T, and the document as S serves it (its answer checked and recorded too). */
 static int start(void) {
-  static const char *const s_args[] = {"--backend",    "cpu",   "--streams",  "1",
-                                       "--max-queued", "3",     "--max-body", "4096",
-                                       "--max-upload", "65536", "--max-kernels", "3", NULL};
+  static const char *const s_args[] = {
+      "--backend",  "cpu",  "--streams",    "1",     "--max-queued",  "3",
+      "--max-body", "4096", "--max-upload", "65536", "--max-kernels", "3",
+      NULL};
   CHECK(mkdtemp(dir) != NULL);
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
   FILE *f = fopen(tokens, "w");
@@ -698,19 +737,18 @@ static void test_every_operation(void) {
   const char *tmpl, *m;
   json_t *item, *op;
   int missing = 0;
-  json_object_foreach(json_object_get(DOC, "paths"), tmpl, item)
-    json_object_foreach(item, m, op) {
-      if (!strcmp(m, "parameters")) continue;
-      char name[80], upper[8] = "";
-      for (size_t i = 0; m[i] && i < 7; i++) upper[i] = (char)(m[i] - 'a' + 'A'), upper[i + 1] = '\0';
-      snprintf(name, sizeof name, "%s %s", upper, tmpl);
-      int i = 0;
-      while (i < n_seen && strcmp(seen[i].op, name) != 0) i++;
-      if (i == n_seen) {
-        fprintf(stderr, "not exercised: %s\n", name);
-        missing++;
-      }
+  json_object_foreach(json_object_get(DOC, "paths"), tmpl, item) json_object_foreach(item, m, op) {
+    if (!strcmp(m, "parameters")) continue;
+    char name[80], upper[8] = "";
+    for (size_t i = 0; m[i] && i < 7; i++) upper[i] = (char)(m[i] - 'a' + 'A'), upper[i + 1] = '\0';
+    snprintf(name, sizeof name, "%s %s", upper, tmpl);
+    int i = 0;
+    while (i < n_seen && strcmp(seen[i].op, name) != 0) i++;
+    if (i == n_seen) {
+      fprintf(stderr, "not exercised: %s\n", name);
+      missing++;
     }
+  }
   for (int i = 0; i < n_seen; i++) fprintf(stderr, "  %-28s %s\n", seen[i].op, seen[i].statuses);
   CHECK_INT_EQ(missing, 0);
   validate_records(dir);

@@ -8,14 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 #include "tests/test_db.h"
 
 #define EXIT_DEVICE_LOST 3
 #define SMALL "\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1"
 /* Long on the CPU (seconds), long enough on a GPU too: many batches. */
-#define SLOW "{\"n\":1000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":%s,\"isolation\":\"shared\"}"
+#define SLOW \
+  "{\"n\":1000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":%s,\"isolation\":\"shared\"}"
 
 static const char *backend = "cpu";
 static char db[512]; /* an SQLite file, or with $GPULAB_TEST_DB a PostgreSQL database */
@@ -30,8 +31,9 @@ static long long post(struct gpulabd *d, const char *path, const char *body, lon
 }
 
 static void start(struct gpulabd *d) {
-  const char *args[] = {"--backend", backend, "--streams", "2", "--db", db, "--grace", "0",
-                        "--allow-fault-injection", NULL};
+  const char *args[] = {
+      "--backend", backend, "--streams", "2", "--db", db, "--grace", "0", "--allow-fault-injection",
+      NULL};
   char log[1 << 14];
   int status;
   if (gpulabd_try_start(args, d, log, sizeof log, &status) == 0) return;
@@ -64,7 +66,8 @@ static void test_device_lost(void) {
   job_wait_state(&d, slow, "running", 30);
   job_wait_state(&d, slow2, "running", 30);
   queued = post(&d, "/transpose?wait=0", "{" SMALL "}", 202);
-  fault = post(&d, "/transpose?wait=0", "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}", 202);
+  fault = post(&d, "/transpose?wait=0", "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}",
+               202);
   /* Free a lane: the fault goes first (priority), the device is lost. */
   struct http_reply r;
   char path[64];

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/clock.h"
+#include "runner.h"
 
 static struct gpulabd D;
 
@@ -25,8 +25,8 @@ static long long post_kernel_scratch(const char *entry, int scratch_bytes) {
   snprintf(src, sizeof src,
            "extern \"C\" __global__ void %s(const float* a, float* b, int m, int n%s) {}\n", entry,
            scratch_bytes ? ", void* scratch" : "");
-  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&entry=%s&scratch_bytes=%d", entry,
-           entry, scratch_bytes);
+  snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&entry=%s&scratch_bytes=%d",
+           entry, entry, scratch_bytes);
   struct http_reply r;
   http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
   CHECK_STATUS(&r, 201);
@@ -41,8 +41,8 @@ static long long post_kernel(const char *entry) { return post_kernel_scratch(ent
  * cold), waited for. */
 static json_t *job_with(long long id, const char *extra) {
   char body[240];
-  snprintf(body, sizeof body, "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"]%s}", id,
-           extra);
+  snprintf(body, sizeof body, "{\"m\":37,\"n\":53,\"variant\":[\"padded33\",\"kernel:%lld\"]%s}",
+           id, extra);
   struct http_reply r;
   http_post_json(&D, "/transpose?wait=60", body, &r);
   CHECK(r.status == 200);
@@ -66,14 +66,17 @@ static json_t *board_row(long long id) {
   size_t i;
   json_t *r;
   json_array_foreach(json_at(board, "rows"), i, r) {
-    if (json_integer_value(json_object_get(json_object_get(r, "user_kernel"), "id")) == id) row = json_incref(r);
+    if (json_integer_value(json_object_get(json_object_get(r, "user_kernel"), "id")) == id)
+      row = json_incref(r);
   }
   json_decref(board);
   return row;
 }
 
 /* A job of 5 batches of one launch each (the staged kernel's). */
-static json_t *staged_job(long long id) { return job_with(id, ",\"warmup\":1,\"batches\":5,\"reps\":1"); }
+static json_t *staged_job(long long id) {
+  return job_with(id, ",\"warmup\":1,\"batches\":5,\"reps\":1");
+}
 
 /* A kernel whose timed batches are uneven (one of five 10 times slower: a kernel that
  * works in some launches only looks like this): its run passes but carries warnings:
@@ -110,8 +113,18 @@ static void passes(long long good) {
 }
 
 static int start(void) {
-  const char *args[] = {"--backend", "cpu", "--cpu-runner-test", "--kernel-deadline", "1",
-                        "--db", "none", "--streams", "1", "--access-log", "off", NULL};
+  const char *args[] = {"--backend",
+                        "cpu",
+                        "--cpu-runner-test",
+                        "--kernel-deadline",
+                        "1",
+                        "--db",
+                        "none",
+                        "--streams",
+                        "1",
+                        "--access-log",
+                        "off",
+                        NULL};
   gpulabd_start(args, &D);
   return 0;
 }
@@ -201,7 +214,8 @@ static void test_checks(void) {
   j = job(post_kernel("memo"));
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   CHECK(!JBOOL(j, "result.runs[1].check.passed"));
-  CHECK(strstr(JSTR(j, "result.runs[1].check.failure"), "timed launch 1 of 4 on fresh inputs") != NULL);
+  CHECK(strstr(JSTR(j, "result.runs[1].check.failure"), "timed launch 1 of 4 on fresh inputs") !=
+        NULL);
   CHECK(json_is_null(json_at(j, "result.runs[1].figure")));
   printf("memo: %s\n", JSTR(j, "result.runs[1].check.failure"));
   json_decref(j);
@@ -234,7 +248,8 @@ static void test_faults(void) {
     j = job(id);
     CHECK_STR_EQ(JSTR(j, "state"), "failed");
     CHECK_STR_EQ(JSTR(j, "error.code"), codes[i]);
-    printf("%s: %s: %s (%.2f s)\n", bad[i], codes[i], JSTR(j, "error.message"), clock_mono_s() - t0);
+    printf("%s: %s: %s (%.2f s)\n", bad[i], codes[i], JSTR(j, "error.message"),
+           clock_mono_s() - t0);
     json_decref(j);
     t0 = clock_mono_s();
     passes(good);

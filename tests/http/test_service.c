@@ -1,20 +1,20 @@
 /* gpulabd as a shared service: tokens and who sees what, per-client limits (queue,
  * buffer bytes, rate), start-up refusals, TLS, connection limits, the access log
  * and the Prometheus metrics. Against real gpulabd processes on loopback. */
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 
 #define ALICE "alice-token-0123456789"
 #define BOB "bob-token-0123456789abc"
@@ -34,7 +34,8 @@ static void write_file(const char *path, const char *text) {
 static void ask(struct http_client *c, const char *method, const char *path, const char *token,
                 const char *body, struct http_reply *r) {
   snprintf(c->token, sizeof c->token, "%s", token ? token : "");
-  http_client_request(c, method, path, body ? "application/json" : NULL, body, body ? strlen(body) : 0, 0, r);
+  http_client_request(c, method, path, body ? "application/json" : NULL, body,
+                      body ? strlen(body) : 0, 0, r);
   c->token[0] = '\0';
 }
 
@@ -65,10 +66,10 @@ static void test_tokens(void) {
   char tokens[128], access[128];
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
   snprintf(access, sizeof access, "%s/access.log", dir);
-  write_file(tokens, "# name, limits\n" ALICE " alice max_queued=2 max_buffer_bytes=1000\n"
-                     BOB " bob rate=2\n" ROOT " root admin\n");
-  const char *args[] = {"--backend", "cpu", "--streams", "1", "--tokens", tokens, "--access-log",
-                        access, NULL};
+  write_file(tokens, "# name, limits\n" ALICE " alice max_queued=2 max_buffer_bytes=1000\n" BOB
+                     " bob rate=2\n" ROOT " root admin\n");
+  const char *args[] = {"--backend", "cpu",          "--streams", "1", "--tokens",
+                        tokens,      "--access-log", access,      NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   struct http_client c;
@@ -117,12 +118,12 @@ static void test_tokens(void) {
   /* alice's buffer quota: 1000 bytes. */
   float data[200] = {0};
   snprintf(c.token, sizeof c.token, "%s", ALICE);
-  http_client_request(&c, "POST", "/buffers?shape=200", "application/octet-stream", (const char *)data,
-                      sizeof data, 0, &r);
+  http_client_request(&c, "POST", "/buffers?shape=200", "application/octet-stream",
+                      (const char *)data, sizeof data, 0, &r);
   CHECK_STATUS(&r, 201);
   http_reply_free(&r);
-  http_client_request(&c, "POST", "/buffers?shape=100", "application/octet-stream", (const char *)data,
-                      400, 0, &r);
+  http_client_request(&c, "POST", "/buffers?shape=100", "application/octet-stream",
+                      (const char *)data, 400, 0, &r);
   CHECK_ERROR(&r, 413, "quota_exceeded", NULL);
   http_reply_free(&r);
   c.token[0] = '\0';
@@ -156,7 +157,9 @@ static void test_tokens(void) {
     CHECK(j != NULL);
     CHECK(json_at(j, "time") && json_at(j, "method") && json_at(j, "route") &&
           json_at(j, "status") && json_at(j, "bytes") && json_at(j, "duration_ms"));
-    if (json_is_string(json_at(j, "client")) && !strcmp(json_string_value(json_at(j, "client")), "alice")) named++;
+    if (json_is_string(json_at(j, "client")) &&
+        !strcmp(json_string_value(json_at(j, "client")), "alice"))
+      named++;
     int status = (int)json_integer_value(json_at(j, "status"));
     if ((status == 200 || status == 202) && json_integer_value(json_at(j, "job")) == alice_job)
       with_job++;
@@ -233,18 +236,37 @@ static void test_metrics(struct gpulabd *d) {
   CHECK_INT_EQ(r.status, 200);
   CHECK(strstr(r.content_type, "text/plain") != NULL);
   const char *m = r.body;
-  CHECK(strstr(m, "gpulab_http_requests_total{route=\"/transpose\",method=\"POST\",status=\"200\"} 1"));
-  CHECK(strstr(m, "gpulab_http_requests_total{route=\"/jobs/{id}\",method=\"GET\",status=\"200\"} 2"));
+  CHECK(strstr(
+      m, "gpulab_http_requests_total{route=\"/transpose\",method=\"POST\",status=\"200\"} 1"));
+  CHECK(strstr(m,
+               "gpulab_http_requests_total{route=\"/jobs/{id}\",method=\"GET\",status=\"200\"} 2"));
   /* Durations by route and method, in buckets about 2x apart from 50 us to 300 s. */
-  CHECK_INT_EQ(sample(m, "gpulab_http_request_duration_seconds_count{route=\"/jobs/{id}\",method=\"GET\"}"), 2);
-  CHECK_INT_EQ(sample(m, "gpulab_http_request_duration_seconds_count{route=\"/transpose\",method=\"POST\"}"), 1);
-  CHECK_INT_EQ(sample(m, "gpulab_http_request_duration_seconds_bucket{route=\"/jobs/{id}\",method=\"GET\",le=\"+Inf\"}"), 2);
-  CHECK(strstr(m, "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"5e-05\"}"));
-  CHECK(strstr(m, "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"300\"}"));
+  CHECK_INT_EQ(
+      sample(m, "gpulab_http_request_duration_seconds_count{route=\"/jobs/{id}\",method=\"GET\"}"),
+      2);
+  CHECK_INT_EQ(
+      sample(m, "gpulab_http_request_duration_seconds_count{route=\"/transpose\",method=\"POST\"}"),
+      1);
+  CHECK_INT_EQ(
+      sample(
+          m,
+          "gpulab_http_request_duration_seconds_bucket{route=\"/jobs/{id}\",method=\"GET\",le=\"+Inf\"}"),
+      2);
+  CHECK(strstr(
+      m,
+      "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"5e-05\"}"));
+  CHECK(strstr(
+      m,
+      "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"300\"}"));
   CHECK(!strstr(m, "route=\"/jobs/1\"") && !strstr(m, "route=\"/v1/")); /* patterns, not paths */
   int n_bounds = 0;
   double last = 0;
-  for (const char *at = m; (at = strstr(at, "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\"")); at++) {
+  for (
+      const char *at = m;
+      (at = strstr(
+           at,
+           "gpulab_http_request_duration_seconds_bucket{route=\"/transpose\",method=\"POST\",le=\""));
+      at++) {
     const char *le = strstr(at, "le=\"") + 4;
     if (*le == '+') break;
     double bound = atof(le);
@@ -255,7 +277,8 @@ static void test_metrics(struct gpulabd *d) {
   CHECK(n_bounds >= 20 && last == 300);
   /* Jobs by type, outcome and device. */
   CHECK(strstr(m, "gpulab_jobs_total{type=\"transpose\",outcome=\"done\",gpu=\"0\"} 1"));
-  CHECK(strstr(m, "gpulab_job_queue_wait_seconds_bucket{type=\"transpose\",outcome=\"done\",gpu=\"0\",le="));
+  CHECK(strstr(
+      m, "gpulab_job_queue_wait_seconds_bucket{type=\"transpose\",outcome=\"done\",gpu=\"0\",le="));
   CHECK(strstr(m, "gpulab_job_run_seconds_count{type=\"transpose\",outcome=\"done\",gpu=\"0\"} 1"));
   CHECK(strstr(m, "gpulab_jobs{state=\"queued\"} 0"));
   CHECK(strstr(m, "gpulab_jobs_inline_total ")); /* test_inline checks its value */
@@ -268,14 +291,15 @@ static void test_metrics(struct gpulabd *d) {
   double fds_seen = sample(m, "process_open_fds");
   CHECK(fds_seen >= fds - 3 && fds_seen <= fds + 3); /* connections come and go */
   CHECK(sample(m, "process_max_fds") >= fds_seen);
-  CHECK(strstr(m, "gpulab_build_info{version=\"0.1.0\",cuda=\"\",driver=\"\"} 1")); /* CPU backend */
+  CHECK(
+      strstr(m, "gpulab_build_info{version=\"0.1.0\",cuda=\"\",driver=\"\"} 1")); /* CPU backend */
   /* The device as DCGM labels a GPU; the CPU backend has no UUID or PCI bus id, its
    * modelName is /proc/cpuinfo's model name. */
   char model[256], host[64] = "", labels[512];
   cpu_model(model, sizeof model);
   gethostname(host, sizeof host - 1);
-  snprintf(labels, sizeof labels, "{gpu=\"0\",UUID=\"\",pci_bus_id=\"\",modelName=\"%s\",Hostname=\"%s\"",
-           model, host);
+  snprintf(labels, sizeof labels,
+           "{gpu=\"0\",UUID=\"\",pci_bus_id=\"\",modelName=\"%s\",Hostname=\"%s\"", model, host);
   char key[640];
   snprintf(key, sizeof key, "gpulab_device_memory_used_bytes%s,backend=\"cpu\"}", labels);
   double used = sample(m, key);
@@ -368,7 +392,8 @@ static void test_inline(void) {
     ran = http_metric(&d, "gpulab_jobs_inline_total");
   }
   CHECK_INT_EQ(ran, 1);
-  http_post_json(&d, "/transpose", "{\"m\":200,\"n\":200,\"batches\":1,\"reps\":1}", &r); /* 320 KB */
+  http_post_json(&d, "/transpose", "{\"m\":200,\"n\":200,\"batches\":1,\"reps\":1}",
+                 &r); /* 320 KB */
   CHECK_INT_EQ(r.status, 200);
   CHECK_STR_EQ(JSTR(r.json, "state"), "done");
   http_reply_free(&r);
@@ -454,18 +479,21 @@ static void test_idle_timeout(void) {
   char buf[64];
   double t0 = (double)time(NULL);
   ssize_t n = read(fd, buf, sizeof buf);
-  CHECK(n <= 0);                        /* closed (or reset), with no answer */
-  CHECK((double)time(NULL) - t0 <= 4);  /* by the timeout, not by our 5 s read limit */
+  CHECK(n <= 0);                       /* closed (or reset), with no answer */
+  CHECK((double)time(NULL) - t0 <= 4); /* by the timeout, not by our 5 s read limit */
   close(fd);
   /* One byte every 0.4 s never leaves the connection idle, but its head is overdue
    * after the timeout (2 s here): dropped all the same. */
   fd = socket(AF_INET, SOCK_STREAM, 0);
   CHECK_INT_EQ(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
-  const char *head = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+  const char *head =
+      "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
   int sent = 0, refused = 0;
   for (size_t i = 0; head[i] && !refused; i++) {
-    if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1) refused = 1;
-    else sent++;
+    if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+      refused = 1;
+    else
+      sent++;
     usleep(400 * 1000);
   }
   CHECK(refused || read(fd, buf, sizeof buf) <= 0); /* cut off before the head was whole */
@@ -480,10 +508,13 @@ static void test_tls(void) {
   snprintf(key, sizeof key, "%s/key.pem", dir);
   snprintf(cmd, sizeof cmd,
            "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 1 "
-           "-subj /CN=127.0.0.1 >/dev/null 2>&1", key, cert);
+           "-subj /CN=127.0.0.1 >/dev/null 2>&1",
+           key, cert);
   if (system("command -v openssl >/dev/null 2>&1") != 0)
-    CHECK_FAIL_("%s is not installed: no certificate for the TLS test (apt-get install openssl; "
-                "scripts/gpulab test installs it)", "openssl");
+    CHECK_FAIL_(
+        "%s is not installed: no certificate for the TLS test (apt-get install openssl; "
+        "scripts/gpulab test installs it)",
+        "openssl");
   if (system(cmd) != 0) CHECK_FAIL_("openssl could not make a certificate: %s", cmd);
   const char *args[] = {"--backend", "cpu", "--tls-cert", cert, "--tls-key", key, NULL};
   struct gpulabd d;

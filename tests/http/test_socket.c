@@ -18,12 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 
 static char dir[64], sock[100];
 
-#define SLOW "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":1}"
+#define SLOW \
+  "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":1}"
 #define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
 
 static void start(struct gpulabd *d, const char *const *more) {
@@ -54,7 +55,8 @@ static int as_nobody(const char *root_job) {
     http_client_open_unix(&c, sock);
     struct http_reply r;
     http_client_request(&c, "GET", "/me", NULL, NULL, 0, 0, &r);
-    if (r.status != 200 || strcmp(JSTR(r.json, "client"), "nobody") || JBOOL(r.json, "sees_all")) _exit(11);
+    if (r.status != 200 || strcmp(JSTR(r.json, "client"), "nobody") || JBOOL(r.json, "sees_all"))
+      _exit(11);
     http_reply_free(&r);
     http_client_request(&c, "GET", "/jobs", NULL, NULL, 0, 0, &r); /* root's job is not nobody's */
     if (r.status != 200 || json_array_size(json_at(r.json, "jobs")) != 0) _exit(12);
@@ -64,7 +66,8 @@ static int as_nobody(const char *root_job) {
     http_client_request(&c, "DELETE", path, NULL, NULL, 0, 0, &r);
     if (r.status != 404) _exit(13); /* nor can it cancel it */
     http_reply_free(&r);
-    http_client_request(&c, "POST", "/stencil?wait=0", "application/json", SLOW, strlen(SLOW), 0, &r);
+    http_client_request(&c, "POST", "/stencil?wait=0", "application/json", SLOW, strlen(SLOW), 0,
+                        &r);
     if (r.status != 202 || strcmp(JSTR(r.json, "client"), "nobody")) _exit(14);
     http_reply_free(&r);
     http_client_close(&c);
@@ -121,7 +124,8 @@ static void test_peer_users(void) {
     http_client_request(&c, "DELETE", path, NULL, NULL, 0, 0, &r); /* root may cancel it */
     CHECK_STATUS(&r, 200);
     http_reply_free(&r);
-    printf("socket: root and nobody were told apart (nobody saw 0 of root's jobs; root saw nobody's)\n");
+    printf(
+        "socket: root and nobody were told apart (nobody saw 0 of root's jobs; root saw nobody's)\n");
   }
   http_client_close(&c);
   gpulabd_stop(&d);

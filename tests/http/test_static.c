@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runner.h"
 #include "http_client.h"
 #include "kernels/core/experiment.h"
+#include "runner.h"
 
 #define CHARTJS "/usr/share/javascript/chart.js/chart.min.js"
 #define FAST "\"warmup\":1,\"batches\":2,\"reps\":1"
@@ -84,8 +84,10 @@ static void raw(struct gpulabd *d, const char *method, const char *path, const c
   curl_easy_setopt(h, CURLOPT_HEADERDATA, out);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_raw_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-  if (strcmp(method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-  else if (strcmp(method, "GET") != 0) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  if (strcmp(method, "HEAD") == 0)
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+  else if (strcmp(method, "GET") != 0)
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
   CURLcode rc = curl_easy_perform(h);
   if (rc != CURLE_OK) CHECK_FAIL_("%s %s: %s", method, path, curl_easy_strerror(rc));
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
@@ -118,12 +120,12 @@ static const char *header(const struct raw_reply *r, const char *name, char *buf
   return NULL;
 }
 
-#define CHECK_HEADER(reply, name, want)                                   \
-  do {                                                                    \
-    char buf_[512];                                                       \
-    const char *got_ = header((reply), (name), buf_, sizeof buf_);        \
+#define CHECK_HEADER(reply, name, want)                                       \
+  do {                                                                        \
+    char buf_[512];                                                           \
+    const char *got_ = header((reply), (name), buf_, sizeof buf_);            \
     if (!got_) CHECK_FAIL_("no %s header in:\n%s", (name), (reply)->headers); \
-    CHECK_STR_EQ(got_, (want));                                           \
+    CHECK_STR_EQ(got_, (want));                                               \
   } while (0)
 
 static const char *const html[] = {"Accept: text/html,application/xhtml+xml,*/*;q=0.8", NULL};
@@ -160,7 +162,8 @@ static void test_page(void) {
   CHECK(strstr(r.body, "<script src=\"/static/chart.min.js\""));
   CHECK(strstr(r.body, "<link rel=\"stylesheet\" href=\"/static/app.css\">"));
   /* Everything the CSP would block stays out: inline scripts, styles, handlers. */
-  for (const char *p = r.body; (p = strstr(p, "<script")); p++) CHECK(strncmp(p, "<script src=", 12) == 0);
+  for (const char *p = r.body; (p = strstr(p, "<script")); p++)
+    CHECK(strncmp(p, "<script src=", 12) == 0);
   CHECK(!strstr(r.body, "<style"));
   CHECK(!strstr(r.body, "style="));
   CHECK(!strstr(r.body, "onclick="));
@@ -319,7 +322,9 @@ static void check_outside(struct gpulabd *d) {
     CHECK(!strstr(r.body, "#include"));
     /* A JSON error like every other route's. */
     char ct[128];
-    struct http_reply as_json = {.status = r.status, .body = r.body, .body_len = r.body_len,
+    struct http_reply as_json = {.status = r.status,
+                                 .body = r.body,
+                                 .body_len = r.body_len,
                                  .content_type = (char *)header(&r, "Content-Type", ct, sizeof ct)};
     as_json.json = json_loads(r.body, 0, NULL);
     if (!as_json.json) CHECK_FAIL_("GET %s: not JSON: %s", outside[i], r.body);
@@ -338,8 +343,10 @@ static void test_traversal(void) {
 
 static void test_chartjs(void) {
   if (access(CHARTJS, R_OK) != 0)
-    CHECK_FAIL_("%s is missing: the Chart.js checks cannot run (apt-get install libjs-chart.js; "
-                "scripts/gpulab test installs it)", CHARTJS);
+    CHECK_FAIL_(
+        "%s is missing: the Chart.js checks cannot run (apt-get install libjs-chart.js; "
+        "scripts/gpulab test installs it)",
+        CHARTJS);
   struct raw_reply r;
   raw(&A, "GET", "/static/chart.min.js", NULL, &r);
   CHECK_INT_EQ(r.status, 200);
@@ -418,8 +425,8 @@ static void test_fifos(void) {
   snprintf(page, sizeof page, "%s/app.css", fifo_root);
   CHECK_INT_EQ(mkfifo(chartjs, 0600), 0);
   CHECK_INT_EQ(mkfifo(page, 0600), 0);
-  const char *args[] = {"--backend", "cpu", "--http-threads", "1", "--chartjs", chartjs, "--web-root",
-                        fifo_root, NULL};
+  const char *args[] = {"--backend", "cpu",        "--http-threads", "1", "--chartjs",
+                        chartjs,     "--web-root", fifo_root,        NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   for (int i = 0; i < 2; i++) {
@@ -490,7 +497,8 @@ static void test_experiments(void) {
   for (int t = 0; t < EXP_TYPE_COUNT; t++) { /* every descriptor, in the registry's order */
     const struct exp_desc *d = exp_desc((enum exp_type)t);
     CHECK_STR_EQ(json_string_value(json_array_get(json_at(x, "order"), (size_t)t)), d->name);
-    json_t *info = json_object_get(json_at(x, "types"), d->name), *params = json_object_get(info, "params");
+    json_t *info = json_object_get(json_at(x, "types"), d->name),
+           *params = json_object_get(info, "params");
     CHECK_INT_EQ(json_array_size(params), d->n_params);
     for (int i = 0; i < d->n_params; i++) {
       json_t *p = json_array_get(params, (size_t)i);
@@ -524,10 +532,12 @@ static void test_experiments(void) {
     } else {
       CHECK_STR_EQ(kind, "integer");
     }
-    if (!strcmp(kind, "integer") || !strcmp(kind, "number")) { /* the bounds, as the parser has them */
+    if (!strcmp(kind, "integer") ||
+        !strcmp(kind, "number")) { /* the bounds, as the parser has them */
       char body[160];
       if (!strcmp(kind, "number"))
-        snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"%s\":%.17g}", name, JNUM(p, "max") * 2 + 1);
+        snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"%s\":%.17g}", name,
+                 JNUM(p, "max") * 2 + 1);
       else if (JINT(p, "max") < INT64_MAX)
         snprintf(body, sizeof body, "{\"m\":33,\"n\":47,\"%s\":%lld}", name, JINT(p, "max") + 1);
       else
@@ -539,7 +549,9 @@ static void test_experiments(void) {
     }
     seen++;
   }
-  CHECK_INT_EQ(seen, 10); /* seed, warmup, batches, reps, min_samples, order, max_noise, max_time, graph, cold */
+  CHECK_INT_EQ(
+      seen,
+      10); /* seed, warmup, batches, reps, min_samples, order, max_noise, max_time, graph, cold */
   json_decref(x);
 }
 
@@ -551,7 +563,8 @@ static int op_index(const char *op) {
  * each after the one before it on the same chunk, within the pass. */
 static void test_pipeline_timeline(void) {
   json_t *job = job_post_done(&A, "cpu", "/pipeline", "pipeline",
-                              "{\"chunk\":4099,\"chunks\":5,\"terms\":4,\"streams\":[1,2]," FAST "}");
+                              "{\"chunk\":4099,\"chunks\":5,\"terms\":4,\"streams\":[1,2]," FAST
+                              "}");
   for (int r = 0; r < 2; r++) {
     char path[64];
     snprintf(path, sizeof path, "result.runs[%d]", r);
@@ -597,7 +610,8 @@ static int start(void) {
   write_file(web_root, "secret.txt", "do not serve\n");
 
   static const char *const args_a[] = {"--backend", "cpu", "--streams", "2", NULL};
-  static const char *const args_b[] = {"--backend", "cpu", "--chartjs", "/nonexistent/chart.min.js", NULL};
+  static const char *const args_b[] = {"--backend", "cpu", "--chartjs", "/nonexistent/chart.min.js",
+                                       NULL};
   const char *args_c[] = {"--backend", "cpu", "--web-root", web_root, NULL};
   gpulabd_start(args_a, &A);
   gpulabd_start(args_b, &B);
@@ -610,7 +624,8 @@ static void stop(void) {
   gpulabd_stop(&B);
   gpulabd_stop(&A);
   char path[128];
-  for (const char *const *n = (const char *const[]){"index.html", "app.css", "secret.txt", NULL}; *n; n++) {
+  for (const char *const *n = (const char *const[]){"index.html", "app.css", "secret.txt", NULL};
+       *n; n++) {
     snprintf(path, sizeof path, "%s/%s", web_root, *n);
     unlink(path);
   }

@@ -21,14 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/runner.h"
 #include "tests/http_client.h"
+#include "tests/runner.h"
 #include "tests/test_db.h"
 
 static char dir[64];
 
-#define JOB "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0," \
-            "\"batches\":1,\"reps\":1,\"seed\":%d}}"
+#define JOB                                                                                   \
+  "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0," \
+  "\"batches\":1,\"reps\":1,\"seed\":%d}}"
 
 static void start(struct gpulabd *d, const char *db) {
   const char *args[] = {"--backend", "cpu", "--streams", "2", "--db", db, "--grace", "0", NULL};
@@ -85,7 +86,8 @@ static void post_until_refused(struct gpulabd *d, const char *label, struct tall
       if (t->ids[t->accepted] > t->max_id) t->max_id = t->ids[t->accepted];
       t->accepted++;
     } else if (r.status == 507 || r.status == 503) {
-      CHECK_ERROR(&r, r.status, r.status == 507 ? "insufficient_storage" : "store_unavailable", NULL);
+      CHECK_ERROR(&r, r.status, r.status == 507 ? "insufficient_storage" : "store_unavailable",
+                  NULL);
       CHECK(r.retry_after != NULL);
       if (t->refused++ == stop - refusals) { /* at once: /health says so */
         struct http_reply h;
@@ -100,7 +102,8 @@ static void post_until_refused(struct gpulabd *d, const char *label, struct tall
     }
     http_reply_free(&r);
   }
-  if (t->refused < stop) CHECK_FAIL_("%s: %d jobs accepted and the store never filled", label, t->accepted);
+  if (t->refused < stop)
+    CHECK_FAIL_("%s: %d jobs accepted and the store never filled", label, t->accepted);
 }
 
 /* Every accepted job reads back as itself (its seed). Returns how many did not. */
@@ -112,7 +115,8 @@ static int count_lost(struct gpulabd *d, const char *label, const struct tally *
     snprintf(path, sizeof path, "/jobs/%lld", t->ids[i]);
     http_get(d, path, &r);
     if (r.status != 200 || JINT(r.json, "params.seed") != t->seeds[i]) {
-      fprintf(stderr, "%s: job %lld (seed %d) lost: %ld %s\n", label, t->ids[i], t->seeds[i], r.status, r.body);
+      fprintf(stderr, "%s: job %lld (seed %d) lost: %ld %s\n", label, t->ids[i], t->seeds[i],
+              r.status, r.body);
       lost++;
     }
     http_reply_free(&r);
@@ -131,12 +135,15 @@ static void full_disk_round(const struct round *rd) {
   post_until_refused(&d, rd->label, &t, &seed, 20);
   /* While it fails, sweeps and uploads are refused the same way, and create nothing. */
   struct http_reply r;
-  http_post_json(&d, "/sweeps?wait=0", "{\"type\":\"transpose\",\"params\":{\"n\":8,\"warmup\":0,"
-                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4,8]}}", &r);
+  http_post_json(&d, "/sweeps?wait=0",
+                 "{\"type\":\"transpose\",\"params\":{\"n\":8,\"warmup\":0,"
+                 "\"batches\":1,\"reps\":1},\"axes\":{\"m\":[4,8]}}",
+                 &r);
   CHECK(r.status == 507 || r.status == 503);
   http_reply_free(&r);
   float data[4] = {0};
-  http_request(&d, "POST", "/buffers?shape=4", "application/octet-stream", (const char *)data, sizeof data, &r);
+  http_request(&d, "POST", "/buffers?shape=4", "application/octet-stream", (const char *)data,
+               sizeof data, &r);
   CHECK(r.status == 507 || r.status == 503);
   http_reply_free(&r);
   gpulabd_kill(&d);
@@ -170,8 +177,10 @@ static void full_disk_round(const struct round *rd) {
   json_t *list = http_get_json(&d, "/jobs?limit=1000");
   int listed = (int)json_array_size(json_at(list, "jobs"));
   json_decref(list);
-  printf("%s: accepted %d, refused %d, lost %d; after the restart the next id is %lld (highest "
-         "accepted %lld), %d jobs listed\n", rd->label, t.accepted, t.refused, lost, fresh, t.max_id, listed);
+  printf(
+      "%s: accepted %d, refused %d, lost %d; after the restart the next id is %lld (highest "
+      "accepted %lld), %d jobs listed\n",
+      rd->label, t.accepted, t.refused, lost, fresh, t.max_id, listed);
   CHECK_INT_EQ(lost, 0);
   CHECK(fresh > t.max_id);
   CHECK_INT_EQ(listed, t.accepted + 1); /* nothing refused was created */
@@ -270,8 +279,10 @@ static void test_recovers_live(void) {
   gpulabd_stop(&d);
   start(&d, db);
   int lost = count_lost(&d, "live", &t);
-  printf("live: writes failed, then took jobs again %.1f s after the limit was lifted; accepted %d, "
-         "refused %d, lost %d\n", waited, t.accepted, t.refused, lost);
+  printf(
+      "live: writes failed, then took jobs again %.1f s after the limit was lifted; accepted %d, "
+      "refused %d, lost %d\n",
+      waited, t.accepted, t.refused, lost);
   CHECK_INT_EQ(lost, 0);
   gpulabd_stop(&d);
   remove_db(db);
@@ -282,8 +293,10 @@ static void test_full_tmpfs(void) {
   CHECK_INT_EQ(mkdir(tmpfs_dir, 0755), 0);
   if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
       mount("tmpfs", tmpfs_dir, "tmpfs", 0, "size=1m") != 0) {
-    printf("tmpfs: not tested: this test may not mount one here (%s); RLIMIT_FSIZE stood in for "
-           "a full disk\n", strerror(errno));
+    printf(
+        "tmpfs: not tested: this test may not mount one here (%s); RLIMIT_FSIZE stood in for "
+        "a full disk\n",
+        strerror(errno));
     return;
   }
   char db[160];
@@ -320,7 +333,8 @@ static void check_refused(const char *db, const char *why, const char *label) {
     CHECK_FAIL_("%s: gpulabd started on %s", label, db);
   }
   const char *line = strstr(log, "--db");
-  if (!line || !strstr(line, why)) CHECK_FAIL_("%s: expected '--db ... %s' in:\n%s", label, why, log);
+  if (!line || !strstr(line, why))
+    CHECK_FAIL_("%s: expected '--db ... %s' in:\n%s", label, why, log);
   printf("%s: refused to start (status %d): %.*s\n", label, status, (int)strcspn(line, "\n"), line);
   CHECK(status != 0);
 }
@@ -341,7 +355,8 @@ static void test_read_only(void) {
     CHECK_INT_EQ(chmod(dir, 0755), 0); /* nobody may reach it, and read it, not write */
     gpulabd_spawn_as(nobody->pw_uid, nobody->pw_gid);
   }
-  check_refused(db, "read-only", as_nobody ? "read-only database (as nobody)" : "read-only database");
+  check_refused(db, "read-only",
+                as_nobody ? "read-only database (as nobody)" : "read-only database");
   gpulabd_spawn_as((uid_t)-1, (gid_t)-1);
   CHECK_INT_EQ(chmod(db, 0644), 0);
   struct gpulabd d; /* still good once writable again */
@@ -377,7 +392,8 @@ static void test_corrupted(void) {
 static void test_max_db_bytes(void) {
   char db[512];
   storage_db("bounded.db", db, sizeof db);
-  const char *args[] = {"--backend", "cpu", "--db", db, "--max-db-bytes", "262144", "--max-jobs-kept", "50", NULL};
+  const char *args[] = {"--backend",       "cpu", "--db", db, "--max-db-bytes", "262144",
+                        "--max-jobs-kept", "50",  NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   long long first = 0, last = 0;
@@ -394,7 +410,8 @@ static void test_max_db_bytes(void) {
   /* A listing reads the store once every row queued before it is written (the last
    * answers' rows may still be waiting in the accept journal for their commit). */
   json_decref(http_get_json(&d, "/jobs?limit=1"));
-  long long used = http_metric(&d, "gpulab_store_used_bytes"), bytes = http_metric(&d, "gpulab_store_bytes");
+  long long used = http_metric(&d, "gpulab_store_used_bytes"),
+            bytes = http_metric(&d, "gpulab_store_bytes");
   long long pruned = http_metric(&d, "gpulab_store_pruned_jobs_total");
   CHECK_INT_EQ(http_metric(&d, "gpulab_store_max_bytes"), 262144);
   /* Group commit's counters: every job queued a row or more; fewer were written, in
@@ -406,8 +423,10 @@ static void test_max_db_bytes(void) {
   CHECK(queued >= 300 && written >= 300 && written <= queued);
   CHECK(commits >= 1 && commits <= written);
   CHECK(http_metric(&d, "gpulab_store_waits_total") +
-            http_metric(&d, "gpulab_store_rows_journaled_total") >= 150);
-  CHECK(http_metric(&d, "gpulab_store_queue_lock_waits_total") >= 0); /* there (http_metric fails if not) */
+            http_metric(&d, "gpulab_store_rows_journaled_total") >=
+        150);
+  CHECK(http_metric(&d, "gpulab_store_queue_lock_waits_total") >=
+        0); /* there (http_metric fails if not) */
   CHECK(http_metric(&d, "gpulab_engine_lock_waits_total") >= 0);
   CHECK(http_metric(&d, "gpulab_engine_row_waits_total") >= 0);
   /* gpulabd names its threads (top -H): the HTTP threads, the lanes, the store's. */
@@ -430,8 +449,9 @@ static void test_max_db_bytes(void) {
   json_t *list = http_get_json(&d, "/jobs?limit=1000");
   int listed = (int)json_array_size(json_at(list, "jobs"));
   json_decref(list);
-  printf("--max-db-bytes 262144: 300 jobs, %lld pruned, %d listed; %lld bytes in use, %lld on disk\n", pruned,
-         listed, used, bytes);
+  printf(
+      "--max-db-bytes 262144: 300 jobs, %lld pruned, %d listed; %lld bytes in use, %lld on disk\n",
+      pruned, listed, used, bytes);
   CHECK(pruned > 0 && listed < 300 && listed + pruned == 300);
   CHECK(used <= 262144 * 11 / 10);
   /* On disk: SQLite gives freed pages back; PostgreSQL's tables keep their size until a
@@ -459,14 +479,17 @@ static void test_max_db_bytes(void) {
 static void test_bound_by_unfinished(void) {
   char db[512];
   storage_db("unfinished.db", db, sizeof db);
-  const char *args[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--max-db-bytes", "65536", NULL};
+  const char *args[] = {"--backend",      "cpu",   "--streams", "1", "--db", db,
+                        "--max-db-bytes", "65536", NULL};
   struct gpulabd d;
   gpulabd_start(args, &d);
   static long long ids[400];
   int n = 0;
   struct http_reply r;
-  http_post_json(&d, "/stencil?wait=0", "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,"
-                 "\"batches\":100,\"reps\":1}", &r); /* holds the one stream */
+  http_post_json(&d, "/stencil?wait=0",
+                 "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,"
+                 "\"batches\":100,\"reps\":1}",
+                 &r); /* holds the one stream */
   CHECK_STATUS(&r, 202);
   ids[n++] = JINT(r.json, "id");
   http_reply_free(&r);
@@ -505,8 +528,10 @@ static void test_bound_by_unfinished(void) {
     http_reply_free(&r);
     if (!taken) usleep(100 * 1000);
   }
-  printf("--max-db-bytes 65536: %d unfinished jobs accepted, then 507; taken again once they were "
-         "canceled: %s\n", n, taken ? "yes" : "no");
+  printf(
+      "--max-db-bytes 65536: %d unfinished jobs accepted, then 507; taken again once they were "
+      "canceled: %s\n",
+      n, taken ? "yes" : "no");
   CHECK(taken);
   gpulabd_stop(&d);
   remove_db(db);
@@ -531,10 +556,10 @@ static void remove_dir(void) {
 
 /* The faults of SQLite's file are SQLite's alone (above): on PostgreSQL
  * (test_storage_pg) these cases pass at once. */
-#define SQLITE_ONLY(fn)                                          \
-  static void fn##_sqlite(void) {                                \
-    if (on_pg()) return;                                         \
-    fn();                                                        \
+#define SQLITE_ONLY(fn)           \
+  static void fn##_sqlite(void) { \
+    if (on_pg()) return;          \
+    fn();                         \
   }
 SQLITE_ONLY(test_full_fsize)
 SQLITE_ONLY(test_recovers_live)

@@ -8,15 +8,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runner.h"
 #include "http_client.h"
+#include "runner.h"
 #include "test_db.h"
 
 #define FAST "\"warmup\":0,\"batches\":1,\"reps\":1"
 #define MAX_QUEUED 8
 /* Keeps the one stream busy until canceled (~100 ms batches, 100 of them). */
-#define BLOCKER                                                                     \
-  "{\"type\":\"stencil\",\"params\":{\"n\":100000,\"radius\":2,\"warmup\":0,"        \
+#define BLOCKER                                                               \
+  "{\"type\":\"stencil\",\"params\":{\"n\":100000,\"radius\":2,\"warmup\":0," \
   "\"batches\":100,\"reps\":10000}}"
 
 static struct gpulabd D; /* --streams 1 --max-queued MAX_QUEUED */
@@ -36,7 +36,9 @@ static json_t *sweep_post(const char *query, long status, const char *body) {
   snprintf(path, sizeof path, "/sweeps%s", query);
   struct http_reply r;
   http_post_json(&D, path, body, &r);
-  if (r.status != status) CHECK_FAIL_("POST %s %s: HTTP %ld, expected %ld: %.3000s", path, body, r.status, status, r.body);
+  if (r.status != status)
+    CHECK_FAIL_("POST %s %s: HTTP %ld, expected %ld: %.3000s", path, body, r.status, status,
+                r.body);
   if (status == 202) {
     char location[64];
     snprintf(location, sizeof location, "/sweeps/%lld", JINT(r.json, "id"));
@@ -98,7 +100,8 @@ static void cancel_job(long long id) {
  * ordinary one, its params the point's, listed in GET /jobs. */
 static void test_table(void) {
   json_t *s = sweep_post("", 200,
-                         "{\"type\":\"transpose\",\"params\":{\"n\":47," FAST "},\"priority\":3,"
+                         "{\"type\":\"transpose\",\"params\":{\"n\":47," FAST
+                         "},\"priority\":3,"
                          "\"isolation\":\"shared\",\"axes\":{\"m\":[33,64,100],"
                          "\"variant\":[\"naive\",\"padded33\"]}}");
   CHECK_STR_EQ(JSTR(s, "type"), "transpose");
@@ -108,9 +111,11 @@ static void test_table(void) {
   CHECK_INT_EQ(JINT(s, "counts.done"), 6);
   CHECK_INT_EQ(json_array_size(json_at(s, "jobs")), 6);
   CHECK_INT_EQ(json_array_size(json_at(s, "rows")), 6);
-  static const char *const cols[] = {"m", "variant", "job", "state", "figure", "median_ms", "passed", "error"};
+  static const char *const cols[] = {"m",      "variant",   "job",    "state",
+                                     "figure", "median_ms", "passed", "error"};
   CHECK_INT_EQ(json_array_size(json_at(s, "columns")), 8);
-  for (int c = 0; c < 8; c++) CHECK_STR_EQ(json_string_value(json_array_get(json_at(s, "columns"), c)), cols[c]);
+  for (int c = 0; c < 8; c++)
+    CHECK_STR_EQ(json_string_value(json_array_get(json_at(s, "columns"), c)), cols[c]);
   static const int ms[] = {33, 64, 100};
   static const char *const variants[] = {"naive", "padded33"};
   json_t *listed = http_get_json(&D, "/jobs?limit=100");
@@ -154,16 +159,20 @@ static void test_table(void) {
 
 /* Bad axes are 400s that name the axis (and the value), before any job exists. */
 static void test_errors(void) {
-  sweep_error(400, "unknown_field", "axes.q", "unknown axis 'q'", "{\"type\":\"transpose\",\"axes\":{\"q\":[1]}}");
+  sweep_error(400, "unknown_field", "axes.q", "unknown axis 'q'",
+              "{\"type\":\"transpose\",\"axes\":{\"q\":[1]}}");
   sweep_error(400, "unknown_field", "axes.priority", "priority",
               "{\"type\":\"transpose\",\"axes\":{\"priority\":[1,2]}}");
   sweep_error(400, "out_of_range", "axes.m", "axes.m[2] = 99999999",
               "{\"type\":\"transpose\",\"params\":{" FAST "},\"axes\":{\"m\":[8,16,99999999]}}");
-  sweep_error(400, "wrong_type", "axes.n", "axes.n[0] = \"x\"", "{\"type\":\"transpose\",\"axes\":{\"n\":[\"x\"]}}");
+  sweep_error(400, "wrong_type", "axes.n", "axes.n[0] = \"x\"",
+              "{\"type\":\"transpose\",\"axes\":{\"n\":[\"x\"]}}");
   sweep_error(400, "unknown_variant", "axes.variant", "'nope'",
               "{\"type\":\"transpose\",\"axes\":{\"variant\":[\"naive\",\"nope\"]}}");
-  sweep_error(400, "out_of_range", "axes.m", "non-empty", "{\"type\":\"transpose\",\"axes\":{\"m\":[]}}");
-  sweep_error(400, "wrong_type", "axes.m", "non-empty", "{\"type\":\"transpose\",\"axes\":{\"m\":4}}");
+  sweep_error(400, "out_of_range", "axes.m", "non-empty",
+              "{\"type\":\"transpose\",\"axes\":{\"m\":[]}}");
+  sweep_error(400, "wrong_type", "axes.m", "non-empty",
+              "{\"type\":\"transpose\",\"axes\":{\"m\":4}}");
   sweep_error(400, "missing_field", "axes", NULL, "{\"type\":\"transpose\"}");
   sweep_error(400, "out_of_range", "axes", NULL, "{\"type\":\"transpose\",\"axes\":{}}");
   sweep_error(400, "wrong_type", "axes", NULL, "{\"type\":\"transpose\",\"axes\":[1,2]}");
@@ -191,18 +200,24 @@ static void test_refused_whole(void) {
   size_t listed = json_array_size(json_at(before, "jobs"));
   json_decref(before);
   sweep_error(404, "job_not_found", "depends_on", "no job 999999",
-              "{\"type\":\"transpose\",\"params\":{" FAST "},\"depends_on\":[999999],"
+              "{\"type\":\"transpose\",\"params\":{" FAST
+              "},\"depends_on\":[999999],"
               "\"axes\":{\"m\":[4,8,16]}}");
   sweep_error(404, "buffer_not_found", "params.a", "no buffer 999999",
-              "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":999999}," FAST "},"
+              "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":999999}," FAST
+              "},"
               "\"axes\":{\"variant\":[\"naive\",\"padded33\"]}}");
   float data[20] = {0};
   struct http_reply r;
-  http_request(&D, "POST", "/buffers?shape=4,5", "application/octet-stream", (const char *)data, sizeof data, &r);
+  http_request(&D, "POST", "/buffers?shape=4,5", "application/octet-stream", (const char *)data,
+               sizeof data, &r);
   CHECK_STATUS(&r, 201);
   char body[256];
-  snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}," FAST "},"
-           "\"axes\":{\"m\":[4,7]}}", JINT(r.json, "id"));
+  snprintf(body, sizeof body,
+           "{\"type\":\"transpose\",\"params\":{\"a\":{\"buffer\":%lld}," FAST
+           "},"
+           "\"axes\":{\"m\":[4,7]}}",
+           JINT(r.json, "id"));
   http_reply_free(&r);
   sweep_error(400, "shape_mismatch", "params.a", "point 1", body); /* m=4 fits, m=7 does not */
   json_t *after = http_get_json(&D, "/jobs?limit=1000");
@@ -214,16 +229,19 @@ static void test_refused_whole(void) {
  * 9 points > 8 refused whole; with jobs already queued, what is left. */
 static void test_limit(void) {
   sweep_error(429, "queue_full", NULL, "9 points",
-              "{\"type\":\"transpose\",\"params\":{" FAST "},\"axes\":{\"m\":[1,2,3,4,5,6,7,8,9]}}");
+              "{\"type\":\"transpose\",\"params\":{" FAST
+              "},\"axes\":{\"m\":[1,2,3,4,5,6,7,8,9]}}");
   long long blocker = blocker_start();
-  json_t *queued = sweep_post("?wait=0", 202,
-                              "{\"type\":\"transpose\",\"params\":{" FAST "},\"axes\":{\"m\":[1,2,3]}}");
+  json_t *queued = sweep_post(
+      "?wait=0", 202, "{\"type\":\"transpose\",\"params\":{" FAST "},\"axes\":{\"m\":[1,2,3]}}");
   CHECK_STR_EQ(JSTR(queued, "state"), "queued");
   /* 3 queued + 6 > 8: refused, nothing created; 3 + 5 fits. */
   sweep_error(429, "queue_full", NULL, "3 jobs",
-              "{\"type\":\"transpose\",\"params\":{" FAST "},\"axes\":{\"m\":[1,2,3],\"n\":[1,2]}}");
+              "{\"type\":\"transpose\",\"params\":{" FAST
+              "},\"axes\":{\"m\":[1,2,3],\"n\":[1,2]}}");
   json_t *fits = sweep_post("?wait=0", 202,
-                            "{\"type\":\"transpose\",\"params\":{" FAST "},\"axes\":{\"m\":[1,2,3,4,5]}}");
+                            "{\"type\":\"transpose\",\"params\":{" FAST
+                            "},\"axes\":{\"m\":[1,2,3,4,5]}}");
   cancel_job(blocker);
   for (int k = 0; k < 2; k++) { /* both ran once the stream was free */
     long long id = JINT(k ? fits : queued, "id");
@@ -246,7 +264,8 @@ static void test_limit(void) {
 static void test_wait_and_cancel(void) {
   long long blocker = blocker_start();
   json_t *s = sweep_post("?wait=0.3", 202,
-                         "{\"type\":\"stencil\",\"params\":{\"n\":1000," FAST "},\"axes\":{\"radius\":[1,2],"
+                         "{\"type\":\"stencil\",\"params\":{\"n\":1000," FAST
+                         "},\"axes\":{\"radius\":[1,2],"
                          "\"variant\":[\"naive\",\"shared\"]}}");
   CHECK_STR_EQ(JSTR(s, "state"), "queued");
   CHECK_INT_EQ(JINT(s, "counts.queued"), 4);
@@ -280,9 +299,16 @@ static void test_pipeline_best(void) {
                          "\"streams\":[[1,3],\"best\"]}}");
   CHECK_STR_EQ(JSTR(s, "state"), "done");
   CHECK(JBOOL(s, "passed"));
-  static const char *const cols[] = {"chunk", "streams", "job", "state", "streams=1.figure",
-                                     "streams=1.median_ms", "streams=1.passed", "streams=3.figure"};
-  for (int c = 0; c < 8; c++) CHECK_STR_EQ(json_string_value(json_array_get(json_at(s, "columns"), c)), cols[c]);
+  static const char *const cols[] = {"chunk",
+                                     "streams",
+                                     "job",
+                                     "state",
+                                     "streams=1.figure",
+                                     "streams=1.median_ms",
+                                     "streams=1.passed",
+                                     "streams=3.figure"};
+  for (int c = 0; c < 8; c++)
+    CHECK_STR_EQ(json_string_value(json_array_get(json_at(s, "columns"), c)), cols[c]);
   json_t *row = json_array_get(json_at(s, "rows"), 3); /* chunk 300000, best */
   /* cells are named "<run>.<figure>": read them by name, not as paths */
   CHECK(json_real_value(json_object_get(row, "best.figure")) > 0);
@@ -299,7 +325,8 @@ static void test_pipeline_best(void) {
   CHECK(strstr(JSTR(job, "result.runs[0].mapped_to"), "threads") != NULL);
   CHECK(JBOOL(job, "result.runs[0].plan.best"));
   CHECK_STR_EQ(JSTR(job, "result.runs[0].plan.order"), "depth_first");
-  long long chunk = JINT(job, "result.runs[0].plan.chunk"), chunks = JINT(job, "result.runs[0].plan.chunks");
+  long long chunk = JINT(job, "result.runs[0].plan.chunk"),
+            chunks = JINT(job, "result.runs[0].plan.chunks");
   CHECK(chunk * chunks >= 1200000 && (chunks - 1) * chunk < 1200000); /* the whole input */
   CHECK_INT_EQ(JINT(job, "result.runs[0].streams"), JINT(job, "result.runs[0].plan.streams"));
   CHECK_STR_EQ(JSTR(job, "result.runs[1].variant"), "best_graph");
@@ -345,8 +372,9 @@ static char db[512];
 static int start(void) {
   const char *pg = getenv("GPULAB_TEST_DB");
   if (pg && *pg) test_db_make("sweeps", db, sizeof db);
-  const char *args[] = {"--backend", "cpu", "--streams", "1", "--max-queued", "8", "--http-threads",
-                        "4", db[0] ? "--db" : NULL, db, NULL};
+  const char *args[] = {
+      "--backend",           "cpu", "--streams", "1", "--max-queued", "8", "--http-threads", "4",
+      db[0] ? "--db" : NULL, db,    NULL};
   gpulabd_start(args, &D);
   return 0;
 }

@@ -9,8 +9,8 @@
 #include "kernels/gemm/gemm.h"
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
-#include "kernels/transpose/transpose.h"
 #include "kernels/stencil/stencil_tile.h"
+#include "kernels/transpose/transpose.h"
 #include "tests/runner.h"
 
 static struct backend *be; /* two lanes, opened by the setup */
@@ -108,8 +108,7 @@ static int first_available(const struct exp_result *r) {
 }
 
 /* A buffer's floats, downloaded after fence; the caller frees them. */
-static float *download(struct backend *b, struct backend_buffer *buf,
-                       struct backend_fence *fence) {
+static float *download(struct backend *b, struct backend_buffer *buf, struct backend_fence *fence) {
   float *h = malloc((backend_buffer_count(buf) + 1) * sizeof *h);
   char err[128];
   CHECK(h != NULL);
@@ -258,7 +257,8 @@ static void test_stopping_rules(void) {
   for (int attempt = 0;; attempt++) {
     CHECK_INT_EQ(backend_run(b, 0, &job, NULL, &r, err, sizeof err), 0);
     if (strcmp(r.runs[0].timing.stopped_by, "max_batches") != 0 || attempt == 4) break;
-    fprintf(stderr, "note: the noise rule ran to max_batches (relstdev %.2f: a preempted batch?); again\n",
+    fprintf(stderr,
+            "note: the noise rule ran to max_batches (relstdev %.2f: a preempted batch?); again\n",
             r.runs[0].timing.relstdev);
     release(b, &job);
   }

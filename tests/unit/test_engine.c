@@ -1,16 +1,16 @@
 /* The engine on the CPU backend: queueing, watches, cancellation, listing, limits. */
 #include <errno.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "server/engine/engine.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
+#include "server/engine/engine.h"
 #include "tests/runner.h"
 
 struct flag {
@@ -40,12 +40,14 @@ static enum job_state state_of(struct engine *e, struct job *job) {
   return v.state;
 }
 
-static int submit(struct engine *e, const struct exp_spec *spec, const char *client, struct job **out) {
+static int submit(struct engine *e, const struct exp_spec *spec, const char *client,
+                  struct job **out) {
   struct engine_job_request req = {.spec = *spec, .exclusive = true};
   snprintf(req.client, sizeof req.client, "%s", client);
   struct engine_error err;
   int rc = engine_submit(e, &req, out, &err);
-  if (rc && rc != -EAGAIN && rc != -EFBIG && rc != -ESHUTDOWN) fprintf(stderr, "submit: %s\n", err.message);
+  if (rc && rc != -EAGAIN && rc != -EFBIG && rc != -ESHUTDOWN)
+    fprintf(stderr, "submit: %s\n", err.message);
   return rc;
 }
 
@@ -188,7 +190,6 @@ static void test_lifecycle(void) {
   job_unref(q2);
   engine_free(e);
   backend_free(b);
-
 }
 
 static void test_prune(void) {

@@ -105,7 +105,7 @@ static void *submitter(void *arg) {
 
 static bool rank_ok(enum job_state before, enum job_state after) {
   int rank[JOB_STATE_COUNT] = {[JOB_WAITING] = 0, [JOB_QUEUED] = 1, [JOB_RUNNING] = 2,
-                               [JOB_DONE] = 3, [JOB_FAILED] = 3, [JOB_CANCELED] = 3};
+                               [JOB_DONE] = 3,    [JOB_FAILED] = 3, [JOB_CANCELED] = 3};
   return rank[after] > rank[before];
 }
 
@@ -114,8 +114,8 @@ static void test_rows_in_order(void) {
   char why[256];
   struct backend *b;
   CHECK_INT_EQ(backend_open(BACKEND_CPU, 0, 4, &b, why, sizeof why), 0);
-  struct engine_config cfg = {.max_jobs_kept = MAX_ID, .max_queued = MAX_ID,
-                              .on_job_change = on_change};
+  struct engine_config cfg = {
+      .max_jobs_kept = MAX_ID, .max_queued = MAX_ID, .on_job_change = on_change};
   CHECK_INT_EQ(engine_new(&b, 1, &cfg, &engine), 0);
   pthread_t t[SUBMITTERS];
   for (int i = 0; i < SUBMITTERS; i++)
@@ -160,9 +160,10 @@ static void test_rows_in_order(void) {
   for (uint64_t id = 0; id < MAX_ID; id++) job_unref(jobs[id]);
   engine_free(engine);
   backend_free(b);
-  printf("engine rows: %d jobs from %d threads, each job's rows in order, parents' first (%llu "
-         "rows waited for another thread's)\n",
-         ended, SUBMITTERS, (unsigned long long)counts.row_waits);
+  printf(
+      "engine rows: %d jobs from %d threads, each job's rows in order, parents' first (%llu "
+      "rows waited for another thread's)\n",
+      ended, SUBMITTERS, (unsigned long long)counts.row_waits);
 }
 
 static const struct test_case cases[] = {

@@ -61,7 +61,7 @@ static void check_registry(void) {
   printf("experiments: %s\n", list);
   for (int t = 0; t < EXP_TYPE_COUNT; t++) check_descriptor((enum exp_type)t);
   struct exp_spec s;
-  CHECK(exp_desc(EXP_TYPE_COUNT) == NULL && exp_desc((enum exp_type)-1) == NULL);
+  CHECK(exp_desc(EXP_TYPE_COUNT) == NULL && exp_desc((enum exp_type) - 1) == NULL);
   CHECK(exp_type_name(EXP_TYPE_COUNT) == NULL && exp_type_from_name("nope") == -1);
   CHECK_INT_EQ(exp_spec_default(EXP_TYPE_COUNT, &s), -EINVAL); /* never another one */
   CHECK(exp_figure_unit(EXP_TYPE_COUNT) == NULL && exp_input_count(EXP_TYPE_COUNT) == 0);

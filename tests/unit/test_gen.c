@@ -20,10 +20,14 @@ static float formula(uint64_t seed, uint32_t stream, uint64_t i) {
 static void test_pinned(void) {
   /* splitmix64's published first output for state 0 */
   CHECK(gen_mix64(0x9E3779B97F4A7C15ull) == 0xE220A8397B1DCDAFull);
-  static const struct { uint64_t seed; uint32_t stream; uint64_t i; int q; } pins[] = {
-      {2026, GEN_A, 0, 5669083},      {2026, GEN_A, 1, -4870233},
-      {2026, GEN_B, 0, 6229373},      {2026, GEN_X, 12345, 310402},
-      {0, GEN_A, 0, -347122},         {42, GEN_X, 1000000, -5484104},
+  static const struct {
+    uint64_t seed;
+    uint32_t stream;
+    uint64_t i;
+    int q;
+  } pins[] = {
+      {2026, GEN_A, 0, 5669083},    {2026, GEN_A, 1, -4870233}, {2026, GEN_B, 0, 6229373},
+      {2026, GEN_X, 12345, 310402}, {0, GEN_A, 0, -347122},     {42, GEN_X, 1000000, -5484104},
   };
   for (size_t p = 0; p < sizeof pins / sizeof pins[0]; p++) {
     float v = gen_uniform(pins[p].seed, pins[p].stream, pins[p].i);
@@ -67,7 +71,7 @@ static void test_uniformity(void) {
     buckets[(int)((v + 1.0) * 5.0)]++;
   }
   double mean = sum / n, var = sum_sq / n - mean * mean;
-  CHECK_NEAR(mean, 0.0, 0.005);     /* sd of the mean is ~0.0006 */
+  CHECK_NEAR(mean, 0.0, 0.005); /* sd of the mean is ~0.0006 */
   CHECK_NEAR(var, 1.0 / 3.0, 0.005);
   for (int b = 0; b < 10; b++) CHECK_NEAR(buckets[b], n / 10, 2000);
 }

@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
-#include <stdbool.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,29 +144,35 @@ static void test_rejected_dtype(void) {
   static const struct {
     const char *descr, *want;
   } bad[] = {
-      {"'>f4'", "unsupported dtype '>f4' (big-endian float32): gpulab reads little-endian float32 "
-                "('<f4') and float64 ('<f8'); send a.astype('<f4')"},
+      {"'>f4'",
+       "unsupported dtype '>f4' (big-endian float32): gpulab reads little-endian float32 "
+       "('<f4') and float64 ('<f8'); send a.astype('<f4')"},
       {"'>f8'", "'>f8' (big-endian float64): gpulab reads"},
       {"'|f4'", "unsupported dtype '|f4' (float32)"},
-      {"'<f2'", "unsupported dtype '<f2' (float16): gpulab reads little-endian float32 ('<f4') and "
-                "float64 ('<f8'); send a.astype(np.float32)"},
+      {"'<f2'",
+       "unsupported dtype '<f2' (float16): gpulab reads little-endian float32 ('<f4') and "
+       "float64 ('<f8'); send a.astype(np.float32)"},
       {"'<f16'", "'<f16' (longdouble)"},
-      {"'<i4'", "unsupported dtype '<i4' (int32): gpulab reads little-endian float32 ('<f4') and "
-                "float64 ('<f8'); send a.astype(np.float32)"},
+      {"'<i4'",
+       "unsupported dtype '<i4' (int32): gpulab reads little-endian float32 ('<f4') and "
+       "float64 ('<f8'); send a.astype(np.float32)"},
       {"'<i8'", "'<i8' (int64)"},
       {"'|i1'", "'|i1' (int8)"},
       {"'<u2'", "'<u2' (uint16)"},
       {"'|u1'", "'|u1' (uint8)"},
       {"'|b1'", "'|b1' (bool): gpulab reads"},
-      {"'<c8'", "'<c8' (complex64): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); "
-                "send a.real.astype(np.float32) (or np.abs(a).astype(np.float32))"},
+      {"'<c8'",
+       "'<c8' (complex64): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); "
+       "send a.real.astype(np.float32) (or np.abs(a).astype(np.float32))"},
       {"'<c16'", "'<c16' (complex128)"},
       {"'|O'", "'|O' (object)"},
-      {"'<U3'", "'<U3' (str): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); send "
-                "a.astype(np.float32), if the strings are numbers"},
+      {"'<U3'",
+       "'<U3' (str): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); send "
+       "a.astype(np.float32), if the strings are numbers"},
       {"'|S5'", "'|S5' (bytes)"},
-      {"'<M8[ns]'", "'<M8[ns]' (datetime64): gpulab reads little-endian float32 ('<f4') and float64 "
-                    "('<f8'); send a.astype(np.int64).astype(np.float32)"},
+      {"'<M8[ns]'",
+       "'<M8[ns]' (datetime64): gpulab reads little-endian float32 ('<f4') and float64 "
+       "('<f8'); send a.astype(np.int64).astype(np.float32)"},
       {"'<m8[s]'", "'<m8[s]' (timedelta64)"},
       {"'f4'", "unsupported dtype 'f4': gpulab reads"},
       {"'\xff\x01'", "unsupported dtype '\\xff\\x01': gpulab reads"},
@@ -174,7 +180,8 @@ static void test_rejected_dtype(void) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char dict[160];
-    snprintf(dict, sizeof dict, "{'descr': %s, 'fortran_order': False, 'shape': (5,), }", bad[i].descr);
+    snprintf(dict, sizeof dict, "{'descr': %s, 'fortran_order': False, 'shape': (5,), }",
+             bad[i].descr);
     expect_fail(1, dict, 10, bad[i].want);
   }
   expect_fail(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (5,), }", 5,
@@ -194,22 +201,24 @@ static void test_rejected_shape(void) {
               "shape (3, 4, 5) has 3 dimensions; 1 or 2 are accepted: a.reshape(a.shape[0], -1)");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", 1,
               "shape () has 0 dimensions; 1 or 2 are accepted: np.atleast_1d(a)");
-  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }", 0,
-              "empty arrays are not accepted: shape (0,) has no elements; send one with a.size >= 1");
+  expect_fail(
+      1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }", 0,
+      "empty arrays are not accepted: shape (0,) has no elements; send one with a.size >= 1");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 0), }", 0,
               "empty arrays are not accepted");
   expect_fail(1,
               "{'descr': '<f4', 'fortran_order': False, "
               "'shape': (9223372036854775807, 9223372036854775807), }",
               0, "shape (9223372036854775807, 9223372036854775807) has too many elements");
-  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }",
-              0, "too many elements"); /* 2^62 floats: 2^64 bytes */
-  expect_fail(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693952,), }",
-              0, "too many elements"); /* 2^61 doubles: 2^64 bytes */
-  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808,), }",
-              0, "shape dimension 9223372036854775808 is too large");
-  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,"
-                 "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,), }",
+  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }", 0,
+              "too many elements"); /* 2^62 floats: 2^64 bytes */
+  expect_fail(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693952,), }", 0,
+              "too many elements"); /* 2^61 doubles: 2^64 bytes */
+  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808,), }", 0,
+              "shape dimension 9223372036854775808 is too large");
+  expect_fail(1,
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,"
+              "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,), }",
               1, "has 42 dimensions");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (5), }", 5,
               "shape (5) is not a tuple: a 1-D shape is written (5,)");
@@ -217,8 +226,7 @@ static void test_rejected_shape(void) {
               "'shape' must be a tuple");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-5,), }", 5,
               "negative shape dimension");
-  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (05,), }", 5,
-              "leading zeros");
+  expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (05,), }", 5, "leading zeros");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (5 5,), }", 5,
               "expected ',' or ')'");
   expect_fail(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,,), }", 5,
@@ -407,18 +415,19 @@ static void test_raw(void) {
   expect_raw("", 20, "missing shape");
   expect_raw("0", 0, "empty arrays are not accepted");
   expect_raw("2,0", 0, "empty arrays are not accepted");
-  const char *bad[] = {"2,3,4", " 5", "5 ", "+5", "-5", "5,", ",5", "a", "5x", "2;3", "2,,3",
-                       "0x10", "1e3", "5\n"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    expect_raw(bad[i], 20, "is not n or m,n");
+  const char *bad[] = {"2,3,4", " 5", "5 ",  "+5",   "-5",   "5,",  ",5",
+                       "a",     "5x", "2;3", "2,,3", "0x10", "1e3", "5\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) expect_raw(bad[i], 20, "is not n or m,n");
   expect_raw("99999999999999999999", 20, "too large");
   expect_raw("9223372036854775807,9223372036854775807", 20, "has too many elements");
   expect_raw("4611686018427387904", 20, "has too many elements");
-  expect_raw("2,3", 20, "truncated: ?shape=2,3 needs 24 bytes (4 per float32), the body has 20; "
-                        "a.astype(np.float32).tofile('a.f32') writes them");
+  expect_raw("2,3", 20,
+             "truncated: ?shape=2,3 needs 24 bytes (4 per float32), the body has 20; "
+             "a.astype(np.float32).tofile('a.f32') writes them");
   expect_raw("2,3", 25, "trailing bytes: ?shape=2,3 needs 24 bytes");
-  expect_raw("2,3", 48, "?shape=2,3 needs 24 bytes (4 per float32), the body has 48: 8 per element, "
-                        "float64? send float32: a.astype(np.float32).tofile('a.f32')");
+  expect_raw("2,3", 48,
+             "?shape=2,3 needs 24 bytes (4 per float32), the body has 48: 8 per element, "
+             "float64? send float32: a.astype(np.float32).tofile('a.f32')");
   expect_raw("5", 0, "truncated");
   CHECK_INT_EQ(npy_raw(NULL, 20, "5", &a, err, sizeof err), -EINVAL);
 }

@@ -220,7 +220,8 @@ static void test_upload(void) {
       "shape: np.save('a.npy', a)");
   CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 1, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 0 && strstr(err, "not a .npy file: it does not start with the magic string") == err);
-  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, 0, &a, &raw, err, sizeof err), -EINVAL); /* starts as one */
+  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, 0, &a, &raw, err, sizeof err),
+               -EINVAL); /* starts as one */
   CHECK(raw == 0 && strstr(err, "truncated: 3 bytes is shorter than the .npy preamble") == err);
   CHECK_INT_EQ(npy_upload(NULL, 0, NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && strstr(err, "missing shape") == err && strstr(err, "(0 bytes)"));

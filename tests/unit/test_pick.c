@@ -111,8 +111,8 @@ static void check_tf32_valid(int m, int n, int k, int sms, uint64_t max_ws) {
 }
 
 static void test_valid_everywhere(void) {
-  static const int dims[] = {1, 2, 3, 5, 7, 8, 15, 16, 17, 31, 33, 64, 77, 100, 129, 255, 257,
-                             1000, 1025, 4096, 4099};
+  static const int dims[] = {1,  2,  3,   5,   7,   8,   15,   16,   17,   31,  33,
+                             64, 77, 100, 129, 255, 257, 1000, 1025, 4096, 4099};
   static const int sms[] = {1, 8, 108, 132, 1000};
   const int nd = (int)(sizeof dims / sizeof dims[0]);
   for (int a = 0; a < nd; a++)

@@ -8,8 +8,8 @@
 #include "kernels/gemm/gemm.h"
 #include "kernels/pipeline/pipeline.h"
 #include "kernels/stencil/stencil.h"
-#include "kernels/transpose/transpose.h"
 #include "kernels/stencil/stencil_tile.h"
+#include "kernels/transpose/transpose.h"
 #include "reference_common.h"
 #include "tests/runner.h"
 
@@ -32,7 +32,7 @@ static void check_transpose(int m, int n) {
   CHECK(c.passed && c.tolerance == 0 && c.max_abs_err == 0);
   CHECK_STR_EQ(c.reference, "cpu exact transpose");
   expect_pass(ref, TRANSPOSE_PADDED33, b, (int64_t)len);
-  if (m > 1 && n > 1) { /* else A and A^T share one layout */
+  if (m > 1 && n > 1) {                       /* else A and A^T share one layout */
     expect_fail(ref, TRANSPOSE_COPY, b, -1);  /* copy must equal A itself */
     expect_fail(ref, TRANSPOSE_NAIVE, a, -1); /* not transposed at all */
   }
@@ -329,8 +329,9 @@ static void check_gemm_tf32(int m, int n, int k, bool fp32_rejects) {
   reference_check(ref, GEMM_BEST, c, &fp32);
   CHECK(fp32.tolerance < chk.tolerance);
   if (fp32_rejects) CHECK(fp32.mismatches > 0); /* the worst-case bound alone catches it here */
-  CHECK(!fp32.passed && fp32.precision_failed);  /* the precision statistic everywhere */
-  for (int r = 0; r < m; r++) push_out(ref, GEMM_TF32, c, (size_t)r * n); /* whichever rows are compared */
+  CHECK(!fp32.passed && fp32.precision_failed); /* the precision statistic everywhere */
+  for (int r = 0; r < m; r++)
+    push_out(ref, GEMM_TF32, c, (size_t)r * n); /* whichever rows are compared */
   expect_fail(ref, GEMM_TF32, c, chk.rows_checked);
   free(c);
   reference_free(ref);
@@ -528,7 +529,7 @@ static void test_gemm_precision(void) {
 static void test_stencil(void) {
   static const int radii[] = {0, 2, 32};
   for (int i = 0; i < 3; i++) check_stencil(1000, radii[i]); /* n not a multiple of 256 */
-  check_stencil(300, 400); /* radius wider than the array */
+  check_stencil(300, 400);                                   /* radius wider than the array */
 }
 
 static void test_gemm_tf32(void) {
@@ -540,11 +541,10 @@ static void test_gemm_tf32(void) {
 static void test_stencil_best(void) {
   static const int best_radii[] = {0, 2, 32, 64, 1024, STENCIL_BEST_MAX_RADIUS};
   for (int i = 0; i < 6; i++) check_stencil_best(1000, best_radii[i]);
-  check_stencil_best(20011, 5); /* several tiles, a partial last one */
+  check_stencil_best(20011, 5);   /* several tiles, a partial last one */
   check_stencil_best(9001, 1023); /* the 4096-float span's smallest tile (2048) */
   check_stencil_best(9001, 1024); /* the 8192-float span's first */
 }
-
 
 static const struct test_case cases[] = {
     TEST(test_transpose),

@@ -181,11 +181,8 @@ static void test_events(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_round_robin),
-    TEST(test_priority_and_remove),
-    TEST(test_queues),
-    TEST(test_gate),
-    TEST(test_events),
-    TEST_END,
+    TEST(test_round_robin), TEST(test_priority_and_remove),
+    TEST(test_queues),      TEST(test_gate),
+    TEST(test_events),      TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases};

@@ -74,11 +74,7 @@ static void test_apart(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_apart),
-    TEST(test_odd),
-    TEST(test_even),
-    TEST(test_small),
-    TEST(test_quantile),
-    TEST_END,
+    TEST(test_apart), TEST(test_odd),      TEST(test_even),
+    TEST(test_small), TEST(test_quantile), TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases};

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "api/json_text.h"
-#include "server/service/job_json.h"
 #include "server/service/durable.h"
+#include "server/service/job_json.h"
 #include "server/store/store.h"
 #include "server/store/store_sqlite.h"
 #include "store_common.h"
