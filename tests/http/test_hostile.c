@@ -115,6 +115,65 @@ static void test_stalled_bodies(void) {
   gpulabd_stop(&d);
 }
 
+/* POSTs total bytes of raw float32 to /buffers at bytes_per_s, in chunks of 1 KiB: the
+ * answer's status, or 0 when gpulabd cut the connection first; *took its seconds. */
+static int paced_upload(int port, int total, double bytes_per_s, double *took) {
+  double t0 = now_s();
+  int fd = raw_connect("127.0.0.1", port);
+  CHECK(fd >= 0);
+  char head[256];
+  snprintf(head, sizeof head,
+           "POST /buffers?shape=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n",
+           total / 4, total);
+  send_text(fd, head);
+  static const char zeros[1024];
+  bool cut = false;
+  for (int sent = 0; sent < total && !cut;) {
+    int n = total - sent < (int)sizeof zeros ? total - sent : (int)sizeof zeros;
+    struct pollfd p = {.fd = fd, .events = POLLIN}; /* anything read now: cut (or refused) */
+    if (poll(&p, 1, (int)(1000.0 * n / bytes_per_s)) > 0 ||
+        send(fd, zeros, (size_t)n, MSG_NOSIGNAL) != n)
+      cut = true;
+    sent += n;
+  }
+  char buf[4096];
+  read_until_closed(fd, 5, buf, sizeof buf);
+  close(fd);
+  *took = now_s() - t0;
+  int status = 0;
+  if (sscanf(buf, "HTTP/1.1 %d", &status) != 1) status = 0;
+  return status;
+}
+
+/* --timeout 2 --min-upload-rate 4096: each 4 KiB of a body extend its deadline by a
+ * second, so 32 KiB sent at 8 KiB/s (4 s, twice the plain deadline) are taken, while
+ * the same body at 1 KiB/s is cut (after about 2.7 s: 2 s + 2.7 KiB / 4 KiB/s); with
+ * --min-upload-rate 0 the 8 KiB/s upload is cut at --timeout as any body is. */
+static void test_upload_rate(void) {
+  const char *args[] = {"--backend", "cpu", "--timeout", "2", "--min-upload-rate", "4096", NULL};
+  struct gpulabd d;
+  gpulabd_start(args, &d);
+  double took;
+  int status = paced_upload(d.port, 32768, 8192, &took);
+  printf("32 KiB at 8 KiB/s: %d after %.2f s\n", status, took);
+  CHECK_INT_EQ(status, 201); /* outlived --timeout: its bytes moved the deadline */
+  status = paced_upload(d.port, 32768, 1024, &took);
+  printf("32 KiB at 1 KiB/s: %d after %.2f s\n", status, took);
+  CHECK_INT_EQ(status, 0); /* cut, nothing answered */
+  json_t *list = http_get_json(&d, "/buffers");
+  CHECK_INT_EQ(json_array_size(json_at(list, "buffers")), 1); /* the first one only */
+  json_decref(list);
+  gpulabd_stop(&d);
+
+  const char *fixed[] = {"--backend", "cpu", "--timeout", "2", "--min-upload-rate", "0", NULL};
+  gpulabd_start(fixed, &d);
+  status = paced_upload(d.port, 32768, 8192, &took);
+  printf("32 KiB at 8 KiB/s, --min-upload-rate 0: %d after %.2f s\n", status, took);
+  CHECK_INT_EQ(status, 0);
+  gpulabd_stop(&d);
+}
+
 /* --max-connections 12: each address may hold at most a quarter (3), so two
  * addresses that open every connection they can, and stall them, leave room:
  * a third address still gets its /health. */
@@ -353,7 +412,12 @@ static void remove_dir(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_invalid_utf8),   TEST(test_bad_content_length), TEST(test_metrics_methods),
-    TEST(test_stalled_bodies), TEST(test_room_for_others),    TEST_END,
+    TEST(test_invalid_utf8),
+    TEST(test_bad_content_length),
+    TEST(test_metrics_methods),
+    TEST(test_stalled_bodies),
+    TEST(test_upload_rate),
+    TEST(test_room_for_others),
+    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};
