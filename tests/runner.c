@@ -58,7 +58,27 @@ static int usage(const char *prog, int status) {
   return status;
 }
 
+static char dir[128];
+static const char *program = "test";
+
+const char *test_dir(void) {
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "/tmp/gpulab-%s-XXXXXX", program);
+    CHECK(mkdtemp(dir) != NULL);
+  }
+  return dir;
+}
+
+static void remove_test_dir(void) {
+  if (!dir[0]) return;
+  char cmd[sizeof dir + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv) {
+  const char *slash = strrchr(argv[0], '/');
+  program = slash ? slash + 1 : argv[0];
   const struct test_case *cases = test_suite.cases;
   int n = 0;
   while (cases[n].name) n++;
@@ -140,6 +160,7 @@ int main(int argc, char **argv) {
   }
   if (test_suite.teardown) test_suite.teardown();
   free(chosen);
+  if (!failed) remove_test_dir();
   if (failed) {
     fprintf(stderr, "%d of %d case(s) failed\n", failed, ran);
     return 1;

@@ -66,6 +66,12 @@ extern const char *test_mode;
 /* The running case's name, or NULL outside cases (in setup and teardown). */
 const char *test_case_name(void);
 
+/* A directory of the program's own for its files (tokens, databases, sockets):
+ * /tmp/gpulab-<program>-XXXXXX, made at the first call (mode 0700), and removed with
+ * what it holds after the teardown when every case passed (a failure leaves it to look
+ * at). */
+const char *test_dir(void);
+
 #ifdef __cplusplus
 }
 #endif

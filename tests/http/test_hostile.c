@@ -211,7 +211,7 @@ static void test_room_for_others(void) {
   gpulabd_stop(&d);
 }
 
-static char dir[64];
+static const char *dir; /* test_dir() */
 
 /* Lines of the access log, each parsed (the caller decrefs); how many. */
 static int read_log(const char *path, json_t **lines, int max) {
@@ -400,15 +400,8 @@ static void test_metrics_methods(void) {
 }
 
 static int make_dir(void) {
-  snprintf(dir, sizeof dir, "/tmp/gpulab-hostile-XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
+  dir = test_dir();
   return 0;
-}
-
-static void remove_dir(void) {
-  char cmd[96];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  (void)!system(cmd);
 }
 
 static const struct test_case cases[] = {
@@ -420,4 +413,4 @@ static const struct test_case cases[] = {
     TEST(test_room_for_others),
     TEST_END,
 };
-const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir};

@@ -18,7 +18,7 @@
 #define ALICE "alice-token-0123456789"
 #define BOB "bob-token-0123456789abc"
 
-static char dir[] = "/tmp/gpulab-kernels-XXXXXX";
+static const char *dir; /* test_dir() */
 
 static const char *const good_json =
     "{\"experiment\":\"transpose\",\"name\":\"padded\",\"block\":[32,32,1],\"tile\":[32,32],"
@@ -563,15 +563,9 @@ static char db[512]; /* the store of test_api's gpulabd, kept across its restart
 static const char *args[] = {"--backend", "cpu", "--db", db, "--access-log", "off", NULL};
 
 static int make_dir(void) {
-  CHECK(mkdtemp(dir) != NULL);
+  dir = test_dir();
   kernels_db("k.db", db, sizeof db);
   return 0;
-}
-
-static void remove_dir(void) {
-  char cmd[200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  CHECK(system(cmd) == 0);
 }
 
 /* The routes, then the kernels' state; the first kernel's id and source hash are what
@@ -629,4 +623,4 @@ static const struct test_case cases[] = {
     TEST(test_tokens),        {"store_full", test_store_full_sqlite, NULL},
     TEST(test_without_nvrtc), TEST_END,
 };
-const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir};

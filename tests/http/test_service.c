@@ -21,7 +21,7 @@
 #define ROOT "root-token-0123456789abc"
 #define SMALL "{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0,\"batches\":1,\"reps\":1}"
 
-static char dir[64];
+static const char *dir; /* test_dir() */
 
 static void write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
@@ -544,15 +544,8 @@ static void test_tls(void) {
 }
 
 static int make_dir(void) {
-  snprintf(dir, sizeof dir, "/tmp/gpulab-service-XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
+  dir = test_dir();
   return 0;
-}
-
-static void remove_dir(void) {
-  char cmd[96];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  (void)!system(cmd);
 }
 
 /* /metrics and /v1 on one plain gpulabd of their own. */
@@ -576,4 +569,4 @@ static const struct test_case cases[] = {
     TEST(test_idle_timeout),
     TEST_END,
 };
-const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir};

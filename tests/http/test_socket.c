@@ -21,7 +21,8 @@
 #include "tests/http_client.h"
 #include "tests/runner.h"
 
-static char dir[64], sock[100];
+static const char *dir; /* test_dir() */
+static char sock[100];
 
 #define SLOW \
   "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,\"reps\":1}"
@@ -209,17 +210,10 @@ static void test_socket_files(void) {
 }
 
 static int make_dir(void) {
-  snprintf(dir, sizeof dir, "/tmp/gpulab-socket-XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
+  dir = test_dir();
   CHECK_INT_EQ(chmod(dir, 0755), 0); /* nobody may reach the socket */
   snprintf(sock, sizeof sock, "%s/gpulab.sock", dir);
   return 0;
-}
-
-static void remove_dir(void) {
-  char cmd[96];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  (void)!system(cmd);
 }
 
 static const struct test_case cases[] = {
@@ -228,4 +222,4 @@ static const struct test_case cases[] = {
     TEST(test_socket_files),
     TEST_END,
 };
-const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir};

@@ -25,7 +25,7 @@
 #include "tests/runner.h"
 #include "tests/test_db.h"
 
-static char dir[64];
+static const char *dir; /* test_dir() */
 
 #define JOB                                                                                   \
   "{\"type\":\"transpose\",\"params\":{\"m\":33,\"n\":47,\"variant\":\"naive\",\"warmup\":0," \
@@ -543,15 +543,8 @@ static bool on_pg(void) {
 }
 
 static int make_dir(void) {
-  snprintf(dir, sizeof dir, "/tmp/gpulab-storage-XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
+  dir = test_dir();
   return 0;
-}
-
-static void remove_dir(void) {
-  char cmd[96];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  (void)!system(cmd);
 }
 
 /* The faults of SQLite's file are SQLite's alone (above): on PostgreSQL
@@ -577,4 +570,4 @@ static const struct test_case cases[] = {
     {"full_tmpfs", test_full_tmpfs_sqlite, NULL},
     TEST_END,
 };
-const struct test_suite test_suite = {.cases = cases, .setup = make_dir, .teardown = remove_dir};
+const struct test_suite test_suite = {.cases = cases, .setup = make_dir};
