@@ -4,10 +4,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Appends "; text" (or text) to why. */
 static void why_add(char *why, size_t why_len, const char *text) {
@@ -71,6 +73,25 @@ static void preload_builtins(void *nvrtc) {
   globfree(&g);
 }
 
+/* lib's toolkit's include folders (nvrtc_lib.include_dirs), from where the library
+ * that defines sym was loaded: <its folder>/../include, and include/cccl in it. */
+static void find_include_dirs(struct nvrtc_lib *lib, void *sym) {
+  Dl_info info;
+  char real[PATH_MAX], dir[PATH_MAX + 32], inc[PATH_MAX];
+  if (!dladdr(sym, &info) || !info.dli_fname || !realpath(info.dli_fname, real)) return;
+  char *slash = strrchr(real, '/');
+  if (!slash) return;
+  *slash = '\0';
+  snprintf(dir, sizeof dir, "%s/../include", real);
+  if (!realpath(dir, inc) || strlen(inc) >= sizeof lib->include_dirs[0]) return;
+  snprintf(lib->include_dirs[lib->n_include_dirs++], sizeof lib->include_dirs[0], "%s", inc);
+  snprintf(dir, sizeof dir, "%s/cccl", inc);
+  struct stat st;
+  if (realpath(dir, inc) && stat(inc, &st) == 0 && S_ISDIR(st.st_mode) &&
+      strlen(inc) < sizeof lib->include_dirs[0])
+    snprintf(lib->include_dirs[lib->n_include_dirs++], sizeof lib->include_dirs[0], "%s", inc);
+}
+
 int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t why_len) {
   *out = NULL;
   if (why && why_len) why[0] = '\0';
@@ -115,6 +136,7 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t w
   memcpy(&f->get_program_log, &p[8], sizeof(void *));
   memcpy(&f->get_cubin_size, &p[9], sizeof(void *));
   memcpy(&f->get_cubin, &p[10], sizeof(void *));
+  find_include_dirs(lib, p[0]);
   void *flow = dlsym(h, "nvrtcSetFlowCallback"); /* NVRTC 12.8 on */
   memcpy(&f->set_flow_callback, &flow, sizeof flow);
   if (f->version(&lib->major, &lib->minor) != NVRTC_LOADER_SUCCESS) {

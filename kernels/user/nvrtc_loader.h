@@ -46,6 +46,11 @@ struct nvrtc_lib {
   int major, minor; /* nvrtcVersion's */
   int n_archs;      /* supported SM architectures, ascending (e.g. 75 ... 121) */
   int archs[64];
+  /* Its toolkit's header folders, real paths: include/ beside the library's folder and,
+   * where it exists, include/cccl/ (CUDA 13's <cuda/barrier>, <cuda/pipeline>). The
+   * only folders a user's #include <name> may reach (ucompile.h). 0: none found. */
+  int n_include_dirs;
+  char include_dirs[2][512];
 };
 
 /* Opens NVRTC. path NULL: libnvrtc.so.13, libnvrtc.so, then both under $CUDA_HOME/lib64

@@ -3,9 +3,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernels/core/clock.h"
 #include "kernels/user/uimage.h"
@@ -155,7 +157,56 @@ static void flatten(const char *src, char *out, int *line) {
   line[o] = ln;
 }
 
-int ucompile_source_check(const char *source, int *line, char *msg, size_t msg_len) {
+/* Whether name (as written between < and >) is a header of lib's toolkit: a relative
+ * name without "..", that is a regular file under one of its include folders once
+ * every link is followed. */
+static bool toolkit_header(const struct nvrtc_lib *lib, const char *name) {
+  if (!lib || !name[0] || name[0] == '/' || strstr(name, "..") || strstr(name, "//")) return false;
+  for (const char *c = name; *c; c++)
+    if (!isalnum((unsigned char)*c) && !strchr("_.-/", *c)) return false;
+  for (int d = 0; d < lib->n_include_dirs; d++) {
+    char path[1024], real[PATH_MAX];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", lib->include_dirs[d], name);
+    if (!realpath(path, real) || stat(real, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    for (int e = 0; e < lib->n_include_dirs; e++) {
+      size_t n = strlen(lib->include_dirs[e]);
+      if (!strncmp(real, lib->include_dirs[e], n) && real[n] == '/') return true;
+    }
+  }
+  return false;
+}
+
+/* The #include whose name starts at flat + i (after the directive's word): 0 when it
+ * is #include <name> of a toolkit header, else -EINVAL with msg. */
+static int include_check(const char *flat, size_t i, int line, const struct nvrtc_lib *lib,
+                         char *msg, size_t msg_len) {
+  while (flat[i] == ' ' || flat[i] == '\t') i++;
+  if (flat[i] != '<') {
+    snprintf(msg, msg_len,
+             "line %d: only the CUDA toolkit's headers may be included, as #include <name> "
+             "(not a quoted or computed name)",
+             line);
+    return -EINVAL;
+  }
+  size_t end = i + 1;
+  while (flat[end] && flat[end] != '>' && flat[end] != '\n') end++;
+  char name[256];
+  size_t len = end - i - 1;
+  snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1),
+           flat + i + 1);
+  if (flat[end] != '>' || len >= sizeof name || !toolkit_header(lib, name)) {
+    snprintf(msg, msg_len,
+             "line %d: #include <%.80s> is not a header of the CUDA toolkit%s (its include/ "
+             "and include/cccl/ folders, by a relative name)",
+             line, name, lib && lib->n_include_dirs ? "" : ", and none was found beside NVRTC");
+    return -EINVAL;
+  }
+  return 0;
+}
+
+int ucompile_source_check(const char *source, const struct nvrtc_lib *lib, int *line, char *msg,
+                          size_t msg_len) {
   *line = 0;
   size_t n = strlen(source);
   char *flat = malloc(n + 1);
@@ -181,13 +232,19 @@ int ucompile_source_check(const char *source, int *line, char *msg, size_t msg_l
       size_t w = i;
       while (isalnum((unsigned char)flat[i]) || flat[i] == '_') i++;
       size_t wl = i - w;
-      static const char *const banned[] = {"include", "include_next", "import", "embed"};
+      if (wl == 7 && !strncmp(flat + w, "include", 7)) {
+        if ((rc = include_check(flat, i, lines[w], lib, msg, msg_len))) {
+          *line = lines[w];
+          goto out;
+        }
+      }
+      static const char *const banned[] = {"include_next", "import", "embed"};
       for (size_t b = 0; b < sizeof banned / sizeof banned[0]; b++) {
         if (wl == strlen(banned[b]) && !strncmp(flat + w, banned[b], wl)) {
           *line = lines[w];
           snprintf(msg, msg_len,
                    "line %d: #%s is not allowed: send device code as one source (the "
-                   "experiment's signature needs no header)",
+                   "CUDA toolkit's headers come with #include <name>)",
                    *line, banned[b]);
           rc = -EINVAL;
           goto out;
@@ -422,13 +479,13 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
     return -EINVAL;
   }
   int line;
-  if ((rc = ucompile_source_check(req->source, &line, msg, msg_len))) return rc;
+  if ((rc = ucompile_source_check(req->source, lib, &line, msg, msg_len))) return rc;
   char name[64];
   safe_name(req->name, name, sizeof name);
   rc = -ENOMEM;
   r = calloc(1, sizeof *r);
   src = full_source(req, name);
-  opts = calloc((size_t)req->n_options + 3, sizeof *opts);
+  opts = calloc((size_t)req->n_options + 5, sizeof *opts);
   if (!r || !src || !opts) {
     snprintf(msg, msg_len, "out of memory");
     goto fail;
@@ -439,6 +496,11 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
   int n = 0;
   opts[n++] = arch_opt;
   opts[n++] = "--ptxas-options=-v";
+  char include_opt[2][sizeof lib->include_dirs[0] + 4]; /* the toolkit's headers only */
+  for (int d = 0; d < lib->n_include_dirs && d < 2; d++) {
+    snprintf(include_opt[d], sizeof include_opt[d], "-I%s", lib->include_dirs[d]);
+    opts[n++] = include_opt[d];
+  }
   for (int i = 0; i < req->n_options; i++) opts[n++] = req->options[i];
   int res = f->create_program(&prog, src, name, 0, NULL, NULL);
   if (res != NVRTC_LOADER_SUCCESS) {

@@ -1,6 +1,6 @@
 /* Compiling a user's kernel: device code only, with NVRTC (nvrtc_loader.h), for one
  * SM architecture, into a CUBIN. Checks what the user may ask for (options from a
- * whitelist, no #include), declares the experiment's fixed signature (exp_user) ahead
+ * whitelist, no #include but of the CUDA toolkit's headers), declares the experiment's fixed signature (exp_user) ahead
  * of the user's source so that a kernel with another signature fails to compile at the
  * user's line, and reads back the compiler's log: the first error and its line, and
  * from ptxas (-v) the entry's registers, shared and local bytes and spills. Knows
@@ -75,11 +75,15 @@ struct ucompile_report {
  * (e.g. include paths, -rdc, an architecture: gpulab picks it). */
 int ucompile_options_check(const char *const *options, int n_options, char *msg, size_t msg_len);
 
-/* Checks source for what device code may not do here: #include (and its digraph,
- * #import, #embed; comments and line splices are seen through), so that nothing on
- * the server's disk is read into a compile or its log. Returns 0, or -EINVAL with msg
- * and *line (1-based) set. */
-int ucompile_source_check(const char *source, int *line, char *msg, size_t msg_len);
+/* Checks source for what device code may not do here, so that nothing on the server's
+ * disk but the CUDA toolkit's headers is read into a compile or its log: an #include
+ * other than #include <name> of a header of lib's toolkit (nvrtc_lib.include_dirs: a
+ * name of letters, digits, _ . - and /, no "..", that is a file there, also once its
+ * links are followed; lib NULL: none), a quoted or computed #include, #include_next,
+ * #import and #embed (their digraphs too; comments and line splices are seen through).
+ * Returns 0, or -EINVAL with msg and *line (1-based) set. */
+int ucompile_source_check(const char *source, const struct nvrtc_lib *lib, int *line, char *msg,
+                          size_t msg_len);
 
 /* The declaration of a kernel that asked for scratch: decl (exp_user.declaration) with
  * one more last parameter, "void *scratch". Returns 0, or -EINVAL when decl has no

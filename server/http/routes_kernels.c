@@ -478,7 +478,9 @@ static enum MHD_Result refused(struct request *r, const char *src, size_t len, c
   char why[256];
   if (strlen(src) != len)
     return unprocessable(r, "source_not_allowed", 0, NULL, "the source holds a NUL byte");
-  if (ucompile_source_check(src, &line, why, sizeof why) == -EINVAL)
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  if (ucompile_source_check(src, u ? ukernels_nvrtc(u, NULL) : NULL, &line, why, sizeof why) ==
+      -EINVAL)
     return unprocessable(r, "source_not_allowed", line, NULL, why);
   if (strncmp(msg, "entry", 5) == 0)
     return respond_fail(r, 400, "out_of_range", "entry", "%s", msg);

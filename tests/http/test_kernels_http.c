@@ -233,6 +233,15 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   check_unprocessable(&r, "source_not_allowed", 2);
   CHECK(json_at(r.json, "compile") == NULL);
   http_reply_free(&r);
+  /* Only the toolkit's headers, by name: a path outside it is refused at its line, and
+   * its detail shows nothing of the file. */
+  http_post_json(d, "/kernels",
+                 "{\"experiment\":\"transpose\",\"name\":\"x\",\"source\":\"#include "
+                 "<cuda_fp16.h>\\n#include </etc/passwd>\\n\"}",
+                 &r);
+  check_unprocessable(&r, "source_not_allowed", 2);
+  CHECK(strstr(JSTR(r.json, "detail"), "root:") == NULL);
+  http_reply_free(&r);
   post(d, "{\"experiment\":\"pipeline\",\"name\":\"x\",\"source\":\"int x;\"}", 400, "unknown_type",
        &r);
   http_reply_free(&r);

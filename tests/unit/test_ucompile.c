@@ -63,25 +63,56 @@ static void test_options(void) {
   }
 }
 
+/* What a source may not hold, with and without a toolkit to include from (nvrtc's:
+ * its include/ and include/cccl/): only #include <name> of a file there passes. */
 static void test_source_check(void) {
   char msg[256];
   int line;
-  CHECK_INT_EQ(ucompile_source_check(padded33, &line, msg, sizeof msg), 0);
-  const char *srcs[][2] = {{"int x;\n#include \"/etc/passwd\"\n", "2"},
-                           {"\n\n  #  include <stdio.h>\n", "3"},
-                           {"%:include <x>\n", "1"},
-                           {"# /* hidden */ include <x>\n", "1"},
-                           {"#inc\\\nlude <x>\n", "1"},
-                           {"/* a\nb */ #import <x>\n", "2"}};
+  CHECK_INT_EQ(ucompile_source_check(padded33, NULL, &line, msg, sizeof msg), 0);
+  CHECK(nvrtc->n_include_dirs >= 1); /* found beside libnvrtc */
+  printf("toolkit headers: %s%s%s\n", nvrtc->include_dirs[0], nvrtc->n_include_dirs > 1 ? ", " : "",
+         nvrtc->n_include_dirs > 1 ? nvrtc->include_dirs[1] : "");
+  const char *srcs[][2] = {
+      {"int x;\n#include \"/etc/passwd\"\n", "2"}, /* quoted */
+      {"\n\n  #  include <stdio.h>\n", "3"},       /* not the toolkit's */
+      {"%:include <x>\n", "1"},
+      {"# /* hidden */ include <x>\n", "1"},
+      {"#inc\\\nlude <x>\n", "1"},
+      {"/* a\nb */ #import <x>\n", "2"},
+      {"#include </etc/passwd>\n", "1"},                        /* absolute */
+      {"#include <../../../../../../etc/passwd>\n", "1"},       /* out of the folder */
+      {"#include <cuda_fp16.h/../../../../etc/passwd>\n", "1"}, /* through a header */
+      {"#include <cuda//../../etc/passwd>\n", "1"},
+      {"#define H <cuda_fp16.h>\n#include H\n", "2"}, /* computed */
+      {"#include_next <cuda_fp16.h>\n", "1"},
+      {"#embed <cuda_fp16.h>\n", "1"},
+      {"#include <cuda_fp16.h\n", "1"}, /* unterminated */
+      {"#include <cuda_fp16.h> /* ok */\n#include <passwd>\n", "2"}};
   for (size_t i = 0; i < sizeof srcs / sizeof srcs[0]; i++) {
-    CHECK_INT_EQ(ucompile_source_check(srcs[i][0], &line, msg, sizeof msg), -EINVAL);
+    int rc = ucompile_source_check(srcs[i][0], nvrtc, &line, msg, sizeof msg);
+    if (rc != -EINVAL) fprintf(stderr, "taken: %s\n", srcs[i][0]);
+    CHECK_INT_EQ(rc, -EINVAL);
     CHECK_INT_EQ(line, atoi(srcs[i][1]));
   }
-  /* Not directives: in a string, in a comment, an identifier that starts alike. */
-  const char *fine[] = {"const char *s = \"#include <x>\";\n", "// #include <x>\n",
-                        "/* #include <x> */\n", "#define includes 1\n", "#pragma unroll\n"};
-  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++)
-    CHECK_INT_EQ(ucompile_source_check(fine[i], &line, msg, sizeof msg), 0);
+  /* Not directives: in a string, in a comment, an identifier that starts alike; and
+   * the toolkit's headers by name (include/ and, since CUDA 13, include/cccl/). */
+  const char *fine[] = {"const char *s = \"#include <x>\";\n",
+                        "// #include <x>\n",
+                        "/* #include <x> */\n",
+                        "#define includes 1\n",
+                        "#pragma unroll\n",
+                        "#include <cuda_fp16.h>\n",
+                        "  #  include <mma.h>\n#include <cooperative_groups.h>\n",
+                        "#include <cuda_bf16.h>\n",
+                        "#include <cuda_fp16.h\\\n>\n"}; /* a line splice joins it first */
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+    int rc = ucompile_source_check(fine[i], nvrtc, &line, msg, sizeof msg);
+    if (rc) fprintf(stderr, "refused: %s: %s\n", fine[i], msg);
+    CHECK_INT_EQ(rc, 0);
+  }
+  /* Without a toolkit's folders (lib NULL) no header is one of them. */
+  CHECK_INT_EQ(ucompile_source_check("#include <cuda_fp16.h>\n", NULL, &line, msg, sizeof msg),
+               -EINVAL);
 }
 
 static void test_log_parsing(void) {
@@ -329,6 +360,45 @@ static void test_state(void) {
   ucompile_report_free(r);
 }
 
+/* The toolkit's headers compile with a user's kernel (half, WMMA, cooperative groups,
+ * and CUDA 13's <cuda/barrier> from include/cccl when NVRTC has it), and a compile log
+ * names nothing outside the toolkit. */
+static void test_toolkit_headers(void) {
+  const char *src =
+      "#include <cuda_fp16.h>\n"
+      "#include <mma.h>\n"
+      "#include <cooperative_groups.h>\n"
+      "extern \"C\" __global__ void kernel(const float *a, float *b, int m, int n) {\n"
+      "  namespace cg = cooperative_groups;\n"
+      "  cg::thread_block block = cg::this_thread_block();\n"
+      "  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + "
+      "threadIdx.y;\n"
+      "  block.sync();\n"
+      "  if (x < n && y < m) b[(size_t)x * m + y] = __half2float(__float2half(a[(size_t)y * n + "
+      "x]));\n"
+      "}\n";
+  struct ucompile_report *r = compile_src(nvrtc, src, 0);
+  if (!r->ok) fprintf(stderr, "%s\n%s\n", r->error, r->log);
+  CHECK(r->ok);
+  ucompile_report_free(r);
+  if (nvrtc->n_include_dirs > 1) { /* include/cccl */
+    r = compile_src(
+        nvrtc,
+        "#include <cuda/barrier>\n" KERNEL_HEAD
+        "  if (threadIdx.x == 0 && blockIdx.x == 0 && m > 0 && n > 0) b[0] = a[0];\n}\n",
+        0);
+    if (!r->ok) fprintf(stderr, "%s\n%s\n", r->error, r->log);
+    CHECK(r->ok);
+    ucompile_report_free(r);
+  }
+  /* A header the toolkit does not have is refused before NVRTC reads anything. */
+  char msg[256];
+  struct ucompile_report *none = NULL;
+  struct ucompile_req req = req_of("#include <shadow>\n" KERNEL_HEAD "}\n", NULL, 0);
+  CHECK_INT_EQ(ucompile_run(nvrtc, &req, &none, msg, sizeof msg), -EINVAL);
+  CHECK(none == NULL && strstr(msg, "not a header of the CUDA toolkit") != NULL);
+}
+
 /* A kernel stored before today's rules that they refuse (its image calls malloc, made
  * here with NVRTC directly, past ucompile's refusal): registered with its refusal, shown
  * by ukreg, and its runs unavailable saying why. */
@@ -459,10 +529,16 @@ static void test_lib_open(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_options),     TEST(test_source_check),
-    TEST(test_log_parsing), TEST(test_lib_open),
-    TEST(test_templates),   TEST(test_compile),
-    TEST(test_state),       TEST(test_stored_refusal),
-    TEST(test_cache),       TEST_END,
+    TEST(test_options),
+    TEST(test_source_check),
+    TEST(test_log_parsing),
+    TEST(test_lib_open),
+    TEST(test_templates),
+    TEST(test_compile),
+    TEST(test_state),
+    TEST(test_toolkit_headers),
+    TEST(test_stored_refusal),
+    TEST(test_cache),
+    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
