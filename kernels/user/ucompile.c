@@ -372,17 +372,23 @@ static void safe_name(const char *name, char *out, size_t out_len) {
 }
 
 /* The source NVRTC sees: the signature's declaration, a #line back to 1, the user's. */
+/* req's declaration with its entry's name (gpulab's own text has one %s for it) into
+ * decl: 0, or -1 when it does not fit (decl "" when there is no declaration). */
+static int declaration_of(const struct ucompile_req *req, char *decl, size_t len) {
+  decl[0] = '\0';
+  if (!req->declaration) return 0;
+  const char *s = strstr(req->declaration, "%s");
+  if (!s || strlen(req->declaration) + strlen(req->entry) >= len) return -1;
+  size_t head = (size_t)(s - req->declaration), el = strlen(req->entry);
+  memcpy(decl, req->declaration, head);
+  memcpy(decl + head, req->entry, el);
+  strcpy(decl + head + el, s + 2); /* fits: checked above */
+  return 0;
+}
+
 static char *full_source(const struct ucompile_req *req, const char *name) {
-  char decl[512] = "";
-  if (req->declaration) {
-    /* The declaration is gpulab's own text with one %s for the entry. */
-    const char *s = strstr(req->declaration, "%s");
-    if (!s || strlen(req->declaration) + strlen(req->entry) >= sizeof decl) return NULL;
-    size_t head = (size_t)(s - req->declaration), el = strlen(req->entry);
-    memcpy(decl, req->declaration, head);
-    memcpy(decl + head, req->entry, el);
-    strcpy(decl + head + el, s + 2); /* fits: checked above */
-  }
+  char decl[512];
+  if (declaration_of(req, decl, sizeof decl)) return NULL;
   size_t n = strlen(decl) + strlen(name) + strlen(req->source) + 32;
   char *src = malloc(n);
   if (src) snprintf(src, n, "%s\n#line 1 \"%s\"\n%s", decl, name, req->source);
@@ -437,6 +443,49 @@ int ucompile_declaration_scratch(const char *decl, char *out, size_t out_len) {
 
 static bool entry_ok(const char *entry) {
   return entry && strlen(entry) < 64 && is_ident(entry, strlen(entry));
+}
+
+/* The parameter list of entry's definition that starts on line of source, "(...)"
+ * with its spaces collapsed, into out; "" when none starts there. */
+static void declared_params(const char *source, const char *entry, int line, char *out,
+                            size_t len) {
+  out[0] = '\0';
+  const char *p = source;
+  for (int l = 1; p && l < line; l++) p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL;
+  size_t el = strlen(entry);
+  for (const char *q = p; q && *q && *q != '\n'; q++) {
+    if (strncmp(q, entry, el) || (q > source && ident_char(q[-1])) || ident_char(q[el])) continue;
+    const char *open = q + el;
+    while (*open == ' ' || *open == '\t') open++;
+    if (*open != '(') continue;
+    size_t o = 0;
+    int depth = 0;
+    for (const char *c = open; *c && o + 1 < len; c++) {
+      bool space = isspace((unsigned char)*c);
+      if (!space || (o > 0 && out[o - 1] != ' ')) out[o++] = space ? ' ' : *c;
+      depth += *c == '(' ? 1 : *c == ')' ? -1 : 0;
+      if (depth == 0) break;
+    }
+    out[o] = '\0';
+    return;
+  }
+}
+
+/* NVRTC says "more than one instance of overloaded function" when the user's entry
+ * has other parameters than the experiment's declaration (both extern "C"): r's error
+ * says instead which signature the experiment expects and what the kernel declared. */
+static void say_signature(const struct ucompile_req *req, struct ucompile_report *r) {
+  char decl[512], params[256];
+  if (!strstr(r->error, "more than one instance of overloaded function") ||
+      declaration_of(req, decl, sizeof decl) || !decl[0])
+    return;
+  size_t n = strlen(decl);
+  if (n && decl[n - 1] == ';') decl[n - 1] = '\0';
+  declared_params(req->source, req->entry, r->error_line, params, sizeof params);
+  snprintf(r->error, sizeof r->error,
+           "line %d: %s does not have the experiment's signature: it must be %s (gpulab "
+           "declares it ahead of your source), and this declares %s%s",
+           r->error_line, req->entry, decl, req->entry, params[0] ? params : "(...)");
 }
 
 /* A compile that succeeded into r: its usage, whether it defines the entry, its CUBIN
@@ -530,6 +579,8 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
   } else if (res == NVRTC_LOADER_ERROR_COMPILATION || res == NVRTC_LOADER_ERROR_INVALID_OPTION) {
     if (!ucompile_first_error(r->log, name, &r->error_line, r->error, sizeof r->error))
       snprintf(r->error, sizeof r->error, "%s", f->error_string(res));
+    else
+      say_signature(req, r);
   } else if (res != NVRTC_LOADER_SUCCESS) {
     snprintf(msg, msg_len, "nvrtcCompileProgram: %s", f->error_string(res));
     rc = res == 1 ? -ENOMEM : -EIO;

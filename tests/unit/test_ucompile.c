@@ -205,6 +205,10 @@ static void test_compile(void) {
   req = req_of("\nextern \"C\" __global__ void kernel(float *a, int m) {}\n", NULL, 0);
   CHECK_INT_EQ(ucompile_run(lib, &req, &r, msg, sizeof msg), 0);
   CHECK(!r->ok);
+  printf("wrong signature: %s\n", r->error);
+  CHECK(strstr(r->error, "does not have the experiment's signature") != NULL);
+  CHECK(strstr(r->error, "kernel(const float *a, float *b, int m, int n)") != NULL);
+  CHECK(strstr(r->error, "declares kernel(float *a, int m)") != NULL);
   CHECK_INT_EQ(r->error_line, 2);
   ucompile_report_free(r);
 
