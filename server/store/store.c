@@ -182,9 +182,10 @@ void store_note_write(struct store *s, int err, const char *why) {
 void store_limit(struct store *s, uint64_t max_bytes) {
   pthread_mutex_lock(&s->lock);
   s->max_bytes = max_bytes;
+  s->prune_left = 0; /* a prune under way was for the old bound */
   if (max_bytes) {
     if (s->ops->limit_locked) s->ops->limit_locked(s, max_bytes);
-    store_keep_within_locked(s);
+    while (store_prune_step_locked(s, UINT64_MAX)) continue; /* all of it, now */
   }
   pthread_mutex_unlock(&s->lock);
 }

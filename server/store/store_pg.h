@@ -46,7 +46,7 @@ void *pg_bytes(const PGresult *res, int r, int c, size_t *len);
 /* store_pg_query.c: */
 uint64_t pg_used_bytes_locked(struct store *s, bool fresh);
 uint64_t pg_file_bytes_locked(struct store *s);
-int64_t pg_count_jobs_locked(struct store *s);
+int64_t pg_id_span_locked(struct store *s);
 int pg_delete_oldest_locked(struct store *s, uint64_t n);
 char *pg_record(struct store *s, uint64_t id);
 int pg_list(struct store *s, uint64_t before_id, const char *state, const char *type,

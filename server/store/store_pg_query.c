@@ -52,7 +52,9 @@ uint64_t pg_file_bytes_locked(struct store *s) {
   return p->file_bytes;
 }
 
-int64_t pg_count_jobs_locked(struct store *s) { return query_int(s, "SELECT COUNT(*) FROM jobs"); }
+int64_t pg_id_span_locked(struct store *s) {
+  return query_int(s, "SELECT COALESCE(MAX(id) - MIN(id) + 1, 0) FROM jobs");
+}
 
 int pg_delete_oldest_locked(struct store *s, uint64_t n) {
   char limit[24];

@@ -65,10 +65,12 @@ struct store_ops {
   /* A failing store's small write of its own. Locked. */
   int (*probe_locked)(struct store *s, char *why, size_t why_len);
   /* The size bound (store_limit): bytes the jobs hold (fresh: measured now, for the
-   * bound; else a recent measure will do, for store_status), jobs counted, and a
-   * delete of the n oldest finished (how many went, or a negative errno). Locked. */
+   * bound; else a recent measure will do, for store_status), the span of the jobs' ids
+   * (largest - smallest + 1: their count or a little more, read from the index where a
+   * COUNT(*) would read the table), and a delete of the n oldest finished (how many
+   * went, or a negative errno). Locked. */
   uint64_t (*used_bytes_locked)(struct store *s, bool fresh);
-  int64_t (*count_jobs_locked)(struct store *s);
+  int64_t (*id_span_locked)(struct store *s);
   int (*delete_oldest_locked)(struct store *s, uint64_t n);
   /* After pruning (SQLite: freed pages back to the file system); may be NULL. Locked. */
   void (*after_prune_locked)(struct store *s);
@@ -185,7 +187,15 @@ struct store {
   int journal_users; /* threads writing to it outside queue_lock: it stays open meanwhile */
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
+  /* A prune under way (store_prune_step_locked): jobs still to delete, pruned_jobs
+   * when it began, and its passes (a plan, its deletes, a measure). */
+  uint64_t prune_left, prune_first;
+  int prune_passes;
   atomic_bool over_limit; /* pruned all it could and is still over */
+  /* queue_lock: the writer thread owes a step of the prune (a commit passed the check,
+   * or a prune is under way), of at most prune_chunk jobs. */
+  bool prune_due;
+  uint64_t prune_chunk;
 };
 
 /* store.c and store_queue.c: */
@@ -202,9 +212,11 @@ void store_note_write_locked(struct store *s, int err, const char *why);
 void store_note_write(struct store *s, int err, const char *why);
 /* Takes the database (s->lock) for a read that sees every row queued before it. */
 void store_lock_for_read(struct store *s);
-/* Past max_bytes: prunes the oldest finished jobs (store_limit). The database lock
+/* One step of keeping within max_bytes: past it (or while a prune is under way),
+ * deletes at most chunk of the oldest finished jobs, in one transaction, towards 90%
+ * of it. Returns whether the prune goes on (another step is owed). The database lock
  * is held, outside a transaction. */
-void store_keep_within_locked(struct store *s);
+bool store_prune_step_locked(struct store *s, uint64_t chunk);
 /* For a prune, under the database lock: the jobs the accept journal may hold an entry
  * of (journal_held_ids; none without a journal). 0, or -ENOMEM: prune nothing. */
 int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n);

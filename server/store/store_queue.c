@@ -253,9 +253,9 @@ static void write_queued_locked(struct store *s, bool all) {
   pthread_mutex_unlock(&s->queue_lock);
 
   char why[200] = "";
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, rows = 0;
   double began = clock_mono_s();
-  for (struct queued_row *q = batch; q; q = q->next) {
+  for (struct queued_row *q = batch; q; q = q->next, rows++) {
     if (!q->row.record && q->row.make_record) /* outside the database's lock */
       q->row.record = q->made = q->row.make_record(q->row.record_arg);
     bytes += 64 + q->row.request_len + (q->row.record ? strlen(q->row.record) : 0);
@@ -281,23 +281,41 @@ static void write_queued_locked(struct store *s, bool all) {
   s->journal_users += journal_use;
   for (struct queued_row *q = batch; q; q = q->next) tickets_forget(s, q);
   s->inflight = NULL;
-  /* The batch's waiters go now; the size bound's check (which may prune) comes after,
-   * so that no answer waits for it. The next batch does, as it would for a batch. */
+  /* The size bound's check (which may prune) is the writer thread's, between batches
+   * (prune_locked): a store_sync caller writing for itself answers first. */
+  if (check) {
+    s->prune_due = true;
+    /* Keeps pace with the writes; its rows stay in SQLite's page cache (16 MiB) from the
+     * read that finds them to their delete. */
+    s->prune_chunk = rows * 2 < 256 ? 256 : rows * 2 > 4096 ? 4096 : rows * 2;
+  }
   pthread_cond_broadcast(&s->committed_cond);
   pthread_mutex_unlock(&s->queue_lock);
   free_rows(batch);
   for (int gen = 0; gen < 2 && journal_use; gen++) /* outside queue_lock: it may truncate */
     if (journaled[gen]) journal_committed(s->journal, gen, journaled[gen]);
-  if (check) {
-    pthread_mutex_lock(&s->lock);
-    store_keep_within_locked(s);
-    pthread_mutex_unlock(&s->lock);
-  }
   store_queue_lock(s);
   s->journal_users -= journal_use;
   s->writing = false;
   pthread_cond_broadcast(&s->committed_cond);
-  if (s->head) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
+  if (s->head || s->prune_due) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
+}
+
+/* One step of the size bound's prune, on the writer thread between its batches: a
+ * chunk of jobs in a transaction of its own, so that a batch waits for a chunk at
+ * most, never for a whole prune. queue_lock held. */
+static void prune_locked(struct store *s) {
+  uint64_t chunk = s->prune_chunk;
+  s->prune_due = false;
+  s->writing = true;
+  pthread_mutex_unlock(&s->queue_lock);
+  pthread_mutex_lock(&s->lock);
+  bool more = store_prune_step_locked(s, chunk);
+  pthread_mutex_unlock(&s->lock);
+  store_queue_lock(s);
+  s->prune_due |= more;
+  s->writing = false;
+  pthread_cond_broadcast(&s->committed_cond);
 }
 
 /* A failing store's small write of its own (the backend's probe). queue_lock held. */
@@ -341,7 +359,7 @@ void *store_writer_main(void *arg) {
   struct store *s = arg;
   store_queue_lock(s);
   for (;;) {
-    while (!s->head && !s->closing) {
+    while (!s->head && !s->closing && !s->prune_due) {
       if (s->writable) {
         s->writer_idle = true;
         pthread_cond_wait(&s->queue_ready, &s->queue_lock);
@@ -368,6 +386,7 @@ void *store_writer_main(void *arg) {
       write_queued_locked(s, s->closing); /* what has gathered; all when closing */
     else if (s->closing)
       break; /* all written */
+    if (s->prune_due && !s->closing && !s->writing && !s->holds) prune_locked(s);
   }
   pthread_mutex_unlock(&s->queue_lock);
   return NULL;
@@ -642,35 +661,64 @@ void store_release(struct store *s) {
   pthread_mutex_unlock(&s->queue_lock);
 }
 
-/* ---- the size bound: pruned by the writer after its commits ---- */
+/* ---- the size bound: pruned by the writer between its batches ---- */
 
-/* Past max_bytes: deletes the oldest finished jobs, a share at a time, until the
- * database holds 90% of it. The database lock is held, outside a transaction. */
-void store_keep_within_locked(struct store *s) {
-  s->written_since_check = 0;
-  uint64_t used = s->ops->used_bytes_locked(s, true), target = s->max_bytes / 10 * 9;
-  if (used <= s->max_bytes) {
-    atomic_store(&s->over_limit, false);
-    return;
-  }
-  uint64_t before = s->pruned_jobs;
-  for (int pass = 0; used > target && pass < 16; pass++) {
-    int64_t rows = s->ops->count_jobs_locked(s);
-    if (rows <= 0) break;
-    uint64_t per_row = used / (uint64_t)rows + 1, n = (used - target) / per_row + 16;
-    int deleted = s->ops->delete_oldest_locked(s, n);
-    if (deleted <= 0) break; /* none finished, or the delete failed */
-    s->pruned_jobs += (uint64_t)deleted;
-    used = s->ops->used_bytes_locked(s, true);
-  }
+/* Jobs to delete to bring used bytes down to target, from the bytes per job over the
+ * span of their ids (a little more than their count: the plan errs short, and the
+ * next pass measures again). 0: no jobs. */
+static uint64_t plan_locked(struct store *s, uint64_t used, uint64_t target) {
+  int64_t span = s->ops->id_span_locked(s);
+  if (span <= 0) return 0;
+  uint64_t per_job = used / (uint64_t)span + 1;
+  return (used - target) / per_job + 16;
+}
+
+/* The end of a prune: freed pages handled (after_prune_locked), a line in the log,
+ * and new jobs refused while unfinished ones alone pass the bound. */
+static void prune_done_locked(struct store *s, uint64_t used) {
+  s->prune_left = 0;
   if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
   bool over = used > s->max_bytes;
-  if (over != atomic_load(&s->over_limit) || s->pruned_jobs != before)
+  if (over != atomic_load(&s->over_limit) || s->pruned_jobs != s->prune_first)
     log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
-             (unsigned long long)used, (unsigned long long)(s->pruned_jobs - before),
+             (unsigned long long)used, (unsigned long long)(s->pruned_jobs - s->prune_first),
              (unsigned long long)s->max_bytes,
              over ? ": unfinished jobs alone pass it, new ones are refused" : "");
   atomic_store(&s->over_limit, over);
+}
+
+bool store_prune_step_locked(struct store *s, uint64_t chunk) {
+  s->written_since_check = 0;
+  if (!s->max_bytes) { /* the bound was lifted (store_limit) */
+    s->prune_left = 0;
+    return false;
+  }
+  uint64_t target = s->max_bytes / 10 * 9, used;
+  if (!s->prune_left) { /* none under way: begins one past the bound */
+    used = s->ops->used_bytes_locked(s, true);
+    if (used <= s->max_bytes) {
+      atomic_store(&s->over_limit, false);
+      return false;
+    }
+    s->prune_first = s->pruned_jobs;
+    s->prune_passes = 0;
+    if (!(s->prune_left = plan_locked(s, used, target))) {
+      prune_done_locked(s, used);
+      return false;
+    }
+  }
+  uint64_t n = chunk < s->prune_left ? chunk : s->prune_left;
+  int deleted = s->ops->delete_oldest_locked(s, n);
+  if (deleted > 0) s->pruned_jobs += (uint64_t)deleted;
+  /* Fewer than asked: no finished job is left (or the delete failed). */
+  s->prune_left = deleted >= 0 && (uint64_t)deleted == n ? s->prune_left - n : 0;
+  if (s->prune_left) return true;
+  used = s->ops->used_bytes_locked(s, true);
+  if (used > target && deleted >= 0 && (uint64_t)deleted == n && ++s->prune_passes < 16 &&
+      (s->prune_left = plan_locked(s, used, target)))
+    return true;
+  prune_done_locked(s, used);
+  return false;
 }
 
 int store_journal_held_locked(struct store *s, uint64_t **ids, size_t *n) {

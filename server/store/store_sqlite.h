@@ -60,7 +60,7 @@ int lite_errno(sqlite3 *db, int rc);
 /* A one-number PRAGMA or query; the database lock is held. -1 on error. */
 int64_t lite_query_int(sqlite3 *db, const char *sql);
 uint64_t lite_used_bytes_locked(struct store *s, bool fresh);
-int64_t lite_count_jobs_locked(struct store *s);
+int64_t lite_id_span_locked(struct store *s);
 int lite_delete_oldest_locked(struct store *s, uint64_t n);
 void lite_after_prune_locked(struct store *s);
 void lite_limit_locked(struct store *s, uint64_t max_bytes);

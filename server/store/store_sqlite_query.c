@@ -27,8 +27,8 @@ uint64_t lite_used_bytes_locked(struct store *s, bool fresh) {
   return page > 0 && count >= unused && unused >= 0 ? (uint64_t)(page * (count - unused)) : 0;
 }
 
-int64_t lite_count_jobs_locked(struct store *s) {
-  return lite_query_int(lite_of(s)->db, "SELECT COUNT(*) FROM jobs");
+int64_t lite_id_span_locked(struct store *s) {
+  return lite_query_int(lite_of(s)->db, "SELECT COALESCE(MAX(id) - MIN(id) + 1, 0) FROM jobs");
 }
 
 void lite_journal_holds(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -46,45 +46,67 @@ void lite_journal_holds(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_result_int(ctx, lo < l->n_held && l->held[lo] == id);
 }
 
-static void bind_count(sqlite3_stmt *st, const void *arg) {
-  sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)arg);
-}
-
 static void bind_time(sqlite3_stmt *st, const void *arg) {
   sqlite3_bind_double(st, 1, *(const double *)arg);
 }
 
-/* Deletes the jobs that selected ("SELECT id FROM jobs ...", its ?1 bound by bind(st,
- * arg)) picks, in one transaction. A job the accept journal may still hold an entry of
- * is noted in pruned_in_journal, which the next start's replay skips (the entry would
- * bring the finished job back, queued to run again); the notes of jobs the journal no
- * longer holds go. Returns the jobs deleted, or a negative errno (none). */
-static int delete_jobs(struct store *s, const char *selected,
+static void bind_id(sqlite3_stmt *st, const void *arg) {
+  sqlite3_bind_int64(st, 1, *(const sqlite3_int64 *)arg);
+}
+
+/* Notes in pruned_in_journal the jobs that match (its ?1 bound by bind(st, arg)) and
+ * that the accept journal may hold an entry of (l->held, sorted). A few held: a look-up
+ * of each by id; many: one scan of the matching jobs, asking journal_holds of each. */
+static int note_held(struct lite *l, const char *match,
+                     void (*bind)(sqlite3_stmt *st, const void *arg), const void *arg) {
+  char sql[400];
+  bool each = l->n_held <= 256;
+  snprintf(sql, sizeof sql,
+           each ? "INSERT OR IGNORE INTO pruned_in_journal(id) SELECT id FROM jobs WHERE id = ?2"
+                  " AND (%s)"
+                : "INSERT OR IGNORE INTO pruned_in_journal(id) SELECT id FROM jobs WHERE (%s)"
+                  " AND journal_holds(id)",
+           match);
+  sqlite3_stmt *st;
+  int rc = sqlite3_prepare_v2(l->db, sql, -1, &st, NULL);
+  for (size_t i = 0; rc == SQLITE_OK && i < (each ? l->n_held : 1); i++) {
+    bind(st, arg);
+    if (each) sqlite3_bind_int64(st, 2, (sqlite3_int64)l->held[i]);
+    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(l->db);
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* Deletes the jobs that match ("finished > 0 AND ...", its ?1 bound by bind(st, arg))
+ * in one transaction. A job the accept journal may still hold an entry of is noted in
+ * pruned_in_journal, which the next start's replay skips (the entry would bring the
+ * finished job back, queued to run again); the notes of jobs the journal no longer
+ * holds go. Returns the jobs deleted, or a negative errno (none). */
+static int delete_jobs(struct store *s, const char *match,
                        void (*bind)(sqlite3_stmt *st, const void *arg), const void *arg) {
   struct lite *l = lite_of(s);
   uint64_t *held;
   size_t n_held;
   int err = store_journal_held_locked(s, &held, &n_held);
   if (err) return err;
-  char note[400], del[400];
-  snprintf(
-      note, sizeof note,
-      "INSERT OR IGNORE INTO pruned_in_journal(id) SELECT id FROM (%s) WHERE journal_holds(id)",
-      selected);
-  snprintf(del, sizeof del, "DELETE FROM jobs WHERE id IN (%s)", selected);
-  const char *steps[] = {"BEGIN", note, del,
-                         "DELETE FROM pruned_in_journal WHERE NOT journal_holds(id)", "COMMIT"};
+  char del[400];
+  snprintf(del, sizeof del, "DELETE FROM jobs WHERE %s", match);
   l->held = held;
   l->n_held = n_held;
-  int rc = SQLITE_OK, deleted = 0;
-  for (size_t i = 0; i < sizeof steps / sizeof *steps && rc == SQLITE_OK; i++) {
-    sqlite3_stmt *st;
-    if ((rc = sqlite3_prepare_v2(l->db, steps[i], -1, &st, NULL)) != SQLITE_OK) break;
-    if (steps[i] == note || steps[i] == del) bind(st, arg);
+  int deleted = 0, rc = sqlite3_exec(l->db, "BEGIN", NULL, NULL, NULL);
+  if (rc == SQLITE_OK && n_held) rc = note_held(l, match, bind, arg);
+  sqlite3_stmt *st = NULL;
+  if (rc == SQLITE_OK && (rc = sqlite3_prepare_v2(l->db, del, -1, &st, NULL)) == SQLITE_OK) {
+    bind(st, arg);
     rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(l->db);
-    if (steps[i] == del) deleted = sqlite3_changes(l->db);
-    sqlite3_finalize(st);
+    deleted = sqlite3_changes(l->db);
   }
+  sqlite3_finalize(st);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(l->db, "DELETE FROM pruned_in_journal WHERE NOT journal_holds(id); COMMIT",
+                      NULL, NULL, NULL);
   l->held = NULL;
   l->n_held = 0;
   free(held);
@@ -94,15 +116,34 @@ static int delete_jobs(struct store *s, const char *selected,
   return err;
 }
 
+/* The n oldest finished jobs are those up to the n-th one's id: found in one read
+ * along the ids, then deleted as a range (where "id IN (SELECT ...)" sought each). */
 int lite_delete_oldest_locked(struct store *s, uint64_t n) {
-  sqlite3_int64 count = (sqlite3_int64)n;
-  return delete_jobs(s, "SELECT id FROM jobs WHERE finished > 0 ORDER BY id LIMIT ?1", bind_count,
-                     &count);
+  sqlite3_stmt *st;
+  sqlite3_int64 last = 0;
+  if (sqlite3_prepare_v2(lite_of(s)->db,
+                         "SELECT MAX(id) FROM (SELECT id FROM jobs WHERE finished > 0 ORDER BY id"
+                         " LIMIT ?1)",
+                         -1, &st, NULL) != SQLITE_OK)
+    return lite_errno(lite_of(s)->db, sqlite3_errcode(lite_of(s)->db));
+  sqlite3_bind_int64(st, 1, n > INT64_MAX ? INT64_MAX : (sqlite3_int64)n);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) last = sqlite3_column_int64(st, 0); /* NULL (none): 0 */
+  int err = rc == SQLITE_ROW ? 0 : lite_errno(lite_of(s)->db, rc);
+  sqlite3_finalize(st);
+  if (err || last <= 0) return err;
+  return delete_jobs(s, "finished > 0 AND id <= ?1", bind_id, &last);
 }
 
 void lite_after_prune_locked(struct store *s) {
-  sqlite3_exec(lite_of(s)->db, "PRAGMA incremental_vacuum", NULL, NULL,
-               NULL); /* a no-op without auto-vacuum */
+  sqlite3 *db = lite_of(s)->db;
+  int64_t page = lite_query_int(db, "PRAGMA page_size"),
+          spare = lite_query_int(db, "PRAGMA freelist_count");
+  int64_t keep = page > 0 ? (int64_t)(s->max_bytes / 8) / page : 0;
+  if (spare <= keep) return;
+  char vacuum[64];
+  snprintf(vacuum, sizeof vacuum, "PRAGMA incremental_vacuum(%lld)", (long long)(spare - keep));
+  sqlite3_exec(db, vacuum, NULL, NULL, NULL);
 }
 
 /* The WAL is kept to a sixteenth of the bound: the checkpoint thread's threshold
@@ -272,8 +313,7 @@ int lite_prune(struct store *s, double before) {
   sqlite3_stmt *st;
   int n = 0;
   store_lock_for_read(s);
-  int deleted = delete_jobs(s, "SELECT id FROM jobs WHERE finished > 0 AND finished < ?1",
-                            bind_time, &before);
+  int deleted = delete_jobs(s, "finished > 0 AND finished < ?1", bind_time, &before);
   if (deleted > 0) n = deleted;
   if (sqlite3_prepare_v2(lite_of(s)->db,
                          "DELETE FROM sweeps WHERE created < ?1 OR id NOT IN"
