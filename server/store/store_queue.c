@@ -673,12 +673,14 @@ static uint64_t plan_locked(struct store *s, uint64_t used, uint64_t target) {
   return (used - target) / per_job + 16;
 }
 
-/* The end of a prune: freed pages handled (after_prune_locked), a line in the log,
- * and new jobs refused while unfinished ones alone pass the bound. */
-static void prune_done_locked(struct store *s, uint64_t used) {
+/* The end of a prune: freed pages handled (after_prune_locked) and a line in the log.
+ * New jobs are refused only while unfinished ones alone pass the bound (none finished
+ * was left to delete); a prune that ran out of passes while writes went on leaves that
+ * to the next check. */
+static void prune_done_locked(struct store *s, uint64_t used, bool none_left) {
   s->prune_left = 0;
   if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
-  bool over = used > s->max_bytes;
+  bool over = none_left && used > s->max_bytes;
   if (over != atomic_load(&s->over_limit) || s->pruned_jobs != s->prune_first)
     log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
              (unsigned long long)used, (unsigned long long)(s->pruned_jobs - s->prune_first),
@@ -703,7 +705,7 @@ bool store_prune_step_locked(struct store *s, uint64_t chunk) {
     s->prune_first = s->pruned_jobs;
     s->prune_passes = 0;
     if (!(s->prune_left = plan_locked(s, used, target))) {
-      prune_done_locked(s, used);
+      prune_done_locked(s, used, true);
       return false;
     }
   }
@@ -711,13 +713,16 @@ bool store_prune_step_locked(struct store *s, uint64_t chunk) {
   int deleted = s->ops->delete_oldest_locked(s, n);
   if (deleted > 0) s->pruned_jobs += (uint64_t)deleted;
   /* Fewer than asked: no finished job is left (or the delete failed). */
-  s->prune_left = deleted >= 0 && (uint64_t)deleted == n ? s->prune_left - n : 0;
+  bool none_left = deleted < 0 || (uint64_t)deleted < n;
+  s->prune_left = none_left ? 0 : s->prune_left - n;
   if (s->prune_left) return true;
+  /* The plan done: measured again, and planned again while writes keep it above the
+   * target (a pass's rows may have come meanwhile); 64 passes at most. */
   used = s->ops->used_bytes_locked(s, true);
-  if (used > target && deleted >= 0 && (uint64_t)deleted == n && ++s->prune_passes < 16 &&
+  if (used > target && !none_left && ++s->prune_passes < 64 &&
       (s->prune_left = plan_locked(s, used, target)))
     return true;
-  prune_done_locked(s, used);
+  prune_done_locked(s, used, none_left);
   return false;
 }
 
