@@ -5,7 +5,10 @@
 # non-2xx (--max-queued is far above the 64 jobs that can be in flight, so no 429 is
 # expected), when gpulabd died, /health is not ok, or its RSS after the second run is
 # more than 20% above its RSS after the first (memory flat: --max-jobs-kept is small
-# enough for the first run to fill it). Prints p50/p99. Fails without wrk.
+# enough for the first run to fill it). The store is bounded at 32 MiB, which the first
+# run passes within seconds: both runs prune all along, as a lab's gpulabd does after
+# its first weeks (a prune that refused jobs would show as 507s). Prints p50/p99. Fails
+# without wrk.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=${LOAD_SECONDS:-20}
@@ -33,7 +36,8 @@ fail() {
 # Its database in the work folder, removed after: in ctest's folder it grew to ~800 MB a
 # run, and the next run's start (its integrity check) outlasted the wait below.
 "$GPULABD" --backend cpu --host 127.0.0.1 --port 0 --streams 4 --http-threads 4 \
-  --max-queued 100000 --max-jobs-kept 2000 --db "$work/gpulab.db" >/dev/null 2>"$work/gpulabd.log" &
+  --max-queued 100000 --max-jobs-kept 2000 --max-db-bytes 33554432 --db "$work/gpulab.db" \
+  >/dev/null 2>"$work/gpulabd.log" &
 pid=$!
 port=""
 for _ in $(seq 300); do
@@ -76,7 +80,9 @@ run 1
 rss1=$(rss_kb)
 run 2
 rss2=$(rss_kb)
-echo "gpulabd RSS: ${rss1} kB after run 1, ${rss2} kB after run 2"
+pruned=$(curl -s "$url/metrics" | awk '$1 == "gpulab_store_pruned_jobs_total" {print $2}')
+echo "gpulabd RSS: ${rss1} kB after run 1, ${rss2} kB after run 2; ${pruned} jobs pruned"
+[ "${pruned%.*}" -gt 0 ] || fail "the store never reached its 32 MiB bound (nothing pruned)"
 [ $((rss2 * 100)) -le $((rss1 * 120)) ] || fail "RSS grew from ${rss1} kB to ${rss2} kB (over 20%)"
 
 kill -TERM "$pid"
