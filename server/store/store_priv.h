@@ -192,10 +192,11 @@ struct store {
   uint64_t prune_left, prune_first;
   int prune_passes;
   atomic_bool over_limit; /* pruned all it could and is still over */
-  /* queue_lock: the writer thread owes a step of the prune (a commit passed the check,
-   * or a prune is under way), of at most prune_chunk jobs. */
-  bool prune_due;
-  uint64_t prune_chunk;
+  /* queue_lock: the writer thread owes the prune a turn (a commit passed the check, or
+   * a prune is under way), of at most prune_owed jobs; prune_turn: it comes before the
+   * next batch, which store_sync callers leave to the writer thread until then. */
+  bool prune_due, prune_turn;
+  uint64_t prune_owed;
 };
 
 /* store.c and store_queue.c: */

@@ -282,13 +282,11 @@ static void write_queued_locked(struct store *s, bool all) {
   for (struct queued_row *q = batch; q; q = q->next) tickets_forget(s, q);
   s->inflight = NULL;
   /* The size bound's check (which may prune) is the writer thread's, between batches
-   * (prune_locked): a store_sync caller writing for itself answers first. */
-  if (check) {
-    s->prune_due = true;
-    /* Keeps pace with the writes; its rows stay in SQLite's page cache (16 MiB) from the
-     * read that finds them to their delete. */
-    s->prune_chunk = rows * 2 < 256 ? 256 : rows * 2 > 4096 ? 4096 : rows * 2;
-  }
+   * (prune_locked): a store_sync caller writing for itself answers first. A prune's
+   * turn deletes twice the rows of the batch before, to keep pace with the writes. */
+  s->prune_due |= check;
+  s->prune_turn = s->prune_due; /* before the next batch (may_write_locked) */
+  s->prune_owed = rows * 2 < 256 ? 256 : rows * 2;
   pthread_cond_broadcast(&s->committed_cond);
   pthread_mutex_unlock(&s->queue_lock);
   free_rows(batch);
@@ -301,17 +299,22 @@ static void write_queued_locked(struct store *s, bool all) {
   if (s->head || s->prune_due) pthread_cond_signal(&s->queue_ready); /* queued meanwhile */
 }
 
-/* One step of the size bound's prune, on the writer thread between its batches: a
- * chunk of jobs in a transaction of its own, so that a batch waits for a chunk at
- * most, never for a whole prune. queue_lock held. */
+/* The size bound's prune, on the writer thread between its batches: up to prune_owed
+ * jobs (twice the rows of the batch before), in chunks of 4,096 at most, a transaction
+ * each, whose rows stay in SQLite's page cache (16 MiB) from the read that finds them
+ * to their delete. queue_lock held. */
 static void prune_locked(struct store *s) {
-  uint64_t chunk = s->prune_chunk;
-  s->prune_due = false;
+  uint64_t owed = s->prune_owed;
+  s->prune_due = s->prune_turn = false;
   s->writing = true;
   pthread_mutex_unlock(&s->queue_lock);
-  pthread_mutex_lock(&s->lock);
-  bool more = store_prune_step_locked(s, chunk);
-  pthread_mutex_unlock(&s->lock);
+  bool more = true;
+  for (uint64_t chunk; more && owed; owed -= chunk) {
+    chunk = owed < 4096 ? owed : 4096;
+    pthread_mutex_lock(&s->lock);
+    more = store_prune_step_locked(s, chunk);
+    pthread_mutex_unlock(&s->lock);
+  }
   store_queue_lock(s);
   s->prune_due |= more;
   s->writing = false;
@@ -371,6 +374,15 @@ void *store_writer_main(void *arg) {
           !s->head && !s->writable && !s->writing)
         probe_locked(s);
     }
+    if (s->closing && s->prune_turn) { /* no more prunes: writers may go on */
+      s->prune_turn = false;
+      pthread_cond_broadcast(&s->committed_cond);
+    }
+    /* The prune's turn comes between two batches, or when none waits. */
+    if ((s->prune_turn || (s->prune_due && !s->head)) && !s->closing && !s->writing && !s->holds) {
+      prune_locked(s);
+      continue;
+    }
     /* Until the first row has gathered (a signal, a put into a queue a writer emptied
      * meanwhile, does not cut it short). */
     double left;
@@ -386,7 +398,6 @@ void *store_writer_main(void *arg) {
       write_queued_locked(s, s->closing); /* what has gathered; all when closing */
     else if (s->closing)
       break; /* all written */
-    if (s->prune_due && !s->closing && !s->writing && !s->holds) prune_locked(s);
   }
   pthread_mutex_unlock(&s->queue_lock);
   return NULL;
@@ -490,8 +501,11 @@ int store_give_record(struct store *s, uint64_t ticket, char *record) {
 
 uint64_t store_ticket(struct store *s) { return last_put.store == s ? last_put.ticket : 0; }
 
-/* Whether a writer may take a batch now. queue_lock held. */
-static bool may_write_locked(const struct store *s) { return !s->writing && !s->holds; }
+/* Whether a writer may take a batch now: not while another writes, rows are held, or
+ * the prune's turn has come (the writer thread's, store_writer_main). queue_lock held. */
+static bool may_write_locked(const struct store *s) {
+  return !s->writing && !s->holds && !s->prune_turn;
+}
 
 /* The error of the failed transaction that held ticket's row (written or failed: no
  * longer queued), or 0 when it was written. queue_lock held. */
