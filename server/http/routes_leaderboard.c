@@ -36,11 +36,13 @@ static const char *str_of(json_t *o, const char *key) {
 }
 static json_t *or_null(json_t *v) { return v ? v : json_null(); }
 
-/* Whether kernel:<id> may be shown to the asking client. */
+/* Whether the version of a kernel that a run's user_kernel names (its kernel's id, and
+ * its version where the run says; else the newest) may be shown to the asking client. */
 static bool kernel_visible(struct request *r, json_t *uk) {
   struct store_kernel k;
-  if (ukernels_get(r->srv->opts.service->ukernels, json_integer_value(json_object_get(uk, "id")),
-                   &k))
+  if (ukernels_version(r->srv->opts.service->ukernels,
+                       json_integer_value(json_object_get(uk, "id")),
+                       (int)json_integer_value(json_object_get(uk, "version")), &k, NULL))
     return false;
   bool ok = k.is_public || request_may_see(r, k.owner);
   ukernels_clear(&k);
@@ -94,7 +96,13 @@ static void consider(struct board *b, json_t *job) {
         or_null(json_object_get(run, "percent_of_ceiling")), "job", id, "href", href, "device",
         or_null(json_object_get(json_object_get(job, "result"), "device")), "finished_at",
         or_null(json_object_get(job, "finished_at")));
-    if (row && uk) json_object_set(row, "user_kernel", uk);
+    if (row && uk) { /* its href under the prefix the request came by, as the row's */
+      json_t *copy = json_copy(uk);
+      const char *kh = json_string_value(json_object_get(uk, "href"));
+      if (copy && kh && b->r->api_prefix && b->r->api_prefix[0])
+        json_object_set_new(copy, "href", json_sprintf("%s%s", b->r->api_prefix, kh));
+      json_object_set_new(row, "user_kernel", copy);
+    }
     if (row && uneven) /* decided once every job was read: reproduced or not */
       json_array_append_new(b->pending, row);
     else if (row)

@@ -138,12 +138,14 @@ static void test_kernels(void) {
   snprintf(k.experiment, sizeof k.experiment, "gemm");
   snprintf(k.source_sha, sizeof k.source_sha, "%064d", 0);
   int64_t a, b;
-  CHECK_INT_EQ(store_kernel_insert(s, &k, &a), 0);
+  int version = 0;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &a, &version), 0);
+  CHECK_INT_EQ(version, 1);
   k.is_public = true;
   k.image = NULL;
   k.image_bytes = 0;
   snprintf(k.owner, sizeof k.owner, "bob");
-  CHECK_INT_EQ(store_kernel_insert(s, &k, &b), 0);
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &b, &version), 0);
   CHECK(b > a);
 
   struct store_kernel got;
@@ -174,10 +176,83 @@ static void test_kernels(void) {
   CHECK_INT_EQ(store_kernel_delete(s, a), 0);
   CHECK_INT_EQ(store_kernel_delete(s, a), -ENOENT);
   int64_t c;
-  CHECK_INT_EQ(store_kernel_insert(s, &k, &c), 0);
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &c, &version), 0);
   CHECK(c > b); /* never reused */
   store_close(s);
   printf("kernels: ok\n");
+}
+
+static int64_t version_ids[8];
+static int n_version_ids;
+static void on_version(void *arg, const struct store_kernel *k) {
+  (void)arg;
+  CHECK(k->source == NULL && k->image == NULL);
+  if (n_version_ids < 8) version_ids[n_version_ids++] = k->id;
+}
+
+/* A kernel's versions: numbered after the newest, listed oldest first, the kernel's id
+ * kept when its first version goes; the listing shows each kernel once (its newest),
+ * the count counts kernels; a drop takes every version. */
+static void test_kernel_versions(void) {
+  struct store *s = open_store();
+  struct store_kernel k = {.created = 1, .source = "v1", .spec = "{}", .report = "{}"};
+  snprintf(k.owner, sizeof k.owner, "alice");
+  snprintf(k.name, sizeof k.name, "t");
+  snprintf(k.experiment, sizeof k.experiment, "transpose");
+  int64_t first, id;
+  int version;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &first, &version), 0);
+  CHECK_INT_EQ(version, 1);
+  k.kernel_id = first;
+  k.source = "v2 longer";
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 2);
+  k.source = "v3";
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 3);
+  struct store_kernel got;
+  CHECK_INT_EQ(store_kernel_get(s, id, &got), 0);
+  CHECK_INT_EQ(got.kernel_id, first);
+  CHECK_INT_EQ(got.version, 3);
+  CHECK_STR_EQ(got.source, "v3");
+  store_kernel_clear(&got);
+  n_version_ids = 0;
+  CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 3);
+  CHECK_INT_EQ(version_ids[0], first);
+  CHECK_INT_EQ(version_ids[2], id);
+  /* Another kernel of hers, another name. */
+  k.kernel_id = 0;
+  snprintf(k.name, sizeof k.name, "u");
+  int64_t other;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &other, &version), 0);
+  int n;
+  size_t bytes;
+  CHECK_INT_EQ(store_kernel_count(s, "alice", &n, &bytes), 0);
+  CHECK_INT_EQ(n, 2);
+  CHECK_INT_EQ(bytes, 4); /* the newest versions' sources: "v3", "v3" */
+  int64_t ids[4];
+  CHECK_INT_EQ(store_kernel_named(s, "alice", "transpose", "t", ids, 4), 1);
+  CHECK_INT_EQ(ids[0], first);
+  CHECK_INT_EQ(store_kernel_named(s, "alice", "gemm", "t", ids, 4), 0);
+  CHECK_INT_EQ(store_kernel_named(s, "bob", "transpose", "t", ids, 4), 0);
+  CHECK_INT_EQ(store_kernel_list(s, "alice", "transpose", on_kernel, NULL), 2);
+  /* Its first version deleted: the kernel keeps its id; the next version is 4. */
+  CHECK_INT_EQ(store_kernel_delete(s, first), 0);
+  CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 2);
+  k.kernel_id = first;
+  snprintf(k.name, sizeof k.name, "t");
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 4);
+  CHECK_INT_EQ(store_kernel_named(s, "alice", "transpose", "t", ids, 4), 1);
+  CHECK_INT_EQ(ids[0], first);
+  /* Dropped: every version; a new version of it then has nothing to follow. */
+  CHECK_INT_EQ(store_kernel_drop(s, first), 0);
+  CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 0);
+  CHECK_INT_EQ(store_kernel_drop(s, first), -ENOENT);
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), -ENOENT);
+  CHECK_INT_EQ(store_kernel_versions(s, other, on_version, NULL), 1);
+  store_close(s);
+  printf("kernel versions: ok\n");
 }
 
 /* Rows queued under a hold are written together when it is released; flushers wait. */
@@ -580,7 +655,7 @@ static void test_pg_migrate_race(void) {
   PGconn *c = PQconnectdb(db);
   PGresult *res = PQexec(c, "SELECT COUNT(*), MAX(version) FROM gpulab_schema");
   CHECK_STR_EQ(PQgetvalue(res, 0, 0), "1");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "4"); /* store_pg.c's last step */
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "5"); /* store_pg.c's last step */
   PQclear(res);
   /* A newer gpulabd's schema is refused, not misread. */
   PQclear(PQexec(c, "UPDATE gpulab_schema SET version = 99"));
@@ -596,6 +671,7 @@ static void test_pg_migrate_race(void) {
 static const struct test_case cases[] = {
     TEST(test_rows),
     TEST(test_kernels),
+    TEST(test_kernel_versions),
     TEST(test_hold),
     TEST(test_replace),
     TEST(test_give),
