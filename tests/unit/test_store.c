@@ -668,6 +668,43 @@ static void test_pg_migrate_race(void) {
   printf("migrate race: ok\n");
 }
 
+/* A database of schema version 4 (kernels without versions) with a kernel in it: the
+ * next gpulabd's migration makes the kernel version 1 of itself, and its next version 2. */
+static void test_pg_kernels_upgrade(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone (SQLite's: test_kernel_versions) */
+  test_db_reset(db);
+  struct store *s = NULL;
+  char err[512];
+  CHECK_INT_EQ(store_open(db, &s, err, sizeof err), 0);
+  store_close(s);
+  PGconn *c = PQconnectdb(db); /* back to version 4, as the gpulabd before versions left it */
+  PQclear(PQexec(c,
+                 "DROP INDEX kernels_versions; ALTER TABLE kernels DROP COLUMN kernel_of,"
+                 " DROP COLUMN version; UPDATE gpulab_schema SET version = 4;"
+                 " INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
+                 " source, spec, report) VALUES('alice', 'old', 'gemm', false, 1, 'x',"
+                 " 'old source', '{}', '{}')"));
+  PGresult *res = PQexec(c, "SELECT id FROM kernels");
+  CHECK_INT_EQ(PQntuples(res), 1);
+  int64_t old = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  PQfinish(c);
+  CHECK_INT_EQ(store_open(db, &s, err, sizeof err), 0);
+  struct store_kernel k;
+  CHECK_INT_EQ(store_kernel_get(s, old, &k), 0);
+  CHECK_INT_EQ(k.kernel_id, old);
+  CHECK_INT_EQ(k.version, 1);
+  CHECK_STR_EQ(k.source, "old source");
+  k.kernel_id = old;
+  int64_t id;
+  int version;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 2);
+  store_kernel_clear(&k);
+  store_close(s);
+  printf("kernels upgraded: ok\n");
+}
+
 static const struct test_case cases[] = {
     TEST(test_rows),
     TEST(test_kernels),
@@ -681,6 +718,7 @@ static const struct test_case cases[] = {
     TEST(test_pg_two_nodes),
     TEST(test_pg_restart),
     TEST(test_pg_migrate_race),
+    TEST(test_pg_kernels_upgrade),
     TEST_END,
 };
 const struct test_suite test_suite = {
