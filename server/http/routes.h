@@ -38,8 +38,13 @@ bool route_kernels_media_type(const char *ct);
 /* routes_kernel_versions.c: a kernel's versions: GET /kernels/{id}/versions, GET and
  * DELETE /kernels/{id}/versions/{version}, GET /kernels/{id}/diff?from=&to=. */
 route_fn route_kernel_versions, route_kernel_version, route_kernel_diff;
-/* routes_leaderboard.c: GET /leaderboard/{experiment}. */
+/* routes_leaderboard.c: GET /leaderboard/{experiment}; route_leaderboard_board: its
+ * document for experiment type (one that takes users' kernels) at size (?size='s text;
+ * NULL: the default), also what a kernel's versions take their best figures from.
+ * NULL with err (400 for a bad size). The caller owns it. */
 route_fn route_leaderboard;
+json_t *route_leaderboard_board(struct request *r, int type, const char *size,
+                                struct api_error *err);
 /* routes_static.c: GET / (the dashboard, or the list of routes), /static/... and
  * /openapi.json. */
 route_fn route_index, route_static, route_openapi;

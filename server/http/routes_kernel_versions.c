@@ -1,5 +1,5 @@
 /* A user's kernel's versions over HTTP: GET /kernels/{id}/versions (each with its
- * source hash and compile summary), GET and DELETE /kernels/{id}/versions/{version}
+ * source hash, compile summary and best figure: its row of the leaderboard at ?size=), GET and DELETE /kernels/{id}/versions/{version}
  * (deleting the last one deletes the kernel), and GET /kernels/{id}/diff?from=&to=, a
  * unified diff of two versions' sources as text/plain. Who may see a version: its
  * owner, or anyone when that version is public; who may delete one: its owner. */
@@ -61,13 +61,27 @@ static bool version_get(struct request *r, struct ukernels *u, int64_t id, int n
 struct listing {
   struct request *r;
   json_t *list;
+  json_t *board; /* the leaderboard of the kernel's experiment, or NULL */
 };
+
+/* Version k's row of the leaderboard (its variant kernel:<id>@<n>), or null. */
+static json_t *best_of(json_t *board, const struct store_kernel *k) {
+  char label[40];
+  snprintf(label, sizeof label, "kernel:%lld@%d", (long long)k->kernel_id, k->version);
+  size_t i;
+  json_t *row;
+  json_array_foreach(json_object_get(board, "rows"), i, row) {
+    if (!strcmp(json_string_value(json_object_get(row, "variant")), label)) return json_incref(row);
+  }
+  return json_null();
+}
 
 static void list_version(void *arg, const struct store_kernel *k) {
   struct listing *l = arg;
   if (!k->is_public && !request_may_see(l->r, k->owner)) return;
-  json_array_append_new(l->list,
-                        kernel_doc_json(k, KERNEL_DOC_VERSION, false, 0, l->r->api_prefix));
+  json_t *v = kernel_doc_json(k, KERNEL_DOC_VERSION, false, 0, l->r->api_prefix);
+  if (v) json_object_set_new(v, "best", best_of(l->board, k));
+  json_array_append_new(l->list, v);
 }
 
 enum MHD_Result route_kernel_versions(struct request *r, const struct route_args *a) {
@@ -76,13 +90,27 @@ enum MHD_Result route_kernel_versions(struct request *r, const struct route_args
   int64_t id;
   if (!u) return respond_fail(r, 503, "nvrtc_unavailable", NULL, "users' kernels are off");
   if (!kernel_of(r, u, a->id, &id, &ret)) return ret;
-  struct listing l = {r, json_array()};
+  /* Each version's best figure: its row of the leaderboard at ?size= (its default). */
+  struct store_kernel newest;
+  struct api_error err;
+  if (ukernels_version(u, id, 0, &newest, NULL)) return no_kernel(r, a->id);
+  int type = exp_type_from_name(newest.experiment);
+  ukernels_clear(&newest);
+  const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
+  json_t *board = type >= 0 ? route_leaderboard_board(r, type, size, &err) : NULL;
+  if (!board && size) return respond_error(r, &err);
+  struct listing l = {r, json_array(), board};
   int rc = ukernels_versions(u, id, list_version, &l);
+  json_t *at = json_incref(json_object_get(board, "size"));
+  json_decref(board);
   if (rc < 0) {
     json_decref(l.list);
+    json_decref(at);
     return rc == -ENOMEM ? respond_json(r, 500, NULL) : respond_storage(r, rc);
   }
-  return respond_json(r, 200, json_pack("{s:I,s:o}", "id", (json_int_t)id, "versions", l.list));
+  return respond_json(r, 200,
+                      json_pack("{s:I,s:o,s:o}", "id", (json_int_t)id, "size",
+                                at ? at : json_null(), "versions", l.list));
 }
 
 /* DELETE of version k (r may see it): its owner only; the kernel's last version takes

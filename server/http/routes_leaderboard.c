@@ -220,6 +220,27 @@ static json_t *board_json(struct board *b) {
   return json_pack("{s:s,s:o,s:o}", "experiment", b->exp->name, "size", size, "rows", list);
 }
 
+json_t *route_leaderboard_board(struct request *r, int type, const char *size,
+                                struct api_error *err) {
+  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
+  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
+  if (size && parse_size(&b, size, err)) return NULL;
+  b.best = json_object(), b.medians = json_object(), b.pending = json_array();
+  json_t *out = NULL;
+  if (b.best && b.medians && b.pending) {
+    if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
+                          from_store, &b) == -ENOENT)
+      from_memory(&b);
+    settle_pending(&b);
+    out = board_json(&b);
+  }
+  json_decref(b.best);
+  json_decref(b.medians);
+  json_decref(b.pending);
+  if (!out) api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+  return out;
+}
+
 enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a) {
   const char *experiment = a->id;
   int type = exp_type_from_name(experiment);
@@ -232,23 +253,8 @@ enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a)
     return respond_fail(r, 404, "not_found", "experiment", "no leaderboard '%.40s'; valid: %s",
                         experiment, names);
   }
-  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
-  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
   const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
   struct api_error err;
-  if (size && parse_size(&b, size, &err)) return respond_error(r, &err);
-  b.best = json_object(), b.medians = json_object(), b.pending = json_array();
-  if (!b.best || !b.medians || !b.pending) {
-    json_decref(b.best), json_decref(b.medians), json_decref(b.pending);
-    return respond_json(r, 500, NULL);
-  }
-  if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
-                        from_store, &b) == -ENOENT)
-    from_memory(&b);
-  settle_pending(&b);
-  json_t *out = board_json(&b);
-  json_decref(b.best);
-  json_decref(b.medians);
-  json_decref(b.pending);
-  return respond_json(r, 200, out);
+  json_t *out = route_leaderboard_board(r, type, size, &err);
+  return out ? respond_json(r, 200, out) : respond_error(r, &err);
 }

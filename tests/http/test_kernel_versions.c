@@ -178,6 +178,7 @@ static void test_variants(void) {
   struct gpulabd d;
   gpulabd_start(args, &d);
   char variant[160], want[64];
+  struct http_reply r;
   snprintf(variant, sizeof variant, "kernel:%lld", tile);
   json_t *j = job_of(&d, variant);
   snprintf(want, sizeof want, "kernel:%lld@3", tile);
@@ -215,9 +216,25 @@ static void test_variants(void) {
   }
   CHECK(found);
   json_decref(board);
+  /* The versions' best figures: their rows of that leaderboard. */
+  char path[96];
+  snprintf(path, sizeof path, "/kernels/%lld/versions?size=37,53", tile);
+  json_t *list = http_get_json(&d, path);
+  CHECK_INT_EQ(JINT(list, "size.n"), 53);
+  CHECK_STR_EQ(JSTR(list, "versions[2].best.variant"), want);
+  CHECK(JNUM(list, "versions[2].best.figure") > 0);
+  CHECK(JINT(list, "versions[0].best.rank") >= 1);
+  json_decref(list);
+  snprintf(path, sizeof path, "/kernels/%lld/versions", tile); /* the default size: none ran */
+  list = http_get_json(&d, path);
+  CHECK(json_is_null(json_at(list, "versions[2].best")));
+  json_decref(list);
+  snprintf(path, sizeof path, "/kernels/%lld/versions?size=0", tile);
+  http_get(&d, path, &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "size");
+  http_reply_free(&r);
 
   /* Wrong ones: 400 saying what, nothing run. */
-  struct http_reply r;
   snprintf(variant, sizeof variant, "{\"variant\":\"kernel:%lld@9\"}", tile);
   http_post_json(&d, "/transpose", variant, &r);
   CHECK_ERROR(&r, 400, "unknown_variant", "variant");

@@ -494,6 +494,11 @@ static void test_kernels(void) {
   call("/kernels/{id}/versions", "HEAD", path, 200, NULL, NULL);
   call("/kernels/{id}/versions", "GET", "/kernels/99999/versions", 404, "kernel_not_found", NULL);
   call("/kernels/{id}/versions", "HEAD", "/kernels/x/versions", 404, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions?size=33,47", transpose);
+  call("/kernels/{id}/versions", "GET", path, 200, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions?size=x", transpose);
+  call("/kernels/{id}/versions", "GET", path, 400, "wrong_type", NULL);
+  call("/kernels/{id}/versions", "HEAD", path, 400, NULL, NULL);
   snprintf(path, sizeof path, "/v1/kernels/%lld/versions/1", transpose);
   call("/kernels/{id}/versions/{version}", "GET", path, 200, NULL, NULL);
   call("/kernels/{id}/versions/{version}", "HEAD", path, 200, NULL, NULL);

@@ -141,7 +141,7 @@ module.exports = {
     status: 201, headers: { Location: '/v1/kernels/1/versions/2' },
     json: { id: 1, version: 2, variant: 'kernel:1@2', href: '/v1/kernels/1/versions/2' } },
   { cmd: 'curl localhost:8080/v1/kernels/1/versions', status: 200,
-    json: { id: 1, 'versions[0].version': 1, 'versions[1].version': 2, 'versions[0].compile.registers': (v) => v > 0,
+    json: { id: 1, 'size.m': 4096, 'versions[0].best': null, 'versions[0].version': 1, 'versions[1].version': 2, 'versions[0].compile.registers': (v) => v > 0,
       'versions[0].compile.spill_store_bytes': 0, 'versions[0].compile.shared_bytes': 4224,
       'versions[0].source_sha256': (v) => /^[0-9a-f]{64}$/.test(v) } },
   { cmd: `curl 'localhost:8080/v1/kernels/1/diff?from=1&to=2'`, status: 200,
