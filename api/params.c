@@ -239,9 +239,11 @@ static int unknown_variant(enum exp_type type, const char *field, const char *na
   size_t used = 0;
   for (int i = 0; i < exp_variant_count(type); i++)
     used += (size_t)snprintf(valid + used, sizeof valid - used, "%s, ", exp_variant_name(type, i));
-  return api_error_set(err, 400, "unknown_variant", field,
-                       "unknown variant '%.64s' for %s; valid: %sall%s", name, exp_type_name(type),
-                       valid, exp_user_of(type) ? ", kernel:<id> (a user's kernel)" : "");
+  return api_error_set(
+      err, 400, "unknown_variant", field, "unknown variant '%.64s' for %s; valid: %sall%s", name,
+      exp_type_name(type), valid,
+      exp_user_of(type) ? ", kernel:<id>, kernel:<id>@<version> or kernel:<name> (a user's kernel)"
+                        : "");
 }
 
 /* A variant by name, or a user's kernel ("kernel:...", for an experiment that takes
