@@ -4,7 +4,8 @@
  * versions; kernel:<id>, kernel:<id>@<n> and kernel:<name> as variants and the label a
  * run gets; the diff; deleting one version and all; bad ids and versions; a database
  * of the days before versions upgraded in place; a restart, and a job replayed from the
- * accept journal running the version it named. SQLite, or with $GPULAB_TEST_DB a
+ * accept journal running the version it named; owners and who sees which version.
+ * SQLite, or with $GPULAB_TEST_DB a
  * PostgreSQL database (the upgrade of an old file is SQLite's alone). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,6 +496,86 @@ static void test_upgrade(void) {
   gpulabd_stop(&d);
 }
 
+#define ALICE "alice-token-0123456789"
+#define BOB "bob-token-0123456789abc"
+
+static void as(struct gpulabd *d, const char *token) {
+  snprintf(d->http.token, sizeof d->http.token, "%s", token);
+}
+
+/* Owners: the same name from another client is a kernel of its own, not a version of
+ * the first's; kernel:<name> is the caller's own; another client sees a kernel whose
+ * newest version is public, and of it only the public versions; deletes only its own. */
+static void test_owners(void) {
+  char tokens[256], tdb[512], path[128], body[160];
+  snprintf(tokens, sizeof tokens, "%s/tokens", dir);
+  FILE *f = fopen(tokens, "w");
+  CHECK(f != NULL);
+  fputs(ALICE " alice\n" BOB " bob\n", f);
+  fclose(f);
+  if (test_db_is_pg(db))
+    test_db_make("kernel_versions_owners", tdb, sizeof tdb);
+  else
+    snprintf(tdb, sizeof tdb, "%s/owners.db", dir);
+  const char *targs[] = {"--backend", "cpu", "--cpu-runner-test", "--tokens", tokens,
+                         "--db",      tdb,   "--access-log",      "off",      NULL};
+  struct gpulabd d;
+  gpulabd_start(targs, &d);
+  struct http_reply r;
+  as(&d, ALICE);
+  long long a;
+  CHECK_INT_EQ(post_ok(&d, "t", 1, &a), 1);
+  char src[400];
+  snprintf(src, sizeof src,
+           "// public\n"
+           "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {}\n");
+  http_request(&d, "POST", "/kernels?experiment=transpose&name=t&public=1", "text/x-cuda", src,
+               strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  CHECK_INT_EQ(JINT(r.json, "version"), 2);
+  http_reply_free(&r);
+  as(&d, BOB);
+  long long b;
+  CHECK_INT_EQ(post_ok(&d, "t", 1, &b), 1); /* bob's own "t" */
+  CHECK(b != a);
+  json_t *j = job_of(&d, "kernel:t");
+  snprintf(path, sizeof path, "kernel:%lld@1", b);
+  CHECK_STR_EQ(JSTR(j, "result.runs[0].variant"), path);
+  json_decref(j);
+  /* alice's kernel: its newest version public, so seen, with its public versions only. */
+  snprintf(path, sizeof path, "/kernels/%lld/versions", a);
+  json_t *list = http_get_json(&d, path);
+  CHECK_INT_EQ(json_array_size(json_at(list, "versions")), 1);
+  CHECK_INT_EQ(JINT(list, "versions[0].version"), 2);
+  json_decref(list);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/1", a);
+  expect(&d, "GET", path, 404, "version_not_found", "version");
+  expect(&d, "DELETE", path, 404, "version_not_found", "version");
+  snprintf(path, sizeof path, "/kernels/%lld/versions/2", a);
+  expect(&d, "DELETE", path, 403, "not_owner", "id");
+  snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=2", a);
+  expect(&d, "GET", path, 404, "version_not_found", "version");
+  snprintf(body, sizeof body, "kernel:%lld@2", a); /* public: bob may run it */
+  j = job_of(&d, body);
+  CHECK_STR_EQ(JSTR(j, "result.runs[0].variant"), body);
+  json_decref(j);
+  snprintf(body, sizeof body, "{\"variant\":\"kernel:%lld@1\"}", a); /* private: no */
+  http_post_json(&d, "/transpose", body, &r);
+  CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+  http_reply_free(&r);
+  /* alice's next version is private: her kernel is hidden from bob again. */
+  as(&d, ALICE);
+  CHECK_INT_EQ(post_ok(&d, "t", 3, &a), 3);
+  as(&d, BOB);
+  snprintf(path, sizeof path, "/kernels/%lld/versions", a);
+  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  list = http_get_json(&d, "/kernels");
+  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 1); /* his own */
+  json_decref(list);
+  gpulabd_stop(&d);
+  if (test_db_is_pg(db)) test_db_drop(tdb);
+}
+
 static int setup(void) {
   dir = test_dir();
   const char *pg = getenv("GPULAB_TEST_DB");
@@ -514,6 +595,7 @@ static const struct test_case cases[] = {
     TEST_AFTER(test_restart, test_bad_input),
     TEST_AFTER(test_delete, test_restart),
     TEST(test_upgrade),
+    TEST(test_owners),
     TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = setup};
