@@ -365,21 +365,32 @@ int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id,
   int binary[11] = {0, 0, 0, 0, 0, 0, 0, 0, 0, k->image ? (int)k->image_bytes : 0, 0};
   if (k->image && k->image_bytes == 0) v[9] = "";
   pthread_mutex_lock(&s->lock);
-  PGresult *res =
-      k->kernel_id <= 0
-          ? pg_exec(s,
-                    "INSERT INTO kernels(owner, name, experiment, public, created,"
-                    " source_sha, source, spec, report, image) VALUES($1, $2, $3, $4, $5,"
-                    " $6, $7, $8, $9, $10) RETURNING id, version",
-                    10, v, binary, &err, why, sizeof why)
-          : pg_exec(s, /* numbered after the kernel's newest, in the one statement */
-                    "INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
-                    " source, spec, report, image, kernel_of, version) SELECT $1::text,"
-                    " $2::text, $3::text, $4::boolean, $5::double precision, $6::text,"
-                    " $7::text, $8::text, $9::text, $10::bytea, $11::bigint, MAX(version) + 1"
-                    " FROM kernels WHERE " OF_KERNEL("11") " HAVING COUNT(*) > 0"
-                    " RETURNING id, version",
-                    11, v, binary, &err, why, sizeof why);
+  PGresult *res = NULL;
+  /* Another node numbering the same version at once: its insert won on the unique
+   * index, this one numbers after it. */
+  for (int attempt = 0; attempt < 5; attempt++) {
+    err = 0;
+    res = k->kernel_id <= 0
+            ? pg_exec(s,
+                      "INSERT INTO kernels(owner, name, experiment, public, created,"
+                      " source_sha, source, spec, report, image) VALUES($1, $2, $3, $4, $5,"
+                      " $6, $7, $8, $9, $10) RETURNING id, version",
+                      10, v, binary, &err, why, sizeof why)
+            : pg_exec(s, /* numbered after the kernel's newest, in the one statement */
+                      "INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
+                      " source, spec, report, image, kernel_of, version) SELECT $1::text,"
+                      " $2::text, $3::text, $4::boolean, $5::double precision, $6::text,"
+                      " $7::text, $8::text, $9::text, $10::bytea, $11::bigint, MAX(version) + 1"
+                      " FROM kernels WHERE " OF_KERNEL("11") " HAVING COUNT(*) > 0"
+                      " RETURNING id, version",
+                      11, v, binary, &err, why, sizeof why);
+    if (!err || !strstr(why, "kernels_versions")) break;
+  }
+  if (err && strstr(why, "kernels_versions")) { /* still taken: busy, the store is fine */
+    pthread_mutex_unlock(&s->lock);
+    log_warn("store: kernels: %s", why);
+    return -EBUSY;
+  }
   bool none = res && PQntuples(res) == 0;
   if (res && !none) {
     *id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);

@@ -705,6 +705,70 @@ static void test_pg_kernels_upgrade(void) {
   printf("kernels upgraded: ok\n");
 }
 
+struct racer {
+  struct store *s;
+  int64_t kernel_id;
+  int ok, busy, other;
+};
+
+static void *race_versions(void *arg) {
+  struct racer *r = arg;
+  struct store_kernel k = {
+      .kernel_id = r->kernel_id, .created = 1, .source = "v", .spec = "{}", .report = "{}"};
+  snprintf(k.owner, sizeof k.owner, "alice");
+  snprintf(k.name, sizeof k.name, "raced");
+  snprintf(k.experiment, sizeof k.experiment, "gemm");
+  for (int i = 0; i < 10; i++) {
+    int64_t id;
+    int version, rc = store_kernel_insert(r->s, &k, &id, &version);
+    if (rc == 0)
+      r->ok++;
+    else if (rc == -EBUSY)
+      r->busy++;
+    else
+      r->other++;
+  }
+  return NULL;
+}
+
+static int64_t raced_versions[32];
+static int n_raced;
+static void on_raced(void *arg, const struct store_kernel *k) {
+  (void)arg;
+  if (n_raced < 32) raced_versions[n_raced++] = k->version;
+}
+
+/* Two nodes sending versions of one kernel at once: each version numbered once (the
+ * unique index, and the loser numbering again), and a clash is no store failure. */
+static void test_pg_versions_race(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone: SQLite's writes are one at a time */
+  struct store *a = open_store(), *b = open_store();
+  struct store_kernel k = {.created = 1, .source = "v", .spec = "{}", .report = "{}"};
+  snprintf(k.owner, sizeof k.owner, "alice");
+  snprintf(k.name, sizeof k.name, "raced");
+  snprintf(k.experiment, sizeof k.experiment, "gemm");
+  int64_t first;
+  int version;
+  CHECK_INT_EQ(store_kernel_insert(a, &k, &first, &version), 0);
+  struct racer ra = {a, first, 0, 0, 0}, rb = {b, first, 0, 0, 0};
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, race_versions, &ra);
+  pthread_create(&tb, NULL, race_versions, &rb);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  CHECK_INT_EQ(ra.other + rb.other, 0);
+  CHECK_INT_EQ(store_check(a), 0);
+  CHECK_INT_EQ(store_check(b), 0);
+  n_raced = 0;
+  CHECK_INT_EQ(store_kernel_versions(a, first, on_raced, NULL), 1 + ra.ok + rb.ok);
+  for (int i = 0; i < n_raced; i++)
+    CHECK_INT_EQ(raced_versions[i], i + 1); /* 1, 2, ... once each */
+  printf("versions raced: %d and %d stored, %d busy\n", ra.ok, rb.ok, ra.busy + rb.busy);
+  CHECK(ra.ok + rb.ok >= 10);
+  store_close(a);
+  store_close(b);
+}
+
 static const struct test_case cases[] = {
     TEST(test_rows),
     TEST(test_kernels),
@@ -719,6 +783,7 @@ static const struct test_case cases[] = {
     TEST(test_pg_restart),
     TEST(test_pg_migrate_race),
     TEST(test_pg_kernels_upgrade),
+    TEST(test_pg_versions_race),
     TEST_END,
 };
 const struct test_suite test_suite = {
