@@ -94,6 +94,9 @@ int udiff(const char *a, const char *label_a, const char *b, const char *label_b
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)
+  posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1); /* nothing of gpulabd's */
+#endif
   char *argv[] = {"diff", "-u",   "--label", (char *)label_a, "--label", (char *)label_b,
                   path_a, path_b, NULL};
   rc = posix_spawnp(&pid, "diff", &fa, NULL, argv, environ);
