@@ -28,6 +28,7 @@ struct board {
   json_t *best;                   /* label -> row */
   json_t *medians;                /* label -> [[job, median_ms], ...] of every rankable run */
   json_t *pending;                /* [row, ...]: runs with uneven samples, not yet reproduced */
+  json_t *visible;                /* "<id>@<version>" -> whether the client may see it */
 };
 
 static const char *str_of(json_t *o, const char *key) {
@@ -37,15 +38,22 @@ static const char *str_of(json_t *o, const char *key) {
 static json_t *or_null(json_t *v) { return v ? v : json_null(); }
 
 /* Whether the version of a kernel that a run's user_kernel names (its kernel's id, and
- * its version where the run says; else the newest) may be shown to the asking client. */
-static bool kernel_visible(struct request *r, json_t *uk) {
+ * its version where the run says; else the newest) may be shown to the asking client;
+ * asked of the store once per version a board meets. */
+static bool kernel_visible(struct board *b, json_t *uk) {
+  json_int_t id = json_integer_value(json_object_get(uk, "id"));
+  int version = (int)json_integer_value(json_object_get(uk, "version"));
+  char key[48];
+  snprintf(key, sizeof key, "%lld@%d", (long long)id, version);
+  json_t *known = json_object_get(b->visible, key);
+  if (known) return json_is_true(known);
   struct store_kernel k;
-  if (ukernels_version(r->srv->opts.service->ukernels,
-                       json_integer_value(json_object_get(uk, "id")),
-                       (int)json_integer_value(json_object_get(uk, "version")), &k, NULL))
-    return false;
-  bool ok = k.is_public || request_may_see(r, k.owner);
-  ukernels_clear(&k);
+  bool ok = false;
+  if (ukernels_version(b->r->srv->opts.service->ukernels, id, version, &k, NULL) == 0) {
+    ok = k.is_public || request_may_see(b->r, k.owner);
+    ukernels_clear(&k);
+  }
+  json_object_set_new(b->visible, key, json_boolean(ok));
   return ok;
 }
 
@@ -58,7 +66,7 @@ static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk
     return false;
   if (uk) /* measured under today's rules, and visible to the asking client */
     return json_integer_value(json_object_get(uk, "rules")) >= EXP_USER_RULES &&
-           kernel_visible(b->r, uk);
+           kernel_visible(b, uk);
   int v = exp_variant_from_name(b->type, label);
   return v >= 0 && !(b->exp->variants[v].flags & EXP_VARIANT_BASELINE);
 }
@@ -226,8 +234,9 @@ json_t *route_leaderboard_board(struct request *r, int type, const char *size,
   for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
   if (size && parse_size(&b, size, err)) return NULL;
   b.best = json_object(), b.medians = json_object(), b.pending = json_array();
+  b.visible = json_object();
   json_t *out = NULL;
-  if (b.best && b.medians && b.pending) {
+  if (b.best && b.medians && b.pending && b.visible) {
     if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
                           from_store, &b) == -ENOENT)
       from_memory(&b);
@@ -237,6 +246,7 @@ json_t *route_leaderboard_board(struct request *r, int type, const char *size,
   json_decref(b.best);
   json_decref(b.medians);
   json_decref(b.pending);
+  json_decref(b.visible);
   if (!out) api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
   return out;
 }
