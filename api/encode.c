@@ -272,12 +272,18 @@ static void timeline_write(struct jw *w, const struct exp_run *r) {
   jw_array_end(w);
 }
 
-/* A user's kernel that ran: who wrote what. */
+/* A user's kernel that ran: who wrote what, and which version of it. The href has no
+ * prefix: a job's document is written once, whatever path it is read by (the
+ * leaderboard's rows put the request's prefix on theirs). */
 static void user_kernel_write(struct jw *w, const struct exp_run *r) {
-  char href[48];
-  snprintf(href, sizeof href, "/kernels/%lld", r->user.id);
+  char href[64];
+  if (r->user.version > 0)
+    snprintf(href, sizeof href, "/kernels/%lld/versions/%d", r->user.id, r->user.version);
+  else
+    snprintf(href, sizeof href, "/kernels/%lld", r->user.id);
   jw_object_begin_whole(w, "user_kernel");
   jw_integer(w, "id", (long long)r->user.id);
+  if (r->user.version > 0) jw_integer(w, "version", r->user.version);
   jw_integer(w, "rules", EXP_USER_RULES);
   jw_string(w, "name", r->user.name);
   jw_string(w, "owner", r->user.owner);

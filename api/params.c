@@ -87,6 +87,12 @@ static const struct {
     {"compile_error", "The compiler failed"},
     {"nvrtc_unavailable", "No compiler for users' kernels"},
     {"compile_busy", "Every compile slot is busy"},
+    /* a kernel's versions (server/http/routes_kernel_versions.c, submit.c) */
+    {"too_many_versions", "The kernel has as many versions as allowed"},
+    {"version_not_found", "No such version of the kernel"},
+    {"ambiguous_kernel", "More than one kernel of that name"},
+    {"diff_too_large", "The diff is too large"},
+    {"diff_unavailable", "The diff could not be made"},
 };
 
 static const char *reason_phrase(int status) {
@@ -233,32 +239,41 @@ static int unknown_variant(enum exp_type type, const char *field, const char *na
   size_t used = 0;
   for (int i = 0; i < exp_variant_count(type); i++)
     used += (size_t)snprintf(valid + used, sizeof valid - used, "%s, ", exp_variant_name(type, i));
-  return api_error_set(err, 400, "unknown_variant", field,
-                       "unknown variant '%.64s' for %s; valid: %sall%s", name, exp_type_name(type),
-                       valid, exp_user_of(type) ? ", kernel:<id> (a user's kernel)" : "");
+  return api_error_set(
+      err, 400, "unknown_variant", field, "unknown variant '%.64s' for %s; valid: %sall%s", name,
+      exp_type_name(type), valid,
+      exp_user_of(type) ? ", kernel:<id>, kernel:<id>@<version> or kernel:<name> (a user's kernel)"
+                        : "");
 }
 
-/* A variant by name, or "kernel:<id>" (a user's kernel, for an experiment that takes
- * them: whether it exists and who may run it the HTTP layer checks). -1: neither. */
-static int variant_of(enum exp_type type, const char *name) {
-  if (strncmp(name, "kernel:", 7) != 0) return exp_variant_from_name(type, name);
+/* A variant by name, or a user's kernel ("kernel:...", for an experiment that takes
+ * them) through kr; without kr "kernel:<id>" alone, unchecked. Returns 0 with *id, or
+ * -1 with neither (unknown_variant) or the resolver's error in err (-EINVAL). */
+static int variant_of(enum exp_type type, const char *name, const char *field,
+                      const struct api_kernel_resolver *kr, int *id, struct api_error *err) {
+  if (strncmp(name, "kernel:", 7) != 0)
+    return (*id = exp_variant_from_name(type, name)) < 0 ? -1 : 0;
   if (!exp_user_of(type)) return -1;
+  if (kr) return kr->resolve(kr->ctx, type, name, field, id, err) ? -EINVAL : 0;
   const char *d = name + 7;
   if (*d < '1' || *d > '9' || strlen(d) > 10) return -1;
   for (const char *c = d; *c; c++)
     if (*c < '0' || *c > '9') return -1;
-  long long id = atoll(d);
-  return id <= EXP_USER_KERNEL_MAX_ID ? exp_user_variant(id) : -1;
+  long long n = atoll(d);
+  if (n > EXP_USER_KERNEL_MAX_ID) return -1;
+  *id = exp_user_variant(n);
+  return 0;
 }
 
 /* variant: "name", "all", "kernel:<id>", or a non-empty list of distinct ones. */
 static int parse_variant(enum exp_type type, json_t *v, const char *field, struct exp_spec *spec,
-                         struct api_error *err) {
+                         const struct api_kernel_resolver *kr, struct api_error *err) {
+  int id, rc;
   if (json_is_string(v)) {
     const char *name = json_string_value(v);
     if (strcmp(name, "all") == 0) return 0; /* the default already lists all */
-    int id = variant_of(type, name);
-    if (id < 0) return unknown_variant(type, field, name, err);
+    if ((rc = variant_of(type, name, field, kr, &id, err)) == -EINVAL) return rc;
+    if (rc) return unknown_variant(type, field, name, err);
     spec->n_variants = 1;
     spec->variants[0] = id;
     return 0;
@@ -277,8 +292,8 @@ static int parse_variant(enum exp_type type, json_t *v, const char *field, struc
     if (!json_is_string(item))
       return api_error_set(err, 400, "wrong_type", field, "%s[%zu] must be a string, got %s", field,
                            i, json_kind(item));
-    int id = variant_of(type, json_string_value(item));
-    if (id < 0) return unknown_variant(type, field, json_string_value(item), err);
+    if ((rc = variant_of(type, json_string_value(item), field, kr, &id, err)) == -EINVAL) return rc;
+    if (rc) return unknown_variant(type, field, json_string_value(item), err);
     for (size_t k = 0; k < i; k++)
       if (spec->variants[k] == id)
         return api_error_set(err, 400, "duplicate_variant", field, "%s lists '%s' twice", field,
@@ -474,7 +489,7 @@ static const struct int_field *find_common_field(const char *key) {
 
 static int parse_params_object(enum exp_type type, json_t *obj, const char *prefix,
                                struct exp_spec *spec, struct api_job_options *opts,
-                               struct api_error *err) {
+                               const struct api_kernel_resolver *kr, struct api_error *err) {
   const struct exp_desc *d = exp_desc(type);
   bool input_given[EXP_MAX_INPUTS] = {false};
   if (exp_spec_default(type, spec) != 0) {
@@ -518,7 +533,7 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
     else if (opts && (rc = parse_option(key, v, opts, err)) <= 0)
       ; /* a job option beside the params */
     else if (!d->runs && strcmp(key, "variant") == 0)
-      rc = parse_variant(type, v, field, spec, err);
+      rc = parse_variant(type, v, field, spec, kr, err);
     else if (d->runs && strcmp(key, d->runs->name) == 0)
       rc = parse_runs(d->runs, v, field, spec, err);
     else {
@@ -560,16 +575,27 @@ static json_t *load_body(const char *body, size_t len, struct api_error *err) {
 
 int api_params_parse(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
                      struct api_job_options *opts, struct api_error *err) {
-  json_t *root = load_body(body, len, err);
-  if (!root) return -EINVAL;
-  options_default(opts);
-  int rc = parse_params_object(type, root, "", spec, opts, err);
-  json_decref(root);
-  return rc;
+  return api_params_parse_with(type, body, len, spec, opts, NULL, err);
 }
 
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err) {
+  return api_job_request_parse_with(body, len, req, NULL, err);
+}
+
+int api_params_parse_with(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
+                          struct api_job_options *opts, const struct api_kernel_resolver *kr,
+                          struct api_error *err) {
+  json_t *root = load_body(body, len, err);
+  if (!root) return -EINVAL;
+  options_default(opts);
+  int rc = parse_params_object(type, root, "", spec, opts, kr, err);
+  json_decref(root);
+  return rc;
+}
+
+int api_job_request_parse_with(const char *body, size_t len, struct api_job_request *req,
+                               const struct api_kernel_resolver *kr, struct api_error *err) {
   json_t *root = load_body(body, len, err);
   if (!root) return -EINVAL;
   int rc = -EINVAL;
@@ -615,7 +641,7 @@ int api_job_request_parse(const char *body, size_t len, struct api_job_request *
   }
   json_t *empty = NULL;
   if (!params) params = empty = json_object();
-  rc = parse_params_object((enum exp_type)t, params, "params.", &req->spec, NULL, err);
+  rc = parse_params_object((enum exp_type)t, params, "params.", &req->spec, NULL, kr, err);
   json_decref(empty);
 fail:
   json_decref(root);

@@ -38,6 +38,18 @@ struct api_job_request {
   struct api_job_options opts;
 };
 
+/* Resolves a user's kernel that a variant names, text: "kernel:<id>" (its newest
+ * version), "kernel:<id>@<version>" or "kernel:<name>" (the caller's own), to the
+ * variant value of the version it names (exp_user_variant of the version's id); field
+ * is where it was given. Returns 0, or -EINVAL with err filled (400). The HTTP layer
+ * gives one; without one, "kernel:<n>" is the variant of id n unchecked and the other
+ * forms are unknown variants. */
+struct api_kernel_resolver {
+  int (*resolve)(void *ctx, enum exp_type type, const char *text, const char *field, int *variant,
+                 struct api_error *err);
+  void *ctx;
+};
+
 /* Parses the body of POST /transpose etc. into spec (from the lecture's defaults)
  * and opts (the job options may stand beside the params there). Returns 0, or -EINVAL
  * with err filled (400). body need not be NUL-terminated. */
@@ -47,6 +59,12 @@ int api_params_parse(enum exp_type type, const char *body, size_t len, struct ex
 /* Parses a POST /jobs body {"type", "params", and the job options}. Returns 0 or -EINVAL (err filled). */
 int api_job_request_parse(const char *body, size_t len, struct api_job_request *req,
                           struct api_error *err);
+/* The same two with users' kernels named in variants resolved by kr (NULL: none). */
+int api_params_parse_with(enum exp_type type, const char *body, size_t len, struct exp_spec *spec,
+                          struct api_job_options *opts, const struct api_kernel_resolver *kr,
+                          struct api_error *err);
+int api_job_request_parse_with(const char *body, size_t len, struct api_job_request *req,
+                               const struct api_kernel_resolver *kr, struct api_error *err);
 
 /* The params every experiment takes beside its own, for forms (api/describe.c): an
  * array of {"name", "kind": "integer" | "number" | "choice" | "boolean", and "min" and

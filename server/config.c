@@ -89,7 +89,10 @@ static const char usage_flags[] =
     "  --nvrtc PATH        NVRTC for users' kernels (default: libnvrtc.so.13 or libnvrtc.so,\n"
     "                      also under $CUDA_HOME/lib64 and /usr/local/cuda/lib64); none: off\n"
     "                      (POST /kernels then answers 503 nvrtc_unavailable)\n"
-    "  --max-kernels N     users' kernels stored per client (default 32)\n"
+    "  --max-kernels N     users' kernels stored per client (default 32); their versions\n"
+    "                      do not count\n"
+    "  --max-kernel-versions N\n"
+    "                      versions kept of one kernel (default 64)\n"
     "  --compile-slots N   users' kernels compiled at once (default 2)\n"
     "  --compile-time S    a compile's time limit in seconds (default 10)\n"
     "  --max-scratch BYTES scratch a user's kernel may ask for (scratch_bytes: zeroed before\n"
@@ -320,6 +323,7 @@ static const struct flag flags[] = {
     NUMBER(FLAG_LONG, "inline-max-bytes", inline_max_bytes, 0, 1L << 40),
     TEXT("nvrtc", nvrtc),
     NUMBER(FLAG_INT, "max-kernels", max_kernels, 1, 100000),
+    NUMBER(FLAG_INT, "max-kernel-versions", max_kernel_versions, 1, 100000),
     NUMBER(FLAG_INT, "compile-slots", compile_slots, 1, 64),
     NUMBER(FLAG_INT, "compile-time", compile_time_s, 1, 600),
     NUMBER(FLAG_SIZE, "max-scratch", max_scratch, 0, 1L << 36),
@@ -393,6 +397,7 @@ static void set_defaults(struct config *cfg) {
                          .max_db_bytes = 1LL << 30,
                          .socket_mode = -1,
                          .max_kernels = 32,
+                         .max_kernel_versions = 64,
                          .compile_slots = 2,
                          .compile_time_s = 10,
                          .kernel_deadline_s = 5,

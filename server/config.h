@@ -47,9 +47,9 @@ struct config {
   bool no_tcp;              /* --no-tcp: the socket only */
   bool no_ceilings;         /* --no-ceilings: skip measuring the devices' ceilings at start-up */
   /* Users' kernels (server/service/ukernels.h): NVRTC's path (NULL: search; "none": off),
-   * kernels per client, compiles at once, a compile's time limit. */
+   * kernels per client, versions per kernel, compiles at once, a compile's time limit. */
   const char *nvrtc;
-  int max_kernels, compile_slots, compile_time_s;
+  int max_kernels, max_kernel_versions, compile_slots, compile_time_s;
   const char *runner;    /* gpulab-runner's path; NULL: the one beside gpulabd */
   int kernel_deadline_s; /* a user's kernel's launch deadline */
   size_t max_scratch;    /* scratch_bytes a user's kernel may ask for */

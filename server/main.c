@@ -195,12 +195,14 @@ static int open_store(const struct config *cfg, struct store **store, uint64_t *
 static int open_ukernels(const struct config *cfg, struct backend *device, struct store *store,
                          struct ukernels **out) {
   if (cfg->runner) ukreg_set_runner_path(cfg->runner);
+  exp_set_user_label(ukreg_label); /* runs of users' kernels read kernel:<id>@<version> */
   ukreg_set_deadline(cfg->kernel_deadline_s);
   ukreg_set_cpu_runner(cfg->cpu_runner_test);
   struct backend_device_info info;
   backend_device_info(device, &info);
   struct ukernels_config ucfg = {.nvrtc_path = cfg->nvrtc,
                                  .max_per_client = cfg->max_kernels,
+                                 .max_versions = cfg->max_kernel_versions,
                                  .compile_slots = cfg->compile_slots,
                                  .compile_time_s = cfg->compile_time_s,
                                  .max_scratch_bytes = cfg->max_scratch,

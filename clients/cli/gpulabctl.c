@@ -29,7 +29,10 @@ static const char usage[] =
     "  kernel submit FILE --experiment E [--name N] [--entry F] [--block X,Y] [--tile X,Y]\n"
     "                [--grid X,Y,Z] [--shared-bytes B] [--scratch-bytes B] [--option O]...\n"
     "                [--vs VARIANTS] [name=value ...]\n"
-    "                                    compiles FILE; with --vs also runs it beside VARIANTS\n"
+    "                                    compiles FILE (the same name again: a new version of\n"
+    "                                    that kernel); with --vs also runs it beside VARIANTS\n"
+    "  kernel versions ID                a kernel's versions, a line each\n"
+    "  kernel diff ID FROM TO            a unified diff of two versions' sources\n"
     "  show ID | watch ID | cancel ID    a job: its table, its events then its table, cancel it\n"
     "  jobs [--state S] [--limit N]      the newest jobs, a line each\n"
     "  kernels                           your kernels and the public ones\n"
@@ -298,7 +301,12 @@ static char *read_file(const char *path, size_t *len) {
   return text;
 }
 
+static int kernel_versions(const struct opts *o, const char *id);
+static int kernel_diff(const struct opts *o, const char *id, const char *from, const char *to);
+
 static int cmd_kernel(const struct opts *o, char **args, int n) {
+  if (n == 2 && !strcmp(args[0], "versions")) return kernel_versions(o, args[1]);
+  if (n == 4 && !strcmp(args[0], "diff")) return kernel_diff(o, args[1], args[2], args[3]);
   if (n < 2 || strcmp(args[0], "submit") != 0 || !o->experiment) {
     fputs(usage, stderr);
     return EXIT_REFUSED;
@@ -406,19 +414,59 @@ static void jobs_lines(json_t *doc) {
       json_string_value(json_object_get(j, "created_at")));
 }
 
+/* A kernel a line: its variant, name, experiment, owner, who sees it, and its newest
+ * version of how many ("v3/3"). */
 static void kernels_lines(json_t *doc) {
   size_t i;
   json_t *k;
   json_array_foreach(json_object_get(doc, "kernels"), i, k) {
     const char *refused = json_string_value(json_object_get(k, "refused"));
-    printf("%-12s %-24s %-10s %-16s %s%s\n", json_string_value(json_object_get(k, "variant")),
+    char versions[32];
+    snprintf(versions, sizeof versions, "v%lld/%lld",
+             (long long)json_integer_value(json_object_get(k, "version")),
+             (long long)json_integer_value(json_object_get(k, "versions")));
+    printf("%-12s %-24s %-10s %-16s %-8s %s%s\n", json_string_value(json_object_get(k, "variant")),
            json_string_value(json_object_get(k, "name")),
            json_string_value(json_object_get(k, "experiment")),
            json_string_value(json_object_get(k, "owner")),
-           json_is_true(json_object_get(k, "public")) ? "public" : "private",
+           json_is_true(json_object_get(k, "public")) ? "public" : "private", versions,
            refused ? "  REFUSED: " : "");
     if (refused) printf("             %s\n", refused);
   }
+}
+
+/* A version a line: its variant, when, its source's hash and the compiler's summary. */
+static void versions_lines(json_t *doc) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(doc, "versions"), i, v) {
+    json_t *c = json_object_get(v, "compile");
+    const char *sha = json_string_value(json_object_get(v, "source_sha256"));
+    printf("%-16s %-26s %.12s  %3lld registers  %6lld B shared  %lld B spilled\n",
+           json_string_value(json_object_get(v, "variant")),
+           json_string_value(json_object_get(v, "created")), sha ? sha : "",
+           (long long)json_integer_value(json_object_get(c, "registers")),
+           (long long)json_integer_value(json_object_get(c, "shared_bytes")),
+           (long long)(json_integer_value(json_object_get(c, "spill_store_bytes")) +
+                       json_integer_value(json_object_get(c, "spill_load_bytes"))));
+  }
+}
+
+static int kernel_versions(const struct opts *o, const char *id) {
+  char path[96];
+  snprintf(path, sizeof path, "/kernels/%.40s/versions", id);
+  return get_list(o, path, versions_lines);
+}
+
+static int kernel_diff(const struct opts *o, const char *id, const char *from, const char *to) {
+  char path[160];
+  struct ctl_reply r;
+  snprintf(path, sizeof path, "/kernels/%.40s/diff?from=%.20s&to=%.20s", id, from, to);
+  int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
+  if (x) return x;
+  fwrite(r.body, 1, r.len, stdout);
+  ctl_reply_free(&r);
+  return EXIT_PASSED;
 }
 
 static void board_lines(json_t *doc) {

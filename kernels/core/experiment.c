@@ -237,11 +237,20 @@ double exp_ceiling_value(const struct exp_ceilings *c, enum exp_ceiling which) {
 
 int exp_run_count(const struct exp_spec *spec) { return spec->n_variants; }
 
+static void (*user_label)(long long version_id, char *buf, size_t len);
+
+void exp_set_user_label(void (*fn)(long long version_id, char *buf, size_t len)) {
+  user_label = fn;
+}
+
 void exp_run_label(const struct exp_spec *spec, int i, char *buf, size_t len) {
   const struct exp_desc *d = desc_of(spec);
   int entry = spec->variants[i];
   if (d && d->user && exp_variant_is_user(entry)) {
-    snprintf(buf, len, "kernel:%lld", exp_user_kernel_id(entry));
+    if (user_label)
+      user_label(exp_user_kernel_id(entry), buf, len);
+    else
+      snprintf(buf, len, "kernel:%lld", exp_user_kernel_id(entry));
     return;
   }
   if (!d || !d->runs) {

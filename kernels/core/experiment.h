@@ -274,14 +274,15 @@ struct exp_timeline_op {
 /* Who wrote the kernel of a user's run (variant kernel:<id>), as the backend found it
  * in its table when the job ran; id 0 for every other run. */
 struct exp_run_user {
-  long long id;
+  long long id; /* the kernel's */
+  int version;  /* which version of it ran; 0: not known */
   char name[64], owner[64];
   char source_sha256[65]; /* lower-case hex of the source's SHA-256 */
 };
 
 struct exp_run {
   int variant;    /* spec->variants[i]: the variant index, or the runs list's entry */
-  char label[32]; /* "padded33", "streams=3", "kernel:7", ... (exp_run_label) */
+  char label[32]; /* "padded33", "streams=3", "kernel:7@2", ... (exp_run_label) */
   bool available; /* false: this backend cannot run it; reason says why */
   bool contended; /* another job's device work overlapped this run's timed window */
   /* graph: per-launch time of the same reps launched one by one and as a graph;
@@ -623,6 +624,9 @@ enum exp_ceiling exp_run_ceiling(const struct exp_spec *spec, int entry);
  * "best", "best_graph", "kernel:7"), as both backends name them. */
 int exp_run_count(const struct exp_spec *spec);
 void exp_run_label(const struct exp_spec *spec, int i, char *buf, size_t len);
+/* How a user's kernel's run is labelled, by the id its variant holds (a version's):
+ * kernels/user/ukreg.h's ukreg_label, set at start. Without one: "kernel:<id>". */
+void exp_set_user_label(void (*fn)(long long version_id, char *buf, size_t len));
 
 /* ---- timing and results ---- */
 

@@ -14,6 +14,51 @@ static size_t n_table, cap_table;
 static char runner_path[512];
 static double deadline_s = 5;
 static bool cpu_runner;
+/* Every version put since start, its kernel and number (ukreg_label): kept on removal. */
+struct name {
+  long long id, kernel_id;
+  int version;
+};
+static struct name *names;
+static size_t n_names, cap_names;
+
+/* Notes k's kernel and version (the lock held); a failure leaves the label plain. */
+static void remember(const struct ukreg_kernel *k) {
+  for (size_t i = 0; i < n_names; i++)
+    if (names[i].id == k->id) {
+      names[i] = (struct name){k->id, k->kernel_id, k->version};
+      return;
+    }
+  if (n_names == cap_names) {
+    size_t cap = cap_names ? 2 * cap_names : 64;
+    struct name *grown = realloc(names, cap * sizeof *grown);
+    if (!grown) return;
+    names = grown, cap_names = cap;
+  }
+  names[n_names++] = (struct name){k->id, k->kernel_id, k->version};
+}
+
+/* Kernel id and version of version id (the lock held): false when never put. */
+static bool name_of(long long id, long long *kernel_id, int *version) {
+  for (size_t i = 0; i < n_names; i++)
+    if (names[i].id == id) {
+      *kernel_id = names[i].kernel_id, *version = names[i].version;
+      return true;
+    }
+  return false;
+}
+
+void ukreg_label(long long version_id, char *buf, size_t len) {
+  long long kernel_id = version_id;
+  int version = 0;
+  pthread_mutex_lock(&mu);
+  bool known = name_of(version_id, &kernel_id, &version);
+  pthread_mutex_unlock(&mu);
+  if (known && version > 0)
+    snprintf(buf, len, "kernel:%lld@%d", kernel_id, version);
+  else
+    snprintf(buf, len, "kernel:%lld", version_id);
+}
 
 static struct ukreg_kernel *copy(const struct ukreg_kernel *k, bool with_image) {
   struct ukreg_kernel *c = malloc(sizeof *c);
@@ -47,7 +92,9 @@ static size_t find(long long id) {
 int ukreg_put(const struct ukreg_kernel *k) {
   struct ukreg_kernel *c = copy(k, true);
   if (!c) return -ENOMEM;
+  if (c->kernel_id <= 0) c->kernel_id = c->id, c->version = c->version > 0 ? c->version : 1;
   pthread_mutex_lock(&mu);
+  remember(c);
   size_t i = find(k->id);
   int rc = 0;
   if (i != (size_t)-1) {
@@ -96,8 +143,12 @@ bool ukreg_run_user(struct exp_run *run) {
   if (!exp_variant_is_user(run->variant)) return false;
   struct ukreg_kernel k;
   memset(&run->user, 0, sizeof run->user);
-  run->user.id = exp_user_kernel_id(run->variant);
-  if (ukreg_identity(run->user.id, &k) != 0) return false;
+  long long id = exp_user_kernel_id(run->variant);
+  run->user.id = id;
+  pthread_mutex_lock(&mu);
+  name_of(id, &run->user.id, &run->user.version);
+  pthread_mutex_unlock(&mu);
+  if (ukreg_identity(id, &k) != 0) return false;
   snprintf(run->user.name, sizeof run->user.name, "%s", k.name);
   snprintf(run->user.owner, sizeof run->user.owner, "%s", k.owner);
   snprintf(run->user.source_sha256, sizeof run->user.source_sha256, "%s", k.source_sha);

@@ -18,7 +18,9 @@ extern "C" {
 #endif
 
 struct ukreg_kernel {
-  long long id;
+  long long id;        /* the version's own id: what a job's variant names */
+  long long kernel_id; /* the kernel's id, and this version's number in it */
+  int version;
   char experiment[16], name[64], owner[64], source_sha[65], entry[64];
   int block[3], tile[2], grid[3];
   bool has_grid;
@@ -41,10 +43,15 @@ int ukreg_get(long long id, struct ukreg_kernel **out);
 int ukreg_identity(long long id, struct ukreg_kernel *out);
 void ukreg_remove(long long id);
 void ukreg_kernel_free(struct ukreg_kernel *k); /* NULL is a no-op */
-/* Sets run->user from the table for a user's run (run->variant kernel:<id>): the id
- * always, name, owner and source hash when the kernel is there. Returns whether it is;
- * false (nothing set) for any other run. */
+/* Sets run->user from the table for a user's run (run->variant names a version): its
+ * kernel's id and the version, name, owner and source hash when the version is or was
+ * there (else the version's id alone). Returns whether it is; false (nothing set) for
+ * any other run. */
 bool ukreg_run_user(struct exp_run *run);
+/* A user's run's label, "kernel:<kernel id>@<version>", for the version of id
+ * version_id (exp_set_user_label's hook; main sets it). A version once put keeps its
+ * label after ukreg_remove, so that a job that named it says which it named. */
+void ukreg_label(long long version_id, char *buf, size_t len);
 
 /* A timed request's fresh inputs and check for a user's kernel of spec's experiment
  * (runner_proto.h's runner_fresh): the experiment's generators for its inputs, its

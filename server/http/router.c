@@ -20,8 +20,8 @@ enum route_flag {
 };
 
 /* A route. pattern is the route's name in metrics and logs, and what it matches: a
- * path, a path with one "{id}" (a non-empty segment of at most 23 characters), or a
- * prefix ending in '*'. */
+ * path, a path with one or two "{...}" (each a non-empty segment of at most 23
+ * characters), or a prefix ending in '*'. */
 struct route {
   const char *pattern;
   const char *allow; /* its methods, for 405's Allow */
@@ -49,32 +49,41 @@ static const struct route routes[] = {
     {"/sweeps/{id}", "GET, HEAD, DELETE", route_sweep, 0},
     {"/buffers/{id}", "GET, HEAD, DELETE", route_buffer, 0},
     {"/kernels/{id}", "GET, HEAD, DELETE", route_kernel, 0},
+    {"/kernels/{id}/versions", "GET, HEAD", route_kernel_versions, 0},
+    {"/kernels/{id}/versions/{version}", "GET, HEAD, DELETE", route_kernel_version, 0},
+    {"/kernels/{id}/diff", "GET, HEAD", route_kernel_diff, 0},
     {"/leaderboard/{experiment}", "GET, HEAD", route_leaderboard, 0},
     {"/static/*", "GET, HEAD", route_static, ROUTE_PUBLIC}, /* the dashboard's files */
 };
 
 struct route_match {
   struct route route;
-  char id[24]; /* the "{id}" as written */
-  int type;    /* an experiment's route: its type; else -1 */
+  char id[24];  /* the first "{...}" as written */
+  char id2[24]; /* the second, "" without one */
+  int type;     /* an experiment's route: its type; else -1 */
 };
 
-/* Whether url matches pattern (one with "{id}" or a '*' prefix), the id into id. */
-static bool match_pattern(const char *url, const char *pattern, char *id, size_t len) {
+/* Whether url matches pattern (one with "{...}" segments or a '*' prefix), the first
+ * segment's text into id, the second's into id2. */
+static bool match_pattern(const char *url, const char *pattern, char *id, char *id2, size_t len) {
   const char *brace = strchr(pattern, '{');
   if (!brace) {
     size_t n = strlen(pattern);
     return n > 0 && pattern[n - 1] == '*' && strncmp(url, pattern, n - 1) == 0;
   }
-  size_t p = (size_t)(brace - pattern);
-  const char *suffix = strchr(brace, '}') + 1;
-  if (strncmp(url, pattern, p) != 0) return false;
-  const char *start = url + p, *slash = strchr(start, '/');
-  size_t n = slash ? (size_t)(slash - start) : strlen(start);
-  if (n == 0 || n >= len || strcmp(start + n, suffix) != 0 || (!*suffix && slash)) return false;
-  memcpy(id, start, n);
-  id[n] = '\0';
-  return true;
+  for (char *out = id; brace; out = id2) {
+    size_t p = (size_t)(brace - pattern);
+    if (strncmp(url, pattern, p) != 0) return false;
+    const char *start = url + p, *slash = strchr(start, '/');
+    size_t n = slash ? (size_t)(slash - start) : strlen(start);
+    if (n == 0 || n >= len) return false;
+    memcpy(out, start, n);
+    out[n] = '\0';
+    url = start + n;
+    pattern = strchr(brace, '}') + 1;
+    brace = out == id ? strchr(pattern, '{') : NULL;
+  }
+  return strcmp(url, pattern) == 0;
 }
 
 /* The API's version prefix: every route is also under it ("/v1/jobs" is "/jobs"),
@@ -100,7 +109,7 @@ static bool match_route(const char *url, struct route_match *m) {
     }
   for (size_t i = 0; i < n; i++)
     if (strpbrk(routes[i].pattern, "{*") &&
-        match_pattern(url, routes[i].pattern, m->id, sizeof m->id)) {
+        match_pattern(url, routes[i].pattern, m->id, m->id2, sizeof m->id)) {
       m->route = routes[i];
       return true;
     }
@@ -259,6 +268,6 @@ enum MHD_Result router_dispatch(struct request *r, const char *url) {
                           "application/json)");
     json_decref(parsed);
   }
-  struct route_args args = {.url = url, .id = m.id, .type = m.type};
+  struct route_args args = {.url = url, .id = m.id, .id2 = m.id2, .type = m.type};
   return m.route.serve(r, &args);
 }

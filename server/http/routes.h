@@ -12,6 +12,7 @@
 struct route_args {
   const char *url; /* the request's path */
   const char *id;  /* the text of the pattern's "{id}", "" without one */
+  const char *id2; /* the text of its second "{...}" ("{version}"), "" without one */
   int type;        /* POST /<experiment>: its enum exp_type; -1 for other routes */
 };
 
@@ -34,8 +35,16 @@ route_fn route_device, route_devices, route_health, route_metrics, route_me;
  * parameters, multipart/form-data; NULL: JSON). */
 route_fn route_kernels, route_kernel, route_kernel_signatures;
 bool route_kernels_media_type(const char *ct);
-/* routes_leaderboard.c: GET /leaderboard/{experiment}. */
+/* routes_kernel_versions.c: a kernel's versions: GET /kernels/{id}/versions, GET and
+ * DELETE /kernels/{id}/versions/{version}, GET /kernels/{id}/diff?from=&to=. */
+route_fn route_kernel_versions, route_kernel_version, route_kernel_diff;
+/* routes_leaderboard.c: GET /leaderboard/{experiment}; route_leaderboard_board: its
+ * document for experiment type (one that takes users' kernels) at size (?size='s text;
+ * NULL: the default), also what a kernel's versions take their best figures from.
+ * NULL with err (400 for a bad size). The caller owns it. */
 route_fn route_leaderboard;
+json_t *route_leaderboard_board(struct request *r, int type, const char *size,
+                                struct api_error *err);
 /* routes_static.c: GET / (the dashboard, or the list of routes), /static/... and
  * /openapi.json. */
 route_fn route_index, route_static, route_openapi;

@@ -8,8 +8,9 @@ enum MHD_Result route_experiment(struct request *r, const struct route_args *a) 
   struct exp_spec spec;
   struct api_job_options opts;
   struct api_error err;
-  if (api_params_parse((enum exp_type)a->type, r->body ? r->body : "", r->body_len, &spec, &opts,
-                       &err))
+  struct api_kernel_resolver kr = submit_kernel_resolver(r);
+  if (api_params_parse_with((enum exp_type)a->type, r->body ? r->body : "", r->body_len, &spec,
+                            &opts, &kr, &err))
     return respond_error(r, &err);
   return submit_job(r, &spec, &opts, "");
 }

@@ -213,7 +213,8 @@ static enum MHD_Result list_jobs(struct request *r) {
 static enum MHD_Result post_jobs(struct request *r) {
   struct api_job_request req;
   struct api_error err;
-  if (api_job_request_parse(r->body ? r->body : "", r->body_len, &req, &err))
+  struct api_kernel_resolver kr = submit_kernel_resolver(r);
+  if (api_job_request_parse_with(r->body ? r->body : "", r->body_len, &req, &kr, &err))
     return respond_error(r, &err);
   return submit_job(r, &req.spec, &req.opts, "params.");
 }

@@ -1,5 +1,6 @@
 /* Users' kernels over HTTP: POST /kernels (JSON, text/x-cuda with the fields as query
- * parameters, or multipart/form-data), GET /kernels, GET and DELETE /kernels/{id},
+ * parameters, or multipart/form-data; the same owner, name and experiment again make a
+ * new version), GET /kernels, GET and DELETE /kernels/{id},
  * GET /kernels/signatures, and the check of the kernels a job names. Compiling,
  * caching and the limits are server/service/ukernels.h's; what a kernel of each experiment is,
  * its descriptor's user block (exp_desc.user). Errors are problems (RFC 9457); a
@@ -12,6 +13,7 @@
 #include <strings.h>
 
 #include "api/encode.h"
+#include "server/http/kernel_doc.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
 #include "server/service/ukernels.h"
@@ -365,31 +367,6 @@ static json_t *spec_json(const struct submit *s) {
   return o;
 }
 
-/* A kernel as the API shows it: the summary, and with full its source and log too; its
- * href under prefix, the one the request came by ("/v1" or ""). */
-static json_t *kernel_json(const struct store_kernel *k, bool full, const char *prefix) {
-  char when[40], variant[32], href[56];
-  api_format_time(k->created, when, sizeof when);
-  snprintf(variant, sizeof variant, "kernel:%lld", (long long)k->id);
-  snprintf(href, sizeof href, "%s/kernels/%lld", prefix ? prefix : "", (long long)k->id);
-  json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "id", (json_int_t)k->id, "variant",
-                        variant, "name", k->name, "experiment", k->experiment, "owner", k->owner,
-                        "public", k->is_public, "created", when, "source_sha256", k->source_sha,
-                        "href", href);
-  if (!o) return NULL;
-  json_t *spec = json_loads(k->spec ? k->spec : "{}", 0, NULL);
-  json_t *report = json_loads(k->report ? k->report : "{}", 0, NULL);
-  if (spec) json_object_update(o, spec);
-  if (report && !full) json_object_del(report, "log");
-  if (report) json_object_set(o, "compile", report);
-  json_decref(spec);
-  json_decref(report);
-  if (full && k->source) json_object_set_new(o, "source", json_string(k->source));
-  char why[256]; /* a kernel stored before today's rules may be refused now */
-  if (ukernels_refused(k->id, why, sizeof why)) json_object_set_new(o, "refused", json_string(why));
-  return o;
-}
-
 /* ---- POST /kernels ---- */
 
 /* 422: the source cannot be compiled as sent, saying why (detail). line: the user's
@@ -487,13 +464,16 @@ static enum MHD_Result refused(struct request *r, const char *src, size_t len, c
   return respond_fail(r, 400, "option_not_allowed", "options", "%s", msg);
 }
 
-/* The kernel, compiled: stored (as durably as a job), put in the backends' table, and
- * answered (201), or with ?run=1 run at once beside every built-in. */
+/* The kernel, compiled: stored (as durably as a job) as a new kernel (kernel_id 0) or
+ * a new version of kernel_id, put in the backends' table, and answered (201, the
+ * version), or with ?run=1 run at once beside every built-in. */
 static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
                                        const struct submit *s, char *src,
-                                       const struct ucompile_report *rep, bool cached) {
+                                       const struct ucompile_report *rep, bool cached,
+                                       int64_t kernel_id) {
   struct store_kernel k;
   memset(&k, 0, sizeof k);
+  k.kernel_id = kernel_id;
   request_client(r, k.owner, sizeof k.owner);
   snprintf(k.name, sizeof k.name, "%s", s->name);
   snprintf(k.experiment, sizeof k.experiment, "%s", s->experiment);
@@ -512,13 +492,18 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
   k.image_bytes = rep->image_bytes;
   enum MHD_Result ret;
   int64_t id = 0;
-  int rc = k.spec && k.report ? ukernels_insert(u, &k, &id) : -ENOMEM;
+  int rc = k.spec && k.report ? ukernels_insert(u, &k, &id, &k.version) : -ENOMEM;
+  if (rc == -ENOENT) { /* its versions were deleted since: a kernel of its own */
+    k.kernel_id = 0;
+    rc = ukernels_insert(u, &k, &id, &k.version);
+  }
   if (rc == -ENOMEM) {
     ret = respond_json(r, 500, NULL);
   } else if (rc) {
     ret = respond_storage(r, rc); /* refused like a job: 507 or 503, nothing kept */
   } else {
     k.id = id;
+    if (k.kernel_id <= 0) k.kernel_id = id;
     ukernels_register(&k); /* runnable at once; a failure shows as unavailable runs */
     const char *run = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "run");
     if (run && (!strcmp(run, "1") || !strcmp(run, "true"))) {
@@ -530,8 +515,9 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
       struct api_job_options opts = {.exclusive = true, .device = -1};
       ret = submit_job(r, &spec, &opts, "");
     } else {
-      snprintf(r->location, sizeof r->location, "/kernels/%lld", (long long)id);
-      ret = respond_json(r, 201, kernel_json(&k, true, r->api_prefix));
+      snprintf(r->location, sizeof r->location, "/kernels/%lld/versions/%d", (long long)k.kernel_id,
+               k.version);
+      ret = respond_json(r, 201, kernel_doc_json(&k, KERNEL_DOC_VERSION, true, 0, r->api_prefix));
     }
   }
   free(k.spec);
@@ -539,26 +525,47 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
   return ret;
 }
 
-/* 403 kernel_quota when owner has as many kernels, or as much source, as allowed. */
+/* Where s goes: a new version of the owner's kernel of that name and experiment (the
+ * newest such, *kernel_id), or a new kernel (*kernel_id 0). Answers into *ret and
+ * returns true when it may not: 403 kernel_quota when the owner has as many kernels,
+ * or as much source in their newest versions, as allowed; 409 too_many_versions when
+ * the kernel has as many versions as allowed. */
 static bool over_quota(struct request *r, struct ukernels *u, const struct submit *s,
-                       enum MHD_Result *ret) {
+                       int64_t *kernel_id, enum MHD_Result *ret) {
   const struct ukernels_config *cfg = ukernels_config(u);
-  int n = 0;
-  size_t bytes = 0;
+  int n = 0, versions = 0;
+  size_t bytes = 0, replaced = 0;
   char owner[64];
   request_client(r, owner, sizeof owner);
-  int rc = ukernels_count(u, owner, &n, &bytes);
-  if (rc) {
+  *kernel_id = 0;
+  int rc = ukernels_named(u, owner, s->experiment, s->name, kernel_id, 1);
+  struct store_kernel newest;
+  if (rc > 0 && (rc = ukernels_version(u, *kernel_id, 0, &newest, &versions)) == 0) {
+    replaced = newest.source ? strlen(newest.source) : 0;
+    ukernels_clear(&newest);
+  } else if (rc == -ENOENT) {
+    *kernel_id = 0, rc = 0;
+  }
+  if (rc >= 0) rc = ukernels_count(u, owner, &n, &bytes);
+  if (rc < 0) {
     *ret = respond_storage(r, rc);
     return true;
   }
-  if (n < cfg->max_per_client &&
-      bytes + s->source_len <= (size_t)cfg->max_per_client * cfg->max_source_bytes)
+  if (*kernel_id && versions >= cfg->max_versions) {
+    *ret = respond_fail(r, 409, "too_many_versions", "name",
+                        "kernel %lld (%s) has %d versions; at most %d (--max-kernel-versions): "
+                        "DELETE %s/kernels/%lld/versions/{version} for old ones first",
+                        (long long)*kernel_id, s->name, versions, cfg->max_versions,
+                        r->api_prefix ? r->api_prefix : "", (long long)*kernel_id);
+    return true;
+  }
+  if ((*kernel_id || n < cfg->max_per_client) &&
+      bytes - replaced + s->source_len <= (size_t)cfg->max_per_client * cfg->max_source_bytes)
     return false;
   *ret = respond_fail(
       r, 403, "kernel_quota", NULL,
-      "%s has %d kernels stored (%zu bytes of source); at most %d (--max-kernels): DELETE "
-      "/kernels/{id} first",
+      "%s has %d kernels stored (%zu bytes of source in their newest versions); at most %d "
+      "(--max-kernels; versions do not count): DELETE /kernels/{id} first",
       owner, n, bytes, cfg->max_per_client);
   return true;
 }
@@ -584,7 +591,8 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
         why);
     goto out;
   }
-  if (request_store_refuses(r, &ret) || over_quota(r, u, &s, &ret)) goto out;
+  int64_t kernel_id = 0;
+  if (request_store_refuses(r, &ret) || over_quota(r, u, &s, &kernel_id, &ret)) goto out;
   if (!(src = strndup(s.source, s.source_len))) {
     ret = respond_json(r, 500, NULL);
     goto out;
@@ -616,7 +624,7 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   } else if (!rep->ok) {
     ret = compile_failed(r, rep, report_json(rep, cached, ukernels_nvrtc(u, NULL)));
   } else {
-    ret = keep_and_answer(r, u, &s, src, rep, cached);
+    ret = keep_and_answer(r, u, &s, src, rep, cached, kernel_id);
   }
 out:
   ucompile_report_free(rep);
@@ -635,7 +643,8 @@ struct listing {
 
 static void list_one(void *arg, const struct store_kernel *k) {
   struct listing *l = arg;
-  json_array_append_new(l->list, kernel_json(k, false, l->prefix));
+  json_array_append_new(l->list,
+                        kernel_doc_json(k, KERNEL_DOC_KERNEL, false, k->versions, l->prefix));
 }
 
 static enum MHD_Result kernels_list(struct request *r, struct ukernels *u) {
@@ -674,17 +683,21 @@ static enum MHD_Result kernels_signatures(struct request *r) {
   return respond_json(r, 200, json_pack("{s:o}", "signatures", list));
 }
 
+/* GET /kernels/{id}: the kernel as its newest version, with its count of versions;
+ * DELETE: the kernel with every version (its owner only). */
 static enum MHD_Result kernel_one(struct request *r, struct ukernels *u, const char *id_text) {
   uint64_t id;
+  int versions = 0;
   struct store_kernel k;
-  if (!parse_id(id_text, &id) || id > INT64_MAX || ukernels_get(u, (int64_t)id, &k))
+  if (!parse_id(id_text, &id) || id > INT64_MAX ||
+      ukernels_version(u, (int64_t)id, 0, &k, &versions))
     return respond_fail(r, 404, "kernel_not_found", "id", "no kernel '%.40s'", id_text);
   bool mine = request_may_see(r, k.owner);
   enum MHD_Result ret;
   if (!mine && !k.is_public) {
     ret = respond_fail(r, 404, "kernel_not_found", "id", "no kernel '%.40s'", id_text);
   } else if (!strcmp(r->method, "DELETE")) {
-    int rc = mine ? ukernels_delete(u, k.id) : 0;
+    int rc = mine ? ukernels_drop(u, k.kernel_id) : 0;
     if (!mine) {
       ret = respond_fail(r, 403, "not_owner", "id", "kernel %s is %s's", id_text, k.owner);
     } else if (rc == -ENOENT) {
@@ -692,10 +705,13 @@ static enum MHD_Result kernel_one(struct request *r, struct ukernels *u, const c
     } else if (rc) {
       ret = respond_storage(r, rc);
     } else {
-      ret = respond_json(r, 200, json_pack("{s:I,s:b}", "id", (json_int_t)k.id, "deleted", 1));
+      ret = respond_json(r, 200,
+                         json_pack("{s:I,s:b,s:i}", "id", (json_int_t)k.kernel_id, "deleted", 1,
+                                   "versions", versions));
     }
   } else {
-    ret = respond_json(r, 200, kernel_json(&k, true, r->api_prefix));
+    ret = respond_json(r, 200,
+                       kernel_doc_json(&k, KERNEL_DOC_KERNEL, true, versions, r->api_prefix));
   }
   ukernels_clear(&k);
   return ret;

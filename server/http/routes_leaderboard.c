@@ -28,6 +28,7 @@ struct board {
   json_t *best;                   /* label -> row */
   json_t *medians;                /* label -> [[job, median_ms], ...] of every rankable run */
   json_t *pending;                /* [row, ...]: runs with uneven samples, not yet reproduced */
+  json_t *visible;                /* "<id>@<version>" -> whether the client may see it */
 };
 
 static const char *str_of(json_t *o, const char *key) {
@@ -36,14 +37,23 @@ static const char *str_of(json_t *o, const char *key) {
 }
 static json_t *or_null(json_t *v) { return v ? v : json_null(); }
 
-/* Whether kernel:<id> may be shown to the asking client. */
-static bool kernel_visible(struct request *r, json_t *uk) {
+/* Whether the version of a kernel that a run's user_kernel names (its kernel's id, and
+ * its version where the run says; else the newest) may be shown to the asking client;
+ * asked of the store once per version a board meets. */
+static bool kernel_visible(struct board *b, json_t *uk) {
+  json_int_t id = json_integer_value(json_object_get(uk, "id"));
+  int version = (int)json_integer_value(json_object_get(uk, "version"));
+  char key[48];
+  snprintf(key, sizeof key, "%lld@%d", (long long)id, version);
+  json_t *known = json_object_get(b->visible, key);
+  if (known) return json_is_true(known);
   struct store_kernel k;
-  if (ukernels_get(r->srv->opts.service->ukernels, json_integer_value(json_object_get(uk, "id")),
-                   &k))
-    return false;
-  bool ok = k.is_public || request_may_see(r, k.owner);
-  ukernels_clear(&k);
+  bool ok = false;
+  if (ukernels_version(b->r->srv->opts.service->ukernels, id, version, &k, NULL) == 0) {
+    ok = k.is_public || request_may_see(b->r, k.owner);
+    ukernels_clear(&k);
+  }
+  json_object_set_new(b->visible, key, json_boolean(ok));
   return ok;
 }
 
@@ -56,7 +66,7 @@ static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk
     return false;
   if (uk) /* measured under today's rules, and visible to the asking client */
     return json_integer_value(json_object_get(uk, "rules")) >= EXP_USER_RULES &&
-           kernel_visible(b->r, uk);
+           kernel_visible(b, uk);
   int v = exp_variant_from_name(b->type, label);
   return v >= 0 && !(b->exp->variants[v].flags & EXP_VARIANT_BASELINE);
 }
@@ -94,7 +104,13 @@ static void consider(struct board *b, json_t *job) {
         or_null(json_object_get(run, "percent_of_ceiling")), "job", id, "href", href, "device",
         or_null(json_object_get(json_object_get(job, "result"), "device")), "finished_at",
         or_null(json_object_get(job, "finished_at")));
-    if (row && uk) json_object_set(row, "user_kernel", uk);
+    if (row && uk) { /* its href under the prefix the request came by, as the row's */
+      json_t *copy = json_copy(uk);
+      const char *kh = json_string_value(json_object_get(uk, "href"));
+      if (copy && kh && b->r->api_prefix && b->r->api_prefix[0])
+        json_object_set_new(copy, "href", json_sprintf("%s%s", b->r->api_prefix, kh));
+      json_object_set_new(row, "user_kernel", copy);
+    }
     if (row && uneven) /* decided once every job was read: reproduced or not */
       json_array_append_new(b->pending, row);
     else if (row)
@@ -212,6 +228,29 @@ static json_t *board_json(struct board *b) {
   return json_pack("{s:s,s:o,s:o}", "experiment", b->exp->name, "size", size, "rows", list);
 }
 
+json_t *route_leaderboard_board(struct request *r, int type, const char *size,
+                                struct api_error *err) {
+  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
+  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
+  if (size && parse_size(&b, size, err)) return NULL;
+  b.best = json_object(), b.medians = json_object(), b.pending = json_array();
+  b.visible = json_object();
+  json_t *out = NULL;
+  if (b.best && b.medians && b.pending && b.visible) {
+    if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
+                          from_store, &b) == -ENOENT)
+      from_memory(&b);
+    settle_pending(&b);
+    out = board_json(&b);
+  }
+  json_decref(b.best);
+  json_decref(b.medians);
+  json_decref(b.pending);
+  json_decref(b.visible);
+  if (!out) api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+  return out;
+}
+
 enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a) {
   const char *experiment = a->id;
   int type = exp_type_from_name(experiment);
@@ -224,23 +263,8 @@ enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a)
     return respond_fail(r, 404, "not_found", "experiment", "no leaderboard '%.40s'; valid: %s",
                         experiment, names);
   }
-  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
-  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
   const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
   struct api_error err;
-  if (size && parse_size(&b, size, &err)) return respond_error(r, &err);
-  b.best = json_object(), b.medians = json_object(), b.pending = json_array();
-  if (!b.best || !b.medians || !b.pending) {
-    json_decref(b.best), json_decref(b.medians), json_decref(b.pending);
-    return respond_json(r, 500, NULL);
-  }
-  if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
-                        from_store, &b) == -ENOENT)
-    from_memory(&b);
-  settle_pending(&b);
-  json_t *out = board_json(&b);
-  json_decref(b.best);
-  json_decref(b.medians);
-  json_decref(b.pending);
-  return respond_json(r, 200, out);
+  json_t *out = route_leaderboard_board(r, type, size, &err);
+  return out ? respond_json(r, 200, out) : respond_error(r, &err);
 }

@@ -123,7 +123,8 @@ static void add_labels(json_t *labels, const struct exp_spec *spec) {
 /* Parses root (a POST /sweeps body) into one job request per point: the body
  * without "axes" is a POST /jobs body, parsed by api/params.c once per point with
  * the point's values set in its params. Returns 0 or -1 with err. */
-static int plan_parse(json_t *root, struct sweep_plan *plan, struct api_error *err) {
+static int plan_parse(json_t *root, struct sweep_plan *plan, const struct api_kernel_resolver *kr,
+                      struct api_error *err) {
   memset(plan, 0, sizeof *plan);
   if (!json_is_object(root))
     return api_error_set(err, 400, "wrong_type", "", "the body must be a JSON object");
@@ -147,7 +148,7 @@ static int plan_parse(json_t *root, struct sweep_plan *plan, struct api_error *e
     json_object_foreach(axes, key, values) /* params that are not objects fail below */
         if (json_is_object(params)) json_object_set(params, key, json_array_get(values, idx[a++]));
     char *text = json_dumps(job, JSON_COMPACT);
-    rc = text ? api_job_request_parse(text, strlen(text), &plan->points[i], err)
+    rc = text ? api_job_request_parse_with(text, strlen(text), &plan->points[i], kr, err)
               : api_error_set(err, 500, "out_of_memory", "", "out of memory");
     free(text);
     if (rc) blame_axis(axes, idx, err);
@@ -599,7 +600,8 @@ static enum MHD_Result sweeps_post(struct request *r) {
                         "malformed JSON at byte %d (line %d, column %d): %s", je.position, je.line,
                         je.column, je.text);
   struct sweep_plan plan;
-  int rc = plan_parse(root, &plan, &err);
+  struct api_kernel_resolver kr = submit_kernel_resolver(r);
+  int rc = plan_parse(root, &plan, &kr, &err);
   json_decref(root);
   if (rc) return respond_error(r, &err);
   for (int i = 0; i < plan.n_points; i++) /* users' kernels named by any point */

@@ -1,6 +1,8 @@
 /* Submitting a job from a request (submit.h). */
 #include "server/http/submit.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +95,100 @@ static void job_request(struct request *r, const struct exp_spec *spec,
   request_client(r, req->client, sizeof req->client);
   req->admin = request_sees_all(r);
   req->max_queued = r->who ? r->who->max_queued : 0;
+}
+
+/* "kernel:<name or id>[@<version>]": the part before '@' into what (at most len - 1
+ * characters), the version (0: none given) into *version. False when malformed. */
+static bool split_kernel_name(const char *text, char *what, size_t len, int *version) {
+  const char *at = strchr(text, '@');
+  size_t n = at ? (size_t)(at - text) : strlen(text);
+  *version = 0;
+  if (n == 0 || n >= len) return false;
+  memcpy(what, text, n);
+  what[n] = '\0';
+  for (size_t i = 0; i < n; i++)
+    if (!isalnum((unsigned char)what[i]) && !strchr("_-.", what[i])) return false;
+  if (!at) return true;
+  uint64_t v;
+  if (!parse_id(at + 1, &v) || v < 1 || v > 0x7fffffff) return false;
+  *version = (int)v;
+  return true;
+}
+
+/* The kernel id text names for r: itself when all digits, else r's client's own
+ * kernel of that name and experiment, of which there must be one. 0 or err. */
+static int kernel_named(struct request *r, enum exp_type type, const char *what, const char *text,
+                        const char *field, int64_t *id, struct api_error *err) {
+  uint64_t v;
+  if (strspn(what, "0123456789") == strlen(what)) { /* an id; "0", "007": none */
+    *id = parse_id(what, &v) && v <= INT64_MAX ? (int64_t)v : 0;
+    return 0;
+  }
+  char me[64];
+  int64_t ids[4];
+  request_client(r, me, sizeof me);
+  int n = ukernels_named(r->srv->opts.service->ukernels, me, exp_type_name(type), what, ids, 4);
+  if (n < 0) return api_error_set(err, 503, "store_unavailable", field, "the store did not answer");
+  if (n == 0)
+    return api_error_set(err, 400, "unknown_variant", field,
+                         "%s: you have no %s kernel named '%s' (GET /kernels lists yours)", text,
+                         exp_type_name(type), what);
+  if (n > 1)
+    return api_error_set(err, 400, "ambiguous_kernel", field,
+                         "%s: you have %d %s kernels named '%s' (ids %lld, %lld%s), stored before "
+                         "kernels had versions; name one by id, kernel:<id>",
+                         text, n, exp_type_name(type), what, (long long)ids[0], (long long)ids[1],
+                         n > 2 ? ", ..." : "");
+  *id = ids[0];
+  return 0;
+}
+
+static int resolve_kernel(void *ctx, enum exp_type type, const char *text, const char *field,
+                          int *variant, struct api_error *err) {
+  struct request *r = ctx;
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  char what[64];
+  int version, versions = 0;
+  int64_t id = 0;
+  if (!split_kernel_name(text + 7, what, sizeof what, &version))
+    return api_error_set(err, 400, "unknown_variant", field,
+                         "'%.80s': a user's kernel is kernel:<id>, kernel:<id>@<version> or "
+                         "kernel:<name> (one of yours)",
+                         text);
+  if (kernel_named(r, type, what, text, field, &id, err)) return -EINVAL;
+  struct store_kernel k;
+  int rc = id > 0 ? ukernels_version(u, id, 0, &k, &versions) : -ENOENT;
+  if (rc == 0 && !k.is_public && !request_may_see(r, k.owner)) {
+    ukernels_clear(&k);
+    rc = -ENOENT;
+  }
+  if (rc) return api_error_set(err, 400, "unknown_variant", field, "%s: no kernel %s", text, what);
+  if (version && version != k.version) {
+    ukernels_clear(&k);
+    rc = ukernels_version(u, id, version, &k, NULL);
+    if (rc == 0 && !k.is_public && !request_may_see(r, k.owner)) ukernels_clear(&k), rc = -ENOENT;
+    if (rc)
+      return api_error_set(err, 400, "unknown_variant", field,
+                           "%s: kernel %lld has no version %d (its versions: GET "
+                           "/kernels/%lld/versions)",
+                           text, (long long)id, version, (long long)id);
+  }
+  if (strcmp(k.experiment, exp_type_name(type)) != 0)
+    rc = api_error_set(err, 400, "unknown_variant", field, "%s is a %s kernel, not %s", text,
+                       k.experiment, exp_type_name(type));
+  else if (k.id > EXP_USER_KERNEL_MAX_ID)
+    rc = api_error_set(err, 400, "unknown_variant", field, "%s: its id is past what a job holds",
+                       text);
+  else if (ukernels_register(&k)) /* its label, kernel:<id>@<n>, from the backends' table */
+    rc = api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+  else
+    *variant = exp_user_variant(k.id);
+  ukernels_clear(&k);
+  return rc ? -EINVAL : 0;
+}
+
+struct api_kernel_resolver submit_kernel_resolver(struct request *r) {
+  return (struct api_kernel_resolver){resolve_kernel, r};
 }
 
 int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,

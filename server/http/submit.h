@@ -21,6 +21,14 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
 int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,
                            struct api_error *err);
 
+/* The resolver of users' kernels named in r's variants (api/params.h), for the
+ * parsers of r's body: "kernel:<id>" the kernel's newest version now, "kernel:<id>@<n>"
+ * version n, "kernel:<name>" (also "@<n>") r's client's own kernel of that name and the
+ * job's experiment. Each must exist, be r's or public and of the job's experiment: else
+ * 400 unknown_variant, saying which part is wrong. The job keeps the version resolved,
+ * so that its run's label, kernel:<id>@<n>, says which code ran, also after a restart. */
+struct api_kernel_resolver submit_kernel_resolver(struct request *r);
+
 /* A fleet's refusal that another node can take: a job (or sweep) on a job another live
  * node holds (depends_on, or its output as an input) goes to that node (307
  * job_elsewhere), where the chain can run; one on a buffer another node made goes

@@ -55,6 +55,8 @@ int ukernels_register(const struct store_kernel *row) {
   struct ukreg_kernel k;
   memset(&k, 0, sizeof k);
   k.id = row->id;
+  k.kernel_id = row->kernel_id;
+  k.version = row->version;
   snprintf(k.experiment, sizeof k.experiment, "%s", row->experiment);
   snprintf(k.name, sizeof k.name, "%s", row->name);
   snprintf(k.owner, sizeof k.owner, "%s", row->owner);
@@ -96,7 +98,7 @@ struct preload {
 };
 
 /* A listing has no images: ids only, each read in full after. */
-static void preload_id(void *arg, const struct store_kernel *head) {
+static void preload_version(void *arg, const struct store_kernel *head) {
   struct preload *p = arg;
   if (p->n == p->cap) {
     int cap = p->cap ? 2 * p->cap : 64;
@@ -107,10 +109,19 @@ static void preload_id(void *arg, const struct store_kernel *head) {
   p->ids[p->n++] = head->id;
 }
 
-/* Every stored kernel into the backends' table; returns how many. */
+static void preload_kernel(void *arg, const struct store_kernel *head) {
+  struct preload *kernels = arg;
+  int n = kernels->n;
+  preload_version(kernels, head); /* its newest version's id: the kernel's below */
+  if (kernels->n > n) kernels->ids[n] = head->kernel_id;
+}
+
+/* Every stored version of every kernel into the backends' table; returns how many. */
 static int preload(struct store *s) {
-  struct preload p = {0};
-  store_kernel_list(s, NULL, NULL, preload_id, &p);
+  struct preload kernels = {0}, p = {0};
+  store_kernel_list(s, NULL, NULL, preload_kernel, &kernels);
+  for (int i = 0; i < kernels.n; i++) store_kernel_versions(s, kernels.ids[i], preload_version, &p);
+  free(kernels.ids);
   int loaded = 0;
   for (int i = 0; i < p.n; i++) {
     struct store_kernel row;
@@ -135,6 +146,7 @@ int ukernels_new(const struct ukernels_config *cfg, struct ukernels **out, char 
   struct ukernels_config *c = &u->cfg;
   if (c->arch <= 0) c->arch = UCOMPILE_DEFAULT_ARCH;
   if (c->max_per_client <= 0) c->max_per_client = 32;
+  if (c->max_versions <= 0) c->max_versions = 64;
   if (c->max_source_bytes == 0) c->max_source_bytes = 64 << 10;
   if (c->compile_time_s <= 0) c->compile_time_s = 10;
   if (c->compile_slots <= 0) c->compile_slots = 2;
@@ -193,12 +205,35 @@ const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **wh
   return u->nvrtc;
 }
 
-int ukernels_insert(struct ukernels *u, const struct store_kernel *k, int64_t *id) {
-  return store_kernel_insert(u->store, k, id);
+int ukernels_insert(struct ukernels *u, const struct store_kernel *k, int64_t *id, int *version) {
+  return store_kernel_insert(u->store, k, id, version);
 }
 
 int ukernels_get(struct ukernels *u, int64_t id, struct store_kernel *out) {
   return u ? store_kernel_get(u->store, id, out) : -ENOENT;
+}
+
+struct pick {
+  int want, n; /* want: a version's number, 0: the newest */
+  int64_t id;  /* the version found, 0: none */
+};
+
+static void pick_version(void *arg, const struct store_kernel *k) {
+  struct pick *p = arg;
+  p->n++;
+  if (p->want == 0 || k->version == p->want) p->id = k->id; /* oldest first: the last is newest */
+}
+
+int ukernels_version(struct ukernels *u, int64_t kernel_id, int version, struct store_kernel *out,
+                     int *versions) {
+  memset(out, 0, sizeof *out);
+  if (versions) *versions = 0;
+  if (!u) return -ENOENT;
+  struct pick p = {.want = version};
+  int rc = store_kernel_versions(u->store, kernel_id, pick_version, &p);
+  if (rc < 0) return rc;
+  if (versions) *versions = p.n;
+  return p.id ? store_kernel_get(u->store, p.id, out) : -ENOENT;
 }
 
 int ukernels_delete(struct ukernels *u, int64_t id) {
@@ -207,9 +242,28 @@ int ukernels_delete(struct ukernels *u, int64_t id) {
   return rc;
 }
 
+int ukernels_drop(struct ukernels *u, int64_t kernel_id) {
+  struct preload p = {0};
+  int rc = store_kernel_versions(u->store, kernel_id, preload_version, &p);
+  if (rc >= 0) rc = store_kernel_drop(u->store, kernel_id);
+  for (int i = 0; rc == 0 && i < p.n; i++) ukreg_remove(p.ids[i]);
+  free(p.ids);
+  return rc;
+}
+
 int ukernels_list(struct ukernels *u, const char *owner, const char *experiment,
                   void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
   return u ? store_kernel_list(u->store, owner, experiment, fn, arg) : 0;
+}
+
+int ukernels_versions(struct ukernels *u, int64_t kernel_id,
+                      void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  return u ? store_kernel_versions(u->store, kernel_id, fn, arg) : 0;
+}
+
+int ukernels_named(struct ukernels *u, const char *owner, const char *experiment, const char *name,
+                   int64_t *ids, int max) {
+  return u ? store_kernel_named(u->store, owner, experiment, name, ids, max) : 0;
 }
 
 int ukernels_count(struct ukernels *u, const char *owner, int *n, size_t *source_bytes) {

@@ -18,7 +18,8 @@
 struct ukernels_config {
   const char *nvrtc_path;   /* NULL: the usual search; "none": no NVRTC (503 on POST) */
   int arch;                 /* SM to compile for (the first device's); 0: UCOMPILE_DEFAULT_ARCH */
-  int max_per_client;       /* stored kernels per owner; 0: 32 */
+  int max_per_client;       /* stored kernels per owner (their versions not counted); 0: 32 */
+  int max_versions;         /* versions kept of one kernel; 0: 64 */
   size_t max_source_bytes;  /* 0: 64 KiB */
   double compile_time_s;    /* 0: 10 s */
   int compile_slots;        /* compiles at once; 0: 2 */
@@ -45,17 +46,29 @@ const struct ukernels_config *ukernels_config(const struct ukernels *u); /* defa
 /* The loaded NVRTC, or NULL with *why (u's, static to it) saying why there is none. */
 const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **why);
 /* The stored kernels (in cfg->store, or the service's own store), as store.h's
- * store_kernel_* answer. u NULL (no users' kernels): get answers -ENOENT, list and
+ * store_kernel_* answer; a kernel is its versions (store_kernel), ids are versions'
+ * unless named kernel_id. u NULL (no users' kernels): get answers -ENOENT, list and
  * count none. */
-int ukernels_insert(struct ukernels *u, const struct store_kernel *k, int64_t *id);
+int ukernels_insert(struct ukernels *u, const struct store_kernel *k, int64_t *id, int *version);
 int ukernels_get(struct ukernels *u, int64_t id, struct store_kernel *out);
-/* Deletes kernel id from the store and then from the backends' table (ukreg). */
+/* Version `version` of kernel kernel_id (0: its newest) in full into *out
+ * (ukernels_clear it), and how many versions it has into *versions (may be NULL).
+ * 0, -ENOENT (no such kernel or version), -EIO, -ENOMEM. */
+int ukernels_version(struct ukernels *u, int64_t kernel_id, int version, struct store_kernel *out,
+                     int *versions);
+/* Deletes version id from the store and then from the backends' table (ukreg). */
 int ukernels_delete(struct ukernels *u, int64_t id);
+/* Deletes every version of kernel kernel_id, from the store and the backends' table. */
+int ukernels_drop(struct ukernels *u, int64_t kernel_id);
 int ukernels_list(struct ukernels *u, const char *owner, const char *experiment,
                   void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int ukernels_versions(struct ukernels *u, int64_t kernel_id,
+                      void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int ukernels_named(struct ukernels *u, const char *owner, const char *experiment, const char *name,
+                   int64_t *ids, int max);
 int ukernels_count(struct ukernels *u, const char *owner, int *n, size_t *source_bytes);
 void ukernels_clear(struct store_kernel *k); /* frees what ukernels_get allocated */
-/* Why today's rules refuse stored kernel id (ukreg's `refused`), or NULL when they
+/* Why today's rules refuse stored version id (ukreg's `refused`), or NULL when they
  * take it or it is not registered; copied into why. */
 const char *ukernels_refused(int64_t id, char *why, size_t why_len);
 

@@ -280,14 +280,27 @@ int store_sweeps_page(struct store *s, uint64_t before_id, const char *client, i
 
 int store_prune(struct store *s, double before) { return s->ops->prune(s, before); }
 
-int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
-  return s->ops->kernel_insert(s, k, id);
+int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version) {
+  return s->ops->kernel_insert(s, k, id, version);
 }
 
 int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out) {
   return s->ops->kernel_get(s, id, out);
 }
 int store_kernel_delete(struct store *s, int64_t id) { return s->ops->kernel_delete(s, id); }
+int store_kernel_drop(struct store *s, int64_t kernel_id) {
+  return s->ops->kernel_drop(s, kernel_id);
+}
+
+int store_kernel_versions(struct store *s, int64_t kernel_id,
+                          void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  return s->ops->kernel_versions(s, kernel_id, fn, arg);
+}
+
+int store_kernel_named(struct store *s, const char *owner, const char *experiment, const char *name,
+                       int64_t *ids, int max) {
+  return s->ops->kernel_named(s, owner, experiment, name, ids, max);
+}
 
 int store_kernel_list(struct store *s, const char *owner, const char *experiment,
                       void (*fn)(void *arg, const struct store_kernel *k), void *arg) {

@@ -293,10 +293,16 @@ int store_prune(struct store *s, double before);
 
 /* ---- users' kernels (store_kernels.c): their table beside the jobs ---- */
 
-/* One kernel as its owner sent it, with its compile report and image, so that a
- * restart neither loses nor recompiles it. */
+/* One version of a kernel as its owner sent it, with its compile report and image, so
+ * that a restart neither loses nor recompiles it. A kernel is its versions: the same
+ * owner, name and experiment sent again make a new version. Each version has an id of
+ * its own (the backends' table and a job's variant name it); the kernel's id is its
+ * first version's, kept when that version is deleted. */
 struct store_kernel {
-  int64_t id;
+  int64_t id;        /* the version's own id */
+  int64_t kernel_id; /* the kernel's: its first version's id */
+  int version;       /* 1, 2, ... within the kernel; never reused */
+  int versions;      /* store_kernel_list only: how many versions the kernel has */
   char owner[64], name[64], experiment[16];
   bool is_public;
   double created; /* unix seconds */
@@ -308,23 +314,37 @@ struct store_kernel {
   size_t image_bytes;
 };
 
-/* Inserts k (its id ignored; borrowed) and sets *id, written at once: a kernel is
- * stored as durably as a job, and refused as one is (store_check first). Returns 0 or
- * a negative errno (store.h's list), the store then failing as after any write. Ids are
- * never reused, also after a delete. */
-int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);
-/* Kernel id into *out (strings and image malloc'd: store_kernel_clear it). 0,
+/* Inserts k (borrowed; its id, version and versions ignored) and sets *id and
+ * *version, written at once: a kernel is stored as durably as a job, and refused as
+ * one is (store_check first). k->kernel_id 0: a new kernel (version 1, its id the
+ * version's); else a new version of that kernel, numbered after its newest (-ENOENT
+ * when it has none left). Returns 0 or a negative errno (store.h's list), the store
+ * then failing as after any write. Ids are never reused, also after a delete. */
+int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version);
+/* Version id into *out (strings and image malloc'd: store_kernel_clear it). 0,
  * -ENOENT, -EIO, -ENOMEM. */
 int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out);
-/* Deletes kernel id, at once. 0, -ENOENT, or a write's negative errno. */
+/* Deletes version id, at once. 0, -ENOENT, or a write's negative errno. */
 int store_kernel_delete(struct store *s, int64_t id);
+/* Deletes every version of kernel kernel_id, at once. 0, -ENOENT, or a write's
+ * negative errno. */
+int store_kernel_drop(struct store *s, int64_t kernel_id);
 /* fn(arg, k) for every kernel owner may see (its own and the public ones; owner NULL:
- * all) of experiment (NULL: any), newest first, without source or image; k is valid
- * during the call, which comes after the database is released. Returns how many, or
- * -EIO / -ENOMEM. */
+ * all) of experiment (NULL: any), newest kernel first, each as its newest version with
+ * k->versions set, without source or image; k is valid during the call, which comes
+ * after the database is released. Returns how many, or -EIO / -ENOMEM. */
 int store_kernel_list(struct store *s, const char *owner, const char *experiment,
                       void (*fn)(void *arg, const struct store_kernel *k), void *arg);
-/* How many kernels owner has stored, and their sources' bytes. 0 or -EIO. */
+/* fn(arg, k) for every version of kernel kernel_id, oldest first, as store_kernel_list
+ * (no source or image). Returns how many (0: no such kernel), or -EIO / -ENOMEM. */
+int store_kernel_versions(struct store *s, int64_t kernel_id,
+                          void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+/* The ids of owner's kernels named name of experiment, newest first: up to max into
+ * ids. Returns how many there are (may exceed max), or -EIO. */
+int store_kernel_named(struct store *s, const char *owner, const char *experiment, const char *name,
+                       int64_t *ids, int max);
+/* How many kernels (not versions) owner has stored, and their newest versions' source
+ * bytes. 0 or -EIO. */
 int store_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
 void store_kernel_clear(struct store_kernel *k); /* frees what a read allocated */
 

@@ -66,6 +66,13 @@ static const char *const migrations[] = {
     "CREATE TABLE buffers (id bigint PRIMARY KEY, node text NOT NULL, client text NOT NULL,"
     "  created double precision NOT NULL);"
     "CREATE INDEX buffers_node ON buffers(node);",
+    /* 5: kernels' versions (store.h's store_kernel), a row each: kernel_of is the
+     * kernel's id (its first version's), NULL on the first version itself, so that the
+     * rows of earlier versions become version 1 of themselves. Two nodes numbering the
+     * same version of a kernel at once: the second insert fails on the unique index. */
+    "ALTER TABLE kernels ADD COLUMN kernel_of bigint;"
+    "ALTER TABLE kernels ADD COLUMN version integer NOT NULL DEFAULT 1;"
+    "CREATE UNIQUE INDEX kernels_versions ON kernels(kernel_of, version);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */
@@ -532,6 +539,9 @@ const struct store_ops store_pg_ops = {
     .kernel_insert = pg_kernel_insert,
     .kernel_get = pg_kernel_get,
     .kernel_delete = pg_kernel_delete,
+    .kernel_drop = pg_kernel_drop,
     .kernel_list = pg_kernel_list,
+    .kernel_versions = pg_kernel_versions,
+    .kernel_named = pg_kernel_named,
     .kernel_count = pg_kernel_count,
 };

@@ -71,11 +71,16 @@ int pg_sweeps_page(struct store *s, uint64_t before_id, const char *client, int 
                               const char *record),
                    void *arg);
 int pg_prune(struct store *s, double before);
-int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);
+int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version);
 int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *out);
 int pg_kernel_delete(struct store *s, int64_t id);
+int pg_kernel_drop(struct store *s, int64_t kernel_id);
 int pg_kernel_list(struct store *s, const char *owner, const char *experiment,
                    void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int pg_kernel_versions(struct store *s, int64_t kernel_id,
+                       void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int pg_kernel_named(struct store *s, const char *owner, const char *experiment, const char *name,
+                    int64_t *ids, int max);
 int pg_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
 
 #endif

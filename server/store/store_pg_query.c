@@ -322,9 +322,18 @@ int pg_prune(struct store *s, double before) {
 
 /* ---- users' kernels ---- */
 
-#define COLUMNS "id, owner, name, experiment, public, created, source_sha"
+/* A row per version (store_pg.c's migration 5); as the SQLite backend's. */
+#define COLUMNS \
+  "id, owner, name, experiment, public, created, source_sha, COALESCE(kernel_of, id), version"
+#define N_HEAD 9
+/* The rows of kernel $N. */
+#define OF_KERNEL(n) "((id = $" n "::bigint AND kernel_of IS NULL) OR kernel_of = $" n "::bigint)"
+/* No later version of the row's kernel: the row is its kernel's newest. */
+#define NEWEST                                                                          \
+  "NOT EXISTS (SELECT 1 FROM kernels n WHERE n.kernel_of = COALESCE(k.kernel_of, k.id)" \
+  " AND n.id > k.id)"
 
-/* Columns 0-6 of row r: COLUMNS. */
+/* Columns 0-8 of row r: COLUMNS. */
 static void head_of(const PGresult *res, int r, struct store_kernel *k) {
   k->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
   snprintf(k->owner, sizeof k->owner, "%s", PQgetvalue(res, r, 1));
@@ -333,14 +342,17 @@ static void head_of(const PGresult *res, int r, struct store_kernel *k) {
   k->is_public = PQgetvalue(res, r, 4)[0] == 't';
   k->created = strtod(PQgetvalue(res, r, 5), NULL);
   snprintf(k->source_sha, sizeof k->source_sha, "%s", PQgetvalue(res, r, 6));
+  k->kernel_id = strtoll(PQgetvalue(res, r, 7), NULL, 10);
+  k->version = atoi(PQgetvalue(res, r, 8));
 }
 
-int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id) {
+int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version) {
   int err = store_check(s);
   if (err) return err;
   if (k->image_bytes > (1u << 30)) return -EFBIG;
-  char created[32], why[200] = "";
+  char created[32], kernel[24], why[200] = "";
   snprintf(created, sizeof created, "%.17g", k->created);
+  snprintf(kernel, sizeof kernel, "%" PRId64, k->kernel_id);
   const char *v[] = {k->owner,
                      k->name,
                      k->experiment,
@@ -350,21 +362,47 @@ int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id)
                      k->source ? k->source : "",
                      k->spec ? k->spec : "{}",
                      k->report ? k->report : "{}",
-                     (const char *)k->image};
-  int binary[10] = {0, 0, 0, 0, 0, 0, 0, 0, 0, k->image ? (int)k->image_bytes : 0};
+                     (const char *)k->image,
+                     kernel};
+  int binary[11] = {0, 0, 0, 0, 0, 0, 0, 0, 0, k->image ? (int)k->image_bytes : 0, 0};
   if (k->image && k->image_bytes == 0) v[9] = "";
   pthread_mutex_lock(&s->lock);
-  PGresult *res = pg_exec(s,
-                          "INSERT INTO kernels(owner, name, experiment, public, created,"
-                          " source_sha, source, spec, report, image) VALUES($1, $2, $3, $4, $5,"
-                          " $6, $7, $8, $9, $10) RETURNING id",
-                          10, v, binary, &err, why, sizeof why);
-  if (res) *id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PGresult *res = NULL;
+  /* Another node numbering the same version at once: its insert won on the unique
+   * index, this one numbers after it. */
+  for (int attempt = 0; attempt < 5; attempt++) {
+    err = 0;
+    res = k->kernel_id <= 0
+            ? pg_exec(s,
+                      "INSERT INTO kernels(owner, name, experiment, public, created,"
+                      " source_sha, source, spec, report, image) VALUES($1, $2, $3, $4, $5,"
+                      " $6, $7, $8, $9, $10) RETURNING id, version",
+                      10, v, binary, &err, why, sizeof why)
+            : pg_exec(s, /* numbered after the kernel's newest, in the one statement */
+                      "INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
+                      " source, spec, report, image, kernel_of, version) SELECT $1::text,"
+                      " $2::text, $3::text, $4::boolean, $5::double precision, $6::text,"
+                      " $7::text, $8::text, $9::text, $10::bytea, $11::bigint, MAX(version) + 1"
+                      " FROM kernels WHERE " OF_KERNEL("11") " HAVING COUNT(*) > 0"
+                      " RETURNING id, version",
+                      11, v, binary, &err, why, sizeof why);
+    if (!err || !strstr(why, "kernels_versions")) break;
+  }
+  if (err && strstr(why, "kernels_versions")) { /* still taken: busy, the store is fine */
+    pthread_mutex_unlock(&s->lock);
+    log_warn("store: kernels: %s", why);
+    return -EBUSY;
+  }
+  bool none = res && PQntuples(res) == 0;
+  if (res && !none) {
+    *id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    *version = atoi(PQgetvalue(res, 0, 1));
+  }
   PQclear(res);
   pthread_mutex_unlock(&s->lock);
   if (err) log_warn("store: kernels: %s", why);
   store_note_write(s, err, why);
-  return err;
+  return none ? -ENOENT : err;
 }
 
 int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
@@ -380,11 +418,11 @@ int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   int ret = !res ? -EIO : PQntuples(res) == 0 ? -ENOENT : 0;
   if (ret == 0) {
     head_of(res, 0, k);
-    k->source = pg_dup(res, 0, 7);
-    k->spec = pg_dup(res, 0, 8);
-    k->report = pg_dup(res, 0, 9);
-    k->image = pg_bytes(res, 0, 10, &k->image_bytes);
-    bool image = !PQgetisnull(res, 0, 10) && PQgetlength(res, 0, 10) > 2; /* "\x" */
+    k->source = pg_dup(res, 0, N_HEAD);
+    k->spec = pg_dup(res, 0, N_HEAD + 1);
+    k->report = pg_dup(res, 0, N_HEAD + 2);
+    k->image = pg_bytes(res, 0, N_HEAD + 3, &k->image_bytes);
+    bool image = !PQgetisnull(res, 0, N_HEAD + 3) && PQgetlength(res, 0, N_HEAD + 3) > 2;
     ret = k->source && k->spec && k->report && (!image || k->image) ? 0 : -ENOMEM;
   }
   PQclear(res);
@@ -392,14 +430,14 @@ int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   return ret;
 }
 
-int pg_kernel_delete(struct store *s, int64_t id) {
+/* A delete of sql's rows ($1: key). 0, -ENOENT when none, or a write's errno. */
+static int kernel_delete(struct store *s, const char *sql, int64_t key_value) {
   char key[24], why[200] = "";
-  snprintf(key, sizeof key, "%" PRId64, id);
+  snprintf(key, sizeof key, "%" PRId64, key_value);
   const char *v[] = {key};
   int err = 0;
   pthread_mutex_lock(&s->lock);
-  PGresult *res = pg_exec(s, "DELETE FROM kernels WHERE id = $1::bigint", 1, v, NULL, &err, why,
-                          sizeof why);
+  PGresult *res = pg_exec(s, sql, 1, v, NULL, &err, why, sizeof why);
   bool none = res && atoi(PQcmdTuples(res)) == 0;
   PQclear(res);
   pthread_mutex_unlock(&s->lock);
@@ -408,26 +446,74 @@ int pg_kernel_delete(struct store *s, int64_t id) {
   return none ? -ENOENT : err;
 }
 
+int pg_kernel_delete(struct store *s, int64_t id) {
+  return kernel_delete(s, "DELETE FROM kernels WHERE id = $1::bigint", id);
+}
+
+int pg_kernel_drop(struct store *s, int64_t kernel_id) {
+  return kernel_delete(s, "DELETE FROM kernels WHERE " OF_KERNEL("1"), kernel_id);
+}
+
+/* fn over the rows of res (heads, spec, report, and with_count the version count). */
+static int hand_out(PGresult *res, bool with_count,
+                    void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  if (!res) return -EIO;
+  int n = PQntuples(res);
+  for (int i = 0; i < n; i++) {
+    struct store_kernel k = {0};
+    head_of(res, i, &k);
+    k.spec = PQgetvalue(res, i, N_HEAD); /* borrowed from the result for the call */
+    k.report = PQgetvalue(res, i, N_HEAD + 1);
+    if (with_count) k.versions = atoi(PQgetvalue(res, i, N_HEAD + 2));
+    fn(arg, &k);
+  }
+  PQclear(res);
+  return n;
+}
+
 int pg_kernel_list(struct store *s, const char *owner, const char *experiment,
                    void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
   const char *v[] = {owner, experiment};
   pthread_mutex_lock(&s->lock);
   PGresult *res = pg_read(s,
                           "SELECT " COLUMNS
-                          ", spec, report FROM kernels WHERE ($1::text IS NULL OR owner = $1::text"
-                          " OR public) AND ($2::text IS NULL OR experiment = $2::text)"
-                          " ORDER BY id DESC",
+                          ", spec, report, (SELECT COUNT(*) FROM kernels v"
+                          " WHERE (v.id = COALESCE(k.kernel_of, k.id) AND v.kernel_of IS NULL)"
+                          " OR v.kernel_of = COALESCE(k.kernel_of, k.id)) FROM kernels k"
+                          " WHERE ($1::text IS NULL OR owner = $1::text OR public)"
+                          " AND ($2::text IS NULL OR experiment = $2::text) AND " NEWEST
+                          " ORDER BY COALESCE(kernel_of, id) DESC",
                           2, v);
+  pthread_mutex_unlock(&s->lock);
+  return hand_out(res, true, fn, arg);
+}
+
+int pg_kernel_versions(struct store *s, int64_t kernel_id,
+                       void (*fn)(void *arg, const struct store_kernel *k), void *arg) {
+  char key[24];
+  snprintf(key, sizeof key, "%" PRId64, kernel_id);
+  const char *v[] = {key};
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_read(
+      s, "SELECT " COLUMNS ", spec, report FROM kernels WHERE " OF_KERNEL("1") " ORDER BY version",
+      1, v);
+  pthread_mutex_unlock(&s->lock);
+  return hand_out(res, false, fn, arg);
+}
+
+int pg_kernel_named(struct store *s, const char *owner, const char *experiment, const char *name,
+                    int64_t *ids, int max) {
+  const char *v[] = {owner, experiment, name};
+  pthread_mutex_lock(&s->lock);
+  PGresult *res = pg_read(s,
+                          "SELECT COALESCE(kernel_of, id) FROM kernels k WHERE owner = $1::text"
+                          " AND experiment = $2::text AND name = $3::text AND " NEWEST
+                          " ORDER BY 1 DESC",
+                          3, v);
   pthread_mutex_unlock(&s->lock);
   if (!res) return -EIO;
   int n = PQntuples(res);
-  for (int i = 0; i < n; i++) {
-    struct store_kernel k = {0};
-    head_of(res, i, &k);
-    k.spec = PQgetvalue(res, i, 7); /* borrowed from the result for the call */
-    k.report = PQgetvalue(res, i, 8);
-    fn(arg, &k);
-  }
+  for (int i = 0; i < n && i < max; i++) ids[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
   PQclear(res);
   return n;
 }
@@ -438,8 +524,8 @@ int pg_kernel_count(struct store *s, const char *owner, int *n, size_t *source_b
   *source_bytes = 0;
   pthread_mutex_lock(&s->lock);
   PGresult *res = pg_read(s,
-                          "SELECT COUNT(*), COALESCE(SUM(octet_length(source)), 0) FROM kernels"
-                          " WHERE owner = $1::text",
+                          "SELECT COUNT(*), COALESCE(SUM(octet_length(source)), 0) FROM kernels k"
+                          " WHERE owner = $1::text AND " NEWEST,
                           1, v);
   pthread_mutex_unlock(&s->lock);
   if (!res) return -EIO;

@@ -124,11 +124,16 @@ struct store_ops {
                                 const char *record),
                      void *arg);
   int (*prune)(struct store *s, double before);
-  int (*kernel_insert)(struct store *s, const struct store_kernel *k, int64_t *id);
+  int (*kernel_insert)(struct store *s, const struct store_kernel *k, int64_t *id, int *version);
   int (*kernel_get)(struct store *s, int64_t id, struct store_kernel *out);
   int (*kernel_delete)(struct store *s, int64_t id);
+  int (*kernel_drop)(struct store *s, int64_t kernel_id);
   int (*kernel_list)(struct store *s, const char *owner, const char *experiment,
                      void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+  int (*kernel_versions)(struct store *s, int64_t kernel_id,
+                         void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+  int (*kernel_named)(struct store *s, const char *owner, const char *experiment, const char *name,
+                      int64_t *ids, int max);
   int (*kernel_count)(struct store *s, const char *owner, int *n, size_t *source_bytes);
 };
 

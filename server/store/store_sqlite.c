@@ -32,12 +32,16 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS sweeps ("
     "  id INTEGER PRIMARY KEY, client TEXT NOT NULL, created REAL NOT NULL,"
     "  record TEXT NOT NULL);"
-    /* Users' kernels (store_sqlite_kernels.c): ids never reused, even after a delete. */
+    /* Users' kernels (store_sqlite_kernels.c), a row per version: ids never reused,
+     * even after a delete. kernel_of: the kernel's id (its first version's), NULL on
+     * the first version itself; an older database gets the two last columns from
+     * lite_kernels_upgrade, its rows version 1 of themselves. */
     "CREATE TABLE IF NOT EXISTS kernels ("
     "  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,"
     "  experiment TEXT NOT NULL, public INTEGER NOT NULL, created REAL NOT NULL,"
     "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL,"
-    "  report TEXT NOT NULL, image BLOB);"
+    "  report TEXT NOT NULL, image BLOB, kernel_of INTEGER,"
+    "  version INTEGER NOT NULL DEFAULT 1);"
     "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
     /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
@@ -152,6 +156,7 @@ static int lite_open(struct store *s, const char *path, char *why, size_t why_le
   int checked = quick_check(l->db, why, why_len);
   if (checked) return checked;
   if ((rc = sqlite3_exec(l->db, schema, NULL, NULL, &msg)) != SQLITE_OK) goto fail;
+  if ((rc = lite_kernels_upgrade(l->db, &msg)) != SQLITE_OK) goto fail;
   if ((rc = sqlite3_prepare_v2(l->db, JOB_UPSERT, -1, &l->put, NULL)) != SQLITE_OK ||
       (rc = sqlite3_prepare_v2(l->db, JOB_UPDATE " WHERE id=?1", -1, &l->update, NULL)) !=
           SQLITE_OK ||
@@ -426,6 +431,9 @@ const struct store_ops store_sqlite_ops = {
     .kernel_insert = lite_kernel_insert,
     .kernel_get = lite_kernel_get,
     .kernel_delete = lite_kernel_delete,
+    .kernel_drop = lite_kernel_drop,
     .kernel_list = lite_kernel_list,
+    .kernel_versions = lite_kernel_versions,
+    .kernel_named = lite_kernel_named,
     .kernel_count = lite_kernel_count,
 };

@@ -92,11 +92,19 @@ void lite_ckpt_stop(struct lite *l);
 void lite_ckpt_threshold(struct lite *l, int frames, int limit);
 
 /* store_sqlite_kernels.c: */
-int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id);
+int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version);
 int lite_kernel_get(struct store *s, int64_t id, struct store_kernel *out);
 int lite_kernel_delete(struct store *s, int64_t id);
+int lite_kernel_drop(struct store *s, int64_t kernel_id);
 int lite_kernel_list(struct store *s, const char *owner, const char *experiment,
                      void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int lite_kernel_versions(struct store *s, int64_t kernel_id,
+                         void (*fn)(void *arg, const struct store_kernel *k), void *arg);
+int lite_kernel_named(struct store *s, const char *owner, const char *experiment, const char *name,
+                      int64_t *ids, int max);
+/* Brings an older database's kernels' table to versions (kernel_of, version); its rows
+ * become version 1 of themselves. 0 or SQLite's error code (*msg: sqlite3_free it). */
+int lite_kernels_upgrade(sqlite3 *db, char **msg);
 int lite_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
 
 #endif

@@ -1,7 +1,8 @@
 /* gpulabctl against a real gpulabd (--backend cpu, --cpu-runner-test): a job run to its
  * table and exit 0; --json's document; a refused request as one problem line and exit
  * 2; a kernel submitted and run beside a built-in; one that does not compile (exit 1,
- * its error); a kernel whose check fails (exit 1); jobs, show, kernels, leaderboard;
+ * its error); a kernel whose check fails (exit 1); a kernel's versions and their diff;
+ * jobs, show, kernels, leaderboard;
  * buffers up and down; cancel of a finished job refused (409); no server (exit 2);
  * options after the command's arguments. */
 #include <stdio.h>
@@ -90,8 +91,21 @@ static void test_kernel(void) {
       cmd, sizeof cmd,
       "kernel submit %s --experiment transpose --block 32,32 --tile 32,32 --vs padded33 m=37 n=53",
       path);
-  expect(cmd, 0, "kernel:1 (tile): ");
-  has("kernel:1 ");
+  expect(cmd, 0, "kernel:1@1 (tile): ");
+  has("kernel:1@1 ");
+  /* The same name again: version 2; its versions and the diff. */
+  f = fopen(path, "a");
+  CHECK(f != NULL);
+  fputs("// v2\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --block 32,32 --tile 32,32",
+           path);
+  expect(cmd, 0, "kernel:1@2 (tile): ");
+  expect("kernel versions 1", 0, "kernel:1@1 ");
+  has("kernel:1@2 ");
+  expect("kernel diff 1 1 2", 0, "\n+// v2\n");
+  has("--- kernel:1@1/tile.cu");
+  expect("kernel diff 1 1 9", 2, "404 version_not_found");
   /* An entry the source does not define: it does not compile, exit 1 and the error. */
   snprintf(cmd, sizeof cmd,
            "kernel submit %s --experiment transpose --entry wrong --vs padded33 m=37 n=53", path);
@@ -150,6 +164,7 @@ static void test_listings(void) {
   expect("jobs --limit 2", 0, " done ");
   expect("show 1", 0, "job 1 transpose: done");
   expect("kernels", 0, "kernel:1");
+  has(" v2/2");
   expect("leaderboard transpose --size 37,53", 0, "padded33");
   expect("show 999", 2, "404 job_not_found");
   CHECK_INT_EQ(ctl("cancel 1"), 2); /* done: nothing to cancel */

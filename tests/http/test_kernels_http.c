@@ -187,11 +187,17 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK_INT_EQ(strlen(JSTR(r.json, "source_sha256")), 64);
   snprintf(sha, 65, "%s", JSTR(r.json, "source_sha256"));
   char variant[32];
-  snprintf(variant, sizeof variant, "kernel:%lld", *first_id);
+  snprintf(variant, sizeof variant, "kernel:%lld@1", *first_id);
   CHECK_STR_EQ(JSTR(r.json, "variant"), variant);
+  CHECK_INT_EQ(JINT(r.json, "version"), 1);
   http_reply_free(&r);
+  /* The same name again: version 2 of the kernel (its id kept), from the cache. */
   post(d, good_json, 201, NULL, &r);
   CHECK(JBOOL(r.json, "compile.cached"));
+  CHECK_INT_EQ(JINT(r.json, "id"), *first_id);
+  CHECK_INT_EQ(JINT(r.json, "version"), 2);
+  snprintf(variant, sizeof variant, "kernel:%lld@2", *first_id);
+  CHECK_STR_EQ(JSTR(r.json, "variant"), variant);
   http_reply_free(&r);
 
   /* A syntax error: 422 at its line, with the log. */
@@ -310,8 +316,9 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   http_reply_free(&r);
 
   /* Listing (newest first, no source, no log) and one kernel in full. */
-  json_t *list = http_get_json(d, "/kernels");
-  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 4);
+  json_t *list = http_get_json(d, "/kernels"); /* kernels, not versions */
+  CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 3);
+  CHECK_INT_EQ(JINT(list, "kernels[2].versions"), 2);
   CHECK(json_at(list, "kernels[0].source") == NULL);
   CHECK(json_at(list, "kernels[0].compile.log") == NULL);
   json_decref(list);
@@ -339,6 +346,7 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK(!JBOOL(r.json, "result.runs[1].available"));
   CHECK(strstr(JSTR(r.json, "result.runs[1].reason"), "CPU backend") != NULL);
   CHECK_INT_EQ(JINT(r.json, "result.runs[1].user_kernel.id"), *first_id);
+  CHECK_INT_EQ(JINT(r.json, "result.runs[1].user_kernel.version"), 2);
   CHECK_STR_EQ(JSTR(r.json, "result.runs[1].user_kernel.name"), "padded");
   CHECK_STR_EQ(JSTR(r.json, "result.runs[1].user_kernel.source_sha256"), sha);
   http_reply_free(&r);
@@ -378,7 +386,7 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
                  "{\"type\":\"transpose\",\"params\":{\"variant\":\"kernel:998\"},"
                  "\"axes\":{\"m\":[8,16]}}",
                  &r);
-  CHECK_ERROR(&r, 400, "unknown_variant", "variant");
+  CHECK_ERROR(&r, 400, "unknown_variant", "params.variant"); /* where the body names it */
   http_reply_free(&r);
 
   /* ?run=1: stored, then run against the built-ins at the default size. */

@@ -476,14 +476,68 @@ static void test_kernels(void) {
          cuda_ct, src, strlen(src), 201, NULL, &r);
   long long transpose = JINT(r.json, "id");
   reply_free(&r);
+  /* The same name again: its version 2, which the quota does not count; the versions'
+   * routes, the diff, names and versions as variants. */
+  char body[256], path[80];
+  const char *src2 =
+      "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
+      "  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+      "  if (y < m && x < n) b[(size_t)x * m + y] = a[(size_t)y * n + x];\n}\n";
+  call_h(&S, "/kernels", "POST",
+         "/v1/kernels?experiment=transpose&name=file&block=32,32&tile=32,32", cuda_ct, src2,
+         strlen(src2), 201, NULL, &r);
+  CHECK_INT_EQ(JINT(r.json, "id"), transpose);
+  CHECK_INT_EQ(JINT(r.json, "version"), 2);
+  reply_free(&r);
+  snprintf(path, sizeof path, "/kernels/%lld/versions", transpose);
+  call("/kernels/{id}/versions", "GET", path, 200, NULL, NULL);
+  call("/kernels/{id}/versions", "HEAD", path, 200, NULL, NULL);
+  call("/kernels/{id}/versions", "GET", "/kernels/99999/versions", 404, "kernel_not_found", NULL);
+  call("/kernels/{id}/versions", "HEAD", "/kernels/x/versions", 404, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions?size=33,47", transpose);
+  call("/kernels/{id}/versions", "GET", path, 200, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions?size=x", transpose);
+  call("/kernels/{id}/versions", "GET", path, 400, "wrong_type", NULL);
+  call("/kernels/{id}/versions", "HEAD", path, 400, NULL, NULL);
+  snprintf(path, sizeof path, "/v1/kernels/%lld/versions/1", transpose);
+  call("/kernels/{id}/versions/{version}", "GET", path, 200, NULL, NULL);
+  call("/kernels/{id}/versions/{version}", "HEAD", path, 200, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/7", transpose);
+  call("/kernels/{id}/versions/{version}", "GET", path, 404, "version_not_found", NULL);
+  call("/kernels/{id}/versions/{version}", "HEAD", path, 404, NULL, NULL);
+  call("/kernels/{id}/versions/{version}", "DELETE", path, 404, "version_not_found", NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/0", transpose);
+  call("/kernels/{id}/versions/{version}", "GET", path, 400, "out_of_range", NULL);
+  call("/kernels/{id}/versions/{version}", "HEAD", path, 400, NULL, NULL);
+  call("/kernels/{id}/versions/{version}", "DELETE", path, 400, "out_of_range", NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=2", transpose);
+  call("/kernels/{id}/diff", "GET", path, 200, NULL, NULL);
+  call("/kernels/{id}/diff", "HEAD", path, 200, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/diff?from=1", transpose);
+  call("/kernels/{id}/diff", "GET", path, 400, "missing_field", NULL);
+  call("/kernels/{id}/diff", "HEAD", path, 400, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=9", transpose);
+  call("/kernels/{id}/diff", "GET", path, 404, "version_not_found", NULL);
+  call("/kernels/{id}/diff", "HEAD", path, 404, NULL, NULL);
+  json_decref(post("/transpose", "/transpose", "{\"variant\":[\"kernel:nosuch\"]}", 400,
+                   "unknown_variant", ACCEPTED));
   call_h(&S, "/kernels", "POST", "/kernels", png_ct, "x", 1, 415, "unsupported_media_type", NULL);
   /* A job naming it: on the CPU backend its run is unavailable, with the kernel's identity. */
-  char body[256], path[80];
   snprintf(body, sizeof body,
            "{\"m\":33,\"n\":47,\"variant\":[\"naive\",\"kernel:%lld\"]," FAST "}", transpose);
   json_t *job = post("/transpose", "/transpose", body, 200, NULL, ACCEPTED);
   CHECK_INT_EQ(JINT(job, "result.runs[1].user_kernel.id"), transpose);
+  CHECK_INT_EQ(JINT(job, "result.runs[1].user_kernel.version"), 2);
   json_decref(job);
+  /* By name and version: the run says which. */
+  job = post("/transpose", "/transpose",
+             "{\"m\":33,\"n\":47,\"variant\":[\"kernel:file@1\"]," FAST "}", 200, NULL, ACCEPTED);
+  snprintf(path, sizeof path, "kernel:%lld@1", transpose);
+  CHECK_STR_EQ(JSTR(job, "result.runs[0].variant"), path);
+  json_decref(job);
+  /* The newest version deleted: the kernel goes back to version 1. */
+  snprintf(path, sizeof path, "/kernels/%lld/versions/2", transpose);
+  call("/kernels/{id}/versions/{version}", "DELETE", path, 200, NULL, NULL);
   json_decref(post("/transpose", "/transpose", "{\"variant\":[\"kernel:99999\"]}", 400,
                    "unknown_variant", ACCEPTED));
   json_decref(post("/transpose", "/transpose", "{\"variant\":\"kernel:0\"}", 400, "unknown_variant",
@@ -535,10 +589,12 @@ static void test_methods(void) {
     const char *m;
     json_t *op;
     snprintf(path, sizeof path, "%s", tmpl);
-    char *brace = strchr(path, '{');
-    if (brace)
+    for (char *brace; (brace = strchr(path, '{'));) { /* each "{...}" a value */
+      char rest[128];
+      snprintf(rest, sizeof rest, "%s", strchr(brace, '}') + 1);
       snprintf(brace, sizeof path - (size_t)(brace - path), "%s%s",
-               strstr(tmpl, "{name}") ? "app.js" : "1", strchr(tmpl, '}') + 1);
+               !strncmp(brace, "{name}", 6) ? "app.js" : "1", rest);
+    }
     json_object_foreach(item, m, op) {
       if (!strcmp(m, "parameters")) continue;
       for (size_t i = 0; m[i] && i < sizeof got - 1; i++)

@@ -110,6 +110,14 @@ def main():
         except gpulab.Problem as p:
             check(p.status == 422 and p.doc.get("line") == 2, f"problem: {p}")
         print(f"kernel {k['variant']} compiled and listed unavailable on the CPU backend; a broken one: 422 at line 2")
+        # The same name again: version 2 of the same kernel; its versions and the diff.
+        k2 = c.kernel('// v2\n' + c.kernel_version(k["id"], 1)["source"], experiment="transpose",
+                      name=k["name"], block=[32, 32], tile=[32, 32])
+        check(k2["id"] == k["id"] and k["version"] == 1 and k2["version"] == 2, f"versions: {k}, {k2}")
+        check([v["version"] for v in c.kernel_versions(k["id"])] == [1, 2], "the versions listed")
+        check("\n+// v2\n" in c.kernel_diff(k["id"], 1, 2), "the diff")
+        check(c.delete_kernel(k["id"], 2)["kernel_deleted"] is False, "a version deleted")
+        print(f"kernel {k['id']}: versions 1 and 2, their diff, version 2 deleted")
 
         queued = c.run("transpose", m=2048, n=2048, wait=False)
         c.cancel(queued)

@@ -123,10 +123,10 @@ module.exports = {
 'docs/kernels.md': [
   /* Your own kernels (NVRTC compiles on the CPU machine too; the CPU backend lists the run unavailable) */
   { cmd: `curl --data-binary @my_transpose.cu -H 'Content-Type: text/x-cuda' 'localhost:8080/v1/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo'`,
-    headers: { Location: '/v1/kernels/1' }, sample: true,
+    headers: { Location: '/v1/kernels/1/versions/1' }, sample: true,
     loose: ['compile.nvrtc', 'compile.image_bytes', 'compile.registers', 'compile.log'] },
   { cmd: `curl -d '{"m":1024,"n":1024,"variant":["padded33","best","kernel:1"]}' localhost:8080/v1/transpose`,
-    json: { id: 17, state: done, 'params.variant': ['padded33', 'best', 'kernel:1'], 'result.runs[2].variant': 'kernel:1',
+    json: { id: 17, state: done, 'params.variant': ['padded33', 'best', 'kernel:1@1'], 'result.runs[2].variant': 'kernel:1@1',
       'result.runs[2].available': false, 'result.runs[2].user_kernel.name': 'my_tile',
       'result.runs[2].reason': (v) => /CPU backend/.test(v) } },
   { cmd: `curl -d '{"experiment":"transpose","name":"broken","source":"extern \\"C\\" __global__ void kernel(const float* a, float* b, int m, int n) {\\n b[0] = a[0] +;\\n}"}' localhost:8080/v1/kernels`,
@@ -136,6 +136,20 @@ module.exports = {
       'compile.log': (v) => /Compiling entry function 'kernel'/.test(v) } },
   { cmd: `curl 'localhost:8080/v1/leaderboard/transpose?size=1024'`,
     json: { 'rows[0].rank': 1, rows: (v) => v.every((r) => r.variant !== 'copy') } },
+  /* Versions: the same name again, the list, the diff, a job naming versions */
+  { cmd: `curl --data-binary @my_transpose_unrolled.cu -H 'Content-Type: text/x-cuda' 'localhost:8080/v1/kernels?experiment=transpose&name=my_tile&block=32,8&tile=32,32&options=-lineinfo'`,
+    status: 201, headers: { Location: '/v1/kernels/1/versions/2' },
+    json: { id: 1, version: 2, variant: 'kernel:1@2', href: '/v1/kernels/1/versions/2' } },
+  { cmd: 'curl localhost:8080/v1/kernels/1/versions', status: 200,
+    json: { id: 1, 'size.m': 4096, 'versions[0].best': null, 'versions[0].version': 1, 'versions[1].version': 2, 'versions[0].compile.registers': (v) => v > 0,
+      'versions[0].compile.spill_store_bytes': 0, 'versions[0].compile.shared_bytes': 4224,
+      'versions[0].source_sha256': (v) => /^[0-9a-f]{64}$/.test(v) } },
+  { cmd: `curl 'localhost:8080/v1/kernels/1/diff?from=1&to=2'`, status: 200,
+    stdout: /^--- kernel:1@1\/my_tile\.cu\n\+\+\+ kernel:1@2\/my_tile\.cu\n@@ -1,12 \+1,14 @@\n-\/\/ B = A\^T through a 32 x 33 shared tile: both global accesses coalesced, no bank conflict\.\n\+\/\/ B = A\^T through a 32 x 33 shared tile, its loops unrolled\.\n/ },
+  { cmd: `curl -d '{"m":1024,"n":1024,"variant":["padded33","kernel:1@1","kernel:my_tile"]}' localhost:8080/v1/transpose`,
+    json: { id: 18, state: done, 'params.variant': ['padded33', 'kernel:1@1', 'kernel:1@2'],
+      'result.runs[1].variant': 'kernel:1@1', 'result.runs[2].variant': 'kernel:1@2',
+      'result.runs[2].user_kernel.version': 2 } },
 
 ],
 
@@ -148,18 +162,18 @@ module.exports = {
   { cmd: 'curl --unix-socket /run/gpulab/gpulab.sock http://localhost/v1/me', status: 200,
     json: { client: USER, by: 'unix_socket', sees_all: true } },
   { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/v1/transpose`, status: 200,
-    json: { id: 18, client: USER, state: done } },
+    json: { id: 19, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/v1/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
-    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done",gpu="0"\} 8\ngpulab_jobs_total\{type="transpose",outcome="done",gpu="1"\} 4\n$/ },
+    stdout: /^gpulab_jobs_total\{type="transpose",outcome="done",gpu="0"\} 9\ngpulab_jobs_total\{type="transpose",outcome="done",gpu="1"\} 4\n$/ },
 
 ],
 
 'docs/clients.md': [
   /* From a terminal: gpulabctl (against the plain gpulabd, $GPULAB_URL) */
   { cmd: 'gpulabctl run gemm m=256 n=256 k=256 --variant naive,tiled,best', exit: 0,
-    stdout: /^job 19 gemm: done on .* \(cpu\)\nvariant +median ms \[q1-q3\] +figure +% ceil +speedup \[range\] +check\nnaive [^\n]*1\.00x[^\n]*passed\ntiled [^\n]*passed\nbest [^\n]*passed\n$/ },
+    stdout: /^job 20 gemm: done on .* \(cpu\)\nvariant +median ms \[q1-q3\] +figure +% ceil +speedup \[range\] +check\nnaive [^\n]*1\.00x[^\n]*passed\ntiled [^\n]*passed\nbest [^\n]*passed\n$/ },
   { cmd: 'gpulabctl kernel submit my_transpose.cu --experiment transpose --block 32,8 --tile 32,32 --vs padded33 m=1024 n=1024',
-    exit: 0, stdout: /^job 20 transpose: done[^\n]*\n[^\n]*\npadded33 [^\n]*passed\nkernel:2 +not run: [^\n]*CPU backend/ },
+    exit: 0, stdout: /^job 21 transpose: done[^\n]*\n[^\n]*\npadded33 [^\n]*passed\nkernel:3@1 +not run: [^\n]*CPU backend/ },
   { cmd: 'gpulabctl run transpose m=0', exit: 2, stdout: /^$/ },
 ],
 };

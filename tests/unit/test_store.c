@@ -138,12 +138,14 @@ static void test_kernels(void) {
   snprintf(k.experiment, sizeof k.experiment, "gemm");
   snprintf(k.source_sha, sizeof k.source_sha, "%064d", 0);
   int64_t a, b;
-  CHECK_INT_EQ(store_kernel_insert(s, &k, &a), 0);
+  int version = 0;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &a, &version), 0);
+  CHECK_INT_EQ(version, 1);
   k.is_public = true;
   k.image = NULL;
   k.image_bytes = 0;
   snprintf(k.owner, sizeof k.owner, "bob");
-  CHECK_INT_EQ(store_kernel_insert(s, &k, &b), 0);
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &b, &version), 0);
   CHECK(b > a);
 
   struct store_kernel got;
@@ -174,10 +176,83 @@ static void test_kernels(void) {
   CHECK_INT_EQ(store_kernel_delete(s, a), 0);
   CHECK_INT_EQ(store_kernel_delete(s, a), -ENOENT);
   int64_t c;
-  CHECK_INT_EQ(store_kernel_insert(s, &k, &c), 0);
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &c, &version), 0);
   CHECK(c > b); /* never reused */
   store_close(s);
   printf("kernels: ok\n");
+}
+
+static int64_t version_ids[8];
+static int n_version_ids;
+static void on_version(void *arg, const struct store_kernel *k) {
+  (void)arg;
+  CHECK(k->source == NULL && k->image == NULL);
+  if (n_version_ids < 8) version_ids[n_version_ids++] = k->id;
+}
+
+/* A kernel's versions: numbered after the newest, listed oldest first, the kernel's id
+ * kept when its first version goes; the listing shows each kernel once (its newest),
+ * the count counts kernels; a drop takes every version. */
+static void test_kernel_versions(void) {
+  struct store *s = open_store();
+  struct store_kernel k = {.created = 1, .source = "v1", .spec = "{}", .report = "{}"};
+  snprintf(k.owner, sizeof k.owner, "alice");
+  snprintf(k.name, sizeof k.name, "t");
+  snprintf(k.experiment, sizeof k.experiment, "transpose");
+  int64_t first, id;
+  int version;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &first, &version), 0);
+  CHECK_INT_EQ(version, 1);
+  k.kernel_id = first;
+  k.source = "v2 longer";
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 2);
+  k.source = "v3";
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 3);
+  struct store_kernel got;
+  CHECK_INT_EQ(store_kernel_get(s, id, &got), 0);
+  CHECK_INT_EQ(got.kernel_id, first);
+  CHECK_INT_EQ(got.version, 3);
+  CHECK_STR_EQ(got.source, "v3");
+  store_kernel_clear(&got);
+  n_version_ids = 0;
+  CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 3);
+  CHECK_INT_EQ(version_ids[0], first);
+  CHECK_INT_EQ(version_ids[2], id);
+  /* Another kernel of hers, another name. */
+  k.kernel_id = 0;
+  snprintf(k.name, sizeof k.name, "u");
+  int64_t other;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &other, &version), 0);
+  int n;
+  size_t bytes;
+  CHECK_INT_EQ(store_kernel_count(s, "alice", &n, &bytes), 0);
+  CHECK_INT_EQ(n, 2);
+  CHECK_INT_EQ(bytes, 4); /* the newest versions' sources: "v3", "v3" */
+  int64_t ids[4];
+  CHECK_INT_EQ(store_kernel_named(s, "alice", "transpose", "t", ids, 4), 1);
+  CHECK_INT_EQ(ids[0], first);
+  CHECK_INT_EQ(store_kernel_named(s, "alice", "gemm", "t", ids, 4), 0);
+  CHECK_INT_EQ(store_kernel_named(s, "bob", "transpose", "t", ids, 4), 0);
+  CHECK_INT_EQ(store_kernel_list(s, "alice", "transpose", on_kernel, NULL), 2);
+  /* Its first version deleted: the kernel keeps its id; the next version is 4. */
+  CHECK_INT_EQ(store_kernel_delete(s, first), 0);
+  CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 2);
+  k.kernel_id = first;
+  snprintf(k.name, sizeof k.name, "t");
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 4);
+  CHECK_INT_EQ(store_kernel_named(s, "alice", "transpose", "t", ids, 4), 1);
+  CHECK_INT_EQ(ids[0], first);
+  /* Dropped: every version; a new version of it then has nothing to follow. */
+  CHECK_INT_EQ(store_kernel_drop(s, first), 0);
+  CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 0);
+  CHECK_INT_EQ(store_kernel_drop(s, first), -ENOENT);
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), -ENOENT);
+  CHECK_INT_EQ(store_kernel_versions(s, other, on_version, NULL), 1);
+  store_close(s);
+  printf("kernel versions: ok\n");
 }
 
 /* Rows queued under a hold are written together when it is released; flushers wait. */
@@ -580,7 +655,7 @@ static void test_pg_migrate_race(void) {
   PGconn *c = PQconnectdb(db);
   PGresult *res = PQexec(c, "SELECT COUNT(*), MAX(version) FROM gpulab_schema");
   CHECK_STR_EQ(PQgetvalue(res, 0, 0), "1");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "4"); /* store_pg.c's last step */
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "5"); /* store_pg.c's last step */
   PQclear(res);
   /* A newer gpulabd's schema is refused, not misread. */
   PQclear(PQexec(c, "UPDATE gpulab_schema SET version = 99"));
@@ -593,9 +668,111 @@ static void test_pg_migrate_race(void) {
   printf("migrate race: ok\n");
 }
 
+/* A database of schema version 4 (kernels without versions) with a kernel in it: the
+ * next gpulabd's migration makes the kernel version 1 of itself, and its next version 2. */
+static void test_pg_kernels_upgrade(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone (SQLite's: test_kernel_versions) */
+  test_db_reset(db);
+  struct store *s = NULL;
+  char err[512];
+  CHECK_INT_EQ(store_open(db, &s, err, sizeof err), 0);
+  store_close(s);
+  PGconn *c = PQconnectdb(db); /* back to version 4, as the gpulabd before versions left it */
+  PQclear(PQexec(c,
+                 "DROP INDEX kernels_versions; ALTER TABLE kernels DROP COLUMN kernel_of,"
+                 " DROP COLUMN version; UPDATE gpulab_schema SET version = 4;"
+                 " INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
+                 " source, spec, report) VALUES('alice', 'old', 'gemm', false, 1, 'x',"
+                 " 'old source', '{}', '{}')"));
+  PGresult *res = PQexec(c, "SELECT id FROM kernels");
+  CHECK_INT_EQ(PQntuples(res), 1);
+  int64_t old = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  PQclear(res);
+  PQfinish(c);
+  CHECK_INT_EQ(store_open(db, &s, err, sizeof err), 0);
+  struct store_kernel k;
+  CHECK_INT_EQ(store_kernel_get(s, old, &k), 0);
+  CHECK_INT_EQ(k.kernel_id, old);
+  CHECK_INT_EQ(k.version, 1);
+  CHECK_STR_EQ(k.source, "old source");
+  k.kernel_id = old;
+  int64_t id;
+  int version;
+  CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
+  CHECK_INT_EQ(version, 2);
+  store_kernel_clear(&k);
+  store_close(s);
+  printf("kernels upgraded: ok\n");
+}
+
+struct racer {
+  struct store *s;
+  int64_t kernel_id;
+  int ok, busy, other;
+};
+
+static void *race_versions(void *arg) {
+  struct racer *r = arg;
+  struct store_kernel k = {
+      .kernel_id = r->kernel_id, .created = 1, .source = "v", .spec = "{}", .report = "{}"};
+  snprintf(k.owner, sizeof k.owner, "alice");
+  snprintf(k.name, sizeof k.name, "raced");
+  snprintf(k.experiment, sizeof k.experiment, "gemm");
+  for (int i = 0; i < 10; i++) {
+    int64_t id;
+    int version, rc = store_kernel_insert(r->s, &k, &id, &version);
+    if (rc == 0)
+      r->ok++;
+    else if (rc == -EBUSY)
+      r->busy++;
+    else
+      r->other++;
+  }
+  return NULL;
+}
+
+static int64_t raced_versions[32];
+static int n_raced;
+static void on_raced(void *arg, const struct store_kernel *k) {
+  (void)arg;
+  if (n_raced < 32) raced_versions[n_raced++] = k->version;
+}
+
+/* Two nodes sending versions of one kernel at once: each version numbered once (the
+ * unique index, and the loser numbering again), and a clash is no store failure. */
+static void test_pg_versions_race(void) {
+  if (!on_pg()) return; /* PostgreSQL\'s alone: SQLite's writes are one at a time */
+  struct store *a = open_store(), *b = open_store();
+  struct store_kernel k = {.created = 1, .source = "v", .spec = "{}", .report = "{}"};
+  snprintf(k.owner, sizeof k.owner, "alice");
+  snprintf(k.name, sizeof k.name, "raced");
+  snprintf(k.experiment, sizeof k.experiment, "gemm");
+  int64_t first;
+  int version;
+  CHECK_INT_EQ(store_kernel_insert(a, &k, &first, &version), 0);
+  struct racer ra = {a, first, 0, 0, 0}, rb = {b, first, 0, 0, 0};
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, race_versions, &ra);
+  pthread_create(&tb, NULL, race_versions, &rb);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  CHECK_INT_EQ(ra.other + rb.other, 0);
+  CHECK_INT_EQ(store_check(a), 0);
+  CHECK_INT_EQ(store_check(b), 0);
+  n_raced = 0;
+  CHECK_INT_EQ(store_kernel_versions(a, first, on_raced, NULL), 1 + ra.ok + rb.ok);
+  for (int i = 0; i < n_raced; i++)
+    CHECK_INT_EQ(raced_versions[i], i + 1); /* 1, 2, ... once each */
+  printf("versions raced: %d and %d stored, %d busy\n", ra.ok, rb.ok, ra.busy + rb.busy);
+  CHECK(ra.ok + rb.ok >= 10);
+  store_close(a);
+  store_close(b);
+}
+
 static const struct test_case cases[] = {
     TEST(test_rows),
     TEST(test_kernels),
+    TEST(test_kernel_versions),
     TEST(test_hold),
     TEST(test_replace),
     TEST(test_give),
@@ -605,6 +782,8 @@ static const struct test_case cases[] = {
     TEST(test_pg_two_nodes),
     TEST(test_pg_restart),
     TEST(test_pg_migrate_race),
+    TEST(test_pg_kernels_upgrade),
+    TEST(test_pg_versions_race),
     TEST_END,
 };
 const struct test_suite test_suite = {

@@ -263,10 +263,12 @@ class Client:
     # ---- users' kernels ----
 
     def kernel(self, path_or_source, experiment, name=None, **fields):
-        """Compiles a kernel (a file's path or the source itself) for experiment; its
-        document (variant "kernel:<id>" names it in jobs). fields: entry, block, tile,
-        grid, shared_bytes, scratch_bytes, options, public. A compile error raises Problem
-        (422, with line and compile)."""
+        """Compiles a kernel (a file's path or the source itself) for experiment; the
+        document of the version it made: its "id" and "version" (the same name again
+        makes the kernel's next version, its id kept), and its "variant",
+        "kernel:<id>@<version>", which names that version in jobs ("kernel:<id>" names
+        the newest). fields: entry, block, tile, grid, shared_bytes, scratch_bytes,
+        options, public. A compile error raises Problem (422, with line and compile)."""
         if os.path.exists(str(path_or_source)) and "\n" not in str(path_or_source):
             with open(path_or_source, encoding="utf-8") as f:
                 source = f.read()
@@ -278,6 +280,26 @@ class Client:
 
     def kernels(self):
         return self.request("GET", "/kernels")["kernels"]
+
+    def kernel_versions(self, kernel_id):
+        """A kernel's versions, oldest first (no sources)."""
+        return self.request("GET", f"/kernels/{int(kernel_id)}/versions")["versions"]
+
+    def kernel_version(self, kernel_id, version):
+        """One version's document, with its source."""
+        return self.request("GET", f"/kernels/{int(kernel_id)}/versions/{int(version)}")
+
+    def kernel_diff(self, kernel_id, from_version, to_version):
+        """The unified diff of two versions' sources, as text ("" when the same)."""
+        data = self.request("GET", f"/kernels/{int(kernel_id)}/diff?from={int(from_version)}"
+                            f"&to={int(to_version)}", raw=True)
+        return data.decode("utf-8", "replace")
+
+    def delete_kernel(self, kernel_id, version=None):
+        """Deletes one version (its last takes the kernel), or the kernel with them all."""
+        if version is None:
+            return self.request("DELETE", f"/kernels/{int(kernel_id)}")
+        return self.request("DELETE", f"/kernels/{int(kernel_id)}/versions/{int(version)}")
 
     def leaderboard(self, experiment, size=None):
         q = f"?size={urllib.parse.quote(str(size))}" if size is not None else ""

@@ -1,0 +1,23 @@
+/* A user's kernel as the API shows it, shared by the kernels' routes and their
+ * versions' (routes_kernels.c, routes_kernel_versions.c): the kernel (its newest
+ * version) or one version, every href under the prefix the request came by. */
+#ifndef GPULAB_HTTP_KERNEL_DOC_H
+#define GPULAB_HTTP_KERNEL_DOC_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "server/service/ukernels.h" /* struct store_kernel */
+
+enum kernel_doc_kind {
+  KERNEL_DOC_KERNEL,  /* the kernel: href /kernels/{id}, variant kernel:<id> */
+  KERNEL_DOC_VERSION, /* one version: href /kernels/{id}/versions/{n}, kernel:<id>@<n> */
+};
+
+/* k's document (the caller owns it; NULL when out of memory): the summary, and with
+ * full its source and log too; versions > 0 adds the kernel's count of versions. */
+json_t *kernel_doc_json(const struct store_kernel *k, enum kernel_doc_kind kind, bool full,
+                        int versions, const char *prefix);
+
+#endif
