@@ -31,11 +31,17 @@ static bool recent(struct store *s, double at) {
 
 /* The live rows' bytes, not the table's size on disk: a DELETE frees no relation size
  * until a VACUUM (and gives little back even then), so pruning by the table's size
- * would delete every finished job and still be over. A scan of the table: the bound
- * asks after every max_bytes / 64 bytes written, store_status every 5 s at most. */
+ * would delete every finished job and still be over. A scan of the table every 5 s
+ * at most, for the bound (fresh) as for store_status: the bound asks after every
+ * max_bytes / 64 bytes written, and a scan per ask read the whole table on the store's
+ * writer thread. Between scans the estimate: the rows written since (their bytes as
+ * sent: an update that replaced a row counts whole, so the estimate errs high and a
+ * prune deletes a little early) less those deleted (pg_delete_oldest_locked). Other
+ * gpulabd of a fleet write too: the next scan counts theirs. */
 uint64_t pg_used_bytes_locked(struct store *s, bool fresh) {
+  (void)fresh;
   struct pg *p = pg_of(s);
-  if (!fresh && recent(s, p->used_at)) return p->used_bytes;
+  if (recent(s, p->used_at)) return p->used_bytes;
   int64_t v = query_int(s, "SELECT COALESCE(SUM(pg_column_size(j.*)), 0)::bigint FROM jobs j");
   if (v >= 0) p->used_bytes = (uint64_t)v, p->used_at = clock_mono_s();
   return p->used_bytes;
@@ -60,11 +66,20 @@ int pg_delete_oldest_locked(struct store *s, uint64_t n) {
   char limit[24];
   snprintf(limit, sizeof limit, "%" PRIu64, n);
   const char *v[] = {limit};
+  /* Their bytes come back, for the estimate between scans (pg_used_bytes_locked). */
   PGresult *res = pg_read(s,
-                          "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE finished > 0"
-                          " ORDER BY id LIMIT $1::bigint)",
+                          "WITH gone AS (DELETE FROM jobs WHERE id IN (SELECT id FROM jobs"
+                          " WHERE finished > 0 ORDER BY id LIMIT $1::bigint)"
+                          " RETURNING pg_column_size(jobs.*) AS bytes)"
+                          " SELECT COUNT(*), COALESCE(SUM(bytes), 0)::bigint FROM gone",
                           1, v);
-  int deleted = res ? atoi(PQcmdTuples(res)) : -EIO;
+  int deleted = -EIO;
+  if (res && PQntuples(res) == 1) {
+    struct pg *p = pg_of(s);
+    uint64_t bytes = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+    deleted = atoi(PQgetvalue(res, 0, 0));
+    p->used_bytes = p->used_bytes > bytes ? p->used_bytes - bytes : 0;
+  }
   PQclear(res);
   return deleted;
 }
