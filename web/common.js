@@ -142,11 +142,13 @@ GL.typeFromInfo = function (type, info) {
 GL.COMMON = {};
 
 /* A failed or canceled job's error for people: "code: message", or the one of them
- * when the other says nothing more ("canceled: canceled"). */
+ * when the other says nothing more: not "canceled: canceled", nor "canceled: canceled
+ * before it ran" (the message alone, which starts with the code). */
 GL.errorText = function (job) {
   const e = job.error;
   if (!e) return job.state;
   if (!e.message || e.message === e.code) return e.code || job.state;
+  if (e.code && e.message.toLowerCase().startsWith(`${e.code.toLowerCase()} `)) return e.message;
   return `${e.code}: ${e.message}`;
 };
 
