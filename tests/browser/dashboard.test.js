@@ -916,16 +916,23 @@ async function withCharts(context, proc) {
 
   await step('a narrow window (420 px): nothing but a table\'s or the editor\'s own scroller is wider than it', page, async () => {
     await page.setViewportSize({ width: 420, height: 800 });
-    for (const view of ['#/', '#/kernels']) {
+    const views = [['#/', '#device-panel', 'narrow.png'], [`#/jobs/${transposeId}`, '#view-job table.runs', 'narrow-job.png'],
+      ['#/kernels', '#kernel-form', 'narrow-kernels.png']];
+    for (const [view, ready, png] of views) {
       await page.goto(`${proc.base}/${view}`);
-      await page.waitForSelector(view === '#/' ? '#device-panel' : '#kernel-form', { timeout: TIMEOUT });
+      await page.waitForSelector(ready, { timeout: TIMEOUT });
       const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
         .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.table-wrap') &&
           !(e.parentElement && e.parentElement.closest('.CodeMirror'))) /* the editor scrolls its own lines */
         .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`));
       checkEq(wide, [], `elements wider than 420 px on ${view}`);
+      /* The header: its parts wrap onto lines of their own, none cut off. */
+      const head = await page.$eval('header.top', (hd) => ({ width: hd.scrollWidth, parts: [...hd.children]
+        .filter((c) => !c.hidden && getComputedStyle(c).display !== 'none').map((c) => c.getBoundingClientRect().right) }));
+      check(head.width <= 420 && head.parts.every((r) => r <= 420), `the header at 420 px: ${JSON.stringify(head)}`);
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await shot(page, png);
     }
-    await shot(page, 'narrow.png');
     await page.setViewportSize({ width: 1360, height: 900 });
   });
 
