@@ -82,6 +82,20 @@ GL.getJSON = async function (path) {
   return r.json;
 };
 
+/* GET path expecting 200 text (a kernel's diff: text/plain); throws Error(the
+ * problem's detail) otherwise. */
+GL.getText = async function (path) {
+  const init = { headers: { Accept: 'text/plain, application/problem+json' } };
+  if (GL.token()) init.headers.Authorization = `Bearer ${GL.token()}`;
+  const res = await fetch(GL.url(path), init);
+  const body = await res.text();
+  if (res.status === 401) GL.askToken(GL.token() ? 'the token was not accepted' : null);
+  if (res.ok) return body;
+  let msg = `HTTP ${res.status}`;
+  try { const p = JSON.parse(body); if (p && p.detail) msg = p.detail; } catch (e) { /* not JSON */ }
+  throw Object.assign(new Error(msg), { status: res.status });
+};
+
 /* ---- what the job types take: each experiment's descriptor, from gpulabd ---- */
 
 /* GL.TYPES[type], in the registry's order (GL.TYPE_ORDER), built by GL.loadExperiments

@@ -92,7 +92,8 @@
       showMessages(out, GL.compileMessages(null, c), null);
       openKernel(r.json, false);
     }
-    listKernels();
+    await listKernels();
+    if (r.json && versionsOf === r.json.id) showVersions(r.json); /* its new version too */
   }
 
   /* Says which stored kernel the editor holds (k: as GET /kernels/{id} gives it), or
@@ -104,7 +105,8 @@
     note.hidden = !k;
     if (!k) return;
     note.append(fresh ? 'Opened ' : 'Stored as ', h('b', { text: k.variant }), ` (${k.name}, ${k.experiment}). `,
-      'Compiling sends it again under its name: ', h('code', { text: k.name }), '.');
+      'Compiling sends it again under its name, ', h('code', { text: k.name }),
+      k.version ? `: a new version of kernel:${k.id}.` : '.');
   }
 
   function editor(list) {
@@ -198,12 +200,14 @@
   async function deleteStored(k) {
     const note = document.getElementById('kernel-list-status');
     note.textContent = '';
-    if (!window.confirm(`Delete ${k.variant} (${k.name})? Jobs that ran it keep their results.`)) return;
+    const all = k.versions > 1 ? ` and all its ${k.versions} versions` : '';
+    if (!window.confirm(`Delete ${k.variant} (${k.name})${all}? Jobs that ran it keep their results.`)) return;
     const r = await GL.api('DELETE', `/kernels/${k.id}`);
     const p = GL.problem(r);
     note.className = p ? 'error' : 'muted';
     note.textContent = p ? `${k.variant}: ${p.detail}` : `${k.variant} (${k.name}) deleted.`;
     if (!p && ed.open && ed.open.id === k.id) openKernel(null);
+    if (!p && versionsOf === k.id) document.getElementById('kernel-versions').hidden = true;
     listKernels();
   }
 
@@ -219,11 +223,90 @@
         h('td', { text: k.variant }), h('td', { text: k.name }), h('td', { text: k.experiment }),
         h('td', { text: k.owner }), h('td', { class: 'num', text: c.registers ?? '—' }),
         h('td', { class: 'num', text: c.shared_bytes ?? '—' }), h('td', { text: k.public ? 'public' : 'private' }),
+        h('td', { class: 'num versions', text: String(k.versions ?? 1) }),
         h('td', { class: 'act nowrap' },
           h('button', { type: 'button', class: 'ghost small open', text: 'Open', onclick: () => openStored(k.id) }), ' ',
+          h('button', { type: 'button', class: 'ghost small show-versions', text: 'Versions', onclick: () => showVersions(k) }), ' ',
           h('button', { type: 'button', class: 'ghost small delete', text: 'Delete', onclick: () => deleteStored(k) }))));
     }
     document.getElementById('kernel-list-empty').hidden = list.length > 0;
+  }
+
+  /* ---- versions: GET /kernels/{id}/versions, .../versions/{n}, .../diff ---- */
+
+  /* A unified diff, its lines coloured by what they are. */
+  function diffView(text) {
+    return h('pre', { class: 'diff', id: 'kernel-diff' }, text.split('\n').map((l) => h('span', {
+      class: /^(\+\+\+|---)/.test(l) ? 'diff-head' : l.startsWith('@@') ? 'diff-hunk' : l.startsWith('+') ? 'diff-add'
+        : l.startsWith('-') ? 'diff-del' : 'diff-same' }, l || ' ')));
+  }
+
+  /* Kernel k's versions under the list: each opened into the editor, deleted, or
+   * picked as one side of a comparison (from, to: GET /kernels/{id}/diff). */
+  let versionsOf = null; /* the kernel whose versions are shown */
+  async function showVersions(k) {
+    versionsOf = k.id;
+    const box = document.getElementById('kernel-versions');
+    GL.clear(box);
+    box.hidden = false;
+    let list;
+    try {
+      list = (await GL.getJSON(`/kernels/${k.id}/versions`)).versions;
+    } catch (e) {
+      box.append(h('p', { class: 'error', text: `kernel:${k.id}: ${e.message}` }));
+      return;
+    }
+    const out = h('div', { id: 'kernel-diff-box' });
+    const pick = h('form', { id: 'kernel-versions-form' });
+    const rows = list.map((v, i) => h('tr', { 'data-version': v.version },
+      h('td', {}, h('input', { type: 'radio', name: 'from', value: v.version, 'aria-label': `from version ${v.version}`,
+        checked: i === Math.max(0, list.length - 2) })),
+      h('td', {}, h('input', { type: 'radio', name: 'to', value: v.version, 'aria-label': `to version ${v.version}`,
+        checked: i === list.length - 1 })),
+      h('th', { text: v.variant }), h('td', { text: GL.fmtTime(v.created) }),
+      h('td', { class: 'mono', text: (v.source_sha256 || '').slice(0, 12) }),
+      h('td', { class: 'num', text: (v.compile || {}).registers ?? '—' }),
+      h('td', { class: 'act nowrap' },
+        h('button', { type: 'button', class: 'ghost small open', text: 'Open', onclick: () => openVersion(k, v.version) }), ' ',
+        h('button', { type: 'button', class: 'ghost small delete', text: 'Delete', onclick: () => deleteVersion(k, v) }))));
+    pick.append(h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'kernel-versions-table' },
+      h('thead', {}, h('tr', {}, ['From', 'To', 'Version', 'Created', 'Source', 'Registers', ''].map((t) => h('th', { text: t })))),
+      h('tbody', {}, rows))),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'kernel-compare', text: 'Compare' }),
+      h('span', { class: 'muted', text: 'a unified diff of the two versions\' sources' })));
+    pick.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      GL.clear(out);
+      const from = pick.elements.from.value, to = pick.elements.to.value;
+      try {
+        const text = await GL.getText(`/kernels/${k.id}/diff?from=${from}&to=${to}`);
+        out.append(text ? diffView(text) : h('p', { class: 'muted', id: 'kernel-diff', text: `versions ${from} and ${to} have the same source` }));
+      } catch (err) {
+        out.append(h('p', { class: 'error', text: err.message }));
+      }
+    });
+    box.append(h('h3', {}, `Versions of ${k.name} (kernel:${k.id})`), pick, out);
+  }
+
+  async function openVersion(k, n) {
+    try {
+      const v = await GL.getJSON(`/kernels/${k.id}/versions/${n}`);
+      if (ed.fill(v)) document.getElementById('editor-panel').scrollIntoView();
+    } catch (e) {
+      document.getElementById('kernel-list-status').textContent = `kernel:${k.id}@${n}: ${e.message}`;
+    }
+  }
+
+  async function deleteVersion(k, v) {
+    if (!window.confirm(`Delete ${v.variant} (${k.name})?`)) return;
+    const r = await GL.api('DELETE', `/kernels/${k.id}/versions/${v.version}`);
+    const p = GL.problem(r);
+    const note = document.getElementById('kernel-list-status');
+    note.className = p ? 'error' : 'muted';
+    note.textContent = p ? `${v.variant}: ${p.detail}` : `${v.variant} deleted${r.json && r.json.kernel_deleted ? ', and with it the kernel' : ''}.`;
+    await listKernels();
+    if (r.json && r.json.kernel_deleted) document.getElementById('kernel-versions').hidden = true;
+    else showVersions(k);
   }
 
   async function leaderboard(form) {
@@ -261,10 +344,11 @@
         editor(list), h('div', { id: 'kernel-result' })),
       h('section', { class: 'panel' }, h('h2', { text: 'Kernels' }),
         h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'kernel-list' },
-          h('thead', {}, h('tr', {}, ['Variant', 'Name', 'Experiment', 'Owner', 'Registers', 'Shared B', 'Visibility', ''].map((t) => h('th', { text: t })))),
+          h('thead', {}, h('tr', {}, ['Variant', 'Name', 'Experiment', 'Owner', 'Registers', 'Shared B', 'Visibility', 'Versions', ''].map((t) => h('th', { text: t })))),
           h('tbody'))),
         h('p', { class: 'muted empty', id: 'kernel-list-empty', hidden: true, text: 'No kernels yet: compile one above.' }),
-        h('p', { class: 'muted', id: 'kernel-list-status', role: 'status' })),
+        h('p', { class: 'muted', id: 'kernel-list-status', role: 'status' }),
+        h('div', { id: 'kernel-versions', hidden: true })),
       h('section', { class: 'panel', id: 'leaderboard-panel' }, h('h2', { text: 'Leaderboard' }), board,
         h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'leaderboard' },
           h('thead', {}, h('tr', {}, ['#', 'Variant', 'Kernel', 'Figure', 'Median ms', '% of ceiling', 'Job'].map((t) => h('th', { text: t })))),

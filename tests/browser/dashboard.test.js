@@ -870,7 +870,7 @@ async function withCharts(context, proc) {
     check(rows.some((r) => /^kernel:\d+/.test(r.variant)), `no kernel run: ${rows.map((r) => r.variant)}`);
   });
 
-  await step('your kernels: one opens into the editor (source, name, shape, options), is edited and compiled again under its name, and one is deleted after asking', page, async () => {
+  await step('your kernels: one opens into the editor (source, name, shape, options), is edited and compiled again as its next version, its versions are compared, opened and deleted, and the kernel is deleted after asking', page, async () => {
     await page.click('#nav-kernels');
     await page.waitForSelector('#kernel-list tbody tr', { timeout: TIMEOUT });
     const listed = (await (await fetch(`${proc.base}/v1/kernels`)).json()).kernels;
@@ -883,6 +883,7 @@ async function withCharts(context, proc) {
     await page.click(`#kernel-list tr[data-kernel-id="${k.id}"] button.open`);
     await page.waitForFunction((src) => GL.kernelsView.editor().get() === src, stored.source, { timeout: TIMEOUT });
     checkEq(dialogs, [], 'no question: the editor held an unedited template');
+    page.off('dialog', answer);
     checkEq(await page.inputValue('#kernel-name'), 'browser_scratch', 'name');
     checkEq(await page.inputValue('#kernel-scratch'), '4096', 'scratch bytes');
     checkEq(await page.inputValue('#kernel-block'), stored.block.join(','), 'block');
@@ -898,14 +899,37 @@ async function withCharts(context, proc) {
     check(edited === `${stored.source}// edited in the browser\n`, `the edit: ${JSON.stringify(edited.slice(-60))}`);
     await page.click('#kernel-compile');
     await page.waitForSelector('#compile-ok', { timeout: TIMEOUT });
-    const variant = /compiled: (kernel:\d+)/.exec(await text(page, '#kernel-form .form-status'))[1];
-    const again = await (await fetch(`${proc.base}/v1/kernels/${variant.slice(7)}`)).json();
-    checkEq([again.name, again.source], ['browser_scratch', edited], 'stored again under its name, with the edit');
+    const variant = /compiled: (kernel:\d+(?:@\d+)?)/.exec(await text(page, '#kernel-form .form-status'))[1];
+    const again = await (await fetch(`${proc.base}/v1/kernels/${k.id}`)).json();
+    checkEq([variant, again.name, again.source, again.version, again.versions], [`kernel:${k.id}@2`, 'browser_scratch', edited, 2, 2],
+      'a new version of the kernel, under its name, with the edit');
+    await page.waitForSelector(`#kernel-list tr[data-kernel-id="${k.id}"] td.versions:text-is("2")`, { timeout: TIMEOUT });
+    /* Its versions: listed, compared as a unified diff, the first opened, then deleted. */
+    await page.click(`#kernel-list tr[data-kernel-id="${k.id}"] button.show-versions`);
+    await page.waitForSelector('#kernel-versions-table tbody tr[data-version="2"]', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#kernel-versions-table tbody th', (t) => t.map((x) => x.innerText)),
+      [`kernel:${k.id}@1`, `kernel:${k.id}@2`], 'the versions listed');
+    checkEq([await page.isChecked('#kernel-versions-table tr[data-version="1"] input[name="from"]'),
+      await page.isChecked('#kernel-versions-table tr[data-version="2"] input[name="to"]')], [true, true], 'from 1 to 2 picked');
+    await page.click('#kernel-compare');
+    await page.waitForSelector('#kernel-diff .diff-add', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#kernel-diff .diff-add', (xs) => xs.map((x) => x.textContent)), ['+// edited in the browser'], 'the diff\'s added lines');
+    checkEq(await page.locator('#kernel-diff .diff-del').count(), 0, 'the diff\'s removed lines');
+    const served = await (await fetch(`${proc.base}/v1/kernels/${k.id}/diff?from=1&to=2`)).text();
+    checkEq(await page.$$eval('#kernel-diff span', (xs) => xs.map((x) => x.textContent).join('\n').trim()), served.trim(), 'the diff as gpulabd serves it');
+    await shot(page, 'kernel-versions.png');
+    await page.click('#kernel-versions-table tr[data-version="1"] button.open');
+    await page.waitForFunction((src) => GL.kernelsView.editor().get() === src, stored.source, { timeout: TIMEOUT });
+    check((await text(page, '#kernel-open')).includes(`kernel:${k.id}@1`), `the note: ${await text(page, '#kernel-open')}`);
+    page.once('dialog', (d) => { dialogs.push(d.message()); d.accept(); });
+    await page.click('#kernel-versions-table tr[data-version="1"] button.delete');
+    await page.waitForSelector('#kernel-versions-table tr[data-version="1"]', { state: 'detached', timeout: TIMEOUT });
+    checkEq((await fetch(`${proc.base}/v1/kernels/${k.id}/versions/1`)).status, 404, 'version 1 gone');
+    checkEq((await (await fetch(`${proc.base}/v1/kernels/${k.id}`)).json()).versions, 1, 'one version left');
     /* Deleted: "no" keeps it, "yes" deletes it. */
-    page.off('dialog', answer);
     page.once('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
     await page.click(`#kernel-list tr[data-kernel-id="${again.id}"] button.delete`);
-    check(/^Delete kernel:\d+ \(browser_scratch\)\?/.test(dialogs[0] || ''), `the question: ${dialogs[0]}`);
+    check(/^Delete kernel:\d+ \(browser_scratch\)\?/.test(dialogs[dialogs.length - 1] || ''), `the question: ${dialogs[dialogs.length - 1]}`);
     checkEq((await fetch(`${proc.base}/v1/kernels/${again.id}`)).status, 200, 'kept after "no"');
     page.once('dialog', (d) => d.accept());
     await page.click(`#kernel-list tr[data-kernel-id="${again.id}"] button.delete`);
