@@ -368,12 +368,17 @@ static int read_preamble(const unsigned char *b, size_t len, size_t *hdr, size_t
     return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble; " FIX_SEND,
                 len);
   unsigned major = b[6], minor = b[7];
-  if (major < 1 || major > 3 || minor != 0)
+  /* No .npy has a minor version other than 0: such bytes are a mangled file's. */
+  if (major < 1 || minor != 0)
+    return fail(
+        err, err_len,
+        "mangled .npy preamble: version bytes %u.%u, which no .npy has (np.save writes "
+        "1.0), as curl -d @a.npy mangles a file (it drops line breaks and NUL bytes): " FIX_SEND,
+        major, minor);
+  if (major > 3)
     return fail(err, err_len,
-                "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read "
-                "(np.save writes 1.0); a file that curl -d mangled (it drops line breaks and NUL "
-                "bytes) reads like this: " FIX_SEND,
-                major, minor);
+                "unsupported .npy version %u.%u: 1.0, 2.0 and 3.0 are read; " FIX_SAVE, major,
+                minor);
   size_t pre = major == 1 ? PREAMBLE_V1 : PREAMBLE_V2;
   if (len < pre)
     return fail(err, err_len, "truncated: %zu bytes is shorter than the .npy preamble; " FIX_SEND,
@@ -512,6 +517,30 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
   }
   out->data = out->stored;
   return 0;
+}
+
+/* ---- npy_form_upload ---- */
+
+int npy_form_upload(const void *body, size_t len, char *err, size_t err_len) {
+  const unsigned char *b = body;
+  size_t prefix = len < MAGIC_LEN ? len : MAGIC_LEN;
+  if (!b || len == 0 || memcmp(b, MAGIC, prefix) != 0) return -ENOENT;
+  struct npy_array a;
+  char why[320];
+  if (npy_parse(b, len, &a, why, sizeof why) == 0) {
+    fail(err, err_len,
+         "this body is a .npy file sent as a form (Content-Type "
+         "application/x-www-form-urlencoded, curl's default): say what it is, curl -H "
+         "'Content-Type: application/x-npy' --data-binary @a.npy");
+    return 0;
+  }
+  return fail(
+      err, err_len,
+      "this body is a .npy file that curl -d mangled (it came as a form, curl -d's "
+      "Content-Type; it drops line breaks, and NUL bytes or all that follows the first: %zu "
+      "bytes arrived): send the whole file with curl -H 'Content-Type: application/x-npy' "
+      "--data-binary @a.npy",
+      len);
 }
 
 /* ---- npy_upload ---- */

@@ -54,6 +54,14 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
 int npy_upload(const void *body, size_t len, const char *shape_text, int declared_npy,
                struct npy_array *out, int *raw, char *err, size_t err_len);
 
+/* Reads an upload that came with curl's default Content-Type,
+ * application/x-www-form-urlencoded (curl -d @a.npy, or --data-binary without -H): a
+ * body that starts as a .npy file does is one, sent the wrong way. Returns 0 with err
+ * saying how to send it as application/x-npy (it arrived whole); -EINVAL with err
+ * saying that and what curl -d broke (it did not: curl -d drops line breaks and stops
+ * at a NUL byte); -ENOENT (err untouched) when the body does not start as a .npy. */
+int npy_form_upload(const void *body, size_t len, char *err, size_t err_len);
+
 /* How npy_convert made an array float32 and C order. */
 struct npy_conversion {
   const char *from_dtype;    /* "float32" or "float64" (static) */

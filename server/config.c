@@ -83,6 +83,9 @@ static const char usage_flags[] =
     "                      instead of the copies built into gpulabd\n"
     "  --chartjs PATH      Chart.js for the dashboard's charts (default\n"
     "                      /usr/share/javascript/chart.js/chart.min.js, from libjs-chart.js)\n"
+    "  --codemirror DIR    CodeMirror 5 for the kernel editor: DIR/codemirror.js,\n"
+    "                      codemirror.css, mode/clike/clike.js (default\n"
+    "                      /usr/share/javascript/codemirror, from libjs-codemirror)\n"
     "  --no-ceilings       skip measuring each GPU's ceilings at start-up (copy, SGEMM, TF32\n"
     "                      and pinned copy rates; about half a second per GPU): runs then\n"
     "                      carry no percent_of_ceiling\n"
@@ -315,6 +318,7 @@ static const struct flag flags[] = {
     NUMBER(FLAG_DOUBLE, "wait", default_wait_s, 0, 600),
     TEXT("web-root", web_root),
     TEXT("chartjs", chartjs),
+    TEXT("codemirror", codemirror),
     SWITCH("no-ceilings", no_ceilings),
     PARSE("socket", parse_socket),
     PARSE("socket-mode", parse_mode),

@@ -40,7 +40,9 @@ struct config {
   long long max_db_bytes; /* the store's pages in use are kept within this; 0: no bound */
   int grace_s;            /* SIGTERM: how long running jobs may take to finish */
   bool allow_fault_injection;
-  const char *chartjs;      /* NULL: the default path (server/http/static.h); borrowed from argv */
+  const char *chartjs; /* NULL: the default path (server/http/static.h); borrowed from argv */
+  const char
+      *codemirror; /* NULL: the default directory (server/http/static.h); borrowed from argv */
   const char *socket_path;  /* --socket: also listen on this Unix socket; NULL: none */
   int socket_mode;          /* its permission bits (default 0666, 0660 with a group) */
   const char *socket_group; /* NULL, or the group that owns it */

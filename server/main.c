@@ -217,7 +217,8 @@ static int open_ukernels(const struct config *cfg, struct backend *device, struc
   return 0;
 }
 
-/* The lines that say gpulabd is ready: the dashboard's Chart.js and where it listens. */
+/* The lines that say gpulabd is ready: the dashboard's Chart.js and CodeMirror, and
+ * where it listens. */
 static void log_ready(const struct config *cfg, struct http_server *server, int n_devices,
                       bool tls) {
   const char *chartjs = cfg->chartjs ? cfg->chartjs : STATIC_CHARTJS_DEFAULT;
@@ -229,6 +230,16 @@ static void log_ready(const struct config *cfg, struct http_server *server, int 
         "dashboard at /: no Chart.js at %s (not a readable regular file; install libjs-chart.js "
         "or pass --chartjs): tables only",
         chartjs);
+  const char *cm = cfg->codemirror ? cfg->codemirror : STATIC_CODEMIRROR_DEFAULT;
+  char cm_js[4096];
+  snprintf(cm_js, sizeof cm_js, "%s/codemirror.js", cm);
+  if (access(cm_js, R_OK) == 0 && stat(cm_js, &st) == 0 && S_ISREG(st.st_mode))
+    log_info("kernel editor: CodeMirror from %s", cm);
+  else
+    log_warn(
+        "kernel editor: no CodeMirror at %s (install libjs-codemirror or pass "
+        "--codemirror): a plain text area",
+        cm);
   bool ipv6 = strchr(cfg->host, ':') != NULL; /* URLs bracket IPv6 addresses */
   if (cfg->socket_path)
     log_info("listening on unix:%s (mode %04o%s%s): clients are the Unix users who connect",
@@ -405,6 +416,7 @@ static int start_http(const struct config *cfg, struct gpulabd *d) {
                                .inline_max_bytes = cfg->inline_max_bytes,
                                .web_root = cfg->web_root,
                                .chartjs_path = cfg->chartjs,
+                               .codemirror_dir = cfg->codemirror,
                                .metrics = d->metrics,
                                .access_log = d->access_log,
                                .auth = d->auth,

@@ -76,7 +76,7 @@
     connect();
     window.addEventListener('hashchange', route);
     route();
-    setInterval(GL.dash.tick, 500);
+    setInterval(() => { GL.dash.tick(); GL.jobView.tick(); }, 500);
   }
 
   start();

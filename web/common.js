@@ -82,6 +82,20 @@ GL.getJSON = async function (path) {
   return r.json;
 };
 
+/* GET path expecting 200 text (a kernel's diff: text/plain); throws Error(the
+ * problem's detail) otherwise. */
+GL.getText = async function (path) {
+  const init = { headers: { Accept: 'text/plain, application/problem+json' } };
+  if (GL.token()) init.headers.Authorization = `Bearer ${GL.token()}`;
+  const res = await fetch(GL.url(path), init);
+  const body = await res.text();
+  if (res.status === 401) GL.askToken(GL.token() ? 'the token was not accepted' : null);
+  if (res.ok) return body;
+  let msg = `HTTP ${res.status}`;
+  try { const p = JSON.parse(body); if (p && p.detail) msg = p.detail; } catch (e) { /* not JSON */ }
+  throw Object.assign(new Error(msg), { status: res.status });
+};
+
 /* ---- what the job types take: each experiment's descriptor, from gpulabd ---- */
 
 /* GL.TYPES[type], in the registry's order (GL.TYPE_ORDER), built by GL.loadExperiments
@@ -142,11 +156,13 @@ GL.typeFromInfo = function (type, info) {
 GL.COMMON = {};
 
 /* A failed or canceled job's error for people: "code: message", or the one of them
- * when the other says nothing more ("canceled: canceled"). */
+ * when the other says nothing more: not "canceled: canceled", nor "canceled: canceled
+ * before it ran" (the message alone, which starts with the code). */
 GL.errorText = function (job) {
   const e = job.error;
   if (!e) return job.state;
   if (!e.message || e.message === e.code) return e.code || job.state;
+  if (e.code && e.message.toLowerCase().startsWith(`${e.code.toLowerCase()} `)) return e.message;
   return `${e.code}: ${e.message}`;
 };
 

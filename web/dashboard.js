@@ -350,8 +350,11 @@
     if (job.state === 'running' && job.started_at) return { queue: job.queue_ms, run: now - Date.parse(job.started_at) };
     if ((job.state === 'queued' || job.state === 'waiting') && job.created_at)
       return { queue: now - Date.parse(job.created_at), run: null };
-    /* A job that never started (a child failed with its parent) ran for no time at all. */
-    return { queue: job.queue_ms, run: job.started_at ? job.run_ms : null };
+    /* A job that never started, or failed with its parent (parent_failed: it may have
+     * been issued, waiting on the device for the parent, but that is no run of its
+     * own), shows no run time. */
+    const never = !job.started_at || (job.error && job.error.code === 'parent_failed');
+    return { queue: job.queue_ms, run: never ? null : job.run_ms };
   }
 
   /* A finished job's headline: its best run (the highest figure among those that
@@ -696,6 +699,7 @@
         h('td', { class: 'num', text: speedup(job, run) != null ? `${GL.fmtNum(speedup(job, run), 3)}×` : '—' }),
         h('td', {}, checkText(run)),
         h('td', { text: job.result.backend })));
+    document.getElementById('history-loading').hidden = true; /* a listing came: empty means empty */
     document.getElementById('history-empty').hidden = rows.length > 0;
     const box = document.getElementById('history-chart-box');
     box.hidden = !GL.chartsOn() || rows.length === 0;

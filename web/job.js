@@ -28,16 +28,26 @@
         h('a', { href: '#/', class: 'back', text: '← Dashboard' }),
         h('h2', {}, `Job #${job.id} · ${job.type} `, h('span', { class: 'size', text: size })),
         GL.stateBadge(job.state), h('span', { class: 'spacer' }), hist, cancel),
-      h('dl', { class: 'facts' }, facts.map(([k, v]) => h('div', {}, h('dt', { text: k }), h('dd', { text: String(v) })))));
+      h('dl', { class: 'facts' }, facts.map(([k, v]) => h('div', {}, h('dt', { text: k }),
+        h('dd', { id: k === 'ran' ? 'job-ran' : null, text: String(v) })))));
   }
 
-  /* How long the job ran: run_ms once it ended, the time so far while it runs, nothing
-   * for one that never started (a child failed with its parent: parent_failed). */
+  /* How long the job ran: run_ms once it ended, the time so far while it runs (the
+   * page's clock ticks it, as the queue's), nothing for one that never started or
+   * failed with its parent (parent_failed: it may have been issued, waiting on the
+   * device for the parent, but that is no run of its own). */
   function ranFor(job) {
-    if (job.state === 'running' && job.started_at) return `${GL.fmtDuration(Date.now() - Date.parse(job.started_at))} so far`;
+    if (job.error && job.error.code === 'parent_failed') return '— (its parent failed)';
+    if (job.state === 'running') return job.started_at ? `${GL.fmtDuration(Date.now() - Date.parse(job.started_at))} so far` : 'starting';
     if (!job.started_at) return '—';
     return GL.fmtDuration(job.run_ms);
   }
+
+  /* The running job's time so far, each tick of app.js's clock. */
+  view.tick = function () {
+    const el = document.getElementById('job-ran');
+    if (el && view.job && view.job.state === 'running') el.textContent = ranFor(view.job);
+  };
 
   function checkCell(run) {
     const c = run.check;
@@ -431,7 +441,8 @@
     const fresh = xs[ev.batch] == null;
     xs[ev.batch] = ev.sample_ms;
     for (let i = 0; i < ev.run; i++) live.samples[i] = live.samples[i] || [];
-    if (view.job && view.job.state !== 'running') { view.job.state = 'running'; render(view.job); }
+    /* Running before the page heard so: shown at once, its started_at fetched. */
+    if (view.job && view.job.state !== 'running') { view.job.state = 'running'; render(view.job); view.reload(); }
     const el = document.getElementById('job-progress');
     if (el && view.job) el.textContent = liveText(view.job);
     const last = document.getElementById('job-last');

@@ -1,8 +1,9 @@
 'use strict';
-/* The kernels page (#/kernels): an editor that starts from the experiment's signature
- * template (GET /kernels/signatures), compiles with POST /kernels and shows a compile
- * error at its line (the 422 problem's `line` and `compile` members); the client's
- * kernels; the leaderboard (GET /leaderboard/...). */
+/* The kernels page (#/kernels): an editor (editor.js) that starts from the experiment's
+ * signature template (GET /kernels/signatures), asks before a template or a stored
+ * kernel replaces edits, compiles with POST /kernels and marks the compile's errors at
+ * their lines (the 422 problem's `line` and its compile report's log); the client's
+ * kernels, each opened into the editor or deleted; the leaderboard (GET /leaderboard/...). */
 (function () {
   const { h } = GL;
   let sigs = null;
@@ -13,34 +14,51 @@
     return sigs;
   }
 
-  /* The source with line numbers, line `bad` (1-based) marked. */
-  function sourceView(src, bad) {
-    const lines = src.split('\n');
-    return h('pre', { class: 'src-view', id: 'kernel-src-view' },
-      lines.map((l, i) => h('span', { class: i + 1 === bad ? 'src-line err-line' : 'src-line',
-        'data-line': i + 1 }, h('span', { class: 'ln', text: String(i + 1) }), l || ' ')));
-  }
-
-  /* Puts the editor's caret on line n. */
-  function gotoLine(ta, n) {
-    const lines = ta.value.split('\n');
-    let pos = 0;
-    for (let i = 0; i < n - 1 && i < lines.length; i++) pos += lines[i].length + 1;
-    ta.focus();
-    ta.setSelectionRange(pos, pos + (lines[n - 1] || '').length);
-  }
-
   function ints(text) { return text.split(',').map((s) => Number(s.trim())).filter((x) => x > 0); }
+
+  /* The editor's state: ed (GL.codeEditor), the source it was last given (a template
+   * or a stored kernel: anything else is the user's edit) and the kernel open in it. */
+  const ed = { editor: null, loaded: '', open: null, note: null };
+
+  /* Whether the user's edits may be replaced by what: yes when there are none, else
+   * as the user answers. */
+  function mayReplace(what) {
+    const now = ed.editor.get();
+    if (now === ed.loaded || now.trim() === '') return true;
+    return window.confirm(`Replace the source you edited with ${what}? Your edits are not saved anywhere.`);
+  }
+
+  function setSource(text) {
+    ed.editor.set(text);
+    ed.loaded = text;
+    const out = document.getElementById('kernel-result');
+    if (out) GL.clear(out);
+  }
+
+  /* The messages of a compile, once: a list of them (each a link to its line) under
+   * the editor, their lines marked in it, the whole log folded away. */
+  function showMessages(out, messages, report) {
+    ed.editor.mark(messages);
+    if (messages.length)
+      out.append(h('ul', { class: 'compile-messages', id: 'compile-error' }, messages.map((m) => h('li', { class: `gl-${m.severity}` },
+        m.line ? h('a', { href: '#/kernels', class: 'line-link', 'data-line': m.line, text: `line ${m.line}`,
+          onclick: (e) => { e.preventDefault(); ed.editor.goto(m.line); } }) : null,
+        `${m.line ? ': ' : ''}${m.severity === 'warning' ? 'warning: ' : ''}${m.text}`))));
+    if (report && report.log)
+      out.append(h('details', { class: 'log-box' }, h('summary', { text: 'the compiler\'s whole log' }),
+        h('pre', { class: 'log', text: report.log })));
+  }
 
   async function submit(form, run) {
     const status = form.querySelector('.form-status');
     const out = document.getElementById('kernel-result');
     GL.clear(out);
+    ed.editor.mark([]);
     status.className = 'form-status';
     status.textContent = run ? 'compiling and running…' : 'compiling…';
     const f = new FormData(form);
     const body = {
-      experiment: f.get('experiment'), name: f.get('name'), source: f.get('source'),
+      experiment: f.get('experiment'), name: f.get('name'), source: ed.editor.get(),
       block: ints(f.get('block')), tile: ints(f.get('tile')),
       options: f.get('options').split(/\s+/).filter(Boolean), public: f.get('public') === 'on',
     };
@@ -50,27 +68,45 @@
     const e = GL.problem(r);
     if (e) {
       status.className = 'form-status error';
-      /* At a line, the error is shown once, there (below, with the source); else here. */
-      status.textContent = e.line ? `${e.code} at line ${e.line}` : e.detail;
-      if (e.line) {
-        out.append(h('p', { class: 'compile-error', id: 'compile-error', text: `line ${e.line}: ${e.compile ? e.compile.error : e.detail}` }),
-          sourceView(body.source, e.line));
-        gotoLine(form.querySelector('textarea'), e.line);
-      }
-      if (e.compile && e.compile.log) out.append(h('pre', { class: 'log', text: e.compile.log }));
+      const messages = e.compile || e.line ? GL.compileMessages(e, e.compile) : [];
+      const errors = messages.filter((m) => m.severity === 'error').length;
+      /* Each message is shown once, in the list under the editor; here only how many. */
+      status.textContent = messages.length
+        ? `${e.code}: ${errors} error${errors === 1 ? '' : 's'}, marked in the source` : e.detail;
+      showMessages(out, messages, e.compile);
+      const first = messages.find((m) => m.line);
+      if (first) ed.editor.goto(first.line);
       return;
     }
+    ed.loaded = body.source; /* stored as it is now */
     if (run && r.json && r.json.id) {
       GL.clear(status);
       status.append('compiled; job ', h('a', { href: `#/jobs/${r.json.id}`, 'data-job-id': r.json.id, text: `#${r.json.id}` }));
     } else if (r.json) {
       const c = r.json.compile;
+      status.className = 'form-status ok';
       status.textContent = `compiled: ${r.json.variant}${c.cached ? ' (cached)' : ''}`;
       out.append(h('p', { id: 'compile-ok', text: `${r.json.variant}: ${c.registers} registers, ${c.shared_bytes} B shared, ` +
         `${c.spill_store_bytes + c.spill_load_bytes} B spilled, ${c.module_variables} module variable${c.module_variables === 1 ? '' : 's'} ` +
         `(put back before every launch), ${GL.fmtNum(c.compile_ms, 3)} ms (${c.arch})` }));
+      showMessages(out, GL.compileMessages(null, c), null);
+      openKernel(r.json, false);
     }
-    listKernels();
+    await listKernels();
+    if (r.json && versionsOf === r.json.id) showVersions(r.json); /* its new version too */
+  }
+
+  /* Says which stored kernel the editor holds (k: as GET /kernels/{id} gives it), or
+   * none. */
+  function openKernel(k, fresh) {
+    ed.open = k;
+    const note = ed.note;
+    GL.clear(note);
+    note.hidden = !k;
+    if (!k) return;
+    note.append(fresh ? 'Opened ' : 'Stored as ', h('b', { text: k.variant }), ` (${k.name}, ${k.experiment}). `,
+      'Compiling sends it again under its name, ', h('code', { text: k.name }),
+      k.version ? `: a new version of kernel:${k.id}.` : '.');
   }
 
   function editor(list) {
@@ -86,15 +122,20 @@
     function signature() {
       const s = list.find((x) => x.experiment === pick.value);
       sig.textContent = Number(scratch.value) > 0 ? s.signature_with_scratch : s.signature;
+      rule.textContent = `${s.meaning}; ${s.grid_rule}`;
     }
     scratch.addEventListener('input', signature);
+    /* The experiment's template, block and tile (asking first when that would drop edits). */
+    let shown = pick.value;
     function load() {
       const s = list.find((x) => x.experiment === pick.value);
+      if (!mayReplace(`the ${s.experiment} template`)) { pick.value = shown; return; }
+      shown = pick.value;
       signature();
-      ta.value = s.template;
+      setSource(s.template);
       block.value = s.default_block.join(',');
       tile.value = s.default_tile.join(',');
-      rule.textContent = `${s.meaning}; ${s.grid_rule}`;
+      openKernel(null);
     }
     pick.addEventListener('change', load);
     const form = h('form', { id: 'kernel-form' },
@@ -104,15 +145,70 @@
         h('label', {}, 'options ', h('input', { name: 'options', id: 'kernel-options', placeholder: '-DTILE=32 -lineinfo' })),
         h('label', { title: 'global scratch zeroed before every launch, passed as one more last argument, void* scratch' },
           'scratch bytes ', scratch),
-        h('label', {}, h('input', { type: 'checkbox', name: 'public' }), ' public')),
-      h('p', {}, sig, ' ', rule), ta,
+        h('label', {}, h('input', { type: 'checkbox', name: 'public', id: 'kernel-public' }), ' public')),
+      h('p', { class: 'signature' }, sig, ' ', rule),
+      (ed.note = h('p', { class: 'muted small', id: 'kernel-open', hidden: true })),
+      h('div', { class: 'editor-box' }, ta),
       h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'kernel-compile', text: 'Compile' }),
         h('button', { type: 'button', id: 'kernel-run', text: 'Compile and run' }),
         h('span', { class: 'form-status', role: 'status', 'aria-live': 'polite' })));
     form.addEventListener('submit', (e) => { e.preventDefault(); submit(form, false); });
     form.querySelector('#kernel-run').addEventListener('click', () => submit(form, true));
+    ed.editor = GL.codeEditor(ta);
+    form.dataset.editor = ed.editor.kind;
+    if (ed.editor.kind === 'textarea')
+      ta.before(h('p', { class: 'muted small', id: 'editor-plain' }, 'A plain text area: gpulabd could not serve ',
+        'CodeMirror (install ', h('code', { text: 'libjs-codemirror' }), ', or start gpulabd with ',
+        h('code', { text: '--codemirror DIR' }), ') for line numbers and highlighting. Errors are marked below.'));
+    ed.loaded = ed.editor.get();
     load();
+    /* A stored kernel into the form: its experiment, name, launch shape, options and source. */
+    ed.fill = function (k) {
+      if (!mayReplace(`${k.variant} (${k.name})`)) return false;
+      pick.value = shown = k.experiment;
+      signature();
+      form.elements.name.value = k.name;
+      block.value = (k.block || []).join(',');
+      tile.value = (k.tile || []).join(',');
+      form.elements.options.value = (k.options || []).join(' ');
+      scratch.value = k.scratch_bytes ? String(k.scratch_bytes) : '';
+      form.elements.public.checked = !!k.public;
+      signature();
+      setSource(k.source || '');
+      openKernel(k, true);
+      const status = form.querySelector('.form-status');
+      status.className = 'form-status';
+      status.textContent = '';
+      return true;
+    };
     return form;
+  }
+
+  /* Opens stored kernel id in the editor (GET /kernels/{id}: it carries the source). */
+  async function openStored(id) {
+    const note = document.getElementById('kernel-list-status');
+    note.textContent = '';
+    try {
+      const k = await GL.getJSON(`/kernels/${id}`);
+      if (ed.fill(k)) document.getElementById('editor-panel').scrollIntoView();
+    } catch (e) {
+      note.textContent = `kernel:${id}: ${e.message}`;
+    }
+  }
+
+  /* Deletes stored kernel k after asking (DELETE /kernels/{id}). */
+  async function deleteStored(k) {
+    const note = document.getElementById('kernel-list-status');
+    note.textContent = '';
+    const all = k.versions > 1 ? ` and all its ${k.versions} versions` : '';
+    if (!window.confirm(`Delete ${k.variant} (${k.name})${all}? Jobs that ran it keep their results.`)) return;
+    const r = await GL.api('DELETE', `/kernels/${k.id}`);
+    const p = GL.problem(r);
+    note.className = p ? 'error' : 'muted';
+    note.textContent = p ? `${k.variant}: ${p.detail}` : `${k.variant} (${k.name}) deleted.`;
+    if (!p && ed.open && ed.open.id === k.id) openKernel(null);
+    if (!p && versionsOf === k.id) document.getElementById('kernel-versions').hidden = true;
+    listKernels();
   }
 
   async function listKernels() {
@@ -120,13 +216,97 @@
     if (!body) return;
     const r = await GL.api('GET', '/kernels');
     GL.clear(body);
-    for (const k of (r.json && r.json.kernels) || []) {
+    const list = (r.json && r.json.kernels) || [];
+    for (const k of list) {
       const c = k.compile || {};
       body.append(h('tr', { 'data-kernel-id': k.id },
         h('td', { text: k.variant }), h('td', { text: k.name }), h('td', { text: k.experiment }),
         h('td', { text: k.owner }), h('td', { class: 'num', text: c.registers ?? '—' }),
-        h('td', { class: 'num', text: c.shared_bytes ?? '—' }), h('td', { text: k.public ? 'public' : 'private' })));
+        h('td', { class: 'num', text: c.shared_bytes ?? '—' }), h('td', { text: k.public ? 'public' : 'private' }),
+        h('td', { class: 'num versions', text: String(k.versions ?? 1) }),
+        h('td', { class: 'act nowrap' },
+          h('button', { type: 'button', class: 'ghost small open', text: 'Open', onclick: () => openStored(k.id) }), ' ',
+          h('button', { type: 'button', class: 'ghost small show-versions', text: 'Versions', onclick: () => showVersions(k) }), ' ',
+          h('button', { type: 'button', class: 'ghost small delete', text: 'Delete', onclick: () => deleteStored(k) }))));
     }
+    document.getElementById('kernel-list-empty').hidden = list.length > 0;
+  }
+
+  /* ---- versions: GET /kernels/{id}/versions, .../versions/{n}, .../diff ---- */
+
+  /* A unified diff, its lines coloured by what they are. */
+  function diffView(text) {
+    return h('pre', { class: 'diff', id: 'kernel-diff' }, text.split('\n').map((l) => h('span', {
+      class: /^(\+\+\+|---)/.test(l) ? 'diff-head' : l.startsWith('@@') ? 'diff-hunk' : l.startsWith('+') ? 'diff-add'
+        : l.startsWith('-') ? 'diff-del' : 'diff-same' }, l || ' ')));
+  }
+
+  /* Kernel k's versions under the list: each opened into the editor, deleted, or
+   * picked as one side of a comparison (from, to: GET /kernels/{id}/diff). */
+  let versionsOf = null; /* the kernel whose versions are shown */
+  async function showVersions(k) {
+    versionsOf = k.id;
+    const box = document.getElementById('kernel-versions');
+    GL.clear(box);
+    box.hidden = false;
+    let list;
+    try {
+      list = (await GL.getJSON(`/kernels/${k.id}/versions`)).versions;
+    } catch (e) {
+      box.append(h('p', { class: 'error', text: `kernel:${k.id}: ${e.message}` }));
+      return;
+    }
+    const out = h('div', { id: 'kernel-diff-box' });
+    const pick = h('form', { id: 'kernel-versions-form' });
+    const rows = list.map((v, i) => h('tr', { 'data-version': v.version },
+      h('td', {}, h('input', { type: 'radio', name: 'from', value: v.version, 'aria-label': `from version ${v.version}`,
+        checked: i === Math.max(0, list.length - 2) })),
+      h('td', {}, h('input', { type: 'radio', name: 'to', value: v.version, 'aria-label': `to version ${v.version}`,
+        checked: i === list.length - 1 })),
+      h('th', { text: v.variant }), h('td', { text: GL.fmtTime(v.created) }),
+      h('td', { class: 'mono', text: (v.source_sha256 || '').slice(0, 12) }),
+      h('td', { class: 'num', text: (v.compile || {}).registers ?? '—' }),
+      h('td', { class: 'act nowrap' },
+        h('button', { type: 'button', class: 'ghost small open', text: 'Open', onclick: () => openVersion(k, v.version) }), ' ',
+        h('button', { type: 'button', class: 'ghost small delete', text: 'Delete', onclick: () => deleteVersion(k, v) }))));
+    pick.append(h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'kernel-versions-table' },
+      h('thead', {}, h('tr', {}, ['From', 'To', 'Version', 'Created', 'Source', 'Registers', ''].map((t) => h('th', { text: t })))),
+      h('tbody', {}, rows))),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'kernel-compare', text: 'Compare' }),
+      h('span', { class: 'muted', text: 'a unified diff of the two versions\' sources' })));
+    pick.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      GL.clear(out);
+      const from = pick.elements.from.value, to = pick.elements.to.value;
+      try {
+        const text = await GL.getText(`/kernels/${k.id}/diff?from=${from}&to=${to}`);
+        out.append(text ? diffView(text) : h('p', { class: 'muted', id: 'kernel-diff', text: `versions ${from} and ${to} have the same source` }));
+      } catch (err) {
+        out.append(h('p', { class: 'error', text: err.message }));
+      }
+    });
+    box.append(h('h3', {}, `Versions of ${k.name} (kernel:${k.id})`), pick, out);
+  }
+
+  async function openVersion(k, n) {
+    try {
+      const v = await GL.getJSON(`/kernels/${k.id}/versions/${n}`);
+      if (ed.fill(v)) document.getElementById('editor-panel').scrollIntoView();
+    } catch (e) {
+      document.getElementById('kernel-list-status').textContent = `kernel:${k.id}@${n}: ${e.message}`;
+    }
+  }
+
+  async function deleteVersion(k, v) {
+    if (!window.confirm(`Delete ${v.variant} (${k.name})?`)) return;
+    const r = await GL.api('DELETE', `/kernels/${k.id}/versions/${v.version}`);
+    const p = GL.problem(r);
+    const note = document.getElementById('kernel-list-status');
+    note.className = p ? 'error' : 'muted';
+    note.textContent = p ? `${v.variant}: ${p.detail}` : `${v.variant} deleted${r.json && r.json.kernel_deleted ? ', and with it the kernel' : ''}.`;
+    await listKernels();
+    if (r.json && r.json.kernel_deleted) document.getElementById('kernel-versions').hidden = true;
+    else showVersions(k);
   }
 
   async function leaderboard(form) {
@@ -164,16 +344,20 @@
         editor(list), h('div', { id: 'kernel-result' })),
       h('section', { class: 'panel' }, h('h2', { text: 'Kernels' }),
         h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'kernel-list' },
-          h('thead', {}, h('tr', {}, ['Variant', 'Name', 'Experiment', 'Owner', 'Registers', 'Shared B', 'Visibility'].map((t) => h('th', { text: t })))),
-          h('tbody')))),
+          h('thead', {}, h('tr', {}, ['Variant', 'Name', 'Experiment', 'Owner', 'Registers', 'Shared B', 'Visibility', 'Versions', ''].map((t) => h('th', { text: t })))),
+          h('tbody'))),
+        h('p', { class: 'muted empty', id: 'kernel-list-empty', hidden: true, text: 'No kernels yet: compile one above.' }),
+        h('p', { class: 'muted', id: 'kernel-list-status', role: 'status' }),
+        h('div', { id: 'kernel-versions', hidden: true })),
       h('section', { class: 'panel', id: 'leaderboard-panel' }, h('h2', { text: 'Leaderboard' }), board,
         h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'leaderboard' },
           h('thead', {}, h('tr', {}, ['#', 'Variant', 'Kernel', 'Figure', 'Median ms', '% of ceiling', 'Job'].map((t) => h('th', { text: t })))),
           h('tbody'))),
         h('p', { class: 'muted empty', id: 'leaderboard-empty', text: 'No verified runs at this size yet.' })));
+    ed.editor.refresh(); /* laid out now that it is on the page */
     listKernels();
     leaderboard(board);
   }
 
-  GL.kernelsView = { show };
+  GL.kernelsView = { show, editor: () => ed.editor };
 })();

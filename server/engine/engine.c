@@ -160,9 +160,12 @@ static void release_buffers_locked(struct engine *e, struct job *job) {
 /* Children of a parent that failed or was canceled fail too, and theirs. */
 static void fail_children_locked(struct engine *e, struct job *parent) {
   char message[256];
+  /* Its code says more than its state unless it is only "canceled" ("was canceled:
+   * canceled" said it twice). */
+  bool code = parent->error_code[0] && strcmp(parent->error_code, "canceled") != 0;
   snprintf(message, sizeof message, "parent job %llu %s%s%s", (unsigned long long)parent->id,
-           parent->state == JOB_CANCELED ? "was canceled" : "failed",
-           parent->error_code[0] ? ": " : "", parent->error_code);
+           parent->state == JOB_CANCELED ? "was canceled" : "failed", code ? ": " : "",
+           code ? parent->error_code : "");
   for (int i = 0; i < parent->n_children; i++) {
     struct job *child = parent->children[i];
     if (job_state_final(child->state)) continue;

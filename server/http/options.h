@@ -29,6 +29,7 @@ struct http_options {
   const struct service *service; /* borrowed; the store, the fleet, sweeps, users' kernels */
   const char *web_root;          /* NULL: the dashboard's embedded files; else read from here */
   const char *chartjs_path;      /* NULL: STATIC_CHARTJS_DEFAULT (server/http/static.h) */
+  const char *codemirror_dir;    /* NULL: STATIC_CODEMIRROR_DEFAULT (server/http/static.h) */
 };
 
 struct metrics;

@@ -76,7 +76,8 @@ struct request {
   size_t body_limit; /* --max-body, or --max-upload for POST /buffers */
   bool body_too_large;
   bool body_complete;
-  bool body_plain_text; /* a JSON route's body came as text/plain: taken if it parses as JSON */
+  bool body_plain_text;  /* a JSON route's body came as text/plain: taken if it parses as JSON */
+  bool body_form_upload; /* an upload came as curl's form type: routes_buffers.c tells why */
   /* A job the request waits for (POST with ?wait > 0): suspended until the watch fires. */
   struct job *job;
   struct engine_watch watch;

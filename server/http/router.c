@@ -202,7 +202,11 @@ static bool precheck_body(struct request *r, unsigned flags, enum MHD_Result *re
       return true;
     }
   } else if (upload) {
-    if (!npy_content_type(ct)) {
+    static const char *const form[] = {"application/x-www-form-urlencoded", NULL};
+    size_t len;
+    if (ct && media_type_in(ct, form, &len)) {
+      r->body_form_upload = true; /* curl -d @a.npy: the body says what it is */
+    } else if (!npy_content_type(ct)) {
       *result = respond_fail(r, 415, "unsupported_media_type", NULL,
                              "send a .npy file (Content-Type: application/x-npy) or raw float32 "
                              "(application/octet-stream with ?shape=m,n), got '%.100s'",

@@ -49,6 +49,15 @@ static enum MHD_Result buffers_post(struct request *r) {
   int raw;
   const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape");
   const char *body = r->body ? r->body : "";
+  if (r->body_form_upload) { /* curl's default type: a .npy sent with curl -d, or without -H */
+    int rc = npy_form_upload(body, r->body_len, why, sizeof why);
+    if (rc == -EINVAL) return respond_fail(r, 400, "invalid_npy", NULL, "%s", why);
+    return respond_fail(r, 415, "unsupported_media_type", NULL, "%s",
+                        rc == 0 ? why
+                                : "send a .npy file (Content-Type: application/x-npy) or raw "
+                                  "float32 (application/octet-stream with ?shape=m,n), got "
+                                  "'application/x-www-form-urlencoded'");
+  }
   if (npy_upload(body, r->body_len, shape, says_npy(r), &arr, &raw, why, sizeof why))
     return respond_fail(r, 400, raw ? "invalid_raw" : "invalid_npy", raw ? "shape" : NULL, "%s",
                         why);

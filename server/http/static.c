@@ -1,5 +1,6 @@
 /* Serving the dashboard (static.h): web/'s files from the copies embedded at build
- * time (or from --web-root, name for name), Chart.js from --chartjs, and
+ * time (or from --web-root, name for name), Chart.js from --chartjs, CodeMirror's
+ * three files from --codemirror, and
  * experiments.json (every experiment's descriptor: api/describe.h); regular files
  * only; each with its Content-Type, an ETag honoured by If-None-Match, and a
  * Content-Security-Policy that allows only the page's own origin. */
@@ -133,6 +134,36 @@ static int serve_file(struct request *r, const char *path, const char *name, boo
   return 0;
 }
 
+/* The CodeMirror files the kernel editor loads: the name under /static/, and where
+ * libjs-codemirror keeps it under its directory. Nothing else of it is served. */
+static const struct {
+  const char *name, *path;
+} codemirror_files[] = {
+    {"codemirror/codemirror.js", "codemirror.js"},
+    {"codemirror/codemirror.css", "codemirror.css"},
+    {"codemirror/clike.js", "mode/clike/clike.js"}, /* C, C++ and CUDA's highlighting */
+};
+
+/* One of codemirror_files from dir (--codemirror, else the default); 1 when name is
+ * not one of them. */
+static int serve_codemirror(struct request *r, const char *name, enum MHD_Result *ret) {
+  const char *dir = r->srv->opts.codemirror_dir ? r->srv->opts.codemirror_dir
+                                                : STATIC_CODEMIRROR_DEFAULT;
+  for (size_t i = 0; i < sizeof codemirror_files / sizeof codemirror_files[0]; i++) {
+    if (strcmp(name, codemirror_files[i].name) != 0) continue;
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, codemirror_files[i].path);
+    if (n > 0 && (size_t)n < sizeof path && serve_file(r, path, name, false, ret) == 0) return 0;
+    *ret = respond_fail(r, 404, "not_found", NULL,
+                        "CodeMirror is not at %.200s: install libjs-codemirror or point "
+                        "--codemirror at its directory (the kernel editor is a plain text area "
+                        "without it)",
+                        n > 0 && (size_t)n < sizeof path ? path : dir);
+    return 0;
+  }
+  return 1;
+}
+
 static enum MHD_Result serve_experiments(struct request *r) {
   json_t *o = api_experiments_json(); /* each descriptor: the forms follow the server */
   char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -168,6 +199,7 @@ enum MHD_Result static_respond(struct request *r, const char *url) {
                         "chart.min.js (the dashboard shows tables without it)",
                         path);
   }
+  if (serve_codemirror(r, name, &ret) == 0) return ret;
   if (strcmp(name, "experiments.json") == 0) return serve_experiments(r);
   const struct static_asset *a = find_asset(name);
   if (!a) return respond_fail(r, 404, "not_found", NULL, "no route %.8s %.200s", r->method, url);

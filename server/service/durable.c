@@ -175,6 +175,7 @@ static bool parent_failed(struct recovery *rc, uint64_t parent, char *why, size_
   free(record);
   const char *state = json_string_value(json_object_get(j, "state"));
   const char *code = json_string_value(json_object_get(json_object_get(j, "error"), "code"));
+  if (code && strcmp(code, "canceled") == 0) code = NULL; /* not "was canceled: canceled" */
   bool failed = true;
   if (!state)
     snprintf(why, len, "parent job %" PRIu64 " is not in the store", parent);

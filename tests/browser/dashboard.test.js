@@ -7,7 +7,10 @@
  * validation messages and the history; then the page without Chart.js. Screenshots
  * go to $GPULAB_ARTIFACTS (ctest: <build>/test-artifacts).
  *   GPULABD=build/gpulabd node tests/browser/dashboard.test.js
- * Exits 0, or 1 on a failure (a missing Chromium, playwright-core or Chart.js too). */
+ * GPULAB_BROWSER_ONLY=REGEX runs only the steps whose names match (a quicker loop
+ * while editing the page; ctest runs them all).
+ * Exits 0, or 1 on a failure (a missing Chromium, playwright-core, Chart.js or
+ * CodeMirror too). */
 const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
@@ -15,6 +18,7 @@ const path = require('path');
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const CHARTJS = '/usr/share/javascript/chart.js/chart.min.js';
+const CODEMIRROR = '/usr/share/javascript/codemirror/codemirror.js';
 const GPULABD = process.env.GPULABD;
 const ARTIFACTS = process.env.GPULAB_ARTIFACTS || path.resolve('test-artifacts');
 const TIMEOUT = 90000; /* a job on a busy 2-core CI machine */
@@ -105,7 +109,10 @@ function checkEq(got, want, what) {
     throw new Error(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 }
 
+const ONLY = process.env.GPULAB_BROWSER_ONLY ? new RegExp(process.env.GPULAB_BROWSER_ONLY) : null;
+
 async function step(name, page, fn) {
+  if (ONLY && !ONLY.test(name)) return;
   const t0 = Date.now();
   try {
     await fn();
@@ -168,6 +175,21 @@ async function waitQueueState(page, id, state) {
   }
 }
 
+/* The kernel editor's text (CodeMirror's, or the textarea's without it). */
+const kernelSource = (page) => page.evaluate(() => GL.kernelsView.editor().get());
+
+/* Replaces the kernel editor's text as a person would: select all, type. */
+async function setKernelSource(page, src) {
+  if (await page.getAttribute('#kernel-form', 'data-editor') === 'codemirror') {
+    await page.click('#kernel-editor .CodeMirror-lines');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(src);
+  } else {
+    await page.fill('#kernel-source', src);
+  }
+  checkEq(await kernelSource(page), src, 'the source as typed');
+}
+
 async function openJob(page, id) {
   await page.click(`#queue tr[data-job-id="${id}"] a[href="#/jobs/${id}"]`);
   await page.waitForSelector('#view-job table.runs tbody tr', { timeout: TIMEOUT });
@@ -198,6 +220,7 @@ async function withCharts(context, proc) {
   page.on('request', (req) => paths.push(new URL(req.url()).pathname));
   const charts = fs.existsSync(CHARTJS);
   check(charts, `${CHARTJS} is there (apt-get install libjs-chart.js; scripts/gpulab test installs it)`);
+  check(fs.existsSync(CODEMIRROR), `${CODEMIRROR} is there (apt-get install libjs-codemirror; scripts/gpulab test installs it)`);
   let transposeId, pipelineId;
   /* The variants gpulabd runs (the page takes them from the same file). */
   const experiments = await (await fetch(`${proc.base}/static/experiments.json`)).json();
@@ -501,11 +524,17 @@ async function withCharts(context, proc) {
       order.slice(firstFinished).every(([b, st]) => b === 'queue-finished' && ['done', 'failed', 'canceled'].includes(st)),
     `unfinished rows first, then finished: ${JSON.stringify(order)}`);
     checkEq(order[0][1], 'running', 'the running job heads the queue');
+    /* Interleaved (the default): every run advances each batch, so the batch is the progress. */
+    await page.waitForFunction((id) => /^batch \d+\/40 · 5 runs interleaved$/.test(
+      document.querySelector(`#queue tr[data-job-id="${id}"] td.result`).innerText.trim()), long, { timeout: TIMEOUT });
     checkEq(await page.locator('#queue-finished tr').count(), 20, 'a page of finished jobs');
     await shot(page, 'queue-live.png');
     /* Canceled while it waits: it leaves the top for the finished page. */
     await fetch(`${proc.base}/jobs/${waiting}`, { method: 'DELETE' });
     await page.waitForSelector(`#queue-finished tr[data-job-id="${waiting}"][data-state="canceled"]`, { timeout: TIMEOUT });
+    /* Its error once: not "canceled: canceled ...". */
+    const why = await text(page, `#queue-finished tr[data-job-id="${waiting}"] td.result`);
+    check(/^canceled /.test(why) && !/^canceled: canceled/.test(why), `the canceled row: ${why}`);
     checkEq(await page.locator(`#queue-active tr[data-job-id="${waiting}"]`).count(), 0, 'the canceled job left the top');
     /* Headlines: the best run's figure of each done row; a baseline (copy) never. */
     const job = await waitDone(proc, last);
@@ -622,6 +651,10 @@ async function withCharts(context, proc) {
     checkEq(mid.state, 'running', 'the job while its page showed samples');
     check(/^batches seen: naive \d+ \/ 100 · shared32 \d+ \/ 100/.test(progress), `progress: ${progress}`);
     check(paths.includes(`/v1/jobs/${id}/events`), 'the page did not open the job\'s own event stream');
+    /* Its time so far, ticking as the queue's does (not "—"). */
+    const ran = await text(page, '#job-ran');
+    check(/^\d[\d.]* (ms|s) so far$/.test(ran), `ran: ${ran}`);
+    await page.waitForFunction((t) => document.getElementById('job-ran').textContent !== t, ran, { timeout: 10000 });
     await shot(page, 'job-live.png');
     await page.waitForFunction((n) => {
       const c = document.getElementById('live-chart'), chart = c && window.Chart.getChart(c);
@@ -638,6 +671,33 @@ async function withCharts(context, proc) {
     checkEq(await page.locator('#live').count(), 0, 'the live panel stayed');
     checkEq((await runsTable(page)).length, 5, 'runs in the finished job\'s table');
     await shot(page, 'job-live-done.png');
+  });
+
+  await step('a child that failed with its parent (parent_failed) shows no run time, on its page and in the queue; its error reads once', page, async () => {
+    const parent = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 100, reps: 4, max_time: 600 } });
+    /* The child joins the device once its parent is issued (an event dependency), so
+     * it is running, with a started_at, when the parent is canceled; it then fails, and
+     * what time it had is no run of its own. */
+    const child = await postJob(proc, { type: 'transpose', params: { m: 1024, n: 1024, warmup: 0, batches: 100, reps: 4, max_time: 600 }, depends_on: [parent] });
+    await page.goto(`${proc.base}/#/`);
+    for (const end = Date.now() + TIMEOUT; ;) {
+      const st = (await (await fetch(`${proc.base}/v1/jobs/${child}`)).json()).state;
+      if (st === 'running') break;
+      check(Date.now() < end && !['done', 'failed', 'canceled'].includes(st), `the child is ${st}, not running`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await fetch(`${proc.base}/v1/jobs/${parent}`, { method: 'DELETE' });
+    await waitQueueState(page, child, 'failed');
+    const job = await (await fetch(`${proc.base}/v1/jobs/${child}`)).json();
+    checkEq(job.error.code, 'parent_failed', 'the child\'s error');
+    check(!/canceled: canceled/.test(job.error.message), `the child's message: ${job.error.message}`);
+    checkEq(await text(page, `#queue tr[data-job-id="${child}"] td.run-ms`), '—', 'the child\'s Ran in the queue');
+    const canceled = await text(page, `#queue tr[data-job-id="${parent}"] td.result`);
+    check(!/^canceled: canceled/.test(canceled), `the parent's result: ${canceled}`);
+    await page.goto(`${proc.base}/#/jobs/${child}`);
+    await page.waitForSelector('#job-ran', { timeout: TIMEOUT });
+    checkEq(await text(page, '#job-ran'), '— (its parent failed)', 'the child\'s ran');
+    await shot(page, 'job-parent-failed.png');
   });
 
   await step('history: the same transpose over time as a line chart', page, async () => {
@@ -697,40 +757,84 @@ async function withCharts(context, proc) {
     }
     /* Every queue row complete (params and times fetched after its events). */
     await page.waitForFunction(() => [...document.querySelectorAll('#queue tbody:not(.group) tr')].every((tr) =>
-      tr.querySelector('td.size').innerText && (tr.dataset.state === 'canceled' || /\d/.test(tr.querySelector('td.run-ms').innerText))),
+      tr.querySelector('td.size').innerText && (tr.dataset.state === 'canceled' || /\d/.test(tr.querySelector('td.run-ms').innerText) ||
+        /^parent_failed/.test(tr.querySelector('td.result').innerText))), /* no run time of their own */
     null, { timeout: TIMEOUT });
     await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'dashboard.png');
   });
 
-  await step('your kernel: the editor starts from the signature, a compile error shows at its line', page, async () => {
+  await step('your kernel: a code editor (CodeMirror: line numbers, CUDA highlighting) starts from the signature; compile errors are marked at their lines, each said once', page, async () => {
     await page.goto(`${proc.base}/#/kernels`);
-    await page.waitForFunction(() => /extern "C" __global__ void kernel/.test(
-      (document.getElementById('kernel-source') || {}).value || ''), null, { timeout: TIMEOUT });
+    await page.waitForFunction(() => window.GL && GL.kernelsView.editor() &&
+      /extern "C" __global__ void kernel/.test(GL.kernelsView.editor().get()), null, { timeout: TIMEOUT });
+    checkEq(await page.getAttribute('#kernel-form', 'data-editor'), 'codemirror', 'the editor');
+    check(await page.isVisible('#kernel-editor .CodeMirror-linenumber'), 'no line numbers');
+    check(await page.isHidden('#kernel-source'), 'the textarea is still shown');
+    const styled = await page.$$eval('#kernel-editor .CodeMirror-code span[class^="cm-"]', (xs) => xs.map((x) => `${x.className}:${x.textContent}`));
+    check(styled.includes('cm-keyword:__global__') && styled.includes('cm-keyword:extern') && styled.some((x) => /^cm-builtin:(threadIdx|blockIdx|blockDim)$/.test(x)),
+      `CUDA highlighting: ${styled.slice(0, 20)}`);
     checkEq(await text(page, '#kernel-signature'),
       'extern "C" __global__ void kernel(const float* a, float* b, int m, int n)', 'signature');
-    await page.fill('#kernel-source', 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
-      '  int x = threadIdx.x;\n  b[x] = a[x] +;\n}\n');
+    await setKernelSource(page, 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
+      '  int x = threadIdx.x;\n  b[x] = a[x] +;\n  int y = q;\n}\n');
     await page.click('#kernel-compile');
-    await page.waitForSelector('#compile-error', { timeout: TIMEOUT });
-    check(/^line 3:/.test(await text(page, '#compile-error')), `error: ${await text(page, '#compile-error')}`);
-    check(await page.isVisible('.src-line.err-line[data-line="3"]'), 'line 3 is not marked');
+    await page.waitForSelector('#compile-error li', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#compile-error li', (li) => li.map((x) => x.innerText)),
+      ['line 3: expected an expression', 'line 4: identifier "q" is undefined'], 'the compile errors at their lines');
+    checkEq(await page.evaluate(() => GL.kernelsView.editor().marked()), [3, 4], 'the lines marked in the editor');
+    check(await page.isVisible('#kernel-editor .gl-mark-error[data-line="3"]') &&
+      await page.isVisible('#kernel-editor .gl-mark-error[data-line="4"]'), 'no gutter marks at lines 3 and 4');
+    checkEq(await page.locator('#kernel-editor .CodeMirror-code > div.gl-error-line, #kernel-editor .gl-error-line').count() > 0, true, 'a marked line');
+    /* Each message once on the page (the whole log folded away). */
+    const shown = await page.evaluate(() => document.getElementById('view-kernels').innerText);
+    checkEq(shown.split('expected an expression').length - 1, 1, `"expected an expression" shown once: ${shown.slice(0, 600)}`);
+    check(/^compile_failed: 2 errors, marked in the source$/.test(await text(page, '#kernel-form .form-status')),
+      `status: ${await text(page, '#kernel-form .form-status')}`);
+    check(!(await page.isVisible('#kernel-result details.log-box pre')), 'the whole log is not folded');
     await shot(page, 'kernel-compile-error.png');
+    /* A message's line link takes the cursor there. */
+    await page.click('#compile-error a[data-line="4"]');
+    checkEq(await page.evaluate(() => GL.kernelsView.editor().cm.getCursor('from').line + 1), 4, 'the cursor after the line link');
+  });
+
+  await step('your kernel: another experiment\'s template replaces an edited source only when the user says so', page, async () => {
+    const other = await page.$$eval('#kernel-experiment option', (o) => o.map((x) => x.value).find((v) => v !== 'transpose'));
+    const edited = await kernelSource(page);
+    const dialogs = [];
+    page.once('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+    await page.selectOption('#kernel-experiment', other);
+    checkEq(dialogs.length, 1, 'asked before replacing the edits');
+    check(/Replace the source you edited/.test(dialogs[0]), `the question: ${dialogs[0]}`);
+    checkEq(await page.inputValue('#kernel-experiment'), 'transpose', 'the experiment after "no"');
+    checkEq(await kernelSource(page), edited, 'the edits after "no"');
+    page.once('dialog', (d) => { dialogs.push(d.message()); d.accept(); });
+    await page.selectOption('#kernel-experiment', other);
+    checkEq(dialogs.length, 2, 'asked again');
+    const sigs = (await (await fetch(`${proc.base}/v1/kernels/signatures`)).json()).signatures;
+    checkEq(await kernelSource(page), sigs.find((x) => x.experiment === other).template, `the ${other} template after "yes"`);
+    /* An unedited template is replaced without a question. */
+    const none = (d) => { dialogs.push(d.message()); d.dismiss(); };
+    page.on('dialog', none);
+    await page.selectOption('#kernel-experiment', 'transpose');
+    page.off('dialog', none);
+    checkEq(dialogs.length, 2, 'no question for an unedited template');
+    checkEq(await kernelSource(page), sigs.find((x) => x.experiment === 'transpose').template, 'the transpose template');
   });
 
   await step('your kernel: state that outlives a launch is refused at its line; scratch is one more last argument', page, async () => {
-    await page.fill('#kernel-source', 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
+    await setKernelSource(page, 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
       '  float *t = (float *)malloc(4);\n  b[0] = t[0];\n}\n');
     await page.click('#kernel-compile');
     await page.waitForFunction(() => /malloc/.test((document.getElementById('compile-error') || {}).textContent || ''),
       null, { timeout: TIMEOUT });
     check(/^line 2: it calls malloc/.test(await text(page, '#compile-error')), `error: ${await text(page, '#compile-error')}`);
-    check(await page.isVisible('.src-line.err-line[data-line="2"]'), 'line 2 is not marked');
+    checkEq(await page.evaluate(() => GL.kernelsView.editor().marked()), [2], 'line 2 marked');
     await page.fill('#kernel-scratch', '4096');
     checkEq(await text(page, '#kernel-signature'),
       'extern "C" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)', 'signature with scratch');
     await page.fill('#kernel-name', 'browser_scratch');
-    await page.fill('#kernel-source', '__device__ int seen;\n' +
+    await setKernelSource(page, '__device__ int seen;\n' +
       'extern "C" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch) {\n' +
       '  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;\n' +
       '  if (x == 0 && y == 0) { atomicAdd((unsigned *)scratch, 1u); seen = 1; }\n' +
@@ -739,6 +843,7 @@ async function withCharts(context, proc) {
     await page.waitForSelector('#compile-ok', { timeout: TIMEOUT });
     check(/1 module variable \(put back before every launch\)/.test(await text(page, '#compile-ok')),
       `compiled: ${await text(page, '#compile-ok')}`);
+    checkEq(await page.evaluate(() => GL.kernelsView.editor().marked()), [], 'no marks once it compiles');
     await shot(page, 'kernel-scratch.png');
     await page.fill('#kernel-scratch', '');
   });
@@ -765,17 +870,93 @@ async function withCharts(context, proc) {
     check(rows.some((r) => /^kernel:\d+/.test(r.variant)), `no kernel run: ${rows.map((r) => r.variant)}`);
   });
 
-  await step('a narrow window (420 px): nothing but a table\'s own scroller is wider than it', page, async () => {
+  await step('your kernels: one opens into the editor (source, name, shape, options), is edited and compiled again as its next version, its versions are compared, opened and deleted, and the kernel is deleted after asking', page, async () => {
+    await page.click('#nav-kernels');
+    await page.waitForSelector('#kernel-list tbody tr', { timeout: TIMEOUT });
+    const listed = (await (await fetch(`${proc.base}/v1/kernels`)).json()).kernels;
+    const k = listed.find((x) => x.name === 'browser_scratch');
+    check(k, `browser_scratch is listed: ${listed.map((x) => x.name)}`);
+    const stored = await (await fetch(`${proc.base}/v1/kernels/${k.id}`)).json();
+    const dialogs = [];
+    const answer = (d) => { dialogs.push(d.message()); d.accept(); };
+    page.on('dialog', answer);
+    await page.click(`#kernel-list tr[data-kernel-id="${k.id}"] button.open`);
+    await page.waitForFunction((src) => GL.kernelsView.editor().get() === src, stored.source, { timeout: TIMEOUT });
+    checkEq(dialogs, [], 'no question: the editor held an unedited template');
+    page.off('dialog', answer);
+    checkEq(await page.inputValue('#kernel-name'), 'browser_scratch', 'name');
+    checkEq(await page.inputValue('#kernel-scratch'), '4096', 'scratch bytes');
+    checkEq(await page.inputValue('#kernel-block'), stored.block.join(','), 'block');
+    checkEq(await text(page, '#kernel-signature'),
+      'extern "C" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)', 'the signature with scratch');
+    check((await text(page, '#kernel-open')).includes(`kernel:${k.id}`), `the note: ${await text(page, '#kernel-open')}`);
+    await shot(page, 'kernel-open.png');
+    /* Edited and compiled: stored again under its name, with the edit. */
+    await page.click('#kernel-editor .CodeMirror-lines');
+    await page.keyboard.press('Control+End');
+    await page.keyboard.insertText('// edited in the browser\n');
+    const edited = await kernelSource(page);
+    check(edited === `${stored.source}// edited in the browser\n`, `the edit: ${JSON.stringify(edited.slice(-60))}`);
+    await page.click('#kernel-compile');
+    await page.waitForSelector('#compile-ok', { timeout: TIMEOUT });
+    const variant = /compiled: (kernel:\d+(?:@\d+)?)/.exec(await text(page, '#kernel-form .form-status'))[1];
+    const again = await (await fetch(`${proc.base}/v1/kernels/${k.id}`)).json();
+    checkEq([variant, again.name, again.source, again.version, again.versions], [`kernel:${k.id}@2`, 'browser_scratch', edited, 2, 2],
+      'a new version of the kernel, under its name, with the edit');
+    await page.waitForSelector(`#kernel-list tr[data-kernel-id="${k.id}"] td.versions:text-is("2")`, { timeout: TIMEOUT });
+    /* Its versions: listed, compared as a unified diff, the first opened, then deleted. */
+    await page.click(`#kernel-list tr[data-kernel-id="${k.id}"] button.show-versions`);
+    await page.waitForSelector('#kernel-versions-table tbody tr[data-version="2"]', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#kernel-versions-table tbody th', (t) => t.map((x) => x.innerText)),
+      [`kernel:${k.id}@1`, `kernel:${k.id}@2`], 'the versions listed');
+    checkEq([await page.isChecked('#kernel-versions-table tr[data-version="1"] input[name="from"]'),
+      await page.isChecked('#kernel-versions-table tr[data-version="2"] input[name="to"]')], [true, true], 'from 1 to 2 picked');
+    await page.click('#kernel-compare');
+    await page.waitForSelector('#kernel-diff .diff-add', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#kernel-diff .diff-add', (xs) => xs.map((x) => x.textContent)), ['+// edited in the browser'], 'the diff\'s added lines');
+    checkEq(await page.locator('#kernel-diff .diff-del').count(), 0, 'the diff\'s removed lines');
+    const served = await (await fetch(`${proc.base}/v1/kernels/${k.id}/diff?from=1&to=2`)).text();
+    checkEq(await page.$$eval('#kernel-diff span', (xs) => xs.map((x) => x.textContent).join('\n').trim()), served.trim(), 'the diff as gpulabd serves it');
+    await shot(page, 'kernel-versions.png');
+    await page.click('#kernel-versions-table tr[data-version="1"] button.open');
+    await page.waitForFunction((src) => GL.kernelsView.editor().get() === src, stored.source, { timeout: TIMEOUT });
+    check((await text(page, '#kernel-open')).includes(`kernel:${k.id}@1`), `the note: ${await text(page, '#kernel-open')}`);
+    page.once('dialog', (d) => { dialogs.push(d.message()); d.accept(); });
+    await page.click('#kernel-versions-table tr[data-version="1"] button.delete');
+    await page.waitForSelector('#kernel-versions-table tr[data-version="1"]', { state: 'detached', timeout: TIMEOUT });
+    checkEq((await fetch(`${proc.base}/v1/kernels/${k.id}/versions/1`)).status, 404, 'version 1 gone');
+    checkEq((await (await fetch(`${proc.base}/v1/kernels/${k.id}`)).json()).versions, 1, 'one version left');
+    /* Deleted: "no" keeps it, "yes" deletes it. */
+    page.once('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+    await page.click(`#kernel-list tr[data-kernel-id="${again.id}"] button.delete`);
+    check(/^Delete kernel:\d+ \(browser_scratch\)\?/.test(dialogs[dialogs.length - 1] || ''), `the question: ${dialogs[dialogs.length - 1]}`);
+    checkEq((await fetch(`${proc.base}/v1/kernels/${again.id}`)).status, 200, 'kept after "no"');
+    page.once('dialog', (d) => d.accept());
+    await page.click(`#kernel-list tr[data-kernel-id="${again.id}"] button.delete`);
+    await page.waitForSelector(`#kernel-list tr[data-kernel-id="${again.id}"]`, { state: 'detached', timeout: TIMEOUT });
+    checkEq((await fetch(`${proc.base}/v1/kernels/${again.id}`)).status, 404, 'gone after "yes"');
+    check(/deleted/.test(await text(page, '#kernel-list-status')), `status: ${await text(page, '#kernel-list-status')}`);
+  });
+
+  await step('a narrow window (420 px): nothing but a table\'s or the editor\'s own scroller is wider than it', page, async () => {
     await page.setViewportSize({ width: 420, height: 800 });
-    for (const view of ['#/', '#/kernels']) {
+    const views = [['#/', '#device-panel', 'narrow.png'], [`#/jobs/${transposeId}`, '#view-job table.runs', 'narrow-job.png'],
+      ['#/kernels', '#kernel-form', 'narrow-kernels.png']];
+    for (const [view, ready, png] of views) {
       await page.goto(`${proc.base}/${view}`);
-      await page.waitForSelector(view === '#/' ? '#device-panel' : '#kernel-source', { timeout: TIMEOUT });
+      await page.waitForSelector(ready, { timeout: TIMEOUT });
       const wide = await page.evaluate(() => [...document.querySelectorAll('body *')]
-        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.table-wrap'))
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('.table-wrap') &&
+          !(e.parentElement && e.parentElement.closest('.CodeMirror'))) /* the editor scrolls its own lines */
         .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`));
       checkEq(wide, [], `elements wider than 420 px on ${view}`);
+      /* The header: its parts wrap onto lines of their own, none cut off. */
+      const head = await page.$eval('header.top', (hd) => ({ width: hd.scrollWidth, parts: [...hd.children]
+        .filter((c) => !c.hidden && getComputedStyle(c).display !== 'none').map((c) => c.getBoundingClientRect().right) }));
+      check(head.width <= 420 && head.parts.every((r) => r <= 420), `the header at 420 px: ${JSON.stringify(head)}`);
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await shot(page, png);
     }
-    await shot(page, 'narrow.png');
     await page.setViewportSize({ width: 1360, height: 900 });
   });
 
@@ -793,11 +974,12 @@ async function withCharts(context, proc) {
   await page.close();
 }
 
-/* ---- the dashboard without Chart.js: the same tables, no charts ---- */
+/* ---- the dashboard without Chart.js and CodeMirror: the same tables, no charts, a
+ * plain kernel editor ---- */
 
 async function withoutCharts(context, proc) {
   const page = await context.newPage();
-  const errors = watchErrors(page, /404|chart\.min\.js/);
+  const errors = watchErrors(page, /404|422|chart\.min\.js|codemirror/i); /* 422: the compile error this test provokes */
   await step('without Chart.js (--chartjs at a missing file) the page works with tables', page, async () => {
     await openDashboard(page, proc);
     check(await page.isVisible('#charts-off'), 'no charts-off notice');
@@ -811,6 +993,40 @@ async function withoutCharts(context, proc) {
     checkEq(await page.locator('#view-job canvas').count(), 0, 'canvases without Chart.js');
     await shot(page, 'job-tables-only.png');
     checkEq(errors, [], 'console errors');
+  });
+  await step('the queue and the history say they are loading until their first listings come, not that there is nothing', page, async () => {
+    const slow = await page.context().newPage();
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await slow.route(/\/v1\/jobs\?/, async (route) => { await held; await route.continue(); });
+    await slow.goto(`${proc.base}/`);
+    await slow.waitForSelector('#queue-loading', { state: 'visible', timeout: TIMEOUT });
+    check(await slow.isHidden('#queue-empty'), '"No jobs yet" before the first listing');
+    check(await slow.isHidden('#queue-active-head') && await slow.isHidden('#queue-finished-head'), 'the queue\'s empty parts\' headings');
+    check(await slow.isVisible('#history-loading') && await slow.isHidden('#history-empty'), 'the history: loading, not empty');
+    await shot(slow, 'queue-loading.png');
+    release();
+    await slow.waitForSelector('#queue-finished tr', { timeout: TIMEOUT }); /* the transpose above */
+    check(await slow.isHidden('#queue-loading') && await slow.isHidden('#queue-empty'), 'loading or empty beside the jobs');
+    await slow.waitForSelector('#history-table tbody tr', { timeout: TIMEOUT });
+    check(await slow.isHidden('#history-loading') && await slow.isHidden('#history-empty'), 'the history: loading or empty beside its runs');
+    await slow.close();
+  });
+  await step('without CodeMirror (--codemirror at a missing directory) the kernel editor is a textarea, its errors marked in the source below it', page, async () => {
+    await page.goto(`${proc.base}/#/kernels`);
+    await page.waitForSelector('#kernel-form[data-editor="textarea"]', { timeout: TIMEOUT });
+    checkEq(await page.locator('.CodeMirror').count(), 0, 'CodeMirror elements');
+    check(await page.isVisible('#editor-plain'), 'no word that the editor is plain');
+    check(/extern "C" __global__ void kernel/.test(await page.inputValue('#kernel-source')), 'the template');
+    await setKernelSource(page, 'extern "C" __global__ void kernel(const float* a, float* b, int m, int n) {\n' +
+      '  int x = threadIdx.x;\n  b[x] = a[x] +;\n}\n');
+    await page.click('#kernel-compile');
+    await page.waitForSelector('#compile-error li', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#compile-error li', (li) => li.map((x) => x.innerText)), ['line 3: expected an expression'], 'the error');
+    check(await page.isVisible('#kernel-src-view .src-line.err-line[data-line="3"]'), 'line 3 is not marked');
+    checkEq(await page.evaluate(() => GL.kernelsView.editor().marked()), [3], 'the marked lines');
+    await shot(page, 'kernel-textarea.png');
+    checkEq(errors.filter((e) => !/codemirror/i.test(e)), [], 'console errors');
   });
   await page.close();
 }
@@ -848,7 +1064,7 @@ async function main() {
   fs.writeFileSync(tokens, `${TOKEN} lab\n`);
   try {
     a = await startGpulabd([]);
-    b = await startGpulabd(['--chartjs', '/nonexistent/chart.min.js']);
+    b = await startGpulabd(['--chartjs', '/nonexistent/chart.min.js', '--codemirror', '/nonexistent/codemirror']);
     c = await startGpulabd(['--tokens', tokens]);
     context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,

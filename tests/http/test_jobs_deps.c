@@ -232,6 +232,7 @@ static void test_cancel_running_parent(void) {
   char names[64];
   snprintf(names, sizeof names, "parent job %lld was canceled", p);
   check_contains(JSTR(job, "error.message"), names);
+  CHECK(!strstr(JSTR(job, "error.message"), "canceled: canceled")); /* said once */
   CHECK(is_rfc3339_utc(JSTR(job, "started_at")));
   json_decref(job);
   check_parent_failed(&THREE, small, p, "was canceled");

@@ -190,6 +190,62 @@ static void delete_buffers(const long long *ids, int n) {
   http_reply_free(&r);
 }
 
+/* A .npy sent as curl sends it without --data-binary and -H: curl -d @a.npy comes as a
+ * form (curl's default Content-Type) with its line breaks dropped and, as curl 7.88
+ * sends it, nothing from the first NUL byte on; with -H but still -d, mangled the same
+ * way; with --data-binary but no -H, whole but as a form. Each answer says to send it
+ * with --data-binary @a.npy (and -H where it came as a form). */
+static void test_curl_d(void) {
+  float *x = matrix(ROWS, COLS, 3);
+  size_t len, n = 0;
+  char *good = npy_2d(ROWS, COLS, x, &len);
+  char *stripped = malloc(len), *no_nul = malloc(len);
+  size_t m = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (good[i] == '\n' || good[i] == '\r') continue;
+    stripped[n++] = good[i];
+    if (good[i]) no_nul[m++] = good[i];
+  }
+  static const char form[] = "application/x-www-form-urlencoded";
+  const struct {
+    const char *what, *type, *body;
+    size_t len;
+    long status;
+    const char *code, *part;
+  } cases[] = {
+      {"curl -d @a.npy (cut at its first NUL)", form, stripped, strnlen(stripped, n), 400,
+       "invalid_npy", "a .npy file that curl -d mangled"},
+      {"curl -d @a.npy (line breaks dropped)", form, stripped, n, 400, "invalid_npy",
+       "a .npy file that curl -d mangled"},
+      {"curl -H 'Content-Type: application/x-npy' -d @a.npy (line breaks dropped)",
+       "application/x-npy", stripped, n, 400, "invalid_npy", "curl --data-binary @a.npy"},
+      {"curl -H 'Content-Type: application/x-npy' -d @a.npy (NUL bytes dropped too)",
+       "application/x-npy", no_nul, m, 400, "invalid_npy", "mangled .npy preamble"},
+      {"curl --data-binary @a.npy without -H", form, good, len, 415, "unsupported_media_type",
+       "curl -H 'Content-Type: application/x-npy' --data-binary @a.npy"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct http_reply r;
+    http_request(&ONE, "POST", "/buffers", cases[i].type, cases[i].body, cases[i].len, &r);
+    fprintf(stderr, "  POST /buffers (%s, %zu bytes) -> %ld %s", cases[i].what, cases[i].len,
+            r.status, r.body);
+    CHECK_ERROR(&r, cases[i].status, cases[i].code, NULL);
+    check_contains(error_message(&r), cases[i].part);
+    check_contains(error_message(&r), "--data-binary @a.npy");
+    http_reply_free(&r);
+  }
+  /* A form that is no .npy: the media types this route takes. */
+  struct http_reply r;
+  http_request(&ONE, "POST", "/buffers", form, "m=3", 3, &r);
+  CHECK_ERROR(&r, 415, "unsupported_media_type", NULL);
+  check_contains(error_message(&r), "application/x-npy");
+  http_reply_free(&r);
+  free(no_nul);
+  free(stripped);
+  free(good);
+  free(x);
+}
+
 static void test_buffers(void) {
   float *x = matrix(ROWS, COLS, 1);
   long long id = upload_matrix(&ONE, ROWS, COLS, x);
@@ -460,10 +516,7 @@ static void test_shapes(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_buffers),
-    TEST(test_shapes),
-    TEST(test_round_trip),
-    TEST_END,
+    TEST(test_buffers), TEST(test_curl_d), TEST(test_shapes), TEST(test_round_trip), TEST_END,
 };
 const struct test_suite test_suite = {
     .cases = cases, .setup = jobs_servers_start, .teardown = jobs_servers_stop};

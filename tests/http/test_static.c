@@ -1,6 +1,7 @@
 /* The dashboard's files as gpulabd serves them (server/http/static.c), against a real
  * gpulabd on the CPU backend: the page at GET /, content types, ETags and 304s, the
- * Content-Security-Policy, Chart.js from --chartjs (and the page without it; a FIFO
+ * Content-Security-Policy, Chart.js from --chartjs and CodeMirror's three files from
+ * --codemirror (and the page without them; a FIFO
  * there or in --web-root is a 404, not a hung thread),
  * --web-root, every traversal attempt a JSON 404; and the data the page reads:
  * GET /jobs?fields=result and the pipeline's per-stream timeline. */
@@ -16,10 +17,11 @@
 #include "runner.h"
 
 #define CHARTJS "/usr/share/javascript/chart.js/chart.min.js"
+#define CODEMIRROR "/usr/share/javascript/codemirror"
 #define FAST "\"warmup\":1,\"batches\":2,\"reps\":1"
 
 static struct gpulabd A; /* defaults: embedded files, Chart.js from CHARTJS */
-static struct gpulabd B; /* --chartjs pointing at a file that does not exist */
+static struct gpulabd B; /* --chartjs and --codemirror pointing at what does not exist */
 static struct gpulabd C; /* --web-root a folder this test writes */
 
 static const char *const assets[][2] = {
@@ -380,6 +382,59 @@ static void test_without_chartjs(void) {
   http_reply_free(&c);
 }
 
+/* ---- CodeMirror ---- */
+
+/* The kernel editor's three files from libjs-codemirror, each with its type; nothing
+ * else of its directory is reachable. */
+static void test_codemirror(void) {
+  static const char *const files[][3] = {
+      {"/static/codemirror/codemirror.js", CODEMIRROR "/codemirror.js",
+       "text/javascript; charset=utf-8"},
+      {"/static/codemirror/codemirror.css", CODEMIRROR "/codemirror.css",
+       "text/css; charset=utf-8"},
+      {"/static/codemirror/clike.js", CODEMIRROR "/mode/clike/clike.js",
+       "text/javascript; charset=utf-8"},
+  };
+  if (access(files[0][1], R_OK) != 0)
+    CHECK_FAIL_(
+        "%s is missing: the CodeMirror checks cannot run (apt-get install libjs-codemirror; "
+        "scripts/gpulab test installs it)",
+        files[0][1]);
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    struct raw_reply r;
+    raw(&A, "GET", files[i][0], NULL, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK_HEADER(&r, "Content-Type", files[i][2]);
+    check_csp(&r);
+    struct stat st;
+    CHECK(stat(files[i][1], &st) == 0);
+    CHECK_INT_EQ(r.body_len, st.st_size);
+    raw_free(&r);
+    check_etag(&A, files[i][0]);
+  }
+  static const char *const unreachable[] = {
+      "/static/codemirror/lib/codemirror.js", "/static/codemirror/mode/clike/clike.js",
+      "/static/codemirror/mode/javascript/javascript.js", "/static/codemirror/../chart.min.js",
+      "/static/codemirror/"};
+  for (size_t i = 0; i < sizeof unreachable / sizeof unreachable[0]; i++) {
+    struct raw_reply r;
+    raw(&A, "GET", unreachable[i], NULL, &r);
+    CHECK_INT_EQ(r.status, 404);
+    raw_free(&r);
+  }
+}
+
+/* --codemirror at a missing directory: each of its files is a JSON 404 saying what
+ * to install (the page keeps its plain text area). */
+static void test_without_codemirror(void) {
+  struct http_reply c;
+  http_get(&B, "/static/codemirror/clike.js", &c);
+  CHECK_ERROR(&c, 404, "not_found", NULL);
+  CHECK(strstr(JSTR(c.json, "detail"), "libjs-codemirror"));
+  CHECK(strstr(JSTR(c.json, "detail"), "/nonexistent/codemirror/mode/clike/clike.js"));
+  http_reply_free(&c);
+}
+
 /* ---- --web-root ---- */
 
 static char web_root[64];
@@ -610,7 +665,12 @@ static int start(void) {
   write_file(web_root, "secret.txt", "do not serve\n");
 
   static const char *const args_a[] = {"--backend", "cpu", "--streams", "2", NULL};
-  static const char *const args_b[] = {"--backend", "cpu", "--chartjs", "/nonexistent/chart.min.js",
+  static const char *const args_b[] = {"--backend",
+                                       "cpu",
+                                       "--chartjs",
+                                       "/nonexistent/chart.min.js",
+                                       "--codemirror",
+                                       "/nonexistent/codemirror",
                                        NULL};
   const char *args_c[] = {"--backend", "cpu", "--web-root", web_root, NULL};
   gpulabd_start(args_a, &A);
@@ -640,6 +700,8 @@ static const struct test_case cases[] = {
     TEST(test_traversal),
     TEST(test_chartjs),
     TEST(test_without_chartjs),
+    TEST(test_codemirror),
+    TEST(test_without_codemirror),
     TEST(test_web_root),
     TEST(test_fifos),
     TEST(test_experiments),

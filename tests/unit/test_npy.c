@@ -129,7 +129,10 @@ static void test_rejected_preamble(void) {
   size_t len;
   unsigned char *b = build(1, DICT_1D, 1, 5, &len);
   b[7] = 1;
-  expect_fail_buf(b, len, "unsupported .npy version 1.1");
+  expect_fail_buf(b, len,
+                  "mangled .npy preamble: version bytes 1.1, which no .npy has (np.save writes "
+                  "1.0), as curl -d @a.npy mangles a file");
+  expect_fail_buf(b, len, "send the whole file: curl --data-binary @a.npy");
   free(b);
 
   /* err may be NULL or short: still -EINVAL, still NUL-terminated. */
