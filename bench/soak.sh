@@ -6,8 +6,12 @@
 #   bench/soak.sh [build] [rounds] [seconds]      (defaults: build 6 20)
 # Environment: BACKEND (cpu), MAX_DB_BYTES (104857600: reached within the first round
 # here), MIX (tiny: POST /transpose 64x64 only; mix: tests/load/mix.lua's tiny jobs,
-# job reads and health checks), CONNECTIONS (64), PAUSE (2 s between rounds), EXTRA
-# (more gpulabd flags).
+# job reads and health checks; real: mix, and beside it one client going round the rest
+# of a lab's traffic, a request at a time: an upload, a job on it keeping its output,
+# the output downloaded, the job's events as a stream, a sweep, a user's kernel run (the
+# CPU backend's test runner: gpulabd gets --cpu-runner-test) and every fifth time the
+# runner killed, which gpulabd starts again; its requests and failures in the last
+# column), CONNECTIONS (64), PAUSE (2 s between rounds), EXTRA (more gpulabd flags).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -30,6 +34,7 @@ trap cleanup EXIT
 # shellcheck disable=SC2086 # EXTRA is a list of flags
 "$gpulabd" --backend "${BACKEND:-cpu}" --host 127.0.0.1 --port 0 --access-log off \
   --max-queued 100000 --max-db-bytes "${MAX_DB_BYTES:-104857600}" --db "$work/soak.db" \
+  $([ "${MIX:-tiny}" = real ] && [ "${BACKEND:-cpu}" = cpu ] && echo --cpu-runner-test) \
   ${EXTRA:-} >/dev/null 2>"$work/gpulabd.log" &
 pid=$!
 port=""
@@ -48,7 +53,42 @@ wrk.body = '{"m":64,"n":64,"variant":"naive","warmup":0,"batches":1,"reps":1,"is
 wrk.path = "/transpose"
 EOF
 script="$work/tiny.lua"
-[ "${MIX:-tiny}" = mix ] && script="$here/tests/load/mix.lua"
+[ "${MIX:-tiny}" != tiny ] && script="$here/tests/load/mix.lua"
+
+# MIX=real's other client, until the file $work/stop appears: "requests failures" into
+# $work/side.txt at the end.
+side() {
+  local n=0 bad=0 kernel buffer job
+  python3 - "$work/a.npy" <<'PY' # a 300 x 200 float32 .npy, as np.save writes it
+import random, struct, sys
+h = "{'descr': '<f4', 'fortran_order': False, 'shape': (300, 200), }"
+h += " " * (-(10 + len(h) + 1) % 64) + "\n"
+body = struct.pack("<60000f", *(random.random() for _ in range(60000)))
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + body)
+PY
+  ok() { n=$((n + 1)); [ "$1" -ge 200 ] && [ "$1" -lt 300 ] || bad=$((bad + 1)); }
+  post() { curl -s -m 30 -o "$work/side.json" -w '%{http_code}' "$@" || echo 000; }
+  field() { python3 -c "import json,sys; print(json.load(open('$work/side.json')).get('$1', ''))" 2>/dev/null; }
+  ok "$(post -H 'Content-Type: text/x-cuda' --data-binary \
+    'extern "C" __global__ void transpose(const float* a, float* b, int m, int n) {}' \
+    "$url/kernels?experiment=transpose&name=soak&entry=transpose")"
+  kernel=$(field id)
+  for ((i = 1; ; i++)); do
+    [ -e "$work/stop" ] && break
+    ok "$(post -H 'Content-Type: application/x-npy' --data-binary @"$work/a.npy" "$url/buffers")"
+    buffer=$(field id)
+    ok "$(post -d "{\"a\":{\"buffer\":${buffer:-0}},\"variant\":\"padded33\",\"keep_output\":true}" "$url/transpose")"
+    job=$(field id)
+    out=$(python3 -c "import json; print((json.load(open('$work/side.json')).get('output') or {}).get('buffer') or 0)" 2>/dev/null)
+    ok "$(curl -s -m 30 -o /dev/null -w '%{http_code}' "$url/buffers/${out:-0}" || echo 000)"
+    ok "$(curl -s -m 30 -o /dev/null -w '%{http_code}' -X DELETE "$url/buffers/${buffer:-0}" || echo 000)"
+    ok "$(curl -s -N -m 30 -o /dev/null -w '%{http_code}' "$url/jobs/${job:-0}/events" || echo 000)"
+    ok "$(post -d '{"type":"transpose","params":{"n":64,"warmup":0,"batches":1,"reps":1},"axes":{"m":[32,64],"variant":["naive","padded33"]}}' "$url/sweeps")"
+    ok "$(post -d "{\"m\":64,\"n\":64,\"variant\":[\"naive\",\"kernel:${kernel:-0}\"],\"warmup\":0,\"batches\":1,\"reps\":1}" "$url/transpose")"
+    [ $((i % 5)) -eq 0 ] && pkill -P "$pid" gpulab-runne 2>/dev/null || true # comm: 15 chars
+  done
+  echo "$n $bad" >"$work/side.txt"
+}
 
 rss_mb() { awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status"; }
 store_mb() { # the SQLite file and its WAL, and the pages in use (/health)
@@ -67,11 +107,23 @@ echo "| round | jobs/s | p50 ms | p99 ms | RSS MB | store file MB | store in use
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for r in $(seq "$rounds"); do
   out="$work/round$r.txt"
+  rm -f "$work/stop" "$work/side.txt"
+  side_pid=""
+  if [ "${MIX:-tiny}" = real ]; then
+    side &
+    side_pid=$!
+  fi
   wrk --latency -t 2 -c "${CONNECTIONS:-64}" -d "${seconds}s" --timeout 10s -s "$script" "$url" >"$out" 2>&1 || true
+  touch "$work/stop"
+  [ -n "$side_pid" ] && wait "$side_pid"
   rate=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' "$out")
   p50=$(awk '$1 == "50%" {print $2}' "$out")
   p99=$(awk '$1 == "99%" {print $2}' "$out")
   errors=$(awk '/Non-2xx|Socket errors/ {printf "%s ", $0}' "$out")
+  if [ -s "$work/side.txt" ]; then
+    read -r side_n side_bad <"$work/side.txt"
+    errors="${errors}side: $side_n requests, $side_bad failed"
+  fi
   kill -0 "$pid" 2>/dev/null || { echo "gpulabd died in round $r" >&2; tail -20 "$work/gpulabd.log" >&2; exit 1; }
   read -r file used < <(store_mb)
   echo "| $r | $rate | $(ms "$p50") | $(ms "$p99") | $(rss_mb) | $file | $used | ${errors:-0} |"
