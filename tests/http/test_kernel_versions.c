@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "http_client.h"
 #include "runner.h"
 #include "test_db.h"
@@ -439,28 +441,30 @@ static void test_delete(void) {
  * of the newer. SQLite's alone (PostgreSQL's migration: test_store_pg). */
 static void test_upgrade(void) {
   if (test_db_is_pg(db)) return;
-  char old[256], sql[256], cmd[1400];
+  /* The old schema, made with SQLite's own library (the fresh root has no sqlite3
+   * shell). */
+  char old[256], sql[2400];
   snprintf(old, sizeof old, "%s/old.db", dir);
-  snprintf(sql, sizeof sql, "%s/old.sql", dir);
-  FILE *f = fopen(sql, "w");
-  CHECK(f != NULL);
-  fputs(
+  int at = snprintf(
+      sql, sizeof sql, "%s",
       "CREATE TABLE kernels (id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL,"
       " name TEXT NOT NULL, experiment TEXT NOT NULL, public INTEGER NOT NULL,"
       " created REAL NOT NULL, source_sha TEXT NOT NULL, source TEXT NOT NULL,"
       " spec TEXT NOT NULL, report TEXT NOT NULL, image BLOB);\n"
-      "CREATE INDEX kernels_owner ON kernels(owner);\n",
-      f);
+      "CREATE INDEX kernels_owner ON kernels(owner);\n");
   for (int i = 1; i <= 2; i++)
-    fprintf(f,
-            "INSERT INTO kernels(owner, name, experiment, public, created, source_sha, source,"
-            " spec, report) VALUES('127.0.0.1', 'dup', 'transpose', 0, 1000, '%064d',"
-            " '// old %d', '{\"entry\":\"kernel\",\"block\":[32,32,1],\"tile\":[32,32]}',"
-            " '{\"ok\":true}');\n",
-            i, i);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, "sqlite3 '%s' < '%s'", old, sql);
-  CHECK_INT_EQ(system(cmd), 0);
+    at += snprintf(sql + at, sizeof sql - (size_t)at,
+                   "INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
+                   " source, spec, report) VALUES('127.0.0.1', 'dup', 'transpose', 0, 1000,"
+                   " '%064d', '// old %d',"
+                   " '{\"entry\":\"kernel\",\"block\":[32,32,1],\"tile\":[32,32]}',"
+                   " '{\"ok\":true}');\n",
+                   i, i);
+  CHECK(at > 0 && (size_t)at < sizeof sql);
+  sqlite3 *made = NULL;
+  CHECK_INT_EQ(sqlite3_open(old, &made), SQLITE_OK);
+  CHECK_INT_EQ(sqlite3_exec(made, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(made);
   const char *up[] = {"--backend", "cpu", "--cpu-runner-test", "--db", old, "--access-log",
                       "off",       NULL};
   struct gpulabd d;
