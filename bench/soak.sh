@@ -8,7 +8,7 @@
 # here), MIX (tiny: POST /transpose 64x64 only; mix: tests/load/mix.lua's tiny jobs,
 # job reads and health checks; real: mix, and beside it one client going round the rest
 # of a lab's traffic, a request at a time: an upload, a job on it keeping its output,
-# the output downloaded, the job's events as a stream, a sweep, a user's kernel run (the
+# the output downloaded (both then deleted), the job's events as a stream, a sweep, a user's kernel run (the
 # CPU backend's test runner: gpulabd gets --cpu-runner-test) and every fifth time the
 # runner killed, which gpulabd starts again; its requests and failures in the last
 # column), CONNECTIONS (64), PAUSE (2 s between rounds), EXTRA (more gpulabd flags).
@@ -82,6 +82,7 @@ PY
     out=$(python3 -c "import json; print((json.load(open('$work/side.json')).get('output') or {}).get('buffer') or 0)" 2>/dev/null)
     ok "$(curl -s -m 30 -o /dev/null -w '%{http_code}' "$url/buffers/${out:-0}" || echo 000)"
     ok "$(curl -s -m 30 -o /dev/null -w '%{http_code}' -X DELETE "$url/buffers/${buffer:-0}" || echo 000)"
+    ok "$(curl -s -m 30 -o /dev/null -w '%{http_code}' -X DELETE "$url/buffers/${out:-0}" || echo 000)"
     ok "$(curl -s -N -m 30 -o /dev/null -w '%{http_code}' "$url/jobs/${job:-0}/events" || echo 000)"
     ok "$(post -d '{"type":"transpose","params":{"n":64,"warmup":0,"batches":1,"reps":1},"axes":{"m":[32,64],"variant":["naive","padded33"]}}' "$url/sweeps")"
     ok "$(post -d "{\"m\":64,\"n\":64,\"variant\":[\"naive\",\"kernel:${kernel:-0}\"],\"warmup\":0,\"batches\":1,\"reps\":1}" "$url/transpose")"
