@@ -604,11 +604,6 @@ static enum MHD_Result sweeps_post(struct request *r) {
   int rc = plan_parse(root, &plan, &kr, &err);
   json_decref(root);
   if (rc) return respond_error(r, &err);
-  for (int i = 0; i < plan.n_points; i++) /* users' kernels named by any point */
-    if (submit_kernels_resolve(r, &plan.points[i].spec, "variant", &err)) {
-      plan_free(&plan);
-      return respond_error(r, &err);
-    }
   char client[64];
   request_client(r, client, sizeof client);
   bool refused;

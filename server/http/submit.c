@@ -191,31 +191,6 @@ struct api_kernel_resolver submit_kernel_resolver(struct request *r) {
   return (struct api_kernel_resolver){resolve_kernel, r};
 }
 
-int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,
-                           struct api_error *err) {
-  struct ukernels *u = r->srv->opts.service->ukernels;
-  for (int i = 0; i < spec->n_variants; i++) {
-    if (!exp_variant_is_user(spec->variants[i]) || !exp_user_of(spec->type)) continue;
-    long long id = exp_user_kernel_id(spec->variants[i]);
-    struct store_kernel k;
-    if (ukernels_get(u, id, &k))
-      return api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id,
-                           id);
-    int rc = 0;
-    if (!request_may_see(r, k.owner) && !k.is_public)
-      rc = api_error_set(err, 400, "unknown_variant", field, "no kernel %lld (kernel:%lld)", id,
-                         id);
-    else if (strcmp(k.experiment, exp_type_name(spec->type)) != 0)
-      rc = api_error_set(err, 400, "unknown_variant", field, "kernel:%lld is a %s kernel, not %s",
-                         id, k.experiment, exp_type_name(spec->type));
-    else if (ukernels_register(&k))
-      rc = api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
-    ukernels_clear(&k);
-    if (rc) return rc;
-  }
-  return 0;
-}
-
 bool submit_elsewhere(struct request *r, const struct engine_error *refusal,
                       const char *params_prefix, enum MHD_Result *ret) {
   char url[256], field[64];
@@ -243,9 +218,6 @@ enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                         "the device failed and gpulabd is not accepting jobs; see /health");
   enum MHD_Result refused;
   if (request_store_refuses(r, &refused)) return refused;
-  char variant_field[32];
-  snprintf(variant_field, sizeof variant_field, "%svariant", params_prefix);
-  if (submit_kernels_resolve(r, spec, variant_field, &err)) return respond_error(r, &err);
   struct engine_job_request req;
   job_request(r, spec, opts, &req);
   double wait_for_rate = r->who ? rate_take_n(r->srv, r->who, 1) : 0;

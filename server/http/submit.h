@@ -14,18 +14,13 @@
 enum MHD_Result submit_job(struct request *r, const struct exp_spec *spec,
                            const struct api_job_options *opts, const char *params_prefix);
 
-/* The users' kernels a job names (variants kernel:<id>): each must exist, be r's or
- * public and be of spec's experiment, else 400 unknown_variant (field) in err and
- * -1; each is then in the backends' table (kernels/user/ukreg.h). 0 when all are
- * (submit_job checks its job's; a sweep checks each point's before submitting any). */
-int submit_kernels_resolve(struct request *r, const struct exp_spec *spec, const char *field,
-                           struct api_error *err);
-
 /* The resolver of users' kernels named in r's variants (api/params.h), for the
  * parsers of r's body: "kernel:<id>" the kernel's newest version now, "kernel:<id>@<n>"
  * version n, "kernel:<name>" (also "@<n>") r's client's own kernel of that name and the
  * job's experiment. Each must exist, be r's or public and of the job's experiment: else
- * 400 unknown_variant, saying which part is wrong. The job keeps the version resolved,
+ * 400 unknown_variant, saying which part is wrong; each resolved is then in the
+ * backends' table (kernels/user/ukreg.h). Every route that submits users' kernels
+ * parses with it, so submit_job finds them checked. The job keeps the version resolved,
  * so that its run's label, kernel:<id>@<n>, says which code ran, also after a restart. */
 struct api_kernel_resolver submit_kernel_resolver(struct request *r);
 
