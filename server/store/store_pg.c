@@ -403,8 +403,6 @@ static int pg_write_batch_locked(struct store *s, const struct queued_row *batch
   /* It fails only with results still pending (a send failed): made anew, the
    * connection leaves pipeline mode. */
   if (!PQexitPipelineMode(p->conn)) PQreset(p->conn);
-  for (q = batch; !err && q; q = q->next) /* the live rows' estimate (pg_used_bytes_locked) */
-    p->used_bytes += 64 + q->row.request_len + (q->row.record ? strlen(q->row.record) : 0);
   return err;
 }
 

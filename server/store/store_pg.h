@@ -16,9 +16,9 @@ struct pg {
   bool sync_off; /* --durability normal: synchronous_commit=off, set again on reconnect */
   /* The last measures (a scan of jobs, and the tables' sizes): not taken again more
    * than every few seconds, nor while the server is away. used_bytes is an estimate
-   * between scans: the rows this node wrote since are added, those it deleted taken
-   * away (pg_used_bytes_locked). */
-  uint64_t used_bytes, file_bytes;
+   * between scans: the rows this node wrote since are added (store.c's bytes_written,
+   * of which written_seen were), those it deleted taken away (pg_used_bytes_locked). */
+  uint64_t used_bytes, file_bytes, written_seen;
   double used_at, file_at; /* CLOCK_MONOTONIC seconds; 0: never */
   /* The id marks this gpulabd first read (store_ids_floor, at start-up) or last set
    * (store_ids_reserve, store_ids_take): a reserve moves the stored mark only from

@@ -41,6 +41,8 @@ static bool recent(struct store *s, double at) {
 uint64_t pg_used_bytes_locked(struct store *s, bool fresh) {
   (void)fresh;
   struct pg *p = pg_of(s);
+  p->used_bytes += s->bytes_written - p->written_seen;
+  p->written_seen = s->bytes_written;
   if (recent(s, p->used_at)) return p->used_bytes;
   int64_t v = query_int(s, "SELECT COALESCE(SUM(pg_column_size(j.*)), 0)::bigint FROM jobs j");
   if (v >= 0) p->used_bytes = (uint64_t)v, p->used_at = clock_mono_s();

@@ -192,6 +192,7 @@ struct store {
   int journal_users; /* threads writing to it outside queue_lock: it stays open meanwhile */
   /* --max-db-bytes (store_limit), under the database lock: */
   uint64_t max_bytes, written_since_check, pruned_jobs;
+  uint64_t bytes_written; /* committed rows' bytes as sent, since start (PostgreSQL's estimate) */
   /* A prune under way (store_prune_step_locked): jobs still to delete, pruned_jobs
    * when it began, and its passes (a plan, its deletes, a measure). */
   uint64_t prune_left, prune_first;

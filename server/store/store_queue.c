@@ -263,6 +263,7 @@ static void write_queued_locked(struct store *s, bool all) {
   pthread_mutex_lock(&s->lock);
   int err = s->ops->write_batch_locked(s, batch, why, sizeof why);
   s->written_since_check += bytes;
+  if (err == 0) s->bytes_written += bytes;
   bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
   pthread_mutex_unlock(&s->lock);
 
