@@ -97,6 +97,10 @@ void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) 
   jw_integer(w, "batches", spec->timing.batches);
   jw_integer(w, "reps", spec->timing.reps);
   if (!(d->flags & EXP_NO_COLD)) jw_bool(w, "cold", spec->cold);
+  if (spec->profile)
+    jw_string(w, "profile", exp_profile_mode_name(spec->profile));
+  else
+    jw_bool(w, "profile", false);
   jw_string(w, "order", spec->order == EXP_ORDER_SEQUENTIAL ? "sequential" : "interleaved");
   jw_integer(w, "min_samples",
              spec->stop.min_samples > 0 ? spec->stop.min_samples : spec->timing.batches);
@@ -215,6 +219,107 @@ static void kernel_write(struct jw *w, const struct exp_kernel_info *k) {
     if (isfinite(intensity)) jw_real(w, "flops_per_byte", intensity);
     jw_object_end(w);
   }
+  jw_object_end(w);
+}
+
+static void metric_write(struct jw *w, const char *name, double v, const char *nvidia,
+                         const char *unit) {
+  jw_object_begin_whole(w, name);
+  real_or_null(w, "value", v);
+  jw_string(w, "metric", nvidia);
+  jw_string(w, "unit", unit);
+  jw_object_end(w);
+}
+
+/* A derived metric: a / b, with NVIDIA's names of both. */
+static void ratio_write(struct jw *w, const char *name, const double *v, enum exp_profile_metric a,
+                        enum exp_profile_metric b, const char *unit) {
+  char formula[160];
+  snprintf(formula, sizeof formula, "%s / %s", exp_profile_metrics[a].nvidia,
+           exp_profile_metrics[b].nvidia);
+  metric_write(w, name, v[b] > 0 ? v[a] / v[b] : NAN, formula, unit);
+}
+
+static void profile_kernel_write(struct jw *w, const struct exp_profile_kernel *k) {
+  jw_object_begin(w, NULL);
+  jw_string(w, "name", k->name);
+  triple_write(w, "grid", k->grid);
+  triple_write(w, "block", k->block);
+  if (k->occupancy_limiter[0])
+    jw_string(w, "occupancy_limiter", k->occupancy_limiter);
+  else
+    jw_null(w, "occupancy_limiter");
+  jw_object_begin_whole(w, "metrics");
+  for (int m = 0; m < EXP_METRIC_COUNT; m++)
+    metric_write(w, exp_profile_metrics[m].name, k->value[m], exp_profile_metrics[m].nvidia,
+                 exp_profile_metrics[m].unit);
+  ratio_write(w, "global_load_sectors_per_request", k->value, EXP_METRIC_LOAD_SECTORS,
+              EXP_METRIC_LOAD_REQUESTS, "sectors/request");
+  ratio_write(w, "global_store_sectors_per_request", k->value, EXP_METRIC_STORE_SECTORS,
+              EXP_METRIC_STORE_REQUESTS, "sectors/request");
+  jw_object_end(w);
+  jw_object_end(w);
+}
+
+/* A metric summed over a run's kernels; NaN when any kernel lacks it. */
+static double profile_sum(const struct exp_profile *p, enum exp_profile_metric m) {
+  double sum = 0;
+  for (int i = 0; i < p->n_kernels; i++) sum += p->kernels[i].value[m];
+  return p->n_kernels > 0 ? sum : NAN;
+}
+
+/* The run's place on the device's roofline: its FP32 flops per DRAM byte against the
+ * measured copy and SGEMM ceilings (GET /device), the attained rate over the kernels'
+ * profiled time. */
+static void roofline_write(struct jw *w, const struct exp_profile *p,
+                           const struct exp_ceilings *c) {
+  double bytes = profile_sum(p, EXP_METRIC_DRAM_READ_BYTES) +
+                 profile_sum(p, EXP_METRIC_DRAM_WRITE_BYTES);
+  double flops = profile_sum(p, EXP_METRIC_FP32_FLOPS), ns = profile_sum(p, EXP_METRIC_DURATION_NS);
+  jw_object_begin_whole(w, "totals");
+  real_or_null(w, "dram_bytes", bytes);
+  real_or_null(w, "fp32_flops", flops);
+  real_or_null(w, "duration_ns", ns);
+  real_or_null(w, "flops_per_byte", bytes > 0 ? flops / bytes : NAN);
+  jw_object_end(w);
+  if (!(c->copy_gbps > 0 && c->sgemm_gflops > 0 && bytes > 0 && ns > 0 && isfinite(flops))) {
+    jw_null(w, "roofline");
+    return;
+  }
+  double intensity = flops / bytes, ridge = c->sgemm_gflops / c->copy_gbps;
+  double roof = fmin(c->sgemm_gflops, intensity * c->copy_gbps), attained = flops / ns;
+  bool memory = intensity < ridge;
+  /* Left of the ridge the roof is bandwidth: bytes / ns against the copy ceiling (the
+   * same ratio as flops against intensity * copy, and defined with no flops at all). */
+  double percent = memory ? 100.0 * (bytes / ns) / c->copy_gbps : 100.0 * attained / roof;
+  jw_object_begin_whole(w, "roofline");
+  jw_real(w, "flops_per_byte", intensity);
+  jw_real(w, "attained_gflops", attained);
+  jw_real(w, "attained_gbps", bytes / ns);
+  jw_real(w, "ridge_flops_per_byte", ridge);
+  jw_string(w, "bound", memory ? "memory" : "compute");
+  jw_real(w, "roof_gflops", roof);
+  jw_real(w, "percent_of_roof", percent);
+  jw_string(w, "ceilings", "copy_gbps and sgemm_gflops of GET /device");
+  jw_object_end(w);
+}
+
+static void profile_write(struct jw *w, const struct exp_profile *p, const struct exp_ceilings *c) {
+  jw_object_begin_whole(w, "profile");
+  jw_bool(w, "available", p->available);
+  if (!p->available) {
+    jw_string(w, "reason", p->reason);
+    jw_object_end(w);
+    return;
+  }
+  jw_string(w, "clocks", p->clocks_locked ? "locked_to_base" : "free");
+  jw_string(w, "caches", p->caches_flushed ? "flushed_before_each_pass" : "as_left");
+  jw_array_begin_whole(w, "kernels");
+  for (int i = 0; i < p->n_kernels; i++) profile_kernel_write(w, &p->kernels[i]);
+  jw_array_end(w);
+  jw_integer(w, "kernels_launched",
+             p->n_kernels_seen > p->n_kernels ? p->n_kernels_seen : p->n_kernels);
+  roofline_write(w, p, c);
   jw_object_end(w);
 }
 
@@ -363,6 +468,7 @@ static void run_write(struct jw *w, const struct exp_spec *spec, const struct ex
     jw_object_end(w);
   }
   kernel_write(w, &r->kernel);
+  if (r->profile.requested) profile_write(w, &r->profile, ceilings);
   if (r->plan.streams > 0) plan_write(w, &r->plan);
   if (r->n_timeline > 0) {
     timeline_write(w, r);

@@ -165,6 +165,8 @@ json_t *api_common_params_json(void) {
                                         "min", API_MIN_TIME_S, "max", (double)API_MAX_TIME_S));
   json_array_append_new(list, json_pack("{s:s,s:s}", "name", "graph", "kind", "boolean"));
   json_array_append_new(list, json_pack("{s:s,s:s}", "name", "cold", "kind", "boolean"));
+  json_array_append_new(list, json_pack("{s:s,s:s,s:[s,s,s]}", "name", "profile", "kind", "choice",
+                                        "values", "off", "counters", "full"));
   return list;
 }
 
@@ -192,7 +194,7 @@ static void accepted_fields(const struct exp_desc *d, char *buf, size_t len) {
   for (int s = 0; s < d->n_inputs; s++)
     used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s, ", d->inputs[s].name);
   snprintf(buf + used, used < len ? len - used : 0,
-           "seed, warmup, batches, reps, graph, %sorder, min_samples, max_noise, max_time",
+           "seed, warmup, batches, reps, graph, %sorder, min_samples, max_noise, max_time, profile",
            d->flags & EXP_NO_COLD ? "" : "cold, ");
 }
 
@@ -416,6 +418,27 @@ static int parse_cold(const struct exp_desc *d, json_t *v, const char *field, st
   return rc;
 }
 
+/* profile: false or "off", true or "counters", "full" (kernels/core/profile.h). */
+static int parse_profile(json_t *v, const char *field, struct exp_spec *spec,
+                         struct api_error *err) {
+  if (json_is_boolean(v)) {
+    spec->profile = json_is_true(v) ? EXP_PROFILE_COUNTERS : EXP_PROFILE_OFF;
+    return 0;
+  }
+  const char *t = json_string_value(v);
+  if (t && strcmp(t, "off") == 0)
+    spec->profile = EXP_PROFILE_OFF;
+  else if (t && strcmp(t, "counters") == 0)
+    spec->profile = EXP_PROFILE_COUNTERS;
+  else if (t && strcmp(t, "full") == 0)
+    spec->profile = EXP_PROFILE_FULL;
+  else
+    return api_error_set(err, 400, t ? "out_of_range" : "wrong_type", field,
+                         "%s must be true, false, \"off\", \"counters\" or \"full\", got %s%.40s%s",
+                         field, t ? "\"" : "", t ? t : json_kind(v), t ? "\"" : "");
+  return 0;
+}
+
 /* One job option; returns 1 when key is not one. */
 static int parse_option(const char *key, json_t *v, struct api_job_options *o,
                         struct api_error *err) {
@@ -522,6 +545,8 @@ static int parse_params_object(enum exp_type type, json_t *obj, const char *pref
       rc = parse_choice(v, field, "device_lost", "none", &spec->fault, err);
     else if (strcmp(key, "cold") == 0)
       rc = parse_cold(d, v, field, spec, err);
+    else if (strcmp(key, "profile") == 0)
+      rc = parse_profile(v, field, spec, err);
     else if (strcmp(key, "order") == 0) {
       bool interleaved = true;
       rc = parse_choice(v, field, order_choices[0], order_choices[1], &interleaved, err);

@@ -25,6 +25,20 @@ int backend_measure_ceilings(struct backend *b, char *why, size_t why_len) {
 uint64_t backend_memory_limit(const struct backend *b) { return b->ops->memory_limit(b); }
 bool backend_healthy(const struct backend *b) { return b->ops->healthy(b); }
 
+enum backend_profiling backend_profiling(const struct backend *b, char *why, size_t why_len) {
+  if (b->ops->profiling) return b->ops->profiling(b, why, why_len);
+  snprintf(why, why_len, "the %s backend has no hardware counters", b->ops->name);
+  return BACKEND_PROFILE_MARK;
+}
+
+/* A job that asked for a profile from a backend that replays none: each run says why. */
+static void profile_mark(const struct backend *b, const struct exp_spec *spec,
+                         struct exp_result *result) {
+  char why[sizeof result->runs[0].profile.reason];
+  if (!spec->profile || backend_profiling(b, why, sizeof why) == BACKEND_PROFILE_REPLAY) return;
+  for (int i = 0; i < result->n_runs; i++) exp_profile_unavailable(&result->runs[i].profile, why);
+}
+
 int backend_run(struct backend *b, int lane, struct backend_job *job,
                 const struct backend_hooks *hooks, struct exp_result *result, char *err,
                 size_t err_len) {
@@ -32,7 +46,9 @@ int backend_run(struct backend *b, int lane, struct backend_job *job,
     snprintf(err, err_len, "lane %d out of range 0..%d", lane, b->n_lanes - 1);
     return -EINVAL;
   }
-  return b->ops->run(b, lane, job, hooks, result, err, err_len);
+  int rc = b->ops->run(b, lane, job, hooks, result, err, err_len);
+  profile_mark(b, job->spec, result);
+  return rc;
 }
 
 int backend_buffer_upload(struct backend *b, const float *host, uint64_t count,

@@ -134,6 +134,16 @@ void backend_device_info(struct backend *b, struct backend_device_info *info);
  * (the ceilings stay zero; a ceiling that alone failed, e.g. cuBLAS missing, stays
  * zero and why says so). */
 int backend_measure_ceilings(struct backend *b, char *why, size_t why_len);
+/* Whether b replays a job's kernels under NVIDIA's profiler after its timed batches
+ * (exp_spec.profile, kernels/core/profile.h), known from the backend's open:
+ *   REPLAY  it does: each run's profile holds its kernels' counters;
+ *   MARK    it takes such jobs and marks each run's profile unavailable, why saying why
+ *           (the CPU, which has no hardware counters);
+ *   REFUSE  not here (no CUPTI, counters forbidden to this user, or no replay in this
+ *           build): such a job is refused before queueing, why saying why and how to
+ *           mend it. */
+enum backend_profiling { BACKEND_PROFILE_REPLAY, BACKEND_PROFILE_MARK, BACKEND_PROFILE_REFUSE };
+enum backend_profiling backend_profiling(const struct backend *b, char *why, size_t why_len);
 /* Bytes one job may use at most; a spec needing more is refused before queueing. */
 uint64_t backend_memory_limit(const struct backend *b);
 /* False once the device hit an error it cannot recover from. */

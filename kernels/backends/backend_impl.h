@@ -26,6 +26,8 @@ struct backend_ops {
   void (*fence_free)(struct backend *b, struct backend_fence *fence);
   void (*free)(struct backend *b);
   int (*measure_ceilings)(struct backend *b, char *why, size_t why_len); /* NULL: none */
+  /* backend.h's backend_profiling; NULL: MARK, no counters. */
+  enum backend_profiling (*profiling)(const struct backend *b, char *why, size_t why_len);
 };
 
 /* Both backends keep a buffer as one allocation of floats: device memory from the

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/core/profile.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -99,6 +101,8 @@ struct exp_spec {
   struct exp_stop_params stop;
   enum exp_order order; /* exp_spec_default: ALTERNATING */
   bool cold;            /* flush the L2 before every timed launch (not with EXP_NO_COLD) */
+  /* Replay each run's kernels under the profiler after its timed batches (profile.h). */
+  enum exp_profile_mode profile;
   /* The job's runs, in this order: a variant index each, or, for an experiment whose
    * runs come from a list param (exp_desc.runs: the pipeline's "streams"), that list's
    * entries. */
@@ -309,6 +313,7 @@ struct exp_run {
   double speedup_lo, speedup_hi;
   struct exp_clocks clocks;
   struct exp_kernel_info kernel;
+  struct exp_profile profile;    /* requested false unless the job asked (spec.profile) */
   struct exp_pipeline_plan plan; /* chunked runs: how its passes ran (CPU: the threads) */
   /* chunked runs: the last sample's last pass; entry c * EXP_OP_COUNT + op is chunk
    * c's op. n_timeline: 0 when none was recorded. */

@@ -188,6 +188,10 @@ static int check_locked(struct engine *e, struct job *job, int more, struct engi
                          sched_pending(job->sched_client));
   if ((rc = resolve_inputs_locked(e, job, err)) || (rc = link_parents_locked(e, job, err)))
     return rc;
+  char why[192];
+  for (int i = 0; job->spec.profile && i < e->n_devices; i++)
+    if (backend_profiling(e->devices[i], why, sizeof why) == BACKEND_PROFILE_REFUSE)
+      return refuse(err, -EOPNOTSUPP, "profile", "%s", why);
   if (exp_spec_bytes(&job->spec) > engine_memory_limit(e))
     return refuse(
         err, -EFBIG, "", "this job needs %llu bytes of memory; the limit per job is %llu bytes",

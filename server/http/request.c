@@ -199,6 +199,9 @@ enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
   case EPIPE: return respond_fail(r, 409, "output_not_kept", field, "%s", e->message);
   case EPROTOTYPE: return respond_fail(r, 400, "dtype_mismatch", field, "%s", e->message);
   case EFBIG: return respond_fail(r, 413, "job_too_large", NULL, "%s", e->message);
+  case EOPNOTSUPP:
+    snprintf(named, sizeof named, "%sprofile", params_prefix);
+    return respond_fail(r, 503, "profiling_unavailable", named, "%s", e->message);
   case EAGAIN:
     r->retry_after_s = 1; /* queues drain at job speed; a second is a fair first guess */
     return respond_fail(r, 429, "queue_full", NULL, "%s", e->message);

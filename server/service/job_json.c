@@ -15,6 +15,13 @@ json_t *device_json(struct engine *e, int index) {
   json_object_set_new(o, "job_memory_limit_bytes",
                       json_integer((json_int_t)backend_memory_limit(b)));
   json_object_set_new(o, "healthy", json_boolean(backend_healthy(b)));
+  /* "profile" in a job: replayed here, marked unavailable per run, or refused. */
+  char why[192];
+  static const char *const how[] = {"replay", "marked_unavailable", "refused"};
+  enum backend_profiling p = backend_profiling(b, why, sizeof why);
+  json_object_set_new(o, "profiling",
+                      json_pack("{s:b,s:s,s:s}", "available", p == BACKEND_PROFILE_REPLAY, "jobs",
+                                how[p], "reason", p == BACKEND_PROFILE_REPLAY ? "" : why));
   return o;
 }
 

@@ -16,6 +16,7 @@
  * not here: every body is recorded with the schema it must (or must not) match,
  * and at the end tests/openapi/validate.js validates them all ($GPULAB_NODE runs
  * it; $GPULAB_OPENAPI_VALIDATE names it). */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "api/encode.h"
 #include "http_client.h"
 #include "runner.h"
 
@@ -57,6 +59,23 @@ static void test_validator(void) {
   json_decref(job);
   CHECK(json_object_get(json_object_get(doc_operation("/jobs/{id}", "GET"), "responses"), "418") ==
         NULL);
+  /* A run's profile with counters, as the encoder writes it (the CPU backend's runs
+   * only say why they have none). */
+  struct exp_spec spec;
+  static struct exp_result res;
+  CHECK_INT_EQ(exp_spec_default(EXP_GEMM, &spec), 0);
+  spec.profile = EXP_PROFILE_COUNTERS;
+  res.n_runs = 1;
+  res.runs[0].available = true;
+  res.ceilings = (struct exp_ceilings){.copy_gbps = 4000, .sgemm_gflops = 50000};
+  struct exp_profile *p = &res.runs[0].profile;
+  *p = (struct exp_profile){.requested = true, .available = true, .n_kernels = 1};
+  snprintf(p->kernels[0].occupancy_limiter, sizeof p->kernels[0].occupancy_limiter, "registers");
+  for (int m = 0; m < EXP_METRIC_COUNT; m++) p->kernels[0].value[m] = m == 1 ? NAN : 1e6 * m;
+  json_t *enc = api_result_to_json(&spec, &res);
+  expect_schema(schema_named("RunProfile"), json_at(enc, "runs[0].profile"), true, NULL,
+                "a run's profile with counters");
+  json_decref(enc);
   CHECK(json_is_false(json_object_get(schema_named("Job"), "additionalProperties")));
 }
 

@@ -161,7 +161,7 @@ static void check_runs(const struct exp_desc *d, const char *where, json_t *prop
 static bool common_field(const char *name, bool request) {
   static const char *const common[] = {"seed",     "warmup", "batches",     "reps",
                                        "graph",    "order",  "min_samples", "max_noise",
-                                       "max_time", "cold",   NULL};
+                                       "max_time", "cold",   "profile",     NULL};
   static const char *const options[] = {"priority",   "isolation", "dependency", "keep_output",
                                         "depends_on", "device",    NULL};
   for (const char *const *p = common; *p; p++)

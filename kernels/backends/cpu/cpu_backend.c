@@ -590,6 +590,14 @@ static void cpu_free(struct backend *b) {
   free(b);
 }
 
+static enum backend_profiling cpu_profiling(const struct backend *b, char *why, size_t why_len) {
+  (void)b;
+  snprintf(why, why_len,
+           "the CPU backend has no hardware counters: a profile needs gpulabd's CUDA backend on "
+           "an NVIDIA GPU");
+  return BACKEND_PROFILE_MARK;
+}
+
 static const struct backend_ops cpu_ops = {
     .name = "cpu",
     .device_info = cpu_device_info,
@@ -601,6 +609,7 @@ static const struct backend_ops cpu_ops = {
     .buffer_free = cpu_buffer_free,
     .fence_free = cpu_fence_free,
     .free = cpu_free,
+    .profiling = cpu_profiling,
 };
 
 /* The host is one device for every ordinal (tests open several). */

@@ -487,10 +487,20 @@ static void cuda_free(struct backend *b) {
   free(b);
 }
 
+/* The replay under CUPTI's range profiler has not run on a GPU yet: until it has, a job
+ * asking for counters is refused rather than answered with none. */
+static enum backend_profiling cuda_profiling(const struct backend *b, char *why, size_t why_len) {
+  (void)b;
+  snprintf(why, why_len,
+           "this gpulabd's CUDA backend does not replay kernels under the profiler yet; time "
+           "the job without \"profile\", or profile it with Nsight Compute (ncu)");
+  return BACKEND_PROFILE_REFUSE;
+}
+
 static const struct backend_ops cuda_ops = {
-    "cuda",          cuda_device_info,   cuda_memory_limit,    cuda_healthy,
-    cuda_run,        cuda_buffer_upload, cuda_buffer_download, cuda_buffer_free,
-    cuda_fence_free, cuda_free,          cuda_measure_ceilings};
+    "cuda",          cuda_device_info,   cuda_memory_limit,     cuda_healthy,
+    cuda_run,        cuda_buffer_upload, cuda_buffer_download,  cuda_buffer_free,
+    cuda_fence_free, cuda_free,          cuda_measure_ceilings, cuda_profiling};
 
 /* Reports a failed call during open: out of memory -> -ENOMEM, else
  * -ENODEV. */
