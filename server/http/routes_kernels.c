@@ -484,6 +484,11 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
   image_key_hex(sha, k.source_sha);
   k.source = src;
   json_t *spec = spec_json(s), *report = report_json(rep, cached, ukernels_nvrtc(u, NULL));
+  json_t *occupancy = ukernels_occupancy_json(u, s->block, s->shared_bytes, rep);
+  if (report && occupancy)
+    json_object_set_new(report, "occupancy", occupancy);
+  else
+    json_decref(occupancy);
   k.spec = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
   k.report = report ? json_dumps(report, JSON_COMPACT) : NULL;
   json_decref(spec);

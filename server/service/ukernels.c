@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "kernels/core/occupancy.h"
 #include "kernels/user/uimage.h"
 #include "kernels/user/ukreg.h"
 #include "server/log.h"
@@ -323,4 +324,32 @@ int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompi
   pthread_cond_signal(&u->freed);
   pthread_mutex_unlock(&u->mu);
   return rc;
+}
+
+/* Blocks per SM a resource allows; null where it sets no limit (the calculator says
+ * INT_MAX for a kernel that uses none of it). */
+static json_t *blocks_or_null(int blocks) {
+  return blocks > 4096 ? json_null() : json_integer(blocks);
+}
+
+json_t *ukernels_occupancy_json(const struct ukernels *u, const int block[3],
+                                int dynamic_shared_bytes, const struct ucompile_report *r) {
+  if (!r->has_usage) return NULL;
+  struct occupancy_launch l = {.arch = u->cfg.arch,
+                               .threads_per_block = block[0] * block[1] * block[2],
+                               .registers = r->registers,
+                               .static_shared_bytes = r->shared_bytes,
+                               .dynamic_shared_bytes = dynamic_shared_bytes};
+  struct occupancy o;
+  char why[200], arch[16];
+  if (occupancy_theoretical(&l, &o, why, sizeof why))
+    return json_pack("{s:b,s:s}", "available", 0, "reason", why);
+  snprintf(arch, sizeof arch, "sm_%d", l.arch);
+  return json_pack("{s:i,s:i,s:i,s:f,s:s,s:{s:o,s:o,s:o,s:o},s:s,s:s}", "blocks_per_sm",
+                   o.blocks_per_sm, "warps_per_sm", o.warps_per_sm, "max_warps_per_sm",
+                   o.max_warps_per_sm, "fraction", o.fraction, "limiter", o.limiter, "blocks_by",
+                   "registers", blocks_or_null(o.blocks_by_registers), "shared_memory",
+                   blocks_or_null(o.blocks_by_shared), "warps", blocks_or_null(o.blocks_by_warps),
+                   "blocks", blocks_or_null(o.blocks_by_blocks), "arch", arch, "calculator",
+                   "cuda_occupancy.h");
 }

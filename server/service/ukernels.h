@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "kernels/user/image_cache.h"
 #include "kernels/user/nvrtc_loader.h"
 #include "kernels/user/ucompile.h"
@@ -77,6 +79,15 @@ const char *ukernels_refused(int64_t id, char *why, size_t why_len);
  * -ENODEV without NVRTC, -EBUSY when no slot freed within compile_wait_s. */
 int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompile_report **out,
                      bool *cached, char *msg, size_t msg_len);
+
+/* The theoretical occupancy of a kernel that compiled as r (ptxas' registers and static
+ * shared bytes) with its block and dynamic shared bytes on u's architecture, as the
+ * API shows it (kernels/core/occupancy.h): {"blocks_per_sm", "warps_per_sm",
+ * "max_warps_per_sm", "fraction", "limiter", "blocks_by": {...}, "arch"}, or
+ * {"available": false, "reason"} (no block fits, an architecture gpulab knows no limits
+ * of). NULL when r has no usage. The caller owns it. */
+json_t *ukernels_occupancy_json(const struct ukernels *u, const int block[3],
+                                int dynamic_shared_bytes, const struct ucompile_report *r);
 
 /* A stored kernel (its image included; borrowed) into the backends' table, so that
  * jobs can run it. 0 or -ENOMEM. */

@@ -184,6 +184,21 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK_INT_EQ(JINT(r.json, "compile.shared_bytes"), 32 * 33 * 4);
   CHECK_INT_EQ(JINT(r.json, "compile.spill_store_bytes"), 0);
   CHECK_STR_EQ(JSTR(r.json, "compile.arch"), "sm_90");
+  /* Its block of 1024 threads (32 warps) on sm_90's 64: two blocks at most, fewer when
+   * its registers (more than 32 each) or shared bytes say so, which the limiter names. */
+  json_t *occ = json_at(r.json, "compile.occupancy");
+  long long blocks = JINT(occ, "blocks_per_sm");
+  CHECK(blocks >= 1 && blocks <= 2);
+  CHECK_INT_EQ(JINT(occ, "warps_per_sm"), 32 * blocks);
+  CHECK_INT_EQ(JINT(occ, "max_warps_per_sm"), 64);
+  CHECK(JNUM(occ, "fraction") == blocks / 2.0);
+  CHECK_INT_EQ(JINT(occ, "blocks_by.warps"), 2);
+  /* registers: a warp's rounded up to 256s, 16 Ki in each quarter of the SM */
+  long long warp_regs = (JINT(r.json, "compile.registers") * 32 + 255) / 256 * 256;
+  CHECK_INT_EQ(JINT(occ, "blocks_by.registers"), 4 * (16384 / warp_regs) / 32);
+  char by[40];
+  snprintf(by, sizeof by, "blocks_by.%s", JSTR(occ, "limiter"));
+  CHECK_INT_EQ(JINT(occ, by), blocks);
   CHECK_INT_EQ(strlen(JSTR(r.json, "source_sha256")), 64);
   snprintf(sha, 65, "%s", JSTR(r.json, "source_sha256"));
   char variant[32];
