@@ -75,7 +75,7 @@ static struct problem_def *parse_text_ok(const char *text) {
 }
 
 /* Sets (value non-NULL, JSON text) or deletes the member at path ("inputs/0/shape/1")
- * of root. */
+ * of root; an array's index one past its end appends. */
 static void mutate(json_t *root, const char *path, const char *value) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", path);
@@ -88,10 +88,13 @@ static void mutate(json_t *root, const char *path, const char *value) {
     seg = slash + 1;
   }
   json_t *v = value ? load(value) : NULL;
-  if (json_is_array(at) && v)
-    CHECK_INT_EQ(json_array_set_new(at, (size_t)atoi(seg), v), 0);
+  size_t index = (size_t)atoi(seg);
+  if (json_is_array(at) && v && index == json_array_size(at)) /* one past the end: append */
+    CHECK_INT_EQ(json_array_append_new(at, v), 0);
+  else if (json_is_array(at) && v)
+    CHECK_INT_EQ(json_array_set_new(at, index, v), 0);
   else if (json_is_array(at))
-    CHECK_INT_EQ(json_array_remove(at, (size_t)atoi(seg)), 0);
+    CHECK_INT_EQ(json_array_remove(at, index), 0);
   else if (v)
     CHECK_INT_EQ(json_object_set_new(at, seg, v), 0);
   else
@@ -154,6 +157,14 @@ static const struct bad bads[] = {
     {"inputs/0/init", "{\"poisson\": [1, 2]}", NULL, NULL, "unknown_field",
      "inputs[0].init.poisson", NULL},
     {"inputs/0/init", NULL, NULL, NULL, "missing_field", "inputs[0].init", NULL},
+    {"inputs/0/dtype", "\"float16\"", "inputs/0/init", "{\"uniform\": [-70000, 0]}", "out_of_range",
+     "inputs[0].init.uniform[0]", "float16's range"},
+    {"inputs/0/dtype", "\"int8\"", "inputs/0/init", "{\"integers\": [0, 300]}", "out_of_range",
+     "inputs[0].init.integers[1]", NULL},
+    {"inputs/0/dtype", "\"int8\"", "inputs/0/init", "{\"integers\": [0, 2.5]}", "wrong_type",
+     "inputs[0].init.integers[1]", NULL},
+    {"inputs/0/dtype", "\"uint32\"", NULL, NULL, "invalid_problem", "inputs[0].init.uniform",
+     "integers fill integer dtypes"},
     {"inputs/0/name", "\"rows\"", NULL, NULL, "invalid_problem", "inputs[0].name",
      "already the name of params.rows"},
     {"inputs/0/name", "\"2x\"", NULL, NULL, "out_of_range", "inputs[0].name", NULL},
@@ -309,6 +320,19 @@ static void test_softmax(void) {
   CHECK_STR_EQ(problem_def_prelude(d), "");
   problem_def_free(d);
   problem_def_free(NULL);
+  /* a float output may be exact; an integer output may have a tolerance */
+  json_t *root = load(softmax);
+  mutate(root, "outputs/0/tolerance", "\"exact\"");
+  mutate(root, "outputs/1",
+         "{\"name\": \"q\", \"dtype\": \"int8\", \"shape\": [\"rows\"], "
+         "\"tolerance\": {\"abs\": 1}}");
+  d = parse_ok(root);
+  CHECK(d->outputs[0].tolerance.exact);
+  CHECK(!d->outputs[1].tolerance.exact);
+  CHECK_NEAR(d->outputs[1].tolerance.abs, 1, 0);
+  CHECK_INT_EQ(d->outputs[1].max_bytes, 65536);
+  problem_def_free(d);
+  json_decref(root);
 }
 
 static void test_histogram(void) {
