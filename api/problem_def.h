@@ -157,7 +157,8 @@ json_t *problem_def_to_json(const struct problem_def *d);
  * exp_user.declaration has it: inputs as const T *, outputs as T *, the params as int
  * in their order, then void *scratch when d has scratch_bytes:
  *   extern "C" __global__ void %s(const float *x, float *y, int rows, int cols);
- * into buf. Returns 0, or -ENOSPC (PROBLEM_SIGNATURE_MAX is always enough). */
+ * into buf. Returns 0, or -ENOSPC (PROBLEM_SIGNATURE_MAX is always enough; ucompile.c's
+ * own declaration buffer, 512 bytes today, holds only the smaller ones). */
 int problem_def_signature(const struct problem_def *d, char *buf, size_t len);
 
 /* The includes that signature needs ahead of it ("" or #include <cuda_fp16.h> and/or
