@@ -320,3 +320,25 @@ void store_kernel_clear(struct store_kernel *k) {
   k->image = NULL;
   k->image_bytes = 0;
 }
+
+int store_problem_insert(struct store *s, const struct store_problem *p, int64_t *id,
+                         int *version) {
+  return s->ops->problem_insert(s, p, id, version);
+}
+int store_problem_get(struct store *s, const char *name, int version, struct store_problem *out) {
+  return s->ops->problem_get(s, name, version, out);
+}
+int store_problem_each(struct store *s, const char *name,
+                       void (*fn)(void *arg, const struct store_problem *p), void *arg) {
+  return s->ops->problem_each(s, name, fn, arg);
+}
+int store_problem_delete(struct store *s, const char *name) {
+  return s->ops->problem_delete(s, name);
+}
+void store_problem_clear(struct store_problem *p) {
+  if (!p) return;
+  free(p->definition);
+  free(p->report);
+  free(p->image);
+  memset(p, 0, sizeof *p);
+}

@@ -348,4 +348,37 @@ int store_kernel_named(struct store *s, const char *owner, const char *experimen
 int store_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
 void store_kernel_clear(struct store_kernel *k); /* frees what a read allocated */
 
+/* ---- problems users define (server/service/problems.h), a row per version ---- */
+
+/* A problem's name is the one owner's: its first definition takes it. */
+struct store_problem {
+  int64_t id;  /* the version's own id */
+  int version; /* 1, 2, ... within the name; never reused */
+  char owner[64], name[64];
+  bool is_public;
+  bool deleted; /* hidden, and refusing new jobs; its versions stay readable */
+  double created;
+  char *definition; /* JSON text: the canonical definition (api/problem_def.h) */
+  char *report;     /* JSON text: the reference's compile report (no image) */
+  void *image;      /* the reference's CUBIN, or NULL (a listing) */
+  size_t image_bytes;
+};
+
+/* Inserts p (borrowed; id, version and deleted ignored) as the next version of its name
+ * (1 for a new name), written at once and refused as a job is (store_check first);
+ * sets *id and *version. -EEXIST when another owner has the name; else as
+ * store_kernel_insert. A name deleted before is shown again from this version on. */
+int store_problem_insert(struct store *s, const struct store_problem *p, int64_t *id, int *version);
+/* Version `version` of name (0: its newest) in full into *out (store_problem_clear it).
+ * 0, -ENOENT, -EIO, -ENOMEM. */
+int store_problem_get(struct store *s, const char *name, int version, struct store_problem *out);
+/* fn(arg, p) without image, after the database is released: name NULL, the newest
+ * version of every name, names in order; else every version of name, oldest first.
+ * Returns how many, or -EIO / -ENOMEM. */
+int store_problem_each(struct store *s, const char *name,
+                       void (*fn)(void *arg, const struct store_problem *p), void *arg);
+/* Marks every version of name deleted, at once. 0, -ENOENT, or a write's errno. */
+int store_problem_delete(struct store *s, const char *name);
+void store_problem_clear(struct store_problem *p); /* frees what a read allocated */
+
 #endif

@@ -73,6 +73,14 @@ static const char *const migrations[] = {
     "ALTER TABLE kernels ADD COLUMN kernel_of bigint;"
     "ALTER TABLE kernels ADD COLUMN version integer NOT NULL DEFAULT 1;"
     "CREATE UNIQUE INDEX kernels_versions ON kernels(kernel_of, version);",
+    /* 6: problems users define (store.h's store_problem), a row per version of a name,
+     * the name its first owner's; as SQLite's table. */
+    "CREATE TABLE problems (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    "  name text NOT NULL, version integer NOT NULL, owner text NOT NULL,"
+    "  public boolean NOT NULL, deleted boolean NOT NULL DEFAULT false,"
+    "  created double precision NOT NULL, definition text NOT NULL, report text NOT NULL,"
+    "  image bytea);"
+    "CREATE UNIQUE INDEX problems_versions ON problems(name, version);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */
@@ -536,6 +544,10 @@ const struct store_ops store_pg_ops = {
     .sweeps = pg_sweeps,
     .sweeps_page = pg_sweeps_page,
     .prune = pg_prune,
+    .problem_insert = pg_problem_insert,
+    .problem_get = pg_problem_get,
+    .problem_each = pg_problem_each,
+    .problem_delete = pg_problem_delete,
     .kernel_insert = pg_kernel_insert,
     .kernel_get = pg_kernel_get,
     .kernel_delete = pg_kernel_delete,

@@ -84,5 +84,11 @@ int pg_kernel_versions(struct store *s, int64_t kernel_id,
 int pg_kernel_named(struct store *s, const char *owner, const char *experiment, const char *name,
                     int64_t *ids, int max);
 int pg_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
+/* store_pg_problems.c: */
+int pg_problem_insert(struct store *s, const struct store_problem *p, int64_t *id, int *version);
+int pg_problem_get(struct store *s, const char *name, int version, struct store_problem *out);
+int pg_problem_each(struct store *s, const char *name,
+                    void (*fn)(void *arg, const struct store_problem *p), void *arg);
+int pg_problem_delete(struct store *s, const char *name);
 
 #endif

@@ -135,6 +135,11 @@ struct store_ops {
   int (*kernel_named)(struct store *s, const char *owner, const char *experiment, const char *name,
                       int64_t *ids, int max);
   int (*kernel_count)(struct store *s, const char *owner, int *n, size_t *source_bytes);
+  int (*problem_insert)(struct store *s, const struct store_problem *p, int64_t *id, int *version);
+  int (*problem_get)(struct store *s, const char *name, int version, struct store_problem *out);
+  int (*problem_each)(struct store *s, const char *name,
+                      void (*fn)(void *arg, const struct store_problem *p), void *arg);
+  int (*problem_delete)(struct store *s, const char *name);
 };
 
 extern const struct store_ops store_sqlite_ops; /* store_sqlite.c */

@@ -43,6 +43,12 @@ static const char schema[] =
     "  report TEXT NOT NULL, image BLOB, kernel_of INTEGER,"
     "  version INTEGER NOT NULL DEFAULT 1);"
     "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
+    /* Problems users define (store_sqlite_problems.c), a row per version of a name. */
+    "CREATE TABLE IF NOT EXISTS problems ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, version INTEGER NOT NULL,"
+    "  owner TEXT NOT NULL, public INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0,"
+    "  created REAL NOT NULL, definition TEXT NOT NULL, report TEXT NOT NULL, image BLOB,"
+    "  UNIQUE(name, version));"
     /* Id sequences handed out ahead ("jobs": ids up to value are used), and marks. */
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     /* Jobs pruned while the accept journal held an entry of theirs, which its replay
@@ -428,6 +434,10 @@ const struct store_ops store_sqlite_ops = {
     .max_id = lite_max_id,
     .sweeps = lite_sweeps,
     .prune = lite_prune,
+    .problem_insert = lite_problem_insert,
+    .problem_get = lite_problem_get,
+    .problem_each = lite_problem_each,
+    .problem_delete = lite_problem_delete,
     .kernel_insert = lite_kernel_insert,
     .kernel_get = lite_kernel_get,
     .kernel_delete = lite_kernel_delete,

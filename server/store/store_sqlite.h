@@ -1,5 +1,5 @@
 /* Private to the SQLite backend (store_sqlite.c: opening, writes, ids;
- * store_sqlite_query.c: reads and pruning; store_sqlite_kernels.c: the kernels' table;
+ * store_sqlite_query.c: reads and pruning; store_sqlite_kernels.c: the kernels' table; store_sqlite_problems.c: the problems';
  * store_sqlite_ckpt.c: the checkpoint thread): its connections and statements, behind
  * struct store's backend. */
 #ifndef GPULAB_STORE_SQLITE_H
@@ -106,5 +106,12 @@ int lite_kernel_named(struct store *s, const char *owner, const char *experiment
  * become version 1 of themselves. 0 or SQLite's error code (*msg: sqlite3_free it). */
 int lite_kernels_upgrade(sqlite3 *db, char **msg);
 int lite_kernel_count(struct store *s, const char *owner, int *n, size_t *source_bytes);
+
+/* store_sqlite_problems.c: */
+int lite_problem_insert(struct store *s, const struct store_problem *p, int64_t *id, int *version);
+int lite_problem_get(struct store *s, const char *name, int version, struct store_problem *out);
+int lite_problem_each(struct store *s, const char *name,
+                      void (*fn)(void *arg, const struct store_problem *p), void *arg);
+int lite_problem_delete(struct store *s, const char *name);
 
 #endif

@@ -255,6 +255,89 @@ static void test_kernel_versions(void) {
   printf("kernel versions: ok\n");
 }
 
+static int problems_seen;
+static char problems_names[4][16];
+static void on_problem(void *arg, const struct store_problem *p) {
+  (void)arg;
+  CHECK(p->image == NULL && p->definition && p->report);
+  if (problems_seen < 4)
+    snprintf(problems_names[problems_seen], 16, "%.10s@%d", p->name, p->version);
+  problems_seen++;
+}
+
+/* Problems: versions of a name, its owner's alone; get by version; listings without
+ * images; a delete marks every version, a new definition shows the name again. */
+static void test_problems(void) {
+  struct store *s = open_store();
+  unsigned char image[200];
+  for (size_t i = 0; i < sizeof image; i++) image[i] = (unsigned char)(i % 5 ? i : 0);
+  struct store_problem p = {.created = 4000.25,
+                            .definition = "{\"name\":\"softmax\"}",
+                            .report = "{\"ok\":true}",
+                            .image = image,
+                            .image_bytes = sizeof image};
+  snprintf(p.owner, sizeof p.owner, "alice");
+  snprintf(p.name, sizeof p.name, "softmax");
+  int64_t id1, id2, id;
+  int version = 0;
+  CHECK_INT_EQ(store_problem_insert(s, &p, &id1, &version), 0);
+  CHECK_INT_EQ(version, 1);
+  p.definition = "{\"name\":\"softmax\",\"v\":2}";
+  p.is_public = true;
+  CHECK_INT_EQ(store_problem_insert(s, &p, &id2, &version), 0);
+  CHECK_INT_EQ(version, 2);
+  CHECK(id2 > id1);
+  snprintf(p.owner, sizeof p.owner, "bob"); /* alice's name */
+  CHECK_INT_EQ(store_problem_insert(s, &p, &id, &version), -EEXIST);
+  snprintf(p.name, sizeof p.name, "layernorm");
+  p.image = NULL;
+  p.image_bytes = 0;
+  CHECK_INT_EQ(store_problem_insert(s, &p, &id, &version), 0);
+  CHECK_INT_EQ(version, 1);
+
+  struct store_problem got;
+  CHECK_INT_EQ(store_problem_get(s, "softmax", 0, &got), 0);
+  CHECK_INT_EQ(got.id, id2);
+  CHECK_INT_EQ(got.version, 2);
+  CHECK_STR_EQ(got.owner, "alice");
+  CHECK(got.is_public && !got.deleted && got.created == 4000.25);
+  CHECK_STR_EQ(got.definition, "{\"name\":\"softmax\",\"v\":2}");
+  CHECK_INT_EQ(got.image_bytes, sizeof image);
+  CHECK(memcmp(got.image, image, sizeof image) == 0);
+  store_problem_clear(&got);
+  CHECK_INT_EQ(store_problem_get(s, "softmax", 1, &got), 0);
+  CHECK(!got.is_public);
+  store_problem_clear(&got);
+  CHECK_INT_EQ(store_problem_get(s, "layernorm", 0, &got), 0);
+  CHECK(got.image == NULL && got.image_bytes == 0);
+  store_problem_clear(&got);
+  CHECK_INT_EQ(store_problem_get(s, "softmax", 3, &got), -ENOENT);
+  CHECK_INT_EQ(store_problem_get(s, "nope", 0, &got), -ENOENT);
+
+  problems_seen = 0;
+  CHECK_INT_EQ(store_problem_each(s, NULL, on_problem, NULL), 2); /* newest of each name */
+  CHECK_STR_EQ(problems_names[0], "layernorm@1");
+  CHECK_STR_EQ(problems_names[1], "softmax@2");
+  problems_seen = 0;
+  CHECK_INT_EQ(store_problem_each(s, "softmax", on_problem, NULL), 2); /* oldest first */
+  CHECK_STR_EQ(problems_names[0], "softmax@1");
+
+  CHECK_INT_EQ(store_problem_delete(s, "softmax"), 0);
+  CHECK_INT_EQ(store_problem_delete(s, "nope"), -ENOENT);
+  CHECK_INT_EQ(store_problem_get(s, "softmax", 1, &got), 0);
+  CHECK(got.deleted);
+  store_problem_clear(&got);
+  snprintf(p.owner, sizeof p.owner, "alice");
+  snprintf(p.name, sizeof p.name, "softmax");
+  CHECK_INT_EQ(store_problem_insert(s, &p, &id, &version), 0);
+  CHECK_INT_EQ(version, 3);
+  CHECK_INT_EQ(store_problem_get(s, "softmax", 0, &got), 0);
+  CHECK(!got.deleted);
+  store_problem_clear(&got);
+  store_close(s);
+  printf("problems: ok\n");
+}
+
 /* Rows queued under a hold are written together when it is released; flushers wait. */
 static void test_hold(void) {
   struct store *s = open_store();
@@ -655,7 +738,7 @@ static void test_pg_migrate_race(void) {
   PGconn *c = PQconnectdb(db);
   PGresult *res = PQexec(c, "SELECT COUNT(*), MAX(version) FROM gpulab_schema");
   CHECK_STR_EQ(PQgetvalue(res, 0, 0), "1");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "5"); /* store_pg.c's last step */
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "6"); /* store_pg.c's last step */
   PQclear(res);
   /* A newer gpulabd's schema is refused, not misread. */
   PQclear(PQexec(c, "UPDATE gpulab_schema SET version = 99"));
@@ -679,6 +762,7 @@ static void test_pg_kernels_upgrade(void) {
   store_close(s);
   PGconn *c = PQconnectdb(db); /* back to version 4, as the gpulabd before versions left it */
   PQclear(PQexec(c,
+                 "DROP TABLE problems;" /* migration 6's */
                  "DROP INDEX kernels_versions; ALTER TABLE kernels DROP COLUMN kernel_of,"
                  " DROP COLUMN version; UPDATE gpulab_schema SET version = 4;"
                  " INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
@@ -773,6 +857,7 @@ static const struct test_case cases[] = {
     TEST(test_rows),
     TEST(test_kernels),
     TEST(test_kernel_versions),
+    TEST(test_problems),
     TEST(test_hold),
     TEST(test_replace),
     TEST(test_give),
