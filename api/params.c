@@ -78,7 +78,7 @@ static const struct {
     {"option_not_allowed", "A compiler option that is not allowed"},
     {"invalid_form", "The form could not be read"},
     {"kernel_quota", "The client's kernel quota is used up"},
-    {"not_owner", "Another client's kernel"},
+    {"not_owner", "Another client's kernel or problem"},
     {"kernel_not_found", "No such kernel"},
     {"source_too_large", "The kernel's source is too large"},
     {"source_not_allowed", "The source has what device code may not"},
@@ -88,11 +88,19 @@ static const struct {
     {"nvrtc_unavailable", "No compiler for users' kernels"},
     {"compile_busy", "Every compile slot is busy"},
     /* a kernel's versions (server/http/routes_kernel_versions.c, submit.c) */
-    {"too_many_versions", "The kernel has as many versions as allowed"},
-    {"version_not_found", "No such version of the kernel"},
+    {"too_many_versions", "As many versions as allowed"},
+    {"version_not_found", "No such version"},
     {"ambiguous_kernel", "More than one kernel of that name"},
     {"diff_too_large", "The diff is too large"},
     {"diff_unavailable", "The diff could not be made"},
+    /* a job's profile (kernels/core/profile.h) */
+    {"profiling_unavailable", "Hardware counters cannot be read here"},
+    /* problems users define (server/http/routes_problems.c, api/problem_def.c) */
+    {"problem_not_found", "No such problem"},
+    {"problem_name_taken", "The name is another client's"},
+    {"problem_quota", "Too many problems"},
+    {"invalid_expression", "An expression cannot be used"},
+    {"invalid_problem", "The problem cannot be run as defined"},
 };
 
 static const char *reason_phrase(int status) {

@@ -386,8 +386,12 @@ static int declaration_of(const struct ucompile_req *req, char *decl, size_t len
   return 0;
 }
 
+/* A declaration's bytes at most: a problem's signature (api/problem_def.h: 2048) with
+ * its prelude of includes. */
+#define DECL_MAX 2304
+
 static char *full_source(const struct ucompile_req *req, const char *name) {
-  char decl[512];
+  char decl[DECL_MAX];
   if (declaration_of(req, decl, sizeof decl)) return NULL;
   size_t n = strlen(decl) + strlen(name) + strlen(req->source) + 32;
   char *src = malloc(n);
@@ -475,17 +479,18 @@ static void declared_params(const char *source, const char *entry, int line, cha
  * has other parameters than the experiment's declaration (both extern "C"): r's error
  * says instead which signature the experiment expects and what the kernel declared. */
 static void say_signature(const struct ucompile_req *req, struct ucompile_report *r) {
-  char decl[512], params[256];
+  char decl[DECL_MAX], params[256];
   if (!strstr(r->error, "more than one instance of overloaded function") ||
       declaration_of(req, decl, sizeof decl) || !decl[0])
     return;
   size_t n = strlen(decl);
   if (n && decl[n - 1] == ';') decl[n - 1] = '\0';
+  const char *sig = strrchr(decl, '\n') ? strrchr(decl, '\n') + 1 : decl; /* past includes */
   declared_params(req->source, req->entry, r->error_line, params, sizeof params);
   snprintf(r->error, sizeof r->error,
            "line %d: %s does not have the experiment's signature: it must be %s (gpulab "
            "declares it ahead of your source), and this declares %s%s",
-           r->error_line, req->entry, decl, req->entry, params[0] ? params : "(...)");
+           r->error_line, req->entry, sig, req->entry, params[0] ? params : "(...)");
 }
 
 /* A compile that succeeded into r: its usage, whether it defines the entry, its CUBIN

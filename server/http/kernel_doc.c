@@ -2,6 +2,7 @@
 #include "server/http/kernel_doc.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "api/encode.h"
 #include "server/service/ukernels.h"
@@ -36,4 +37,29 @@ json_t *kernel_doc_json(const struct store_kernel *k, enum kernel_doc_kind kind,
   char why[256]; /* a version stored before today's rules may be refused now */
   if (ukernels_refused(k->id, why, sizeof why)) json_object_set_new(o, "refused", json_string(why));
   return o;
+}
+
+enum MHD_Result kernel_unprocessable(struct request *r, const char *code, const char *field,
+                                     int line, json_t *report, const char *detail) {
+  struct api_error err;
+  api_error_set(&err, 422, code, field, "%s", detail);
+  json_t *extra = json_pack("{s:o}", "line", line ? json_integer(line) : json_null());
+  if (extra && report)
+    json_object_set_new(extra, "compile", report);
+  else
+    json_decref(report);
+  return respond_problem(r, &err, extra);
+}
+
+enum MHD_Result kernel_compile_failed(struct request *r, const struct ucompile_report *rep,
+                                      json_t *report, const char *field) {
+  if (rep->timed_out)
+    return kernel_unprocessable(r, "compile_timeout", field, 0, report, rep->error);
+  if (rep->stateful) /* compiled, but keeps state no runner can put back before a launch */
+    return kernel_unprocessable(r, "stateful_kernel", field, rep->error_line, report, rep->error);
+  char at[320];
+  snprintf(at, sizeof at, "line %d: %s", rep->error_line, rep->error);
+  bool said = strncmp(rep->error, "line ", 5) == 0; /* say_signature's names its line */
+  return kernel_unprocessable(r, "compile_failed", field, rep->error_line, report,
+                              rep->error_line && !said ? at : rep->error);
 }

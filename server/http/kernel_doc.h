@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "server/http/request.h"
 #include "server/service/ukernels.h" /* struct store_kernel */
 
 enum kernel_doc_kind {
@@ -19,5 +20,15 @@ enum kernel_doc_kind {
  * full its source and log too; versions > 0 adds the kernel's count of versions. */
 json_t *kernel_doc_json(const struct store_kernel *k, enum kernel_doc_kind kind, bool full,
                         int versions, const char *prefix);
+
+/* 422: source (field: "source", "reference.source") cannot be compiled as sent, saying
+ * why (detail); line: the user's line (0: none); report: the compile report (consumed),
+ * or NULL. */
+enum MHD_Result kernel_unprocessable(struct request *r, const char *code, const char *field,
+                                     int line, json_t *report, const char *detail);
+/* The 422 of a compile that failed (rep->ok false): compile_timeout, stateful_kernel or
+ * compile_failed at its line, report (consumed) beside. */
+enum MHD_Result kernel_compile_failed(struct request *r, const struct ucompile_report *rep,
+                                      json_t *report, const char *field);
 
 #endif

@@ -67,7 +67,7 @@ struct request {
   const struct auth_client *who;
   bool local, local_admin; /* on the Unix socket: client is the peer's user name */
   char client[64];
-  char location[48];      /* non-empty: sent as Location (201, 202), after api_prefix */
+  char location[96];      /* non-empty: sent as Location (201, 202), after api_prefix */
   char query[256];        /* "?..." as sent (cut to fit), or "": respond_elsewhere's */
   char redirect[512];     /* non-empty: sent as Location as it is (respond_elsewhere) */
   const char *api_prefix; /* "/v1" when the path came under it (router.c), else "" */

@@ -20,8 +20,8 @@ enum route_flag {
 };
 
 /* A route. pattern is the route's name in metrics and logs, and what it matches: a
- * path, a path with one or two "{...}" (each a non-empty segment of at most 23
- * characters), or a prefix ending in '*'. */
+ * path, a path with one or two "{...}" (each a non-empty segment of at most 71
+ * characters: a problem's name is up to 63), or a prefix ending in '*'. */
 struct route {
   const char *pattern;
   const char *allow; /* its methods, for 405's Allow */
@@ -53,13 +53,17 @@ static const struct route routes[] = {
     {"/kernels/{id}/versions/{version}", "GET, HEAD, DELETE", route_kernel_version, 0},
     {"/kernels/{id}/diff", "GET, HEAD", route_kernel_diff, 0},
     {"/leaderboard/{experiment}", "GET, HEAD", route_leaderboard, 0},
+    {"/problems", "GET, HEAD, POST", route_problems, ROUTE_JSON},
+    {"/problems/{name}", "GET, HEAD, DELETE", route_problem, 0},
+    {"/problems/{name}/versions", "GET, HEAD", route_problem_versions, 0},
+    {"/problems/{name}/versions/{version}", "GET, HEAD", route_problem_version, 0},
     {"/static/*", "GET, HEAD", route_static, ROUTE_PUBLIC}, /* the dashboard's files */
 };
 
 struct route_match {
   struct route route;
-  char id[24];  /* the first "{...}" as written */
-  char id2[24]; /* the second, "" without one */
+  char id[72];  /* the first "{...}" as written */
+  char id2[72]; /* the second, "" without one */
   int type;     /* an experiment's route: its type; else -1 */
 };
 

@@ -21,6 +21,9 @@ typedef enum MHD_Result route_fn(struct request *r, const struct route_args *a);
 /* routes_jobs.c: POST and GET /jobs, GET and DELETE /jobs/{id}, and the event
  * streams GET /jobs/{id}/events and GET /events. */
 route_fn route_jobs, route_job, route_job_events, route_events;
+/* routes_problems.c: POST and GET /problems, GET and DELETE /problems/{name}, GET
+ * /problems/{name}/versions and /problems/{name}/versions/{version}. */
+route_fn route_problems, route_problem, route_problem_versions, route_problem_version;
 /* routes_experiments.c: POST /<experiment>, one per registered experiment. */
 route_fn route_experiment;
 /* routes_buffers.c: POST and GET /buffers, GET and DELETE /buffers/{id}. */

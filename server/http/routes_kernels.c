@@ -312,39 +312,6 @@ static int submit_check(const struct submit *s, const struct ukernels_config *cf
 
 /* ---- JSON ---- */
 
-static json_t *report_json(const struct ucompile_report *r, bool cached,
-                           const struct nvrtc_lib *lib) {
-  char arch[16], nvrtc[16], sha[65] = "";
-  snprintf(arch, sizeof arch, "sm_%d", r->arch);
-  snprintf(nvrtc, sizeof nvrtc, "%d.%d", lib ? lib->major : 0, lib ? lib->minor : 0);
-  if (r->image) {
-    uint8_t key[IMAGE_KEY_BYTES];
-    if (image_sha256(r->image, r->image_bytes, key) == 0) image_key_hex(key, sha);
-  }
-  json_t *o = json_pack("{s:b,s:b,s:s,s:s,s:f,s:s}", "ok", r->ok, "cached", cached, "arch", arch,
-                        "nvrtc", nvrtc, "compile_ms", r->compile_ms, "log", r->log ? r->log : "");
-  if (!o) return NULL;
-  if (r->ok) {
-    json_object_set_new(o, "image_bytes", json_integer((json_int_t)r->image_bytes));
-    /* What a runner puts back before every launch (uimage.h). */
-    json_object_set_new(o, "module_variables", json_integer(r->n_vars));
-    json_object_set_new(o, "module_variable_bytes", json_integer((json_int_t)r->var_bytes));
-    json_object_set_new(o, "image_sha256", json_string(sha));
-  } else {
-    json_object_set_new(o, "error", json_string(r->error));
-    json_object_set_new(o, "error_line", r->error_line ? json_integer(r->error_line) : json_null());
-  }
-  if (r->has_usage) {
-    json_object_set_new(o, "registers", json_integer(r->registers));
-    json_object_set_new(o, "barriers", json_integer(r->barriers));
-    json_object_set_new(o, "shared_bytes", json_integer(r->shared_bytes));
-    json_object_set_new(o, "stack_bytes", json_integer(r->stack_bytes));
-    json_object_set_new(o, "spill_store_bytes", json_integer(r->spill_store_bytes));
-    json_object_set_new(o, "spill_load_bytes", json_integer(r->spill_load_bytes));
-  }
-  return o;
-}
-
 static json_t *ints_json(const int *v, int n) {
   json_t *a = json_array();
   for (int i = 0; i < n; i++) json_array_append_new(a, json_integer(v[i]));
@@ -368,31 +335,6 @@ static json_t *spec_json(const struct submit *s) {
 }
 
 /* ---- POST /kernels ---- */
-
-/* 422: the source cannot be compiled as sent, saying why (detail). line: the user's
- * line (0: none); report: the compile report (consumed), or NULL. */
-static enum MHD_Result unprocessable(struct request *r, const char *code, int line, json_t *report,
-                                     const char *detail) {
-  struct api_error err;
-  api_error_set(&err, 422, code, "source", "%s", detail);
-  json_t *extra = json_pack("{s:o}", "line", line ? json_integer(line) : json_null());
-  if (extra && report)
-    json_object_set_new(extra, "compile", report);
-  else
-    json_decref(report);
-  return respond_problem(r, &err, extra);
-}
-
-static enum MHD_Result compile_failed(struct request *r, const struct ucompile_report *rep,
-                                      json_t *report) {
-  if (rep->timed_out) return unprocessable(r, "compile_timeout", 0, report, rep->error);
-  if (rep->stateful) /* compiled, but keeps state no runner can put back before a launch */
-    return unprocessable(r, "stateful_kernel", rep->error_line, report, rep->error);
-  char at[320];
-  snprintf(at, sizeof at, "line %d: %s", rep->error_line, rep->error);
-  return unprocessable(r, "compile_failed", rep->error_line, report,
-                       rep->error_line ? at : rep->error);
-}
 
 /* Fills the defaults a submission left out: the experiment's block and tile, then one
  * output per thread. */
@@ -454,11 +396,12 @@ static enum MHD_Result refused(struct request *r, const char *src, size_t len, c
   int line = 0;
   char why[256];
   if (strlen(src) != len)
-    return unprocessable(r, "source_not_allowed", 0, NULL, "the source holds a NUL byte");
+    return kernel_unprocessable(r, "source_not_allowed", "source", 0, NULL,
+                                "the source holds a NUL byte");
   struct ukernels *u = r->srv->opts.service->ukernels;
   if (ucompile_source_check(src, u ? ukernels_nvrtc(u, NULL) : NULL, &line, why, sizeof why) ==
       -EINVAL)
-    return unprocessable(r, "source_not_allowed", line, NULL, why);
+    return kernel_unprocessable(r, "source_not_allowed", "source", line, NULL, why);
   if (strncmp(msg, "entry", 5) == 0)
     return respond_fail(r, 400, "out_of_range", "entry", "%s", msg);
   return respond_fail(r, 400, "option_not_allowed", "options", "%s", msg);
@@ -483,7 +426,7 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
   if (image_sha256(src, s->source_len, sha)) return respond_json(r, 500, NULL);
   image_key_hex(sha, k.source_sha);
   k.source = src;
-  json_t *spec = spec_json(s), *report = report_json(rep, cached, ukernels_nvrtc(u, NULL));
+  json_t *spec = spec_json(s), *report = ukernels_report_json(u, rep, cached);
   json_t *occupancy = ukernels_occupancy_json(u, s->block, s->shared_bytes, rep);
   if (report && occupancy)
     json_object_set_new(report, "occupancy", occupancy);
@@ -627,7 +570,7 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   } else if (rc) {
     ret = respond_fail(r, 500, "compile_error", NULL, "NVRTC failed: %s", msg);
   } else if (!rep->ok) {
-    ret = compile_failed(r, rep, report_json(rep, cached, ukernels_nvrtc(u, NULL)));
+    ret = kernel_compile_failed(r, rep, ukernels_report_json(u, rep, cached), "source");
   } else {
     ret = keep_and_answer(r, u, &s, src, rep, cached, kernel_id);
   }

@@ -200,6 +200,9 @@ void ukernels_free(struct ukernels *u) {
 }
 
 const struct ukernels_config *ukernels_config(const struct ukernels *u) { return &u->cfg; }
+struct store *ukernels_store(struct ukernels *u) {
+  return u->store;
+}
 
 const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **why) {
   if (!u->nvrtc && why) *why = u->nvrtc_why;
@@ -324,6 +327,40 @@ int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompi
   pthread_cond_signal(&u->freed);
   pthread_mutex_unlock(&u->mu);
   return rc;
+}
+
+json_t *ukernels_report_json(const struct ukernels *u, const struct ucompile_report *r,
+                             bool cached) {
+  const struct nvrtc_lib *lib = u->nvrtc;
+  char arch[16], nvrtc[16], sha[65] = "";
+  snprintf(arch, sizeof arch, "sm_%d", r->arch);
+  snprintf(nvrtc, sizeof nvrtc, "%d.%d", lib ? lib->major : 0, lib ? lib->minor : 0);
+  if (r->image) {
+    uint8_t key[IMAGE_KEY_BYTES];
+    if (image_sha256(r->image, r->image_bytes, key) == 0) image_key_hex(key, sha);
+  }
+  json_t *o = json_pack("{s:b,s:b,s:s,s:s,s:f,s:s}", "ok", r->ok, "cached", cached, "arch", arch,
+                        "nvrtc", nvrtc, "compile_ms", r->compile_ms, "log", r->log ? r->log : "");
+  if (!o) return NULL;
+  if (r->ok) {
+    json_object_set_new(o, "image_bytes", json_integer((json_int_t)r->image_bytes));
+    /* What a runner puts back before every launch (uimage.h). */
+    json_object_set_new(o, "module_variables", json_integer(r->n_vars));
+    json_object_set_new(o, "module_variable_bytes", json_integer((json_int_t)r->var_bytes));
+    json_object_set_new(o, "image_sha256", json_string(sha));
+  } else {
+    json_object_set_new(o, "error", json_string(r->error));
+    json_object_set_new(o, "error_line", r->error_line ? json_integer(r->error_line) : json_null());
+  }
+  if (r->has_usage) {
+    json_object_set_new(o, "registers", json_integer(r->registers));
+    json_object_set_new(o, "barriers", json_integer(r->barriers));
+    json_object_set_new(o, "shared_bytes", json_integer(r->shared_bytes));
+    json_object_set_new(o, "stack_bytes", json_integer(r->stack_bytes));
+    json_object_set_new(o, "spill_store_bytes", json_integer(r->spill_store_bytes));
+    json_object_set_new(o, "spill_load_bytes", json_integer(r->spill_load_bytes));
+  }
+  return o;
 }
 
 /* Blocks per SM a resource allows; null where it sets no limit (the calculator says

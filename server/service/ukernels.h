@@ -45,6 +45,8 @@ int ukernels_new(const struct ukernels_config *cfg, struct ukernels **out, char 
 void ukernels_free(struct ukernels *u); /* NULL is a no-op */
 
 const struct ukernels_config *ukernels_config(const struct ukernels *u); /* defaults filled */
+/* The store the kernels (and problems: problems.h) are kept in; u's. */
+struct store *ukernels_store(struct ukernels *u);
 /* The loaded NVRTC, or NULL with *why (u's, static to it) saying why there is none. */
 const struct nvrtc_lib *ukernels_nvrtc(const struct ukernels *u, const char **why);
 /* The stored kernels (in cfg->store, or the service's own store), as store.h's
@@ -79,6 +81,12 @@ const char *ukernels_refused(int64_t id, char *why, size_t why_len);
  * -ENODEV without NVRTC, -EBUSY when no slot freed within compile_wait_s. */
 int ukernels_compile(struct ukernels *u, struct ucompile_req *req, struct ucompile_report **out,
                      bool *cached, char *msg, size_t msg_len);
+
+/* r as the API shows a compile report (the caller owns it; NULL when out of memory):
+ * ok, cached, arch, NVRTC's version, the time, the log; the image's size, hash and
+ * module variables, or the first error and its line; ptxas' usage. */
+json_t *ukernels_report_json(const struct ukernels *u, const struct ucompile_report *r,
+                             bool cached);
 
 /* The theoretical occupancy of a kernel that compiled as r (ptxas' registers and static
  * shared bytes) with its block and dynamic shared bytes on u's architecture, as the

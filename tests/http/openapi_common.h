@@ -38,7 +38,7 @@ struct op_seen {
   char statuses[64];
 };
 
-extern struct op_seen seen[64];
+extern struct op_seen seen[128];
 extern int n_seen;
 void record(const char *tmpl, const char *method, long status);
 /* Recursively: every $ref in the document resolves. */
@@ -89,5 +89,7 @@ json_t *post(const char *tmpl, const char *path, const char *body, long status, 
 #define ACCEPTED true
 #define REFUSED false
 json_t *job_wait(long long id);
+/* openapi_problems.c: every operation of /problems. */
+void check_problems(void);
 
 #endif

@@ -805,6 +805,7 @@ static void test_job_reads(void) { check_job_reads(kept); }
 static void test_buffers(void) { buffer = check_buffers(); }
 static void test_busy(void) { check_busy(buffer); }
 static void test_store(void) { check_store(dir); }
+static void test_problems(void) { check_problems(); }
 
 /* Every documented operation was exercised (by the cases before), and every answer
  * recorded is valid against its schema (validate.js). */
@@ -840,6 +841,7 @@ static const struct test_case cases[] = {
     TEST(test_buffers),
     TEST_AFTER(test_busy, test_buffers),
     TEST(test_kernels),
+    TEST(test_problems),
     TEST(test_methods),
     TEST(test_tokens),
     TEST(test_store),

@@ -153,6 +153,14 @@ module.exports = {
 
 ],
 
+'docs/problems.md': [
+  /* Problems you define: defined, validated and compiled on the CPU machine too */
+  { cmd: 'curl -d @softmax.json localhost:8080/v1/problems', status: 201,
+    headers: { Location: '/v1/problems/softmax_rows/versions/1' },
+    json: { name: 'softmax_rows', version: 1, 'compile.ok': true,
+      signature: 'extern "C" __global__ void kernel(const float *x, float *y, int rows, int cols);',
+      'compile.occupancy_at_defaults.max_warps_per_sm': 64, 'definition.reference.grid': ['rows', 1, 1] } },
+],
 'docs/lab.md': [
   /* Running it for a lab: TLS and the chapter's tokens file (alice's token) */
   { cmd: `curl -H "Authorization: Bearer $TOKEN" -d '{"m":1024,"n":1024}' https://gpubox:8080/v1/transpose`, status: 200,

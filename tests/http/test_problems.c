@@ -1,0 +1,262 @@
+/* Problems users define, against a real gpulabd (CPU backend, NVRTC for real, SQLite):
+ * a definition compiled and answered with its signature, template and occupancy; bad
+ * ones refused naming their field (the parser's every rule: tests/unit/
+ * test_problem_def.c); a reference that does not compile or reads outside the toolkit;
+ * versions, a name its first owner's, private and public, delete; and all of it kept
+ * across a restart. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/http_client.h"
+#include "tests/runner.h"
+
+#define ALICE "alice-token-0123456789"
+#define BOB "bob-token-0123456789abc"
+
+static struct gpulabd d;
+static char db[256], tokens[256];
+
+/* A row softmax, float32 in and out, one block per row: the issue's example (cols at
+ * most 16384, so that rows x cols stays within 2^31 - 1). */
+#define REFERENCE                                                                         \
+  "extern \"C\" __global__ void kernel(const float* x, float* y, int rows, int cols) {\n" \
+  "  int r = blockIdx.x;\n"                                                               \
+  "  if (r >= rows) return;\n"                                                            \
+  "  const float* in = x + (size_t)r * cols;\n"                                           \
+  "  float m = -3.4e38f, s = 0.f;\n"                                                      \
+  "  for (int c = 0; c < cols; c++) m = fmaxf(m, in[c]);\n"                               \
+  "  for (int c = 0; c < cols; c++) s += expf(in[c] - m);\n"                              \
+  "  for (int c = threadIdx.x; c < cols; c += blockDim.x)\n"                              \
+  "    y[(size_t)r * cols + c] = expf(in[c] - m) / s;\n"                                  \
+  "}\n"
+
+static json_t *softmax(const char *name, bool is_public) {
+  return json_pack(
+      "{s:s,s:b,s:{s:{s:i,s:i,s:i},s:{s:i,s:i,s:i}},s:[{s:s,s:s,s:[s,s],s:{s:[i,i]}}],"
+      "s:[{s:s,s:s,s:[s,s],s:{s:f,s:f}}],s:{s:s,s:[i,i,i],s:[s,i,i]},s:{s:s}}",
+      "name", name, "public", is_public, "params", "rows", "default", 4096, "min", 1, "max", 65536,
+      "cols", "default", 1024, "min", 1, "max", 16384, "inputs", "name", "x", "dtype", "float32",
+      "shape", "rows", "cols", "init", "uniform", -4, 4, "outputs", "name", "y", "dtype", "float32",
+      "shape", "rows", "cols", "tolerance", "abs", 1e-6, "rel", 1e-4, "reference", "source",
+      REFERENCE, "block", 256, 1, 1, "grid", "rows", 1, 1, "figure", "bytes", "8 * rows * cols");
+}
+
+static void define(json_t *def, long status, struct http_reply *r) {
+  char *text = json_dumps(def, JSON_COMPACT);
+  http_post_json(&d, "/problems", text, r);
+  free(text);
+  CHECK_STATUS(r, status);
+}
+
+static void as(const char *token) { snprintf(d.http.token, sizeof d.http.token, "%s", token); }
+
+static void start(void) {
+  const char *args[] = {"--backend", "cpu",          "--tokens", tokens, "--db",
+                        db,          "--access-log", "off",      NULL};
+  gpulabd_start(args, &d);
+}
+
+static void test_define(void) {
+  as(ALICE);
+  struct http_reply r;
+  json_t *def = softmax("softmax_rows", false);
+  define(def, 201, &r);
+  CHECK(r.location && strstr(r.location, "/problems/softmax_rows/versions/1"));
+  CHECK_STR_EQ(JSTR(r.json, "owner"), "alice");
+  CHECK_INT_EQ(JINT(r.json, "version"), 1);
+  CHECK_STR_EQ(
+      JSTR(r.json, "signature"),
+      "extern \"C\" __global__ void kernel(const float *x, float *y, int rows, int cols);");
+  CHECK(strstr(
+      JSTR(r.json, "template"),
+      "extern \"C\" __global__ void kernel(const float *x, float *y, int rows, int cols) {"));
+  CHECK_STR_EQ(JSTR(r.json, "prelude"), "");
+  CHECK(JBOOL(r.json, "compile.ok"));
+  CHECK(JINT(r.json, "compile.registers") > 0);
+  CHECK_INT_EQ(JINT(r.json, "compile.occupancy_at_defaults.max_warps_per_sm"), 64);
+  /* canonical: the block's and grid's three entries, a literal as an integer */
+  CHECK_STR_EQ(JSTR(r.json, "definition.reference.grid[0]"), "rows");
+  CHECK_INT_EQ(JINT(r.json, "definition.reference.grid[1]"), 1);
+  CHECK_STR_EQ(JSTR(r.json, "definition.figure.bytes"), "8 * rows * cols");
+  http_reply_free(&r);
+  /* The same name again, its owner: version 2. */
+  json_object_set_new(def, "public", json_true());
+  define(def, 201, &r);
+  CHECK_INT_EQ(JINT(r.json, "version"), 2);
+  http_reply_free(&r);
+  /* Another owner: the name is taken. */
+  as(BOB);
+  define(def, 409, &r);
+  CHECK_ERROR(&r, 409, "problem_name_taken", "name");
+  http_reply_free(&r);
+  json_decref(def);
+}
+
+/* A half-precision problem: its signature needs cuda_fp16.h, which gpulab includes. */
+static void test_half(void) {
+  as(BOB);
+  json_t *def = softmax("scale_half", false);
+  json_t *x = json_array_get(json_object_get(def, "inputs"), 0);
+  json_t *y = json_array_get(json_object_get(def, "outputs"), 0);
+  json_object_set_new(x, "dtype", json_string("float16"));
+  json_object_set_new(y, "dtype", json_string("float16"));
+  json_object_set_new(
+      json_object_get(def, "reference"), "source",
+      json_string("extern \"C\" __global__ void kernel(const __half* x, __half* y, int rows, "
+                  "int cols) {\n  size_t i = (size_t)blockIdx.x * cols + threadIdx.x;\n"
+                  "  if (threadIdx.x < cols) y[i] = __hmul(x[i], __float2half(2.f));\n}\n"));
+  struct http_reply r;
+  define(def, 201, &r);
+  CHECK_STR_EQ(JSTR(r.json, "prelude"), "#include <cuda_fp16.h>\n");
+  CHECK(strstr(JSTR(r.json, "signature"), "const __half *x, __half *y"));
+  http_reply_free(&r);
+  json_decref(def);
+}
+
+/* One key of the softmax definition changed (NULL value: removed), refused. */
+static void bad(const char *path, json_t *value, long status, const char *code, const char *field) {
+  json_t *def = softmax("bad_one", false), *at = def;
+  char key[64], *dot;
+  snprintf(key, sizeof key, "%s", path);
+  char *k = key;
+  while ((dot = strchr(k, '.'))) { /* objects, and arrays' first entries as "0" */
+    *dot = '\0';
+    at = json_is_array(at) ? json_array_get(at, 0) : json_object_get(at, k);
+    k = dot + 1;
+  }
+  if (value)
+    json_object_set_new(at, k, value);
+  else
+    json_object_del(at, k);
+  struct http_reply r;
+  define(def, status, &r);
+  if (status == 422) { /* with the line and the compile report beside */
+    CHECK_STR_EQ(JSTR(r.json, "code"), code);
+    CHECK_STR_EQ(JSTR(r.json, "field"), field);
+    CHECK(json_is_integer(json_at(r.json, "line")));
+  } else {
+    CHECK_ERROR(&r, status, code, field);
+  }
+  http_reply_free(&r);
+  json_decref(def);
+}
+
+static void test_refused(void) {
+  as(ALICE);
+  bad("colour", json_true(), 400, "unknown_field", "colour");
+  bad("reference", NULL, 400, "missing_field", "reference");
+  bad("params.rows.max", json_integer(0), 400, "out_of_range", "params.rows.max");
+  bad("figure.bytes", json_string("8 * rows * colz"), 400, "invalid_expression", "figure.bytes");
+  bad("figure.bytes", json_string("8 * (rows"), 400, "invalid_expression", "figure.bytes");
+  bad("params.cols.max", json_integer(65536), 400, "invalid_problem", "inputs[0].shape");
+  bad("inputs.0.dtype", json_string("float64"), 400, "out_of_range", "inputs[0].dtype");
+  bad("reference.grid", json_pack("[s,i,i]", "rows / (cols - cols)", 1, 1), 400,
+      "invalid_expression", "reference.grid[0]");
+  bad("name", json_string("no spaces"), 400, "out_of_range", "name");
+  /* What the compile refuses. */
+  bad("reference.source",
+      json_string("extern \"C\" __global__ void kernel(const float* x, float* y, "
+                  "int rows, int cols) { y[0] = undefined_name; }"),
+      422, "compile_failed", "reference.source");
+  bad("reference.source", json_string("#include \"/etc/passwd\"\n"), 422, "source_not_allowed",
+      "reference.source");
+  bad("reference.source", json_string("extern \"C\" __global__ void kernel(int n) {}"), 422,
+      "compile_failed", "reference.source");
+  bad("reference.options", json_pack("[s]", "-I/etc"), 400, "option_not_allowed",
+      "reference.options");
+  /* Not JSON. */
+  struct http_reply r;
+  http_post_json(&d, "/problems", "{\"name\":", &r);
+  CHECK_ERROR(&r, 400, "invalid_json", NULL);
+  http_reply_free(&r);
+  /* None of them was kept. */
+  http_get(&d, "/problems/bad_one", &r);
+  CHECK_ERROR(&r, 404, "problem_not_found", "name");
+  http_reply_free(&r);
+}
+
+/* What alice and bob each see; who may delete; a deleted problem's versions. */
+static void test_visibility(void) {
+  as(BOB);
+  json_t *list = http_get_json(&d, "/problems"); /* alice's public softmax, his scale_half */
+  CHECK_INT_EQ(json_array_size(json_at(list, "problems")), 2);
+  json_decref(list);
+  struct http_reply r;
+  http_get(&d, "/problems/softmax_rows/versions/1", &r); /* private */
+  CHECK_ERROR(&r, 404, "version_not_found", "version");
+  http_reply_free(&r);
+  json_t *v = http_get_json(&d, "/problems/softmax_rows/versions");
+  CHECK_INT_EQ(json_array_size(json_at(v, "versions")), 1); /* the public one */
+  json_decref(v);
+  http_request(&d, "DELETE", "/problems/softmax_rows", NULL, NULL, 0, &r);
+  CHECK_ERROR(&r, 403, "not_owner", "name");
+  http_reply_free(&r);
+  as(ALICE);
+  http_get(&d, "/problems/scale_half", &r); /* bob's, private */
+  CHECK_ERROR(&r, 404, "problem_not_found", "name");
+  http_reply_free(&r);
+  json_t *p = http_get_json(&d, "/problems/softmax_rows");
+  CHECK_INT_EQ(JINT(p, "versions"), 2);
+  json_decref(p);
+  http_request(&d, "DELETE", "/problems/softmax_rows", NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  CHECK(JBOOL(r.json, "deleted"));
+  http_reply_free(&r);
+  http_get(&d, "/problems/softmax_rows", &r);
+  CHECK_ERROR(&r, 404, "problem_not_found", "name");
+  http_reply_free(&r);
+  p = http_get_json(&d, "/problems/softmax_rows/versions/1"); /* still readable */
+  CHECK(JBOOL(p, "deleted"));
+  json_decref(p);
+  list = http_get_json(&d, "/problems");
+  CHECK_INT_EQ(json_array_size(json_at(list, "problems")), 0);
+  json_decref(list);
+  http_get(&d, "/problems/softmax_rows/versions/x", &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "version");
+  http_reply_free(&r);
+}
+
+/* Defined again after its delete: version 3, shown again; and all of it after a
+ * restart. */
+static void test_restart(void) {
+  as(ALICE);
+  json_t *def = softmax("softmax_rows", true);
+  struct http_reply r;
+  define(def, 201, &r);
+  CHECK_INT_EQ(JINT(r.json, "version"), 3);
+  http_reply_free(&r);
+  json_decref(def);
+  gpulabd_stop(&d);
+  start();
+  as(ALICE);
+  json_t *p = http_get_json(&d, "/problems/softmax_rows");
+  CHECK_INT_EQ(JINT(p, "version"), 3);
+  CHECK_INT_EQ(JINT(p, "versions"), 3);
+  CHECK(JBOOL(p, "compile.ok"));
+  CHECK(strstr(JSTR(p, "definition.reference.source"), "expf(in[c] - m)"));
+  json_decref(p);
+  as(BOB);
+  p = http_get_json(&d, "/problems/scale_half");
+  CHECK_STR_EQ(JSTR(p, "owner"), "bob");
+  json_decref(p);
+}
+
+static int setup(void) {
+  snprintf(db, sizeof db, "%s/problems.db", test_dir());
+  snprintf(tokens, sizeof tokens, "%s/tokens", test_dir());
+  FILE *f = fopen(tokens, "w");
+  CHECK(f != NULL);
+  fprintf(f, ALICE " alice\n" BOB " bob\n");
+  fclose(f);
+  start();
+  return 0;
+}
+
+static void teardown(void) { gpulabd_stop(&d); }
+
+static const struct test_case cases[] = {
+    TEST(test_define),     TEST(test_half),    TEST(test_refused),
+    TEST(test_visibility), TEST(test_restart), TEST_END,
+};
+const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
