@@ -580,6 +580,10 @@ static void test_experiments(void) {
       CHECK_STR_EQ(kind, "choice");
       CHECK_STR_EQ(JSTR(p, "values[0]"), "interleaved");
       CHECK_STR_EQ(JSTR(p, "values[1]"), "sequential");
+    } else if (!strcmp(name, "profile")) { /* "off" the default: the form sends none */
+      CHECK_STR_EQ(kind, "choice");
+      CHECK_STR_EQ(JSTR(p, "values[0]"), "off");
+      CHECK_STR_EQ(JSTR(p, "values[2]"), "full");
     } else if (!strcmp(name, "max_noise") || !strcmp(name, "max_time")) {
       CHECK_STR_EQ(kind, "number");
     } else if (!strcmp(name, "graph") || !strcmp(name, "cold")) {
@@ -604,9 +608,9 @@ static void test_experiments(void) {
     }
     seen++;
   }
-  CHECK_INT_EQ(
-      seen,
-      10); /* seed, warmup, batches, reps, min_samples, order, max_noise, max_time, graph, cold */
+  /* seed, warmup, batches, reps, min_samples, order, max_noise, max_time, graph, cold,
+   * profile */
+  CHECK_INT_EQ(seen, 11);
   json_decref(x);
 }
 
