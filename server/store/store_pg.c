@@ -73,6 +73,9 @@ static const char *const migrations[] = {
     "ALTER TABLE kernels ADD COLUMN kernel_of bigint;"
     "ALTER TABLE kernels ADD COLUMN version integer NOT NULL DEFAULT 1;"
     "CREATE UNIQUE INDEX kernels_versions ON kernels(kernel_of, version);",
+    /* 6: a version's PTX, as NVRTC gave it with the CUBIN; NULL on the versions stored
+     * before gpulab kept it. */
+    "ALTER TABLE kernels ADD COLUMN ptx text;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */
