@@ -93,6 +93,10 @@ static const struct {
     {"ambiguous_kernel", "More than one kernel of that name"},
     {"diff_too_large", "The diff is too large"},
     {"diff_unavailable", "The diff could not be made"},
+    /* the compiler's view of a version (server/http/routes_kernel_versions.c) */
+    {"ptx_not_kept", "The version's PTX was not kept"},
+    {"cubin_not_kept", "The version's CUBIN was not kept"},
+    {"sass_unavailable", "No disassembler for the SASS"},
 };
 
 static const char *reason_phrase(int status) {

@@ -52,6 +52,10 @@ static const struct route routes[] = {
     {"/kernels/{id}/versions", "GET, HEAD", route_kernel_versions, 0},
     {"/kernels/{id}/versions/{version}", "GET, HEAD, DELETE", route_kernel_version, 0},
     {"/kernels/{id}/diff", "GET, HEAD", route_kernel_diff, 0},
+    {"/kernels/{id}/ptx", "GET, HEAD", route_kernel_ptx, 0},
+    {"/kernels/{id}/sass", "GET, HEAD", route_kernel_sass, 0},
+    {"/kernels/{id}/versions/{version}/ptx", "GET, HEAD", route_kernel_ptx, 0},
+    {"/kernels/{id}/versions/{version}/sass", "GET, HEAD", route_kernel_sass, 0},
     {"/leaderboard/{experiment}", "GET, HEAD", route_leaderboard, 0},
     {"/static/*", "GET, HEAD", route_static, ROUTE_PUBLIC}, /* the dashboard's files */
 };

@@ -77,7 +77,7 @@ json_t *schema_named(const char *name) {
   return s;
 }
 
-struct op_seen seen[64];
+struct op_seen seen[128];
 int n_seen;
 
 void record(const char *tmpl, const char *method, long status) {
@@ -87,7 +87,7 @@ void record(const char *tmpl, const char *method, long status) {
   int i = 0;
   while (i < n_seen && strcmp(seen[i].op, op) != 0) i++;
   if (i == n_seen) {
-    CHECK(n_seen < 64);
+    CHECK(n_seen < (int)(sizeof seen / sizeof seen[0]));
     snprintf(seen[n_seen++].op, sizeof seen[0].op, "%s", op);
   }
   if (!strstr(seen[i].statuses, st) &&

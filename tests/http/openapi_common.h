@@ -38,7 +38,7 @@ struct op_seen {
   char statuses[64];
 };
 
-extern struct op_seen seen[64];
+extern struct op_seen seen[128];
 extern int n_seen;
 void record(const char *tmpl, const char *method, long status);
 /* Recursively: every $ref in the document resolves. */
