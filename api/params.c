@@ -101,6 +101,10 @@ static const struct {
     {"problem_quota", "Too many problems"},
     {"invalid_expression", "An expression cannot be used"},
     {"invalid_problem", "The problem cannot be run as defined"},
+    /* the compiler's view of a version (server/http/routes_kernel_versions.c) */
+    {"ptx_not_kept", "The version's PTX was not kept"},
+    {"cubin_not_kept", "The version's CUBIN was not kept"},
+    {"sass_unavailable", "No disassembler for the SASS"},
 };
 
 static const char *reason_phrase(int status) {

@@ -64,7 +64,8 @@ struct image_cache {
 };
 
 static size_t report_bytes(const struct ucompile_report *r) {
-  return sizeof *r + r->image_bytes + (r->log ? strlen(r->log) + 1 : 0);
+  return sizeof *r + r->image_bytes + (r->log ? strlen(r->log) + 1 : 0) +
+         (r->ptx ? strlen(r->ptx) + 1 : 0);
 }
 
 /* A deep copy of r, or NULL when memory ran out. */
@@ -73,9 +74,11 @@ static struct ucompile_report *report_copy(const struct ucompile_report *r) {
   if (!c) return NULL;
   *c = *r;
   c->log = r->log ? strdup(r->log) : NULL;
+  c->ptx = r->ptx ? strdup(r->ptx) : NULL;
   c->image = r->image_bytes ? malloc(r->image_bytes) : NULL;
-  if ((r->log && !c->log) || (r->image_bytes && !c->image)) {
+  if ((r->log && !c->log) || (r->ptx && !c->ptx) || (r->image_bytes && !c->image)) {
     free(c->log);
+    free(c->ptx);
     free(c->image);
     free(c);
     return NULL;

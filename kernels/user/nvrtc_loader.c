@@ -107,11 +107,19 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t w
   if (!h) goto fail;
   preload_builtins(h);
   if (why && why_len) why[0] = '\0';
-  static const char *const names[] = {
-      "nvrtcVersion",           "nvrtcGetErrorString",    "nvrtcGetNumSupportedArchs",
-      "nvrtcGetSupportedArchs", "nvrtcCreateProgram",     "nvrtcDestroyProgram",
-      "nvrtcCompileProgram",    "nvrtcGetProgramLogSize", "nvrtcGetProgramLog",
-      "nvrtcGetCUBINSize",      "nvrtcGetCUBIN"};
+  static const char *const names[] = {"nvrtcVersion",
+                                      "nvrtcGetErrorString",
+                                      "nvrtcGetNumSupportedArchs",
+                                      "nvrtcGetSupportedArchs",
+                                      "nvrtcCreateProgram",
+                                      "nvrtcDestroyProgram",
+                                      "nvrtcCompileProgram",
+                                      "nvrtcGetProgramLogSize",
+                                      "nvrtcGetProgramLog",
+                                      "nvrtcGetCUBINSize",
+                                      "nvrtcGetCUBIN",
+                                      "nvrtcGetPTXSize",
+                                      "nvrtcGetPTX"};
   void *p[sizeof names / sizeof names[0]];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     p[i] = dlsym(h, names[i]);
@@ -136,6 +144,8 @@ int nvrtc_lib_open(const char *path, struct nvrtc_lib **out, char *why, size_t w
   memcpy(&f->get_program_log, &p[8], sizeof(void *));
   memcpy(&f->get_cubin_size, &p[9], sizeof(void *));
   memcpy(&f->get_cubin, &p[10], sizeof(void *));
+  memcpy(&f->get_ptx_size, &p[11], sizeof(void *));
+  memcpy(&f->get_ptx, &p[12], sizeof(void *));
   find_include_dirs(lib, p[0]);
   void *flow = dlsym(h, "nvrtcSetFlowCallback"); /* NVRTC 12.8 on */
   memcpy(&f->set_flow_callback, &flow, sizeof flow);

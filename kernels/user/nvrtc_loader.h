@@ -35,6 +35,8 @@ struct nvrtc_fns {
   int (*get_program_log)(nvrtc_program prog, char *log);
   int (*get_cubin_size)(nvrtc_program prog, size_t *size); /* nvrtcGetCUBINSize */
   int (*get_cubin)(nvrtc_program prog, char *cubin);       /* nvrtcGetCUBIN */
+  int (*get_ptx_size)(nvrtc_program prog, size_t *size);   /* nvrtcGetPTXSize */
+  int (*get_ptx)(nvrtc_program prog, char *ptx);           /* nvrtcGetPTX */
   int (*set_flow_callback)(nvrtc_program prog, int (*callback)(void *payload, void *reserved),
                            void *payload); /* nvrtcSetFlowCallback */
 };

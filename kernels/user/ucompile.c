@@ -432,8 +432,10 @@ static int check_state(const struct ucompile_req *req, struct ucompile_report *r
     r->stateful = true;
     r->ok = false;
     free(r->image);
+    free(r->ptx);
     r->image = NULL;
     r->image_bytes = 0;
+    r->ptx = NULL;
   }
   return 0;
 }
@@ -515,6 +517,14 @@ static int take_image(const struct nvrtc_fns *f, nvrtc_program prog, const struc
   }
   r->image_bytes = bytes;
   r->ok = true;
+  /* The PTX of an sm_XX compile comes beside its CUBIN: the compiler's view that the
+   * API shows (GET /kernels/{id}/ptx). None is no failure: the kernel still runs. */
+  bytes = 0;
+  if (f->get_ptx_size(prog, &bytes) == NVRTC_LOADER_SUCCESS && bytes > 0 &&
+      (r->ptx = calloc(bytes + 1, 1)) && f->get_ptx(prog, r->ptx) != NVRTC_LOADER_SUCCESS) {
+    free(r->ptx);
+    r->ptx = NULL;
+  }
   return check_state(req, r, msg, msg_len);
 }
 
@@ -610,5 +620,6 @@ void ucompile_report_free(struct ucompile_report *r) {
   if (!r) return;
   free(r->log);
   free(r->image);
+  free(r->ptx);
   free(r);
 }

@@ -48,6 +48,9 @@ struct ucompile_report {
   char *log;      /* the whole program log, NUL-terminated ("" when empty) */
   void *image;    /* the CUBIN */
   size_t image_bytes;
+  /* The PTX NVRTC made on the way to the CUBIN, NUL-terminated, as NVRTC gave it; NULL
+   * when none (a failed or refused compile, or an NVRTC that kept none). */
+  char *ptx;
   /* The first error, as "k.cu(12): error: ..." gives it: its line in the user's
    * source (0 when the message has none) and its text (one line). */
   int error_line;

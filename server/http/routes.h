@@ -39,8 +39,11 @@ route_fn route_device, route_devices, route_health, route_metrics, route_me;
 route_fn route_kernels, route_kernel, route_kernel_signatures;
 bool route_kernels_media_type(const char *ct);
 /* routes_kernel_versions.c: a kernel's versions: GET /kernels/{id}/versions, GET and
- * DELETE /kernels/{id}/versions/{version}, GET /kernels/{id}/diff?from=&to=. */
-route_fn route_kernel_versions, route_kernel_version, route_kernel_diff;
+ * DELETE /kernels/{id}/versions/{version}, GET /kernels/{id}/diff?from=&to=; the
+ * compiler's view, GET /kernels/{id}/ptx and /sass (the newest version) and
+ * /kernels/{id}/versions/{version}/ptx and /sass. */
+route_fn route_kernel_versions, route_kernel_version, route_kernel_diff, route_kernel_ptx,
+    route_kernel_sass;
 /* routes_leaderboard.c: GET /leaderboard/{experiment}; route_leaderboard_board: its
  * document for experiment type (one that takes users' kernels) at size (?size='s text;
  * NULL: the default), also what a kernel's versions take their best figures from.

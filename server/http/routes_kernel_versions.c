@@ -1,8 +1,11 @@
 /* A user's kernel's versions over HTTP: GET /kernels/{id}/versions (each with its
- * source hash, compile summary and best figure: its row of the leaderboard at ?size=), GET and DELETE /kernels/{id}/versions/{version}
- * (deleting the last one deletes the kernel), and GET /kernels/{id}/diff?from=&to=, a
- * unified diff of two versions' sources as text/plain. Who may see a version: its
- * owner, or anyone when that version is public; who may delete one: its owner. */
+ * source hash, compile summary and best figure: its row of the leaderboard at ?size=),
+ * GET and DELETE /kernels/{id}/versions/{version} (deleting the last one deletes the
+ * kernel), GET /kernels/{id}/diff?from=&to=, a unified diff of two versions' sources,
+ * and the compiler's view of a version, its PTX and its SASS (GET /kernels/{id}/ptx,
+ * /sass: the newest; /kernels/{id}/versions/{version}/ptx, /sass), all as text/plain.
+ * Who may see a version: its owner, or anyone when that version is public; who may
+ * delete one: its owner. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include "server/http/routes.h"
 #include "server/service/udiff.h"
 #include "server/service/ukernels.h"
+#include "server/service/usass.h"
 
 static enum MHD_Result no_kernel(struct request *r, const char *id_text) {
   return respond_fail(r, 404, "kernel_not_found", "id", "no kernel '%.40s'", id_text);
@@ -149,8 +153,8 @@ enum MHD_Result route_kernel_version(struct request *r, const struct route_args 
   return ret;
 }
 
-/* The diff's text/plain answer (text taken over). */
-static enum MHD_Result respond_diff(struct request *r, char *text) {
+/* A text/plain answer: the diff, the PTX, the SASS (text taken over). */
+static enum MHD_Result respond_text(struct request *r, char *text) {
   size_t len = strlen(text);
   struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (!resp) {
@@ -189,5 +193,61 @@ enum MHD_Result route_kernel_diff(struct request *r, const struct route_args *a)
   if (rc == -ENOMEM) return respond_json(r, 500, NULL);
   if (rc == -EFBIG) return respond_fail(r, 413, "diff_too_large", NULL, "%s", why);
   if (rc) return respond_fail(r, 503, "diff_unavailable", NULL, "%s", why);
-  return respond_diff(r, text);
+  return respond_text(r, text);
+}
+
+/* ---- the compiler's view: PTX and SASS ---- */
+
+/* The version a route of the compiler's view names (its {version}, else the kernel's
+ * newest) into *k, r allowed to see it: else the 404 or 400 answered into *ret. */
+static bool code_version(struct request *r, struct ukernels *u, const struct route_args *a,
+                         struct store_kernel *k, enum MHD_Result *ret) {
+  int64_t id;
+  int n = 0;
+  return kernel_of(r, u, a->id, &id, ret) &&
+         (!a->id2[0] || (n = version_of(r, a->id2, "version", ret))) &&
+         version_get(r, u, id, n, k, NULL, ret);
+}
+
+enum MHD_Result route_kernel_ptx(struct request *r, const struct route_args *a) {
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  enum MHD_Result ret;
+  struct store_kernel k;
+  if (!u) return respond_fail(r, 503, "nvrtc_unavailable", NULL, "users' kernels are off");
+  if (!code_version(r, u, a, &k, &ret)) return ret;
+  if (k.ptx) {
+    ret = respond_text(r, k.ptx); /* taken over */
+    k.ptx = NULL;
+  } else {
+    ret = respond_fail(r, 404, "ptx_not_kept", "version",
+                       "version %d of kernel %lld was stored before gpulab kept PTX: post its "
+                       "source again (a new version) to see its PTX",
+                       k.version, (long long)k.kernel_id);
+  }
+  ukernels_clear(&k);
+  return ret;
+}
+
+enum MHD_Result route_kernel_sass(struct request *r, const struct route_args *a) {
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  enum MHD_Result ret;
+  struct store_kernel k;
+  if (!u) return respond_fail(r, 503, "nvrtc_unavailable", NULL, "users' kernels are off");
+  if (!code_version(r, u, a, &k, &ret)) return ret;
+  if (!k.image) {
+    ret = respond_fail(r, 404, "cubin_not_kept", "version",
+                       "version %d of kernel %lld has no stored CUBIN: post its source again "
+                       "(a new version) to see its SASS",
+                       k.version, (long long)k.kernel_id);
+    ukernels_clear(&k);
+    return ret;
+  }
+  char why[600], *text = NULL;
+  bool truncated;
+  int rc = usass_disassemble(ukernels_nvrtc(u, NULL), k.image, k.image_bytes, &text, &truncated,
+                             why, sizeof why);
+  ukernels_clear(&k);
+  if (rc == -ENOMEM) return respond_json(r, 500, NULL);
+  if (rc) return respond_fail(r, 503, "sass_unavailable", NULL, "%s", why);
+  return respond_text(r, text);
 }

@@ -438,6 +438,7 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
   json_decref(report);
   k.image = rep->image;
   k.image_bytes = rep->image_bytes;
+  k.ptx = rep->ptx; /* borrowed, as the image: GET /kernels/{id}/ptx answers it */
   enum MHD_Result ret;
   int64_t id = 0;
   int rc = k.spec && k.report ? ukernels_insert(u, &k, &id, &k.version) : -ENOMEM;

@@ -316,7 +316,8 @@ void store_kernel_clear(struct store_kernel *k) {
   free(k->spec);
   free(k->report);
   free(k->image);
-  k->source = k->spec = k->report = NULL;
+  free(k->ptx);
+  k->source = k->spec = k->report = k->ptx = NULL;
   k->image = NULL;
   k->image_bytes = 0;
 }

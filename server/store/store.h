@@ -312,6 +312,9 @@ struct store_kernel {
   char *report; /* JSON text: the compile report (no image) */
   void *image;  /* the CUBIN, or NULL (a listing) */
   size_t image_bytes;
+  /* The PTX NVRTC gave with the CUBIN (NUL-terminated), or NULL: a listing, or a
+   * version stored before gpulab kept PTX. */
+  char *ptx;
 };
 
 /* Inserts k (borrowed; its id, version and versions ignored) and sets *id and
@@ -321,7 +324,7 @@ struct store_kernel {
  * when it has none left). Returns 0 or a negative errno (store.h's list), the store
  * then failing as after any write. Ids are never reused, also after a delete. */
 int store_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version);
-/* Version id into *out (strings and image malloc'd: store_kernel_clear it). 0,
+/* Version id into *out (strings, image and PTX malloc'd: store_kernel_clear it). 0,
  * -ENOENT, -EIO, -ENOMEM. */
 int store_kernel_get(struct store *s, int64_t id, struct store_kernel *out);
 /* Deletes version id, at once. 0, -ENOENT, or a write's negative errno. */
@@ -331,12 +334,12 @@ int store_kernel_delete(struct store *s, int64_t id);
 int store_kernel_drop(struct store *s, int64_t kernel_id);
 /* fn(arg, k) for every kernel owner may see (its own and the public ones; owner NULL:
  * all) of experiment (NULL: any), newest kernel first, each as its newest version with
- * k->versions set, without source or image; k is valid during the call, which comes
+ * k->versions set, without source, image or PTX; k is valid during the call, which comes
  * after the database is released. Returns how many, or -EIO / -ENOMEM. */
 int store_kernel_list(struct store *s, const char *owner, const char *experiment,
                       void (*fn)(void *arg, const struct store_kernel *k), void *arg);
 /* fn(arg, k) for every version of kernel kernel_id, oldest first, as store_kernel_list
- * (no source or image). Returns how many (0: no such kernel), or -EIO / -ENOMEM. */
+ * (no source, image or PTX). Returns how many (0: no such kernel), or -EIO / -ENOMEM. */
 int store_kernel_versions(struct store *s, int64_t kernel_id,
                           void (*fn)(void *arg, const struct store_kernel *k), void *arg);
 /* The ids of owner's kernels named name of experiment, newest first: up to max into

@@ -81,6 +81,9 @@ static const char *const migrations[] = {
     "  created double precision NOT NULL, definition text NOT NULL, report text NOT NULL,"
     "  image bytea);"
     "CREATE UNIQUE INDEX problems_versions ON problems(name, version);",
+    /* 7: a version's PTX, as NVRTC gave it with the CUBIN; NULL on the versions stored
+     * before gpulab kept it. */
+    "ALTER TABLE kernels ADD COLUMN ptx text;",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 #define SCHEMA_LOCK 0x67706c6273LL /* pg_advisory_xact_lock's key: "gplbs" */

@@ -380,8 +380,9 @@ int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id,
                      k->spec ? k->spec : "{}",
                      k->report ? k->report : "{}",
                      (const char *)k->image,
-                     kernel};
-  int binary[11] = {0, 0, 0, 0, 0, 0, 0, 0, 0, k->image ? (int)k->image_bytes : 0, 0};
+                     k->ptx,  /* NULL: SQL's NULL */
+                     kernel}; /* last: a new kernel's insert takes the 11 before */
+  int binary[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, k->image ? (int)k->image_bytes : 0, 0, 0};
   if (k->image && k->image_bytes == 0) v[9] = "";
   pthread_mutex_lock(&s->lock);
   PGresult *res = NULL;
@@ -392,17 +393,17 @@ int pg_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id,
     res = k->kernel_id <= 0
             ? pg_exec(s,
                       "INSERT INTO kernels(owner, name, experiment, public, created,"
-                      " source_sha, source, spec, report, image) VALUES($1, $2, $3, $4, $5,"
-                      " $6, $7, $8, $9, $10) RETURNING id, version",
-                      10, v, binary, &err, why, sizeof why)
+                      " source_sha, source, spec, report, image, ptx) VALUES($1, $2, $3, $4,"
+                      " $5, $6, $7, $8, $9, $10, $11) RETURNING id, version",
+                      11, v, binary, &err, why, sizeof why)
             : pg_exec(s, /* numbered after the kernel's newest, in the one statement */
                       "INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
-                      " source, spec, report, image, kernel_of, version) SELECT $1::text,"
+                      " source, spec, report, image, ptx, kernel_of, version) SELECT $1::text,"
                       " $2::text, $3::text, $4::boolean, $5::double precision, $6::text,"
-                      " $7::text, $8::text, $9::text, $10::bytea, $11::bigint, MAX(version) + 1"
-                      " FROM kernels WHERE " OF_KERNEL("11") " HAVING COUNT(*) > 0"
+                      " $7::text, $8::text, $9::text, $10::bytea, $11::text, $12::bigint,"
+                      " MAX(version) + 1 FROM kernels WHERE " OF_KERNEL("12") " HAVING COUNT(*) > 0"
                       " RETURNING id, version",
-                      11, v, binary, &err, why, sizeof why);
+                      12, v, binary, &err, why, sizeof why);
     if (!err || !strstr(why, "kernels_versions")) break;
   }
   if (err && strstr(why, "kernels_versions")) { /* still taken: busy, the store is fine */
@@ -429,8 +430,8 @@ int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   const char *v[] = {key};
   pthread_mutex_lock(&s->lock);
   PGresult *res = pg_read(
-      s, "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id = $1::bigint", 1,
-      v);
+      s, "SELECT " COLUMNS ", source, spec, report, image, ptx FROM kernels WHERE id = $1::bigint",
+      1, v);
   pthread_mutex_unlock(&s->lock);
   int ret = !res ? -EIO : PQntuples(res) == 0 ? -ENOENT : 0;
   if (ret == 0) {
@@ -440,7 +441,10 @@ int pg_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
     k->report = pg_dup(res, 0, N_HEAD + 2);
     k->image = pg_bytes(res, 0, N_HEAD + 3, &k->image_bytes);
     bool image = !PQgetisnull(res, 0, N_HEAD + 3) && PQgetlength(res, 0, N_HEAD + 3) > 2;
-    ret = k->source && k->spec && k->report && (!image || k->image) ? 0 : -ENOMEM;
+    bool ptx = !PQgetisnull(res, 0, N_HEAD + 4); /* NULL: none kept */
+    if (ptx) k->ptx = pg_dup(res, 0, N_HEAD + 4);
+    ret = k->source && k->spec && k->report && (!image || k->image) && (!ptx || k->ptx) ? 0
+                                                                                        : -ENOMEM;
   }
   PQclear(res);
   if (ret) store_kernel_clear(k);

@@ -34,14 +34,15 @@ static const char schema[] =
     "  record TEXT NOT NULL);"
     /* Users' kernels (store_sqlite_kernels.c), a row per version: ids never reused,
      * even after a delete. kernel_of: the kernel's id (its first version's), NULL on
-     * the first version itself; an older database gets the two last columns from
+     * the first version itself; ptx: NVRTC's PTX, NULL on a version stored before
+     * gpulab kept it. An older database gets kernel_of, version and ptx from
      * lite_kernels_upgrade, its rows version 1 of themselves. */
     "CREATE TABLE IF NOT EXISTS kernels ("
     "  id INTEGER PRIMARY KEY AUTOINCREMENT, owner TEXT NOT NULL, name TEXT NOT NULL,"
     "  experiment TEXT NOT NULL, public INTEGER NOT NULL, created REAL NOT NULL,"
     "  source_sha TEXT NOT NULL, source TEXT NOT NULL, spec TEXT NOT NULL,"
     "  report TEXT NOT NULL, image BLOB, kernel_of INTEGER,"
-    "  version INTEGER NOT NULL DEFAULT 1);"
+    "  version INTEGER NOT NULL DEFAULT 1, ptx TEXT);"
     "CREATE INDEX IF NOT EXISTS kernels_owner ON kernels(owner);"
     /* Problems users define (store_sqlite_problems.c), a row per version of a name. */
     "CREATE TABLE IF NOT EXISTS problems ("

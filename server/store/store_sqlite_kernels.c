@@ -34,6 +34,13 @@ int lite_kernels_upgrade(sqlite3 *db, char **msg) {
     if (rc != SQLITE_OK) return rc;
     log_info("store: the kernels' table now keeps versions; its kernels are version 1");
   }
+  has = sqlite3_prepare_v2(db, "SELECT ptx FROM kernels", -1, &st, NULL) == SQLITE_OK;
+  sqlite3_finalize(st);
+  if (!has) {
+    int rc = sqlite3_exec(db, "ALTER TABLE kernels ADD COLUMN ptx TEXT;", NULL, NULL, msg);
+    if (rc != SQLITE_OK) return rc;
+    log_info("store: the kernels' table now keeps PTX; the versions stored before have none");
+  }
   return sqlite3_exec(db, "CREATE INDEX IF NOT EXISTS kernels_kernel_of ON kernels(kernel_of);",
                       NULL, NULL, msg);
 }
@@ -97,6 +104,10 @@ static void bind_insert(sqlite3_stmt *st, const void *arg) {
   else
     sqlite3_bind_null(st, 10);
   if (k->kernel_id > 0) sqlite3_bind_int64(st, 11, k->kernel_id);
+  if (k->ptx)
+    sqlite3_bind_text(st, 12, k->ptx, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 12);
 }
 
 int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *id, int *version) {
@@ -110,14 +121,14 @@ int lite_kernel_insert(struct store *s, const struct store_kernel *k, int64_t *i
     err = write_locked(
         s,
         "INSERT INTO kernels(owner, name, experiment, public, created, source_sha, source,"
-        " spec, report, image) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        " spec, report, image, ptx) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12)",
         bind_insert, k, why, sizeof why);
     *version = 1;
   } else { /* numbered after the kernel's newest, in the one statement */
     err = write_locked(s,
                        "INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
-                       " source, spec, report, image, kernel_of, version) SELECT ?1, ?2, ?3, ?4,"
-                       " ?5, ?6, ?7, ?8, ?9, ?10, ?11, MAX(version) + 1 FROM kernels"
+                       " source, spec, report, image, ptx, kernel_of, version) SELECT ?1, ?2,"
+                       " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12, ?11, MAX(version) + 1 FROM kernels"
                        " WHERE " OF_KERNEL("11") " HAVING COUNT(*) > 0",
                        bind_insert, k, why, sizeof why);
     if (err == 0 && sqlite3_changes(db) == 0) err = -ENOENT;
@@ -144,7 +155,8 @@ int lite_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
   int ret = -EIO;
   pthread_mutex_lock(&s->lock);
   if (sqlite3_prepare_v2(lite_of(s)->db,
-                         "SELECT " COLUMNS ", source, spec, report, image FROM kernels WHERE id=?1",
+                         "SELECT " COLUMNS
+                         ", source, spec, report, image, ptx FROM kernels WHERE id=?1",
                          -1, &st, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
@@ -159,7 +171,11 @@ int lite_kernel_get(struct store *s, int64_t id, struct store_kernel *k) {
         memcpy(k->image, blob, (size_t)n);
         k->image_bytes = (size_t)n;
       }
-      ret = k->source && k->spec && k->report && (!blob || n <= 0 || k->image) ? 0 : -ENOMEM;
+      const unsigned char *ptx = sqlite3_column_text(st, N_HEAD + 4); /* NULL: none kept */
+      if (ptx) k->ptx = strdup((const char *)ptx);
+      ret = k->source && k->spec && k->report && (!blob || n <= 0 || k->image) && (!ptx || k->ptx)
+                ? 0
+                : -ENOMEM;
     } else if (rc == SQLITE_DONE) {
       ret = -ENOENT;
     }

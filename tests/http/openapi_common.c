@@ -87,7 +87,7 @@ void record(const char *tmpl, const char *method, long status) {
   int i = 0;
   while (i < n_seen && strcmp(seen[i].op, op) != 0) i++;
   if (i == n_seen) {
-    CHECK(n_seen < 128);
+    CHECK(n_seen < (int)(sizeof seen / sizeof seen[0]));
     snprintf(seen[n_seen++].op, sizeof seen[0].op, "%s", op);
   }
   if (!strstr(seen[i].statuses, st) &&

@@ -27,6 +27,7 @@
 #include "api/encode.h"
 #include "http_client.h"
 #include "runner.h"
+#include "server/service/usass.h"
 
 #include "openapi_common.h"
 
@@ -538,6 +539,39 @@ static void test_kernels(void) {
   snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=9", transpose);
   call("/kernels/{id}/diff", "GET", path, 404, "version_not_found", NULL);
   call("/kernels/{id}/diff", "HEAD", path, 404, NULL, NULL);
+  /* The compiler's view: the PTX; the SASS where the toolkit has a disassembler, else
+   * 503 sass_unavailable (this machine's). */
+  snprintf(path, sizeof path, "/kernels/%lld/ptx", transpose);
+  call("/kernels/{id}/ptx", "GET", path, 200, NULL, NULL);
+  call("/kernels/{id}/ptx", "HEAD", path, 200, NULL, NULL);
+  call("/kernels/{id}/ptx", "GET", "/kernels/99999/ptx", 404, "kernel_not_found", NULL);
+  call("/kernels/{id}/ptx", "HEAD", "/kernels/99999/ptx", 404, NULL, NULL);
+  snprintf(path, sizeof path, "/v1/kernels/%lld/versions/1/ptx", transpose);
+  call("/kernels/{id}/versions/{version}/ptx", "GET", path, 200, NULL, NULL);
+  call("/kernels/{id}/versions/{version}/ptx", "HEAD", path, 200, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/9/ptx", transpose);
+  call("/kernels/{id}/versions/{version}/ptx", "GET", path, 404, "version_not_found", NULL);
+  call("/kernels/{id}/versions/{version}/ptx", "HEAD", path, 404, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/0/ptx", transpose);
+  call("/kernels/{id}/versions/{version}/ptx", "GET", path, 400, "out_of_range", NULL);
+  call("/kernels/{id}/versions/{version}/ptx", "HEAD", path, 400, NULL, NULL);
+  char tool[512], why[800];
+  bool sass = usass_find(NULL, tool, sizeof tool, why, sizeof why) == 0;
+  snprintf(path, sizeof path, "/kernels/%lld/sass", transpose);
+  call("/kernels/{id}/sass", "GET", path, sass ? 200 : 503, sass ? NULL : "sass_unavailable", NULL);
+  call("/kernels/{id}/sass", "HEAD", path, sass ? 200 : 503, NULL, NULL);
+  call("/kernels/{id}/sass", "GET", "/kernels/99999/sass", 404, "kernel_not_found", NULL);
+  call("/kernels/{id}/sass", "HEAD", "/kernels/99999/sass", 404, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/1/sass", transpose);
+  call("/kernels/{id}/versions/{version}/sass", "GET", path, sass ? 200 : 503,
+       sass ? NULL : "sass_unavailable", NULL);
+  call("/kernels/{id}/versions/{version}/sass", "HEAD", path, sass ? 200 : 503, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/9/sass", transpose);
+  call("/kernels/{id}/versions/{version}/sass", "GET", path, 404, "version_not_found", NULL);
+  call("/kernels/{id}/versions/{version}/sass", "HEAD", path, 404, NULL, NULL);
+  snprintf(path, sizeof path, "/kernels/%lld/versions/0/sass", transpose);
+  call("/kernels/{id}/versions/{version}/sass", "GET", path, 400, "out_of_range", NULL);
+  call("/kernels/{id}/versions/{version}/sass", "HEAD", path, 400, NULL, NULL);
   json_decref(post("/transpose", "/transpose", "{\"variant\":[\"kernel:nosuch\"]}", 400,
                    "unknown_variant", ACCEPTED));
   call_h(&S, "/kernels", "POST", "/kernels", png_ct, "x", 1, 415, "unsupported_media_type", NULL);

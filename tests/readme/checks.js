@@ -150,6 +150,12 @@ module.exports = {
     json: { id: 18, state: done, 'params.variant': ['padded33', 'kernel:1@1', 'kernel:1@2'],
       'result.runs[1].variant': 'kernel:1@1', 'result.runs[2].variant': 'kernel:1@2',
       'result.runs[2].user_kernel.version': 2 } },
+  /* The compiler's view: version 1's PTX (its padded tile); the SASS, 503 where the
+   * toolkit has no disassembler (the CPU machines') */
+  { cmd: 'curl localhost:8080/v1/kernels/1/versions/1/ptx', status: 200,
+    headers: { 'Content-Type': 'text/plain; charset=utf-8' },
+    stdout: /\.target sm_90\n[\s\S]*\.visible \.entry kernel\([\s\S]*\.shared \.align 4 \.b8 _ZZ6kernelE4tile\[4224\];/ },
+  { cmd: 'curl localhost:8080/v1/kernels/1/sass', status: [200, 503] },
 
 ],
 

@@ -117,7 +117,7 @@ static void test_rows(void) {
 static int kernels_seen;
 static void on_kernel(void *arg, const struct store_kernel *k) {
   (void)arg;
-  CHECK(k->image == NULL && k->source == NULL);
+  CHECK(k->image == NULL && k->source == NULL && k->ptx == NULL); /* listings stay light */
   CHECK(k->spec && k->report);
   kernels_seen++;
 }
@@ -132,7 +132,8 @@ static void test_kernels(void) {
                            .spec = "{\"entry\":\"f\"}",
                            .report = "{\"ok\":true}",
                            .image = image,
-                           .image_bytes = sizeof image};
+                           .image_bytes = sizeof image,
+                           .ptx = "//\n.version 9.0\n.target sm_90\n.visible .entry f()\n{\n}\n"};
   snprintf(k.owner, sizeof k.owner, "alice");
   snprintf(k.name, sizeof k.name, "mine");
   snprintf(k.experiment, sizeof k.experiment, "gemm");
@@ -144,6 +145,7 @@ static void test_kernels(void) {
   k.is_public = true;
   k.image = NULL;
   k.image_bytes = 0;
+  k.ptx = NULL; /* as a version stored before gpulab kept PTX */
   snprintf(k.owner, sizeof k.owner, "bob");
   CHECK_INT_EQ(store_kernel_insert(s, &k, &b, &version), 0);
   CHECK(b > a);
@@ -154,11 +156,12 @@ static void test_kernels(void) {
   CHECK_STR_EQ(got.source, "__global__ void f() {}");
   CHECK_INT_EQ(got.image_bytes, sizeof image);
   CHECK(memcmp(got.image, image, sizeof image) == 0);
+  CHECK_STR_EQ(got.ptx, "//\n.version 9.0\n.target sm_90\n.visible .entry f()\n{\n}\n");
   CHECK(!got.is_public);
   CHECK_NEAR(got.created, 3000.5, 1e-9);
   store_kernel_clear(&got);
   CHECK_INT_EQ(store_kernel_get(s, b, &got), 0);
-  CHECK(got.image == NULL && got.is_public);
+  CHECK(got.image == NULL && got.ptx == NULL && got.is_public);
   store_kernel_clear(&got);
   CHECK_INT_EQ(store_kernel_get(s, b + 100, &got), -ENOENT);
 
@@ -186,7 +189,7 @@ static int64_t version_ids[8];
 static int n_version_ids;
 static void on_version(void *arg, const struct store_kernel *k) {
   (void)arg;
-  CHECK(k->source == NULL && k->image == NULL);
+  CHECK(k->source == NULL && k->image == NULL && k->ptx == NULL);
   if (n_version_ids < 8) version_ids[n_version_ids++] = k->id;
 }
 
@@ -208,13 +211,19 @@ static void test_kernel_versions(void) {
   CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
   CHECK_INT_EQ(version, 2);
   k.source = "v3";
+  k.ptx = ".entry v3"; /* a version's PTX, written by the insert that numbers it */
   CHECK_INT_EQ(store_kernel_insert(s, &k, &id, &version), 0);
   CHECK_INT_EQ(version, 3);
+  k.ptx = NULL;
   struct store_kernel got;
   CHECK_INT_EQ(store_kernel_get(s, id, &got), 0);
   CHECK_INT_EQ(got.kernel_id, first);
   CHECK_INT_EQ(got.version, 3);
   CHECK_STR_EQ(got.source, "v3");
+  CHECK_STR_EQ(got.ptx, ".entry v3");
+  store_kernel_clear(&got);
+  CHECK_INT_EQ(store_kernel_get(s, first, &got), 0);
+  CHECK(got.ptx == NULL);
   store_kernel_clear(&got);
   n_version_ids = 0;
   CHECK_INT_EQ(store_kernel_versions(s, first, on_version, NULL), 3);
@@ -738,7 +747,7 @@ static void test_pg_migrate_race(void) {
   PGconn *c = PQconnectdb(db);
   PGresult *res = PQexec(c, "SELECT COUNT(*), MAX(version) FROM gpulab_schema");
   CHECK_STR_EQ(PQgetvalue(res, 0, 0), "1");
-  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "6"); /* store_pg.c's last step */
+  CHECK_STR_EQ(PQgetvalue(res, 0, 1), "7"); /* store_pg.c's last step */
   PQclear(res);
   /* A newer gpulabd's schema is refused, not misread. */
   PQclear(PQexec(c, "UPDATE gpulab_schema SET version = 99"));
@@ -762,9 +771,9 @@ static void test_pg_kernels_upgrade(void) {
   store_close(s);
   PGconn *c = PQconnectdb(db); /* back to version 4, as the gpulabd before versions left it */
   PQclear(PQexec(c,
-                 "DROP TABLE problems;" /* migration 6's */
+                 "DROP TABLE problems;" /* migrations 6 and 7 (ptx, below) */
                  "DROP INDEX kernels_versions; ALTER TABLE kernels DROP COLUMN kernel_of,"
-                 " DROP COLUMN version; UPDATE gpulab_schema SET version = 4;"
+                 " DROP COLUMN version, DROP COLUMN ptx; UPDATE gpulab_schema SET version = 4;"
                  " INSERT INTO kernels(owner, name, experiment, public, created, source_sha,"
                  " source, spec, report) VALUES('alice', 'old', 'gemm', false, 1, 'x',"
                  " 'old source', '{}', '{}')"));
@@ -779,6 +788,7 @@ static void test_pg_kernels_upgrade(void) {
   CHECK_INT_EQ(k.kernel_id, old);
   CHECK_INT_EQ(k.version, 1);
   CHECK_STR_EQ(k.source, "old source");
+  CHECK(k.ptx == NULL); /* migration 7: stored before gpulab kept PTX */
   k.kernel_id = old;
   int64_t id;
   int version;

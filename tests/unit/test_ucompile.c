@@ -182,6 +182,11 @@ static void test_compile(void) {
   CHECK_INT_EQ(r->shared_bytes, 32 * 33 * 4);
   CHECK_INT_EQ(r->spill_store_bytes, 0);
   CHECK(r->compile_ms > 0);
+  /* The PTX beside the CUBIN: the entry, the target, the padded tile's 4224 bytes. */
+  CHECK(r->ptx != NULL);
+  CHECK(strstr(r->ptx, ".entry kernel") != NULL);
+  CHECK(strstr(r->ptx, ".target sm_90") != NULL);
+  CHECK(strstr(r->ptx, ".shared .align 4 .b8") != NULL && strstr(r->ptx, "[4224]") != NULL);
   printf("padded33: %zu bytes of CUBIN, %d registers, %d bytes smem, %.1f ms\n", r->image_bytes,
          r->registers, r->shared_bytes, r->compile_ms);
   ucompile_report_free(r);
@@ -198,6 +203,7 @@ static void test_compile(void) {
   CHECK_INT_EQ(r->error_line, 3);
   CHECK(strstr(r->error, "error") != NULL);
   CHECK(strstr(r->log, "my_tile.cu(3)") != NULL);
+  CHECK(r->ptx == NULL && r->image == NULL);
   CHECK(r->image == NULL);
   ucompile_report_free(r);
 
@@ -484,6 +490,8 @@ static void test_cache(void) {
   CHECK_INT_EQ(r2->image_bytes, r1->image_bytes);
   CHECK(memcmp(r1->image, r2->image, r1->image_bytes) == 0);
   CHECK_STR_EQ(r2->log, r1->log);
+  CHECK(r1->ptx != NULL);
+  CHECK_STR_EQ(r2->ptx, r1->ptx);
   struct image_cache_stats st;
   image_cache_stats(cache, &st);
   CHECK_INT_EQ(st.hits, 1);
