@@ -87,6 +87,63 @@ static void run_row(FILE *f, json_t *run) {
   fprintf(f, ROW, label, median, figure, pct, speedup, check);
 }
 
+/* A profiled kernel's metric (profile.metrics.<name>.value) into out: "-" when not read. */
+static void metric_cell(json_t *kernel, const char *name, const char *fmt, char *out, size_t len) {
+  json_t *v = json_object_get(json_object_get(json_object_get(kernel, "metrics"), name), "value");
+  if (json_is_number(v))
+    snprintf(out, len, fmt, json_number_value(v));
+  else
+    snprintf(out, len, "-");
+}
+
+#define WHY "%-16s %-28s %-9s %-9s %-11s %-22s %-7s %s\n"
+
+/* The runs' profiles: the lecture's counters a kernel a row, or why there are none
+ * (once, when every run says the same). */
+static void profiles_print(FILE *f, json_t *runs) {
+  size_t i, k;
+  json_t *run, *kernel;
+  const char *why = NULL;
+  bool any = false, same = true;
+  json_array_foreach(runs, i, run) {
+    json_t *p = json_object_get(run, "profile");
+    if (!json_is_object(p)) continue;
+    any = any || json_is_true(json_object_get(p, "available"));
+    const char *reason = json_string_value(json_object_get(p, "reason"));
+    if (reason && why && strcmp(reason, why)) same = false;
+    if (reason && !why) why = reason;
+  }
+  if (!any) {
+    if (why) fprintf(f, "profile: %s\n", same ? why : "not available for every run");
+    return;
+  }
+  fprintf(f, "\n" WHY, "variant", "kernel", "ld sect/r", "st sect/r", "bank confl", "occupancy",
+          "DRAM %", "L2 hit %");
+  json_array_foreach(runs, i, run) {
+    json_t *p = json_object_get(run, "profile");
+    if (!json_is_true(json_object_get(p, "available"))) {
+      if (json_is_object(p))
+        fprintf(f, "%-16s no profile: %s\n", str(run, "variant"), str(p, "reason"));
+      continue;
+    }
+    json_array_foreach(json_object_get(p, "kernels"), k, kernel) {
+      char ld[16], st[16], cl[16], cs[16], ach[16], th[16], occ[48], dram[16], l2[16], conf[40];
+      metric_cell(kernel, "global_load_sectors_per_request", "%.1f", ld, sizeof ld);
+      metric_cell(kernel, "global_store_sectors_per_request", "%.1f", st, sizeof st);
+      metric_cell(kernel, "shared_load_bank_conflicts", "%.0f", cl, sizeof cl);
+      metric_cell(kernel, "shared_store_bank_conflicts", "%.0f", cs, sizeof cs);
+      metric_cell(kernel, "achieved_occupancy_pct", "%.0f%%", ach, sizeof ach);
+      metric_cell(kernel, "theoretical_occupancy_pct", "%.0f%%", th, sizeof th);
+      metric_cell(kernel, "dram_peak_pct", "%.1f", dram, sizeof dram);
+      metric_cell(kernel, "l2_hit_pct", "%.1f", l2, sizeof l2);
+      snprintf(conf, sizeof conf, "%s/%s", cl, cs);
+      snprintf(occ, sizeof occ, "%s of %s %s", ach, th, str(kernel, "occupancy_limiter"));
+      fprintf(f, WHY, k ? "" : str(run, "variant"), str(kernel, "name"), ld, st, conf, occ, dram,
+              l2);
+    }
+  }
+}
+
 void ctl_table_print(FILE *f, json_t *job) {
   json_t *result = json_object_get(job, "result");
   fprintf(f, "job %lld %s: %s", (long long)json_integer_value(json_object_get(job, "id")),
@@ -103,6 +160,7 @@ void ctl_table_print(FILE *f, json_t *job) {
   size_t i;
   json_t *run;
   json_array_foreach(runs, i, run) run_row(f, run);
+  profiles_print(f, runs);
 }
 
 bool ctl_job_passed(json_t *job) {

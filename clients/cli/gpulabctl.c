@@ -33,6 +33,10 @@ static const char usage[] =
     "                                    that kernel); with --vs also runs it beside VARIANTS\n"
     "  kernel versions ID                a kernel's versions, a line each\n"
     "  kernel diff ID FROM TO            a unified diff of two versions' sources\n"
+    "  kernel ptx ID [VERSION] | kernel sass ID [VERSION]\n"
+    "                                    the compiler's view: a version's PTX, or its SASS\n"
+    "  problem define FILE.json | list | show NAME | delete NAME\n"
+    "                                    problems you define: params, buffers, a reference\n"
     "  show ID | watch ID | cancel ID    a job: its table, its events then its table, cancel it\n"
     "  jobs [--state S] [--limit N]      the newest jobs, a line each\n"
     "  kernels                           your kernels and the public ones\n"
@@ -44,6 +48,7 @@ static const char usage[] =
     "  --token T           API token (default $GPULAB_TOKEN)\n"
     "  --socket PATH       gpulabd's Unix socket (default $GPULAB_SOCKET)\n"
     "  --variant LIST      run: the variants, comma-separated (default: the experiment's all)\n"
+    "  --profile           run, kernel submit --vs: each run's hardware counters too\n"
     "  --json              print documents as JSON instead of tables\n"
     "  -o, --output FILE   buffers get: where the .npy goes\n"
     "  --cancel-on-interrupt  Ctrl-C cancels the job instead of detaching from it\n"
@@ -51,7 +56,7 @@ static const char usage[] =
 
 struct opts {
   struct ctl ctl;
-  bool json, cancel_on_interrupt;
+  bool json, cancel_on_interrupt, profile;
   const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs,
       *output;
   long limit, shared_bytes, scratch_bytes;
@@ -266,6 +271,7 @@ static int cmd_run(const struct opts *o, char **args, int n) {
   json_t *body = json_object();
   int x = params(body, args + 1, n - 1);
   if (!x && o->variant) json_object_set_new(body, "variant", variants(o->variant));
+  if (!x && o->profile) json_object_set_new(body, "profile", json_true());
   char path[96];
   snprintf(path, sizeof path, "/%s?wait=0", args[0]);
   if (!x) x = submit_and_follow(o, path, body);
@@ -302,11 +308,23 @@ static char *read_file(const char *path, size_t *len) {
 }
 
 static int kernel_versions(const struct opts *o, const char *id);
-static int kernel_diff(const struct opts *o, const char *id, const char *from, const char *to);
+static int get_text(const struct opts *o, const char *path);
 
 static int cmd_kernel(const struct opts *o, char **args, int n) {
+  char route[160];
   if (n == 2 && !strcmp(args[0], "versions")) return kernel_versions(o, args[1]);
-  if (n == 4 && !strcmp(args[0], "diff")) return kernel_diff(o, args[1], args[2], args[3]);
+  if (n == 4 && !strcmp(args[0], "diff")) {
+    snprintf(route, sizeof route, "/kernels/%.40s/diff?from=%.20s&to=%.20s", args[1], args[2],
+             args[3]);
+    return get_text(o, route);
+  }
+  if ((n == 2 || n == 3) && (!strcmp(args[0], "ptx") || !strcmp(args[0], "sass"))) {
+    if (n == 3)
+      snprintf(route, sizeof route, "/kernels/%.40s/versions/%.20s/%s", args[1], args[2], args[0]);
+    else
+      snprintf(route, sizeof route, "/kernels/%.40s/%s", args[1], args[0]);
+    return get_text(o, route);
+  }
   if (n < 2 || strcmp(args[0], "submit") != 0 || !o->experiment) {
     fputs(usage, stderr);
     return EXIT_REFUSED;
@@ -384,6 +402,7 @@ static int cmd_kernel(const struct opts *o, char **args, int n) {
     json_array_append_new(list, json_string(variant));
     json_object_set_new(body, "variant", list);
     x = params(body, args + 2, n - 2);
+    if (o->profile) json_object_set_new(body, "profile", json_true());
     snprintf(path, sizeof path, "/%s?wait=0", o->experiment);
     if (!x) x = submit_and_follow(o, path, body);
     json_decref(body);
@@ -458,10 +477,9 @@ static int kernel_versions(const struct opts *o, const char *id) {
   return get_list(o, path, versions_lines);
 }
 
-static int kernel_diff(const struct opts *o, const char *id, const char *from, const char *to) {
-  char path[160];
+/* GET path and print its text as it came (a diff, PTX, SASS). */
+static int get_text(const struct opts *o, const char *path) {
   struct ctl_reply r;
-  snprintf(path, sizeof path, "/kernels/%.40s/diff?from=%.20s&to=%.20s", id, from, to);
   int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
   if (x) return x;
   fwrite(r.body, 1, r.len, stdout);
@@ -558,10 +576,94 @@ static int cmd_buffers(const struct opts *o, char **args, int n) {
   return ok ? EXIT_PASSED : EXIT_REFUSED;
 }
 
+/* A problem a line: its name, newest version, owner, who sees it, its params. */
+static void problems_lines(json_t *doc) {
+  size_t i;
+  json_t *p;
+  json_array_foreach(json_object_get(doc, "problems"), i, p) {
+    char params[160] = "";
+    const char *name;
+    json_t *range;
+    json_object_foreach(json_object_get(p, "params"), name, range) snprintf(
+        params + strlen(params), sizeof params - strlen(params), "%s%s=%lld..%lld",
+        params[0] ? " " : "", name, (long long)json_integer_value(json_object_get(range, "min")),
+        (long long)json_integer_value(json_object_get(range, "max")));
+    printf("%-24s v%-4lld %-16s %-8s %s\n", json_string_value(json_object_get(p, "name")),
+           (long long)json_integer_value(json_object_get(p, "version")),
+           json_string_value(json_object_get(p, "owner")),
+           json_is_true(json_object_get(p, "public")) ? "public" : "private", params);
+  }
+}
+
+/* problem define FILE.json | list | show NAME | delete NAME. A definition whose
+ * reference does not compile exits 1 (the user's), with the compiler's log. */
+static int cmd_problem(const struct opts *o, char **args, int n) {
+  char path[128];
+  struct ctl_reply r;
+  int x;
+  if (n == 1 && !strcmp(args[0], "list")) return get_list(o, "/problems", problems_lines);
+  if (n != 2) {
+    fputs(usage, stderr);
+    return EXIT_REFUSED;
+  }
+  snprintf(path, sizeof path, "/problems/%.70s", args[1]);
+  if (!strcmp(args[0], "delete")) {
+    if (!(x = expect(o, "DELETE", path, NULL, NULL, 0, 200, &r))) ctl_reply_free(&r);
+    return x;
+  }
+  if (!strcmp(args[0], "show")) {
+    if ((x = expect(o, "GET", path, NULL, NULL, 0, 200, &r))) return x;
+    if (o->json)
+      print_json(r.json);
+    else
+      printf("%s v%lld (%s)\n%s\n", json_string_value(json_object_get(r.json, "name")),
+             (long long)json_integer_value(json_object_get(r.json, "version")),
+             json_string_value(json_object_get(r.json, "owner")),
+             json_string_value(json_object_get(r.json, "template")));
+    ctl_reply_free(&r);
+    return EXIT_PASSED;
+  }
+  if (strcmp(args[0], "define") != 0) {
+    fputs(usage, stderr);
+    return EXIT_REFUSED;
+  }
+  size_t len = 0;
+  char *def = read_file(args[1], &len);
+  if (!def) {
+    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], strerror(errno));
+    return EXIT_REFUSED;
+  }
+  char err[512];
+  x = ctl_request(&o->ctl, "POST", "/problems", "application/json", def, len, &r, err, sizeof err);
+  free(def);
+  if (x) {
+    fprintf(stderr, "gpulabctl: %s\n", err);
+    ctl_reply_free(&r);
+    return EXIT_REFUSED;
+  }
+  x = r.status == 201 ? EXIT_PASSED : r.status == 422 ? EXIT_FAILED : EXIT_REFUSED;
+  if (x) {
+    char line[768];
+    ctl_problem_line(&r, line, sizeof line);
+    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], line);
+    const char *log = json_string_value(json_object_get(json_object_get(r.json, "compile"), "log"));
+    if (log && r.status == 422) fprintf(stderr, "%s", log);
+  } else if (o->json) {
+    print_json(r.json);
+  } else {
+    printf("problem %s v%lld: %s\n", json_string_value(json_object_get(r.json, "name")),
+           (long long)json_integer_value(json_object_get(r.json, "version")),
+           json_string_value(json_object_get(r.json, "signature")));
+  }
+  ctl_reply_free(&r);
+  return x;
+}
+
 static int command(const struct opts *o, const char *cmd, char **args, int n) {
   char path[256];
   if (!strcmp(cmd, "run")) return cmd_run(o, args, n);
   if (!strcmp(cmd, "kernel")) return cmd_kernel(o, args, n);
+  if (!strcmp(cmd, "problem")) return cmd_problem(o, args, n);
   if (!strcmp(cmd, "jobs")) {
     snprintf(path, sizeof path, "/jobs?limit=%ld%s%s", o->limit ? o->limit : 20,
              o->state ? "&state=" : "", o->state ? o->state : "");
@@ -623,6 +725,7 @@ int main(int argc, char **argv) {
     O_SCRATCH,
     O_OPTION,
     O_VS,
+    O_PROFILE,
     O_HELP,
     O_OUTPUT = 'o'
   };
@@ -645,6 +748,7 @@ int main(int argc, char **argv) {
                                         {"scratch-bytes", required_argument, 0, O_SCRATCH},
                                         {"option", required_argument, 0, O_OPTION},
                                         {"vs", required_argument, 0, O_VS},
+                                        {"profile", no_argument, 0, O_PROFILE},
                                         {"output", required_argument, 0, O_OUTPUT},
                                         {"help", no_argument, 0, O_HELP},
                                         {0, 0, 0, 0}};
@@ -672,6 +776,7 @@ int main(int argc, char **argv) {
       if (o.n_options < 16) o.options[o.n_options++] = optarg;
       break;
     case O_VS: o.vs = optarg; break;
+    case O_PROFILE: o.profile = true; break;
     case O_OUTPUT: o.output = optarg; break;
     case O_HELP: fputs(usage, stdout); return EXIT_PASSED;
     default: fputs(usage, stderr); return EXIT_REFUSED;

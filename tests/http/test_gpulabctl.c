@@ -122,6 +122,56 @@ static void test_kernel(void) {
   expect(cmd, 1, "FAILED");
 }
 
+/* The compiler's view of kernel 1 (test_kernel's): its PTX; its SASS unavailable here. */
+static void test_compiler_view(void) {
+  expect("kernel ptx 1", 0, ".entry kernel(");
+  has(".target sm_90");
+  expect("kernel ptx 1 1", 0, ".entry kernel(");
+  expect("kernel ptx 1 9", 2, "404 version_not_found");
+  expect("kernel sass 1", 2, "503 sass_unavailable");
+}
+
+/* --profile: the run's counters, or (the CPU) why there are none, once. */
+static void test_profile(void) {
+  expect("run transpose m=64 n=48 --variant naive,padded33 --profile", 0,
+         "profile: the CPU backend has no hardware counters");
+  expect("run transpose m=64 n=48 --variant naive --profile --json", 0,
+         "\"profile\": \"counters\"");
+}
+
+/* A problem: defined (its signature), listed, shown (its template), one whose reference
+ * does not compile (exit 1, the compiler's log), deleted. */
+static void test_problem(void) {
+  char path[128], cmd[256];
+  snprintf(path, sizeof path, "%s/scale.json", dir);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(
+      "{\"name\":\"scale\",\"params\":{\"n\":{\"default\":1000,\"min\":1,\"max\":1000000}},"
+      "\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[\"n\"],"
+      "\"init\":{\"uniform\":[0,1]}}],\"outputs\":[{\"name\":\"y\",\"dtype\":\"float32\","
+      "\"shape\":[\"n\"],\"tolerance\":\"exact\"}],\"reference\":{\"source\":\"extern "
+      "\\\"C\\\" __global__ void kernel(const float* x, float* y, int n) { int i = blockIdx.x "
+      "* 256 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }\",\"block\":[256],\"grid\":"
+      "[\"cdiv(n, 256)\"]},\"figure\":{\"bytes\":\"8 * n\"}}",
+      f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "problem define %s", path);
+  expect(cmd, 0,
+         "problem scale v1: extern \"C\" __global__ void kernel(const float *x, float *y, int n);");
+  expect("problem list", 0, "scale ");
+  has("n=1..1000000");
+  expect("problem show scale", 0, "scale v1 (");
+  has("// scale: a kernel of this problem.");
+  expect("problem define /nonexistent.json", 2, "/nonexistent.json: No such file");
+  snprintf(cmd, sizeof cmd, "sed -i 's/2 \\* x\\[i\\];/2 * x[i]/' %s", path);
+  CHECK(system(cmd) == 0);
+  snprintf(cmd, sizeof cmd, "problem define %s", path);
+  expect(cmd, 1, "422 compile_failed (reference.source): line 1:");
+  expect("problem delete scale", 0, NULL);
+  expect("problem show scale", 2, "404 problem_not_found");
+}
+
 static void test_buffers(void) {
   char path[128], cmd[512];
   FILE *f;
@@ -180,7 +230,14 @@ static void test_no_server(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_run),       TEST(test_kernel), TEST(test_buffers), TEST_AFTER_ALL(test_listings),
-    TEST(test_no_server), TEST_END,
+    TEST(test_run),
+    TEST(test_kernel),
+    TEST_AFTER(test_compiler_view, test_kernel),
+    TEST(test_profile),
+    TEST(test_problem),
+    TEST(test_buffers),
+    TEST_AFTER_ALL(test_listings),
+    TEST(test_no_server),
+    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

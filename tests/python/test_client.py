@@ -118,6 +118,35 @@ def main():
         check("\n+// v2\n" in c.kernel_diff(k["id"], 1, 2), "the diff")
         check(c.delete_kernel(k["id"], 2)["kernel_deleted"] is False, "a version deleted")
         print(f"kernel {k['id']}: versions 1 and 2, their diff, version 2 deleted")
+        # The compiler's view; a run's profile (the CPU says why it has none).
+        check(".entry kernel(" in c.kernel_ptx(k["id"]) and ".target sm_90" in c.kernel_ptx(k["id"], 1), "ptx")
+        try:
+            c.kernel_sass(k["id"])
+            fail("SASS without a disassembler")
+        except gpulab.Problem as p:
+            check(p.status == 503 and p.doc.get("code") == "sass_unavailable", f"sass: {p}")
+        prof = c.run("transpose", m=64, n=48, variant="naive", profile=True)
+        check(prof.doc["params"]["profile"] == "counters" and not prof.runs[0]["profile"]["available"],
+              f"profile: {prof.runs[0].get('profile')}")
+        # A problem: defined, read, listed, a bad one refused naming its field, deleted.
+        problem = {"name": "double_it", "params": {"n": {"default": 1000, "min": 1, "max": 1 << 20}},
+                   "inputs": [{"name": "x", "dtype": "float32", "shape": ["n"], "init": {"uniform": [0, 1]}}],
+                   "outputs": [{"name": "y", "dtype": "float32", "shape": ["n"], "tolerance": "exact"}],
+                   "reference": {"source": 'extern "C" __global__ void kernel(const float* x, float* y, int n) '
+                                           '{ int i = blockIdx.x * 256 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }',
+                                 "block": [256], "grid": ["cdiv(n, 256)"]},
+                   "figure": {"bytes": "8 * n"}}
+        d = c.define_problem(problem)
+        check(d["version"] == 1 and d["signature"].endswith("(const float *x, float *y, int n);"), f"problem: {d}")
+        check(c.problem("double_it", 1)["definition"]["reference"]["grid"] == ["cdiv(n, 256)", 1, 1], "problem read")
+        check([p["name"] for p in c.problems()] == ["double_it"], "problems listed")
+        try:
+            c.define_problem({**problem, "figure": {"bytes": "8 * m"}})
+            fail("an unknown name in an expression was taken")
+        except gpulab.Problem as p:
+            check(p.status == 400 and p.doc.get("field") == "figure.bytes", f"bad problem: {p}")
+        check(c.delete_problem("double_it")["deleted"] is True and c.problems() == [], "problem deleted")
+        print("ptx, a profile's reason, a problem defined, read, refused and deleted")
 
         queued = c.run("transpose", m=2048, n=2048, wait=False)
         c.cancel(queued)

@@ -301,6 +301,40 @@ class Client:
             return self.request("DELETE", f"/kernels/{int(kernel_id)}")
         return self.request("DELETE", f"/kernels/{int(kernel_id)}/versions/{int(version)}")
 
+    def kernel_ptx(self, kernel_id, version=None):
+        """A version's PTX as NVRTC gave it (the newest version's without one)."""
+        at = f"/versions/{int(version)}" if version is not None else ""
+        return self.request("GET", f"/kernels/{int(kernel_id)}{at}/ptx", raw=True).decode("utf-8", "replace")
+
+    def kernel_sass(self, kernel_id, version=None):
+        """A version's SASS, by the toolkit's disassembler on the server (Problem 503
+        sass_unavailable where it has none)."""
+        at = f"/versions/{int(version)}" if version is not None else ""
+        return self.request("GET", f"/kernels/{int(kernel_id)}{at}/sass", raw=True).decode("utf-8", "replace")
+
+    # ---- problems users define ----
+
+    def define_problem(self, definition):
+        """Defines a problem (a dict, or a JSON file's path): its first version, or the
+        next of yours of that name. The version's document: its "signature", "template"
+        and the reference's "compile" report. A bad definition raises Problem (400 with
+        the field; 422 when the reference does not compile)."""
+        if isinstance(definition, str):
+            with open(definition, encoding="utf-8") as f:
+                definition = json.load(f)
+        return self.request("POST", "/problems", definition)
+
+    def problems(self):
+        return self.request("GET", "/problems")["problems"]
+
+    def problem(self, name, version=None):
+        """A problem's newest version (or one version) in full."""
+        at = f"/versions/{int(version)}" if version is not None else ""
+        return self.request("GET", f"/problems/{urllib.parse.quote(name)}{at}")
+
+    def delete_problem(self, name):
+        return self.request("DELETE", f"/problems/{urllib.parse.quote(name)}")
+
     def leaderboard(self, experiment, size=None):
         q = f"?size={urllib.parse.quote(str(size))}" if size is not None else ""
         return self.request("GET", f"/leaderboard/{urllib.parse.quote(experiment)}{q}")
