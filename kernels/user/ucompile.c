@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernels/core/clock.h"
 #include "kernels/user/uimage.h"
@@ -495,6 +496,32 @@ static void say_signature(const struct ucompile_req *req, struct ucompile_report
            r->error_line, req->entry, sig, req->entry, params[0] ? params : "(...)");
 }
 
+/* NVRTC names the program in PTX's .file lines by the compiling process' working
+ * directory (with -lineinfo: `.file 1 "/srv/gpulab/k.cu"`): that folder of the server
+ * is no user's business, so it goes, in place, leaving "k.cu". */
+static void ptx_strip_cwd(char *ptx) {
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd - 1)) return;
+  strcat(cwd, "/");
+  size_t n = strlen(cwd);
+  char *out = ptx;
+  for (const char *in = ptx; *in;) { /* a line at a time, moved down over what went */
+    const char *eol = strchr(in, '\n'), *end = eol ? eol + 1 : in + strlen(in);
+    const char *word = in + strspn(in, " \t"), *quote = memchr(in, '"', (size_t)(end - in));
+    if (!strncmp(word, ".file", 5) && quote && (size_t)(end - quote) > n &&
+        !strncmp(quote + 1, cwd, n)) {
+      size_t head = (size_t)(quote + 1 - in);
+      memmove(out, in, head);
+      out += head;
+      in = quote + 1 + n;
+    }
+    memmove(out, in, (size_t)(end - in));
+    out += end - in;
+    in = end;
+  }
+  *out = '\0';
+}
+
 /* A compile that succeeded into r: its usage, whether it defines the entry, its CUBIN
  * and whether that keeps state across launches (check_state). 0, or -errno with msg. */
 static int take_image(const struct nvrtc_fns *f, nvrtc_program prog, const struct ucompile_req *req,
@@ -525,6 +552,7 @@ static int take_image(const struct nvrtc_fns *f, nvrtc_program prog, const struc
     free(r->ptx);
     r->ptx = NULL;
   }
+  if (r->ptx) ptx_strip_cwd(r->ptx);
   return check_state(req, r, msg, msg_len);
 }
 

@@ -187,6 +187,14 @@ static void test_compile(void) {
   CHECK(strstr(r->ptx, ".entry kernel") != NULL);
   CHECK(strstr(r->ptx, ".target sm_90") != NULL);
   CHECK(strstr(r->ptx, ".shared .align 4 .b8") != NULL && strstr(r->ptx, "[4224]") != NULL);
+  /* -lineinfo's .file names the program, not the server's working directory. */
+  char cwd[512], file_line[640];
+  CHECK(getcwd(cwd, sizeof cwd) != NULL);
+  snprintf(file_line, sizeof file_line, "\"%s/", cwd);
+  CHECK(strstr(r->ptx, ".file") != NULL);
+  CHECK(strstr(r->ptx, file_line) == NULL);
+  snprintf(file_line, sizeof file_line, "\"%s\"", req.name);
+  CHECK(strstr(r->ptx, file_line) != NULL);
   printf("padded33: %zu bytes of CUBIN, %d registers, %d bytes smem, %.1f ms\n", r->image_bytes,
          r->registers, r->shared_bytes, r->compile_ms);
   ucompile_report_free(r);
