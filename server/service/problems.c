@@ -43,12 +43,12 @@ static int may_store(struct ukernels *u, const char *owner, const char *name,
   int rc = store_problem_get(ukernels_store(u), name, 0, &cur);
   if (rc == 0) {
     bool theirs = strcmp(cur.owner, owner) != 0;
-    char who[64];
-    snprintf(who, sizeof who, "%s", cur.owner);
+    char who[80]; /* a private problem's owner is not told */
+    snprintf(who, sizeof who, "%s's", cur.is_public ? cur.owner : "another client");
     store_problem_clear(&cur);
     if (theirs)
       return api_error_set(err, 409, "problem_name_taken", "name",
-                           "problem %s is %s's: pick another name", name, who);
+                           "the name %s is %s: pick another name", name, who);
   } else if (rc != -ENOENT) {
     return api_error_set(err, 503, "store_unavailable", NULL, "the store cannot be read: %s",
                          strerror(-rc));
