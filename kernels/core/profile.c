@@ -41,8 +41,10 @@ const struct exp_profile_metric_def exp_profile_metrics[EXP_METRIC_COUNT] = {
     [EXP_METRIC_ACHIEVED_OCCUPANCY_PCT] = {"achieved_occupancy_pct",
                                            "sm__warps_active.avg.pct_of_peak_sustained_active", "%",
                                            "warps resident per active cycle, % of the most"},
+    /* Nsight Compute works this one out from the launch (CUPTI's host API has no such
+     * counter on GH100): NVIDIA's occupancy calculator gives it (occupancy.h). */
     [EXP_METRIC_THEORETICAL_OCCUPANCY_PCT] = {"theoretical_occupancy_pct",
-                                              "sm__maximum_warps_per_active_cycle_pct", "%",
+                                              "cudaOccMaxActiveBlocksPerMultiprocessor", "%",
                                               "the most warps this launch shape lets reside"},
     [EXP_METRIC_SM_THROUGHPUT_PCT] = {"sm_throughput_pct",
                                       "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%",
