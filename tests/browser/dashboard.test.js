@@ -296,7 +296,7 @@ function recordedProfiles() {
 
 async function withCharts(context, proc) {
   const page = await context.newPage();
-  const errors = watchErrors(page, /status of (400|422)/); /* the refusals this test provokes */
+  const errors = watchErrors(page, /status of (400|422|503)/); /* the refusals this test provokes (503: the SASS here) */
   const paths = [];
   page.on('request', (req) => paths.push(new URL(req.url()).pathname));
   const charts = fs.existsSync(CHARTJS);
