@@ -1,5 +1,6 @@
 'use strict';
-/* The dashboard's start: hash routes (#/, #/jobs/ID, #/history/..., #/kernels), one
+/* The dashboard's start: hash routes (#/, #/jobs/ID, #/history/..., #/kernels,
+ * #/problems, #/problems/NAME, #/problems/NAME/versions/N), one
  * EventSource on GET /events feeding the queue and the open job, and a clock
  * that ticks running jobs' times. */
 (function () {
@@ -22,12 +23,18 @@
     const job = /^#\/jobs\/(\d+)$/.exec(hash);
     const hist = /^#\/history\/([a-z]+)\/([^/]*)\/(.*)$/.exec(hash);
     const kernels = hash === '#/kernels';
-    document.getElementById('view-dashboard').hidden = !!job || kernels;
+    const problems = /^#\/problems(?:\/([^/]+)(?:\/versions\/(\d+))?)?$/.exec(hash);
+    document.getElementById('view-dashboard').hidden = !!job || kernels || !!problems;
     document.getElementById('view-job').hidden = !job;
     document.getElementById('view-kernels').hidden = !kernels;
+    document.getElementById('view-problems').hidden = !problems;
     if (kernels) {
       GL.jobView.hide();
       GL.kernelsView.show();
+    } else if (problems) {
+      GL.jobView.hide();
+      GL.problemsView.show(problems[1] ? decodeURIComponent(problems[1]) : null, problems[2] ? Number(problems[2]) : null);
+      window.scrollTo(0, 0);
     } else if (job) {
       GL.jobView.show(Number(job[1]));
       window.scrollTo(0, 0);

@@ -72,7 +72,7 @@
    * --socket, e.g. an ssh tunnel to it), or an address. */
   dash.loadMe = async function () {
     try {
-      const me = await GL.getJSON('/me');
+      const me = (GL.me = await GL.getJSON('/me'));
       const by = { token: 'token', unix_socket: 'Unix user', address: 'address' }[me.by] || me.by;
       document.getElementById('top-user').textContent = `you: ${me.client} (${by})`;
     } catch (e) { /* an older gpulabd, or not allowed: nothing to show */ }

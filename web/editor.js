@@ -38,17 +38,26 @@
     return out;
   };
 
+  /* JSON (the problem editor): CodeMirror's javascript mode in its JSON flavour, when
+   * gpulabd served it; else no highlighting (still line numbers). */
+  function jsonMode(CM) {
+    return CM.modes && CM.modes.javascript ? { name: 'javascript', json: true } : null;
+  }
+
   /* An editor over textarea ta (already in a form): {get, set, mark, goto, refresh,
-   * kind}. mark(messages) marks each message's line (and drops the marks before);
-   * set(text) drops them too. */
-  GL.codeEditor = function (ta) {
+   * kind, mode}. mark(messages) marks each message's line (and drops the marks before);
+   * set(text) drops them too. opts: {lang: 'cuda' (default) | 'json', prefix: the ids'
+   * start ('kernel': #kernel-editor, #kernel-src-box, #kernel-src-view)}. */
+  GL.codeEditor = function (ta, opts) {
+    const lang = (opts && opts.lang) || 'cuda', prefix = (opts && opts.prefix) || 'kernel';
     const CM = window.CodeMirror;
-    if (typeof CM !== 'function' || typeof CM.fromTextArea !== 'function') return textareaEditor(ta);
+    if (typeof CM !== 'function' || typeof CM.fromTextArea !== 'function') return textareaEditor(ta, prefix);
+    const mode = lang === 'json' ? jsonMode(CM) : cudaMode(CM);
     const cm = CM.fromTextArea(ta, {
-      mode: cudaMode(CM), lineNumbers: true, indentUnit: 2, tabSize: 2, matchBrackets: true,
+      mode, lineNumbers: true, indentUnit: 2, tabSize: 2, matchBrackets: true,
       gutters: ['gl-marks', 'CodeMirror-linenumbers'], viewportMargin: Infinity,
     });
-    cm.getWrapperElement().id = 'kernel-editor';
+    cm.getWrapperElement().id = `${prefix}-editor`;
     let marked = [];
     function unmark() {
       for (const m of marked) {
@@ -59,6 +68,7 @@
     }
     return {
       kind: 'codemirror',
+      mode: mode ? (mode.name || mode) : 'text',
       cm,
       get: () => cm.getValue(),
       set(text) { unmark(); cm.setValue(text); cm.clearHistory(); },
@@ -86,8 +96,8 @@
 
   /* Without CodeMirror: the textarea, and below it (once there are messages) the
    * source with line numbers, the lines with messages marked. */
-  function textareaEditor(ta) {
-    const box = h('div', { class: 'src-box', id: 'kernel-src-box' });
+  function textareaEditor(ta, prefix) {
+    const box = h('div', { class: 'src-box', id: `${prefix}-src-box` });
     ta.after(box);
     function goto(n) {
       const lines = ta.value.split('\n');
@@ -98,13 +108,14 @@
     }
     return {
       kind: 'textarea',
+      mode: 'text',
       get: () => ta.value,
       set(text) { ta.value = text; GL.clear(box); },
       mark(messages) {
         GL.clear(box);
         const at = (i) => messages.filter((m) => m.line === i + 1);
         if (!messages.some((m) => m.line >= 1)) return;
-        box.append(h('pre', { class: 'src-view', id: 'kernel-src-view' }, ta.value.split('\n').map((l, i) => {
+        box.append(h('pre', { class: 'src-view', id: `${prefix}-src-view` }, ta.value.split('\n').map((l, i) => {
           const ms = at(i);
           const sev = ms.some((m) => m.severity === 'error') ? 'error' : ms.length ? 'warning' : '';
           return h('span', { class: `src-line${sev ? ` err-line gl-${sev}-line` : ''}`, 'data-line': i + 1 },

@@ -1,7 +1,8 @@
 'use strict';
 /* The job view (#/jobs/ID): the lecture's table of the job's runs, a bar chart of
- * the variants, the per-stream timeline of runs that record one (the pipeline's), the
- * kernels and the params. */
+ * the variants, the hardware's counters where the job asked for a profile (profile.js),
+ * the per-stream timeline of runs that record one (the pipeline's), the kernels and
+ * the params. */
 (function () {
   const { h, clear } = GL;
   const view = (GL.jobView = { id: null, job: null });
@@ -396,6 +397,8 @@
           h('span', { class: 'muted', text: `${job.result.backend} · ${job.result.device} · ` +
             `work ${GL.fmtNum(job.result.work)} ${job.result.work_unit}` })),
         h('div', { class: 'table-wrap' }, runsTable(job)), chart));
+      const why = GL.profilePanel(job);
+      if (why) root.append(why);
       const tl = timelinePanel(job);
       if (tl) root.append(tl);
       root.append(h('section', { class: 'panel' }, h('h3', { text: 'Kernels' }),

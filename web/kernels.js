@@ -3,7 +3,9 @@
  * signature template (GET /kernels/signatures), asks before a template or a stored
  * kernel replaces edits, compiles with POST /kernels and marks the compile's errors at
  * their lines (the 422 problem's `line` and its compile report's log); the client's
- * kernels, each opened into the editor or deleted; the leaderboard (GET /leaderboard/...). */
+ * kernels, each opened into the editor or deleted; what the compiler made of a version
+ * (its occupancy, GET /kernels/{id}/versions/{n}/ptx and /sass); the leaderboard
+ * (GET /leaderboard/...). */
 (function () {
   const { h } = GL;
   let sigs = null;
@@ -91,6 +93,7 @@
         `(put back before every launch), ${GL.fmtNum(c.compile_ms, 3)} ms (${c.arch})` }));
       showMessages(out, GL.compileMessages(null, c), null);
       openKernel(r.json, false);
+      showCompiled(r.json);
     }
     await listKernels();
     if (r.json && versionsOf === r.json.id) showVersions(r.json); /* its new version too */
@@ -211,6 +214,51 @@
     listKernels();
   }
 
+  /* ---- what the compiler made: occupancy, PTX, SASS ---- */
+
+  /* A compile's theoretical occupancy for people: blocks and warps per SM, the fraction,
+   * what limits it and the blocks each resource would allow. */
+  GL.occupancyText = function (o) {
+    if (!o) return 'occupancy: not computed';
+    const by = o.blocks_by ? Object.entries(o.blocks_by).map(([k, v]) => `${k.replace(/_/g, ' ')} ${v}`).join(', ') : '';
+    return `${o.blocks_per_sm} blocks/SM, ${o.warps_per_sm} of ${o.max_warps_per_sm} warps/SM ` +
+      `(${GL.fmtNum(100 * o.fraction, 3)} %), limited by ${o.limiter}` +
+      `${by ? ` (blocks by ${by})` : ''}${o.arch ? ` on ${o.arch}` : ''}`;
+  };
+
+  /* Version k (a POST /kernels answer or a versions entry) in the compiler panel: its
+   * occupancy, and its PTX or SASS on request (the SASS's 503 says why it is missing). */
+  function showCompiled(k) {
+    const box = document.getElementById('compiler-panel');
+    if (!box) return;
+    GL.clear(box);
+    box.hidden = false;
+    const c = k.compile || {};
+    const base = `/kernels/${k.id}/versions/${k.version}`;
+    const asm = h('div', { id: 'kernel-asm-box' }, h('p', { class: 'muted small', text: 'Pick PTX or SASS.' }));
+    const tabs = h('div', { class: 'tabs', role: 'tablist', id: 'kernel-asm-tabs' });
+    async function pick(kind, button) {
+      for (const b of tabs.children) b.setAttribute('aria-selected', String(b === button));
+      GL.clear(asm).append(h('p', { class: 'muted small', text: `loading the ${kind.toUpperCase()}…` }));
+      try {
+        const text = await GL.getText(`${base}/${kind}`);
+        GL.clear(asm).append(h('pre', { class: 'asm', id: 'kernel-asm', 'data-kind': kind, tabindex: 0, text }));
+      } catch (e) {
+        GL.clear(asm).append(h('p', { class: 'error', id: 'kernel-asm-error', 'data-kind': kind,
+          text: `${kind.toUpperCase()} unavailable${e.status ? ` (${e.status})` : ''}: ${e.message}` }));
+      }
+    }
+    for (const kind of ['ptx', 'sass']) {
+      const b = h('button', { type: 'button', role: 'tab', id: `kernel-${kind}-tab`, 'aria-selected': 'false', text: kind.toUpperCase() });
+      b.addEventListener('click', () => pick(kind, b));
+      tabs.append(b);
+    }
+    box.append(h('h2', {}, 'What the compiler made of ', h('code', { text: k.variant })),
+      h('p', { id: 'kernel-occupancy' }, h('b', { text: 'Theoretical occupancy: ' }), GL.occupancyText(c.occupancy),
+        h('span', { class: 'muted small', text: ` · ${c.registers ?? '—'} registers, ${c.shared_bytes ?? '—'} B shared, block ${(k.block || []).join('×')}` })),
+      tabs, asm);
+  }
+
   async function listKernels() {
     const body = document.querySelector('#kernel-list tbody');
     if (!body) return;
@@ -266,11 +314,14 @@
       h('th', { text: v.variant }), h('td', { text: GL.fmtTime(v.created) }),
       h('td', { class: 'mono', text: (v.source_sha256 || '').slice(0, 12) }),
       h('td', { class: 'num', text: (v.compile || {}).registers ?? '—' }),
+      h('td', { class: 'num', title: GL.occupancyText((v.compile || {}).occupancy),
+        text: (v.compile || {}).occupancy ? `${GL.fmtNum(100 * v.compile.occupancy.fraction, 3)} % (${v.compile.occupancy.limiter})` : '—' }),
       h('td', { class: 'act nowrap' },
         h('button', { type: 'button', class: 'ghost small open', text: 'Open', onclick: () => openVersion(k, v.version) }), ' ',
+        h('button', { type: 'button', class: 'ghost small asm', text: 'PTX / SASS', onclick: () => showCompiledVersion(k, v) }), ' ',
         h('button', { type: 'button', class: 'ghost small delete', text: 'Delete', onclick: () => deleteVersion(k, v) }))));
     pick.append(h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'kernel-versions-table' },
-      h('thead', {}, h('tr', {}, ['From', 'To', 'Version', 'Created', 'Source', 'Registers', ''].map((t) => h('th', { text: t })))),
+      h('thead', {}, h('tr', {}, ['From', 'To', 'Version', 'Created', 'Source', 'Registers', 'Occupancy', ''].map((t) => h('th', { text: t })))),
       h('tbody', {}, rows))),
     h('div', { class: 'actions' }, h('button', { type: 'submit', id: 'kernel-compare', text: 'Compare' }),
       h('span', { class: 'muted', text: 'a unified diff of the two versions\' sources' })));
@@ -286,6 +337,13 @@
       }
     });
     box.append(h('h3', {}, `Versions of ${k.name} (kernel:${k.id})`), pick, out);
+  }
+
+  /* A listed version into the compiler panel (a listing's entry has no source but its
+   * compile report), scrolled to. */
+  function showCompiledVersion(k, v) {
+    showCompiled(Object.assign({ id: k.id }, v));
+    document.getElementById('compiler-panel').scrollIntoView();
   }
 
   async function openVersion(k, n) {
@@ -342,6 +400,7 @@
       h('section', { class: 'panel', id: 'editor-panel' }, h('h2', { text: 'Your kernel' }),
         h('p', { class: 'muted', text: 'Device code only, with the experiment\'s signature; gpulab compiles it with NVRTC, runs it in its runner beside the built-ins, checks and times it the same way.' }),
         editor(list), h('div', { id: 'kernel-result' })),
+      h('section', { class: 'panel', id: 'compiler-panel', hidden: true }),
       h('section', { class: 'panel' }, h('h2', { text: 'Kernels' }),
         h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'kernel-list' },
           h('thead', {}, h('tr', {}, ['Variant', 'Name', 'Experiment', 'Owner', 'Registers', 'Shared B', 'Visibility', 'Versions', ''].map((t) => h('th', { text: t })))),

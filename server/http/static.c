@@ -142,6 +142,7 @@ static const struct {
     {"codemirror/codemirror.js", "codemirror.js"},
     {"codemirror/codemirror.css", "codemirror.css"},
     {"codemirror/clike.js", "mode/clike/clike.js"}, /* C, C++ and CUDA's highlighting */
+    {"codemirror/javascript.js", "mode/javascript/javascript.js"}, /* JSON: the problem editor */
 };
 
 /* One of codemirror_files from dir (--codemirror, else the default); 1 when name is

@@ -33,8 +33,8 @@ struct request;
 bool static_wants_html(const char *accept);
 /* Answers GET or HEAD of url: "/" (the page) or "/static/<name>" (a file of web/,
  * chart.min.js, codemirror/codemirror.js, codemirror/codemirror.css,
- * codemirror/clike.js, or experiments.json: every experiment's descriptor,
- * api/describe.h). Files on disk (--web-root, --chartjs, --codemirror) are served only
+ * codemirror/clike.js, codemirror/javascript.js, or experiments.json: every
+ * experiment's descriptor, api/describe.h). Files on disk (--web-root, --chartjs, --codemirror) are served only
  * when they are regular files: a FIFO or a device is a 404. 200 with the file,
  * its Content-Type, ETag and Content-Security-Policy; 304 when If-None-Match names
  * its ETag; a JSON 404 for any other name (so "..", encoded dots, absolute paths and

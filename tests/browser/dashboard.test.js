@@ -221,11 +221,82 @@ async function barChart(page) {
   });
 }
 
+/* ---- a recorded profile ---- */
+
+/* NVIDIA's names of the metrics the API reports (kernels/core/profile.c), by gpulab's. */
+const NV = {
+  duration_ns: 'gpu__time_duration.sum', dram_bytes_read: 'dram__bytes_read.sum', dram_bytes_written: 'dram__bytes_write.sum',
+  dram_peak_pct: 'dram__throughput.avg.pct_of_peak_sustained_elapsed', l2_hit_pct: 'lts__t_sector_hit_rate.pct',
+  global_load_sectors: 'l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum', global_load_requests: 'l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum',
+  global_store_sectors: 'l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum', global_store_requests: 'l1tex__t_requests_pipe_lsu_mem_global_op_st.sum',
+  shared_load_bank_conflicts: 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum',
+  shared_store_bank_conflicts: 'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum',
+  achieved_occupancy_pct: 'sm__warps_active.avg.pct_of_peak_sustained_active', theoretical_occupancy_pct: 'sm__maximum_warps_per_active_cycle_pct',
+  sm_throughput_pct: 'sm__throughput.avg.pct_of_peak_sustained_elapsed', fp32_flops: 'smsp__sass_thread_inst_executed_op_fadd_pred_on.sum + ' +
+    'smsp__sass_thread_inst_executed_op_fmul_pred_on.sum + 2 * smsp__sass_thread_inst_executed_op_ffma_pred_on.sum',
+  tensor_pipe_pct: 'sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active',
+};
+const UNITS = { duration_ns: 'ns', dram_bytes_read: 'bytes', dram_bytes_written: 'bytes', global_load_sectors: 'sectors',
+  global_store_sectors: 'sectors', global_load_requests: 'requests', global_store_requests: 'requests',
+  shared_load_bank_conflicts: 'conflicts', shared_store_bank_conflicts: 'conflicts', fp32_flops: 'flops' };
+const COPY_GBPS = 4100, SGEMM_GFLOPS = 51000; /* the device's ceilings the recorded rooflines were placed against */
+
+/* A profiled kernel as api/encode.c writes it: every metric {value, metric, unit}, the
+ * sectors per request as NVIDIA's ratio. */
+function profileKernel(name, v, limiter) {
+  const metrics = {};
+  for (const [k, metric] of Object.entries(NV)) metrics[k] = { value: v[k] ?? null, metric, unit: UNITS[k] || '%' };
+  const ratio = (a, b) => ({ value: v[b] > 0 ? v[a] / v[b] : null, metric: `${NV[a]} / ${NV[b]}`, unit: 'sectors/request' });
+  metrics.global_load_sectors_per_request = ratio('global_load_sectors', 'global_load_requests');
+  metrics.global_store_sectors_per_request = ratio('global_store_sectors', 'global_store_requests');
+  return { name, grid: [128, 512, 1], block: [32, 8, 1], occupancy_limiter: limiter, metrics };
+}
+
+/* A run's profile with its totals and roofline, as api/encode.c's roofline_write. */
+function runProfile(kernels) {
+  const sum = (k) => kernels.reduce((a, x) => a + x.metrics[k].value, 0);
+  const bytes = sum('dram_bytes_read') + sum('dram_bytes_written'), flops = sum('fp32_flops'), ns = sum('duration_ns');
+  const intensity = flops / bytes, ridge = SGEMM_GFLOPS / COPY_GBPS, memory = intensity < ridge;
+  const roof = Math.min(SGEMM_GFLOPS, intensity * COPY_GBPS);
+  return { available: true, clocks: 'locked_to_base', caches: 'flushed_before_each_pass', kernels, kernels_launched: kernels.length,
+    totals: { dram_bytes: bytes, fp32_flops: flops, duration_ns: ns, flops_per_byte: intensity },
+    roofline: { flops_per_byte: intensity, attained_gflops: flops / ns, attained_gbps: bytes / ns, ridge_flops_per_byte: ridge,
+      bound: memory ? 'memory' : 'compute', roof_gflops: roof,
+      percent_of_roof: memory ? (100 * (bytes / ns)) / COPY_GBPS : (100 * (flops / ns)) / roof,
+      ceilings: 'copy_gbps and sgemm_gflops of GET /device' } };
+}
+
+/* The lecture's 4096^2 transpose profiled: naive's counters are the ones Nsight Compute
+ * read on the H200 (issue 32: 2,097,152 load sectors for 524,288 requests, 16,777,216
+ * store sectors for 524,288, 119.6 MB of DRAM traffic, 55.7 % warps active); the other
+ * variants' are in the lecture's proportions (shared32's 32-way store conflicts,
+ * padded33's none). best's second kernel is made up, to show a run of two kernels. */
+const REQ = 524288;
+function recordedProfiles() {
+  const base = { global_load_requests: REQ, global_store_requests: REQ, theoretical_occupancy_pct: 100, fp32_flops: 0 };
+  const k = (name, v, limiter) => profileKernel(name, Object.assign({}, base, v), limiter);
+  const naive = k('transpose_naive_kernel', { duration_ns: 98000, dram_bytes_read: 67.1e6, dram_bytes_written: 52.5e6,
+    dram_peak_pct: 29.8, l2_hit_pct: 48.2, global_load_sectors: 2097152, global_store_sectors: 16777216,
+    shared_load_bank_conflicts: 0, shared_store_bank_conflicts: 0, achieved_occupancy_pct: 55.7, sm_throughput_pct: 21.4 }, 'warps');
+  const tiled = (name, conflicts, ns, ach) => k(name, { duration_ns: ns, dram_bytes_read: 67.1e6, dram_bytes_written: 66.9e6,
+    dram_peak_pct: (100 * 134e6) / ns / 4800, l2_hit_pct: 50.1, global_load_sectors: 2097152, global_store_sectors: 2097152,
+    shared_load_bank_conflicts: conflicts, shared_store_bank_conflicts: 0, achieved_occupancy_pct: ach, sm_throughput_pct: 38.5 }, 'shared_memory');
+  const copy = k('copy_kernel', { duration_ns: 36000, dram_bytes_read: 67.1e6, dram_bytes_written: 67.0e6, dram_peak_pct: 77.6,
+    l2_hit_pct: null, global_load_sectors: 2097152, global_store_sectors: 2097152, shared_load_bank_conflicts: 0,
+    shared_store_bank_conflicts: 0, achieved_occupancy_pct: 88.1, sm_throughput_pct: 17.2 }, 'warps');
+  const best = [tiled('transpose_tiled_kernel<33>', 0, 41000, 84.3), k('best_pick_kernel', { duration_ns: 2000,
+    dram_bytes_read: 4096, dram_bytes_written: 64, l2_hit_pct: 0, global_load_sectors: 128, global_load_requests: 32,
+    global_store_sectors: 2, global_store_requests: 2, shared_load_bank_conflicts: 0, shared_store_bank_conflicts: 0,
+    achieved_occupancy_pct: 3.1, sm_throughput_pct: 0.4 }, 'blocks')];
+  return { naive: runProfile([naive]), shared32: runProfile([tiled('transpose_tiled_kernel<32>', 16252928, 52000, 83.5)]),
+    padded33: runProfile([tiled('transpose_tiled_kernel<33>', 0, 41000, 84.3)]), copy: runProfile([copy]), best: runProfile(best) };
+}
+
 /* ---- the dashboard, with Chart.js ---- */
 
 async function withCharts(context, proc) {
   const page = await context.newPage();
-  const errors = watchErrors(page, /status of (400|422)/); /* the refusals this test provokes */
+  const errors = watchErrors(page, /status of (400|422|503)/); /* the refusals this test provokes (503: the SASS here) */
   const paths = [];
   page.on('request', (req) => paths.push(new URL(req.url()).pathname));
   const charts = fs.existsSync(CHARTJS);
@@ -959,10 +1030,202 @@ async function withCharts(context, proc) {
     check(/deleted/.test(await text(page, '#kernel-list-status')), `status: ${await text(page, '#kernel-list-status')}`);
   });
 
+  let profiledId;
+  await step('a job with "profile" checked in its form: on the CPU backend its page says once why there is no profile', page, async () => {
+    await page.goto(`${proc.base}/#/`);
+    await page.waitForSelector('#form-transpose', { timeout: TIMEOUT });
+    await page.click('#type-tabs button[data-type="transpose"]');
+    await page.check('#form-transpose input[type="checkbox"][name="profile"]');
+    await submitForm(page, 'transpose', { m: 64, n: 48, warmup: 0, batches: 2, reps: 1 });
+    profiledId = await submittedId(page, 'transpose');
+    const job = await waitDone(proc, profiledId);
+    checkEq(job.params.profile, 'counters', 'the profile the form asked for');
+    const reason = job.result.runs.find((r) => r.available).profile.reason;
+    check(job.result.runs.every((r) => !r.available || (r.profile && r.profile.reason === reason)), 'every run gives the same reason');
+    await page.click('#form-transpose button:has-text("Defaults")');
+    checkEq(await page.isChecked('#form-transpose input[name="profile"]'), false, 'profile after Defaults');
+    await openJob(page, profiledId);
+    await page.waitForSelector('#why .profile-off', { timeout: TIMEOUT });
+    checkEq(await page.$$eval('#why .profile-off', (ps) => ps.map((x) => x.innerText)), [`No profile: ${reason}`], 'the one line');
+    checkEq(await page.locator('#why-table').count(), 0, 'a why table without counters');
+    await page.locator('#why').screenshot({ path: path.join(ARTIFACTS, 'job-profile-unavailable.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'job-profile-unavailable.png')}`);
+  });
+
+  await step('a recorded profile (the lecture\'s 4096² transpose on the H200): the why table\'s cells with NVIDIA\'s names, the roofline\'s points', page, async () => {
+    /* The CPU backend profiles nothing: the page is served the real job's document with
+     * each run's profile recorded (page.route on GET /v1/jobs/{id}). */
+    const real = await (await fetch(`${proc.base}/v1/jobs/${profiledId}`)).json();
+    const recorded = recordedProfiles();
+    real.params.m = real.params.n = 4096;
+    for (const r of real.result.runs) {
+      if (!r.available) continue;
+      r.profile = recorded[r.variant];
+      /* The run's time and figure as the profile's: 2 * 4096^2 floats moved. */
+      const ms = r.profile.totals.duration_ns / 1e6;
+      Object.assign(r.timing, { median_ms: ms, samples_ms: r.timing.samples_ms.map(() => ms) });
+      r.figure = (2 * 4096 * 4096 * 4) / r.profile.totals.duration_ns;
+      delete r.speedup_range;
+      r.speedup = recorded.naive.totals.duration_ns / r.profile.totals.duration_ns;
+    }
+    const route = new RegExp(`/v1/jobs/${profiledId}$`);
+    await page.route(route, (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(real) }));
+    await page.goto(`${proc.base}/#/`);
+    await page.goto(`${proc.base}/#/jobs/${profiledId}`);
+    await page.waitForSelector('#why-table tbody tr', { timeout: TIMEOUT });
+    const cells = await page.$$eval('#why-table tbody tr', (rows) => rows.map((tr) => Object.assign({ variant: tr.dataset.variant, kernel: tr.dataset.kernel },
+      Object.fromEntries([...tr.querySelectorAll('td[data-metric]')].map((td) => [td.dataset.metric, td.innerText.trim()])))));
+    checkEq(cells.map((c) => `${c.variant}:${c.kernel}`), ['naive:transpose_naive_kernel', 'shared32:transpose_tiled_kernel<32>',
+      'padded33:transpose_tiled_kernel<33>', 'copy:copy_kernel', 'best:transpose_tiled_kernel<33>', 'best:best_pick_kernel'],
+    'a row per kernel of each run');
+    const naive = cells[0];
+    checkEq([naive.global_load_sectors_per_request, naive.global_store_sectors_per_request], ['4', '32'], 'naive: sectors per request');
+    checkEq([naive.achieved_occupancy_pct, naive.theoretical_occupancy_pct], ['55.7', '100\nwarps'], 'naive: occupancy and its limiter');
+    checkEq(naive.dram_bytes, '114 MiB', 'naive: DRAM bytes read + written (119.6 MB)');
+    checkEq([cells[1].shared_load_bank_conflicts, cells[2].shared_load_bank_conflicts], ['16.3 M', '0'], 'bank conflicts: shared32, padded33');
+    checkEq(cells[1].global_store_sectors_per_request, '4', 'shared32: its stores coalesced');
+    checkEq(cells[3].l2_hit_pct, '—', 'a null value');
+    const titles = await page.$$eval('#why-table thead th[data-metric]', (ths) => Object.fromEntries(ths.map((t) => [t.dataset.metric, t.title])));
+    checkEq(titles.global_store_sectors_per_request, `${NV.global_store_sectors} / ${NV.global_store_requests}`, 'the store column\'s metric');
+    checkEq(titles.shared_load_bank_conflicts, NV.shared_load_bank_conflicts, 'the bank conflicts\' metric');
+    checkEq(titles.dram_bytes, `${NV.dram_bytes_read} + ${NV.dram_bytes_written}`, 'DRAM bytes\' metrics');
+    check(/locked to base/.test(await text(page, '#why-conditions')), `the conditions: ${await text(page, '#why-conditions')}`);
+    checkEq(await page.locator('#why .profile-off').count(), 0, 'an unavailable line beside a profile');
+    /* The roofline: a point per run, the two roofs at the device's ceilings. */
+    await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#roofline-chart')), null, { timeout: TIMEOUT });
+    const roof = await page.$eval('#roofline-chart', (c) => {
+      const ch = window.Chart.getChart(c);
+      return { types: [ch.options.scales.x.type, ch.options.scales.y.type], labels: ch.data.datasets.map((d) => d.label),
+        points: JSON.parse(c.dataset.points), drawn: ch.data.datasets[2].data.length, ridge: ch.data.datasets[1].data[0] };
+    });
+    checkEq(roof.types, ['logarithmic', 'logarithmic'], 'log-log');
+    checkEq(roof.points.map((p) => p.variant), ['naive', 'shared32', 'padded33', 'copy', 'best'], 'a point per run');
+    checkEq(roof.drawn, 5, 'points drawn');
+    check(roof.points.every((p) => p.zero), 'transposes have no FP32 work: at the left edge');
+    const y = Object.fromEntries(roof.points.map((p) => [p.variant, p.y]));
+    check(y.naive < y.shared32 && y.shared32 < y.padded33 && y.padded33 < y.copy, `by bandwidth: ${JSON.stringify(y)}`);
+    check(Math.abs(roof.ridge.x - SGEMM_GFLOPS / COPY_GBPS) < 1e-9 && Math.abs(roof.ridge.y - SGEMM_GFLOPS) < 1e-6, `the ridge ${JSON.stringify(roof.ridge)}`);
+    check(roof.labels[0].includes('4,100 GB/s') && roof.labels[1].includes('51,000 GFLOP/s'), `the roofs: ${roof.labels}`);
+    await page.locator('#why').screenshot({ path: path.join(ARTIFACTS, 'job-profile.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'job-profile.png')}`);
+    await page.unroute(route);
+  });
+
+  await step('a kernel\'s compiler view: its occupancy, its PTX from NVRTC, and the SASS unavailable with the reason', page, async () => {
+    await page.goto(`${proc.base}/#/kernels`);
+    await page.waitForSelector('#kernel-form', { timeout: TIMEOUT });
+    const sigs = (await (await fetch(`${proc.base}/v1/kernels/signatures`)).json()).signatures;
+    const dialogs = [];
+    const yes = (d) => { dialogs.push(d.message()); d.accept(); };
+    page.on('dialog', yes);
+    await page.selectOption('#kernel-experiment', 'transpose');
+    await page.fill('#kernel-scratch', '');
+    await setKernelSource(page, sigs.find((x) => x.experiment === 'transpose').template);
+    page.off('dialog', yes);
+    await page.fill('#kernel-name', 'browser_ptx');
+    await page.click('#kernel-compile');
+    await page.waitForSelector('#compile-ok', { timeout: TIMEOUT });
+    const k = (await (await fetch(`${proc.base}/v1/kernels`)).json()).kernels.find((x) => x.name === 'browser_ptx');
+    const occ = (await (await fetch(`${proc.base}/v1/kernels/${k.id}`)).json()).compile.occupancy;
+    const said = await text(page, '#kernel-occupancy');
+    check(said.includes(`${occ.blocks_per_sm} blocks/SM, ${occ.warps_per_sm} of ${occ.max_warps_per_sm} warps/SM`) &&
+      said.includes(`limited by ${occ.limiter}`), `occupancy: ${said} (API: ${JSON.stringify(occ)})`);
+    await page.click('#kernel-ptx-tab');
+    await page.waitForSelector('#kernel-asm[data-kind="ptx"]', { timeout: TIMEOUT });
+    const ptx = await page.$eval('#kernel-asm', (x) => x.textContent);
+    checkEq(ptx, await (await fetch(`${proc.base}/v1/kernels/${k.id}/versions/1/ptx`)).text(), 'the PTX as gpulabd serves it');
+    check(/\.visible \.entry kernel\(/.test(ptx) && /\.target sm_\d+/.test(ptx), `PTX: ${ptx.slice(0, 200)}`);
+    const box = await page.$eval('#kernel-asm', (x) => ({ h: x.clientHeight, sh: x.scrollHeight, overflow: getComputedStyle(x).overflowY }));
+    check(box.overflow === 'auto' && box.h <= 32 * 14 + 20, `the PTX scrolls in its box: ${JSON.stringify(box)}`);
+    await page.locator('#compiler-panel').screenshot({ path: path.join(ARTIFACTS, 'kernel-ptx.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'kernel-ptx.png')}`);
+    await page.click('#kernel-sass-tab');
+    await page.waitForSelector('#kernel-asm-error[data-kind="sass"]', { timeout: TIMEOUT });
+    const sass = await (await fetch(`${proc.base}/v1/kernels/${k.id}/versions/1/sass`)).json();
+    checkEq(await text(page, '#kernel-asm-error'), `SASS unavailable (503): ${sass.detail}`, 'the SASS\'s 503, said');
+    await page.locator('#compiler-panel').screenshot({ path: path.join(ARTIFACTS, 'kernel-sass.png') });
+    log(`     screenshot: ${path.join(ARTIFACTS, 'kernel-sass.png')}`);
+    /* The same from its versions' list. */
+    await page.click(`#kernel-list tr[data-kernel-id="${k.id}"] button.show-versions`);
+    await page.waitForSelector('#kernel-versions-table tbody tr[data-version="1"]', { timeout: TIMEOUT });
+    await page.click('#kernel-versions-table tr[data-version="1"] button.asm');
+    await page.click('#kernel-ptx-tab');
+    await page.waitForSelector('#kernel-asm[data-kind="ptx"]', { timeout: TIMEOUT });
+  });
+
+  /* Replaces the problem editor's text as a person would: select all, type. */
+  async function setProblemSource(src) {
+    await page.click('#problem-editor .CodeMirror-lines');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(src);
+    checkEq(await page.evaluate(() => GL.problemsView.editor().get()), src, 'the definition as typed');
+  }
+
+  await step('problems: a bad definition\'s error beside the editor; the example defined from the form, opened, listed, deleted by its owner', page, async () => {
+    if (!(await page.isVisible('#nav-problems'))) await openDashboard(page, proc); /* this step alone (GPULAB_BROWSER_ONLY) */
+    await page.click('#nav-problems');
+    await page.waitForSelector('#problem-form[data-editor="codemirror"]', { timeout: TIMEOUT });
+    checkEq(await page.getAttribute('#problem-form', 'data-mode'), 'javascript', 'CodeMirror in JSON mode');
+    const example = JSON.parse(await page.evaluate(() => GL.problemsView.editor().get()));
+    checkEq(example.name, 'softmax_rows', 'the example');
+    check(await page.isVisible('#problem-editor .cm-property'), 'JSON highlighting');
+    /* A reference that does not compile: the compiler's line next to the editor. */
+    const bad = Object.assign({}, example, { name: 'browser_bad' });
+    bad.reference = Object.assign({}, example.reference, { source: example.reference.source.replace('int r = blockIdx.x;', 'int r = blockIdx.x +;') });
+    await setProblemSource(JSON.stringify(bad, null, 2));
+    await page.click('#problem-define');
+    await page.waitForSelector('#problem-error:not([hidden]) #problem-compile-line', { timeout: TIMEOUT });
+    const said = await text(page, '#problem-error p');
+    check(/^compile_failed at reference\.source: line 2/.test(said), `the refusal: ${said}`);
+    const line = await page.$eval('#problem-compile-line', (x) => x.textContent);
+    check(line.startsWith('browser_bad.cu(2): error: expected an expression\n') && line.includes('int r = blockIdx.x +;') && line.endsWith('^'),
+      `the compiler's line: ${line}`);
+    await shot(page, 'problem-error.png');
+    /* A refusal before compiling: its field and detail. */
+    await setProblemSource(JSON.stringify(Object.assign({}, example, { name: 'browser_bad', params: {} }), null, 2));
+    await page.click('#problem-define');
+    await page.waitForFunction(() => /out_of_range at params/.test((document.querySelector('#problem-error p') || {}).textContent || ''),
+      null, { timeout: TIMEOUT });
+    checkEq(await page.locator('#problem-compile-line').count(), 0, 'no compile line for a 400');
+    /* The example, under a name of its own. */
+    await page.click('#problem-example');
+    const good = Object.assign({}, example, { name: 'browser_softmax' });
+    await setProblemSource(JSON.stringify(good, null, 2));
+    await page.click('#problem-define');
+    await page.waitForSelector('#problem-page[data-problem="browser_softmax"]', { timeout: TIMEOUT });
+    checkEq(await page.evaluate(() => location.hash), '#/problems/browser_softmax', 'the new problem\'s page');
+    const stored = await (await fetch(`${proc.base}/v1/problems/browser_softmax`)).json();
+    checkEq(await page.$$eval('#problem-params tbody tr', (rs) => rs.map((r) => r.innerText.split('\t').map((x) => x.trim()).join(' '))),
+      ['rows 4,096 1..65,536', 'cols 1,024 1..16,384'], 'params with their ranges');
+    checkEq(await page.$$eval('#problem-buffers tbody tr', (rs) => rs.map((r) => r.innerText.split('\t').map((x) => x.trim()).join(' | '))),
+      ['x | input | float32 | [rows][cols] | uniform in [-4, 4]', 'y | output | float32 | [rows][cols] | tolerance: |got − want| ≤ 1e-6 + 1e-4 · |want|'],
+      'inputs and outputs');
+    checkEq(await text(page, '#problem-signature'), stored.signature, 'the signature');
+    checkEq(await page.$eval('#problem-template', (x) => x.textContent), stored.template, 'the template');
+    check(/occupancy at the defaults: \d+ blocks\/SM/.test(await text(page, '#problem-compile')), `compile: ${await text(page, '#problem-compile')}`);
+    checkEq(await page.locator('#problem-versions tbody tr').count(), 1, 'its versions');
+    check(/^Jobs of problems do not exist yet/.test(await text(page, '#problem-no-jobs')), 'the line on jobs');
+    check(await page.isVisible('#problem-delete'), 'delete for its owner');
+    await shot(page, 'problem.png');
+    await page.click('#problem-page a.back');
+    await page.waitForSelector('#problem-list tr[data-problem="browser_softmax"]', { timeout: TIMEOUT });
+    await shot(page, 'problems.png');
+    await page.click('#problem-list tr[data-problem="browser_softmax"] a');
+    await page.waitForSelector('#problem-page[data-problem="browser_softmax"]', { timeout: TIMEOUT });
+    page.once('dialog', (d) => d.accept());
+    await page.click('#problem-delete');
+    await page.waitForFunction(() => location.hash === '#/problems' && /browser_softmax deleted/.test(document.getElementById('problem-list-status').textContent),
+      null, { timeout: TIMEOUT });
+    await page.waitForSelector('#problem-list tr[data-problem="browser_softmax"]', { state: 'detached', timeout: TIMEOUT });
+    checkEq((await fetch(`${proc.base}/v1/problems/browser_softmax`)).status, 404, 'gone from GET /problems/{name}');
+    checkEq((await fetch(`${proc.base}/v1/problems/browser_softmax/versions/1`)).status, 200, 'its version still readable');
+  });
+
   await step('a narrow window (420 px): nothing but a table\'s or the editor\'s own scroller is wider than it', page, async () => {
     await page.setViewportSize({ width: 420, height: 800 });
     const views = [['#/', '#device-panel', 'narrow.png'], [`#/jobs/${transposeId}`, '#view-job table.runs', 'narrow-job.png'],
-      ['#/kernels', '#kernel-form', 'narrow-kernels.png']];
+      ['#/kernels', '#kernel-form', 'narrow-kernels.png'], ['#/problems', '#problem-form', 'narrow-problems.png'],
+      [`#/jobs/${profiledId}`, '#why', 'narrow-job-profile.png']];
     for (const [view, ready, png] of views) {
       await page.goto(`${proc.base}/${view}`);
       await page.waitForSelector(ready, { timeout: TIMEOUT });

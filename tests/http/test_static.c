@@ -384,7 +384,7 @@ static void test_without_chartjs(void) {
 
 /* ---- CodeMirror ---- */
 
-/* The kernel editor's three files from libjs-codemirror, each with its type; nothing
+/* The editors' four files from libjs-codemirror, each with its type; nothing
  * else of its directory is reachable. */
 static void test_codemirror(void) {
   static const char *const files[][3] = {
@@ -393,6 +393,8 @@ static void test_codemirror(void) {
       {"/static/codemirror/codemirror.css", CODEMIRROR "/codemirror.css",
        "text/css; charset=utf-8"},
       {"/static/codemirror/clike.js", CODEMIRROR "/mode/clike/clike.js",
+       "text/javascript; charset=utf-8"},
+      {"/static/codemirror/javascript.js", CODEMIRROR "/mode/javascript/javascript.js",
        "text/javascript; charset=utf-8"},
   };
   if (access(files[0][1], R_OK) != 0)
