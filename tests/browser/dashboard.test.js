@@ -758,8 +758,10 @@ async function withCharts(context, proc) {
     /* The child joins the device once its parent is issued (an event dependency), so
      * it is running, with a started_at, when the parent is canceled; it then fails, and
      * what time it had is no run of its own. On a slow machine the parent may have
-     * finished before the cancel reached it (the child then runs to done): a new pair
-     * then, three at most. */
+     * finished before the cancel reached it, or the child (which may take the device's
+     * timed window first) may have finished before the cancel: both rightly end done,
+     * and a new pair is tried then, three at most. A child that ends done after its
+     * parent ended canceled fails the step. */
     const params = { m: 1024, n: 1024, warmup: 0, batches: 100, reps: 4, max_time: 600 };
     await page.goto(`${proc.base}/#/`);
     let parent;
@@ -775,7 +777,12 @@ async function withCharts(context, proc) {
       }
       await fetch(`${proc.base}/v1/jobs/${parent}`, { method: 'DELETE' });
       const ended = await waitEnded(proc, parent);
-      if (ended.state === 'canceled') break;
+      if (ended.state === 'canceled') {
+        const c = await waitEnded(proc, child);
+        if (c.state !== 'done') break;
+        check(Date.parse(c.finished_at) <= Date.parse(ended.finished_at),
+          `child ${child} ended done at ${c.finished_at}, after its parent ${parent} was canceled at ${ended.finished_at}`);
+      }
       check(attempt < 3, `the parent ended ${ended.state} three times before its cancel reached it`);
       await waitEnded(proc, child);
     }
