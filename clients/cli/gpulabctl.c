@@ -16,12 +16,11 @@
 
 #include <curl/curl.h>
 
+#include "clients/cli/ctl_cli.h"
 #include "clients/cli/ctl_http.h"
 #include "clients/cli/ctl_table.h"
 
-enum { EXIT_PASSED = 0, EXIT_FAILED = 1, EXIT_REFUSED = 2 };
-
-static const char usage[] =
+const char ctl_usage[] =
     "usage: gpulabctl [options] COMMAND [arguments]\n"
     "commands:\n"
     "  run EXPERIMENT [name=value ...]   a job (transpose m=4096 n=4096 --variant padded33,best);\n"
@@ -54,16 +53,6 @@ static const char usage[] =
     "  --cancel-on-interrupt  Ctrl-C cancels the job instead of detaching from it\n"
     "exit: 0 done and every check passed; 1 a check or the job failed; 2 refused or no answer\n";
 
-struct opts {
-  struct ctl ctl;
-  bool json, cancel_on_interrupt, profile;
-  const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs,
-      *output;
-  long limit, shared_bytes, scratch_bytes;
-  const char *options[16];
-  int n_options;
-};
-
 static void on_sigint(int sig) {
   (void)sig;
   ctl_interrupted = 1;
@@ -73,8 +62,8 @@ static void on_sigint(int sig) {
 
 /* A request whose answer must be `want` (or, want 0, any 2xx): 0 with *r, else
  * EXIT_REFUSED after printing the problem (r freed). */
-static int expect(const struct opts *o, const char *method, const char *path, const char *ct,
-                  const void *body, size_t len, long want, struct ctl_reply *r) {
+int ctl_expect(const struct opts *o, const char *method, const char *path, const char *ct,
+               const void *body, size_t len, long want, struct ctl_reply *r) {
   char err[512];
   if (ctl_request(&o->ctl, method, path, ct, body, len, r, err, sizeof err)) {
     fprintf(stderr, "gpulabctl: %s\n", err);
@@ -91,7 +80,7 @@ static int expect(const struct opts *o, const char *method, const char *path, co
   return 0;
 }
 
-static void print_json(json_t *doc) {
+void ctl_print_json(json_t *doc) {
   char *text = json_dumps(doc, JSON_INDENT(2));
   if (text) puts(text);
   free(text);
@@ -163,7 +152,7 @@ static int follow_job(const struct opts *o, long long id, int total) {
     }
     struct ctl_reply r;
     snprintf(path, sizeof path, "/jobs/%lld", id);
-    int x = expect(o, "DELETE", path, NULL, NULL, 0, 0, &r);
+    int x = ctl_expect(o, "DELETE", path, NULL, NULL, 0, 0, &r);
     if (x) return x;
     ctl_reply_free(&r);
     fprintf(stderr, "gpulabctl: job %lld canceled\n", id);
@@ -173,12 +162,12 @@ static int follow_job(const struct opts *o, long long id, int total) {
   snprintf(path, sizeof path, "/jobs/%lld", id);
   for (;;) {
     struct ctl_reply r;
-    int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
+    int x = ctl_expect(o, "GET", path, NULL, NULL, 0, 200, &r);
     if (x) return x;
     const char *state = json_string_value(json_object_get(r.json, "state"));
     if (state && is_final(state)) {
       if (o->json)
-        print_json(r.json);
+        ctl_print_json(r.json);
       else
         ctl_table_print(stdout, r.json);
       int status = ctl_job_passed(r.json) ? EXIT_PASSED : EXIT_FAILED;
@@ -192,11 +181,11 @@ static int follow_job(const struct opts *o, long long id, int total) {
 }
 
 /* POSTs body to path (?wait=0) and follows the job it made. */
-static int submit_and_follow(const struct opts *o, const char *path, json_t *body) {
+int ctl_submit_and_follow(const struct opts *o, const char *path, json_t *body) {
   char *text = json_dumps(body, JSON_COMPACT);
   if (!text) return EXIT_REFUSED;
   struct ctl_reply r;
-  int x = expect(o, "POST", path, "application/json", text, strlen(text), 0, &r);
+  int x = ctl_expect(o, "POST", path, "application/json", text, strlen(text), 0, &r);
   free(text);
   if (x) return x;
   long long id = json_integer_value(json_object_get(r.json, "id"));
@@ -237,7 +226,7 @@ static json_t *value_of(const char *v) {
 }
 
 /* name=value arguments into body; EXIT_REFUSED for one without '='. */
-static int params(json_t *body, char **args, int n) {
+int ctl_params(json_t *body, char **args, int n) {
   for (int i = 0; i < n; i++) {
     char *eq = strchr(args[i], '=');
     if (!eq || eq == args[i]) {
@@ -252,7 +241,7 @@ static int params(json_t *body, char **args, int n) {
 }
 
 /* The variants of a comma list, as the API takes them. */
-static json_t *variants(const char *list) {
+json_t *ctl_variants(const char *list) {
   json_t *v = value_of(list);
   if (json_is_array(v)) return v;
   json_t *one = json_array();
@@ -265,22 +254,22 @@ static json_t *variants(const char *list) {
 
 static int cmd_run(const struct opts *o, char **args, int n) {
   if (n < 1) {
-    fputs(usage, stderr);
+    fputs(ctl_usage, stderr);
     return EXIT_REFUSED;
   }
   json_t *body = json_object();
-  int x = params(body, args + 1, n - 1);
-  if (!x && o->variant) json_object_set_new(body, "variant", variants(o->variant));
+  int x = ctl_params(body, args + 1, n - 1);
+  if (!x && o->variant) json_object_set_new(body, "variant", ctl_variants(o->variant));
   if (!x && o->profile) json_object_set_new(body, "profile", json_true());
   char path[96];
   snprintf(path, sizeof path, "/%s?wait=0", args[0]);
-  if (!x) x = submit_and_follow(o, path, body);
+  if (!x) x = ctl_submit_and_follow(o, path, body);
   json_decref(body);
   return x;
 }
 
 /* Appends &name=value (escaped) to url. */
-static void query(CURL *h, char *url, size_t len, const char *name, const char *value) {
+void ctl_query(CURL *h, char *url, size_t len, const char *name, const char *value) {
   if (!value) return;
   char *esc = curl_easy_escape(h, value, 0);
   size_t used = strlen(url);
@@ -288,7 +277,7 @@ static void query(CURL *h, char *url, size_t len, const char *name, const char *
   curl_free(esc);
 }
 
-static char *read_file(const char *path, size_t *len) {
+char *ctl_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   char *text = NULL;
@@ -307,117 +296,13 @@ static char *read_file(const char *path, size_t *len) {
   return text;
 }
 
-static int kernel_versions(const struct opts *o, const char *id);
-static int get_text(const struct opts *o, const char *path);
-
-static int cmd_kernel(const struct opts *o, char **args, int n) {
-  char route[160];
-  if (n == 2 && !strcmp(args[0], "versions")) return kernel_versions(o, args[1]);
-  if (n == 4 && !strcmp(args[0], "diff")) {
-    snprintf(route, sizeof route, "/kernels/%.40s/diff?from=%.20s&to=%.20s", args[1], args[2],
-             args[3]);
-    return get_text(o, route);
-  }
-  if ((n == 2 || n == 3) && (!strcmp(args[0], "ptx") || !strcmp(args[0], "sass"))) {
-    if (n == 3)
-      snprintf(route, sizeof route, "/kernels/%.40s/versions/%.20s/%s", args[1], args[2], args[0]);
-    else
-      snprintf(route, sizeof route, "/kernels/%.40s/%s", args[1], args[0]);
-    return get_text(o, route);
-  }
-  if (n < 2 || strcmp(args[0], "submit") != 0 || !o->experiment) {
-    fputs(usage, stderr);
-    return EXIT_REFUSED;
-  }
-  size_t len = 0;
-  char *src = read_file(args[1], &len);
-  if (!src) {
-    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], strerror(errno));
-    return EXIT_REFUSED;
-  }
-  char name[64];
-  if (o->name) {
-    snprintf(name, sizeof name, "%s", o->name);
-  } else { /* the file's name without its folders and extension */
-    const char *base = strrchr(args[1], '/');
-    snprintf(name, sizeof name, "%s", base ? base + 1 : args[1]);
-    name[strcspn(name, ".")] = '\0';
-  }
-  CURL *h = curl_easy_init();
-  char path[1024] = "/kernels", num[32];
-  query(h, path, sizeof path, "experiment", o->experiment);
-  query(h, path, sizeof path, "name", name);
-  query(h, path, sizeof path, "entry", o->entry);
-  query(h, path, sizeof path, "block", o->block);
-  query(h, path, sizeof path, "tile", o->tile);
-  query(h, path, sizeof path, "grid", o->grid);
-  if (o->shared_bytes)
-    snprintf(num, sizeof num, "%ld", o->shared_bytes),
-        query(h, path, sizeof path, "shared_bytes", num);
-  if (o->scratch_bytes)
-    snprintf(num, sizeof num, "%ld", o->scratch_bytes),
-        query(h, path, sizeof path, "scratch_bytes", num);
-  char opts[1024] = "";
-  for (int i = 0; i < o->n_options; i++)
-    snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s%s", i ? "," : "", o->options[i]);
-  if (o->n_options) query(h, path, sizeof path, "options", opts);
-  curl_easy_cleanup(h);
-  struct ctl_reply r;
-  char err[512];
-  int rc = ctl_request(&o->ctl, "POST", path, "text/x-cuda", src, len, &r, err, sizeof err);
-  free(src);
-  if (rc) {
-    fprintf(stderr, "gpulabctl: %s\n", err);
-    ctl_reply_free(&r);
-    return EXIT_REFUSED;
-  }
-  if (r.status != 201) {
-    char line[768];
-    ctl_problem_line(&r, line, sizeof line);
-    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], line);
-    const char *log = json_string_value(json_object_get(json_object_get(r.json, "compile"), "log"));
-    if (log && r.status == 422 && !o->json) fprintf(stderr, "%s", log);
-    int status = r.status == 422 ? EXIT_FAILED : EXIT_REFUSED; /* it did not compile: the user's */
-    ctl_reply_free(&r);
-    return status;
-  }
-  json_t *c = json_object_get(r.json, "compile");
-  const char *variant = json_string_value(json_object_get(r.json, "variant"));
-  if (o->json && !o->vs)
-    print_json(r.json);
-  else
-    fprintf(stderr,
-            "%s (%s): %lld registers, %lld B shared, %lld B spilled, %lld module variables%s\n",
-            variant ? variant : "?", name,
-            (long long)json_integer_value(json_object_get(c, "registers")),
-            (long long)json_integer_value(json_object_get(c, "shared_bytes")),
-            (long long)(json_integer_value(json_object_get(c, "spill_store_bytes")) +
-                        json_integer_value(json_object_get(c, "spill_load_bytes"))),
-            (long long)json_integer_value(json_object_get(c, "module_variables")),
-            json_is_true(json_object_get(c, "cached")) ? ", cached" : "");
-  int x = EXIT_PASSED;
-  if (o->vs && variant) { /* a job of the experiment: the kernel beside the variants named */
-    json_t *body = json_object();
-    json_t *list = variants(o->vs);
-    json_array_append_new(list, json_string(variant));
-    json_object_set_new(body, "variant", list);
-    x = params(body, args + 2, n - 2);
-    if (o->profile) json_object_set_new(body, "profile", json_true());
-    snprintf(path, sizeof path, "/%s?wait=0", o->experiment);
-    if (!x) x = submit_and_follow(o, path, body);
-    json_decref(body);
-  }
-  ctl_reply_free(&r);
-  return x;
-}
-
 /* GET path and print its JSON, or hand it to lines(). */
-static int get_list(const struct opts *o, const char *path, void (*lines)(json_t *)) {
+int ctl_get_list(const struct opts *o, const char *path, void (*lines)(json_t *)) {
   struct ctl_reply r;
-  int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
+  int x = ctl_expect(o, "GET", path, NULL, NULL, 0, 200, &r);
   if (x) return x;
   if (o->json)
-    print_json(r.json);
+    ctl_print_json(r.json);
   else
     lines(r.json);
   ctl_reply_free(&r);
@@ -433,54 +318,10 @@ static void jobs_lines(json_t *doc) {
       json_string_value(json_object_get(j, "created_at")));
 }
 
-/* A kernel a line: its variant, name, experiment, owner, who sees it, and its newest
- * version of how many ("v3/3"). */
-static void kernels_lines(json_t *doc) {
-  size_t i;
-  json_t *k;
-  json_array_foreach(json_object_get(doc, "kernels"), i, k) {
-    const char *refused = json_string_value(json_object_get(k, "refused"));
-    char versions[32];
-    snprintf(versions, sizeof versions, "v%lld/%lld",
-             (long long)json_integer_value(json_object_get(k, "version")),
-             (long long)json_integer_value(json_object_get(k, "versions")));
-    printf("%-12s %-24s %-10s %-16s %-8s %s%s\n", json_string_value(json_object_get(k, "variant")),
-           json_string_value(json_object_get(k, "name")),
-           json_string_value(json_object_get(k, "experiment")),
-           json_string_value(json_object_get(k, "owner")),
-           json_is_true(json_object_get(k, "public")) ? "public" : "private", versions,
-           refused ? "  REFUSED: " : "");
-    if (refused) printf("             %s\n", refused);
-  }
-}
-
-/* A version a line: its variant, when, its source's hash and the compiler's summary. */
-static void versions_lines(json_t *doc) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(doc, "versions"), i, v) {
-    json_t *c = json_object_get(v, "compile");
-    const char *sha = json_string_value(json_object_get(v, "source_sha256"));
-    printf("%-16s %-26s %.12s  %3lld registers  %6lld B shared  %lld B spilled\n",
-           json_string_value(json_object_get(v, "variant")),
-           json_string_value(json_object_get(v, "created")), sha ? sha : "",
-           (long long)json_integer_value(json_object_get(c, "registers")),
-           (long long)json_integer_value(json_object_get(c, "shared_bytes")),
-           (long long)(json_integer_value(json_object_get(c, "spill_store_bytes")) +
-                       json_integer_value(json_object_get(c, "spill_load_bytes"))));
-  }
-}
-
-static int kernel_versions(const struct opts *o, const char *id) {
-  char path[96];
-  snprintf(path, sizeof path, "/kernels/%.40s/versions", id);
-  return get_list(o, path, versions_lines);
-}
-
 /* GET path and print its text as it came (a diff, PTX, SASS). */
-static int get_text(const struct opts *o, const char *path) {
+int ctl_get_text(const struct opts *o, const char *path) {
   struct ctl_reply r;
-  int x = expect(o, "GET", path, NULL, NULL, 0, 200, &r);
+  int x = ctl_expect(o, "GET", path, NULL, NULL, 0, 200, &r);
   if (x) return x;
   fwrite(r.body, 1, r.len, stdout);
   ctl_reply_free(&r);
@@ -531,22 +372,22 @@ static void buffers_lines(json_t *doc) {
 
 /* buffers: list; put FILE (a .npy); get ID -o FILE; delete ID. */
 static int cmd_buffers(const struct opts *o, char **args, int n) {
-  if (n == 0) return get_list(o, "/buffers", buffers_lines);
+  if (n == 0) return ctl_get_list(o, "/buffers", buffers_lines);
   struct ctl_reply r;
   char path[96];
   int x;
   if (!strcmp(args[0], "put") && n == 2) {
     size_t len = 0;
-    char *data = read_file(args[1], &len);
+    char *data = ctl_read_file(args[1], &len);
     if (!data) {
       fprintf(stderr, "gpulabctl: %s: %s\n", args[1], strerror(errno));
       return EXIT_REFUSED;
     }
-    x = expect(o, "POST", "/buffers", "application/x-npy", data, len, 201, &r);
+    x = ctl_expect(o, "POST", "/buffers", "application/x-npy", data, len, 201, &r);
     free(data);
     if (x) return x;
     if (o->json)
-      print_json(r.json);
+      ctl_print_json(r.json);
     else
       printf("buffer %lld\n", (long long)json_integer_value(json_object_get(r.json, "id")));
     ctl_reply_free(&r);
@@ -555,16 +396,16 @@ static int cmd_buffers(const struct opts *o, char **args, int n) {
   long long id = n == 2 ? strtoll(args[1], NULL, 10) : 0;
   if (id <= 0 || (strcmp(args[0], "get") && strcmp(args[0], "delete")) ||
       (!strcmp(args[0], "get") && !o->output)) {
-    fputs(usage, stderr);
+    fputs(ctl_usage, stderr);
     return EXIT_REFUSED;
   }
   snprintf(path, sizeof path, "/buffers/%lld", id);
   if (!strcmp(args[0], "delete")) {
-    x = expect(o, "DELETE", path, NULL, NULL, 0, 0, &r);
+    x = ctl_expect(o, "DELETE", path, NULL, NULL, 0, 0, &r);
     if (!x) ctl_reply_free(&r);
     return x;
   }
-  if ((x = expect(o, "GET", path, NULL, NULL, 0, 200, &r))) return x;
+  if ((x = ctl_expect(o, "GET", path, NULL, NULL, 0, 200, &r))) return x;
   FILE *f = fopen(o->output, "wb");
   bool ok = f && fwrite(r.body, 1, r.len, f) == r.len;
   if (f && fclose(f)) ok = false;
@@ -576,109 +417,26 @@ static int cmd_buffers(const struct opts *o, char **args, int n) {
   return ok ? EXIT_PASSED : EXIT_REFUSED;
 }
 
-/* A problem a line: its name, newest version, owner, who sees it, its params. */
-static void problems_lines(json_t *doc) {
-  size_t i;
-  json_t *p;
-  json_array_foreach(json_object_get(doc, "problems"), i, p) {
-    char params[160] = "";
-    const char *name;
-    json_t *range;
-    json_object_foreach(json_object_get(p, "params"), name, range) snprintf(
-        params + strlen(params), sizeof params - strlen(params), "%s%s=%lld..%lld",
-        params[0] ? " " : "", name, (long long)json_integer_value(json_object_get(range, "min")),
-        (long long)json_integer_value(json_object_get(range, "max")));
-    printf("%-24s v%-4lld %-16s %-8s %s\n", json_string_value(json_object_get(p, "name")),
-           (long long)json_integer_value(json_object_get(p, "version")),
-           json_string_value(json_object_get(p, "owner")),
-           json_is_true(json_object_get(p, "public")) ? "public" : "private", params);
-  }
-}
-
-/* problem define FILE.json | list | show NAME | delete NAME. A definition whose
- * reference does not compile exits 1 (the user's), with the compiler's log. */
-static int cmd_problem(const struct opts *o, char **args, int n) {
-  char path[128];
-  struct ctl_reply r;
-  int x;
-  if (n == 1 && !strcmp(args[0], "list")) return get_list(o, "/problems", problems_lines);
-  if (n != 2) {
-    fputs(usage, stderr);
-    return EXIT_REFUSED;
-  }
-  snprintf(path, sizeof path, "/problems/%.70s", args[1]);
-  if (!strcmp(args[0], "delete")) {
-    if (!(x = expect(o, "DELETE", path, NULL, NULL, 0, 200, &r))) ctl_reply_free(&r);
-    return x;
-  }
-  if (!strcmp(args[0], "show")) {
-    if ((x = expect(o, "GET", path, NULL, NULL, 0, 200, &r))) return x;
-    if (o->json)
-      print_json(r.json);
-    else
-      printf("%s v%lld (%s)\n%s\n", json_string_value(json_object_get(r.json, "name")),
-             (long long)json_integer_value(json_object_get(r.json, "version")),
-             json_string_value(json_object_get(r.json, "owner")),
-             json_string_value(json_object_get(r.json, "template")));
-    ctl_reply_free(&r);
-    return EXIT_PASSED;
-  }
-  if (strcmp(args[0], "define") != 0) {
-    fputs(usage, stderr);
-    return EXIT_REFUSED;
-  }
-  size_t len = 0;
-  char *def = read_file(args[1], &len);
-  if (!def) {
-    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], strerror(errno));
-    return EXIT_REFUSED;
-  }
-  char err[512];
-  x = ctl_request(&o->ctl, "POST", "/problems", "application/json", def, len, &r, err, sizeof err);
-  free(def);
-  if (x) {
-    fprintf(stderr, "gpulabctl: %s\n", err);
-    ctl_reply_free(&r);
-    return EXIT_REFUSED;
-  }
-  x = r.status == 201 ? EXIT_PASSED : r.status == 422 ? EXIT_FAILED : EXIT_REFUSED;
-  if (x) {
-    char line[768];
-    ctl_problem_line(&r, line, sizeof line);
-    fprintf(stderr, "gpulabctl: %s: %s\n", args[1], line);
-    const char *log = json_string_value(json_object_get(json_object_get(r.json, "compile"), "log"));
-    if (log && r.status == 422) fprintf(stderr, "%s", log);
-  } else if (o->json) {
-    print_json(r.json);
-  } else {
-    printf("problem %s v%lld: %s\n", json_string_value(json_object_get(r.json, "name")),
-           (long long)json_integer_value(json_object_get(r.json, "version")),
-           json_string_value(json_object_get(r.json, "signature")));
-  }
-  ctl_reply_free(&r);
-  return x;
-}
-
 static int command(const struct opts *o, const char *cmd, char **args, int n) {
   char path[256];
   if (!strcmp(cmd, "run")) return cmd_run(o, args, n);
-  if (!strcmp(cmd, "kernel")) return cmd_kernel(o, args, n);
-  if (!strcmp(cmd, "problem")) return cmd_problem(o, args, n);
+  if (!strcmp(cmd, "kernel")) return ctl_cmd_kernel(o, args, n);
+  if (!strcmp(cmd, "problem")) return ctl_cmd_problem(o, args, n);
   if (!strcmp(cmd, "jobs")) {
     snprintf(path, sizeof path, "/jobs?limit=%ld%s%s", o->limit ? o->limit : 20,
              o->state ? "&state=" : "", o->state ? o->state : "");
-    return get_list(o, path, jobs_lines);
+    return ctl_get_list(o, path, jobs_lines);
   }
-  if (!strcmp(cmd, "kernels")) return get_list(o, "/kernels", kernels_lines);
+  if (!strcmp(cmd, "kernels")) return ctl_get_list(o, "/kernels", ctl_kernels_lines);
   if (!strcmp(cmd, "buffers")) return cmd_buffers(o, args, n);
   if (!strcmp(cmd, "leaderboard")) {
     if (n < 1) {
-      fputs(usage, stderr);
+      fputs(ctl_usage, stderr);
       return EXIT_REFUSED;
     }
     snprintf(path, sizeof path, "/leaderboard/%s%s%s", args[0], o->size ? "?size=" : "",
              o->size ? o->size : "");
-    return get_list(o, path, board_lines);
+    return ctl_get_list(o, path, board_lines);
   }
   if (!strcmp(cmd, "show") || !strcmp(cmd, "watch") || !strcmp(cmd, "cancel")) {
     long long id = job_id(args, n);
@@ -686,17 +444,17 @@ static int command(const struct opts *o, const char *cmd, char **args, int n) {
     snprintf(path, sizeof path, "/jobs/%lld", id);
     struct ctl_reply r;
     if (!strcmp(cmd, "watch")) return follow_job(o, id, 0);
-    int x = expect(o, !strcmp(cmd, "cancel") ? "DELETE" : "GET", path, NULL, NULL, 0, 0, &r);
+    int x = ctl_expect(o, !strcmp(cmd, "cancel") ? "DELETE" : "GET", path, NULL, NULL, 0, 0, &r);
     if (x) return x;
     if (o->json)
-      print_json(r.json);
+      ctl_print_json(r.json);
     else
       ctl_table_print(stdout, r.json);
     x = !strcmp(cmd, "cancel") || ctl_job_passed(r.json) ? EXIT_PASSED : EXIT_FAILED;
     ctl_reply_free(&r);
     return x;
   }
-  fprintf(stderr, "gpulabctl: no command '%s'\n%s", cmd, usage);
+  fprintf(stderr, "gpulabctl: no command '%s'\n%s", cmd, ctl_usage);
   return EXIT_REFUSED;
 }
 
@@ -778,12 +536,12 @@ int main(int argc, char **argv) {
     case O_VS: o.vs = optarg; break;
     case O_PROFILE: o.profile = true; break;
     case O_OUTPUT: o.output = optarg; break;
-    case O_HELP: fputs(usage, stdout); return EXIT_PASSED;
-    default: fputs(usage, stderr); return EXIT_REFUSED;
+    case O_HELP: fputs(ctl_usage, stdout); return EXIT_PASSED;
+    default: fputs(ctl_usage, stderr); return EXIT_REFUSED;
     }
   }
   if (optind >= argc) {
-    fputs(usage, stderr);
+    fputs(ctl_usage, stderr);
     return EXIT_REFUSED;
   }
   if (o.ctl.socket && !strncmp(o.ctl.server, "http://127.0.0.1:8080", 21))
