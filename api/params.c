@@ -105,6 +105,7 @@ static const struct {
     {"ptx_not_kept", "The version's PTX was not kept"},
     {"cubin_not_kept", "The version's CUBIN was not kept"},
     {"sass_unavailable", "No disassembler for the SASS"},
+    {"sass_busy", "Every disassembler slot is busy"},
 };
 
 static const char *reason_phrase(int status) {

@@ -62,7 +62,8 @@ static bool ident_ok(const char *s, size_t max) {
 
 bool problem_def_name_valid(const char *s) {
   size_t n = s ? strlen(s) : 0;
-  if (n == 0 || n > PROBLEM_NAME_MAX) return false;
+  /* Not from a dot: "." and ".." are no path segment a URL keeps (/problems/..). */
+  if (n == 0 || n > PROBLEM_NAME_MAX || s[0] == '.') return false;
   for (size_t i = 0; i < n; i++)
     if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' && s[i] != '.') return false;
   return true;

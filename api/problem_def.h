@@ -143,7 +143,8 @@ int problem_def_parse(json_t *root, size_t max_source_bytes, struct problem_def 
                       struct api_error *err);
 void problem_def_free(struct problem_def *d); /* NULL is a no-op */
 
-/* A problem's name: 1 to 63 letters, digits, '_', '-' or '.' (a user's kernel's rule). */
+/* A problem's name: 1 to 63 letters, digits, '_', '-' or '.' (a user's kernel's rule),
+ * not starting with '.' (it names a URL's path segment: /problems/{name}). */
 bool problem_def_name_valid(const char *name);
 
 /* d in canonical form: every key present but the optional ones not given
@@ -158,7 +159,7 @@ json_t *problem_def_to_json(const struct problem_def *d);
  * in their order, then void *scratch when d has scratch_bytes:
  *   extern "C" __global__ void %s(const float *x, float *y, int rows, int cols);
  * into buf. Returns 0, or -ENOSPC (PROBLEM_SIGNATURE_MAX is always enough; ucompile.c's
- * own declaration buffer, 512 bytes today, holds only the smaller ones). */
+ * declaration buffer holds it with its prelude). */
 int problem_def_signature(const struct problem_def *d, char *buf, size_t len);
 
 /* The includes that signature needs ahead of it ("" or #include <cuda_fp16.h> and/or

@@ -220,6 +220,7 @@
    * what limits it and the blocks each resource would allow. */
   GL.occupancyText = function (o) {
     if (!o) return 'occupancy: not computed';
+    if (o.available === false) return `occupancy: ${o.reason}`; /* an architecture or block it cannot place */
     const by = o.blocks_by ? Object.entries(o.blocks_by).map(([k, v]) => `${k.replace(/_/g, ' ')} ${v}`).join(', ') : '';
     return `${o.blocks_per_sm} blocks/SM, ${o.warps_per_sm} of ${o.max_warps_per_sm} warps/SM ` +
       `(${GL.fmtNum(100 * o.fraction, 3)} %), limited by ${o.limiter}` +
@@ -315,7 +316,8 @@
       h('td', { class: 'mono', text: (v.source_sha256 || '').slice(0, 12) }),
       h('td', { class: 'num', text: (v.compile || {}).registers ?? '—' }),
       h('td', { class: 'num', title: GL.occupancyText((v.compile || {}).occupancy),
-        text: (v.compile || {}).occupancy ? `${GL.fmtNum(100 * v.compile.occupancy.fraction, 3)} % (${v.compile.occupancy.limiter})` : '—' }),
+        text: (v.compile || {}).occupancy && v.compile.occupancy.available !== false
+          ? `${GL.fmtNum(100 * v.compile.occupancy.fraction, 3)} % (${v.compile.occupancy.limiter})` : '—' }),
       h('td', { class: 'act nowrap' },
         h('button', { type: 'button', class: 'ghost small open', text: 'Open', onclick: () => openVersion(k, v.version) }), ' ',
         h('button', { type: 'button', class: 'ghost small asm', text: 'PTX / SASS', onclick: () => showCompiledVersion(k, v) }), ' ',

@@ -25,8 +25,8 @@ struct occupancy {
   int blocks_per_sm, warps_per_sm, max_warps_per_sm;
   double fraction; /* warps_per_sm / max_warps_per_sm */
   /* What stops one more block: "registers", "shared_memory", "warps" (the block's
-   * size against the SM's threads) or "blocks" (the SM's count of blocks); several
-   * may bind at once, this names the first of them in that order. */
+   * size against the SM's threads), "blocks" (the SM's count of blocks) or "barriers";
+   * several may bind at once, this names the first of them in that order. */
   const char *limiter;
   /* Blocks per SM each resource alone would allow. */
   int blocks_by_registers, blocks_by_shared, blocks_by_warps, blocks_by_blocks;

@@ -60,8 +60,8 @@ struct exp_profile_kernel {
   int grid[3], block[3];
   /* NaN: not read (the profiler or the device lacks the metric). */
   double value[EXP_METRIC_COUNT];
-  /* What limits the theoretical occupancy: "warps", "registers", "shared_memory",
-   * "blocks", or "" when not known. */
+  /* What limits the theoretical occupancy (occupancy.h's limiter), or "" when not
+   * known. */
   char occupancy_limiter[16];
 };
 

@@ -248,6 +248,10 @@ enum MHD_Result route_kernel_sass(struct request *r, const struct route_args *a)
                              why, sizeof why);
   ukernels_clear(&k);
   if (rc == -ENOMEM) return respond_json(r, 500, NULL);
+  if (rc == -EBUSY) {
+    r->retry_after_s = 1; /* a listing takes a second or so */
+    return respond_fail(r, 503, "sass_busy", NULL, "%s", why);
+  }
   if (rc) return respond_fail(r, 503, "sass_unavailable", NULL, "%s", why);
   return respond_text(r, text);
 }

@@ -169,7 +169,7 @@ static enum MHD_Result one(struct request *r, struct ukernels *u, const char *na
     ret = respond_json(r, 200, doc_json(r, &p, def, false, c.versions));
   } else if (!request_may_see(r, p.owner)) {
     ret = respond_fail(r, 403, "not_owner", "name", "problem %s is %s's", name, p.owner);
-  } else {
+  } else if (!request_store_refuses(r, &ret)) {
     int rc = problems_delete(u, name);
     ret = rc ? respond_storage(r, rc)
              : respond_json(

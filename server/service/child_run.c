@@ -7,12 +7,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kernels/core/clock.h"
 
 extern char **environ;
 
@@ -61,6 +64,20 @@ static bool read_err(int fd, struct child_run_result *res) {
   memcpy(res->err + have, buf, take);
   res->err[have + take] = '\0';
   return r > 0;
+}
+
+/* Waits for pid until deadline (clock_mono_s), then kills it: a child that closed its
+ * pipes and runs on is still not waited on without end. Returns whether it was killed. */
+static bool reap(pid_t pid, int *status, double deadline) {
+  for (;;) {
+    pid_t got = waitpid(pid, status, WNOHANG);
+    if (got == pid || (got < 0 && errno != EINTR)) return false;
+    if (clock_mono_s() > deadline) break;
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+  }
+  kill(pid, SIGKILL);
+  while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+  return true;
 }
 
 /* Reads the child's standard output (out_fd) and error (err_fd) to their ends, the
@@ -131,9 +148,10 @@ int child_run(const char *path, char *const argv[], const struct child_run_limit
     snprintf(why, why_len, "%s could not be run (%s)", path, strerror(spawned));
     goto done;
   }
+  double deadline = clock_mono_s() + lim->time_s;
   rc = collect(out_pipe[0], err_pipe[0], lim, res);
   if (rc || res->truncated) kill(pid, SIGKILL);
-  while (waitpid(pid, &res->status, 0) < 0 && errno == EINTR) {}
+  if (reap(pid, &res->status, deadline) && rc == 0) rc = -ETIMEDOUT;
   if (rc == -ETIMEDOUT)
     snprintf(why, why_len, "%s ran past %.3g s", argv[0], lim->time_s);
   else if (rc == -EFBIG)

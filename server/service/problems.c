@@ -2,6 +2,7 @@
 #include "server/service/problems.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,17 @@ struct owned {
   int problems, versions;
 };
 
+/* The newest version of every name: owner's problems that are not deleted. */
 static void count_owned(void *arg, const struct store_problem *p) {
   struct owned *o = arg;
   if (strcmp(p->owner, o->owner) == 0 && !p->deleted) o->problems++;
-  if (strcmp(p->name, o->name) == 0) o->versions = p->version;
+}
+
+/* Every version of one name: those defined since its last delete (a delete marks the
+ * versions before it, which stay readable by number but count no more). */
+static void count_versions(void *arg, const struct store_problem *p) {
+  struct owned *o = arg;
+  if (!p->deleted) o->versions++;
 }
 
 /* Whether owner may store one more version of name: its first owner's, within the
@@ -55,7 +63,8 @@ static int may_store(struct ukernels *u, const char *owner, const char *name,
   }
   const struct ukernels_config *cfg = ukernels_config(u);
   struct owned o = {owner, name, 0, 0};
-  if (store_problem_each(ukernels_store(u), NULL, count_owned, &o) < 0)
+  if (store_problem_each(ukernels_store(u), NULL, count_owned, &o) < 0 ||
+      store_problem_each(ukernels_store(u), name, count_versions, &o) < 0)
     return api_error_set(err, 503, "store_unavailable", NULL, "the store cannot be read");
   if (o.versions >= cfg->max_versions)
     return api_error_set(err, 409, "too_many_versions", "name",
@@ -164,8 +173,8 @@ int problems_get(struct ukernels *u, const char *name, int version, struct store
   int rc = store_problem_get(ukernels_store(u), name, version, out);
   if (rc || !def) return rc;
   json_t *root = json_loads(out->definition, 0, NULL);
-  struct api_error err;
-  rc = root ? problem_def_parse(root, ukernels_config(u)->max_source_bytes, def, &err) : -EIO;
+  struct api_error err; /* read back as it was taken, whatever --max-source says today */
+  rc = root ? problem_def_parse(root, SIZE_MAX, def, &err) : -EIO;
   json_decref(root);
   if (rc) store_problem_clear(out);
   return rc ? (rc == -ENOMEM ? -ENOMEM : -EIO) : 0;

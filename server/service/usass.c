@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "server/log.h"
 #include "server/service/child_run.h"
 
 static const char *const tools[] = {"nvdisasm", "cuobjdump"}; /* preferred first */
@@ -90,11 +92,14 @@ int usass_find(const struct nvrtc_lib *lib, char *tool, size_t tool_len, char *w
              dirs[d]);
   char pkg[40] = "cuda-nvdisasm-<major>-<minor>";
   if (lib) snprintf(pkg, sizeof pkg, "cuda-nvdisasm-%d-%d", lib->major, lib->minor);
+  /* Where it looked is the operator's (the log), not every client's: the server's
+   * folders are no user's business. */
+  log_info("sass: neither nvdisasm nor cuobjdump in %s or on $PATH", looked);
   snprintf(why, why_len,
-           "neither nvdisasm nor cuobjdump is in %s or on $PATH: install the CUDA toolkit's "
-           "nvdisasm (NVIDIA's package %s, or pip's nvidia-cuda-nvdisasm) into the toolkit's "
-           "bin folder or $PATH",
-           looked, pkg);
+           "neither nvdisasm nor cuobjdump is in the CUDA toolkit's bin folder or on gpulabd's "
+           "$PATH: install the CUDA toolkit's nvdisasm (NVIDIA's package %s, or pip's "
+           "nvidia-cuda-nvdisasm) there",
+           pkg);
   return -ENOENT;
 }
 
@@ -105,10 +110,38 @@ static void first_line(const char *text, char *out, size_t len) {
   snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), text);
 }
 
+/* Disassemblies running now: each is a child for up to USASS_TIME_S and up to
+ * USASS_MAX_BYTES of output, so a burst of requests cannot start one each. */
+static atomic_int running;
+
+/* The tool's message with the temporary file's path (a server folder) as "<cubin>". */
+static void without_path(char *line, size_t len, const char *file) {
+  char *at = file[0] ? strstr(line, file) : NULL;
+  if (!at) return;
+  char rest[256];
+  snprintf(rest, sizeof rest, "%s", at + strlen(file));
+  snprintf(at, len - (size_t)(at - line), "<cubin>%s", rest);
+}
+
+static int disassemble(const struct nvrtc_lib *lib, const void *image, size_t bytes, char **out,
+                       bool *truncated, char *why, size_t why_len);
+
 int usass_disassemble(const struct nvrtc_lib *lib, const void *image, size_t bytes, char **out,
                       bool *truncated, char *why, size_t why_len) {
   *out = NULL;
   *truncated = false;
+  if (atomic_fetch_add(&running, 1) >= USASS_SLOTS) {
+    atomic_fetch_sub(&running, 1);
+    snprintf(why, why_len, "%d disassemblies are running; try again shortly", USASS_SLOTS);
+    return -EBUSY;
+  }
+  int rc = disassemble(lib, image, bytes, out, truncated, why, why_len);
+  atomic_fetch_sub(&running, 1);
+  return rc;
+}
+
+static int disassemble(const struct nvrtc_lib *lib, const void *image, size_t bytes, char **out,
+                       bool *truncated, char *why, size_t why_len) {
   char tool[PATH_MAX], file[PATH_MAX] = "";
   int rc = usass_find(lib, tool, sizeof tool, why, why_len);
   if (rc) return rc;
@@ -129,11 +162,12 @@ int usass_disassemble(const struct nvrtc_lib *lib, const void *image, size_t byt
   if (!res.truncated && (!WIFEXITED(res.status) || WEXITSTATUS(res.status) != 0)) {
     char line[240];
     first_line(res.err, line, sizeof line);
+    without_path(line, sizeof line, file);
     if (WIFEXITED(res.status))
-      snprintf(why, why_len, "%s exited with %d: %s", tool, WEXITSTATUS(res.status),
+      snprintf(why, why_len, "%s exited with %d: %s", base, WEXITSTATUS(res.status),
                line[0] ? line : "(no message)");
     else
-      snprintf(why, why_len, "%s was killed by signal %d", tool, WTERMSIG(res.status));
+      snprintf(why, why_len, "%s was killed by signal %d", base, WTERMSIG(res.status));
     free(res.out);
     return -EIO;
   }

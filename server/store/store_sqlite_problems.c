@@ -141,7 +141,8 @@ int lite_problem_each(struct store *s, const char *name,
   if (sqlite3_prepare_v2(lite_of(s)->db, sql, -1, &st, NULL) == SQLITE_OK) {
     if (name) sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     ret = 0;
-    while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+    int step;
+    while (ret == 0 && (step = sqlite3_step(st)) == SQLITE_ROW) {
       if (n == cap) {
         struct store_problem *grown = realloc(rows,
                                               (size_t)(cap = cap ? 2 * cap : 16) * sizeof *rows);
@@ -153,6 +154,7 @@ int lite_problem_each(struct store *s, const char *name,
       }
       ret = row_of(st, &rows[n++]);
     }
+    if (ret == 0 && step != SQLITE_DONE) ret = -EIO; /* a read that stopped: not all */
   }
   sqlite3_finalize(st);
   pthread_mutex_unlock(&s->lock);

@@ -564,6 +564,9 @@ async function withCharts(context, proc) {
     await submitForm(page, 'histogram', { n: 5003, bins: 33, warmup: 1, batches: 2, reps: 1 });
     const id = await submittedId(page, 'histogram');
     await waitQueueState(page, id, 'done');
+    /* A row an event made first has its size once the job's document arrives. */
+    await page.waitForFunction((sel) => (document.querySelector(sel) || {}).innerText === 'n 5003, bins 33',
+      `#queue tr[data-job-id="${id}"] td.size`, { timeout: TIMEOUT }).catch(() => {});
     checkEq(await text(page, `#queue tr[data-job-id="${id}"] td.size`), 'n 5003, bins 33', 'histogram size');
     await openJob(page, id);
     const rows = await runsTable(page);

@@ -154,6 +154,7 @@ static void test_refused(void) {
   bad("reference.grid", json_pack("[s,i,i]", "rows / (cols - cols)", 1, 1), 400,
       "invalid_expression", "reference.grid[0]");
   bad("name", json_string("no spaces"), 400, "out_of_range", "name");
+  bad("name", json_string(".."), 400, "out_of_range", "name"); /* no URL keeps /problems/.. */
   /* What the compile refuses. */
   bad("reference.source",
       json_string("extern \"C\" __global__ void kernel(const float* x, float* y, "

@@ -110,6 +110,7 @@ struct bad {
 
 static const struct bad bads[] = {
     {"name", "\"bad name!\"", NULL, NULL, "out_of_range", "name", NULL},
+    {"name", "\"..\"", NULL, NULL, "out_of_range", "name", NULL},
     {"name", NULL, NULL, NULL, "missing_field", "name", NULL},
     {"public", "\"yes\"", NULL, NULL, "wrong_type", "public", NULL},
     {"colour", "1", NULL, NULL, "unknown_field", "colour", "unknown field 'colour'"},

@@ -4,6 +4,7 @@
  * stand-in tools on $PATH, its flags, its temporary file removed, a listing cut at 8 MiB
  * with a note. The real nvdisasm's output: test_kernel_code where the toolkit has it. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/core/clock.h"
 #include "server/service/child_run.h"
 #include "server/service/usass.h"
 #include "tests/check.h"
@@ -40,6 +42,13 @@ static void test_time_limit(void) {
   CHECK_INT_EQ(child_run("sh", argv, &lim, &res, why, sizeof why), -ETIMEDOUT);
   CHECK(strstr(why, "ran past 0.3 s") != NULL);
   CHECK(WIFSIGNALED(res.status)); /* killed, and waited for */
+  /* One that closes its output and runs on: still killed at the limit, not waited on
+   * for 30 s. */
+  char *quiet[] = {"sh", "-c", "exec >&- 2>&-; exec sleep 30", NULL};
+  double t0 = clock_mono_s();
+  CHECK_INT_EQ(child_run("sh", quiet, &lim, &res, why, sizeof why), -ETIMEDOUT);
+  CHECK(clock_mono_s() - t0 < 5);
+  CHECK(WIFSIGNALED(res.status));
 }
 
 static void test_exit_and_stderr(void) {
@@ -100,8 +109,9 @@ static void test_search(void) {
   setenv("PATH", path, 1);
   unsetenv("CUDA_HOME");
   CHECK_INT_EQ(usass_find(NULL, found, sizeof found, why, sizeof why), -ENOENT);
-  CHECK(strstr(why, "neither nvdisasm nor cuobjdump is in /usr/local/cuda") != NULL);
+  CHECK(strstr(why, "neither nvdisasm nor cuobjdump is in the CUDA toolkit's bin folder") != NULL);
   CHECK(strstr(why, "cuda-nvdisasm") != NULL);
+  CHECK(strstr(why, "/usr/local/cuda") == NULL && strstr(why, bin) == NULL); /* the log's */
   tool("cuobjdump", "echo \"cuobjdump $1\"; od -An -c \"$2\"");
   CHECK_INT_EQ(usass_find(NULL, found, sizeof found, why, sizeof why), 0);
   CHECK(strstr(found, "/cuobjdump") != NULL);
@@ -135,6 +145,39 @@ static void test_bounds(void) {
   CHECK_INT_EQ(usass_disassemble(NULL, "x", 1, &out, &cut, why, sizeof why), -EIO);
   CHECK(out == NULL);
   CHECK(strstr(why, "exited with 2: nvdisasm fatal : not a cubin") != NULL);
+  /* The temporary file's path (a server folder) is said as <cubin>, the tool by name. */
+  tool("nvdisasm", "echo \"nvdisasm fatal : $2 is not a cubin\" >&2; exit 2");
+  CHECK_INT_EQ(usass_disassemble(NULL, "x", 1, &out, &cut, why, sizeof why), -EIO);
+  CHECK(strstr(why, "nvdisasm exited with 2: nvdisasm fatal : <cubin> is not a cubin") == why);
+}
+
+static void *slow_disassembly(void *arg) {
+  char *out = NULL, why[300];
+  bool cut;
+  *(int *)arg = usass_disassemble(NULL, "x", 1, &out, &cut, why, sizeof why);
+  free(out);
+  return NULL;
+}
+
+/* USASS_SLOTS at once: a third while two run is -EBUSY, and runs once they ended. */
+static void test_slots(void) {
+  if (toolkit_has_one()) return;
+  tool("nvdisasm", "sleep 1; echo listed");
+  pthread_t t[USASS_SLOTS];
+  int rc[USASS_SLOTS];
+  for (int i = 0; i < USASS_SLOTS; i++) pthread_create(&t[i], NULL, slow_disassembly, &rc[i]);
+  usleep(300 * 1000); /* both started: each sleeps a second in its child */
+  char *out = NULL, why[300];
+  bool cut;
+  CHECK_INT_EQ(usass_disassemble(NULL, "x", 1, &out, &cut, why, sizeof why), -EBUSY);
+  CHECK(strstr(why, "disassemblies are running") != NULL);
+  for (int i = 0; i < USASS_SLOTS; i++) {
+    pthread_join(t[i], NULL);
+    CHECK_INT_EQ(rc[i], 0);
+  }
+  CHECK_INT_EQ(usass_disassemble(NULL, "x", 1, &out, &cut, why, sizeof why), 0);
+  CHECK(strstr(out, "listed") != NULL);
+  free(out);
 }
 
 static const struct test_case cases[] = {TEST(test_cut),
@@ -143,5 +186,6 @@ static const struct test_case cases[] = {TEST(test_cut),
                                          TEST(test_temp_file),
                                          TEST(test_search),
                                          TEST_AFTER(test_bounds, test_search),
+                                         TEST_AFTER(test_slots, test_search),
                                          TEST_END};
 const struct test_suite test_suite = {.cases = cases};
