@@ -264,7 +264,11 @@ static void write_queued_locked(struct store *s, bool all) {
   int err = s->ops->write_batch_locked(s, batch, why, sizeof why);
   s->written_since_check += bytes;
   if (err == 0) s->bytes_written += bytes;
-  bool check = err == 0 && s->max_bytes && s->written_since_check > s->max_bytes / 64 + 4096;
+  /* Over the bound with only unfinished jobs, every batch checks again: its rows are
+   * those jobs ending (nothing new is taken meanwhile), and a few small rows must not
+   * leave the store refusing jobs with finished ones to delete. */
+  bool check = err == 0 && s->max_bytes &&
+               (atomic_load(&s->over_limit) || s->written_since_check > s->max_bytes / 64 + 4096);
   pthread_mutex_unlock(&s->lock);
 
   store_queue_lock(s);
