@@ -41,7 +41,8 @@ int image_cache_key(const struct ucompile_req *req, int nvrtc_major, int nvrtc_m
   int ints[4] = {req->arch, nvrtc_major, nvrtc_minor, req->n_options};
   int ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 && feed_str(ctx, "gpulab-image-1") &&
            feed_str(ctx, req->source) && feed_str(ctx, req->entry) &&
-           feed_str(ctx, req->declaration) && feed(ctx, ints, sizeof ints);
+           feed_str(ctx, req->declaration) && feed_str(ctx, req->signature_of) &&
+           feed(ctx, ints, sizeof ints);
   for (int i = 0; ok && i < req->n_options; i++) ok = feed_str(ctx, req->options[i]);
   unsigned int len = 0;
   ok = ok && EVP_DigestFinal_ex(ctx, key, &len) == 1 && len == IMAGE_KEY_BYTES;

@@ -491,9 +491,10 @@ static void say_signature(const struct ucompile_req *req, struct ucompile_report
   const char *sig = strrchr(decl, '\n') ? strrchr(decl, '\n') + 1 : decl; /* past includes */
   declared_params(req->source, req->entry, r->error_line, params, sizeof params);
   snprintf(r->error, sizeof r->error,
-           "line %d: %s does not have the experiment's signature: it must be %s (gpulab "
-           "declares it ahead of your source), and this declares %s%s",
-           r->error_line, req->entry, sig, req->entry, params[0] ? params : "(...)");
+           "line %d: %s does not have the %s's signature: it must be %s (gpulab declares it "
+           "ahead of your source), and this declares %s%s",
+           r->error_line, req->entry, req->signature_of ? req->signature_of : "experiment", sig,
+           req->entry, params[0] ? params : "(...)");
 }
 
 /* NVRTC names the program in PTX's .file lines by the compiling process' working

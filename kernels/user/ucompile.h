@@ -31,6 +31,9 @@ struct ucompile_req {
   /* A declaration of the entry with the experiment's signature, "%s" standing for
    * the entry's name (exp_user.declaration); NULL: none. */
   const char *declaration;
+  /* Whose signature that is, for a kernel that has another: "experiment" (NULL) or
+   * "problem". */
+  const char *signature_of;
   const char *const *options; /* the user's, checked with ucompile_options_check */
   int n_options;
   int arch;            /* SM architecture: 90 compiles for sm_90 */

@@ -97,6 +97,7 @@ static int compile_reference(struct ukernels *u, struct problems_defined *out,
                              .name = file,
                              .entry = ref->entry,
                              .declaration = decl,
+                             .signature_of = "problem",
                              .options = options,
                              .n_options = ref->n_options};
   int rc = ukernels_compile(u, &req, &out->rep, &out->cached, msg, sizeof msg);

@@ -164,6 +164,18 @@ static void test_refused(void) {
       "reference.source");
   bad("reference.source", json_string("extern \"C\" __global__ void kernel(int n) {}"), 422,
       "compile_failed", "reference.source");
+  /* ... saying which signature the problem's kernels have. */
+  json_t *def = softmax("bad_sig", false);
+  json_object_set_new(json_object_get(def, "reference"), "source",
+                      json_string("extern \"C\" __global__ void kernel(int n) {}"));
+  struct http_reply s;
+  define(def, 422, &s);
+  CHECK(strstr(JSTR(s.json, "detail"),
+               "does not have the problem's signature: it must be extern "
+               "\"C\" __global__ void kernel(const float *x, float *y, "
+               "int rows, int cols)"));
+  http_reply_free(&s);
+  json_decref(def);
   bad("reference.options", json_pack("[s]", "-I/etc"), 400, "option_not_allowed",
       "reference.options");
   /* Not JSON. */
