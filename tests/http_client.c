@@ -498,6 +498,27 @@ void http_post_json(struct gpulabd *d, const char *path, const char *json_text,
   http_request(d, "POST", path, "application/json", json_text, strlen(json_text), out);
 }
 
+json_t *http_post_expect_(struct gpulabd *d, const char *path, const char *json_text, long status,
+                          const char *file, int line) {
+  struct http_reply r;
+  http_post_json(d, path, json_text, &r);
+  check_status_(&r, status, file, line);
+  json_t *j = json_incref(r.json);
+  http_reply_free(&r);
+  return j;
+}
+
+void http_expect_(struct gpulabd *d, const char *method, const char *path, long status,
+                  const char *code, const char *field, const char *file, int line) {
+  struct http_reply r;
+  http_request(d, method, path, NULL, NULL, 0, &r);
+  if (code)
+    check_error_(&r, status, code, field, file, line);
+  else
+    check_status_(&r, status, file, line);
+  http_reply_free(&r);
+}
+
 /* ---- JSON and checks ---- */
 
 json_t *json_at(json_t *root, const char *path) {

@@ -118,6 +118,19 @@ void check_error_(const struct http_reply *reply, long status, const char *code,
 void check_status_(const struct http_reply *reply, long status, const char *file, int line);
 #define CHECK_STATUS(reply, status) check_status_((reply), (status), __FILE__, __LINE__)
 
+/* POST path with a JSON body (a C string) and check its status: the answer's JSON, a
+ * new reference (the caller decrefs it; NULL for a body that is not JSON). */
+json_t *http_post_expect_(struct gpulabd *d, const char *path, const char *json_text, long status,
+                          const char *file, int line);
+#define HTTP_POST_EXPECT(d, path, json_text, status) \
+  http_post_expect_((d), (path), (json_text), (status), __FILE__, __LINE__)
+/* method path without a body, and check the answer: status, and for code not NULL the
+ * problem with that code and field (CHECK_ERROR). */
+void http_expect_(struct gpulabd *d, const char *method, const char *path, long status,
+                  const char *code, const char *field, const char *file, int line);
+#define HTTP_EXPECT(d, method, path, status, code, field) \
+  http_expect_((d), (method), (path), (status), (code), (field), __FILE__, __LINE__)
+
 /* Typed reads of json_at(root, path) that fail the test when absent or mistyped. */
 long long json_int_at_(json_t *root, const char *path, const char *file, int line);
 double json_num_at_(json_t *root, const char *path, const char *file, int line);

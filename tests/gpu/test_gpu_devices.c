@@ -25,15 +25,6 @@ static void start_or_skip(void) {
   }
 }
 
-static json_t *post(const char *path, const char *body, long status) {
-  struct http_reply r;
-  http_post_json(&D, path, body, &r);
-  CHECK_STATUS(&r, status);
-  json_t *j = json_incref(r.json);
-  http_reply_free(&r);
-  return j;
-}
-
 static double seconds(json_t *job, const char *field) {
   int y, mo, da, h, mi;
   double s;
@@ -44,16 +35,17 @@ static double seconds(json_t *job, const char *field) {
 /* transpose on device 0, transposed back on device 1, then a stencil on device 0
  * of that: every check passes, and the inputs crossed devices. */
 static void test_cross_device_chain(void) {
-  json_t *a = post("/transpose?wait=0",
-                   "{\"m\":2049,\"n\":1031,\"variant\":\"padded33\",\"device\":0,\"warmup\":1,"
-                   "\"batches\":2,\"reps\":5,\"keep_output\":true}",
-                   202);
+  json_t *a = HTTP_POST_EXPECT(
+      &D, "/transpose?wait=0",
+      "{\"m\":2049,\"n\":1031,\"variant\":\"padded33\",\"device\":0,\"warmup\":1,"
+      "\"batches\":2,\"reps\":5,\"keep_output\":true}",
+      202);
   char body[256];
   snprintf(body, sizeof body,
            "{\"a\":{\"job\":%lld},\"variant\":\"naive\",\"device\":1,\"warmup\":1,"
            "\"batches\":2,\"reps\":5,\"keep_output\":true}",
            JINT(a, "id"));
-  json_t *b = post("/transpose?wait=60", body, 200);
+  json_t *b = HTTP_POST_EXPECT(&D, "/transpose?wait=60", body, 200);
   CHECK_STR_EQ(JSTR(b, "state"), "done");
   CHECK_INT_EQ(JINT(b, "device"), 1);
   CHECK(JBOOL(b, "result.passed"));
@@ -64,7 +56,7 @@ static void test_cross_device_chain(void) {
            "{\"x\":{\"job\":%lld},\"radius\":8,\"device\":0,\"warmup\":1,"
            "\"batches\":2,\"reps\":5}",
            JINT(b, "id"));
-  json_t *c = post("/stencil?wait=60", body, 200);
+  json_t *c = HTTP_POST_EXPECT(&D, "/stencil?wait=60", body, 200);
   CHECK(JBOOL(c, "result.passed"));
   CHECK_INT_EQ(JINT(c, "params.n"), 2049 * 1031);
   json_decref(a);
@@ -80,9 +72,9 @@ static void test_exclusive_per_device(void) {
       "\"reps\":50,\"device\":%d}";
   char body[256];
   snprintf(body, sizeof body, slow, 0);
-  json_t *a = post("/transpose?wait=0", body, 202);
+  json_t *a = HTTP_POST_EXPECT(&D, "/transpose?wait=0", body, 202);
   snprintf(body, sizeof body, slow, 1);
-  json_t *b = post("/transpose?wait=0", body, 202);
+  json_t *b = HTTP_POST_EXPECT(&D, "/transpose?wait=0", body, 202);
   json_t *fa = job_wait_final(&D, JINT(a, "id"), 120), *fb = job_wait_final(&D, JINT(b, "id"), 120);
   CHECK(JBOOL(fa, "result.passed") && JBOOL(fb, "result.passed"));
   CHECK(!JBOOL(fa, "result.runs[0].contended") && !JBOOL(fb, "result.runs[0].contended"));

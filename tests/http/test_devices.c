@@ -14,15 +14,6 @@ static struct gpulabd d;
 #define SLOW \
   "\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":6,\"reps\":1"
 
-static json_t *post(const char *path, const char *body, long status) {
-  struct http_reply r;
-  http_post_json(&d, path, body, &r);
-  CHECK_STATUS(&r, status);
-  json_t *j = json_incref(r.json);
-  http_reply_free(&r);
-  return j;
-}
-
 static void test_devices_route(void) {
   json_t *list = http_get_json(&d, "/devices");
   CHECK_INT_EQ(json_array_size(json_at(list, "devices")), 2);
@@ -38,7 +29,7 @@ static void test_pinned(void) {
   for (int dev = 0; dev < 2; dev++) {
     char body[256];
     snprintf(body, sizeof body, "{" SMALL ",\"device\":%d}", dev);
-    json_t *job = post("/transpose", body, 200);
+    json_t *job = HTTP_POST_EXPECT(&d, "/transpose", body, 200);
     CHECK_INT_EQ(JINT(job, "device"), dev);
     CHECK(JBOOL(job, "result.passed"));
     json_decref(job);
@@ -64,14 +55,14 @@ static void test_data_affinity_and_chain(void) {
            "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\",\"warmup\":0,"
            "\"batches\":1,\"reps\":1,\"keep_output\":true}",
            buf);
-  json_t *first = post("/transpose", body, 200);
+  json_t *first = HTTP_POST_EXPECT(&d, "/transpose", body, 200);
   CHECK_INT_EQ(JINT(first, "device"), 1);
   /* The child is pinned to device 0 and reads device 1's output. */
   snprintf(body, sizeof body,
            "{\"a\":{\"job\":%lld},\"variant\":\"shared32\",\"warmup\":0,"
            "\"batches\":1,\"reps\":1,\"device\":0,\"keep_output\":true}",
            JINT(first, "id"));
-  json_t *second = post("/transpose", body, 200);
+  json_t *second = HTTP_POST_EXPECT(&d, "/transpose", body, 200);
   CHECK_INT_EQ(JINT(second, "device"), 0);
   CHECK(JBOOL(second, "result.passed"));
   char path[64];
@@ -95,8 +86,8 @@ static double seconds(json_t *job, const char *field) {
 /* Independent jobs spread over the devices, and exclusive timing is per device:
  * two exclusive jobs on two devices run at the same time, each uncontended. */
 static void test_spread_and_exclusive_per_device(void) {
-  json_t *a = post("/stencil?wait=0", "{" SLOW "}", 202);
-  json_t *b = post("/stencil?wait=0", "{" SLOW "}", 202);
+  json_t *a = HTTP_POST_EXPECT(&d, "/stencil?wait=0", "{" SLOW "}", 202);
+  json_t *b = HTTP_POST_EXPECT(&d, "/stencil?wait=0", "{" SLOW "}", 202);
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", JINT(a, "id"));
   json_decref(a);

@@ -63,17 +63,6 @@ static char *get_text(struct gpulabd *d, const char *path) {
   return body;
 }
 
-static void expect(struct gpulabd *d, const char *method, const char *path, long status,
-                   const char *code, const char *field) {
-  struct http_reply r;
-  http_request(d, method, path, NULL, NULL, 0, &r);
-  if (code)
-    CHECK_ERROR(&r, status, code, field);
-  else
-    CHECK_STATUS(&r, status);
-  http_reply_free(&r);
-}
-
 /* The PTX of the newest version and of a version named, as NVRTC gave it: the entry,
  * the target, the padded tile's 4224 shared bytes; HEAD; bad ids and versions. */
 static void test_ptx(void) {
@@ -103,13 +92,13 @@ static void test_ptx(void) {
   http_reply_free(&r);
 
   snprintf(path, sizeof path, "/kernels/%lld/versions/3/ptx", id);
-  expect(&d, "GET", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "GET", path, 404, "version_not_found", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/0/ptx", id);
-  expect(&d, "GET", path, 400, "out_of_range", "version");
-  expect(&d, "GET", "/kernels/99999/ptx", 404, "kernel_not_found", "id");
-  expect(&d, "GET", "/kernels/x/versions/1/ptx", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "version");
+  HTTP_EXPECT(&d, "GET", "/kernels/99999/ptx", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", "/kernels/x/versions/1/ptx", 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "/kernels/%lld/ptx", id);
-  expect(&d, "POST", path, 405, "method_not_allowed", NULL);
+  HTTP_EXPECT(&d, "POST", path, 405, "method_not_allowed", NULL);
 
   gpulabd_stop(&d);
 }
@@ -137,11 +126,11 @@ static void test_owners(void) {
   snprintf(path, sizeof path, "/kernels/%lld/ptx", mine);
   free(get_text(&d, path));
   snprintf(d.http.token, sizeof d.http.token, "%s", BOB);
-  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "/kernels/%lld/versions/1/ptx", mine);
-  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "/kernels/%lld/sass", mine);
-  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "/kernels/%lld/ptx", open);
   char *ptx = get_text(&d, path);
   CHECK(strstr(ptx, "[4224]") != NULL);
@@ -184,8 +173,8 @@ static void test_sass(void) {
   }
   http_reply_free(&r);
   snprintf(path, sizeof path, "/kernels/%lld/versions/2/sass", id);
-  expect(&d, "GET", path, 404, "version_not_found", "version");
-  expect(&d, "GET", "/kernels/99999/sass", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "GET", "/kernels/99999/sass", 404, "kernel_not_found", "id");
   gpulabd_stop(&d);
 }
 
@@ -279,13 +268,13 @@ static void test_upgrade(void) {
   CHECK(strstr(JSTR(r.json, "detail"), "stored before gpulab kept PTX") != NULL);
   CHECK(strstr(JSTR(r.json, "detail"), "post its source again") != NULL);
   http_reply_free(&r);
-  expect(&d, "GET", "/kernels/1/versions/1/ptx", 404, "ptx_not_kept", "version");
-  expect(&d, "GET", "/kernels/1/sass", 404, "cubin_not_kept", "version");
+  HTTP_EXPECT(&d, "GET", "/kernels/1/versions/1/ptx", 404, "ptx_not_kept", "version");
+  HTTP_EXPECT(&d, "GET", "/kernels/1/sass", 404, "cubin_not_kept", "version");
   CHECK_INT_EQ(post_kernel(&d, "old", padded33, ""), 1); /* its version 2, with PTX */
   char *ptx = get_text(&d, "/kernels/1/ptx");
   CHECK(strstr(ptx, "[4224]") != NULL);
   free(ptx);
-  expect(&d, "GET", "/kernels/1/versions/1/ptx", 404, "ptx_not_kept", "version");
+  HTTP_EXPECT(&d, "GET", "/kernels/1/versions/1/ptx", 404, "ptx_not_kept", "version");
   gpulabd_stop(&d);
   gpulabd_start(up, &d); /* upgraded once: started again, the same */
   ptx = get_text(&d, "/kernels/1/versions/2/ptx");

@@ -74,17 +74,6 @@ static json_t *job_of(struct gpulabd *d, const char *variant) {
   return j;
 }
 
-static void expect(struct gpulabd *d, const char *method, const char *path, long status,
-                   const char *code, const char *field) {
-  struct http_reply r;
-  http_request(d, method, path, NULL, NULL, 0, &r);
-  if (code)
-    CHECK_ERROR(&r, status, code, field);
-  else
-    CHECK_STATUS(&r, status);
-  http_reply_free(&r);
-}
-
 static long long tile; /* the kernel the cases share: "tile", versions 1..3 */
 
 /* Resubmission makes versions: the id kept, numbered 1, 2, 3; Location and href under
@@ -289,14 +278,14 @@ static void test_diff(void) {
   CHECK_INT_EQ(r.body_len, 0); /* the same: no difference */
   http_reply_free(&r);
   snprintf(path, sizeof path, "/kernels/%lld/diff?to=2", tile);
-  expect(&d, "GET", path, 400, "missing_field", "from");
+  HTTP_EXPECT(&d, "GET", path, 400, "missing_field", "from");
   snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=x", tile);
-  expect(&d, "GET", path, 400, "out_of_range", "to");
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "to");
   snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=-2", tile);
-  expect(&d, "GET", path, 400, "out_of_range", "to");
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "to");
   snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=8", tile);
-  expect(&d, "GET", path, 404, "version_not_found", "version");
-  expect(&d, "GET", "/kernels/98765/diff?from=1&to=2", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "GET", "/kernels/98765/diff?from=1&to=2", 404, "kernel_not_found", "id");
   gpulabd_stop(&d);
 }
 
@@ -305,23 +294,23 @@ static void test_bad_input(void) {
   struct gpulabd d;
   gpulabd_start(args, &d);
   char path[96];
-  expect(&d, "GET", "/kernels/abc/versions", 404, "kernel_not_found", "id");
-  expect(&d, "GET", "/kernels/0/versions", 404, "kernel_not_found", "id");
-  expect(&d, "GET", "/kernels/98765/versions/1", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", "/kernels/abc/versions", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", "/kernels/0/versions", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", "/kernels/98765/versions/1", 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "/kernels/%lld/versions/abc", tile);
-  expect(&d, "GET", path, 400, "out_of_range", "version");
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/0", tile);
-  expect(&d, "DELETE", path, 400, "out_of_range", "version");
+  HTTP_EXPECT(&d, "DELETE", path, 400, "out_of_range", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/01", tile);
-  expect(&d, "GET", path, 400, "out_of_range", "version");
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/99999999999", tile);
-  expect(&d, "GET", path, 400, "out_of_range", "version");
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/4", tile);
-  expect(&d, "DELETE", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "DELETE", path, 404, "version_not_found", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/1", tile);
-  expect(&d, "PUT", path, 405, "method_not_allowed", NULL);
+  HTTP_EXPECT(&d, "PUT", path, 405, "method_not_allowed", NULL);
   snprintf(path, sizeof path, "/kernels/%lld/versions", tile);
-  expect(&d, "DELETE", path, 405, "method_not_allowed", NULL);
+  HTTP_EXPECT(&d, "DELETE", path, 405, "method_not_allowed", NULL);
   json_t *list = http_get_json(&d, path);
   CHECK_INT_EQ(json_array_size(json_at(list, "versions")), 3);
   json_decref(list);
@@ -364,7 +353,7 @@ static void test_restart(void) {
   /* Version 1 deleted (room under the cap), a new one (4) sent: "kernel:tile" would now
    * be version 4. */
   snprintf(path, sizeof path, "/kernels/%lld/versions/1", tile);
-  expect(&d, "DELETE", path, 200, NULL, NULL);
+  HTTP_EXPECT(&d, "DELETE", path, 200, NULL, NULL);
   long long id;
   CHECK_INT_EQ(post_ok(&d, "tile", 4, &id), 4);
   gpulabd_kill(&d);
@@ -398,21 +387,21 @@ static void test_delete(void) {
   CHECK(!JBOOL(r.json, "kernel_deleted"));
   CHECK_INT_EQ(JINT(r.json, "version"), 4);
   http_reply_free(&r);
-  expect(&d, "GET", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "GET", path, 404, "version_not_found", "version");
   snprintf(path, sizeof path, "/kernels/%lld", tile);
   json_t *k = http_get_json(&d, path);
   CHECK_INT_EQ(JINT(k, "version"), 3);
   CHECK_INT_EQ(JINT(k, "versions"), 2);
   json_decref(k);
   snprintf(path, sizeof path, "/kernels/%lld/versions/2", tile);
-  expect(&d, "DELETE", path, 200, NULL, NULL);
+  HTTP_EXPECT(&d, "DELETE", path, 200, NULL, NULL);
   snprintf(path, sizeof path, "/kernels/%lld/versions/3", tile);
   http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
   CHECK_STATUS(&r, 200);
   CHECK(JBOOL(r.json, "kernel_deleted"));
   http_reply_free(&r);
   snprintf(path, sizeof path, "/kernels/%lld", tile);
-  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   /* The name is free again: a new kernel, a new id, version 1. */
   long long id;
   CHECK_INT_EQ(post_ok(&d, "tile", 5, &id), 1);
@@ -425,7 +414,7 @@ static void test_delete(void) {
   CHECK_INT_EQ(JINT(r.json, "versions"), 3);
   http_reply_free(&r);
   snprintf(path, sizeof path, "/kernels/%lld/versions", other);
-  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "kernel:%lld@1", other);
   char body[128];
   snprintf(body, sizeof body, "{\"variant\":\"%s\"}", path);
@@ -553,12 +542,12 @@ static void test_owners(void) {
   CHECK_INT_EQ(JINT(list, "versions[0].version"), 2);
   json_decref(list);
   snprintf(path, sizeof path, "/kernels/%lld/versions/1", a);
-  expect(&d, "GET", path, 404, "version_not_found", "version");
-  expect(&d, "DELETE", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "GET", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "DELETE", path, 404, "version_not_found", "version");
   snprintf(path, sizeof path, "/kernels/%lld/versions/2", a);
-  expect(&d, "DELETE", path, 403, "not_owner", "id");
+  HTTP_EXPECT(&d, "DELETE", path, 403, "not_owner", "id");
   snprintf(path, sizeof path, "/kernels/%lld/diff?from=1&to=2", a);
-  expect(&d, "GET", path, 404, "version_not_found", "version");
+  HTTP_EXPECT(&d, "GET", path, 404, "version_not_found", "version");
   snprintf(body, sizeof body, "kernel:%lld@2", a); /* public: bob may run it */
   j = job_of(&d, body);
   CHECK_STR_EQ(JSTR(j, "result.runs[0].variant"), body);
@@ -572,7 +561,7 @@ static void test_owners(void) {
   CHECK_INT_EQ(post_ok(&d, "t", 3, &a), 3);
   as(&d, BOB);
   snprintf(path, sizeof path, "/kernels/%lld/versions", a);
-  expect(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   list = http_get_json(&d, "/kernels");
   CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 1); /* his own */
   json_decref(list);

@@ -14,15 +14,6 @@ static struct gpulabd d;
 
 #define FAST "\"m\":33,\"n\":47,\"warmup\":0,\"batches\":1,\"reps\":1"
 
-static json_t *post(const char *path, const char *body, long status) {
-  struct http_reply r;
-  http_post_json(&d, path, body, &r);
-  CHECK_STATUS(&r, status);
-  json_t *j = json_incref(r.json);
-  http_reply_free(&r);
-  return j;
-}
-
 static void refused(const char *path, const char *body, long status, const char *code,
                     const char *field) {
   struct http_reply r;
@@ -63,33 +54,35 @@ static void check_marked(json_t *job, const char *mode) {
 }
 
 static void test_marked_per_run(void) {
-  json_t *job = post("/transpose", "{" FAST ",\"profile\":true}", 200);
+  json_t *job = HTTP_POST_EXPECT(&d, "/transpose", "{" FAST ",\"profile\":true}", 200);
   check_marked(job, "counters");
   json_decref(job);
-  job = post("/jobs?wait=60",
-             "{\"type\":\"gemm\",\"params\":{\"m\":40,\"n\":24,\"k\":8,\"warmup\":0,\"batches\":1,"
-             "\"reps\":1,\"profile\":\"full\"}}",
-             200);
+  job = HTTP_POST_EXPECT(
+      &d, "/jobs?wait=60",
+      "{\"type\":\"gemm\",\"params\":{\"m\":40,\"n\":24,\"k\":8,\"warmup\":0,\"batches\":1,"
+      "\"reps\":1,\"profile\":\"full\"}}",
+      200);
   check_marked(job, "full");
   json_decref(job);
 }
 
 static void test_query_overrides_body(void) {
-  json_t *job = post("/transpose?profile=full", "{" FAST ",\"profile\":false}", 200);
+  json_t *job = HTTP_POST_EXPECT(&d, "/transpose?profile=full", "{" FAST ",\"profile\":false}",
+                                 200);
   check_marked(job, "full");
   json_decref(job);
-  job = post("/transpose?profile=0", "{" FAST ",\"profile\":true}", 200);
+  job = HTTP_POST_EXPECT(&d, "/transpose?profile=0", "{" FAST ",\"profile\":true}", 200);
   CHECK(json_is_false(json_at(job, "params.profile")));
   CHECK(json_at(job, "result.runs[0].profile") == NULL);
   json_decref(job);
 }
 
 static void test_off_by_default(void) {
-  json_t *job = post("/transpose", "{" FAST "}", 200);
+  json_t *job = HTTP_POST_EXPECT(&d, "/transpose", "{" FAST "}", 200);
   CHECK(json_is_false(json_at(job, "params.profile")));
   CHECK(json_at(job, "result.runs[0].profile") == NULL);
   json_decref(job);
-  job = post("/transpose", "{" FAST ",\"profile\":\"off\"}", 200);
+  job = HTTP_POST_EXPECT(&d, "/transpose", "{" FAST ",\"profile\":\"off\"}", 200);
   CHECK(json_is_false(json_at(job, "params.profile")));
   json_decref(job);
 }
