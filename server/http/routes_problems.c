@@ -28,8 +28,10 @@ static void href_of(struct request *r, const struct store_problem *p, bool versi
     snprintf(buf, len, "%s/problems/%s", r->api_prefix, p->name);
 }
 
-/* A version's summary: who, when, where, what it takes (its params). */
-static json_t *summary_json(struct request *r, const struct store_problem *p, bool version) {
+/* A version's summary: who, when, where, what it takes (its params). definition not
+ * NULL: the definition parsed on the way, handed over (the caller decrefs it). */
+static json_t *summary_json(struct request *r, const struct store_problem *p, bool version,
+                            json_t **definition) {
   char when[40], href[160];
   api_format_time(p->created, when, sizeof when);
   href_of(r, p, version, href, sizeof href);
@@ -41,7 +43,10 @@ static json_t *summary_json(struct request *r, const struct store_problem *p, bo
     if (description) json_object_set(o, "description", description);
     json_object_set(o, "params", json_object_get(def, "params"));
   }
-  json_decref(def);
+  if (definition)
+    *definition = def;
+  else
+    json_decref(def);
   if (o && p->deleted) json_object_set_new(o, "deleted", json_true());
   return o;
 }
@@ -50,16 +55,17 @@ static json_t *summary_json(struct request *r, const struct store_problem *p, bo
  * template, and the reference's compile report. */
 static json_t *doc_json(struct request *r, const struct store_problem *p,
                         const struct problem_def *def, bool version, int versions) {
-  json_t *o = summary_json(r, p, version);
+  json_t *definition = NULL, *o = summary_json(r, p, version, &definition);
   char sig[PROBLEM_SIGNATURE_MAX];
   char *template = problem_def_template(def);
   if (!o || !template || problems_signature(def, "kernel", sig, sizeof sig)) {
     free(template);
+    json_decref(definition);
     json_decref(o);
     return NULL;
   }
   if (versions > 0) json_object_set_new(o, "versions", json_integer(versions));
-  json_object_set_new(o, "definition", json_loads(p->definition, 0, NULL));
+  json_object_set_new(o, "definition", definition);
   json_object_set_new(o, "signature", json_string(sig));
   json_object_set_new(o, "prelude", json_string(problem_def_prelude(def)));
   json_object_set_new(o, "template", json_string(template));
@@ -113,7 +119,7 @@ struct listing {
 static void list_one(void *arg, const struct store_problem *p) {
   struct listing *l = arg;
   if (!p->deleted && (p->is_public || request_may_see(l->r, p->owner)))
-    json_array_append_new(l->list, summary_json(l->r, p, false));
+    json_array_append_new(l->list, summary_json(l->r, p, false, NULL));
 }
 
 static enum MHD_Result list(struct request *r, struct ukernels *u) {
@@ -188,7 +194,7 @@ struct versions {
 static void version_one(void *arg, const struct store_problem *p) {
   struct versions *v = arg;
   if (p->is_public || request_may_see(v->r, p->owner))
-    json_array_append_new(v->list, summary_json(v->r, p, true));
+    json_array_append_new(v->list, summary_json(v->r, p, true, NULL));
 }
 
 static enum MHD_Result versions(struct request *r, struct ukernels *u, const char *name) {
