@@ -450,6 +450,9 @@ enum exp_user_check {
   EXP_USER_CHECK_TRANSPOSE,
   EXP_USER_CHECK_GEMM,
   EXP_USER_CHECK_STENCIL,
+  EXP_USER_CHECK_REDUCE,
+  EXP_USER_CHECK_SCAN,
+  EXP_USER_CHECK_HISTOGRAM,
 };
 struct exp_user_arg {
   enum exp_user_arg_kind kind;
@@ -477,7 +480,9 @@ struct exp_user {
   int default_block[3], default_tile[2];
   const char *template_source; /* a correct, simple kernel to start from */
   /* The variant whose tolerance rule checks a user's output (exp_desc.ref_check is
-   * called with it): the rule that holds for any correct kernel of the signature. */
+   * called with it): the rule that holds for any correct kernel of the signature. It
+   * may be n_variants, no variant's: a rule the experiment's ref_check keeps for users'
+   * kernels alone (scan's for any summation order). */
   int check_variant;
   /* Before every launch the output is poisoned with NaN, so that a kernel must write
    * every element each time (false, the default); true: set to 0.0f instead, for

@@ -150,6 +150,47 @@ _Static_assert(EXP_COUNT_OF(variants) == HISTOGRAM_VARIANTS, "one entry per vari
 
 static const struct exp_input_desc inputs[] = {{"x", GEN_X, 1.0f}};
 
+/* A user's histogram: (x, counts, n, bins), counts zeroed before every launch; the
+ * binning rule is histogram_bin's, spelled out in the template. Checked exactly, as is
+ * every timed launch by the runner. */
+static const struct exp_user user = {
+    .declaration =
+        "extern \"C\" __global__ void %s(const float *x, unsigned int *counts, int n, "
+        "int bins);",
+    .signature =
+        "extern \"C\" __global__ void kernel(const float* x, unsigned int* counts, int n, "
+        "int bins)",
+    .meaning =
+        "counts[b] = how many x[i] fall in bin b: x in [-1, 1) goes to bin min(bins - 1, "
+        "(int)((x + 1.0f) * (0.5f * bins))), others nowhere; counts are 0 before every "
+        "launch",
+    .n_args = 4,
+    .args = {{EXP_USER_ARG_INPUT, 0},
+             {EXP_USER_ARG_OUTPUT, 0},
+             {EXP_USER_ARG_PARAM, HISTOGRAM_N},
+             {EXP_USER_ARG_PARAM, HISTOGRAM_BINS}},
+    .grid_x = HISTOGRAM_N,
+    .grid_y = -1,
+    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    .default_block = {256, 1, 1},
+    .default_tile = {256, 1},
+    .template_source =
+        "// counts[b] = how many x[i] fall in bin b of bins even bins over [-1, 1).\n"
+        "// counts are 0 before each launch. One thread per element, a global atomic each.\n"
+        "extern \"C\" __global__ void kernel(const float* x, unsigned int* counts, int n, "
+        "int bins) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i >= n) return;\n"
+        "  float v = x[i];\n"
+        "  if (!(v >= -1.0f && v < 1.0f)) return; // NaN and values outside: no bin\n"
+        "  int b = (int)((v + 1.0f) * (0.5f * (float)bins));\n"
+        "  atomicAdd(&counts[b < bins - 1 ? b : bins - 1], 1u);\n"
+        "}\n",
+    .check_variant = HISTOGRAM_NAIVE,
+    .reset_zero = true,
+    .fresh_check = EXP_USER_CHECK_HISTOGRAM,
+};
+
 const struct exp_desc exp_histogram = {
     .name = "histogram",
     .n_params = EXP_COUNT_OF(params),
@@ -172,4 +213,5 @@ const struct exp_desc exp_histogram = {
     .ref_fini = ref_fini,
     .cpu_describe = cpu_describe,
     .cpu_scratch_floats = cpu_scratch_floats,
+    .user = &user,
 };

@@ -11,6 +11,7 @@
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
 #include "kernels/core/shape1d.h"
+#include "kernels/core/sum_rule.h"
 #include "kernels/reduce/reduce.h"
 
 /* cub's bound holds on any GPU of at least this many SMs (CUB's grid follows them). */
@@ -106,12 +107,21 @@ static size_t cpu_scratch_floats(const struct exp_spec *s) {
 
 struct reduce_ref {
   double sum, abs_sum;
+  double max_prefix; /* max_k |x[0] + ... + x[k]|: the users' rule on generated inputs */
 };
 
 static int ref_init(struct reference *ref) {
   struct reduce_ref *r = malloc(sizeof *r);
   if (!r) return -ENOMEM;
-  r->sum = reduce_ref_sum(ref->in[0], (size_t)ref->spec.p[REDUCE_N], &r->abs_sum);
+  const float *x = ref->in[0];
+  const size_t n = (size_t)ref->spec.p[REDUCE_N];
+  r->sum = reduce_ref_sum(x, n, &r->abs_sum);
+  double prefix = 0;
+  r->max_prefix = 0;
+  for (size_t i = 0; i < n; i++) {
+    prefix += (double)x[i];
+    if (fabs(prefix) > r->max_prefix) r->max_prefix = fabs(prefix);
+  }
   ref->state = r;
   return 0;
 }
@@ -129,6 +139,17 @@ static void ref_check(const struct reference *ref, int variant, const float *out
                       struct exp_check *c) {
   const struct reduce_ref *r = ref->state;
   const size_t n = (size_t)ref->spec.p[REDUCE_N];
+  snprintf(c->reference, sizeof c->reference, "cpu fp64 sum");
+  if (variant == REDUCE_ANY_ORDER) { /* users' kernels: sum_rule.h */
+    const bool generated = ref->spec.inputs[0].kind == EXP_INPUT_SEED;
+    c->tolerance = generated ? sum_rule_random((double)n, r->max_prefix)
+                             : sum_rule_any_order((double)n, r->abs_sum);
+    reference_compare(c, out[0], r->sum, c->tolerance);
+    snprintf(c->tolerance_rule, sizeof c->tolerance_rule, "%s",
+             generated ? "|sum - ref| <= 8 * 2^-24 * sqrt(n) * max_k |x_0 + ... + x_k|"
+                       : "|sum - ref| <= 1.01 * (n - 1) * 2^-24 * sum |x| (any order)");
+    return;
+  }
   const bool atomics = variant == REDUCE_NAIVE || variant == REDUCE_SHARED ||
                        variant == REDUCE_WARP;
   const double tol = 1.01 * reduce_error_depth(variant, n) * 0x1p-24 * r->abs_sum +
@@ -138,7 +159,6 @@ static void ref_check(const struct reference *ref, int variant, const float *out
   snprintf(c->tolerance_rule, sizeof c->tolerance_rule,
            "|sum - ref| <= 1.01 * %.0f * 2^-24 * sum |x| (%.0f: the longest chain of float adds)",
            reduce_error_depth(variant, n), reduce_error_depth(variant, n));
-  snprintf(c->reference, sizeof c->reference, "cpu fp64 sum");
 }
 
 /* ---- the descriptor ---- */
@@ -187,6 +207,39 @@ _Static_assert(EXP_COUNT_OF(variants) == REDUCE_VARIANTS, "one entry per variant
 
 static const struct exp_input_desc inputs[] = {{"x", GEN_X, 1.0f}};
 
+/* A user's sum: (x, out, n), out zeroed before every launch so that blocks may add
+ * into it. Checked by sum_rule.h (REDUCE_ANY_ORDER), as is every timed launch by the
+ * runner. */
+static const struct exp_user user = {
+    .declaration = "extern \"C\" __global__ void %s(const float *x, float *out, int n);",
+    .signature = "extern \"C\" __global__ void kernel(const float* x, float* out, int n)",
+    .meaning = "out[0] = x[0] + ... + x[n-1] in float; out[0] is 0.0f before every launch",
+    .n_args = 3,
+    .args = {{EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, {EXP_USER_ARG_PARAM, REDUCE_N}},
+    .grid_x = REDUCE_N,
+    .grid_y = -1,
+    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    .default_block = {256, 1, 1},
+    .default_tile = {256, 1},
+    .template_source =
+        "// out[0] = sum of x[0..n). out[0] is 0 before each launch. A tree per block of\n"
+        "// 256 (one element per thread) in shared memory, then one atomicAdd per block.\n"
+        "extern \"C\" __global__ void kernel(const float* x, float* out, int n) {\n"
+        "  __shared__ float s[256];\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  s[threadIdx.x] = i < n ? x[i] : 0.0f;\n"
+        "  __syncthreads();\n"
+        "  for (int half = blockDim.x / 2; half > 0; half /= 2) {\n"
+        "    if (threadIdx.x < half) s[threadIdx.x] += s[threadIdx.x + half];\n"
+        "    __syncthreads();\n"
+        "  }\n"
+        "  if (threadIdx.x == 0) atomicAdd(out, s[0]);\n"
+        "}\n",
+    .check_variant = REDUCE_ANY_ORDER,
+    .reset_zero = true,
+    .fresh_check = EXP_USER_CHECK_REDUCE,
+};
+
 const struct exp_desc exp_reduce = {
     .name = "reduce",
     .n_params = EXP_COUNT_OF(params),
@@ -207,4 +260,5 @@ const struct exp_desc exp_reduce = {
     .ref_check = ref_check,
     .ref_fini = ref_fini,
     .cpu_scratch_floats = cpu_scratch_floats,
+    .user = &user,
 };

@@ -24,6 +24,9 @@ enum reduce_variant {
   REDUCE_CUB,
   REDUCE_VARIANTS
 };
+/* Not a variant: the rule users' kernels are checked with (exp_user.check_variant),
+ * kernels/core/sum_rule.h's: random on generated inputs, any order on given ones. */
+#define REDUCE_ANY_ORDER REDUCE_VARIANTS
 /* n a request may give: x is 4 GiB there; one float out. gen.h's inputs (multiples of
  * 2^-23 below 1) sum exactly in FP64 up to here, so the reference is exact. */
 #define REDUCE_MAX_N (1 << 30)

@@ -18,6 +18,10 @@ extern "C" {
 /* Params (exp_spec.p[]) and variants, in the descriptor's order. */
 enum scan_param { SCAN_N };
 enum scan_variant { SCAN_NAIVE, SCAN_SHARED, SCAN_BEST, SCAN_CUB, SCAN_VARIANTS };
+/* Not a variant: the rule users' kernels are checked with (exp_user.check_variant),
+ * kernels/core/sum_rule.h's at y[i]: random on generated inputs, any order on given
+ * ones. */
+#define SCAN_ANY_ORDER SCAN_VARIANTS
 /* n a request may give. The tolerance of y[i] grows with i (a float prefix is a chain
  * through every tile before it: scan_error_depth), to 2^-4.6 of sum |x[0..i]| for cub
  * and 2^-5.6 for best at 2^28; past that a check of the late elements says little.

@@ -1,7 +1,9 @@
 /* Fresh inputs and the runner's own check of a timed launch (runner_check.h). The
  * definitions are the experiments' own, as their CPU references state them: transpose
  * exact, gemm within k 2^-23 sum_k |a b| of the FP64 product (on sampled rows), stencil
- * within (2r+2) 2^-23 sum_window |x| / (2r+1) + 1e-30 of the FP64 window mean. The output
+ * within (2r+2) 2^-23 sum_window |x| / (2r+1) + 1e-30 of the FP64 window mean, reduce
+ * and scan within sum_rule.h's random rule of the FP64 sums (n terms for the sum, i + 1
+ * at y[i]), histogram exact. The output
  * is read against the input buffers, which the same check compares with what was
  * generated: a launch passes only when both hold. */
 #include "kernels/user/runner_check.h"
@@ -9,6 +11,8 @@
 #include <math.h>
 
 #include "kernels/core/gen.h"
+#include "kernels/core/sum_rule.h"
+#include "kernels/histogram/histogram.h"
 
 #define CHECK_THREADS 256
 #define CHECK_MAX_BLOCKS 4096
@@ -98,6 +102,199 @@ __global__ void check_stencil_kernel(const float *x, const float *y, int64_t n, 
   }
 }
 
+/* ---- reduce, scan and histogram: their FP64 sums or exact counts in a workspace ---- */
+
+/* The checks' workspace (FP64 sums, counts), the runner's own, grown when a check
+ * needs more; one is enough, as launches and their checks follow each other on one
+ * stream. */
+static void *ws;
+static size_t ws_bytes;
+
+static cudaError_t ws_reserve(size_t bytes) {
+  if (bytes <= ws_bytes) return cudaSuccess;
+  if (ws) cudaFree(ws);
+  ws = NULL, ws_bytes = 0;
+  cudaError_t e = cudaMalloc(&ws, bytes);
+  if (e == cudaSuccess) ws_bytes = bytes;
+  return e;
+}
+
+/* Reduce and scan are checked by sum_rule.h's random rule (the inputs are generated):
+ * it needs x's FP64 prefix sums, found tile by tile: each tile's sum, their exclusive
+ * prefixes, then each element's prefix within its tile (a block per tile, a thread per
+ * SCAN_CHECK_PER_THREAD consecutive elements). FP64 sums of gen.h's values (multiples
+ * of 2^-23 below 1, fewer than 2^30) are exact, so no order changes a bit. */
+#define SCAN_CHECK_PER_THREAD 4
+#define SCAN_CHECK_TILE (CHECK_THREADS * SCAN_CHECK_PER_THREAD)
+
+/* A block per tile (grid-stride over tiles): its FP64 sum into sum[t]. */
+__global__ void tile_sums_kernel(const float *x, uint64_t n, uint64_t tiles, double *sum) {
+  __shared__ double s[CHECK_THREADS];
+  for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    double ts = 0;
+    for (int k = 0; k < SCAN_CHECK_PER_THREAD; k++) {
+      uint64_t i = t * SCAN_CHECK_TILE + (uint64_t)k * CHECK_THREADS + threadIdx.x;
+      if (i < n) ts += (double)x[i];
+    }
+    s[threadIdx.x] = ts;
+    for (unsigned half = CHECK_THREADS / 2; half > 0; half /= 2) {
+      __syncthreads();
+      if (threadIdx.x < half) s[threadIdx.x] += s[threadIdx.x + half];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) sum[t] = s[0];
+    __syncthreads(); /* s[0] is read before the next tile writes it */
+  }
+}
+
+/* One block of CHECK_THREADS: sum[0..tiles) becomes its exclusive prefix sums and
+ * sum[tiles] the total; a contiguous chunk per thread, the chunks' totals prefixed by
+ * thread 0 in between. */
+__global__ void tile_prefix_kernel(double *sum, uint64_t tiles) {
+  __shared__ double s[CHECK_THREADS];
+  uint64_t chunk = (tiles + CHECK_THREADS - 1) / CHECK_THREADS;
+  uint64_t lo = threadIdx.x * chunk, hi = lo + chunk < tiles ? lo + chunk : tiles;
+  double ts = 0;
+  for (uint64_t t = lo; t < hi; t++) ts += sum[t];
+  s[threadIdx.x] = ts;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double ps = 0;
+    for (int k = 0; k < CHECK_THREADS; k++) {
+      double v = s[k];
+      s[k] = ps;
+      ps += v;
+    }
+    sum[tiles] = ps;
+  }
+  __syncthreads();
+  double ps = s[threadIdx.x];
+  for (uint64_t t = lo; t < hi; t++) {
+    double v = sum[t];
+    sum[t] = ps;
+    ps += v;
+  }
+}
+
+/* A block per tile (grid-stride): every element's FP64 prefix, from its tile's
+ * (pre_sum, exclusive) and the block's threads before it. y NULL: the largest |prefix|
+ * into *max_bits (a non-negative double's bits order as the double does); else y[i]
+ * against its prefix by sum_rule_random with that largest one. */
+__global__ void prefix_walk_kernel(const float *x, const float *y, uint64_t n, uint64_t tiles,
+                                   const double *pre_sum, unsigned long long *max_bits,
+                                   unsigned long long *bad, unsigned long long *first) {
+  __shared__ double s[CHECK_THREADS];
+  const double max_prefix = y ? __longlong_as_double((long long)*max_bits) : 0;
+  for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    uint64_t i0 = t * SCAN_CHECK_TILE + (uint64_t)threadIdx.x * SCAN_CHECK_PER_THREAD;
+    double ts = 0;
+    for (int k = 0; k < SCAN_CHECK_PER_THREAD; k++)
+      if (i0 + k < n) ts += (double)x[i0 + k];
+    s[threadIdx.x] = ts;
+    /* Hillis-Steele over the block's thread sums: inclusive, then less one's own. */
+    for (unsigned d = 1; d < CHECK_THREADS; d *= 2) {
+      __syncthreads();
+      double v = threadIdx.x >= d ? s[threadIdx.x - d] : 0;
+      __syncthreads();
+      s[threadIdx.x] += v;
+    }
+    __syncthreads();
+    double sum = pre_sum[t] + s[threadIdx.x] - ts, top = 0;
+    __syncthreads(); /* s is read before the next tile (or the max below) writes it */
+    for (int k = 0; k < SCAN_CHECK_PER_THREAD; k++) {
+      uint64_t i = i0 + k;
+      if (i >= n) break;
+      sum += (double)x[i];
+      top = fmax(top, fabs(sum));
+      if (!y) continue;
+      float got = y[i];
+      if (!isfinite(got) ||
+          !(fabs((double)got - sum) <= sum_rule_random((double)(i + 1), max_prefix)))
+        found(bad, first, i);
+    }
+    if (y) continue;
+    s[threadIdx.x] = top;
+    for (unsigned half = CHECK_THREADS / 2; half > 0; half /= 2) {
+      __syncthreads();
+      if (threadIdx.x < half) s[threadIdx.x] = fmax(s[threadIdx.x], s[threadIdx.x + half]);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(max_bits, (unsigned long long)__double_as_longlong(s[0]));
+    __syncthreads();
+  }
+}
+
+/* out[0] against the total by sum_rule_random at n terms. */
+__global__ void check_reduce_kernel(const float *out, uint64_t n, const double *total,
+                                    const unsigned long long *max_bits, unsigned long long *bad,
+                                    unsigned long long *first) {
+  double tol = sum_rule_random((double)n, __longlong_as_double((long long)*max_bits));
+  float got = out[0];
+  if (!isfinite(got) || !(fabs((double)got - *total) <= tol)) found(bad, first, 0);
+}
+
+/* want[b] += the x in bin b (histogram.h's rule); grid-stride. */
+__global__ void count_kernel(const float *x, uint64_t n, int bins, unsigned *want) {
+  float scale = histogram_scale(bins);
+  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (uint64_t)gridDim.x * blockDim.x) {
+    int b = histogram_bin(x[i], bins, scale);
+    if (b >= 0) atomicAdd(&want[b], 1u);
+  }
+}
+
+__global__ void check_counts_kernel(const unsigned *got, const unsigned *want, int bins,
+                                    unsigned long long *bad, unsigned long long *first) {
+  for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < bins; b += gridDim.x * blockDim.x)
+    if (got[b] != want[b]) found(bad, first, (uint64_t)b);
+}
+
+/* The reduce, scan or histogram check of out against in[0] (n = f->p[0] elements),
+ * its sums or counts in the workspace. */
+static cudaError_t check_one_input(const struct runner_fresh *f, const float *x, const float *out,
+                                   struct runner_check_slot *slot, cudaStream_t stream) {
+  uint64_t n = (uint64_t)f->p[0];
+  cudaError_t e = cudaSuccess;
+  switch (f->check) {
+  case RUNNER_CHECK_REDUCE:
+  case RUNNER_CHECK_SCAN: {
+    uint64_t tiles = (n + SCAN_CHECK_TILE - 1) / SCAN_CHECK_TILE;
+    if (tiles == 0) break;
+    /* sum[0..tiles] (prefixes, then the total), then the largest |prefix|'s bits */
+    if ((e = ws_reserve((tiles + 2) * sizeof(double))) != cudaSuccess) return e;
+    double *sum = (double *)ws;
+    unsigned long long *max_bits = (unsigned long long *)(sum + tiles + 1);
+    if ((e = cudaMemsetAsync(max_bits, 0, sizeof *max_bits, stream)) != cudaSuccess) return e;
+    unsigned blocks = tiles < CHECK_MAX_BLOCKS ? (unsigned)tiles : CHECK_MAX_BLOCKS;
+    tile_sums_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, n, tiles, sum);
+    tile_prefix_kernel<<<1, CHECK_THREADS, 0, stream>>>(sum, tiles);
+    prefix_walk_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, NULL, n, tiles, sum, max_bits, NULL,
+                                                             NULL);
+    if (f->check == RUNNER_CHECK_REDUCE)
+      check_reduce_kernel<<<1, 1, 0, stream>>>(out, n, sum + tiles, max_bits, &slot->out_bad,
+                                               &slot->out_first);
+    else
+      prefix_walk_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, out, n, tiles, sum, max_bits,
+                                                               &slot->out_bad, &slot->out_first);
+    break;
+  }
+  case RUNNER_CHECK_HISTOGRAM: {
+    int bins = (int)f->p[1];
+    if (bins < 1 || bins > HISTOGRAM_MAX_BINS) return cudaErrorInvalidValue;
+    if ((e = ws_reserve((size_t)bins * sizeof(unsigned))) != cudaSuccess) return e;
+    unsigned *want = (unsigned *)ws;
+    if ((e = cudaMemsetAsync(want, 0, (size_t)bins * sizeof(unsigned), stream)) != cudaSuccess)
+      return e;
+    count_kernel<<<blocks_for(n), CHECK_THREADS, 0, stream>>>(x, n, bins, want);
+    check_counts_kernel<<<blocks_for((uint64_t)bins), CHECK_THREADS, 0, stream>>>(
+        (const unsigned *)out, want, bins, &slot->out_bad, &slot->out_first);
+    break;
+  }
+  default: break;
+  }
+  return e;
+}
+
 extern "C" cudaError_t runner_fresh_generate(const struct runner_fresh *f, float *const *in,
                                              uint32_t launch, cudaStream_t stream) {
   for (uint32_t i = 0; i < f->n_in && i < RUNNER_MAX_FRESH; i++) {
@@ -138,6 +335,11 @@ extern "C" cudaError_t runner_fresh_check(const struct runner_fresh *f, const fl
   case RUNNER_CHECK_STENCIL:
     check_stencil_kernel<<<blocks_for(out_floats), CHECK_THREADS, 0, stream>>>(
         in[0], out, f->p[0], f->p[1], &slot->out_bad, &slot->out_first);
+    break;
+  case RUNNER_CHECK_REDUCE:
+  case RUNNER_CHECK_SCAN:
+  case RUNNER_CHECK_HISTOGRAM:
+    if ((e = check_one_input(f, in[0], out, slot, stream)) != cudaSuccess) return e;
     break;
   default: break;
   }

@@ -3,8 +3,10 @@
  * user code: it exists so that the runner's life cycle (start, answers, a runner that
  * dies or hangs and is replaced, deadlines, poisoning, scratch, fresh inputs and their
  * check) is tested where no GPU is; its functions stand for kernels and their cheats.
- * Every function has the transpose signature (a, b, m, n): A is m x n, B = A^T; with
- * scratch_bytes, a fifth argument, the scratch, zeroed before every launch. */
+ * Every function but the reduce_, scan_ and histogram_ ones has the transpose signature
+ * (a, b, m, n): A is m x n, B = A^T; those have their experiments' ((x, out, n), (x, y,
+ * n), (x, counts, n, bins)). With scratch_bytes, one more last argument, the scratch,
+ * zeroed before every launch. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -17,6 +19,8 @@
 
 #include "kernels/core/clock.h"
 #include "kernels/core/gen.h"
+#include "kernels/core/sum_rule.h"
+#include "kernels/histogram/histogram.h"
 #include "kernels/user/runner_impl.h"
 
 static struct {
@@ -85,9 +89,12 @@ static int find_module(const uint8_t key[32]) {
   return -1;
 }
 
-static const char *const known[] = {"kernel",   "transpose", "wrong", "lazy", "once",
-                                    "trap",     "oob",       "hang",  "die",  "scratch",
-                                    "scribble", "staged",    "memo"};
+static const char *const known[] = {
+    "kernel",        "transpose", "wrong",         "lazy",         "once",
+    "trap",          "oob",       "hang",          "die",          "scratch",
+    "scribble",      "staged",    "memo",          "reduce_sum",   "reduce_memo",
+    "reduce_skip",   "scan_sum",  "scan_scribble", "scan_float16", "histogram_count",
+    "histogram_once"};
 
 static float *memo; /* the memo function's result cache, and its floats */
 static size_t memo_floats;
@@ -124,12 +131,53 @@ static void transpose(const float *a, float *b, int m, int n) {
     for (int x = 0; x < n; x++) b[(size_t)x * m + y] = a[(size_t)y * n + x];
 }
 
+/* The reduce_, scan_ and histogram_ functions: x (n floats), out, n, and bins (0 for
+ * reduce and scan); calls: launches before this one. Reduce adds into out[0] and
+ * histogram into counts, zeroed before every launch (their reset_zero). */
+static void call_1d(const char *e, const float *x, float *out, int n, int bins, int calls) {
+  if (!strcmp(e, "reduce_sum") || !strcmp(e, "reduce_skip")) { /* skip: the last element */
+    float sum = 0;
+    for (int i = 0; i < n - !strcmp(e, "reduce_skip"); i++) sum += x[i];
+    out[0] += sum;
+  } else if (!strcmp(e, "reduce_memo")) { /* a result cache: its first sum, given back after */
+    static float kept;
+    if (calls == 0) {
+      kept = 0;
+      for (int i = 0; i < n; i++) kept += x[i];
+    }
+    out[0] = kept;
+  } else if (!strcmp(e, "scan_sum") || !strcmp(e, "scan_scribble")) { /* scribble: x[0] too */
+    float sum = 0;
+    for (int i = 0; i < n; i++) out[i] = sum += x[i];
+    if (n > 0 && !strcmp(e, "scan_scribble")) ((float *)x)[0] = -x[0];
+  } else if (!strcmp(e, "scan_float16")) { /* a prefix kept to 11 bits, as in half */
+    float sum = 0;
+    for (int i = 0; i < n; i++) {
+      sum += x[i];
+      int exp2 = 0;
+      out[i] = sum = ldexpf(rintf(ldexpf(frexpf(sum, &exp2), 11)), exp2 - 11);
+    }
+  } else if (!strcmp(e, "histogram_count") || !strcmp(e, "histogram_once")) { /* once: counts
+                                                                                  on call 0 only */
+    uint32_t *counts = (uint32_t *)out;
+    if (bins < 1 || bins > HISTOGRAM_MAX_BINS || (calls > 0 && !strcmp(e, "histogram_once")))
+      return;
+    const float scale = histogram_scale(bins);
+    for (int i = 0; i < n; i++) {
+      int b = histogram_bin(x[i], bins, scale);
+      if (b >= 0) counts[b]++;
+    }
+  }
+}
+
 /* One "launch" of function entry with (a, b, m, n) and the scratch (NULL: none); timed:
  * a launch of a timed batch. */
 static void call(int mod, const float *a, float *b, int m, int n, unsigned *s, bool timed) {
   const char *e = mods[mod].entry;
   int calls = mods[mod].calls++, timed_calls = timed ? mods[mod].timed_calls++ : -1;
-  if (!strcmp(e, "kernel") || !strcmp(e, "transpose")) {
+  if (!strncmp(e, "reduce_", 7) || !strncmp(e, "scan_", 5) || !strncmp(e, "histogram_", 10)) {
+    call_1d(e, a, b, m, n, calls);
+  } else if (!strcmp(e, "kernel") || !strcmp(e, "transpose")) {
     transpose(a, b, m, n);
   } else if (!strcmp(e, "wrong")) { /* three elements off */
     transpose(a, b, m, n);
@@ -173,20 +221,67 @@ static void call(int mod, const float *a, float *b, int m, int n, unsigned *s, b
   }
 }
 
-/* A fresh run's inputs for launch l (runner_fresh; the CPU runner's functions are
- * transposes: one input). */
+/* A fresh run's inputs for launch l (runner_fresh: input 0, the CPU runner's functions'
+ * one input). */
 static void fresh_generate(const struct runner_fresh *f, uint32_t l) {
   float *a = att.base[0];
   for (uint64_t i = 0; i < f->floats[0]; i++)
     a[i] = gen_uniform(f->seed + l, f->stream[0], i) * f->scale[0];
 }
 
+/* Output elements of launch l that break f's check (exact transposes, reduce and scan
+ * by sum_rule.h's random rule, exact counts) into *bad, the first into *first. */
+static void fresh_check_output(const struct runner_fresh *f, const float *a, const float *b,
+                               uint64_t *bad, uint64_t *first) {
+  int64_t n = f->p[0];
+  if (f->check == RUNNER_CHECK_TRANSPOSE) {
+    int64_t m = f->p[0], cols = f->p[1];
+    for (int64_t o = 0; o < m * cols; o++) {
+      int64_t x = o / m, y = o % m;
+      if (!(b[o] == a[y * cols + x]) && !(*bad)++) *first = (uint64_t)o;
+    }
+  } else if (f->check == RUNNER_CHECK_REDUCE || f->check == RUNNER_CHECK_SCAN) {
+    double sum = 0, max_prefix = 0;
+    for (int64_t i = 0; i < n; i++) {
+      sum += a[i];
+      if (fabs(sum) > max_prefix) max_prefix = fabs(sum);
+    }
+    if (f->check == RUNNER_CHECK_REDUCE) {
+      if (!isfinite(b[0]) || !(fabs((double)b[0] - sum) <= sum_rule_random((double)n, max_prefix)))
+        *bad = 1, *first = 0;
+      return;
+    }
+    sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+      sum += a[i];
+      if (!isfinite(b[i]) ||
+          !(fabs((double)b[i] - sum) <= sum_rule_random((double)(i + 1), max_prefix)))
+        if (!(*bad)++) *first = (uint64_t)i;
+    }
+  } else if (f->check == RUNNER_CHECK_HISTOGRAM) {
+    int bins = (int)f->p[1];
+    uint32_t *want = bins >= 1 && bins <= HISTOGRAM_MAX_BINS ? calloc((size_t)bins, sizeof *want)
+                                                             : NULL;
+    if (!want) { /* cannot check: say the first count is wrong rather than pass */
+      *bad = 1, *first = 0;
+      return;
+    }
+    const float scale = histogram_scale(bins);
+    for (int64_t i = 0; i < n; i++) {
+      int k = histogram_bin(a[i], bins, scale);
+      if (k >= 0) want[k]++;
+    }
+    for (int k = 0; k < bins; k++)
+      if (((const uint32_t *)b)[k] != want[k] && !(*bad)++) *first = (uint64_t)k;
+    free(want);
+  }
+}
+
 /* Launch l of a fresh run, checked into done when it is the first to fail: the input
- * as generated, and b its exact transpose. */
+ * as generated, and the output by the check. */
 static void fresh_check(const struct runner_fresh *f, const float *b, uint32_t l,
                         struct runner_done_msg *done) {
   const float *a = att.base[0];
-  int64_t m = f->p[0], n = f->p[1];
   uint64_t bad = 0, first = 0;
   for (uint64_t i = 0; i < f->floats[0]; i++)
     if (a[i] != gen_uniform(f->seed + l, f->stream[0], i) * f->scale[0] && !bad++) first = i;
@@ -195,10 +290,7 @@ static void fresh_check(const struct runner_fresh *f, const float *b, uint32_t l
     done->bad_count = bad, done->bad_index = first;
     return;
   }
-  for (int64_t o = 0; o < m * n; o++) {
-    int64_t x = o / m, y = o % m;
-    if (!(b[o] == a[y * n + x]) && !bad++) first = (uint64_t)o;
-  }
+  fresh_check_output(f, a, b, &bad, &first);
   if (bad && !done->bad_launch) {
     done->bad_launch = l + 1, done->bad_what = 1;
     done->bad_count = bad, done->bad_index = first;
@@ -212,20 +304,30 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
     snprintf(msg, msg_len, "run: no image loaded under that key");
     return -ENOENT;
   }
-  /* The test functions take (buffer a, buffer b, int m, int n). */
-  if (m->n_args != 4 || m->args[0].kind != RUNNER_ARG_BUFFER ||
+  /* The test functions take (buffer a, buffer b, int m[, int n]): 3 ints for reduce's
+   * and scan's (x, out, n), whose n stands in m. */
+  const bool one_d = !strncmp(mods[mod].entry, "reduce_", 7) ||
+                     !strncmp(mods[mod].entry, "scan_", 5) ||
+                     !strncmp(mods[mod].entry, "histogram_", 10);
+  if (m->n_args < 3 || m->n_args > 4 || m->args[0].kind != RUNNER_ARG_BUFFER ||
       m->args[1].kind != RUNNER_ARG_BUFFER || m->args[2].kind != RUNNER_ARG_I32 ||
-      m->args[3].kind != RUNNER_ARG_I32 || m->args[0].value < 0 || m->args[0].value >= att.n ||
-      m->args[1].value < 0 || m->args[1].value >= att.n || m->out_buffer >= (uint32_t)att.n) {
-    snprintf(msg, msg_len, "run: the CPU runner takes (buffer, buffer, int, int)");
+      (m->n_args == 4 && m->args[3].kind != RUNNER_ARG_I32) || (m->n_args == 3 && !one_d) ||
+      m->args[0].value < 0 || m->args[0].value >= att.n || m->args[1].value < 0 ||
+      m->args[1].value >= att.n || m->out_buffer >= (uint32_t)att.n) {
+    snprintf(msg, msg_len,
+             "run: the CPU runner takes (buffer, buffer, int, int), or (buffer, "
+             "buffer, int[, int]) for its reduce_, scan_ and histogram_ functions");
     return -EINVAL;
   }
   const float *a = att.base[m->args[0].value];
   float *b = att.base[m->args[1].value];
-  int rows = m->args[2].value, cols = m->args[3].value;
-  uint64_t need = (uint64_t)rows * (uint64_t)cols * sizeof(float);
+  int rows = m->args[2].value, cols = m->n_args == 4 ? m->args[3].value : 0;
+  /* x is rows floats for the 1-D functions; the output is out_floats (checked below). */
+  uint64_t need = (one_d ? (uint64_t)rows : (uint64_t)rows * (uint64_t)cols) * sizeof(float);
   if (rows < 0 || cols < 0 || need > att.bytes[m->args[0].value] ||
-      need > att.bytes[m->args[1].value] || m->out_floats * 4 > att.bytes[m->out_buffer]) {
+      (!one_d && need > att.bytes[m->args[1].value]) ||
+      m->out_floats * 4 > att.bytes[m->out_buffer] ||
+      (one_d && m->args[1].value != (int32_t)m->out_buffer)) {
     snprintf(msg, msg_len, "run: %d x %d does not fit the buffers", rows, cols);
     return -EINVAL;
   }
@@ -249,10 +351,15 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   }
   const struct runner_fresh *f = &m->fresh;
   bool fresh = m->timed && f->check != RUNNER_CHECK_NONE;
-  if (fresh &&
-      (f->check != RUNNER_CHECK_TRANSPOSE || f->n_in != 1 || m->args[0].value != 0 ||
-       f->floats[0] * sizeof(float) > att.bytes[0] || f->p[0] != rows || f->p[1] != cols)) {
-    snprintf(msg, msg_len, "run: the CPU runner checks fresh transposes of its one input only");
+  const bool checkable = f->check == RUNNER_CHECK_TRANSPOSE || f->check == RUNNER_CHECK_REDUCE ||
+                         f->check == RUNNER_CHECK_SCAN || f->check == RUNNER_CHECK_HISTOGRAM;
+  if (fresh && (!checkable || f->n_in != 1 || m->args[0].value != 0 ||
+                f->floats[0] * sizeof(float) > att.bytes[0] || f->p[0] != rows || f->p[1] != cols ||
+                (f->check == RUNNER_CHECK_SCAN && m->out_floats < (uint64_t)rows) ||
+                (f->check == RUNNER_CHECK_HISTOGRAM && m->out_floats < (uint64_t)cols))) {
+    snprintf(msg, msg_len,
+             "run: the CPU runner checks fresh inputs of its one input only, "
+             "for transposes, sums, scans and histograms");
     return -EINVAL;
   }
   float *out = att.base[m->out_buffer];

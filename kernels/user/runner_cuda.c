@@ -257,7 +257,7 @@ static cudaError_t state_reset(int i, uint64_t scratch_bytes) {
 /* Whether a fresh run's inputs fit the attached buffers; else -EINVAL with msg. */
 static int fresh_ok(const struct runner_run_msg *m, char *msg, size_t msg_len) {
   const struct runner_fresh *f = &m->fresh;
-  bool ok = f->check <= RUNNER_CHECK_STENCIL && f->n_in >= 1 && f->n_in <= RUNNER_MAX_FRESH &&
+  bool ok = f->check <= RUNNER_CHECK_HISTOGRAM && f->n_in >= 1 && f->n_in <= RUNNER_MAX_FRESH &&
             f->n_in <= (uint32_t)att.n;
   for (uint32_t i = 0; ok && i < f->n_in; i++) ok = f->floats[i] * sizeof(float) <= att.bytes[i];
   for (int i = 0; ok && i < 4; i++) ok = f->p[i] >= 0;

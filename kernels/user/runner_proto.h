@@ -93,6 +93,9 @@ enum runner_check {
   RUNNER_CHECK_TRANSPOSE, /* (a, b, m, n): b = a^T, exactly; p = {m, n} */
   RUNNER_CHECK_GEMM,      /* (A, B, C, m, n, k): C = A B within k 2^-23 sum |a b|; p = {m, n, k} */
   RUNNER_CHECK_STENCIL,   /* (x, y, n, r): y[i] = window sum / (2r+1) within its rule; p = {n, r} */
+  RUNNER_CHECK_REDUCE,    /* (x, out, n): out[0] = sum x within any order's rule; p = {n} */
+  RUNNER_CHECK_SCAN,      /* (x, y, n): y[i] = x[0] + ... + x[i] within any order's rule; p = {n} */
+  RUNNER_CHECK_HISTOGRAM, /* (x, counts, n, bins): exact counts (uint32); p = {n, bins} */
 };
 #define RUNNER_MAX_FRESH 4
 

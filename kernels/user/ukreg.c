@@ -191,6 +191,10 @@ double ukreg_deadline(void) { return deadline_s; }
 void ukreg_set_cpu_runner(bool on) { cpu_runner = on; }
 bool ukreg_cpu_runner(void) { return cpu_runner; }
 
+_Static_assert((int)EXP_USER_CHECK_HISTOGRAM == (int)RUNNER_CHECK_HISTOGRAM &&
+                   (int)EXP_USER_CHECK_TRANSPOSE == (int)RUNNER_CHECK_TRANSPOSE,
+               "exp_user_check and runner_check number the checks alike");
+
 bool ukreg_fresh(const struct exp_spec *s, struct runner_fresh *f) {
   memset(f, 0, sizeof *f);
   const struct exp_desc *d = exp_desc(s->type);

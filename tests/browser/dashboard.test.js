@@ -616,8 +616,12 @@ async function withCharts(context, proc) {
     /* Canceled while it waits: it leaves the top for the finished page. */
     await fetch(`${proc.base}/jobs/${waiting}`, { method: 'DELETE' });
     await page.waitForSelector(`#queue-finished tr[data-job-id="${waiting}"][data-state="canceled"]`, { timeout: TIMEOUT });
-    /* Its error once: not "canceled: canceled ...". */
-    const why = await text(page, `#queue-finished tr[data-job-id="${waiting}"] td.result`);
+    /* Its error once: not "canceled: canceled ...". The state event says "canceled" alone;
+     * the job's message comes with the fetch that follows it, so wait for that. */
+    const canceledCell = `#queue-finished tr[data-job-id="${waiting}"] td.result`;
+    await page.waitForFunction((sel) => /^canceled /.test(document.querySelector(sel).innerText.trim()), canceledCell, { timeout: TIMEOUT })
+      .catch(() => {});
+    const why = await text(page, canceledCell);
     check(/^canceled /.test(why) && !/^canceled: canceled/.test(why), `the canceled row: ${why}`);
     checkEq(await page.locator(`#queue-active tr[data-job-id="${waiting}"]`).count(), 0, 'the canceled job left the top');
     /* Headlines: the best run's figure of each done row; a baseline (copy) never. */

@@ -189,6 +189,102 @@ static void rows_only(void) {
          false);
 }
 
+/* Idea: a sum of the first half of x only (twice as fast as reading it all). */
+static const char *const sum_half =
+    "extern \"C\" __global__ void kernel(const float* x, float* out, int n) {\n"
+    "  __shared__ float s[256];\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  s[threadIdx.x] = i < n / 2 ? x[i] : 0.0f;\n"
+    "  __syncthreads();\n"
+    "  for (int half = blockDim.x / 2; half > 0; half /= 2) {\n"
+    "    if (threadIdx.x < half) s[threadIdx.x] += s[threadIdx.x + half];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0) atomicAdd(out, s[0]);\n"
+    "}\n";
+
+/* The template experiment's users start from (GET /kernels/signatures), malloc'ed. */
+static char *template_of(const char *experiment) {
+  json_t *sigs = http_get_json(&D, "/kernels/signatures");
+  char *src = NULL;
+  size_t i;
+  json_t *sig;
+  json_array_foreach(json_object_get(sigs, "signatures"), i, sig) {
+    if (!strcmp(JSTR(sig, "experiment"), experiment)) src = strdup(JSTR(sig, "template"));
+  }
+  json_decref(sigs);
+  CHECK(src != NULL);
+  return src;
+}
+
+/* Idea: a histogram that leaves out the last value. */
+static const char *const histogram_but_last =
+    "extern \"C\" __global__ void kernel(const float* x, unsigned int* counts, int n, int bins) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i >= n - 1) return;\n"
+    "  float v = x[i];\n"
+    "  if (!(v >= -1.0f && v < 1.0f)) return;\n"
+    "  int b = (int)((v + 1.0f) * (0.5f * (float)bins));\n"
+    "  atomicAdd(&counts[b < bins - 1 ? b : bins - 1], 1u);\n"
+    "}\n";
+
+/* Reduce, scan and histogram: a sum of half of x, a scan rounded to half precision, a
+ * histogram without its last value are caught, each at its first timed launch. */
+static void sums_caught(void) {
+  caught("reduce", "sum_half", sum_half, "256,1", "{\"variant\":[\"kernel:%lld\"]}", true, false);
+  caught("histogram", "histogram_but_last", histogram_but_last, "256,1",
+         "{\"variant\":[\"kernel:%lld\"]}", true, false);
+  /* Idea: the scan's template with its results rounded to half precision (as a scan that
+   * moved its data in FP16 would be), at a size that keeps it short. */
+  char *tmpl = template_of("scan");
+  const char *store = strstr(tmpl, "y[i] = carry + s[threadIdx.x];");
+  CHECK(store != NULL);
+  char src[4096];
+  snprintf(
+      src, sizeof src,
+      "#include <cuda_fp16.h>\n%.*sy[i] = __half2float(__float2half(carry + s[threadIdx.x]));%s",
+      (int)(store - tmpl), tmpl, store + strlen("y[i] = carry + s[threadIdx.x];"));
+  free(tmpl);
+  struct http_reply r;
+  http_request(&D, "POST", "/kernels?experiment=scan&name=scan_half", "text/x-cuda", src,
+               strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  char body[128];
+  snprintf(body, sizeof body, "{\"n\":100000,\"variant\":[\"kernel:%lld\"]}", JINT(r.json, "id"));
+  http_reply_free(&r);
+  json_t *j = run("/scan", body);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(!JBOOL(j, "result.runs[0].check.passed"));
+  CHECK(strstr(JSTR(j, "result.runs[0].check.failure"), "timed launch 1 of") != NULL);
+  printf("scan_half: caught (%lld mismatches; %s)\n", JINT(j, "result.runs[0].check.mismatches"),
+         JSTR(j, "result.runs[0].check.failure"));
+  json_decref(j);
+}
+
+/* The reduce template is the built-in shared variant's kernel (a tree per block of 256,
+ * an atomic a block): both in one job at the default size, their medians printed side by
+ * side (bench/RESULTS.md keeps the figures; a test never fails on a time). */
+static void reduce_as_shared(void) {
+  char *src = template_of("reduce");
+  struct http_reply r;
+  http_request(&D, "POST", "/kernels?experiment=reduce&name=as_shared", "text/x-cuda", src,
+               strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  char body[128];
+  snprintf(body, sizeof body, "{\"variant\":[\"shared\",\"kernel:%lld\"]}", JINT(r.json, "id"));
+  http_reply_free(&r);
+  free(src);
+  json_t *j = run("/reduce", body);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.runs[0].check.passed"));
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  double builtin = JNUM(j, "result.runs[0].timing.median_ms"),
+         user = JNUM(j, "result.runs[1].timing.median_ms");
+  printf("reduce at n = %lld: shared %.4f ms, the same kernel as a user's %.4f ms (%+.1f%%)\n",
+         JINT(j, "params.n"), builtin, user, 100 * (user / builtin - 1));
+  json_decref(j);
+}
+
 static json_t *job_with(const char *variants, const char *extra);
 
 /* Each probe, in a job of warm-ups, batches and the check: it passes only when nothing
@@ -254,7 +350,10 @@ static void templates(void) {
     const char *experiment, *odd;
   } sizes[] = {{"transpose", "\"m\":131,\"n\":197"},
                {"gemm", "\"m\":130,\"n\":135,\"k\":77"},
-               {"stencil", "\"n\":9001,\"radius\":37"}};
+               {"stencil", "\"n\":9001,\"radius\":37"},
+               {"reduce", "\"n\":1000003"},
+               {"scan", "\"n\":1050627"},
+               {"histogram", "\"n\":1000003,\"bins\":257"}};
   json_t *sigs = http_get_json(&D, "/kernels/signatures");
   size_t i;
   json_t *sig;
@@ -418,8 +517,8 @@ static void test_faults(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(templates),  TEST(probes),    TEST(test_good),
-    TEST(test_wrong), TEST(rows_only), TEST_AFTER(test_faults, test_good),
+    TEST(templates), TEST(probes),      TEST(test_good),        TEST(test_wrong),
+    TEST(rows_only), TEST(sums_caught), TEST(reduce_as_shared), TEST_AFTER(test_faults, test_good),
     TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

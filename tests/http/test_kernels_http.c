@@ -165,13 +165,46 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   struct http_reply r;
   /* The signatures, for the editor. */
   json_t *sigs = http_get_json(d, "/kernels/signatures");
-  CHECK_INT_EQ(json_array_size(json_at(sigs, "signatures")), 3);
+  CHECK_INT_EQ(json_array_size(json_at(sigs, "signatures")), 6);
   CHECK_STR_EQ(JSTR(sigs, "signatures[0].signature"),
                "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n)");
   CHECK(strstr(JSTR(sigs, "signatures[1].signature"), "int m, int n, int k") != NULL);
   CHECK_STR_EQ(
       JSTR(sigs, "signatures[0].signature_with_scratch"),
       "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n, void* scratch)");
+  /* Every experiment's template compiles as sent, with its default block and tile; the
+   * accumulating signatures (reduce, histogram) get their output zeroed, not NaN. */
+  size_t i;
+  json_t *sig;
+  json_array_foreach(json_at(sigs, "signatures"), i, sig) {
+    const char *exp = JSTR(sig, "experiment");
+    json_t *body = json_pack("{s:s,s:s,s:s}", "experiment", exp, "name", "template", "source",
+                             JSTR(sig, "template"));
+    char *text = json_dumps(body, 0);
+    post(d, text, 201, NULL, &r);
+    CHECK(JBOOL(r.json, "compile.ok"));
+    CHECK_STR_EQ(JSTR(r.json, "experiment"), exp);
+    CHECK(json_equal(json_at(r.json, "block"), json_at(sig, "default_block")));
+    bool zeroed = !strcmp(exp, "reduce") || !strcmp(exp, "histogram");
+    CHECK_STR_EQ(JSTR(sig, "output_before_launch"), zeroed ? "zero" : "nan");
+    printf("%s's template: %lld registers\n", exp, (long long)JINT(r.json, "compile.registers"));
+    char path[48]; /* gone again: the listings below count the kernels sent after */
+    snprintf(path, sizeof path, "/kernels/%lld", (long long)JINT(r.json, "id"));
+    http_reply_free(&r);
+    HTTP_EXPECT(d, "DELETE", path, 200, NULL, NULL);
+    free(text);
+    json_decref(body);
+  }
+  /* A kernel of another signature is told the experiment's, and what it declared. */
+  http_post_json(d, "/kernels",
+                 "{\"experiment\":\"reduce\",\"name\":\"not_a_sum\",\"source\":\"" SIG ") {}\"}",
+                 &r);
+  check_unprocessable(&r, "compile_failed", 1);
+  CHECK(strstr(JSTR(r.json, "detail"), "kernel(const float *x, float *out, int n)") != NULL);
+  CHECK(strstr(JSTR(r.json, "detail"), "declares kernel(const float* a, float* b, int m, int n)") !=
+        NULL);
+  printf("reduce with the transpose's signature: %s\n", JSTR(r.json, "detail"));
+  http_reply_free(&r);
   json_decref(sigs);
 
   /* JSON: compiled, with ptxas' usage; the same again comes from the cache. */

@@ -7,7 +7,8 @@
  * kernel_fault / kernel_timeout, and the next job passes on a new runner. A cold job
  * takes a user's run too (the CPU runner gets the flag and flushes nothing). A kernel
  * with scratch_bytes gets its scratch zeroed before every launch; one that writes into
- * its input fails its job with input_modified. */
+ * its input fails its job with input_modified. Users' reduce, scan and histogram
+ * kernels run the same way, and their cheats fail. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,93 @@ static void test_checks(void) {
   json_decref(j);
 }
 
+/* A kernel of a reduce, scan or histogram job (their signatures) whose entry names a
+ * test function. */
+static long long post_kernel_1d(const char *experiment, const char *entry) {
+  const char *params = !strcmp(experiment, "reduce") ? "const float* x, float* out, int n"
+                       : !strcmp(experiment, "scan") ? "const float* x, float* y, int n"
+                                                     : "const float* x, unsigned int* counts, "
+                                                       "int n, int bins";
+  char src[256], path[200];
+  snprintf(src, sizeof src, "extern \"C\" __global__ void %s(%s) {}\n", entry, params);
+  snprintf(path, sizeof path, "/kernels?experiment=%s&name=%s&entry=%s", experiment, entry, entry);
+  struct http_reply r;
+  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+/* A job of experiment's naive variant and kernel:id at size (its params as JSON). */
+static json_t *job_1d(const char *experiment, const char *size, long long id) {
+  char body[240], path[64];
+  snprintf(body, sizeof body,
+           "{%s,\"variant\":[\"naive\",\"kernel:%lld\"],\"warmup\":1,\"batches\":3,"
+           "\"reps\":4}",
+           size, id);
+  snprintf(path, sizeof path, "/%s?wait=60", experiment);
+  struct http_reply r;
+  http_post_json(&D, path, body, &r);
+  CHECK_STATUS(&r, 200);
+  json_t *j = json_incref(r.json);
+  http_reply_free(&r);
+  return j;
+}
+
+/* Users' sums, scans and histograms: a right one passes beside naive, every timed launch
+ * checked on fresh inputs; one that drops the last value, a result cache, a prefix kept
+ * in half precision and a histogram that counts once fail, and one that writes into its
+ * input fails its job. */
+static void test_sums(void) {
+  static const struct {
+    const char *experiment, *size, *entry;
+    int passes; /* 1 passes; 0 fails its check; -1 fails its job (input_modified) */
+  } cases[] = {
+      {"reduce", "\"n\":1000", "reduce_sum", 1},
+      {"reduce", "\"n\":1000", "reduce_skip", 0},
+      {"reduce", "\"n\":1000", "reduce_memo", 0},
+      {"scan", "\"n\":1000", "scan_sum", 1},
+      {"scan", "\"n\":1000", "scan_float16", 0},
+      {"scan", "\"n\":1000", "scan_scribble", -1},
+      {"histogram", "\"n\":1000,\"bins\":37", "histogram_count", 1},
+      {"histogram", "\"n\":1000,\"bins\":37", "histogram_once", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    long long id = post_kernel_1d(cases[i].experiment, cases[i].entry);
+    json_t *j = job_1d(cases[i].experiment, cases[i].size, id);
+    if (cases[i].passes < 0) {
+      CHECK_STR_EQ(JSTR(j, "state"), "failed");
+      CHECK_STR_EQ(JSTR(j, "error.code"), "input_modified");
+      printf("%s: %s\n", cases[i].entry, JSTR(j, "error.message"));
+      json_decref(j);
+      continue;
+    }
+    CHECK_STR_EQ(JSTR(j, "state"), "done");
+    CHECK(JBOOL(j, "result.runs[0].check.passed")); /* naive */
+    if (!JBOOL(j, "result.runs[1].available"))
+      CHECK_FAIL_("%s: unavailable: %s", cases[i].entry, JSTR(j, "result.runs[1].reason"));
+    CHECK_INT_EQ(JINT(j, "result.runs[1].user_kernel.id"), id);
+    bool passed = JBOOL(j, "result.runs[1].check.passed");
+    json_t *failure = json_at(j, "result.runs[1].check.failure");
+    printf("%s: %s, %lld mismatches, rule \"%s\"%s%s\n", cases[i].entry,
+           passed ? "passed" : "failed", (long long)JINT(j, "result.runs[1].check.mismatches"),
+           JSTR(j, "result.runs[1].check.tolerance_rule"), failure ? "; " : "",
+           failure ? json_string_value(failure) : "");
+    if (cases[i].passes) {
+      CHECK(passed && failure == NULL);
+      CHECK(JNUM(j, "result.runs[1].timing.median_ms") > 0);
+    } else {
+      CHECK(!passed);
+      CHECK(json_is_null(json_at(j, "result.runs[1].figure")));
+    }
+    /* reduce and scan on generated inputs: the rule of rounding as it happens */
+    if (strcmp(cases[i].experiment, "histogram"))
+      CHECK(strstr(JSTR(j, "result.runs[1].check.tolerance_rule"), "sqrt(") != NULL);
+    json_decref(j);
+  }
+}
+
 static void test_staged(void) {
   passes(good);
   staged();
@@ -274,6 +362,7 @@ static void test_faults(void) {
 static const struct test_case cases[] = {
     TEST(test_good),
     TEST(test_checks),
+    TEST(test_sums),
     TEST_AFTER(test_staged, test_good),
     TEST_AFTER(test_faults, test_good),
     TEST_END,

@@ -4,6 +4,8 @@
  * it; one wrong element fails it), the memory counted for the runner's copies, and the
  * refusal of a figure above the ceiling. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/core/experiment.h"
@@ -49,10 +51,10 @@ static void test_blocks(void) {
     CHECK(u->grid_y >= -1 && u->grid_y < d->n_params);
     CHECK(u->default_block[0] * u->default_block[1] * u->default_block[2] <= 1024);
     CHECK(u->default_tile[0] > 0 && u->default_tile[1] > 0);
-    CHECK(u->check_variant >= 0 && u->check_variant < d->n_variants);
+    CHECK(u->check_variant >= 0 && u->check_variant <= d->n_variants); /* n: a rule of its own */
     CHECK(u->meaning[0] && u->grid_rule[0]);
   }
-  CHECK(with >= 3); /* transpose, gemm, stencil */
+  CHECK(with >= 6); /* transpose, gemm, stencil, reduce, scan, histogram */
 }
 
 /* At each param's odd size: every built-in stand-in's output (a correct kernel of the
@@ -71,7 +73,14 @@ static void test_check_rule(void) {
     CHECK_INT_EQ(reference_new(&spec, NULL, &ref), 0);
     size_t n = reference_output_len(ref);
     float *out = malloc((n ? n : 1) * sizeof *out);
-    size_t scratch_n = d->cpu_scratch_floats ? d->cpu_scratch_floats(&spec) : 0;
+    /* The scratch of the hungriest variant (reduce's depends on which runs). */
+    size_t scratch_n = 0;
+    for (int v = 0; v < d->n_variants && d->cpu_scratch_floats; v++) {
+      struct exp_spec one = spec;
+      one.variants[0] = v;
+      size_t k = d->cpu_scratch_floats(&one);
+      if (k > scratch_n) scratch_n = k;
+    }
     float *scratch = scratch_n ? malloc(scratch_n * sizeof *scratch) : NULL;
     CHECK(out && (scratch || !scratch_n));
     const float *in[EXP_MAX_INPUTS] = {reference_input(ref, 0), reference_input(ref, 1)};
@@ -171,8 +180,79 @@ static void test_implausible(void) {
   CHECK(res.runs[0].figure > 1000 && res.runs[1].figure == 0 && res.runs[1].refused[0]);
 }
 
+/* The check of a user's output (user variant) at n elements of experiment name on
+ * generated inputs, or on inputs given as data (the same values): passed or not, the
+ * rule's text in rule. */
+static bool user_check(const char *name, int n, bool given,
+                       void (*fill)(const float *, float *, int), char *rule, size_t rule_len) {
+  struct exp_spec spec;
+  CHECK_INT_EQ(exp_spec_default((enum exp_type)exp_type_from_name(name), &spec), 0);
+  spec.p[0] = n;
+  spec.n_variants = 1;
+  spec.variants[0] = exp_user_variant(3);
+  struct reference *gen = NULL, *ref = NULL;
+  CHECK_INT_EQ(reference_new(&spec, NULL, &gen), 0);
+  const float *x = reference_input(gen, 0);
+  if (given) {
+    spec.inputs[0] = (struct exp_input){EXP_INPUT_BUFFER, 1};
+    const float *in[EXP_MAX_INPUTS] = {x, NULL};
+    CHECK_INT_EQ(reference_new(&spec, in, &ref), 0);
+  }
+  float *out = calloc((size_t)n, sizeof *out);
+  fill(x, out, n);
+  struct exp_check c;
+  reference_check(given ? ref : gen, exp_user_variant(3), out, &c);
+  snprintf(rule, rule_len, "%s", c.tolerance_rule);
+  free(out);
+  reference_free(ref);
+  reference_free(gen);
+  return c.passed;
+}
+
+static void sum_float(const float *x, float *out, int n) {
+  for (int i = 0; i < n; i++) out[0] += x[i];
+}
+static void sum_half_of_x(const float *x, float *out, int n) { sum_float(x, out, n / 2); }
+static void sum_zero(const float *x, float *out, int n) { (void)x, (void)out, (void)n; }
+static void scan_float(const float *x, float *y, int n) {
+  float s = 0;
+  for (int i = 0; i < n; i++) y[i] = s += x[i];
+}
+/* y[i] rounded to 11 significant bits, as half precision keeps them */
+static void scan_half(const float *x, float *y, int n) {
+  scan_float(x, y, n);
+  for (int i = 0; i < n; i++) {
+    int e = 0;
+    y[i] = ldexpf(rintf(ldexpf(frexpf(y[i], &e), 11)), e - 11);
+  }
+}
+
+/* Users' sums and scans on generated inputs are held to rounding as it happens
+ * (kernels/core/sum_rule.h): a sequential float loop, the worst common order, passes at
+ * a million values; an answer of 0, a sum of half of x, a scan in half precision fail.
+ * On the same values given as data, only any order's bound holds, which passes 0. */
+static void test_sum_rule(void) {
+  char rule[128];
+  const int n = 1 << 20;
+  CHECK(user_check("reduce", n, false, sum_float, rule, sizeof rule));
+  CHECK(strstr(rule, "sqrt(n)") != NULL);
+  CHECK(!user_check("reduce", n, false, sum_zero, rule, sizeof rule));
+  CHECK(!user_check("reduce", n, false, sum_half_of_x, rule, sizeof rule));
+  CHECK(user_check("reduce", n, true, sum_float, rule, sizeof rule));
+  CHECK(user_check("reduce", n, true, sum_zero, rule, sizeof rule)); /* why random exists */
+  CHECK(strstr(rule, "any order") != NULL);
+  CHECK(user_check("scan", n, false, scan_float, rule, sizeof rule));
+  CHECK(!user_check("scan", n, false, scan_half, rule, sizeof rule));
+  printf("reduce and scan at 2^20: a float loop passes; 0, half of x, half precision fail\n");
+}
+
 static const struct test_case cases[] = {
-    TEST(test_encoding),         TEST(test_blocks),      TEST(test_check_rule),
-    TEST(test_labels_and_bytes), TEST(test_implausible), TEST_END,
+    TEST(test_encoding),
+    TEST(test_blocks),
+    TEST(test_check_rule),
+    TEST(test_labels_and_bytes),
+    TEST(test_implausible),
+    TEST(test_sum_rule),
+    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases};
