@@ -3,7 +3,7 @@
  * their CPU stand-ins, which add in the GPU kernels' order: for each variant, size and
  * seed, the largest |out - ref| / tolerance over the output (1 would fail). Also a plain
  * sequential float loop, the worst order in common use.
- *   cmake --build build --target sum_margin && ./build/sum_margin [max_log2_n]
+ *   cmake --build build --target sum_margin && ./build/sum_margin [max_log2_n [seeds]]
  * (not a test: bench/RESULTS.md keeps what it printed). */
 #include <math.h>
 #include <stdio.h>
@@ -23,8 +23,10 @@ static double margin(const float *x, const float *out, size_t n, bool scan) {
     if (fabs(sum) > max_prefix) max_prefix = fabs(sum);
   }
   sum = 0;
+  if (scan) max_prefix = 0; /* y[i]: the largest prefix up to i */
   for (size_t i = 0; i < n; i++) {
     sum += x[i];
+    if (scan && fabs(sum) > max_prefix) max_prefix = fabs(sum);
     if (!scan && i + 1 < n) continue;
     double got = scan ? out[i] : out[0];
     double r = fabs(got - sum) / sum_rule_random((double)(i + 1), max_prefix);
@@ -34,10 +36,10 @@ static double margin(const float *x, const float *out, size_t n, bool scan) {
 }
 
 int main(int argc, char **argv) {
-  int max_log2 = argc > 1 ? atoi(argv[1]) : 24;
+  int max_log2 = argc > 1 ? atoi(argv[1]) : 24, seeds = argc > 2 ? atoi(argv[2]) : 3;
   printf("%-8s %-12s", "exp", "variant");
   for (int l = 16; l <= max_log2; l += 2) printf("  2^%-6d", l);
-  printf("   (largest |err| / tolerance over 3 seeds)\n");
+  printf("   (largest |err| / tolerance over %d seeds)\n", seeds);
   const char *names[] = {"reduce", "scan"};
   for (int e = 0; e < 2; e++) {
     enum exp_type type = (enum exp_type)exp_type_from_name(names[e]);
@@ -47,7 +49,7 @@ int main(int argc, char **argv) {
       printf("%-8s %-12s", names[e], v < 0 ? "float loop" : d->variants[v].name);
       for (int l = 16; l <= max_log2; l += 2) {
         double worst = 0;
-        for (uint64_t seed = 1; seed <= 3; seed++) {
+        for (uint64_t seed = 1; seed <= (uint64_t)seeds; seed++) {
           struct exp_spec spec;
           exp_spec_default(type, &spec);
           spec.p[0] = 1 << l;

@@ -14,8 +14,9 @@
  * Each addition errs by at most 2^-24 of its result, whose sign is a coin toss for these
  * inputs, so the error of a sum is a sum of independent terms with standard deviation at
  * most 2^-24 / sqrt(3) sqrt(sum of the partial sums squared). Every partial sum of a
- * contiguous range is a difference of two prefix sums, at most 2 max_prefix, so the
- * standard deviation is at most 1.16 2^-24 sqrt(terms) max_prefix: SUM_RULE_SIGMAS (8)
+ * contiguous range is a difference of two prefix sums, at most 2 max_prefix (strided and
+ * atomic orders hold it statistically, not for every input), so the standard deviation
+ * is at most 1.16 2^-24 sqrt(terms) max_prefix: SUM_RULE_SIGMAS (8)
  * times sqrt(terms) max_prefix 2^-24 lies about 7 standard deviations out, and every
  * summation order a kernel uses (sequential, trees, strided chunks, chained tiles) passes
  * it (tests/unit/test_user_variant.c: the built-ins' CPU stand-ins, in their GPU order).
@@ -41,8 +42,9 @@ SUM_RULE_HD double sum_rule_any_order(double terms, double abs_sum) {
   return 1.01 * (terms > 1 ? terms - 1 : 0) * 0x1p-24 * abs_sum + terms * 0x1p-126;
 }
 
-/* The bound on generated inputs at `terms` values whose prefix sums (FP64, in index
- * order) stay within max_prefix of 0. */
+/* The bound on generated inputs at `terms` values x[0..terms) whose prefix sums (FP64,
+ * in index order) stay within max_prefix of 0: a sum's max over all its prefixes, y[i]'s
+ * over those up to i (an earlier element of a scan is not held to a later, larger one). */
 SUM_RULE_HD double sum_rule_random(double terms, double max_prefix) {
   return SUM_RULE_SIGMAS * 0x1p-24 * sqrt(terms) * max_prefix + terms * 0x1p-126;
 }

@@ -59,10 +59,6 @@ static inline unsigned reduce_best_grid(size_t n, const void *x, size_t *head) {
  * sum |x|, so |out - exact| <= depth * 2^-24 * sum |x| to first order. Cannot fail. */
 double reduce_error_depth(int variant, size_t n);
 
-/* The FP64 sum of x[0..n) and, when abs_sum is not NULL, sum |x| (the tolerance's
- * scale). 0 for n == 0. Cannot fail. */
-double reduce_ref_sum(const float *x, size_t n, double *abs_sum);
-
 /* ---- private to kernels/reduce/: the CPU stand-ins (reduce_cpu.c) ----
  * Each repeats its kernel's additions in its order (the same bits as the GPU's):
  * naive: a loop in index order (the atomics' order is the GPU's one freedom).

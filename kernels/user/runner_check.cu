@@ -115,15 +115,20 @@ static cudaError_t ws_reserve(size_t bytes) {
   if (ws) cudaFree(ws);
   ws = NULL, ws_bytes = 0;
   cudaError_t e = cudaMalloc(&ws, bytes);
-  if (e == cudaSuccess) ws_bytes = bytes;
+  if (e == cudaSuccess)
+    ws_bytes = bytes;
+  else
+    cudaGetLastError(); /* not left for the next run's cudaGetLastError to find */
   return e;
 }
 
 /* Reduce and scan are checked by sum_rule.h's random rule (the inputs are generated):
- * it needs x's FP64 prefix sums, found tile by tile: each tile's sum, their exclusive
- * prefixes, then each element's prefix within its tile (a block per tile, a thread per
- * SCAN_CHECK_PER_THREAD consecutive elements). FP64 sums of gen.h's values (multiples
- * of 2^-23 below 1, fewer than 2^30) are exact, so no order changes a bit. */
+ * it needs x's FP64 prefix sums and their largest magnitude (all of them for a sum, up
+ * to y[i] for a scan), found tile by tile: each tile's sum, their exclusive prefixes;
+ * each element's prefix within its tile (a block per tile, a thread per
+ * SCAN_CHECK_PER_THREAD consecutive elements) and each tile's largest |prefix|, their
+ * exclusive prefix maxima; then the check. FP64 sums of gen.h's values (multiples of
+ * 2^-23 below 1, fewer than 2^30) are exact, so no order changes a bit. */
 #define SCAN_CHECK_PER_THREAD 4
 #define SCAN_CHECK_TILE (CHECK_THREADS * SCAN_CHECK_PER_THREAD)
 
@@ -147,80 +152,97 @@ __global__ void tile_sums_kernel(const float *x, uint64_t n, uint64_t tiles, dou
   }
 }
 
-/* One block of CHECK_THREADS: sum[0..tiles) becomes its exclusive prefix sums and
- * sum[tiles] the total; a contiguous chunk per thread, the chunks' totals prefixed by
- * thread 0 in between. */
-__global__ void tile_prefix_kernel(double *sum, uint64_t tiles) {
+__device__ static double combine(double a, double b, bool max) { return max ? fmax(a, b) : a + b; }
+
+/* One block of CHECK_THREADS: v[0..tiles) becomes its exclusive prefix sums (max: its
+ * exclusive prefix maxima, from 0) and v[tiles] the whole's; a contiguous chunk per
+ * thread, the chunks' totals prefixed by thread 0 in between. */
+__global__ void tile_prefix_kernel(double *v, uint64_t tiles, bool max) {
   __shared__ double s[CHECK_THREADS];
   uint64_t chunk = (tiles + CHECK_THREADS - 1) / CHECK_THREADS;
   uint64_t lo = threadIdx.x * chunk, hi = lo + chunk < tiles ? lo + chunk : tiles;
   double ts = 0;
-  for (uint64_t t = lo; t < hi; t++) ts += sum[t];
+  for (uint64_t t = lo; t < hi; t++) ts = combine(ts, v[t], max);
   s[threadIdx.x] = ts;
   __syncthreads();
   if (threadIdx.x == 0) {
     double ps = 0;
     for (int k = 0; k < CHECK_THREADS; k++) {
-      double v = s[k];
+      double e = s[k];
       s[k] = ps;
-      ps += v;
+      ps = combine(ps, e, max);
     }
-    sum[tiles] = ps;
+    v[tiles] = ps;
   }
   __syncthreads();
   double ps = s[threadIdx.x];
   for (uint64_t t = lo; t < hi; t++) {
-    double v = sum[t];
-    sum[t] = ps;
-    ps += v;
+    double e = v[t];
+    v[t] = ps;
+    ps = combine(ps, e, max);
   }
 }
 
+/* Hillis-Steele over the block's values s[] (CHECK_THREADS, one a thread, v its own):
+ * the inclusive sums (max: maxima); returns the exclusive one of the calling thread
+ * (0 for thread 0). Leaves s for the caller to reuse after a __syncthreads. */
+__device__ static double block_exclusive(double *s, double v, bool max) {
+  s[threadIdx.x] = v;
+  for (unsigned d = 1; d < CHECK_THREADS; d *= 2) {
+    __syncthreads();
+    double o = threadIdx.x >= d ? s[threadIdx.x - d] : 0;
+    __syncthreads();
+    s[threadIdx.x] = combine(s[threadIdx.x], o, max);
+  }
+  __syncthreads();
+  return threadIdx.x ? s[threadIdx.x - 1] : 0;
+}
+
 /* A block per tile (grid-stride): every element's FP64 prefix, from its tile's
- * (pre_sum, exclusive) and the block's threads before it. y NULL: the largest |prefix|
- * into *max_bits (a non-negative double's bits order as the double does); else y[i]
- * against its prefix by sum_rule_random with that largest one. */
+ * (pre_sum[t], exclusive) and the block's threads before it. y NULL: each tile's
+ * largest |prefix| into tile_max[t], and the largest of all into *max_bits (a
+ * non-negative double's bits order as the double does). Else (pre_max[t]: the largest
+ * |prefix| before tile t) y[i] against its prefix by sum_rule_random with the largest
+ * |prefix| up to i. */
 __global__ void prefix_walk_kernel(const float *x, const float *y, uint64_t n, uint64_t tiles,
-                                   const double *pre_sum, unsigned long long *max_bits,
-                                   unsigned long long *bad, unsigned long long *first) {
+                                   const double *pre_sum, const double *pre_max, double *tile_max,
+                                   unsigned long long *max_bits, unsigned long long *bad,
+                                   unsigned long long *first) {
   __shared__ double s[CHECK_THREADS];
-  const double max_prefix = y ? __longlong_as_double((long long)*max_bits) : 0;
   for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     uint64_t i0 = t * SCAN_CHECK_TILE + (uint64_t)threadIdx.x * SCAN_CHECK_PER_THREAD;
     double ts = 0;
     for (int k = 0; k < SCAN_CHECK_PER_THREAD; k++)
       if (i0 + k < n) ts += (double)x[i0 + k];
-    s[threadIdx.x] = ts;
-    /* Hillis-Steele over the block's thread sums: inclusive, then less one's own. */
-    for (unsigned d = 1; d < CHECK_THREADS; d *= 2) {
-      __syncthreads();
-      double v = threadIdx.x >= d ? s[threadIdx.x - d] : 0;
-      __syncthreads();
-      s[threadIdx.x] += v;
+    const double base = pre_sum[t] + block_exclusive(s, ts, false);
+    double sum = base, top = 0; /* this thread's largest |prefix| */
+    for (int k = 0; k < SCAN_CHECK_PER_THREAD && i0 + k < n; k++) {
+      sum += (double)x[i0 + k];
+      top = fmax(top, fabs(sum));
     }
+    __syncthreads(); /* s is read before it is written again */
+    if (!y) {
+      block_exclusive(s, top, true);
+      if (threadIdx.x == CHECK_THREADS - 1) {
+        double m = fmax(s[threadIdx.x], 0.0);
+        tile_max[t] = m;
+        atomicMax(max_bits, (unsigned long long)__double_as_longlong(m));
+      }
+      __syncthreads();
+      continue;
+    }
+    double running = fmax(pre_max[t], block_exclusive(s, top, true));
     __syncthreads();
-    double sum = pre_sum[t] + s[threadIdx.x] - ts, top = 0;
-    __syncthreads(); /* s is read before the next tile (or the max below) writes it */
+    sum = base;
     for (int k = 0; k < SCAN_CHECK_PER_THREAD; k++) {
       uint64_t i = i0 + k;
       if (i >= n) break;
       sum += (double)x[i];
-      top = fmax(top, fabs(sum));
-      if (!y) continue;
+      running = fmax(running, fabs(sum));
       float got = y[i];
-      if (!isfinite(got) ||
-          !(fabs((double)got - sum) <= sum_rule_random((double)(i + 1), max_prefix)))
+      if (!isfinite(got) || !(fabs((double)got - sum) <= sum_rule_random((double)(i + 1), running)))
         found(bad, first, i);
     }
-    if (y) continue;
-    s[threadIdx.x] = top;
-    for (unsigned half = CHECK_THREADS / 2; half > 0; half /= 2) {
-      __syncthreads();
-      if (threadIdx.x < half) s[threadIdx.x] = fmax(s[threadIdx.x], s[threadIdx.x + half]);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) atomicMax(max_bits, (unsigned long long)__double_as_longlong(s[0]));
-    __syncthreads();
   }
 }
 
@@ -233,14 +255,25 @@ __global__ void check_reduce_kernel(const float *out, uint64_t n, const double *
   if (!isfinite(got) || !(fabs((double)got - *total) <= tol)) found(bad, first, 0);
 }
 
-/* want[b] += the x in bin b (histogram.h's rule); grid-stride. */
+/* Counts per block in shared memory when the bins fit (they are few, and global atomics
+ * on few addresses would serialize), added to want[]; else global atomics. */
+#define COUNT_SHARED_BINS 8192
 __global__ void count_kernel(const float *x, uint64_t n, int bins, unsigned *want) {
-  float scale = histogram_scale(bins);
+  __shared__ unsigned local[COUNT_SHARED_BINS];
+  const bool shared = bins <= COUNT_SHARED_BINS;
+  const float scale = histogram_scale(bins);
+  if (shared)
+    for (int b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
+  __syncthreads();
   for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (uint64_t)gridDim.x * blockDim.x) {
     int b = histogram_bin(x[i], bins, scale);
-    if (b >= 0) atomicAdd(&want[b], 1u);
+    if (b >= 0) atomicAdd(shared ? &local[b] : &want[b], 1u);
   }
+  __syncthreads();
+  if (shared)
+    for (int b = threadIdx.x; b < bins; b += blockDim.x)
+      if (local[b]) atomicAdd(&want[b], local[b]);
 }
 
 __global__ void check_counts_kernel(const unsigned *got, const unsigned *want, int bins,
@@ -260,22 +293,25 @@ static cudaError_t check_one_input(const struct runner_fresh *f, const float *x,
   case RUNNER_CHECK_SCAN: {
     uint64_t tiles = (n + SCAN_CHECK_TILE - 1) / SCAN_CHECK_TILE;
     if (tiles == 0) break;
-    /* sum[0..tiles] (prefixes, then the total), then the largest |prefix|'s bits */
-    if ((e = ws_reserve((tiles + 2) * sizeof(double))) != cudaSuccess) return e;
-    double *sum = (double *)ws;
-    unsigned long long *max_bits = (unsigned long long *)(sum + tiles + 1);
+    /* sum[0..tiles] (prefixes, then the total), tmax[0..tiles] (each tile's largest
+     * |prefix|, then the prefix maxima), then the largest |prefix|'s bits */
+    if ((e = ws_reserve((2 * tiles + 3) * sizeof(double))) != cudaSuccess) return e;
+    double *sum = (double *)ws, *tmax = sum + tiles + 1;
+    unsigned long long *max_bits = (unsigned long long *)(tmax + tiles + 1);
     if ((e = cudaMemsetAsync(max_bits, 0, sizeof *max_bits, stream)) != cudaSuccess) return e;
     unsigned blocks = tiles < CHECK_MAX_BLOCKS ? (unsigned)tiles : CHECK_MAX_BLOCKS;
     tile_sums_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, n, tiles, sum);
-    tile_prefix_kernel<<<1, CHECK_THREADS, 0, stream>>>(sum, tiles);
-    prefix_walk_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, NULL, n, tiles, sum, max_bits, NULL,
-                                                             NULL);
-    if (f->check == RUNNER_CHECK_REDUCE)
+    tile_prefix_kernel<<<1, CHECK_THREADS, 0, stream>>>(sum, tiles, false);
+    prefix_walk_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, NULL, n, tiles, sum, NULL, tmax,
+                                                             max_bits, NULL, NULL);
+    if (f->check == RUNNER_CHECK_REDUCE) {
       check_reduce_kernel<<<1, 1, 0, stream>>>(out, n, sum + tiles, max_bits, &slot->out_bad,
                                                &slot->out_first);
-    else
-      prefix_walk_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(x, out, n, tiles, sum, max_bits,
-                                                               &slot->out_bad, &slot->out_first);
+    } else {
+      tile_prefix_kernel<<<1, CHECK_THREADS, 0, stream>>>(tmax, tiles, true);
+      prefix_walk_kernel<<<blocks, CHECK_THREADS, 0, stream>>>(
+          x, out, n, tiles, sum, tmax, NULL, NULL, &slot->out_bad, &slot->out_first);
+    }
     break;
   }
   case RUNNER_CHECK_HISTOGRAM: {

@@ -155,7 +155,9 @@ static void call_1d(const char *e, const float *x, float *out, int n, int bins, 
     for (int i = 0; i < n; i++) {
       sum += x[i];
       int exp2 = 0;
-      out[i] = sum = ldexpf(rintf(ldexpf(frexpf(sum, &exp2), 11)), exp2 - 11);
+      const float mantissa = frexpf(sum,
+                                    &exp2); /* before exp2 is read: an argument's order is free */
+      out[i] = sum = ldexpf(rintf(ldexpf(mantissa, 11)), exp2 - 11);
     }
   } else if (!strcmp(e, "histogram_count") || !strcmp(e, "histogram_once")) { /* once: counts
                                                                                   on call 0 only */
@@ -251,9 +253,10 @@ static void fresh_check_output(const struct runner_fresh *f, const float *a, con
         *bad = 1, *first = 0;
       return;
     }
-    sum = 0;
+    sum = 0, max_prefix = 0; /* y[i]: the largest prefix up to i */
     for (int64_t i = 0; i < n; i++) {
       sum += a[i];
+      if (fabs(sum) > max_prefix) max_prefix = fabs(sum);
       if (!isfinite(b[i]) ||
           !(fabs((double)b[i] - sum) <= sum_rule_random((double)(i + 1), max_prefix)))
         if (!(*bad)++) *first = (uint64_t)i;
@@ -322,12 +325,18 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   const float *a = att.base[m->args[0].value];
   float *b = att.base[m->args[1].value];
   int rows = m->args[2].value, cols = m->n_args == 4 ? m->args[3].value : 0;
-  /* x is rows floats for the 1-D functions; the output is out_floats (checked below). */
-  uint64_t need = (one_d ? (uint64_t)rows : (uint64_t)rows * (uint64_t)cols) * sizeof(float);
+  /* x is rows floats for the 1-D functions, their output one float (reduce_), rows
+   * (scan_) or cols counts (histogram_, cols its bins). */
+  const char *e = mods[mod].entry;
+  uint64_t need = (one_d ? (uint64_t)rows : (uint64_t)rows * (uint64_t)cols) * sizeof(float),
+           out_need = !one_d                      ? need
+                      : !strncmp(e, "reduce_", 7) ? sizeof(float)
+                      : !strncmp(e, "scan_", 5)   ? (uint64_t)rows * sizeof(float)
+                                                  : (uint64_t)cols * sizeof(uint32_t);
   if (rows < 0 || cols < 0 || need > att.bytes[m->args[0].value] ||
-      (!one_d && need > att.bytes[m->args[1].value]) ||
-      m->out_floats * 4 > att.bytes[m->out_buffer] ||
-      (one_d && m->args[1].value != (int32_t)m->out_buffer)) {
+      out_need > att.bytes[m->args[1].value] || m->out_floats * 4 > att.bytes[m->out_buffer] ||
+      (one_d && m->args[1].value != (int32_t)m->out_buffer) ||
+      (!strncmp(e, "histogram_", 10) && cols > HISTOGRAM_MAX_BINS)) {
     snprintf(msg, msg_len, "run: %d x %d does not fit the buffers", rows, cols);
     return -EINVAL;
   }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "kernels/backends/cuda/cuda_l2flush.h"
+#include "kernels/histogram/histogram.h"
 #include "kernels/user/runner_check.h"
 #include "kernels/user/runner_impl.h"
 #include "kernels/user/uimage.h"
@@ -262,6 +263,14 @@ static int fresh_ok(const struct runner_run_msg *m, char *msg, size_t msg_len) {
   for (uint32_t i = 0; ok && i < f->n_in; i++) ok = f->floats[i] * sizeof(float) <= att.bytes[i];
   for (int i = 0; ok && i < 4; i++) ok = f->p[i] >= 0;
   if (ok && f->check == RUNNER_CHECK_GEMM) ok = f->n_in == 2;
+  /* The 1-D checks read n = p[0] inputs and n outputs (scan) or p[1] counts (histogram). */
+  if (ok && (f->check == RUNNER_CHECK_REDUCE || f->check == RUNNER_CHECK_SCAN ||
+             f->check == RUNNER_CHECK_HISTOGRAM))
+    ok = (uint64_t)f->p[0] <= f->floats[0] &&
+         m->out_floats >= (f->check == RUNNER_CHECK_SCAN        ? (uint64_t)f->p[0]
+                           : f->check == RUNNER_CHECK_HISTOGRAM ? (uint64_t)f->p[1]
+                                                                : 1) &&
+         (f->check != RUNNER_CHECK_HISTOGRAM || (f->p[1] >= 1 && f->p[1] <= HISTOGRAM_MAX_BINS));
   if (!ok) snprintf(msg, msg_len, "run: fresh inputs that do not fit the buffers");
   return ok ? 0 : -EINVAL;
 }

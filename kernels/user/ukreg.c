@@ -191,8 +191,13 @@ double ukreg_deadline(void) { return deadline_s; }
 void ukreg_set_cpu_runner(bool on) { cpu_runner = on; }
 bool ukreg_cpu_runner(void) { return cpu_runner; }
 
-_Static_assert((int)EXP_USER_CHECK_HISTOGRAM == (int)RUNNER_CHECK_HISTOGRAM &&
-                   (int)EXP_USER_CHECK_TRANSPOSE == (int)RUNNER_CHECK_TRANSPOSE,
+_Static_assert((int)EXP_USER_CHECK_NONE == (int)RUNNER_CHECK_NONE &&
+                   (int)EXP_USER_CHECK_TRANSPOSE == (int)RUNNER_CHECK_TRANSPOSE &&
+                   (int)EXP_USER_CHECK_GEMM == (int)RUNNER_CHECK_GEMM &&
+                   (int)EXP_USER_CHECK_STENCIL == (int)RUNNER_CHECK_STENCIL &&
+                   (int)EXP_USER_CHECK_REDUCE == (int)RUNNER_CHECK_REDUCE &&
+                   (int)EXP_USER_CHECK_SCAN == (int)RUNNER_CHECK_SCAN &&
+                   (int)EXP_USER_CHECK_HISTOGRAM == (int)RUNNER_CHECK_HISTOGRAM,
                "exp_user_check and runner_check number the checks alike");
 
 bool ukreg_fresh(const struct exp_spec *s, struct runner_fresh *f) {
