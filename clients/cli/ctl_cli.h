@@ -21,7 +21,7 @@ extern const char ctl_usage[];
 /* The command line's options (strings borrowed from argv). */
 struct opts {
   struct ctl ctl;
-  bool json, cancel_on_interrupt, profile;
+  bool json, cancel_on_interrupt, profile, cooperative;
   const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs,
       *output;
   long limit, shared_bytes, scratch_bytes;

@@ -60,6 +60,7 @@ int ctl_cmd_kernel(const struct opts *o, char **args, int n) {
   if (o->scratch_bytes)
     snprintf(num, sizeof num, "%ld", o->scratch_bytes),
         ctl_query(h, path, sizeof path, "scratch_bytes", num);
+  if (o->cooperative) ctl_query(h, path, sizeof path, "cooperative", "1");
   char opts[1024] = "";
   for (int i = 0; i < o->n_options; i++)
     snprintf(opts + strlen(opts), sizeof opts - strlen(opts), "%s%s", i ? "," : "", o->options[i]);

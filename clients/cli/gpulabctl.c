@@ -26,8 +26,8 @@ const char ctl_usage[] =
     "  run EXPERIMENT [name=value ...]   a job (transpose m=4096 n=4096 --variant padded33,best);\n"
     "                                    a value with commas is a list (streams=1,3)\n"
     "  kernel submit FILE --experiment E [--name N] [--entry F] [--block X,Y] [--tile X,Y]\n"
-    "                [--grid X,Y,Z] [--shared-bytes B] [--scratch-bytes B] [--option O]...\n"
-    "                [--vs VARIANTS] [name=value ...]\n"
+    "                [--grid X,Y,Z] [--shared-bytes B] [--scratch-bytes B] [--cooperative]\n"
+    "                [--option O]... [--vs VARIANTS] [name=value ...]\n"
     "                                    compiles FILE (the same name again: a new version of\n"
     "                                    that kernel); with --vs also runs it beside VARIANTS\n"
     "  kernel versions ID                a kernel's versions, a line each\n"
@@ -481,6 +481,7 @@ int main(int argc, char **argv) {
     O_GRID,
     O_SHARED,
     O_SCRATCH,
+    O_COOPERATIVE,
     O_OPTION,
     O_VS,
     O_PROFILE,
@@ -504,6 +505,7 @@ int main(int argc, char **argv) {
                                         {"grid", required_argument, 0, O_GRID},
                                         {"shared-bytes", required_argument, 0, O_SHARED},
                                         {"scratch-bytes", required_argument, 0, O_SCRATCH},
+                                        {"cooperative", no_argument, 0, O_COOPERATIVE},
                                         {"option", required_argument, 0, O_OPTION},
                                         {"vs", required_argument, 0, O_VS},
                                         {"profile", no_argument, 0, O_PROFILE},
@@ -530,6 +532,7 @@ int main(int argc, char **argv) {
     case O_GRID: o.grid = optarg; break;
     case O_SHARED: o.shared_bytes = strtol(optarg, NULL, 10); break;
     case O_SCRATCH: o.scratch_bytes = strtol(optarg, NULL, 10); break;
+    case O_COOPERATIVE: o.cooperative = true; break;
     case O_OPTION:
       if (o.n_options < 16) o.options[o.n_options++] = optarg;
       break;

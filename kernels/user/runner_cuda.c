@@ -36,6 +36,9 @@ typedef CUresult (*attr_get_fn)(int *, CUfunction_attribute, CUfunction);
 typedef CUresult (*attr_set_fn)(CUfunction, CUfunction_attribute, int);
 typedef CUresult (*errname_fn)(CUresult, const char **);
 typedef CUresult (*getglobal_fn)(CUdeviceptr *, size_t *, CUmodule, const char *);
+typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void **);
+typedef CUresult (*occupancy_fn)(int *, CUfunction, int, size_t);
 
 static struct {
   load_fn load;
@@ -46,6 +49,8 @@ static struct {
   attr_set_fn attr_set;
   errname_fn error_name;
   getglobal_fn get_global;
+  coop_fn launch_cooperative;
+  occupancy_fn max_blocks_per_sm;
 } drv;
 
 static cudaStream_t stream;
@@ -112,11 +117,18 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
     snprintf(msg, msg_len, "device %d: %s: %s", device, cudaGetErrorName(e), cudaGetErrorString(e));
     return -ENODEV;
   }
-  void *p[8];
-  static const char *const syms[] = {
-      "cuModuleLoadData",   "cuModuleUnload",     "cuModuleGetFunction", "cuLaunchKernel",
-      "cuFuncGetAttribute", "cuFuncSetAttribute", "cuGetErrorName",      "cuModuleGetGlobal"};
-  for (int i = 0; i < 8; i++)
+  void *p[10];
+  static const char *const syms[] = {"cuModuleLoadData",
+                                     "cuModuleUnload",
+                                     "cuModuleGetFunction",
+                                     "cuLaunchKernel",
+                                     "cuFuncGetAttribute",
+                                     "cuFuncSetAttribute",
+                                     "cuGetErrorName",
+                                     "cuModuleGetGlobal",
+                                     "cuLaunchCooperativeKernel",
+                                     "cuOccupancyMaxActiveBlocksPerMultiprocessor"};
+  for (int i = 0; i < 10; i++)
     if (resolve(syms[i], &p[i], msg, msg_len)) return -ENOSYS;
   memcpy(&drv.load, &p[0], sizeof p[0]);
   memcpy(&drv.unload, &p[1], sizeof p[1]);
@@ -126,6 +138,8 @@ static int cuda_init(int device, struct runner_hello_msg *h, char *msg, size_t m
   memcpy(&drv.attr_set, &p[5], sizeof p[5]);
   memcpy(&drv.error_name, &p[6], sizeof p[6]);
   memcpy(&drv.get_global, &p[7], sizeof p[7]);
+  memcpy(&drv.launch_cooperative, &p[8], sizeof p[8]);
+  memcpy(&drv.max_blocks_per_sm, &p[9], sizeof p[9]);
   e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (e != cudaSuccess) {
     snprintf(msg, msg_len, "cudaStreamCreate: %s", cudaGetErrorName(e));
@@ -508,6 +522,20 @@ static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *ms
     snprintf(msg, msg_len, "run: cold is 0 or 1, not %u", m->cold);
     return -EINVAL;
   }
+  if (m->cooperative) { /* every block resident at once, or a grid-wide sync never returns */
+    int per_sm = 0;
+    r = drv.max_blocks_per_sm(&per_sm, p->f, (int)(m->block[0] * m->block[1] * m->block[2]),
+                              m->dyn_shared_bytes);
+    unsigned long long blocks = (unsigned long long)m->grid[0] * m->grid[1] * m->grid[2];
+    if (r != CUDA_SUCCESS || blocks > (unsigned long long)per_sm * (unsigned long long)n_sms) {
+      snprintf(msg, msg_len,
+               "run: a cooperative launch of %llu blocks; %d fit on the device at once (%d per "
+               "SM x %d SMs)%s%s",
+               blocks, per_sm * n_sms, per_sm, n_sms, r != CUDA_SUCCESS ? ": " : "",
+               r != CUDA_SUCCESS ? cu_name(r) : "");
+      return -EINVAL;
+    }
+  }
   p->cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
   p->fresh = m->timed && m->fresh.check != RUNNER_CHECK_NONE;
   if (p->fresh &&
@@ -557,15 +585,20 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
     done->l2_flushes++;
   }
   if (p->per_launch) cudaEventRecord(events[2 * i], stream);
-  CUresult r = drv.launch(p->f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1],
-                          m->block[2], m->dyn_shared_bytes, (CUstream)stream, (void **)p->params,
-                          NULL);
+  CUresult r = m->cooperative
+                   ? drv.launch_cooperative(p->f, m->grid[0], m->grid[1], m->grid[2], m->block[0],
+                                            m->block[1], m->block[2], m->dyn_shared_bytes,
+                                            (CUstream)stream, (void **)p->params)
+                   : drv.launch(p->f, m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1],
+                                m->block[2], m->dyn_shared_bytes, (CUstream)stream,
+                                (void **)p->params, NULL);
   if (r != CUDA_SUCCESS) {
     e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return fault_of(e, fault); /* an earlier launch faulted */
-    snprintf(msg, msg_len, "cuLaunchKernel(grid %u,%u,%u block %u,%u,%u, %u B shared): %s",
-             m->grid[0], m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2],
-             m->dyn_shared_bytes, cu_name(r));
+    snprintf(msg, msg_len, "%s(grid %u,%u,%u block %u,%u,%u, %u B shared): %s",
+             m->cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel", m->grid[0],
+             m->grid[1], m->grid[2], m->block[0], m->block[1], m->block[2], m->dyn_shared_bytes,
+             cu_name(r));
     return -EINVAL;
   }
   if (p->per_launch) cudaEventRecord(events[2 * i + 1], stream);

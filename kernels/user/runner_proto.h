@@ -147,6 +147,10 @@ struct runner_run_msg {
   uint32_t poison_each, timed;
   uint32_t reset_zero;
   uint32_t cold;
+  /* 1: launch with cuLaunchCooperativeKernel (a grid-wide sync may be used); the runner
+   * refuses a grid of more blocks than fit on the device at once. */
+  uint32_t cooperative;
+  uint32_t pad;
   double deadline_ms;
   uint64_t scratch_bytes;
   struct runner_fresh fresh;

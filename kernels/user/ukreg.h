@@ -26,6 +26,7 @@ struct ukreg_kernel {
   bool has_grid;
   int shared_bytes;        /* dynamic */
   long long scratch_bytes; /* > 0: one more last argument, zeroed before every launch */
+  bool cooperative;        /* launched cooperatively: its whole grid resident at once */
   /* Why a stored kernel may not run under today's rules (it was stored before them:
    * state no runner can put back, uimage.h), "" when it may. Its runs are unavailable. */
   char refused[256];

@@ -26,6 +26,7 @@ struct submit {
   bool has_tile, has_grid;
   int shared_bytes;
   long long scratch_bytes; /* 0: none; else one more last argument, void *scratch */
+  bool cooperative;        /* launched with cuLaunchCooperativeKernel (a grid-wide sync) */
   bool is_public;
   int n_options;
   const char *options[UCOMPILE_MAX_OPTIONS];
@@ -166,6 +167,12 @@ static int submit_from_text(struct submit *s, const char *(*get)(void *, const c
     s->scratch_bytes = n;
   }
   if ((v = get(ctx, "public"))) s->is_public = !strcmp(v, "1") || !strcasecmp(v, "true");
+  if ((v = get(ctx, "cooperative"))) {
+    if (strcmp(v, "1") && strcasecmp(v, "true") && strcmp(v, "0") && strcasecmp(v, "false"))
+      return api_error_set(err, 400, "out_of_range", "cooperative",
+                           "cooperative is true or false (1 or 0)");
+    s->cooperative = !strcmp(v, "1") || !strcasecmp(v, "true");
+  }
   if ((v = get(ctx, "options"))) {
     while (*v) {
       size_t n = strcspn(v, ",");
@@ -218,6 +225,10 @@ static int submit_member(struct submit *s, const char *key, json_t *v, struct ap
     if (json_integer_value(v) < 0)
       return api_error_set(err, 400, "out_of_range", key, "scratch_bytes is a byte count");
     s->scratch_bytes = (long long)json_integer_value(v);
+  } else if (!strcmp(key, "cooperative")) {
+    if (!json_is_boolean(v))
+      return api_error_set(err, 400, "wrong_type", key, "cooperative is true or false");
+    s->cooperative = json_is_true(v);
   } else if (!strcmp(key, "public")) {
     if (!json_is_boolean(v))
       return api_error_set(err, 400, "wrong_type", key, "public is true or false");
@@ -236,7 +247,7 @@ static int submit_member(struct submit *s, const char *key, json_t *v, struct ap
     return api_error_set(
         err, 400, "unknown_field", key,
         "unknown field '%.40s'; a kernel has experiment, name, source, entry, block, tile, "
-        "grid, shared_bytes, scratch_bytes, options, public",
+        "grid, shared_bytes, scratch_bytes, cooperative, options, public",
         key);
   }
   return 0;
@@ -327,6 +338,7 @@ static json_t *spec_json(const struct submit *s) {
   if (!o) return NULL;
   if (s->scratch_bytes) /* only then: kernels stored without it keep their signature */
     json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)s->scratch_bytes));
+  if (s->cooperative) json_object_set_new(o, "cooperative", json_true());
   if (s->has_grid)
     json_object_set_new(o, "grid", ints_json(s->grid, 3));
   else

@@ -78,6 +78,7 @@ int ukernels_register(const struct store_kernel *row) {
   k.has_grid = json_object_get(spec, "grid") != NULL;
   k.shared_bytes = (int)json_integer_value(json_object_get(spec, "shared_bytes"));
   k.scratch_bytes = (long long)json_integer_value(json_object_get(spec, "scratch_bytes"));
+  k.cooperative = json_is_true(json_object_get(spec, "cooperative"));
   k.registers = (int)json_integer_value(json_object_get(rep, "registers"));
   k.static_shared_bytes = (int)json_integer_value(json_object_get(rep, "shared_bytes"));
   k.stack_bytes = (int)json_integer_value(json_object_get(rep, "stack_bytes"));

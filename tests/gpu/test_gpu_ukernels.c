@@ -288,6 +288,69 @@ static void reduce_as_shared(void) {
   json_decref(j);
 }
 
+/* A one-pass sum by a grid-wide sync: each block's partial into the scratch, the grid
+ * synced (cooperative_groups, a toolkit header), block 0 adds the partials. */
+static const char *const grid_sum =
+    "#include <cooperative_groups.h>\n"
+    "extern \"C\" __global__ void kernel(const float* x, float* out, int n, void* scratch) {\n"
+    "  float* part = (float*)scratch;\n"
+    "  __shared__ float s[256];\n"
+    "  float v = 0.0f;\n"
+    "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+    "    v += x[i];\n"
+    "  s[threadIdx.x] = v;\n"
+    "  __syncthreads();\n"
+    "  for (int h = blockDim.x / 2; h > 0; h /= 2) {\n"
+    "    if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0) part[blockIdx.x] = s[0];\n"
+    "  cooperative_groups::this_grid().sync();\n"
+    "  if (blockIdx.x != 0) return;\n"
+    "  float t = 0.0f;\n"
+    "  for (int b = threadIdx.x; b < gridDim.x; b += blockDim.x) t += part[b];\n"
+    "  s[threadIdx.x] = t;\n"
+    "  __syncthreads();\n"
+    "  for (int h = blockDim.x / 2; h > 0; h /= 2) {\n"
+    "    if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0) out[0] = s[0];\n"
+    "}\n";
+
+/* The grid-sync sum launched cooperatively with a grid that fits (264 blocks of 256: two
+ * an SM on 132 SMs) passes beside shared; with a grid of a million blocks its run is
+ * unavailable, saying how many fit. */
+static void cooperative(void) {
+  long long fits = 0, too_big = 0;
+  for (int big = 0; big < 2; big++) {
+    char path[200];
+    snprintf(path, sizeof path,
+             "/kernels?experiment=reduce&name=grid_sum%d&block=256&grid=%d&scratch_bytes=4096"
+             "&cooperative=1",
+             big, big ? 1000000 : 264);
+    struct http_reply r;
+    http_request(&D, "POST", path, "text/x-cuda", grid_sum, strlen(grid_sum), &r);
+    CHECK_STATUS(&r, 201);
+    CHECK(JBOOL(r.json, "cooperative"));
+    *(big ? &too_big : &fits) = JINT(r.json, "id");
+    http_reply_free(&r);
+  }
+  char body[128];
+  snprintf(body, sizeof body, "{\"variant\":[\"shared\",\"kernel:%lld\",\"kernel:%lld\"]}", fits,
+           too_big);
+  json_t *j = run("/reduce", body);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  if (!JBOOL(j, "result.runs[1].check.passed"))
+    CHECK_FAIL_("the cooperative sum: %s", json_dumps(json_at(j, "result.runs[1]"), JSON_COMPACT));
+  CHECK(!JBOOL(j, "result.runs[2].available"));
+  CHECK(strstr(JSTR(j, "result.runs[2].reason"), "cooperative launch of 1000000 blocks") != NULL);
+  printf("cooperative sum: %.4f ms (shared %.4f ms); a million blocks: %s\n",
+         JNUM(j, "result.runs[1].timing.median_ms"), JNUM(j, "result.runs[0].timing.median_ms"),
+         JSTR(j, "result.runs[2].reason"));
+  json_decref(j);
+}
+
 static json_t *job_with(const char *variants, const char *extra);
 
 /* Each probe, in a job of warm-ups, batches and the check: it passes only when nothing
@@ -520,8 +583,15 @@ static void test_faults(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(templates), TEST(probes),      TEST(test_good),        TEST(test_wrong),
-    TEST(rows_only), TEST(sums_caught), TEST(reduce_as_shared), TEST_AFTER(test_faults, test_good),
+    TEST(templates),
+    TEST(probes),
+    TEST(test_good),
+    TEST(test_wrong),
+    TEST(rows_only),
+    TEST(sums_caught),
+    TEST(reduce_as_shared),
+    TEST(cooperative),
+    TEST_AFTER(test_faults, test_good),
     TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

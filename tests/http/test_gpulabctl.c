@@ -101,6 +101,10 @@ static void test_kernel(void) {
   snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --block 32,32 --tile 32,32",
            path);
   expect(cmd, 0, "kernel:1@2 (tile): ");
+  /* --cooperative: the version is launched cooperatively */
+  snprintf(cmd, sizeof cmd, "kernel submit %s --experiment transpose --cooperative --json", path);
+  expect(cmd, 0, "\"cooperative\": true");
+  expect("kernel versions 1", 0, "kernel:1@3 ");
   expect("kernel versions 1", 0, "kernel:1@1 ");
   has("kernel:1@2 ");
   expect("kernel diff 1 1 2", 0, "\n+// v2\n");
@@ -214,7 +218,7 @@ static void test_listings(void) {
   expect("jobs --limit 2", 0, " done ");
   expect("show 1", 0, "job 1 transpose: done");
   expect("kernels", 0, "kernel:1");
-  has(" v2/2");
+  has(" v3/3"); /* the third: --cooperative */
   expect("leaderboard transpose --size 37,53", 0, "padded33");
   expect("show 999", 2, "404 job_not_found");
   CHECK_INT_EQ(ctl("cancel 1"), 2); /* done: nothing to cancel */

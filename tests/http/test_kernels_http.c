@@ -159,6 +159,35 @@ static void check_state(struct gpulabd *d) {
                cu, strlen(cu), &r);
   CHECK_ERROR(&r, 400, "out_of_range", "scratch_bytes");
   http_reply_free(&r);
+  /* A cooperative launch (a grid-wide sync, with the toolkit's cooperative_groups): kept
+   * with the kernel and shown with it; absent when not asked; a value of another type
+   * is refused. */
+  post_source(d, "grid_sync",
+              "#include <cooperative_groups.h>\\n" SIG
+              ") {\\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\\n"
+              "  if (i < m * n) b[i] = a[i];\\n  cooperative_groups::this_grid().sync();\\n}\\n",
+              ",\"cooperative\":true", &r);
+  CHECK_STATUS(&r, 201);
+  CHECK(JBOOL(r.json, "cooperative"));
+  snprintf(path, sizeof path, "/kernels/%lld", (long long)JINT(r.json, "id"));
+  http_reply_free(&r);
+  k = http_get_json(d, path);
+  CHECK(JBOOL(k, "cooperative"));
+  json_decref(k);
+  post_source(d, "x", "int x;", ",\"cooperative\":\"yes\"", &r);
+  CHECK_ERROR(&r, 400, "wrong_type", "cooperative");
+  http_reply_free(&r);
+  const char *plain =
+      "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {}\n";
+  http_request(d, "POST", "/kernels?experiment=transpose&name=q&cooperative=1", "text/x-cuda",
+               plain, strlen(plain), &r);
+  CHECK_STATUS(&r, 201);
+  CHECK(JBOOL(r.json, "cooperative"));
+  http_reply_free(&r);
+  http_request(d, "POST", "/kernels?experiment=transpose&name=q&cooperative=maybe", "text/x-cuda",
+               cu, strlen(cu), &r);
+  CHECK_ERROR(&r, 400, "out_of_range", "cooperative");
+  http_reply_free(&r);
 }
 
 static void check_api(struct gpulabd *d, long long *first_id, char *sha) {

@@ -334,6 +334,24 @@ static void test_sums(void) {
   }
 }
 
+/* A kernel sent with cooperative: the flag reaches the runner with its launches (the CPU
+ * runner calls a function, so it has nothing to wait for) and the run passes. */
+static void test_cooperative(void) {
+  const char *src =
+      "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {}\n";
+  struct http_reply r;
+  http_request(&D, "POST", "/kernels?experiment=transpose&name=together&cooperative=1",
+               "text/x-cuda", src, strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  CHECK(JBOOL(r.json, "cooperative"));
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  json_t *j = job(id);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  json_decref(j);
+}
+
 static void test_staged(void) {
   passes(good);
   staged();
@@ -363,6 +381,7 @@ static const struct test_case cases[] = {
     TEST(test_good),
     TEST(test_checks),
     TEST(test_sums),
+    TEST(test_cooperative),
     TEST_AFTER(test_staged, test_good),
     TEST_AFTER(test_faults, test_good),
     TEST_END,

@@ -268,7 +268,7 @@ class Client:
         makes the kernel's next version, its id kept), and its "variant",
         "kernel:<id>@<version>", which names that version in jobs ("kernel:<id>" names
         the newest). fields: entry, block, tile, grid, shared_bytes, scratch_bytes,
-        options, public. A compile error raises Problem (422, with line and compile)."""
+        cooperative, options, public. A compile error raises Problem (422, with line and compile)."""
         if os.path.exists(str(path_or_source)) and "\n" not in str(path_or_source):
             with open(path_or_source, encoding="utf-8") as f:
                 source = f.read()

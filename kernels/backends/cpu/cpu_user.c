@@ -136,6 +136,7 @@ static int load_run(struct cpu_user *u, const struct exp_spec *s, int r, int var
   int rc = runner_load(u->runner, m->key, kk->entry, kk->image, kk->image_bytes, &loaded, msg,
                        sizeof msg);
   m->scratch_bytes = (uint64_t)kk->scratch_bytes; /* the runner zeroes it before each launch */
+  m->cooperative = kk->cooperative; /* the CPU runner calls a function: nothing to wait for */
   ukreg_kernel_free(kk);
   if (rc) return fail(err, err_len, rc, "load", msg);
   for (int i = 0; i < 3; i++) m->grid[i] = m->block[i] = 1; /* the CPU runner calls once */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/backends/cuda/cuda_job.h"
+#include "kernels/core/occupancy.h"
 #include "kernels/user/runner.h"
 #include "kernels/user/ukreg.h"
 
@@ -108,6 +109,22 @@ static bool limits_ok(struct cuda_job *j, struct exp_run *run, const struct ukre
                 k->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
     return false;
   }
+  if (k->cooperative) { /* its grid resident at once (the runner asks the driver again) */
+    struct occupancy_launch l = {p->major * 10 + p->minor, (int)threads, k->registers,
+                                 k->static_shared_bytes, k->shared_bytes};
+    struct occupancy o;
+    char why[128];
+    long long blocks = grid[0] * grid[1] * grid[2];
+    if (occupancy_theoretical(&l, &o, why, sizeof why) == 0 &&
+        blocks > (long long)o.blocks_per_sm * p->multiProcessorCount) {
+      unavailable(run,
+                  "a cooperative launch of %lld blocks: %d fit on this device at once (%d per "
+                  "SM x %d SMs); give a smaller grid",
+                  blocks, o.blocks_per_sm * p->multiProcessorCount, o.blocks_per_sm,
+                  p->multiProcessorCount);
+      return false;
+    }
+  }
   return true;
 }
 
@@ -148,6 +165,7 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
     m->block[i] = (uint32_t)k->block[i];
   }
   m->dyn_shared_bytes = (uint32_t)k->shared_bytes;
+  m->cooperative = k->cooperative;
   /* The job's sizes empty: nothing to launch, as the built-ins' empty grids. */
   if (grid[0] == 0 || grid[1] == 0) m->grid[0] = m->grid[1] = 0;
   struct exp_kernel_info *ki = &run->kernel;
