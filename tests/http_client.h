@@ -70,6 +70,8 @@ struct http_reply {
 };
 void http_reply_free(struct http_reply *reply); /* zeroes it; safe to call twice */
 
+/* libcurl's global initialization, once per process (every client does it first). */
+void http_curl_init(void);
 void http_client_open(struct http_client *c, int port);
 /* A client whose requests go over the Unix socket at path (gpulabd --socket). */
 void http_client_open_unix(struct http_client *c, const char *path);

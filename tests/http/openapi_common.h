@@ -91,5 +91,7 @@ json_t *post(const char *tmpl, const char *path, const char *body, long status, 
 json_t *job_wait(long long id);
 /* openapi_problems.c: every operation of /problems. */
 void check_problems(void);
+/* openapi_kernels.c: every operation of /kernels and /leaderboard. */
+void check_kernels(void);
 
 #endif
