@@ -2,8 +2,10 @@
  * answers): buffers this process allocated with cudaMalloc, exported as IPC handles,
  * written by users' kernels compiled with NVRTC for the device and launched in the
  * runner's own context. The lecture's padded33 transposes right; a wrong kernel is
- * caught; the kernel that computes only on a NaN output does every launch's work, the
- * one that works once leaves NaN behind; cold runs answer one L2 flush of twice the
+ * caught; the kernel that computes only on a NaN output does every launch's work; the
+ * one that counts its launches in a __device__ variable to work once finds the count
+ * put back before every launch, so every launch computes only the blocks that start
+ * before its first block counts, and the rest stays NaN: caught; cold runs answer one L2 flush of twice the
  * device's L2 per timed launch and stay right; __trap(), an out-of-range store and an
  * endless loop each fail with the right code, this process's context stays healthy,
  * and the next job passes. GPULAB_RUNNER names the executable. */
@@ -236,7 +238,7 @@ static void test_good(void) {
   CHECK_INT_EQ(job(r, padded33, 5, &fault, &cold_med), 0);
   CHECK_INT_EQ(mismatches(), 0);
   CHECK_INT_EQ(job(r, once, 5, &fault, NULL), 0); /* poisoned, then flushed: still caught */
-  CHECK_INT_EQ(mismatches(), (int64_t)M * N);
+  CHECK(mismatches() > 0);
   cold = 0;
   printf("padded33 cold (L2 %d bytes, flush reads %llu): median %.4f ms (hot %.4f)\n", l2,
          (unsigned long long)flush_bytes, cold_med, med);
@@ -252,7 +254,9 @@ static void test_caught(void) {
   CHECK_INT_EQ(job(r, lazy, 5, &fault, NULL), 0);
   CHECK_INT_EQ(mismatches(), 0);
   CHECK_INT_EQ(job(r, once, 5, &fault, NULL), 0);
-  CHECK_INT_EQ(mismatches(), (int64_t)M * N);
+  bad = mismatches(); /* the blocks that start after block (0, 0) counted: NaN */
+  printf("once: %lld of %lld elements wrong\n", (long long)bad, (long long)M * N);
+  CHECK(bad > 0);
 }
 
 /* Faults stay in the runner: this process's context is untouched, the next job passes. */
