@@ -380,7 +380,9 @@ static int open_device(struct probe *p) {
   printf("device 0: %s, sm_%d%d, %d SMs, %.0f MiB L2; driver API %d, runtime %d, CUPTI API %u\n",
          prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.l2CacheSize / 1048576.0,
          driver, runtime, cupti_version);
-  return current_context(&p->ctx);
+  int rc = current_context(&p->ctx);
+  if (rc == PROBE_OK) printf("context: %p\n", (void *)p->ctx);
+  return rc;
 }
 
 /* The counters this context offers, which the host API filters metrics by. Without
@@ -403,16 +405,19 @@ static int counter_availability(struct probe *p) {
   return PROBE_OK;
 }
 
-/* The chip's name, the profiler's initialization, whether the device supports range
- * profiling (said, not enforced: Enable's error is the precise one), the counters. */
+/* The profiler's initialization (first: CUPTI's device queries need it; without it
+ * cuptiDeviceGetChipName crashed on the H100), the chip's name, whether the device
+ * supports range profiling (said, not enforced: Enable's error is the precise one), the
+ * counters. */
 static int open_profiler(struct probe *p) {
+  CUPTI_PARAMS(CUpti_Profiler_Initialize_Params, ip);
+  CUPTI_TRY(cuptiProfilerInitialize(&ip));
+  printf("profiler initialized\n");
   CUPTI_PARAMS(CUpti_Device_GetChipName_Params, cp);
   cp.deviceIndex = 0;
   CUPTI_TRY(cuptiDeviceGetChipName(&cp));
   p->chip = cp.pChipName;
   printf("chip: %s\n", p->chip.c_str());
-  CUPTI_PARAMS(CUpti_Profiler_Initialize_Params, ip);
-  CUPTI_TRY(cuptiProfilerInitialize(&ip));
   CUPTI_PARAMS(CUpti_Profiler_DeviceSupported_Params, sp);
   sp.cuDevice = 0;
   sp.api = CUPTI_PROFILER_RANGE_PROFILING;
@@ -690,7 +695,8 @@ static int probe_run(struct probe *p) {
 }
 
 int main(int argc, char **argv) {
-  static struct probe p; /* zeroed; holds the value table */
+  static struct probe p;            /* zeroed; holds the value table */
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a crash in CUPTI loses none */
   for (int k = 0; k < K_COUNT; k++)
     for (int i = 0; i < EXP_METRIC_COUNT; i++) p.value[k][i] = NAN;
   if (argc == 3 && strcmp(argv[1], "--host-only") == 0) {
