@@ -405,10 +405,11 @@ static int counter_availability(struct probe *p) {
   return PROBE_OK;
 }
 
-/* The profiler's initialization (first: CUPTI's device queries need it; without it
- * cuptiDeviceGetChipName crashed on the H100), the chip's name, whether the device
- * supports range profiling (said, not enforced: Enable's error is the precise one), the
- * counters. */
+/* The profiler's initialization (first, as NVIDIA's samples order it: the probe that
+ * asked for the chip's name first crashed on an H100 after its device line, before any
+ * later one; that this was the cause is a guess not yet run), the chip's name, whether
+ * the device supports range profiling (said, not enforced: Enable's error is the precise
+ * one), the counters. */
 static int open_profiler(struct probe *p) {
   CUPTI_PARAMS(CUpti_Profiler_Initialize_Params, ip);
   CUPTI_TRY(cuptiProfilerInitialize(&ip));
