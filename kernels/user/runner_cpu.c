@@ -131,6 +131,24 @@ static void transpose(const float *a, float *b, int m, int n) {
     for (int x = 0; x < n; x++) b[(size_t)x * m + y] = a[(size_t)y * n + x];
 }
 
+/* Which experiment's signature a test function has, by its entry's prefix. */
+enum shape { SHAPE_TRANSPOSE, SHAPE_REDUCE, SHAPE_SCAN, SHAPE_HISTOGRAM };
+static enum shape shape_of(const char *entry) {
+  return !strncmp(entry, "reduce_", 7)       ? SHAPE_REDUCE
+         : !strncmp(entry, "scan_", 5)       ? SHAPE_SCAN
+         : !strncmp(entry, "histogram_", 10) ? SHAPE_HISTOGRAM
+                                             : SHAPE_TRANSPOSE;
+}
+
+/* counts[b] += the x[0..n) in bin b (histogram.h's rule); bins in 1..HISTOGRAM_MAX_BINS. */
+static void count_bins(const float *x, int64_t n, int bins, uint32_t *counts) {
+  const float scale = histogram_scale(bins);
+  for (int64_t i = 0; i < n; i++) {
+    int b = histogram_bin(x[i], bins, scale);
+    if (b >= 0) counts[b]++;
+  }
+}
+
 /* The reduce_, scan_ and histogram_ functions: x (n floats), out, n, and bins (0 for
  * reduce and scan); calls: launches before this one. Reduce adds into out[0] and
  * histogram into counts, zeroed before every launch (their reset_zero). */
@@ -154,21 +172,15 @@ static void call_1d(const char *e, const float *x, float *out, int n, int bins, 
     float sum = 0;
     for (int i = 0; i < n; i++) {
       sum += x[i];
-      int exp2 = 0;
-      const float mantissa = frexpf(sum,
-                                    &exp2); /* before exp2 is read: an argument's order is free */
+      int exp2 = 0; /* set by frexpf before it is read: an argument's order is free */
+      const float mantissa = frexpf(sum, &exp2);
       out[i] = sum = ldexpf(rintf(ldexpf(mantissa, 11)), exp2 - 11);
     }
   } else if (!strcmp(e, "histogram_count") || !strcmp(e, "histogram_once")) { /* once: counts
                                                                                   on call 0 only */
-    uint32_t *counts = (uint32_t *)out;
     if (bins < 1 || bins > HISTOGRAM_MAX_BINS || (calls > 0 && !strcmp(e, "histogram_once")))
       return;
-    const float scale = histogram_scale(bins);
-    for (int i = 0; i < n; i++) {
-      int b = histogram_bin(x[i], bins, scale);
-      if (b >= 0) counts[b]++;
-    }
+    count_bins(x, n, bins, (uint32_t *)out);
   }
 }
 
@@ -177,7 +189,7 @@ static void call_1d(const char *e, const float *x, float *out, int n, int bins, 
 static void call(int mod, const float *a, float *b, int m, int n, unsigned *s, bool timed) {
   const char *e = mods[mod].entry;
   int calls = mods[mod].calls++, timed_calls = timed ? mods[mod].timed_calls++ : -1;
-  if (!strncmp(e, "reduce_", 7) || !strncmp(e, "scan_", 5) || !strncmp(e, "histogram_", 10)) {
+  if (shape_of(e) != SHAPE_TRANSPOSE) {
     call_1d(e, a, b, m, n, calls);
   } else if (!strcmp(e, "kernel") || !strcmp(e, "transpose")) {
     transpose(a, b, m, n);
@@ -269,11 +281,7 @@ static void fresh_check_output(const struct runner_fresh *f, const float *a, con
       *bad = 1, *first = 0;
       return;
     }
-    const float scale = histogram_scale(bins);
-    for (int64_t i = 0; i < n; i++) {
-      int k = histogram_bin(a[i], bins, scale);
-      if (k >= 0) want[k]++;
-    }
+    count_bins(a, n, bins, want);
     for (int k = 0; k < bins; k++)
       if (((const uint32_t *)b)[k] != want[k] && !(*bad)++) *first = (uint64_t)k;
     free(want);
@@ -309,9 +317,8 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   }
   /* The test functions take (buffer a, buffer b, int m[, int n]): 3 ints for reduce's
    * and scan's (x, out, n), whose n stands in m. */
-  const bool one_d = !strncmp(mods[mod].entry, "reduce_", 7) ||
-                     !strncmp(mods[mod].entry, "scan_", 5) ||
-                     !strncmp(mods[mod].entry, "histogram_", 10);
+  const enum shape shape = shape_of(mods[mod].entry);
+  const bool one_d = shape != SHAPE_TRANSPOSE;
   if (m->n_args < 3 || m->n_args > 4 || m->args[0].kind != RUNNER_ARG_BUFFER ||
       m->args[1].kind != RUNNER_ARG_BUFFER || m->args[2].kind != RUNNER_ARG_I32 ||
       (m->n_args == 4 && m->args[3].kind != RUNNER_ARG_I32) || (m->n_args == 3 && !one_d) ||
@@ -327,16 +334,15 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   int rows = m->args[2].value, cols = m->n_args == 4 ? m->args[3].value : 0;
   /* x is rows floats for the 1-D functions, their output one float (reduce_), rows
    * (scan_) or cols counts (histogram_, cols its bins). */
-  const char *e = mods[mod].entry;
   uint64_t need = (one_d ? (uint64_t)rows : (uint64_t)rows * (uint64_t)cols) * sizeof(float),
-           out_need = !one_d                      ? need
-                      : !strncmp(e, "reduce_", 7) ? sizeof(float)
-                      : !strncmp(e, "scan_", 5)   ? (uint64_t)rows * sizeof(float)
-                                                  : (uint64_t)cols * sizeof(uint32_t);
+           out_need = shape == SHAPE_TRANSPOSE ? need
+                      : shape == SHAPE_REDUCE  ? sizeof(float)
+                      : shape == SHAPE_SCAN    ? (uint64_t)rows * sizeof(float)
+                                               : (uint64_t)cols * sizeof(uint32_t);
   if (rows < 0 || cols < 0 || need > att.bytes[m->args[0].value] ||
       out_need > att.bytes[m->args[1].value] || m->out_floats * 4 > att.bytes[m->out_buffer] ||
       (one_d && m->args[1].value != (int32_t)m->out_buffer) ||
-      (!strncmp(e, "histogram_", 10) && cols > HISTOGRAM_MAX_BINS)) {
+      (shape == SHAPE_HISTOGRAM && cols > HISTOGRAM_MAX_BINS)) {
     snprintf(msg, msg_len, "run: %d x %d does not fit the buffers", rows, cols);
     return -EINVAL;
   }
