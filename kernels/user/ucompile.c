@@ -578,7 +578,7 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
   rc = -ENOMEM;
   r = calloc(1, sizeof *r);
   src = full_source(req, name);
-  opts = calloc((size_t)req->n_options + 5, sizeof *opts);
+  opts = calloc((size_t)req->n_options + 6, sizeof *opts);
   if (!r || !src || !opts) {
     snprintf(msg, msg_len, "out of memory");
     goto fail;
@@ -589,6 +589,10 @@ int ucompile_run(const struct nvrtc_lib *lib, const struct ucompile_req *req,
   int n = 0;
   opts[n++] = arch_opt;
   opts[n++] = "--ptxas-options=-v";
+  /* From 12.9 NVRTC keeps its output in the driver's compute cache (~/.nv): a hit skips
+   * ptxas, and its log, so the report would lose the kernel's registers and spills.
+   * gpulab has its own cache of reports (image_cache.h). */
+  if (lib->major > 12 || (lib->major == 12 && lib->minor >= 9)) opts[n++] = "--no-cache";
   char include_opt[2][sizeof lib->include_dirs[0] + 4]; /* the toolkit's headers only */
   for (int d = 0; d < lib->n_include_dirs && d < 2; d++) {
     snprintf(include_opt[d], sizeof include_opt[d], "-I%s", lib->include_dirs[d]);
