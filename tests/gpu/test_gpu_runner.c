@@ -131,6 +131,7 @@ static int job(struct runner *r, const char *src, double deadline_s, struct runn
   CHECK_INT_EQ(
       runner_load(r, key, "kernel", img->image, img->image_bytes, &loaded, err, sizeof err), 0);
   CHECK_CUDA(cudaMemset(d_b, 0xff, sizeof(float) * M * N));
+  CHECK_CUDA(cudaDeviceSynchronize()); /* the runner, another process, does not wait for it */
   struct runner_run_msg m;
   memset(&m, 0, sizeof m);
   memcpy(m.key, key, 32);
@@ -195,6 +196,7 @@ static int setup(void) {
   CHECK(h_a && h_b);
   for (size_t i = 0; i < (size_t)M * N; i++) h_a[i] = (float)(i % 8191) * 0.25f;
   CHECK_CUDA(cudaMemcpy(d_a, h_a, sizeof(float) * M * N, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaDeviceSynchronize()); /* the copy's DMA may outlive cudaMemcpy's return */
   float *ptrs[2] = {d_a, d_b};
   for (int i = 0; i < 2; i++) {
     cudaIpcMemHandle_t h;

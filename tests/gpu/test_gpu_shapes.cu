@@ -31,17 +31,21 @@ static bool g_wgmma; /* the tf32 wgmma path must run here: sm_90a code and a cc 
 
 static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
 
+/* Inputs and outputs are prepared on g_s, the kernels' stream: g_s does not wait for the
+ * legacy default stream (cudaStreamNonBlocking), and cudaMemset there, or the DMA of a
+ * cudaMemcpy from pageable memory, may still be running when the kernel starts. */
+
 /* A device copy of h[0..n) at float offset off (1: not 16-byte aligned). */
 static float *upload(const float *h, size_t n, int off, float **base) {
   CHECK_CUDA(cudaMalloc((void **)base, (n + off + 4) * sizeof(float)));
-  CHECK_CUDA(cudaMemcpy(*base + off, h, n * sizeof(float), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpyAsync(*base + off, h, n * sizeof(float), cudaMemcpyHostToDevice, g_s));
   return *base + off;
 }
 
 /* An output of n floats and its guard zone at offset off, all NaN. */
 static float *output(size_t n, int off, float **base) {
   CHECK_CUDA(cudaMalloc((void **)base, (n + off + GUARD) * sizeof(float)));
-  CHECK_CUDA(cudaMemset(*base, 0xFF, (n + off + GUARD) * sizeof(float)));
+  CHECK_CUDA(cudaMemsetAsync(*base, 0xFF, (n + off + GUARD) * sizeof(float), g_s));
   return *base + off;
 }
 
