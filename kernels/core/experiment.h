@@ -30,6 +30,11 @@ enum exp_type {
 #define EXP_MAX_VARIANTS 8 /* variants of one experiment, also runs of one job */
 #define EXP_MAX_BATCHES 100
 #define EXP_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0]))) /* a descriptor's tables */
+/* An exp_desc's three tables (static arrays of the experiment's file), each with its
+ * count: in an initializer, EXP_TABLES(params, variants, inputs). */
+#define EXP_TABLES(params_, variants_, inputs_)                                                  \
+  .n_params = EXP_COUNT_OF(params_), .params = (params_), .n_variants = EXP_COUNT_OF(variants_), \
+  .variants = (variants_), .n_inputs = EXP_COUNT_OF(inputs_), .inputs = (inputs_)
 
 /* A user's kernel as a run of a job ("kernel:<id>", kernels/user/): variant values from
  * EXP_USER_VARIANT_BASE on are EXP_USER_VARIANT_BASE + the kernel's id, so that the
@@ -538,7 +543,8 @@ struct exp_desc {
    * check compares against from ref's inputs (NULL: check computes it), returning 0
    * or -ENOMEM; check compares out (exp_output_shape's count) for the run's entry and
    * fills c's counts, maxima, tolerance and texts (the caller clears c and sets done
-   * and passed); fini frees what init kept (NULL: nothing). */
+   * and passed); fini frees what init kept in ref->state (NULL: state is one block, or
+ * NULL, and reference_free frees it). */
   int (*ref_init)(struct reference *ref);
   void (*ref_check)(const struct reference *ref, int entry, const float *out, struct exp_check *c);
   void (*ref_fini)(struct reference *ref);

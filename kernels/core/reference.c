@@ -69,7 +69,10 @@ fail:
 
 void reference_free(struct reference *ref) {
   if (!ref) return;
-  if (ref->exp->ref_fini) ref->exp->ref_fini(ref);
+  if (ref->exp->ref_fini)
+    ref->exp->ref_fini(ref);
+  else
+    free(ref->state); /* one block of init's, or NULL */
   for (int i = 0; i < EXP_MAX_INPUTS; i++) free(ref->owned[i]);
   free(ref);
 }

@@ -83,11 +83,6 @@ static int ref_init(struct reference *ref) {
   return 0;
 }
 
-static void ref_fini(struct reference *ref) {
-  free(ref->state);
-  ref->state = NULL;
-}
-
 /* Every count equals the reference's, as uint32 (the output holds the counts' bits). */
 static void ref_check(const struct reference *ref, int variant, const float *out,
                       struct exp_check *c) {
@@ -193,12 +188,7 @@ static const struct exp_user user = {
 
 const struct exp_desc exp_histogram = {
     .name = "histogram",
-    .n_params = EXP_COUNT_OF(params),
-    .params = params,
-    .n_variants = EXP_COUNT_OF(variants),
-    .variants = variants,
-    .n_inputs = EXP_COUNT_OF(inputs),
-    .inputs = inputs,
+    EXP_TABLES(params, variants, inputs),
     .out_dtype = EXP_DTYPE_U32,
     .input_shape = input_shape,
     .output_shape = output_shape,
@@ -210,7 +200,6 @@ const struct exp_desc exp_histogram = {
     .scratch_floats = scratch_floats,
     .ref_init = ref_init,
     .ref_check = ref_check,
-    .ref_fini = ref_fini,
     .cpu_describe = cpu_describe,
     .cpu_scratch_floats = cpu_scratch_floats,
     .user = &user,

@@ -115,11 +115,6 @@ static void ref_check(const struct reference *ref, int entry, const float *out,
   snprintf(c->reference, sizeof c->reference, "cpu fp64");
 }
 
-static void ref_fini(struct reference *ref) {
-  free(ref->state);
-  ref->state = NULL;
-}
-
 /* ---- the descriptor ---- */
 
 static const struct exp_param params[] = {
@@ -167,7 +162,6 @@ const struct exp_desc exp_pipeline = {
     .ceiling = EXP_CEILING_BIDIR, /* its figure counts both directions */
     .ref_init = ref_init,
     .ref_check = ref_check,
-    .ref_fini = ref_fini,
     .cpu_run = pipeline_cpu_pass,
     .cpu_describe = pipeline_cpu_describe,
     .cpu_scratch_floats = pipeline_cpu_scratch_floats,

@@ -115,11 +115,6 @@ static int ref_init(struct reference *ref) {
   return 0;
 }
 
-static void ref_fini(struct reference *ref) {
-  free(ref->state);
-  ref->state = NULL;
-}
-
 /* |out - sum| <= 1.01 * depth * 2^-24 * sum |x| (reduce_error_depth; 1.01 for the
  * first-order bound's second-order terms), plus n * 2^-126 for naive, shared and warp,
  * whose float atomics flush subnormal partial sums. naive's bound passes sum |x| from
@@ -231,12 +226,7 @@ static const struct exp_user user = {
 
 const struct exp_desc exp_reduce = {
     .name = "reduce",
-    .n_params = EXP_COUNT_OF(params),
-    .params = params,
-    .n_variants = EXP_COUNT_OF(variants),
-    .variants = variants,
-    .n_inputs = EXP_COUNT_OF(inputs),
-    .inputs = inputs,
+    EXP_TABLES(params, variants, inputs),
     .input_shape = input_shape,
     .output_shape = output_shape,
     .fit_input = fit_input,
@@ -247,7 +237,6 @@ const struct exp_desc exp_reduce = {
     .scratch_floats = scratch_floats,
     .ref_init = ref_init,
     .ref_check = ref_check,
-    .ref_fini = ref_fini,
     .cpu_scratch_floats = cpu_scratch_floats,
     .user = &user,
 };

@@ -203,12 +203,7 @@ static const struct exp_user user = {
 
 const struct exp_desc exp_scan = {
     .name = "scan",
-    .n_params = EXP_COUNT_OF(params),
-    .params = params,
-    .n_variants = EXP_COUNT_OF(variants),
-    .variants = variants,
-    .n_inputs = EXP_COUNT_OF(inputs),
-    .inputs = inputs,
+    EXP_TABLES(params, variants, inputs),
     .input_shape = input_shape,
     .output_shape = output_shape,
     .fit_input = fit_input,

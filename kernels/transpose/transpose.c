@@ -52,11 +52,6 @@ static int ref_init(struct reference *ref) {
   return 0;
 }
 
-static void ref_fini(struct reference *ref) {
-  free(ref->state);
-  ref->state = NULL;
-}
-
 static void ref_check(const struct reference *ref, int variant, const float *out,
                       struct exp_check *c) {
   int m = ref->spec.p[TRANSPOSE_M], n = ref->spec.p[TRANSPOSE_N];
@@ -160,12 +155,7 @@ const struct exp_desc exp_transpose = {
     .name = "transpose",
     .title = "Transpose",
     .doc = "B = Aᵀ for an m × n matrix A. Figure: GB/s = 8mn / t.",
-    .n_params = EXP_COUNT_OF(params),
-    .params = params,
-    .n_variants = EXP_COUNT_OF(variants),
-    .variants = variants,
-    .n_inputs = EXP_COUNT_OF(inputs),
-    .inputs = inputs,
+    EXP_TABLES(params, variants, inputs),
     .input_shape = input_shape,
     .output_shape = output_shape,
     .fit_input = fit_input,
@@ -175,7 +165,6 @@ const struct exp_desc exp_transpose = {
     .ceiling = EXP_CEILING_COPY,
     .ref_init = ref_init,
     .ref_check = ref_check,
-    .ref_fini = ref_fini,
     .user = &user,
 };
 _Static_assert(EXP_COUNT_OF(variants) == TRANSPOSE_BEST + 1, "one entry per variant");

@@ -233,15 +233,23 @@ static int kernel_warm(struct cuda_job *j, int r, bool graph) {
   return 0;
 }
 
-/* A cold batch: each of reps launches alone between two events, after an untimed
- * L2 flush on the same stream; the sample is their mean. */
-static int kernel_sample_cold(struct cuda_job *j, int r, double *ms) {
+/* What precedes each launch of a batch timed launch by launch, untimed on the same
+ * stream: an L2 flush (cold), or poisoning its output with NaN (a job with users'
+ * kernels, as gpulab-runner times theirs beside it). */
+enum before_launch { BEFORE_FLUSH, BEFORE_POISON };
+
+/* A batch of reps launches, each alone between two events after its untimed `before`;
+ * the sample is their mean. */
+static int kernel_sample_alone(struct cuda_job *j, int r, enum before_launch before, double *ms) {
   struct lane *l = j->lane;
   int reps = j->result->runs[r].timing.reps;
   double sum = 0;
   for (int i = 0; i < reps; i++) {
-    CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
-                                j->be->prop.multiProcessorCount, l->stream));
+    if (before == BEFORE_FLUSH)
+      CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
+                                  j->be->prop.multiProcessorCount, l->stream));
+    else
+      CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, l->stream));
     CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
     RC_TRY(launch(j, r, j->d_out[r]));
     CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
@@ -254,37 +262,15 @@ static int kernel_sample_cold(struct cuda_job *j, int r, double *ms) {
   return 0;
 }
 
-/* A batch of a job with users' kernels: each of reps launches alone between two
- * events, after an untimed poisoning (NaN) of its output, as gpulab-runner times the
- * users' kernels beside it; the sample is their mean. */
-static int kernel_sample_poisoned(struct cuda_job *j, int r, double *ms) {
-  struct lane *l = j->lane;
-  int reps = j->result->runs[r].timing.reps;
-  double sum = 0;
-  for (int i = 0; i < reps; i++) {
-    CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, l->stream));
-    CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
-    RC_TRY(launch(j, r, j->d_out[r]));
-    CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
-    CUDA_TRY(j, cudaEventSynchronize(l->stop));
-    float elapsed = 0;
-    CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
-    sum += elapsed;
-  }
-  *ms = sum / reps;
-  return 0;
-}
-
-/* One batch between two events: reps launches, or one graph of them (cold: see
- * kernel_sample_cold; with users' kernels: kernel_sample_poisoned, and theirs in the
- * runner). A run's last batch (launch by launch) also brings its output back to the
+/* One batch between two events: reps launches, or one graph of them (cold, or with
+ * users' kernels: kernel_sample_alone, and theirs in the runner). A run's last batch (launch by launch) also brings its output back to the
  * host in the same wait (job_stage_output): one synchronization. */
 static int kernel_sample(struct cuda_job *j, int r, bool graph, double *ms) {
   struct lane *l = j->lane;
   int reps = j->result->runs[r].timing.reps;
   if (cuda_user_is_run(j, r)) return cuda_user_sample(j, r, ms);
-  if (j->spec->cold && !graph) return kernel_sample_cold(j, r, ms);
-  if (poisoned_timing(j) && !graph) return kernel_sample_poisoned(j, r, ms);
+  if (j->spec->cold && !graph) return kernel_sample_alone(j, r, BEFORE_FLUSH, ms);
+  if (poisoned_timing(j) && !graph) return kernel_sample_alone(j, r, BEFORE_POISON, ms);
   CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
   if (graph)
     CUDA_TRY(j, cudaGraphLaunch(j->graph[r], l->stream));
