@@ -257,6 +257,11 @@ static void profile_kernel_write(struct jw *w, const struct exp_profile_kernel *
               EXP_METRIC_LOAD_REQUESTS, "sectors/request");
   ratio_write(w, "global_store_sectors_per_request", k->value, EXP_METRIC_STORE_SECTORS,
               EXP_METRIC_STORE_REQUESTS, "sectors/request");
+  /* The lecture's n-way conflict is n - 1 extra wavefronts per request. */
+  ratio_write(w, "shared_load_conflicts_per_request", k->value, EXP_METRIC_SHARED_LOAD_CONFLICTS,
+              EXP_METRIC_SHARED_LOAD_REQUESTS, "conflicts/request");
+  ratio_write(w, "shared_store_conflicts_per_request", k->value, EXP_METRIC_SHARED_STORE_CONFLICTS,
+              EXP_METRIC_SHARED_STORE_REQUESTS, "conflicts/request");
   jw_object_end(w);
   jw_object_end(w);
 }

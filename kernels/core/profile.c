@@ -38,6 +38,12 @@ const struct exp_profile_metric_def exp_profile_metrics[EXP_METRIC_COUNT] = {
                                            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st."
                                            "sum",
                                            "conflicts", "extra shared-memory wavefronts of stores"},
+    [EXP_METRIC_SHARED_LOAD_REQUESTS] = {"shared_load_requests",
+                                         "smsp__sass_inst_executed_op_shared_ld.sum", "requests",
+                                         "shared-memory load instructions, one request per warp"},
+    [EXP_METRIC_SHARED_STORE_REQUESTS] = {"shared_store_requests",
+                                          "smsp__sass_inst_executed_op_shared_st.sum", "requests",
+                                          "shared-memory store instructions, one request per warp"},
     [EXP_METRIC_ACHIEVED_OCCUPANCY_PCT] = {"achieved_occupancy_pct",
                                            "sm__warps_active.avg.pct_of_peak_sustained_active", "%",
                                            "warps resident per active cycle, % of the most"},

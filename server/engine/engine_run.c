@@ -55,6 +55,10 @@ static void hold_uncancelable(struct run_ctx *c, int mode) {
   c->held = mode;
 }
 
+/* Whether job's timed windows have the device to themselves: asked for, or a profiled
+ * job's (another job's kernels would be counted among its own). */
+static bool exclusive(const struct job *job) { return job->req.exclusive || job->spec.profile; }
+
 /* Device work runs under the gate: shared, or exclusive for an exclusive job's
  * timed windows. */
 static bool hook_phase(void *arg, enum backend_phase phase) {
@@ -62,7 +66,7 @@ static bool hook_phase(void *arg, enum backend_phase phase) {
   switch (phase) {
   case BACKEND_PHASE_SETUP: return !hold(c, 1); /* true: canceled while it waited */
   case BACKEND_PHASE_TIMED:
-    if (!hold(c, c->job->req.exclusive ? 2 : 1)) return true; /* canceled while waiting */
+    if (!hold(c, exclusive(c->job) ? 2 : 1)) return true; /* canceled while waiting */
     gate_window_open(c->gate, &c->window);
     c->window_open = true;
     return false;
@@ -106,7 +110,7 @@ static void start_job_locked(struct engine *e, struct worker *w, struct job *job
   job->lane = w->lane;
   job->backend = e->devices[w->device];
   job_ref(job);
-  *bj = (struct backend_job){.spec = &job->spec, .after = after, .exclusive = job->req.exclusive};
+  *bj = (struct backend_job){.spec = &job->spec, .after = after, .exclusive = exclusive(job)};
   for (int s = 0; s < EXP_MAX_INPUTS; s++)
     bj->input[s] = job->inputs[s] ? job->inputs[s]->buf : NULL;
   for (int i = 0; i < job->n_parents; i++)

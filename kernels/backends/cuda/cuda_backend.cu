@@ -475,6 +475,7 @@ static void destroy(struct cuda_backend *be) {
     cudaStreamDestroy(be->util);
   }
   (void)cudaGetLastError();
+  cuda_profiler_close(be->profiler);
   reference_cache_free(be->refs);
   pthread_mutex_destroy(&be->nvml_mu);
   pthread_mutex_destroy(&be->util_mu);
@@ -487,13 +488,13 @@ static void cuda_free(struct backend *b) {
   free(b);
 }
 
-/* The replay under CUPTI's range profiler has not run on a GPU yet: until it has, a job
- * asking for counters is refused rather than answered with none. */
+/* Counters where CUPTI's range profiler opened with the device; otherwise a job asking
+ * for them is refused, saying why (no CUPTI, counters forbidden to this user, ...). */
 static enum backend_profiling cuda_profiling(const struct backend *b, char *why, size_t why_len) {
-  (void)b;
-  snprintf(why, why_len,
-           "this gpulabd's CUDA backend does not replay kernels under the profiler yet; time "
-           "the job without \"profile\", or profile it with Nsight Compute (ncu)");
+  const struct cuda_backend *be = (const struct cuda_backend *)b->impl;
+  if (be->profiler) return BACKEND_PROFILE_REPLAY;
+  snprintf(why, why_len, "device %d cannot read GPU performance counters: %s", be->device,
+           be->profiler_why);
   return BACKEND_PROFILE_REFUSE;
 }
 
@@ -563,7 +564,11 @@ static int open_device(struct cuda_backend *be, char *why, size_t why_len) {
   uint64_t threshold = UINT64_MAX;
   CUDA_TRY_OPEN("cudaMemPoolSetAttribute",
                 cudaMemPoolSetAttribute(be->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  return open_lanes(be, why, why_len);
+  int rc = open_lanes(be, why, why_len);
+  if (rc == 0 &&
+      cuda_profiler_open(be->device, &be->profiler, be->profiler_why, sizeof be->profiler_why) != 0)
+    be->profiler = NULL; /* a device without counters still times jobs */
+  return rc;
 }
 
 /* -ENODEV (why says why) when no CUDA device answers. */

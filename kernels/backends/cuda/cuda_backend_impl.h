@@ -13,6 +13,7 @@
 #include "kernels/backends/cuda/cublas_loader.h"
 #include "kernels/backends/cuda/cuda_l2flush.h"
 #include "kernels/backends/cuda/cuda_lane.h"
+#include "kernels/backends/cuda/cuda_profiler.h"
 #include "kernels/backends/cuda/nvml_loader.h"
 #include "kernels/core/reference_cache.h"
 
@@ -58,6 +59,10 @@ struct cuda_backend {
   double nvml_at;
   bool nvml_ok;
   struct nvml_reading nvml_last;
+  /* CUPTI's range profiler for jobs with "profile" (cuda_profiler.h), opened with the
+   * device; NULL: profiler_why says why, and such jobs are refused. */
+  struct cuda_profiler *profiler;
+  char profiler_why[512];
 };
 
 #define NVML_MAX_AGE_S 0.02

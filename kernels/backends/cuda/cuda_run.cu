@@ -471,6 +471,51 @@ static int check_runs(struct cuda_job *j, const float *const *h_out, const float
   return 0;
 }
 
+/* ---- the profile ---- */
+
+struct profiled {
+  struct cuda_job *j;
+  int r;
+};
+
+/* One launch of the run (a warm-up's, without its graph), complete: a fault is
+ * classified as any other. */
+static int profiled_launch(void *arg) {
+  struct profiled *p = (struct profiled *)arg;
+  RC_TRY(p->j->ops->warm(p->j, p->r, false));
+  CUDA_TRY(p->j, cudaStreamSynchronize(p->j->lane->stream));
+  return 0;
+}
+
+/* When the job asked: after its timed windows, each available run's kernels replayed
+ * once under CUPTI (cuda_profiler.h), in a window of their own (the engine holds the
+ * device exclusively for a profiled job's windows, so no other job's kernel becomes a
+ * range), before the job's output goes to its children. A profiler failure leaves the
+ * run's profile unavailable, not the job failed. */
+static int profile_runs(struct cuda_job *j) {
+  if (!j->spec->profile || job_first_available(j) < 0) return 0;
+  RC_TRY(sync_lane(j));
+  RC_TRY(enter_timed(j));
+  for (int r = 0; r < j->result->n_runs; r++) {
+    struct exp_run *run = &j->result->runs[r];
+    if (!run->available) continue;
+    if (cuda_user_is_run(j, r)) {
+      exp_profile_unavailable(&run->profile,
+                              "a user's kernel runs in gpulab-runner, whose kernels this "
+                              "gpulabd does not profile yet");
+      continue;
+    }
+    if (!j->be->profiler) { /* refused at submission; a job from before a restart */
+      exp_profile_unavailable(&run->profile, j->be->profiler_why);
+      continue;
+    }
+    struct profiled p = {j, r};
+    RC_TRY(cuda_profiler_run(j->be->profiler, j->lane->stream, profiled_launch, &p, &run->profile));
+  }
+  (void)leave_timed(j); /* whether it was contended says nothing of the timed figures */
+  return 0;
+}
+
 /* ---- run ---- */
 
 /* Everything after SETUP: the parents' fences, setup, windows, copies, checks. */
@@ -484,6 +529,7 @@ static int run_job(struct cuda_job *j) {
   RC_TRY(j->ops->plan_runs(j));
   RC_TRY(j->ops->setup(j));
   RC_TRY(exp_window_schedule(j->spec, j->result, &cuda_window, j));
+  RC_TRY(profile_runs(j));
   if (j->output_from_window) RC_TRY(job_issue_run_output(j, job_first_available(j)));
   const float *h_out[EXP_MAX_VARIANTS] = {};
   const float *h_given[EXP_MAX_INPUTS] = {};
