@@ -613,18 +613,20 @@ static int run_checks(const struct probe *p) {
   const double(*v)[EXP_METRIC_COUNT] = p->value;
   double st = ratio(v[K_NAIVE][EXP_METRIC_STORE_SECTORS], v[K_NAIVE][EXP_METRIC_STORE_REQUESTS]);
   double ld = ratio(v[K_NAIVE][EXP_METRIC_LOAD_SECTORS], v[K_NAIVE][EXP_METRIC_LOAD_REQUESTS]);
-  double c32 = v[K_SHARED32][EXP_METRIC_SHARED_LOAD_CONFLICTS] +
-               v[K_SHARED32][EXP_METRIC_SHARED_STORE_CONFLICTS];
-  double c33 = v[K_PADDED33][EXP_METRIC_SHARED_LOAD_CONFLICTS] +
-               v[K_PADDED33][EXP_METRIC_SHARED_STORE_CONFLICTS];
+  /* Conflicts per load request: the lecture's 32-way conflict is 31 extra wavefronts;
+   * conflict-free code reads a fraction of one (Nsight Compute's counter too). */
+  double c32 = ratio(v[K_SHARED32][EXP_METRIC_SHARED_LOAD_CONFLICTS],
+                     v[K_SHARED32][EXP_METRIC_SHARED_LOAD_REQUESTS]);
+  double c33 = ratio(v[K_PADDED33][EXP_METRIC_SHARED_LOAD_CONFLICTS],
+                     v[K_PADDED33][EXP_METRIC_SHARED_LOAD_REQUESTS]);
   double rd = v[K_COPY][EXP_METRIC_DRAM_READ_BYTES], mn = (double)N_COPY * N_COPY;
   double fl = v[K_GEMM][EXP_METRIC_FP32_FLOPS], g = (double)N_GEMM;
   int failed = 0;
   printf("\nissue 32's done-when checks:\n");
   failed += check("naive 4096^2 store sectors/request", st, within(st, 32, 0.01), "32 +-1%");
   failed += check("naive 4096^2 load sectors/request", ld, within(ld, 4, 0.01), "4 +-1%");
-  failed += check("shared32 bank conflicts (loads + stores)", c32, c32 > 0, "> 0");
-  failed += check("padded33 bank conflicts (loads + stores)", c33, c33 == 0, "0");
+  failed += check("shared32 load conflicts per request", c32, within(c32, 31, 0.05), "31 +-5%");
+  failed += check("padded33 load conflicts per request", c33, c33 < 1, "< 1");
   failed += check("copy 8192^2 DRAM bytes read / 4mn", rd / (4 * mn), within(rd, 4 * mn, 0.05),
                   "1 +-5%");
   failed += check("gemm tiled 1024^3 FP32 flops / 2mnk", fl / (2 * g * g * g),

@@ -2,9 +2,9 @@
  * device, and fails where it finds one whose counters it cannot read): issue 32's
  * numbers through the API, from CUPTI's replay in gpulabd. The lecture's transpose at
  * 4096^2: naive's stores 32 sectors per request (within 1%) and its loads 4; shared32's
- * loads conflict (31 extra wavefronts per request, its 32-way column reads) and
- * padded33's do not (under one conflict per hundred requests; the counter is not
- * exactly 0 on the H100, see bench/RESULTS.md); copy at 8192^2 reads 4mn bytes of DRAM
+ * loads conflict (31 extra wavefronts per request within 5%, its 32-way column reads)
+ * and padded33's do not (under one per request: the counter is not exactly 0 on
+ * conflict-free code, see bench/RESULTS.md); copy at 8192^2 reads 4mn bytes of DRAM
  * (within 5%); gemm tiled at 1024^3 executes 2mnk FP32 flops (within 1%); a run that
  * launches several kernels (reduce's cub) names each; a user's kernel's run says why
  * it has none; the same job without profile times the same (both medians printed, not
@@ -75,8 +75,11 @@ static void transpose(void) {
   printf("padded33 store conflicts: %.0f, %.4f per request\n",
          metric(j, 2, 0, "shared_store_bank_conflicts"),
          metric(j, 2, 0, "shared_store_conflicts_per_request"));
-  CHECK(c32 > 16); /* a 32-way conflict: 31 */
-  CHECK(c33 < 0.01);
+  /* A 32-way conflict is 31 extra wavefronts per request. Conflict-free code is not 0
+   * on this counter: padded33 reads 0.27 per request on an H100, as Nsight Compute's
+   * own reading of the same kernel in gpulabd does (bench/RESULTS.md). */
+  near("shared32 load conflicts per request", c32, 31, 0.05);
+  CHECK(c33 < 1);
   printf("occupancy: naive %.1f%% theoretical (limit: %s), %.1f%% achieved\n",
          metric(j, 0, 0, "theoretical_occupancy_pct"),
          JSTR(j, "result.runs[0].profile.kernels[0].occupancy_limiter"),
