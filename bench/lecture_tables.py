@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """The lecture's tables measured through gpulabd's HTTP API.
 
-usage: lecture_tables.py URL [OUT_JSON]   (gpulabd must already listen at URL)
+usage: lecture_tables.py [--profile] URL [OUT_JSON]   (gpulabd must already listen at URL)
 Prints one markdown table per experiment; OUT_JSON receives every job as returned.
+--profile: the transpose and gemm jobs ask for "profile": true, and a second table puts
+the counters that explain each time beside it (the lecture's: sectors per request, bank
+conflicts per request, occupancy, DRAM traffic).
 Uses only the standard library, so it runs wherever python3 does."""
 import json
 import sys
 import urllib.request
 
-URL = sys.argv[1].rstrip("/")
+PROFILE = "--profile" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--profile"]
+URL = ARGS[0].rstrip("/")
 JOBS = [
     ("transpose", {"m": 4096, "n": 4096, "reps": 20}),
     ("transpose", {"m": 1024, "n": 1024, "reps": 100}),
@@ -44,6 +49,39 @@ def size_of(kind, p):
             "histogram": lambda: f"n=2^{p['n'].bit_length() - 1} bins={p['bins']}"}[kind]()
 
 
+def metric(kernel, name, fmt="{:.2f}", scale=1.0):
+    v = kernel["metrics"].get(name, {}).get("value")
+    return "-" if v is None else fmt.format(v * scale)
+
+
+def why_table(jobs):
+    """The counters of every profiled run's kernels beside its median time."""
+    print("\n| job | size | variant | median ms | kernel | ld sect/req | st sect/req | "
+          "smem ld conflicts/req | occupancy achieved / theoretical (limit) | DRAM MB r / w | "
+          "DRAM % peak | L2 hit % |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for job in jobs:
+        if job.get("state") != "done" or not job["params"].get("profile"):
+            continue
+        for run in job["result"]["runs"]:
+            prof = run.get("profile") or {}
+            head = f"| {job['type']} | {size_of(job['type'], job['params'])} | {run['variant']} |"
+            if not prof.get("available"):
+                print(f"{head} - | no profile: {prof.get('reason', 'unavailable')} |")
+                continue
+            for k in prof["kernels"]:
+                occ = (f"{metric(k, 'achieved_occupancy_pct', '{:.0f}%')} / "
+                       f"{metric(k, 'theoretical_occupancy_pct', '{:.0f}%')} "
+                       f"({k.get('occupancy_limiter') or '-'})")
+                print(f"{head} {run['timing']['median_ms']:.4f} | {k['name'][:40]} | "
+                      f"{metric(k, 'global_load_sectors_per_request')} | "
+                      f"{metric(k, 'global_store_sectors_per_request')} | "
+                      f"{metric(k, 'shared_load_conflicts_per_request')} | {occ} | "
+                      f"{metric(k, 'dram_bytes_read', '{:.1f}', 1e-6)} / "
+                      f"{metric(k, 'dram_bytes_written', '{:.1f}', 1e-6)} | "
+                      f"{metric(k, 'dram_peak_pct', '{:.0f}')} | {metric(k, 'l2_hit_pct', '{:.0f}')} |")
+
+
 def main():
     device = json.load(urllib.request.urlopen(URL + "/device"))
     print(f"device: {device.get('name')} (cc {device.get('compute_capability')}, "
@@ -52,6 +90,8 @@ def main():
     print("| job | size | variant | median ms | min ms | max ms | figure | speedup | check | regs | kernel |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for kind, params in JOBS:
+        if PROFILE and kind in ("transpose", "gemm"):
+            params = dict(params, profile=True)
         job = post("/" + kind, params)
         jobs.append(job)
         res = job.get("result") or {}
@@ -70,8 +110,10 @@ def main():
             print(f"| {kind} | {size_of(kind, job['params'])} | {run['variant']} | {t['median_ms']:.4f} | "
                   f"{t['min_ms']:.4f} | {t['max_ms']:.4f} | {fig} | {run['speedup']:.2f} | {check} | "
                   f"{k.get('registers', '-')} | {k['name']} |")
-    if len(sys.argv) > 2:
-        with open(sys.argv[2], "w") as f:
+    if PROFILE:
+        why_table(jobs)
+    if len(ARGS) > 1:
+        with open(ARGS[1], "w") as f:
             json.dump({"device": device, "jobs": jobs}, f, indent=1)
     print("\nall checks passed" if all_passed else "\nSOME CHECKS FAILED")
     return 0 if all_passed else 1

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "kernels/backends/cuda/cuda_l2flush.h"
+#include "kernels/backends/cuda/cuda_profiler.h"
 #include "kernels/histogram/histogram.h"
 #include "kernels/user/runner_check.h"
 #include "kernels/user/runner_impl.h"
@@ -610,8 +611,56 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
   return 0;
 }
 
+/* ---- a profiled launch (runner_run_msg.profile) ---- */
+
+static struct cuda_profiler *profiler; /* opened at the first profiled request */
+static bool profiler_tried;
+static char profiler_why[512];
+
+struct profiled {
+  const struct run_plan *p;
+  struct runner_done_msg *done;
+  struct runner_fault_msg *fault;
+  char *msg;
+  size_t msg_len;
+};
+
+/* The run's one launch, complete: 0, 1 a fault (in fault), or -errno with msg. */
+static int profiled_launch(void *arg) {
+  struct profiled *a = (struct profiled *)arg;
+  int rc = launch_one(a->p, 0, a->done, a->fault, a->msg, a->msg_len);
+  if (rc) return rc;
+  cudaError_t e = cudaStreamSynchronize(stream);
+  return e == cudaSuccess ? 0 : fault_of(e, a->fault);
+}
+
+static int profile_run(const struct runner_run_msg *m, struct runner_done_msg *done,
+                       struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  if (m->n_launches != 1 || m->timed) {
+    snprintf(msg, msg_len, "run: a profiled request is one untimed launch");
+    return -EINVAL;
+  }
+  struct run_plan p;
+  int rc = plan_run(m, &p, msg, msg_len);
+  if (rc) return rc;
+  if (!profiler_tried) {
+    int device = 0;
+    (void)cudaGetDevice(&device);
+    profiler_tried = true;
+    if (cuda_profiler_open(device, &profiler, profiler_why, sizeof profiler_why) != 0)
+      profiler = NULL;
+  }
+  if (!profiler) {
+    exp_profile_unavailable(&done->profile, profiler_why);
+    return 0;
+  }
+  struct profiled a = {&p, done, fault, msg, msg_len};
+  return cuda_profiler_run(profiler, stream, profiled_launch, &a, &done->profile);
+}
+
 static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done,
                     struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  if (m->profile) return profile_run(m, done, fault, msg, msg_len);
   struct run_plan p;
   int rc = plan_run(m, &p, msg, msg_len);
   if (rc) return rc;

@@ -11,12 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/core/profile.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 5         /* 5: runner_run_msg.fresh, runner_done_msg.bad_* */
+#define RUNNER_PROTO_VERSION 6         /* 6: runner_run_msg.profile, runner_done_msg.profile */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -150,7 +152,10 @@ struct runner_run_msg {
   /* 1: launch with cuLaunchCooperativeKernel (a grid-wide sync may be used); the runner
    * refuses a grid of more blocks than fit on the device at once. */
   uint32_t cooperative;
-  uint32_t pad;
+  /* 1: the one launch (n_launches 1, untimed) runs under CUPTI's range profiler
+   * (kernels/backends/cuda/cuda_profiler.h) in the runner's context; the answer's
+   * profile holds its counters, or why it has none. */
+  uint32_t profile;
   double deadline_ms;
   uint64_t scratch_bytes;
   struct runner_fresh fresh;
@@ -168,6 +173,7 @@ struct runner_done_msg {
    * bad_index). */
   uint32_t fresh_checked, bad_launch, bad_what, bad_input;
   uint64_t bad_count, bad_index;
+  struct exp_profile profile; /* runner_run_msg.profile's answer; requested false otherwise */
 };
 
 struct runner_fault_msg {

@@ -6,8 +6,8 @@
  * and padded33's do not (under one per request: the counter is not exactly 0 on
  * conflict-free code, see bench/RESULTS.md); copy at 8192^2 reads 4mn bytes of DRAM
  * (within 5%); gemm tiled at 1024^3 executes 2mnk FP32 flops (within 1%); a run that
- * launches several kernels (reduce's cub) names each; a user's kernel's run says why
- * it has none; the same job without profile times the same (both medians printed, not
+ * launches several kernels (reduce's cub) names each; a user's kernel, replayed in
+ * gpulab-runner, gets the same fields; the same job without profile times the same (both medians printed, not
  * asserted: a test never fails on a time). */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +25,8 @@ static json_t *run(const char *path, const char *body) {
   char url[160];
   snprintf(url, sizeof url, "%s?wait=240", path);
   http_post_json(&D, url, body, &r);
-  if (r.status != 200 && r.status != 202) CHECK_FAIL_("POST %s %s: %d", path, body, r.status);
+  if (r.status != 200 && r.status != 202)
+    CHECK_FAIL_("POST %s %s: %ld", path, body, (long)r.status);
   long long id = JINT(r.json, "id");
   http_reply_free(&r);
   json_t *j = job_wait_final(&D, id, 300);
@@ -121,7 +122,8 @@ static void several_kernels(void) {
   json_decref(j);
 }
 
-/* A user's kernel: its run says why it has no counters; the built-in beside it has them. */
+/* A user's kernel, profiled in gpulab-runner's context: the same fields as the built-in
+ * beside it, and the same mechanism (it is naive's mapping: 32 and 4 sectors). */
 static void user_kernel(void) {
   static const char src[] =
       "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"
@@ -138,8 +140,18 @@ static void user_kernel(void) {
   snprintf(body, sizeof body, "{\"variant\":[\"naive\",\"kernel:%lld\"],\"profile\":true}", id);
   json_t *j = run("/transpose", body);
   expect_profiled(j, 0);
-  CHECK(!JBOOL(j, "result.runs[1].profile.available"));
-  printf("user's kernel: %s\n", JSTR(j, "result.runs[1].profile.reason"));
+  expect_profiled(j, 1);
+  CHECK_STR_EQ(JSTR(j, "result.runs[1].profile.kernels[0].name"), "kernel");
+  CHECK_INT_EQ(JINT(j, "result.runs[1].profile.kernels[0].grid[0]"),
+               JINT(j, "result.runs[1].kernel.grid[0]"));
+  near("user's kernel store sectors/request", metric(j, 1, 0, "global_store_sectors_per_request"),
+       32, 0.01);
+  near("user's kernel load sectors/request", metric(j, 1, 0, "global_load_sectors_per_request"), 4,
+       0.01);
+  printf("user's kernel: %.1f%% theoretical occupancy (limit: %s), %.0f ns\n",
+         metric(j, 1, 0, "theoretical_occupancy_pct"),
+         JSTR(j, "result.runs[1].profile.kernels[0].occupancy_limiter"),
+         metric(j, 1, 0, "duration_ns"));
   json_decref(j);
 }
 

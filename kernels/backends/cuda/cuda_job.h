@@ -37,6 +37,9 @@ int cuda_user_launch(struct cuda_job *j, int r, float *out);
  * the runner's events (*ms per launch). */
 int cuda_user_warm(struct cuda_job *j, int r);
 int cuda_user_sample(struct cuda_job *j, int r, double *ms);
+/* One launch of user run r under the profiler in the runner's context (runner_run_msg.
+ * profile): its counters, or why it has none, into out. */
+int cuda_user_profile(struct cuda_job *j, int r, struct exp_profile *out);
 /* Detaches and gives the runner back, frees the IPC buffers; after the lane's work.
  * Idempotent. */
 void cuda_user_release(struct cuda_job *j);

@@ -490,7 +490,8 @@ static int profiled_launch(void *arg) {
 /* When the job asked: after its timed windows, each available run's kernels replayed
  * once under CUPTI (cuda_profiler.h), in a window of their own (the engine holds the
  * device exclusively for a profiled job's windows, so no other job's kernel becomes a
- * range), before the job's output goes to its children. A profiler failure leaves the
+ * range), before the job's output goes to its children; users' kernels in
+ * gpulab-runner, which profiles them in its own context. A profiler failure leaves the
  * run's profile unavailable, not the job failed. */
 static int profile_runs(struct cuda_job *j) {
   if (!j->spec->profile || job_first_available(j) < 0) return 0;
@@ -499,10 +500,8 @@ static int profile_runs(struct cuda_job *j) {
   for (int r = 0; r < j->result->n_runs; r++) {
     struct exp_run *run = &j->result->runs[r];
     if (!run->available) continue;
-    if (cuda_user_is_run(j, r)) {
-      exp_profile_unavailable(&run->profile,
-                              "a user's kernel runs in gpulab-runner, whose kernels this "
-                              "gpulabd does not profile yet");
+    if (cuda_user_is_run(j, r)) { /* in the runner's own context */
+      RC_TRY(cuda_user_profile(j, r, &run->profile));
       continue;
     }
     if (!j->be->profiler) { /* refused at submission; a job from before a restart */

@@ -383,6 +383,22 @@ int cuda_user_sample(struct cuda_job *j, int r, double *ms) {
   return launches(j, r, (uint32_t)j->result->runs[r].timing.reps, true, ms);
 }
 
+int cuda_user_profile(struct cuda_job *j, int r, struct exp_profile *out) {
+  struct runner_run_msg m = j->user->msg[r]; /* the run's launch, as it is timed */
+  m.n_launches = 1;
+  m.timed = 0;
+  m.cold = 0;
+  m.profile = 1;
+  memset(&m.fresh, 0, sizeof m.fresh);
+  struct runner_done_msg done;
+  struct runner_fault fault;
+  char err[256];
+  int rc = runner_run(j->user->runner, &m, ukreg_deadline(), &done, &fault, err, sizeof err);
+  if (rc) return runner_error(j, r, rc, "profile", err);
+  *out = done.profile;
+  return 0;
+}
+
 void cuda_user_release(struct cuda_job *j) {
   struct cuda_user_job *u = j->user;
   if (!u) return;
