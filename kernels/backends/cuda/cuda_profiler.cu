@@ -30,22 +30,33 @@
 
 /* ---- libcupti, loaded once for the process ---- */
 
-#define CUPTI_FNS(X)                                                                               \
-  X(cuptiGetResultString)                                                                          \
-  X(cuptiProfilerInitialize)                                                                       \
-  X(cuptiDeviceGetChipName)                                                                        \
-  X(cuptiProfilerGetCounterAvailability)                                                           \
-  X(cuptiProfilerHostInitialize)                                                                   \
-  X(cuptiProfilerHostDeinitialize)                                                                 \
-  X(cuptiProfilerHostConfigAddMetrics)                                                             \
-  X(cuptiProfilerHostGetConfigImageSize)                                                           \
-  X(cuptiProfilerHostGetConfigImage)                                                               \
-  X(cuptiProfilerHostEvaluateToGpuValues)                                                          \
-  X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerGetCounterDataSize) \
-      X(cuptiRangeProfilerCounterDataImageInitialize) X(cuptiRangeProfilerSetConfig)               \
-          X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)     \
-              X(cuptiRangeProfilerGetCounterDataInfo) X(cuptiSubscribe) X(cuptiUnsubscribe)        \
-                  X(cuptiEnableCallback)
+/* The CUPTI functions gpulab calls, each resolved by name (a list clang-format would
+ * rewrap on every run). */
+// clang-format off
+#define CUPTI_FNS(X) \
+  X(cuptiGetResultString) \
+  X(cuptiProfilerInitialize) \
+  X(cuptiDeviceGetChipName) \
+  X(cuptiProfilerGetCounterAvailability) \
+  X(cuptiProfilerHostInitialize) \
+  X(cuptiProfilerHostDeinitialize) \
+  X(cuptiProfilerHostConfigAddMetrics) \
+  X(cuptiProfilerHostGetConfigImageSize) \
+  X(cuptiProfilerHostGetConfigImage) \
+  X(cuptiProfilerHostEvaluateToGpuValues) \
+  X(cuptiRangeProfilerEnable) \
+  X(cuptiRangeProfilerDisable) \
+  X(cuptiRangeProfilerGetCounterDataSize) \
+  X(cuptiRangeProfilerCounterDataImageInitialize) \
+  X(cuptiRangeProfilerSetConfig) \
+  X(cuptiRangeProfilerStart) \
+  X(cuptiRangeProfilerStop) \
+  X(cuptiRangeProfilerDecodeData) \
+  X(cuptiRangeProfilerGetCounterDataInfo) \
+  X(cuptiSubscribe) \
+  X(cuptiUnsubscribe) \
+  X(cuptiEnableCallback)
+// clang-format on
 
 static struct {
 #define CUPTI_FN_SLOT(name) decltype(&::name) name;
