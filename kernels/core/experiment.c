@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/core/shape1d.h"
 #include "kernels/core/stats.h"
 
 static const struct exp_desc *desc_of(const struct exp_spec *spec) { return exp_desc(spec->type); }
@@ -87,13 +88,20 @@ const char *exp_input_name(enum exp_type type, int slot) {
 void exp_input_shape(const struct exp_spec *spec, int slot, struct exp_shape *shape) {
   const struct exp_desc *d = desc_of(spec);
   *shape = (struct exp_shape){1, {0, 0}};
-  if (d && slot >= 0 && slot < d->n_inputs) d->input_shape(spec, slot, shape);
+  if (!d || slot < 0 || slot >= d->n_inputs) return;
+  if (d->input_shape)
+    d->input_shape(spec, slot, shape);
+  else
+    shape1d_set(shape, spec->p[d->vector_n]);
 }
 
 void exp_output_shape(const struct exp_spec *spec, struct exp_shape *shape) {
   const struct exp_desc *d = desc_of(spec);
   *shape = (struct exp_shape){1, {0, 0}};
-  if (d) d->output_shape(spec, shape);
+  if (d && d->output_shape)
+    d->output_shape(spec, shape);
+  else if (d)
+    exp_input_shape(spec, 0, shape);
 }
 
 int64_t exp_shape_count(const struct exp_shape *shape) {
@@ -156,7 +164,8 @@ int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *
     snprintf(msg, msg_len, "a %s job has no input slot %d", d ? d->name : "?", slot);
     return -1;
   }
-  return d->fit_input(spec, slot, shape, msg, msg_len);
+  return d->fit_input ? d->fit_input(spec, slot, shape, msg, msg_len)
+                      : shape1d_fit(spec, slot, shape, d->vector_n, msg, msg_len);
 }
 
 /* ---- memory and work ---- */

@@ -442,6 +442,10 @@ enum exp_dtype { EXP_DTYPE_F32, EXP_DTYPE_U32 };
 enum exp_flag {
   /* "cold" must be false (a pass starts from host memory): no_cold_why says why. */
   EXP_NO_COLD = 1u,
+  /* One input, a vector x of n elements, n the param vector_n (reduce, scan, stencil,
+   * histogram): input_shape and fit_input may be NULL (x is (n,), and x given as data of
+   * any shape sets n), and output_shape too when the output has x's shape. */
+  EXP_VECTOR = 2u,
 };
 
 /* One argument of a user's kernel, in its signature's order: input slot `index`
@@ -508,6 +512,7 @@ struct exp_desc {
   const char *doc;   /* one line for people: what it computes and its figure; NULL: none */
   unsigned flags;    /* EXP_* */
   const char *no_cold_why;
+  int vector_n; /* EXP_VECTOR: the param that is x's length */
 
   /* Size params, in the order requests list them (and p[] holds them). */
   int n_params;

@@ -1,6 +1,7 @@
 /* Shapes of the experiments over one vector x of n elements (reduce, scan, stencil,
- * histogram): a 1-D shape, and an input of any shape fitted to n. Their descriptors'
- * input_shape, output_shape and fit_input call these with their own parameter. */
+ * histogram: EXP_VECTOR): a 1-D shape, and an input of any shape fitted to n. The core
+ * (experiment.c) gives such experiments these as their input's shape and fit; their own
+ * output_shape may use shape1d_set. */
 #ifndef GPULAB_SHAPE1D_H
 #define GPULAB_SHAPE1D_H
 

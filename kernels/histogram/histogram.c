@@ -30,18 +30,8 @@ static bool bins_ok(const struct exp_spec *s) {
   return s->p[HISTOGRAM_BINS] >= 1 && s->p[HISTOGRAM_BINS] <= HISTOGRAM_MAX_BINS;
 }
 
-static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  shape1d_set(shape, s->p[HISTOGRAM_N]);
-}
-
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
   shape1d_set(shape, s->p[HISTOGRAM_BINS]);
-}
-
-/* x of any shape: its element count is n. */
-static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
-                     size_t len) {
-  return shape1d_fit(s, slot, shape, HISTOGRAM_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
@@ -189,10 +179,10 @@ static const struct exp_user user = {
 const struct exp_desc exp_histogram = {
     .name = "histogram",
     EXP_TABLES(params, variants, inputs),
+    .flags = EXP_VECTOR,
+    .vector_n = HISTOGRAM_N, /* x of any shape given as data sets n */
     .out_dtype = EXP_DTYPE_U32,
-    .input_shape = input_shape,
     .output_shape = output_shape,
-    .fit_input = fit_input,
     .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
     .work = work,
     .figure = EXP_FIGURE_GBPS,

@@ -47,18 +47,8 @@ double reduce_error_depth(int variant, size_t n) {
   }
 }
 
-static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  shape1d_set(shape, s->p[REDUCE_N]);
-}
-
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
   shape1d_set(shape, 1);
-}
-
-/* x of any shape: its element count is n. */
-static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
-                     size_t len) {
-  return shape1d_fit(s, slot, shape, REDUCE_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
@@ -227,9 +217,9 @@ static const struct exp_user user = {
 const struct exp_desc exp_reduce = {
     .name = "reduce",
     EXP_TABLES(params, variants, inputs),
-    .input_shape = input_shape,
+    .flags = EXP_VECTOR,
+    .vector_n = REDUCE_N, /* x of any shape given as data sets n */
     .output_shape = output_shape,
-    .fit_input = fit_input,
     .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
     .work = work,
     .figure = EXP_FIGURE_GBPS,

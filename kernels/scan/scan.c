@@ -8,7 +8,6 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
-#include "kernels/core/shape1d.h"
 #include "kernels/core/sum_rule.h"
 #include "kernels/scan/scan.h"
 
@@ -27,20 +26,6 @@ double scan_error_depth(int variant, size_t n, size_t i) {
   case SCAN_CUB: return 8.0 * (double)(i / 3072) + 128;
   default: return 0;
   }
-}
-
-static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  shape1d_set(shape, s->p[SCAN_N]);
-}
-
-static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
-  input_shape(s, 0, shape);
-}
-
-/* x of any shape: its element count is n. */
-static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
-                     size_t len) {
-  return shape1d_fit(s, slot, shape, SCAN_N, msg, len);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
@@ -204,9 +189,8 @@ static const struct exp_user user = {
 const struct exp_desc exp_scan = {
     .name = "scan",
     EXP_TABLES(params, variants, inputs),
-    .input_shape = input_shape,
-    .output_shape = output_shape,
-    .fit_input = fit_input,
+    .flags = EXP_VECTOR,
+    .vector_n = SCAN_N,     /* x of any shape given as data sets n */
     .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
     .work = work,
     .figure = EXP_FIGURE_GBPS,

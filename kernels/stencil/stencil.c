@@ -9,27 +9,12 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
-#include "kernels/core/shape1d.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/stencil/stencil_tile.h"
 
 /* Absolute part of the tolerance: windows of zeros compare exactly, a GPU that flushes
  * subnormal sums to zero still passes. */
 #define TOL_FLOOR 1e-30
-
-static void input_shape(const struct exp_spec *s, int slot, struct exp_shape *shape) {
-  shape1d_set(shape, s->p[STENCIL_N]);
-}
-
-static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
-  input_shape(s, 0, shape);
-}
-
-/* x of any shape: its element count is n. */
-static int fit_input(struct exp_spec *s, int slot, const struct exp_shape *shape, char *msg,
-                     size_t len) {
-  return shape1d_fit(s, slot, shape, STENCIL_N, msg, len);
-}
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
   w->bytes = 8.0 * s->p[STENCIL_N];
@@ -244,9 +229,8 @@ const struct exp_desc exp_stencil = {
     .title = "Stencil",
     .doc = "1-D moving average over 2·radius+1 points, zero boundary. Figure: GB/s = 8n / t.",
     EXP_TABLES(params, variants, inputs),
-    .input_shape = input_shape,
-    .output_shape = output_shape,
-    .fit_input = fit_input,
+    .flags = EXP_VECTOR,
+    .vector_n = STENCIL_N,  /* x of any shape given as data sets n */
     .timing = {20, 5, 100}, /* the lecture's: 20 warm-ups, 5 batches of 100 */
     .work = work,
     .figure = EXP_FIGURE_GBPS,

@@ -47,7 +47,9 @@ static void check_descriptor(enum exp_type t) {
   }
   CHECK(d->n_inputs >= 1 && d->n_inputs <= EXP_MAX_INPUTS);
   for (int s = 0; s < d->n_inputs; s++) CHECK_STR_EQ(exp_input_name(t, s), d->inputs[s].name);
-  CHECK(d->input_shape && d->output_shape && d->fit_input && d->work && d->ref_check);
+  const bool vector = d->flags & EXP_VECTOR; /* the core's shapes for x of n elements */
+  CHECK((d->input_shape || vector) && (d->output_shape || vector) && (d->fit_input || vector) &&
+        d->work && d->ref_check);
   CHECK(d->ceiling != EXP_CEILING_DEFAULT && exp_ceiling_name(d->ceiling) != NULL);
   CHECK(exp_figure_unit(t) && exp_work_unit(t));
   struct exp_spec s;
