@@ -518,6 +518,13 @@ void http_expect_(struct gpulabd *d, const char *method, const char *path, long 
 
 /* ---- JSON and checks ---- */
 
+double json_clock_s(json_t *root, const char *path) {
+  int y, mo, da, h, mi;
+  double s;
+  CHECK(sscanf(JSTR(root, path), "%d-%d-%dT%d:%d:%lfZ", &y, &mo, &da, &h, &mi, &s) == 6);
+  return h * 3600.0 + mi * 60.0 + s;
+}
+
 json_t *json_at(json_t *root, const char *path) {
   json_t *v = root;
   const char *p = path;

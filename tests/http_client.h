@@ -104,6 +104,9 @@ void http_post_json(struct gpulabd *d, const char *path, const char *json_text,
 /* The value at a dotted path with [i] indices ("result.runs[0].check.passed"), or
  * NULL. Borrowed from root. */
 json_t *json_at(json_t *root, const char *path);
+/* The time of day in seconds of the RFC 3339 UTC time at path ("...T12:34:56.789Z"),
+ * to compare two times of one run; fails the test when it is absent or malformed. */
+double json_clock_s(json_t *root, const char *path);
 
 /* Checks that reply is an RFC 9457 problem (application/problem+json) with this
  * status, code and field (NULL: field must be null), and that the body is exactly

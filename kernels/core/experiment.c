@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/core/shape1d.h"
 #include "kernels/core/stats.h"
 
 static const struct exp_desc *desc_of(const struct exp_spec *spec) { return exp_desc(spec->type); }
@@ -92,7 +91,7 @@ void exp_input_shape(const struct exp_spec *spec, int slot, struct exp_shape *sh
   if (d->input_shape)
     d->input_shape(spec, slot, shape);
   else
-    shape1d_set(shape, spec->p[d->vector_n]);
+    *shape = exp_shape_1d(spec->p[d->vector_n]);
 }
 
 void exp_output_shape(const struct exp_spec *spec, struct exp_shape *shape) {
@@ -164,8 +163,9 @@ int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *
     snprintf(msg, msg_len, "a %s job has no input slot %d", d ? d->name : "?", slot);
     return -1;
   }
-  return d->fit_input ? d->fit_input(spec, slot, shape, msg, msg_len)
-                      : shape1d_fit(spec, slot, shape, d->vector_n, msg, msg_len);
+  if (d->fit_input) return d->fit_input(spec, slot, shape, msg, msg_len);
+  const int dims[] = {d->vector_n}; /* EXP_VECTOR: x of any shape, its count is n */
+  return exp_fit_dims(spec, slot, shape, dims, 1, NULL, msg, msg_len);
 }
 
 /* ---- memory and work ---- */

@@ -70,6 +70,8 @@ struct exp_shape {
   int ndim;
   int64_t dims[2];
 };
+/* The shape (n,). */
+static inline struct exp_shape exp_shape_1d(int64_t n) { return (struct exp_shape){1, {n, 0}}; }
 
 struct exp_timing_params {
   int warmup;  /* untimed launches per variant before the batches (graph: launches
@@ -77,6 +79,13 @@ struct exp_timing_params {
   int batches; /* timed samples; each sample is one batch's mean per launch */
   int reps;    /* launches per batch */
 };
+/* The lecture's defaults: 3 warm-ups and 5 batches of 20 for its transpose and GEMM; 20
+ * warm-ups and 5 batches of 100 for its stencil, and for the kernels as short as it
+ * (reduce, scan, histogram). */
+#define EXP_TIMING_LECTURE \
+  { 3, 5, 20 }
+#define EXP_TIMING_SHORT \
+  { 20, 5, 100 }
 
 /* When a run's batches stop. max_noise 0 (the default): after timing.batches, the
  * lecture's fixed count. max_noise > 0: once at least min_samples (and 2) samples
@@ -409,6 +418,9 @@ struct exp_cpu_variant {
                               algorithm the CPU cannot run as such */
   const char *reason;      /* fn NULL: why */
 };
+/* A variant the CPU backend cannot run (a library's), and why. */
+#define EXP_CPU_NONE(why) \
+  { NULL, NULL, NULL, NULL, (why) }
 
 enum exp_variant_flag {
   /* cuBLAS runs it, no kernel of ours: the CUDA backend loads cuBLAS and the lane's
@@ -447,6 +459,8 @@ enum exp_flag {
    * any shape sets n), and output_shape too when the output has x's shape. */
   EXP_VECTOR = 2u,
 };
+/* An EXP_VECTOR experiment whose x has p[n] elements, in an exp_desc initializer. */
+#define EXP_VECTOR_OF(n) .flags = EXP_VECTOR, .vector_n = (n)
 
 /* One argument of a user's kernel, in its signature's order: input slot `index`
  * (const float *), the run's output (float *), or param p[index] (int). */
@@ -501,6 +515,10 @@ struct exp_user {
    * reuse the job's inputs and only the last output is checked). */
   enum exp_user_check fresh_check;
 };
+/* The grid of a user's kernel over a vector of p[n] elements (EXP_VECTOR): a block per
+ * tile[0] of them, in an exp_user initializer. */
+#define EXP_USER_GRID_1D(n) \
+  .grid_x = (n), .grid_y = -1, .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)"
 
 /* One experiment. Constant data in its folder (kernels/<name>/<name>.c), registered by
  * its line in experiments.def; every hook is a plain function of the spec, called

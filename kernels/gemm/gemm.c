@@ -203,11 +203,8 @@ static const struct exp_variant variants[] = {
                     EXP_CEILING_DEFAULT,
                     {cpu_gemm_tiled, "cpu_gemm_tiled",
                      "16x16 output tiles over 16-wide K steps, float fmaf accumulators", "", NULL}},
-    [GEMM_CUBLAS] = {"cublas",
-                     "cuBLAS SGEMM, FP32: the reference",
-                     EXP_VARIANT_CUBLAS,
-                     EXP_CEILING_DEFAULT,
-                     {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
+    [GEMM_CUBLAS] = {"cublas", "cuBLAS SGEMM, FP32: the reference", EXP_VARIANT_CUBLAS,
+                     EXP_CEILING_DEFAULT, EXP_CPU_NONE("cuBLAS needs the CUDA backend")},
     [GEMM_BEST] = {"best",
                    "FP32, register-tiled, cp.async: tile shape, split-K or GEMV picked by shape",
                    0,
@@ -227,9 +224,8 @@ static const struct exp_variant variants[] = {
                     "cpu_gemm_tiled", NULL}},
     [GEMM_CUBLAS_TF32] = {"cublas_tf32",
                           "cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH: tf32's reference",
-                          EXP_VARIANT_CUBLAS | EXP_VARIANT_TF32,
-                          EXP_CEILING_TF32,
-                          {NULL, NULL, NULL, NULL, "cuBLAS needs the CUDA backend"}},
+                          EXP_VARIANT_CUBLAS | EXP_VARIANT_TF32, EXP_CEILING_TF32,
+                          EXP_CPU_NONE("cuBLAS needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == GEMM_CUBLAS_TF32 + 1, "one entry per variant");
 
@@ -281,7 +277,7 @@ const struct exp_desc exp_gemm = {
     .input_shape = input_shape,
     .output_shape = output_shape,
     .fit_input = fit_input,
-    .timing = {3, 5, 20}, /* the lecture's: 3 warm-ups, 5 batches of 20 */
+    .timing = EXP_TIMING_LECTURE,
     .work = work,
     .figure = EXP_FIGURE_GFLOPS,
     .ceiling = EXP_CEILING_SGEMM,

@@ -8,7 +8,6 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
-#include "kernels/core/shape1d.h"
 #include "kernels/histogram/histogram.h"
 
 long long histogram_ref(const float *x, size_t n, int bins, uint32_t *hist) {
@@ -31,7 +30,7 @@ static bool bins_ok(const struct exp_spec *s) {
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
-  shape1d_set(shape, s->p[HISTOGRAM_BINS]);
+  *shape = exp_shape_1d(s->p[HISTOGRAM_BINS]);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
@@ -127,9 +126,7 @@ static const struct exp_variant variants[] = {
     [HISTOGRAM_CUB] = {"cub",
                        "cub::DeviceHistogram::HistogramEven (the CUDA toolkit's CCCL): the "
                        "reference",
-                       0,
-                       EXP_CEILING_DEFAULT,
-                       {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
+                       0, EXP_CEILING_DEFAULT, EXP_CPU_NONE("CUB needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == HISTOGRAM_VARIANTS, "one entry per variant");
 
@@ -154,9 +151,7 @@ static const struct exp_user user = {
              {EXP_USER_ARG_OUTPUT, 0},
              {EXP_USER_ARG_PARAM, HISTOGRAM_N},
              {EXP_USER_ARG_PARAM, HISTOGRAM_BINS}},
-    .grid_x = HISTOGRAM_N,
-    .grid_y = -1,
-    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    EXP_USER_GRID_1D(HISTOGRAM_N),
     .default_block = {256, 1, 1},
     .default_tile = {256, 1},
     .template_source =
@@ -179,11 +174,10 @@ static const struct exp_user user = {
 const struct exp_desc exp_histogram = {
     .name = "histogram",
     EXP_TABLES(params, variants, inputs),
-    .flags = EXP_VECTOR,
-    .vector_n = HISTOGRAM_N, /* x of any shape given as data sets n */
+    EXP_VECTOR_OF(HISTOGRAM_N), /* x of any shape given as data sets n */
     .out_dtype = EXP_DTYPE_U32,
     .output_shape = output_shape,
-    .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
+    .timing = EXP_TIMING_SHORT,
     .work = work,
     .figure = EXP_FIGURE_GBPS,
     .ceiling = EXP_CEILING_COPY,

@@ -10,7 +10,6 @@
 
 #include "kernels/core/gen.h"
 #include "kernels/core/reference_impl.h"
-#include "kernels/core/shape1d.h"
 #include "kernels/core/sum_rule.h"
 #include "kernels/reduce/reduce.h"
 
@@ -48,7 +47,7 @@ double reduce_error_depth(int variant, size_t n) {
 }
 
 static void output_shape(const struct exp_spec *s, struct exp_shape *shape) {
-  shape1d_set(shape, 1);
+  *shape = exp_shape_1d(1);
 }
 
 static void work(const struct exp_spec *s, struct exp_work *w) {
@@ -171,11 +170,8 @@ static const struct exp_variant variants[] = {
                      {cpu_reduce_best, "cpu_reduce_best",
                       "the kernel's float4 accumulators per thread, its shuffles and partials",
                       "cpu_reduce_best", NULL}},
-    [REDUCE_CUB] = {"cub",
-                    "cub::DeviceReduce::Sum (the CUDA toolkit's CCCL): the reference",
-                    0,
-                    EXP_CEILING_DEFAULT,
-                    {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
+    [REDUCE_CUB] = {"cub", "cub::DeviceReduce::Sum (the CUDA toolkit's CCCL): the reference", 0,
+                    EXP_CEILING_DEFAULT, EXP_CPU_NONE("CUB needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == REDUCE_VARIANTS, "one entry per variant");
 
@@ -190,9 +186,7 @@ static const struct exp_user user = {
     .meaning = "out[0] = x[0] + ... + x[n-1] in float; out[0] is 0.0f before every launch",
     .n_args = 3,
     .args = {{EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, {EXP_USER_ARG_PARAM, REDUCE_N}},
-    .grid_x = REDUCE_N,
-    .grid_y = -1,
-    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    EXP_USER_GRID_1D(REDUCE_N),
     .default_block = {256, 1, 1},
     .default_tile = {256, 1},
     .template_source =
@@ -217,10 +211,9 @@ static const struct exp_user user = {
 const struct exp_desc exp_reduce = {
     .name = "reduce",
     EXP_TABLES(params, variants, inputs),
-    .flags = EXP_VECTOR,
-    .vector_n = REDUCE_N, /* x of any shape given as data sets n */
+    EXP_VECTOR_OF(REDUCE_N), /* x of any shape given as data sets n */
     .output_shape = output_shape,
-    .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
+    .timing = EXP_TIMING_SHORT,
     .work = work,
     .figure = EXP_FIGURE_GBPS,
     .ceiling = EXP_CEILING_COPY,

@@ -131,11 +131,8 @@ static const struct exp_variant variants[] = {
                    {cpu_scan_best, "cpu_scan_best",
                     "the kernel's tile scans of 4096, tiles chained by their inclusive prefixes",
                     "cpu_scan_best", NULL}},
-    [SCAN_CUB] = {"cub",
-                  "cub::DeviceScan::InclusiveSum (the CUDA toolkit's CCCL): the reference",
-                  0,
-                  EXP_CEILING_DEFAULT,
-                  {NULL, NULL, NULL, NULL, "CUB needs the CUDA backend"}},
+    [SCAN_CUB] = {"cub", "cub::DeviceScan::InclusiveSum (the CUDA toolkit's CCCL): the reference",
+                  0, EXP_CEILING_DEFAULT, EXP_CPU_NONE("CUB needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == SCAN_VARIANTS, "one entry per variant");
 
@@ -151,9 +148,7 @@ static const struct exp_user user = {
     .meaning = "y[i] = x[0] + ... + x[i] in float (the inclusive prefix sum), for every i < n",
     .n_args = 3,
     .args = {{EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, {EXP_USER_ARG_PARAM, SCAN_N}},
-    .grid_x = SCAN_N,
-    .grid_y = -1,
-    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    EXP_USER_GRID_1D(SCAN_N),
     .default_block = {1024, 1, 1},
     .default_tile = {1024, 1},
     .template_source =
@@ -189,9 +184,8 @@ static const struct exp_user user = {
 const struct exp_desc exp_scan = {
     .name = "scan",
     EXP_TABLES(params, variants, inputs),
-    .flags = EXP_VECTOR,
-    .vector_n = SCAN_N,     /* x of any shape given as data sets n */
-    .timing = {20, 5, 100}, /* as the stencil's: warm-up 20, 5 batches of 100 */
+    EXP_VECTOR_OF(SCAN_N), /* x of any shape given as data sets n */
+    .timing = EXP_TIMING_SHORT,
     .work = work,
     .figure = EXP_FIGURE_GBPS,
     .ceiling = EXP_CEILING_COPY,

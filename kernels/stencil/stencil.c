@@ -205,9 +205,7 @@ static const struct exp_user user = {
              {EXP_USER_ARG_OUTPUT, 0},
              {EXP_USER_ARG_PARAM, STENCIL_N},
              {EXP_USER_ARG_PARAM, STENCIL_RADIUS}},
-    .grid_x = STENCIL_N,
-    .grid_y = -1,
-    .grid_rule = "grid = (ceil(n / tile[0]), 1, 1)",
+    EXP_USER_GRID_1D(STENCIL_N),
     .default_block = {256, 1, 1},
     .default_tile = {256, 1},
     .template_source =
@@ -229,9 +227,8 @@ const struct exp_desc exp_stencil = {
     .title = "Stencil",
     .doc = "1-D moving average over 2·radius+1 points, zero boundary. Figure: GB/s = 8n / t.",
     EXP_TABLES(params, variants, inputs),
-    .flags = EXP_VECTOR,
-    .vector_n = STENCIL_N,  /* x of any shape given as data sets n */
-    .timing = {20, 5, 100}, /* the lecture's: 20 warm-ups, 5 batches of 100 */
+    EXP_VECTOR_OF(STENCIL_N),   /* x of any shape given as data sets n */
+    .timing = EXP_TIMING_SHORT, /* the lecture's */
     .work = work,
     .figure = EXP_FIGURE_GBPS,
     .ceiling = EXP_CEILING_COPY,

@@ -25,13 +25,6 @@ static void start_or_skip(void) {
   }
 }
 
-static double seconds(json_t *job, const char *field) {
-  int y, mo, da, h, mi;
-  double s;
-  CHECK(sscanf(JSTR(job, field), "%d-%d-%dT%d:%d:%lfZ", &y, &mo, &da, &h, &mi, &s) == 6);
-  return h * 3600.0 + mi * 60.0 + s;
-}
-
 /* transpose on device 0, transposed back on device 1, then a stencil on device 0
  * of that: every check passes, and the inputs crossed devices. */
 static void test_cross_device_chain(void) {
@@ -78,8 +71,8 @@ static void test_exclusive_per_device(void) {
   json_t *fa = job_wait_final(&D, JINT(a, "id"), 120), *fb = job_wait_final(&D, JINT(b, "id"), 120);
   CHECK(JBOOL(fa, "result.passed") && JBOOL(fb, "result.passed"));
   CHECK(!JBOOL(fa, "result.runs[0].contended") && !JBOOL(fb, "result.runs[0].contended"));
-  CHECK(seconds(fa, "started_at") < seconds(fb, "finished_at") &&
-        seconds(fb, "started_at") < seconds(fa, "finished_at"));
+  CHECK(json_clock_s(fa, "started_at") < json_clock_s(fb, "finished_at") &&
+        json_clock_s(fb, "started_at") < json_clock_s(fa, "finished_at"));
   json_decref(a);
   json_decref(b);
   json_decref(fa);

@@ -107,10 +107,7 @@ void check_seen_from(struct gpulabd *b, long long id) {
 void delete_on(struct gpulabd *d, long long id) {
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", id);
-  struct http_reply r;
-  http_request(d, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
+  HTTP_EXPECT(d, "DELETE", path, 200, NULL, NULL);
 }
 
 void check_canceled(struct gpulabd *d, long long id) {

@@ -76,13 +76,6 @@ static void test_data_affinity_and_chain(void) {
   json_decref(second);
 }
 
-static double seconds(json_t *job, const char *field) {
-  int y, mo, da, h, mi;
-  double s;
-  CHECK(sscanf(JSTR(job, field), "%d-%d-%dT%d:%d:%lfZ", &y, &mo, &da, &h, &mi, &s) == 6);
-  return h * 3600.0 + mi * 60.0 + s;
-}
-
 /* Independent jobs spread over the devices, and exclusive timing is per device:
  * two exclusive jobs on two devices run at the same time, each uncontended. */
 static void test_spread_and_exclusive_per_device(void) {
@@ -99,8 +92,8 @@ static void test_spread_and_exclusive_per_device(void) {
   CHECK(JINT(a, "device") != JINT(bb, "device")); /* least loaded: one each */
   CHECK(!JBOOL(a, "result.runs[0].contended"));
   CHECK(!JBOOL(bb, "result.runs[0].contended"));
-  double a0 = seconds(a, "started_at"), a1 = seconds(a, "finished_at");
-  double b0 = seconds(bb, "started_at"), b1 = seconds(bb, "finished_at");
+  double a0 = json_clock_s(a, "started_at"), a1 = json_clock_s(a, "finished_at");
+  double b0 = json_clock_s(bb, "started_at"), b1 = json_clock_s(bb, "finished_at");
   CHECK(a0 < b1 && b0 < a1); /* their runs overlapped in time */
   json_decref(a);
   json_decref(bb);

@@ -275,9 +275,7 @@ static void test_sweeps_and_buffers(void) {
   CHECK_INT_EQ(json_array_size(json_at(list, "sweeps")), 2);
   json_decref(list);
   snprintf(path, sizeof path, "/buffers/%lld", buffer);
-  http_get(&d, path, &r);
-  CHECK_ERROR(&r, 410, "gone", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", path, 410, "gone", "id");
   char body[160];
   snprintf(body, sizeof body, "{\"a\":{\"buffer\":%lld},\"variant\":\"naive\"}", buffer);
   http_post_json(&d, "/transpose", body, &r);
@@ -316,12 +314,9 @@ static void test_sigterm_past_grace(void) {
   long long canceled = post(&d, "/stencil?wait=0", SLOW, 202);
   job_wait_state(&d, slow, "running", 30);
   job_wait_state(&d, canceled, "running", 30);
-  struct http_reply r;
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", canceled);
-  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "DELETE", path, 200, NULL, NULL);
   gpulabd_stop(&d);
   gpulabd_start(args, &d);
   json_t *j = get_job(&d, slow);

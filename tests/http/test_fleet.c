@@ -132,9 +132,7 @@ static void test_sweep_from_other(void) {
   j = http_get_json(&b, "/sweeps");
   CHECK_INT_EQ(JINT(j, "sweeps[0].id"), id);
   json_decref(j);
-  http_request(&b, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
+  HTTP_EXPECT(&b, "DELETE", path, 200, NULL, NULL);
   for (int i = 0;; i++, usleep(50 * 1000)) { /* a applies b's requests */
     j = http_get_json(&b, path);
     bool ended = strcmp(JSTR(j, "state"), "canceled") == 0;

@@ -141,9 +141,7 @@ static void test_post_jobs(void) {
   http_request(&A, "HEAD", path, NULL, NULL, 0, &r);
   CHECK_INT_EQ(r.status, 200);
   http_reply_free(&r);
-  http_request(&A, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 409, "job_finished", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&A, "DELETE", path, 409, "job_finished", "id");
   again = http_get_json(&A, path);
   CHECK_STR_EQ(JSTR(again, "state"), "done");
   json_decref(again);

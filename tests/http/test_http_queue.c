@@ -64,9 +64,7 @@ static void cancel_queued(long long id) {
   json_t *job = http_get_json(&B, path);
   CHECK_STR_EQ(JSTR(job, "state"), "canceled");
   json_decref(job);
-  http_request(&B, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 409, "job_finished", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&B, "DELETE", path, 409, "job_finished", "id");
 }
 
 /* A client on its own thread and connection. */

@@ -139,9 +139,7 @@ static void test_upload_limit(void) {
                         MAX_UPLOAD / 4, 1);
   char path[64];
   snprintf(path, sizeof path, "/buffers/%lld", id);
-  http_request(&ONE, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
+  HTTP_EXPECT(&ONE, "DELETE", path, 200, NULL, NULL);
   for (unsigned flags = 0; flags <= HTTP_CHUNKED; flags += HTTP_CHUNKED) {
     http_client_request(&ONE.http, "POST", "/buffers?shape=16385", "application/octet-stream",
                         (const char *)big, sizeof big, flags, &r);
@@ -171,19 +169,13 @@ static void delete_buffers(const long long *ids, int n) {
     CHECK_INT_EQ(JINT(r.json, "id"), ids[i]);
     CHECK(JBOOL(r.json, "deleted"));
     http_reply_free(&r);
-    http_get(&ONE, path, &r);
-    CHECK_ERROR(&r, 404, "buffer_not_found", "id");
-    http_reply_free(&r);
-    http_request(&ONE, "DELETE", path, NULL, NULL, 0, &r);
-    CHECK_ERROR(&r, 404, "buffer_not_found", "id");
-    http_reply_free(&r);
+    HTTP_EXPECT(&ONE, "GET", path, 404, "buffer_not_found", "id");
+    HTTP_EXPECT(&ONE, "DELETE", path, 404, "buffer_not_found", "id");
     CHECK(buffer_listed(&ONE, ids[i]) == NULL);
   }
   static const char *const unknown[] = {"/buffers/999999", "/buffers/abc", "/buffers/0"};
   for (int i = 0; i < 3; i++) {
-    http_get(&ONE, unknown[i], &r);
-    CHECK_ERROR(&r, 404, "buffer_not_found", "id");
-    http_reply_free(&r);
+    HTTP_EXPECT(&ONE, "GET", unknown[i], 404, "buffer_not_found", "id");
   }
   http_request(&ONE, "PUT", "/buffers/1", "application/x-npy", "x", 1, &r);
   CHECK_ERROR(&r, 405, "method_not_allowed", NULL);
@@ -321,10 +313,7 @@ static void check_in_use(long long u) {
   json_decref(listed);
   char path[64];
   snprintf(path, sizeof path, "/buffers/%lld", u);
-  struct http_reply r;
-  http_request(&ONE, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 409, "buffer_in_use", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&ONE, "DELETE", path, 409, "buffer_in_use", "id");
   json_decref(cancel(&ONE, id));
   delete_buffers(&u, 1);
 }
@@ -407,33 +396,42 @@ static void test_round_trip(void) {
 /* Unknown and malformed sources and options, given buffer a: refused, and not one
  * refusal left a job behind (submitted jobs so far). */
 static void test_refused_sources(long long a, long long submitted) {
-  post_error(&ONE, "/transpose", 404, "buffer_not_found", "a", "{\"a\":{\"buffer\":999999}}");
+  static const struct {
+    const char *path;
+    long status;
+    const char *code, *field, *body;
+  } refused[] = {
+      {"/transpose", 404, "buffer_not_found", "a", "{\"a\":{\"buffer\":999999}}"},
+      {"/transpose", 404, "job_not_found", "a", "{\"a\":{\"job\":999999}}"},
+      {"/stencil", 404, "job_not_found", "x", "{\"x\":{\"job\":999999}}"},
+      {"/transpose", 404, "job_not_found", "depends_on", "{\"depends_on\":[999999]}"},
+      {"/jobs", 404, "job_not_found", "depends_on",
+       "{\"type\":\"transpose\",\"depends_on\":[1,999999]}"},
+      /* Malformed sources and options. */
+      {"/transpose", 400, "wrong_type", "a", "{\"a\":5}"},
+      {"/transpose", 400, "wrong_type", "a", "{\"a\":{\"buffer\":1,\"job\":2}}"},
+      {"/transpose", 400, "unknown_field", "a", "{\"a\":{\"file\":1}}"},
+      {"/transpose", 400, "out_of_range", "a", "{\"a\":{\"buffer\":0}}"},
+      {"/transpose", 400, "wrong_type", "a", "{\"a\":{\"job\":\"1\"}}"},
+      {"/transpose", 400, "unknown_field", "x", "{\"x\":{\"buffer\":1}}"},
+      {"/transpose", 400, "wrong_type", "depends_on", "{\"depends_on\":5}"},
+      {"/transpose", 400, "out_of_range", "depends_on", "{\"depends_on\":[0]}"},
+      {"/jobs", 400, "out_of_range", "depends_on",
+       "{\"type\":\"gemm\",\"depends_on\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}"},
+      {"/transpose", 400, "out_of_range", "priority", "{\"priority\":1001}"},
+      {"/transpose", 400, "wrong_type", "priority", "{\"priority\":\"high\"}"},
+      {"/transpose", 400, "out_of_range", "isolation", "{\"isolation\":\"alone\"}"},
+      {"/transpose", 400, "wrong_type", "keep_output", "{\"keep_output\":1}"},
+      {"/transpose", 400, "out_of_range", "dependency", "{\"dependency\":\"x\"}"},
+      {"/transpose", 400, "wrong_type", "graph", "{\"graph\":\"yes\"}"},
+      {"/jobs", 400, "unknown_field", "params.keep_output",
+       "{\"type\":\"gemm\",\"params\":{\"keep_output\":true}}"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    post_error(&ONE, refused[i].path, refused[i].status, refused[i].code, refused[i].field, "%s",
+               refused[i].body);
   post_error(&ONE, "/gemm", 404, "buffer_not_found", "b",
              "{\"a\":{\"buffer\":%lld},\"b\":{\"buffer\":999999}}", a);
-  post_error(&ONE, "/transpose", 404, "job_not_found", "a", "{\"a\":{\"job\":999999}}");
-  post_error(&ONE, "/stencil", 404, "job_not_found", "x", "{\"x\":{\"job\":999999}}");
-  post_error(&ONE, "/transpose", 404, "job_not_found", "depends_on", "{\"depends_on\":[999999]}");
-  post_error(&ONE, "/jobs", 404, "job_not_found", "depends_on",
-             "{\"type\":\"transpose\",\"depends_on\":[1,999999]}");
-  /* Malformed sources and options. */
-  post_error(&ONE, "/transpose", 400, "wrong_type", "a", "{\"a\":5}");
-  post_error(&ONE, "/transpose", 400, "wrong_type", "a", "{\"a\":{\"buffer\":1,\"job\":2}}");
-  post_error(&ONE, "/transpose", 400, "unknown_field", "a", "{\"a\":{\"file\":1}}");
-  post_error(&ONE, "/transpose", 400, "out_of_range", "a", "{\"a\":{\"buffer\":0}}");
-  post_error(&ONE, "/transpose", 400, "wrong_type", "a", "{\"a\":{\"job\":\"1\"}}");
-  post_error(&ONE, "/transpose", 400, "unknown_field", "x", "{\"x\":{\"buffer\":1}}");
-  post_error(&ONE, "/transpose", 400, "wrong_type", "depends_on", "{\"depends_on\":5}");
-  post_error(&ONE, "/transpose", 400, "out_of_range", "depends_on", "{\"depends_on\":[0]}");
-  post_error(&ONE, "/jobs", 400, "out_of_range", "depends_on",
-             "{\"type\":\"gemm\",\"depends_on\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}");
-  post_error(&ONE, "/transpose", 400, "out_of_range", "priority", "{\"priority\":1001}");
-  post_error(&ONE, "/transpose", 400, "wrong_type", "priority", "{\"priority\":\"high\"}");
-  post_error(&ONE, "/transpose", 400, "out_of_range", "isolation", "{\"isolation\":\"alone\"}");
-  post_error(&ONE, "/transpose", 400, "wrong_type", "keep_output", "{\"keep_output\":1}");
-  post_error(&ONE, "/transpose", 400, "out_of_range", "dependency", "{\"dependency\":\"x\"}");
-  post_error(&ONE, "/transpose", 400, "wrong_type", "graph", "{\"graph\":\"yes\"}");
-  post_error(&ONE, "/jobs", 400, "unknown_field", "params.keep_output",
-             "{\"type\":\"gemm\",\"params\":{\"keep_output\":true}}");
   json_t *health = http_get_json(&ONE, "/health");
   CHECK_INT_EQ(JINT(health, "jobs_submitted"), submitted);
   json_decref(health);

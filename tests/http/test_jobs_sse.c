@@ -96,13 +96,8 @@ static void test_sse_job(void) {
   CHECK_INT_EQ(sse_next(&s, 10, &e), 0);
   sse_close(&s);
 
-  struct http_reply r;
-  http_get(&ONE, "/jobs/999999/events", &r);
-  CHECK_ERROR(&r, 404, "job_not_found", "id");
-  http_reply_free(&r);
-  http_request(&ONE, "DELETE", "/events", NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 405, "method_not_allowed", NULL);
-  http_reply_free(&r);
+  HTTP_EXPECT(&ONE, "GET", "/jobs/999999/events", 404, "job_not_found", "id");
+  HTTP_EXPECT(&ONE, "DELETE", "/events", 405, "method_not_allowed", NULL);
 }
 
 /* GET /events: every job's events, interleaved, seq increasing; Last-Event-ID

@@ -222,9 +222,7 @@ static void test_variants(void) {
   CHECK(json_is_null(json_at(list, "versions[2].best")));
   json_decref(list);
   snprintf(path, sizeof path, "/kernels/%lld/versions?size=0", tile);
-  http_get(&d, path, &r);
-  CHECK_ERROR(&r, 400, "out_of_range", "size");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", path, 400, "out_of_range", "size");
 
   /* Wrong ones: 400 saying what, nothing run. */
   snprintf(variant, sizeof variant, "{\"variant\":\"kernel:%lld@9\"}", tile);

@@ -506,22 +506,12 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   CHECK_INT_EQ(json_array_size(json_at(board, "rows")), 4); /* the ?run=1 job's transposes */
   CHECK(JNUM(board, "rows[0].figure") >= JNUM(board, "rows[3].figure"));
   json_decref(board);
-  http_get(d, "/leaderboard/transpose?size=x", &r);
-  CHECK_ERROR(&r, 400, "wrong_type", "size");
-  http_reply_free(&r);
-  http_get(d, "/leaderboard/transpose?size=0", &r);
-  CHECK_ERROR(&r, 400, "out_of_range", "size");
-  http_reply_free(&r);
-  http_get(d, "/leaderboard/pipeline", &r);
-  CHECK_ERROR(&r, 404, "not_found", "experiment");
-  http_reply_free(&r);
+  HTTP_EXPECT(d, "GET", "/leaderboard/transpose?size=x", 400, "wrong_type", "size");
+  HTTP_EXPECT(d, "GET", "/leaderboard/transpose?size=0", 400, "out_of_range", "size");
+  HTTP_EXPECT(d, "GET", "/leaderboard/pipeline", 404, "not_found", "experiment");
 
-  http_get(d, "/kernels/999", &r);
-  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
-  http_reply_free(&r);
-  http_get(d, "/kernels/abc", &r);
-  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(d, "GET", "/kernels/999", 404, "kernel_not_found", "id");
+  HTTP_EXPECT(d, "GET", "/kernels/abc", 404, "kernel_not_found", "id");
 }
 
 /* --db file in the test's folder, or with $GPULAB_TEST_DB a PostgreSQL database. */
@@ -569,35 +559,23 @@ static void test_tokens(void) {
   snprintf(d.http.token, sizeof d.http.token, "%s", BOB);
   char path[64];
   snprintf(path, sizeof path, "/kernels/%lld", secret);
-  http_get(&d, path, &r);
-  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
-  http_reply_free(&r);
-  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
+  HTTP_EXPECT(&d, "DELETE", path, 404, "kernel_not_found", "id");
   snprintf(path, sizeof path, "/kernels/%lld", shared);
   json_t *k = http_get_json(&d, path);
   CHECK_STR_EQ(JSTR(k, "owner"), "alice");
   json_decref(k);
-  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 403, "not_owner", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "DELETE", path, 403, "not_owner", "id");
   json_t *list = http_get_json(&d, "/kernels");
   CHECK_INT_EQ(json_array_size(json_at(list, "kernels")), 1);
   json_decref(list);
   d.http.token[0] = '\0';
-  http_get(&d, "/kernels", &r);
-  CHECK_STATUS(&r, 401);
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", "/kernels", 401, NULL, NULL);
 
   snprintf(d.http.token, sizeof d.http.token, "%s", ALICE);
   snprintf(path, sizeof path, "/kernels/%lld", secret);
-  http_request(&d, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
-  http_get(&d, path, &r);
-  CHECK_ERROR(&r, 404, "kernel_not_found", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "DELETE", path, 200, NULL, NULL);
+  HTTP_EXPECT(&d, "GET", path, 404, "kernel_not_found", "id");
   gpulabd_stop(&d);
 }
 

@@ -184,9 +184,7 @@ static void test_refused(void) {
   CHECK_ERROR(&r, 400, "invalid_json", NULL);
   http_reply_free(&r);
   /* None of them was kept. */
-  http_get(&d, "/problems/bad_one", &r);
-  CHECK_ERROR(&r, 404, "problem_not_found", "name");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", "/problems/bad_one", 404, "problem_not_found", "name");
 }
 
 /* What alice and bob each see; who may delete; a deleted problem's versions. */
@@ -202,9 +200,7 @@ static void test_visibility(void) {
   json_t *v = http_get_json(&d, "/problems/softmax_rows/versions");
   CHECK_INT_EQ(json_array_size(json_at(v, "versions")), 1); /* the public one */
   json_decref(v);
-  http_request(&d, "DELETE", "/problems/softmax_rows", NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 403, "not_owner", "name");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "DELETE", "/problems/softmax_rows", 403, "not_owner", "name");
   as(ALICE);
   http_get(&d, "/problems/scale_half", &r); /* bob's, private */
   CHECK_ERROR(&r, 404, "problem_not_found", "name");
@@ -216,18 +212,14 @@ static void test_visibility(void) {
   CHECK_STATUS(&r, 200);
   CHECK(JBOOL(r.json, "deleted"));
   http_reply_free(&r);
-  http_get(&d, "/problems/softmax_rows", &r);
-  CHECK_ERROR(&r, 404, "problem_not_found", "name");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", "/problems/softmax_rows", 404, "problem_not_found", "name");
   p = http_get_json(&d, "/problems/softmax_rows/versions/1"); /* still readable */
   CHECK(JBOOL(p, "deleted"));
   json_decref(p);
   list = http_get_json(&d, "/problems");
   CHECK_INT_EQ(json_array_size(json_at(list, "problems")), 0);
   json_decref(list);
-  http_get(&d, "/problems/softmax_rows/versions/x", &r);
-  CHECK_ERROR(&r, 400, "out_of_range", "version");
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", "/problems/softmax_rows/versions/x", 400, "out_of_range", "version");
 }
 
 /* Defined again after its delete: version 3, shown again; and all of it after a

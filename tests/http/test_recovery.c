@@ -90,14 +90,11 @@ static void test_device_lost(void) {
 
 static void test_restart(void) {
   struct gpulabd d;
-  struct http_reply r;
   json_t *j;
   char path[64];
   /* The supervisor's restart: the queue is intact and runs. */
   start(&d);
-  http_get(&d, "/health", &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
+  HTTP_EXPECT(&d, "GET", "/health", 200, NULL, NULL);
   j = job_wait_final(&d, queued, 60);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
   CHECK(JBOOL(j, "result.passed"));

@@ -492,12 +492,8 @@ static void test_fifos(void) {
     CHECK_ERROR(&r, 404, "not_found", NULL);
     CHECK(r.total_s < 2);
     http_reply_free(&r);
-    http_get(&d, "/static/app.css", &r);
-    CHECK_ERROR(&r, 404, "not_found", NULL);
-    http_reply_free(&r);
-    http_get(&d, "/health", &r);
-    CHECK_STATUS(&r, 200);
-    http_reply_free(&r);
+    HTTP_EXPECT(&d, "GET", "/static/app.css", 404, "not_found", NULL);
+    HTTP_EXPECT(&d, "GET", "/health", 200, NULL, NULL);
   }
   gpulabd_stop(&d);
   unlink(chartjs);

@@ -87,10 +87,7 @@ static long long blocker_start(void) {
 static void cancel_job(long long id) {
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", id);
-  struct http_reply r;
-  http_request(&D, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_STATUS(&r, 200);
-  http_reply_free(&r);
+  HTTP_EXPECT(&D, "DELETE", path, 200, NULL, NULL);
   json_decref(job_wait_final(&D, id, 30));
 }
 
@@ -184,9 +181,7 @@ static void test_errors(void) {
               "{\"type\":\"transpose\",\"params\":{\"n\":0},\"axes\":{\"m\":[1]}}");
   sweep_error(400, "invalid_json", NULL, NULL, "{\"type\":");
   struct http_reply r;
-  http_get(&D, "/sweeps/999", &r);
-  CHECK_ERROR(&r, 404, "sweep_not_found", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&D, "GET", "/sweeps/999", 404, "sweep_not_found", "id");
   http_request(&D, "PUT", "/sweeps", "application/json", "{}", 2, &r);
   CHECK_ERROR(&r, 405, "method_not_allowed", NULL);
   http_reply_free(&r);
@@ -283,9 +278,7 @@ static void test_wait_and_cancel(void) {
     CHECK_STR_EQ(JSTR(row, "error"), "canceled");
   }
   http_reply_free(&r);
-  http_request(&D, "DELETE", path, NULL, NULL, 0, &r);
-  CHECK_ERROR(&r, 409, "sweep_finished", "id");
-  http_reply_free(&r);
+  HTTP_EXPECT(&D, "DELETE", path, 409, "sweep_finished", "id");
   cancel_job(blocker);
   json_decref(s);
 }

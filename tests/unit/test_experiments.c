@@ -12,6 +12,7 @@
 #include "kernels/backends/backend.h"
 #include "kernels/core/reference.h"
 #include "tests/runner.h"
+#include "tests/unit/mode_backend.h"
 
 /* ---- the registry ---- */
 
@@ -160,23 +161,9 @@ static int run_all(struct backend *b, const struct exp_spec *s, const char *how)
 static struct backend *be;
 static bool cuda;
 
-/* The backend of test_mode: the CPU's, or "cuda" (test_gpu_experiments), which skips
- * where no CUDA device answers. */
-static int open_backend(void) {
-  cuda = test_mode && strcmp(test_mode, "cuda") == 0;
-  char why[256];
-  if (backend_open(cuda ? BACKEND_CUDA : BACKEND_CPU, 0, 1, &be, why, sizeof why) != 0) {
-    printf("skip: %s\n", why);
-    return cuda ? CHECK_SKIP : 1;
-  }
-  printf("%s\n", why);
-  return 0;
-}
-
-static void close_backend(void) {
-  CHECK(backend_healthy(be));
-  backend_free(be);
-}
+/* The CPU's backend, or CUDA's with test_mode "cuda" (test_gpu_experiments). */
+static int open_backend(void) { return mode_backend_open(&be, &cuda); }
+static void close_backend(void) { mode_backend_close(be); }
 
 static void test_registry(void) { check_registry(); }
 

@@ -241,6 +241,45 @@ static const char *unfinished_state(struct store *s, uint64_t id) {
   return js.state;
 }
 
+/* A crash: before(), the store's first life, in a child process killed by SIGKILL as
+ * it ends, waited for here; what it left on disk is the test's to read. */
+static void crashed(void (*before)(void)) {
+  pid_t child = fork();
+  CHECK(child >= 0);
+  if (child == 0) {
+    before();
+    raise(SIGKILL);
+  }
+  int status;
+  CHECK_INT_EQ(waitpid(child, &status, 0), child);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* test_journal's first life. */
+static void journal_before(void) {
+  struct store *s = open_store();
+  store_set_gather_ms(s, 600 * 1000, 600 * 1000);
+  CHECK_INT_EQ(store_sync(s, put_job(s, 950, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
+  uint64_t first = put_job(s, 951, "queued", 0, "{\"s\":\"queued\"}", true);
+  put_job(s, 951, "done", 2951.0, "{\"s\":\"done\"}", false); /* replaces it in the queue */
+  CHECK_INT_EQ(store_sync(s, first), 0);
+  CHECK_INT_EQ(store_sync(s, put_job(s, 952, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
+  CHECK_INT_EQ(store_sync(s, put_job(s, 952, "running", 0, "{\"s\":\"running\"}", false)), 0);
+  CHECK(on_disk(952)); /* a row between: committed */
+  CHECK(!on_disk(950) && !on_disk(951));
+  store_hold(s);
+  uint64_t held = put_job(s, 953, "queued", 0, "{}", true);
+  store_release(s);
+  CHECK_INT_EQ(store_sync(s, held), 0);
+  CHECK(on_disk(953));
+  CHECK_INT_EQ(store_sync(s, put_job_after(s, 954, "queued", 0, "{}", true, 953)), 0);
+  CHECK(on_disk(954));
+  struct store_status st;
+  store_status(s, &st);
+  CHECK_INT_EQ(st.rows_journaled, 3); /* 950, 951 and 952's first row */
+  CHECK(!on_disk(950) && !on_disk(951));
+}
+
 /* The accept journal (journal.h): store_sync puts a job's first row and its final row
  * there in one write, without a commit; a process killed before the writer committed
  * them finds them in the database when it opens it again, with every rule of a
@@ -250,34 +289,7 @@ static const char *unfinished_state(struct store *s, uint64_t id) {
  * syncs and the kill decide what reaches the database. */
 static void test_journal(void) {
   if (on_pg()) return; /* SQLite\'s alone */
-  pid_t child = fork();
-  if (child == 0) {
-    struct store *s = open_store();
-    store_set_gather_ms(s, 600 * 1000, 600 * 1000);
-    CHECK_INT_EQ(store_sync(s, put_job(s, 950, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
-    uint64_t first = put_job(s, 951, "queued", 0, "{\"s\":\"queued\"}", true);
-    put_job(s, 951, "done", 2951.0, "{\"s\":\"done\"}", false); /* replaces it in the queue */
-    CHECK_INT_EQ(store_sync(s, first), 0);
-    CHECK_INT_EQ(store_sync(s, put_job(s, 952, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
-    CHECK_INT_EQ(store_sync(s, put_job(s, 952, "running", 0, "{\"s\":\"running\"}", false)), 0);
-    CHECK(on_disk(952)); /* a row between: committed */
-    CHECK(!on_disk(950) && !on_disk(951));
-    store_hold(s);
-    uint64_t held = put_job(s, 953, "queued", 0, "{}", true);
-    store_release(s);
-    CHECK_INT_EQ(store_sync(s, held), 0);
-    CHECK(on_disk(953));
-    CHECK_INT_EQ(store_sync(s, put_job_after(s, 954, "queued", 0, "{}", true, 953)), 0);
-    CHECK(on_disk(954));
-    struct store_status st;
-    store_status(s, &st);
-    CHECK_INT_EQ(st.rows_journaled, 3); /* 950, 951 and 952's first row */
-    CHECK(!on_disk(950) && !on_disk(951));
-    raise(SIGKILL);
-  }
-  int status;
-  CHECK_INT_EQ(waitpid(child, &status, 0), child);
-  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  crashed(journal_before);
   CHECK(file_bytes("-accepted.0") > 0);
   /* A torn entry after them (a power loss's): the replay stops there. */
   char path[600];
@@ -324,30 +336,28 @@ static bool noted_pruned(uint64_t id) {
   return noted;
 }
 
+/* test_journal_prune's first life. */
+static void journal_prune_before(void) {
+  struct store *s = open_store();
+  store_set_gather_ms(s, 600 * 1000, 600 * 1000);
+  CHECK_INT_EQ(store_sync(s, put_job(s, 960, "queued", 0, "{}", true)), 0);
+  CHECK_INT_EQ(store_sync(s, put_job(s, 961, "queued", 0, "{}", true)), 0);
+  store_hold(s); /* a held row is committed, not journaled */
+  uint64_t done = put_job(s, 961, "done", 2961.0, "{\"s\":\"done\"}", false);
+  store_release(s);
+  CHECK_INT_EQ(store_sync(s, done), 0);
+  CHECK(on_disk(961) && !on_disk(960)); /* 960's entry keeps the journal's file */
+  store_limit(s, 1);                    /* prunes every finished job */
+  CHECK(!on_disk(961) && noted_pruned(961));
+  CHECK(!noted_pruned(951)); /* pruned too, but the journal held none of its entries */
+}
+
 /* A finished job pruned while its first row is still in the accept journal (whose file
  * another job's uncommitted entry keeps) is not brought back by the replay after a
  * crash: it would be queued to run again. The note that says so goes with the journal. */
 static void test_journal_prune(void) {
   if (on_pg()) return; /* SQLite\'s alone */
-  pid_t child = fork();
-  if (child == 0) {
-    struct store *s = open_store();
-    store_set_gather_ms(s, 600 * 1000, 600 * 1000);
-    CHECK_INT_EQ(store_sync(s, put_job(s, 960, "queued", 0, "{}", true)), 0);
-    CHECK_INT_EQ(store_sync(s, put_job(s, 961, "queued", 0, "{}", true)), 0);
-    store_hold(s); /* a held row is committed, not journaled */
-    uint64_t done = put_job(s, 961, "done", 2961.0, "{\"s\":\"done\"}", false);
-    store_release(s);
-    CHECK_INT_EQ(store_sync(s, done), 0);
-    CHECK(on_disk(961) && !on_disk(960)); /* 960's entry keeps the journal's file */
-    store_limit(s, 1);                    /* prunes every finished job */
-    CHECK(!on_disk(961) && noted_pruned(961));
-    CHECK(!noted_pruned(951)); /* pruned too, but the journal held none of its entries */
-    raise(SIGKILL);
-  }
-  int status;
-  CHECK_INT_EQ(waitpid(child, &status, 0), child);
-  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  crashed(journal_prune_before);
   struct store *s = open_store();
   CHECK_STR_EQ(unfinished_state(s, 960), "queued");
   CHECK_STR_EQ(unfinished_state(s, 961), ""); /* not queued again */
@@ -390,50 +400,48 @@ static bool wait_10s(sem_t *sem) {
   return true;
 }
 
+/* test_journal_in_batch's first life. */
+static void journal_in_batch_before(void) {
+  struct store *s = open_store();
+  store_set_gather_ms(s, 600 * 1000, 600 * 1000);
+  sem_init(&batch_entered, 0, 0);
+  sem_init(&batch_release, 0, 0);
+  store_hold(s); /* 970: written, never journaled */
+  char none = 0;
+  struct store_row slow = {.table = STORE_JOBS,
+                           .id = 970,
+                           .client = "alice",
+                           .type = "gemm",
+                           .state = "queued",
+                           .created = 1970.0,
+                           .create = true,
+                           .make_record = record_in_flight,
+                           .record_arg = &none,
+                           .record_arg_len = 1};
+  CHECK_INT_EQ(store_put(s, &slow), 0);
+  store_release(s);
+  struct sync_call call = {.s = s, .ticket = put_job(s, 971, "queued", 0, "{}", true)};
+  sem_init(&call.done, 0, 0);
+  struct flusher f = {.s = s};
+  pthread_t flusher, syncer;
+  CHECK_INT_EQ(pthread_create(&flusher, NULL, flush_main, &f), 0);
+  CHECK(wait_10s(&batch_entered)); /* 970 and 971 in the batch, held */
+  CHECK_INT_EQ(pthread_create(&syncer, NULL, sync_main, &call), 0);
+  CHECK(wait_10s(&call.done)); /* answered while the batch is in flight */
+  CHECK_INT_EQ(call.rc, 0);
+  struct store_status st;
+  store_status(s, &st);
+  CHECK_INT_EQ(st.rows_journaled, 1);
+  CHECK(!on_disk(970) && !on_disk(971));
+}
+
 /* A first row in the batch being written goes to the accept journal, so that its
  * answer does not wait for that whole commit: a batch held in flight (its other row's
  * record still being made), the row is synced, the process killed, and the replay
  * brings the job back. */
 static void test_journal_in_batch(void) {
   if (on_pg()) return; /* SQLite\'s alone */
-  pid_t child = fork();
-  if (child == 0) {
-    struct store *s = open_store();
-    store_set_gather_ms(s, 600 * 1000, 600 * 1000);
-    sem_init(&batch_entered, 0, 0);
-    sem_init(&batch_release, 0, 0);
-    store_hold(s); /* 970: written, never journaled */
-    char none = 0;
-    struct store_row slow = {.table = STORE_JOBS,
-                             .id = 970,
-                             .client = "alice",
-                             .type = "gemm",
-                             .state = "queued",
-                             .created = 1970.0,
-                             .create = true,
-                             .make_record = record_in_flight,
-                             .record_arg = &none,
-                             .record_arg_len = 1};
-    CHECK_INT_EQ(store_put(s, &slow), 0);
-    store_release(s);
-    struct sync_call call = {.s = s, .ticket = put_job(s, 971, "queued", 0, "{}", true)};
-    sem_init(&call.done, 0, 0);
-    struct flusher f = {.s = s};
-    pthread_t flusher, syncer;
-    CHECK_INT_EQ(pthread_create(&flusher, NULL, flush_main, &f), 0);
-    CHECK(wait_10s(&batch_entered)); /* 970 and 971 in the batch, held */
-    CHECK_INT_EQ(pthread_create(&syncer, NULL, sync_main, &call), 0);
-    CHECK(wait_10s(&call.done)); /* answered while the batch is in flight */
-    CHECK_INT_EQ(call.rc, 0);
-    struct store_status st;
-    store_status(s, &st);
-    CHECK_INT_EQ(st.rows_journaled, 1);
-    CHECK(!on_disk(970) && !on_disk(971));
-    raise(SIGKILL);
-  }
-  int status;
-  CHECK_INT_EQ(waitpid(child, &status, 0), child);
-  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  crashed(journal_in_batch_before);
   struct store *s = open_store();
   CHECK_STR_EQ(unfinished_state(s, 971), "queued");
   CHECK_STR_EQ(unfinished_state(s, 970), ""); /* never committed, never journaled */
