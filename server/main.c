@@ -50,6 +50,12 @@ static int open_devices(struct config *cfg, struct backend **devices, char *err,
     }
     log_info("device %d: %s", ordinals[i], why);
     kind = strcmp(backend_name(devices[i]), "cuda") == 0 ? BACKEND_CUDA : BACKEND_CPU;
+    if (kind == BACKEND_CUDA) { /* whether "profile" jobs get counters here, and why not */
+      if (backend_profiling(devices[i], why, sizeof why) == BACKEND_PROFILE_REPLAY)
+        log_info("device %d: counters: CUPTI's range profiler (\"profile\" jobs)", ordinals[i]);
+      else
+        log_warn("device %d: %s: \"profile\" jobs are refused", ordinals[i], why);
+    }
   }
   backend_connect(devices, n);
   for (int i = 0; i < n && kind == BACKEND_CUDA; i++) { /* before any job: the device alone */
