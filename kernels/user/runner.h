@@ -77,6 +77,14 @@ int runner_load(struct runner *r, const uint8_t key[32], const char *entry, cons
 int runner_run(struct runner *r, struct runner_run_msg *m, double deadline_s,
                struct runner_done_msg *done, struct runner_fault *fault, char *err, size_t err_len);
 
+/* A problem's buffers (CUDA mode; runner_proto.h's RUNNER_MSG_PROBLEM): made by the
+ * runner, its reference launched twice on the job's inputs, *ready says whether the
+ * two agreed. Its images loaded first (runner_load). Also -ENOTSUP in CPU mode,
+ * -ENOMEM when the device has not the memory, -EFAULT / -ETIMEDOUT as runner_run. */
+int runner_problem(struct runner *r, const struct runner_problem_msg *m, double deadline_s,
+                   struct runner_problem_ready_msg *ready, struct runner_fault *fault, char *err,
+                   size_t err_len);
+
 struct runner_stats {
   uint64_t starts; /* processes started */
   uint64_t faults, timeouts;

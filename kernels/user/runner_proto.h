@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 6         /* 6: runner_run_msg.profile, runner_done_msg.profile */
+#define RUNNER_PROTO_VERSION 7 /* 7: problems (RUNNER_MSG_PROBLEM, runner_run_msg.problem) */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -32,13 +32,15 @@ enum runner_msg {
   RUNNER_MSG_RUN,        /* runner_run_msg */
   RUNNER_MSG_PING,       /* no payload */
   RUNNER_MSG_EXIT,       /* no payload: the runner answers OK and exits 0 */
+  RUNNER_MSG_PROBLEM,    /* runner_problem_msg: a problem's buffers; answered PROBLEM_READY */
   /* runner -> gpulabd */
-  RUNNER_MSG_HELLO = 32, /* runner_hello_msg, once at start */
-  RUNNER_MSG_OK,         /* no payload */
-  RUNNER_MSG_LOADED,     /* runner_loaded_msg */
-  RUNNER_MSG_DONE,       /* runner_done_msg */
-  RUNNER_MSG_FAULT,      /* runner_fault_msg: the kernel faulted; the runner exits next */
-  RUNNER_MSG_ERROR,      /* runner_error_msg: the request failed, the runner goes on */
+  RUNNER_MSG_HELLO = 32,    /* runner_hello_msg, once at start */
+  RUNNER_MSG_OK,            /* no payload */
+  RUNNER_MSG_LOADED,        /* runner_loaded_msg */
+  RUNNER_MSG_DONE,          /* runner_done_msg */
+  RUNNER_MSG_FAULT,         /* runner_fault_msg: the kernel faulted; the runner exits next */
+  RUNNER_MSG_ERROR,         /* runner_error_msg: the request failed, the runner goes on */
+  RUNNER_MSG_PROBLEM_READY, /* runner_problem_ready_msg */
 };
 
 struct runner_hdr {
@@ -121,6 +123,96 @@ struct runner_fresh {
   uint32_t pad;
 };
 
+/* ---- problems users define (api/problem_def.h, docs/problems.md) ----
+ * A problem's job gives the runner no buffers: RUNNER_MSG_PROBLEM (after LOADs of the
+ * reference's image and the kernels') describes its inputs and outputs at the job's
+ * params, and the runner allocates them itself (in CUDA mode; the CPU mode answers
+ * -ENOTSUP), until DETACH or the next PROBLEM: the inputs, generated on the device from
+ * `seed` (the job's); the reference's outputs on them, from two launches of the
+ * reference compared with each other (the answer says whether they agreed); per run,
+ * its own outputs. RUN requests with `problem` set then launch a kernel of it with the
+ * problem's arguments: every input (const T *), every output of that run (T *), the
+ * params (int, in order), then a zeroed scratch of scratch_bytes when it has one. */
+#define RUNNER_PROBLEM_MAX_BUFFERS 8 /* inputs, and outputs, each */
+#define RUNNER_PROBLEM_MAX_PARAMS 16
+#define RUNNER_PROBLEM_MAX_RUNS 8 /* runs (reference included) that have outputs at once */
+
+/* api/problem_def.h's dtypes and inits, numbered as there. */
+enum runner_dtype {
+  RUNNER_DTYPE_FLOAT32,
+  RUNNER_DTYPE_FLOAT16,
+  RUNNER_DTYPE_BFLOAT16,
+  RUNNER_DTYPE_INT32,
+  RUNNER_DTYPE_UINT32,
+  RUNNER_DTYPE_INT8
+};
+enum runner_init { RUNNER_INIT_UNIFORM, RUNNER_INIT_NORMAL, RUNNER_INIT_INTEGERS };
+
+/* An input: elems elements of dtype, element i of a set generated from seed s drawn as
+ * init says with (a, b) (uniform [a, b), normal (mean a, std b), integers [a, b]) from
+ * gen.h's counter-based generator at (s, stream = the input's index, i), rounded to
+ * dtype the way CUDA's conversions round (round to nearest even). */
+struct runner_problem_input {
+  uint32_t dtype, init;
+  double a, b;
+  uint64_t elems;
+};
+/* An output: elems of dtype; a run's element passes when it equals the reference's bit
+ * for bit (exact) or |got - want| <= abs + rel * |want| (both finite: a NaN or an
+ * infinity where the reference has a finite value fails, and the reverse). */
+struct runner_problem_output {
+  uint32_t dtype, exact;
+  double abs, rel;
+  uint64_t elems;
+};
+struct runner_problem_msg {
+  uint32_t n_in, n_out, n_params, nondeterministic;
+  struct runner_problem_input in[RUNNER_PROBLEM_MAX_BUFFERS];
+  struct runner_problem_output out[RUNNER_PROBLEM_MAX_BUFFERS];
+  int32_t params[RUNNER_PROBLEM_MAX_PARAMS];
+  uint64_t scratch_bytes; /* 0: the kernels take no scratch argument */
+  uint64_t seed;          /* the job's inputs */
+  /* The reference: a loaded image, its launch at these params. */
+  uint8_t ref_key[32];
+  uint32_t ref_grid[3], ref_block[3], ref_shared_bytes;
+  uint32_t n_runs; /* outputs to allocate: one set per run, 1 .. RUNNER_PROBLEM_MAX_RUNS */
+};
+/* The reference's two launches on the job's inputs: agreed (bit for bit, or within the
+ * tolerance when nondeterministic); else differ elements of output `output` differed,
+ * the first at `index`. */
+struct runner_problem_ready_msg {
+  uint32_t agreed, output;
+  uint64_t differ, index;
+  double ref_ms; /* the reference's second launch, in ms (events; for the log) */
+};
+/* The comparison of one run's outputs with the reference's on the job's inputs (a RUN
+ * request's problem.compare), over every element of every output. */
+struct runner_problem_check {
+  uint64_t compared, mismatches; /* elements, over all outputs */
+  uint32_t first_output, pad;    /* of the first mismatch, when any */
+  uint64_t first_index;
+  double max_abs_err, max_rel_err; /* over the elements compared (non-finite ones: mismatches) */
+  double got, want;                /* at the first mismatch */
+};
+/* runner_run_msg.problem: a RUN of a problem's kernel (key: its image, or the reference's). */
+struct runner_problem_run {
+  uint32_t on;  /* 1: this RUN is a problem's; args, out_buffer, out_floats, fresh ignored */
+  uint32_t run; /* which set of outputs (0 .. n_runs-1) the launches write */
+  /* 1: after the n launches (untimed: on the job's inputs), compare the outputs with the
+   * reference's on the job's inputs: the answer's problem_check. */
+  uint32_t compare;
+  /* Timed launches each run on fresh inputs: before launch l, untimed, every input is
+   * generated from fresh_seed + l (fresh_seed drawn by gpulabd from its CSPRNG per
+   * request), the reference launched on them into a set of its own, the run's outputs
+   * poisoned (all bits set); after it, untimed, the outputs compared with that
+   * reference's and the inputs with what was generated. The answer's bad_* name the
+   * first launch that failed (bad_what 1: output bad_input wrong in bad_count elements,
+   * the first at bad_index; 2: input bad_input changed), and fresh_checked counts the
+   * launches checked. Then the job's inputs are generated again from the job's seed,
+   * so that the next request finds them. fresh_seed 0: no fresh inputs (untimed). */
+  uint64_t fresh_seed;
+};
+
 /* n launches of the loaded image `key`. poison_each: fill the output with NaN (all
  * bits set; with reset_zero: with 0.0f, for a kernel that accumulates into it) before
  * every launch, outside the timed part; timed: answer the mean ms of one launch
@@ -159,6 +251,7 @@ struct runner_run_msg {
   double deadline_ms;
   uint64_t scratch_bytes;
   struct runner_fresh fresh;
+  struct runner_problem_run problem;
 };
 struct runner_done_msg {
   double ms_per_launch; /* timed runs; 0 otherwise */
@@ -174,6 +267,7 @@ struct runner_done_msg {
   uint32_t fresh_checked, bad_launch, bad_what, bad_input;
   uint64_t bad_count, bad_index;
   struct exp_profile profile; /* runner_run_msg.profile's answer; requested false otherwise */
+  struct runner_problem_check problem_check; /* runner_run_msg.problem.compare's answer */
 };
 
 struct runner_fault_msg {
