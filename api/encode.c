@@ -9,6 +9,7 @@
 
 #include "api/json_writer.h"
 #include "api/utf8.h"
+#include "kernels/problem/problem_plan.h"
 
 /* n as width decimal digits at out. */
 static void digits(char *out, int width, long long n) {
@@ -69,11 +70,27 @@ static void runs_write(struct jw *w, const struct exp_runs_param *rp, const stru
   jw_array_end(w);
 }
 
+/* A problem's params by their names (its plan's), in its order; by position ("p0")
+ * when its version is not known here. */
+static void problem_params_write(struct jw *w, const struct exp_spec *spec) {
+  struct problem_plan plan;
+  char why[128];
+  bool named = problem_plan_of(spec, &plan, why, sizeof why) == 0;
+  int n = named ? plan.n_params : EXP_PROBLEM_MAX_PARAMS;
+  for (int i = 0; i < n; i++) {
+    char name[16];
+    if (!named && !spec->problem.values[i]) continue;
+    snprintf(name, sizeof name, "p%d", i);
+    jw_integer(w, named ? plan.param_names[i] : name, spec->problem.values[i]);
+  }
+}
+
 void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) {
   const struct exp_desc *d = exp_desc(spec->type);
   if (!d) return;
   jw_object_begin(w, key);
   for (int i = 0; i < d->n_params; i++) jw_integer(w, d->params[i].name, spec->p[i]);
+  if (spec->type == EXP_PROBLEM) problem_params_write(w, spec);
   if (d->runs) {
     runs_write(w, d->runs, spec);
   } else {
@@ -97,6 +114,12 @@ void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) 
   jw_integer(w, "batches", spec->timing.batches);
   jw_integer(w, "reps", spec->timing.reps);
   if (!(d->flags & EXP_NO_COLD)) jw_bool(w, "cold", spec->cold);
+  if (spec->type == EXP_PROBLEM) {
+    jw_object_begin_whole(w, "problem");
+    jw_string(w, "name", spec->problem.name);
+    jw_integer(w, "version", spec->problem.version);
+    jw_object_end(w);
+  }
   if (spec->profile)
     jw_string(w, "profile", exp_profile_mode_name(spec->profile));
   else
@@ -411,7 +434,7 @@ static void figures_write(struct jw *w, const struct exp_spec *spec, const struc
     jw_real(w, "figure", r->figure);
   else
     jw_null(w, "figure");
-  jw_string(w, "unit", exp_figure_unit(spec->type));
+  jw_string(w, "unit", exp_spec_figure_unit(spec));
   if (r->speedup > 0)
     jw_real(w, "speedup", r->speedup);
   else
@@ -487,7 +510,7 @@ void api_result_write(struct jw *w, const char *key, const struct exp_spec *spec
   jw_object_begin(w, key);
   jw_string(w, "backend", result->backend);
   jw_string(w, "device", result->device_name);
-  jw_string(w, "unit", exp_figure_unit(spec->type));
+  jw_string(w, "unit", exp_spec_figure_unit(spec));
   jw_real(w, "work", exp_spec_work(spec));
   jw_string(w, "work_unit", exp_work_unit(spec->type));
   jw_bool(w, "passed", exp_result_passed(result));

@@ -632,6 +632,13 @@ int api_params_parse_with(enum exp_type type, const char *body, size_t len, stru
   return rc;
 }
 
+int api_params_parse_json(enum exp_type type, json_t *root, struct exp_spec *spec,
+                          struct api_job_options *opts, const struct api_kernel_resolver *kr,
+                          struct api_error *err) {
+  options_default(opts);
+  return parse_params_object(type, root, "", spec, opts, kr, err);
+}
+
 int api_job_request_parse_with(const char *body, size_t len, struct api_job_request *req,
                                const struct api_kernel_resolver *kr, struct api_error *err) {
   json_t *root = load_body(body, len, err);

@@ -65,6 +65,10 @@ int api_params_parse_with(enum exp_type type, const char *body, size_t len, stru
                           struct api_error *err);
 int api_job_request_parse_with(const char *body, size_t len, struct api_job_request *req,
                                const struct api_kernel_resolver *kr, struct api_error *err);
+/* api_params_parse_with over a body already parsed (root, an object, borrowed). */
+int api_params_parse_json(enum exp_type type, json_t *root, struct exp_spec *spec,
+                          struct api_job_options *opts, const struct api_kernel_resolver *kr,
+                          struct api_error *err);
 
 /* The params every experiment takes beside its own, for forms (api/describe.c): an
  * array of {"name", "kind": "integer" | "number" | "choice" | "boolean", and "min" and

@@ -24,6 +24,7 @@
 #include "server/http/static.h"
 #include "server/log.h"
 #include "server/service/durable.h"
+#include "server/service/problem_jobs.h"
 #include "server/service/service.h"
 #include "server/service/ukernels.h"
 #include "server/store/fleet.h"
@@ -220,6 +221,7 @@ static int open_ukernels(const struct config *cfg, struct backend *device, struc
     log_warn("gpulabd: users' kernels: %s", err);
     return -1;
   }
+  problem_jobs_serve(*out); /* problems' jobs read back next may name them */
   return 0;
 }
 
@@ -499,6 +501,7 @@ static void stop(const struct config *cfg, struct gpulabd *d, int status) {
   engine_free(d->engine);
   for (int i = 0; i < d->n_devices; i++) backend_free(d->devices[i]);
   metrics_free(d->metrics);
+  problem_jobs_serve(NULL);
   ukernels_free(d->ukernels);
   store_close(d->store);
   auth_free(d->auth);

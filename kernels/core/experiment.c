@@ -176,6 +176,7 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec) {
    * launches run one at a time on one stream). */
   const struct exp_desc *d = desc_of(spec);
   if (!d) return 0;
+  if (d->spec_bytes) return d->spec_bytes(spec);
   struct exp_shape in, out;
   uint64_t inputs = 0, scratch = 0;
   for (int s = 0; s < d->n_inputs; s++) {
@@ -200,11 +201,21 @@ void exp_spec_work_counts(const struct exp_spec *spec, struct exp_work *w) {
   if (d) d->work(spec, w);
 }
 
+enum exp_figure exp_spec_figure(const struct exp_spec *spec) {
+  const struct exp_desc *d = desc_of(spec);
+  return !d ? EXP_FIGURE_GBPS : d->figure_of ? d->figure_of(spec) : d->figure;
+}
+
+const char *exp_spec_figure_unit(const struct exp_spec *spec) {
+  if (!desc_of(spec)) return NULL;
+  return exp_spec_figure(spec) == EXP_FIGURE_GFLOPS ? "GFLOP/s" : "GB/s";
+}
+
 double exp_spec_work(const struct exp_spec *spec) {
   const struct exp_desc *d = desc_of(spec);
   struct exp_work w;
   exp_spec_work_counts(spec, &w);
-  return !d ? 0 : d->figure == EXP_FIGURE_GFLOPS ? w.flops : w.bytes;
+  return !d ? 0 : exp_spec_figure(spec) == EXP_FIGURE_GFLOPS ? w.flops : w.bytes;
 }
 
 const char *exp_figure_unit(enum exp_type type) {
@@ -221,6 +232,8 @@ enum exp_ceiling exp_run_ceiling(const struct exp_spec *spec, int entry) {
   const struct exp_desc *d = desc_of(spec);
   const struct exp_variant *v = exp_variant_of(spec, entry);
   if (v && v->ceiling != EXP_CEILING_DEFAULT) return v->ceiling;
+  if (d && d->figure_of) /* a problem's: by what its figure counts */
+    return exp_spec_figure(spec) == EXP_FIGURE_GFLOPS ? EXP_CEILING_SGEMM : EXP_CEILING_COPY;
   return d ? d->ceiling : EXP_CEILING_DEFAULT;
 }
 

@@ -22,13 +22,19 @@ enum exp_type {
 #define EXPERIMENT(ID, name) EXP_##ID,
 #include "kernels/core/experiments.def"
 #undef EXPERIMENT
-  EXP_TYPE_COUNT
+  EXP_TYPE_COUNT,
+  /* A problem a user defined (kernels/problem/problem_plan.h): one more type past the
+   * lecture's, so that a loop over the registry (routes, forms, the test matrix) never
+   * meets it; exp_desc(EXP_PROBLEM) is its one generic descriptor, and what the problem
+   * is comes from its plan, by spec.problem. */
+  EXP_PROBLEM = EXP_TYPE_COUNT
 };
 
 #define EXP_MAX_PARAMS 8   /* size params of one experiment */
 #define EXP_MAX_INPUTS 2   /* input slots of one experiment */
 #define EXP_MAX_VARIANTS 8 /* variants of one experiment, also runs of one job */
 #define EXP_MAX_BATCHES 100
+#define EXP_PROBLEM_MAX_PARAMS 16 /* a problem's params (api/problem_def.h) */
 #define EXP_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0]))) /* a descriptor's tables */
 /* An exp_desc's three tables (static arrays of the experiment's file), each with its
  * count: in an initializer, EXP_TABLES(params, variants, inputs). */
@@ -97,6 +103,15 @@ struct exp_stop_params {
   double max_time_s; /* wall seconds of one run's timed batches; 0 = no limit */
 };
 
+/* An EXP_PROBLEM job's problem: the version it runs, by name and number, and its
+ * params' values in the problem's order; what they mean, its plan
+ * (kernels/problem/problem_plan.h). Zero in every other spec. */
+struct exp_problem {
+  char name[64];
+  int32_t version;
+  int32_t values[EXP_PROBLEM_MAX_PARAMS];
+};
+
 /* One job's request, its sizes resolved. Plain data: copy it freely. */
 struct exp_spec {
   enum exp_type type;                      /* the experiment: exp_desc(type) */
@@ -122,6 +137,7 @@ struct exp_spec {
    * entries. */
   int n_variants;
   int variants[EXP_MAX_VARIANTS];
+  struct exp_problem problem; /* EXP_PROBLEM only */
 };
 
 /* ---- results ---- */
@@ -583,6 +599,11 @@ struct exp_desc {
   /* Users' kernels (variants kernel:<id>): their signature, grid rule, template and
    * check; NULL: the experiment takes none. */
   const struct exp_user *user;
+
+  /* What a spec's job is when the descriptor alone cannot say (EXP_PROBLEM's: its
+   * problem's); NULL: figure and exp_spec_bytes' own count. */
+  enum exp_figure (*figure_of)(const struct exp_spec *spec);
+  uint64_t (*spec_bytes)(const struct exp_spec *spec);
 };
 
 /* ---- the registry ---- */
@@ -655,7 +676,10 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec);
 double exp_spec_work(const struct exp_spec *spec);
 void exp_spec_work_counts(const struct exp_spec *spec, struct exp_work *work);
 const char *exp_figure_unit(enum exp_type type); /* "GB/s" or "GFLOP/s"; NULL: unknown */
-const char *exp_work_unit(enum exp_type type);   /* "bytes" or "flop"; NULL: unknown */
+/* Which count spec's figure divides, and its unit: the type's, or its problem's. */
+enum exp_figure exp_spec_figure(const struct exp_spec *spec);
+const char *exp_spec_figure_unit(const struct exp_spec *spec);
+const char *exp_work_unit(enum exp_type type); /* "bytes" or "flop"; NULL: unknown */
 /* The ceiling run `entry` of spec is compared with. */
 enum exp_ceiling exp_run_ceiling(const struct exp_spec *spec, int entry);
 

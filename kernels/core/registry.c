@@ -19,15 +19,18 @@ static const char *const routes[] = {
 #include "kernels/core/experiments.def"
 #undef EXPERIMENT
 };
+extern const struct exp_desc exp_problem; /* kernels/problem/problem_plan.c */
 _Static_assert(EXP_COUNT_OF(registry) == EXP_TYPE_COUNT, "one descriptor per experiment");
 _Static_assert(EXP_COUNT_OF(routes) == EXP_TYPE_COUNT, "one route per experiment");
 
 const struct exp_desc *exp_desc(enum exp_type type) {
+  if (type == EXP_PROBLEM) return &exp_problem;
   return (unsigned)type < EXP_TYPE_COUNT ? registry[type] : NULL;
 }
 
 const char *exp_type_name(enum exp_type type) {
-  return (unsigned)type < EXP_TYPE_COUNT ? registry[type]->name : NULL;
+  const struct exp_desc *d = exp_desc(type);
+  return d ? d->name : NULL;
 }
 
 const char *exp_type_route(enum exp_type type) {

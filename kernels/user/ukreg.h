@@ -21,9 +21,15 @@ struct ukreg_kernel {
   long long id;        /* the version's own id: what a job's variant names */
   long long kernel_id; /* the kernel's id, and this version's number in it */
   int version;
-  char experiment[16], name[64], owner[64], source_sha[65], entry[64];
+  /* experiment: "transpose", ...; a problem's kernel (and its reference): "problem:<name>" */
+  char experiment[80], name[64], owner[64], source_sha[65], entry[64];
   int block[3], tile[2], grid[3];
   bool has_grid;
+  /* A problem's kernel: its grid as expressions over the problem's params
+   * (kernels/problem/pexpr.h), and the SHA-256 (hex) of the declaration it was compiled
+   * with, so that a version of the problem with another signature does not run it. */
+  char grid_expr[3][64];
+  char problem_sig[65];
   int shared_bytes;        /* dynamic */
   long long scratch_bytes; /* > 0: one more last argument, zeroed before every launch */
   bool cooperative;        /* launched cooperatively: its whole grid resident at once */

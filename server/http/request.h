@@ -71,6 +71,9 @@ struct request {
   char query[256];        /* "?..." as sent (cut to fit), or "": respond_elsewhere's */
   char redirect[512];     /* non-empty: sent as Location as it is (respond_elsewhere) */
   const char *api_prefix; /* "/v1" when the path came under it (router.c), else "" */
+  /* A problem's job: whose kernels its variants may name ("problem:<name>"); NULL: the
+   * job's experiment's (submit_kernel_resolver). */
+  const char *kernels_of;
   char *body;
   size_t body_len, body_cap;
   size_t body_limit; /* --max-body, or --max-upload for POST /buffers */

@@ -60,6 +60,7 @@ static const struct route routes[] = {
     {"/problems", "GET, HEAD, POST", route_problems, ROUTE_JSON},
     {"/problems/{name}", "GET, HEAD, DELETE", route_problem, 0},
     {"/problems/{name}/versions", "GET, HEAD", route_problem_versions, 0},
+    {"/problems/{name}/jobs", "POST", route_problem_jobs, ROUTE_JSON},
     {"/problems/{name}/versions/{version}", "GET, HEAD", route_problem_version, 0},
     {"/static/*", "GET, HEAD", route_static, ROUTE_PUBLIC}, /* the dashboard's files */
 };

@@ -22,8 +22,10 @@ typedef enum MHD_Result route_fn(struct request *r, const struct route_args *a);
  * streams GET /jobs/{id}/events and GET /events. */
 route_fn route_jobs, route_job, route_job_events, route_events;
 /* routes_problems.c: POST and GET /problems, GET and DELETE /problems/{name}, GET
- * /problems/{name}/versions and /problems/{name}/versions/{version}. */
-route_fn route_problems, route_problem, route_problem_versions, route_problem_version;
+ * /problems/{name}/versions and /problems/{name}/versions/{version}, POST
+ * /problems/{name}/jobs. */
+route_fn route_problems, route_problem, route_problem_versions, route_problem_version,
+    route_problem_jobs;
 /* routes_experiments.c: POST /<experiment>, one per registered experiment. */
 route_fn route_experiment;
 /* routes_buffers.c: POST and GET /buffers, GET and DELETE /buffers/{id}. */

@@ -2,8 +2,9 @@
  * the next of the caller's problem of that name), GET /problems (the ones the caller
  * may see and not deleted), GET and DELETE /problems/{name} (its newest version; a
  * delete hides it and refuses new versions' jobs, its versions stay readable), GET
- * /problems/{name}/versions and /versions/{version}. Who may see a version: its owner,
- * or anyone when it is public; who may delete: the owner. */
+ * /problems/{name}/versions and /versions/{version}, and POST /problems/{name}/jobs (a
+ * job of its newest version). Who may see a version (and run it): its owner, or anyone
+ * when it is public; who may delete: the owner. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include "api/encode.h"
 #include "server/http/kernel_doc.h"
 #include "server/http/routes.h"
+#include "server/http/submit.h"
+#include "server/service/problem_jobs.h"
 #include "server/service/problems.h"
 
 static struct ukernels *service(struct request *r) { return r->srv->opts.service->ukernels; }
@@ -223,6 +226,41 @@ static enum MHD_Result version(struct request *r, struct ukernels *u, const char
   return ret;
 }
 
+/* ---- a job of a problem ---- */
+
+/* POST /problems/{name}/jobs: a job of the problem's newest version (problem_jobs.h),
+ * submitted as any job is. */
+static enum MHD_Result job(struct request *r, struct ukernels *u, const char *name) {
+  struct store_problem p;
+  struct problem_def *def = NULL;
+  enum MHD_Result ret;
+  if (!version_get(r, u, name, 0, &p, &def, &ret)) return ret;
+  json_error_t je;
+  json_t *body = r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je)
+                             : json_object();
+  char kernels_of[80];
+  snprintf(kernels_of, sizeof kernels_of, "problem:%s", p.name);
+  r->kernels_of = kernels_of;
+  struct api_kernel_resolver kr = submit_kernel_resolver(r);
+  struct exp_spec spec;
+  struct api_job_options opts;
+  struct api_error err;
+  if (p.deleted)
+    ret = no_problem(r, name); /* hidden, and taking no new jobs */
+  else if (!body)
+    ret = respond_fail(r, 400, "invalid_json", NULL, "malformed JSON at line %d, column %d: %s",
+                       je.line, je.column, je.text);
+  else if (problem_jobs_spec(&p, def, body, &kr, &spec, &opts, &err))
+    ret = respond_error(r, &err);
+  else
+    ret = submit_job(r, &spec, &opts, "");
+  r->kernels_of = NULL;
+  json_decref(body);
+  problems_row_clear(&p);
+  problem_def_free(def);
+  return ret;
+}
+
 /* ---- the routes; without users' kernels (no NVRTC, or off), 503 ---- */
 
 static enum MHD_Result unavailable(struct request *r) {
@@ -240,6 +278,11 @@ enum MHD_Result route_problems(struct request *r, const struct route_args *a) {
 enum MHD_Result route_problem(struct request *r, const struct route_args *a) {
   struct ukernels *u = service(r);
   return u ? one(r, u, a->id) : unavailable(r);
+}
+
+enum MHD_Result route_problem_jobs(struct request *r, const struct route_args *a) {
+  struct ukernels *u = service(r);
+  return u ? job(r, u, a->id) : unavailable(r);
 }
 
 enum MHD_Result route_problem_versions(struct request *r, const struct route_args *a) {

@@ -115,6 +115,11 @@ static bool split_kernel_name(const char *text, char *what, size_t len, int *ver
   return true;
 }
 
+/* The experiment a job of type on r names kernels of: a problem's route says which. */
+static const char *kernels_of(const struct request *r, enum exp_type type) {
+  return r->kernels_of ? r->kernels_of : exp_type_name(type);
+}
+
 /* The kernel id text names for r: itself when all digits, else r's client's own
  * kernel of that name and experiment, of which there must be one. 0 or err. */
 static int kernel_named(struct request *r, enum exp_type type, const char *what, const char *text,
@@ -127,17 +132,18 @@ static int kernel_named(struct request *r, enum exp_type type, const char *what,
   char me[64];
   int64_t ids[4];
   request_client(r, me, sizeof me);
-  int n = ukernels_named(r->srv->opts.service->ukernels, me, exp_type_name(type), what, ids, 4);
+  const char *of = kernels_of(r, type);
+  int n = ukernels_named(r->srv->opts.service->ukernels, me, of, what, ids, 4);
   if (n < 0) return api_error_set(err, 503, "store_unavailable", field, "the store did not answer");
   if (n == 0)
     return api_error_set(err, 400, "unknown_variant", field,
                          "%s: you have no %s kernel named '%s' (GET /kernels lists yours)", text,
-                         exp_type_name(type), what);
+                         of, what);
   if (n > 1)
     return api_error_set(err, 400, "ambiguous_kernel", field,
                          "%s: you have %d %s kernels named '%s' (ids %lld, %lld%s), stored before "
                          "kernels had versions; name one by id, kernel:<id>",
-                         text, n, exp_type_name(type), what, (long long)ids[0], (long long)ids[1],
+                         text, n, of, what, (long long)ids[0], (long long)ids[1],
                          n > 2 ? ", ..." : "");
   *id = ids[0];
   return 0;
@@ -173,9 +179,9 @@ static int resolve_kernel(void *ctx, enum exp_type type, const char *text, const
                            "/kernels/%lld/versions)",
                            text, (long long)id, version, (long long)id);
   }
-  if (strcmp(k.experiment, exp_type_name(type)) != 0)
+  if (strcmp(k.experiment, kernels_of(r, type)) != 0)
     rc = api_error_set(err, 400, "unknown_variant", field, "%s is a %s kernel, not %s", text,
-                       k.experiment, exp_type_name(type));
+                       k.experiment, kernels_of(r, type));
   else if (k.id > EXP_USER_KERNEL_MAX_ID)
     rc = api_error_set(err, 400, "unknown_variant", field, "%s: its id is past what a job holds",
                        text);

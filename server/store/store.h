@@ -303,7 +303,7 @@ struct store_kernel {
   int64_t kernel_id; /* the kernel's: its first version's id */
   int version;       /* 1, 2, ... within the kernel; never reused */
   int versions;      /* store_kernel_list only: how many versions the kernel has */
-  char owner[64], name[64], experiment[16];
+  char owner[64], name[64], experiment[80]; /* a problem's: "problem:<name>" */
   bool is_public;
   double created; /* unix seconds */
   char source_sha[65];

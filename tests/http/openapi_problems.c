@@ -53,6 +53,16 @@ void check_problems(void) {
        "version_not_found", NULL);
   call("/problems/{name}/versions/{version}", "GET", "/problems/copy_n/versions/0", 400,
        "out_of_range", NULL);
+  /* Its jobs: a finished one (its runs unavailable on the CPU backend), one accepted
+   * and left (202), and refusals of the body the document must refuse too. */
+  const char *jobs = "/problems/{name}/jobs";
+  json_decref(post(jobs, "/problems/copy_n/jobs?wait=30", "{\"params\":{\"n\":4096},\"seed\":3}",
+                   200, NULL, ACCEPTED));
+  json_decref(post(jobs, "/problems/copy_n/jobs?wait=0", "{}", 202, NULL, ACCEPTED));
+  json_decref(post(jobs, "/problems/copy_n/jobs", "{\"params\":{\"n\":0}}", 400, "out_of_range",
+                   ACCEPTED)); /* a range the document cannot know */
+  json_decref(post(jobs, "/problems/copy_n/jobs", "{\"colour\":1}", 400, "unknown_field", REFUSED));
+  json_decref(post(jobs, "/problems/nope/jobs", "{}", 404, "problem_not_found", ACCEPTED));
   call("/problems/{name}", "DELETE", "/problems/copy_n", 200, NULL, NULL);
   call("/problems/{name}", "DELETE", "/problems/copy_n", 404, "problem_not_found", NULL);
   call("/problems/{name}/versions/{version}", "GET", "/problems/copy_n/versions/2", 200, NULL,

@@ -2,8 +2,8 @@
  * a definition compiled and answered with its signature, template and occupancy; bad
  * ones refused naming their field (the parser's every rule: tests/unit/
  * test_problem_def.c); a reference that does not compile or reads outside the toolkit;
- * versions, a name its first owner's, private and public, delete; and all of it kept
- * across a restart. */
+ * versions, a name its first owner's, private and public, delete; all of it kept
+ * across a restart; and its jobs, whose runs the CPU backend lists unavailable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +247,57 @@ static void test_restart(void) {
   json_decref(p);
 }
 
+/* POST to path with body and expects the refusal status, code and field. */
+static void refused_job(const char *path, const char *body, long status, const char *code,
+                        const char *field) {
+  struct http_reply r;
+  http_post_json(&d, path, body, &r);
+  CHECK_ERROR(&r, status, code, field);
+  http_reply_free(&r);
+}
+
+/* A job of a problem: its params by name, its version, its runs listed unavailable on
+ * the CPU backend with the reason; bad bodies refused by field; another's private
+ * problem and a deleted one take no jobs. */
+static void test_jobs(void) {
+  as(BOB); /* alice's softmax_rows (version 3) is public */
+  struct http_reply r;
+  http_post_json(&d, "/problems/softmax_rows/jobs?wait=30",
+                 "{\"params\": {\"rows\": 64, \"cols\": 100}, \"variant\": \"reference\", "
+                 "\"seed\": 7}",
+                 &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "type"), "problem");
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  CHECK_INT_EQ(JINT(r.json, "params.rows"), 64);
+  CHECK_INT_EQ(JINT(r.json, "params.cols"), 100);
+  CHECK_INT_EQ(JINT(r.json, "params.seed"), 7);
+  CHECK_STR_EQ(JSTR(r.json, "params.problem.name"), "softmax_rows");
+  CHECK_INT_EQ(JINT(r.json, "params.problem.version"), 3);
+  CHECK_STR_EQ(JSTR(r.json, "result.unit"), "GB/s");
+  CHECK(JNUM(r.json, "result.work") == 8.0 * 64 * 100); /* the figure's bytes at its params */
+  CHECK_STR_EQ(JSTR(r.json, "result.runs[0].variant"), "reference");
+  CHECK(!JBOOL(r.json, "result.runs[0].available"));
+  CHECK(strstr(JSTR(r.json, "result.runs[0].reason"), "CUDA device"));
+  http_reply_free(&r);
+  const char *path = "/problems/softmax_rows/jobs";
+  refused_job(path, "{\"params\": {\"rows\": 0}}", 400, "out_of_range", "params.rows");
+  refused_job(path, "{\"params\": {\"rowz\": 1}}", 400, "unknown_field", "params.rowz");
+  refused_job(path, "{\"params\": [1]}", 400, "wrong_type", "params");
+  refused_job(path, "{\"variant\": \"naive\"}", 400, "unknown_variant", "variant");
+  refused_job(path, "{\"variant\": \"kernel:999\"}", 400, "unknown_variant", "variant");
+  refused_job(path, "{\"keep_output\": true}", 400, "out_of_range", "keep_output");
+  refused_job(path, "{\"m\": 64}", 400, "unknown_field", "m");
+  refused_job(path, "{\"params\": ", 400, "invalid_json", NULL);
+  refused_job("/problems/nope/jobs", "{}", 404, "problem_not_found", "name");
+  as(ALICE);
+  refused_job("/problems/scale_half/jobs", "{}", 404, "problem_not_found", "name"); /* bob's */
+  http_request(&d, "DELETE", "/problems/softmax_rows", NULL, NULL, 0, &r);
+  CHECK_STATUS(&r, 200);
+  http_reply_free(&r);
+  refused_job(path, "{}", 404, "problem_not_found", "name");
+}
+
 static int setup(void) {
   snprintf(db, sizeof db, "%s/problems.db", test_dir());
   snprintf(tokens, sizeof tokens, "%s/tokens", test_dir());
@@ -261,7 +312,7 @@ static int setup(void) {
 static void teardown(void) { gpulabd_stop(&d); }
 
 static const struct test_case cases[] = {
-    TEST(test_define),     TEST(test_half),    TEST(test_refused),
-    TEST(test_visibility), TEST(test_restart), TEST_END,
+    TEST(test_define),  TEST(test_half), TEST(test_refused), TEST(test_visibility),
+    TEST(test_restart), TEST(test_jobs), TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};

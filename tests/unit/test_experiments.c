@@ -64,10 +64,17 @@ static void check_registry(void) {
   printf("experiments: %s\n", list);
   for (int t = 0; t < EXP_TYPE_COUNT; t++) check_descriptor((enum exp_type)t);
   struct exp_spec s;
-  CHECK(exp_desc(EXP_TYPE_COUNT) == NULL && exp_desc((enum exp_type) - 1) == NULL);
-  CHECK(exp_type_name(EXP_TYPE_COUNT) == NULL && exp_type_from_name("nope") == -1);
-  CHECK_INT_EQ(exp_spec_default(EXP_TYPE_COUNT, &s), -EINVAL); /* never another one */
-  CHECK(exp_figure_unit(EXP_TYPE_COUNT) == NULL && exp_input_count(EXP_TYPE_COUNT) == 0);
+  /* Past the registry: a problem's jobs' one descriptor, which no route or list names
+   * (its type name is not an experiment's), then nothing. */
+  CHECK_STR_EQ(exp_type_name(EXP_PROBLEM), "problem");
+  CHECK(exp_type_from_name("problem") == -1 && exp_type_route(EXP_PROBLEM) == NULL);
+  CHECK_INT_EQ(exp_spec_default(EXP_PROBLEM, &s), 0);
+  CHECK(s.n_variants == 1 && s.variants[0] == 0 && exp_input_count(EXP_PROBLEM) == 0);
+  enum exp_type past = (enum exp_type)(EXP_PROBLEM + 1);
+  CHECK(exp_desc(past) == NULL && exp_desc((enum exp_type) - 1) == NULL);
+  CHECK(exp_type_name(past) == NULL && exp_type_from_name("nope") == -1);
+  CHECK_INT_EQ(exp_spec_default(past, &s), -EINVAL); /* never another one */
+  CHECK(exp_figure_unit(past) == NULL && exp_input_count(past) == 0);
   struct reference *ref = NULL;
   CHECK_INT_EQ(reference_new(&s, NULL, &ref), -EINVAL);
 }

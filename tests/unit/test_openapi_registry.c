@@ -281,7 +281,9 @@ static void free_doc(void) { json_decref(doc); }
 
 static void test_experiments(void) {
   json_t *types = json_object_get(schema_named("JobType"), "enum");
-  CHECK_INT_EQ(json_array_size(types), EXP_TYPE_COUNT);
+  CHECK_INT_EQ(json_array_size(types), EXP_TYPE_COUNT + 1); /* and a problem's, last */
+  CHECK_STR_EQ(json_string_value(json_array_get(types, EXP_TYPE_COUNT)),
+               exp_type_name(EXP_PROBLEM));
   for (int t = 0; t < EXP_TYPE_COUNT; t++) { /* in the registry's order */
     CHECK_STR_EQ(json_string_value(json_array_get(types, (size_t)t)),
                  exp_type_name((enum exp_type)t));

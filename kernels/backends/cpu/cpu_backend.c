@@ -18,6 +18,7 @@
 #include "kernels/core/reference.h"
 #include "kernels/core/reference_cache.h"
 #include "kernels/core/window.h"
+#include "kernels/user/ukreg.h"
 
 /* The lecture's repetition counts are sized for a GPU; a CPU call can take a second,
  * so warm-ups and reps are cut to about these budgets (batches never are). */
@@ -489,6 +490,21 @@ static int prepare(struct cpu_job *job, struct backend_job *bj) {
   return rc;
 }
 
+/* SETUP's work for a problem's job: none of it runs here (its reference and kernels
+ * are CUDA C), so every run is unavailable, saying why; the job has no output. */
+static int problem_unavailable(struct cpu_job *job, struct backend_job *bj) {
+  for (int i = 0; i < job->result->n_runs; i++) {
+    struct exp_run *run = &job->result->runs[i];
+    ukreg_run_user(run); /* a user's run names its kernel */
+    run->available = false;
+    snprintf(run->reason, sizeof run->reason, "%s", job->exp->variants[0].cpu.reason);
+  }
+  for (int i = 0; i < bj->n_after; i++) fence_wait(bj->after[i]);
+  if (!(bj->done = fence_new(true))) return out_of_memory(job, "a fence");
+  backend_hooks_issued(job->hooks);
+  return 0;
+}
+
 static void cpu_job_free(struct cpu_job *job) {
   reference_cache_put(job->refs, job->ref);
   cpu_user_free(job->user);
@@ -530,8 +546,12 @@ static int cpu_run(struct backend *b, int lane, struct backend_job *bj,
     snprintf(err, err_len, "canceled");
     return -ECANCELED;
   }
-  rc = prepare(&job, bj);
-  if (rc == 0) rc = time_runs(&job);
+  if (spec->type == EXP_PROBLEM) {
+    rc = problem_unavailable(&job, bj);
+  } else {
+    rc = prepare(&job, bj);
+    if (rc == 0) rc = time_runs(&job);
+  }
   backend_hooks_phase(hooks, BACKEND_PHASE_IDLE);
   if (rc == 0) rc = check_runs(&job);
   if (rc == 0) exp_result_finish(spec, result);

@@ -1,0 +1,35 @@
+/* Jobs of problems users define, as a service of gpulabd: a job's spec from a request
+ * (POST /problems/{name}/jobs: the problem's params by name beside the options every
+ * job takes), and the plans the backends and the codec read (kernels/problem/
+ * problem_plan.h): this module is their resolver. It keeps the versions jobs name,
+ * parsed, in a small cache, and each version's reference image in the backends' table
+ * of kernels (ukreg.h) under -(the version's id). */
+#ifndef GPULAB_PROBLEM_JOBS_H
+#define GPULAB_PROBLEM_JOBS_H
+
+#include <jansson.h>
+
+#include "api/error.h"
+#include "api/params.h"
+#include "api/problem_def.h"
+#include "kernels/core/experiment.h"
+#include "server/service/ukernels.h"
+
+/* Makes this module the plans' resolver, reading problems from u's store (borrowed: it
+ * must outlive every job; NULL: none, and the cache is emptied). */
+void problem_jobs_serve(struct ukernels *u);
+
+/* A job of version row of a problem (def: its definition; both borrowed) from body (a
+ * JSON object, borrowed): "params" (the problem's, by name; defaults for the rest)
+ * and the fields every job takes (seed, warmup, batches, reps, variant: "reference"
+ * and users' kernels of the problem, order, cold, profile, max_noise, max_time, and the
+ * job options), kr resolving kernel:<...> variants. Returns 0 with *spec and *opts, or
+ * -EINVAL with err (400, naming the field: "params.rows"). */
+int problem_jobs_spec(const struct store_problem *row, const struct problem_def *def, json_t *body,
+                      const struct api_kernel_resolver *kr, struct exp_spec *spec,
+                      struct api_job_options *opts, struct api_error *err);
+
+/* Forgets the cached versions of name (after a delete or a new version). */
+void problem_jobs_forget(const char *name);
+
+#endif
