@@ -534,6 +534,37 @@ static int parse_launch(struct ctx *c, json_t *ref, const char *key, struct pexp
   return 0;
 }
 
+int problem_def_grid_parse(const struct problem_def *d, json_t *a, const char *field,
+                           char out[3][PROBLEM_GRID_TEXT], struct api_error *err) {
+  static const int64_t grid_max[3] = {INT32_MAX, 65535, 65535};
+  struct ctx c = {.d = (struct problem_def *)d, .err = err};
+  for (int i = 0; i < d->n_params; i++) {
+    c.names[i] = d->params[i].name;
+    c.ranges[i] = (struct pexpr_range){d->params[i].min, d->params[i].max};
+  }
+  if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > 3)
+    return api_error_set(err, 400, json_is_array(a) ? "out_of_range" : "wrong_type", field,
+                         "%s is a list of 1 to 3 expressions over the problem's params", field);
+  for (int i = 0; i < 3; i++) {
+    if ((size_t)i >= json_array_size(a)) {
+      snprintf(out[i], PROBLEM_GRID_TEXT, "1");
+      continue;
+    }
+    char dim[40], rule[64];
+    struct pexpr *e = NULL;
+    snprintf(dim, sizeof dim, "%s[%d]", field, i);
+    snprintf(rule, sizeof rule, "grid %c is 1 to %" PRId64, "xyz"[i], grid_max[i]);
+    int rc = expr_within(&c, json_array_get(a, (size_t)i), dim, &e, 1, grid_max[i], rule, NULL);
+    if (rc == 0 && strlen(pexpr_text(e)) >= PROBLEM_GRID_TEXT)
+      rc = api_error_set(err, 400, "out_of_range", dim, "%s is at most %d characters", dim,
+                         PROBLEM_GRID_TEXT - 1);
+    if (rc == 0) snprintf(out[i], PROBLEM_GRID_TEXT, "%s", pexpr_text(e));
+    pexpr_free(e);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 static int parse_options(struct ctx *c, json_t *ref) {
   struct problem_reference *r = &c->d->reference;
   json_t *a;

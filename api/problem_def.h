@@ -172,6 +172,16 @@ const char *problem_def_prelude(const struct problem_def *d);
  * elements. NUL-terminated, the caller's (free), or NULL when memory ran out. */
 char *problem_def_template(const struct problem_def *d);
 
+/* A user's kernel of d: its grid, a (borrowed: an array of 1 to 3 expressions, strings
+ * or integers, the rest 1), parsed against d's params and bounded as the reference's is
+ * (x 1 to 2^31 - 1, y and z 1 to 65535 at every param value in range), each one's text
+ * into out (missing ones "1"). field names it in errors ("grid"). 0, or -EINVAL with err
+ * (400 wrong_type, out_of_range, invalid_expression, invalid_problem naming
+ * "grid[1]"), or -ENOMEM. */
+#define PROBLEM_GRID_TEXT 64 /* an entry's text, NUL included */
+int problem_def_grid_parse(const struct problem_def *d, json_t *a, const char *field,
+                           char out[3][PROBLEM_GRID_TEXT], struct api_error *err);
+
 /* ---- at a job's params ---- */
 
 /* A job's "params" object (borrowed; NULL: all defaults) into values[0..n_params), in

@@ -16,11 +16,23 @@
 #include "server/http/kernel_doc.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
+#include "server/service/problem_jobs.h"
+#include "server/service/problems.h"
 #include "server/service/ukernels.h"
 
 /* One kernel as sent, before it is compiled; strings point into the request. */
 struct submit {
   const char *experiment, *name, *source, *entry;
+  /* A kernel of a problem instead of an experiment's: its name, its grid as given
+   * (JSON, borrowed; or as text), and what problem_kernel() found: the problem's
+   * newest version, the kind the kernel is stored as ("problem:<name>"), the
+   * declaration it compiles with, its grid's expressions. */
+  const char *problem, *grid_raw;
+  json_t *grid_json;
+  struct problem_def *def;
+  int problem_version;
+  char kind[80], declaration[PROBLEM_SIGNATURE_MAX + 128], problem_sig[65];
+  char grid_expr[3][PROBLEM_GRID_TEXT];
   size_t source_len;
   int block[3], tile[2], grid[3];
   bool has_tile, has_grid;
@@ -135,6 +147,7 @@ static int add_option(struct submit *s, const char *o, size_t len, struct api_er
 static int submit_from_text(struct submit *s, const char *(*get)(void *, const char *), void *ctx,
                             struct api_error *err) {
   s->experiment = get(ctx, "experiment");
+  s->problem = get(ctx, "problem");
   s->name = get(ctx, "name");
   const char *v;
   if ((v = get(ctx, "entry"))) s->entry = v;
@@ -146,9 +159,11 @@ static int submit_from_text(struct submit *s, const char *(*get)(void *, const c
     s->has_tile = true;
   }
   if ((v = get(ctx, "grid"))) {
-    if (int_list(v, s->grid, 3, 1, 0x7fffffff) < 1)
+    s->grid_raw = v; /* a problem's kernel: expressions, read by problem_kernel() */
+    if (int_list(v, s->grid, 3, 1, 0x7fffffff) >= 1)
+      s->has_grid = true;
+    else if (!s->problem)
       return api_error_set(err, 400, "out_of_range", "grid", GRID_RULE);
-    s->has_grid = true;
   }
   if ((v = get(ctx, "shared_bytes"))) {
     char *end;
@@ -188,14 +203,25 @@ static const char *query_get(void *ctx, const char *name) {
 }
 static const char *form_get_text(void *ctx, const char *name) { return form_get(ctx, name, NULL); }
 
+/* Whether a is a list of 1 to 3 strings or integers (a problem's kernel's grid). */
+static bool expressions(json_t *a) {
+  if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > 3) return false;
+  for (size_t i = 0; i < json_array_size(a); i++)
+    if (!json_is_string(json_array_get(a, i)) && !json_is_integer(json_array_get(a, i)))
+      return false;
+  return true;
+}
+
 /* One member of the JSON form. */
 static int submit_member(struct submit *s, const char *key, json_t *v, struct api_error *err) {
   if (!strcmp(key, "experiment") || !strcmp(key, "name") || !strcmp(key, "source") ||
-      !strcmp(key, "entry")) {
+      !strcmp(key, "entry") || !strcmp(key, "problem")) {
     if (!json_is_string(v))
       return api_error_set(err, 400, "wrong_type", key, "%s must be a string", key);
     if (!strcmp(key, "experiment"))
       s->experiment = json_string_value(v);
+    else if (!strcmp(key, "problem"))
+      s->problem = json_string_value(v);
     else if (!strcmp(key, "name"))
       s->name = json_string_value(v);
     else if (!strcmp(key, "entry"))
@@ -210,9 +236,11 @@ static int submit_member(struct submit *s, const char *key, json_t *v, struct ap
       return api_error_set(err, 400, "out_of_range", key, TILE_RULE);
     s->has_tile = true;
   } else if (!strcmp(key, "grid")) {
-    if (json_int_list(v, s->grid, 3, 1, 0x7fffffff) < 1)
+    s->grid_json = v; /* a problem's kernel: expressions, read by problem_kernel() */
+    if (json_int_list(v, s->grid, 3, 1, 0x7fffffff) >= 1)
+      s->has_grid = true;
+    else if (!expressions(v))
       return api_error_set(err, 400, "out_of_range", key, GRID_RULE);
-    s->has_grid = true;
   } else if (!strcmp(key, "shared_bytes")) {
     if (!json_is_integer(v))
       return api_error_set(err, 400, "wrong_type", key, "shared_bytes is an integer");
@@ -246,8 +274,8 @@ static int submit_member(struct submit *s, const char *key, json_t *v, struct ap
   } else {
     return api_error_set(
         err, 400, "unknown_field", key,
-        "unknown field '%.40s'; a kernel has experiment, name, source, entry, block, tile, "
-        "grid, shared_bytes, scratch_bytes, cooperative, options, public",
+        "unknown field '%.40s'; a kernel has experiment (or problem), name, source, entry, "
+        "block, tile, grid, shared_bytes, scratch_bytes, cooperative, options, public",
         key);
   }
   return 0;
@@ -278,16 +306,78 @@ static const struct exp_user *user_of(const char *experiment) {
   return t >= 0 ? exp_user_of((enum exp_type)t) : NULL;
 }
 
+/* A kernel of problem s->problem: the problem's newest version, which r may see; the
+ * block and grid its reference has where s gives none (the block at the params'
+ * defaults), the grid's expressions bounded; the declaration it compiles with; then
+ * s->experiment names its kind, "problem:<name>". 0 or -EINVAL with err. */
+static int problem_kernel(struct request *r, struct ukernels *u, struct submit *s,
+                          struct api_error *err) {
+  if (s->experiment)
+    return api_error_set(err, 400, "out_of_range", "problem",
+                         "a kernel is of an experiment or of a problem: give one, not both");
+  struct store_problem row;
+  int rc = problems_get(u, s->problem, 0, &row, &s->def);
+  if (rc == 0 && (row.deleted || !(row.is_public || request_may_see(r, row.owner)))) {
+    problems_row_clear(&row);
+    rc = -ENOENT;
+  }
+  if (rc)
+    return rc == -ENOENT
+               ? api_error_set(err, 404, "problem_not_found", "problem",
+                               "no problem '%.63s' (GET /problems lists them)", s->problem)
+               : api_error_set(err, 503, "store_unavailable", "problem",
+                               "the store cannot be read");
+  s->problem_version = row.version;
+  problems_row_clear(&row);
+  const struct problem_def *d = s->def;
+  if (s->has_tile)
+    return api_error_set(err, 400, "out_of_range", "tile",
+                         "a problem's kernel gives its grid as expressions over the problem's "
+                         "params, not a tile");
+  if (s->scratch_bytes)
+    return api_error_set(err, 400, "out_of_range", "scratch_bytes",
+                         "a problem's kernels take the scratch its definition asks for, none of "
+                         "their own");
+  int64_t values[PROBLEM_MAX_PARAMS];
+  struct problem_sizes at;
+  for (int i = 0; i < d->n_params; i++) values[i] = d->params[i].def;
+  if (!s->block[0] && problem_def_sizes(d, values, &at, err) == 0)
+    for (int i = 0; i < 3; i++) s->block[i] = (int)at.block[i];
+  for (int i = 0; i < 3; i++)
+    if (!s->block[i]) s->block[i] = 1;
+  json_t *grid = s->grid_json ? json_incref(s->grid_json) : json_array();
+  if (!s->grid_json && s->grid_raw) /* "rows,1,1" */
+    for (const char *g = s->grid_raw; *g;) {
+      size_t n = strcspn(g, ",");
+      json_array_append_new(grid, json_stringn(g, n));
+      g += n + (g[n] == ',');
+    }
+  else if (!s->grid_json) /* the reference's */
+    for (int i = 0; i < 3; i++)
+      json_array_append_new(grid, json_string(pexpr_text(d->reference.grid[i])));
+  rc = problem_def_grid_parse(d, grid, "grid", s->grid_expr, err);
+  json_decref(grid);
+  if (rc) return -EINVAL;
+  if (problem_jobs_declaration(d, s->declaration, sizeof s->declaration, s->problem_sig))
+    return api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
+  snprintf(s->kind, sizeof s->kind, "problem:%s", d->name);
+  s->experiment = s->kind;
+  return 0;
+}
+
 /* Checks what compiling does not: names, sizes, the launch shape's limits. */
 static int submit_check(const struct submit *s, const struct ukernels_config *cfg,
                         struct api_error *err) {
   char names[96];
   user_experiments(names, sizeof names);
   if (!s->experiment)
-    return api_error_set(err, 400, "missing_field", "experiment", "experiment is one of %s", names);
-  if (!user_of(s->experiment))
+    return api_error_set(err, 400, "missing_field", "experiment",
+                         "experiment is one of %s (or give problem: a problem's name)", names);
+  if (!s->problem && !user_of(s->experiment))
     return api_error_set(err, 400, "unknown_type", "experiment",
                          "experiment must be one of %s, got '%.20s'", names, s->experiment);
+  if (!s->problem && s->grid_json && !s->has_grid)
+    return api_error_set(err, 400, "out_of_range", "grid", GRID_RULE);
   if (!s->name) return api_error_set(err, 400, "missing_field", "name", "the kernel needs a name");
   if (!name_ok(s->name))
     return api_error_set(err, 400, "out_of_range", "name",
@@ -339,7 +429,14 @@ static json_t *spec_json(const struct submit *s) {
   if (s->scratch_bytes) /* only then: kernels stored without it keep their signature */
     json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)s->scratch_bytes));
   if (s->cooperative) json_object_set_new(o, "cooperative", json_true());
-  if (s->has_grid)
+  if (s->problem) { /* the problem's version it was compiled for, its grid's expressions */
+    json_t *grid = json_array();
+    for (int i = 0; i < 3; i++) json_array_append_new(grid, json_string(s->grid_expr[i]));
+    json_object_set_new(o, "problem", json_string(s->def->name));
+    json_object_set_new(o, "problem_version", json_integer(s->problem_version));
+    json_object_set_new(o, "problem_signature_sha256", json_string(s->problem_sig));
+    json_object_set_new(o, "grid", grid);
+  } else if (s->has_grid)
     json_object_set_new(o, "grid", ints_json(s->grid, 3));
   else
     json_object_set_new(o, "tile", ints_json(s->tile, 2));
@@ -351,6 +448,7 @@ static json_t *spec_json(const struct submit *s) {
 /* Fills the defaults a submission left out: the experiment's block and tile, then one
  * output per thread. */
 static void submit_defaults(struct submit *s) {
+  if (s->problem) return; /* its reference's launch: problem_kernel() */
   const struct exp_user *u = user_of(s->experiment);
   if (!s->block[0]) { /* no block: the experiment's; and then its tile unless given */
     for (int i = 0; i < 3; i++) s->block[i] = u ? u->default_block[i] : 1;
@@ -470,7 +568,14 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
     if (run && (!strcmp(run, "1") || !strcmp(run, "true"))) {
       /* ?run=1: a job of the experiment at its default size, every built-in and this. */
       struct exp_spec spec;
-      exp_spec_default((enum exp_type)exp_type_from_name(s->experiment), &spec);
+      if (s->problem) { /* its problem's reference beside it, at the params' defaults */
+        exp_spec_default(EXP_PROBLEM, &spec);
+        snprintf(spec.problem.name, sizeof spec.problem.name, "%s", s->def->name);
+        spec.problem.version = s->problem_version;
+        for (int i = 0; i < s->def->n_params; i++) spec.problem.values[i] = s->def->params[i].def;
+      } else {
+        exp_spec_default((enum exp_type)exp_type_from_name(s->experiment), &spec);
+      }
       if (spec.n_variants < EXP_MAX_VARIANTS)
         spec.variants[spec.n_variants++] = exp_user_variant(id);
       struct api_job_options opts = {.exclusive = true, .device = -1};
@@ -540,7 +645,8 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   const char *why = NULL;
   char *src = NULL;
   struct ucompile_report *rep = NULL;
-  if (read_submit(r, &s, &form, &root, &err) || submit_check(&s, ukernels_config(u), &err)) {
+  if (read_submit(r, &s, &form, &root, &err) || (s.problem && problem_kernel(r, u, &s, &err)) ||
+      submit_check(&s, ukernels_config(u), &err)) {
     ret = respond_error(r, &err);
     goto out;
   }
@@ -560,13 +666,14 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   }
   char file[80], scratch_decl[512];
   snprintf(file, sizeof file, "%s.cu", s.name);
-  const char *decl = user_of(s.experiment)->declaration;
+  const char *decl = s.problem ? s.declaration : user_of(s.experiment)->declaration;
   if (s.scratch_bytes && ucompile_declaration_scratch(decl, scratch_decl, sizeof scratch_decl) == 0)
     decl = scratch_decl;
   struct ucompile_req req = {.source = src,
                              .name = file,
                              .entry = s.entry,
                              .declaration = decl,
+                             .signature_of = s.problem ? "problem" : NULL,
                              .options = s.options,
                              .n_options = s.n_options};
   bool cached = false;
@@ -590,6 +697,7 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
 out:
   ucompile_report_free(rep);
   free(src);
+  problem_def_free(s.def);
   json_decref(root);
   form_free(&form);
   return ret;

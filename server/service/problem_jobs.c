@@ -41,14 +41,15 @@ static void drop(struct cached *c) {
   memset(c, 0, sizeof *c);
 }
 
-/* The SHA-256 (hex) of d's kernels' declaration, as ucompile gets it. */
-static int declaration_sha(const struct problem_def *d, char hex[65]) {
-  char sig[PROBLEM_SIGNATURE_MAX], decl[PROBLEM_SIGNATURE_MAX + 128];
+int problem_jobs_declaration(const struct problem_def *def, char *decl, size_t len,
+                             char sha_hex[65]) {
+  char sig[PROBLEM_SIGNATURE_MAX];
   uint8_t sha[IMAGE_KEY_BYTES];
-  if (problem_def_signature(d, sig, sizeof sig)) return -ENOSPC;
-  int n = snprintf(decl, sizeof decl, "%s%s", problem_def_prelude(d), sig);
+  if (problem_def_signature(def, sig, sizeof sig)) return -ENOSPC;
+  int n = snprintf(decl, len, "%s%s", problem_def_prelude(def), sig);
+  if (n < 0 || (size_t)n >= len) return -ENOSPC;
   if (image_sha256(decl, (size_t)n, sha)) return -ENOMEM;
-  image_key_hex(sha, hex);
+  image_key_hex(sha, sha_hex);
   return 0;
 }
 
@@ -99,7 +100,9 @@ static struct cached *lookup(const char *name, int version, char *why, size_t wh
   }
   drop(free_one);
   struct cached *c = free_one;
-  if ((rc = declaration_sha(def, c->sig_sha)) == 0) rc = register_reference(&row, def, c->sig_sha);
+  char decl[PROBLEM_SIGNATURE_MAX + 128];
+  if ((rc = problem_jobs_declaration(def, decl, sizeof decl, c->sig_sha)) == 0)
+    rc = register_reference(&row, def, c->sig_sha);
   if (rc) {
     snprintf(why, why_len, "problem %.63s: out of memory", name);
     problem_def_free(def);

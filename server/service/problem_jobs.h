@@ -29,6 +29,13 @@ int problem_jobs_spec(const struct store_problem *row, const struct problem_def 
                       const struct api_kernel_resolver *kr, struct exp_spec *spec,
                       struct api_job_options *opts, struct api_error *err);
 
+/* The declaration def's kernels compile with (its prelude's includes, then its
+ * signature, "%s" for the entry) into decl, and its SHA-256 (hex) into sha_hex: what a
+ * kernel of the problem keeps, so that only a version of the same signature runs it.
+ * 0, -ENOSPC or -ENOMEM. */
+int problem_jobs_declaration(const struct problem_def *def, char *decl, size_t len,
+                             char sha_hex[65]);
+
 /* Forgets the cached versions of name (after a delete or a new version). */
 void problem_jobs_forget(const char *name);
 

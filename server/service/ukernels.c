@@ -76,6 +76,18 @@ int ukernels_register(const struct store_kernel *row) {
     if (k.block[i] < 1) k.block[i] = 1;
   }
   k.has_grid = json_object_get(spec, "grid") != NULL;
+  if (json_object_get(spec, "problem")) { /* a problem's: its grid is expressions */
+    k.has_grid = false;
+    for (int i = 0; i < 3; i++) {
+      json_t *g = json_array_get(json_object_get(spec, "grid"), (size_t)i);
+      if (json_is_string(g))
+        snprintf(k.grid_expr[i], sizeof k.grid_expr[i], "%s", json_string_value(g));
+      else
+        snprintf(k.grid_expr[i], sizeof k.grid_expr[i], "%lld", (long long)json_integer_value(g));
+    }
+    const char *sig = json_string_value(json_object_get(spec, "problem_signature_sha256"));
+    snprintf(k.problem_sig, sizeof k.problem_sig, "%s", sig ? sig : "");
+  }
   k.shared_bytes = (int)json_integer_value(json_object_get(spec, "shared_bytes"));
   k.scratch_bytes = (long long)json_integer_value(json_object_get(spec, "scratch_bytes"));
   k.cooperative = json_is_true(json_object_get(spec, "cooperative"));

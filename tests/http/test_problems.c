@@ -256,6 +256,103 @@ static void refused_job(const char *path, const char *body, long status, const c
   http_reply_free(&r);
 }
 
+/* POSTs a kernel (JSON text) and expects status, and code and field on a refusal. */
+static void kernel(const char *body, long status, const char *code, const char *field,
+                   struct http_reply *r) {
+  http_post_json(&d, "/kernels", body, r);
+  if (code)
+    CHECK_ERROR(r, status, code, field);
+  else
+    CHECK_STATUS(r, status);
+}
+
+/* A one-block-per-row copy: a kernel with softmax_rows' signature (its check fails on
+ * a GPU; here it is only compiled). */
+#define ROW_COPY                                                                            \
+  "extern \\\"C\\\" __global__ void kernel(const float* x, float* y, int rows, int cols) {" \
+  " for (int c = threadIdx.x; c < cols; c += blockDim.x)"                                   \
+  " y[(size_t)blockIdx.x * cols + c] = x[(size_t)blockIdx.x * cols + c]; }"
+
+/* Users' kernels of a problem: compiled with its signature, its reference's launch
+ * unless they give theirs (a grid of expressions over its params, bounded), named in
+ * its jobs, refused by field where they are wrong. */
+static void test_kernels(void) {
+  as(BOB); /* alice's softmax_rows is public */
+  struct http_reply r;
+  kernel("{\"problem\": \"softmax_rows\", \"name\": \"rowcopy\", \"source\": \"" ROW_COPY "\"}",
+         201, NULL, NULL, &r);
+  CHECK_STR_EQ(JSTR(r.json, "experiment"), "problem:softmax_rows");
+  CHECK_INT_EQ(JINT(r.json, "block[0]"), 256); /* the reference's */
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"name\": \"halves\", \"block\": [128], "
+      "\"grid\": [\"cdiv(rows, 2)\", 2], \"source\": \"" ROW_COPY "\"}",
+      201, NULL, NULL, &r);
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"name\": \"x\", \"grid\": [\"rowz\"], "
+      "\"source\": \"" ROW_COPY "\"}",
+      400, "invalid_expression", "grid[0]", &r);
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"name\": \"x\", \"grid\": [\"4 * rows * cols\"], "
+      "\"source\": \"" ROW_COPY "\"}",
+      400, "invalid_problem", "grid[0]", &r); /* 2^32 blocks at the maxima */
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"experiment\": \"transpose\", \"name\": \"x\", "
+      "\"source\": \"" ROW_COPY "\"}",
+      400, "out_of_range", "problem", &r);
+  http_reply_free(&r);
+  kernel("{\"problem\": \"nope\", \"name\": \"x\", \"source\": \"" ROW_COPY "\"}", 404,
+         "problem_not_found", "problem", &r);
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"scale_half\", \"name\": \"x\", \"source\": \"extern \\\"C\\\" "
+      "__global__ void kernel(const __half* x, __half* y, int rows, int cols) {}\"}",
+      201, NULL, NULL, &r); /* bob's own, another signature: __half from its prelude */
+  http_reply_free(&r);
+  as(ALICE);
+  kernel("{\"problem\": \"scale_half\", \"name\": \"x\", \"source\": \"" ROW_COPY "\"}", 404,
+         "problem_not_found", "problem", &r); /* bob's, private */
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"name\": \"x\", \"tile\": [32], \"source\": "
+      "\"" ROW_COPY "\"}",
+      400, "out_of_range", "tile", &r);
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"name\": \"x\", \"scratch_bytes\": 64, "
+      "\"source\": \"" ROW_COPY "\"}",
+      400, "out_of_range", "scratch_bytes", &r);
+  http_reply_free(&r);
+  kernel(
+      "{\"experiment\": \"transpose\", \"name\": \"x\", \"grid\": [\"m\"], \"source\": "
+      "\"" ROW_COPY "\"}",
+      400, "out_of_range", "grid", &r); /* an experiment's kernel's grid is integers */
+  http_reply_free(&r);
+  kernel(
+      "{\"problem\": \"softmax_rows\", \"name\": \"x\", \"source\": \"extern \\\"C\\\" "
+      "__global__ void kernel(const float* x, double* y, int rows, int cols) {}\"}",
+      422, NULL, NULL, &r); /* another signature: a 422 with its compile report */
+  CHECK_STR_EQ(JSTR(r.json, "code"), "compile_failed");
+  CHECK(strstr(JSTR(r.json, "detail"), "problem's signature"));
+  http_reply_free(&r);
+  /* A job names bob's public-problem kernels; a kernel of another problem is refused. */
+  as(BOB);
+  http_post_json(&d, "/problems/softmax_rows/jobs?wait=30",
+                 "{\"params\": {\"rows\": 8, \"cols\": 64}, \"variant\": [\"reference\", "
+                 "\"kernel:rowcopy\", \"kernel:halves\"]}",
+                 &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "result.runs[1].user_kernel.name"), "rowcopy");
+  CHECK_STR_EQ(JSTR(r.json, "result.runs[2].user_kernel.name"), "halves");
+  CHECK(!JBOOL(r.json, "result.runs[2].available"));
+  http_reply_free(&r);
+  refused_job("/problems/softmax_rows/jobs", "{\"variant\": \"kernel:x\"}", 400, "unknown_variant",
+              "variant"); /* bob's x is scale_half's */
+}
+
 /* A job of a problem: its params by name, its version, its runs listed unavailable on
  * the CPU backend with the reason; bad bodies refused by field; another's private
  * problem and a deleted one take no jobs. */
@@ -312,7 +409,7 @@ static int setup(void) {
 static void teardown(void) { gpulabd_stop(&d); }
 
 static const struct test_case cases[] = {
-    TEST(test_define),  TEST(test_half), TEST(test_refused), TEST(test_visibility),
-    TEST(test_restart), TEST(test_jobs), TEST_END,
+    TEST(test_define),  TEST(test_half),    TEST(test_refused), TEST(test_visibility),
+    TEST(test_restart), TEST(test_kernels), TEST(test_jobs),    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
