@@ -569,11 +569,7 @@ static void test_owners(void) {
 
 static int setup(void) {
   dir = test_dir();
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg)
-    test_db_make("kernel_versions", db, sizeof db);
-  else
-    snprintf(db, sizeof db, "%s/versions.db", dir);
+  test_db_in("kernel", dir, "versions.db", db, sizeof db);
   return 0;
 }
 
