@@ -505,6 +505,14 @@ json_t *http_post_expect_(struct gpulabd *d, const char *path, const char *json_
   return j;
 }
 
+long long http_post_id_(struct gpulabd *d, const char *path, const char *json_text, long status,
+                        const char *file, int line) {
+  json_t *j = http_post_expect_(d, path, json_text, status, file, line);
+  long long id = json_int_at_(j, "id", file, line);
+  json_decref(j);
+  return id;
+}
+
 void http_expect_(struct gpulabd *d, const char *method, const char *path, long status,
                   const char *code, const char *field, const char *file, int line) {
   struct http_reply r;

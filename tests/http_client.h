@@ -129,6 +129,11 @@ json_t *http_post_expect_(struct gpulabd *d, const char *path, const char *json_
                           const char *file, int line);
 #define HTTP_POST_EXPECT(d, path, json_text, status) \
   http_post_expect_((d), (path), (json_text), (status), __FILE__, __LINE__)
+/* The same, returning the answer's "id" (a job's, a sweep's). */
+long long http_post_id_(struct gpulabd *d, const char *path, const char *json_text, long status,
+                        const char *file, int line);
+#define HTTP_POST_ID(d, path, json_text, status) \
+  http_post_id_((d), (path), (json_text), (status), __FILE__, __LINE__)
 /* method path without a body, and check the answer: status, and for code not NULL the
  * problem with that code and field (CHECK_ERROR). */
 void http_expect_(struct gpulabd *d, const char *method, const char *path, long status,

@@ -50,6 +50,21 @@ void test_db_make(const char *name, char *out, size_t len) {
   test_db_reset(out);
 }
 
+void test_db_in(const char *prefix, const char *dir, const char *file, char *out, size_t len) {
+  if (!test_db_on_pg()) {
+    snprintf(out, len, "%s/%s", dir, file);
+    return;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "%s_%.*s", prefix, (int)strcspn(file, "."), file);
+  test_db_make(name, out, len);
+}
+
+bool test_db_on_pg(void) {
+  const char *base = getenv("GPULAB_TEST_DB");
+  return base && *base;
+}
+
 void test_db_reset(const char *db) {
   char sql[300];
   if (!test_db_is_pg(db)) {

@@ -422,8 +422,11 @@ struct exp_cpu_call {
   char *err;                /* on failure: one line */
   size_t err_len;
 };
-/* Returns 0, or a negative errno value (-ENOMEM: a thread could not start) with err. */
-typedef int (*exp_cpu_fn)(const struct exp_cpu_call *call);
+/* Returns 0, or a negative errno value (-ENOMEM: a thread could not start) with err.
+ * An experiment's header declares its stand-ins with the type:
+ * exp_cpu_stand_in cpu_reduce_naive, cpu_reduce_shared; */
+typedef int exp_cpu_stand_in(const struct exp_cpu_call *call);
+typedef exp_cpu_stand_in *exp_cpu_fn;
 
 /* What the CPU backend runs for a variant. */
 struct exp_cpu_variant {
@@ -434,6 +437,12 @@ struct exp_cpu_variant {
                               algorithm the CPU cannot run as such */
   const char *reason;      /* fn NULL: why */
 };
+/* A variant's stand-in fn (named after it) and its description; EXP_CPU_MAPPED: one
+ * that substitutes for a GPU algorithm the CPU cannot run as such. */
+#define EXP_CPU(fn, description) \
+  { (fn), #fn, (description), "", NULL }
+#define EXP_CPU_MAPPED(fn, description) \
+  { (fn), #fn, (description), #fn, NULL }
 /* A variant the CPU backend cannot run (a library's), and why. */
 #define EXP_CPU_NONE(why) \
   { NULL, NULL, NULL, NULL, (why) }
@@ -531,6 +540,12 @@ struct exp_user {
    * reuse the job's inputs and only the last output is checked). */
   enum exp_user_check fresh_check;
 };
+/* The signature's arguments and their count, in an exp_user initializer:
+ * EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, ...). */
+#define EXP_USER_ARGS(...) \
+  .n_args = EXP_COUNT_OF(((const struct exp_user_arg[]){__VA_ARGS__})), .args = {__VA_ARGS__}
+/* The default block, x by y threads, and its tile: an element per thread. */
+#define EXP_USER_BLOCK(x, y) .default_block = {(x), (y), 1}, .default_tile = {(x), (y)}
 /* The grid of a user's kernel over a vector of p[n] elements (EXP_VECTOR): a block per
  * tile[0] of them, in an exp_user initializer. */
 #define EXP_USER_GRID_1D(n) \

@@ -191,37 +191,29 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [GEMM_NAIVE] = {"naive",
-                    "one thread per C element, the whole dot product from global memory",
-                    0,
-                    EXP_CEILING_DEFAULT,
-                    {cpu_gemm_naive, "cpu_gemm_naive",
-                     "i-j-k loop: one float fmaf dot product per output", "", NULL}},
-    [GEMM_TILED] = {"tiled",
-                    "the lecture's 16x16 shared tiles (T = TK = 16)",
-                    0,
-                    EXP_CEILING_DEFAULT,
-                    {cpu_gemm_tiled, "cpu_gemm_tiled",
-                     "16x16 output tiles over 16-wide K steps, float fmaf accumulators", "", NULL}},
+    [GEMM_NAIVE] = {"naive", "one thread per C element, the whole dot product from global memory",
+                    .cpu = EXP_CPU(cpu_gemm_naive,
+                                   "i-j-k loop: one float fmaf dot product per output")},
+    [GEMM_TILED] = {"tiled", "the lecture's 16x16 shared tiles (T = TK = 16)",
+                    .cpu = EXP_CPU(
+                        cpu_gemm_tiled,
+                        "16x16 output tiles over 16-wide K steps, float fmaf accumulators")},
     [GEMM_CUBLAS] = {"cublas", "cuBLAS SGEMM, FP32: the reference", EXP_VARIANT_CUBLAS,
                      EXP_CEILING_DEFAULT, EXP_CPU_NONE("cuBLAS needs the CUDA backend")},
     [GEMM_BEST] = {"best",
                    "FP32, register-tiled, cp.async: tile shape, split-K or GEMV picked by shape",
-                   0,
-                   EXP_CEILING_DEFAULT,
-                   {cpu_gemm_tiled, "cpu_gemm_tiled",
-                    "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
-                    "kernel)",
-                    "cpu_gemm_tiled", NULL}},
+                   .cpu = EXP_CPU_MAPPED(
+                       cpu_gemm_tiled,
+                       "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
+                       "kernel)")},
     [GEMM_TF32] = {"tf32",
                    "tensor cores in TF32 (wgmma + TMA on Hopper at every size, tile width and "
                    "split-K picked by shape; else mma.sync)",
-                   EXP_VARIANT_TF32,
-                   EXP_CEILING_TF32,
-                   {cpu_gemm_tiled, "cpu_gemm_tiled",
-                    "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
-                    "tolerance",
-                    "cpu_gemm_tiled", NULL}},
+                   EXP_VARIANT_TF32, EXP_CEILING_TF32,
+                   EXP_CPU_MAPPED(
+                       cpu_gemm_tiled,
+                       "16x16 output tiles in FP32: the CPU has no TF32, so it passes TF32's "
+                       "tolerance")},
     [GEMM_CUBLAS_TF32] = {"cublas_tf32",
                           "cuBLAS SGEMM with CUBLAS_TF32_TENSOR_OP_MATH: tf32's reference",
                           EXP_VARIANT_CUBLAS | EXP_VARIANT_TF32, EXP_CEILING_TF32,
@@ -241,19 +233,14 @@ static const struct exp_user user = {
         "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, "
         "int n, int k)",
     .meaning = "A is m x k, B is k x n, both row-major; write C = A B (m x n, row-major), FP32",
-    .n_args = 6,
-    .args = {{EXP_USER_ARG_INPUT, 0},
-             {EXP_USER_ARG_INPUT, 1},
-             {EXP_USER_ARG_OUTPUT, 0},
-             {EXP_USER_ARG_PARAM, GEMM_M},
-             {EXP_USER_ARG_PARAM, GEMM_N},
-             {EXP_USER_ARG_PARAM, GEMM_K}},
+    EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_INPUT, 1}, {EXP_USER_ARG_OUTPUT, 0},
+                  {EXP_USER_ARG_PARAM, GEMM_M}, {EXP_USER_ARG_PARAM, GEMM_N},
+                  {EXP_USER_ARG_PARAM, GEMM_K}),
     .grid_x = GEMM_N,
     .grid_y = GEMM_M,
     .grid_rule =
         "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over C's columns, y over its rows",
-    .default_block = {16, 16, 1},
-    .default_tile = {16, 16},
+    EXP_USER_BLOCK(16, 16),
     .template_source =
         "// C = A B. A is m x k, B is k x n, row-major. One thread per element of C.\n"
         "extern \"C\" __global__ void kernel(const float* A, const float* B, float* C, int m, int n, "

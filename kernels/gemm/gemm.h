@@ -30,8 +30,7 @@ enum gemm_variant { GEMM_NAIVE, GEMM_TILED, GEMM_CUBLAS, GEMM_BEST, GEMM_TF32, G
  * tiled: 16x16 output tiles, K in 16-wide steps with 16x16 accumulators, like
  * gemm_tiled; the GPU's zero-padded tails add nothing, so the loop just stops at the
  * edges. Both give the same bits, since each output sums k in order. */
-int cpu_gemm_naive(const struct exp_cpu_call *call);
-int cpu_gemm_tiled(const struct exp_cpu_call *call);
+exp_cpu_stand_in cpu_gemm_naive, cpu_gemm_tiled;
 
 #ifdef __cplusplus
 }

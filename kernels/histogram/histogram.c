@@ -101,32 +101,25 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [HISTOGRAM_NAIVE] = {"naive",
-                         "one thread per element, a global atomicAdd on its bin",
-                         0,
-                         EXP_CEILING_DEFAULT,
-                         {cpu_histogram_naive, "cpu_histogram_naive",
-                          "one increment per element on the output's bin", "", NULL}},
-    [HISTOGRAM_SHARED] = {"shared",
-                          "per-block private histograms in shared memory, merged with global "
-                          "atomics (over 12288 bins: a pass over x per 12288)",
-                          0,
-                          EXP_CEILING_DEFAULT,
-                          {cpu_histogram_shared, "cpu_histogram_shared",
-                           "a private histogram (<= 12288 bins a pass) per block of 64Ki, merged",
-                           "", NULL}},
+    [HISTOGRAM_NAIVE] = {"naive", "one thread per element, a global atomicAdd on its bin",
+                         .cpu = EXP_CPU(cpu_histogram_naive,
+                                        "one increment per element on the output's bin")},
+    [HISTOGRAM_SHARED] =
+        {"shared",
+         "per-block private histograms in shared memory, merged with global "
+         "atomics (over 12288 bins: a pass over x per 12288)",
+         .cpu = EXP_CPU(cpu_histogram_shared,
+                        "a private histogram (<= 12288 bins a pass) per block of 64Ki, merged")},
     [HISTOGRAM_BEST] = {"best",
                         "persistent blocks, 16-byte loads, bank-spread copies of each bin (16-bit "
                         "packed above 16384 bins), a coalesced merge",
-                        0,
-                        EXP_CEILING_DEFAULT,
-                        {cpu_histogram_best, "cpu_histogram_best",
-                         "bins by a vectorizable loop per chunk, 4 interleaved copies, merged",
-                         "cpu_histogram_best", NULL}},
+                        .cpu = EXP_CPU_MAPPED(
+                            cpu_histogram_best,
+                            "bins by a vectorizable loop per chunk, 4 interleaved copies, merged")},
     [HISTOGRAM_CUB] = {"cub",
                        "cub::DeviceHistogram::HistogramEven (the CUDA toolkit's CCCL): the "
                        "reference",
-                       0, EXP_CEILING_DEFAULT, EXP_CPU_NONE("CUB needs the CUDA backend")},
+                       .cpu = EXP_CPU_NONE("CUB needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == HISTOGRAM_VARIANTS, "one entry per variant");
 
@@ -146,14 +139,10 @@ static const struct exp_user user = {
         "counts[b] = how many x[i] fall in bin b: x in [-1, 1) goes to bin min(bins - 1, "
         "(int)((x + 1.0f) * (0.5f * bins))), others nowhere; counts are 0 before every "
         "launch",
-    .n_args = 4,
-    .args = {{EXP_USER_ARG_INPUT, 0},
-             {EXP_USER_ARG_OUTPUT, 0},
-             {EXP_USER_ARG_PARAM, HISTOGRAM_N},
-             {EXP_USER_ARG_PARAM, HISTOGRAM_BINS}},
+    EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0},
+                  {EXP_USER_ARG_PARAM, HISTOGRAM_N}, {EXP_USER_ARG_PARAM, HISTOGRAM_BINS}),
     EXP_USER_GRID_1D(HISTOGRAM_N),
-    .default_block = {256, 1, 1},
-    .default_tile = {256, 1},
+    EXP_USER_BLOCK(256, 1),
     .template_source =
         "// counts[b] = how many x[i] fall in bin b of bins even bins over [-1, 1).\n"
         "// counts are 0 before each launch. One thread per element, a global atomic each.\n"

@@ -63,9 +63,7 @@ long long histogram_ref(const float *x, size_t n, int bins, uint32_t *hist);
  * more passes over x) in the scratch, merged into the output. best: the bins computed
  * by a vectorizable loop per chunk, counted into 4 interleaved copies (no store waits
  * on the one before), merged. */
-int cpu_histogram_naive(const struct exp_cpu_call *call);
-int cpu_histogram_shared(const struct exp_cpu_call *call);
-int cpu_histogram_best(const struct exp_cpu_call *call);
+exp_cpu_stand_in cpu_histogram_naive, cpu_histogram_shared, cpu_histogram_best;
 
 #ifdef __cplusplus
 }

@@ -142,36 +142,24 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [REDUCE_NAIVE] = {"naive",
-                      "one thread per element, one atomicAdd each on the one output",
-                      0,
-                      EXP_CEILING_DEFAULT,
-                      {cpu_reduce_naive, "cpu_reduce_naive", "one float sum in index order", "",
-                       NULL}},
-    [REDUCE_SHARED] = {"shared",
-                       "a tree in shared memory per block of 256, one atomic per block",
-                       0,
-                       EXP_CEILING_DEFAULT,
-                       {cpu_reduce_shared, "cpu_reduce_shared",
-                        "blocks of 256 summed by the kernel's tree, block sums in order", "",
-                        NULL}},
-    [REDUCE_WARP] = {"warp",
-                     "warp shuffles per block of 256, one atomic per block",
-                     0,
-                     EXP_CEILING_DEFAULT,
-                     {cpu_reduce_warp, "cpu_reduce_warp",
-                      "blocks of 256 summed by the kernel's butterflies, block sums in order", "",
-                      NULL}},
+    [REDUCE_NAIVE] = {"naive", "one thread per element, one atomicAdd each on the one output",
+                      .cpu = EXP_CPU(cpu_reduce_naive, "one float sum in index order")},
+    [REDUCE_SHARED] = {"shared", "a tree in shared memory per block of 256, one atomic per block",
+                       .cpu = EXP_CPU(
+                           cpu_reduce_shared,
+                           "blocks of 256 summed by the kernel's tree, block sums in order")},
+    [REDUCE_WARP] = {"warp", "warp shuffles per block of 256, one atomic per block",
+                     .cpu = EXP_CPU(
+                         cpu_reduce_warp,
+                         "blocks of 256 summed by the kernel's butterflies, block sums in order")},
     [REDUCE_BEST] = {"best",
                      "one pass, 16-byte loads 4 in flight per thread, block partials summed in a "
                      "fixed order: deterministic",
-                     0,
-                     EXP_CEILING_DEFAULT,
-                     {cpu_reduce_best, "cpu_reduce_best",
-                      "the kernel's float4 accumulators per thread, its shuffles and partials",
-                      "cpu_reduce_best", NULL}},
-    [REDUCE_CUB] = {"cub", "cub::DeviceReduce::Sum (the CUDA toolkit's CCCL): the reference", 0,
-                    EXP_CEILING_DEFAULT, EXP_CPU_NONE("CUB needs the CUDA backend")},
+                     .cpu = EXP_CPU_MAPPED(
+                         cpu_reduce_best,
+                         "the kernel's float4 accumulators per thread, its shuffles and partials")},
+    [REDUCE_CUB] = {"cub", "cub::DeviceReduce::Sum (the CUDA toolkit's CCCL): the reference",
+                    .cpu = EXP_CPU_NONE("CUB needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == REDUCE_VARIANTS, "one entry per variant");
 
@@ -184,11 +172,10 @@ static const struct exp_user user = {
     .declaration = "extern \"C\" __global__ void %s(const float *x, float *out, int n);",
     .signature = "extern \"C\" __global__ void kernel(const float* x, float* out, int n)",
     .meaning = "out[0] = x[0] + ... + x[n-1] in float; out[0] is 0.0f before every launch",
-    .n_args = 3,
-    .args = {{EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, {EXP_USER_ARG_PARAM, REDUCE_N}},
+    EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0},
+                  {EXP_USER_ARG_PARAM, REDUCE_N}),
     EXP_USER_GRID_1D(REDUCE_N),
-    .default_block = {256, 1, 1},
-    .default_tile = {256, 1},
+    EXP_USER_BLOCK(256, 1),
     .template_source =
         "// out[0] = sum of x[0..n). out[0] is 0 before each launch. A tree per block of\n"
         "// 256 (one element per thread) in shared memory, then one atomicAdd per block.\n"

@@ -67,10 +67,7 @@ double reduce_error_depth(int variant, size_t n);
  * shuffles do (a butterfly per warp, then one over the 8 warp sums). best: the
  * kernel's grid-stride float4 accumulators (a vectorizable loop over the threads of
  * a block), its block shuffles and the last block's fixed sum of the partials. */
-int cpu_reduce_naive(const struct exp_cpu_call *call);
-int cpu_reduce_shared(const struct exp_cpu_call *call);
-int cpu_reduce_warp(const struct exp_cpu_call *call);
-int cpu_reduce_best(const struct exp_cpu_call *call);
+exp_cpu_stand_in cpu_reduce_naive, cpu_reduce_shared, cpu_reduce_warp, cpu_reduce_best;
 
 #ifdef __cplusplus
 }

@@ -110,29 +110,23 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [SCAN_NAIVE] = {"naive",
-                    "Hillis-Steele in one block per tile of 1024, then a second pass",
-                    0,
-                    EXP_CEILING_DEFAULT,
-                    {cpu_scan_naive, "cpu_scan_naive",
-                     "Hillis-Steele per tile of 1024 over the kernels' levels, then the add pass",
-                     "", NULL}},
-    [SCAN_SHARED] = {"shared",
-                     "Blelloch's work-efficient tree per tile of 1024, then a second pass",
-                     0,
-                     EXP_CEILING_DEFAULT,
-                     {cpu_scan_shared, "cpu_scan_shared",
-                      "Blelloch's sweeps per tile of 1024 over the kernels' levels, the add pass",
-                      "", NULL}},
-    [SCAN_BEST] = {"best",
-                   "single pass, decoupled look-back: 4096-element tiles, 16-byte loads and stores",
-                   0,
-                   EXP_CEILING_DEFAULT,
-                   {cpu_scan_best, "cpu_scan_best",
-                    "the kernel's tile scans of 4096, tiles chained by their inclusive prefixes",
-                    "cpu_scan_best", NULL}},
+    [SCAN_NAIVE] =
+        {"naive", "Hillis-Steele in one block per tile of 1024, then a second pass",
+         .cpu = EXP_CPU(
+             cpu_scan_naive,
+             "Hillis-Steele per tile of 1024 over the kernels' levels, then the add pass")},
+    [SCAN_SHARED] =
+        {"shared", "Blelloch's work-efficient tree per tile of 1024, then a second pass",
+         .cpu = EXP_CPU(
+             cpu_scan_shared,
+             "Blelloch's sweeps per tile of 1024 over the kernels' levels, the add pass")},
+    [SCAN_BEST] =
+        {"best", "single pass, decoupled look-back: 4096-element tiles, 16-byte loads and stores",
+         .cpu = EXP_CPU_MAPPED(
+             cpu_scan_best,
+             "the kernel's tile scans of 4096, tiles chained by their inclusive prefixes")},
     [SCAN_CUB] = {"cub", "cub::DeviceScan::InclusiveSum (the CUDA toolkit's CCCL): the reference",
-                  0, EXP_CEILING_DEFAULT, EXP_CPU_NONE("CUB needs the CUDA backend")},
+                  .cpu = EXP_CPU_NONE("CUB needs the CUDA backend")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == SCAN_VARIANTS, "one entry per variant");
 
@@ -146,11 +140,9 @@ static const struct exp_user user = {
     .declaration = "extern \"C\" __global__ void %s(const float *x, float *y, int n);",
     .signature = "extern \"C\" __global__ void kernel(const float* x, float* y, int n)",
     .meaning = "y[i] = x[0] + ... + x[i] in float (the inclusive prefix sum), for every i < n",
-    .n_args = 3,
-    .args = {{EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, {EXP_USER_ARG_PARAM, SCAN_N}},
+    EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0}, {EXP_USER_ARG_PARAM, SCAN_N}),
     EXP_USER_GRID_1D(SCAN_N),
-    .default_block = {1024, 1, 1},
-    .default_tile = {1024, 1},
+    EXP_USER_BLOCK(1024, 1),
     .template_source =
         "// y[i] = x[0] + ... + x[i]. Block 0 walks x in tiles of blockDim.x (1024): a\n"
         "// Hillis-Steele scan of each tile in shared memory, plus the carry of the tiles\n"

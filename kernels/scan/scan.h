@@ -72,9 +72,7 @@ double scan_error_depth(int variant, size_t n, size_t i);
  * kernel's float4 scans, warp and segment Kogge-Stone steps, and the inclusive prefix
  * of the tile before (which the look-back finds at once when every tile before has
  * published it). */
-int cpu_scan_naive(const struct exp_cpu_call *call);
-int cpu_scan_shared(const struct exp_cpu_call *call);
-int cpu_scan_best(const struct exp_cpu_call *call);
+exp_cpu_stand_in cpu_scan_naive, cpu_scan_shared, cpu_scan_best;
 
 #ifdef __cplusplus
 }

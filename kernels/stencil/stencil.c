@@ -167,26 +167,17 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [STENCIL_NAIVE] = {"naive",
-                       "one thread per output, its 2r+1 inputs from global memory",
-                       0,
-                       EXP_CEILING_DEFAULT,
-                       {cpu_stencil_naive, "cpu_stencil_naive", "direct 2r+1 float sum per output",
-                        "", NULL}},
-    [STENCIL_SHARED] = {"shared",
-                        "the lecture's tile of 256 outputs plus halos in shared memory",
-                        0,
-                        EXP_CEILING_DEFAULT,
-                        {cpu_stencil_shared, "cpu_stencil_shared",
-                         "tiles of 256: tile + halo copied to a local buffer, then summed", "",
-                         NULL}},
-    [STENCIL_BEST] = {"best",
-                      "prefix sums per tile: the cost per output independent of the radius",
-                      0,
-                      EXP_CEILING_DEFAULT,
-                      {cpu_stencil_window, "cpu_stencil_window",
-                       "sliding double window sum, restarted per tile of the GPU's best kernel",
-                       "cpu_stencil_window", NULL}},
+    [STENCIL_NAIVE] = {"naive", "one thread per output, its 2r+1 inputs from global memory",
+                       .cpu = EXP_CPU(cpu_stencil_naive, "direct 2r+1 float sum per output")},
+    [STENCIL_SHARED] = {"shared", "the lecture's tile of 256 outputs plus halos in shared memory",
+                        .cpu = EXP_CPU(
+                            cpu_stencil_shared,
+                            "tiles of 256: tile + halo copied to a local buffer, then summed")},
+    [STENCIL_BEST] =
+        {"best", "prefix sums per tile: the cost per output independent of the radius",
+         .cpu = EXP_CPU_MAPPED(
+             cpu_stencil_window,
+             "sliding double window sum, restarted per tile of the GPU's best kernel")},
 };
 _Static_assert(EXP_COUNT_OF(variants) == STENCIL_BEST + 1, "one entry per variant");
 
@@ -200,14 +191,10 @@ static const struct exp_user user = {
     .signature = "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r)",
     .meaning =
         "y[i] = (the sum of x[j] for j in [i - r, i + r] inside [0, n)) / (2r + 1), for every i < n",
-    .n_args = 4,
-    .args = {{EXP_USER_ARG_INPUT, 0},
-             {EXP_USER_ARG_OUTPUT, 0},
-             {EXP_USER_ARG_PARAM, STENCIL_N},
-             {EXP_USER_ARG_PARAM, STENCIL_RADIUS}},
+    EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0},
+                  {EXP_USER_ARG_PARAM, STENCIL_N}, {EXP_USER_ARG_PARAM, STENCIL_RADIUS}),
     EXP_USER_GRID_1D(STENCIL_N),
-    .default_block = {256, 1, 1},
-    .default_tile = {256, 1},
+    EXP_USER_BLOCK(256, 1),
     .template_source =
         "// y[i] = sum of x[i-r .. i+r] inside [0, n), / (2r+1). One thread per output.\n"
         "extern \"C\" __global__ void kernel(const float* x, float* y, int n, int r) {\n"

@@ -29,9 +29,7 @@ enum stencil_variant { STENCIL_NAIVE, STENCIL_SHARED, STENCIL_BEST };
  * tile, as the kernel's prefix sums do, so the same tolerance holds. Requires
  * 0 <= r <= STENCIL_BEST_MAX_RADIUS (stencil_tile.h). */
 #define CPU_STENCIL_TILE 256
-int cpu_stencil_naive(const struct exp_cpu_call *call);
-int cpu_stencil_shared(const struct exp_cpu_call *call);
-int cpu_stencil_window(const struct exp_cpu_call *call);
+exp_cpu_stand_in cpu_stencil_naive, cpu_stencil_shared, cpu_stencil_window;
 size_t stencil_cpu_scratch_floats(const struct exp_spec *spec);
 
 #ifdef __cplusplus

@@ -86,39 +86,27 @@ static const struct exp_param params[] = {
 };
 
 static const struct exp_variant variants[] = {
-    [TRANSPOSE_NAIVE] = {"naive",
-                         "one thread per element: coalesced reads, strided writes",
-                         0,
-                         EXP_CEILING_DEFAULT,
-                         {cpu_transpose_naive, "cpu_transpose_naive",
-                          "straight loop: reads rows of A, writes columns of B", "", NULL}},
-    [TRANSPOSE_SHARED32] = {"shared32",
-                            "32x32 shared tile: coalesced both ways, 32-way bank conflicts",
-                            0,
-                            EXP_CEILING_DEFAULT,
-                            {cpu_transpose_blocked, "cpu_transpose_blocked",
-                             "32x32 cache-blocked loop (CPU stand-in for the shared-memory tile)",
-                             "cpu_transpose_blocked", NULL}},
-    [TRANSPOSE_PADDED33] = {"padded33",
-                            "the same tile padded to 33 columns: no bank conflict",
-                            0,
-                            EXP_CEILING_DEFAULT,
-                            {cpu_transpose_blocked, "cpu_transpose_blocked",
-                             "32x32 cache-blocked loop (a CPU has no banks to pad for)",
-                             "cpu_transpose_blocked", NULL}},
-    [TRANSPOSE_COPY] = {"copy",
-                        "the bandwidth reference beside them: B = A, not a transpose",
-                        EXP_VARIANT_BASELINE,
-                        EXP_CEILING_DEFAULT,
-                        {cpu_copy, "cpu_copy", "memcpy of A: the bandwidth reference", "", NULL}},
+    [TRANSPOSE_NAIVE] = {"naive", "one thread per element: coalesced reads, strided writes",
+                         .cpu = EXP_CPU(cpu_transpose_naive,
+                                        "straight loop: reads rows of A, writes columns of B")},
+    [TRANSPOSE_SHARED32] =
+        {"shared32", "32x32 shared tile: coalesced both ways, 32-way bank conflicts",
+         .cpu = EXP_CPU_MAPPED(
+             cpu_transpose_blocked,
+             "32x32 cache-blocked loop (CPU stand-in for the shared-memory tile)")},
+    [TRANSPOSE_PADDED33] = {"padded33", "the same tile padded to 33 columns: no bank conflict",
+                            .cpu = EXP_CPU_MAPPED(
+                                cpu_transpose_blocked,
+                                "32x32 cache-blocked loop (a CPU has no banks to pad for)")},
+    [TRANSPOSE_COPY] = {"copy", "the bandwidth reference beside them: B = A, not a transpose",
+                        EXP_VARIANT_BASELINE, EXP_CEILING_DEFAULT,
+                        EXP_CPU(cpu_copy, "memcpy of A: the bandwidth reference")},
     [TRANSPOSE_BEST] = {"best",
                         "picked by shape: 64x64 float4 tiles, whole-sector stores at odd "
                         "shapes, a gather or a copy at thin ones",
-                        0,
-                        EXP_CEILING_DEFAULT,
-                        {cpu_transpose_blocked, "cpu_transpose_blocked",
-                         "32x32 cache-blocked loop (CPU stand-in for the GPU's float4 tiles)",
-                         "cpu_transpose_blocked", NULL}},
+                        .cpu = EXP_CPU_MAPPED(
+                            cpu_transpose_blocked,
+                            "32x32 cache-blocked loop (CPU stand-in for the GPU's float4 tiles)")},
 };
 
 static const struct exp_input_desc inputs[] = {{"a", GEN_A, 1.0f}};
@@ -129,17 +117,13 @@ static const struct exp_user user = {
     .declaration = "extern \"C\" __global__ void %s(const float *a, float *b, int m, int n);",
     .signature = "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n)",
     .meaning = "A is m x n, row-major; write B = A^T (n x m, row-major)",
-    .n_args = 4,
-    .args = {{EXP_USER_ARG_INPUT, 0},
-             {EXP_USER_ARG_OUTPUT, 0},
-             {EXP_USER_ARG_PARAM, TRANSPOSE_M},
-             {EXP_USER_ARG_PARAM, TRANSPOSE_N}},
+    EXP_USER_ARGS({EXP_USER_ARG_INPUT, 0}, {EXP_USER_ARG_OUTPUT, 0},
+                  {EXP_USER_ARG_PARAM, TRANSPOSE_M}, {EXP_USER_ARG_PARAM, TRANSPOSE_N}),
     .grid_x = TRANSPOSE_N,
     .grid_y = TRANSPOSE_M,
     .grid_rule =
         "grid = (ceil(n / tile[0]), ceil(m / tile[1])): x over A's columns, y over its rows",
-    .default_block = {32, 32, 1},
-    .default_tile = {32, 32},
+    EXP_USER_BLOCK(32, 32),
     .template_source =
         "// B = A^T. A is m x n, row-major. One thread per element.\n"
         "extern \"C\" __global__ void kernel(const float* a, float* b, int m, int n) {\n"

@@ -30,9 +30,7 @@ enum transpose_variant {
  * blocked: 32x32 cache-blocked loop, the CPU stand-in for shared32, padded33 and best
  * (a CPU has no shared-memory banks, so the +1 padding has no analogue).
  * copy: the bandwidth reference, B = A (memcpy). */
-int cpu_transpose_naive(const struct exp_cpu_call *call);
-int cpu_transpose_blocked(const struct exp_cpu_call *call);
-int cpu_copy(const struct exp_cpu_call *call);
+exp_cpu_stand_in cpu_transpose_naive, cpu_transpose_blocked, cpu_copy;
 
 #ifdef __cplusplus
 }

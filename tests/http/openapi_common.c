@@ -326,6 +326,11 @@ void call(const char *tmpl, const char *method, const char *path, long status, c
   call_h(&S, tmpl, method, path, NULL, NULL, 0, status, code, out);
 }
 
+void call_get_head(const char *tmpl, const char *path, long status, const char *code) {
+  call(tmpl, "GET", path, status, code, NULL);
+  call(tmpl, "HEAD", path, status, NULL, NULL);
+}
+
 /* Checks body (JSON) against the operation's request schema: it must be accepted
  * (doc_ok) or refused, as gpulabd does. */
 void check_request_body(const char *tmpl, const char *body, bool doc_ok) {

@@ -78,6 +78,8 @@ void call_h(struct gpulabd *d, const char *tmpl, const char *method, const char 
             const char *code, struct reply *out);
 void call(const char *tmpl, const char *method, const char *path, long status, const char *code,
           struct reply *out);
+/* GET path (call), then HEAD path: the same status without a body. */
+void call_get_head(const char *tmpl, const char *path, long status, const char *code);
 /* Checks body (JSON) against the operation's request schema: it must be accepted
  * (doc_ok) or refused, as gpulabd does. */
 void check_request_body(const char *tmpl, const char *body, bool doc_ok);

@@ -34,15 +34,13 @@ void check_problems(void) {
   memcpy(semicolon, "y[i] = x[i] ", 12); /* no semicolon: NVRTC refuses it */
   json_decref(post("/problems", "/problems", body, 422, "compile_failed", ACCEPTED));
   struct reply r;
-  call("/problems", "GET", "/problems", 200, NULL, NULL);
-  call("/problems", "HEAD", "/problems", 200, NULL, NULL);
+  call_get_head("/problems", "/problems", 200, NULL);
   call("/problems/{name}", "GET", "/problems/copy_n", 200, NULL, &r);
   CHECK_INT_EQ(JINT(r.json, "versions"), 2);
   reply_free(&r);
   call("/problems/{name}", "HEAD", "/problems/copy_n", 200, NULL, NULL);
   call("/problems/{name}", "GET", "/problems/nope", 404, "problem_not_found", NULL);
-  call("/problems/{name}/versions", "GET", "/problems/copy_n/versions", 200, NULL, NULL);
-  call("/problems/{name}/versions", "HEAD", "/problems/copy_n/versions", 200, NULL, NULL);
+  call_get_head("/problems/{name}/versions", "/problems/copy_n/versions", 200, NULL);
   call("/problems/{name}/versions", "GET", "/problems/nope/versions", 404, "problem_not_found",
        NULL);
   call("/problems/{name}/versions/{version}", "GET", "/problems/copy_n/versions/1", 200, NULL,

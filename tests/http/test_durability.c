@@ -26,15 +26,6 @@ static const char *durability = "normal"; /* --durability of every start() */
 #define SLOW \
   "{\"n\":2000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":40,\"reps\":1}"
 
-static long long post(struct gpulabd *d, const char *path, const char *body, long status) {
-  struct http_reply r;
-  http_post_json(d, path, body, &r);
-  CHECK_STATUS(&r, status);
-  long long id = JINT(r.json, "id");
-  http_reply_free(&r);
-  return id;
-}
-
 static json_t *get_job(struct gpulabd *d, long long id) {
   char path[64];
   snprintf(path, sizeof path, "/jobs/%lld", id);
@@ -52,17 +43,17 @@ static void remove_db(void) { test_db_reset(db); }
 static void test_crash(void) {
   struct gpulabd d;
   start(&d, "0");
-  long long done = post(&d, "/transpose", SMALL, 200);
-  long long running = post(&d, "/stencil?wait=0", SLOW, 202);
+  long long done = HTTP_POST_ID(&d, "/transpose", SMALL, 200);
+  long long running = HTTP_POST_ID(&d, "/stencil?wait=0", SLOW, 202);
   job_wait_state(&d, running, "running", 30);
-  long long queued = post(&d, "/transpose?wait=0", SMALL, 202);
+  long long queued = HTTP_POST_ID(&d, "/transpose?wait=0", SMALL, 202);
   char body[256];
   snprintf(body, sizeof body, "{\"type\":\"transpose\",\"params\":" SMALL ",\"depends_on\":[%lld]}",
            queued);
-  long long child = post(&d, "/jobs?wait=0", body, 202);
+  long long child = HTTP_POST_ID(&d, "/jobs?wait=0", body, 202);
   snprintf(body, sizeof body,
            "{\"x\":{\"job\":%lld},\"radius\":1,\"warmup\":0,\"batches\":1,\"reps\":1}", running);
-  long long reads_memory = post(&d, "/stencil?wait=0", body, 202);
+  long long reads_memory = HTTP_POST_ID(&d, "/stencil?wait=0", body, 202);
   json_t *before = get_job(&d, done);
   gpulabd_kill(&d);
 
@@ -106,7 +97,7 @@ static void test_crash(void) {
   CHECK_INT_EQ(lost, 0);
   /* New jobs get new ids, past every id the crashed run may have handed out (it
    * reserved them ahead); the listing holds all six jobs. */
-  long long fresh = post(&d, "/transpose", SMALL, 200);
+  long long fresh = HTTP_POST_ID(&d, "/transpose", SMALL, 200);
   CHECK(fresh > reads_memory);
   json_t *list = http_get_json(&d, "/jobs?limit=100");
   CHECK_INT_EQ(json_array_size(json_at(list, "jobs")), 6);
@@ -189,7 +180,7 @@ static void test_durability_modes(void) {
   durability = "full";
   start(&d, "0");
   expect_durability(&d, "full");
-  post(&d, "/transpose", SMALL, 200);
+  HTTP_POST_ID(&d, "/transpose", SMALL, 200);
   gpulabd_stop(&d);
   durability = "normal";
   start(&d, "0");
@@ -215,11 +206,11 @@ static void test_sigterm(void) {
   struct gpulabd d;
   start(&d, "30");
   /* running for about half a second, so that the 10 ms polls below see it running */
-  long long running = post(
+  long long running = HTTP_POST_ID(
       &d, "/transpose?wait=0",
       "{\"m\":512,\"n\":512,\"variant\":\"naive\",\"warmup\":0,\"batches\":20,\"reps\":100}", 202);
   job_wait_state(&d, running, "running", 30);
-  long long queued = post(&d, "/transpose?wait=0", SMALL, 202);
+  long long queued = HTTP_POST_ID(&d, "/transpose?wait=0", SMALL, 202);
   gpulabd_stop(&d); /* exit status 0 checked there */
   start(&d, "30");
   json_t *j = get_job(&d, running);
@@ -296,10 +287,10 @@ static void test_sweeps_and_buffers(void) {
 static void test_ids_after_clean_stop(void) {
   struct gpulabd d;
   start(&d, "0");
-  long long last = post(&d, "/transpose", SMALL, 200);
+  long long last = HTTP_POST_ID(&d, "/transpose", SMALL, 200);
   gpulabd_stop(&d);
   start(&d, "0");
-  CHECK_INT_EQ(post(&d, "/transpose", SMALL, 200), last + 1);
+  CHECK_INT_EQ(HTTP_POST_ID(&d, "/transpose", SMALL, 200), last + 1);
   gpulabd_stop(&d);
 }
 
@@ -310,8 +301,8 @@ static void test_sigterm_past_grace(void) {
   struct gpulabd d;
   const char *args[] = {"--backend", "cpu", "--streams", "2", "--db", db, "--grace", "1", NULL};
   gpulabd_start(args, &d);
-  long long slow = post(&d, "/stencil?wait=0", SLOW, 202);
-  long long canceled = post(&d, "/stencil?wait=0", SLOW, 202);
+  long long slow = HTTP_POST_ID(&d, "/stencil?wait=0", SLOW, 202);
+  long long canceled = HTTP_POST_ID(&d, "/stencil?wait=0", SLOW, 202);
   job_wait_state(&d, slow, "running", 30);
   job_wait_state(&d, canceled, "running", 30);
   char path[64];
@@ -349,13 +340,13 @@ static void test_node(void) {
   struct gpulabd d;
   const char *args[] = {"--backend", "cpu", "--db", db, "--node", "box-7", NULL};
   gpulabd_start(args, &d);
-  long long id = post(&d, "/transpose", SMALL, 200);
+  long long id = HTTP_POST_ID(&d, "/transpose", SMALL, 200);
   gpulabd_stop(&d);
   char hostname[64] = "";
   gethostname(hostname, sizeof hostname - 1);
   const char *plain[] = {"--backend", "cpu", "--db", db, NULL};
   gpulabd_start(plain, &d);
-  long long id2 = post(&d, "/transpose", SMALL, 200);
+  long long id2 = HTTP_POST_ID(&d, "/transpose", SMALL, 200);
   gpulabd_stop(&d);
   PGconn *c = PQconnectdb(db);
   char sql[128];
@@ -378,7 +369,7 @@ static void test_two_nodes(void) {
   gpulabd_start(args_a, &a);
   gpulabd_start(args_b, &b);
   long long ids[8];
-  for (int i = 0; i < 8; i++) ids[i] = post(i % 2 ? &b : &a, "/transpose", SMALL, 200);
+  for (int i = 0; i < 8; i++) ids[i] = HTTP_POST_ID(i % 2 ? &b : &a, "/transpose", SMALL, 200);
   for (int i = 0; i < 8; i++)
     for (int k = 0; k < i; k++)
       if (ids[i] == ids[k]) CHECK_FAIL_("id %lld handed out twice", ids[i]);
@@ -387,9 +378,9 @@ static void test_two_nodes(void) {
   const char *one_b[] = {"--backend", "cpu", "--streams", "1", "--db", db, "--node", "b", NULL};
   gpulabd_stop(&b);
   gpulabd_start(one_b, &b);
-  long long running = post(&b, "/stencil?wait=0", SLOW, 202);
+  long long running = HTTP_POST_ID(&b, "/stencil?wait=0", SLOW, 202);
   job_wait_state(&b, running, "running", 30);
-  long long queued = post(&b, "/transpose?wait=0", SMALL, 202);
+  long long queued = HTTP_POST_ID(&b, "/transpose?wait=0", SMALL, 202);
   gpulabd_kill(&b);
   gpulabd_stop(&a);
   gpulabd_start(args_a, &a);

@@ -284,11 +284,7 @@ static void test_upgrade(void) {
 
 static int setup(void) {
   dir = test_dir();
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg)
-    test_db_make("kernel_code", db, sizeof db);
-  else
-    snprintf(db, sizeof db, "%s/code.db", dir);
+  test_db_in("kernel", dir, "code.db", db, sizeof db);
   return 0;
 }
 

@@ -332,22 +332,15 @@ static void test_restart(void) {
   CHECK(JBOOL(j, "result.runs[0].check.passed"));
   json_decref(j);
   /* A slow job holds the one stream; the kernel's job queues behind it. */
-  struct http_reply r;
-  http_post_json(&d, "/stencil?wait=0",
-                 "{\"n\":1000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,\"batches\":100,"
-                 "\"reps\":1,\"isolation\":\"shared\"}",
-                 &r);
-  CHECK_STATUS(&r, 202);
-  long long slow = JINT(r.json, "id");
-  http_reply_free(&r);
+  long long slow = HTTP_POST_ID(&d, "/stencil?wait=0",
+                                "{\"n\":1000000,\"radius\":64,\"variant\":\"naive\",\"warmup\":0,"
+                                "\"batches\":100,\"reps\":1,\"isolation\":\"shared\"}",
+                                202);
   job_wait_state(&d, slow, "running", 30);
-  http_post_json(&d, "/transpose?wait=0",
-                 "{\"m\":37,\"n\":53,\"variant\":\"kernel:tile\",\"warmup\":0,\"batches\":1,"
-                 "\"reps\":1}",
-                 &r);
-  CHECK_STATUS(&r, 202);
-  long long queued = JINT(r.json, "id");
-  http_reply_free(&r);
+  long long queued = HTTP_POST_ID(&d, "/transpose?wait=0",
+                                  "{\"m\":37,\"n\":53,\"variant\":\"kernel:tile\",\"warmup\":0,"
+                                  "\"batches\":1,\"reps\":1}",
+                                  202);
   /* Version 1 deleted (room under the cap), a new one (4) sent: "kernel:tile" would now
    * be version 4. */
   snprintf(path, sizeof path, "/kernels/%lld/versions/1", tile);
@@ -569,11 +562,7 @@ static void test_owners(void) {
 
 static int setup(void) {
   dir = test_dir();
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg)
-    test_db_make("kernel_versions", db, sizeof db);
-  else
-    snprintf(db, sizeof db, "%s/versions.db", dir);
+  test_db_in("kernel", dir, "versions.db", db, sizeof db);
   return 0;
 }
 

@@ -514,22 +514,10 @@ static void check_api(struct gpulabd *d, long long *first_id, char *sha) {
   HTTP_EXPECT(d, "GET", "/kernels/abc", 404, "kernel_not_found", "id");
 }
 
-/* --db file in the test's folder, or with $GPULAB_TEST_DB a PostgreSQL database. */
-static void kernels_db(const char *file, char *db, size_t len) {
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg) {
-    char name[32];
-    snprintf(name, sizeof name, "kernels_%.*s", (int)strcspn(file, "."), file);
-    test_db_make(name, db, len);
-  } else {
-    snprintf(db, len, "%s/%s", dir, file);
-  }
-}
-
 static void test_tokens(void) {
   char tokens[128], db[512];
   snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-  kernels_db("tok.db", db, sizeof db);
+  test_db_in("kernels", dir, "tok.db", db, sizeof db);
   write_file(tokens, ALICE " alice\n" BOB " bob\n");
   const char *args[] = {"--backend",     "cpu", "--tokens",     tokens, "--db", db,
                         "--max-kernels", "2",   "--access-log", "off",  NULL};
@@ -636,7 +624,7 @@ static const char *args[] = {"--backend", "cpu", "--db", db, "--access-log", "of
 
 static int make_dir(void) {
   dir = test_dir();
-  kernels_db("k.db", db, sizeof db);
+  test_db_in("kernels", dir, "k.db", db, sizeof db);
   return 0;
 }
 

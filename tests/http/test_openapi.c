@@ -114,8 +114,7 @@ static void test_service_routes(void) {
   for (const char *const *p = (const char *const[]){"/health", "/device", "/devices", "/metrics",
                                                     "/openapi.json", "/me", NULL};
        *p; p++) {
-    call(*p, "GET", *p, 200, NULL, NULL);
-    call(*p, "HEAD", *p, 200, NULL, NULL);
+    call_get_head(*p, *p, 200, NULL);
   }
   /* The documented params, ranges and defaults of each experiment are its descriptor's:
    * tests/unit/test_openapi_registry.c. */
@@ -235,8 +234,7 @@ static void check_job_errors(long long kept, long long not_kept) {
 static void check_job_reads(long long kept) {
   char path[64];
   struct reply r;
-  call("/jobs", "GET", "/jobs", 200, NULL, NULL);
-  call("/jobs", "HEAD", "/jobs", 200, NULL, NULL);
+  call_get_head("/jobs", "/jobs", 200, NULL);
   call("/jobs", "GET", "/jobs?fields=result&limit=3", 200, NULL, NULL);
   call("/jobs", "GET", "/jobs?state=done&type=gemm&limit=1", 200, NULL, &r);
   long long cursor = JINT(r.json, "next_cursor");
@@ -250,8 +248,7 @@ static void check_job_reads(long long kept) {
                                        {"/jobs?fields=params", "unknown_field"}};
   for (size_t i = 0; i < 5; i++) call("/jobs", "GET", bad[i][0], 400, bad[i][1], NULL);
   snprintf(path, sizeof path, "/jobs/%lld", kept);
-  call("/jobs/{id}", "GET", path, 200, NULL, NULL);
-  call("/jobs/{id}", "HEAD", path, 200, NULL, NULL);
+  call_get_head("/jobs/{id}", path, 200, NULL);
   call("/jobs/{id}", "DELETE", path, 409, "job_finished", NULL);
   call("/jobs/{id}", "GET", "/jobs/999999", 404, "job_not_found", NULL);
   call("/jobs/{id}", "HEAD", "/jobs/0", 404, NULL, NULL);
@@ -277,8 +274,7 @@ static void test_sweeps(void) {
                202, NULL, ACCEPTED);
   snprintf(path, sizeof path, "/sweeps/%lld", JINT(sweep, "id"));
   json_decref(sweep);
-  call("/sweeps/{id}", "GET", path, 200, NULL, NULL);
-  call("/sweeps/{id}", "HEAD", path, 200, NULL, NULL);
+  call_get_head("/sweeps/{id}", path, 200, NULL);
   call("/sweeps", "GET", "/sweeps", 200, NULL, NULL);
   call("/sweeps", "HEAD", "/sweeps?limit=1", 200, NULL, NULL);
   call("/sweeps", "GET", "/sweeps?limit=101", 400, "out_of_range", NULL);

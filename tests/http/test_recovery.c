@@ -21,15 +21,6 @@
 static const char *backend = "cpu";
 static char db[512]; /* an SQLite file, or with $GPULAB_TEST_DB a PostgreSQL database */
 
-static long long post(struct gpulabd *d, const char *path, const char *body, long status) {
-  struct http_reply r;
-  http_post_json(d, path, body, &r);
-  CHECK_STATUS(&r, status);
-  long long id = JINT(r.json, "id");
-  http_reply_free(&r);
-  return id;
-}
-
 static void start(struct gpulabd *d) {
   const char *args[] = {
       "--backend", backend, "--streams", "2", "--db", db, "--grace", "0", "--allow-fault-injection",
@@ -61,13 +52,13 @@ static void test_device_lost(void) {
   start(&d);
   char body[512];
   snprintf(body, sizeof body, SLOW, strcmp(backend, "cpu") ? "200" : "1");
-  long long slow = post(&d, "/stencil?wait=0", body, 202);
-  long long slow2 = post(&d, "/stencil?wait=0", body, 202);
+  long long slow = HTTP_POST_ID(&d, "/stencil?wait=0", body, 202);
+  long long slow2 = HTTP_POST_ID(&d, "/stencil?wait=0", body, 202);
   job_wait_state(&d, slow, "running", 30);
   job_wait_state(&d, slow2, "running", 30);
-  queued = post(&d, "/transpose?wait=0", "{" SMALL "}", 202);
-  fault = post(&d, "/transpose?wait=0", "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}",
-               202);
+  queued = HTTP_POST_ID(&d, "/transpose?wait=0", "{" SMALL "}", 202);
+  fault = HTTP_POST_ID(&d, "/transpose?wait=0",
+                       "{" SMALL ",\"fault\":\"device_lost\",\"priority\":10}", 202);
   /* Free a lane: the fault goes first (priority), the device is lost. */
   struct http_reply r;
   char path[64];

@@ -21,6 +21,16 @@
 
 static struct gpulabd D;
 
+/* POST src (text/x-cuda) to path, a 201: the new kernel's id. */
+static long long post_source(const char *path, const char *src) {
+  struct http_reply r;
+  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
+  CHECK_STATUS(&r, 201);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
 /* A kernel whose entry names a test function; scratch_bytes > 0 asks for scratch (its
  * signature then ends with void* scratch). */
 static long long post_kernel_scratch(const char *entry, int scratch_bytes) {
@@ -30,12 +40,7 @@ static long long post_kernel_scratch(const char *entry, int scratch_bytes) {
            scratch_bytes ? ", void* scratch" : "");
   snprintf(path, sizeof path, "/kernels?experiment=transpose&name=%s&entry=%s&scratch_bytes=%d",
            entry, entry, scratch_bytes);
-  struct http_reply r;
-  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
-  CHECK_STATUS(&r, 201);
-  long long id = JINT(r.json, "id");
-  http_reply_free(&r);
-  return id;
+  return post_source(path, src);
 }
 
 static long long post_kernel(const char *entry) { return post_kernel_scratch(entry, 0); }
@@ -257,12 +262,7 @@ static long long post_kernel_1d(const char *experiment, const char *entry) {
   char src[256], path[200];
   snprintf(src, sizeof src, "extern \"C\" __global__ void %s(%s) {}\n", entry, params);
   snprintf(path, sizeof path, "/kernels?experiment=%s&name=%s&entry=%s", experiment, entry, entry);
-  struct http_reply r;
-  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
-  CHECK_STATUS(&r, 201);
-  long long id = JINT(r.json, "id");
-  http_reply_free(&r);
-  return id;
+  return post_source(path, src);
 }
 
 /* A job of experiment's naive variant and kernel:id at size (its params as JSON). */

@@ -38,18 +38,6 @@ static void start(struct gpulabd *d, const char *db) {
 
 static void remove_db(const char *db) { test_db_drop(db); }
 
-/* --db: file in the test's folder, or with $GPULAB_TEST_DB a PostgreSQL database. */
-static void storage_db(const char *file, char *db, size_t len) {
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg) {
-    char name[32];
-    snprintf(name, sizeof name, "storage_%.*s", (int)strcspn(file, "."), file);
-    test_db_make(name, db, len);
-  } else {
-    snprintf(db, len, "%s/%s", dir, file);
-  }
-}
-
 /* One round: gpulabd starts (the limit set before, or the disk filled after), jobs
  * are posted until the store has refused some; kill -9; a start on the full disk is
  * tried (refused, or it must take its write); then room is made and gpulabd starts
@@ -391,7 +379,7 @@ static void test_corrupted(void) {
  * says so (and counts the rows and commits), the newest jobs are all there. */
 static void test_max_db_bytes(void) {
   char db[512];
-  storage_db("bounded.db", db, sizeof db);
+  test_db_in("storage", dir, "bounded.db", db, sizeof db);
   const char *args[] = {"--backend",       "cpu", "--db", db, "--max-db-bytes", "262144",
                         "--max-jobs-kept", "50",  NULL};
   struct gpulabd d;
@@ -486,7 +474,7 @@ static void test_max_db_bytes(void) {
  * pruned, and jobs are taken again. */
 static void test_bound_by_unfinished(void) {
   char db[512];
-  storage_db("unfinished.db", db, sizeof db);
+  test_db_in("storage", dir, "unfinished.db", db, sizeof db);
   const char *args[] = {"--backend",      "cpu",   "--streams", "1", "--db", db,
                         "--max-db-bytes", "65536", NULL};
   struct gpulabd d;
@@ -545,11 +533,6 @@ static void test_bound_by_unfinished(void) {
   remove_db(db);
 }
 
-static bool on_pg(void) {
-  const char *pg = getenv("GPULAB_TEST_DB");
-  return pg && *pg;
-}
-
 static int make_dir(void) {
   dir = test_dir();
   return 0;
@@ -559,7 +542,7 @@ static int make_dir(void) {
  * (test_storage_pg) these cases pass at once. */
 #define SQLITE_ONLY(fn)           \
   static void fn##_sqlite(void) { \
-    if (on_pg()) return;          \
+    if (test_db_on_pg()) return;  \
     fn();                         \
   }
 SQLITE_ONLY(test_full_fsize)

@@ -363,8 +363,7 @@ static void test_work(void) {
 static char db[512];
 
 static int start(void) {
-  const char *pg = getenv("GPULAB_TEST_DB");
-  if (pg && *pg) test_db_make("sweeps", db, sizeof db);
+  if (test_db_on_pg()) test_db_make("sweeps", db, sizeof db);
   const char *args[] = {
       "--backend",           "cpu", "--streams", "1", "--max-queued", "8", "--http-threads", "4",
       db[0] ? "--db" : NULL, db,    NULL};

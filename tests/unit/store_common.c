@@ -10,13 +10,6 @@
 
 char db[512];
 
-/* With $GPULAB_TEST_DB the store is PostgreSQL's (test_store_pg): the cases of SQLite's
- * file alone pass there at once, and those of PostgreSQL alone do here. */
-bool on_pg(void) {
-  const char *pg = getenv("GPULAB_TEST_DB");
-  return pg && *pg;
-}
-
 struct store *open_store(void) {
   struct store *s = NULL;
   char err[512];
@@ -104,7 +97,7 @@ void *flush_main(void *arg) {
 }
 
 int store_db_setup(void) {
-  if (on_pg() && (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")))
+  if (test_db_on_pg() && (!getenv("GPULAB_PG_CLUSTER") || !getenv("GPULAB_PG_DIR")))
     CHECK_FAIL_("%s", "GPULAB_PG_CLUSTER and GPULAB_PG_DIR must name the cluster");
   test_db_make("store", db, sizeof db);
   printf("store at %s\n", db);

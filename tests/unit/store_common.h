@@ -17,10 +17,6 @@ extern char db[512];
 int store_db_setup(void);
 void store_db_teardown(void);
 
-/* With $GPULAB_TEST_DB the store is PostgreSQL's (test_store_pg): the cases of SQLite's
- * file alone pass there at once, and those of PostgreSQL alone do here. */
-bool on_pg(void);
-
 struct store *open_store(void);
 /* The record the store holds for id is want. */
 void check_record(struct store *s, uint64_t id, const char *want);

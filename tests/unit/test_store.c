@@ -318,7 +318,7 @@ static void cluster(const char *what) {
  * store_check says so; the store reconnects; every row queued before the failure is
  * written or reported failed by store_sync, none lost silently. */
 static void test_pg_restart(void) {
-  if (!on_pg()) return; /* PostgreSQL\'s alone */
+  if (!test_db_on_pg()) return; /* PostgreSQL\'s alone */
   struct store *s = open_store();
   uint64_t ok = put_job(s, 50, "queued", 0, "{\"id\":50}", true);
   CHECK_INT_EQ(store_sync(s, ok), 0);
@@ -374,7 +374,7 @@ static void test_pg_restart(void) {
  * a reserve from a mark the other moved is refused (-EBUSY), and a take moves past
  * the other's ids instead; nothing is handed out twice. */
 static void test_pg_two_nodes(void) {
-  if (!on_pg()) return; /* PostgreSQL\'s alone */
+  if (!test_db_on_pg()) return; /* PostgreSQL\'s alone */
   struct store *a = open_store(), *b = open_store();
   store_set_node(a, "node-a"); /* --node: on the job rows each creates */
   store_set_node(b, "node-b");
@@ -505,7 +505,7 @@ static void *open_main(void *arg) {
 /* Two gpulabd starting at once on an empty database: one creates the schema, the
  * other waits for it (the advisory lock), both open. */
 static void test_pg_migrate_race(void) {
-  if (!on_pg()) return; /* PostgreSQL\'s alone */
+  if (!test_db_on_pg()) return; /* PostgreSQL\'s alone */
   test_db_reset(db);
   pthread_t t[4];
   int rc[4];

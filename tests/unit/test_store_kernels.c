@@ -252,7 +252,7 @@ static void test_problems(void) {
 /* A database of schema version 4 (kernels without versions) with a kernel in it: the
  * next gpulabd's migration makes the kernel version 1 of itself, and its next version 2. */
 static void test_pg_kernels_upgrade(void) {
-  if (!on_pg()) return; /* PostgreSQL\'s alone (SQLite's: test_kernel_versions) */
+  if (!test_db_on_pg()) return; /* PostgreSQL\'s alone (SQLite's: test_kernel_versions) */
   test_db_reset(db);
   struct store *s = NULL;
   char err[512];
@@ -324,7 +324,7 @@ static void on_raced(void *arg, const struct store_kernel *k) {
 /* Two nodes sending versions of one kernel at once: each version numbered once (the
  * unique index, and the loser numbering again), and a clash is no store failure. */
 static void test_pg_versions_race(void) {
-  if (!on_pg()) return; /* PostgreSQL\'s alone: SQLite's writes are one at a time */
+  if (!test_db_on_pg()) return; /* PostgreSQL\'s alone: SQLite's writes are one at a time */
   struct store *a = open_store(), *b = open_store();
   struct store_kernel k = {.created = 1, .source = "v", .spec = "{}", .report = "{}"};
   snprintf(k.owner, sizeof k.owner, "alice");

@@ -41,7 +41,7 @@ static long long file_bytes(const char *suffix) {
  * commits of a row each, 12 MB of WAL unchecked, leave it near the bound's threshold
  * (4 MiB: 64 frames, 256 at most); the close checkpoints the rest and removes it. */
 static void test_sqlite_checkpoints(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_store(), *second = NULL;
   char err[512];
   CHECK_INT_EQ(store_open(db, &second, err, sizeof err), -EBUSY);
@@ -85,7 +85,7 @@ static bool on_disk(uint64_t id) { return request_on_disk(id) != -2; }
  * drops it with the job's final row: whether that row updates the first (a ?wait=0
  * job's) or is the first itself (a tiny job's rows met in the queue); the record stays. */
 static void test_request_kept(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_committing_store();
   CHECK_INT_EQ(store_sync(s, put_job(s, 930, "queued", 0, "{\"s\":\"queued\"}", true)), 0);
   CHECK_INT_EQ(request_on_disk(930), 40);
@@ -106,7 +106,7 @@ static void test_request_kept(void) {
  * ticket whose row a later one replaced is written with that one. store_status counts
  * the rows and commits, and the syncs that waited. */
 static void test_wanted(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_committing_store();
   store_set_gather_ms(s, 600 * 1000, STORE_AWAITED_MS);
   put_job(s, 900, "queued", 0, "{\"id\":900}", true); /* nobody waits for it */
@@ -147,7 +147,7 @@ static void test_wanted(void) {
  * never written without it. Awaited rows gather 10 minutes here, so that no clock
  * decides which commit takes them (a slow machine once wrote them first). */
 static void test_await(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_committing_store();
   store_set_gather_ms(s, 1, 600 * 1000);
   uint64_t id = 910;
@@ -206,7 +206,7 @@ static void *stress_main(void *arg) {
 }
 
 static void test_stress(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   struct store *s = open_store();
   pthread_t t[STRESS_THREADS];
   for (int i = 0; i < STRESS_THREADS; i++)
@@ -288,7 +288,7 @@ static void journal_before(void) {
  * dependent job's row are committed as before. Rows gather 10 minutes here: only the
  * syncs and the kill decide what reaches the database. */
 static void test_journal(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   crashed(journal_before);
   CHECK(file_bytes("-accepted.0") > 0);
   /* A torn entry after them (a power loss's): the replay stops there. */
@@ -356,7 +356,7 @@ static void journal_prune_before(void) {
  * another job's uncommitted entry keeps) is not brought back by the replay after a
  * crash: it would be queued to run again. The note that says so goes with the journal. */
 static void test_journal_prune(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   crashed(journal_prune_before);
   struct store *s = open_store();
   CHECK_STR_EQ(unfinished_state(s, 960), "queued");
@@ -440,7 +440,7 @@ static void journal_in_batch_before(void) {
  * record still being made), the row is synced, the process killed, and the replay
  * brings the job back. */
 static void test_journal_in_batch(void) {
-  if (on_pg()) return; /* SQLite\'s alone */
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
   crashed(journal_in_batch_before);
   struct store *s = open_store();
   CHECK_STR_EQ(unfinished_state(s, 971), "queued");
