@@ -22,8 +22,8 @@ extern const char ctl_usage[];
 struct opts {
   struct ctl ctl;
   bool json, cancel_on_interrupt, profile, cooperative;
-  const char *variant, *state, *size, *experiment, *name, *entry, *block, *tile, *grid, *vs,
-      *output;
+  const char *variant, *state, *size, *experiment, *problem, *name, *entry, *block, *tile, *grid,
+      *vs, *output;
   long limit, shared_bytes, scratch_bytes;
   const char *options[16];
   int n_options;
@@ -43,6 +43,12 @@ int ctl_get_text(const struct opts *o, const char *path);
 int ctl_submit_and_follow(const struct opts *o, const char *path, json_t *body);
 /* name=value arguments into body; EXIT_REFUSED for one without '='. */
 int ctl_params(json_t *body, char **args, int n);
+/* The same for a problem's job: the fields every job takes (seed, warmup, ...) into body,
+ * the others into body's "params" (the problem's). */
+int ctl_problem_params(json_t *body, char **args, int n);
+/* The path a job of `what` goes to with ?wait=0: "/transpose?wait=0", or for
+ * "problem:NAME" "/problems/NAME/jobs?wait=0". */
+void ctl_job_path(const char *what, char *path, size_t len);
 /* The variants of a comma list, as the API takes them (a new reference). */
 json_t *ctl_variants(const char *list);
 /* Appends &name=value (escaped) to url; value NULL: nothing. */

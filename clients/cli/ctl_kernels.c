@@ -28,7 +28,7 @@ int ctl_cmd_kernel(const struct opts *o, char **args, int n) {
       snprintf(route, sizeof route, "/kernels/%.40s/%s", args[1], args[0]);
     return ctl_get_text(o, route);
   }
-  if (n < 2 || strcmp(args[0], "submit") != 0 || !o->experiment) {
+  if (n < 2 || strcmp(args[0], "submit") != 0 || !o->experiment == !o->problem) {
     fputs(ctl_usage, stderr);
     return EXIT_REFUSED;
   }
@@ -49,6 +49,7 @@ int ctl_cmd_kernel(const struct opts *o, char **args, int n) {
   CURL *h = curl_easy_init();
   char path[1024] = "/kernels", num[32];
   ctl_query(h, path, sizeof path, "experiment", o->experiment);
+  ctl_query(h, path, sizeof path, "problem", o->problem);
   ctl_query(h, path, sizeof path, "name", name);
   ctl_query(h, path, sizeof path, "entry", o->entry);
   ctl_query(h, path, sizeof path, "block", o->block);
@@ -105,9 +106,12 @@ int ctl_cmd_kernel(const struct opts *o, char **args, int n) {
     json_t *list = ctl_variants(o->vs);
     json_array_append_new(list, json_string(variant));
     json_object_set_new(body, "variant", list);
-    x = ctl_params(body, args + 2, n - 2);
+    x = o->problem ? ctl_problem_params(body, args + 2, n - 2) : ctl_params(body, args + 2, n - 2);
     if (o->profile) json_object_set_new(body, "profile", json_true());
-    snprintf(path, sizeof path, "/%s?wait=0", o->experiment);
+    char what[96];
+    snprintf(what, sizeof what, "%s%s", o->problem ? "problem:" : "",
+             o->problem ? o->problem : o->experiment);
+    ctl_job_path(what, path, sizeof path);
     if (!x) x = ctl_submit_and_follow(o, path, body);
     json_decref(body);
   }

@@ -25,7 +25,10 @@ const char ctl_usage[] =
     "commands:\n"
     "  run EXPERIMENT [name=value ...]   a job (transpose m=4096 n=4096 --variant padded33,best);\n"
     "                                    a value with commas is a list (streams=1,3)\n"
-    "  kernel submit FILE --experiment E [--name N] [--entry F] [--block X,Y] [--tile X,Y]\n"
+    "  run problem:NAME [name=value ...] a job of a problem you may see (its params by name,\n"
+    "                                    --variant reference,kernel:mine)\n"
+    "  kernel submit FILE --experiment E | --problem P [--name N] [--entry F] [--block X,Y]\n"
+    "                [--tile X,Y]\n"
     "                [--grid X,Y,Z] [--shared-bytes B] [--scratch-bytes B] [--cooperative]\n"
     "                [--option O]... [--vs VARIANTS] [name=value ...]\n"
     "                                    compiles FILE (the same name again: a new version of\n"
@@ -240,6 +243,32 @@ int ctl_params(json_t *body, char **args, int n) {
   return 0;
 }
 
+int ctl_problem_params(json_t *body, char **args, int n) {
+  static const char *const job_fields[] = {
+      "seed",      "warmup", "batches",    "reps",       "order",       "cold",
+      "profile",   "graph",  "max_noise",  "max_time",   "min_samples", "priority",
+      "isolation", "device", "depends_on", "dependency", "variant",     NULL};
+  json_t *params = json_object();
+  int x = 0;
+  for (int i = 0; i < n && !x; i++) {
+    char *eq = strchr(args[i], '=');
+    bool job_field = false;
+    for (int f = 0; eq && job_fields[f]; f++)
+      job_field = job_field || ((size_t)(eq - args[i]) == strlen(job_fields[f]) &&
+                                !strncmp(args[i], job_fields[f], (size_t)(eq - args[i])));
+    x = ctl_params(job_field ? body : params, args + i, 1);
+  }
+  json_object_set_new(body, "params", params);
+  return x;
+}
+
+void ctl_job_path(const char *what, char *path, size_t len) {
+  if (!strncmp(what, "problem:", 8))
+    snprintf(path, len, "/problems/%s/jobs?wait=0", what + 8);
+  else
+    snprintf(path, len, "/%s?wait=0", what);
+}
+
 /* The variants of a comma list, as the API takes them. */
 json_t *ctl_variants(const char *list) {
   json_t *v = value_of(list);
@@ -258,11 +287,12 @@ static int cmd_run(const struct opts *o, char **args, int n) {
     return EXIT_REFUSED;
   }
   json_t *body = json_object();
-  int x = ctl_params(body, args + 1, n - 1);
+  bool problem = !strncmp(args[0], "problem:", 8);
+  int x = problem ? ctl_problem_params(body, args + 1, n - 1) : ctl_params(body, args + 1, n - 1);
   if (!x && o->variant) json_object_set_new(body, "variant", ctl_variants(o->variant));
   if (!x && o->profile) json_object_set_new(body, "profile", json_true());
-  char path[96];
-  snprintf(path, sizeof path, "/%s?wait=0", args[0]);
+  char path[160];
+  ctl_job_path(args[0], path, sizeof path);
   if (!x) x = ctl_submit_and_follow(o, path, body);
   json_decref(body);
   return x;
@@ -474,6 +504,7 @@ int main(int argc, char **argv) {
     O_LIMIT,
     O_SIZE,
     O_EXPERIMENT,
+    O_PROBLEM,
     O_NAME,
     O_ENTRY,
     O_BLOCK,
@@ -498,6 +529,7 @@ int main(int argc, char **argv) {
                                         {"limit", required_argument, 0, O_LIMIT},
                                         {"size", required_argument, 0, O_SIZE},
                                         {"experiment", required_argument, 0, O_EXPERIMENT},
+                                        {"problem", required_argument, 0, O_PROBLEM},
                                         {"name", required_argument, 0, O_NAME},
                                         {"entry", required_argument, 0, O_ENTRY},
                                         {"block", required_argument, 0, O_BLOCK},
@@ -525,6 +557,7 @@ int main(int argc, char **argv) {
     case O_LIMIT: o.limit = strtol(optarg, NULL, 10); break;
     case O_SIZE: o.size = optarg; break;
     case O_EXPERIMENT: o.experiment = optarg; break;
+    case O_PROBLEM: o.problem = optarg; break;
     case O_NAME: o.name = optarg; break;
     case O_ENTRY: o.entry = optarg; break;
     case O_BLOCK: o.block = optarg; break;

@@ -346,9 +346,11 @@ static int problem_kernel(struct request *r, struct ukernels *u, struct submit *
   for (int i = 0; i < 3; i++)
     if (!s->block[i]) s->block[i] = 1;
   json_t *grid = s->grid_json ? json_incref(s->grid_json) : json_array();
-  if (!s->grid_json && s->grid_raw) /* "rows,1,1" */
+  if (!s->grid_json && s->grid_raw) /* "rows,1,1", "cdiv(n, 256),1": commas outside calls */
     for (const char *g = s->grid_raw; *g;) {
-      size_t n = strcspn(g, ",");
+      size_t n = 0;
+      for (int depth = 0; g[n] && (g[n] != ',' || depth > 0); n++)
+        depth += (g[n] == '(') - (g[n] == ')');
       json_array_append_new(grid, json_stringn(g, n));
       g += n + (g[n] == ',');
     }

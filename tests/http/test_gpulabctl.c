@@ -167,6 +167,30 @@ static void test_problem(void) {
   has("n=1..1000000");
   expect("problem show scale", 0, "scale v1 (");
   has("// scale: a kernel of this problem.");
+  /* Its jobs: the params by name beside a job's fields; here every run is unavailable. */
+  expect("run problem:scale n=4096 seed=5", 0, "reference        not run: problems run on a CUDA");
+  expect("run problem:scale n=0", 2, "400 out_of_range (params.n)");
+  expect("run problem:scale --json n=10 seed=3", 0, "\"type\": \"problem\"");
+  has("\"n\": 10");
+  has("\"seed\": 3");
+  /* A kernel of it, its grid an expression with a comma; run beside the reference. */
+  char cu[128];
+  snprintf(cu, sizeof cu, "%s/twice.cu", dir);
+  f = fopen(cu, "w");
+  CHECK(f != NULL);
+  fputs(
+      "extern \"C\" __global__ void kernel(const float* x, float* y, int n) {\n"
+      "  int i = blockIdx.x * 512 + threadIdx.x;\n  if (i < n) y[i] = 2 * x[i];\n}\n",
+      f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "kernel submit %s --problem scale --block 512 --grid 'cdiv(n, 512)' --vs reference "
+           "n=100",
+           cu);
+  expect(cmd, 0, "kernel:");
+  has("twice");
+  snprintf(cmd, sizeof cmd, "kernel submit %s --problem scale --experiment transpose", cu);
+  expect(cmd, 2, "usage:");
   expect("problem define /nonexistent.json", 2, "/nonexistent.json: No such file");
   snprintf(cmd, sizeof cmd, "sed -i 's/2 \\* x\\[i\\];/2 * x[i]/' %s", path);
   CHECK(system(cmd) == 0);
