@@ -145,8 +145,21 @@ def main():
             fail("an unknown name in an expression was taken")
         except gpulab.Problem as p:
             check(p.status == 400 and p.doc.get("field") == "figure.bytes", f"bad problem: {p}")
+        k = c.kernel('extern "C" __global__ void kernel(const float* x, float* y, int n) '
+                     '{ int i = blockIdx.x * 512 + threadIdx.x; if (i < n) y[i] = 2 * x[i]; }',
+                     "problem:double_it", name="wide", block=[512], grid=["cdiv(n, 512)"])
+        check(k["experiment"] == "problem:double_it" and k["grid"][0] == "cdiv(n, 512)", f"problem kernel: {k}")
+        pj = c.run("problem:double_it", n=4096, seed=9, variant=["reference", "kernel:wide"])
+        check(pj.doc["type"] == "problem" and pj.doc["params"]["n"] == 4096 and pj.doc["params"]["seed"] == 9
+              and [r["variant"] for r in pj.runs] == ["reference", k["variant"]]
+              and not pj.runs[0]["available"], f"problem job: {pj.doc}")
+        try:
+            c.run("problem:double_it", n=0)
+            fail("n=0 was taken")
+        except gpulab.Problem as p:
+            check(p.status == 400 and p.field == "params.n", f"bad problem job: {p}")
         check(c.delete_problem("double_it")["deleted"] is True and c.problems() == [], "problem deleted")
-        print("ptx, a profile's reason, a problem defined, read, refused and deleted")
+        print("ptx, a profile's reason, a problem defined, read, refused, its kernel and job, deleted")
 
         queued = c.run("transpose", m=2048, n=2048, wait=False)
         c.cancel(queued)

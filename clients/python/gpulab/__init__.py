@@ -168,10 +168,23 @@ class Client:
 
     # ---- jobs ----
 
+    _JOB_FIELDS = ("variant", "seed", "warmup", "batches", "reps", "order", "cold", "profile",
+                   "graph", "max_noise", "max_time", "min_samples", "priority", "isolation",
+                   "device", "depends_on", "dependency")
+
     def run(self, experiment, wait=True, timeout=None, **params):
         """A job of experiment with params (variant as a name or a list), waited for
         unless wait is False. Job options (priority, isolation, keep_output, depends_on)
-        go with the job, the rest are the experiment's params."""
+        go with the job, the rest are the experiment's params. experiment
+        "problem:NAME" runs a job of a problem users define: its params by name
+        (rows=4096), the fields every job takes beside them, variant "reference" and
+        its kernels (kernel:<name>)."""
+        if experiment.startswith("problem:"):
+            body = {k: params.pop(k) for k in self._JOB_FIELDS if k in params}
+            body["params"] = params
+            path = f"/problems/{urllib.parse.quote(experiment[8:])}/jobs?wait=0"
+            doc = self.request("POST", path, body)
+            return self.wait(doc["id"], timeout) if wait else Job(doc)
         options = {k: params.pop(k) for k in ("priority", "isolation", "keep_output", "depends_on") if k in params}
         if options:
             doc = self.request("POST", "/jobs?wait=0", {"type": experiment, "params": params, **options})
@@ -263,7 +276,8 @@ class Client:
     # ---- users' kernels ----
 
     def kernel(self, path_or_source, experiment, name=None, **fields):
-        """Compiles a kernel (a file's path or the source itself) for experiment; the
+        """Compiles a kernel (a file's path or the source itself) for experiment
+        ("problem:NAME": a kernel of that problem, its grid a list of expressions); the
         document of the version it made: its "id" and "version" (the same name again
         makes the kernel's next version, its id kept), and its "variant",
         "kernel:<id>@<version>", which names that version in jobs ("kernel:<id>" names
@@ -275,7 +289,8 @@ class Client:
             name = name or os.path.splitext(os.path.basename(path_or_source))[0]
         else:
             source = path_or_source
-        body = {"experiment": experiment, "name": name or "kernel", "source": source, **fields}
+        what = {"problem": experiment[8:]} if experiment.startswith("problem:") else {"experiment": experiment}
+        body = {**what, "name": name or "kernel", "source": source, **fields}
         return self.request("POST", "/kernels", body)
 
     def kernels(self):
