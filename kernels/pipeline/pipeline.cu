@@ -323,9 +323,16 @@ static void pipeline_release(struct cuda_job *j) {
   j->priv = NULL;
 }
 
-static const struct cuda_job_ops pipeline_job_ops = {
-    pipeline_plan_runs, pipeline_setup,       pipeline_prepare, pipeline_warm,
-    pipeline_sample,    pipeline_host_output, pipeline_release, true};
+static const struct cuda_job_ops pipeline_job_ops = {pipeline_plan_runs,
+                                                     pipeline_setup,
+                                                     pipeline_prepare,
+                                                     pipeline_warm,
+                                                     pipeline_sample,
+                                                     pipeline_host_output,
+                                                     pipeline_release,
+                                                     true,
+                                                     NULL,
+                                                     NULL};
 
 /* ---- the CUDA descriptor ---- */
 

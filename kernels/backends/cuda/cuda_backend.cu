@@ -214,7 +214,7 @@ int cuda_lane_aux(struct cuda_backend *be, struct lane *l, int n, char *err, siz
 
 static int validate_spec(const struct exp_spec *s, char *err, size_t err_len) {
   const struct exp_timing_params *t = &s->timing;
-  if ((unsigned)s->type >= (unsigned)EXP_TYPE_COUNT) {
+  if (!exp_desc(s->type)) {
     snprintf(err, err_len, "unknown experiment type %d", (int)s->type);
     return -EINVAL;
   }

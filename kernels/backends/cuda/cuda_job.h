@@ -43,6 +43,13 @@ int cuda_user_profile(struct cuda_job *j, int r, struct exp_profile *out);
 /* Detaches and gives the runner back, frees the IPC buffers; after the lane's work.
  * Idempotent. */
 void cuda_user_release(struct cuda_job *j);
+/* The device's runner (made, not started, on first use; kept): NULL out of memory. */
+struct runner *cuda_user_runner(int device);
+
+/* The ops of a problem's job (cuda_problem.cu): its reference and users' kernels of it,
+ * all in gpulab-runner, which makes the problem's buffers, times each launch and checks
+ * it against the reference on the device. */
+extern const struct cuda_job_ops cuda_problem_job_ops;
 
 /* The same with run r's own output (d_out[r], then the engine's, not freed with this
  * call's memory) as the job's, after run r's window wrote it: for a job whose whole

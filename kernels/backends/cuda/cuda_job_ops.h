@@ -79,6 +79,13 @@ struct cuda_job_ops {
   /* Samples timed on the host: every window opens on an idle lane (else only an
    * exclusive one does). */
   bool host_timed;
+  /* Checks every available run where its outputs are (before release), filling its
+   * check; NULL: the runner copies the outputs back and checks them against the
+   * experiment's reference on the host. */
+  int (*check)(struct cuda_job *j);
+  /* Run r's profile (spec.profile) where its kernels run; NULL: the backend's CUPTI
+   * replay of a warm-up in this context. */
+  int (*profile)(struct cuda_job *j, int r, struct exp_profile *out);
 };
 
 /* The first error of a job: classified (cuda_classify), its message in j->err. */

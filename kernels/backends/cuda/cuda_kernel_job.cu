@@ -287,6 +287,6 @@ static int kernel_sample(struct cuda_job *j, int r, bool graph, double *ms) {
   return 0;
 }
 
-const struct cuda_job_ops cuda_kernel_job_ops = {kernel_plan_runs,  kernel_setup,  kernel_prepare,
-                                                 kernel_warm,       kernel_sample, NULL,
-                                                 cuda_user_release, false};
+const struct cuda_job_ops cuda_kernel_job_ops = {
+    kernel_plan_runs,  kernel_setup, kernel_prepare, kernel_warm, kernel_sample, NULL,
+    cuda_user_release, false,        NULL,           NULL};

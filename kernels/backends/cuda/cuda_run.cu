@@ -238,7 +238,7 @@ static int issue_output(struct cuda_job *j, compute_fn compute, int made_by) {
   int first = job_first_available(j), rc = 0;
   cudaError_t e = cudaSuccess;
   if (!done) goto nomem;
-  if (first >= 0) {
+  if (first >= 0 && (compute || made_by >= 0)) { /* compute NULL: the job has no output */
     out = (struct backend_buffer *)calloc(1, sizeof *out);
     if (!out) goto nomem;
     out->count = j->out_len;
@@ -504,6 +504,10 @@ static int profile_runs(struct cuda_job *j) {
       RC_TRY(cuda_user_profile(j, r, &run->profile));
       continue;
     }
+    if (j->ops->profile) { /* where the ops run it */
+      RC_TRY(j->ops->profile(j, r, &run->profile));
+      continue;
+    }
     if (!j->be->profiler) { /* refused at submission; a job from before a restart */
       exp_profile_unavailable(&run->profile, j->be->profiler_why);
       continue;
@@ -530,10 +534,11 @@ static int run_job(struct cuda_job *j) {
   RC_TRY(exp_window_schedule(j->spec, j->result, &cuda_window, j));
   RC_TRY(profile_runs(j));
   if (j->output_from_window) RC_TRY(job_issue_run_output(j, job_first_available(j)));
+  if (j->ops->check && job_first_available(j) >= 0) RC_TRY(j->ops->check(j));
   const float *h_out[EXP_MAX_VARIANTS] = {};
   const float *h_given[EXP_MAX_INPUTS] = {};
   RC_TRY(collect(j, h_out, h_given));
-  return job_first_available(j) < 0 ? 0 : check_runs(j, h_out, h_given);
+  return job_first_available(j) < 0 || j->ops->check ? 0 : check_runs(j, h_out, h_given);
 }
 
 int cuda_run(struct backend *b, int lane, struct backend_job *job,

@@ -42,8 +42,7 @@ struct cuda_user_job {
 static pthread_mutex_t runners_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct runner *runners[64]; /* one per device ordinal, made on first use, kept */
 
-/* The device's runner, made (not started) on first use; NULL when out of memory. */
-static struct runner *runner_of(int device) {
+struct runner *cuda_user_runner(int device) {
   if (device < 0 || device >= 64) return NULL;
   pthread_mutex_lock(&runners_mu);
   if (!runners[device]) {
@@ -299,7 +298,7 @@ int cuda_user_setup(struct cuda_job *j) {
   }
   CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream)); /* the runner reads them next */
   char err[256] = "";
-  if (!(u->runner = runner_of(j->be->device)))
+  if (!(u->runner = cuda_user_runner(j->be->device)))
     return runner_error(j, runs[0], -ENOMEM, "runner", "out of memory");
   int rc = runner_acquire(u->runner, err, sizeof err);
   if (rc) return runner_error(j, runs[0], rc, "gpulab-runner did not start", err);
