@@ -559,22 +559,17 @@ static int cuda_problem(const struct runner_problem_msg *m, struct runner_proble
     if (e == cudaSuccess) rc = ref_launch(mi, params[k], k == 1, fault, msg, msg_len);
   }
   if (rc) goto fail;
-  if (e == cudaSuccess) e = runner_problem_slot_reset(prob->check, stream);
-  if (e == cudaSuccess)
-    e = runner_problem_compare(prob, prob->ref_fresh, prob->ref, !m->nondeterministic, false,
-                               prob->check, stream);
+  if (e == cudaSuccess) e = runner_problem_check_reference(prob, stream);
   if (e == cudaSuccess) e = runner_problem_generate(prob, m->seed, stream);
   if (e != cudaSuccess) {
     rc = step_failed(e, fault, msg, msg_len, "problem: generating or comparing");
     goto fail;
   }
   float ms = 0;
-  struct runner_problem_slot h;
   if ((e = cudaStreamSynchronize(stream)) != cudaSuccess ||
       (e = cudaEventElapsedTime(&ms, events[0], events[1])) != cudaSuccess ||
-      (e = cudaMemcpy(&h, prob->check, sizeof h, cudaMemcpyDeviceToHost)) != cudaSuccess)
+      (e = runner_problem_read_reference(prob, ready)) != cudaSuccess)
     return fault_of(e, fault);
-  runner_problem_ready_report(prob, &h, ready);
   ready->ref_ms = ms;
   return 0;
 fail: /* no half-made problem: its runs are refused */
@@ -743,19 +738,6 @@ static int problem_fresh_before(const struct run_plan *p, uint32_t i,
   return ref_launch(p->ref_mi, (void **)p->ref_params, false, fault, msg, msg_len);
 }
 
-/* After launch i of a fresh problem run, untimed: its outputs against the reference's
- * on the same inputs, and the inputs against what was generated, into slot i. */
-static cudaError_t problem_fresh_after(const struct run_plan *p, uint32_t i) {
-  struct runner_problem_slot *s = &prob->slots[i];
-  cudaError_t e = runner_problem_slot_reset(s, stream);
-  if (e == cudaSuccess)
-    e = runner_problem_compare(prob, prob->out[p->m->problem.run], prob->ref_fresh, false, false, s,
-                               stream);
-  if (e == cudaSuccess)
-    e = runner_problem_check_inputs(prob, p->m->problem.fresh_seed + i, s, stream);
-  return e;
-}
-
 /* Launch i of p's run, with what comes before it (fresh inputs, the poisoned output,
  * the module's variables put back, a cold L2) and its check after. */
 static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_msg *done,
@@ -800,8 +782,8 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
     return -EINVAL;
   }
   if (p->per_launch) cudaEventRecord(events[2 * i + 1], stream);
-  if (p->fresh && p->problem)
-    e = problem_fresh_after(p, i);
+  if (p->fresh && p->problem) /* outputs against the reference's, inputs as generated */
+    e = runner_problem_check_fresh(prob, m->problem.run, m->problem.fresh_seed + i, i, stream);
   else if (p->fresh)
     e = runner_fresh_check(&m->fresh, (const float *const *)p->fresh_in, (const float *)p->out,
                            m->out_floats, i, &slots[i], stream);
@@ -818,30 +800,13 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
  * into done. 0, 1 a fault, or -errno with msg. */
 static int problem_finish(const struct run_plan *p, struct runner_done_msg *done,
                           struct runner_fault_msg *fault, char *msg, size_t msg_len) {
-  const struct runner_run_msg *m = p->m;
-  cudaError_t e = cudaSuccess;
-  if (m->problem.compare) {
-    e = runner_problem_slot_reset(prob->check, stream);
-    if (e == cudaSuccess)
-      e = runner_problem_compare(prob, prob->out[m->problem.run], prob->ref, false, true,
-                                 prob->check, stream);
-  }
+  const struct runner_problem_run *q = &p->m->problem;
+  cudaError_t e = q->compare ? runner_problem_check_run(prob, q->run, stream) : cudaSuccess;
   if (e == cudaSuccess) e = runner_problem_generate(prob, prob->m.seed, stream);
   if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the problem's check");
-  if ((e = cudaStreamSynchronize(stream)) != cudaSuccess) return fault_of(e, fault);
-  uint32_t n = p->fresh ? m->n_launches : 0;
-  struct runner_problem_slot *h = malloc((n ? n : 1) * sizeof *h);
-  if (!h) {
-    snprintf(msg, msg_len, "run: out of memory for the check's findings");
-    return -ENOMEM;
-  }
-  if (m->problem.compare &&
-      (e = cudaMemcpy(h, prob->check, sizeof *h, cudaMemcpyDeviceToHost)) == cudaSuccess)
-    runner_problem_check_report(prob, h, &done->problem_check);
-  if (e == cudaSuccess && n &&
-      (e = cudaMemcpy(h, prob->slots, n * sizeof *h, cudaMemcpyDeviceToHost)) == cudaSuccess)
-    runner_problem_fresh_report(prob, h, n, done);
-  free(h);
+  e = cudaStreamSynchronize(stream);
+  if (e == cudaSuccess && q->compare) e = runner_problem_read_run(prob, &done->problem_check);
+  if (e == cudaSuccess && p->fresh) e = runner_problem_read_fresh(prob, p->m->n_launches, done);
   return e == cudaSuccess ? 0 : fault_of(e, fault);
 }
 

@@ -307,6 +307,7 @@ extern "C" void runner_problem_free(struct runner_problem *p) {
   if (!p) return;
   cudaFree(p->slab); /* cudaFree waits for the device's work */
   if (p->slots) cudaFree(p->slots);
+  free(p->h_slots);
   free(p);
 }
 
@@ -314,8 +315,11 @@ extern "C" int runner_problem_slots_ready(struct runner_problem *p, uint32_t n, 
                                           size_t msg_len) {
   if (n <= p->n_slots) return 0;
   if (p->slots) cudaFree(p->slots);
-  p->slots = NULL, p->n_slots = 0;
-  cudaError_t e = cudaMalloc((void **)&p->slots, (size_t)n * sizeof *p->slots);
+  free(p->h_slots);
+  p->n_slots = 0;
+  p->h_slots = (struct runner_problem_slot *)malloc((size_t)n * sizeof *p->h_slots);
+  cudaError_t e = p->h_slots ? cudaMalloc((void **)&p->slots, (size_t)n * sizeof *p->slots)
+                             : cudaErrorMemoryAllocation;
   if (e != cudaSuccess) {
     cudaGetLastError();
     p->slots = NULL;
@@ -334,25 +338,12 @@ extern "C" cudaError_t runner_problem_generate(const struct runner_problem *p, u
   return cudaGetLastError();
 }
 
-extern "C" cudaError_t runner_problem_slot_reset(struct runner_problem_slot *slot,
-                                                 cudaStream_t stream) {
+/* Every output o: got[o] against want[o] into slot->out[o], cleared first; bitwise or
+ * by o's rule; with_values: got and want at the first failure. */
+static void compare(const struct runner_problem *p, void *const *got, void *const *want,
+                    bool bitwise, bool with_values, struct runner_problem_slot *slot,
+                    cudaStream_t stream) {
   problem_slot_reset_kernel<<<1, 32, 0, stream>>>(slot);
-  return cudaGetLastError();
-}
-
-extern "C" cudaError_t runner_problem_check_inputs(const struct runner_problem *p, uint64_t seed,
-                                                   struct runner_problem_slot *slot,
-                                                   cudaStream_t stream) {
-  for (uint32_t i = 0; i < p->m.n_in; i++)
-    problem_input_check_kernel<<<blocks_for(p->m.in[i].elems), PROBLEM_THREADS, 0, stream>>>(
-        p->in[i], p->m.in[i], seed, i, &slot->in_bad[i], &slot->in_first[i]);
-  return cudaGetLastError();
-}
-
-extern "C" cudaError_t runner_problem_compare(const struct runner_problem *p, void *const *got,
-                                              void *const *want, bool bitwise, bool with_values,
-                                              struct runner_problem_slot *slot,
-                                              cudaStream_t stream) {
   for (uint32_t o = 0; o < p->m.n_out; o++) {
     const struct runner_problem_output *y = &p->m.out[o];
     problem_compare_kernel<<<blocks_for(y->elems), PROBLEM_THREADS, 0, stream>>>(
@@ -360,6 +351,27 @@ extern "C" cudaError_t runner_problem_compare(const struct runner_problem *p, vo
     if (with_values)
       problem_pick_kernel<<<1, 1, 0, stream>>>(got[o], want[o], y->dtype, &slot->out[o]);
   }
+}
+
+extern "C" cudaError_t runner_problem_check_reference(const struct runner_problem *p,
+                                                      cudaStream_t stream) {
+  compare(p, p->ref_fresh, p->ref, !p->m.nondeterministic, false, p->check, stream);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t runner_problem_check_run(const struct runner_problem *p, uint32_t run,
+                                                cudaStream_t stream) {
+  compare(p, p->out[run], p->ref, false, true, p->check, stream);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t runner_problem_check_fresh(const struct runner_problem *p, uint32_t run,
+                                                  uint64_t seed, uint32_t l, cudaStream_t stream) {
+  struct runner_problem_slot *slot = &p->slots[l];
+  compare(p, p->out[run], p->ref_fresh, false, false, slot, stream); /* clears the slot */
+  for (uint32_t i = 0; i < p->m.n_in; i++)
+    problem_input_check_kernel<<<blocks_for(p->m.in[i].elems), PROBLEM_THREADS, 0, stream>>>(
+        p->in[i], p->m.in[i], seed, i, &slot->in_bad[i], &slot->in_first[i]);
   return cudaGetLastError();
 }
 
@@ -379,23 +391,28 @@ static double from_bits(unsigned long long b) {
   return d;
 }
 
-extern "C" void runner_problem_ready_report(const struct runner_problem *p,
-                                            const struct runner_problem_slot *h,
-                                            struct runner_problem_ready_msg *ready) {
+extern "C" cudaError_t runner_problem_read_reference(const struct runner_problem *p,
+                                                     struct runner_problem_ready_msg *ready) {
+  struct runner_problem_slot h;
+  cudaError_t e = cudaMemcpy(&h, p->check, sizeof h, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return e;
   ready->agreed = 1;
   for (uint32_t o = 0; o < p->m.n_out && ready->agreed; o++)
-    if (h->out[o].bad) {
+    if (h.out[o].bad) {
       ready->agreed = 0, ready->output = o;
-      ready->differ = h->out[o].bad, ready->index = h->out[o].first;
+      ready->differ = h.out[o].bad, ready->index = h.out[o].first;
     }
+  return cudaSuccess;
 }
 
-extern "C" void runner_problem_check_report(const struct runner_problem *p,
-                                            const struct runner_problem_slot *h,
-                                            struct runner_problem_check *check) {
+extern "C" cudaError_t runner_problem_read_run(const struct runner_problem *p,
+                                               struct runner_problem_check *check) {
+  struct runner_problem_slot h;
+  cudaError_t e = cudaMemcpy(&h, p->check, sizeof h, cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return e;
   memset(check, 0, sizeof *check);
   for (uint32_t o = 0; o < p->m.n_out; o++) {
-    const struct runner_problem_count *c = &h->out[o];
+    const struct runner_problem_count *c = &h.out[o];
     check->compared += p->m.out[o].elems;
     if (c->bad && !check->mismatches) {
       check->first_output = o, check->first_index = c->first;
@@ -406,14 +423,18 @@ extern "C" void runner_problem_check_report(const struct runner_problem *p,
     check->max_abs_err = a > check->max_abs_err ? a : check->max_abs_err;
     check->max_rel_err = r > check->max_rel_err ? r : check->max_rel_err;
   }
+  return cudaSuccess;
 }
 
-extern "C" void runner_problem_fresh_report(const struct runner_problem *p,
-                                            const struct runner_problem_slot *h, uint32_t n,
-                                            struct runner_done_msg *done) {
+extern "C" cudaError_t runner_problem_read_fresh(const struct runner_problem *p, uint32_t n,
+                                                 struct runner_done_msg *done) {
+  if (n > p->n_slots) return cudaErrorInvalidValue;
+  cudaError_t e = cudaMemcpy(p->h_slots, p->slots, (size_t)n * sizeof *p->h_slots,
+                             cudaMemcpyDeviceToHost);
+  if (e != cudaSuccess) return e;
   done->fresh_checked = n;
   for (uint32_t l = 0; l < n && !done->bad_launch; l++) {
-    const struct runner_problem_slot *s = &h[l];
+    const struct runner_problem_slot *s = &p->h_slots[l];
     for (uint32_t o = 0; o < p->m.n_out && !done->bad_launch; o++)
       if (s->out[o].bad) {
         done->bad_launch = l + 1, done->bad_what = 1, done->bad_input = o;
@@ -425,4 +446,5 @@ extern "C" void runner_problem_fresh_report(const struct runner_problem *p,
         done->bad_count = s->in_bad[i], done->bad_index = s->in_first[i];
       }
   }
+  return cudaSuccess;
 }

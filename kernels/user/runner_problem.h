@@ -55,8 +55,9 @@ struct runner_problem {
   void *ref[RUNNER_PROBLEM_MAX_BUFFERS];       /* the reference's on the job's inputs */
   void *ref_fresh[RUNNER_PROBLEM_MAX_BUFFERS]; /* on a fresh launch's inputs */
   size_t set_bytes; /* one output set, from its first output to its last one's end */
-  struct runner_problem_slot *check; /* the PROBLEM's and a compare's findings (device) */
-  struct runner_problem_slot *slots; /* a fresh request's, one per launch (device), grown */
+  struct runner_problem_slot *check;   /* the PROBLEM's and a compare's findings (device) */
+  struct runner_problem_slot *slots;   /* a fresh request's, one per launch (device), grown */
+  struct runner_problem_slot *h_slots; /* their copy here */
   uint32_t n_slots;
 };
 
@@ -74,19 +75,21 @@ int runner_problem_slots_ready(struct runner_problem *p, uint32_t n, char *msg, 
 /* Generates every input of p from seed into p->in. */
 cudaError_t runner_problem_generate(const struct runner_problem *p, uint64_t seed,
                                     cudaStream_t stream);
-/* Clears *slot (device memory): no findings. */
-cudaError_t runner_problem_slot_reset(struct runner_problem_slot *slot, cudaStream_t stream);
-/* Counts into slot->in_* each element of each input of p that differs from what seed
- * generates (slot cleared before). */
-cudaError_t runner_problem_check_inputs(const struct runner_problem *p, uint64_t seed,
-                                        struct runner_problem_slot *slot, cudaStream_t stream);
-/* Compares got[o] with want[o] for every output o of p into slot->out[o] (cleared before):
- * bitwise, or by each output's rule (exact: bit for bit; else |got - want| <= abs +
- * rel |want| when both are finite, and a non-finite value passes only opposite the same
- * infinity or another NaN). with_values: also got and want at each first failure. */
-cudaError_t runner_problem_compare(const struct runner_problem *p, void *const *got,
-                                   void *const *want, bool bitwise, bool with_values,
-                                   struct runner_problem_slot *slot, cudaStream_t stream);
+/* The checks, enqueued on stream into slots on the device (nothing synchronized). An
+ * output's element passes by runner_proto.h's rule (exact: bit for bit; else |got -
+ * want| <= abs + rel |want| when both are finite; a non-finite value passes only
+ * opposite the same infinity or another NaN):
+ * - the reference's two launches on the job's inputs (its fresh set against the kept
+ *   one) into p->check, bit for bit unless the problem is nondeterministic;
+ * - run's outputs against the reference's on the job's inputs into p->check, with got
+ *   and want at each output's first failure;
+ * - after launch l of a fresh request: run's outputs against the reference's fresh set,
+ *   and every input against what seed generates, into p->slots[l] (slots ready). */
+cudaError_t runner_problem_check_reference(const struct runner_problem *p, cudaStream_t stream);
+cudaError_t runner_problem_check_run(const struct runner_problem *p, uint32_t run,
+                                     cudaStream_t stream);
+cudaError_t runner_problem_check_fresh(const struct runner_problem *p, uint32_t run, uint64_t seed,
+                                       uint32_t l, cudaStream_t stream);
 
 /* The arguments of a launch of p's kernels writing outs (a run's set, or the
  * reference's): every input's pointer, every output's, the params, into ptrs and ints,
@@ -95,19 +98,16 @@ int runner_problem_args(const struct runner_problem *p, void *const *outs,
                         void *ptrs[2 * RUNNER_PROBLEM_MAX_BUFFERS],
                         int32_t ints[RUNNER_PROBLEM_MAX_PARAMS], void **params);
 
-/* Reading the slots, once copied to the host (h): the two reference launches' findings
- * (p->check) into ready; a compare's (p->check) into check; a fresh request's n
- * launches' into done (fresh_checked and bad_*, the first launch with a finding, an
- * output's before an input's). */
-void runner_problem_ready_report(const struct runner_problem *p,
-                                 const struct runner_problem_slot *h,
-                                 struct runner_problem_ready_msg *ready);
-void runner_problem_check_report(const struct runner_problem *p,
-                                 const struct runner_problem_slot *h,
-                                 struct runner_problem_check *check);
-void runner_problem_fresh_report(const struct runner_problem *p,
-                                 const struct runner_problem_slot *h, uint32_t n,
-                                 struct runner_done_msg *done);
+/* The findings, read once the stream is idle (cudaMemcpy; a CUDA error is returned):
+ * the reference's launches' into ready (agreed, or the first output that differed); a
+ * run's into check; a fresh request's n launches' into done (fresh_checked and bad_*:
+ * the first launch with a finding, an output's before an input's). */
+cudaError_t runner_problem_read_reference(const struct runner_problem *p,
+                                          struct runner_problem_ready_msg *ready);
+cudaError_t runner_problem_read_run(const struct runner_problem *p,
+                                    struct runner_problem_check *check);
+cudaError_t runner_problem_read_fresh(const struct runner_problem *p, uint32_t n,
+                                      struct runner_done_msg *done);
 
 #ifdef __cplusplus
 }
