@@ -8,7 +8,8 @@
  * an int32 problem pass right kernels and catch wrong ones; the generator's uniform,
  * normal and integers inputs have the moments and ranges they should; a reference
  * that sums with float atomics is found to differ from itself unless the problem says
- * it is nondeterministic. GPULAB_RUNNER names the executable. */
+ * it is nondeterministic; a profiled launch runs on the problem's arguments.
+ * GPULAB_RUNNER names the executable. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -433,6 +434,38 @@ static void test_softmax(void) {
   CHECK_INT_EQ(runner_detach(r), 0);
 }
 
+/* A profiled RUN of a problem's kernel: one untimed launch under CUPTI on the
+ * problem's arguments, its outputs then compared (right: it ran, on the job's inputs). */
+static void test_profile(void) {
+  uint8_t ref[32], fast[32];
+  load(softmax_ref, softmax_decl, ref);
+  load(softmax_fast, softmax_decl, fast);
+  struct runner_problem_msg pm = softmax_msg(ref);
+  problem(&pm, 0);
+  struct runner_run_msg m;
+  memset(&m, 0, sizeof m);
+  memcpy(m.key, fast, 32);
+  m.grid[0] = ROWS, m.grid[1] = m.grid[2] = 1;
+  m.block[0] = 256, m.block[1] = m.block[2] = 1;
+  m.n_launches = 1, m.poison_each = 1, m.profile = 1;
+  m.problem = (struct runner_problem_run){.on = 1, .run = 1, .compare = 1};
+  struct runner_done_msg d;
+  memset(&d, 0, sizeof d);
+  struct runner_fault fault;
+  char err[256] = "", res[96];
+  CHECK_INT_EQ(runner_run(r, &m, DEADLINE_S, &d, &fault, err, sizeof err), 0);
+  CHECK(d.profile.requested);
+  if (!d.profile.available) printf("  no counters: %s\n", d.profile.reason);
+  snprintf(res, sizeof res, "profile: %.40s, %d kernel(s) seen; compare: %llu wrong",
+           d.profile.available ? "counters" : d.profile.reason, d.profile.n_kernels_seen,
+           (unsigned long long)d.problem_check.mismatches);
+  row_add("softmax fast, profiled", 0, res);
+  CHECK_SOFT(d.problem_check.mismatches == 0 && d.problem_check.compared == (uint64_t)ROWS * COLS,
+             "profiled: %llu mismatches", (unsigned long long)d.problem_check.mismatches);
+  CHECK_SOFT(!d.profile.available || d.profile.n_kernels_seen >= 1, "profiled: no kernel seen");
+  CHECK_INT_EQ(runner_detach(r), 0);
+}
+
 /* A one-input, one-output, one-param (n) problem of dtype t. */
 static struct runner_problem_msg simple_msg(const uint8_t ref[32], uint32_t t, uint32_t init,
                                             double a, double b, uint64_t n, uint32_t exact,
@@ -559,7 +592,7 @@ static void test_nondeterministic(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_refusals),  TEST(test_softmax),          TEST(test_dtypes),
+    TEST(test_refusals),  TEST(test_softmax),          TEST(test_profile), TEST(test_dtypes),
     TEST(test_generator), TEST(test_nondeterministic), TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};
