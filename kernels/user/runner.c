@@ -371,17 +371,19 @@ int runner_load(struct runner *r, const uint8_t key[32], const char *entry, cons
                 loaded, sizeof *loaded, err, err_len);
 }
 
-int runner_run(struct runner *r, struct runner_run_msg *m, double deadline_s,
-               struct runner_done_msg *done, struct runner_fault *fault, char *err,
-               size_t err_len) {
+/* A request that launches kernels (RUN, PROBLEM): n_launches of deadline_s each and
+ * the margin to answer `want` (out_len bytes into out). A fault ends the runner
+ * (-EFAULT), as does a launch past its deadline (-ETIMEDOUT, the runner killed). */
+static int launching(struct runner *r, uint32_t type, const void *m, size_t len,
+                     uint32_t n_launches, double deadline_s, uint32_t want, void *out,
+                     size_t out_len, struct runner_fault *fault, char *err, size_t err_len) {
   memset(fault, 0, sizeof *fault);
-  m->deadline_ms = deadline_s * 1e3;
-  double total_ms = (m->n_launches ? m->n_launches : 1) * m->deadline_ms +
+  double total_ms = (n_launches ? n_launches : 1) * deadline_s * 1e3 +
                     r->cfg.deadline_margin_s * 1e3;
   if (total_ms > 2e9) total_ms = 2e9;
   struct runner_hdr h;
   void *p;
-  int rc = call(r, RUNNER_MSG_RUN, m, sizeof *m, NULL, 0, NULL, 0, (int)total_ms, &h, &p, fault);
+  int rc = call(r, type, m, len, NULL, 0, NULL, 0, (int)total_ms, &h, &p, fault);
   if (rc == -ETIMEDOUT) {
     snprintf(fault->msg, sizeof fault->msg,
              "a launch ran past its deadline of %.3g s; the runner was killed", deadline_s);
@@ -404,10 +406,26 @@ int runner_run(struct runner *r, struct runner_run_msg *m, double deadline_s,
     return -EFAULT;
   }
   if (rc) return rc;
-  rc = expect(&h, p, RUNNER_MSG_DONE, sizeof *done, err, err_len);
-  if (!rc) memcpy(done, p, sizeof *done);
+  rc = expect(&h, p, want, out_len, err, err_len);
+  if (!rc) memcpy(out, p, out_len);
   free(p);
   return rc;
+}
+
+int runner_run(struct runner *r, struct runner_run_msg *m, double deadline_s,
+               struct runner_done_msg *done, struct runner_fault *fault, char *err,
+               size_t err_len) {
+  m->deadline_ms = deadline_s * 1e3;
+  return launching(r, RUNNER_MSG_RUN, m, sizeof *m, m->n_launches, deadline_s, RUNNER_MSG_DONE,
+                   done, sizeof *done, fault, err, err_len);
+}
+
+int runner_problem(struct runner *r, const struct runner_problem_msg *m, double deadline_s,
+                   struct runner_problem_ready_msg *ready, struct runner_fault *fault, char *err,
+                   size_t err_len) {
+  /* The reference's two launches; generating and comparing take less than one. */
+  return launching(r, RUNNER_MSG_PROBLEM, m, sizeof *m, 3, deadline_s, RUNNER_MSG_PROBLEM_READY,
+                   ready, sizeof *ready, fault, err, err_len);
 }
 
 void runner_stats(struct runner *r, struct runner_stats *s) {

@@ -310,6 +310,11 @@ static void fresh_check(const struct runner_fresh *f, const float *b, uint32_t l
 
 static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
                    struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  if (m->problem.on) {
+    snprintf(msg, msg_len,
+             "run: problems run on CUDA only; the CPU runner has no problem's buffers");
+    return -ENOTSUP;
+  }
   if (m->profile) /* gpulabd's CPU backend asks for none; a test's request may */
     exp_profile_unavailable(&done->profile, "gpulab-runner in CPU mode reads no counters");
   int mod = find_module(m->key);
@@ -398,4 +403,13 @@ static int cpu_run(const struct runner_run_msg *m, struct runner_done_msg *done,
   return 0;
 }
 
-const struct runner_ops runner_cpu_ops = {cpu_init, cpu_attach, cpu_detach, cpu_load, cpu_run};
+/* Problems' kernels are CUDA C for the device: nothing here could run them. */
+static int cpu_problem(const struct runner_problem_msg *m, struct runner_problem_ready_msg *ready,
+                       struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  (void)m, (void)ready, (void)fault;
+  snprintf(msg, msg_len, "problem: problems run on CUDA only, not in the CPU runner");
+  return -ENOTSUP;
+}
+
+const struct runner_ops runner_cpu_ops = {cpu_init, cpu_attach, cpu_detach,
+                                          cpu_load, cpu_run,    cpu_problem};

@@ -11,7 +11,10 @@
  * the others copied from pinned host memory taken from the image at load), and a run's
  * scratch (runner_run_msg.scratch_bytes) is zeroed, so that no launch sees what
  * another left. A fresh run's timed launches each get inputs generated from their own
- * seed and are checked after, untimed (runner_check.h). */
+ * seed and are checked after, untimed (runner_check.h). A problem's buffers
+ * (RUNNER_MSG_PROBLEM) are this runner's own (runner_problem.h): its RUNs launch with
+ * them as arguments, and each fresh launch is checked against the problem's reference
+ * launched on the same inputs just before it. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include "kernels/histogram/histogram.h"
 #include "kernels/user/runner_check.h"
 #include "kernels/user/runner_impl.h"
+#include "kernels/user/runner_problem.h"
 #include "kernels/user/uimage.h"
 
 typedef CUresult (*load_fn)(CUmodule *, const void *);
@@ -87,6 +91,8 @@ static uint64_t scratch_cap;
 static struct runner_check_slot *slots, *h_slots; /* fresh runs' findings, one per launch, kept */
 static uint32_t n_slots;
 static uint64_t use_clock;
+
+static struct runner_problem *prob; /* the problem's buffers, from PROBLEM to DETACH */
 
 static struct {
   int n;
@@ -184,11 +190,14 @@ static void module_unload(int i) {
   mods[i].used = false;
 }
 
-/* Ends a job: its buffers closed and every module unloaded (a second wall, besides the
- * variables put back before every launch, against answers memoized across jobs). */
+/* Ends a job: its buffers closed, its problem's freed and every module unloaded (a
+ * second wall, besides the variables put back before every launch, against answers
+ * memoized across jobs). */
 static void cuda_detach(void) {
   for (int i = 0; i < att.n; i++) cudaIpcCloseMemHandle(att.base[i]);
   att.n = 0;
+  runner_problem_free(prob);
+  prob = NULL;
   for (int i = 0; i < MAX_MODULES; i++)
     if (mods[i].used) module_unload(i);
 }
@@ -461,30 +470,142 @@ static int fault_of(cudaError_t e, struct runner_fault_msg *fault) {
   return 1;
 }
 
+/* The most arguments of a launch: a problem's inputs, outputs and params. */
+#define PLAN_MAX_ARGS (2 * RUNNER_PROBLEM_MAX_BUFFERS + RUNNER_PROBLEM_MAX_PARAMS)
+
+/* A step before or after a launch failed (what): the fault of an earlier launch when
+ * the stream holds one (1), else -EIO with msg. */
+static int step_failed(cudaError_t e, struct runner_fault_msg *fault, char *msg, size_t msg_len,
+                       const char *what) {
+  cudaError_t se = cudaStreamSynchronize(stream);
+  if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
+  snprintf(msg, msg_len, "%s: %s", what, cudaGetErrorName(e));
+  return -EIO;
+}
+
+/* Lets f take bytes of dynamic shared memory: 0, or -EINVAL with msg. */
+static int shared_allow(CUfunction f, uint32_t bytes, char *msg, size_t msg_len) {
+  if ((int)bytes > max_optin) {
+    snprintf(msg, msg_len, "run: %u bytes of dynamic shared memory, the device allows %d", bytes,
+             max_optin);
+    return -EINVAL;
+  }
+  CUresult r = drv.attr_set(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+  if (r != CUDA_SUCCESS) {
+    snprintf(msg, msg_len, "cuFuncSetAttribute(max dynamic shared %u): %s", bytes, cu_name(r));
+    return -EINVAL;
+  }
+  return 0;
+}
+
+/* The problem's reference (module mi) launched with params, after its variables and
+ * the scratch are put back; timed: between events 0 and 1. 0, 1 a fault (in fault), or
+ * -errno with msg. */
+static int ref_launch(int mi, void **params, bool timed, struct runner_fault_msg *fault, char *msg,
+                      size_t msg_len) {
+  const struct runner_problem_msg *pm = &prob->m;
+  cudaError_t e = state_reset(mi, pm->scratch_bytes);
+  if (e != cudaSuccess)
+    return step_failed(e, fault, msg, msg_len, "putting the reference's variables back");
+  if (timed) cudaEventRecord(events[0], stream);
+  CUresult r = drv.launch(mods[mi].fn, pm->ref_grid[0], pm->ref_grid[1], pm->ref_grid[2],
+                          pm->ref_block[0], pm->ref_block[1], pm->ref_block[2],
+                          pm->ref_shared_bytes, (CUstream)stream, params, NULL);
+  if (r != CUDA_SUCCESS) {
+    e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return fault_of(e, fault); /* an earlier launch faulted */
+    snprintf(msg, msg_len,
+             "the reference's cuLaunchKernel(grid %u,%u,%u block %u,%u,%u, %u B shared): %s",
+             pm->ref_grid[0], pm->ref_grid[1], pm->ref_grid[2], pm->ref_block[0], pm->ref_block[1],
+             pm->ref_block[2], pm->ref_shared_bytes, cu_name(r));
+    return -EINVAL;
+  }
+  if (timed) cudaEventRecord(events[1], stream);
+  return 0;
+}
+
+/* PROBLEM: the previous problem's buffers freed, m's made and its inputs generated
+ * from m->seed, the reference launched twice on them (its first launch's outputs in
+ * the fresh set, its second's kept as the truth for the job's inputs) and the two
+ * compared, bit for bit or (nondeterministic) by the outputs' rules. Every set is
+ * poisoned first, so that no output a kernel leaves unwritten holds what the memory
+ * held before. */
+static int cuda_problem(const struct runner_problem_msg *m, struct runner_problem_ready_msg *ready,
+                        struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  runner_problem_free(prob);
+  prob = NULL;
+  int mi = find_module(m->ref_key);
+  if (mi < 0) {
+    snprintf(msg, msg_len, "problem: the reference's image is not loaded");
+    return -ENOENT;
+  }
+  mods[mi].last_use = ++use_clock;
+  int rc = runner_problem_new(m, &prob, msg, msg_len);
+  if (rc) return rc;
+  if ((rc = scratch_ready(m->scratch_bytes, msg, msg_len)) ||
+      (rc = shared_allow(mods[mi].fn, m->ref_shared_bytes, msg, msg_len)) ||
+      (rc = grow_events(2, msg, msg_len)))
+    goto fail;
+  void *ptrs[2][2 * RUNNER_PROBLEM_MAX_BUFFERS], *params[2][PLAN_MAX_ARGS + 1];
+  int32_t ints[RUNNER_PROBLEM_MAX_PARAMS];
+  void *const *sets[2] = {prob->ref_fresh, prob->ref};
+  for (int k = 0; k < 2; k++) {
+    int n = runner_problem_args(prob, sets[k], ptrs[k], ints, params[k]);
+    if (m->scratch_bytes) params[k][n] = &scratch;
+  }
+  cudaError_t e = cudaMemsetAsync(prob->out[0][0], 0xff, prob->set_bytes * (m->n_runs + 2), stream);
+  for (int k = 0; k < 2 && e == cudaSuccess && rc == 0; k++) {
+    e = runner_problem_generate(prob, m->seed, stream); /* as the reference found them */
+    if (e == cudaSuccess) rc = ref_launch(mi, params[k], k == 1, fault, msg, msg_len);
+  }
+  if (rc) goto fail;
+  if (e == cudaSuccess) e = runner_problem_check_reference(prob, stream);
+  if (e == cudaSuccess) e = runner_problem_generate(prob, m->seed, stream);
+  if (e != cudaSuccess) {
+    rc = step_failed(e, fault, msg, msg_len, "problem: generating or comparing");
+    goto fail;
+  }
+  float ms = 0;
+  if ((e = cudaStreamSynchronize(stream)) != cudaSuccess ||
+      (e = cudaEventElapsedTime(&ms, events[0], events[1])) != cudaSuccess ||
+      (e = runner_problem_read_reference(prob, ready)) != cudaSuccess)
+    return fault_of(e, fault);
+  ready->ref_ms = ms;
+  return 0;
+fail: /* no half-made problem: its runs are refused */
+  if (rc != 1) {
+    runner_problem_free(prob);
+    prob = NULL;
+  }
+  return rc;
+}
+
 /* One run's plan: its kernel, its arguments bound, and what each launch needs first. */
 struct run_plan {
   const struct runner_run_msg *m;
   int mi; /* its module */
   CUfunction f;
-  CUdeviceptr ptrs[RUNNER_MAX_ARGS];
-  int ints[RUNNER_MAX_ARGS];
-  void *params[RUNNER_MAX_ARGS + 1]; /* and the scratch */
+  void *ptrs[PLAN_MAX_ARGS];
+  int32_t ints[PLAN_MAX_ARGS];
+  void *params[PLAN_MAX_ARGS + 1]; /* and the scratch */
+  uint64_t scratch_bytes;
   bool cold, fresh;
   bool per_launch; /* each launch timed alone: something is done before each */
   float *fresh_in[RUNNER_MAX_FRESH];
-  float *out;
+  void *out; /* what poisoning fills */
   size_t out_bytes;
+  /* A problem's run (m->problem.on); when fresh, its reference (module ref_mi, -1:
+   * none) launched on each launch's inputs first, into the problem's fresh set. */
+  bool problem;
+  int ref_mi;
+  void *ref_ptrs[2 * RUNNER_PROBLEM_MAX_BUFFERS];
+  void *ref_params[PLAN_MAX_ARGS + 1];
 };
 
-/* m's kernel, arguments, scratch and shared memory into p, checked: 0 or -errno with msg. */
-static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *msg, size_t msg_len) {
-  *p = (struct run_plan){.m = m, .mi = find_module(m->key)};
-  if (p->mi < 0) {
-    snprintf(msg, msg_len, "run: no image loaded under that key");
-    return -ENOENT;
-  }
-  mods[p->mi].last_use = ++use_clock;
-  p->f = mods[p->mi].fn;
+/* An experiment's run: m's arguments from the attached buffers. Their count, or
+ * -EINVAL with msg. */
+static int bind_args(const struct runner_run_msg *m, struct run_plan *p, char *msg,
+                     size_t msg_len) {
   if (m->n_args > RUNNER_MAX_ARGS || m->out_buffer >= (uint32_t)att.n ||
       m->out_floats * sizeof(float) > att.bytes[m->out_buffer]) {
     snprintf(msg, msg_len, "run: bad arguments or output");
@@ -497,36 +618,88 @@ static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *ms
                  att.n);
         return -EINVAL;
       }
-      p->ptrs[i] = (CUdeviceptr)(uintptr_t)att.ptr[m->args[i].value];
+      p->ptrs[i] = att.ptr[m->args[i].value];
       p->params[i] = &p->ptrs[i];
     } else {
       p->ints[i] = m->args[i].value;
       p->params[i] = &p->ints[i];
     }
   }
-  int rc = scratch_ready(m->scratch_bytes, msg, msg_len);
+  p->scratch_bytes = m->scratch_bytes;
+  p->out = att.ptr[m->out_buffer];
+  p->out_bytes = m->out_floats * sizeof(float);
+  return (int)m->n_args;
+}
+
+/* A problem's run: its arguments from the problem's buffers (runner_proto.h's
+ * runner_problem_run). Their count, or -errno with msg. */
+static int bind_problem(const struct runner_run_msg *m, struct run_plan *p, char *msg,
+                        size_t msg_len) {
+  const struct runner_problem_run *q = &m->problem;
+  const bool fresh = m->timed && q->fresh_seed;
+  const char *why = !prob ? "no problem's buffers (a PROBLEM request makes them)"
+                    : q->run >= prob->m.n_runs ? "no such run of the problem"
+                    : q->compare > 1           ? "compare is 0 or 1"
+                    : q->compare && fresh
+                        ? "compare is of launches on the job's inputs, not fresh ones"
+                    : m->reset_zero
+                        ? "a problem's outputs are poisoned with all bits set, not zeroed"
+                    : m->scratch_bytes && m->scratch_bytes != prob->m.scratch_bytes
+                        ? "its scratch is the problem's"
+                        : NULL;
+  if (why) {
+    snprintf(msg, msg_len, "run: %s", why);
+    return -EINVAL;
+  }
+  p->problem = true;
+  p->scratch_bytes = prob->m.scratch_bytes;
+  p->out = prob->out[q->run][0];
+  p->out_bytes = prob->set_bytes;
+  if (fresh) {
+    p->ref_mi = find_module(prob->m.ref_key);
+    if (p->ref_mi < 0) {
+      snprintf(msg, msg_len, "run: the problem's reference is not loaded");
+      return -ENOENT;
+    }
+    mods[p->ref_mi].last_use = ++use_clock;
+    int n = runner_problem_args(prob, prob->ref_fresh, p->ref_ptrs, p->ints, p->ref_params);
+    if (p->scratch_bytes) p->ref_params[n] = &scratch;
+  }
+  return runner_problem_args(prob, prob->out[q->run], p->ptrs, p->ints, p->params);
+}
+
+/* m's kernel, arguments, scratch and shared memory into p, checked: 0 or -errno with msg. */
+static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *msg, size_t msg_len) {
+  *p = (struct run_plan){.m = m, .mi = find_module(m->key), .ref_mi = -1};
+  if (p->mi < 0) {
+    snprintf(msg, msg_len, "run: no image loaded under that key");
+    return -ENOENT;
+  }
+  mods[p->mi].last_use = ++use_clock;
+  p->f = mods[p->mi].fn;
+  int n = m->problem.on ? bind_problem(m, p, msg, msg_len) : bind_args(m, p, msg, msg_len);
+  if (n < 0) return n;
+  int rc = scratch_ready(p->scratch_bytes, msg, msg_len);
   if (rc) return rc;
-  if (m->scratch_bytes) p->params[m->n_args] = &scratch;
-  if ((int)m->dyn_shared_bytes > max_optin) {
-    snprintf(msg, msg_len, "run: %u bytes of dynamic shared memory, the device allows %d",
-             m->dyn_shared_bytes, max_optin);
-    return -EINVAL;
+  if (p->scratch_bytes) p->params[n] = &scratch;
+  /* A fresh problem run launches its reference too, maybe the same function. */
+  uint32_t shared = m->dyn_shared_bytes;
+  if (p->ref_mi >= 0) {
+    uint32_t ref = prob->m.ref_shared_bytes;
+    if (p->ref_mi == p->mi)
+      shared = shared > ref ? shared : ref;
+    else if ((rc = shared_allow(mods[p->ref_mi].fn, ref, msg, msg_len)))
+      return rc;
   }
-  CUresult r = drv.attr_set(p->f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            (int)m->dyn_shared_bytes);
-  if (r != CUDA_SUCCESS) {
-    snprintf(msg, msg_len, "cuFuncSetAttribute(max dynamic shared %u): %s", m->dyn_shared_bytes,
-             cu_name(r));
-    return -EINVAL;
-  }
+  if ((rc = shared_allow(p->f, shared, msg, msg_len))) return rc;
   if (m->cold > 1) {
     snprintf(msg, msg_len, "run: cold is 0 or 1, not %u", m->cold);
     return -EINVAL;
   }
   if (m->cooperative) { /* every block resident at once, or a grid-wide sync never returns */
     int per_sm = 0;
-    r = drv.max_blocks_per_sm(&per_sm, p->f, (int)(m->block[0] * m->block[1] * m->block[2]),
-                              m->dyn_shared_bytes);
+    CUresult r = drv.max_blocks_per_sm(
+        &per_sm, p->f, (int)(m->block[0] * m->block[1] * m->block[2]), m->dyn_shared_bytes);
     unsigned long long blocks = (unsigned long long)m->grid[0] * m->grid[1] * m->grid[2];
     if (r != CUDA_SUCCESS || blocks > (unsigned long long)per_sm * (unsigned long long)n_sms) {
       snprintf(msg, msg_len,
@@ -538,30 +711,31 @@ static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *ms
     }
   }
   p->cold = m->timed && m->cold; /* untimed launches (the check's, warm-ups) stay as they are */
-  p->fresh = m->timed && m->fresh.check != RUNNER_CHECK_NONE;
-  if (p->fresh &&
-      ((rc = fresh_ok(m, msg, msg_len)) || (rc = slots_ready(m->n_launches, msg, msg_len))))
-    return rc;
-  for (uint32_t i = 0; p->fresh && i < m->fresh.n_in; i++) p->fresh_in[i] = (float *)att.ptr[i];
+  p->fresh = m->timed && (p->problem ? m->problem.fresh_seed != 0 : m->fresh.check != 0);
+  if (p->fresh && p->problem)
+    rc = runner_problem_slots_ready(prob, m->n_launches, msg, msg_len);
+  else if (p->fresh && !(rc = fresh_ok(m, msg, msg_len)))
+    rc = slots_ready(m->n_launches, msg, msg_len);
+  if (rc) return rc;
+  for (uint32_t i = 0; p->fresh && !p->problem && i < m->fresh.n_in; i++)
+    p->fresh_in[i] = (float *)att.ptr[i];
   /* Anything done before each launch stays outside the timed part: each timed alone. */
   p->per_launch = m->timed &&
-                  (m->poison_each || p->cold || p->fresh || mods[p->mi].n_vars || m->scratch_bytes);
+                  (m->poison_each || p->cold || p->fresh || mods[p->mi].n_vars || p->scratch_bytes);
   rc = grow_events(p->per_launch ? 2 * m->n_launches : 2, msg, msg_len);
   if (rc) return rc;
   if (p->cold && (rc = flush_ready(msg, msg_len))) return rc;
-  p->out = (float *)att.ptr[m->out_buffer];
-  p->out_bytes = m->out_floats * sizeof(float);
   return 0;
 }
 
-/* A step before or after launch i failed (what): the fault of an earlier launch when
- * the stream holds one (1), else -EIO with msg. */
-static int step_failed(cudaError_t e, struct runner_fault_msg *fault, char *msg, size_t msg_len,
-                       const char *what) {
-  cudaError_t se = cudaStreamSynchronize(stream);
-  if (se != cudaSuccess) return fault_of(se, fault); /* an earlier launch faulted */
-  snprintf(msg, msg_len, "%s: %s", what, cudaGetErrorName(e));
-  return -EIO;
+/* Before launch i of a fresh problem run, untimed: the inputs generated from the
+ * launch's seed, and the reference launched on them into the problem's fresh set. */
+static int problem_fresh_before(const struct run_plan *p, uint32_t i,
+                                struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  cudaError_t e = runner_problem_generate(prob, p->m->problem.fresh_seed + i, stream);
+  if (e == cudaSuccess) e = cudaMemsetAsync(prob->ref_fresh[0], 0xff, prob->set_bytes, stream);
+  if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the fresh inputs");
+  return ref_launch(p->ref_mi, (void **)p->ref_params, false, fault, msg, msg_len);
 }
 
 /* Launch i of p's run, with what comes before it (fresh inputs, the poisoned output,
@@ -571,13 +745,18 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
   const struct runner_run_msg *m = p->m;
   char what[64];
   cudaError_t e;
-  if (p->fresh && (e = runner_fresh_generate(&m->fresh, p->fresh_in, i, stream)) != cudaSuccess) {
+  int rc;
+  if (p->fresh && p->problem && (rc = problem_fresh_before(p, i, fault, msg, msg_len))) return rc;
+  if (p->fresh && !p->problem &&
+      (e = runner_fresh_generate(&m->fresh, p->fresh_in, i, stream)) != cudaSuccess) {
     snprintf(what, sizeof what, "run: generating launch %u's inputs failed", i);
     return step_failed(e, fault, msg, msg_len, what);
   }
-  if (m->poison_each) /* NaN, all bits; or 0.0f for a kernel that accumulates */
+  /* NaN, all bits; or 0.0f for a kernel that accumulates. A fresh problem launch's
+   * outputs always. */
+  if (m->poison_each || (p->fresh && p->problem))
     cudaMemsetAsync(p->out, m->reset_zero ? 0 : 0xff, p->out_bytes, stream);
-  e = state_reset(p->mi, m->scratch_bytes); /* untimed: before the start event */
+  e = state_reset(p->mi, p->scratch_bytes); /* untimed: before the start event */
   if (e != cudaSuccess)
     return step_failed(e, fault, msg, msg_len, "run: putting the module's variables back");
   if (p->cold) { /* after the poisoning: its dirty lines are written back untimed */
@@ -603,12 +782,32 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
     return -EINVAL;
   }
   if (p->per_launch) cudaEventRecord(events[2 * i + 1], stream);
-  if (p->fresh && (e = runner_fresh_check(&m->fresh, (const float *const *)p->fresh_in, p->out,
-                                          m->out_floats, i, &slots[i], stream)) != cudaSuccess) {
+  if (p->fresh && p->problem) /* outputs against the reference's, inputs as generated */
+    e = runner_problem_check_fresh(prob, m->problem.run, m->problem.fresh_seed + i, i, stream);
+  else if (p->fresh)
+    e = runner_fresh_check(&m->fresh, (const float *const *)p->fresh_in, (const float *)p->out,
+                           m->out_floats, i, &slots[i], stream);
+  if (p->fresh && e != cudaSuccess) {
     snprintf(what, sizeof what, "run: checking launch %u failed", i);
     return step_failed(e, fault, msg, msg_len, what);
   }
   return 0;
+}
+
+/* After a problem run's launches: the compare (m->problem.compare) and the job's inputs
+ * generated again (a fresh request leaves its last launch's, and a kernel may have
+ * written into them), so that the next request finds them; then the findings read
+ * into done. 0, 1 a fault, or -errno with msg. */
+static int problem_finish(const struct run_plan *p, struct runner_done_msg *done,
+                          struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  const struct runner_problem_run *q = &p->m->problem;
+  cudaError_t e = q->compare ? runner_problem_check_run(prob, q->run, stream) : cudaSuccess;
+  if (e == cudaSuccess) e = runner_problem_generate(prob, prob->m.seed, stream);
+  if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the problem's check");
+  e = cudaStreamSynchronize(stream);
+  if (e == cudaSuccess && q->compare) e = runner_problem_read_run(prob, &done->problem_check);
+  if (e == cudaSuccess && p->fresh) e = runner_problem_read_fresh(prob, p->m->n_launches, done);
+  return e == cudaSuccess ? 0 : fault_of(e, fault);
 }
 
 /* ---- a profiled launch (runner_run_msg.profile) ---- */
@@ -655,7 +854,8 @@ static int profile_run(const struct runner_run_msg *m, struct runner_done_msg *d
     return 0;
   }
   struct profiled a = {&p, done, fault, msg, msg_len};
-  return cuda_profiler_run(profiler, stream, profiled_launch, &a, &done->profile);
+  rc = cuda_profiler_run(profiler, stream, profiled_launch, &a, &done->profile);
+  return rc == 0 && p.problem ? problem_finish(&p, done, fault, msg, msg_len) : rc;
 }
 
 static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done,
@@ -681,6 +881,7 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
     done->ms_per_launch = total / m->n_launches;
   }
   if (done->l2_flushes) done->flush_bytes = flush_len * sizeof(float);
+  if (p.problem) return problem_finish(&p, done, fault, msg, msg_len);
   if (p.fresh) {
     e = cudaMemcpy(h_slots, slots, m->n_launches * sizeof *h_slots, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return fault_of(e, fault);
@@ -689,5 +890,5 @@ static int cuda_run(const struct runner_run_msg *m, struct runner_done_msg *done
   return 0;
 }
 
-const struct runner_ops runner_cuda_ops = {cuda_init, cuda_attach, cuda_detach, cuda_load,
-                                           cuda_run};
+const struct runner_ops runner_cuda_ops = {cuda_init, cuda_attach, cuda_detach,
+                                           cuda_load, cuda_run,    cuda_problem};

@@ -21,6 +21,12 @@ struct runner_ops {
    * shape the device refused; the runner goes on). */
   int (*run)(const struct runner_run_msg *m, struct runner_done_msg *done,
              struct runner_fault_msg *fault, char *msg, size_t msg_len);
+  /* Makes a problem's buffers (runner_proto.h's RUNNER_MSG_PROBLEM), the previous
+   * problem's freed: 0 (ready filled), 1 when the reference faulted (fault filled, as
+   * run), or -errno with msg (-ENOTSUP: a mode without problems; -ENOENT: the
+   * reference's image is not loaded; -ENOMEM; -EINVAL: a bad message). */
+  int (*problem)(const struct runner_problem_msg *m, struct runner_problem_ready_msg *ready,
+                 struct runner_fault_msg *fault, char *msg, size_t msg_len);
 };
 
 extern const struct runner_ops runner_cpu_ops;

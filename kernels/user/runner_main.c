@@ -21,6 +21,13 @@ static int send_error(int sock, int code, const char *msg) {
   return runner_send(sock, RUNNER_MSG_ERROR, &e, sizeof e, NULL, 0, NULL, 0);
 }
 
+/* A launch faulted (what: "kernel", "the problem's reference"): said on stderr and to
+ * gpulabd. The runner exits next: its context is lost, gpulabd starts another. */
+static void send_fault(int sock, const struct runner_fault_msg *fault, const char *what) {
+  fprintf(stderr, "gpulab-runner: %s fault: %s: %s; exiting\n", what, fault->name, fault->msg);
+  runner_send(sock, RUNNER_MSG_FAULT, fault, sizeof *fault, NULL, 0, NULL, 0);
+}
+
 static void close_fds(int *fds, int n) {
   for (int i = 0; i < n; i++) close(fds[i]);
 }
@@ -74,13 +81,28 @@ static int serve(int sock, const struct runner_ops *ops) {
       rc = ops->run(p, &done, &fault, msg, sizeof msg);
       done.wall_ms = clock_mono_ms() - t0;
       if (rc == 1) {
-        fprintf(stderr, "gpulab-runner: kernel fault: %s: %s; exiting\n", fault.name, fault.msg);
-        runner_send(sock, RUNNER_MSG_FAULT, &fault, sizeof fault, NULL, 0, NULL, 0);
+        send_fault(sock, &fault, "kernel");
         free(p);
-        return 3; /* the context is lost: gpulabd starts another runner */
+        return 3;
       }
       rc = rc < 0 ? send_error(sock, rc, msg)
                   : runner_send(sock, RUNNER_MSG_DONE, &done, sizeof done, NULL, 0, NULL, 0);
+      break;
+    }
+    case RUNNER_MSG_PROBLEM: {
+      if (h.len != sizeof(struct runner_problem_msg)) goto bad;
+      struct runner_problem_ready_msg ready = {0};
+      struct runner_fault_msg fault;
+      memset(&fault, 0, sizeof fault);
+      rc = ops->problem(p, &ready, &fault, msg, sizeof msg);
+      if (rc == 1) {
+        send_fault(sock, &fault, "the problem's reference");
+        free(p);
+        return 3;
+      }
+      rc = rc < 0 ? send_error(sock, rc, msg)
+                  : runner_send(sock, RUNNER_MSG_PROBLEM_READY, &ready, sizeof ready, NULL, 0, NULL,
+                                0);
       break;
     }
     default:

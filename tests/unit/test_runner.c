@@ -283,8 +283,49 @@ static void test_cuda_refused(void) {
 #endif
 }
 
+/* Problems run on CUDA only: the CPU runner answers PROBLEM and a problem's RUN with
+ * -ENOTSUP and its reason, and serves the next job (no new start). */
+static void test_problem_refused(void) {
+  struct runner_config cfg = {.exe = exe, .mode = RUNNER_MODE_CPU, .log = on_log};
+  struct runner *r;
+  CHECK_INT_EQ(runner_new(&cfg, &r), 0);
+  char err[256] = "";
+  CHECK_INT_EQ(runner_acquire(r, err, sizeof err), 0);
+  struct runner_problem_msg pm;
+  memset(&pm, 0, sizeof pm);
+  pm.n_in = pm.n_out = pm.n_runs = 1;
+  pm.in[0] = (struct runner_problem_input){RUNNER_DTYPE_FLOAT32, RUNNER_INIT_UNIFORM, -1, 1, 16};
+  pm.out[0] = (struct runner_problem_output){RUNNER_DTYPE_FLOAT32, 1, 0, 0, 16};
+  pm.ref_grid[0] = pm.ref_grid[1] = pm.ref_grid[2] = 1;
+  pm.ref_block[0] = pm.ref_block[1] = pm.ref_block[2] = 1;
+  struct runner_problem_ready_msg ready;
+  struct runner_fault fault;
+  CHECK_INT_EQ(runner_problem(r, &pm, 1, &ready, &fault, err, sizeof err), -ENOTSUP);
+  printf("PROBLEM in CPU mode: %s\n", err);
+  CHECK(strstr(err, "CUDA only") != NULL);
+  struct runner_run_msg m = run_msg("transpose");
+  struct runner_loaded_msg loaded;
+  CHECK_INT_EQ(runner_load(r, m.key, "transpose", "image", 5, &loaded, err, sizeof err), 0);
+  m.problem.on = 1;
+  struct runner_done_msg done;
+  err[0] = '\0';
+  CHECK_INT_EQ(runner_run(r, &m, 1, &done, &fault, err, sizeof err), -ENOTSUP);
+  CHECK(strstr(err, "CUDA only") != NULL);
+  runner_release(r);
+  struct bufs b;
+  bufs_new(&b);
+  CHECK_INT_EQ(job(r, "transpose", 1, 2, &b, &fault, NULL), 0);
+  CHECK_INT_EQ(mismatches(&b), 0);
+  struct runner_stats st;
+  runner_stats(r, &st);
+  CHECK_INT_EQ(st.starts, 1);
+  runner_free(r);
+  bufs_free(&b);
+}
+
 static const struct test_case cases[] = {
     TEST(test_life_cycle),
+    TEST(test_problem_refused),
     TEST(test_no_executable),
     TEST(test_cuda_refused),
     TEST_END,
