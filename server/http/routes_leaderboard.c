@@ -7,7 +7,9 @@
  * today's rules (user_kernel.rules, EXP_USER_RULES), and a user's run with uneven
  * samples (warnings: uneven_samples) only once another job of the same kernel and size
  * reproduced its median within EXP_REPRODUCED. The size sets the experiment's
- * dimension params; the others stay at their defaults. */
+ * dimension params; the others stay at their defaults. /leaderboard/problem:<name> is a
+ * problem's: its newest version's (or ?version=) at its params (?size= gives them in
+ * order), its reference and users' kernels of it ranked alike. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 
 #include "server/http/routes.h"
 #include "server/service/job_json.h"
+#include "server/service/problems.h"
 #include "server/service/ukernels.h"
 
 #define BOARD_SCAN_LIMIT 5000 /* jobs read, newest first */
@@ -29,6 +32,12 @@ struct board {
   json_t *medians;                /* label -> [[job, median_ms], ...] of every rankable run */
   json_t *pending;                /* [row, ...]: runs with uneven samples, not yet reproduced */
   json_t *visible;                /* "<id>@<version>" -> whether the client may see it */
+  /* A problem's board (/leaderboard/problem:<name>): its name and version, and its
+   * params' names and the values the rows were measured at. */
+  const char *problem;
+  int version, n_pparams;
+  char pnames[EXP_PROBLEM_MAX_PARAMS][PROBLEM_IDENT_MAX + 1];
+  long long pwant[EXP_PROBLEM_MAX_PARAMS];
 };
 
 static const char *str_of(json_t *o, const char *key) {
@@ -71,11 +80,23 @@ static bool rankable(struct board *b, json_t *run, const char *label, json_t *uk
   return v >= 0 && !(b->exp->variants[v].flags & EXP_VARIANT_BASELINE);
 }
 
+/* Whether a problem's job ran b's problem and version at b's params. */
+static bool problem_matches(const struct board *b, json_t *params) {
+  json_t *p = json_object_get(params, "problem");
+  if (strcmp(str_of(p, "name"), b->problem) != 0 ||
+      json_integer_value(json_object_get(p, "version")) != b->version)
+    return false;
+  for (int i = 0; i < b->n_pparams; i++)
+    if (json_integer_value(json_object_get(params, b->pnames[i])) != b->pwant[i]) return false;
+  return true;
+}
+
 static void consider(struct board *b, json_t *job) {
   if (!job || strcmp(str_of(job, "type"), b->exp->name) != 0 ||
       strcmp(str_of(job, "state"), "done") != 0)
     return;
   json_t *params = json_object_get(job, "params");
+  if (b->problem && !problem_matches(b, params)) return;
   for (int i = 0; i < b->exp->n_params; i++)
     if (json_integer_value(json_object_get(params, b->exp->params[i].name)) != b->want[i]) return;
   size_t i;
@@ -225,19 +246,90 @@ static json_t *board_json(struct board *b) {
   free(rows);
   for (int i = 0; i < b->exp->n_params; i++)
     json_object_set_new(size, b->exp->params[i].name, json_integer(b->want[i]));
-  return json_pack("{s:s,s:o,s:o}", "experiment", b->exp->name, "size", size, "rows", list);
+  for (int i = 0; i < b->n_pparams; i++)
+    json_object_set_new(size, b->pnames[i], json_integer(b->pwant[i]));
+  if (!b->problem)
+    return json_pack("{s:s,s:o,s:o}", "experiment", b->exp->name, "size", size, "rows", list);
+  return json_pack("{s:s+,s:{s:s,s:i},s:o,s:o}", "experiment", "problem:", b->problem, "problem",
+                   "name", b->problem, "version", b->version, "size", size, "rows", list);
 }
 
-json_t *route_leaderboard_board(struct request *r, int type, const char *size,
-                                struct api_error *err) {
-  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
-  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
-  if (size && parse_size(&b, size, err)) return NULL;
+static json_t *board_of(struct board *b0, struct api_error *err);
+
+/* A problem's ?size=: its params' values in their order, comma-separated ("4096,1024"),
+ * each within its range; params not given stay at their defaults. */
+static int parse_problem_size(struct board *b, const struct problem_def *d, const char *size,
+                              struct api_error *err) {
+  const char *p = size;
+  for (int i = 0; i < d->n_params && *p; i++) {
+    char *end;
+    long long x = strtoll(p, &end, 10);
+    if (end == p || (*end && *end != ','))
+      return api_error_set(err, 400, "wrong_type", "size",
+                           "size is the problem's params in order, comma-separated (%s%s), got "
+                           "'%.40s'",
+                           d->params[0].name, d->n_params > 1 ? ", ..." : "", size);
+    if (x < d->params[i].min || x > d->params[i].max)
+      return api_error_set(err, 400, "out_of_range", "size",
+                           "%s must be between %d and %d, got %lld", d->params[i].name,
+                           d->params[i].min, d->params[i].max, x);
+    b->pwant[i] = x;
+    p = *end ? end + 1 : end;
+  }
+  if (*p)
+    return api_error_set(err, 400, "out_of_range", "size", "problem %s has %d params", d->name,
+                         d->n_params);
+  return 0;
+}
+
+/* GET /leaderboard/problem:<name>: the board of its newest version (or ?version=), which
+ * the client may see. */
+static enum MHD_Result problem_board(struct request *r, const char *name) {
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  const char *vtext = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "version");
+  const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
+  int version = vtext ? atoi(vtext) : 0;
+  if (vtext && version < 1)
+    return respond_fail(r, 400, "out_of_range", "version", "version is 1, 2, ..., got '%.20s'",
+                        vtext);
+  struct store_problem row;
+  struct problem_def *d = NULL;
+  int rc = u ? problems_get(u, name, version, &row, &d) : -ENOENT;
+  if (rc == 0 && ((!version && row.deleted) || !(row.is_public || request_may_see(r, row.owner)))) {
+    problems_row_clear(&row);
+    problem_def_free(d);
+    rc = -ENOENT;
+  }
+  if (rc)
+    return rc == -ENOENT
+               ? respond_fail(r, 404, "problem_not_found", "experiment", "no problem '%.63s'%s",
+                              name, version ? " of that version" : "")
+               : respond_storage(r, rc);
+  struct board b = {.r = r, .type = EXP_PROBLEM, .exp = exp_desc(EXP_PROBLEM)};
+  b.problem = name;
+  b.version = row.version;
+  b.n_pparams = d->n_params;
+  for (int i = 0; i < d->n_params; i++) {
+    snprintf(b.pnames[i], sizeof b.pnames[i], "%s", d->params[i].name);
+    b.pwant[i] = d->params[i].def;
+  }
+  problems_row_clear(&row);
+  struct api_error err;
+  rc = size ? parse_problem_size(&b, d, size, &err) : 0;
+  problem_def_free(d);
+  if (rc) return respond_error(r, &err);
+  json_t *out = board_of(&b, &err);
+  return out ? respond_json(r, 200, out) : respond_error(r, &err);
+}
+
+/* b's rows from the jobs that measured them, as the board's document; NULL with err. */
+static json_t *board_of(struct board *b0, struct api_error *err) {
+  struct board b = *b0;
   b.best = json_object(), b.medians = json_object(), b.pending = json_array();
   b.visible = json_object();
   json_t *out = NULL;
   if (b.best && b.medians && b.pending && b.visible) {
-    if (service_jobs_page(r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
+    if (service_jobs_page(b.r->srv->opts.service, 0, "done", b.exp->name, NULL, BOARD_SCAN_LIMIT,
                           from_store, &b) == -ENOENT)
       from_memory(&b);
     settle_pending(&b);
@@ -251,8 +343,17 @@ json_t *route_leaderboard_board(struct request *r, int type, const char *size,
   return out;
 }
 
+json_t *route_leaderboard_board(struct request *r, int type, const char *size,
+                                struct api_error *err) {
+  struct board b = {.r = r, .type = (enum exp_type)type, .exp = exp_desc((enum exp_type)type)};
+  for (int i = 0; i < b.exp->n_params; i++) b.want[i] = b.exp->params[i].def;
+  if (size && parse_size(&b, size, err)) return NULL;
+  return board_of(&b, err);
+}
+
 enum MHD_Result route_leaderboard(struct request *r, const struct route_args *a) {
   const char *experiment = a->id;
+  if (!strncmp(experiment, "problem:", 8)) return problem_board(r, experiment + 8);
   int type = exp_type_from_name(experiment);
   if (type < 0 || !exp_user_of((enum exp_type)type)) {
     char names[96] = "";

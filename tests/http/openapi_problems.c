@@ -61,6 +61,13 @@ void check_problems(void) {
                    ACCEPTED)); /* a range the document cannot know */
   json_decref(post(jobs, "/problems/copy_n/jobs", "{\"colour\":1}", 400, "unknown_field", REFUSED));
   json_decref(post(jobs, "/problems/nope/jobs", "{}", 404, "problem_not_found", ACCEPTED));
+  /* Its leaderboard: empty here (the CPU backend runs none of its runs). */
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/problem:copy_n?size=4096", 200, NULL,
+       NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/problem:copy_n?size=0", 400,
+       "out_of_range", NULL);
+  call("/leaderboard/{experiment}", "GET", "/leaderboard/problem:nope", 404, "problem_not_found",
+       NULL);
   call("/problems/{name}", "DELETE", "/problems/copy_n", 200, NULL, NULL);
   call("/problems/{name}", "DELETE", "/problems/copy_n", 404, "problem_not_found", NULL);
   call("/problems/{name}/versions/{version}", "GET", "/problems/copy_n/versions/2", 200, NULL,

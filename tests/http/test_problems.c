@@ -377,6 +377,16 @@ static void test_jobs(void) {
   CHECK(!JBOOL(r.json, "result.runs[0].available"));
   CHECK(strstr(JSTR(r.json, "result.runs[0].reason"), "CUDA device"));
   http_reply_free(&r);
+  json_t *board = http_get_json(&d, "/leaderboard/problem:softmax_rows?size=64,100");
+  CHECK_STR_EQ(JSTR(board, "experiment"), "problem:softmax_rows");
+  CHECK_INT_EQ(JINT(board, "problem.version"), 3);
+  CHECK_INT_EQ(JINT(board, "size.cols"), 100);
+  CHECK_INT_EQ(json_array_size(json_at(board, "rows")), 0); /* nothing ran on the CPU */
+  json_decref(board);
+  HTTP_EXPECT(&d, "GET", "/leaderboard/problem:softmax_rows?size=64,0", 400, "out_of_range",
+              "size");
+  HTTP_EXPECT(&d, "GET", "/leaderboard/problem:softmax_rows?version=9", 404, "problem_not_found",
+              "experiment");
   const char *path = "/problems/softmax_rows/jobs";
   refused_job(path, "{\"params\": {\"rows\": 0}}", 400, "out_of_range", "params.rows");
   refused_job(path, "{\"params\": {\"rowz\": 1}}", 400, "unknown_field", "params.rowz");
