@@ -211,10 +211,9 @@ static int setup(struct cuda_job *j) {
     if (rc) return runner_error(j, rc, "its buffers and reference", err);
     if (!ready.agreed) {
       snprintf(j->err, j->err_len,
-               "problem %.40s: its reference disagrees with itself on the job's inputs: two "
-               "launches gave %llu elements of output %s apart, the first at %llu; a reference "
-               "must be deterministic, or the problem says \"nondeterministic\": true and gives "
-               "each output a tolerance",
+               "problem %.40s: its reference disagrees with itself on the job's inputs (%llu "
+               "elements of output %s, the first at %llu): make it deterministic, or define the "
+               "problem \"nondeterministic\"",
                pj->plan.name, (unsigned long long)ready.differ,
                ready.output < (uint32_t)pj->plan.n_outputs ? pj->plan.outputs[ready.output].name
                                                            : "?",
