@@ -11,7 +11,10 @@
  * they find what an earlier launch left (in a zero-initialized __device__ array, an
  * initialized __device__ counter, the scratch) pass only because the runner puts the
  * module's variables back and zeroes the scratch before every launch; a kernel that
- * writes into its const input fails its job with input_modified. */
+ * writes into its const input fails its job with input_modified. The built-in `shared`
+ * reduce and histogram kernels sent as users' run beside themselves at 2^24 (and the
+ * default size), and a one-pass scan beside scan's shared and best (shared is five
+ * launches: no user's kernel can be its source), every medians printed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,27 +267,295 @@ static void sums_caught(void) {
   json_decref(j);
 }
 
-/* The reduce template is the built-in shared variant's kernel (a tree per block of 256,
- * an atomic a block): both in one job at the default size, their medians printed side by
- * side (bench/RESULTS.md keeps the figures; a test never fails on a time). */
-static void reduce_as_shared(void) {
-  char *src = template_of("reduce");
+/* A user's kernel POSTed at path (a /kernels?... query) from src: its id. */
+static long long post_user(const char *path, const char *src) {
   struct http_reply r;
-  http_request(&D, "POST", "/kernels?experiment=reduce&name=as_shared", "text/x-cuda", src,
-               strlen(src), &r);
-  CHECK_STATUS(&r, 201);
-  char body[128];
-  snprintf(body, sizeof body, "{\"variant\":[\"shared\",\"kernel:%lld\"]}", JINT(r.json, "id"));
+  http_request(&D, "POST", path, "text/x-cuda", src, strlen(src), &r);
+  if (r.status != 201) CHECK_FAIL_("POST %s: %ld %s", path, r.status, r.body);
+  long long id = JINT(r.json, "id");
   http_reply_free(&r);
-  free(src);
-  json_t *j = run("/reduce", body);
+  return id;
+}
+
+/* A job on path of the built-in `shared` and kernel id at params (a JSON object's
+ * inside, "" for the default size): both pass their checks; their medians and ratio
+ * printed (a test never fails on a time). The job, for more checks. */
+static json_t *beside_shared(const char *path, const char *what, const char *params, long long id) {
+  char body[256];
+  snprintf(body, sizeof body, "{%s%s\"variant\":[\"shared\",\"kernel:%lld\"]}", params,
+           *params ? "," : "", id);
+  json_t *j = run(path, body);
   CHECK_STR_EQ(JSTR(j, "state"), "done");
-  CHECK(JBOOL(j, "result.runs[0].check.passed"));
-  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  if (!JBOOL(j, "result.runs[0].check.passed") || !JBOOL(j, "result.runs[1].check.passed"))
+    CHECK_FAIL_("%s at {%s}: %s", what, params,
+                json_dumps(json_at(j, "result.runs"), JSON_COMPACT));
   double builtin = JNUM(j, "result.runs[0].timing.median_ms"),
          user = JNUM(j, "result.runs[1].timing.median_ms");
-  printf("reduce at n = %lld: shared %.4f ms, the same kernel as a user's %.4f ms (%+.1f%%)\n",
-         JINT(j, "params.n"), builtin, user, 100 * (user / builtin - 1));
+  printf(
+      "%s at n = %lld%s: shared %.4f ms, the same kernel as a user's %.4f ms: user/built-in "
+      "%.3f (%+.1f%%)\n",
+      what, JINT(j, "params.n"), *params ? "" : " (the default size)", builtin, user,
+      user / builtin, 100 * (user / builtin - 1));
+  return j;
+}
+
+/* The reduce template is the built-in shared variant's kernel (a tree per block of 256,
+ * an atomic a block): both in one job at the default size and at 2^24, their medians
+ * printed side by side (bench/RESULTS.md keeps the figures). */
+static void reduce_as_shared(void) {
+  char *src = template_of("reduce");
+  long long id = post_user("/kernels?experiment=reduce&name=as_shared", src);
+  free(src);
+  json_decref(beside_shared("/reduce", "reduce", "", id));
+  json_decref(beside_shared("/reduce", "reduce", "\"n\":16777216", id));
+}
+
+/* The built-in histogram `shared` kernel (histogram_shared_kernel<256>, histogram.cuh)
+ * word for word as a user's: its size_t n is the signature's int, its scale (0.5f *
+ * bins) and per_pass (the bins a pass, ceil(bins / passes) with passes = gridDim.y)
+ * are computed as histogram_shared_plan computes them, and histogram_bin is spelled
+ * out. Its launch is the plan's (the test reads it from a job of the built-in). */
+static const char *const histogram_shared_user =
+    "// histogram_shared_kernel<256>: a grid of (G, passes) blocks of 256; block (g, p)\n"
+    "// keeps bins [p * per_pass, ...) of its own histogram in dynamic shared memory,\n"
+    "// reads x grid-stride (coalesced), counts with shared atomics, then adds its nonzero\n"
+    "// bins to counts (zeroed before the launch) with global atomics.\n"
+    "#define BLOCK 256\n"
+    "__device__ __forceinline__ int histogram_bin(float x, int bins, float scale) {\n"
+    "  if (!(x >= -1.0f && x < 1.0f)) return -1;\n"
+    "  int b = (int)((x + 1.0f) * scale);\n"
+    "  return b < bins - 1 ? b : bins - 1;\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(BLOCK)\n"
+    "kernel(const float* __restrict__ x, unsigned int* counts, int n, int bins) {\n"
+    "  extern __shared__ unsigned int h[];\n"
+    "  const float scale = 0.5f * (float)bins;\n"
+    "  const int per_pass = (bins + (int)gridDim.y - 1) / (int)gridDim.y;\n"
+    "  const int t = threadIdx.x, lo = (int)blockIdx.y * per_pass;\n"
+    "  const int nb = min(per_pass, bins - lo);\n"
+    "  for (int j = t; j < nb; j += BLOCK) h[j] = 0;\n"
+    "  __syncthreads();\n"
+    "  const size_t stride = (size_t)gridDim.x * BLOCK;\n"
+    "  for (size_t i = (size_t)blockIdx.x * BLOCK + t; i < (size_t)n; i += stride) {\n"
+    "    const int b = histogram_bin(x[i], bins, scale) - lo; // dropped: negative\n"
+    "    if ((unsigned)b < (unsigned)nb) atomicAdd(h + b, 1u);\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  for (int j = t; j < nb; j += BLOCK)\n"
+    "    if (h[j]) atomicAdd(counts + lo + j, h[j]);\n"
+    "}\n";
+
+/* The histogram `shared` kernel as a user's, launched as the built-in is: block 256, the
+ * grid (G, passes) and dynamic shared bytes its plan picks at each size (read from a
+ * short job of the built-in alone, then POSTed as the kernel's fixed grid and
+ * shared_bytes), in one job beside the built-in at the default size (2^22, 256 bins) and
+ * at 2^24 with 256 bins; both pass, the two launches the same. At an odd size with 20000
+ * bins (two passes, grid.y 2) both pass too. */
+static void histogram_as_shared(void) {
+  static const char *const sizes[] = {"", "\"n\":16777216,\"bins\":256",
+                                      "\"n\":100003,\"bins\":20000"};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    char body[256], path[256];
+    snprintf(body, sizeof body,
+             "{%s%s\"variant\":[\"shared\"],\"warmup\":0,\"batches\":1,\"reps\":1}", sizes[k],
+             *sizes[k] ? "," : "");
+    json_t *plan = run("/histogram", body);
+    CHECK_STR_EQ(JSTR(plan, "state"), "done");
+    long long gx = JINT(plan, "result.runs[0].kernel.grid[0]"),
+              gy = JINT(plan, "result.runs[0].kernel.grid[1]"),
+              smem = JINT(plan, "result.runs[0].kernel.dynamic_shared_bytes");
+    CHECK_INT_EQ(JINT(plan, "result.runs[0].kernel.block[0]"), 256);
+    json_decref(plan);
+    snprintf(path, sizeof path,
+             "/kernels?experiment=histogram&name=as_shared_%zu&block=256&grid=%lld,%lld"
+             "&shared_bytes=%lld",
+             k, gx, gy, smem);
+    long long id = post_user(path, histogram_shared_user);
+    json_t *j = beside_shared("/histogram", "histogram", sizes[k], id);
+    for (int d = 0; d < 2; d++) {
+      char a[64], b[64];
+      snprintf(a, sizeof a, "result.runs[0].kernel.grid[%d]", d);
+      snprintf(b, sizeof b, "result.runs[1].kernel.grid[%d]", d);
+      CHECK_INT_EQ(JINT(j, a), JINT(j, b));
+    }
+    printf("  %lld bins: both launched grid %lld x %lld, block 256, %lld dynamic shared bytes\n",
+           JINT(j, "params.bins"), gx, gy, smem);
+    json_decref(j);
+  }
+}
+
+/* The built-in scan `shared` is no one kernel: per level of tile totals a Blelloch tile
+ * scan (scan_tile_kernel<SCAN_BLELLOCH>, 1024 a tile), then an add pass per level below
+ * the top (scan_add_kernel): five launches at 2^24 (16384 tiles, 16, 1). A user's kernel
+ * is one launch, and the first (per-tile) kernel alone is no scan, so there is no user's
+ * kernel whose source is `shared`'s. The closest honest one: a single pass, each block a
+ * tile, the tiles chained through the scratch (decoupled look-back, as best does), timed
+ * beside both shared and best. */
+static const char *const scan_one_pass =
+    "// y[i] = x[0] + ... + x[i] in one launch: 128 threads a block, a tile of 4096 a block\n"
+    "// (tile=4096: grid ceil(n / 4096)). scratch (zeroed before the launch, at least\n"
+    "// 8 (tiles + 1) bytes): a tile counter, then a 64-bit status word a tile (flag in the\n"
+    "// high half, 1: the tile's aggregate, 2: its inclusive prefix; the float's bits in\n"
+    "// the low), stored and loaded whole. A block takes the next tile from the counter,\n"
+    "// so every tile below it is already held by a running block; it scans its tile in\n"
+    "// registers (float4 j * 128 + t of the tile in round j: coalesced), then warp 0\n"
+    "// publishes the aggregate and walks back over the predecessors 32 at a time to the\n"
+    "// tile's exclusive prefix (decoupled look-back, Merrill and Garland 2016).\n"
+    "#define BLOCK 128\n"
+    "#define W (BLOCK / 32)\n"
+    "#define R (32 / W)\n"
+    "#define TILE 4096\n"
+    "#define FULL 0xffffffffu\n"
+    "__device__ __forceinline__ float warp_inclusive(float v, int lane) {\n"
+    "  for (int o = 1; o < 32; o <<= 1) {\n"
+    "    float u = __shfl_up_sync(FULL, v, o);\n"
+    "    if (lane >= o) v += u;\n"
+    "  }\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ float warp_sum(float v) {\n"
+    "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL, v, o);\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned long long status_load(const unsigned long long* p) {\n"
+    "  unsigned long long v;\n"
+    "  asm volatile(\"ld.relaxed.gpu.global.u64 %0, [%1];\" : \"=l\"(v) : \"l\"(p) : \"memory\");\n"
+    "  return v;\n"
+    "}\n"
+    "__device__ __forceinline__ void status_store(unsigned long long* p, unsigned flag, float v) {\n"
+    "  unsigned long long w = ((unsigned long long)flag << 32) | __float_as_uint(v);\n"
+    "  asm volatile(\"st.relaxed.gpu.global.u64 [%0], %1;\" ::\"l\"(p), \"l\"(w) : \"memory\");\n"
+    "}\n"
+    "// Warp 0 of tile (>= 1): lane l reads tile pred - l, waiting while any has no flag;\n"
+    "// the nearest inclusive prefix plus the aggregates after it ends the walk, a window\n"
+    "// of aggregates only is added and the walk goes on. The same value in every lane.\n"
+    "__device__ float look_back(const unsigned long long* status, int tile, int lane) {\n"
+    "  float excl = 0.0f;\n"
+    "  for (int pred = tile - 1;; pred -= 32) {\n"
+    "    const int idx = pred - lane;\n"
+    "    unsigned long long w = idx >= 0 ? status_load(status + idx) : 2ull << 32;\n"
+    "    unsigned ns = 32;\n"
+    "    while (__any_sync(FULL, (w >> 32) == 0)) {\n"
+    "      __nanosleep(ns);\n"
+    "      if (ns < 512) ns *= 2;\n"
+    "      if ((w >> 32) == 0) w = status_load(status + idx);\n"
+    "    }\n"
+    "    const float v = __uint_as_float((unsigned)w);\n"
+    "    const unsigned p = __ballot_sync(FULL, (w >> 32) == 2);\n"
+    "    if (p) {\n"
+    "      const int k = __ffs(p) - 1;\n"
+    "      const float between = warp_sum(lane < k ? v : 0.0f);\n"
+    "      return (__shfl_sync(FULL, v, k) + between) + excl;\n"
+    "    }\n"
+    "    excl += warp_sum(v);\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(BLOCK)\n"
+    "kernel(const float* x, float* y, int n, void* scratch) {\n"
+    "  unsigned* counter = (unsigned*)scratch;\n"
+    "  unsigned long long* status = (unsigned long long*)scratch + 1;\n"
+    "  __shared__ float seg[32];\n"
+    "  __shared__ int claimed;\n"
+    "  const int t = threadIdx.x, lane = t & 31, w = t >> 5;\n"
+    "  if (t == 0) claimed = (int)atomicAdd(counter, 1u);\n"
+    "  __syncthreads();\n"
+    "  const int tile = claimed;\n"
+    "  const size_t base = (size_t)tile * TILE, end = (size_t)n;\n"
+    "  const bool vec = ((((unsigned long long)x) | ((unsigned long long)y)) & 15) == 0;\n"
+    "  float4 v[R];\n"
+    "#pragma unroll\n"
+    "  for (int j = 0; j < R; j++) {\n"
+    "    const size_t i = base + 4 * (size_t)(j * BLOCK + t);\n"
+    "    if (vec && i + 3 < end) {\n"
+    "      v[j] = *(const float4*)(x + i);\n"
+    "    } else {\n"
+    "      v[j].x = i < end ? x[i] : 0.0f;\n"
+    "      v[j].y = i + 1 < end ? x[i + 1] : 0.0f;\n"
+    "      v[j].z = i + 2 < end ? x[i + 2] : 0.0f;\n"
+    "      v[j].w = i + 3 < end ? x[i + 3] : 0.0f;\n"
+    "    }\n"
+    "  }\n"
+    "#pragma unroll\n"
+    "  for (int j = 0; j < R; j++) { // segment j * W + w: 32 float4 of one warp\n"
+    "    v[j].y += v[j].x;\n"
+    "    v[j].z += v[j].y;\n"
+    "    v[j].w += v[j].z;\n"
+    "    const float inc = warp_inclusive(v[j].w, lane);\n"
+    "    float ex = __shfl_up_sync(FULL, inc, 1);\n"
+    "    if (lane == 0) ex = 0.0f;\n"
+    "    if (lane == 31) seg[j * W + w] = inc;\n"
+    "    v[j].x += ex;\n"
+    "    v[j].y += ex;\n"
+    "    v[j].z += ex;\n"
+    "    v[j].w += ex;\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "  if (w == 0) {\n"
+    "    const float inc = warp_inclusive(seg[lane], lane);\n"
+    "    float ex = __shfl_up_sync(FULL, inc, 1);\n"
+    "    if (lane == 0) ex = 0.0f;\n"
+    "    const float agg = __shfl_sync(FULL, inc, 31);\n"
+    "    float excl = 0.0f;\n"
+    "    if (tile == 0) {\n"
+    "      if (lane == 0) status_store(status, 2, agg);\n"
+    "    } else {\n"
+    "      if (lane == 0) status_store(status + tile, 1, agg);\n"
+    "      excl = look_back(status, tile, lane);\n"
+    "      if (lane == 0) status_store(status + tile, 2, excl + agg);\n"
+    "    }\n"
+    "    seg[lane] = excl + ex;\n"
+    "  }\n"
+    "  __syncthreads();\n"
+    "#pragma unroll\n"
+    "  for (int j = 0; j < R; j++) {\n"
+    "    const size_t i = base + 4 * (size_t)(j * BLOCK + t);\n"
+    "    const float off = seg[j * W + w];\n"
+    "    const float4 o = make_float4(v[j].x + off, v[j].y + off, v[j].z + off, v[j].w + off);\n"
+    "    if (vec && i + 3 < end) {\n"
+    "      *(float4*)(y + i) = o;\n"
+    "    } else {\n"
+    "      if (i < end) y[i] = o.x;\n"
+    "      if (i + 1 < end) y[i + 1] = o.y;\n"
+    "      if (i + 2 < end) y[i + 2] = o.z;\n"
+    "      if (i + 3 < end) y[i + 3] = o.w;\n"
+    "    }\n"
+    "  }\n"
+    "}\n";
+
+/* The one-pass scan (its scratch: 8 (4096 + 1) bytes, tiles of 2^24) passes at an odd
+ * size (a tail in its last tile and past its last float4), then runs beside the
+ * built-in shared and best at 2^24, all three passing; the medians printed. */
+static void scan_as_shared(void) {
+  long long id = post_user(
+      "/kernels?experiment=scan&name=one_pass&block=128&tile=4096"
+      "&scratch_bytes=32776",
+      scan_one_pass);
+  char body[256];
+  snprintf(body, sizeof body, "{\"n\":1050627,\"variant\":[\"kernel:%lld\"]}", id);
+  json_t *j = run("/scan", body);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  if (!JBOOL(j, "result.runs[0].check.passed"))
+    CHECK_FAIL_("the one-pass scan at 1050627: %s",
+                json_dumps(json_at(j, "result.runs[0]"), JSON_COMPACT));
+  json_decref(j);
+  snprintf(body, sizeof body, "{\"n\":16777216,\"variant\":[\"shared\",\"best\",\"kernel:%lld\"]}",
+           id);
+  j = run("/scan", body);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  for (int r = 0; r < 3; r++) {
+    char at[64];
+    snprintf(at, sizeof at, "result.runs[%d].check.passed", r);
+    if (!JBOOL(j, at))
+      CHECK_FAIL_("scan at 2^24, run %d: %s", r,
+                  json_dumps(json_at(j, "result.runs"), JSON_COMPACT));
+  }
+  double shared = JNUM(j, "result.runs[0].timing.median_ms"),
+         best = JNUM(j, "result.runs[1].timing.median_ms"),
+         user = JNUM(j, "result.runs[2].timing.median_ms");
+  printf(
+      "scan at n = 16777216: shared %.4f ms (5 launches), best %.4f ms, the one-pass user's "
+      "%.4f ms: user/shared %.3f, user/best %.3f\n",
+      shared, best, user, user / shared, user / best);
   json_decref(j);
 }
 
@@ -592,6 +863,8 @@ static const struct test_case cases[] = {
     TEST(rows_only),
     TEST(sums_caught),
     TEST(reduce_as_shared),
+    TEST(histogram_as_shared),
+    TEST(scan_as_shared),
     TEST(cooperative),
     TEST_AFTER(test_faults, test_good),
     TEST_END,
