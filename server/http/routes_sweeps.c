@@ -1,5 +1,6 @@
 /* The sweep routes: POST /sweeps runs the cartesian product of a job's params over
- * the request's axes as ordinary jobs (each parsed and checked like POST /jobs,
+ * the request's axes as ordinary jobs (each parsed and checked like POST /jobs, or
+ * like POST /problems/{name}/jobs for "type": "problem:<name>";
  * queued and limited like any other), and GET /sweeps/{id} answers them as one
  * table, a row per point; DELETE cancels the unfinished ones. sweeps.c keeps the
  * job ids; the engine never hears of sweeps. */
@@ -14,6 +15,8 @@
 #include "server/http/auth.h"
 #include "server/http/routes.h"
 #include "server/http/submit.h"
+#include "server/service/problem_jobs.h"
+#include "server/service/problems.h"
 #include "server/service/sweeps.h"
 
 #define SWEEP_MAX_POINTS 256
@@ -120,14 +123,86 @@ static void add_labels(json_t *labels, const struct exp_spec *spec) {
   }
 }
 
+/* A sweep of a problem's params ("type": "problem:<name>", its newest version, which r
+ * may see): each point a body of POST /problems/{name}/jobs, the axes' values set in
+ * its "params". Returns 0 or -1 with err. */
+static int problem_plan_parse(struct request *r, const char *name, json_t *root,
+                              struct sweep_plan *plan, const struct api_kernel_resolver *kr,
+                              struct api_error *err) {
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  struct store_problem row;
+  struct problem_def *def = NULL;
+  int rc = u ? problems_get(u, name, 0, &row, &def) : -ENOENT;
+  if (rc == 0 && (row.deleted || !(row.is_public || request_may_see(r, row.owner)))) {
+    problems_row_clear(&row);
+    problem_def_free(def);
+    rc = -ENOENT;
+  }
+  if (rc)
+    return api_error_set(err, rc == -ENOENT ? 404 : 503,
+                         rc == -ENOENT ? "problem_not_found" : "store_unavailable", "type",
+                         rc == -ENOENT ? "no problem '%.63s'" : "the store cannot be read (%.63s)",
+                         name),
+           -1;
+  json_t *axes = json_object_get(root, "axes");
+  int n = axes_points(axes, err);
+  json_t *job = json_deep_copy(root), *params = NULL, *labels = json_array();
+  json_object_del(job, "axes");
+  json_object_del(job, "type");
+  if (!(params = json_object_get(job, "params")))
+    json_object_set_new(job, "params", params = json_object());
+  json_t *base = json_deep_copy(params);
+  plan->points = n ? calloc((size_t)n, sizeof *plan->points) : NULL;
+  rc = n == 0         ? -1
+       : plan->points ? 0
+                      : api_error_set(err, 500, "out_of_memory", "", "out of memory");
+  bool single = true;
+  for (int i = 0; i < n && rc == 0; i++) {
+    size_t idx[64];
+    point_index(axes, i, idx);
+    const char *key;
+    json_t *values;
+    size_t a = 0;
+    json_object_foreach(axes, key, values) if (json_is_object(params))
+        json_object_set(params, key, json_array_get(values, idx[a++]));
+    rc = problem_jobs_spec(&row, def, job, kr, &plan->points[i].spec, &plan->points[i].opts, err);
+    if (rc) blame_axis(axes, idx, err);
+    if (rc == 0) add_labels(labels, &plan->points[i].spec);
+    if (rc == 0) single = single && exp_run_count(&plan->points[i].spec) == 1;
+  }
+  if (rc == 0) {
+    plan->n_points = n;
+    plan->desc = json_pack("{s:s+,s:O,s:O,s:O,s:b,s:s}", "type", "problem:", row.name, "params",
+                           base, "axes", axes, "labels", labels, "single", single, "unit",
+                           exp_spec_figure_unit(&plan->points[0].spec));
+  }
+  json_decref(labels);
+  json_decref(base);
+  json_decref(job);
+  problems_row_clear(&row);
+  problem_def_free(def);
+  if (rc) plan_free(plan);
+  return rc ? -1 : 0;
+}
+
 /* Parses root (a POST /sweeps body) into one job request per point: the body
  * without "axes" is a POST /jobs body, parsed by api/params.c once per point with
- * the point's values set in its params. Returns 0 or -1 with err. */
-static int plan_parse(json_t *root, struct sweep_plan *plan, const struct api_kernel_resolver *kr,
-                      struct api_error *err) {
+ * the point's values set in its params; "type": "problem:<name>" sweeps a problem's
+ * params (problem_plan_parse). Returns 0 or -1 with err. */
+static int plan_parse(struct request *r, json_t *root, struct sweep_plan *plan,
+                      const struct api_kernel_resolver *kr, struct api_error *err) {
   memset(plan, 0, sizeof *plan);
   if (!json_is_object(root))
     return api_error_set(err, 400, "wrong_type", "", "the body must be a JSON object");
+  const char *type = json_string_value(json_object_get(root, "type"));
+  if (type && !strncmp(type, "problem:", 8)) {
+    char kernels_of[80];
+    snprintf(kernels_of, sizeof kernels_of, "%s", type);
+    r->kernels_of = kernels_of;
+    int rc = problem_plan_parse(r, type + 8, root, plan, kr, err);
+    r->kernels_of = NULL;
+    return rc;
+  }
   json_t *axes = json_object_get(root, "axes");
   int n = axes_points(axes, err);
   if (n == 0) return -1;
@@ -326,6 +401,7 @@ static json_t *sweep_json(struct engine *e, const struct service *svc, const str
   const char *state = sweep_state(counts, s->n_jobs);
   *final = state_final(state);
   int type = exp_type_from_name(json_string_value(json_object_get(desc, "type")));
+  const char *unit = json_string_value(json_object_get(desc, "unit")); /* a problem's */
   json_object_set_new(o, "id", json_integer((json_int_t)s->id));
   json_object_set(o, "type", json_object_get(desc, "type"));
   json_object_set_new(o, "client", json_string(s->client));
@@ -337,7 +413,9 @@ static json_t *sweep_json(struct engine *e, const struct service *svc, const str
   json_object_set_new(o, "counts", counts);
   json_object_set_new(o, "passed", json_boolean(*final && passed));
   json_object_set_new(o, "unit",
-                      json_string(type >= 0 ? exp_figure_unit((enum exp_type)type) : "GB/s"));
+                      json_string(unit        ? unit
+                                  : type >= 0 ? exp_figure_unit((enum exp_type)type)
+                                              : "GB/s"));
   if (with_rows) {
     json_object_set_new(o, "columns", columns_json(desc));
     json_object_set_new(o, "rows", rows);
@@ -601,7 +679,7 @@ static enum MHD_Result sweeps_post(struct request *r) {
                         je.column, je.text);
   struct sweep_plan plan;
   struct api_kernel_resolver kr = submit_kernel_resolver(r);
-  int rc = plan_parse(root, &plan, &kr, &err);
+  int rc = plan_parse(r, root, &plan, &kr, &err);
   json_decref(root);
   if (rc) return respond_error(r, &err);
   char client[64];

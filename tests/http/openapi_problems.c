@@ -61,6 +61,10 @@ void check_problems(void) {
                    ACCEPTED)); /* a range the document cannot know */
   json_decref(post(jobs, "/problems/copy_n/jobs", "{\"colour\":1}", 400, "unknown_field", REFUSED));
   json_decref(post(jobs, "/problems/nope/jobs", "{}", 404, "problem_not_found", ACCEPTED));
+  /* A sweep of its params. */
+  json_decref(post("/sweeps", "/sweeps?wait=30",
+                   "{\"type\":\"problem:copy_n\",\"axes\":{\"n\":[256,4096]},\"seed\":5}", 200,
+                   NULL, ACCEPTED));
   /* Its leaderboard: empty here (the CPU backend runs none of its runs). */
   call("/leaderboard/{experiment}", "GET", "/leaderboard/problem:copy_n?size=4096", 200, NULL,
        NULL);

@@ -387,6 +387,21 @@ static void test_jobs(void) {
               "size");
   HTTP_EXPECT(&d, "GET", "/leaderboard/problem:softmax_rows?version=9", 404, "problem_not_found",
               "experiment");
+  /* A sweep of its params: a job per point, the table naming the problem. */
+  http_post_json(&d, "/sweeps?wait=30",
+                 "{\"type\": \"problem:softmax_rows\", \"params\": {\"rows\": 8}, \"axes\": "
+                 "{\"cols\": [16, 32, 64]}, \"variant\": \"reference\"}",
+                 &r);
+  CHECK_STATUS(&r, 200); /* every point ended within the wait */
+  CHECK_STR_EQ(JSTR(r.json, "type"), "problem:softmax_rows");
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  CHECK_INT_EQ(json_array_size(json_at(r.json, "jobs")), 3);
+  CHECK_INT_EQ(JINT(r.json, "rows[2].cols"), 64);
+  http_reply_free(&r);
+  refused_job("/sweeps", "{\"type\": \"problem:softmax_rows\", \"axes\": {\"cols\": [0]}}", 400,
+              "out_of_range", "axes.cols");
+  refused_job("/sweeps", "{\"type\": \"problem:nope\", \"axes\": {\"cols\": [1]}}", 404,
+              "problem_not_found", "type");
   const char *path = "/problems/softmax_rows/jobs";
   refused_job(path, "{\"params\": {\"rows\": 0}}", 400, "out_of_range", "params.rows");
   refused_job(path, "{\"params\": {\"rowz\": 1}}", 400, "unknown_field", "params.rowz");
