@@ -123,91 +123,21 @@ static void add_labels(json_t *labels, const struct exp_spec *spec) {
   }
 }
 
-/* A sweep of a problem's params ("type": "problem:<name>", its newest version, which r
- * may see): each point a body of POST /problems/{name}/jobs, the axes' values set in
- * its "params". Returns 0 or -1 with err. */
-static int problem_plan_parse(struct request *r, const char *name, json_t *root,
-                              struct sweep_plan *plan, const struct api_kernel_resolver *kr,
-                              struct api_error *err) {
-  struct ukernels *u = r->srv->opts.service->ukernels;
-  struct store_problem row;
-  struct problem_def *def = NULL;
-  int rc = u ? problems_get(u, name, 0, &row, &def) : -ENOENT;
-  if (rc == 0 && (row.deleted || !(row.is_public || request_may_see(r, row.owner)))) {
-    problems_row_clear(&row);
-    problem_def_free(def);
-    rc = -ENOENT;
-  }
-  if (rc)
-    return api_error_set(err, rc == -ENOENT ? 404 : 503,
-                         rc == -ENOENT ? "problem_not_found" : "store_unavailable", "type",
-                         rc == -ENOENT ? "no problem '%.63s'" : "the store cannot be read (%.63s)",
-                         name),
-           -1;
-  json_t *axes = json_object_get(root, "axes");
-  int n = axes_points(axes, err);
-  json_t *job = json_deep_copy(root), *params = NULL, *labels = json_array();
-  json_object_del(job, "axes");
-  json_object_del(job, "type");
-  if (!(params = json_object_get(job, "params")))
-    json_object_set_new(job, "params", params = json_object());
-  json_t *base = json_deep_copy(params);
-  plan->points = n ? calloc((size_t)n, sizeof *plan->points) : NULL;
-  rc = n == 0         ? -1
-       : plan->points ? 0
-                      : api_error_set(err, 500, "out_of_memory", "", "out of memory");
-  bool single = true;
-  for (int i = 0; i < n && rc == 0; i++) {
-    size_t idx[64];
-    point_index(axes, i, idx);
-    const char *key;
-    json_t *values;
-    size_t a = 0;
-    json_object_foreach(axes, key, values) if (json_is_object(params))
-        json_object_set(params, key, json_array_get(values, idx[a++]));
-    rc = problem_jobs_spec(&row, def, job, kr, &plan->points[i].spec, &plan->points[i].opts, err);
-    if (rc) blame_axis(axes, idx, err);
-    if (rc == 0) add_labels(labels, &plan->points[i].spec);
-    if (rc == 0) single = single && exp_run_count(&plan->points[i].spec) == 1;
-  }
-  if (rc == 0) {
-    plan->n_points = n;
-    plan->desc = json_pack("{s:s+,s:O,s:O,s:O,s:b,s:s}", "type", "problem:", row.name, "params",
-                           base, "axes", axes, "labels", labels, "single", single, "unit",
-                           exp_spec_figure_unit(&plan->points[0].spec));
-  }
-  json_decref(labels);
-  json_decref(base);
-  json_decref(job);
-  problems_row_clear(&row);
-  problem_def_free(def);
-  if (rc) plan_free(plan);
-  return rc ? -1 : 0;
-}
+/* Parses one point's job (job: the sweep's body without "axes", its "params" holding
+ * the point's values) into out: 0 or -EINVAL with err. */
+typedef int (*point_fn)(void *ctx, json_t *job, struct api_job_request *out, struct api_error *err);
 
-/* Parses root (a POST /sweeps body) into one job request per point: the body
- * without "axes" is a POST /jobs body, parsed by api/params.c once per point with
- * the point's values set in its params; "type": "problem:<name>" sweeps a problem's
- * params (problem_plan_parse). Returns 0 or -1 with err. */
-static int plan_parse(struct request *r, json_t *root, struct sweep_plan *plan,
-                      const struct api_kernel_resolver *kr, struct api_error *err) {
-  memset(plan, 0, sizeof *plan);
-  if (!json_is_object(root))
-    return api_error_set(err, 400, "wrong_type", "", "the body must be a JSON object");
-  const char *type = json_string_value(json_object_get(root, "type"));
-  if (type && !strncmp(type, "problem:", 8)) {
-    char kernels_of[80];
-    snprintf(kernels_of, sizeof kernels_of, "%s", type);
-    r->kernels_of = kernels_of;
-    int rc = problem_plan_parse(r, type + 8, root, plan, kr, err);
-    r->kernels_of = NULL;
-    return rc;
-  }
+/* The points of root (a POST /sweeps body without "type" when drop_type), each parsed
+ * by parse; then plan->desc from type and unit (NULL: the first point's type's).
+ * Returns 0 or -1 with err. */
+static int plan_points(json_t *root, bool drop_type, point_fn parse, void *ctx, const char *type,
+                       struct sweep_plan *plan, struct api_error *err) {
   json_t *axes = json_object_get(root, "axes");
   int n = axes_points(axes, err);
   if (n == 0) return -1;
   json_t *job = json_deep_copy(root), *params = NULL, *labels = json_array();
   json_object_del(job, "axes");
+  if (drop_type) json_object_del(job, "type");
   if (!(params = json_object_get(job, "params")))
     json_object_set_new(job, "params", params = json_object());
   json_t *base = json_deep_copy(params);
@@ -222,25 +152,89 @@ static int plan_parse(struct request *r, json_t *root, struct sweep_plan *plan,
     size_t a = 0;
     json_object_foreach(axes, key, values) /* params that are not objects fail below */
         if (json_is_object(params)) json_object_set(params, key, json_array_get(values, idx[a++]));
-    char *text = json_dumps(job, JSON_COMPACT);
-    rc = text ? api_job_request_parse_with(text, strlen(text), &plan->points[i], kr, err)
-              : api_error_set(err, 500, "out_of_memory", "", "out of memory");
-    free(text);
+    rc = parse(ctx, job, &plan->points[i], err);
     if (rc) blame_axis(axes, idx, err);
     if (rc == 0) add_labels(labels, &plan->points[i].spec);
     if (rc == 0) single = single && exp_run_count(&plan->points[i].spec) == 1;
   }
   if (rc == 0) {
+    const struct exp_spec *first = &plan->points[0].spec;
     plan->n_points = n;
-    plan->desc = json_pack("{s:s,s:O,s:O,s:O,s:b}", "type",
-                           exp_type_name(plan->points[0].spec.type), "params", base, "axes", axes,
-                           "labels", labels, "single", single);
+    plan->desc = json_pack("{s:s,s:O,s:O,s:O,s:b,s:s}", "type",
+                           type ? type : exp_type_name(first->type), "params", base, "axes", axes,
+                           "labels", labels, "single", single, "unit", exp_spec_figure_unit(first));
   }
   json_decref(labels);
   json_decref(base);
   json_decref(job);
   if (rc) plan_free(plan);
   return rc ? -1 : 0;
+}
+
+/* A point of an experiment's sweep: a POST /jobs body, parsed by api/params.c. */
+static int job_point(void *ctx, json_t *job, struct api_job_request *out, struct api_error *err) {
+  char *text = json_dumps(job, JSON_COMPACT);
+  int rc = text ? api_job_request_parse_with(text, strlen(text), out, ctx, err)
+                : api_error_set(err, 500, "out_of_memory", "", "out of memory");
+  free(text);
+  return rc;
+}
+
+struct problem_point {
+  const struct store_problem *row;
+  const struct problem_def *def;
+  const struct api_kernel_resolver *kr;
+};
+
+/* A point of a problem's sweep: a POST /problems/{name}/jobs body. */
+static int problem_point(void *ctx, json_t *job, struct api_job_request *out,
+                         struct api_error *err) {
+  const struct problem_point *p = ctx;
+  return problem_jobs_spec(p->row, p->def, job, p->kr, &out->spec, &out->opts, err);
+}
+
+/* A sweep of a problem's params ("type": "problem:<name>", its newest version, which r
+ * may see), whose kernels its variants may name. Returns 0 or -1 with err. */
+static int problem_plan_parse(struct request *r, const char *type, json_t *root,
+                              struct sweep_plan *plan, const struct api_kernel_resolver *kr,
+                              struct api_error *err) {
+  struct ukernels *u = r->srv->opts.service->ukernels;
+  struct store_problem row;
+  struct problem_def *def = NULL;
+  int rc = u ? problems_get(u, type + 8, 0, &row, &def) : -ENOENT;
+  if (rc == 0 && (row.deleted || !(row.is_public || request_may_see(r, row.owner)))) {
+    problems_row_clear(&row);
+    problem_def_free(def);
+    rc = -ENOENT;
+  }
+  if (rc)
+    return api_error_set(err, rc == -ENOENT ? 404 : 503,
+                         rc == -ENOENT ? "problem_not_found" : "store_unavailable", "type",
+                         rc == -ENOENT ? "no problem '%.63s'" : "the store cannot be read (%.63s)",
+                         type + 8),
+           -1;
+  struct problem_point p = {&row, def, kr};
+  r->kernels_of = type;
+  rc = plan_points(root, true, problem_point, &p, type, plan, err);
+  r->kernels_of = NULL;
+  problems_row_clear(&row);
+  problem_def_free(def);
+  return rc;
+}
+
+/* Parses root (a POST /sweeps body) into one job request per point: the body
+ * without "axes" is a POST /jobs body, parsed by api/params.c once per point with
+ * the point's values set in its params; "type": "problem:<name>" sweeps a problem's
+ * params (problem_plan_parse). Returns 0 or -1 with err. */
+static int plan_parse(struct request *r, json_t *root, struct sweep_plan *plan,
+                      const struct api_kernel_resolver *kr, struct api_error *err) {
+  memset(plan, 0, sizeof *plan);
+  if (!json_is_object(root))
+    return api_error_set(err, 400, "wrong_type", "", "the body must be a JSON object");
+  const char *type = json_string_value(json_object_get(root, "type"));
+  if (type && !strncmp(type, "problem:", 8) && strlen(type) < 80)
+    return problem_plan_parse(r, type, root, plan, kr, err);
+  return plan_points(root, false, job_point, (void *)kr, NULL, plan, err);
 }
 
 /* ---- the table ---- */

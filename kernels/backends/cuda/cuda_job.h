@@ -43,6 +43,11 @@ int cuda_user_profile(struct cuda_job *j, int r, struct exp_profile *out);
 /* Detaches and gives the runner back, frees the IPC buffers; after the lane's work.
  * Idempotent. */
 void cuda_user_release(struct cuda_job *j);
+/* Marks run unavailable on this device, saying why (printf's format); returns 0, so
+ * that a plan goes on with the job's other runs. */
+int job_run_unavailable(struct exp_run *run, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The device's runner (made, not started, on first use; kept): NULL out of memory. */
 struct runner *cuda_user_runner(int device);
 

@@ -10,7 +10,6 @@
  * fresh inputs per timed launch, every element checked on the device, outputs poisoned
  * and module state put back before every launch, inputs verified unchanged. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,30 +30,19 @@ struct problem_job {
 
 static struct problem_job *pj_of(struct cuda_job *j) { return (struct problem_job *)j->priv; }
 
-static int unavailable(struct exp_run *run, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int unavailable(struct exp_run *run, const char *fmt, ...) {
-  run->available = false;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(run->reason, sizeof run->reason, fmt, ap);
-  va_end(ap);
-  return 0;
-}
-
 /* Whether launch l of image k fits the device; else run is unavailable, saying why. */
 static bool fits(const struct cuda_job *j, struct exp_run *run, const struct problem_plan_launch *l,
                  const struct ukreg_kernel *k) {
   const cudaDeviceProp *p = &j->be->prop;
   long long threads = (long long)l->block[0] * l->block[1] * l->block[2];
   if (threads > p->maxThreadsPerBlock) {
-    unavailable(run, "block %dx%dx%d: more than the device's %d threads", l->block[0], l->block[1],
-                l->block[2], p->maxThreadsPerBlock);
+    job_run_unavailable(run, "block %dx%dx%d: more than the device's %d threads", l->block[0],
+                        l->block[1], l->block[2], p->maxThreadsPerBlock);
     return false;
   }
   if ((long long)l->shared_bytes + k->static_shared_bytes > (long long)p->sharedMemPerBlockOptin) {
-    unavailable(run, "%d bytes of shared memory exceed the device's opt-in maximum %zu",
-                l->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
+    job_run_unavailable(run, "%d bytes of shared memory exceed the device's opt-in maximum %zu",
+                        l->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
     return false;
   }
   if (l->cooperative) {
@@ -65,8 +53,8 @@ static bool fits(const struct cuda_job *j, struct exp_run *run, const struct pro
     long long blocks = (long long)l->grid[0] * l->grid[1] * l->grid[2];
     if (occupancy_theoretical(&ol, &o, why, sizeof why) == 0 &&
         blocks > (long long)o.blocks_per_sm * p->multiProcessorCount) {
-      unavailable(run, "a cooperative launch of %lld blocks: %d fit on this device at once", blocks,
-                  o.blocks_per_sm * p->multiProcessorCount);
+      job_run_unavailable(run, "a cooperative launch of %lld blocks: %d fit on this device at once",
+                          blocks, o.blocks_per_sm * p->multiProcessorCount);
       return false;
     }
   }
@@ -82,16 +70,17 @@ static int plan_run(struct cuda_job *j, int r) {
   exp_run_label(j->spec, r, run->label, sizeof run->label);
   if (exp_variant_is_user(run->variant)) ukreg_run_user(run);
   const struct problem_plan_launch *l = &pj->plan.runs[r];
-  if (!l->available) return unavailable(run, "%s", l->why);
+  if (!l->available) return job_run_unavailable(run, "%s", l->why);
   if (j->spec->graph)
-    return unavailable(run,
-                       "graph: a problem's kernels run in gpulab-runner, another process with "
-                       "its own CUDA context, so they cannot join a CUDA Graph of this one");
+    return job_run_unavailable(
+        run,
+        "graph: a problem's kernels run in gpulab-runner, another process with "
+        "its own CUDA context, so they cannot join a CUDA Graph of this one");
   if (ukreg_get(l->id, &pj->k[r]) != 0 || !pj->k[r]->image)
-    return unavailable(run, "kernel %lld is not loaded here", l->id);
+    return job_run_unavailable(run, "kernel %lld is not loaded here", l->id);
   const struct ukreg_kernel *k = pj->k[r];
   if (k->refused[0])
-    return unavailable(run, "refused by today's rules: %.64s; send it again", k->refused);
+    return job_run_unavailable(run, "refused by today's rules: %.64s; send it again", k->refused);
   if (!fits(j, run, l, k)) return 0;
   struct runner_run_msg *m = &pj->msg[r];
   memset(m, 0, sizeof *m);

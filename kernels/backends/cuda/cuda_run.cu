@@ -4,6 +4,7 @@
  * checks against its reference. It waits only on the lane's own streams and events; a
  * job's parents are waited for on the device (cudaStreamWaitEvent). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,15 @@ static int poll_cancel(struct cuda_job *j) {
 }
 
 /* ---- planning the runs ---- */
+
+int job_run_unavailable(struct exp_run *run, const char *fmt, ...) {
+  run->available = false;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(run->reason, sizeof run->reason, fmt, ap);
+  va_end(ap);
+  return 0;
+}
 
 /* Starts run r: variant, label, timing parameters; available until said otherwise. */
 struct exp_run *job_run_init(struct cuda_job *j, int r, int variant, const char *method) {

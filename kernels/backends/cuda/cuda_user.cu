@@ -15,7 +15,6 @@
  * here for such runs: plan, setup, warm-ups, samples, the job's output, release. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,17 +58,6 @@ struct runner *cuda_user_runner(int device) {
   return r;
 }
 
-static int unavailable(struct exp_run *run, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int unavailable(struct exp_run *run, const char *fmt, ...) {
-  run->available = false;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(run->reason, sizeof run->reason, fmt, ap);
-  va_end(ap);
-  return 0;
-}
-
 static long long ceil_to(long long a, int b) { return (a + (b > 0 ? b : 1) - 1) / (b > 0 ? b : 1); }
 
 /* The launch of kernel k at the job's sizes: a fixed grid, or its tile's through the
@@ -93,19 +81,19 @@ static bool limits_ok(struct cuda_job *j, struct exp_run *run, const struct ukre
   long long threads = (long long)k->block[0] * k->block[1] * k->block[2];
   if (threads > p->maxThreadsPerBlock || k->block[0] > p->maxThreadsDim[0] ||
       k->block[1] > p->maxThreadsDim[1] || k->block[2] > p->maxThreadsDim[2]) {
-    unavailable(run, "block %dx%dx%d exceeds the device's limits (%d threads)", k->block[0],
-                k->block[1], k->block[2], p->maxThreadsPerBlock);
+    job_run_unavailable(run, "block %dx%dx%d exceeds the device's limits (%d threads)", k->block[0],
+                        k->block[1], k->block[2], p->maxThreadsPerBlock);
     return false;
   }
   for (int i = 0; i < 3; i++)
     if (grid[i] > p->maxGridSize[i]) {
-      unavailable(run, "grid dimension %d of %lld exceeds the device's limit %d", i, grid[i],
-                  p->maxGridSize[i]);
+      job_run_unavailable(run, "grid dimension %d of %lld exceeds the device's limit %d", i,
+                          grid[i], p->maxGridSize[i]);
       return false;
     }
   if ((long long)k->shared_bytes + k->static_shared_bytes > (long long)p->sharedMemPerBlockOptin) {
-    unavailable(run, "%d bytes of shared memory exceed the device's opt-in maximum %zu",
-                k->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
+    job_run_unavailable(run, "%d bytes of shared memory exceed the device's opt-in maximum %zu",
+                        k->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
     return false;
   }
   if (k->cooperative) { /* its grid resident at once (the runner asks the driver again) */
@@ -116,11 +104,12 @@ static bool limits_ok(struct cuda_job *j, struct exp_run *run, const struct ukre
     long long blocks = grid[0] * grid[1] * grid[2];
     if (occupancy_theoretical(&l, &o, why, sizeof why) == 0 &&
         blocks > (long long)o.blocks_per_sm * p->multiProcessorCount) {
-      unavailable(run,
-                  "a cooperative launch of %lld blocks: %d fit on this device at once (%d per "
-                  "SM x %d SMs); give a smaller grid",
-                  blocks, o.blocks_per_sm * p->multiProcessorCount, o.blocks_per_sm,
-                  p->multiProcessorCount);
+      job_run_unavailable(
+          run,
+          "a cooperative launch of %lld blocks: %d fit on this device at once (%d per "
+          "SM x %d SMs); give a smaller grid",
+          blocks, o.blocks_per_sm * p->multiProcessorCount, o.blocks_per_sm,
+          p->multiProcessorCount);
       return false;
     }
   }
@@ -139,16 +128,17 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
   struct ukreg_kernel *k = NULL;
   if (!ukreg_run_user(run) || ukreg_get(id, &k) != 0 || !k->image) {
     ukreg_kernel_free(k);
-    return unavailable(run, "kernel %lld is not loaded here (stored without an image?)", id);
+    return job_run_unavailable(run, "kernel %lld is not loaded here (stored without an image?)",
+                               id);
   }
   j->user->k[r] = k; /* cuda_user_release frees it */
   if (!u || strcmp(k->experiment, j->exp->name) != 0)
-    return unavailable(run, "kernel %lld is not a kernel of this experiment", id);
+    return job_run_unavailable(run, "kernel %lld is not a kernel of this experiment", id);
   if (k->refused[0])
-    return unavailable(run, "kernel %lld is refused by today's rules: %.64s; send it again", id,
-                       k->refused);
+    return job_run_unavailable(run, "kernel %lld is refused by today's rules: %.64s; send it again",
+                               id, k->refused);
   if (s->graph)
-    return unavailable(
+    return job_run_unavailable(
         run,
         "graph: a user's kernel runs in gpulab-runner, another process with its own "
         "CUDA context, so it cannot join this job's CUDA Graph (captured in gpulabd's "
