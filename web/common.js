@@ -189,9 +189,24 @@ GL.runCount = function (type, p) {
   return Array.isArray(list) ? list.length : 0;
 };
 
+/* A job's type for people: the experiment's name, or for a problem's job (type
+ * "problem") "problem softmax_rows v3", from its params.problem. */
+GL.jobTypeLabel = function (job) {
+  const pr = job.params && job.params.problem;
+  return job.type === 'problem' && pr && pr.name ? `problem ${pr.name} v${pr.version}` : job.type;
+};
+
+/* A problem's job's own params, by name and in its definition's order: the integers
+ * of its params that no job of any type takes (experiments.json's "common"). */
+GL.problemParams = function (p) {
+  const common = new Set([...GL.TIMING_FIELDS.map((f) => f.name), ...Object.keys(GL.COMMON), 'variant', 'problem']);
+  return Object.entries(p || {}).filter(([k, v]) => !common.has(k) && Number.isInteger(v));
+};
+
 /* "33 × 47" when every size param is a dimension, else "n 5000, radius 3": what the
- * history groups by, beside the type. */
+ * history groups by, beside the type. A problem's job: "rows 64, cols 100". */
 GL.sizeLabel = function (type, p) {
+  if (type === 'problem') return GL.problemParams(p).map(([k, v]) => `${k} ${v}`).join(', ');
   const t = GL.TYPES[type];
   if (!p || !t || !t.fields.length) return '';
   if (t.fields.every((f) => f.dim)) return t.fields.map((f) => p[f.name]).join(' × ');

@@ -106,6 +106,8 @@
       'aria-describedby': described });
   }
 
+  /* A labelled field of form `type` (its id f-TYPE-NAME): f's input (extra.input, or
+   * one by f's kind holding value), its hint and the place for the API's message on it. */
   function field(type, f, value, extra) {
     const id = `f-${type}-${f.name}`;
     const input = extra && extra.input ? extra.input : typedInput(id, f, value);
@@ -290,7 +292,11 @@
     }
   }
 
-  async function submit(form, type) {
+  /* Posts a job from form (path: /jobs?wait=0, or a problem's /problems/{name}/jobs?wait=0;
+   * body: its JSON text) and says so in the form's status: "Queued job #N", a link to
+   * its page, the job put in the live queue. The API's refusal goes to refused(problem)
+   * (by default beside the field it names). Resolves to the job, or null. */
+  dash.submitJob = async function (form, path, body, refused) {
     for (const box of form.querySelectorAll('[data-field]')) clearFieldError(box);
     const status = form.querySelector('.form-status');
     const button = form.querySelector('button[type=submit]');
@@ -298,14 +304,15 @@
     status.textContent = 'Submitting…';
     button.disabled = true;
     try {
-      const r = await GL.api('POST', '/jobs?wait=0', requestBody(form, type));
+      const r = await GL.api('POST', path, body);
       if (r.ok && r.json && r.json.id) {
         clear(status).append('Queued ', h('a', { href: `#/jobs/${r.json.id}`, 'data-job-id': r.json.id,
           text: `job #${r.json.id}` }), '.');
         status.className = 'form-status ok';
         dash.upsertJob(r.json);
+        return r.json;
       } else if (GL.problem(r)) {
-        showError(form, GL.problem(r));
+        (refused || ((e) => showError(form, e)))(GL.problem(r));
       } else {
         status.className = 'form-status error';
         status.textContent = `gpulabd answered HTTP ${r.status}`;
@@ -316,6 +323,15 @@
     } finally {
       button.disabled = false;
     }
+    return null;
+  };
+
+  dash.field = field;
+  dash.intText = intText;
+  dash.jsonObj = obj;
+
+  function submit(form, type) {
+    return dash.submitJob(form, '/jobs?wait=0', requestBody(form, type));
   }
 
   function selectType(type) {
@@ -379,6 +395,9 @@
     if (job.state === 'done') {
       const passed = job.passed ?? (job.result ? job.result.passed : null);
       if (passed !== false && headline(job)) return headline(job);
+      const runs = job.result ? job.result.runs : [];
+      if (runs.length && runs.every((r) => !r.available)) /* a problem's job on the CPU backend */
+        return h('span', { class: 'muted', title: runs[0].reason, text: 'no run available here' });
       return passed === false ? h('span', { class: 'bad', text: '✗ a check failed' })
         : h('span', { class: 'good', text: '✓ checked' });
     }
@@ -408,7 +427,7 @@
       text: 'Cancel', onclick: () => GL.api('DELETE', `/jobs/${job.id}`).then(() => dash.refreshJob(job.id)) });
     clear(tr).append(
       h('td', {}, h('a', { href: `#/jobs/${job.id}`, text: `#${job.id}` })),
-      h('td', { class: 'type', text: job.type }),
+      h('td', { class: 'type', text: GL.jobTypeLabel(job) }),
       h('td', { class: 'size', text: GL.sizeLabel(job.type, job.params) }),
       h('td', { class: 'client', text: job.client || '' }),
       h('td', { class: 'state' }, GL.stateBadge(job.state)),

@@ -13,7 +13,7 @@
       text: 'Cancel job', onclick: () => GL.api('DELETE', `/jobs/${job.id}`).then(() => view.reload()) });
     const r = job.result;
     const first = r && r.runs.find((x) => x.available);
-    const hist = first ? h('a', { class: 'button ghost', text: 'History of this experiment',
+    const hist = first && job.type !== 'problem' ? h('a', { class: 'button ghost', text: 'History of this experiment',
       href: `#/history/${job.type}/${encodeURIComponent(first.variant)}/${encodeURIComponent(size)}` }) : null;
     const facts = [
       ['client', job.client], ['created', GL.fmtTime(job.created_at)],
@@ -27,7 +27,7 @@
     return h('div', { class: 'panel job-head' },
       h('div', { class: 'job-title' },
         h('a', { href: '#/', class: 'back', text: '← Dashboard' }),
-        h('h2', {}, `Job #${job.id} · ${job.type} `, h('span', { class: 'size', text: size })),
+        h('h2', {}, `Job #${job.id} · ${GL.jobTypeLabel(job)} `, h('span', { class: 'size', text: size })),
         GL.stateBadge(job.state), h('span', { class: 'spacer' }), hist, cancel),
       h('dl', { class: 'facts' }, facts.map(([k, v]) => h('div', {}, h('dt', { text: k }),
         h('dd', { id: k === 'ran' ? 'job-ran' : null, text: String(v) })))));
@@ -169,7 +169,7 @@
       if (!run.available) {
         tbody.append(h('tr', { class: 'unavailable', 'data-variant': run.variant },
           h('th', { scope: 'row', text: run.variant }),
-          h('td', { colspan: '6', class: 'muted', text: `not available: ${run.reason}` })));
+          h('td', { colspan: '6', class: 'muted', text: `${run.user_kernel ? `${run.user_kernel.name}: ` : ''}not available: ${run.reason}` })));
         continue;
       }
       const t = run.timing || {};
@@ -306,10 +306,18 @@
       h('tbody', {}, rows));
   }
 
+  /* The job's params by name; a problem's job's problem as a link to the version it ran. */
   function paramsList(job) {
     const p = job.params || {};
-    return h('dl', { class: 'facts' }, Object.entries(p).map(([k, v]) =>
-      h('div', {}, h('dt', { text: k }), h('dd', { class: 'mono', text: typeof v === 'object' ? JSON.stringify(v) : String(v) }))));
+    const value = (k, v) => {
+      if (k === 'problem' && v && v.name) {
+        const href = `#/problems/${encodeURIComponent(v.name)}/versions/${v.version}`;
+        return h('dd', { class: 'mono' }, h('a', { href, id: 'job-problem', text: `${v.name} version ${v.version}` }));
+      }
+      return h('dd', { class: 'mono', text: typeof v === 'object' ? JSON.stringify(v) : String(v) });
+    };
+    return h('dl', { class: 'facts', id: 'job-params' }, Object.entries(p).map(([k, v]) =>
+      h('div', { 'data-param': k }, h('dt', { text: k }), value(k, v))));
   }
 
   /* ---- a running job, live: its own event stream (GET /jobs/{id}/events) ---- */
@@ -391,7 +399,8 @@
     const root = clear(document.getElementById('view-job'));
     root.append(header(job));
     if (job.state === 'done' && job.result) {
-      const chart = GL.chartsOn() ? barChart(job) : null;
+      /* No bars where nothing ran (a problem's job on the CPU backend). */
+      const chart = GL.chartsOn() && job.result.runs.some((x) => x.available) ? barChart(job) : null;
       root.append(h('section', { class: 'panel', id: 'results' },
         h('div', { class: 'panel-head' }, h('h3', { text: 'Results' }),
           h('span', { class: 'muted', text: `${job.result.backend} · ${job.result.device} · ` +
@@ -401,8 +410,9 @@
       if (why) root.append(why);
       const tl = timelinePanel(job);
       if (tl) root.append(tl);
-      root.append(h('section', { class: 'panel' }, h('h3', { text: 'Kernels' }),
-        h('div', { class: 'table-wrap' }, kernelsTable(job))));
+      if (job.result.runs.some((x) => x.available && x.kernel))
+        root.append(h('section', { class: 'panel' }, h('h3', { text: 'Kernels' }),
+          h('div', { class: 'table-wrap' }, kernelsTable(job))));
     } else if (job.state === 'failed' || job.state === 'canceled') {
       root.append(h('section', { class: 'panel' }, h('p', { class: 'error' },
         GL.errorText(job))));

@@ -1,6 +1,8 @@
 'use strict';
 /* The kernels page (#/kernels): an editor (editor.js) that starts from the experiment's
- * signature template (GET /kernels/signatures), asks before a template or a stored
+ * signature template (GET /kernels/signatures) or a problem's (GET /problems/{name}:
+ * its template; a kernel of it may give its grid as expressions over its params),
+ * asks before a template or a stored
  * kernel replaces edits, compiles with POST /kernels and marks the compile's errors at
  * their lines (the 422 problem's `line` and its compile report's log); the client's
  * kernels, each opened into the editor or deleted; what the compiler made of a version
@@ -17,6 +19,56 @@
   }
 
   function ints(text) { return text.split(',').map((s) => Number(s.trim())).filter((x) => x > 0); }
+
+  /* A problem's kernel's grid as the API takes it: "cdiv(rows, 256), 1" is
+   * ["cdiv(rows, 256)", 1] (split at the commas outside parentheses, numbers as
+   * numbers); [] when empty. */
+  function gridList(text) {
+    const out = [];
+    let depth = 0, cur = '';
+    for (const c of `${text},`) {
+      if (c === ',' && depth === 0) { if (cur.trim()) out.push(cur.trim()); cur = ''; continue; }
+      if (c === '(') depth++;
+      if (c === ')') depth--;
+      cur += c;
+    }
+    return out.map((x) => (/^\d+$/.test(x) ? Number(x) : x));
+  }
+
+  /* The problems the client may see, by name (GET /problems), each one's version in
+   * full (GET /problems/{name}: signature, template, reference) once asked for. */
+  const problems = { list: [], full: new Map() };
+  const PROBLEM = 'problem:';
+  const problemOf = (experiment) => (experiment && experiment.startsWith(PROBLEM) ? experiment.slice(PROBLEM.length) : null);
+
+  async function listProblems() {
+    try { problems.list = (await GL.getJSON('/problems')).problems; } catch (e) { problems.list = []; }
+    return problems.list;
+  }
+
+  async function problemFull(name) {
+    if (!problems.full.has(name)) problems.full.set(name, await GL.getJSON(`/problems/${encodeURIComponent(name)}`));
+    return problems.full.get(name);
+  }
+
+  /* The experiments' and the problems' options of a select: value "transpose" or
+   * "problem:softmax_rows". */
+  function targetOptions(list) {
+    const exps = list.map((s) => h('option', { value: s.experiment, text: s.experiment }));
+    if (!problems.list.length) return exps;
+    return [h('optgroup', { label: 'experiments' }, exps), h('optgroup', { label: 'problems' },
+      problems.list.map((p) => h('option', { value: `${PROBLEM}${p.name}`, text: `problem: ${p.name}` })))];
+  }
+
+  /* A select's options again (problems come and go), its choice kept: a problem no
+   * longer listed stays while it is the one chosen. */
+  function refillTargets(select, list) {
+    const was = select.value;
+    GL.clear(select).append(...targetOptions(list));
+    if (was && !select.querySelector(`option[value="${CSS.escape(was)}"]`))
+      select.append(h('option', { value: was, text: `problem: ${problemOf(was)}` }));
+    select.value = was;
+  }
 
   /* The editor's state: ed (GL.codeEditor), the source it was last given (a template
    * or a stored kernel: anything else is the user's edit) and the kernel open in it. */
@@ -59,13 +111,22 @@
     status.className = 'form-status';
     status.textContent = run ? 'compiling and running…' : 'compiling…';
     const f = new FormData(form);
+    const problem = problemOf(f.get('experiment'));
     const body = {
       experiment: f.get('experiment'), name: f.get('name'), source: ed.editor.get(),
       block: ints(f.get('block')), tile: ints(f.get('tile')),
       options: f.get('options').split(/\s+/).filter(Boolean), public: f.get('public') === 'on',
     };
+    if (problem) { /* its params' names in the grid; block and grid default to its reference's */
+      delete body.experiment;
+      delete body.tile;
+      body.problem = problem;
+      if (!body.block.length) delete body.block;
+      const grid = gridList(f.get('grid') || '');
+      if (grid.length) body.grid = grid;
+    }
     const scratch = Number(f.get('scratch_bytes'));
-    if (scratch > 0) body.scratch_bytes = scratch; /* then the kernel takes void* scratch last */
+    if (scratch > 0 && !problem) body.scratch_bytes = scratch; /* then the kernel takes void* scratch last */
     const r = await GL.api('POST', run ? '/kernels?run=1&wait=60' : '/kernels', JSON.stringify(body));
     const e = GL.problem(r);
     if (e) {
@@ -113,41 +174,78 @@
   }
 
   function editor(list) {
-    const pick = h('select', { name: 'experiment', id: 'kernel-experiment' },
-      list.map((s) => h('option', { value: s.experiment, text: s.experiment })));
+    const pick = h('select', { name: 'experiment', id: 'kernel-experiment' }, targetOptions(list));
     const sig = h('code', { id: 'kernel-signature' });
     const ta = h('textarea', { name: 'source', id: 'kernel-source', rows: 16, spellcheck: 'false' });
     const block = h('input', { name: 'block', id: 'kernel-block' });
     const tile = h('input', { name: 'tile', id: 'kernel-tile' });
+    const grid = h('input', { name: 'grid', id: 'kernel-grid', autocomplete: 'off' });
     const rule = h('span', { class: 'muted', id: 'kernel-grid-rule' });
     const scratch = h('input', { name: 'scratch_bytes', id: 'kernel-scratch', inputmode: 'numeric', placeholder: '0' });
-    /* The signature as the kernel must have it: with scratch, one more last argument. */
+    const only = { tile: h('label', {}, 'tile ', tile), grid: h('label', { title: 'expressions over the problem\'s params, ' +
+      'e.g. cdiv(cols, 256), rows; empty: its reference\'s' }, 'grid ', grid),
+    scratch: h('label', { title: 'global scratch zeroed before every launch, passed as one more last argument, void* scratch' },
+      'scratch bytes ', scratch) };
+    /* The signature as the kernel must have it: with scratch, one more last argument; a
+     * problem's as its definition makes it (its scratch is the problem's). */
     function signature() {
+      const name = problemOf(pick.value);
+      only.tile.hidden = only.scratch.hidden = !!name;
+      only.grid.hidden = !name;
+      if (name) {
+        const p = problems.full.get(name);
+        const ref = (p && p.definition && p.definition.reference) || {};
+        sig.textContent = p ? p.signature : '';
+        grid.placeholder = (ref.grid || []).join(', ');
+        block.placeholder = (ref.block || []).join(',');
+        rule.textContent = p ? `a kernel of problem ${p.name} (version ${p.version}); block and grid default to its reference's ` +
+          `[${(ref.block || []).join(', ')}] and [${(ref.grid || []).join(', ')}]; a grid may be expressions over ` +
+          `${Object.keys(p.params || {}).join(', ')}` : '';
+        return;
+      }
       const s = list.find((x) => x.experiment === pick.value);
+      block.placeholder = grid.placeholder = '';
       sig.textContent = Number(scratch.value) > 0 ? s.signature_with_scratch : s.signature;
       rule.textContent = `${s.meaning}; ${s.grid_rule}`;
     }
     scratch.addEventListener('input', signature);
-    /* The experiment's template, block and tile (asking first when that would drop edits). */
+    ed.signature = signature;
+    /* The experiment's or problem's template, block and tile (asking first when that
+     * would drop edits). */
     let shown = pick.value;
-    function load() {
-      const s = list.find((x) => x.experiment === pick.value);
-      if (!mayReplace(`the ${s.experiment} template`)) { pick.value = shown; return; }
+    async function load() {
+      const name = problemOf(pick.value);
+      if (!mayReplace(name ? `problem ${name}'s template` : `the ${pick.value} template`)) { pick.value = shown; return; }
       shown = pick.value;
+      const status = form.querySelector('.form-status');
+      status.className = 'form-status';
+      status.textContent = '';
+      let template;
+      if (name) {
+        try { template = (await problemFull(name)).template; } catch (e) {
+          status.className = 'form-status error';
+          status.textContent = `problem ${name}: ${e.message}`;
+          return;
+        }
+        if (shown !== pick.value) return; /* another pick meanwhile */
+        block.value = tile.value = grid.value = '';
+      } else {
+        const s = list.find((x) => x.experiment === pick.value);
+        template = s.template;
+        block.value = s.default_block.join(',');
+        tile.value = s.default_tile.join(',');
+      }
       signature();
-      setSource(s.template);
-      block.value = s.default_block.join(',');
-      tile.value = s.default_tile.join(',');
+      setSource(template);
       openKernel(null);
     }
     pick.addEventListener('change', load);
     const form = h('form', { id: 'kernel-form' },
       h('div', { class: 'fields' },
         h('label', {}, 'experiment ', pick), h('label', {}, 'name ', h('input', { name: 'name', id: 'kernel-name', value: 'my_kernel' })),
-        h('label', {}, 'block ', block), h('label', {}, 'tile ', tile),
+        h('label', {}, 'block ', block), only.tile, only.grid,
         h('label', {}, 'options ', h('input', { name: 'options', id: 'kernel-options', placeholder: '-DTILE=32 -lineinfo' })),
-        h('label', { title: 'global scratch zeroed before every launch, passed as one more last argument, void* scratch' },
-          'scratch bytes ', scratch),
+        only.scratch,
         h('label', {}, h('input', { type: 'checkbox', name: 'public', id: 'kernel-public' }), ' public')),
       h('p', { class: 'signature' }, sig, ' ', rule),
       (ed.note = h('p', { class: 'muted small', id: 'kernel-open', hidden: true })),
@@ -165,14 +263,22 @@
         h('code', { text: '--codemirror DIR' }), ') for line numbers and highlighting. Errors are marked below.'));
     ed.loaded = ed.editor.get();
     load();
-    /* A stored kernel into the form: its experiment, name, launch shape, options and source. */
-    ed.fill = function (k) {
+    /* A stored kernel into the form: its experiment (or problem), name, launch shape,
+     * options and source. */
+    ed.fill = async function (k) {
       if (!mayReplace(`${k.variant} (${k.name})`)) return false;
+      const name = problemOf(k.experiment);
+      if (name) {
+        if (!pick.querySelector(`option[value="${CSS.escape(k.experiment)}"]`)) /* a problem no longer listed */
+          pick.append(h('option', { value: k.experiment, text: `problem: ${name}` }));
+        try { await problemFull(name); } catch (e) { /* deleted: its signature unknown */ }
+      }
       pick.value = shown = k.experiment;
       signature();
       form.elements.name.value = k.name;
       block.value = (k.block || []).join(',');
       tile.value = (k.tile || []).join(',');
+      grid.value = name ? (k.grid || []).join(', ') : '';
       form.elements.options.value = (k.options || []).join(' ');
       scratch.value = k.scratch_bytes ? String(k.scratch_bytes) : '';
       form.elements.public.checked = !!k.public;
@@ -193,7 +299,7 @@
     note.textContent = '';
     try {
       const k = await GL.getJSON(`/kernels/${id}`);
-      if (ed.fill(k)) document.getElementById('editor-panel').scrollIntoView();
+      if (await ed.fill(k)) document.getElementById('editor-panel').scrollIntoView();
     } catch (e) {
       note.textContent = `kernel:${id}: ${e.message}`;
     }
@@ -351,7 +457,7 @@
   async function openVersion(k, n) {
     try {
       const v = await GL.getJSON(`/kernels/${k.id}/versions/${n}`);
-      if (ed.fill(v)) document.getElementById('editor-panel').scrollIntoView();
+      if (await ed.fill(v)) document.getElementById('editor-panel').scrollIntoView();
     } catch (e) {
       document.getElementById('kernel-list-status').textContent = `kernel:${k.id}@${n}: ${e.message}`;
     }
@@ -369,13 +475,15 @@
     else showVersions(k);
   }
 
-  async function leaderboard(form) {
-    const body = document.querySelector('#leaderboard tbody');
-    const f = new FormData(form);
-    const size = f.get('size').trim();
-    const r = await GL.api('GET', `/leaderboard/${f.get('experiment')}${size ? `?size=${encodeURIComponent(size)}` : ''}`);
+  /* A leaderboard's table (GET /leaderboard/...), its body empty: GL.leaderboardRows
+   * fills it. The kernels page's and a problem's page's. */
+  GL.leaderboardTable = (id) => h('table', { class: 'data compact', id },
+    h('thead', {}, h('tr', {}, ['#', 'Variant', 'Kernel', 'Figure', 'Median ms', '% of ceiling', 'Job'].map((t) => h('th', { text: t })))),
+    h('tbody'));
+
+  /* A leaderboard's rows into its table's body, replacing what it held. */
+  GL.leaderboardRows = function (body, rows) {
     GL.clear(body);
-    const rows = (r.json && r.json.rows) || [];
     for (const x of rows) {
       body.append(h('tr', { 'data-variant': x.variant },
         h('td', { class: 'num', text: x.rank }), h('th', { text: x.variant }),
@@ -385,22 +493,40 @@
         h('td', { class: 'num', text: x.percent_of_ceiling == null ? '—' : `${GL.fmtNum(x.percent_of_ceiling, 3)}%` }),
         h('td', {}, h('a', { href: `#/jobs/${x.job}`, text: `#${x.job}` }))));
     }
+  };
+
+  async function leaderboard(form) {
+    const body = document.querySelector('#leaderboard tbody');
+    const f = new FormData(form);
+    const size = f.get('size').trim();
+    const r = await GL.api('GET', `/leaderboard/${f.get('experiment')}${size ? `?size=${encodeURIComponent(size)}` : ''}`);
+    const rows = (r.json && r.json.rows) || [];
+    GL.leaderboardRows(body, rows);
     document.getElementById('leaderboard-empty').hidden = rows.length > 0;
   }
 
   async function show() {
     const v = view();
-    if (v.childElementCount) { listKernels(); return; }
+    if (v.childElementCount) {
+      listKernels();
+      await listProblems();
+      for (const sel of v.querySelectorAll('#kernel-experiment, #leaderboard-form select[name="experiment"]')) refillTargets(sel, sigs);
+      problems.full.clear(); /* a problem's newer version: its signature and template */
+      const name = problemOf(document.getElementById('kernel-experiment').value);
+      if (name) { try { await problemFull(name); } catch (e) { /* deleted */ } ed.signature(); }
+      return;
+    }
     let list;
     try { list = await signatures(); } catch (e) { v.append(h('p', { class: 'error', text: e.message })); return; }
+    await listProblems();
     const board = h('form', { id: 'leaderboard-form' },
-      h('label', {}, 'experiment ', h('select', { name: 'experiment' }, list.map((s) => h('option', { value: s.experiment, text: s.experiment })))),
+      h('label', {}, 'experiment ', h('select', { name: 'experiment' }, targetOptions(list))),
       h('label', {}, ' size ', h('input', { name: 'size', placeholder: 'default' })),
       h('button', { type: 'submit', text: 'Show' }));
     board.addEventListener('submit', (e) => { e.preventDefault(); leaderboard(board); });
     v.append(
       h('section', { class: 'panel', id: 'editor-panel' }, h('h2', { text: 'Your kernel' }),
-        h('p', { class: 'muted', text: 'Device code only, with the experiment\'s signature; gpulab compiles it with NVRTC, runs it in its runner beside the built-ins, checks and times it the same way.' }),
+        h('p', { class: 'muted', text: 'Device code only, with the experiment\'s signature (or a problem\'s); gpulab compiles it with NVRTC, runs it in its runner beside the built-ins (a problem\'s reference), checks and times it the same way.' }),
         editor(list), h('div', { id: 'kernel-result' })),
       h('section', { class: 'panel', id: 'compiler-panel', hidden: true }),
       h('section', { class: 'panel' }, h('h2', { text: 'Kernels' }),
@@ -411,9 +537,7 @@
         h('p', { class: 'muted', id: 'kernel-list-status', role: 'status' }),
         h('div', { id: 'kernel-versions', hidden: true })),
       h('section', { class: 'panel', id: 'leaderboard-panel' }, h('h2', { text: 'Leaderboard' }), board,
-        h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'leaderboard' },
-          h('thead', {}, h('tr', {}, ['#', 'Variant', 'Kernel', 'Figure', 'Median ms', '% of ceiling', 'Job'].map((t) => h('th', { text: t })))),
-          h('tbody'))),
+        h('div', { class: 'table-wrap' }, GL.leaderboardTable('leaderboard')),
         h('p', { class: 'muted empty', id: 'leaderboard-empty', text: 'No verified runs at this size yet.' })));
     ed.editor.refresh(); /* laid out now that it is on the page */
     listKernels();

@@ -1,8 +1,10 @@
 'use strict';
 /* The problems pages: #/problems lists the problems you may see (GET /problems) and
  * defines one from a JSON editor (POST /problems, the API's refusal shown beside it);
- * #/problems/NAME (and .../versions/N) shows one readably: params, buffers, reference,
- * figure, signature, template, versions, and delete for its owner (docs/problems.md). */
+ * #/problems/NAME (and .../versions/N) shows one readably: a form to run a job of it
+ * (POST /problems/{name}/jobs), its leaderboard at the form's params (GET
+ * /leaderboard/problem:NAME), params, buffers, reference, figure, signature, template,
+ * versions, and delete for its owner (docs/problems.md). */
 (function () {
   const { h, clear } = GL;
   /* The view's two parts, made once: the list with the form (kept, edits and all,
@@ -33,8 +35,9 @@
   };
   GL.problemExample = EXAMPLE;
 
-  const NO_JOBS = 'Jobs of problems do not exist yet: gpulab defines, checks and compiles a problem today; ' +
-    'running one (its reference, your kernels, a leaderboard) comes with gpulab-runner\'s support for it.';
+  const JOBS = 'A problem runs from its page: its reference and your kernels of it, each checked against the ' +
+    'reference on every element, timed and ranked on its leaderboard. They run on a CUDA device; the CPU backend ' +
+    'lists their runs unavailable, with the reason.';
 
   const form = { editor: null, pending: null };
 
@@ -140,10 +143,158 @@
           h('span', { class: `badge ${p.public ? 'state-done' : ''}`, text: p.public ? 'public' : 'private' }),
           h('span', { class: 'spacer' }), again, del, status),
         p.description ? h('p', { class: 'about', text: p.description }) : null,
-        facts([['owner', p.owner], ['created', GL.fmtTime(p.created)]]),
-        h('p', { class: 'notice-line', id: 'problem-no-jobs', text: NO_JOBS }),
-        definitionView(p)),
+        facts([['owner', p.owner], ['created', GL.fmtTime(p.created)]])),
+      h('div', { class: 'row problem-run' }, jobPanel(p), boardPanel(p)),
+      h('section', { class: 'panel', id: 'problem-definition' }, h('h2', { text: 'Definition' }), definitionView(p)),
       h('section', { class: 'panel' }, h('h3', { text: 'Versions' }), versions));
+    jobs.form = document.getElementById('problem-job-form');
+    board(p);
+    kernelChecks(p);
+  }
+
+  /* ---- its jobs and its leaderboard ---- */
+
+  /* The problem page's form and leaderboard (one page at a time). */
+  const jobs = { form: null, timer: null };
+
+  /* The params' values as the form holds them, in the definition's order. */
+  function paramValues(p) {
+    return Object.keys(p.params || {}).map((k) => jobs.form.elements[`param-${k}`].value.trim());
+  }
+
+  /* A number input of the form: the param's range and default, or a job-wide field's. */
+  function numberInput(id, name, x) {
+    return h('input', { id, name, type: 'number', step: 1, inputmode: 'numeric', autocomplete: 'off',
+      min: x.min, max: x.max, value: x.def ?? '', placeholder: x.def == null ? 'default' : null,
+      'aria-describedby': `${id}-hint ${id}-err` });
+  }
+
+  function jobPanel(p) {
+    const params = Object.entries(p.params || {});
+    const newest = !p.versions || p.version >= p.versions;
+    const field = (name, label, hint, x) => GL.dash.field('problem', { name, label, hint }, null,
+      { input: numberInput(`f-problem-${name}`, name, x) });
+    const form = h('form', { id: 'problem-job-form', class: 'job-form', novalidate: true },
+      h('fieldset', {}, h('legend', { text: 'Params' }), h('div', { class: 'fields' }, params.map(([k, x]) =>
+        field(`param-${k}`, k, `${GL.fmtNum(x.min)}..${GL.fmtNum(x.max)}, default ${GL.fmtNum(x.default)}`,
+          { min: x.min, max: x.max, def: x.default })))),
+      h('fieldset', { class: 'field', 'data-field': 'variant' }, h('legend', { text: 'Runs' }),
+        h('div', { class: 'checks', id: 'problem-job-runs' },
+          h('label', { class: 'check', title: 'the problem\'s own kernel: the truth the others are checked against' },
+            h('input', { type: 'checkbox', name: 'variant', value: 'reference', checked: true }), 'reference')),
+        h('p', { class: 'muted small', id: 'problem-job-kernels', text: 'looking for kernels of it…' }),
+        h('div', { class: 'field-error', role: 'alert' })),
+      h('fieldset', {}, h('legend', { text: 'Timing' }), h('div', { class: 'fields' },
+        GL.TIMING_FIELDS.map((f) => field(f.name, f.label, f.hint, { min: f.min, max: f.max })))),
+      h('div', { class: 'problem-error', id: 'problem-job-error', role: 'alert', hidden: true }),
+      h('div', { class: 'actions' },
+        h('button', { type: 'submit', class: 'primary', id: 'problem-job-run', disabled: !newest, text: `Run ${p.name}` }),
+        h('span', { class: 'form-status', role: 'status', 'aria-live': 'polite' })));
+    form.addEventListener('submit', (e) => { e.preventDefault(); runJob(p, form); });
+    form.addEventListener('input', (e) => {
+      /* A refusal is of the values it was given: an edit to the field it named clears it. */
+      const at = e.target.closest('[data-field]');
+      if (at && at.classList.contains('invalid')) {
+        at.classList.remove('invalid');
+        for (const el of at.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+        const box = document.getElementById('problem-job-error');
+        clear(box).hidden = true;
+        form.querySelector('.form-status').textContent = '';
+      }
+      if (e.target.name && e.target.name.startsWith('param-')) { clearTimeout(jobs.timer); jobs.timer = setTimeout(() => board(p), 250); }
+    });
+    const cpu = GL.device && GL.device.backend === 'cpu';
+    return h('section', { class: 'panel', id: 'problem-run' }, h('h2', { text: 'Run it' }),
+      h('p', { class: 'muted', text: 'POST /problems/' + p.name + '/jobs: the reference and the kernels you tick, on inputs ' +
+        'from the seed; each kernel\'s outputs are checked against the reference\'s on every element.' }),
+      newest ? null : h('p', { class: 'notice-line', id: 'problem-job-newest' }, 'Jobs run the newest version: ',
+        h('a', { href: `#/problems/${encodeURIComponent(p.name)}`, text: `version ${p.versions}` }), '.'),
+      cpu ? h('p', { class: 'notice-line', id: 'problem-job-cpu', text: 'This gpulabd runs on the CPU backend: a problem\'s ' +
+        'runs are CUDA C, so its jobs list them unavailable, with the reason.' }) : null,
+      form);
+  }
+
+  /* A checkbox per kernel of this problem the client may see (GET /kernels), after the
+   * reference's. */
+  async function kernelChecks(p) {
+    const note = document.getElementById('problem-job-kernels');
+    let list = [];
+    try { list = (await GL.getJSON('/kernels')).kernels; } catch (e) { note.textContent = `kernels: ${e.message}`; return; }
+    const mine = list.filter((k) => k.experiment === `problem:${p.name}`);
+    const runs = document.getElementById('problem-job-runs');
+    if (!runs) return;
+    for (const k of mine)
+      runs.append(h('label', { class: 'check', 'data-kernel-id': k.id, title: `${k.name} by ${k.owner}, ${k.versions} version${k.versions === 1 ? '' : 's'}` },
+        h('input', { type: 'checkbox', name: 'variant', value: k.variant }), `${k.variant} ${k.name}`));
+    GL.clear(note).append(mine.length ? `${mine.length} kernel${mine.length === 1 ? '' : 's'} of it; ` : 'No kernels of it yet: ',
+      h('a', { href: '#/kernels', text: mine.length ? 'write another' : 'write one' }), ' in Your kernels (pick problem: ', p.name, ').');
+  }
+
+  /* The POST /problems/{name}/jobs body, as JSON text: the params by name, the runs
+   * ticked, the timing fields filled in (the API's defaults for the others). */
+  function jobBody(p, form) {
+    const int = GL.dash.intText;
+    const params = Object.keys(p.params || {}).map((k) => [k, form.elements[`param-${k}`].value.trim()])
+      .filter(([, v]) => v !== '').map(([k, v]) => [k, int(v)]);
+    const runs = [...form.querySelectorAll('input[name=variant]')].filter((c) => c.checked).map((c) => c.value);
+    const top = [['params', GL.dash.jsonObj(params)], ['variant', JSON.stringify(runs)]];
+    for (const f of GL.TIMING_FIELDS) {
+      const v = form.elements[f.name].value.trim();
+      if (v !== '') top.push([f.name, int(v)]);
+    }
+    return GL.dash.jsonObj(top);
+  }
+
+  /* Runs a job of the problem from the form and opens its page; a refusal shows beside
+   * the form (its code, field and detail), the field it names marked. */
+  async function runJob(p, form) {
+    const box = document.getElementById('problem-job-error');
+    clear(box);
+    box.hidden = true;
+    const refused = (e) => {
+      showRefusal(box, e);
+      const status = form.querySelector('.form-status');
+      status.className = 'form-status error';
+      status.textContent = `Not queued (${e.status || e.code}).`;
+      const name = (e.field || '').replace(/^params\./, 'param-').replace(/\[.*$/, '');
+      const at = name && form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+      if (at) {
+        at.classList.add('invalid');
+        const input = at.querySelector('input:not([type=checkbox])');
+        if (input) { input.setAttribute('aria-invalid', 'true'); input.focus(); }
+      }
+    };
+    const job = await GL.dash.submitJob(form, `/problems/${encodeURIComponent(p.name)}/jobs?wait=0`, jobBody(p, form), refused);
+    if (job) location.hash = `#/jobs/${job.id}`;
+  }
+
+  function boardPanel(p) {
+    return h('section', { class: 'panel', id: 'problem-board' },
+      h('div', { class: 'panel-head' }, h('h2', { text: 'Leaderboard' }),
+        h('span', { class: 'muted', id: 'problem-board-size' })),
+      h('div', { class: 'table-wrap' }, GL.leaderboardTable('problem-leaderboard')),
+      h('p', { class: 'muted empty', id: 'problem-board-empty', hidden: true, text: 'No runs yet at this size.' }),
+      h('p', { class: 'error', id: 'problem-board-error', hidden: true }));
+  }
+
+  /* The leaderboard at the form's params (GET /leaderboard/problem:NAME?size=...; the
+   * version shown when it is not the newest). */
+  async function board(p) {
+    const values = paramValues(p);
+    const names = Object.keys(p.params || {});
+    const old = p.versions && p.version < p.versions ? `&version=${p.version}` : '';
+    const r = await GL.api('GET', `/leaderboard/problem:${encodeURIComponent(p.name)}?size=${values.map(encodeURIComponent).join(',')}${old}`);
+    const body = document.querySelector('#problem-leaderboard tbody');
+    if (!body || paramValues(p).join() !== values.join()) return; /* another page, or newer values */
+    const e = GL.problem(r);
+    const rows = (r.json && r.json.rows) || [];
+    GL.leaderboardRows(body, e ? [] : rows);
+    document.getElementById('problem-board-size').textContent =
+      `${names.map((k, i) => `${k} ${values[i] || '—'}`).join(', ')} · version ${p.version}`;
+    document.getElementById('problem-board-empty').hidden = !!e || rows.length > 0;
+    const err = document.getElementById('problem-board-error');
+    err.hidden = !e;
+    err.textContent = e ? `${e.code}${e.field ? ` at ${e.field}` : ''}: ${e.detail}` : '';
   }
 
   async function deleteProblem(p, status) {
@@ -182,10 +333,12 @@
     clear(box);
     box.hidden = false;
     const c = e.compile || {};
-    box.append(h('p', {}, h('b', { class: 'err-code', text: e.code }), e.field ? ' at ' : '',
+    /* (append would write a null as "null": the parts a refusal lacks are left out) */
+    box.append(...[h('p', {}, h('b', { class: 'err-code', text: e.code }), e.field ? ' at ' : '',
       e.field ? h('code', { class: 'err-field', text: e.field }) : null, `: ${e.detail}`),
     c.error ? h('pre', { class: 'log compile-line', id: 'problem-compile-line', text: errorLines(c) }) : null,
-    c.log ? h('details', { class: 'log-box' }, h('summary', { text: 'the compiler\'s whole log' }), h('pre', { class: 'log', text: c.log })) : null);
+    c.log ? h('details', { class: 'log-box' }, h('summary', { text: 'the compiler\'s whole log' }), h('pre', { class: 'log', text: c.log })) : null]
+      .filter(Boolean));
   }
 
   /* The compile log's first error with the source line and caret NVRTC prints under it. */
@@ -230,7 +383,7 @@
       root.append(
         h('section', { class: 'panel' }, h('div', { class: 'panel-head' }, h('h2', { text: 'Problems' }),
           h('span', { class: 'muted', text: 'operations defined as data: params, buffers, a reference kernel, a tolerance, a figure' })),
-        h('p', { class: 'notice-line', text: NO_JOBS }),
+        h('p', { class: 'muted', id: 'problems-jobs', text: JOBS }),
         h('div', { class: 'table-wrap' }, h('table', { class: 'data compact', id: 'problem-list' },
           h('thead', {}, h('tr', {}, ['Name', 'Version', 'Owner', 'Visibility', 'Params', 'Description', 'Created']
             .map((t, i) => h('th', { class: i === 1 ? 'num' : null, text: t })))),

@@ -6,7 +6,8 @@
  * opens them and checks the tables, charts and the pipeline's stream timeline, the
  * validation messages and the history; then the page without Chart.js. Screenshots
  * go to $GPULAB_ARTIFACTS (ctest: <build>/test-artifacts). The harness is harness.js;
- * the steps on users' kernels and problems are kernels.steps.js's, those of the other
+ * the steps on users' kernels and problems are kernels.steps.js's, those on problems'
+ * jobs problems.steps.js's, those of the other
  * gpulabd (no Chart.js, tokens) others.steps.js's.
  *   GPULABD=build/gpulabd node tests/browser/dashboard.test.js
  * GPULAB_BROWSER_ONLY=REGEX runs only the steps whose names match (a quicker loop
@@ -20,6 +21,7 @@ const {
   submitForm, submittedId, text, waitDone, waitEnded, waitQueueState, watchErrors
 } = require('./harness');
 const { kernelEditorSteps, kernelViewSteps } = require('./kernels.steps');
+const { problemJobSteps } = require('./problems.steps');
 const { withoutCharts, withTokens, TOKEN } = require('./others.steps');
 
 async function withCharts(context, proc) {
@@ -682,12 +684,16 @@ async function withCharts(context, proc) {
   });
 
   await kernelViewSteps(page, proc);
+  const problemJobId = await problemJobSteps(page, proc);
 
   await step('a narrow window (420 px): nothing but a table\'s or the editor\'s own scroller is wider than it', page, async () => {
     await page.setViewportSize({ width: 420, height: 800 });
     const views = [['#/', '#device-panel', 'narrow.png'], [`#/jobs/${transposeId}`, '#view-job table.runs', 'narrow-job.png'],
       ['#/kernels', '#kernel-form', 'narrow-kernels.png'], ['#/problems', '#problem-form', 'narrow-problems.png'],
       [`#/jobs/${profiledId}`, '#why', 'narrow-job-profile.png']];
+    if (problemJobId) /* the problems' jobs' steps ran (GPULAB_BROWSER_ONLY may leave them out) */
+      views.push(['#/problems/browser_rows', '#problem-job-form', 'narrow-problem.png'],
+        [`#/jobs/${problemJobId}`, '#view-job table.runs', 'narrow-problem-job.png']);
     for (const [view, ready, png] of views) {
       await page.goto(`${proc.base}/${view}`);
       await page.waitForSelector(ready, { timeout: TIMEOUT });

@@ -192,6 +192,14 @@ async function setKernelSource(page, src) {
   checkEq(await kernelSource(page), src, 'the source as typed');
 }
 
+/* Replaces the problem editor's text as a person would: select all, type. */
+async function setProblemSource(page, src) {
+  await page.click('#problem-editor .CodeMirror-lines');
+  await page.keyboard.press('Control+A');
+  await page.keyboard.insertText(src);
+  checkEq(await page.evaluate(() => GL.problemsView.editor().get()), src, 'the definition as typed');
+}
+
 async function openJob(page, id) {
   await page.click(`#queue tr[data-job-id="${id}"] a[href="#/jobs/${id}"]`);
   await page.waitForSelector('#view-job table.runs tbody tr', { timeout: TIMEOUT });
@@ -317,6 +325,7 @@ module.exports = {
   runProfile,
   runsTable,
   setKernelSource,
+  setProblemSource,
   shot,
   spawn,
   startGpulabd,

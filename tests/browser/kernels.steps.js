@@ -5,7 +5,7 @@
  * then its compiler's view and a problem defined from the form. */
 const {
   ARTIFACTS, TIMEOUT, check, checkEq, kernelSource, log, openDashboard, path, runsTable,
-  setKernelSource, shot, step, text, waitDone
+  setKernelSource, setProblemSource, shot, step, text, waitDone
 } = require('./harness');
 
 /* The editor, compiling, running, ranking and versions. */
@@ -229,14 +229,6 @@ async function kernelViewSteps(page, proc) {
     await page.waitForSelector('#kernel-asm[data-kind="ptx"]', { timeout: TIMEOUT });
   });
 
-  /* Replaces the problem editor's text as a person would: select all, type. */
-  async function setProblemSource(src) {
-    await page.click('#problem-editor .CodeMirror-lines');
-    await page.keyboard.press('Control+A');
-    await page.keyboard.insertText(src);
-    checkEq(await page.evaluate(() => GL.problemsView.editor().get()), src, 'the definition as typed');
-  }
-
   await step('problems: a bad definition\'s error beside the editor; the example defined from the form, opened, listed, deleted by its owner', page, async () => {
     if (!(await page.isVisible('#nav-problems'))) await openDashboard(page, proc); /* this step alone (GPULAB_BROWSER_ONLY) */
     await page.click('#nav-problems');
@@ -248,7 +240,7 @@ async function kernelViewSteps(page, proc) {
     /* A reference that does not compile: the compiler's line next to the editor. */
     const bad = Object.assign({}, example, { name: 'browser_bad' });
     bad.reference = Object.assign({}, example.reference, { source: example.reference.source.replace('int r = blockIdx.x;', 'int r = blockIdx.x +;') });
-    await setProblemSource(JSON.stringify(bad, null, 2));
+    await setProblemSource(page, JSON.stringify(bad, null, 2));
     await page.click('#problem-define');
     await page.waitForSelector('#problem-error:not([hidden]) #problem-compile-line', { timeout: TIMEOUT });
     const said = await text(page, '#problem-error p');
@@ -258,7 +250,7 @@ async function kernelViewSteps(page, proc) {
       `the compiler's line: ${line}`);
     await shot(page, 'problem-error.png');
     /* A refusal before compiling: its field and detail. */
-    await setProblemSource(JSON.stringify(Object.assign({}, example, { name: 'browser_bad', params: {} }), null, 2));
+    await setProblemSource(page, JSON.stringify(Object.assign({}, example, { name: 'browser_bad', params: {} }), null, 2));
     await page.click('#problem-define');
     await page.waitForFunction(() => /out_of_range at params/.test((document.querySelector('#problem-error p') || {}).textContent || ''),
       null, { timeout: TIMEOUT });
@@ -266,7 +258,7 @@ async function kernelViewSteps(page, proc) {
     /* The example, under a name of its own. */
     await page.click('#problem-example');
     const good = Object.assign({}, example, { name: 'browser_softmax' });
-    await setProblemSource(JSON.stringify(good, null, 2));
+    await setProblemSource(page, JSON.stringify(good, null, 2));
     await page.click('#problem-define');
     await page.waitForSelector('#problem-page[data-problem="browser_softmax"]', { timeout: TIMEOUT });
     checkEq(await page.evaluate(() => location.hash), '#/problems/browser_softmax', 'the new problem\'s page');
@@ -280,7 +272,7 @@ async function kernelViewSteps(page, proc) {
     checkEq(await page.$eval('#problem-template', (x) => x.textContent), stored.template, 'the template');
     check(/occupancy at the defaults: \d+ blocks\/SM/.test(await text(page, '#problem-compile')), `compile: ${await text(page, '#problem-compile')}`);
     checkEq(await page.locator('#problem-versions tbody tr').count(), 1, 'its versions');
-    check(/^Jobs of problems do not exist yet/.test(await text(page, '#problem-no-jobs')), 'the line on jobs');
+    check(await page.isVisible('#problem-job-form') && await page.isVisible('#problem-leaderboard'), 'its job form and leaderboard');
     check(await page.isVisible('#problem-delete'), 'delete for its owner');
     await shot(page, 'problem.png');
     await page.click('#problem-page a.back');
