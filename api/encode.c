@@ -70,19 +70,13 @@ static void runs_write(struct jw *w, const struct exp_runs_param *rp, const stru
   jw_array_end(w);
 }
 
-/* A problem's params by their names (its plan's), in its order; by position ("p0")
- * when its version is not known here. */
+/* A problem's params by their names, in its order (known here from the job's
+ * submission or recovery: problem_plan_names). */
 static void problem_params_write(struct jw *w, const struct exp_spec *spec) {
-  struct problem_plan plan;
-  char why[128];
-  bool named = problem_plan_of(spec, &plan, why, sizeof why) == 0;
-  int n = named ? plan.n_params : EXP_PROBLEM_MAX_PARAMS;
-  for (int i = 0; i < n; i++) {
-    char name[16];
-    if (!named && !spec->problem.values[i]) continue;
-    snprintf(name, sizeof name, "p%d", i);
-    jw_integer(w, named ? plan.param_names[i] : name, spec->problem.values[i]);
-  }
+  char names[EXP_PROBLEM_MAX_PARAMS][PROBLEM_PLAN_NAME];
+  int n = 0;
+  if (!problem_plan_names(spec, names, &n)) return;
+  for (int i = 0; i < n; i++) jw_integer(w, names[i], spec->problem.values[i]);
 }
 
 void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) {

@@ -203,6 +203,15 @@ static int parse_param(struct ctx *c, const char *name, json_t *v) {
                          "param '%.40s': a name is a C identifier of at most %d characters, not "
                          "a C/CUDA keyword or built-in, min, max, cdiv or scratch",
                          name, PROBLEM_IDENT_MAX);
+  /* A job's document writes the params beside the fields every job has. */
+  static const char *const job_fields[] = {
+      "variant", "seed",      "warmup",      "batches",    "reps",        "graph",   "cold",
+      "profile", "order",     "min_samples", "max_noise",  "max_time",    "problem", "priority",
+      "device",  "isolation", "dependency",  "depends_on", "keep_output", "fault",   NULL};
+  for (int i = 0; job_fields[i]; i++)
+    if (!strcmp(name, job_fields[i]))
+      return api_error_set(c->err, 400, "out_of_range", at,
+                           "param '%s': the name of a field every job has; pick another", name);
   if (!json_is_object(v))
     return api_error_set(c->err, 400, "wrong_type", at,
                          "%s must be an object {\"default\", \"min\", \"max\"}, got %s", at,

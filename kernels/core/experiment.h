@@ -105,11 +105,16 @@ struct exp_stop_params {
 
 /* An EXP_PROBLEM job's problem: the version it runs, by name and number, and its
  * params' values in the problem's order; what they mean, its plan
- * (kernels/problem/problem_plan.h). Zero in every other spec. */
+ * (kernels/problem/problem_plan.h). And what its plan gave when the job was accepted,
+ * so that the engine and the codec never need the plan: the figure's counts and the
+ * device memory the job takes. Zero in every other spec. */
 struct exp_problem {
   char name[64];
   int32_t version;
   int32_t values[EXP_PROBLEM_MAX_PARAMS];
+  bool figure_flops;     /* the figure divides flops (the problem gives no bytes) */
+  int64_t bytes, flops;  /* the figure's counts at the values (0: not counted) */
+  uint64_t device_bytes; /* one job's device memory (problem_plan_bytes) */
 };
 
 /* One job's request, its sizes resolved. Plain data: copy it freely. */

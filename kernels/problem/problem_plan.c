@@ -1,23 +1,86 @@
-/* problem_plan.h: the resolver gpulabd sets, and exp_desc(EXP_PROBLEM), the descriptor
- * every problem's job has: its counts come from the job's plan. */
+/* problem_plan.h: the resolver gpulabd sets, the names of the versions planned, and
+ * exp_desc(EXP_PROBLEM), the descriptor every problem's job has: its counts are what the
+ * job's plan gave at submission (spec.problem). */
 #include "kernels/problem/problem_plan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static _Atomic(problem_plan_resolver) resolver;
 
 void problem_plan_set_resolver(problem_plan_resolver fn) { atomic_store(&resolver, fn); }
 
+/* ---- the params' names of every version a plan was made of, kept for the codec ---- */
+
+struct named {
+  char name[64];
+  int version, n;
+  char params[EXP_PROBLEM_MAX_PARAMS][PROBLEM_PLAN_NAME];
+};
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct named *names;
+static size_t n_names, cap_names;
+
+/* Under names_mu: version's entry, or NULL. */
+static struct named *named_find(const char *name, int version) {
+  for (size_t i = 0; i < n_names; i++)
+    if (names[i].version == version && strcmp(names[i].name, name) == 0) return &names[i];
+  return NULL;
+}
+
+/* Keeps plan's names (a version is immutable: once kept, kept). */
+static void names_keep(const struct problem_plan *plan) {
+  pthread_mutex_lock(&names_mu);
+  if (!named_find(plan->name, plan->version)) {
+    if (n_names == cap_names) {
+      size_t cap = cap_names ? 2 * cap_names : 16;
+      struct named *p = realloc(names, cap * sizeof *p);
+      if (p) names = p, cap_names = cap;
+    }
+    if (n_names < cap_names) {
+      struct named *e = &names[n_names++];
+      snprintf(e->name, sizeof e->name, "%s", plan->name);
+      e->version = plan->version;
+      e->n = plan->n_params;
+      memcpy(e->params, plan->param_names, sizeof e->params);
+    }
+  }
+  pthread_mutex_unlock(&names_mu);
+}
+
+bool problem_plan_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAME], int *n) {
+  pthread_mutex_lock(&names_mu);
+  const struct named *e = named_find(spec->problem.name, spec->problem.version);
+  if (e) {
+    *n = e->n;
+    memcpy(out, e->params, sizeof e->params);
+  }
+  pthread_mutex_unlock(&names_mu);
+  return e != NULL;
+}
+
 int problem_plan_of(const struct exp_spec *spec, struct problem_plan *out, char *why,
                     size_t why_len) {
   problem_plan_resolver fn = atomic_load(&resolver);
   memset(out, 0, sizeof *out);
-  if (spec->type == EXP_PROBLEM && fn) return fn(spec, out, why, why_len);
-  snprintf(why, why_len, "no problem %.63s here", spec->problem.name);
-  return -ENOENT;
+  if (spec->type != EXP_PROBLEM || !fn) {
+    snprintf(why, why_len, "no problem %.63s here", spec->problem.name);
+    return -ENOENT;
+  }
+  int rc = fn(spec, out, why, why_len);
+  if (rc == 0) names_keep(out);
+  return rc;
+}
+
+void problem_plan_facts(const struct problem_plan *plan, struct exp_spec *spec) {
+  spec->problem.figure_flops = !plan->has_bytes && plan->has_flops;
+  spec->problem.bytes = plan->has_bytes ? plan->bytes : 0;
+  spec->problem.flops = plan->has_flops ? plan->flops : 0;
+  spec->problem.device_bytes = problem_plan_bytes(plan, spec->n_variants);
 }
 
 uint64_t problem_plan_bytes(const struct problem_plan *plan, int n_runs) {
@@ -27,29 +90,20 @@ uint64_t problem_plan_bytes(const struct problem_plan *plan, int n_runs) {
 
 /* ---- exp_desc(EXP_PROBLEM) ---- */
 
+/* The hooks read what the job's plan gave at its submission (spec.problem). */
 static void problem_work(const struct exp_spec *spec, struct exp_work *w) {
-  struct problem_plan plan;
-  char why[128];
-  if (problem_plan_of(spec, &plan, why, sizeof why)) return;
-  w->bytes = plan.has_bytes ? (double)plan.bytes : 0;
-  w->flops = plan.has_flops ? (double)plan.flops : 0;
+  w->bytes = (double)spec->problem.bytes;
+  w->flops = (double)spec->problem.flops;
   w->counted = "as the problem's figure counts them";
 }
 
 /* GB/s when the problem counts bytes, else GFLOP/s. */
 static enum exp_figure problem_figure(const struct exp_spec *spec) {
-  struct problem_plan plan;
-  char why[128];
-  if (problem_plan_of(spec, &plan, why, sizeof why) == 0 && !plan.has_bytes && plan.has_flops)
-    return EXP_FIGURE_GFLOPS;
-  return EXP_FIGURE_GBPS;
+  return spec->problem.figure_flops ? EXP_FIGURE_GFLOPS : EXP_FIGURE_GBPS;
 }
 
 static uint64_t problem_spec_bytes(const struct exp_spec *spec) {
-  struct problem_plan plan;
-  char why[128];
-  if (problem_plan_of(spec, &plan, why, sizeof why)) return 0;
-  return problem_plan_bytes(&plan, spec->n_variants);
+  return spec->problem.device_bytes;
 }
 
 static const struct exp_param no_params[1];

@@ -70,17 +70,27 @@ typedef int (*problem_plan_resolver)(const struct exp_spec *spec, struct problem
 /* Sets the resolver (gpulabd's service, at start; NULL: none, every plan -ENOENT). */
 void problem_plan_set_resolver(problem_plan_resolver fn);
 /* spec's plan (spec->type EXP_PROBLEM). 0, or the resolver's error with why; -ENOENT
- * without a resolver. */
+ * without a resolver. It may read the store: never call it holding a lock (the
+ * engine's, the store's); the job's submission, its recovery and the backend's
+ * planning do. A plan made also keeps its params' names (problem_plan_names). */
 int problem_plan_of(const struct exp_spec *spec, struct problem_plan *out, char *why,
                     size_t why_len);
+
+/* Fills spec->problem's figure counts and device bytes from plan (at submission). */
+void problem_plan_facts(const struct problem_plan *plan, struct exp_spec *spec);
+
+/* The params' names of spec's problem version, as a plan of it made in this process
+ * kept them (names[i], *n of them): true; false when none was made here yet. Reads
+ * memory only, under a lock of its own: for the codec, from any thread. */
+bool problem_plan_names(const struct exp_spec *spec, char names[][PROBLEM_PLAN_NAME], int *n);
 
 /* A problem's variants: the reference is variant 0; users' kernels are
  * exp_user_variant(id) as for the experiments. */
 #define PROBLEM_VARIANT_REFERENCE 0
 
-/* Device bytes a job of plan with n_runs runs needs at once: one set of inputs, one of
- * fresh inputs, the reference's outputs twice (the job's inputs and a fresh set), one
- * set of outputs per run, and the scratch. */
+/* Device bytes a job of plan with n_runs runs needs at once, as the runner makes its
+ * buffers: the inputs (and the copy fresh ones are checked against), the reference's
+ * outputs twice, one set of outputs per run, and the scratch. */
 uint64_t problem_plan_bytes(const struct problem_plan *plan, int n_runs);
 
 #ifdef __cplusplus

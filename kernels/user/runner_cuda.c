@@ -571,7 +571,9 @@ static int cuda_problem(const struct runner_problem_msg *m, struct runner_proble
       (e = runner_problem_read_reference(prob, ready)) != cudaSuccess)
     return fault_of(e, fault);
   ready->ref_ms = ms;
-  return 0;
+  /* Their answers compared, the reference's sets hold nothing a kernel could copy. */
+  e = cudaMemsetAsync(prob->out[0][0], 0xff, prob->set_bytes * (m->n_runs + 2), stream);
+  return e == cudaSuccess ? 0 : fault_of(e, fault);
 fail: /* no half-made problem: its runs are refused */
   if (rc != 1) {
     runner_problem_free(prob);
@@ -655,7 +657,7 @@ static int bind_problem(const struct runner_run_msg *m, struct run_plan *p, char
   p->scratch_bytes = prob->m.scratch_bytes;
   p->out = prob->out[q->run][0];
   p->out_bytes = prob->set_bytes;
-  if (fresh) {
+  if (fresh || q->compare) { /* the reference runs after the kernel, on the same inputs */
     p->ref_mi = find_module(prob->m.ref_key);
     if (p->ref_mi < 0) {
       snprintf(msg, msg_len, "run: the problem's reference is not loaded");
@@ -729,12 +731,24 @@ static int plan_run(const struct runner_run_msg *m, struct run_plan *p, char *ms
 }
 
 /* Before launch i of a fresh problem run, untimed: the inputs generated from the
- * launch's seed, and the reference launched on them into the problem's fresh set. */
+ * launch's seed. No answer to them is in the device's memory while the kernel runs: the
+ * reference's set holds all bits set, and the reference runs after the kernel
+ * (problem_truth). */
 static int problem_fresh_before(const struct run_plan *p, uint32_t i,
                                 struct runner_fault_msg *fault, char *msg, size_t msg_len) {
   cudaError_t e = runner_problem_generate(prob, p->m->problem.fresh_seed + i, stream);
   if (e == cudaSuccess) e = cudaMemsetAsync(prob->ref_fresh[0], 0xff, prob->set_bytes, stream);
   if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the fresh inputs");
+  return 0;
+}
+
+/* After a problem run's launch, untimed: the reference launched on the inputs the kernel
+ * had (seed's; regenerated first, should the kernel have written into them, which the
+ * check then finds) into the fresh set, the truth the run's outputs are compared with. */
+static int problem_truth(const struct run_plan *p, uint64_t seed, struct runner_fault_msg *fault,
+                         char *msg, size_t msg_len) {
+  cudaError_t e = runner_problem_generate(prob, seed, stream);
+  if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the inputs again");
   return ref_launch(p->ref_mi, (void **)p->ref_params, false, fault, msg, msg_len);
 }
 
@@ -782,9 +796,13 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
     return -EINVAL;
   }
   if (p->per_launch) cudaEventRecord(events[2 * i + 1], stream);
-  if (p->fresh && p->problem) /* outputs against the reference's, inputs as generated */
-    e = runner_problem_check_fresh(prob, m->problem.run, m->problem.fresh_seed + i, i, stream);
-  else if (p->fresh)
+  if (p->fresh && p->problem) { /* outputs against the reference's, inputs as generated */
+    uint64_t seed = m->problem.fresh_seed + i;
+    /* The inputs as the kernel left them, then the truth on seed's and the outputs. */
+    e = runner_problem_check_fresh_inputs(prob, seed, i, stream);
+    if (e == cudaSuccess && (rc = problem_truth(p, seed, fault, msg, msg_len))) return rc;
+    if (e == cudaSuccess) e = runner_problem_check_fresh(prob, m->problem.run, i, stream);
+  } else if (p->fresh)
     e = runner_fresh_check(&m->fresh, (const float *const *)p->fresh_in, (const float *)p->out,
                            m->out_floats, i, &slots[i], stream);
   if (p->fresh && e != cudaSuccess) {
@@ -801,6 +819,8 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
 static int problem_finish(const struct run_plan *p, struct runner_done_msg *done,
                           struct runner_fault_msg *fault, char *msg, size_t msg_len) {
   const struct runner_problem_run *q = &p->m->problem;
+  int rc = q->compare ? problem_truth(p, prob->m.seed, fault, msg, msg_len) : 0;
+  if (rc) return rc;
   cudaError_t e = q->compare ? runner_problem_check_run(prob, q->run, stream) : cudaSuccess;
   if (e == cudaSuccess) e = runner_problem_generate(prob, prob->m.seed, stream);
   if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the problem's check");

@@ -343,7 +343,6 @@ extern "C" cudaError_t runner_problem_generate(const struct runner_problem *p, u
 static void compare(const struct runner_problem *p, void *const *got, void *const *want,
                     bool bitwise, bool with_values, struct runner_problem_slot *slot,
                     cudaStream_t stream) {
-  problem_slot_reset_kernel<<<1, 32, 0, stream>>>(slot);
   for (uint32_t o = 0; o < p->m.n_out; o++) {
     const struct runner_problem_output *y = &p->m.out[o];
     problem_compare_kernel<<<blocks_for(y->elems), PROBLEM_THREADS, 0, stream>>>(
@@ -355,23 +354,32 @@ static void compare(const struct runner_problem *p, void *const *got, void *cons
 
 extern "C" cudaError_t runner_problem_check_reference(const struct runner_problem *p,
                                                       cudaStream_t stream) {
+  problem_slot_reset_kernel<<<1, 32, 0, stream>>>(p->check);
   compare(p, p->ref_fresh, p->ref, !p->m.nondeterministic, false, p->check, stream);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t runner_problem_check_run(const struct runner_problem *p, uint32_t run,
                                                 cudaStream_t stream) {
-  compare(p, p->out[run], p->ref, false, true, p->check, stream);
+  problem_slot_reset_kernel<<<1, 32, 0, stream>>>(p->check);
+  compare(p, p->out[run], p->ref_fresh, false, true, p->check, stream);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t runner_problem_check_fresh_inputs(const struct runner_problem *p,
+                                                         uint64_t seed, uint32_t l,
+                                                         cudaStream_t stream) {
+  struct runner_problem_slot *slot = &p->slots[l];
+  problem_slot_reset_kernel<<<1, 32, 0, stream>>>(slot);
+  for (uint32_t i = 0; i < p->m.n_in; i++)
+    problem_input_check_kernel<<<blocks_for(p->m.in[i].elems), PROBLEM_THREADS, 0, stream>>>(
+        p->in[i], p->m.in[i], seed, i, &slot->in_bad[i], &slot->in_first[i]);
   return cudaGetLastError();
 }
 
 extern "C" cudaError_t runner_problem_check_fresh(const struct runner_problem *p, uint32_t run,
-                                                  uint64_t seed, uint32_t l, cudaStream_t stream) {
-  struct runner_problem_slot *slot = &p->slots[l];
-  compare(p, p->out[run], p->ref_fresh, false, false, slot, stream); /* clears the slot */
-  for (uint32_t i = 0; i < p->m.n_in; i++)
-    problem_input_check_kernel<<<blocks_for(p->m.in[i].elems), PROBLEM_THREADS, 0, stream>>>(
-        p->in[i], p->m.in[i], seed, i, &slot->in_bad[i], &slot->in_first[i]);
+                                                  uint32_t l, cudaStream_t stream) {
+  compare(p, p->out[run], p->ref_fresh, false, false, &p->slots[l], stream);
   return cudaGetLastError();
 }
 

@@ -81,15 +81,21 @@ cudaError_t runner_problem_generate(const struct runner_problem *p, uint64_t see
  * opposite the same infinity or another NaN):
  * - the reference's two launches on the job's inputs (its fresh set against the kept
  *   one) into p->check, bit for bit unless the problem is nondeterministic;
- * - run's outputs against the reference's on the job's inputs into p->check, with got
- *   and want at each output's first failure;
- * - after launch l of a fresh request: run's outputs against the reference's fresh set,
- *   and every input against what seed generates, into p->slots[l] (slots ready). */
+ * - run's outputs against the reference's fresh set (the reference launched on the
+ *   job's inputs after the run's launch) into p->check, with got and want at each
+ *   output's first failure;
+ * - after launch l of a fresh request: every input against what seed generates
+ *   (check_fresh_inputs, first: it resets p->slots[l]), then, the reference launched on
+ *   seed's inputs into its fresh set, run's outputs against it (check_fresh), into
+ *   p->slots[l] (slots ready).
+ * No answer is in the device's memory while a kernel runs: the reference runs after it. */
 cudaError_t runner_problem_check_reference(const struct runner_problem *p, cudaStream_t stream);
 cudaError_t runner_problem_check_run(const struct runner_problem *p, uint32_t run,
                                      cudaStream_t stream);
-cudaError_t runner_problem_check_fresh(const struct runner_problem *p, uint32_t run, uint64_t seed,
-                                       uint32_t l, cudaStream_t stream);
+cudaError_t runner_problem_check_fresh_inputs(const struct runner_problem *p, uint64_t seed,
+                                              uint32_t l, cudaStream_t stream);
+cudaError_t runner_problem_check_fresh(const struct runner_problem *p, uint32_t run, uint32_t l,
+                                       cudaStream_t stream);
 
 /* The arguments of a launch of p's kernels writing outs (a run's set, or the
  * reference's): every input's pointer, every output's, the params, into ptrs and ints,

@@ -203,13 +203,17 @@ struct runner_problem_run {
   uint32_t compare;
   /* Timed launches each run on fresh inputs: before launch l, untimed, every input is
    * generated from fresh_seed + l (fresh_seed drawn by gpulabd from its CSPRNG per
-   * request), the reference launched on them into a set of its own, the run's outputs
-   * poisoned (all bits set); after it, untimed, the outputs compared with that
-   * reference's and the inputs with what was generated. The answer's bad_* name the
-   * first launch that failed (bad_what 1: output bad_input wrong in bad_count elements,
-   * the first at bad_index; 2: input bad_input changed), and fresh_checked counts the
-   * launches checked. Then the job's inputs are generated again from the job's seed,
-   * so that the next request finds them. fresh_seed 0: no fresh inputs (untimed). */
+   * request) and the run's outputs poisoned (all bits set); after it, untimed, the
+   * inputs are compared with what was generated, the reference is launched on those
+   * inputs into a set of its own (after the kernel: no answer is in the device's memory
+   * while it runs) and the outputs compared with that reference's. The answer's bad_*
+   * name the first launch that failed (bad_what 1: output bad_input wrong in bad_count
+   * elements, the first at bad_index; 2: input bad_input changed), and fresh_checked
+   * counts the launches checked. Then the job's inputs are generated again from the
+   * job's seed, so that the next request finds them. fresh_seed 0: no fresh inputs
+   * (untimed). compare's truth is likewise the reference launched on the job's inputs
+   * after the run's launches; the reference's sets are poisoned once PROBLEM compared
+   * its two launches. */
   uint64_t fresh_seed;
 };
 

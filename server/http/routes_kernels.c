@@ -581,7 +581,9 @@ static enum MHD_Result keep_and_answer(struct request *r, struct ukernels *u,
       if (spec.n_variants < EXP_MAX_VARIANTS)
         spec.variants[spec.n_variants++] = exp_user_variant(id);
       struct api_job_options opts = {.exclusive = true, .device = -1};
-      ret = submit_job(r, &spec, &opts, "");
+      struct api_error err;
+      ret = s->problem && problem_jobs_plan(&spec, &err) ? respond_error(r, &err)
+                                                         : submit_job(r, &spec, &opts, "");
     } else {
       snprintf(r->location, sizeof r->location, "/kernels/%lld/versions/%d", (long long)k.kernel_id,
                k.version);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/json_text.h"
+#include "kernels/problem/problem_plan.h"
 #include "server/engine/events.h"
 #include "server/log.h"
 #include "server/service/job_json.h"
@@ -221,6 +222,10 @@ static void recover_job(void *arg, uint64_t id, const char *state, const void *b
                               "job's output) did not survive it");
   if (!load_kernels(rc->store, &req->spec))
     return mark_interrupted(rc, id, "a user's kernel this job runs is no longer stored");
+  struct problem_plan plan; /* a problem's: its version read again, its names known here */
+  char why[160];
+  if (req->spec.type == EXP_PROBLEM && problem_plan_of(&req->spec, &plan, why, sizeof why))
+    return mark_interrupted(rc, id, why);
   int kept = 0; /* parents that finished before the restart (or elsewhere) are done with */
   for (int i = 0; i < req->n_depends; i++) {
     struct job *p = engine_job_get(rc->engine, req->depends_on[i]);

@@ -36,6 +36,8 @@ static struct {
   unsigned long long clock;
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* Forgets c. Its reference stays in ukreg: a job planned before may still load it, and
+ * a version's image never changes. */
 static void drop(struct cached *c) {
   problem_def_free(c->def);
   memset(c, 0, sizeof *c);
@@ -116,13 +118,6 @@ static struct cached *lookup(const char *name, int version, char *why, size_t wh
   c->used = ++cache.clock;
   store_problem_clear(&row);
   return c;
-}
-
-void problem_jobs_forget(const char *name) {
-  pthread_mutex_lock(&cache.mu);
-  for (int i = 0; i < CACHED_VERSIONS; i++)
-    if (cache.c[i].id && strcmp(cache.c[i].name, name) == 0) drop(&cache.c[i]);
-  pthread_mutex_unlock(&cache.mu);
 }
 
 /* ---- plans ---- */
@@ -286,5 +281,24 @@ int problem_jobs_spec(const struct store_problem *row, const struct problem_def 
     return api_error_set(err, 400, "out_of_range", "keep_output",
                          "a problem's job keeps no output: its outputs are checked where they "
                          "are made");
+  if (spec->graph)
+    return api_error_set(err, 400, "out_of_range", "graph",
+                         "a problem's kernels run in gpulab-runner, another process with its own "
+                         "CUDA context: they cannot join a CUDA Graph");
+  return problem_jobs_plan(spec, err);
+}
+
+int problem_jobs_plan(struct exp_spec *spec, struct api_error *err) {
+  struct problem_plan plan;
+  char why[160];
+  int rc = problem_plan_of(spec, &plan, why, sizeof why);
+  if (rc)
+    return api_error_set(err, rc == -ENOENT ? 404 : 503,
+                         rc == -ENOENT ? "problem_not_found" : "store_unavailable", "name", "%s",
+                         why);
+  for (int r = 0; r < spec->n_variants; r++)
+    if (!plan.runs[r].available)
+      return api_error_set(err, 400, "unknown_variant", "variant", "%s", plan.runs[r].why);
+  problem_plan_facts(&plan, spec);
   return 0;
 }

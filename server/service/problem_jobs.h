@@ -23,8 +23,11 @@ void problem_jobs_serve(struct ukernels *u);
  * JSON object, borrowed): "params" (the problem's, by name; defaults for the rest)
  * and the fields every job takes (seed, warmup, batches, reps, variant: "reference"
  * and users' kernels of the problem, order, cold, profile, max_noise, max_time, and the
- * job options), kr resolving kernel:<...> variants. Returns 0 with *spec and *opts, or
- * -EINVAL with err (400, naming the field: "params.rows"). */
+ * job options), kr resolving kernel:<...> variants; its plan made (problem_plan.h: no
+ * lock may be held) and what the engine and the codec need of it kept in the spec.
+ * Returns 0 with *spec and *opts, or -EINVAL with err (400, naming the field:
+ * "params.rows"; a run the plan cannot make, "variant"; graph; 404 or 503 when the
+ * version cannot be read). */
 int problem_jobs_spec(const struct store_problem *row, const struct problem_def *def, json_t *body,
                       const struct api_kernel_resolver *kr, struct exp_spec *spec,
                       struct api_job_options *opts, struct api_error *err);
@@ -36,7 +39,10 @@ int problem_jobs_spec(const struct store_problem *row, const struct problem_def 
 int problem_jobs_declaration(const struct problem_def *def, char *decl, size_t len,
                              char sha_hex[65]);
 
-/* Forgets the cached versions of name (after a delete or a new version). */
-void problem_jobs_forget(const char *name);
+/* spec's plan made now (problem_plan.h; no lock may be held): a run it cannot make is
+ * refused, and spec keeps what the engine and the codec need of it. 0, or -EINVAL with
+ * err (400 unknown_variant naming the run's why; 404 or 503 when the version cannot be
+ * read). problem_jobs_spec ends with it; a job made another way calls it itself. */
+int problem_jobs_plan(struct exp_spec *spec, struct api_error *err);
 
 #endif

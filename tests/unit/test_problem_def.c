@@ -127,6 +127,8 @@ static const struct bad bads[] = {
      "params.int", NULL},
     {"params/threadIdx", "{\"default\": 1, \"min\": 1, \"max\": 2}", NULL, NULL, "out_of_range",
      "params.threadIdx", NULL},
+    {"params/reps", "{\"default\": 1, \"min\": 1, \"max\": 2}", NULL, NULL, "out_of_range",
+     "params.reps", "a field every job has"},
     {"inputs", "[]", NULL, NULL, "out_of_range", "inputs", NULL},
     {"inputs/0", "7", NULL, NULL, "wrong_type", "inputs[0]", NULL},
     {"inputs/0/dtype", "\"float64\"", NULL, NULL, "out_of_range", "inputs[0].dtype", NULL},

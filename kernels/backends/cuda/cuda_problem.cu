@@ -117,9 +117,10 @@ static int plan_runs(struct cuda_job *j) {
   }
   j->priv = pj;
   char why[160];
-  if (problem_plan_of(j->spec, &pj->plan, why, sizeof why)) {
+  int rc = problem_plan_of(j->spec, &pj->plan, why, sizeof why);
+  if (rc) {
     snprintf(j->err, j->err_len, "%s", why);
-    return -EINVAL;
+    return rc == -ENOMEM || rc == -EIO ? rc : -EINVAL; /* a store's failure is not the job's */
   }
   j->result->n_runs = j->spec->n_variants;
   for (int r = 0; r < j->spec->n_variants; r++) RC_TRY(plan_run(j, r));
@@ -174,9 +175,15 @@ static int setup(struct cuda_job *j) {
                pj->plan.name);
       return -EINVAL;
     }
-    int rc = !(pj->runner = cuda_user_runner(j->be->device))
-                 ? -ENOMEM
-                 : runner_acquire(pj->runner, err, sizeof err);
+    struct exp_run as_ref = {};
+    if (!fits(j, &as_ref, &pj->plan.reference, ref)) { /* the truth every run needs */
+      snprintf(j->err, j->err_len, "problem %.40s: its reference cannot run here: %s",
+               pj->plan.name, as_ref.reason);
+      ukreg_kernel_free(ref);
+      return -EINVAL;
+    }
+    if (!(pj->runner = cuda_user_runner(j->be->device))) snprintf(err, sizeof err, "out of memory");
+    int rc = pj->runner ? runner_acquire(pj->runner, err, sizeof err) : -ENOMEM;
     if (rc) {
       ukreg_kernel_free(ref);
       return runner_error(j, rc, "gpulab-runner did not start", err);
@@ -313,6 +320,15 @@ static int check(struct cuda_job *j) {
     c->max_abs_err = pc->max_abs_err;
     c->max_rel_err = pc->max_rel_err;
     tolerance_text(&pj->plan, c->tolerance_rule, sizeof c->tolerance_rule);
+    if (pc->mismatches && !run->launch_failure[0]) /* where, on the job's inputs */
+      snprintf(run->launch_failure, sizeof run->launch_failure,
+               "on the job's inputs: output %s wrong in %llu elements, the first at %llu (got "
+               "%g, want %g)",
+               pc->first_output < (uint32_t)pj->plan.n_outputs
+                   ? pj->plan.outputs[pc->first_output].name
+                   : "?",
+               (unsigned long long)pc->mismatches, (unsigned long long)pc->first_index, pc->got,
+               pc->want);
     snprintf(c->reference, sizeof c->reference, "%.40s v%d's reference", pj->plan.name,
              pj->plan.version);
   }
