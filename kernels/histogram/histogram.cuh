@@ -267,27 +267,22 @@ static inline cudaError_t histogram_temp_bytes(int variant, size_t n, int bins, 
 
 /* shared's launch at n elements and bins on the current device: bins in passes of at
  * most 12288 (grid.y), per_pass bins of dynamic shared memory a block, and as many
- * blocks as fill the SMs once (grid.x, no more than the elements' blocks). Returns
- * cudaSuccess or the device query's error. */
+ * blocks as fill the SMs once (grid.x, no more than the elements' blocks). The device's
+ * limits are read once (cuda_device_limits_get: the plan's call reads them, the
+ * launcher's finds them). Returns cudaSuccess or the device query's error. */
 static inline cudaError_t histogram_shared_plan(size_t n, int bins, dim3 *grid, int *per_pass,
                                                 size_t *smem) {
   const int passes = (bins + HISTOGRAM_SHARED_PASS_BINS - 1) / HISTOGRAM_SHARED_PASS_BINS;
   *per_pass = (bins + passes - 1) / passes;
   *smem = (size_t)*per_pass * sizeof(uint32_t);
-  int dev = 0, sm_bytes = 0, reserved = 0;
-  const int sms = current_sm_count();
-  cudaError_t e;
-  if (sms < 1) return cudaErrorInvalidDevice;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) !=
-          cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) !=
-          cudaSuccess)
-    return e;
-  long long per_sm = sm_bytes / (long long)(*smem + reserved);
+  struct cuda_device_limits d;
+  const cudaError_t e = cuda_device_limits_get(&d);
+  if (e != cudaSuccess) return e;
+  if (d.sms < 1) return cudaErrorInvalidDevice;
+  long long per_sm = d.smem_per_sm / (long long)(*smem + d.smem_reserved);
   if (per_sm > 2048 / HISTOGRAM_BLOCK) per_sm = 2048 / HISTOGRAM_BLOCK;
   if (per_sm < 1) per_sm = 1;
-  long long g = sms * per_sm;
+  long long g = d.sms * per_sm;
   const long long need_blocks = (long long)((n + HISTOGRAM_BLOCK - 1) / HISTOGRAM_BLOCK);
   if (g > need_blocks) g = need_blocks;
   *grid = dim3((unsigned)g, (unsigned)passes);
