@@ -510,16 +510,17 @@ struct best_device {
   int major, smem_optin, sms;
 };
 
+/* From the limits read once per device (cuda_device_limits_get): the launcher asks the
+ * driver nothing. 0, or -1 when the device cannot be asked. */
 static int best_device_read(struct best_device *d) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d->major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&d->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+  struct cuda_device_limits l;
+  if (cuda_device_limits_get(&l) != cudaSuccess) {
     (void)cudaGetLastError();
     return -1;
   }
+  d->major = l.major;
+  d->smem_optin = l.smem_optin;
+  d->sms = l.sms;
   return 0;
 }
 

@@ -68,7 +68,8 @@ static cudaError_t launch(const struct cuda_launch *a) {
   if (a->variant == HISTOGRAM_CUB && bytes == 0) bytes = 1;  /* a NULL temp: CUB's size query */
   uint32_t *d_hist = reinterpret_cast<uint32_t *>(a->d_out); /* the counts' bits */
   return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
-    return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, d_temp, temp_bytes, a->stream);
+    return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, a->output_zeroed, d_temp,
+                            temp_bytes, a->stream);
   });
 }
 

@@ -267,27 +267,22 @@ static inline cudaError_t histogram_temp_bytes(int variant, size_t n, int bins, 
 
 /* shared's launch at n elements and bins on the current device: bins in passes of at
  * most 12288 (grid.y), per_pass bins of dynamic shared memory a block, and as many
- * blocks as fill the SMs once (grid.x, no more than the elements' blocks). Returns
- * cudaSuccess or the device query's error. */
+ * blocks as fill the SMs once (grid.x, no more than the elements' blocks). The device's
+ * limits are read once (cuda_device_limits_get: the plan's call reads them, the
+ * launcher's finds them). Returns cudaSuccess or the device query's error. */
 static inline cudaError_t histogram_shared_plan(size_t n, int bins, dim3 *grid, int *per_pass,
                                                 size_t *smem) {
   const int passes = (bins + HISTOGRAM_SHARED_PASS_BINS - 1) / HISTOGRAM_SHARED_PASS_BINS;
   *per_pass = (bins + passes - 1) / passes;
   *smem = (size_t)*per_pass * sizeof(uint32_t);
-  int dev = 0, sm_bytes = 0, reserved = 0;
-  const int sms = current_sm_count();
-  cudaError_t e;
-  if (sms < 1) return cudaErrorInvalidDevice;
-  if ((e = cudaGetDevice(&dev)) != cudaSuccess) return e;
-  if ((e = cudaDeviceGetAttribute(&sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) !=
-          cudaSuccess ||
-      (e = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) !=
-          cudaSuccess)
-    return e;
-  long long per_sm = sm_bytes / (long long)(*smem + reserved);
+  struct cuda_device_limits d;
+  const cudaError_t e = cuda_device_limits_get(&d);
+  if (e != cudaSuccess) return e;
+  if (d.sms < 1) return cudaErrorInvalidDevice;
+  long long per_sm = d.smem_per_sm / (long long)(*smem + d.smem_reserved);
   if (per_sm > 2048 / HISTOGRAM_BLOCK) per_sm = 2048 / HISTOGRAM_BLOCK;
   if (per_sm < 1) per_sm = 1;
-  long long g = sms * per_sm;
+  long long g = d.sms * per_sm;
   const long long need_blocks = (long long)((n + HISTOGRAM_BLOCK - 1) / HISTOGRAM_BLOCK);
   if (g > need_blocks) g = need_blocks;
   *grid = dim3((unsigned)g, (unsigned)passes);
@@ -327,14 +322,19 @@ static inline cudaError_t histogram_best_raise(bool packed) {
 /* ---- launcher ---- */
 
 /* d_hist[0..bins) = counts of d_x[0..n) by histogram_bin (all zero for n == 0), on
- * stream s. d_temp: histogram_temp_bytes bytes (NULL when 0), 256-byte aligned, any
+ * stream s. naive, shared and best add into d_hist: hist_zeroed says the caller zeroed
+ * it on s before (they then launch their kernel alone; best's is then nobody's PDL
+ * dependant and its waits return at once); false, they zero it first (naive and shared
+ * a memset, best zero_kernel, in the launch). The device's limits are read once
+ * (histogram_shared_plan, histogram_best_grid), so a launch asks the driver nothing.
+ * d_temp: histogram_temp_bytes bytes (NULL when 0), 256-byte aligned, any
  * contents; d_hist must not alias d_x or d_temp; the caller owns all three. Returns
  * cudaSuccess, the first launch error, or cudaErrorInvalidValue (default stream,
  * unknown variant, bins outside 1..65536, NULL buffers, temp too small; cub: also a
  * NULL temp, and n above INT_MAX). Never synchronizes; capturable into a CUDA Graph. */
 static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t n, int bins,
-                                           uint32_t *d_hist, void *d_temp, size_t temp_bytes,
-                                           cudaStream_t s) {
+                                           uint32_t *d_hist, bool hist_zeroed, void *d_temp,
+                                           size_t temp_bytes, cudaStream_t s) {
   if (cuda_is_default_stream(s) || !d_hist || (n && !d_x)) return cudaErrorInvalidValue;
   if (bins < 1 || bins > HISTOGRAM_MAX_BINS) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
@@ -348,14 +348,14 @@ static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t
   const float scale = histogram_scale(bins);
   switch (variant) {
   case HISTOGRAM_NAIVE:
-    e = cudaMemsetAsync(d_hist, 0, (size_t)bins * sizeof(uint32_t), s);
+    if (!hist_zeroed) e = cudaMemsetAsync(d_hist, 0, (size_t)bins * sizeof(uint32_t), s);
     if (e != cudaSuccess || n == 0) return e;
     histogram_naive_kernel<HISTOGRAM_BLOCK>
         <<<(unsigned)((n + HISTOGRAM_BLOCK - 1) / HISTOGRAM_BLOCK), HISTOGRAM_BLOCK, 0, s>>>(
             d_x, n, bins, scale, d_hist);
     return cudaGetLastError();
   case HISTOGRAM_SHARED: {
-    e = cudaMemsetAsync(d_hist, 0, (size_t)bins * sizeof(uint32_t), s);
+    if (!hist_zeroed) e = cudaMemsetAsync(d_hist, 0, (size_t)bins * sizeof(uint32_t), s);
     if (e != cudaSuccess || n == 0) return e;
     dim3 grid;
     int per_pass = 0;
@@ -368,7 +368,8 @@ static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t
   case HISTOGRAM_BEST: {
     const bool packed = histogram_best_packed(bins);
     if ((e = histogram_best_raise(packed)) != cudaSuccess) return e;
-    if ((e = zero_launch(d_hist, (size_t)bins, s)) != cudaSuccess || n == 0) return e;
+    if (!hist_zeroed) e = zero_launch(d_hist, (size_t)bins, s);
+    if (e != cudaSuccess || n == 0) return e;
     size_t head = 0;
     const unsigned g = histogram_best_grid(n, d_x, bins, &head);
     if (g == 0) return cudaErrorInvalidDevice;

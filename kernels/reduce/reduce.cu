@@ -49,7 +49,8 @@ static cudaError_t launch(const struct cuda_launch *a) {
   if (e != cudaSuccess) return e;
   if (a->variant == REDUCE_CUB && bytes == 0) bytes = 1; /* a NULL temp would be CUB's size query */
   return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
-    return reduce_launch(a->variant, a->d_in[0], n, a->d_out, d_temp, temp_bytes, a->stream);
+    return reduce_launch(a->variant, a->d_in[0], n, a->d_out, a->output_zeroed, d_temp, temp_bytes,
+                         a->stream);
   });
 }
 

@@ -178,14 +178,18 @@ static inline cudaError_t reduce_temp_bytes(int variant, size_t n, size_t *bytes
 
 /* ---- launcher ---- */
 
-/* *d_out = sum of d_x[0..n) (0 for n == 0), on stream s. d_temp: reduce_temp_bytes
- * bytes, 256-byte aligned, any contents (the launcher initializes what it uses); the
- * caller owns all buffers; d_out must not alias d_x or d_temp. Returns cudaSuccess, the
+/* *d_out = sum of d_x[0..n) (0 for n == 0), on stream s. naive, shared and warp add
+ * into *d_out: out_zeroed says the caller zeroed it on s before (they then launch their
+ * kernel alone); false, they zero it first (a memset in the launch). d_temp:
+ * reduce_temp_bytes bytes, 256-byte aligned, any contents (the launcher initializes
+ * what it uses); the caller owns all buffers; d_out must not alias d_x or d_temp.
+ * Returns cudaSuccess, the
  * launch's error, or cudaErrorInvalidValue (default stream, unknown variant, NULL
  * buffers, temp too small; cub: also a NULL temp, and n above INT_MAX). Never
  * synchronizes; capturable into a CUDA Graph. */
 static inline cudaError_t reduce_launch(int variant, const float *d_x, size_t n, float *d_out,
-                                        void *d_temp, size_t temp_bytes, cudaStream_t s) {
+                                        bool out_zeroed, void *d_temp, size_t temp_bytes,
+                                        cudaStream_t s) {
   if (cuda_is_default_stream(s) || !d_out || (n && !d_x)) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
   if (variant == REDUCE_CUB) { /* CUB checks temp_bytes itself; a NULL temp is its size query */
@@ -200,7 +204,7 @@ static inline cudaError_t reduce_launch(int variant, const float *d_x, size_t n,
   case REDUCE_NAIVE:
   case REDUCE_SHARED:
   case REDUCE_WARP:
-    e = cudaMemsetAsync(d_out, 0, sizeof(float), s);
+    if (!out_zeroed) e = cudaMemsetAsync(d_out, 0, sizeof(float), s);
     if (e != cudaSuccess || n == 0) return e;
     if (variant == REDUCE_NAIVE)
       reduce_naive_kernel<REDUCE_BLOCK><<<blocks, REDUCE_BLOCK, 0, s>>>(d_x, n, d_out);
@@ -210,7 +214,7 @@ static inline cudaError_t reduce_launch(int variant, const float *d_x, size_t n,
       reduce_block_kernel<REDUCE_BLOCK, true><<<blocks, REDUCE_BLOCK, 0, s>>>(d_x, n, d_out);
     return cudaGetLastError();
   case REDUCE_BEST: {
-    if (n == 0) return cudaMemsetAsync(d_out, 0, sizeof(float), s);
+    if (n == 0) return out_zeroed ? cudaSuccess : cudaMemsetAsync(d_out, 0, sizeof(float), s);
     size_t head = 0;
     const unsigned g = reduce_best_grid(n, d_x, &head);
     unsigned *ticket = static_cast<unsigned *>(d_temp);

@@ -272,13 +272,13 @@ int stencil_best_plan(int n, int radius, struct cuda_plan *p, char *why, size_t 
     return -1;
   }
   plan_shape(n, radius, tile, p);
-  int dev = 0, optin = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+  struct cuda_device_limits d;
+  if (cuda_device_limits_get(&d) != cudaSuccess) {
     (void)cudaGetLastError();
     snprintf(why, why_len, "stencil best: cannot read the device's attributes");
     return -1;
   }
+  const int optin = d.smem_optin;
   if ((size_t)optin < p->dyn_smem_bytes) {
     snprintf(why, why_len,
              "stencil best at radius %d needs %zu bytes of shared memory per block (this "

@@ -305,14 +305,15 @@ static int plan_kind(enum transpose_kind kind, const char *why_picked, int m, in
   return 0;
 }
 
+/* The current device's SMs, read once per device (cuda_device_limits_get: the launcher
+ * asks the driver nothing); 0 when the device cannot be asked. */
 static int device_sms(void) {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+  struct cuda_device_limits l;
+  if (cuda_device_limits_get(&l) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
-  return sms;
+  return l.sms;
 }
 
 /* Picks the kernel by the shape (transpose_pick_for); the plan has no pointers, so it

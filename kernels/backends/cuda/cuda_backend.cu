@@ -455,6 +455,8 @@ static void lane_destroy(struct lane *l) {
   if (l->fork) cudaEventDestroy(l->fork);
   if (l->start) cudaEventDestroy(l->start);
   if (l->stop) cudaEventDestroy(l->stop);
+  for (int k = 0; k < 2 * LANE_ALONE_PAIRS; k++)
+    if (l->alone[k]) cudaEventDestroy(l->alone[k]);
   if (l->stream) cudaStreamDestroy(l->stream);
   if (l->pin) cudaFreeHost(l->pin);
   for (int g = 0; g < LANE_GEN_SLOTS; g++)
@@ -523,6 +525,8 @@ static int open_lanes(struct cuda_backend *be, char *why, size_t why_len) {
     CUDA_TRY_OPEN("cudaStreamCreate", cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
     CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreate(&l->start));
     CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreate(&l->stop));
+    for (int k = 0; k < 2 * LANE_ALONE_PAIRS; k++)
+      CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreate(&l->alone[k]));
     CUDA_TRY_OPEN("cudaEventCreate", cudaEventCreateWithFlags(&l->fork, cudaEventDisableTiming));
   }
   return 0;

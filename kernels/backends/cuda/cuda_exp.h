@@ -42,6 +42,11 @@ struct cuda_launch {
   /* EXP_VARIANT_CUBLAS runs: cuBLAS, loaded, and the lane's handle, bound to stream */
   const struct cublas_fns *cublas;
   cublasHandle_t cublas_handle;
+  /* d_out already holds zeros, written on stream before this launch (a launch timed
+   * alone: the runner zeroed it untimed, as gpulab-runner does a user's output,
+   * exp_user.reset_zero): a launcher whose kernel accumulates into its output then
+   * launches the kernel alone; false: it zeroes the output first, inside the launch. */
+  bool output_zeroed;
 };
 
 struct cuda_job_ops; /* kernels/backends/cuda/cuda_job_ops.h */

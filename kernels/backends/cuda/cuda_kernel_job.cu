@@ -5,7 +5,9 @@
  * when cold; cuBLAS variants call cuBLAS through the lane's handle. Users' kernels
  * (kernel:<id>) run in gpulab-runner (cuda_user.cu); a job with one times its built-ins
  * as the runner times those: each launch alone between events, after poisoning (cold:
- * after the L2 flush, in both). */
+ * after the L2 flush, in both). A launch timed alone finds an accumulating output
+ * (exp_user.reset_zero: reduce, histogram) zeroed untimed, as the runner leaves a
+ * user's, and its launcher skips its own zeroing: the window holds its kernels only. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,20 +16,24 @@
 
 static const char *const METHOD_EVENTS =
     "cuda events around each batch of reps launches on the job's stream; sample = batch "
-    "time / reps";
+    "time / reps (a variant that accumulates into its output zeroes it in each launch, "
+    "inside the window)";
 static const char *const METHOD_EVENTS_COLD =
-    "cold: before each launch, untimed, a kernel reads a buffer twice the L2's size "
-    "(cudaDeviceProp.l2CacheSize) on the job's stream, evicting inputs and outputs from L2; "
-    "then cuda events around that one launch; sample = mean of the batch's reps launches, "
-    "each timed alone (a flushed L2 stays cold for one launch only)";
+    "cold: before each launch, untimed, an accumulating output zeroed, then a kernel reads "
+    "a buffer twice the L2's size (cudaDeviceProp.l2CacheSize) on the job's stream, "
+    "evicting inputs and outputs from L2; then cuda events around that one launch; sample "
+    "= mean of the batch's reps launches, each timed alone (a flushed L2 stays cold for "
+    "one launch only)";
 static const char *const METHOD_EVENTS_GRAPH =
     "cuda events around one launch of a CUDA Graph of reps captured launches per batch; "
     "sample = batch time / reps; stream_us_per_launch: the same reps launched one by one, "
     "in the same window";
 static const char *const METHOD_EVENTS_POISONED =
-    "a job with users' kernels: before each launch, untimed, its output is poisoned (NaN); "
-    "then cuda events around that one launch; sample = mean of the batch's reps launches, "
-    "each timed alone (users' kernels are timed so in gpulab-runner)";
+    "a job with users' kernels: before each launch, untimed, its output is poisoned (NaN; "
+    "zeroed where kernels accumulate into it, the launch then zeroing nothing itself); "
+    "then cuda events around that one launch, queued without waiting between launches; "
+    "sample = mean of the batch's reps launches, each timed alone (users' kernels are "
+    "timed so in gpulab-runner)";
 static const char *const METHOD_RUNNER =
     "gpulab-runner (a process of its own, its own CUDA context, the job's buffers by CUDA "
     "IPC): before each launch, untimed, fresh inputs from a secret seed, the module's "
@@ -131,12 +137,15 @@ static int kernel_plan_runs(struct cuda_job *j) {
 /* ---- launches ---- */
 
 /* One launch of run r writing out, on the lane's stream, by the experiment's launcher
- * (cuBLAS variants: its cuBLAS call). Returns CUDA's status; cuBLAS's goes to *cst.
- * Never classifies, so it is safe inside a capture. */
-static cudaError_t launch_raw(struct cuda_job *j, int r, float *out, cublasStatus_t *cst) {
-  const struct cuda_launch a = {
-      j->spec,        j->result->runs[r].variant, j->d_in, out, j->lane->stream, j->cublas,
-      j->lane->cublas};
+ * (cuBLAS variants: its cuBLAS call); zeroed: out holds zeros already
+ * (cuda_launch.output_zeroed). Returns CUDA's status; cuBLAS's goes to *cst. Never
+ * classifies, so it is safe inside a capture. */
+static cudaError_t launch_raw(struct cuda_job *j, int r, float *out, bool zeroed,
+                              cublasStatus_t *cst) {
+  const struct cuda_launch a = {j->spec,         j->result->runs[r].variant,
+                                j->d_in,         out,
+                                j->lane->stream, j->cublas,
+                                j->lane->cublas, zeroed};
   if (is_cublas(j, a.variant)) {
     *cst = j->cexp->cublas(&a);
     return cudaSuccess;
@@ -153,13 +162,18 @@ static int cublas_fail(struct cuda_job *j, cublasStatus_t st) {
   return st == CUBLAS_STATUS_ALLOC_FAILED ? -ENOMEM : -EINVAL;
 }
 
+/* One launch of built-in run r writing out, zeroed as launch_raw's. */
+static int launch_builtin(struct cuda_job *j, int r, float *out, bool zeroed) {
+  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
+  cudaError_t e = launch_raw(j, r, out, zeroed, &cst);
+  if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
+  return e == cudaSuccess ? 0 : job_fail(j, e, "kernel launch");
+}
+
 /* One launch of run r writing out (a compute_fn); a user's run's in its runner. */
 static int launch(struct cuda_job *j, int r, float *out) {
   if (cuda_user_is_run(j, r)) return cuda_user_launch(j, r, out);
-  cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
-  cudaError_t e = launch_raw(j, r, out, &cst);
-  if (cst != CUBLAS_STATUS_SUCCESS) return cublas_fail(j, cst);
-  return e == cudaSuccess ? 0 : job_fail(j, e, "kernel launch");
+  return launch_builtin(j, r, out, false);
 }
 
 /* True when the job's whole timing is one launch of its one run on the lane's stream
@@ -202,7 +216,7 @@ static int kernel_capture(struct cuda_job *j, int r) {
   cudaError_t e = cudaSuccess;
   cublasStatus_t cst = CUBLAS_STATUS_SUCCESS;
   for (int i = 0; i < run->timing.reps && e == cudaSuccess && cst == CUBLAS_STATUS_SUCCESS; i++)
-    e = launch_raw(j, r, j->d_out[r], &cst);
+    e = launch_raw(j, r, j->d_out[r], false, &cst);
   if (e == cudaSuccess && cst != CUBLAS_STATUS_SUCCESS) e = cudaErrorStreamCaptureInvalidated;
   e = job_capture_end(j, r, e);
   if (e == cudaSuccess) return 0;
@@ -235,29 +249,55 @@ static int kernel_warm(struct cuda_job *j, int r, bool graph) {
 
 /* What precedes each launch of a batch timed launch by launch, untimed on the same
  * stream: an L2 flush (cold), or poisoning its output with NaN (a job with users'
- * kernels, as gpulab-runner times theirs beside it). */
+ * kernels, as gpulab-runner times theirs beside it). Either way an output its kernels
+ * accumulate into (exp_user.reset_zero) is zeroed first instead, as the runner does a
+ * user's, and the launch is told so (cuda_launch.output_zeroed). */
 enum before_launch { BEFORE_FLUSH, BEFORE_POISON };
 
+/* True when the job's kernels accumulate into their outputs (a reduce's sum, a
+ * histogram's bins): a launch timed alone finds its output zeroed. */
+static bool zeroed_alone(const struct cuda_job *j) {
+  return j->exp->user && j->exp->user->reset_zero;
+}
+
+/* Adds the time between the lane's event pair k (its launch's) to *sum, waiting for it. */
+static int alone_add(struct cuda_job *j, int k, double *sum) {
+  struct lane *l = j->lane;
+  float elapsed = 0;
+  CUDA_TRY(j, cudaEventSynchronize(l->alone[2 * k + 1]));
+  CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->alone[2 * k], l->alone[2 * k + 1]));
+  *sum += elapsed;
+  return 0;
+}
+
 /* A batch of reps launches, each alone between two events after its untimed `before`;
- * the sample is their mean. */
+ * the sample is their mean. The launches are queued without waiting between them (up
+ * to LANE_ALONE_PAIRS ahead), as gpulab-runner queues a user's: a start event then
+ * fires behind the untimed step with its launch already queued, so the host's time to
+ * issue the launch stays out of the window (waiting after each launch left the GPU idle
+ * between its start event and its kernel, a few microseconds that a user's run did not
+ * count). */
 static int kernel_sample_alone(struct cuda_job *j, int r, enum before_launch before, double *ms) {
   struct lane *l = j->lane;
-  int reps = j->result->runs[r].timing.reps;
+  const int reps = j->result->runs[r].timing.reps;
+  const bool zero = zeroed_alone(j);
   double sum = 0;
   for (int i = 0; i < reps; i++) {
-    if (before == BEFORE_FLUSH)
+    const int k = i % LANE_ALONE_PAIRS;
+    if (i >= LANE_ALONE_PAIRS) RC_TRY(alone_add(j, k, &sum)); /* the pair's last launch */
+    if (zero)
+      CUDA_TRY(j, cudaMemsetAsync(j->d_out[r], 0, j->out_len * sizeof(float), l->stream));
+    else if (before == BEFORE_POISON)
+      CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, l->stream));
+    if (before == BEFORE_FLUSH) /* after the zeroing: its lines are written back untimed */
       CUDA_TRY(j, l2_flush_launch(j->flush, j->flush_len, j->flush + j->flush_len,
                                   j->be->prop.multiProcessorCount, l->stream));
-    else
-      CUDA_TRY(j, poison_launch(j->d_out[r], j->out_len, l->stream));
-    CUDA_TRY(j, cudaEventRecord(l->start, l->stream));
-    RC_TRY(launch(j, r, j->d_out[r]));
-    CUDA_TRY(j, cudaEventRecord(l->stop, l->stream));
-    CUDA_TRY(j, cudaEventSynchronize(l->stop));
-    float elapsed = 0;
-    CUDA_TRY(j, cudaEventElapsedTime(&elapsed, l->start, l->stop));
-    sum += elapsed;
+    CUDA_TRY(j, cudaEventRecord(l->alone[2 * k], l->stream));
+    RC_TRY(launch_builtin(j, r, j->d_out[r], zero));
+    CUDA_TRY(j, cudaEventRecord(l->alone[2 * k + 1], l->stream));
   }
+  for (int i = reps > LANE_ALONE_PAIRS ? reps - LANE_ALONE_PAIRS : 0; i < reps; i++)
+    RC_TRY(alone_add(j, i % LANE_ALONE_PAIRS, &sum));
   *ms = sum / reps;
   return 0;
 }

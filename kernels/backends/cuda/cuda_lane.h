@@ -13,6 +13,9 @@
 struct cuda_backend; /* private: cuda_backend_impl.h */
 
 #define LANE_MAX_AUX 32 /* streams a lane's job may fork onto (the pipeline's) */
+/* Launches a batch timed launch by launch keeps queued at once (cold, or beside users'
+ * kernels): an event pair each, reused round-robin. */
+#define LANE_ALONE_PAIRS 32
 
 /* A generated input the lane keeps for its next jobs (cuda_run.cu, job_input_setup):
  * element i of an input is gen_uniform(seed, stream, i) * scale whatever its count, so
@@ -32,8 +35,11 @@ struct lane_gen {
 /* One lane: everything one job at a time uses, created at open or on first need and
  * kept for the next job. Only the lane's job thread touches it. */
 struct lane {
-  cudaStream_t stream;            /* non-blocking; every job's work on this lane is ordered here */
-  cudaEvent_t start, stop;        /* around one timed batch */
+  cudaStream_t stream;     /* non-blocking; every job's work on this lane is ordered here */
+  cudaEvent_t start, stop; /* around one timed batch */
+  /* around launch i of a batch timed launch by launch: pair i % LANE_ALONE_PAIRS,
+   * start 2k and stop 2k + 1 */
+  cudaEvent_t alone[2 * LANE_ALONE_PAIRS];
   cudaStream_t aux[LANE_MAX_AUX]; /* pipeline streams, created on first need */
   int n_aux;
   cudaEvent_t fork;               /* recorded on stream, waited on by aux streams */

@@ -15,12 +15,11 @@
 
 static inline size_t align256(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
-/* Multiprocessors of the current device; 0 on error (callers then fail the launch). */
+/* Multiprocessors of the current device (cuda_device_limits_get: read once per device);
+ * 0 on error (callers then fail the launch). */
 static inline int current_sm_count() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-  return sms;
+  struct cuda_device_limits d;
+  return cuda_device_limits_get(&d) == cudaSuccess ? d.sms : 0;
 }
 
 /* Runs launch(d_temp, bytes) with `bytes` of temp storage allocated for it from the

@@ -1,6 +1,7 @@
 /* Launch helpers shared by the kernels of several experiments (transpose_best.cu,
  * gemm_best.cu, gemm_tf32.cu, stencil_best.cu, histogram.cuh, scan.cuh): alignment, the
- * grouped launch order, the default streams, raising the shared-memory limit once. */
+ * grouped launch order, the default streams, the device's limits read once, raising the
+ * shared-memory limit once. */
 #ifndef GPULAB_CORE_CUDA_LAUNCH_CUH
 #define GPULAB_CORE_CUDA_LAUNCH_CUH
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include <atomic>
+#include <mutex>
 
 static inline bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
@@ -32,6 +34,55 @@ __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, 
 /* True for the legacy, per-thread and null streams (launchers refuse them). */
 static inline bool cuda_is_default_stream(cudaStream_t s) {
   return s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread;
+}
+
+/* What plans and launchers read of a device (cudaDeviceGetAttribute's values). */
+struct cuda_device_limits {
+  int major, minor;  /* compute capability */
+  int sms;           /* cudaDevAttrMultiProcessorCount */
+  int smem_per_sm;   /* cudaDevAttrMaxSharedMemoryPerMultiprocessor, bytes */
+  int smem_optin;    /* cudaDevAttrMaxSharedMemoryPerBlockOptin, bytes */
+  int smem_reserved; /* cudaDevAttrReservedSharedMemoryPerBlock, bytes */
+};
+
+/* The current device's limits into *d. The driver is asked on a device's first call
+ * (per file that calls this: a plan makes it, before any timed window, and its launcher
+ * in the same file finds the values); later calls cost a cudaGetDevice and a copy, so a
+ * launcher may call it at every launch and a timed launch asks the driver nothing.
+ * Returns cudaSuccess or the first failed query's error (nothing is cached then). */
+static inline cudaError_t cuda_device_limits_get(struct cuda_device_limits *d) {
+  static std::mutex fill;
+  static std::atomic<bool> ready[64];
+  static struct cuda_device_limits cache[64];
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  const bool cacheable = dev >= 0 && dev < 64;
+  if (cacheable && ready[dev].load(std::memory_order_acquire)) {
+    *d = cache[dev];
+    return cudaSuccess;
+  }
+  struct cuda_device_limits v = {};
+  const struct {
+    cudaDeviceAttr attr;
+    int *out;
+  } q[] = {{cudaDevAttrComputeCapabilityMajor, &v.major},
+           {cudaDevAttrComputeCapabilityMinor, &v.minor},
+           {cudaDevAttrMultiProcessorCount, &v.sms},
+           {cudaDevAttrMaxSharedMemoryPerMultiprocessor, &v.smem_per_sm},
+           {cudaDevAttrMaxSharedMemoryPerBlockOptin, &v.smem_optin},
+           {cudaDevAttrReservedSharedMemoryPerBlock, &v.smem_reserved}};
+  for (const auto &a : q)
+    if ((e = cudaDeviceGetAttribute(a.out, a.attr, dev)) != cudaSuccess) return e;
+  if (cacheable) {
+    std::lock_guard<std::mutex> hold(fill);
+    if (!ready[dev].load(std::memory_order_relaxed)) {
+      cache[dev] = v;
+      ready[dev].store(true, std::memory_order_release);
+    }
+  }
+  *d = v;
+  return cudaSuccess;
 }
 
 /* A kernel with more than the default 48 KiB of dynamic shared memory must have its
