@@ -154,11 +154,13 @@ static void finish_run(struct engine *e, struct job *job, struct backend_job *bj
   e->running[job->device]--;
   if (bj->done) job->done = bj->done; /* the backend failed before issuing */
   if (bj->output) backend_buffer_free(job->backend, bj->output);
-  if (rc == 0) {
+  if (rc == 0 && !job->parent_failure[0]) {
     job->result = result;
     result = NULL;
     end_job_locked(e, job, JOB_DONE, NULL, NULL);
-  } else if (rc == -ECANCELED && job->parent_failure[0]) {
+  } else if ((rc == 0 || rc == -ECANCELED) && job->parent_failure[0]) {
+    /* Its parent failed or was canceled while it ran: it fails too, also when it ended
+     * before its next batch saw the cancel. */
     end_job_locked(e, job, JOB_FAILED, "parent_failed", job->parent_failure);
   } else if (rc == -ECANCELED && job->withdrawn) {
     end_job_locked(e, job, JOB_CANCELED, "not_stored", "the store could not record the job");
