@@ -46,6 +46,14 @@ bool route_kernels_media_type(const char *ct);
  * /kernels/{id}/versions/{version}/ptx and /sass. */
 route_fn route_kernel_versions, route_kernel_version, route_kernel_diff, route_kernel_ptx,
     route_kernel_sass;
+/* routes_problems.c's rule of who sees a problem, for the routes that take one: version
+ * `version` of problem name (0: the newest, which must not be deleted) when r may see it
+ * (its owner's, or public), into *row and *def (the caller clears both). 0, -ENOENT
+ * (none that r may see), or the store's negative errno. */
+struct store_problem;
+struct problem_def;
+int route_problem_visible(struct request *r, const char *name, int version,
+                          struct store_problem *row, struct problem_def **def);
 /* routes_leaderboard.c: GET /leaderboard/{experiment}; route_leaderboard_board: its
  * document for experiment type (one that takes users' kernels) at size (?size='s text;
  * NULL: the default), also what a kernel's versions take their best figures from.

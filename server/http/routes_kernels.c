@@ -310,17 +310,12 @@ static const struct exp_user *user_of(const char *experiment) {
  * block and grid its reference has where s gives none (the block at the params'
  * defaults), the grid's expressions bounded; the declaration it compiles with; then
  * s->experiment names its kind, "problem:<name>". 0 or -EINVAL with err. */
-static int problem_kernel(struct request *r, struct ukernels *u, struct submit *s,
-                          struct api_error *err) {
+static int problem_kernel(struct request *r, struct submit *s, struct api_error *err) {
   if (s->experiment)
     return api_error_set(err, 400, "out_of_range", "problem",
                          "a kernel is of an experiment or of a problem: give one, not both");
   struct store_problem row;
-  int rc = problems_get(u, s->problem, 0, &row, &s->def);
-  if (rc == 0 && (row.deleted || !(row.is_public || request_may_see(r, row.owner)))) {
-    problems_row_clear(&row);
-    rc = -ENOENT;
-  }
+  int rc = route_problem_visible(r, s->problem, 0, &row, &s->def);
   if (rc)
     return rc == -ENOENT
                ? api_error_set(err, 404, "problem_not_found", "problem",
@@ -649,7 +644,7 @@ static enum MHD_Result kernels_post(struct request *r, struct ukernels *u) {
   const char *why = NULL;
   char *src = NULL;
   struct ucompile_report *rep = NULL;
-  if (read_submit(r, &s, &form, &root, &err) || (s.problem && problem_kernel(r, u, &s, &err)) ||
+  if (read_submit(r, &s, &form, &root, &err) || (s.problem && problem_kernel(r, &s, &err)) ||
       submit_check(&s, ukernels_config(u), &err)) {
     ret = respond_error(r, &err);
     goto out;

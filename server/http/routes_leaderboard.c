@@ -285,7 +285,6 @@ static int parse_problem_size(struct board *b, const struct problem_def *d, cons
 /* GET /leaderboard/problem:<name>: the board of its newest version (or ?version=), which
  * the client may see. */
 static enum MHD_Result problem_board(struct request *r, const char *name) {
-  struct ukernels *u = r->srv->opts.service->ukernels;
   const char *vtext = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "version");
   const char *size = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "size");
   int version = vtext ? atoi(vtext) : 0;
@@ -294,12 +293,7 @@ static enum MHD_Result problem_board(struct request *r, const char *name) {
                         vtext);
   struct store_problem row;
   struct problem_def *d = NULL;
-  int rc = u ? problems_get(u, name, version, &row, &d) : -ENOENT;
-  if (rc == 0 && ((!version && row.deleted) || !(row.is_public || request_may_see(r, row.owner)))) {
-    problems_row_clear(&row);
-    problem_def_free(d);
-    rc = -ENOENT;
-  }
+  int rc = route_problem_visible(r, name, version, &row, &d);
   if (rc)
     return rc == -ENOENT
                ? respond_fail(r, 404, "problem_not_found", "experiment", "no problem '%.63s'%s",

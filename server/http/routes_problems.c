@@ -226,6 +226,21 @@ static enum MHD_Result version(struct request *r, struct ukernels *u, const char
   return ret;
 }
 
+int route_problem_visible(struct request *r, const char *name, int version,
+                          struct store_problem *row, struct problem_def **def) {
+  struct ukernels *u = service(r);
+  *def = NULL;
+  int rc = u ? problems_get(u, name, version, row, def) : -ENOENT;
+  if (rc == 0 &&
+      ((!version && row->deleted) || !(row->is_public || request_may_see(r, row->owner)))) {
+    problems_row_clear(row);
+    problem_def_free(*def);
+    *def = NULL;
+    rc = -ENOENT;
+  }
+  return rc;
+}
+
 /* ---- a job of a problem ---- */
 
 /* POST /problems/{name}/jobs: a job of the problem's newest version (problem_jobs.h),

@@ -198,15 +198,9 @@ static int problem_point(void *ctx, json_t *job, struct api_job_request *out,
 static int problem_plan_parse(struct request *r, const char *type, json_t *root,
                               struct sweep_plan *plan, const struct api_kernel_resolver *kr,
                               struct api_error *err) {
-  struct ukernels *u = r->srv->opts.service->ukernels;
   struct store_problem row;
   struct problem_def *def = NULL;
-  int rc = u ? problems_get(u, type + 8, 0, &row, &def) : -ENOENT;
-  if (rc == 0 && (row.deleted || !(row.is_public || request_may_see(r, row.owner)))) {
-    problems_row_clear(&row);
-    problem_def_free(def);
-    rc = -ENOENT;
-  }
+  int rc = route_problem_visible(r, type + 8, 0, &row, &def);
   if (rc)
     return api_error_set(err, rc == -ENOENT ? 404 : 503,
                          rc == -ENOENT ? "problem_not_found" : "store_unavailable", "type",
