@@ -48,6 +48,16 @@ void cuda_user_release(struct cuda_job *j);
 int job_run_unavailable(struct exp_run *run, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+struct ukreg_kernel; /* kernels/user/ukreg.h */
+
+/* Whether a launch of image k (its registers and static shared bytes) with block, grid,
+ * dynamic shared bytes and cooperative fits the device: block, grid and shared memory
+ * within its limits, a cooperative grid resident at once; else run is unavailable,
+ * saying why. For users' and problems' runs. */
+bool cuda_launch_fits(const struct cuda_job *j, struct exp_run *run, const int block[3],
+                      const long long grid[3], int shared_bytes, bool cooperative,
+                      const struct ukreg_kernel *k);
+
 /* The device's runner (made, not started, on first use; kept): NULL out of memory. */
 struct runner *cuda_user_runner(int device);
 

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "kernels/backends/cuda/cuda_job.h"
-#include "kernels/core/occupancy.h"
 #include "kernels/problem/problem_plan.h"
 #include "kernels/user/runner.h"
 #include "kernels/user/ukreg.h"
@@ -33,32 +32,8 @@ static struct problem_job *pj_of(struct cuda_job *j) { return (struct problem_jo
 /* Whether launch l of image k fits the device; else run is unavailable, saying why. */
 static bool fits(const struct cuda_job *j, struct exp_run *run, const struct problem_plan_launch *l,
                  const struct ukreg_kernel *k) {
-  const cudaDeviceProp *p = &j->be->prop;
-  long long threads = (long long)l->block[0] * l->block[1] * l->block[2];
-  if (threads > p->maxThreadsPerBlock) {
-    job_run_unavailable(run, "block %dx%dx%d: more than the device's %d threads", l->block[0],
-                        l->block[1], l->block[2], p->maxThreadsPerBlock);
-    return false;
-  }
-  if ((long long)l->shared_bytes + k->static_shared_bytes > (long long)p->sharedMemPerBlockOptin) {
-    job_run_unavailable(run, "%d bytes of shared memory exceed the device's opt-in maximum %zu",
-                        l->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
-    return false;
-  }
-  if (l->cooperative) {
-    struct occupancy_launch ol = {p->major * 10 + p->minor, (int)threads, k->registers,
-                                  k->static_shared_bytes, l->shared_bytes};
-    struct occupancy o;
-    char why[128];
-    long long blocks = (long long)l->grid[0] * l->grid[1] * l->grid[2];
-    if (occupancy_theoretical(&ol, &o, why, sizeof why) == 0 &&
-        blocks > (long long)o.blocks_per_sm * p->multiProcessorCount) {
-      job_run_unavailable(run, "a cooperative launch of %lld blocks: %d fit on this device at once",
-                          blocks, o.blocks_per_sm * p->multiProcessorCount);
-      return false;
-    }
-  }
-  return true;
+  const long long grid[3] = {l->grid[0], l->grid[1], l->grid[2]};
+  return cuda_launch_fits(j, run, l->block, grid, l->shared_bytes, l->cooperative, k);
 }
 
 /* Run r's identity, image, launch and message; unavailable when it cannot run here. */

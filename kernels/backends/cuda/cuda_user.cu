@@ -73,16 +73,15 @@ static void user_grid(const struct exp_spec *s, const struct exp_user *u,
   if (u->grid_y >= 0) grid[1] = ceil_to(s->p[u->grid_y], k->tile[1]);
 }
 
-/* Whether k's launch fits the device (block, grid and shared memory); else run is
- * unavailable, saying why. */
-static bool limits_ok(struct cuda_job *j, struct exp_run *run, const struct ukreg_kernel *k,
-                      const long long grid[3]) {
+bool cuda_launch_fits(const struct cuda_job *j, struct exp_run *run, const int block[3],
+                      const long long grid[3], int shared_bytes, bool cooperative,
+                      const struct ukreg_kernel *k) {
   const cudaDeviceProp *p = &j->be->prop;
-  long long threads = (long long)k->block[0] * k->block[1] * k->block[2];
-  if (threads > p->maxThreadsPerBlock || k->block[0] > p->maxThreadsDim[0] ||
-      k->block[1] > p->maxThreadsDim[1] || k->block[2] > p->maxThreadsDim[2]) {
-    job_run_unavailable(run, "block %dx%dx%d exceeds the device's limits (%d threads)", k->block[0],
-                        k->block[1], k->block[2], p->maxThreadsPerBlock);
+  long long threads = (long long)block[0] * block[1] * block[2];
+  if (threads > p->maxThreadsPerBlock || block[0] > p->maxThreadsDim[0] ||
+      block[1] > p->maxThreadsDim[1] || block[2] > p->maxThreadsDim[2]) {
+    job_run_unavailable(run, "block %dx%dx%d exceeds the device's limits (%d threads)", block[0],
+                        block[1], block[2], p->maxThreadsPerBlock);
     return false;
   }
   for (int i = 0; i < 3; i++)
@@ -91,25 +90,24 @@ static bool limits_ok(struct cuda_job *j, struct exp_run *run, const struct ukre
                           grid[i], p->maxGridSize[i]);
       return false;
     }
-  if ((long long)k->shared_bytes + k->static_shared_bytes > (long long)p->sharedMemPerBlockOptin) {
+  if ((long long)shared_bytes + k->static_shared_bytes > (long long)p->sharedMemPerBlockOptin) {
     job_run_unavailable(run, "%d bytes of shared memory exceed the device's opt-in maximum %zu",
-                        k->shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
+                        shared_bytes + k->static_shared_bytes, p->sharedMemPerBlockOptin);
     return false;
   }
-  if (k->cooperative) { /* its grid resident at once (the runner asks the driver again) */
+  if (cooperative) { /* its grid resident at once (the runner asks the driver again) */
     struct occupancy_launch l = {p->major * 10 + p->minor, (int)threads, k->registers,
-                                 k->static_shared_bytes, k->shared_bytes};
+                                 k->static_shared_bytes, shared_bytes};
     struct occupancy o;
     char why[128];
     long long blocks = grid[0] * grid[1] * grid[2];
     if (occupancy_theoretical(&l, &o, why, sizeof why) == 0 &&
         blocks > (long long)o.blocks_per_sm * p->multiProcessorCount) {
-      job_run_unavailable(
-          run,
-          "a cooperative launch of %lld blocks: %d fit on this device at once (%d per "
-          "SM x %d SMs); give a smaller grid",
-          blocks, o.blocks_per_sm * p->multiProcessorCount, o.blocks_per_sm,
-          p->multiProcessorCount);
+      job_run_unavailable(run,
+                          "a cooperative launch of %lld blocks: %d fit on this device at once (%d "
+                          "per SM x %d SMs); give a smaller grid",
+                          blocks, o.blocks_per_sm * p->multiProcessorCount, o.blocks_per_sm,
+                          p->multiProcessorCount);
       return false;
     }
   }
@@ -145,7 +143,7 @@ int cuda_user_plan_run(struct cuda_job *j, int r, struct exp_run *run) {
         "context); run it without graph");
   long long grid[3];
   user_grid(s, u, k, grid);
-  if (!limits_ok(j, run, k, grid)) return 0;
+  if (!cuda_launch_fits(j, run, k->block, grid, k->shared_bytes, k->cooperative, k)) return 0;
   struct runner_run_msg *m = &j->user->msg[r];
   memset(m, 0, sizeof *m);
   memcpy(m->key, k->key, sizeof m->key);
