@@ -5,7 +5,8 @@
  * medians printed: which is faster is a benchmark figure, not asserted here); a kernel
  * that skips the last column fails with mismatches, its first timed launch on fresh
  * inputs named; one that writes into its input fails naming it; one that looks for the
- * reference's answer in the runner's memory and copies it fails; a half-precision problem
+ * reference's answer in the runner's memory and copies it fails; one that counts its
+ * launches in a __device__ variable finds it put back every time; a half-precision problem
  * passes within its tolerance and a kernel off by more fails; a profiled job has each
  * run's counters from the runner; a reference that does not agree with itself fails its
  * job, saying so. Last, the same padded33 as a problem's reference and as the built-in
@@ -226,6 +227,37 @@ static void copies_the_answer(void) {
   json_decref(j);
 }
 
+/* Idea: keep state across launches in a __device__ counter: each block takes a ticket,
+ * and a ticket past this launch's blocks means an earlier launch ran, where a kernel
+ * could reuse what it left. This probe then writes a wrong row; it passes only because
+ * the runner puts the module's variables back before every launch, on a problem's path
+ * as on an experiment's. */
+static const char *const probe_counter =
+    "__device__ unsigned tickets = 5;\n"
+    "extern \"C\" __global__ void kernel(const float* x, float* y, int rows, int cols) {\n"
+    "  __shared__ int earlier;\n"
+    "  size_t r = blockIdx.x;\n"
+    "  if (threadIdx.x == 0) earlier = atomicAdd(&tickets, 1u) - 5u >= (unsigned)rows;\n"
+    "  __syncthreads();\n"
+    "  const float* in = x + r * cols;\n"
+    "  float m = -3.4e38f, s = 0.f;\n"
+    "  for (int c = 0; c < cols; c++) m = fmaxf(m, in[c]);\n"
+    "  for (int c = 0; c < cols; c++) s += expf(in[c] - m);\n"
+    "  for (int c = threadIdx.x; c < cols; c += blockDim.x)\n"
+    "    y[r * cols + c] = earlier ? -1.f : expf(in[c] - m) / s;\n"
+    "}\n";
+
+static void state_put_back(void) {
+  long long id = kernel_of("softmax_rows", "probe_counter", probe_counter);
+  char body[256];
+  snprintf(body, sizeof body,
+           "{\"params\": {\"rows\": 256, \"cols\": 512}, \"variant\": \"kernel:%lld\"}", id);
+  json_t *j = job("softmax_rows", body);
+  print_runs(j);
+  CHECK(JBOOL(j, "result.runs[0].check.passed")); /* every launch found the counter at 5 */
+  json_decref(j);
+}
+
 /* Half precision: y = 1.5 x rounded to half; a kernel that adds 0.01 is past the
  * tolerance (1e-3 + 1e-3 |want|) wherever |want| < 9. */
 static void half(void) {
@@ -359,9 +391,13 @@ static int start(void) {
 static void stop(void) { gpulabd_stop(&D); }
 
 static const struct test_case cases[] = {
-    TEST(softmax),     TEST_AFTER(copies_the_answer, softmax),
-    TEST(half),        TEST_AFTER(profiled, softmax),
-    TEST(disagreeing), TEST(overhead),
+    TEST(softmax),
+    TEST_AFTER(copies_the_answer, softmax),
+    TEST_AFTER(state_put_back, softmax),
+    TEST(half),
+    TEST_AFTER(profiled, softmax),
+    TEST(disagreeing),
+    TEST(overhead),
     TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};
