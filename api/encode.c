@@ -79,6 +79,24 @@ static void problem_params_write(struct jw *w, const struct exp_spec *spec) {
   for (int i = 0; i < n; i++) jw_integer(w, names[i], spec->problem.values[i]);
 }
 
+/* A problem's inputs given as buffers, by name ({"x": {"buffer": 3}}); none when every
+ * input is generated from the job's seed. */
+static void problem_inputs_write(struct jw *w, const struct exp_spec *spec) {
+  char names[PROBLEM_PLAN_MAX_BUFFERS][PROBLEM_PLAN_NAME];
+  int n = 0;
+  bool any = false;
+  for (int k = 0; k < EXP_PROBLEM_MAX_INPUTS; k++) any |= spec->problem.input_buffer[k] != 0;
+  if (!any || !problem_plan_input_names(spec, names, &n)) return;
+  jw_object_begin_whole(w, "inputs");
+  for (int k = 0; k < n; k++) {
+    if (!spec->problem.input_buffer[k]) continue;
+    jw_object_begin_whole(w, names[k]);
+    jw_integer(w, "buffer", (long long)spec->problem.input_buffer[k]);
+    jw_object_end(w);
+  }
+  jw_object_end(w);
+}
+
 void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) {
   const struct exp_desc *d = exp_desc(spec->type);
   if (!d) return;
@@ -113,6 +131,7 @@ void api_spec_write(struct jw *w, const char *key, const struct exp_spec *spec) 
     jw_string(w, "name", spec->problem.name);
     jw_integer(w, "version", spec->problem.version);
     jw_object_end(w);
+    problem_inputs_write(w, spec);
   }
   if (spec->profile)
     jw_string(w, "profile", exp_profile_mode_name(spec->profile));

@@ -1,6 +1,6 @@
 /* The .npy codec: a bounds-checked reader for the header's Python-literal dict
- * (only what NumPy writes for a float32 or float64 array, parsed as Python would),
- * the conversion to C-order float32, and the writer. Every refusal ends with the
+ * (only what NumPy writes for an array of the dtypes kept, parsed as Python would),
+ * the conversion to C order (float64 to float32), and the writer. Every refusal ends with the
  * NumPy (or curl) call that fixes it. Format: numpy.lib.format (NEP 1). */
 #include "api/npy.h"
 
@@ -66,6 +66,32 @@ static void show(char *dst, size_t cap, const unsigned char *s, size_t n, int cu
     o += 3;
   }
   dst[o] = '\0';
+}
+
+/* ---- The dtypes kept ---- */
+
+static const struct {
+  const char *name, *descr, *numpy; /* descr NULL: NumPy has none (bfloat16) */
+  int bytes;
+} dtypes[NPY_DTYPE_COUNT] = {
+    [NPY_FLOAT32] = {"float32", "<f4", "np.float32", 4},
+    [NPY_UINT32] = {"uint32", "<u4", "np.uint32", 4},
+    [NPY_FLOAT16] = {"float16", "<f2", "np.float16", 2},
+    [NPY_BFLOAT16] = {"bfloat16", NULL, "ml_dtypes.bfloat16", 2},
+    [NPY_INT32] = {"int32", "<i4", "np.int32", 4},
+    [NPY_INT8] = {"int8", "|i1", "np.int8", 1},
+};
+
+const char *npy_dtype_name(enum npy_dtype t) {
+  return (unsigned)t < NPY_DTYPE_COUNT ? dtypes[t].name : NULL;
+}
+int npy_dtype_bytes(enum npy_dtype t) {
+  return (unsigned)t < NPY_DTYPE_COUNT ? dtypes[t].bytes : 0;
+}
+int npy_dtype_from_name(const char *name) {
+  for (int t = 0; name && t < NPY_DTYPE_COUNT; t++)
+    if (strcmp(name, dtypes[t].name) == 0) return t;
+  return -1;
 }
 
 /* ---- Reading the header dict ---- */
@@ -318,19 +344,23 @@ static int check_shape(long ndim, const int64_t *dim, int any_zero, const char *
 static int check_data(const unsigned char *data, size_t data_len, const char *raw_shape,
                       struct npy_array *out, char *err, size_t err_len) {
   uint64_t want = out->count * (uint64_t)out->elem_bytes;
-  if (raw_shape && data_len != want && data_len / 8 == out->count && data_len % 8 == 0)
+  const char *name = dtypes[out->dtype].name, *numpy = dtypes[out->dtype].numpy;
+  const char *file = out->dtype == NPY_FLOAT32 ? "a.f32" : "a.bin";
+  if (raw_shape && data_len != want && data_len / 8 == out->count && data_len % 8 == 0 &&
+      out->elem_bytes < 8)
     return fail(err, err_len,
                 "?shape=%s needs %" PRIu64
-                " bytes (4 per float32), the body has %zu: 8 per "
-                "element, float64? send float32: a.astype(np.float32).tofile('a.f32')",
-                raw_shape, want, data_len);
+                " bytes (%d per %s), the body has %zu: 8 per "
+                "element, float64? send %s: a.astype(%s).tofile('%s')",
+                raw_shape, want, out->elem_bytes, name, data_len, name, numpy, file);
   if (raw_shape && data_len != want)
     return fail(err, err_len,
                 "%s: ?shape=%s needs %" PRIu64
-                " bytes (4 per float32), the body has %zu; "
-                "a.astype(np.float32).tofile('a.f32') writes them, curl --data-binary @a.f32 "
+                " bytes (%d per %s), the body has %zu; "
+                "a.astype(%s).tofile('%s') writes them, curl --data-binary @%s "
                 "sends them",
-                data_len < want ? "truncated" : "trailing bytes", raw_shape, want, data_len);
+                data_len < want ? "truncated" : "trailing bytes", raw_shape, want, out->elem_bytes,
+                name, data_len, numpy, file, file);
   if (data_len < want)
     return fail(err, err_len,
                 "truncated: the header promises %" PRIu64
@@ -419,17 +449,19 @@ static const char *dtype_name(const char *d, size_t n) {
   }
 }
 
-/* The refusal of a descr other than '<f4' and '<f8', with its fix. */
+/* The refusal of a descr gpulab does not read, with its fix. */
 static int refuse_dtype(const struct header *h, char *err, size_t err_len) {
   char shown[SHOW_MAX], named[32] = "";
   size_t n = h->descr_len < STR_KEEP - 1 ? h->descr_len : STR_KEEP - 1;
   show(shown, sizeof shown, (const unsigned char *)h->descr, n, h->descr_len > STR_KEEP - 1);
   const char *name = h->descr_len < STR_KEEP ? dtype_name(h->descr, h->descr_len) : NULL;
   const char *fix = "a.astype(np.float32)";
-  char kind = h->descr_len >= 2 ? h->descr[1] : 0;
-  if (name && h->descr[0] == '>' && kind == 'f') {
+  char kind = h->descr_len >= 2 ? h->descr[1] : 0, little[96];
+  if (name && h->descr[0] == '>') {
     snprintf(named, sizeof named, " (big-endian %s)", name);
-    fix = "a.astype('<f4')";
+    /* Little-endian of the same type; float64 as float32, which is what gpulab keeps. */
+    snprintf(little, sizeof little, "a.astype('<%s')", strcmp(shown + 1, "f8") ? shown + 1 : "f4");
+    fix = kind == 'f' || kind == 'i' || kind == 'u' ? little : fix;
   } else if (name) {
     snprintf(named, sizeof named, " (%s)", name);
   }
@@ -437,15 +469,24 @@ static int refuse_dtype(const struct header *h, char *err, size_t err_len) {
   if (kind == 'U' || kind == 'S') fix = "a.astype(np.float32), if the strings are numbers";
   if (kind == 'M' || kind == 'm') fix = "a.astype(np.int64).astype(np.float32)";
   return fail(err, err_len,
-              "unsupported dtype '%s'%s: gpulab reads little-endian float32 ('<f4') and float64 "
-              "('<f8'); send %s",
+              "unsupported dtype '%s'%s: gpulab reads little-endian float32 ('<f4'), float64 "
+              "('<f8', kept as float32), float16 ('<f2'), int32 ('<i4'), uint32 ('<u4') and int8 "
+              "('|i1'); send %s",
               shown, named, fix);
 }
 
 static int check_header(const struct header *h, struct npy_array *out, char *err, size_t err_len) {
-  int elem = key_is(h->descr, h->descr_len, "<f4")   ? 4
-             : key_is(h->descr, h->descr_len, "<f8") ? 8
-                                                     : 0;
+  int elem = 0;
+  if (key_is(h->descr, h->descr_len, "<f8")) {
+    elem = 8;
+    out->dtype = NPY_FLOAT32;
+  }
+  for (int t = 0; !elem && t < NPY_DTYPE_COUNT; t++)
+    if (dtypes[t].descr && (key_is(h->descr, h->descr_len, dtypes[t].descr) ||
+                            (t == NPY_INT8 && key_is(h->descr, h->descr_len, "<i1")))) {
+      elem = dtypes[t].bytes;
+      out->dtype = (enum npy_dtype)t;
+    }
   if (!elem) return refuse_dtype(h, err, err_len);
   if (check_shape(h->ndim, h->dim, h->any_zero, h->shape_text, elem, out, err, err_len) != 0)
     return -EINVAL;
@@ -468,18 +509,31 @@ int npy_parse(const void *body, size_t len, struct npy_array *out, char *err, si
     memset(out, 0, sizeof *out);
     return -EINVAL;
   }
-  if (out->elem_bytes == 4 && !out->fortran_order) out->data = out->stored;
+  if (out->elem_bytes == npy_dtype_bytes(out->dtype) && !out->fortran_order)
+    out->data = out->stored;
   return 0;
 }
 
 /* ---- npy_raw ---- */
 
-int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_array *out, char *err,
-            size_t err_len) {
+int npy_raw(const void *body, size_t len, const char *shape_text, const char *dtype_text,
+            struct npy_array *out, char *err, size_t err_len) {
   memset(out, 0, sizeof *out);
   if (err && err_len) err[0] = '\0';
+  int dtype = dtype_text ? npy_dtype_from_name(dtype_text) : NPY_FLOAT32;
+  if (dtype < 0) {
+    char shown[SHOW_MAX];
+    size_t n = 0; /* bounded: dtype_text comes from a query string */
+    while (n < SHOW_MAX && dtype_text[n]) n++;
+    show(shown, sizeof shown, (const unsigned char *)dtype_text, n, n == SHOW_MAX);
+    return fail(err, err_len,
+                "dtype '%s' is not one gpulab keeps: float32, uint32, float16, bfloat16, int32 "
+                "or int8",
+                shown);
+  }
   if (!shape_text || !*shape_text)
-    return fail(err, err_len, "missing shape: give ?shape=n or ?shape=m,n with raw float32");
+    return fail(err, err_len, "missing shape: give ?shape=n or ?shape=m,n with raw %s",
+                dtypes[dtype].name);
   size_t text_len = 0; /* bounded: shape_text comes from a query string */
   while (text_len < SHOW_MAX && shape_text[text_len]) text_len++;
   char shown[SHOW_MAX];
@@ -510,7 +564,8 @@ int npy_raw(const void *body, size_t len, const char *shape_text, struct npy_arr
     snprintf(text, sizeof text, "(%" PRId64 ",)", dim[0]);
   else
     snprintf(text, sizeof text, "(%" PRId64 ", %" PRId64 ")", dim[0], dim[1]);
-  if (check_shape(ndim, dim, any_zero, text, 4, out, err, err_len) != 0 ||
+  out->dtype = (enum npy_dtype)dtype;
+  if (check_shape(ndim, dim, any_zero, text, dtypes[dtype].bytes, out, err, err_len) != 0 ||
       check_data(body, body ? len : 0, shown, out, err, err_len) != 0) {
     memset(out, 0, sizeof *out);
     return -EINVAL;
@@ -545,15 +600,15 @@ int npy_form_upload(const void *body, size_t len, char *err, size_t err_len) {
 
 /* ---- npy_upload ---- */
 
-int npy_upload(const void *body, size_t len, const char *shape_text, int declared_npy,
-               struct npy_array *out, int *raw, char *err, size_t err_len) {
+int npy_upload(const void *body, size_t len, const char *shape_text, const char *dtype_text,
+               int declared_npy, struct npy_array *out, int *raw, char *err, size_t err_len) {
   const unsigned char *b = body;
   if (!b) len = 0;
   size_t prefix = len < MAGIC_LEN ? len : MAGIC_LEN;
   int npy_magic = len >= MAGIC_LEN && memcmp(b, MAGIC, MAGIC_LEN) == 0;
   *raw = shape_text != NULL;
   if (shape_text) {
-    if (npy_raw(b, len, shape_text, out, err, err_len) == 0) return 0;
+    if (npy_raw(b, len, shape_text, dtype_text, out, err, err_len) == 0) return 0;
     if (npy_magic && err && err_len) {
       char shown[SHOW_MAX];
       size_t n = 0; /* bounded: shape_text comes from a query string */
@@ -566,41 +621,52 @@ int npy_upload(const void *body, size_t len, const char *shape_text, int declare
     }
     return -EINVAL;
   }
-  if (declared_npy || (prefix > 0 && memcmp(b, MAGIC, prefix) == 0))
+  if (declared_npy || (prefix > 0 && memcmp(b, MAGIC, prefix) == 0)) {
+    if (dtype_text) {
+      memset(out, 0, sizeof *out);
+      return fail(err, err_len,
+                  "?dtype= is for raw values (with ?shape=); a .npy file carries its dtype: "
+                  "send it without ?dtype=");
+    }
     return npy_parse(b, len, out, err, err_len);
+  }
   *raw = 1;
   memset(out, 0, sizeof *out);
   return fail(err, err_len,
               "missing shape: this body is not a .npy file (it does not start with \\x93NUMPY), "
-              "so it is raw float32 (%zu bytes), which needs ?shape=n or ?shape=m,n; a .npy "
+              "so it is raw %s (%zu bytes), which needs ?shape=n or ?shape=m,n; a .npy "
               "carries its shape: np.save('a.npy', a)",
-              len);
+              dtype_text && npy_dtype_from_name(dtype_text) >= 0 ? dtype_text : "float32", len);
 }
 
 /* ---- npy_convert ---- */
 
-/* Element k of the stored values as float32 into *f, the rounding's size kept in
- * *worst. Returns -1 for a finite float64 past float32's range. */
-static int convert_one(const unsigned char *stored, int elem_bytes, uint64_t k, float *f,
-                       double *worst) {
-  if (elem_bytes == 4) {
-    memcpy(f, stored + 4 * k, 4);
+/* Element k of the stored values into out (kept_bytes wide: float64 as float32), the
+ * rounding's size kept in *worst. Returns -1 for a finite float64 past float32's range. */
+static int convert_one(const unsigned char *stored, int elem_bytes, int kept_bytes, uint64_t k,
+                       unsigned char *out, double *worst) {
+  if (elem_bytes == kept_bytes) {
+    memcpy(out, stored + (uint64_t)elem_bytes * k, (size_t)elem_bytes);
     return 0;
   }
+  float f;
   double d;
   memcpy(&d, stored + 8 * k, 8);
   /* From 2^128 - 2^103 (halfway past FLT_MAX) on, rounding gives infinity. */
   if (isfinite(d) && fabs(d) >= 0x1.ffffffp127) return -1;
-  *f = (float)d;
-  double e = fabs(d - (double)*f); /* NaN for NaN and infinities: not counted */
+  f = (float)d;
+  memcpy(out, &f, 4);
+  double e = fabs(d - (double)f); /* NaN for NaN and infinities: not counted */
   if (e > *worst) *worst = e;
   return 0;
 }
 
-int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *info, char *err,
+int npy_convert(const struct npy_array *a, void *out, struct npy_conversion *info, char *err,
                 size_t err_len) {
   if (err && err_len) err[0] = '\0';
   const unsigned char *stored = a->stored;
+  unsigned char *kept = out;
+  int kept_bytes = npy_dtype_bytes(a->dtype);
   uint64_t rows = (uint64_t)a->shape[0], cols = a->ndim == 2 ? (uint64_t)a->shape[1] : 1;
   double worst = 0;
   /* C order: element (i, j) is stored at i * cols + j; Fortran order at j * rows + i.
@@ -610,7 +676,9 @@ int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *in
       for (uint64_t i = i0; i < rows && i < i0 + CONVERT_TILE; i++)
         for (uint64_t j = j0; j < cols && j < j0 + CONVERT_TILE; j++) {
           uint64_t k = a->fortran_order ? j * rows + i : i * cols + j;
-          if (convert_one(stored, a->elem_bytes, k, &out[i * cols + j], &worst) == 0) continue;
+          if (convert_one(stored, a->elem_bytes, kept_bytes, k,
+                          kept + (i * cols + j) * (uint64_t)kept_bytes, &worst) == 0)
+            continue;
           double d;
           memcpy(&d, stored + 8 * k, 8);
           char at[48];
@@ -624,7 +692,7 @@ int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *in
                       d, at);
         }
   if (info) {
-    info->from_dtype = a->elem_bytes == 8 ? "float64" : "float32";
+    info->from_dtype = a->elem_bytes == 8 ? "float64" : dtypes[a->dtype].name;
     info->from_fortran_order = a->fortran_order;
     info->max_rounding_error = worst;
   }
@@ -633,8 +701,8 @@ int npy_convert(const struct npy_array *a, float *out, struct npy_conversion *in
 
 /* ---- Writing ---- */
 
-/* The dict exactly as NumPy writes it (keys sorted, trailing ", "), into buf. descr:
- * "<f4" or "<u4" (the same length, so the header's size does not depend on it). */
+/* The dict exactly as NumPy writes it (keys sorted, trailing ", "), into buf. Every
+ * descr written is 3 characters, so the header's size does not depend on it. */
 static size_t dict_text(char *buf, size_t cap, int ndim, const int64_t *shape, const char *descr) {
   int n = ndim == 1 ? snprintf(buf, cap,
                                "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }",
@@ -658,9 +726,10 @@ size_t npy_header_size(int ndim, const int64_t *shape) {
 size_t npy_write_header(char *buf, size_t cap, int ndim, const int64_t *shape,
                         enum npy_dtype dtype) {
   size_t size = npy_header_size(ndim, shape);
-  if (size == 0 || !buf || cap < size || (dtype != NPY_FLOAT32 && dtype != NPY_UINT32)) return 0;
+  if (size == 0 || !buf || cap < size || (unsigned)dtype >= NPY_DTYPE_COUNT || !dtypes[dtype].descr)
+    return 0;
   char dict[160];
-  size_t n = dict_text(dict, sizeof dict, ndim, shape, dtype == NPY_UINT32 ? "<u4" : "<f4");
+  size_t n = dict_text(dict, sizeof dict, ndim, shape, dtypes[dtype].descr);
   size_t hdr_len = size - PREAMBLE_V1; /* at most a few hundred: fits uint16 */
   memcpy(buf, MAGIC, MAGIC_LEN);
   buf[6] = 1;

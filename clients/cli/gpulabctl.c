@@ -26,7 +26,8 @@ const char ctl_usage[] =
     "  run EXPERIMENT [name=value ...]   a job (transpose m=4096 n=4096 --variant padded33,best);\n"
     "                                    a value with commas is a list (streams=1,3)\n"
     "  run problem:NAME [name=value ...] a job of a problem you may see (its params by name,\n"
-    "                                    --variant reference,kernel:mine)\n"
+    "                                    --variant reference,kernel:mine, inputs='{\"x\":\n"
+    "                                    {\"buffer\": 8}}')\n"
     "  kernel submit FILE --experiment E | --problem P [--name N] [--entry F] [--block X,Y]\n"
     "                [--tile X,Y]\n"
     "                [--grid X,Y,Z] [--shared-bytes B] [--scratch-bytes B] [--cooperative]\n"
@@ -245,9 +246,9 @@ int ctl_params(json_t *body, char **args, int n) {
 
 int ctl_problem_params(json_t *body, char **args, int n) {
   static const char *const job_fields[] = {
-      "seed",      "warmup", "batches",    "reps",       "order",       "cold",
-      "profile",   "graph",  "max_noise",  "max_time",   "min_samples", "priority",
-      "isolation", "device", "depends_on", "dependency", "variant",     NULL};
+      "seed",       "warmup",     "batches",  "reps",        "order",    "cold",      "profile",
+      "graph",      "max_noise",  "max_time", "min_samples", "priority", "isolation", "device",
+      "depends_on", "dependency", "variant",  "inputs",      NULL};
   json_t *params = json_object();
   int x = 0;
   for (int i = 0; i < n && !x; i++) {

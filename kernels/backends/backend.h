@@ -96,10 +96,12 @@ struct backend_hooks {
 /* One job, as the engine hands it to backend_run. */
 struct backend_job {
   const struct exp_spec *spec; /* sizes resolved from the inputs */
-  /* Inputs given as data, by slot (NULL: generate from spec->inputs[slot].value).
-   * Borrowed: the engine keeps them alive until backend_run returns. They may be
-   * written by jobs still running: wait on `after` before reading them. */
-  struct backend_buffer *input[EXP_MAX_INPUTS];
+  /* Inputs given as data, by slot (NULL: generate from spec->inputs[slot].value), or
+   * for a problem's job by input (NULL: generated from the job's seed; else holding the
+   * input's elements in its dtype, spec->problem.input_buffer). Borrowed: the engine
+   * keeps them alive until backend_run returns. They may be written by jobs still
+   * running: wait on `after` before reading them. */
+  struct backend_buffer *input[EXP_MAX_JOB_BUFFERS];
   struct backend_fence *const *after; /* fences of the parents, borrowed */
   int n_after;
   bool exclusive; /* see hooks->phase */

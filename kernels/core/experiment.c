@@ -79,6 +79,14 @@ int exp_input_count(enum exp_type type) {
   return d ? d->n_inputs : 0;
 }
 
+bool exp_spec_reads_data(const struct exp_spec *spec) {
+  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+    if (spec->inputs[s].kind != EXP_INPUT_SEED) return true;
+  for (int k = 0; spec->type == EXP_PROBLEM && k < EXP_PROBLEM_MAX_INPUTS; k++)
+    if (spec->problem.input_buffer[k]) return true;
+  return false;
+}
+
 const char *exp_input_name(enum exp_type type, int slot) {
   const struct exp_desc *d = exp_desc(type);
   return d && slot >= 0 && slot < d->n_inputs ? d->inputs[slot].name : NULL;

@@ -35,6 +35,9 @@ enum exp_type {
 #define EXP_MAX_VARIANTS 8 /* variants of one experiment, also runs of one job */
 #define EXP_MAX_BATCHES 100
 #define EXP_PROBLEM_MAX_PARAMS 16 /* a problem's params (api/problem_def.h) */
+#define EXP_PROBLEM_MAX_INPUTS 8  /* a problem's inputs (api/problem_def.h) */
+/* Buffers one job reads: a built-in's input slots, or a problem's inputs. */
+#define EXP_MAX_JOB_BUFFERS EXP_PROBLEM_MAX_INPUTS
 #define EXP_COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0]))) /* a descriptor's tables */
 /* An exp_desc's three tables (static arrays of the experiment's file), each with its
  * count: in an initializer, EXP_TABLES(params, variants, inputs). */
@@ -115,6 +118,9 @@ struct exp_problem {
   bool figure_flops;     /* the figure divides flops (the problem gives no bytes) */
   int64_t bytes, flops;  /* the figure's counts at the values (0: not counted) */
   uint64_t device_bytes; /* one job's device memory (problem_plan_bytes) */
+  /* Input k given as an uploaded buffer of its dtype and shape (the request's "inputs"):
+   * its id; 0: generated from the job's seed. */
+  uint64_t input_buffer[EXP_PROBLEM_MAX_INPUTS];
 };
 
 /* One job's request, its sizes resolved. Plain data: copy it freely. */
@@ -476,10 +482,21 @@ enum exp_figure {
   EXP_FIGURE_GFLOPS, /* work counted in flops: "GFLOP/s", work_unit "flop" */
 };
 
-/* The element type of an output. Buffers hold 4-byte elements either way: a U32 output
- * (counts: a histogram's) is stored bit for bit in them, its reference reads it as such,
- * GET /buffers/{id} writes it as a '<u4' .npy, and no input takes it (inputs are F32). */
-enum exp_dtype { EXP_DTYPE_F32, EXP_DTYPE_U32 };
+/* The element type of an output or a buffer. A U32 output (counts: a histogram's) is
+ * stored bit for bit, its reference reads it as such, GET /buffers/{id} writes it as a
+ * '<u4' .npy. The built-ins' inputs read F32 only; the other types are uploads for a
+ * problem's inputs of that dtype (api/problem_def.h), kept as sent. */
+enum exp_dtype {
+  EXP_DTYPE_F32,
+  EXP_DTYPE_U32,
+  EXP_DTYPE_F16,
+  EXP_DTYPE_BF16,
+  EXP_DTYPE_I32,
+  EXP_DTYPE_I8,
+  EXP_DTYPE_COUNT
+};
+const char *exp_dtype_name(enum exp_dtype d); /* "float32", "uint32", "float16", ... */
+size_t exp_dtype_bytes(enum exp_dtype d);     /* 4, 4, 2, 2, 4, 1 */
 
 enum exp_flag {
   /* "cold" must be false (a pass starts from host memory): no_cold_why says why. */
@@ -662,6 +679,9 @@ int exp_param_index(enum exp_type type, const char *name);
 /* Inputs: how many slots a type has and their names ("a", "b", "x"; NULL past them). */
 int exp_input_count(enum exp_type type);
 const char *exp_input_name(enum exp_type type, int slot);
+/* Whether spec reads data it does not generate: an input slot given a buffer or a job's
+ * output, or a problem's input given a buffer. */
+bool exp_spec_reads_data(const struct exp_spec *spec);
 /* The shape spec's params give input slot, and the output (the first run's). */
 void exp_input_shape(const struct exp_spec *spec, int slot, struct exp_shape *shape);
 void exp_output_shape(const struct exp_spec *spec, struct exp_shape *shape);

@@ -50,3 +50,20 @@ void exp_type_list(char *buf, size_t len) {
     used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s", i ? ", " : "",
                              registry[i]->name);
 }
+
+static const struct {
+  const char *name;
+  size_t bytes;
+} dtypes[] = {
+    [EXP_DTYPE_F32] = {"float32", 4}, [EXP_DTYPE_U32] = {"uint32", 4},
+    [EXP_DTYPE_F16] = {"float16", 2}, [EXP_DTYPE_BF16] = {"bfloat16", 2},
+    [EXP_DTYPE_I32] = {"int32", 4},   [EXP_DTYPE_I8] = {"int8", 1},
+};
+_Static_assert(EXP_COUNT_OF(dtypes) == EXP_DTYPE_COUNT, "a name per dtype");
+
+const char *exp_dtype_name(enum exp_dtype d) {
+  return (unsigned)d < EXP_DTYPE_COUNT ? dtypes[d].name : "float32";
+}
+size_t exp_dtype_bytes(enum exp_dtype d) {
+  return (unsigned)d < EXP_DTYPE_COUNT ? dtypes[d].bytes : 4;
+}

@@ -14,12 +14,14 @@ static _Atomic(problem_plan_resolver) resolver;
 
 void problem_plan_set_resolver(problem_plan_resolver fn) { atomic_store(&resolver, fn); }
 
-/* ---- the params' names of every version a plan was made of, kept for the codec ---- */
+/* ---- the params' and inputs' names of every version a plan was made of, kept for the
+ * codec ---- */
 
 struct named {
   char name[64];
-  int version, n;
+  int version, n, n_inputs;
   char params[EXP_PROBLEM_MAX_PARAMS][PROBLEM_PLAN_NAME];
+  char inputs[PROBLEM_PLAN_MAX_BUFFERS][PROBLEM_PLAN_NAME];
 };
 static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct named *names;
@@ -47,6 +49,9 @@ static void names_keep(const struct problem_plan *plan) {
       e->version = plan->version;
       e->n = plan->n_params;
       memcpy(e->params, plan->param_names, sizeof e->params);
+      e->n_inputs = plan->n_inputs;
+      for (int k = 0; k < plan->n_inputs; k++)
+        memcpy(e->inputs[k], plan->inputs[k].name, sizeof e->inputs[k]);
     }
   }
   pthread_mutex_unlock(&names_mu);
@@ -58,6 +63,17 @@ bool problem_plan_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAM
   if (e) {
     *n = e->n;
     memcpy(out, e->params, sizeof e->params);
+  }
+  pthread_mutex_unlock(&names_mu);
+  return e != NULL;
+}
+
+bool problem_plan_input_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAME], int *n) {
+  pthread_mutex_lock(&names_mu);
+  const struct named *e = named_find(spec->problem.name, spec->problem.version);
+  if (e) {
+    *n = e->n_inputs;
+    memcpy(out, e->inputs, sizeof e->inputs);
   }
   pthread_mutex_unlock(&names_mu);
   return e != NULL;

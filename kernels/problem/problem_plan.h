@@ -83,6 +83,8 @@ void problem_plan_facts(const struct problem_plan *plan, struct exp_spec *spec);
  * kept them (names[i], *n of them): true; false when none was made here yet. Reads
  * memory only, under a lock of its own: for the codec, from any thread. */
 bool problem_plan_names(const struct exp_spec *spec, char names[][PROBLEM_PLAN_NAME], int *n);
+/* The same for its inputs' names (names[k], *n of them). */
+bool problem_plan_input_names(const struct exp_spec *spec, char names[][PROBLEM_PLAN_NAME], int *n);
 
 /* A problem's variants: the reference is variant 0; users' kernels are
  * exp_user_variant(id) as for the experiments. */

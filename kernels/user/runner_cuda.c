@@ -525,7 +525,7 @@ static int ref_launch(int mi, void **params, bool timed, struct runner_fault_msg
 }
 
 /* PROBLEM: the previous problem's buffers freed, m's made and its inputs generated
- * from m->seed, the reference launched twice on them (its first launch's outputs in
+ * from m->seed (or copied from the attached buffers that give them), the reference launched twice on them (its first launch's outputs in
  * the fresh set, its second's kept as the truth for the job's inputs) and the two
  * compared, bit for bit or (nondeterministic) by the outputs' rules. Every set is
  * poisoned first, so that no output a kernel leaves unwritten holds what the memory
@@ -542,6 +542,15 @@ static int cuda_problem(const struct runner_problem_msg *m, struct runner_proble
   mods[mi].last_use = ++use_clock;
   int rc = runner_problem_new(m, &prob, msg, msg_len);
   if (rc) return rc;
+  for (uint32_t i = 0; i < m->n_in && rc == 0; i++) {
+    uint32_t b = m->in[i].given;
+    if (b && b <= (uint32_t)att.n)
+      rc = runner_problem_give(prob, i, att.ptr[b - 1], att.bytes[b - 1], msg, msg_len);
+    else if (b)
+      rc = -EINVAL,
+      snprintf(msg, msg_len, "problem: input %u given in buffer %u of %d", i, b - 1, att.n);
+  }
+  if (rc) goto fail;
   if ((rc = scratch_ready(m->scratch_bytes, msg, msg_len)) ||
       (rc = shared_allow(mods[mi].fn, m->ref_shared_bytes, msg, msg_len)) ||
       (rc = grow_events(2, msg, msg_len)))
@@ -555,12 +564,12 @@ static int cuda_problem(const struct runner_problem_msg *m, struct runner_proble
   }
   cudaError_t e = cudaMemsetAsync(prob->out[0][0], 0xff, prob->set_bytes * (m->n_runs + 2), stream);
   for (int k = 0; k < 2 && e == cudaSuccess && rc == 0; k++) {
-    e = runner_problem_generate(prob, m->seed, stream); /* as the reference found them */
+    e = runner_problem_job_inputs(prob, stream); /* as the reference found them */
     if (e == cudaSuccess) rc = ref_launch(mi, params[k], k == 1, fault, msg, msg_len);
   }
   if (rc) goto fail;
   if (e == cudaSuccess) e = runner_problem_check_reference(prob, stream);
-  if (e == cudaSuccess) e = runner_problem_generate(prob, m->seed, stream);
+  if (e == cudaSuccess) e = runner_problem_job_inputs(prob, stream);
   if (e != cudaSuccess) {
     rc = step_failed(e, fault, msg, msg_len, "problem: generating or comparing");
     goto fail;
@@ -743,11 +752,13 @@ static int problem_fresh_before(const struct run_plan *p, uint32_t i,
 }
 
 /* After a problem run's launch, untimed: the reference launched on the inputs the kernel
- * had (seed's; regenerated first, should the kernel have written into them, which the
- * check then finds) into the fresh set, the truth the run's outputs are compared with. */
-static int problem_truth(const struct run_plan *p, uint64_t seed, struct runner_fault_msg *fault,
-                         char *msg, size_t msg_len) {
-  cudaError_t e = runner_problem_generate(prob, seed, stream);
+ * had (*fresh_seed's, or the job's when NULL; made again first, should the kernel have
+ * written into them, which the check then finds) into the fresh set, the truth the run's
+ * outputs are compared with. */
+static int problem_truth(const struct run_plan *p, const uint64_t *fresh_seed,
+                         struct runner_fault_msg *fault, char *msg, size_t msg_len) {
+  cudaError_t e = fresh_seed ? runner_problem_generate(prob, *fresh_seed, stream)
+                             : runner_problem_job_inputs(prob, stream);
   if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the inputs again");
   return ref_launch(p->ref_mi, (void **)p->ref_params, false, fault, msg, msg_len);
 }
@@ -800,7 +811,7 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
     uint64_t seed = m->problem.fresh_seed + i;
     /* The inputs as the kernel left them, then the truth on seed's and the outputs. */
     e = runner_problem_check_fresh_inputs(prob, seed, i, stream);
-    if (e == cudaSuccess && (rc = problem_truth(p, seed, fault, msg, msg_len))) return rc;
+    if (e == cudaSuccess && (rc = problem_truth(p, &seed, fault, msg, msg_len))) return rc;
     if (e == cudaSuccess) e = runner_problem_check_fresh(prob, m->problem.run, i, stream);
   } else if (p->fresh)
     e = runner_fresh_check(&m->fresh, (const float *const *)p->fresh_in, (const float *)p->out,
@@ -813,16 +824,16 @@ static int launch_one(const struct run_plan *p, uint32_t i, struct runner_done_m
 }
 
 /* After a problem run's launches: the compare (m->problem.compare) and the job's inputs
- * generated again (a fresh request leaves its last launch's, and a kernel may have
+ * made again (a fresh request leaves its last launch's, and a kernel may have
  * written into them), so that the next request finds them; then the findings read
  * into done. 0, 1 a fault, or -errno with msg. */
 static int problem_finish(const struct run_plan *p, struct runner_done_msg *done,
                           struct runner_fault_msg *fault, char *msg, size_t msg_len) {
   const struct runner_problem_run *q = &p->m->problem;
-  int rc = q->compare ? problem_truth(p, prob->m.seed, fault, msg, msg_len) : 0;
+  int rc = q->compare ? problem_truth(p, NULL, fault, msg, msg_len) : 0;
   if (rc) return rc;
   cudaError_t e = q->compare ? runner_problem_check_run(prob, q->run, stream) : cudaSuccess;
-  if (e == cudaSuccess) e = runner_problem_generate(prob, prob->m.seed, stream);
+  if (e == cudaSuccess) e = runner_problem_job_inputs(prob, stream);
   if (e != cudaSuccess) return step_failed(e, fault, msg, msg_len, "run: the problem's check");
   e = cudaStreamSynchronize(stream);
   if (e == cudaSuccess && q->compare) e = runner_problem_read_run(prob, &done->problem_check);

@@ -232,8 +232,8 @@ static bool msg_ok(const struct runner_problem_msg *m, char *msg, size_t msg_len
   for (uint32_t i = 0; i < m->n_in; i++) {
     const struct runner_problem_input *x = &m->in[i];
     bool ok = x->dtype <= RUNNER_DTYPE_INT8 && x->init <= RUNNER_INIT_INTEGERS && x->elems >= 1 &&
-              x->elems <= PROBLEM_MAX_ELEMS && isfinite(x->a) && isfinite(x->b) &&
-              (x->init == RUNNER_INIT_NORMAL ? x->b >= 0 : x->a <= x->b);
+              x->elems <= PROBLEM_MAX_ELEMS && x->given <= RUNNER_MAX_BUFFERS && isfinite(x->a) &&
+              isfinite(x->b) && (x->init == RUNNER_INIT_NORMAL ? x->b >= 0 : x->a <= x->b);
     if (!ok) {
       snprintf(msg, msg_len, "problem: input %u (dtype %u, init %u (%g, %g), %llu elements)", i,
                x->dtype, x->init, x->a, x->b, (unsigned long long)x->elems);
@@ -330,11 +330,40 @@ extern "C" int runner_problem_slots_ready(struct runner_problem *p, uint32_t n, 
   return 0;
 }
 
+extern "C" int runner_problem_give(struct runner_problem *p, uint32_t i, const void *src,
+                                   uint64_t bytes, char *msg, size_t msg_len) {
+  const struct runner_problem_input *x = i < p->m.n_in ? &p->m.in[i] : NULL;
+  uint64_t need = x ? x->elems * dtype_bytes(x->dtype) : 0;
+  if (!x || !x->given || bytes < need) {
+    snprintf(msg, msg_len, "problem: input %u given in a buffer of %llu bytes, it needs %llu", i,
+             (unsigned long long)bytes, (unsigned long long)need);
+    return -EINVAL;
+  }
+  p->given[i] = src;
+  return 0;
+}
+
 extern "C" cudaError_t runner_problem_generate(const struct runner_problem *p, uint64_t seed,
                                                cudaStream_t stream) {
   for (uint32_t i = 0; i < p->m.n_in; i++)
     problem_gen_kernel<<<blocks_for(p->m.in[i].elems), PROBLEM_THREADS, 0, stream>>>(
         p->in[i], p->m.in[i], seed, i);
+  return cudaGetLastError();
+}
+
+extern "C" cudaError_t runner_problem_job_inputs(const struct runner_problem *p,
+                                                 cudaStream_t stream) {
+  for (uint32_t i = 0; i < p->m.n_in; i++) {
+    const struct runner_problem_input *x = &p->m.in[i];
+    if (p->given[i]) {
+      cudaError_t e = cudaMemcpyAsync(p->in[i], p->given[i], x->elems * dtype_bytes(x->dtype),
+                                      cudaMemcpyDeviceToDevice, stream);
+      if (e != cudaSuccess) return e;
+    } else {
+      problem_gen_kernel<<<blocks_for(x->elems), PROBLEM_THREADS, 0, stream>>>(p->in[i], *x,
+                                                                               p->m.seed, i);
+    }
+  }
   return cudaGetLastError();
 }
 

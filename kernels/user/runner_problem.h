@@ -51,6 +51,9 @@ struct runner_problem {
   struct runner_problem_msg m; /* as PROBLEM gave it */
   void *slab;
   void *in[RUNNER_PROBLEM_MAX_BUFFERS];
+  /* Input i's values for the job's inputs when the job gave them (an attached buffer,
+   * runner_problem_give), else NULL: generated from the job's seed. */
+  const void *given[RUNNER_PROBLEM_MAX_BUFFERS];
   void *out[RUNNER_PROBLEM_MAX_RUNS][RUNNER_PROBLEM_MAX_BUFFERS]; /* run r's set */
   void *ref[RUNNER_PROBLEM_MAX_BUFFERS];       /* the reference's on the job's inputs */
   void *ref_fresh[RUNNER_PROBLEM_MAX_BUFFERS]; /* on a fresh launch's inputs */
@@ -72,9 +75,16 @@ void runner_problem_free(struct runner_problem *p);
 /* Grows p's fresh slots to n launches: 0 or -ENOMEM with msg. */
 int runner_problem_slots_ready(struct runner_problem *p, uint32_t n, char *msg, size_t msg_len);
 
-/* Generates every input of p from seed into p->in. */
+/* Input i's job values from the attached buffer at src (bytes of it): 0, or -EINVAL
+ * with msg when i gives none (m.in[i].given 0) or the buffer is too small. */
+int runner_problem_give(struct runner_problem *p, uint32_t i, const void *src, uint64_t bytes,
+                        char *msg, size_t msg_len);
+/* Generates every input of p from seed into p->in (a fresh launch's). */
 cudaError_t runner_problem_generate(const struct runner_problem *p, uint64_t seed,
                                     cudaStream_t stream);
+/* The job's inputs into p->in: those given copied from their buffers, the others
+ * generated from the job's seed (m.seed). */
+cudaError_t runner_problem_job_inputs(const struct runner_problem *p, cudaStream_t stream);
 /* The checks, enqueued on stream into slots on the device (nothing synchronized). An
  * output's element passes by runner_proto.h's rule (exact: bit for bit; else |got -
  * want| <= abs + rel |want| when both are finite; a non-finite value passes only

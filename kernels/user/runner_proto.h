@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define RUNNER_PROTO_MAGIC 0x4e524c47u /* "GLRN" */
-#define RUNNER_PROTO_VERSION 7 /* 7: problems (RUNNER_MSG_PROBLEM, runner_run_msg.problem) */
+#define RUNNER_PROTO_VERSION 8 /* 8: a problem's inputs given (runner_problem_input.given) */
 #define RUNNER_MAX_BUFFERS 8
 #define RUNNER_MAX_ARGS 12
 #define RUNNER_MAX_IMAGE_BYTES (64u << 20)
@@ -124,11 +124,12 @@ struct runner_fresh {
 };
 
 /* ---- problems users define (api/problem_def.h, docs/problems.md) ----
- * A problem's job gives the runner no buffers: RUNNER_MSG_PROBLEM (after LOADs of the
- * reference's image and the kernels') describes its inputs and outputs at the job's
- * params, and the runner allocates them itself (in CUDA mode; the CPU mode answers
- * -ENOTSUP), until DETACH or the next PROBLEM: the inputs, generated on the device from
- * `seed` (the job's); the reference's outputs on them, from two launches of the
+ * A problem's job gives the runner no buffers but the inputs given as data (ATTACHed
+ * first): RUNNER_MSG_PROBLEM (after LOADs of the reference's image and the kernels')
+ * describes its inputs and outputs at the job's params, and the runner allocates them
+ * itself (in CUDA mode; the CPU mode answers -ENOTSUP), until DETACH or the next
+ * PROBLEM: the inputs, generated on the device from `seed` (the job's) or copied from
+ * the attached buffer given; the reference's outputs on them, from two launches of the
  * reference compared with each other (the answer says whether they agreed); per run,
  * its own outputs. RUN requests with `problem` set then launch a kernel of it with the
  * problem's arguments: every input (const T *), every output of that run (T *), the
@@ -151,11 +152,15 @@ enum runner_init { RUNNER_INIT_UNIFORM, RUNNER_INIT_NORMAL, RUNNER_INIT_INTEGERS
 /* An input: elems elements of dtype, element i of a set generated from seed s drawn as
  * init says with (a, b) (uniform [a, b), normal (mean a, std b), integers [a, b]) from
  * gen.h's counter-based generator at (s, stream = the input's index, i), rounded to
- * dtype the way CUDA's conversions round (round to nearest even). */
+ * dtype the way CUDA's conversions round (round to nearest even). given (0: none): the
+ * job's values of it are in attached buffer given - 1 (ATTACH before PROBLEM; at least
+ * elems of dtype), copied in wherever the job's inputs are made; fresh launches still
+ * get generated ones. */
 struct runner_problem_input {
   uint32_t dtype, init;
   double a, b;
   uint64_t elems;
+  uint32_t given, pad;
 };
 /* An output: elems of dtype; a run's element passes when it equals the reference's bit
  * for bit (exact) or |got - want| <= abs + rel * |want| (both finite: a NaN or an
@@ -209,8 +214,8 @@ struct runner_problem_run {
    * while it runs) and the outputs compared with that reference's. The answer's bad_*
    * name the first launch that failed (bad_what 1: output bad_input wrong in bad_count
    * elements, the first at bad_index; 2: input bad_input changed), and fresh_checked
-   * counts the launches checked. Then the job's inputs are generated again from the
-   * job's seed, so that the next request finds them. fresh_seed 0: no fresh inputs
+   * counts the launches checked. Then the job's inputs are made again (from the job's
+   * seed, or copied from what was given), so that the next request finds them. fresh_seed 0: no fresh inputs
    * (untimed). compare's truth is likewise the reference launched on the job's inputs
    * after the run's launches; the reference's sets are poisoned once PROBLEM compared
    * its two launches. */

@@ -88,7 +88,7 @@ int table_reserve_locked(struct engine *e, int n) {
  * least loaded device. */
 static int place_locked(struct engine *e, const struct job *job) {
   if (job->req.device >= 0) return job->req.device;
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+  for (int s = 0; s < EXP_MAX_JOB_BUFFERS; s++)
     if (job->inputs[s]) return job->inputs[s]->device;
   for (int s = 0; s < EXP_MAX_INPUTS; s++)
     if (job->input_from[s] && job->input_from[s]->device >= 0) return job->input_from[s]->device;
@@ -145,7 +145,7 @@ void leave_pending_locked(struct engine *e, struct job *job) {
 }
 
 static void release_buffers_locked(struct engine *e, struct job *job) {
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+  for (int s = 0; s < EXP_MAX_JOB_BUFFERS; s++)
     if (job->inputs[s]) {
       job->inputs[s]->in_use--;
       ebuf_unref_locked(e, job->inputs[s]);

@@ -238,10 +238,10 @@ int engine_jobs_list(struct engine *e, const struct engine_list_filter *filter, 
 
 /* ---- buffers ---- */
 
-/* What an upload was before it became float32 in C order (kept to be reported). */
+/* What an upload was before it became C order (float64: float32) (kept to be reported). */
 struct engine_buffer_origin {
-  bool converted;            /* false: sent as float32 in C order */
-  char dtype[12];            /* as sent: "float32", "float64" */
+  bool converted;            /* false: sent as kept, in C order */
+  char dtype[12];            /* as sent: "float64", or the kept dtype's name */
   bool fortran_order;        /* sent column-major */
   double max_rounding_error; /* the largest |sent - kept|; 0: exact */
 };
@@ -249,8 +249,8 @@ struct engine_buffer_origin {
 struct engine_buffer_view {
   uint64_t id;
   struct exp_shape shape;
-  enum exp_dtype dtype; /* F32 (every upload), or a job's out_dtype (U32 counts) */
-  uint64_t bytes;
+  enum exp_dtype dtype; /* an upload's, or a job's out_dtype (U32 counts) */
+  uint64_t bytes;       /* its elements times exp_dtype_bytes(dtype) */
   char client[64];
   double created_at;
   uint64_t producer_job; /* 0 for an upload */
@@ -260,19 +260,20 @@ struct engine_buffer_view {
   uint64_t record_ticket; /* on_buffer_change's ticket of its listing (0: none) */
 };
 
-/* Uploads count floats of host (borrowed; any alignment) with shape as a new
- * buffer on device (0 <= device < engine_device_count). origin (borrowed; NULL:
- * float32 as sent) is recorded for its view. client_max_bytes (0: none) caps the
+/* Uploads shape's count of dtype elements of host (borrowed; any alignment) as a new
+ * buffer on device (0 <= device < engine_device_count). origin (borrowed; NULL: kept
+ * as sent) is recorded for its view. client_max_bytes (0: none) caps the
  * bytes of the client's listed buffers (-EDQUOT past it). Returns 0 and its id, or
  * a negative errno with err. */
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const struct engine_buffer_origin *origin, const char *client, int device,
-                         uint64_t client_max_bytes, uint64_t *id, struct engine_error *err);
+                         enum exp_dtype dtype, const struct engine_buffer_origin *origin,
+                         const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
+                         struct engine_error *err);
 /* 0 or -ENOENT. */
 int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *view);
 /* Copies the buffer into host (view.bytes long), waiting for the job that writes
  * it. Returns 0, -ENOENT, or a backend error with err. */
-int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine_error *err);
+int engine_buffer_read(struct engine *e, uint64_t id, void *host, struct engine_error *err);
 /* 0, -ENOENT, or -EBUSY while a queued, waiting or running job needs it. */
 int engine_buffer_delete(struct engine *e, uint64_t id);
 /* Newest first, ids below before_id (0: no bound), of client (NULL: everyone's).

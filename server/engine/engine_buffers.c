@@ -96,7 +96,7 @@ static void view_of(const struct ebuf *b, struct engine_buffer_view *v) {
   v->id = b->id;
   v->shape = b->shape;
   v->dtype = b->dtype;
-  v->bytes = backend_buffer_count(b->buf) * sizeof(float);
+  v->bytes = (uint64_t)exp_shape_count(&b->shape) * exp_dtype_bytes(b->dtype);
   memcpy(v->client, b->client, sizeof v->client);
   v->created_at = b->created_at;
   v->producer_job = b->producer ? b->producer->id : 0;
@@ -116,29 +116,40 @@ static uint64_t client_bytes_locked(struct engine *e, const char *client) {
 }
 
 int engine_buffer_upload(struct engine *e, const void *host, const struct exp_shape *shape,
-                         const struct engine_buffer_origin *origin, const char *client, int device,
-                         uint64_t client_max_bytes, uint64_t *id, struct engine_error *err) {
-  uint64_t count = (uint64_t)exp_shape_count(shape);
+                         enum exp_dtype dtype, const struct engine_buffer_origin *origin,
+                         const char *client, int device, uint64_t client_max_bytes, uint64_t *id,
+                         struct engine_error *err) {
+  uint64_t bytes = (uint64_t)exp_shape_count(shape) * exp_dtype_bytes(dtype);
+  /* Backends hold 4-byte words: a last partial word is padded with zeros. */
+  uint64_t count = (bytes + 3) / 4;
   memset(err, 0, sizeof *err);
-  if (count * sizeof(float) > engine_memory_limit(e)) {
+  if (bytes > engine_memory_limit(e)) {
     err->code = -EFBIG;
     snprintf(err->message, sizeof err->message,
              "the buffer has %llu bytes; the limit per job is %llu bytes",
-             (unsigned long long)(count * sizeof(float)),
-             (unsigned long long)engine_memory_limit(e));
+             (unsigned long long)bytes, (unsigned long long)engine_memory_limit(e));
     return err->code;
   }
   struct ebuf *b = calloc(1, sizeof *b);
-  if (!b) return err->code = -ENOMEM;
+  void *padded = NULL;
+  if (b && bytes % 4) {
+    padded = calloc(count, 4);
+    if (padded) host = memcpy(padded, host, bytes);
+  }
+  if (!b || (bytes % 4 && !padded)) {
+    free(b);
+    return err->code = -ENOMEM;
+  }
   /* The copy to the device happens outside the lock: it may take milliseconds. */
   int rc = backend_buffer_upload(e->devices[device], host, count, &b->buf, err->message,
                                  sizeof err->message);
+  free(padded);
   if (rc) {
     free(b);
     return err->code = rc == -ENOMEM ? -ENOMEM : -EIO;
   }
   b->shape = *shape;
-  b->dtype = EXP_DTYPE_F32;
+  b->dtype = dtype;
   b->device = device;
   if (origin) b->origin = *origin;
   snprintf(b->client, sizeof b->client, "%s", client);
@@ -177,7 +188,7 @@ int engine_buffer_get(struct engine *e, uint64_t id, struct engine_buffer_view *
   return b ? 0 : -ENOENT;
 }
 
-int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine_error *err) {
+int engine_buffer_read(struct engine *e, uint64_t id, void *host, struct engine_error *err) {
   memset(err, 0, sizeof *err);
   engine_lock(e);
   struct ebuf *b = ebuf_find_locked(e, id);
@@ -188,8 +199,16 @@ int engine_buffer_read(struct engine *e, uint64_t id, float *host, struct engine
   }
   pthread_mutex_unlock(&e->lock);
   if (!b) return err->code = -ENOENT;
-  int rc = backend_buffer_download(e->devices[b->device], b->buf, fence, host, err->message,
-                                   sizeof err->message);
+  /* A last partial word (a padded upload) comes through a copy: host holds bytes only. */
+  uint64_t bytes = (uint64_t)exp_shape_count(&b->shape) * exp_dtype_bytes(b->dtype);
+  float *words = bytes % 4 ? malloc(backend_buffer_count(b->buf) * 4) : host;
+  int rc = words ? backend_buffer_download(e->devices[b->device], b->buf, fence, words,
+                                           err->message, sizeof err->message)
+                 : -ENOMEM;
+  if (words && words != host) {
+    if (rc == 0) memcpy(host, words, bytes);
+    free(words);
+  }
   engine_lock(e);
   ebuf_unref_locked(e, b);
   pthread_mutex_unlock(&e->lock);

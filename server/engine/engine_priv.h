@@ -48,7 +48,8 @@ struct job {
   int n_children, cap_children;
   struct engine_watch *watches;           /* pending on it (through job_next) */
   struct job *input_from[EXP_MAX_INPUTS]; /* slot fed by this parent's output */
-  struct ebuf *inputs[EXP_MAX_INPUTS];    /* referenced while unfinished */
+  /* Referenced while unfinished: by input slot, or by a problem's input. */
+  struct ebuf *inputs[EXP_MAX_JOB_BUFFERS];
 
   bool issued;
   struct backend_fence *done; /* freed with the job */

@@ -111,7 +111,7 @@ static void start_job_locked(struct engine *e, struct worker *w, struct job *job
   job->backend = e->devices[w->device];
   job_ref(job);
   *bj = (struct backend_job){.spec = &job->spec, .after = after, .exclusive = exclusive(job)};
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+  for (int s = 0; s < EXP_MAX_JOB_BUFFERS; s++)
     bj->input[s] = job->inputs[s] ? job->inputs[s]->buf : NULL;
   for (int i = 0; i < job->n_parents; i++)
     if (job->parents[i]->done) after[bj->n_after++] = job->parents[i]->done;

@@ -24,8 +24,9 @@ static int refuse(struct engine_error *err, int code, const char *field, const c
 
 /* Resolves the inputs given as data: their shapes fit spec's sizes, buffers are
  * referenced now, job outputs when their producer is issued. Every input slot reads
- * float32: a buffer or a job's output of another dtype (a histogram's uint32 counts) is
- * refused (-EPROTOTYPE, naming both), not converted: a count past 2^24 has no float. */
+ * float32: a buffer or a job's output of another dtype (a histogram's uint32 counts, an
+ * int8 upload) is refused (-EPROTOTYPE, naming both), not converted: a count past 2^24
+ * has no float. */
 static int resolve_inputs_locked(struct engine *e, struct job *job, struct engine_error *err) {
   struct exp_spec *spec = &job->spec;
   for (int s = 0; s < exp_input_count(spec->type); s++) {
@@ -75,12 +76,29 @@ static int resolve_inputs_locked(struct engine *e, struct job *job, struct engin
     }
     if (dtype != EXP_DTYPE_F32)
       return refuse(err, -EPROTOTYPE, field,
-                    "input %s: %s holds uint32 counts; a %s job reads float32 (inputs are "
-                    "never converted)",
-                    field, source, exp_type_name(spec->type));
+                    "input %s: %s holds %s%s; a %s job reads float32 (inputs are never "
+                    "converted)",
+                    field, source, exp_dtype_name(dtype),
+                    dtype == EXP_DTYPE_U32 ? " counts" : " values", exp_type_name(spec->type));
     char why[240];
     if (exp_spec_fit_input(spec, s, &shape, why, sizeof why))
       return refuse(err, -EINVAL, field, "%s", why);
+  }
+  /* A problem's inputs given as buffers: their dtypes and shapes were checked against
+   * the problem's at the request (problem_jobs_check_inputs; a buffer never changes
+   * either), so here they are only found and held. */
+  for (int k = 0; spec->type == EXP_PROBLEM && k < EXP_PROBLEM_MAX_INPUTS; k++) {
+    uint64_t id = spec->problem.input_buffer[k];
+    if (!id) continue;
+    struct ebuf *b = ebuf_find_locked(e, id);
+    if (b && !job->req.admin && strcmp(b->client, job->req.client) != 0) b = NULL; /* not yours */
+    if (!b) {
+      err->missing_buffer = id;
+      return refuse(err, -ENOENT, "inputs", "no buffer %llu", (unsigned long long)id);
+    }
+    ebuf_ref_locked(b);
+    b->in_use++;
+    job->inputs[k] = b;
   }
   return 0;
 }
@@ -143,7 +161,7 @@ static const char *attach_to_parents_locked(struct job *job, char *why, size_t w
 }
 
 static void discard_locked(struct engine *e, struct job *job) {
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
+  for (int s = 0; s < EXP_MAX_JOB_BUFFERS; s++)
     if (job->inputs[s]) {
       job->inputs[s]->in_use--;
       ebuf_unref_locked(e, job->inputs[s]);
@@ -275,9 +293,7 @@ static bool movable_locked(struct engine *e, struct job *job, double now, double
   if (job->state != JOB_QUEUED || job->n_parents || job->n_children || job->output ||
       job->req.keep_output || now - job->created_at < min_age_s)
     return false;
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
-    if (job->req.spec.inputs[s].kind != EXP_INPUT_SEED) return false;
-  return job->watches == NULL;
+  return !exp_spec_reads_data(&job->req.spec) && job->watches == NULL;
 }
 
 int engine_jobs_release(struct engine *e, int keep, double min_age_s, uint64_t *ids, int max) {

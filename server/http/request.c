@@ -164,19 +164,13 @@ bool request_buffer_elsewhere(struct request *r, uint64_t id, const char *field,
   return true;
 }
 
-/* A refused input that names a buffer (ENOENT): 410 for a buffer of a previous run,
- * else 404 buffer_not_found or job_not_found. */
-static enum MHD_Result respond_missing_input(struct request *r, const struct exp_spec *spec,
-                                             const struct engine_error *e, const char *field) {
-  bool buffer = false;
-  for (int s = 0; s < exp_input_count(spec->type); s++)
-    if (strcmp(e->field, exp_input_name(spec->type, s)) == 0 &&
-        spec->inputs[s].kind == EXP_INPUT_BUFFER) {
-      buffer = true;
-      if (spec->inputs[s].value < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS))
-        return respond_buffer_gone(r, spec->inputs[s].value, field);
-    }
-  return respond_fail(r, 404, buffer ? "buffer_not_found" : "job_not_found", field, "%s",
+/* A refused input that names a buffer or a job (ENOENT): 410 for a buffer of a
+ * previous run, else 404 buffer_not_found or job_not_found. */
+static enum MHD_Result respond_missing_input(struct request *r, const struct engine_error *e,
+                                             const char *field) {
+  if (e->missing_buffer && e->missing_buffer < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS))
+    return respond_buffer_gone(r, e->missing_buffer, field);
+  return respond_fail(r, 404, e->missing_buffer ? "buffer_not_found" : "job_not_found", field, "%s",
                       e->message);
 }
 
@@ -191,7 +185,7 @@ enum MHD_Result respond_refusal(struct request *r, const struct exp_spec *spec,
       field = named;
     }
   switch (-e->code) {
-  case ENOENT: return respond_missing_input(r, spec, e, field);
+  case ENOENT: return respond_missing_input(r, e, field);
   case EINVAL: {
     bool range = field && (!strcmp(field, "depends_on") || !strcmp(field, "device"));
     return respond_fail(r, 400, range ? "out_of_range" : "shape_mismatch", field, "%s", e->message);

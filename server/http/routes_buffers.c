@@ -1,5 +1,6 @@
-/* The buffer routes: upload a .npy (float32 or float64, C or Fortran order; or raw
- * float32), list, download (.npy or raw float32, as Accept asks), delete. */
+/* The buffer routes: upload a .npy (float32, float64 kept as float32, float16, int32,
+ * uint32 or int8; C or Fortran order) or raw values (?shape=, ?dtype=; bfloat16 too),
+ * list, download (.npy or raw, as Accept asks), delete. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,9 +14,11 @@
 
 #define LIST_LIMIT_MAX 1000
 
-static const char *dtype_name(enum exp_dtype d) {
-  return d == EXP_DTYPE_U32 ? "uint32" : "float32";
-}
+_Static_assert((int)NPY_FLOAT32 == EXP_DTYPE_F32 && (int)NPY_UINT32 == EXP_DTYPE_U32 &&
+                   (int)NPY_FLOAT16 == EXP_DTYPE_F16 && (int)NPY_BFLOAT16 == EXP_DTYPE_BF16 &&
+                   (int)NPY_INT32 == EXP_DTYPE_I32 && (int)NPY_INT8 == EXP_DTYPE_I8 &&
+                   NPY_DTYPE_COUNT == EXP_DTYPE_COUNT,
+               "npy.h numbers its dtypes as experiment.h");
 
 static json_t *buffer_json(const struct engine_buffer_view *v) {
   json_t *shape = json_array();
@@ -27,8 +30,8 @@ static json_t *buffer_json(const struct engine_buffer_view *v) {
                                  o->fortran_order, "max_rounding_error", o->max_rounding_error)
                      : json_null();
   return json_pack("{s:I,s:o,s:s,s:I,s:s,s:o,s:o,s:i,s:i,s:o}", "id", (json_int_t)v->id, "shape",
-                   shape, "dtype", dtype_name(v->dtype), "bytes", (json_int_t)v->bytes, "client",
-                   v->client, "created_at", time_json(v->created_at), "job",
+                   shape, "dtype", exp_dtype_name(v->dtype), "bytes", (json_int_t)v->bytes,
+                   "client", v->client, "created_at", time_json(v->created_at), "job",
                    v->producer_job ? json_integer((json_int_t)v->producer_job) : json_null(),
                    "in_use", v->in_use, "device", v->device, "converted_from", from);
 }
@@ -47,7 +50,8 @@ static enum MHD_Result buffers_post(struct request *r) {
   struct npy_array arr;
   char why[320];
   int raw;
-  const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape");
+  const char *shape = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "shape"),
+             *dtype = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "dtype");
   const char *body = r->body ? r->body : "";
   if (r->body_form_upload) { /* curl's default type: a .npy sent with curl -d, or without -H */
     int rc = npy_form_upload(body, r->body_len, why, sizeof why);
@@ -58,9 +62,14 @@ static enum MHD_Result buffers_post(struct request *r) {
                                   "float32 (application/octet-stream with ?shape=m,n), got "
                                   "'application/x-www-form-urlencoded'");
   }
-  if (npy_upload(body, r->body_len, shape, says_npy(r), &arr, &raw, why, sizeof why))
-    return respond_fail(r, 400, raw ? "invalid_raw" : "invalid_npy", raw ? "shape" : NULL, "%s",
-                        why);
+  if (npy_upload(body, r->body_len, shape, dtype, says_npy(r), &arr, &raw, why, sizeof why)) {
+    bool dtype_bad = dtype && npy_dtype_from_name(dtype) < 0;
+    return respond_fail(r, 400, raw ? "invalid_raw" : "invalid_npy",
+                        dtype_bad || (!raw && dtype) ? "dtype"
+                        : raw                        ? "shape"
+                                                     : NULL,
+                        "%s", why);
+  }
   struct exp_shape s = {arr.ndim, {arr.shape[0], arr.ndim == 2 ? arr.shape[1] : 0}};
   char client[64];
   struct engine_error err;
@@ -69,12 +78,13 @@ static enum MHD_Result buffers_post(struct request *r) {
   long long device;
   if (query_int(r, "device", 0, engine_device_count(r->srv->engine) - 1, 0, &device, &aerr))
     return respond_error(r, &aerr);
-  /* float64 or Fortran order: converted to C-order float32 first, and recorded. */
+  /* float64 or Fortran order: converted to C order (float64 to float32) first, and
+   * recorded. */
   struct engine_buffer_origin origin = {0};
-  float *converted = NULL;
+  void *converted = NULL;
   if (!arr.data) {
     struct npy_conversion conv;
-    converted = malloc(arr.count * sizeof *converted);
+    converted = malloc(arr.count * (size_t)npy_dtype_bytes(arr.dtype));
     if (!converted)
       return respond_fail(r, 503, "out_of_memory", NULL, "no memory to convert %" PRIu64 " values",
                           arr.count);
@@ -88,7 +98,7 @@ static enum MHD_Result buffers_post(struct request *r) {
     snprintf(origin.dtype, sizeof origin.dtype, "%s", conv.from_dtype);
     arr.data = converted;
   }
-  int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, &origin,
+  int rc = engine_buffer_upload(r->srv->engine, arr.data, &s, (enum exp_dtype)arr.dtype, &origin,
                                 request_client(r, client, sizeof client), (int)device,
                                 r->who ? r->who->max_buffer_bytes : 0, &id, &err);
   free(converted);
@@ -174,9 +184,10 @@ static int accept_q(const char *accept, const char *type) {
 
 /* GET: the buffer as a .npy file that numpy.load reads, or as raw little-endian
  * values when Accept prefers application/octet-stream (a tie goes to .npy); the
- * shape is in Gpulab-Shape either way. The values are float32, or uint32 for counts
- * (a histogram's kept output: '<u4' in the .npy), bit for bit as the job wrote them.
- * 406 for an Accept that takes neither. */
+ * shape is in Gpulab-Shape and the dtype in Gpulab-Dtype either way. The values are
+ * the buffer's dtype (a histogram's kept counts: '<u4' in the .npy), bit for bit as
+ * uploaded or as the job wrote them. bfloat16 has no .npy descr: raw only. 406 for an
+ * Accept that takes neither. */
 static enum MHD_Result download(struct request *r, const struct engine_buffer_view *v) {
   const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
                                                    MHD_HTTP_HEADER_ACCEPT);
@@ -186,20 +197,27 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
     return respond_fail(
         r, 406, "not_acceptable", NULL,
         "a buffer is sent as application/x-npy (a .npy file) or application/octet-stream "
-        "(raw little-endian float32, its shape in Gpulab-Shape); Accept: '%.100s' takes neither",
+        "(raw little-endian values, its shape in Gpulab-Shape); Accept: '%.100s' takes neither",
         accept);
   bool raw = q_raw > q_npy;
+  if (!raw && v->dtype == EXP_DTYPE_BF16) {
+    if (q_raw == 0)
+      return respond_fail(r, 406, "not_acceptable", NULL,
+                          "buffer %" PRIu64
+                          " is bfloat16, which a .npy cannot say: it is sent "
+                          "as application/octet-stream (raw little-endian) only",
+                          v->id);
+    raw = true;
+  }
   int64_t dims[2] = {v->shape.dims[0], v->shape.dims[1]};
   size_t header = raw ? 0 : npy_header_size(v->shape.ndim, dims);
   char *file = malloc(header + v->bytes);
   if (!file)
     return respond_fail(r, 503, "out_of_memory", NULL, "no memory for %" PRIu64 " bytes", v->bytes);
-  if (!raw)
-    npy_write_header(file, header, v->shape.ndim, dims,
-                     v->dtype == EXP_DTYPE_U32 ? NPY_UINT32 : NPY_FLOAT32);
+  if (!raw) npy_write_header(file, header, v->shape.ndim, dims, (enum npy_dtype)v->dtype);
   struct engine_error err;
   /* A job's output is copied once its producer's fence has passed on the device. */
-  int rc = engine_buffer_read(r->srv->engine, v->id, (float *)(file + header), &err);
+  int rc = engine_buffer_read(r->srv->engine, v->id, file + header, &err);
   if (rc) {
     free(file);
     return rc == -ENOENT
@@ -214,7 +232,9 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
   }
   char disposition[64], shape[48];
   snprintf(disposition, sizeof disposition, "attachment; filename=\"buffer-%" PRIu64 ".%s\"", v->id,
-           raw ? "f32" : "npy");
+           !raw                        ? "npy"
+           : v->dtype == EXP_DTYPE_F32 ? "f32"
+                                       : "bin");
   if (v->shape.ndim == 2)
     snprintf(shape, sizeof shape, "%" PRId64 ",%" PRId64, dims[0], dims[1]);
   else
@@ -223,6 +243,7 @@ static enum MHD_Result download(struct request *r, const struct engine_buffer_vi
                           raw ? "application/octet-stream" : "application/x-npy");
   MHD_add_response_header(resp, "Content-Disposition", disposition);
   MHD_add_response_header(resp, "Gpulab-Shape", shape);
+  MHD_add_response_header(resp, "Gpulab-Dtype", exp_dtype_name(v->dtype));
   MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept");
   return request_queue(r, 200, resp, header + v->bytes);
 }

@@ -243,8 +243,18 @@ int route_problem_visible(struct request *r, const char *name, int version,
 
 /* ---- a job of a problem ---- */
 
+/* A problem's input given as a buffer that is not here: 410 for one of an earlier run, a
+ * fleet's other node's answer for one it holds, else err (404). */
+static enum MHD_Result missing_input(struct request *r, uint64_t id, const struct api_error *err) {
+  enum MHD_Result sent;
+  if (request_buffer_elsewhere(r, id, err->field, &sent)) return sent;
+  if (id < engine_first_id(r->srv->engine, ENGINE_IDS_BUFFERS))
+    return respond_buffer_gone(r, id, err->field);
+  return respond_error(r, err);
+}
+
 /* POST /problems/{name}/jobs: a job of the problem's newest version (problem_jobs.h),
- * submitted as any job is. */
+ * its inputs given as buffers checked against the problem's, submitted as any job is. */
 static enum MHD_Result job(struct request *r, struct ukernels *u, const char *name) {
   struct store_problem p;
   struct problem_def *def = NULL;
@@ -260,6 +270,7 @@ static enum MHD_Result job(struct request *r, struct ukernels *u, const char *na
   struct exp_spec spec;
   struct api_job_options opts;
   struct api_error err;
+  uint64_t missing = 0;
   if (p.deleted)
     ret = no_problem(r, name); /* hidden, and taking no new jobs */
   else if (!body)
@@ -267,6 +278,9 @@ static enum MHD_Result job(struct request *r, struct ukernels *u, const char *na
                        je.line, je.column, je.text);
   else if (problem_jobs_spec(&p, def, body, &kr, &spec, &opts, &err))
     ret = respond_error(r, &err);
+  else if (problem_jobs_check_inputs(def, &spec, r->srv->engine,
+                                     request_sees_all(r) ? NULL : r->client, &missing, &err))
+    ret = missing ? missing_input(r, missing, &err) : respond_error(r, &err);
   else
     ret = submit_job(r, &spec, &opts, "");
   r->kernels_of = NULL;

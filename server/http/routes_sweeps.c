@@ -190,6 +190,11 @@ struct problem_point {
 static int problem_point(void *ctx, json_t *job, struct api_job_request *out,
                          struct api_error *err) {
   const struct problem_point *p = ctx;
+  if (json_object_get(job, "inputs"))
+    return api_error_set(err, 400, "unknown_field", "inputs",
+                         "a sweep's points differ in their params, so in their inputs' shapes: "
+                         "inputs given as buffers are for a single job (POST "
+                         "/problems/{name}/jobs)");
   return problem_jobs_spec(p->row, p->def, job, p->kr, &out->spec, &out->opts, err);
 }
 

@@ -215,11 +215,10 @@ static void recover_job(void *arg, uint64_t id, const char *state, const void *b
     return mark_interrupted(rc, id,
                             "gpulabd restarted, and this job was stored by another version");
   struct engine_job_request *req = &stored.req;
-  for (int s = 0; s < EXP_MAX_INPUTS; s++)
-    if (req->spec.inputs[s].kind != EXP_INPUT_SEED)
-      return mark_interrupted(rc, id,
-                              "gpulabd restarted, and this job's input (a buffer or another "
-                              "job's output) did not survive it");
+  if (exp_spec_reads_data(&req->spec))
+    return mark_interrupted(rc, id,
+                            "gpulabd restarted, and this job's input (a buffer or another "
+                            "job's output) did not survive it");
   if (!load_kernels(rc->store, &req->spec))
     return mark_interrupted(rc, id, "a user's kernel this job runs is no longer stored");
   struct problem_plan plan; /* a problem's: its version read again, its names known here */

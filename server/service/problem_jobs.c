@@ -257,6 +257,106 @@ void problem_jobs_serve(struct ukernels *u) {
 
 /* ---- a job from a request ---- */
 
+/* "inputs": {"x": {"buffer": 3}, ...} into spec->problem.input_buffer, by def's input
+ * names. */
+static int inputs_parse(const struct problem_def *def, json_t *inputs, struct exp_spec *spec,
+                        struct api_error *err) {
+  memset(spec->problem.input_buffer, 0, sizeof spec->problem.input_buffer);
+  if (!inputs) return 0;
+  if (!json_is_object(inputs))
+    return api_error_set(err, 400, "wrong_type", "inputs",
+                         "inputs must be an object of the problem's inputs by name, each "
+                         "{\"buffer\": id} (an upload of its dtype and shape)");
+  const char *key;
+  json_t *v;
+  json_object_foreach(inputs, key, v) {
+    char field[80], names[PROBLEM_MAX_BUFFERS * (PROBLEM_IDENT_MAX + 2) + 1] = "";
+    snprintf(field, sizeof field, "inputs.%.60s", key);
+    int k = 0;
+    while (k < def->n_inputs && strcmp(def->inputs[k].name, key) != 0) k++;
+    if (k == def->n_inputs) {
+      for (int i = 0; i < def->n_inputs; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 def->inputs[i].name);
+      return api_error_set(err, 400, "unknown_field", field,
+                           "problem %s has no input '%.60s'; its inputs: %s", def->name, key,
+                           names);
+    }
+    json_t *id = json_object_get(v, "buffer");
+    if (!json_is_object(v) || json_object_size(v) != 1 || !id)
+      return api_error_set(err, 400, "wrong_type", field,
+                           "input %s must be {\"buffer\": id}: an upload (POST /buffers) of its "
+                           "dtype (%s) and shape",
+                           key, problem_dtype_name(def->inputs[k].dtype));
+    if (!json_is_integer(id) || json_integer_value(id) < 1)
+      return api_error_set(err, 400, "wrong_type", field,
+                           "input %s's buffer must be a buffer's id, a positive integer", key);
+    spec->problem.input_buffer[k] = (uint64_t)json_integer_value(id);
+  }
+  return 0;
+}
+
+static const enum exp_dtype dtype_of[PROBLEM_DTYPE_COUNT] = {
+    [PROBLEM_DTYPE_FLOAT32] = EXP_DTYPE_F32,   [PROBLEM_DTYPE_FLOAT16] = EXP_DTYPE_F16,
+    [PROBLEM_DTYPE_BFLOAT16] = EXP_DTYPE_BF16, [PROBLEM_DTYPE_INT32] = EXP_DTYPE_I32,
+    [PROBLEM_DTYPE_UINT32] = EXP_DTYPE_U32,    [PROBLEM_DTYPE_INT8] = EXP_DTYPE_I8,
+};
+
+/* Whether a buffer of shape s can be input x: the same dims, a flat view of them, or
+ * with more than 2 dims, rows of x's last dim. */
+static bool shape_fits(const struct exp_shape *s, const struct problem_extent *x) {
+  int64_t count = s->ndim == 2 ? s->dims[0] * s->dims[1] : s->dims[0];
+  if (count != x->elems) return false;
+  if (s->ndim == 1) return true;
+  return x->n_dims >= 2 && s->dims[1] == x->dims[x->n_dims - 1];
+}
+
+static void shape_text(char *buf, size_t len, const int64_t *dims, int n) {
+  size_t o = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < n && o < len; d++)
+    o += (size_t)snprintf(buf + o, len - o, "%s%lld", d ? ", " : "(", (long long)dims[d]);
+  if (o < len) snprintf(buf + o, len - o, "%s)", n == 1 ? "," : "");
+}
+
+int problem_jobs_check_inputs(const struct problem_def *def, const struct exp_spec *spec,
+                              struct engine *e, const char *client, uint64_t *missing,
+                              struct api_error *err) {
+  int64_t values[PROBLEM_MAX_PARAMS];
+  struct problem_sizes z;
+  *missing = 0;
+  for (int i = 0; i < def->n_params; i++) values[i] = spec->problem.values[i];
+  int rc = problem_def_sizes(def, values, &z, err);
+  for (int k = 0; rc == 0 && k < def->n_inputs; k++) {
+    uint64_t id = spec->problem.input_buffer[k];
+    if (!id) continue;
+    const struct problem_buffer *in = &def->inputs[k];
+    char field[48], want[96], got[64];
+    snprintf(field, sizeof field, "inputs.%s", in->name);
+    struct engine_buffer_view v;
+    if (engine_buffer_get(e, id, &v) || (client && strcmp(v.client, client) != 0)) {
+      *missing = id;
+      return api_error_set(err, 404, "buffer_not_found", field, "no buffer %llu",
+                           (unsigned long long)id);
+    }
+    enum exp_dtype dtype = dtype_of[in->dtype];
+    if (v.dtype != dtype)
+      return api_error_set(err, 400, "dtype_mismatch", field,
+                           "input %s is %s; buffer %llu holds %s (inputs are never converted: "
+                           "upload a.astype(...) of its dtype)",
+                           in->name, exp_dtype_name(dtype), (unsigned long long)id,
+                           exp_dtype_name(v.dtype));
+    int64_t dims[2] = {v.shape.dims[0], v.shape.dims[1]};
+    shape_text(want, sizeof want, z.inputs[k].dims, z.inputs[k].n_dims);
+    shape_text(got, sizeof got, dims, v.shape.ndim);
+    if (!shape_fits(&v.shape, &z.inputs[k]))
+      return api_error_set(err, 400, "shape_mismatch", field,
+                           "input %s at these params is %s; buffer %llu is %s", in->name, want,
+                           (unsigned long long)id, got);
+  }
+  return rc;
+}
+
 int problem_jobs_spec(const struct store_problem *row, const struct problem_def *def, json_t *body,
                       const struct api_kernel_resolver *kr, struct exp_spec *spec,
                       struct api_job_options *opts, struct api_error *err) {
@@ -264,8 +364,9 @@ int problem_jobs_spec(const struct store_problem *row, const struct problem_def 
     return api_error_set(err, 400, "wrong_type", "", "the body must be a JSON object");
   json_t *rest = json_copy(body); /* the fields every job takes, without the params */
   if (!rest) return api_error_set(err, 500, "out_of_memory", NULL, "out of memory");
-  json_t *params = json_object_get(body, "params");
+  json_t *params = json_object_get(body, "params"), *inputs = json_object_get(body, "inputs");
   json_object_del(rest, "params");
+  json_object_del(rest, "inputs");
   int64_t values[PROBLEM_MAX_PARAMS];
   int rc = api_params_parse_json(EXP_PROBLEM, rest, spec, opts, kr, err);
   json_decref(rest);
@@ -277,6 +378,7 @@ int problem_jobs_spec(const struct store_problem *row, const struct problem_def 
   snprintf(spec->problem.name, sizeof spec->problem.name, "%s", row->name);
   spec->problem.version = row->version;
   for (int i = 0; i < def->n_params; i++) spec->problem.values[i] = (int32_t)values[i];
+  if ((rc = inputs_parse(def, inputs, spec, err))) return rc;
   if (opts->keep_output)
     return api_error_set(err, 400, "out_of_range", "keep_output",
                          "a problem's job keeps no output: its outputs are checked where they "

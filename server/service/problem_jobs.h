@@ -13,6 +13,7 @@
 #include "api/params.h"
 #include "api/problem_def.h"
 #include "kernels/core/experiment.h"
+#include "server/engine/engine.h"
 #include "server/service/ukernels.h"
 
 /* Makes this module the plans' resolver, reading problems from u's store (borrowed: it
@@ -20,8 +21,9 @@
 void problem_jobs_serve(struct ukernels *u);
 
 /* A job of version row of a problem (def: its definition; both borrowed) from body (a
- * JSON object, borrowed): "params" (the problem's, by name; defaults for the rest)
- * and the fields every job takes (seed, warmup, batches, reps, variant: "reference"
+ * JSON object, borrowed): "params" (the problem's, by name; defaults for the rest),
+ * "inputs" (inputs given as uploaded buffers by name: {"x": {"buffer": 3}}; the others
+ * generated from the seed) and the fields every job takes (seed, warmup, batches, reps, variant: "reference"
  * and users' kernels of the problem, order, cold, profile, max_noise, max_time, and the
  * job options), kr resolving kernel:<...> variants; its plan made (problem_plan.h: no
  * lock may be held) and what the engine and the codec need of it kept in the spec.
@@ -36,6 +38,17 @@ int problem_jobs_spec(const struct store_problem *row, const struct problem_def 
  * signature, "%s" for the entry) into decl, and its SHA-256 (hex) into sha_hex: what a
  * kernel of the problem keeps, so that only a version of the same signature runs it.
  * 0, -ENOSPC or -ENOMEM. */
+/* The buffers spec's inputs name (spec->problem.input_buffer) against def's inputs at
+ * spec's params, as e holds them now: each one client may see (NULL: any), of the
+ * input's dtype and of its shape (the same dims; or 1-D of its element count; or, for
+ * more than 2 dims, 2-D with its last dim as columns). A buffer's dtype and shape never
+ * change, so the engine's submission only finds it again. 0, or an error naming
+ * "inputs.<name>": 404 buffer_not_found (*missing its id, for a buffer of an earlier
+ * run or on another node of a fleet), 400 dtype_mismatch or shape_mismatch. */
+int problem_jobs_check_inputs(const struct problem_def *def, const struct exp_spec *spec,
+                              struct engine *e, const char *client, uint64_t *missing,
+                              struct api_error *err);
+
 int problem_jobs_declaration(const struct problem_def *def, char *decl, size_t len,
                              char sha_hex[65]);
 

@@ -11,7 +11,8 @@
  * run's counters from the runner; a reference that does not agree with itself fails its
  * job, saying so. Last, the same padded33 as a problem's reference and as the built-in
  * transpose, each at 4096 x 4096, both medians printed (the generic path's cost, for
- * bench/RESULTS.md). */
+ * bench/RESULTS.md). And a job whose input is an upload, checked on it. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,65 @@ static void overhead(void) {
   }
 }
 
+/* Inputs given as an upload: an int32 problem (y = x + 1) whose job names a buffer of
+ * 3i - 7 as x. The reference agrees with itself on it and a kernel that adds 1 passes; a
+ * kernel that writes 3i - 6 without reading x matches on the job's inputs (0 mismatches:
+ * they are the upload, not generated) yet fails at its first timed launch, whose inputs
+ * are fresh; without the upload the same kernel mismatches on the job's inputs too. */
+static void given_inputs(void) {
+  json_t *def = post(
+      "/problems",
+      "{\"name\": \"plus_one\", \"params\": {\"n\": {\"default\": 100000, \"min\": 1, "
+      "\"max\": 16777216}}, \"inputs\": [{\"name\": \"x\", \"dtype\": \"int32\", \"shape\": "
+      "[\"n\"], \"init\": {\"integers\": [-1000, 1000]}}], \"outputs\": [{\"name\": \"y\", "
+      "\"dtype\": \"int32\", \"shape\": [\"n\"], \"tolerance\": \"exact\"}], \"reference\": "
+      "{\"source\": \"extern \\\"C\\\" __global__ void kernel(const int* x, int* y, int n) { int "
+      "i = blockIdx.x * 256 + threadIdx.x; if (i < n) y[i] = x[i] + 1; }\", \"block\": [256], "
+      "\"grid\": [\"cdiv(n, 256)\"]}, \"figure\": {\"bytes\": \"8 * n\"}}",
+      201);
+  json_decref(def);
+  long long plus = kernel_of("plus_one", "plus",
+                             "extern \"C\" __global__ void kernel(const int* x, int* y, int n) {\n"
+                             "  int i = blockIdx.x * 256 + threadIdx.x;\n"
+                             "  if (i < n) y[i] = x[i] + 1;\n"
+                             "}\n");
+  long long fixed = kernel_of("plus_one", "fixed",
+                              "extern \"C\" __global__ void kernel(const int* x, int* y, int n) {\n"
+                              "  int i = blockIdx.x * 256 + threadIdx.x;\n"
+                              "  if (i < n) y[i] = 3 * i - 6;\n"
+                              "}\n");
+  enum { N = 100000 };
+  static int32_t x[N];
+  for (int i = 0; i < N; i++) x[i] = 3 * i - 7;
+  struct http_reply r;
+  char path[64], body[256];
+  snprintf(path, sizeof path, "/buffers?shape=%d&dtype=int32", N);
+  http_request(&D, "POST", path, "application/octet-stream", (const char *)x, sizeof x, &r);
+  CHECK_STATUS(&r, 201);
+  long long buffer = JINT(r.json, "id");
+  http_reply_free(&r);
+  snprintf(body, sizeof body,
+           "{\"params\": {\"n\": %d}, \"inputs\": {\"x\": {\"buffer\": %lld}}, \"variant\": "
+           "[\"reference\", \"kernel:%lld\", \"kernel:%lld\"]}",
+           N, buffer, plus, fixed);
+  json_t *j = job("plus_one", body);
+  print_runs(j);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  CHECK_INT_EQ(JINT(j, "params.inputs.x.buffer"), buffer);
+  CHECK(JBOOL(j, "result.runs[0].check.passed"));
+  CHECK(JBOOL(j, "result.runs[1].check.passed"));
+  CHECK(!JBOOL(j, "result.runs[2].check.passed"));
+  CHECK_INT_EQ(JINT(j, "result.runs[2].check.mismatches"), 0); /* right on the upload */
+  CHECK(strstr(JSTR(j, "result.runs[2].check.failure"), "timed launch 1 of") != NULL);
+  json_decref(j);
+  snprintf(body, sizeof body, "{\"params\": {\"n\": %d}, \"variant\": [\"kernel:%lld\"]}", N,
+           fixed);
+  j = job("plus_one", body); /* generated inputs: wrong there too */
+  print_runs(j);
+  CHECK(JINT(j, "result.runs[0].check.mismatches") > 0);
+  json_decref(j);
+}
+
 static int start(void) {
   const char *args[] = {"--backend",         "cuda", "--db",         "none", "--streams", "1",
                         "--kernel-deadline", "5",    "--access-log", "off",  NULL};
@@ -398,6 +458,7 @@ static const struct test_case cases[] = {
     TEST_AFTER(profiled, softmax),
     TEST(disagreeing),
     TEST(overhead),
+    TEST(given_inputs),
     TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = start, .teardown = stop};

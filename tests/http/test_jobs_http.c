@@ -34,8 +34,9 @@ static void test_bad_npy(const float *x) {
   static float i8[ROWS * COLS * 2];
   size_t i8_len;
   bad[n] = (struct bad_npy){"'<i8' dtype",
-                            "'<i8' (int64): gpulab reads little-endian float32 ('<f4') and "
-                            "float64 ('<f8'); send a.astype(np.float32)",
+                            "'<i8' (int64): gpulab reads little-endian float32 ('<f4'), float64 "
+                            "('<f8', kept as float32), float16 ('<f2'), int32 ('<i4'), uint32 "
+                            "('<u4') and int8 ('|i1'); send a.astype(np.float32)",
                             NULL, 0};
   bad[n].body = npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (33, 47), }", i8,
                          sizeof i8, &i8_len);

@@ -4,6 +4,7 @@
  * test_problem_def.c); a reference that does not compile or reads outside the toolkit;
  * versions, a name its first owner's, private and public, delete; all of it kept
  * across a restart; and its jobs, whose runs the CPU backend lists unavailable. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -420,6 +421,153 @@ static void test_jobs(void) {
   refused_job(path, "{}", 404, "problem_not_found", "name");
 }
 
+/* Uploads body (a .npy, or raw values with a query) as bob; its id. */
+static long long upload(const char *query, const void *body, size_t len, const char *dtype) {
+  struct http_reply r;
+  char path[96];
+  snprintf(path, sizeof path, "/buffers%s", query);
+  http_request(&d, "POST", path, query[0] ? "application/octet-stream" : "application/x-npy", body,
+               len, &r);
+  CHECK_STATUS(&r, 201);
+  CHECK_STR_EQ(JSTR(r.json, "dtype"), dtype);
+  long long id = JINT(r.json, "id");
+  http_reply_free(&r);
+  return id;
+}
+
+/* A version 1.0 .npy of descr and a 1-D shape (n,) with data of len bytes, into out. */
+static size_t npy(char *out, const char *descr, int n, const void *data, size_t len) {
+  char dict[128];
+  int k = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }",
+                   descr, n);
+  memcpy(out, "\x93NUMPY\x01\x00\x76\x00", 10); /* a 118-byte header: 128 in all */
+  memset(out + 10, ' ', 118);
+  memcpy(out + 10, dict, (size_t)k);
+  out[127] = '\n';
+  memcpy(out + 128, data, len);
+  return 128 + len;
+}
+
+/* A problem's job given its inputs as uploads: each checked against the input's dtype
+ * and shape at the job's params, named in the job; the uploads of every dtype a problem
+ * takes, kept as sent and downloaded the same. */
+static void test_job_inputs(void) {
+  as(BOB); /* alice's softmax_rows (version 3, x float32 rows x cols) is public */
+  float x[8 * 16];
+  for (int i = 0; i < 8 * 16; i++) x[i] = (float)(i % 7) - 3.f;
+  long long a = upload("?shape=8,16", x, sizeof x, "float32"),
+            flat = upload("?shape=128", x, sizeof x, "float32"),
+            turned = upload("?shape=16,8", x, sizeof x, "float32");
+  struct http_reply r;
+  char body[256];
+  snprintf(body, sizeof body,
+           "{\"params\": {\"rows\": 8, \"cols\": 16}, \"inputs\": {\"x\": {\"buffer\": %lld}}, "
+           "\"variant\": \"reference\"}",
+           a);
+  http_post_json(&d, "/problems/softmax_rows/jobs?wait=30", body, &r);
+  CHECK_STATUS(&r, 200);
+  CHECK_STR_EQ(JSTR(r.json, "state"), "done");
+  CHECK_INT_EQ(JINT(r.json, "params.inputs.x.buffer"), a);
+  CHECK(!JBOOL(r.json, "result.runs[0].available")); /* no CUDA here */
+  long long job = JINT(r.json, "id");
+  http_reply_free(&r);
+  char path[64];
+  snprintf(path, sizeof path, "/jobs/%lld", job);
+  json_t *again = http_get_json(&d, path);
+  CHECK_INT_EQ(JINT(again, "params.inputs.x.buffer"), a); /* as listed later */
+  json_decref(again);
+  snprintf(body, sizeof body,
+           "{\"params\": {\"rows\": 8, \"cols\": 16}, \"inputs\": {\"x\": {\"buffer\": %lld}}}",
+           flat); /* a flat view of the same elements */
+  http_post_json(&d, "/problems/softmax_rows/jobs", body, &r);
+  if (r.status != 200) CHECK_STATUS(&r, 202);
+  http_reply_free(&r);
+  const char *jobs = "/problems/softmax_rows/jobs";
+  snprintf(body, sizeof body,
+           "{\"params\": {\"rows\": 8, \"cols\": 16}, \"inputs\": {\"x\": {\"buffer\": %lld}}}",
+           turned);
+  refused_job(jobs, body, 400, "shape_mismatch", "inputs.x");
+  snprintf(body, sizeof body, "{\"inputs\": {\"x\": {\"buffer\": %lld}}}", a); /* 4096 x 1024 */
+  refused_job(jobs, body, 400, "shape_mismatch", "inputs.x");
+  char file[128 + 16];
+  int8_t bytes[16] = {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16};
+  long long i8 = upload("", file, npy(file, "|i1", 16, bytes, 16), "int8");
+  snprintf(body, sizeof body,
+           "{\"params\": {\"rows\": 1, \"cols\": 16}, \"inputs\": {\"x\": {\"buffer\": %lld}}}",
+           i8);
+  refused_job(jobs, body, 400, "dtype_mismatch", "inputs.x");
+  snprintf(body, sizeof body, "{\"a\": {\"buffer\": %lld}, \"m\": 4, \"n\": 4}", i8);
+  refused_job("/transpose", body, 400, "dtype_mismatch", "a"); /* a built-in reads float32 */
+  refused_job(jobs, "{\"inputs\": {\"z\": {\"buffer\": 1}}}", 400, "unknown_field", "inputs.z");
+  refused_job(jobs, "{\"inputs\": {\"x\": 5}}", 400, "wrong_type", "inputs.x");
+  refused_job(jobs, "{\"inputs\": {\"x\": {\"buffer\": 0}}}", 400, "wrong_type", "inputs.x");
+  refused_job(jobs, "{\"inputs\": {\"x\": {\"buffer\": 1, \"seed\": 2}}}", 400, "wrong_type",
+              "inputs.x");
+  refused_job(jobs, "{\"inputs\": [1]}", 400, "wrong_type", "inputs");
+  refused_job(
+      jobs, "{\"params\": {\"rows\": 8, \"cols\": 16}, \"inputs\": {\"x\": {\"buffer\": 999999}}}",
+      404, "buffer_not_found", "inputs.x");
+  snprintf(body, sizeof body,
+           "{\"type\": \"problem:softmax_rows\", \"params\": {\"rows\": 8}, \"axes\": "
+           "{\"cols\": [16]}, \"inputs\": {\"x\": {\"buffer\": %lld}}}",
+           a);
+  refused_job("/sweeps", body, 400, "unknown_field", "inputs");
+  as(ALICE); /* bob's buffer is not alice's to name */
+  snprintf(body, sizeof body,
+           "{\"params\": {\"rows\": 8, \"cols\": 16}, \"inputs\": {\"x\": {\"buffer\": %lld}}}", a);
+  refused_job(jobs, body, 404, "buffer_not_found", "inputs.x");
+  as(BOB);
+
+  /* Every dtype a problem's input may have, uploaded and downloaded as sent: float16,
+   * int32 and uint32 as .npy, bfloat16 raw (no .npy descr: it comes back raw); int8's
+   * 16 bytes above, and 3 of them, which the device pads to a word. */
+  uint16_t h[4] = {0x3c00, 0xc000, 0x7bff, 0x0001};
+  long long f16 = upload("", file, npy(file, "<f2", 4, h, sizeof h), "float16");
+  int32_t i4[3] = {-7, 1 << 30, 0};
+  long long i32 = upload("", file, npy(file, "<i4", 3, i4, sizeof i4), "int32");
+  long long u32 = upload("", file, npy(file, "<u4", 3, i4, sizeof i4), "uint32");
+  long long odd = upload("", file, npy(file, "|i1", 3, bytes, 3), "int8");
+  long long bf16 = upload("?shape=2,2&dtype=bfloat16", h, sizeof h, "bfloat16");
+  const struct {
+    long long id;
+    const char *descr;
+    const void *data;
+    size_t len;
+  } back[] = {{f16, "'<f2'", h, sizeof h},
+              {i32, "'<i4'", i4, sizeof i4},
+              {u32, "'<u4'", i4, sizeof i4},
+              {i8, "'|i1'", bytes, 16},
+              {odd, "'|i1'", bytes, 3}};
+  for (size_t k = 0; k < sizeof back / sizeof back[0]; k++) {
+    snprintf(path, sizeof path, "/buffers/%lld", back[k].id);
+    http_get(&d, path, &r);
+    CHECK_INT_EQ(r.status, 200);
+    CHECK(r.body_len == 128 + back[k].len);
+    CHECK(memmem(r.body, 128, back[k].descr, 5) != NULL);
+    CHECK(memcmp(r.body + 128, back[k].data, back[k].len) == 0);
+    http_reply_free(&r);
+  }
+  snprintf(path, sizeof path, "/buffers/%lld", bf16);
+  http_get(&d, path, &r);
+  CHECK_INT_EQ(r.status, 200);
+  CHECK_STR_EQ(r.content_type, "application/octet-stream");
+  CHECK(r.body_len == sizeof h && memcmp(r.body, h, sizeof h) == 0);
+  http_reply_free(&r);
+  http_request(&d, "POST", "/buffers?shape=3&dtype=float64", "application/octet-stream",
+               (const char *)x, 24, &r);
+  CHECK_ERROR(&r, 400, "invalid_raw", "dtype");
+  http_reply_free(&r);
+  http_request(&d, "POST", "/buffers?shape=5&dtype=int8", "application/octet-stream",
+               (const char *)x, 4, &r);
+  CHECK_ERROR(&r, 400, "invalid_raw", "shape"); /* 4 bytes for 5 int8 */
+  CHECK(strstr(JSTR(r.json, "detail"), "(1 per int8)") != NULL);
+  http_reply_free(&r);
+  http_request(&d, "POST", "/buffers?dtype=int8", "application/x-npy", file,
+               npy(file, "|i1", 3, bytes, 3), &r);
+  CHECK_ERROR(&r, 400, "invalid_npy", "dtype"); /* a .npy says its dtype itself */
+  http_reply_free(&r);
+}
+
 static int setup(void) {
   snprintf(db, sizeof db, "%s/problems.db", test_dir());
   snprintf(tokens, sizeof tokens, "%s/tokens", test_dir());
@@ -434,7 +582,8 @@ static int setup(void) {
 static void teardown(void) { gpulabd_stop(&d); }
 
 static const struct test_case cases[] = {
-    TEST(test_define),  TEST(test_half),    TEST(test_refused), TEST(test_visibility),
-    TEST(test_restart), TEST(test_kernels), TEST(test_jobs),    TEST_END,
+    TEST(test_define),     TEST(test_half),    TEST(test_refused),
+    TEST(test_visibility), TEST(test_restart), TEST(test_kernels),
+    TEST(test_job_inputs), TEST(test_jobs),    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases, .setup = setup, .teardown = teardown};

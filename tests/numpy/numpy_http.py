@@ -3,7 +3,9 @@
 float64, np.asfortranarray and transposed views (Fortran order), slices, raw
 float32; each uploaded as np.save writes it, downloaded as .npy and as raw float32
 (Accept), compared bit for bit with numpy's own astype(np.float32), and one of them
-transposed by a job. Every array gpulabd refuses (int, bool, float16, complex,
+transposed by a job. float16, int32, uint32 and int8 (a problem's inputs) kept as
+sent, in C order, and back bit for bit; bfloat16's bits raw with ?dtype=. Every
+array gpulabd refuses (int64, uint8, bool, complex,
 big-endian, 3-D, 0-d, strings, dates, objects, structured, float64 past float32's
 range, .npz, a file mangled by curl -d) is refused with the numpy call that fixes
 it in its detail, and that call, run here, gives an array it accepts.
@@ -167,10 +169,10 @@ def structured():
 
 REFUSED = [
     ("np.arange(10) (int64)", lambda: np.arange(10), "(int64)", "a.astype(np.float32)"),
-    ("np.arange(10, dtype=np.int32)", lambda: np.arange(10, dtype=np.int32), "(int32)", "a.astype(np.float32)"),
+    ("int16", lambda: np.arange(10, dtype=np.int16), "(int16)", "a.astype(np.float32)"),
     ("uint8 image", lambda: np.zeros((4, 6), dtype=np.uint8), "(uint8)", "a.astype(np.float32)"),
     ("bool mask", lambda: np.array([True, False, True]), "(bool)", "a.astype(np.float32)"),
-    ("float16", lambda: np.ones(3, dtype=np.float16), "(float16)", "a.astype(np.float32)"),
+    ("big-endian int32", lambda: np.ones(3, dtype=">i4"), "(big-endian int32)", "a.astype('<i4')"),
     ("complex64", lambda: np.ones(3, dtype=np.complex64), "(complex64)", "a.real.astype(np.float32)"),
     ("complex128", lambda: np.ones((2, 2)) * 1j, "(complex128)", "a.real.astype(np.float32)"),
     ("big-endian float32", lambda: np.ones((2, 3), dtype=">f4"), "(big-endian float32)", "a.astype('<f4')"),
@@ -246,6 +248,43 @@ def test_raw():
     print("ok   raw float32 in and out; float64 raw, .npy with and without ?shape= as octet-stream")
 
 
+def test_kept():
+    """The dtypes a problem's inputs take: kept as sent (Fortran order made C order),
+    and downloaded the same bit for bit, as .npy and raw."""
+    rng = np.random.default_rng(5)
+    arrays = [("float16", rng.standard_normal((6, 5)).astype(np.float16)),
+              ("int32", rng.integers(-2**31, 2**31 - 1, 17, dtype=np.int32)),
+              ("uint32", rng.integers(0, 2**32 - 1, (3, 4), dtype=np.uint32)),
+              ("int8", rng.integers(-128, 127, 7, dtype=np.int8)),  # 7 bytes: not a whole word
+              ("int8 Fortran order", np.asfortranarray(rng.integers(-128, 127, (3, 5), dtype=np.int8)))]
+    for name, a in arrays:
+        doc = upload(a)
+        want = np.ascontiguousarray(a)
+        check(doc["dtype"] == a.dtype.name and doc["bytes"] == a.nbytes and doc["shape"] == list(a.shape),
+              f"{name}: record {doc}")
+        conv = doc["converted_from"]
+        check(conv == ({"dtype": a.dtype.name, "fortran_order": True, "max_rounding_error": 0.0}
+                       if np.isfortran(a) else None), f"{name}: converted_from {conv}")
+        status, hdr, data = request("GET", f"/buffers/{doc['id']}")
+        got = np.load(io.BytesIO(data))
+        check(status == 200 and hdr["gpulab-dtype"] == a.dtype.name and got.dtype == a.dtype and
+              got.tobytes() == want.tobytes(), f"{name}: .npy back {got.dtype} {got!r}")
+        status, hdr, data = request("GET", f"/buffers/{doc['id']}", headers={"Accept": "application/octet-stream"})
+        check(status == 200 and data == want.tobytes() and f'filename="buffer-{doc["id"]}.bin"' in
+              hdr["content-disposition"], f"{name}: raw back {data!r}")
+        print(f"ok   {name}: {a.dtype} {a.shape} -> buffer {doc['id']}, kept, back bit for bit")
+    bits = rng.integers(0, 2**16 - 1, (2, 3), dtype=np.uint16)  # bfloat16's bits
+    doc = upload(None, content_type="application/octet-stream", query="?shape=2,3&dtype=bfloat16",
+                 body=bits.tobytes())
+    check(doc["dtype"] == "bfloat16" and doc["bytes"] == 12, f"bfloat16: {doc}")
+    status, hdr, data = request("GET", f"/buffers/{doc['id']}")
+    check(status == 200 and hdr["content-type"] == "application/octet-stream" and data == bits.tobytes(),
+          f"bfloat16 back: {status} {hdr}")
+    status, hdr, data = request("GET", f"/buffers/{doc['id']}", headers={"Accept": "application/x-npy"})
+    check(status == 406 and json.loads(data)["code"] == "not_acceptable", f"bfloat16 as .npy: {status}")
+    print("ok   bfloat16 raw in and out (?dtype=bfloat16), 406 as .npy")
+
+
 def test_accept():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     buf = upload(a)["id"]
@@ -297,6 +336,7 @@ def main():
         test_job_on_converted(ids)
         test_refusals()
         test_raw()
+        test_kept()
         test_accept()
     finally:
         proc.terminate()

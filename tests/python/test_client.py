@@ -153,6 +153,16 @@ def main():
         check(pj.doc["type"] == "problem" and pj.doc["params"]["n"] == 4096 and pj.doc["params"]["seed"] == 9
               and [r["variant"] for r in pj.runs] == ["reference", k["variant"]]
               and not pj.runs[0]["available"], f"problem job: {pj.doc}")
+        x = np.arange(4096, dtype=np.float32)
+        given = c.run("problem:double_it", n=4096, inputs={"x": x})  # uploaded, then named
+        check(given.doc["params"]["inputs"]["x"]["buffer"] > 0 and given.state == "done",
+              f"problem job with its input: {given.doc}")
+        check(c.download(given.doc["params"]["inputs"]["x"]["buffer"]).dtype == np.float32, "input's dtype kept")
+        try:
+            c.run("problem:double_it", n=4096, inputs={"x": x.astype(np.int32)})
+            fail("an int32 buffer was taken for a float32 input")
+        except gpulab.Problem as p:
+            check(p.status == 400 and p.code == "dtype_mismatch" and p.field == "inputs.x", f"dtype: {p}")
         try:
             c.run("problem:double_it", n=0)
             fail("n=0 was taken")

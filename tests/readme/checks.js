@@ -173,6 +173,13 @@ module.exports = {
     status: 200, json: { type: 'problem', state: done, 'params.rows': 4096, 'params.problem.name': 'softmax_rows',
       'params.problem.version': 1, 'result.runs.length': 2, 'result.runs[0].variant': 'reference',
       'result.runs[0].available': false, output: null } },
+  /* Your own inputs: a float32 .npy as x */
+  { cmd: `python3 -c "import numpy as np; np.save('rows.npy', np.random.randn(64, 100).astype(np.float32))"` },
+  { cmd: `curl -H 'Content-Type: application/x-npy' --data-binary @rows.npy localhost:8080/v1/buffers`, status: 201,
+    json: { id: 8, shape: [64, 100], dtype: 'float32' } },
+  { cmd: `curl -d '{"params": {"rows": 64, "cols": 100}, "inputs": {"x": {"buffer": 8}}, "variant": "reference"}' localhost:8080/v1/problems/softmax_rows/jobs`,
+    status: 200, json: { type: 'problem', state: done, 'params.rows': 64, 'params.inputs.x.buffer': 8,
+      'result.runs[0].available': false } },
   { cmd: `curl 'localhost:8080/v1/leaderboard/problem:softmax_rows?size=4096,1024'`, status: 200,
     json: { experiment: 'problem:softmax_rows', 'problem.version': 1, 'size.cols': 1024, 'rows.length': 0 } },
 ],
@@ -185,7 +192,7 @@ module.exports = {
   { cmd: 'curl --unix-socket /run/gpulab/gpulab.sock http://localhost/v1/me', status: 200,
     json: { client: USER, by: 'unix_socket', sees_all: true } },
   { cmd: `curl --unix-socket /run/gpulab/gpulab.sock -d '{"m":1024,"n":1024}' http://localhost/v1/transpose`, status: 200,
-    json: { id: 20, client: USER, state: done } },
+    json: { id: 21, client: USER, state: done } },
   { cmd: `curl -s localhost:8080/v1/metrics | grep 'gpulab_jobs_total{type="transpose"'`, status: 200,
     stdout: /^gpulab_jobs_total\{type="transpose",outcome="done",gpu="0"\} 9\ngpulab_jobs_total\{type="transpose",outcome="done",gpu="1"\} 4\n$/ },
 
@@ -194,9 +201,9 @@ module.exports = {
 'docs/clients.md': [
   /* From a terminal: gpulabctl (against the plain gpulabd, $GPULAB_URL) */
   { cmd: 'gpulabctl run gemm m=256 n=256 k=256 --variant naive,tiled,best', exit: 0,
-    stdout: /^job 21 gemm: done on .* \(cpu\)\nvariant +median ms \[q1-q3\] +figure +% ceil +speedup \[range\] +check\nnaive [^\n]*1\.00x[^\n]*passed\ntiled [^\n]*passed\nbest [^\n]*passed\n$/ },
+    stdout: /^job 22 gemm: done on .* \(cpu\)\nvariant +median ms \[q1-q3\] +figure +% ceil +speedup \[range\] +check\nnaive [^\n]*1\.00x[^\n]*passed\ntiled [^\n]*passed\nbest [^\n]*passed\n$/ },
   { cmd: 'gpulabctl kernel submit my_transpose.cu --experiment transpose --block 32,8 --tile 32,32 --vs padded33 m=1024 n=1024',
-    exit: 0, stdout: /^job 22 transpose: done[^\n]*\n[^\n]*\npadded33 [^\n]*passed\nkernel:4@1 +not run: [^\n]*CPU backend/ },
+    exit: 0, stdout: /^job 23 transpose: done[^\n]*\n[^\n]*\npadded33 [^\n]*passed\nkernel:4@1 +not run: [^\n]*CPU backend/ },
   { cmd: 'gpulabctl run transpose m=0', exit: 2, stdout: /^$/ },
 ],
 };

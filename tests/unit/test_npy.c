@@ -55,7 +55,7 @@ static void test_round_trip(void) {
   CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, NPY_FLOAT32), 128);
   CHECK(memmem(b, 128, "'shape': (7, 3), }", 18) != NULL);
   CHECK(memmem(b, 128, "{'descr': '<f4', ", 17) == b + 10);
-  /* uint32 (a histogram's counts): the same size, '<u4', which uploads refuse */
+  /* uint32 (a histogram's counts): the same size, '<u4', read back as uint32 */
   CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, NPY_UINT32), 128);
   static const char u4[] = "{'descr': '<u4', 'fortran_order': False, 'shape': (7, 3), }";
   CHECK(memmem(b, 128, u4, sizeof u4 - 1) == b + 10);
@@ -63,8 +63,23 @@ static void test_round_trip(void) {
   memcpy(file, b, 128);
   struct npy_array a;
   char err[256] = "";
-  CHECK_INT_EQ(npy_parse(file, sizeof file, &a, err, sizeof err), -EINVAL);
-  CHECK(strstr(err, "unsupported dtype '<u4'") != NULL);
+  CHECK_INT_EQ(npy_parse(file, sizeof file, &a, err, sizeof err), 0);
+  CHECK(a.dtype == NPY_UINT32 && a.elem_bytes == 4 && a.data == file + 128);
+  /* Every dtype kept but bfloat16 (NumPy has no descr for it) writes and reads back. */
+  static const char *const descr[NPY_DTYPE_COUNT] = {"'<f4'", "'<u4'", "'<f2'",
+                                                     NULL,    "'<i4'", "'|i1'"};
+  for (int t = 0; t < NPY_DTYPE_COUNT; t++) {
+    CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, (enum npy_dtype)t), descr[t] ? 128 : 0);
+    if (!descr[t]) continue;
+    CHECK(memmem(b, 128, descr[t], 5) == b + 20);
+    memcpy(file, b, 128);
+    size_t len = 128 + 21 * (size_t)npy_dtype_bytes((enum npy_dtype)t);
+    CHECK_INT_EQ(npy_parse(file, len, &a, err, sizeof err), 0);
+    CHECK_INT_EQ(a.dtype, t);
+    CHECK_INT_EQ(a.count, 21);
+    CHECK(a.data == file + 128);
+    CHECK_INT_EQ(npy_parse(file, len + 1, &a, err, sizeof err), -EINVAL); /* one byte too many */
+  }
   CHECK_INT_EQ(npy_write_header(b, sizeof b, 2, s, (enum npy_dtype)7), 0);
   int64_t big[2] = {INT64_MAX, INT64_MAX};
   CHECK_INT_EQ(npy_header_size(2, big), 128); /* written even if it could not be read */
@@ -149,33 +164,30 @@ static void test_rejected_dtype(void) {
   } bad[] = {
       {"'>f4'",
        "unsupported dtype '>f4' (big-endian float32): gpulab reads little-endian float32 "
-       "('<f4') and float64 ('<f8'); send a.astype('<f4')"},
+       "('<f4'), float64 ('<f8', kept as float32), float16 ('<f2'), int32 ('<i4'), uint32 "
+       "('<u4') and int8 ('|i1'); send a.astype('<f4')"},
+      {"'>i4'", "(big-endian int32): gpulab reads"},
+      {"'>i4'", "send a.astype('<i4')"},
       {"'>f8'", "'>f8' (big-endian float64): gpulab reads"},
       {"'|f4'", "unsupported dtype '|f4' (float32)"},
-      {"'<f2'",
-       "unsupported dtype '<f2' (float16): gpulab reads little-endian float32 ('<f4') and "
-       "float64 ('<f8'); send a.astype(np.float32)"},
       {"'<f16'", "'<f16' (longdouble)"},
-      {"'<i4'",
-       "unsupported dtype '<i4' (int32): gpulab reads little-endian float32 ('<f4') and "
-       "float64 ('<f8'); send a.astype(np.float32)"},
-      {"'<i8'", "'<i8' (int64)"},
-      {"'|i1'", "'|i1' (int8)"},
+      {"'<i8'",
+       "unsupported dtype '<i8' (int64): gpulab reads little-endian float32 ('<f4'), float64 "
+       "('<f8', kept as float32), float16 ('<f2'), int32 ('<i4'), uint32 ('<u4') and int8 "
+       "('|i1'); send a.astype(np.float32)"},
+      {"'<i2'", "'<i2' (int16)"},
       {"'<u2'", "'<u2' (uint16)"},
       {"'|u1'", "'|u1' (uint8)"},
       {"'|b1'", "'|b1' (bool): gpulab reads"},
-      {"'<c8'",
-       "'<c8' (complex64): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); "
-       "send a.real.astype(np.float32) (or np.abs(a).astype(np.float32))"},
+      {"'<c8'", "'<c8' (complex64): gpulab reads little-endian float32 ('<f4'), float64"},
+      {"'<c8'", "('|i1'); send a.real.astype(np.float32) (or np.abs(a).astype(np.float32))"},
       {"'<c16'", "'<c16' (complex128)"},
       {"'|O'", "'|O' (object)"},
-      {"'<U3'",
-       "'<U3' (str): gpulab reads little-endian float32 ('<f4') and float64 ('<f8'); send "
-       "a.astype(np.float32), if the strings are numbers"},
+      {"'<U3'", "'<U3' (str): gpulab reads"},
+      {"'<U3'", "; send a.astype(np.float32), if the strings are numbers"},
       {"'|S5'", "'|S5' (bytes)"},
-      {"'<M8[ns]'",
-       "'<M8[ns]' (datetime64): gpulab reads little-endian float32 ('<f4') and float64 "
-       "('<f8'); send a.astype(np.int64).astype(np.float32)"},
+      {"'<M8[ns]'", "'<M8[ns]' (datetime64): gpulab reads"},
+      {"'<M8[ns]'", "; send a.astype(np.int64).astype(np.float32)"},
       {"'<m8[s]'", "'<m8[s]' (timedelta64)"},
       {"'f4'", "unsupported dtype 'f4': gpulab reads"},
       {"'\xff\x01'", "unsupported dtype '\\xff\\x01': gpulab reads"},
@@ -385,7 +397,7 @@ static void expect_raw(const char *shape, size_t len, const char *want) {
   static char body[64];
   struct npy_array a;
   char err[256] = "";
-  int rc = npy_raw(body, len, shape, &a, err, sizeof err);
+  int rc = npy_raw(body, len, shape, NULL, &a, err, sizeof err);
   if (!want) {
     if (rc != 0) fprintf(stderr, "raw '%s' %zu: %s\n", shape, len, err);
     CHECK_INT_EQ(rc, 0);
@@ -403,12 +415,12 @@ static void test_raw(void) {
   struct npy_array a;
   char err[256];
   float body[6] = {0, 0.5f, 1, 1.5f, 2, 2.5f};
-  CHECK_INT_EQ(npy_raw(body, sizeof body, "2,3", &a, err, sizeof err), 0);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "2,3", NULL, &a, err, sizeof err), 0);
   CHECK_INT_EQ(a.ndim, 2);
   CHECK_INT_EQ(a.shape[0], 2);
   CHECK_INT_EQ(a.shape[1], 3);
   check_values(&a, 0.5f);
-  CHECK_INT_EQ(npy_raw(body, sizeof body, "6", &a, err, sizeof err), 0);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "6", NULL, &a, err, sizeof err), 0);
   CHECK_INT_EQ(a.ndim, 1);
   CHECK_INT_EQ(a.shape[1], 1);
   expect_raw("5", 20, NULL);
@@ -432,7 +444,27 @@ static void test_raw(void) {
              "?shape=2,3 needs 24 bytes (4 per float32), the body has 48: 8 per element, "
              "float64? send float32: a.astype(np.float32).tofile('a.f32')");
   expect_raw("5", 0, "truncated");
-  CHECK_INT_EQ(npy_raw(NULL, 20, "5", &a, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_raw(NULL, 20, "5", NULL, &a, err, sizeof err), -EINVAL);
+  /* ?dtype=: 24 bytes are 12 float16, 6 int32, 24 int8; the messages name the dtype. */
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "3,4", "float16", &a, err, sizeof err), 0);
+  CHECK(a.dtype == NPY_FLOAT16 && a.elem_bytes == 2 && a.count == 12 && a.data == body);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "12", "bfloat16", &a, err, sizeof err), 0);
+  CHECK(a.dtype == NPY_BFLOAT16 && a.count == 12);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "6", "int32", &a, err, sizeof err), 0);
+  CHECK(a.dtype == NPY_INT32 && a.count == 6);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "24", "int8", &a, err, sizeof err), 0);
+  CHECK(a.dtype == NPY_INT8 && a.count == 24);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "6", "float16", &a, err, sizeof err), -EINVAL);
+  CHECK(strstr(err,
+               "trailing bytes: ?shape=6 needs 12 bytes (2 per float16), the body has 24; "
+               "a.astype(np.float16).tofile('a.bin')") != NULL);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, "6", "float64", &a, err, sizeof err), -EINVAL);
+  CHECK(strstr(err, "dtype 'float64' is not one gpulab keeps") != NULL);
+  CHECK_INT_EQ(npy_raw(body, sizeof body, NULL, "int8", &a, err, sizeof err), -EINVAL);
+  CHECK(strstr(err, "missing shape: give ?shape=n or ?shape=m,n with raw int8") != NULL);
+  CHECK_INT_EQ(npy_dtype_from_name("uint32"), NPY_UINT32);
+  CHECK_INT_EQ(npy_dtype_from_name("Float32"), -1);
+  CHECK(npy_dtype_name((enum npy_dtype)NPY_DTYPE_COUNT) == NULL);
 }
 
 static const struct test_case cases[] = {

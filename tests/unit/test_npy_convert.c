@@ -197,37 +197,39 @@ static void test_upload(void) {
   struct npy_array a;
   char err[320];
   int raw = -1;
-  CHECK_INT_EQ(npy_upload(npy, len, NULL, 0, &a, &raw, err, sizeof err), 0);
+  CHECK_INT_EQ(npy_upload(npy, len, NULL, NULL, 0, &a, &raw, err, sizeof err), 0);
   CHECK(raw == 0 && a.ndim == 2 && a.count == 6);
-  CHECK_INT_EQ(npy_upload(npy, len, NULL, 1, &a, &raw, err, sizeof err), 0);
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", 0, &a, &raw, err, sizeof err), 0);
+  CHECK_INT_EQ(npy_upload(npy, len, NULL, NULL, 1, &a, &raw, err, sizeof err), 0);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", NULL, 0, &a, &raw, err, sizeof err), 0);
   CHECK(raw == 1 && a.ndim == 2 && (const void *)a.data == floats);
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", 1, &a, &raw, err, sizeof err),
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "2,3", NULL, 1, &a, &raw, err, sizeof err),
                0); /* shape wins */
 
-  CHECK_INT_EQ(npy_upload(npy, len, "2,3", 0, &a, &raw, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_upload(npy, len, "2,3", NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && a.data == NULL);
   CHECK_STR_EQ(
       err,
       "this body is a .npy file (it starts with \\x93NUMPY), not raw float32 for ?shape=2,3: "
       "send it without ?shape= (a .npy carries its shape)");
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, NULL, 0, &a, &raw, err, sizeof err),
+               -EINVAL);
   CHECK(raw == 1 && a.data == NULL && a.count == 0);
   CHECK_STR_EQ(
       err,
       "missing shape: this body is not a .npy file (it does not start with \\x93NUMPY), so it "
       "is raw float32 (24 bytes), which needs ?shape=n or ?shape=m,n; a .npy carries its "
       "shape: np.save('a.npy', a)");
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, 1, &a, &raw, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, NULL, NULL, 1, &a, &raw, err, sizeof err),
+               -EINVAL);
   CHECK(raw == 0 && strstr(err, "not a .npy file: it does not start with the magic string") == err);
-  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, 0, &a, &raw, err, sizeof err),
+  CHECK_INT_EQ(npy_upload("\x93NU", 3, NULL, NULL, 0, &a, &raw, err, sizeof err),
                -EINVAL); /* starts as one */
   CHECK(raw == 0 && strstr(err, "truncated: 3 bytes is shorter than the .npy preamble") == err);
-  CHECK_INT_EQ(npy_upload(NULL, 0, NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_upload(NULL, 0, NULL, NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && strstr(err, "missing shape") == err && strstr(err, "(0 bytes)"));
-  CHECK_INT_EQ(npy_upload("", 0, NULL, 1, &a, &raw, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_upload("", 0, NULL, NULL, 1, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 0 && strstr(err, "empty body") == err);
-  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "", 0, &a, &raw, err, sizeof err), -EINVAL);
+  CHECK_INT_EQ(npy_upload(floats, sizeof floats, "", NULL, 0, &a, &raw, err, sizeof err), -EINVAL);
   CHECK(raw == 1 && strstr(err, "missing shape") == err);
   free(npy);
 }

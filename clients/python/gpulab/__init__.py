@@ -178,9 +178,13 @@ class Client:
         go with the job, the rest are the experiment's params. experiment
         "problem:NAME" runs a job of a problem users define: its params by name
         (rows=4096), the fields every job takes beside them, variant "reference" and
-        its kernels (kernel:<name>)."""
+        its kernels (kernel:<name>), and inputs={"x": ...} giving inputs by name as a
+        buffer's id or a numpy array (uploaded first, its dtype kept)."""
         if experiment.startswith("problem:"):
             body = {k: params.pop(k) for k in self._JOB_FIELDS if k in params}
+            if "inputs" in params:
+                body["inputs"] = {name: {"buffer": v if isinstance(v, int) else self.upload(v, dtype=None)}
+                                  for name, v in params.pop("inputs").items()}
             body["params"] = params
             path = f"/problems/{urllib.parse.quote(experiment[8:])}/jobs?wait=0"
             doc = self.request("POST", path, body)
@@ -248,12 +252,14 @@ class Client:
 
     # ---- buffers ----
 
-    def upload(self, array):
-        """A float32 array (numpy converts it first) as a buffer; its id."""
+    def upload(self, array, dtype="float32"):
+        """An array as a buffer, converted to dtype first (float32: what the built-ins
+        read; None: kept as it is, float16, int32, uint32 or int8 for a problem's
+        input); its id."""
         import numpy as np
 
         f = io.BytesIO()
-        np.save(f, np.ascontiguousarray(array, dtype=np.float32))
+        np.save(f, np.ascontiguousarray(array, dtype=dtype))
         return self.request("POST", "/buffers", f.getvalue(), "application/x-npy")["id"]
 
     def download(self, source):

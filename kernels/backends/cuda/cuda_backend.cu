@@ -261,7 +261,9 @@ int cuda_validate(const struct backend_job *job, char *err, size_t err_len) {
   const struct exp_spec *s = job->spec;
   int rc = validate_spec(s, err, err_len);
   if (rc != 0) return rc;
-  for (int slot = 0; slot < EXP_MAX_INPUTS; slot++) {
+  /* A problem's inputs given are checked against its plan where they are copied
+   * (cuda_problem.cu's give_inputs). */
+  for (int slot = 0; s->type != EXP_PROBLEM && slot < EXP_MAX_INPUTS; slot++) {
     const struct backend_buffer *buf = job->input[slot];
     if (slot >= exp_input_count(s->type)) {
       if (!buf) continue;

@@ -8,7 +8,10 @@
  * run's outputs are compared there with the reference's on the job's inputs, which is
  * the run's check. So the guarantees of users' kernels hold for every run of a problem:
  * fresh inputs per timed launch, every element checked on the device, outputs poisoned
- * and module state put back before every launch, inputs verified unchanged. */
+ * and module state put back before every launch, inputs verified unchanged. Inputs the
+ * job gives as buffers are copied into allocations of their own that the runner opens by
+ * IPC (RUNNER_MSG_ATTACH) and makes the job's inputs from; fresh launches still get
+ * generated ones. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,8 @@ struct problem_job {
   bool held;
   struct ukreg_kernel *k[EXP_MAX_VARIANTS]; /* each run's image (the reference's for its runs) */
   struct runner_run_msg msg[EXP_MAX_VARIANTS];
+  void *d_given[PROBLEM_PLAN_MAX_BUFFERS]; /* IPC copies of the inputs given (cudaMalloc) */
+  int n_given;
 };
 
 static struct problem_job *pj_of(struct cuda_job *j) { return (struct problem_job *)j->priv; }
@@ -118,8 +123,12 @@ static void problem_msg(const struct cuda_job *j, const struct problem_plan *p,
   m->nondeterministic = p->nondeterministic;
   for (int i = 0; i < p->n_inputs; i++)
     m->in[i] = (struct runner_problem_input){(uint32_t)p->inputs[i].dtype,
-                                             (uint32_t)p->inputs[i].init, p->inputs[i].a,
-                                             p->inputs[i].b, (uint64_t)p->inputs[i].elems};
+                                             (uint32_t)p->inputs[i].init,
+                                             p->inputs[i].a,
+                                             p->inputs[i].b,
+                                             (uint64_t)p->inputs[i].elems,
+                                             0,
+                                             0};
   for (int i = 0; i < p->n_outputs; i++)
     m->out[i] = (struct runner_problem_output){(uint32_t)p->outputs[i].dtype, p->outputs[i].exact,
                                                p->outputs[i].abs, p->outputs[i].rel,
@@ -135,9 +144,43 @@ static void problem_msg(const struct cuda_job *j, const struct problem_plan *p,
   m->n_runs = (uint32_t)j->result->n_runs;
 }
 
-/* The runner taken, the reference's and the runs' images loaded, the problem's buffers
- * made and its reference checked against itself; then the job's fence (it has no
- * output: its runs' outputs stay in the runner). */
+/* The inputs the job gives as buffers: each copied (after the parents' fences, on the
+ * lane's stream) into a cudaMalloc of its own exported by IPC, its desc into desc and
+ * its number into m's input. Returns how many, or a negative errno with j->err. */
+static int give_inputs(struct cuda_job *j, struct runner_problem_msg *m,
+                       struct runner_buffer_desc *desc) {
+  struct problem_job *pj = pj_of(j);
+  for (int k = 0; k < pj->plan.n_inputs; k++) {
+    const struct backend_buffer *given = j->bj->input[k];
+    if (!given) continue;
+    size_t bytes = (size_t)pj->plan.inputs[k].bytes;
+    if (given->count * sizeof(float) < bytes) {
+      snprintf(j->err, j->err_len,
+               "problem %.40s: input %s's buffer holds %llu bytes, it needs %zu", pj->plan.name,
+               pj->plan.inputs[k].name, (unsigned long long)(given->count * sizeof(float)), bytes);
+      return -EINVAL;
+    }
+    void *d = NULL;
+    CUDA_TRY(j, cudaMalloc(&d, bytes));
+    pj->d_given[pj->n_given] = d; /* release frees it */
+    struct runner_buffer_desc *out = &desc[pj->n_given++];
+    cudaIpcMemHandle_t h;
+    CUDA_TRY(j, cudaIpcGetMemHandle(&h, d));
+    static_assert(sizeof h <= sizeof out->ipc, "an IPC handle fits the wire's");
+    memcpy(out->ipc, &h, sizeof h);
+    out->bytes = bytes;
+    out->offset = 0;
+    CUDA_TRY(j, cudaMemcpyPeerAsync(d, j->be->device, given->data, given->device, bytes,
+                                    j->lane->stream));
+    m->in[k].given = (uint32_t)pj->n_given;
+  }
+  if (pj->n_given) CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream)); /* the runner reads them */
+  return pj->n_given;
+}
+
+/* The runner taken, the reference's and the runs' images loaded, the inputs given
+ * attached, the problem's buffers made and its reference checked against itself; then
+ * the job's fence (it has no output: its runs' outputs stay in the runner). */
 static int setup(struct cuda_job *j) {
   struct problem_job *pj = pj_of(j);
   if (job_first_available(j) >= 0) {
@@ -176,6 +219,12 @@ static int setup(struct cuda_job *j) {
     problem_msg(j, &pj->plan, ref, &m);
     ukreg_kernel_free(ref);
     if (rc) return runner_error(j, rc, "load", err);
+    struct runner_buffer_desc desc[RUNNER_MAX_BUFFERS];
+    memset(desc, 0, sizeof desc);
+    int n_given = give_inputs(j, &m, desc);
+    if (n_given < 0) return n_given;
+    if (n_given && (rc = runner_attach(pj->runner, desc, NULL, n_given, err, sizeof err)))
+      return runner_error(j, rc, "attach", err);
     struct runner_problem_ready_msg ready;
     struct runner_fault fault;
     rc = runner_problem(pj->runner, &m, ukreg_deadline(), &ready, &fault, err, sizeof err);
@@ -331,9 +380,12 @@ static void release(struct cuda_job *j) {
   struct problem_job *pj = pj_of(j);
   if (!pj) return;
   if (pj->held) {
-    runner_detach(pj->runner);  /* frees the problem's buffers */
+    runner_detach(pj->runner);  /* frees the problem's buffers, closes the given ones */
     runner_release(pj->runner); /* a runner that died is started again here */
   }
+  if (pj->n_given) (void)cudaStreamSynchronize(j->lane->stream);
+  for (int k = 0; k < pj->n_given; k++) (void)cudaFree(pj->d_given[k]);
+  (void)cudaGetLastError();
   for (int r = 0; r < EXP_MAX_VARIANTS; r++) ukreg_kernel_free(pj->k[r]);
   free(pj);
   j->priv = NULL;
