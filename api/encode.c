@@ -441,7 +441,8 @@ static void user_kernel_write(struct jw *w, const struct exp_run *r) {
 /* What the run measured, against what (the device ceiling it is compared with: its key
  * in GET /device's "ceilings" and its value, 0: none measured). */
 static void figures_write(struct jw *w, const struct exp_spec *spec, const struct exp_run *r,
-                          const struct exp_ceilings *ceilings) {
+                          const struct exp_result *result) {
+  const struct exp_ceilings *ceilings = &result->ceilings;
   /* A run whose check failed has no figure: a fast wrong answer is not a result. */
   if (r->figure > 0)
     jw_real(w, "figure", r->figure);
@@ -470,10 +471,29 @@ static void figures_write(struct jw *w, const struct exp_spec *spec, const struc
     jw_real(w, "percent_of_ceiling", 100.0 * r->figure / ceiling);
   else
     jw_null(w, "percent_of_ceiling");
+  /* Against the copy at the job's size (result.limit), where the copy is its ceiling. */
+  if (which == EXP_CEILING_COPY && result->limit.bytes > 0 && r->figure > 0)
+    jw_real(w, "percent_of_limit", 100.0 * r->figure / result->limit.gbps);
+  else
+    jw_null(w, "percent_of_limit");
+}
+
+/* The copy at the job's size that percent_of_limit compares with; null when none. */
+static void limit_write(struct jw *w, const struct exp_limit *l) {
+  if (l->bytes <= 0) {
+    jw_null(w, "limit");
+    return;
+  }
+  jw_object_begin_whole(w, "limit");
+  jw_integer(w, "bytes", (long long)l->bytes);
+  jw_real(w, "gbps", l->gbps);
+  jw_string(w, "mode", exp_limit_mode_name(l->mode));
+  jw_object_end(w);
 }
 
 static void run_write(struct jw *w, const struct exp_spec *spec, const struct exp_run *r,
-                      const struct exp_ceilings *ceilings) {
+                      const struct exp_result *result) {
+  const struct exp_ceilings *ceilings = &result->ceilings;
   const struct exp_runs_param *runs = exp_desc(spec->type)->runs;
   jw_object_begin(w, NULL);
   jw_string(w, "variant", r->label);
@@ -498,7 +518,7 @@ static void run_write(struct jw *w, const struct exp_spec *spec, const struct ex
   }
   check_write(w, &r->check);
   timing_write(w, &r->timing);
-  figures_write(w, spec, r, ceilings);
+  figures_write(w, spec, r, result);
   clocks_write(w, &r->clocks);
   jw_bool(w, "contended", r->contended);
   if (r->graph_us_per_launch > 0) {
@@ -528,8 +548,9 @@ void api_result_write(struct jw *w, const char *key, const struct exp_spec *spec
   jw_string(w, "work_unit", exp_work_unit(spec->type));
   jw_bool(w, "passed", exp_result_passed(result));
   if (result->input_path[0]) jw_string(w, "input_path", result->input_path);
+  limit_write(w, &result->limit);
   jw_array_begin(w, "runs");
-  for (int i = 0; i < result->n_runs; i++) run_write(w, spec, &result->runs[i], &result->ceilings);
+  for (int i = 0; i < result->n_runs; i++) run_write(w, spec, &result->runs[i], result);
   jw_array_end(w);
   jw_object_end(w);
 }
@@ -563,6 +584,29 @@ static void ceilings_write(struct jw *w, const struct backend_device_info *d) {
   jw_object_end(w);
 }
 
+/* The copy at each size and timing mode ({"batch": [{"bytes", "gbps"}, ...], ...,
+ * "method"}); null when none was measured. */
+static void limits_write(struct jw *w, const struct backend_device_info *d) {
+  if (!(d->limits.gbps[EXP_LIMIT_BATCH][0] > 0)) {
+    jw_null(w, "limits");
+    return;
+  }
+  jw_object_begin(w, "limits");
+  for (int mode = 0; mode < EXP_LIMIT_MODES; mode++) {
+    jw_array_begin(w, exp_limit_mode_name((enum exp_limit_mode)mode));
+    for (int c = 0; c < EXP_LIMIT_CLASSES; c++) {
+      if (!(d->limits.gbps[mode][c] > 0)) continue;
+      jw_object_begin(w, NULL);
+      jw_integer(w, "bytes", 1ll << (EXP_LIMIT_MIN_LOG2 + c));
+      jw_real(w, "gbps", d->limits.gbps[mode][c]);
+      jw_object_end(w);
+    }
+    jw_array_end(w);
+  }
+  jw_string(w, "method", d->limits_method);
+  jw_object_end(w);
+}
+
 /* CUDA's versions as major.minor (12040: "12.4"). */
 static void cuda_version_write(struct jw *w, const char *key, int version) {
   char v[16];
@@ -591,6 +635,7 @@ void api_device_write(struct jw *w, const char *key, const struct backend_device
     cuda_version_write(w, "cuda_driver", d->driver_version);
   }
   ceilings_write(w, d);
+  limits_write(w, d);
   if (d->nvml) {
     jw_string(w, "nvml", "available");
     jw_object_begin_whole(w, "clocks");

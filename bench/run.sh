@@ -9,7 +9,8 @@
 # bench/shapes.py (issue 15's table: best at every shape beside the library or the copy
 # ceiling). The tables go to stdout and to $OUT (default bench/out/): lecture.md,
 # best_vs_cub.md (and .json), bench.md, shapes.md, and gpulabd's log.
-# BENCH_ONLY=a,b (of lecture, cub, bench, shapes) runs those parts alone.
+# bench/limits.py (each best against the copy at its own size: limits.md).
+# BENCH_ONLY=a,b (of lecture, cub, bench, shapes, limits) runs those parts alone.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-bench}
@@ -29,12 +30,15 @@ port=${PORT:-18088}
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 300); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.1; done
-only=",${BENCH_ONLY:-lecture,cub,bench,shapes},"
+only=",${BENCH_ONLY:-lecture,cub,bench,shapes,limits},"
 if [[ $only == *,bench,* ]]; then
   python3 "$root/bench/bench.py" "http://127.0.0.1:$port" "$build/loadgen" "$out/bench.md"
 fi
 if [[ $only == *,lecture,* ]]; then
   python3 "$root/bench/lecture_tables.py" "http://127.0.0.1:$port" "$out/lecture.json" | tee "$out/lecture.md"
+fi
+if [[ $only == *,limits,* ]]; then
+  python3 "$root/bench/limits.py" "http://127.0.0.1:$port" "$out/limits.md" || true
 fi
 if [[ $only == *,cub,* ]]; then
   python3 "$root/bench/best_vs_cub.py" "http://127.0.0.1:$port" "$out/best_vs_cub.md" "$out/best_vs_cub.json" || true

@@ -169,7 +169,7 @@
       if (!run.available) {
         tbody.append(h('tr', { class: 'unavailable', 'data-variant': run.variant },
           h('th', { scope: 'row', text: run.variant }),
-          h('td', { colspan: '6', class: 'muted', text: `${run.user_kernel ? `${run.user_kernel.name}: ` : ''}not available: ${run.reason}` })));
+          h('td', { colspan: '7', class: 'muted', text: `${run.user_kernel ? `${run.user_kernel.name}: ` : ''}not available: ${run.reason}` })));
         continue;
       }
       const t = run.timing || {};
@@ -181,6 +181,7 @@
           msSpread(run) ? h('span', { class: 'pm', text: ` [${GL.fmtMs(msSpread(run)[0])}–${GL.fmtMs(msSpread(run)[1])}]` }) : ''),
         h('td', { class: 'num', text: run.figure != null ? GL.fmtNum(run.figure) : '—' }),
         h('td', { class: 'num', text: pct != null ? `${GL.fmtNum(pct, 3)} %` : '—' }),
+        h('td', { class: 'num', text: run.percent_of_limit != null ? `${GL.fmtNum(run.percent_of_limit, 3)} %` : '—' }),
         speedupCell(run, run === r.runs.find((x) => x.available)),
         checkCell(run),
         h('td', { class: 'muted small', text: notes(run) })));
@@ -190,6 +191,9 @@
         h('th', { text: GL.TYPES[job.type] && GL.TYPES[job.type].runs ? 'Run' : 'Variant' }),
         h('th', { class: 'num', text: 'Median ms [quartiles]', title: 'the quartiles of the batches (their extremes under 4), as the whiskers' }),
         h('th', { class: 'num', text: r.unit }), h('th', { class: 'num', text: '% of ceiling' }),
+        h('th', { class: 'num', text: '% of limit', title: r.limit
+          ? `the limit at this size: a copy moving 2^${Math.log2(r.limit.bytes)} bytes, ${GL.fmtNum(r.limit.gbps)} GB/s timed ${r.limit.mode}`
+          : 'no limit at this size: the figure counts flops, or none was measured' }),
         h('th', { class: 'num', text: first ? `Speedup vs ${first.variant}` : 'Speedup' }), h('th', { text: 'Check' }),
         h('th', { text: 'Notes' }))),
       tbody);

@@ -54,6 +54,9 @@ struct backend_device_info {
    * CPU); ceilings_method says how ("" when not measured). */
   struct exp_ceilings ceilings;
   char ceilings_method[384];
+  /* The copy at each size (experiment.h: exp_limits), measured with the ceilings. */
+  struct exp_limits limits;
+  char limits_method[384];
   /* NVML, read now (at most ~20 ms old): nvml false without it, nvml_why says why. */
   bool nvml;
   char nvml_why[128];

@@ -3,6 +3,7 @@
 #include "kernels/core/experiment.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,33 @@ double exp_ceiling_value(const struct exp_ceilings *c, enum exp_ceiling which) {
   case EXP_CEILING_BIDIR: return c->bidir_gbps;
   default: return 0;
   }
+}
+
+/* ---- the limit at a run's size ---- */
+
+const char *exp_limit_mode_name(enum exp_limit_mode mode) {
+  static const char *const names[EXP_LIMIT_MODES] = {"batch", "alone", "cold"};
+  return (unsigned)mode < EXP_LIMIT_MODES ? names[mode] : NULL;
+}
+
+int exp_limit_class(double bytes) {
+  if (!(bytes > 0)) return -1;
+  int e;
+  double m = frexp(bytes, &e);        /* bytes = m 2^e, m in [0.5, 1) */
+  int k = m >= M_SQRT1_2 ? e : e - 1; /* the nearer of 2^(e-1) and 2^e, by ratio */
+  return k < EXP_LIMIT_MIN_LOG2 || k > EXP_LIMIT_MAX_LOG2 ? -1 : k - EXP_LIMIT_MIN_LOG2;
+}
+
+void exp_limit_of(const struct exp_spec *spec, const struct exp_limits *limits, bool alone,
+                  struct exp_limit *out) {
+  *out = (struct exp_limit){0};
+  if (exp_spec_figure(spec) != EXP_FIGURE_GBPS) return;
+  int c = exp_limit_class(exp_spec_work(spec));
+  enum exp_limit_mode mode = spec->cold ? EXP_LIMIT_COLD
+                             : alone    ? EXP_LIMIT_ALONE
+                                        : EXP_LIMIT_BATCH;
+  if (c < 0 || !(limits->gbps[mode][c] > 0)) return;
+  *out = (struct exp_limit){(int64_t)1 << (EXP_LIMIT_MIN_LOG2 + c), limits->gbps[mode][c], mode};
 }
 
 /* ---- runs ---- */

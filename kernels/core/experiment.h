@@ -180,6 +180,43 @@ enum exp_ceiling {
 const char *exp_ceiling_name(enum exp_ceiling which);
 double exp_ceiling_value(const struct exp_ceilings *c, enum exp_ceiling which);
 
+/* The limit at a run's own size: what a device-to-device copy reaches when it moves as
+ * many bytes (read + written) as the run's figure counts, rounded to the nearest power
+ * of two (its class, 2^EXP_LIMIT_MIN_LOG2 .. 2^EXP_LIMIT_MAX_LOG2 bytes), timed the way
+ * the job times its launches. Below a few MiB a fixed launch and drain cost and the L2
+ * make the large-size ceiling say little; this says what the same bytes can cost there.
+ * Measured once per device with its ceilings (backend_measure_ceilings); 0: not
+ * measured (the CPU backend, --no-ceilings, a class too large for the device). */
+#define EXP_LIMIT_MIN_LOG2 12 /* 4 KiB */
+#define EXP_LIMIT_MAX_LOG2 34 /* 16 GiB */
+#define EXP_LIMIT_CLASSES (EXP_LIMIT_MAX_LOG2 - EXP_LIMIT_MIN_LOG2 + 1)
+enum exp_limit_mode {
+  EXP_LIMIT_BATCH, /* launches back to back between two events, as the built-ins' batches */
+  EXP_LIMIT_ALONE, /* each launch alone between its events (a job with users' kernels) */
+  EXP_LIMIT_COLD,  /* each alone after an L2 flush (cold) */
+  EXP_LIMIT_MODES
+};
+struct exp_limits {
+  double gbps[EXP_LIMIT_MODES][EXP_LIMIT_CLASSES];
+};
+/* "batch", "alone", "cold"; NULL out of range. */
+const char *exp_limit_mode_name(enum exp_limit_mode mode);
+/* The class of a figure that counts bytes (read + written): the index of the nearest
+ * power of two in [2^EXP_LIMIT_MIN_LOG2, 2^EXP_LIMIT_MAX_LOG2], or -1 outside (or 0
+ * bytes). Its bytes: 2^(EXP_LIMIT_MIN_LOG2 + class). */
+int exp_limit_class(double bytes);
+/* A result's limit (exp_result.limit): the class's bytes, the copy's rate there in the
+ * job's mode; bytes 0 when there is none (the figure counts flops, or none measured). */
+struct exp_limit {
+  int64_t bytes;
+  double gbps;
+  enum exp_limit_mode mode;
+};
+/* spec's limit from the device's table (how the job times: cold, or alone when
+ * alone is set, else batch) into *out; none when spec's figure is not GB/s. */
+void exp_limit_of(const struct exp_spec *spec, const struct exp_limits *limits, bool alone,
+                  struct exp_limit *out);
+
 /* NVML's clock-event (throttle) reason bits, as nvml.h numbers them. */
 #define EXP_CLOCK_GPU_IDLE 0x1ull
 #define EXP_CLOCK_APPLICATIONS_CLOCKS 0x2ull
@@ -369,6 +406,9 @@ struct exp_result {
                             through "host" memory; "local" when all were here */
   char device_name[96];
   struct exp_ceilings ceilings; /* the device's at the time of the run; zeros: none */
+  /* The copy at the job's size (exp_limit_of): what a run compared with the copy
+   * ceiling is also compared with (percent_of_limit); bytes 0: none. */
+  struct exp_limit limit;
   /* Last, so that a result kept after its job holds only its n_runs runs
    * (exp_result_kept). */
   struct exp_run runs[EXP_MAX_VARIANTS];

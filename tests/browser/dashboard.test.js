@@ -178,12 +178,13 @@ async function withCharts(context, proc) {
       check(/^\d/.test(r.cells[0]), `${r.variant}: median ${r.cells[0]}`);
       check(/^\d/.test(r.cells[1]), `${r.variant}: figure ${r.cells[1]}`);
       checkEq(r.cells[2], '—', `${r.variant}: % of ceiling on the CPU`);
-      check(/×$/.test(r.cells[3]), `${r.variant}: speedup ${r.cells[3]}`);
-      check(r.cells[4].startsWith('✓'), `${r.variant}: check ${r.cells[4]}`);
+      checkEq(r.cells[3], '—', `${r.variant}: % of limit on the CPU`);
+      check(/×$/.test(r.cells[4]), `${r.variant}: speedup ${r.cells[4]}`);
+      check(r.cells[5].startsWith('✓'), `${r.variant}: check ${r.cells[5]}`);
     }
-    checkEq(rows[0].cells[3], '1×', 'first speedup');
+    checkEq(rows[0].cells[4], '1×', 'first speedup');
     const head = await page.$$eval('#view-job table.runs thead th', (t) => t.map((x) => x.innerText.trim().toLowerCase()));
-    checkEq(head.slice(0, 6), ['variant', 'median ms [quartiles]', 'gb/s', '% of ceiling', 'speedup vs naive', 'check'], 'table head');
+    checkEq(head.slice(0, 7), ['variant', 'median ms [quartiles]', 'gb/s', '% of ceiling', '% of limit', 'speedup vs naive', 'check'], 'table head');
     if (charts) {
       await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#bar-chart')), null, { timeout: TIMEOUT });
       const chart = await barChart(page);
@@ -233,7 +234,8 @@ async function withCharts(context, proc) {
     await page.route(`**/v1/jobs/${transposeId}`, async (route) => {
       const res = await route.fetch();
       const body = await res.json();
-      for (const r of body.result.runs) if (r.available) Object.assign(r, { ceiling: 'copy_gbps', percent_of_ceiling: 100 * r.figure / ceiling });
+      for (const r of body.result.runs) if (r.available) Object.assign(r, { ceiling: 'copy_gbps', percent_of_ceiling: 100 * r.figure / ceiling, percent_of_limit: 50 });
+      body.result.limit = { bytes: 1 << 24, gbps: 2000, mode: 'batch' };
       await route.fulfill({ response: res, json: body });
     });
     await page.evaluate(() => GL.jobView.reload());
@@ -241,6 +243,9 @@ async function withCharts(context, proc) {
     await page.waitForFunction(() => window.Chart.getChart(document.querySelector('#bar-chart')), null, { timeout: TIMEOUT });
     const rows = await runsTable(page);
     check(rows.every((r) => r.cells.length < 2 || /%$/.test(r.cells[2])), `% of ceiling shown: ${rows.map((r) => r.cells[2])}`);
+    check(rows.every((r) => r.cells.length < 2 || r.cells[3] === '50 %'), `% of limit shown: ${rows.map((r) => r.cells[3])}`);
+    checkEq(await page.$eval('#view-job table.runs thead th:nth-child(5)', (th) => th.title),
+      'the limit at this size: a copy moving 2^24 bytes, 2,000 GB/s timed batch', 'the limit named');
     const red = await page.$eval('#bar-chart', (c, value) => {
       const chart = window.Chart.getChart(c), k = c.width / c.clientWidth, a = chart.chartArea;
       const y = Math.round((Math.round(chart.scales.y.getPixelForValue(value)) + 0.5) * k);
@@ -301,7 +306,7 @@ async function withCharts(context, proc) {
     await openJob(page, id);
     const rows = await runsTable(page);
     checkEq(rows.map((r) => r.variant), experiments.types.histogram.variants, 'histogram runs');
-    for (const r of rows.filter((x) => x.cells.length > 1)) check(r.cells[4].startsWith('✓'), `${r.variant}: check ${r.cells[4]}`);
+    for (const r of rows.filter((x) => x.cells.length > 1)) check(r.cells[5].startsWith('✓'), `${r.variant}: check ${r.cells[5]}`);
     await shot(page, 'job-histogram.png');
   });
 

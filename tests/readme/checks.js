@@ -14,7 +14,7 @@ const done = (v) => v === 'done';
 /* The Unix user the test runs as: the socket's client (gpulabd runs as the same user). */
 const USER = require('os').userInfo().username;
 const GPU_RUN = ['result.backend', 'result.device', 'result.runs[*].clocks', 'result.runs[*].ceiling',
-  'result.runs[*].percent_of_ceiling', 'result.runs[*].kernel'];
+  'result.runs[*].percent_of_ceiling', 'result.runs[*].percent_of_limit', 'result.limit', 'result.runs[*].kernel'];
 /* On the CPU backend a batch is capped at about 100 ms: fewer warm-ups and reps. */
 const CPU_TIMING = ['result.runs[*].timing.warmup', 'result.runs[*].timing.reps', 'stream'];
 

@@ -8,6 +8,7 @@
 #include "api/params.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/pipeline/pipeline.h"
+#include "kernels/reduce/reduce.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
 #include "tests/runner.h"
@@ -459,17 +460,85 @@ static void test_streams_best(void) {
   CHECK(!p.best && !p.depth_first && p.chunk == 1000003 && p.chunks == 3 && p.streams == 3);
 }
 
+/* The limit at a run's size (issue 36): its class is the nearest power of two of the
+ * bytes the figure counts, looked up in the job's timing mode; percent_of_limit beside
+ * percent_of_ceiling where the copy is the ceiling, null for flops or none measured. */
+static void test_limit(void) {
+  CHECK_INT_EQ(exp_limit_class(0), -1);
+  CHECK_INT_EQ(exp_limit_class(4095), 0);  /* nearer 2^12 than 2^11, which is outside */
+  CHECK_INT_EQ(exp_limit_class(2895), -1); /* 2^11.5 rounds to 2^11 */
+  CHECK_INT_EQ(exp_limit_class(4096), 0);
+  CHECK_INT_EQ(exp_limit_class(5792), 0); /* 2^12.4999: down */
+  CHECK_INT_EQ(exp_limit_class(5793), 1); /* 2^12.5001: up */
+  CHECK_INT_EQ(exp_limit_class(1 << 24), 12);
+  CHECK_INT_EQ(exp_limit_class(8.0 * 4097 * 3001), 27 - 12); /* 2^26.55: nearer 2^27 */
+  CHECK_INT_EQ(exp_limit_class(0x1p34), EXP_LIMIT_CLASSES - 1);
+  CHECK_INT_EQ(exp_limit_class(0x1p35), -1);
+  CHECK_STR_EQ(exp_limit_mode_name(EXP_LIMIT_ALONE), "alone");
+  CHECK(exp_limit_mode_name(EXP_LIMIT_MODES) == NULL);
+
+  struct exp_limits limits = {0};
+  for (int m = 0; m < EXP_LIMIT_MODES; m++)
+    for (int c = 0; c < EXP_LIMIT_CLASSES; c++) limits.gbps[m][c] = 1000.0 * (m + 1) + c;
+  struct exp_spec spec;
+  exp_spec_default(EXP_REDUCE, &spec);
+  spec.p[REDUCE_N] = 1 << 22; /* 4n bytes: 2^24, class 12 */
+  struct exp_limit l;
+  exp_limit_of(&spec, &limits, false, &l);
+  CHECK(l.bytes == 1 << 24 && l.gbps == 1012.0 && l.mode == EXP_LIMIT_BATCH);
+  exp_limit_of(&spec, &limits, true, &l);
+  CHECK(l.gbps == 2012.0 && l.mode == EXP_LIMIT_ALONE);
+  spec.cold = true;
+  exp_limit_of(&spec, &limits, true, &l);
+  CHECK(l.gbps == 3012.0 && l.mode == EXP_LIMIT_COLD);
+  spec.cold = false;
+  limits.gbps[EXP_LIMIT_BATCH][12] = 0; /* not measured */
+  exp_limit_of(&spec, &limits, false, &l);
+  CHECK(l.bytes == 0);
+  struct exp_spec gemm;
+  exp_spec_default(EXP_GEMM, &gemm); /* flops: no limit */
+  exp_limit_of(&gemm, &limits, false, &l);
+  CHECK(l.bytes == 0);
+
+  struct exp_result *r = calloc(1, sizeof *r);
+  CHECK(r != NULL);
+  r->n_runs = 1;
+  r->ceilings.copy_gbps = 4000;
+  r->limit = (struct exp_limit){1 << 24, 2000, EXP_LIMIT_BATCH};
+  r->runs[0].variant = REDUCE_SHARED;
+  r->runs[0].available = true;
+  r->runs[0].check.done = r->runs[0].check.passed = true;
+  r->runs[0].timing.n_samples = 1;
+  r->runs[0].timing.samples_ms[0] = (double)(1 << 24) / 1500e6; /* 1500 GB/s */
+  exp_timing_summarize(&r->runs[0].timing);
+  exp_result_finish(&spec, r);
+  json_t *j = api_result_to_json(&spec, r);
+  json_t *run = json_array_get(json_object_get(j, "runs"), 0);
+  CHECK_NEAR(json_real_value(json_object_get(run, "percent_of_ceiling")), 37.5, 1e-6);
+  CHECK_NEAR(json_real_value(json_object_get(run, "percent_of_limit")), 75.0, 1e-6);
+  json_t *lim = json_object_get(j, "limit");
+  CHECK_INT_EQ(json_integer_value(json_object_get(lim, "bytes")), 1 << 24);
+  CHECK_STR_EQ(json_string_value(json_object_get(lim, "mode")), "batch");
+  json_decref(j);
+  r->limit = (struct exp_limit){0}; /* none measured: both null */
+  j = api_result_to_json(&spec, r);
+  CHECK(json_is_null(json_object_get(j, "limit")));
+  CHECK(json_is_null(
+      json_object_get(json_array_get(json_object_get(j, "runs"), 0), "percent_of_limit")));
+  json_decref(j);
+  free(r);
+  struct backend_device_info d = {.backend = "cuda", .limits = limits};
+  j = api_device_to_json(&d);
+  json_t *alone = json_object_get(json_object_get(j, "limits"), "alone");
+  CHECK_INT_EQ(json_array_size(alone), EXP_LIMIT_CLASSES);
+  CHECK_INT_EQ(json_integer_value(json_object_get(json_array_get(alone, 0), "bytes")), 4096);
+  json_decref(j);
+}
+
 static const struct test_case cases[] = {
-    TEST(test_defaults),
-    TEST(test_streams_best),
-    TEST(test_values),
-    TEST(test_errors),
-    TEST(test_job_request),
-    TEST(test_inputs_and_options),
-    TEST(test_trust_params),
-    TEST(test_wait),
-    TEST(test_encode),
-    TEST(test_encode_trust),
-    TEST_END,
+    TEST(test_defaults),     TEST(test_streams_best), TEST(test_values),
+    TEST(test_errors),       TEST(test_job_request),  TEST(test_inputs_and_options),
+    TEST(test_trust_params), TEST(test_wait),         TEST(test_encode),
+    TEST(test_encode_trust), TEST(test_limit),        TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases};

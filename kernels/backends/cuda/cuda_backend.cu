@@ -421,6 +421,8 @@ static void cuda_device_info(struct backend *b, struct backend_device_info *info
   pthread_mutex_lock(&be->mu);
   info->ceilings = be->ceilings;
   snprintf(info->ceilings_method, sizeof info->ceilings_method, "%s", be->ceilings_method);
+  info->limits = be->limits;
+  snprintf(info->limits_method, sizeof info->limits_method, "%s", be->limits_method);
   pthread_mutex_unlock(&be->mu);
   struct nvml_reading now = {};
   info->nvml = cuda_clocks_read(be, &now);

@@ -51,6 +51,8 @@ struct cuda_backend {
   /* Written once by cuda_measure_ceilings (under mu), before any job runs. */
   struct exp_ceilings ceilings;
   char ceilings_method[384];
+  struct exp_limits limits; /* the copy at each size, each timing mode */
+  char limits_method[384];
   /* NVML: the device's handle (NULL without NVML: nvml_why says why) and the last
    * reading, reused while younger than NVML_MAX_AGE_S (under nvml_mu). */
   void *nvml;

@@ -1,6 +1,7 @@
 /* Measurement helpers of the CUDA backend: the device's ceilings, measured once at
  * start-up on streams of their own (a device-to-device copy, cuBLAS SGEMM with and
- * without TF32, pinned copies each way and both at once). (The L2 flush that `cold`
+ * without TF32, pinned copies each way and both at once), and the limit at each size
+ * (the copy of every power of two of bytes, in each timing mode a job uses). (The L2 flush that `cold`
  * runs put before every timed launch is cuda_l2flush.cu's.) Each ceiling is the median of several
  * event-timed samples after warm-ups, on random inputs (never zeros). */
 #include <stdio.h>
@@ -67,6 +68,40 @@ static cudaError_t time_median(struct bench *b, int warm, int reps, F issue, dou
 
 /* GB/s of bytes in ms, or 0. */
 static double gbps(double bytes, double ms) { return ms > 0 ? bytes / ms / 1e6 : 0; }
+
+/* Mean ms of one call when each of reps calls is alone between two events of its own
+ * (pairs: 2 * reps events, created), after before() (untimed; may do nothing); median
+ * over SAMPLES after warm rounds. */
+template <class B, class F>
+static cudaError_t time_alone_median(struct bench *b, cudaEvent_t *pairs, int warm, int reps,
+                                     B before, F issue, double *ms) {
+  double samples[SAMPLES];
+  cudaError_t e = cudaSuccess;
+  for (int w = 0; w < warm && e == cudaSuccess; w++) {
+    e = before();
+    if (e == cudaSuccess) e = issue();
+  }
+  for (int k = 0; k < SAMPLES && e == cudaSuccess; k++) {
+    for (int r = 0; r < reps && e == cudaSuccess; r++) {
+      e = before();
+      if (e == cudaSuccess) e = cudaEventRecord(pairs[2 * r], b->s[0]);
+      if (e == cudaSuccess) e = issue();
+      if (e == cudaSuccess) e = cudaEventRecord(pairs[2 * r + 1], b->s[0]);
+    }
+    if (e == cudaSuccess) e = cudaEventSynchronize(pairs[2 * reps - 1]);
+    double sum = 0;
+    for (int r = 0; r < reps && e == cudaSuccess; r++) {
+      float elapsed = 0;
+      e = cudaEventElapsedTime(&elapsed, pairs[2 * r], pairs[2 * r + 1]);
+      sum += elapsed;
+    }
+    samples[k] = sum / reps;
+  }
+  struct stats_summary st;
+  stats_summarize(samples, SAMPLES, &st);
+  *ms = st.median;
+  return e;
+}
 
 /* ---- the ceilings ---- */
 
@@ -186,6 +221,66 @@ static cudaError_t measure_pinned(struct bench *b, struct buffers *m, size_t byt
   return e;
 }
 
+#define LIMIT_ALONE_REPS 20 /* launches a sample, each alone */
+#define LIMIT_COLD_REPS 5   /* launches a sample, each after an L2 flush */
+
+/* The limit at each size (experiment.h: exp_limits): for every class of bytes moved that
+ * the buffers hold (n floats each: classes up to 8 n bytes; a class's copy moves half
+ * its bytes each way), the faster of the copy kernel and cudaMemcpyAsync D2D, timed as
+ * a job times its launches: a batch back to back between two events (100 launches under
+ * 16 MiB, 20 from there, as the lecture's short and long batches), each alone between
+ * events of its own, each alone after the L2 flush of cold runs. Classes past the
+ * buffers take the largest one's: the rate has levelled off there (sizes_pick). */
+static cudaError_t measure_limits(struct cuda_backend *be, struct bench *b, struct buffers *m,
+                                  size_t n, struct exp_limits *out, const char **what) {
+  const unsigned blocks = (unsigned)be->prop.multiProcessorCount * 4;
+  const size_t flush_n = l2_flush_floats(be->prop.l2CacheSize);
+  cudaEvent_t pairs[2 * LIMIT_ALONE_REPS] = {};
+  float *flush = NULL;
+  *what = "the limits' buffers";
+  cudaError_t e = cudaMalloc(&flush, (flush_n + 4) * sizeof(float));
+  if (e == cudaSuccess) e = cudaMemsetAsync(flush, 0, (flush_n + 4) * sizeof(float), b->s[0]);
+  for (int i = 0; i < 2 * LIMIT_ALONE_REPS && e == cudaSuccess; i++) e = cudaEventCreate(&pairs[i]);
+  int top = -1;
+  for (int c = 0; c < EXP_LIMIT_CLASSES && e == cudaSuccess; c++) {
+    const size_t bytes = (size_t)1 << (EXP_LIMIT_MIN_LOG2 + c), floats = bytes / 8;
+    if (floats > n) break;
+    top = c;
+    *what = "the limits' copies";
+    for (int method = 0; method < 2 && e == cudaSuccess; method++) {
+      auto issue = [&] {
+        if (method == 1)
+          return cudaMemcpyAsync(m->d_dst, m->d_src, floats * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, b->s[0]);
+        ceiling_copy_kernel<<<blocks, 256, 0, b->s[0]>>>((const float4 *)m->d_src,
+                                                         (float4 *)m->d_dst, floats / 4);
+        return cudaGetLastError();
+      };
+      auto nothing = [] { return cudaSuccess; };
+      auto flush_l2 = [&] {
+        return l2_flush_launch(flush, flush_n, flush + flush_n, be->prop.multiProcessorCount,
+                               b->s[0]);
+      };
+      double ms[EXP_LIMIT_MODES] = {};
+      e = time_median(b, 3, bytes < ((size_t)16 << 20) ? 100 : 20, issue, &ms[EXP_LIMIT_BATCH]);
+      if (e == cudaSuccess)
+        e = time_alone_median(b, pairs, 3, LIMIT_ALONE_REPS, nothing, issue, &ms[EXP_LIMIT_ALONE]);
+      if (e == cudaSuccess)
+        e = time_alone_median(b, pairs, 1, LIMIT_COLD_REPS, flush_l2, issue, &ms[EXP_LIMIT_COLD]);
+      for (int mode = 0; mode < EXP_LIMIT_MODES && e == cudaSuccess; mode++)
+        if (gbps((double)bytes, ms[mode]) > out->gbps[mode][c])
+          out->gbps[mode][c] = gbps((double)bytes, ms[mode]);
+    }
+  }
+  for (int c = top + 1; top >= 0 && c < EXP_LIMIT_CLASSES; c++)
+    for (int mode = 0; mode < EXP_LIMIT_MODES; mode++) out->gbps[mode][c] = out->gbps[mode][top];
+  (void)cudaStreamSynchronize(b->s[0]);
+  for (cudaEvent_t ev : pairs)
+    if (ev) (void)cudaEventDestroy(ev);
+  if (flush) (void)cudaFree(flush);
+  return e;
+}
+
 /* How large each measurement is: copies of 2^28 floats (2 GiB moved, where the copy
  * rate has levelled off on an H200) when a quarter of free memory holds them, else
  * smaller; SGEMM at 4096^3 and TF32 at 8192^3 (sizes where cuBLAS has reached its
@@ -231,15 +326,18 @@ static cudaError_t setup(struct bench *b, struct buffers *m, const struct sizes 
   return cudaSuccess;
 }
 
-/* Every ceiling into c; why gets the figures (and why a gemm ceiling is missing). */
+/* Every ceiling into c and the limits into lim; why gets the figures (and why a gemm
+ * ceiling is missing). */
 static cudaError_t measure_all(struct cuda_backend *be, struct bench *b, struct buffers *m,
-                               const struct sizes *z, struct exp_ceilings *c, char *why,
-                               size_t why_len, const char **what) {
+                               const struct sizes *z, struct exp_ceilings *c,
+                               struct exp_limits *lim, char *why, size_t why_len,
+                               const char **what) {
   char note[2][96] = {"", ""};
   double copy_kernel = 0, copy_memcpy = 0;
   CUDA_TRY_WHAT(what, setup(b, m, z, what));
   CUDA_TRY_WHAT(what, measure_copy(be, b, m, z->n, &copy_kernel, &copy_memcpy));
   c->copy_gbps = copy_kernel > copy_memcpy ? copy_kernel : copy_memcpy;
+  CUDA_TRY_WHAT(what, measure_limits(be, b, m, z->n, lim, what));
   CUDA_TRY_WHAT(what, measure_gemm(b, m, z->dim_sgemm, CUBLAS_DEFAULT_MATH, &c->sgemm_gflops,
                                    note[0], sizeof note[0]));
   CUDA_TRY_WHAT(what, measure_gemm(b, m, z->dim_tf32, CUBLAS_TF32_TENSOR_OP_MATH, &c->tf32_gflops,
@@ -259,6 +357,7 @@ int cuda_measure_ceilings(struct backend *bk, char *why, size_t why_len) {
   struct bench b = {};
   struct buffers m = {};
   struct exp_ceilings c = {};
+  struct exp_limits lim = {};
   struct sizes z = {};
   const char *what = "";
   size_t free_b = 0, total_b = 0;
@@ -267,7 +366,7 @@ int cuda_measure_ceilings(struct backend *bk, char *why, size_t why_len) {
   if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);
   if (e == cudaSuccess) {
     sizes_pick(free_b, &z);
-    e = measure_all(be, &b, &m, &z, &c, why, why_len, &what);
+    e = measure_all(be, &b, &m, &z, &c, &lim, why, why_len, &what);
   } else {
     what = "cudaMemGetInfo";
   }
@@ -277,6 +376,13 @@ int cuda_measure_ceilings(struct backend *bk, char *why, size_t why_len) {
   } else {
     pthread_mutex_lock(&be->mu);
     be->ceilings = c;
+    be->limits = lim;
+    snprintf(be->limits_method, sizeof be->limits_method,
+             "copies of 2^%d to 2^%d bytes moved (read + written; larger classes take the "
+             "largest's), the faster of the copy kernel and cudaMemcpyAsync D2D, median of %d "
+             "samples: batch (launches back to back), alone (each between its own events), cold "
+             "(each after an L2 flush)",
+             EXP_LIMIT_MIN_LOG2, EXP_LIMIT_MIN_LOG2 + exp_limit_class(8.0 * z.n), SAMPLES);
     snprintf(be->ceilings_method, sizeof be->ceilings_method,
              "median of %d event-timed samples after warm-ups, random inputs; copy: the faster "
              "of a float4 grid-stride kernel and cudaMemcpyAsync D2D, %zu floats, bytes read + "

@@ -558,8 +558,14 @@ int cuda_run(struct backend *b, int lane, struct backend_job *job,
   memset(result, 0, sizeof *result);
   snprintf(result->backend, sizeof result->backend, "cuda");
   snprintf(result->device_name, sizeof result->device_name, "%.95s", be->prop.name);
+  /* The limit at the job's size, in its timing mode: users' kernels and a problem's
+   * runs time each launch alone (and the built-ins beside them too), unless graph. */
+  bool alone = job->spec->type == EXP_PROBLEM;
+  for (int r = 0; r < job->spec->n_variants; r++)
+    alone = alone || (exp_variant_is_user(job->spec->variants[r]) && !job->spec->graph);
   pthread_mutex_lock(&be->mu);
   result->ceilings = be->ceilings;
+  exp_limit_of(job->spec, &be->limits, alone, &result->limit);
   pthread_mutex_unlock(&be->mu);
   job->output = NULL;
   job->done = NULL;
