@@ -1,6 +1,7 @@
 /* HTTP tests of gpulabd on the CUDA backend: every variant of every experiment at
  * sizes with tails and at the lecture's sizes, all available and all passing, with
  * launch details. Skips (77) where no CUDA device answers. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,16 @@ static void run_all(const char *type, const char *body, const char *const *varia
                               ? (strcmp(type, "pipeline") ? "copy_gbps" : "bidir_gbps")
                               : (tf32 ? "tf32_gflops" : "sgemm_gflops")) == 0);
     CHECK(JNUM(run, "percent_of_ceiling") > 0);
+    /* Against the copy at its own size too, where the copy is its ceiling. */
+    if (strcmp(ceiling, "copy_gbps") == 0) {
+      CHECK(JNUM(run, "percent_of_limit") > 0);
+      CHECK(JNUM(job, "result.limit.gbps") > 0);
+      fprintf(stderr, "    %.1f%% of the limit at 2^%.0f bytes (%.0f GB/s, %s)\n",
+              JNUM(run, "percent_of_limit"), log2(JNUM(job, "result.limit.bytes")),
+              JNUM(job, "result.limit.gbps"), JSTR(job, "result.limit.mode"));
+    } else {
+      CHECK(json_is_null(json_at(run, "percent_of_limit")));
+    }
     CHECK_INT_EQ(json_array_size(json_at(run, "speedup_range")), 2);
     CHECK_STR_EQ(JSTR(run, "timing.stopped_by"), "batches");
     fprintf(stderr, "  %s %s %s: %.3f ms, %.1f %s, %.1f%% of %s\n", type, body, variants[i],

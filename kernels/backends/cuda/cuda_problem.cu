@@ -178,9 +178,10 @@ static int give_inputs(struct cuda_job *j, struct runner_problem_msg *m,
   return pj->n_given;
 }
 
-/* The runner taken, the reference's and the runs' images loaded, the inputs given
- * attached, the problem's buffers made and its reference checked against itself; then
- * the job's fence (it has no output: its runs' outputs stay in the runner). */
+/* The runner taken, the inputs given attached (first: an ATTACH forgets what was
+ * loaded), the reference's and the runs' images loaded, the problem's buffers made and
+ * its reference checked against itself; then the job's fence (it has no output: its
+ * runs' outputs stay in the runner). */
 static int setup(struct cuda_job *j) {
   struct problem_job *pj = pj_of(j);
   if (job_first_available(j) >= 0) {
@@ -207,6 +208,19 @@ static int setup(struct cuda_job *j) {
       return runner_error(j, rc, "gpulab-runner did not start", err);
     }
     pj->held = true;
+    struct runner_problem_msg m;
+    problem_msg(j, &pj->plan, ref, &m);
+    struct runner_buffer_desc desc[RUNNER_MAX_BUFFERS];
+    memset(desc, 0, sizeof desc);
+    int n_given = give_inputs(j, &m, desc);
+    if (n_given < 0) {
+      ukreg_kernel_free(ref);
+      return n_given;
+    }
+    if (n_given && (rc = runner_attach(pj->runner, desc, NULL, n_given, err, sizeof err))) {
+      ukreg_kernel_free(ref);
+      return runner_error(j, rc, "attach", err);
+    }
     rc = runner_load(pj->runner, ref->key, ref->entry, ref->image, ref->image_bytes, &loaded, err,
                      sizeof err);
     for (int r = 0; rc == 0 && r < j->result->n_runs; r++) {
@@ -215,16 +229,8 @@ static int setup(struct cuda_job *j) {
         rc = runner_load(pj->runner, k->key, k->entry, k->image, k->image_bytes, &loaded, err,
                          sizeof err);
     }
-    struct runner_problem_msg m;
-    problem_msg(j, &pj->plan, ref, &m);
     ukreg_kernel_free(ref);
     if (rc) return runner_error(j, rc, "load", err);
-    struct runner_buffer_desc desc[RUNNER_MAX_BUFFERS];
-    memset(desc, 0, sizeof desc);
-    int n_given = give_inputs(j, &m, desc);
-    if (n_given < 0) return n_given;
-    if (n_given && (rc = runner_attach(pj->runner, desc, NULL, n_given, err, sizeof err)))
-      return runner_error(j, rc, "attach", err);
     struct runner_problem_ready_msg ready;
     struct runner_fault fault;
     rc = runner_problem(pj->runner, &m, ukreg_deadline(), &ready, &fault, err, sizeof err);
