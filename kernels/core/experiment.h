@@ -792,8 +792,10 @@ struct exp_result *exp_result_kept(const struct exp_result *result);
  * implausible ones (exp_result_refuse_implausible). */
 void exp_result_finish(const struct exp_spec *spec, struct exp_result *result);
 /* A user's kernel's figure more than EXP_IMPLAUSIBLE_MARGIN above the device's
- * measured ceiling for its run (exp_run_ceiling) is refused rather than ranked: its
- * check fails, its figure and speedup are 0, refused says "implausible_result: ...".
+ * measured ceiling for its run (exp_run_ceiling), or, for the copy ceiling, above the
+ * limit at the job's size where that is higher (result.limit: data in the L2), is
+ * refused rather than ranked: its check fails, its figure and speedup are 0, refused
+ * says "implausible_result: ...".
  * Built-in runs are never judged; a ceiling not measured refuses nothing. Returns how
  * many runs were refused. */
 #define EXP_IMPLAUSIBLE_MARGIN 1.05

@@ -166,6 +166,16 @@ static void test_implausible(void) {
   res.runs[1].check.passed = true;
   res.runs[1].refused[0] = '\0';
   CHECK_INT_EQ(exp_result_refuse_implausible(&spec, &res), 0);
+  /* Where the copy at the job's size beats the ceiling (the L2), it is the bound. */
+  res.runs[1].figure = 2000;
+  res.limit = (struct exp_limit){1 << 25, 1950, EXP_LIMIT_ALONE};
+  CHECK_INT_EQ(exp_result_refuse_implausible(&spec, &res), 0);
+  res.runs[1].figure = 2100;
+  CHECK_INT_EQ(exp_result_refuse_implausible(&spec, &res), 1);
+  CHECK(strstr(res.runs[1].refused, "above a copy of as many bytes on this device") != NULL);
+  res.runs[1].check.passed = true;
+  res.runs[1].refused[0] = '\0';
+  res.limit = (struct exp_limit){0};
   res.runs[1].figure = 5000;
   res.ceilings.copy_gbps = 0;
   CHECK_INT_EQ(exp_result_refuse_implausible(&spec, &res), 0);
