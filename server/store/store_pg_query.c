@@ -60,6 +60,8 @@ uint64_t pg_file_bytes_locked(struct store *s) {
   return p->file_bytes;
 }
 
+/* One SELECT: PostgreSQL's planner makes each of MAX(id) and MIN(id) an index seek
+ * (LIMIT 1 along the primary key), where SQLite's reads the table (LITE_ID_SPAN_SQL). */
 int64_t pg_id_span_locked(struct store *s) {
   return query_int(s, "SELECT COALESCE(MAX(id) - MIN(id) + 1, 0) FROM jobs");
 }

@@ -67,7 +67,15 @@ static const char pragmas[] =
     "PRAGMA synchronous=NORMAL;"
     /* 16 MiB of pages (SQLite's default: 2 MiB): a prune's chunk of jobs, read to find
      * its last id and then deleted, is read from the file once. */
-    "PRAGMA cache_size=-16384;";
+    "PRAGMA cache_size=-16384;"
+    /* FAST: a deleted row's bytes are zeroed on the pages a delete writes anyway, and
+     * a page a delete empties goes to the free list unwritten. Debian builds SQLite with
+     * SECURE_DELETE on, which writes every emptied page, zeroed, to the WAL, and the
+     * checkpoint copies it again: a prune of the oldest jobs (store_prune_step_locked)
+     * wrote a page for every page it freed, as many as the inserts it made room for.
+     * SQLite's own default (OFF) zeroes nothing. A freed page keeps its old bytes until
+     * a row reuses it or the incremental vacuum gives it back (lite_after_prune_locked). */
+    "PRAGMA secure_delete=FAST;";
 
 /* A job's request (what it takes to run it again) is kept while it has not finished,
  * the only time it is read (lite_unfinished: recovery after a restart). A finished

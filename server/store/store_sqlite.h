@@ -60,6 +60,13 @@ int lite_errno(sqlite3 *db, int rc);
 /* A one-number PRAGMA or query; the database lock is held. -1 on error. */
 int64_t lite_query_int(sqlite3 *db, const char *sql);
 uint64_t lite_used_bytes_locked(struct store *s, bool fresh);
+/* The span of the jobs' ids that a prune plans from (lite_id_span_locked): the largest
+ * and the smallest id, each a seek down the table's b-tree. Two subqueries, not
+ * MAX(id) - MIN(id) over one SELECT: SQLite seeks for a min() or a max() only when it
+ * is the query's one aggregate, and read every row of the table for both (every page
+ * of the store, at every plan of a prune). */
+#define LITE_ID_SPAN_SQL \
+  "SELECT COALESCE((SELECT MAX(id) FROM jobs) - (SELECT MIN(id) FROM jobs) + 1, 0)"
 int64_t lite_id_span_locked(struct store *s);
 int lite_delete_oldest_locked(struct store *s, uint64_t n);
 void lite_after_prune_locked(struct store *s);

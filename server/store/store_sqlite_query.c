@@ -28,7 +28,7 @@ uint64_t lite_used_bytes_locked(struct store *s, bool fresh) {
 }
 
 int64_t lite_id_span_locked(struct store *s) {
-  return lite_query_int(lite_of(s)->db, "SELECT COALESCE(MAX(id) - MIN(id) + 1, 0) FROM jobs");
+  return lite_query_int(lite_of(s)->db, LITE_ID_SPAN_SQL);
 }
 
 void lite_journal_holds(sqlite3_context *ctx, int argc, sqlite3_value **argv) {

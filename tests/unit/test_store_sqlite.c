@@ -449,6 +449,36 @@ static void test_journal_in_batch(void) {
   printf("journal, a row in the batch being written: ok\n");
 }
 
+/* A prune plans from the span of the jobs' ids (LITE_ID_SPAN_SQL): two seeks, whatever
+ * the table holds. MAX(id) - MIN(id) over one SELECT stepped through every row, the
+ * whole store read at every plan of a prune; SQLite's FULLSCAN_STEP counts such steps. */
+static void test_id_span_seeks(void) {
+  if (test_db_on_pg()) return; /* SQLite\'s alone */
+  struct store *s = open_store();
+  for (uint64_t id = 20000; id < 22000; id++)
+    put_job(s, id, "done", 9000.0, "{\"pad\":\"a row\"}", true);
+  store_flush(s);
+  store_close(s); /* the store's VFS keeps the file to itself while open */
+  sqlite3 *raw = NULL;
+  sqlite3_stmt *span = NULL, *ends = NULL;
+  CHECK_INT_EQ(sqlite3_open(db, &raw), SQLITE_OK);
+  CHECK_INT_EQ(sqlite3_prepare_v2(raw, LITE_ID_SPAN_SQL, -1, &span, NULL), SQLITE_OK);
+  CHECK_INT_EQ(
+      sqlite3_prepare_v2(raw, "SELECT MAX(id) - MIN(id) + 1, COUNT(*) FROM jobs", -1, &ends, NULL),
+      SQLITE_OK);
+  CHECK_INT_EQ(sqlite3_step(span), SQLITE_ROW);
+  CHECK_INT_EQ(sqlite3_step(ends), SQLITE_ROW);
+  CHECK(sqlite3_column_int64(ends, 1) >= 2000);
+  CHECK_INT_EQ(sqlite3_column_int64(span, 0), sqlite3_column_int64(ends, 0));
+  /* The single SELECT (ends) scans the table; the span does not. */
+  CHECK(sqlite3_stmt_status(ends, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0) >= 1999);
+  CHECK_INT_EQ(sqlite3_stmt_status(span, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0), 0);
+  sqlite3_finalize(span);
+  sqlite3_finalize(ends);
+  sqlite3_close(raw);
+  printf("id span: two seeks over %d jobs\n", 2000);
+}
+
 static const struct test_case cases[] = {
     TEST(test_wanted),
     TEST(test_request_kept),
@@ -458,6 +488,7 @@ static const struct test_case cases[] = {
     TEST(test_journal_in_batch),
     TEST(test_sqlite_checkpoints),
     TEST(test_stress), /* after: its 12,000 rows would slow the checkpoints */
+    TEST(test_id_span_seeks),
     TEST_END,
 };
 const struct test_suite test_suite = {
