@@ -528,6 +528,7 @@ const struct store_ops store_pg_ops = {
     .write_batch_locked = pg_write_batch_locked,
     .probe_locked = pg_probe_locked,
     .used_bytes_locked = pg_used_bytes_locked,
+    .used_bytes_exact_locked = pg_used_bytes_exact_locked,
     .id_span_locked = pg_id_span_locked,
     .delete_oldest_locked = pg_delete_oldest_locked,
     .file_bytes_locked = pg_file_bytes_locked,

@@ -47,6 +47,7 @@ void *pg_bytes(const PGresult *res, int r, int c, size_t *len);
 
 /* store_pg_query.c: */
 uint64_t pg_used_bytes_locked(struct store *s, bool fresh);
+uint64_t pg_used_bytes_exact_locked(struct store *s); /* a scan now, whatever the estimate */
 uint64_t pg_file_bytes_locked(struct store *s);
 int64_t pg_id_span_locked(struct store *s);
 int pg_delete_oldest_locked(struct store *s, uint64_t n);

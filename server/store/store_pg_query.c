@@ -49,6 +49,11 @@ uint64_t pg_used_bytes_locked(struct store *s, bool fresh) {
   return p->used_bytes;
 }
 
+uint64_t pg_used_bytes_exact_locked(struct store *s) {
+  pg_of(s)->used_at = 0; /* not recent: scanned now */
+  return pg_used_bytes_locked(s, true);
+}
+
 /* The tables' size on disk (with their indexes and TOAST), on the server. */
 uint64_t pg_file_bytes_locked(struct store *s) {
   struct pg *p = pg_of(s);

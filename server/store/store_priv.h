@@ -70,6 +70,9 @@ struct store_ops {
    * COUNT(*) would read the table), and a delete of the n oldest finished (how many
    * went, or a negative errno). Locked. */
   uint64_t (*used_bytes_locked)(struct store *s, bool fresh);
+  /* The bytes measured now, never estimated: what refusing new jobs rests on (NULL:
+   * used_bytes_locked never estimates). Locked. */
+  uint64_t (*used_bytes_exact_locked)(struct store *s);
   int64_t (*id_span_locked)(struct store *s);
   int (*delete_oldest_locked)(struct store *s, uint64_t n);
   /* After pruning (SQLite: freed pages back to the file system); may be NULL. Locked. */

@@ -699,6 +699,10 @@ static uint64_t plan_locked(struct store *s, uint64_t used, uint64_t target) {
 static void prune_done_locked(struct store *s, uint64_t used, bool none_left) {
   s->prune_left = 0;
   if (s->ops->after_prune_locked) s->ops->after_prune_locked(s);
+  /* An estimate errs high (PostgreSQL's counts an updated row whole): measured before
+   * it refuses anything. */
+  if (none_left && used > s->max_bytes && s->ops->used_bytes_exact_locked)
+    used = s->ops->used_bytes_exact_locked(s);
   bool over = none_left && used > s->max_bytes;
   if (over != atomic_load(&s->over_limit) || s->pruned_jobs != s->prune_first)
     log_info("store: %llu bytes in use after pruning %llu finished job(s) (--max-db-bytes %llu)%s",
