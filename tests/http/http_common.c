@@ -55,9 +55,13 @@ json_t *list(struct gpulabd *d, const char *path) {
   return page;
 }
 
+/* A: a request waits up to 240 s for its job (--wait), since the small jobs of
+ * test_http's cases queue behind the two long default jobs it starts first, which take
+ * about 50 s under ASan alone and more on two busy cores (the fresh root's CI run). */
 int http_start_a(void) {
-  static const char *const args_a[] = {
-      "--backend", "cpu", "--streams", "2", "--max-body", "4096", "--http-threads", "2", NULL};
+  static const char *const args_a[] = {"--backend",      "cpu",  "--streams", "2",
+                                       "--max-body",     "4096", "--wait",    "300",
+                                       "--http-threads", "2",    NULL};
   gpulabd_start(args_a, &A);
   return 0;
 }

@@ -194,11 +194,11 @@ static void start_defaults(long long ids[2]) {
 }
 
 static void finish_defaults(const long long ids[2]) {
-  json_t *job = job_wait_final(&A, ids[0], 60);
+  json_t *job = job_wait_final(&A, ids[0], 240);
   CHECK_JOB_DONE(job, "transpose", "cpu");
   check_run_labels(job, transpose_all, N_TRANSPOSE);
   json_decref(job);
-  job = job_wait_final(&A, ids[1], 60);
+  job = job_wait_final(&A, ids[1], 240);
   CHECK_JOB_DONE(job, "stencil", "cpu");
   check_run_labels(job, stencil_all, N_STENCIL);
   CHECK_INT_EQ(JINT(job, "result.runs[0].timing.batches"), 5);
