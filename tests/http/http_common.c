@@ -60,7 +60,7 @@ json_t *list(struct gpulabd *d, const char *path) {
  * about 50 s under ASan alone and more on two busy cores (the fresh root's CI run). */
 int http_start_a(void) {
   static const char *const args_a[] = {"--backend",      "cpu",  "--streams", "2",
-                                       "--max-body",     "4096", "--wait",    "300",
+                                       "--max-body",     "4096", "--wait",    "240",
                                        "--http-threads", "2",    NULL};
   gpulabd_start(args_a, &A);
   return 0;
