@@ -57,10 +57,15 @@ static void names_keep(const struct problem_plan *plan) {
   pthread_mutex_unlock(&names_mu);
 }
 
-bool problem_plan_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAME], int *n) {
+/* The params' (inputs false) or inputs' names of spec's version into out, as kept. */
+static bool names_get(const struct exp_spec *spec, bool inputs, char out[][PROBLEM_PLAN_NAME],
+                      int *n) {
   pthread_mutex_lock(&names_mu);
   const struct named *e = named_find(spec->problem.name, spec->problem.version);
-  if (e) {
+  if (e && inputs) {
+    *n = e->n_inputs;
+    memcpy(out, e->inputs, sizeof e->inputs);
+  } else if (e) {
     *n = e->n;
     memcpy(out, e->params, sizeof e->params);
   }
@@ -68,15 +73,12 @@ bool problem_plan_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAM
   return e != NULL;
 }
 
+bool problem_plan_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAME], int *n) {
+  return names_get(spec, false, out, n);
+}
+
 bool problem_plan_input_names(const struct exp_spec *spec, char out[][PROBLEM_PLAN_NAME], int *n) {
-  pthread_mutex_lock(&names_mu);
-  const struct named *e = named_find(spec->problem.name, spec->problem.version);
-  if (e) {
-    *n = e->n_inputs;
-    memcpy(out, e->inputs, sizeof e->inputs);
-  }
-  pthread_mutex_unlock(&names_mu);
-  return e != NULL;
+  return names_get(spec, true, out, n);
 }
 
 int problem_plan_of(const struct exp_spec *spec, struct problem_plan *out, char *why,
