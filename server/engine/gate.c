@@ -1,5 +1,5 @@
-/* The exclusivity gate: a writer-preferring shared/exclusive lock that also counts
- * entries, so windows can tell whether they were alone. */
+/* The exclusivity gate: a first-come, first-served shared/exclusive lock that also
+ * counts entries, so windows can tell whether they were alone. */
 #include "server/engine/gate.h"
 
 #include <errno.h>
@@ -7,13 +7,20 @@
 #include <stdlib.h>
 #include <time.h>
 
+/* A request waiting its turn; it lives on its caller's stack. */
+struct waiter {
+  bool exclusive;
+  struct waiter *next;
+};
+
 struct gate {
   pthread_mutex_t lock;
   pthread_cond_t changed;
-  int shared;            /* holders in shared mode */
-  bool exclusive;        /* one holder in exclusive mode */
-  int exclusive_waiting; /* they go before new shared holders */
-  uint64_t epoch;        /* entries so far */
+  int shared;           /* holders in shared mode */
+  bool exclusive;       /* one holder in exclusive mode */
+  struct waiter *queue; /* waiting requests, oldest first */
+  struct waiter **tail; /* where the next request is linked */
+  uint64_t epoch;       /* entries so far */
 };
 
 int gate_new(struct gate **out) {
@@ -21,6 +28,7 @@ int gate_new(struct gate **out) {
   if (!g) return -ENOMEM;
   pthread_mutex_init(&g->lock, NULL);
   pthread_cond_init(&g->changed, NULL);
+  g->tail = &g->queue;
   *out = g;
   return 0;
 }
@@ -44,14 +52,28 @@ static void wait_a_while(struct gate *g) {
   pthread_cond_timedwait(&g->changed, &g->lock, &ts);
 }
 
+/* Unlinks w, granted or given up, from the queue. */
+static void unlink_waiter(struct gate *g, struct waiter *w) {
+  struct waiter **p = &g->queue;
+  while (*p != w) p = &(*p)->next;
+  *p = w->next;
+  if (g->tail == &w->next) g->tail = p;
+}
+
+/* w's turn: the oldest request, and what it asks for is free. A shared request
+ * joins other shared holders. */
+static bool turn(const struct gate *g, const struct waiter *w) {
+  if (g->queue != w || g->exclusive) return false;
+  return !w->exclusive || g->shared == 0;
+}
+
 int gate_enter(struct gate *g, bool exclusive, bool (*stop)(void *arg), void *arg) {
   int rc = 0;
+  struct waiter me = {.exclusive = exclusive};
   pthread_mutex_lock(&g->lock);
-  if (exclusive) g->exclusive_waiting++;
-  for (;;) {
-    bool free = exclusive ? !g->exclusive && g->shared == 0
-                          : !g->exclusive && g->exclusive_waiting == 0;
-    if (free) break;
+  *g->tail = &me;
+  g->tail = &me.next;
+  while (!turn(g, &me)) {
     if (stop && stop(arg)) {
       rc = -ECANCELED;
       break;
@@ -61,16 +83,15 @@ int gate_enter(struct gate *g, bool exclusive, bool (*stop)(void *arg), void *ar
     else
       pthread_cond_wait(&g->changed, &g->lock);
   }
-  if (exclusive) g->exclusive_waiting--;
+  unlink_waiter(g, &me);
   if (rc == 0) {
     if (exclusive)
       g->exclusive = true;
     else
       g->shared++;
     g->epoch++;
-  } else {
-    pthread_cond_broadcast(&g->changed); /* shared waiters may go now */
   }
+  pthread_cond_broadcast(&g->changed); /* the next in line may go now */
   pthread_mutex_unlock(&g->lock);
   return rc;
 }

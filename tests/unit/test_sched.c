@@ -134,6 +134,84 @@ static void test_gate(void) {
   gate_free(g);
 }
 
+/* Two jobs taking turns at exclusive windows, as long default jobs do run after run:
+ * TURNS each of 1 ms, unless told they are done. */
+enum { TURNS = 1000 };
+struct turns {
+  struct gate *g;
+  atomic_int entries; /* exclusive entries so far */
+  atomic_bool done;
+};
+
+static void *taking_turns(void *arg) {
+  struct turns *t = arg;
+  for (int i = 0; i < TURNS && !atomic_load(&t->done); i++) {
+    gate_enter(t->g, true, NULL, NULL);
+    atomic_fetch_add(&t->entries, 1);
+    usleep(1000);
+    gate_leave(t->g, true);
+  }
+  return NULL;
+}
+
+/* An exclusive request that waits until told to quit. */
+struct quitter {
+  struct gate *g;
+  atomic_bool quit;
+  int rc;
+};
+
+static bool told_to_quit(void *arg) { return atomic_load(&((struct quitter *)arg)->quit); }
+
+static void *quitting(void *arg) {
+  struct quitter *q = arg;
+  q->rc = gate_enter(q->g, true, told_to_quit, q);
+  return NULL;
+}
+
+/* Requests are served in the order they came: a shared request (a small job's setup)
+ * behind two exclusive holders taking turns waits for the few already queued (a
+ * handful of turns, more only if this thread is not scheduled), not until they stop
+ * asking; nor does a third exclusive request. */
+static void test_gate_turns(void) {
+  struct turns t = {0};
+  CHECK_INT_EQ(gate_new(&t.g), 0);
+  pthread_t a, b;
+  pthread_create(&a, NULL, taking_turns, &t);
+  pthread_create(&b, NULL, taking_turns, &t);
+  while (atomic_load(&t.entries) < 10) usleep(1000);
+  for (int i = 0; i < 2; i++) {
+    bool exclusive = i == 1;
+    gate_enter(t.g, exclusive, NULL, NULL);
+    CHECK(atomic_load(&t.entries) < TURNS); /* neither has stopped asking */
+    gate_leave(t.g, exclusive);
+  }
+  atomic_store(&t.done, true);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  /* A request that gives up leaves the line: the one queued behind it gets in. */
+  struct quitter q = {.g = t.g};
+  struct holder h = {.g = t.g};
+  pthread_t tq, th;
+  gate_enter(t.g, true, NULL, NULL);
+  pthread_create(&tq, NULL, quitting, &q);
+  usleep(20 * 1000);
+  pthread_create(&th, NULL, exclusive_holder, &h);
+  usleep(20 * 1000);
+  atomic_store(&q.quit, true);
+  pthread_join(tq, NULL);
+  CHECK_INT_EQ(q.rc, -ECANCELED);
+  gate_leave(t.g, true);
+  pthread_join(th, NULL);
+  CHECK_INT_EQ(atomic_load(&h.entered), 1);
+  /* Shared requests in a row hold it together. */
+  CHECK_INT_EQ(gate_enter(t.g, false, always_stop, NULL), 0);
+  CHECK_INT_EQ(gate_enter(t.g, false, always_stop, NULL), 0);
+  gate_leave(t.g, false);
+  gate_leave(t.g, false);
+  gate_free(t.g);
+}
+
 static atomic_int fired;
 static void on_event(void *arg) { atomic_fetch_add(&fired, 1); }
 
@@ -181,8 +259,12 @@ static void test_events(void) {
 }
 
 static const struct test_case cases[] = {
-    TEST(test_round_robin), TEST(test_priority_and_remove),
-    TEST(test_queues),      TEST(test_gate),
-    TEST(test_events),      TEST_END,
+    TEST(test_round_robin),
+    TEST(test_priority_and_remove),
+    TEST(test_queues),
+    TEST(test_gate),
+    TEST(test_gate_turns),
+    TEST(test_events),
+    TEST_END,
 };
 const struct test_suite test_suite = {.cases = cases};
