@@ -58,6 +58,11 @@ bool cuda_launch_fits(const struct cuda_job *j, struct exp_run *run, const int b
                       const long long grid[3], int shared_bytes, bool cooperative,
                       const struct ukreg_kernel *k);
 
+/* A cudaMalloc of bytes for the runner, into *keep (the caller's release frees it, set
+ * before anything can fail), exported by IPC into desc (offset 0). Returns 0 or a
+ * classified error. For users' and problems' buffers. */
+int cuda_ipc_buffer(struct cuda_job *j, size_t bytes, void **keep, struct runner_buffer_desc *desc);
+
 /* The device's runner (made, not started, on first use; kept): NULL out of memory. */
 struct runner *cuda_user_runner(int device);
 

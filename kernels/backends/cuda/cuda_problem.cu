@@ -160,17 +160,9 @@ static int give_inputs(struct cuda_job *j, struct runner_problem_msg *m,
                pj->plan.inputs[k].name, (unsigned long long)(given->count * sizeof(float)), bytes);
       return -EINVAL;
     }
-    void *d = NULL;
-    CUDA_TRY(j, cudaMalloc(&d, bytes));
-    pj->d_given[pj->n_given] = d; /* release frees it */
-    struct runner_buffer_desc *out = &desc[pj->n_given++];
-    cudaIpcMemHandle_t h;
-    CUDA_TRY(j, cudaIpcGetMemHandle(&h, d));
-    static_assert(sizeof h <= sizeof out->ipc, "an IPC handle fits the wire's");
-    memcpy(out->ipc, &h, sizeof h);
-    out->bytes = bytes;
-    out->offset = 0;
-    CUDA_TRY(j, cudaMemcpyPeerAsync(d, j->be->device, given->data, given->device, bytes,
+    void **d = &pj->d_given[pj->n_given]; /* release frees it */
+    RC_TRY(cuda_ipc_buffer(j, bytes, d, &desc[pj->n_given++]));
+    CUDA_TRY(j, cudaMemcpyPeerAsync(*d, j->be->device, given->data, given->device, bytes,
                                     j->lane->stream));
     m->in[k].given = (uint32_t)pj->n_given;
   }

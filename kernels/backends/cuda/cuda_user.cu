@@ -29,8 +29,8 @@
 struct cuda_user_job {
   struct runner *runner; /* held (runner_acquire) from setup to release */
   bool held, attached;
-  int n_in;              /* the experiment's input slots */
-  float *d_ipc[MAX_IPC]; /* cudaMalloc'ed: the inputs, then one output per user run */
+  int n_in;             /* the experiment's input slots */
+  void *d_ipc[MAX_IPC]; /* cudaMalloc'ed: the inputs, then one output per user run */
   int n_ipc;
   size_t in_floats[EXP_MAX_INPUTS]; /* each input's, for the comparison after each request */
   unsigned long long *d_changed;    /* cudaMalloc'ed: the comparison's count */
@@ -218,22 +218,26 @@ static int inputs_unchanged(struct cuda_job *j, int r) {
   return 0;
 }
 
-/* An IPC buffer of count floats (at least one); its handle into desc. Input slot
- * `slot` (>= 0) is copied in on the lane's stream. */
-static int ipc_buffer(struct cuda_job *j, size_t count, int slot, struct runner_buffer_desc *desc) {
-  struct cuda_user_job *u = j->user;
-  size_t bytes = (count ? count : 1) * sizeof(float);
-  float *d = NULL;
-  CUDA_TRY(j, cudaMalloc((void **)&d, bytes));
-  u->d_ipc[u->n_ipc++] = d; /* cuda_user_release frees it */
+int cuda_ipc_buffer(struct cuda_job *j, size_t bytes, void **keep,
+                    struct runner_buffer_desc *desc) {
+  CUDA_TRY(j, cudaMalloc(keep, bytes));
   cudaIpcMemHandle_t h;
-  CUDA_TRY(j, cudaIpcGetMemHandle(&h, d));
+  CUDA_TRY(j, cudaIpcGetMemHandle(&h, *keep));
   static_assert(sizeof h <= sizeof desc->ipc, "an IPC handle fits the wire's");
   memcpy(desc->ipc, &h, sizeof h);
   desc->bytes = bytes;
   desc->offset = 0;
+  return 0;
+}
+
+/* An IPC buffer of count floats (at least one); its handle into desc. Input slot
+ * `slot` (>= 0) is copied in on the lane's stream. */
+static int ipc_buffer(struct cuda_job *j, size_t count, int slot, struct runner_buffer_desc *desc) {
+  struct cuda_user_job *u = j->user;
+  void **d = &u->d_ipc[u->n_ipc++]; /* cuda_user_release frees it */
+  RC_TRY(cuda_ipc_buffer(j, (count ? count : 1) * sizeof(float), d, desc));
   if (slot >= 0 && count)
-    CUDA_TRY(j, cudaMemcpyAsync(d, j->d_in[slot], count * sizeof(float), cudaMemcpyDeviceToDevice,
+    CUDA_TRY(j, cudaMemcpyAsync(*d, j->d_in[slot], count * sizeof(float), cudaMemcpyDeviceToDevice,
                                 j->lane->stream));
   return 0;
 }
@@ -282,7 +286,7 @@ int cuda_user_setup(struct cuda_job *j) {
   CUDA_TRY(j, cudaMalloc((void **)&u->d_changed, sizeof *u->d_changed));
   for (int k = 0; k < n_user; k++) {
     RC_TRY(ipc_buffer(j, j->out_len, -1, &desc[u->n_in + k]));
-    j->d_out[runs[k]] = u->d_ipc[u->n_in + k];
+    j->d_out[runs[k]] = (float *)u->d_ipc[u->n_in + k];
   }
   CUDA_TRY(j, cudaStreamSynchronize(j->lane->stream)); /* the runner reads them next */
   char err[256] = "";
