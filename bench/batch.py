@@ -9,20 +9,14 @@ usage: batch.py URL [N]   prints one line: devices, jobs, seconds, jobs per devi
 import json
 import sys
 import time
-import urllib.request
 from datetime import datetime
 
-URL = sys.argv[1].rstrip("/")
+from gpulab_http import Server
+
+SERVER = Server(sys.argv[1])
+call = SERVER.call
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 16
 PARAMS = {"m": 2048, "n": 2048, "k": 2048, "variant": "naive", "warmup": 3, "batches": 5, "reps": 20}
-
-
-def call(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.load(r)
 
 
 def unix(ts):

@@ -11,9 +11,12 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 
-URL = sys.argv[1].rstrip("/")
+from gpulab_http import Server
+
+SERVER = Server(sys.argv[1])
+URL = SERVER.url
+post, get = SERVER.post, SERVER.get
 LOADGEN = sys.argv[2]
 OUT = sys.argv[3] if len(sys.argv) > 3 else None
 lines = []
@@ -22,18 +25,6 @@ lines = []
 def say(text=""):
     print(text, flush=True)
     lines.append(text)
-
-
-def post(path, body):
-    req = urllib.request.Request(URL + path + "?wait=600", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=700) as r:
-        return json.load(r)
-
-
-def get(path):
-    with urllib.request.urlopen(URL + path, timeout=60) as r:
-        return json.load(r)
 
 
 # ---- PyTorch, timed like gpulab: CUDA events, median of samples of `reps` calls ----

@@ -11,20 +11,15 @@ copy ceiling at 2^26). Uses only the standard library."""
 import json
 import os
 import sys
-import urllib.request
 
-URL = sys.argv[1].rstrip("/")
+from gpulab_http import Server
+
+SERVER = Server(sys.argv[1])
+post = SERVER.post
 SIZES = [int(e) for e in os.environ.get("SIZES", "20,22,24,26").split(",")]
 JOBS = ([("reduce", {"n": 1 << e}) for e in SIZES] +
         [("scan", {"n": 1 << e}) for e in SIZES] +
         [("histogram", {"n": 1 << e, "bins": b}) for e in SIZES for b in (1, 256, 4096, 65536)])
-
-
-def post(path, body):
-    req = urllib.request.Request(URL + path + "?wait=600", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=700) as r:
-        return json.load(r)
 
 
 def cell(run):
@@ -37,7 +32,7 @@ def cell(run):
 
 
 def main():
-    device = json.load(urllib.request.urlopen(URL + "/device"))
+    device = SERVER.get("/device")
     copy = (device.get("ceilings") or {}).get("copy_gbps")
     lines = [f"device: {device.get('name')}, {device.get('sms')} SMs, copy ceiling "
              f"{copy:.0f} GB/s" if copy else f"device: {device.get('name')} (no ceilings)", "",

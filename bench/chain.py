@@ -8,24 +8,17 @@ submission is not timed: the cost is the last link's finished_at minus the
 blocker's finished_at, from the engine's own timestamps.
 
 usage: chain.py URL [N] [repeats]   prints a markdown table."""
-import json
 import statistics
 import sys
 import time
-import urllib.request
 
-URL = sys.argv[1].rstrip("/")
+from gpulab_http import Server
+
+SERVER = Server(sys.argv[1])
+call = SERVER.call
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 REPEATS = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 PARAMS = {"m": 64, "n": 64, "variant": "naive", "warmup": 0, "batches": 1, "reps": 1}
-
-
-def call(method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.load(r)
 
 
 BLOCKER = {"n": 1 << 24, "radius": 32, "variant": "naive", "warmup": 1, "batches": 20, "reps": 100}

@@ -9,11 +9,13 @@ conflicts per request, occupancy, DRAM traffic).
 Uses only the standard library, so it runs wherever python3 does."""
 import json
 import sys
-import urllib.request
+
+from gpulab_http import Server
 
 PROFILE = "--profile" in sys.argv
 ARGS = [a for a in sys.argv[1:] if a != "--profile"]
-URL = ARGS[0].rstrip("/")
+SERVER = Server(ARGS[0])
+post = SERVER.post
 JOBS = [
     ("transpose", {"m": 4096, "n": 4096, "reps": 20}),
     ("transpose", {"m": 1024, "n": 1024, "reps": 100}),
@@ -30,13 +32,6 @@ JOBS = [
     ("histogram", {"n": 1 << 22, "bins": 256}),
     ("histogram", {"n": 1 << 22, "bins": 65536}),
 ]
-
-
-def post(path, body):
-    req = urllib.request.Request(URL + path + "?wait=600", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=700) as r:
-        return json.load(r)
 
 
 def size_of(kind, p):
@@ -83,7 +78,7 @@ def why_table(jobs):
 
 
 def main():
-    device = json.load(urllib.request.urlopen(URL + "/device"))
+    device = SERVER.get("/device")
     print(f"device: {device.get('name')} (cc {device.get('compute_capability')}, "
           f"{device.get('sms')} SMs, runtime {device.get('cuda_runtime')}, driver {device.get('cuda_driver')})\n")
     jobs, all_passed = [], True

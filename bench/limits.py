@@ -8,11 +8,12 @@ timing mode) and then, for reduce, scan, histogram (256 bins), transpose and ste
 8191 x 8193), `best` (and `cub` where there is one) in one job each: GB/s, % of the copy
 ceiling, % of the limit at the job's size and that limit. The goals: >= 95% of the limit
 from 2^24 elements up and >= 85% at 2^22. Uses only the standard library."""
-import json
 import sys
-import urllib.request
 
-URL = sys.argv[1].rstrip("/")
+from gpulab_http import Server
+
+SERVER = Server(sys.argv[1])
+post = SERVER.post
 SIZES = [20, 22, 24, 26]
 JOBS = ([("reduce", {"n": 1 << e}, ["best", "cub"]) for e in SIZES] +
         [("scan", {"n": 1 << e}, ["best", "cub"]) for e in SIZES] +
@@ -22,19 +23,12 @@ JOBS = ([("reduce", {"n": 1 << e}, ["best", "cub"]) for e in SIZES] +
         [("transpose", {"m": 4097, "n": 3001}, ["best"]), ("transpose", {"m": 8191, "n": 8193}, ["best"])])
 
 
-def post(path, body):
-    req = urllib.request.Request(URL + path + "?wait=600", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=700) as r:
-        return json.load(r)
-
-
 def pct(v):
     return "-" if v is None else f"{v:.1f}%"
 
 
 def main():
-    device = json.load(urllib.request.urlopen(URL + "/device"))
+    device = SERVER.get("/device")
     limits = device.get("limits")
     lines = [f"device: {device.get('name')}, copy ceiling "
              f"{(device.get('ceilings') or {}).get('copy_gbps') or 0:.0f} GB/s", ""]

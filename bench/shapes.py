@@ -11,14 +11,14 @@ Prints a markdown table for bench/RESULTS.md; OUT_MD (optional) receives the sam
 Exits 1 when a job failed or a check did not pass. SHAPES_QUICK=1 in the environment
 runs one small shape per experiment instead (a smoke test of the script, e.g. on the CPU
 backend). Standard library only."""
-import json
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 
-URL = sys.argv[1].rstrip("/")
+from gpulab_http import Server
+
+SERVER = Server(sys.argv[1])
+post = SERVER.post_or_error
 OUT = sys.argv[2] if len(sys.argv) > 2 else None
 lines = []
 
@@ -42,16 +42,6 @@ if os.environ.get("SHAPES_QUICK"):
 def say(text=""):
     print(text, flush=True)
     lines.append(text)
-
-
-def post(path, body):
-    req = urllib.request.Request(URL + path + "?wait=600", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=700) as r:
-            return json.load(r)
-    except urllib.error.HTTPError as e:
-        return {"state": f"http {e.code}", "error": e.read().decode(errors="replace")[:200]}
 
 
 def gemm_timing(m, n, k, rate=40e12):
@@ -146,7 +136,7 @@ def bandwidth_rows(exp, cases):
 
 
 def main():
-    device = json.load(urllib.request.urlopen(URL + "/device", timeout=60))
+    device = SERVER.get("/device")
     c = device.get("ceilings") or {}
     say(f"device: {device.get('name')}, {device.get('sms')} SMs; ceilings at start-up: "
         f"copy {fmt(c.get('copy_gbps'), 0)} GB/s, sgemm {fmt(c.get('sgemm_gflops'), 0)} GFLOP/s, "
