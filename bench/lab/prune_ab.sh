@@ -12,34 +12,14 @@ set -uo pipefail
 rounds=$1 secs=$2
 shift 2
 builds=("$@")
-max=${MAX_DB_BYTES:-104857600} conns=${CONNECTIONS:-64} warm=${WARMUP:-4}
+max=${MAX_DB_BYTES:-104857600} conns=${CONNECTIONS:-64}
 dir=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null; rm -rf "$dir"' EXIT
-tiny='{"m":64,"n":64,"variant":"naive","warmup":0,"batches":1,"reps":1,"isolation":"shared"}'
+# shellcheck source=bench/lab/store_lib.sh
+. "$(dirname "$0")/store_lib.sh"
 
-# start DB MAX_DB_BYTES: gpulabd ($b) on DB in the background; sets pid and port
-start() {
-  port=$((18900 + RANDOM % 500))
-  # shellcheck disable=SC2086 # EXTRA is a list of flags
-  "$b/gpulabd" --backend "${BACKEND:-cpu}" --port $port --no-ceilings --access-log off \
-    --max-queued 100000 --db "$1" --max-db-bytes "$2" ${EXTRA:-} >/dev/null 2>>"$dir/gpulabd.log" &
-  pid=$!
-  for _ in $(seq 300); do curl -sf "localhost:$port/health" >/dev/null && return; sleep 0.05; done
-  echo "gpulabd did not start" >&2
-  tail "$dir/gpulabd.log" >&2
-  exit 1
-}
-stop() { kill -TERM $pid; wait $pid 2>/dev/null; }
-used_mb() { curl -s "localhost:$port/health" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["store"]["used_bytes"]) >> 20)'; }
-
-# The seed: filled with tiny jobs, no bound, until its pages in use reach the bound.
 b=$(cd "${builds[0]#*=}" && pwd) || exit 2
-start "$dir/seed.db" 0
-while [ "$(used_mb)" -lt $((max >> 20)) ]; do
-  "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "$conns" 2 >/dev/null
-done
-echo "seed: $(used_mb) MB in use" >&2
-stop
+seed
 
 lines=$dir/lines
 sides=()
@@ -49,10 +29,7 @@ for r in $(seq "$rounds"); do
   [ $((r % 2)) -eq 0 ] && order=($(printf '%s\n' "${sides[@]}" | tac))
   for side in "${order[@]}"; do
     for nb in "${builds[@]}"; do [ "${nb%%=*}" = "${side%%:*}" ] && b=$(cd "${nb#*=}" && pwd); done
-    rm -f "$dir"/run.db*
-    cp "$dir/seed.db" "$dir/run.db"
-    start "$dir/run.db" "$([ "${side#*:}" = bound ] && echo "$max" || echo 0)"
-    "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "$conns" "$warm" >/dev/null
+    run_on_seed "$([ "${side#*:}" = bound ] && echo "$max" || echo 0)"
     cpu0=$(awk '{print $14 + $15}' /proc/$pid/stat)
     out=$("$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "$conns" "$secs")
     cpu1=$(awk '{print $14 + $15}' /proc/$pid/stat)

@@ -8,28 +8,17 @@
 # after. Rows alternate: bound, none, bound, none...
 #   bash bench/lab/store_threads.sh BUILD_DIR [ROUNDS [SECONDS]]
 # e.g. bash bench/lab/store_threads.sh build 2 8
-# Environment: MAX_DB_BYTES (104857600), CONNECTIONS (64), WARMUP (4 s).
+# Environment: MAX_DB_BYTES (104857600), CONNECTIONS (64), WARMUP (4 s), BACKEND (cpu),
+# EXTRA (more gpulabd flags).
 set -uo pipefail
 b=$(cd "$1" && pwd) || exit 2
 rounds=${2:-2} secs=${3:-8}
-max=${MAX_DB_BYTES:-104857600} conns=${CONNECTIONS:-64} warm=${WARMUP:-4}
+max=${MAX_DB_BYTES:-104857600} conns=${CONNECTIONS:-64}
 dir=$(mktemp -d)
 trap 'pkill -P $$ 2>/dev/null; rm -rf "$dir"' EXIT
-tiny='{"m":64,"n":64,"variant":"naive","warmup":0,"batches":1,"reps":1,"isolation":"shared"}'
+# shellcheck source=bench/lab/store_lib.sh
+. "$(dirname "$0")/store_lib.sh"
 
-# start DB MAX_DB_BYTES: gpulabd on DB in the background; sets pid and port
-start() {
-  port=$((19100 + RANDOM % 300))
-  "$b/gpulabd" --backend cpu --port $port --no-ceilings --access-log off --max-queued 100000 \
-    --db "$1" --max-db-bytes "$2" >/dev/null 2>>"$dir/gpulabd.log" &
-  pid=$!
-  for _ in $(seq 300); do curl -sf "localhost:$port/health" >/dev/null && return; sleep 0.05; done
-  echo "gpulabd did not start" >&2
-  tail "$dir/gpulabd.log" >&2
-  exit 1
-}
-stop() { kill -TERM $pid; wait $pid 2>/dev/null; }
-used_mb() { curl -s "localhost:$port/health" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["store"]["used_bytes"]) >> 20)'; }
 # Clock ticks of user and system time by thread name, summed over threads of one name.
 ticks() {
   for t in /proc/$pid/task/*; do
@@ -37,19 +26,11 @@ ticks() {
   done | awk '{n[$1] += $2} END {for (k in n) print k, n[k]}' | sort
 }
 
-start "$dir/seed.db" 0
-while [ "$(used_mb)" -lt $((max >> 20)) ]; do
-  "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "$conns" 2 >/dev/null
-done
-echo "seed: $(used_mb) MB in use" >&2
-stop
+seed
 
 for r in $(seq "$rounds"); do
   for bound in "$max" 0; do
-    rm -f "$dir"/run.db*
-    cp "$dir/seed.db" "$dir/run.db"
-    start "$dir/run.db" "$bound"
-    "$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "$conns" "$warm" >/dev/null
+    run_on_seed "$bound"
     ticks >"$dir/before"
     out=$("$b/loadgen" "http://127.0.0.1:$port/transpose" "$tiny" "$conns" "$secs")
     ticks >"$dir/after"
