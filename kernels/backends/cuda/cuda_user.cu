@@ -220,6 +220,7 @@ static int inputs_unchanged(struct cuda_job *j, int r) {
 
 int cuda_ipc_buffer(struct cuda_job *j, size_t bytes, void **keep,
                     struct runner_buffer_desc *desc) {
+  *keep = NULL; /* what release frees if the cudaMalloc fails */
   CUDA_TRY(j, cudaMalloc(keep, bytes));
   cudaIpcMemHandle_t h;
   CUDA_TRY(j, cudaIpcGetMemHandle(&h, *keep));
