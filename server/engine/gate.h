@@ -2,8 +2,8 @@
  * shared while it has device work in flight, and exclusively for a timed window
  * ("isolation": "exclusive", the default). Requests are granted in the order they
  * came, a run of shared ones together: an exclusive request waits only for those
- * before it, and no job waits behind later ones (two exclusive jobs taking turns
- * cannot starve a third job's setup). A window
+ * before it, and none waits behind later ones (two holders taking exclusive turns
+ * back to back cannot keep a third request out). A window
  * opened under the gate learns at its close whether anyone else held the gate at
  * any moment of it: device work only runs under the gate, so "no one else" means
  * no other job's device work overlapped the window. Thread-safe. */

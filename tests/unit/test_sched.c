@@ -134,8 +134,9 @@ static void test_gate(void) {
   gate_free(g);
 }
 
-/* Two jobs taking turns at exclusive windows, as long default jobs do run after run:
- * TURNS each of 1 ms, unless told they are done. */
+/* Two holders taking exclusive turns back to back, TURNS each of 1 ms unless told they
+ * are done: harder than the engine's jobs, which pass through a shared hold between
+ * their timed windows. */
 enum { TURNS = 1000 };
 struct turns {
   struct gate *g;
