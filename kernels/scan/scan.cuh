@@ -115,6 +115,8 @@ __global__ __launch_bounds__(BLOCK) void scan_add_kernel(float *y, size_t n,
 /* Tile status: a 64-bit word per tile, flag in the high half, the float's bits in the
  * low, written and read whole (so a reader never sees a flag without its value). */
 enum { SCAN_FLAG_X = 0, SCAN_FLAG_A = 1, SCAN_FLAG_P = 2 }; /* none, aggregate, inclusive */
+/* best's longest sleep in the look-back, ns (bench/lab/scan_lookback.cu times others). */
+#define SCAN_BEST_SLEEP_MAX 512u
 
 __device__ __forceinline__ unsigned long long scan_pack(unsigned flag, float v) {
   return ((unsigned long long)flag << 32) | __float_as_uint(v);
@@ -138,7 +140,9 @@ __device__ __forceinline__ void scan_status_store(unsigned long long *p, unsigne
  * such lane, i.e. the nearest tile) it adds that prefix and the aggregates between;
  * a window of aggregates only is added whole and the walk goes on. Returns the
  * tile's exclusive prefix, the same bits in every lane. Needs every tile below to be
- * resident or done: blocks start in index order, which CUB's look-back relies on too. */
+ * resident or done: blocks start in index order, which CUB's look-back relies on too.
+ * While it waits it sleeps 32 ns, doubling up to SLEEP_MAX (0: it spins). */
+template <unsigned SLEEP_MAX>
 __device__ __forceinline__ float scan_lookback(unsigned long long *status, long long tile,
                                                float agg, int lane) {
   if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_A, agg));
@@ -148,8 +152,10 @@ __device__ __forceinline__ float scan_lookback(unsigned long long *status, long 
     const long long idx = pred - lane;
     unsigned long long w = idx >= 0 ? scan_status_load(status + idx) : scan_pack(SCAN_FLAG_P, 0.0f);
     while (__any_sync(COMBINE_FULL_MASK, scan_flag(w) == SCAN_FLAG_X)) {
-      __nanosleep(ns);
-      if (ns < 512) ns *= 2;
+      if constexpr (SLEEP_MAX > 0) {
+        __nanosleep(ns);
+        if (ns < SLEEP_MAX) ns *= 2;
+      }
       if (scan_flag(w) == SCAN_FLAG_X) w = scan_status_load(status + idx);
     }
     const float v = scan_value(w);
@@ -198,7 +204,7 @@ __device__ __forceinline__ void scan_store4(float *y, size_t idx, size_t n, floa
  * then every element, which already holds its prefix within the segment, adds its
  * segment's and is stored. Two barriers; a caller that calls it again for another
  * tile needs a barrier in between (seg is read after the second). */
-template <int BLOCK, bool VEC>
+template <int BLOCK, bool VEC, unsigned SLEEP_MAX>
 __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
                                                float *__restrict__ y, size_t n,
                                                unsigned long long *status, long long tile,
@@ -232,7 +238,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
     if (tile == 0) {
       if (lane == 0) scan_status_store(status, scan_pack(SCAN_FLAG_P, agg));
     } else {
-      excl = scan_lookback(status, tile, agg, lane);
+      excl = scan_lookback<SLEEP_MAX>(status, tile, agg, lane);
       if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_P, excl + agg));
     }
     seg[lane] = excl + ex;
@@ -251,7 +257,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
  * go out before anything waits. BLOCK 128 (R = 8) is best's: a tile waits in registers
  * for the look-back with no load in flight, so the rate follows the tile bytes an SM
  * holds, the most at 128 threads (9 blocks, 144 KiB an SM; 96 KiB at 256 threads). */
-template <int BLOCK, bool VEC>
+template <int BLOCK, bool VEC, unsigned SLEEP_MAX = SCAN_BEST_SLEEP_MAX>
 __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restrict__ x,
                                                           float *__restrict__ y, size_t n,
                                                           unsigned long long *status) {
@@ -263,7 +269,7 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
   float4 v[R];
 #pragma unroll
   for (int j = 0; j < R; j++) v[j] = scan_load4<VEC>(x, base + 4 * (size_t)(j * BLOCK + t), n);
-  scan_best_tile<BLOCK, VEC>(v, y, n, status, tile, seg);
+  scan_best_tile<BLOCK, VEC, SLEEP_MAX>(v, y, n, status, tile, seg);
 }
 
 /* ---- plans ---- */

@@ -1,0 +1,147 @@
+/* Where best's scan loses to the copy (issue 36): best's kernel (scan.cuh) at other
+ * look-back sleeps and block sizes, beside CUB and a device-to-device copy of the same
+ * bytes, at n = 2^22, 2^24 and 2^26. Each timed back to back like bench_best (median of
+ * 9 batches of 20 launches after 5 warm-ups, the status zeroing included as in a job)
+ * and checked exactly: x is random -1, 0 or 1, so every prefix is a small integer a
+ * float holds exactly, whatever the order of the additions. Not a test.
+ *   scan_lookback */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench/cuda_try.h"
+#include "kernels/core/stats.h"
+#include "kernels/scan/scan.cuh"
+
+static cudaStream_t stream;
+static cudaEvent_t ev0, ev1;
+
+typedef void (*best_fn)(const float *, float *, size_t, unsigned long long *);
+
+struct candidate {
+  const char *name;
+  best_fn kernel; /* NULL: CUB */
+  int block;
+};
+
+static const struct candidate candidates[] = {
+    {"best 128, sleep to 512 ns (best's)", scan_best_kernel<128, true, 512>, 128},
+    {"best 128, sleep to 128 ns", scan_best_kernel<128, true, 128>, 128},
+    {"best 128, sleep 32 ns", scan_best_kernel<128, true, 32>, 128},
+    {"best 128, spin", scan_best_kernel<128, true, 0>, 128},
+    {"best 64, sleep to 512 ns", scan_best_kernel<64, true, 512>, 64},
+    {"best 64, spin", scan_best_kernel<64, true, 0>, 64},
+    {"best 256, spin", scan_best_kernel<256, true, 0>, 256},
+    {"cub", NULL, 0},
+};
+
+struct launch {
+  const struct candidate *c;
+  const float *x;
+  float *y;
+  size_t n;
+  void *temp;
+  size_t temp_bytes;
+};
+
+static void launch_once(const struct launch *l) {
+  if (!l->c->kernel) {
+    CUDA_OR_EXIT(scan_launch(SCAN_CUB, l->x, l->n, l->y, l->temp, l->temp_bytes, stream));
+    return;
+  }
+  const size_t tiles = scan_best_tiles(l->n);
+  CUDA_OR_EXIT(scan_best_zero(l->temp, tiles, stream));
+  CUDA_OR_EXIT(launch_pdl(l->c->kernel, dim3((unsigned)tiles), dim3(l->c->block), 0, stream, l->x,
+                          l->y, l->n, static_cast<unsigned long long *>(l->temp)));
+}
+
+static double batch_ms(void (*fn)(const void *), const void *arg) {
+  double samples[9];
+  for (int i = 0; i < 5; i++) fn(arg);
+  for (int s = 0; s < 9; s++) {
+    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
+    for (int i = 0; i < 20; i++) fn(arg);
+    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
+    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
+    float ms = 0;
+    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
+    samples[s] = ms / 20;
+  }
+  struct stats_summary st;
+  stats_summarize(samples, 9, &st);
+  return st.median;
+}
+
+static void launch_fn(const void *p) { launch_once((const struct launch *)p); }
+
+struct copy {
+  float *dst;
+  const float *src;
+  size_t n;
+};
+static void copy_fn(const void *p) {
+  const struct copy *c = (const struct copy *)p;
+  CUDA_OR_EXIT(
+      cudaMemcpyAsync(c->dst, c->src, c->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+}
+
+static void run_size(size_t n) {
+  float *h_x = (float *)malloc(n * sizeof(float)), *h_y = (float *)malloc(n * sizeof(float));
+  if (!h_x || !h_y) exit(1);
+  unsigned s = 2026;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    h_x[i] = (float)((int)(s >> 30) % 3 - 1); /* -1, 0, 1 */
+  }
+  float *d_x, *d_y;
+  size_t temp_bytes = 0, cub_bytes = 0;
+  CUDA_OR_EXIT(scan_temp_bytes(SCAN_BEST, n, &temp_bytes));
+  CUDA_OR_EXIT(scan_temp_bytes(SCAN_CUB, n, &cub_bytes));
+  if (cub_bytes > temp_bytes) temp_bytes = cub_bytes;
+  void *d_temp;
+  CUDA_OR_EXIT(cudaMalloc(&d_x, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&d_y, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&d_temp, temp_bytes));
+  CUDA_OR_EXIT(cudaMemcpy(d_x, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
+  const double bytes = 8.0 * n;
+  const struct copy cp = {d_y, d_x, n};
+  const double copy_ms = batch_ms(copy_fn, &cp);
+  printf("| %zu | d2d copy, same bytes | %.4f | %.0f | 100.0%% | - |\n", n, copy_ms,
+         bytes / copy_ms / 1e6);
+  for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++) {
+    const struct launch l = {&candidates[k], d_x, d_y, n, d_temp, temp_bytes};
+    CUDA_OR_EXIT(cudaMemsetAsync(d_y, 0xff, n * sizeof(float), stream)); /* NaN */
+    launch_once(&l);
+    CUDA_OR_EXIT(cudaMemcpyAsync(h_y, d_y, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OR_EXIT(cudaStreamSynchronize(stream));
+    size_t wrong = 0;
+    long long sum = 0;
+    for (size_t i = 0; i < n; i++) {
+      sum += (long long)h_x[i];
+      if (h_y[i] != (float)sum) wrong++;
+    }
+    const double ms = batch_ms(launch_fn, &l);
+    printf("| %zu | %s | %.4f | %.0f | %.1f%% | %s |\n", n, candidates[k].name, ms,
+           bytes / ms / 1e6, 100.0 * copy_ms / ms, wrong ? "FAIL" : "PASS");
+    if (wrong) printf("  %zu of %zu wrong\n", wrong, n);
+    fflush(stdout);
+  }
+  CUDA_OR_EXIT(cudaFree(d_x));
+  CUDA_OR_EXIT(cudaFree(d_y));
+  CUDA_OR_EXIT(cudaFree(d_temp));
+  free(h_x);
+  free(h_y);
+}
+
+int main(void) {
+  CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OR_EXIT(cudaEventCreate(&ev0));
+  CUDA_OR_EXIT(cudaEventCreate(&ev1));
+  cudaDeviceProp prop;
+  CUDA_OR_EXIT(cudaGetDeviceProperties(&prop, 0));
+  printf("%s\n\n| n | kernel | median ms | GB/s | %% of same-size copy | check |\n", prop.name);
+  printf("| --- | --- | --- | --- | --- | --- |\n");
+  const size_t sizes[] = {(size_t)1 << 22, (size_t)1 << 24, (size_t)1 << 26};
+  for (int i = 0; i < 3; i++) run_size(sizes[i]);
+  return 0;
+}
