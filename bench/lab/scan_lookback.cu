@@ -1,5 +1,5 @@
-/* Where best's scan loses to the copy (issue 36): best's kernel (scan.cuh) at other
- * look-back sleeps and block sizes, beside CUB and a device-to-device copy of the same
+/* Where best's scan loses to the copy (issue 36): best's kernel (scan.cuh) reading more
+ * windows of the look-back a step, at other sleeps and block sizes, beside CUB and a device-to-device copy of the same
  * bytes, at n = 2^22, 2^24 and 2^26. Each timed back to back like bench_best (median of
  * 9 batches of 20 launches after 5 warm-ups, the status zeroing included as in a job)
  * and checked exactly: x is random -1, 0 or 1, so every prefix is a small integer a
@@ -25,13 +25,13 @@ struct candidate {
 };
 
 static const struct candidate candidates[] = {
-    {"best 128, sleep to 512 ns (best's)", scan_best_kernel<128, true, 512>, 128},
-    {"best 128, sleep to 128 ns", scan_best_kernel<128, true, 128>, 128},
-    {"best 128, sleep 32 ns", scan_best_kernel<128, true, 32>, 128},
-    {"best 128, spin", scan_best_kernel<128, true, 0>, 128},
-    {"best 64, sleep to 512 ns", scan_best_kernel<64, true, 512>, 64},
-    {"best 64, spin", scan_best_kernel<64, true, 0>, 64},
-    {"best 256, spin", scan_best_kernel<256, true, 0>, 256},
+    {"best 128, 1 window a step (best's)", scan_best_kernel<128, true, 512, 1>, 128},
+    {"best 128, 2 windows a step", scan_best_kernel<128, true, 512, 2>, 128},
+    {"best 128, 4 windows a step", scan_best_kernel<128, true, 512, 4>, 128},
+    {"best 128, 8 windows a step", scan_best_kernel<128, true, 512, 8>, 128},
+    {"best 128, 4 windows, spin", scan_best_kernel<128, true, 0, 4>, 128},
+    {"best 64, 4 windows a step", scan_best_kernel<64, true, 512, 4>, 64},
+    {"best 256, 4 windows a step", scan_best_kernel<256, true, 512, 4>, 256},
     {"cub", NULL, 0},
 };
 

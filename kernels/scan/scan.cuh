@@ -115,8 +115,10 @@ __global__ __launch_bounds__(BLOCK) void scan_add_kernel(float *y, size_t n,
 /* Tile status: a 64-bit word per tile, flag in the high half, the float's bits in the
  * low, written and read whole (so a reader never sees a flag without its value). */
 enum { SCAN_FLAG_X = 0, SCAN_FLAG_A = 1, SCAN_FLAG_P = 2 }; /* none, aggregate, inclusive */
-/* best's longest sleep in the look-back, ns (bench/lab/scan_lookback.cu times others). */
+/* best's longest sleep in the look-back, ns, and the windows of 32 tiles it reads a step
+ * (bench/lab/scan_lookback.cu times others). */
 #define SCAN_BEST_SLEEP_MAX 512u
+#define SCAN_BEST_LOOKBACK_DEPTH 1
 
 __device__ __forceinline__ unsigned long long scan_pack(unsigned flag, float v) {
   return ((unsigned long long)flag << 32) | __float_as_uint(v);
@@ -135,37 +137,46 @@ __device__ __forceinline__ void scan_status_store(unsigned long long *p, unsigne
 }
 
 /* Warp 0 of tile `tile` (>= 1): publishes its aggregate, then walks back over the
- * predecessors 32 at a time (lane l reads tile pred - l), waiting while any of them
- * has published nothing. At the first window holding an inclusive prefix (the lowest
- * such lane, i.e. the nearest tile) it adds that prefix and the aggregates between;
- * a window of aggregates only is added whole and the walk goes on. Returns the
- * tile's exclusive prefix, the same bits in every lane. Needs every tile below to be
- * resident or done: blocks start in index order, which CUB's look-back relies on too.
- * While it waits it sleeps 32 ns, doubling up to SLEEP_MAX (0: it spins). */
-template <unsigned SLEEP_MAX>
+ * predecessors DEPTH windows of 32 at a time (lane l reads tiles pred - 32k - l, k <
+ * DEPTH, all DEPTH loads issued together: one round trip a step), and takes the windows
+ * nearest first, waiting while any tile of the window has published nothing. At the
+ * first window holding an inclusive prefix (the lowest such lane, i.e. the nearest tile)
+ * it adds that prefix and the aggregates between; a window of aggregates only is added
+ * whole and the walk goes on. Returns the tile's exclusive prefix, the same bits in
+ * every lane. Needs every tile below to be resident or done: blocks start in index
+ * order, which CUB's look-back relies on too. While it waits it sleeps 32 ns, doubling
+ * up to SLEEP_MAX (0: it spins). */
+template <unsigned SLEEP_MAX, int DEPTH>
 __device__ __forceinline__ float scan_lookback(unsigned long long *status, long long tile,
                                                float agg, int lane) {
   if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_A, agg));
   float excl = 0.0f;
   unsigned ns = 32;
-  for (long long pred = tile - 1;; pred -= 32) {
-    const long long idx = pred - lane;
-    unsigned long long w = idx >= 0 ? scan_status_load(status + idx) : scan_pack(SCAN_FLAG_P, 0.0f);
-    while (__any_sync(COMBINE_FULL_MASK, scan_flag(w) == SCAN_FLAG_X)) {
-      if constexpr (SLEEP_MAX > 0) {
-        __nanosleep(ns);
-        if (ns < SLEEP_MAX) ns *= 2;
+  for (long long pred = tile - 1;; pred -= 32 * DEPTH) {
+    unsigned long long w[DEPTH];
+#pragma unroll
+    for (int k = 0; k < DEPTH; k++) {
+      const long long idx = pred - 32 * k - lane;
+      w[k] = idx >= 0 ? scan_status_load(status + idx) : scan_pack(SCAN_FLAG_P, 0.0f);
+    }
+#pragma unroll
+    for (int k = 0; k < DEPTH; k++) {
+      while (__any_sync(COMBINE_FULL_MASK, scan_flag(w[k]) == SCAN_FLAG_X)) {
+        if constexpr (SLEEP_MAX > 0) {
+          __nanosleep(ns);
+          if (ns < SLEEP_MAX) ns *= 2;
+        }
+        if (scan_flag(w[k]) == SCAN_FLAG_X) w[k] = scan_status_load(status + pred - 32 * k - lane);
       }
-      if (scan_flag(w) == SCAN_FLAG_X) w = scan_status_load(status + idx);
+      const float v = scan_value(w[k]);
+      const unsigned pm = __ballot_sync(COMBINE_FULL_MASK, scan_flag(w[k]) == SCAN_FLAG_P);
+      if (pm) {
+        const int j = __ffs(pm) - 1;
+        const float between = warp_sum(lane < j ? v : 0.0f);
+        return (__shfl_sync(COMBINE_FULL_MASK, v, j) + between) + excl;
+      }
+      excl += warp_sum(v);
     }
-    const float v = scan_value(w);
-    const unsigned pm = __ballot_sync(COMBINE_FULL_MASK, scan_flag(w) == SCAN_FLAG_P);
-    if (pm) {
-      const int k = __ffs(pm) - 1;
-      const float between = warp_sum(lane < k ? v : 0.0f);
-      return (__shfl_sync(COMBINE_FULL_MASK, v, k) + between) + excl;
-    }
-    excl += warp_sum(v);
   }
 }
 
@@ -204,7 +215,7 @@ __device__ __forceinline__ void scan_store4(float *y, size_t idx, size_t n, floa
  * then every element, which already holds its prefix within the segment, adds its
  * segment's and is stored. Two barriers; a caller that calls it again for another
  * tile needs a barrier in between (seg is read after the second). */
-template <int BLOCK, bool VEC, unsigned SLEEP_MAX>
+template <int BLOCK, bool VEC, unsigned SLEEP_MAX, int DEPTH>
 __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
                                                float *__restrict__ y, size_t n,
                                                unsigned long long *status, long long tile,
@@ -238,7 +249,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
     if (tile == 0) {
       if (lane == 0) scan_status_store(status, scan_pack(SCAN_FLAG_P, agg));
     } else {
-      excl = scan_lookback<SLEEP_MAX>(status, tile, agg, lane);
+      excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane);
       if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_P, excl + agg));
     }
     seg[lane] = excl + ex;
@@ -257,7 +268,8 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
  * go out before anything waits. BLOCK 128 (R = 8) is best's: a tile waits in registers
  * for the look-back with no load in flight, so the rate follows the tile bytes an SM
  * holds, the most at 128 threads (9 blocks, 144 KiB an SM; 96 KiB at 256 threads). */
-template <int BLOCK, bool VEC, unsigned SLEEP_MAX = SCAN_BEST_SLEEP_MAX>
+template <int BLOCK, bool VEC, unsigned SLEEP_MAX = SCAN_BEST_SLEEP_MAX,
+          int DEPTH = SCAN_BEST_LOOKBACK_DEPTH>
 __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restrict__ x,
                                                           float *__restrict__ y, size_t n,
                                                           unsigned long long *status) {
@@ -269,7 +281,7 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
   float4 v[R];
 #pragma unroll
   for (int j = 0; j < R; j++) v[j] = scan_load4<VEC>(x, base + 4 * (size_t)(j * BLOCK + t), n);
-  scan_best_tile<BLOCK, VEC, SLEEP_MAX>(v, y, n, status, tile, seg);
+  scan_best_tile<BLOCK, VEC, SLEEP_MAX, DEPTH>(v, y, n, status, tile, seg);
 }
 
 /* ---- plans ---- */
