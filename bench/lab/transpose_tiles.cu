@@ -5,7 +5,7 @@
  * checked exactly against a host transpose (B set to NaN before every candidate), beside
  * a device-to-device copy of the same bytes and the copy ceiling (2^30 bytes each way,
  * read + written counted, as every figure here). Not a test: nothing fails on time.
- *   transpose_tiles [MxN ...]   (default: 4097x3001 8191x8193 8192x8192) */
+ *   transpose_tiles [MxN ...]   (default: 4097x3001 3001x4097 8191x8193 8193x8191 8192x8192) */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,13 +31,12 @@ struct candidate {
 static const struct candidate candidates[] = {
     {"best (as picked)", NULL, 0, 0},
     {"sec 32x128 g32", transpose_sec_kernel<32, 128, 32>, 32, 128},
-    {"sec 32x128 g8", transpose_sec_kernel<32, 128, 8>, 32, 128},
+    {"sec 32x128 g64", transpose_sec_kernel<32, 128, 64>, 32, 128},
     {"sec 32x128 g128", transpose_sec_kernel<32, 128, 128>, 32, 128},
-    {"sec 32x256 g32", transpose_sec_kernel<32, 256, 32>, 32, 256},
-    {"sec 32x64 g32", transpose_sec_kernel<32, 64, 32>, 32, 64},
-    {"sec 64x128 g32", transpose_sec_kernel<64, 128, 32>, 64, 128},
-    {"sec 64x64 g32", transpose_sec_kernel<64, 64, 32>, 64, 64},
-    {"sec 16x256 g32", transpose_sec_kernel<16, 256, 32>, 16, 256},
+    {"sec 32x128 g256", transpose_sec_kernel<32, 128, 256>, 32, 128},
+    {"sec 32x64 g128", transpose_sec_kernel<32, 64, 128>, 32, 64},
+    {"sec 32x64 g256", transpose_sec_kernel<32, 64, 256>, 32, 64},
+    {"sec 64x64 g128", transpose_sec_kernel<64, 64, 128>, 64, 64},
 };
 
 struct launch {
@@ -145,9 +144,9 @@ static void run_shape(int m, int n, double ceiling) {
 }
 
 int main(int argc, char **argv) {
-  static const char *defaults[] = {"4097x3001", "8191x8193", "8192x8192"};
+  static const char *defaults[] = {"4097x3001", "3001x4097", "8191x8193", "8193x8191", "8192x8192"};
   const char **shapes = argc > 1 ? (const char **)argv + 1 : defaults;
-  const int n_shapes = argc > 1 ? argc - 1 : 3;
+  const int n_shapes = argc > 1 ? argc - 1 : 5;
   CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CUDA_OR_EXIT(cudaEventCreate(&ev0));
   CUDA_OR_EXIT(cudaEventCreate(&ev1));

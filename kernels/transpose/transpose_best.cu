@@ -156,8 +156,9 @@ static int plan_kind(enum transpose_kind kind, const char *why_picked, int m, in
              why_picked);
     return 0;
   case TRANSPOSE_KIND_SEC:
-    cuda_plan_set(p, KFUNC((transpose_sec_kernel<32, 128>)), "transpose_sec_kernel<32,128>", "");
-    p->grid = dim3((unsigned)(ceil_div(m + 7, 128) * (unsigned long long)ceil_div(n, 32)));
+    cuda_plan_set(p, KFUNC((transpose_sec_kernel<32, 64, 256>)), "transpose_sec_kernel<32,64,256>",
+                  "");
+    p->grid = dim3((unsigned)(ceil_div(m + 7, 64) * (unsigned long long)ceil_div(n, 32)));
     break;
   case TRANSPOSE_KIND_SEC_NARROW:
     cuda_plan_set(p, KFUNC((transpose_sec_kernel<16, 256>)), "transpose_sec_kernel<16,256>", "");

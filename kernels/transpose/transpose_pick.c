@@ -5,7 +5,10 @@
  * 64 x 64 and 16 x 256), and 16 x 256 at few columns; gather and the float4 copy came
  * near the same-size cold memcpy at thin shapes and vectors. Ratios to the copy ceiling,
  * sec 32x128 against the tile kernel: 4097x3001 0.79 / 0.62, 8191x8193 0.86 / 0.64;
- * aligned shapes keep the tile kernel (8192^2 0.96 against sec's 0.91). */
+ * aligned shapes keep the tile kernel (8192^2 0.96 against sec's 0.91). Run 3
+ * (bench/lab/transpose_tiles.cu, H100, two runs) launched sec's tiles down whole
+ * columns (groups of 256 tile rows, not 32) and at 32 x 64: 8191x8193 0.886 -> 0.911 of
+ * the copy ceiling, 4097x3001 0.831 -> 0.847 (0.987 of a copy of the same bytes). */
 #include "kernels/transpose/transpose_pick.h"
 
 struct transpose_pick transpose_pick_for(int64_t m, int64_t n, bool aligned) {

@@ -18,7 +18,7 @@ enum transpose_kind {
                                 are multiples of 4 and the pointers 16-byte aligned) */
   TRANSPOSE_KIND_GATHER,     /* 2 <= m < 32: each thread one float4 of B, gathered from A */
   TRANSPOSE_KIND_SEC,        /* rows not whole float4: 4-byte coalesced loads, B written in
-                                whole 32-byte sectors, 32 x 128 tiles */
+                                whole 32-byte sectors, 32 x 64 tiles */
   TRANSPOSE_KIND_SEC_NARROW, /* 2 <= n < 32 (m >= 32): the same kernel at 16 x 256 tiles */
 };
 

@@ -26,7 +26,9 @@
  *    and writes them as 16-byte stores, 4 x 128 contiguous bytes starting on a sector
  *    boundary; chunks at a row's ends go out float by float.
  * Launch: 256 threads, grid tiles_r * tiles_c in grouped order (GROUP tile rows a group);
- * b 16-byte aligned. Instances: 32 x 128 (odd shapes) and 16 x 256 (n < 32). */
+ * b 16-byte aligned. best's instances: 32 x 64 in groups of 256 tile rows (odd shapes:
+ * whole columns of tiles up to m = 16377, so that consecutive blocks write consecutive
+ * segments of the same B rows) and 16 x 256 in groups of 32 (n < 32). */
 #define SEC_GROUP 32 /* tile rows a group of the launch order, best's */
 
 template <int TC, int TR>
