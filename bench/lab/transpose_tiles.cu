@@ -7,10 +7,8 @@
  * read + written counted, as every figure here). Not a test: nothing fails on time.
  *   transpose_tiles [MxN ...]   (default: 4097x3001 3001x4097 8191x8193 8193x8191 8192x8192) */
 #include <cuda_runtime.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "bench/cuda_try.h"
 #include "kernels/core/stats.h"
@@ -28,6 +26,7 @@ struct candidate {
   int tc, tr;
 };
 
+/* Run 1 also timed 32x256, 64x128 and 16x256 (groups of 32): all slower (RESULTS.md). */
 static const struct candidate candidates[] = {
     {"best (as picked)", NULL, 0, 0},
     {"sec 32x128 g32", transpose_sec_kernel<32, 128, 32>, 32, 128},
