@@ -416,8 +416,9 @@ int engine_new(struct backend *const *devices, int n_devices, const struct engin
         engine_free(e);
         return -EAGAIN;
       }
-      char name[16]; /* as top -H and /proc/PID/task/TID/comm show it */
+      char name[32]; /* as top -H and /proc/PID/task/TID/comm show it */
       snprintf(name, sizeof name, "gpulab-lane%d.%d", d, l);
+      name[15] = '\0'; /* the kernel keeps 15 characters; pthread_setname_np refuses more */
       pthread_setname_np(w->thread, name);
       started++;
     }

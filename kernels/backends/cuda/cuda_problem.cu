@@ -77,7 +77,7 @@ static int plan_run(struct cuda_job *j, int r) {
   if (l->id < 0)
     snprintf(ki->name, sizeof ki->name, "%.40s (reference)", k->entry);
   else
-    snprintf(ki->name, sizeof ki->name, "%.40s (kernel:%lld)", k->name, l->id);
+    snprintf(ki->name, sizeof ki->name, "%.32s (kernel:%lld)", k->name, l->id); /* fits 64 */
   snprintf(ki->description, sizeof ki->description, "%.40s's %s of problem %.40s, in gpulab-runner",
            k->owner, l->id < 0 ? "reference" : "kernel", pj->plan.name);
   ki->has_launch = true;
