@@ -9,34 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/batch_timer.h"
 #include "bench/cuda_try.h"
 #include "kernels/backends/backend.h"
 #include "kernels/backends/cuda/cublas_loader.h"
-#include "kernels/core/stats.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/stencil/stencil.h"
 #include "kernels/transpose/transpose.h"
 
 static cudaStream_t stream;
-static cudaEvent_t ev0, ev1;
-
-/* Median over `batches` of the mean time of `reps` calls of fn, after `warmup`. */
-static double time_ms(void (*fn)(void *), void *arg, int warmup, int batches, int reps) {
-  double samples[32];
-  for (int i = 0; i < warmup; i++) fn(arg);
-  for (int b = 0; b < batches; b++) {
-    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
-    for (int i = 0; i < reps; i++) fn(arg);
-    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
-    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
-    samples[b] = ms / reps;
-  }
-  struct stats_summary s;
-  stats_summarize(samples, batches, &s);
-  return s.median;
-}
 
 struct copy_arg {
   float *dst, *src;
@@ -54,7 +35,7 @@ static double d2d_gbs(size_t n) {
   CUDA_OR_EXIT(cudaMalloc(&a.dst, n * sizeof(float)));
   CUDA_OR_EXIT(cudaMalloc(&a.src, n * sizeof(float)));
   CUDA_OR_EXIT(cudaMemsetAsync(a.src, 0x3f, n * sizeof(float), stream));
-  double ms = time_ms(copy_once, &a, 5, 9, 20);
+  double ms = batch_timer_ms(copy_once, &a, stream, 5, 9, 20);
   CUDA_OR_EXIT(cudaFree(a.dst));
   CUDA_OR_EXIT(cudaFree(a.src));
   return 8.0 * n / ms / 1e6;
@@ -104,7 +85,7 @@ static double cublas_tflops(int n, cublasMath_t mode) {
   if (cublas_loader_handle_new(g.f, stream, &g.h) != CUBLAS_STATUS_SUCCESS) exit(1);
   g.f->set_math_mode(g.h, mode);
   int reps = n >= 8192 ? 5 : 20;
-  double ms = time_ms(sgemm_once, &g, 3, 7, reps);
+  double ms = batch_timer_ms(sgemm_once, &g, stream, 3, 7, reps);
   g.f->destroy(g.h);
   CUDA_OR_EXIT(cudaFree(g.a));
   CUDA_OR_EXIT(cudaFree(g.b));
@@ -180,8 +161,6 @@ int main(int argc, char **argv) {
   }
   printf("%s\n", why);
   CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA_OR_EXIT(cudaEventCreate(&ev0));
-  CUDA_OR_EXIT(cudaEventCreate(&ev1));
 
   double d2d26 = d2d_gbs((size_t)1 << 26), d2d28 = quick ? d2d26 : d2d_gbs((size_t)1 << 28);
   double sg4 = cublas_tflops(4096, CUBLAS_DEFAULT_MATH);

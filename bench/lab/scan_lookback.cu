@@ -9,12 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench/batch_timer.h"
 #include "bench/cuda_try.h"
-#include "kernels/core/stats.h"
 #include "kernels/scan/scan.cuh"
 
 static cudaStream_t stream;
-static cudaEvent_t ev0, ev1;
 
 typedef void (*best_fn)(const float *, float *, size_t, unsigned long long *);
 
@@ -55,31 +54,14 @@ static void launch_once(const struct launch *l) {
                           l->y, l->n, static_cast<unsigned long long *>(l->temp)));
 }
 
-static double batch_ms(void (*fn)(const void *), const void *arg) {
-  double samples[9];
-  for (int i = 0; i < 5; i++) fn(arg);
-  for (int s = 0; s < 9; s++) {
-    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
-    for (int i = 0; i < 20; i++) fn(arg);
-    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
-    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
-    samples[s] = ms / 20;
-  }
-  struct stats_summary st;
-  stats_summarize(samples, 9, &st);
-  return st.median;
-}
-
-static void launch_fn(const void *p) { launch_once((const struct launch *)p); }
+static void launch_fn(void *p) { launch_once((const struct launch *)p); }
 
 struct copy {
   float *dst;
   const float *src;
   size_t n;
 };
-static void copy_fn(const void *p) {
+static void copy_fn(void *p) {
   const struct copy *c = (const struct copy *)p;
   CUDA_OR_EXIT(
       cudaMemcpyAsync(c->dst, c->src, c->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -105,7 +87,7 @@ static void run_size(size_t n) {
   CUDA_OR_EXIT(cudaMemcpy(d_x, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
   const double bytes = 8.0 * n;
   const struct copy cp = {d_y, d_x, n};
-  const double copy_ms = batch_ms(copy_fn, &cp);
+  const double copy_ms = batch_timer_ms(copy_fn, (void *)&cp, stream, 5, 9, 20);
   printf("| %zu | d2d copy, same bytes | %.4f | %.0f | 100.0%% | - |\n", n, copy_ms,
          bytes / copy_ms / 1e6);
   for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++) {
@@ -120,7 +102,7 @@ static void run_size(size_t n) {
       sum += (long long)h_x[i];
       if (h_y[i] != (float)sum) wrong++;
     }
-    const double ms = batch_ms(launch_fn, &l);
+    const double ms = batch_timer_ms(launch_fn, (void *)&l, stream, 5, 9, 20);
     printf("| %zu | %s | %.4f | %.0f | %.1f%% | %s |\n", n, candidates[k].name, ms,
            bytes / ms / 1e6, 100.0 * copy_ms / ms, wrong ? "FAIL" : "PASS");
     if (wrong) printf("  %zu of %zu wrong\n", wrong, n);
@@ -135,8 +117,6 @@ static void run_size(size_t n) {
 
 int main(void) {
   CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA_OR_EXIT(cudaEventCreate(&ev0));
-  CUDA_OR_EXIT(cudaEventCreate(&ev1));
   cudaDeviceProp prop;
   CUDA_OR_EXIT(cudaGetDeviceProperties(&prop, 0));
   printf("%s\n\n| n | kernel | median ms | GB/s | %% of same-size copy | check |\n", prop.name);

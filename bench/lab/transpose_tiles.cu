@@ -10,13 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench/batch_timer.h"
 #include "bench/cuda_try.h"
-#include "kernels/core/stats.h"
 #include "kernels/transpose/transpose.cuh"
 #include "kernels/transpose/transpose_sec.cuh"
 
 static cudaStream_t stream;
-static cudaEvent_t ev0, ev1;
 
 typedef void (*sec_fn)(const float *, float *, int, int);
 
@@ -56,22 +55,18 @@ static void launch_once(const struct launch *l) {
   CUDA_OR_EXIT(cudaGetLastError());
 }
 
-/* Median over 9 batches of the mean time of 20 launches, after 5. */
-static double batch_ms(const struct launch *l) {
-  double samples[9];
-  for (int i = 0; i < 5; i++) launch_once(l);
-  for (int s = 0; s < 9; s++) {
-    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
-    for (int i = 0; i < 20; i++) launch_once(l);
-    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
-    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
-    samples[s] = ms / 20;
-  }
-  struct stats_summary st;
-  stats_summarize(samples, 9, &st);
-  return st.median;
+/* launch_once as batch_timer_ms calls it. */
+static void launch_fn(void *l) { launch_once((const struct launch *)l); }
+
+struct copy {
+  float *dst;
+  const float *src;
+  size_t floats;
+};
+static void copy_fn(void *p) {
+  const struct copy *c = (const struct copy *)p;
+  CUDA_OR_EXIT(
+      cudaMemcpyAsync(c->dst, c->src, c->floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
 }
 
 /* GB/s of cudaMemcpyAsync D2D moving `floats` each way (read + written counted). */
@@ -80,23 +75,11 @@ static double copy_gbs(size_t floats) {
   CUDA_OR_EXIT(cudaMalloc(&src, floats * sizeof(float)));
   CUDA_OR_EXIT(cudaMalloc(&dst, floats * sizeof(float)));
   CUDA_OR_EXIT(cudaMemsetAsync(src, 0x3f, floats * sizeof(float), stream));
-  double samples[9];
-  for (int s = 0; s < 9 + 1; s++) {
-    CUDA_OR_EXIT(cudaEventRecord(ev0, stream));
-    for (int i = 0; i < 20; i++)
-      CUDA_OR_EXIT(
-          cudaMemcpyAsync(dst, src, floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    CUDA_OR_EXIT(cudaEventRecord(ev1, stream));
-    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
-    float ms = 0;
-    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
-    if (s > 0) samples[s - 1] = ms / 20; /* the first batch warms up */
-  }
-  struct stats_summary st;
-  stats_summarize(samples, 9, &st);
+  struct copy c = {dst, src, floats};
+  const double ms = batch_timer_ms(copy_fn, &c, stream, 20, 9, 20); /* a batch's worth warms up */
   CUDA_OR_EXIT(cudaFree(src));
   CUDA_OR_EXIT(cudaFree(dst));
-  return 8.0 * floats / st.median / 1e6;
+  return 8.0 * floats / ms / 1e6;
 }
 
 static void run_shape(int m, int n, double ceiling) {
@@ -125,7 +108,8 @@ static void run_shape(int m, int n, double ceiling) {
     for (size_t j = 0; j < (size_t)n; j++)
       for (size_t i = 0; i < (size_t)m; i++)
         if (h_b[j * m + i] != h_a[i * n + j]) wrong++;
-    const double ms = batch_ms(&l), gbs = bytes / ms / 1e6;
+    const double ms = batch_timer_ms(launch_fn, (void *)&l, stream, 5, 9, 20),
+                 gbs = bytes / ms / 1e6;
     char regs[32] = "-";
     cudaFuncAttributes fa;
     if (candidates[k].kernel &&
@@ -147,8 +131,6 @@ int main(int argc, char **argv) {
   const char **shapes = argc > 1 ? (const char **)argv + 1 : defaults;
   const int n_shapes = argc > 1 ? argc - 1 : 5;
   CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA_OR_EXIT(cudaEventCreate(&ev0));
-  CUDA_OR_EXIT(cudaEventCreate(&ev1));
   cudaDeviceProp prop;
   CUDA_OR_EXIT(cudaGetDeviceProperties(&prop, 0));
   const double ceiling = copy_gbs((size_t)1 << 28);

@@ -1,0 +1,40 @@
+/* The benchmark programs' back-to-back timing (bench_best and the labs): the median over
+ * `batches` (at most 32) of the mean time of `reps` calls of fn, each of which enqueues
+ * its work on s, after `warmup` calls, timed between two events on s. A failed CUDA call
+ * exits (cuda_try.h). */
+#ifndef GPULAB_BENCH_BATCH_TIMER_H
+#define GPULAB_BENCH_BATCH_TIMER_H
+
+#include <cuda_runtime.h>
+
+#include "bench/cuda_try.h"
+#include "kernels/core/stats.h"
+
+static inline double batch_timer_ms(void (*fn)(void *), void *arg, cudaStream_t s, int warmup,
+                                    int batches, int reps) {
+  double samples[32];
+  if (batches < 1 || batches > 32 || reps < 1) {
+    fprintf(stderr, "batch_timer_ms: %d batches of %d\n", batches, reps);
+    exit(1);
+  }
+  cudaEvent_t ev0, ev1;
+  CUDA_OR_EXIT(cudaEventCreate(&ev0));
+  CUDA_OR_EXIT(cudaEventCreate(&ev1));
+  for (int i = 0; i < warmup; i++) fn(arg);
+  for (int b = 0; b < batches; b++) {
+    CUDA_OR_EXIT(cudaEventRecord(ev0, s));
+    for (int i = 0; i < reps; i++) fn(arg);
+    CUDA_OR_EXIT(cudaEventRecord(ev1, s));
+    CUDA_OR_EXIT(cudaEventSynchronize(ev1));
+    float ms = 0;
+    CUDA_OR_EXIT(cudaEventElapsedTime(&ms, ev0, ev1));
+    samples[b] = ms / reps;
+  }
+  CUDA_OR_EXIT(cudaEventDestroy(ev0));
+  CUDA_OR_EXIT(cudaEventDestroy(ev1));
+  struct stats_summary st;
+  stats_summarize(samples, batches, &st);
+  return st.median;
+}
+
+#endif
