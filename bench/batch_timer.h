@@ -37,4 +37,23 @@ static inline double batch_timer_ms(void (*fn)(void *), void *arg, cudaStream_t 
   return st.median;
 }
 
+struct batch_timer_copy {
+  void *dst;
+  const void *src;
+  size_t bytes;
+  cudaStream_t s;
+};
+static inline void batch_timer_copy_once(void *p) {
+  const struct batch_timer_copy *c = (const struct batch_timer_copy *)p;
+  CUDA_OR_EXIT(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice, c->s));
+}
+
+/* batch_timer_ms of cudaMemcpyAsync D2D of `bytes` from src to dst on s: the copy every
+ * figure is held against. */
+static inline double batch_timer_copy_ms(void *dst, const void *src, size_t bytes, cudaStream_t s,
+                                         int warmup, int batches, int reps) {
+  struct batch_timer_copy c = {dst, src, bytes, s};
+  return batch_timer_ms(batch_timer_copy_once, &c, s, warmup, batches, reps);
+}
+
 #endif

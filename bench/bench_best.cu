@@ -19,25 +19,15 @@
 
 static cudaStream_t stream;
 
-struct copy_arg {
-  float *dst, *src;
-  size_t n;
-};
-static void copy_once(void *p) {
-  struct copy_arg *a = (struct copy_arg *)p;
-  CUDA_OR_EXIT(
-      cudaMemcpyAsync(a->dst, a->src, a->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-}
-
 /* GB/s of a device-to-device copy of n floats, counting bytes read and written. */
 static double d2d_gbs(size_t n) {
-  struct copy_arg a = {NULL, NULL, n};
-  CUDA_OR_EXIT(cudaMalloc(&a.dst, n * sizeof(float)));
-  CUDA_OR_EXIT(cudaMalloc(&a.src, n * sizeof(float)));
-  CUDA_OR_EXIT(cudaMemsetAsync(a.src, 0x3f, n * sizeof(float), stream));
-  double ms = batch_timer_ms(copy_once, &a, stream, 5, 9, 20);
-  CUDA_OR_EXIT(cudaFree(a.dst));
-  CUDA_OR_EXIT(cudaFree(a.src));
+  float *dst, *src;
+  CUDA_OR_EXIT(cudaMalloc(&dst, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMalloc(&src, n * sizeof(float)));
+  CUDA_OR_EXIT(cudaMemsetAsync(src, 0x3f, n * sizeof(float), stream));
+  double ms = batch_timer_copy_ms(dst, src, n * sizeof(float), stream, 5, 9, 20);
+  CUDA_OR_EXIT(cudaFree(dst));
+  CUDA_OR_EXIT(cudaFree(src));
   return 8.0 * n / ms / 1e6;
 }
 

@@ -56,17 +56,6 @@ static void launch_once(const struct launch *l) {
 
 static void launch_fn(void *p) { launch_once((const struct launch *)p); }
 
-struct copy {
-  float *dst;
-  const float *src;
-  size_t n;
-};
-static void copy_fn(void *p) {
-  const struct copy *c = (const struct copy *)p;
-  CUDA_OR_EXIT(
-      cudaMemcpyAsync(c->dst, c->src, c->n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-}
-
 static void run_size(size_t n) {
   float *h_x = (float *)malloc(n * sizeof(float)), *h_y = (float *)malloc(n * sizeof(float));
   if (!h_x || !h_y) exit(1);
@@ -86,8 +75,7 @@ static void run_size(size_t n) {
   CUDA_OR_EXIT(cudaMalloc(&d_temp, temp_bytes));
   CUDA_OR_EXIT(cudaMemcpy(d_x, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
   const double bytes = 8.0 * n;
-  const struct copy cp = {d_y, d_x, n};
-  const double copy_ms = batch_timer_ms(copy_fn, (void *)&cp, stream, 5, 9, 20);
+  const double copy_ms = batch_timer_copy_ms(d_y, d_x, n * sizeof(float), stream, 5, 9, 20);
   printf("| %zu | d2d copy, same bytes | %.4f | %.0f | 100.0%% | - |\n", n, copy_ms,
          bytes / copy_ms / 1e6);
   for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++) {

@@ -58,25 +58,14 @@ static void launch_once(const struct launch *l) {
 /* launch_once as batch_timer_ms calls it. */
 static void launch_fn(void *l) { launch_once((const struct launch *)l); }
 
-struct copy {
-  float *dst;
-  const float *src;
-  size_t floats;
-};
-static void copy_fn(void *p) {
-  const struct copy *c = (const struct copy *)p;
-  CUDA_OR_EXIT(
-      cudaMemcpyAsync(c->dst, c->src, c->floats * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-}
-
 /* GB/s of cudaMemcpyAsync D2D moving `floats` each way (read + written counted). */
 static double copy_gbs(size_t floats) {
   float *src, *dst;
   CUDA_OR_EXIT(cudaMalloc(&src, floats * sizeof(float)));
   CUDA_OR_EXIT(cudaMalloc(&dst, floats * sizeof(float)));
   CUDA_OR_EXIT(cudaMemsetAsync(src, 0x3f, floats * sizeof(float), stream));
-  struct copy c = {dst, src, floats};
-  const double ms = batch_timer_ms(copy_fn, &c, stream, 20, 9, 20); /* a batch's worth warms up */
+  const double ms = /* a batch's worth warms up */
+      batch_timer_copy_ms(dst, src, floats * sizeof(float), stream, 20, 9, 20);
   CUDA_OR_EXIT(cudaFree(src));
   CUDA_OR_EXIT(cudaFree(dst));
   return 8.0 * floats / ms / 1e6;
