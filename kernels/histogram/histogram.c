@@ -111,8 +111,8 @@ static const struct exp_variant variants[] = {
          .cpu = EXP_CPU(cpu_histogram_shared,
                         "a private histogram (<= 12288 bins a pass) per block of 64Ki, merged")},
     [HISTOGRAM_BEST] = {"best",
-                        "persistent blocks, 16-byte loads, bank-spread copies of each bin (16-bit "
-                        "packed above 16384 bins), a coalesced merge",
+                        "persistent blocks, 16-byte loads, copies of each bin in at most 4 KiB "
+                        "(16-bit packed above 16384 bins), a coalesced merge",
                         .cpu = EXP_CPU_MAPPED(
                             cpu_histogram_best,
                             "bins by a vectorizable loop per chunk, 4 interleaved copies, merged")},

@@ -37,8 +37,8 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
     cuda_plan_set(p,
                   packed ? KFUNC(histogram_best_kernel<true>) : KFUNC(histogram_best_kernel<false>),
                   packed ? "histogram_best_kernel<packed>" : "histogram_best_kernel<u32>",
-                  packed ? "persistent, 16-byte loads; 16-bit packed counters a block, drained"
-                         : "persistent, 16-byte loads; bank-spread copies a bin, coalesced merge");
+                  packed ? "persistent, 16-byte loads; 16-bit packed counters a block, swept"
+                         : "persistent, 16-byte loads; copies a bin in <= 4 KiB, coalesced merge");
     p->block = dim3(HISTOGRAM_BEST_BLOCK);
     p->grid = dim3(histogram_best_grid(n, NULL, bins, NULL));
     p->dyn_smem_bytes = histogram_best_smem(bins);

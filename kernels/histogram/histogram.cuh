@@ -1,9 +1,10 @@
 /* histogram's kernels and launcher, checked and timed beside CUB on the H200 before
  * they moved here: naive (a global atomic per element), shared (per-block private
  * histograms in shared memory, merged with global atomics; bins beyond 48 KiB are tiled
- * over grid.y), best (persistent blocks, 16-byte loads, bank-spread private copies, a
- * coalesced merge: a warp's 32 atomics fall on one line, where one atomic a bin a block
- * queued on the same lines; 16-bit packed counters above 16384 bins) and cub
+ * over grid.y), best (persistent blocks, 16-byte loads, private copies of each bin in
+ * at most 4 KiB, a coalesced merge: a warp's 32 atomics fall on one line, where one
+ * atomic a bin a block queued on the same lines; 16-bit packed counters above 16384
+ * bins, swept for overflow every 32,768 samples) and cub
  * (cub::DeviceHistogram::HistogramEven). Counts are uint32, binned by histogram_bin
  * (histogram.h). The launcher never synchronizes, never allocates
  * (histogram_temp_bytes from the caller: 0 but for cub) and refuses the default stream.
@@ -26,7 +27,7 @@
 #define HISTOGRAM_SHARED_PASS_BINS 12288 /* shared: bins a block holds (48 KiB) */
 #define HISTOGRAM_BEST_BLOCK 1024
 #define HISTOGRAM_BEST_U32_WORDS 16384 /* best: u32 counters a block holds (64 KiB) */
-#define HISTOGRAM_BEST_ROUND 2         /* packed best: chunks between drains */
+#define HISTOGRAM_BEST_COPY_WORDS 1024 /* best: u32 copies of the bins fill at most this */
 
 /* ---- naive and shared ---- */
 
@@ -71,78 +72,75 @@ __global__ __launch_bounds__(BLOCK) void histogram_shared_kernel(const float *__
 /* ---- best ---- */
 
 /* One sample into the block's counters. u32 (PACKED false): C = 2^log2c interleaved
- * copies of each bin, thread t counts into copy t % C, counter (b << log2c) | (t % C).
- * With C >= 32 (bins <= 512) every lane of a warp has its own copy in its own bank, so
- * a warp's 32 atomics never meet, whatever the data; C up to 1024 (bins <= 16) also
- * keeps the warps of the block apart (one counter a thread at bins = 1). PACKED: bins
- * 2w and 2w+1 share word w as two 16-bit halves; the atomic that takes a half from
- * 0x7fff to 0x8000 flags the bin for the next drain. */
+ * copies of each bin, thread t counts into copy t % C, counter (b << log2c) | (t % C):
+ * with C >= 32 (bins <= 32) every lane of a warp has its own copy in its own bank, so a
+ * warp's 32 atomics never meet, whatever the data; fewer copies bound the bank
+ * conflicts that data could force at 32 / C. PACKED: bins 2w and 2w+1 share word w as
+ * two 16-bit halves; histogram_sweep empties them before they overflow, so the atomic
+ * need not return the old count. */
 template <bool PACKED>
-__device__ __forceinline__ void histogram_count(uint32_t *sh, uint32_t *flags, float v, int bins,
-                                                float scale, int log2c, int rl) {
+__device__ __forceinline__ void histogram_count(uint32_t *sh, float v, int bins, float scale,
+                                                int log2c, int rl) {
   const int b = histogram_bin(v, bins, scale);
   if (b < 0) return;
-  if (PACKED) {
-    const unsigned sft = (unsigned)(b & 1) << 4;
-    const unsigned old = atomicAdd(sh + (b >> 1), 1u << sft);
-    if (((old >> sft) & 0xffffu) == 0x7fffu) atomicOr(flags + (b >> 5), 1u << (b & 31));
-  } else {
+  if (PACKED)
+    atomicAdd(sh + (b >> 1), 1u << ((b & 1) << 4));
+  else
     atomicAdd(sh + ((b << log2c) | rl), 1u);
-  }
 }
 
-/* PACKED: moves 0x8000 out of every flagged half into hist. Between two drains a block
- * counts at most 32768 samples, so a half that starts a round below 0x8000 ends it at
- * most 0xffff (no carry into its neighbour) and, drained, below 0x8000 again. Thread t
- * owns flag words t, t+BLOCK, ...: the bins, hence the counter words, they cover are
- * its alone between the two barriers. */
+/* PACKED: moves 0x8000 out of every half at or above it into hist. Between two sweeps a
+ * block counts at most 32768 samples, so a half that starts a round below 0x8000 ends
+ * it at most 0xffff (no carry into its neighbour) and, swept, below 0x8000 again. The
+ * halves to empty are found by reading every counter word, 16 bytes a thread a step
+ * (words4: the block's words / 4; they are padded to a multiple of 4); thread t owns
+ * words 4t .. 4t+3, 4(t + BLOCK) .. between the two barriers. */
 template <int BLOCK>
-__device__ __forceinline__ void histogram_drain(uint32_t *sh, uint32_t *flags, int flag_words,
-                                                uint32_t *hist) {
+__device__ __forceinline__ void histogram_sweep(uint32_t *sh, int words4, uint32_t *hist) {
   __syncthreads();
-  for (int fw = threadIdx.x; fw < flag_words; fw += BLOCK) {
-    uint32_t f = flags[fw];
-    if (!f) continue;
-    flags[fw] = 0;
+  for (int i = threadIdx.x; i < words4; i += BLOCK) {
+    const uint4 q = reinterpret_cast<const uint4 *>(sh)[i];
+    if (!((q.x | q.y | q.z | q.w) & 0x80008000u)) continue;
     pdl_wait(); /* hist was zeroed by the kernel before */
-    do {
-      const int b = fw * 32 + __ffs(f) - 1;
-      f &= f - 1;
-      sh[b >> 1] -= 0x8000u << ((b & 1) << 4);
-      atomicAdd(hist + b, 0x8000u);
-    } while (f);
+    const uint32_t v[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const uint32_t full = v[k] & 0x80008000u;
+      if (!full) continue;
+      sh[4 * i + k] = v[k] - full;
+      if (full & 0x8000u) atomicAdd(hist + 8 * i + 2 * k, 0x8000u);
+      if (full >> 16) atomicAdd(hist + 8 * i + 2 * k + 1, 0x8000u);
+    }
   }
   __syncthreads();
 }
 
 /* best: a persistent grid of G = min(sms * (PACKED ? 1 : 2), chunks) blocks of 1024
  * threads, each with a private histogram in dynamic shared memory (u32: C copies of
- * each bin, bins << log2c words <= 64 KiB, 2 blocks an SM; PACKED: ceil(bins/2) words of
- * two 16-bit counters plus a flag bit per bin, 136 KiB at 65536 bins, 1 block an SM).
- * x is a head (0-3
- * floats to the first 16-byte boundary), n4 float4s and a tail (0-3); chunk c is
+ * each bin, bins << log2c words, 4 KiB or one copy of up to 16384 bins, 2 blocks an
+ * SM; PACKED: ceil(bins/2) words of two 16-bit counters, 128 KiB at 65536 bins, 1 block
+ * an SM). x is a head (0-3 floats to the first 16-byte boundary), n4 float4s and a
+ * tail (0-3); chunk c is
  * float4s [c*F*BLOCK, (c+1)*F*BLOCK), thread t takes float4 t, t+BLOCK, ... of it
  * (coalesced 16-byte loads), blocks take chunks c = block, block+G, ... and load the
  * next chunk before counting the current one (its loads stay in flight over the
- * counting and the drains' barriers). Past n4 a float4 reads as NaN, which no bin
+ * counting and the sweeps' barriers). Past n4 a float4 reads as NaN, which no bin
  * takes. Head and tail go to hist directly (threads 0-5 of block 0). Then each block
  * sums each bin's copies and adds the nonzero ones to hist with global atomics (bins
  * in order across the warps' lanes). hist must be zero at launch (zero_kernel
  * runs before; this kernel is its PDL dependant and waits before its first global
  * atomic). */
-template <bool PACKED>
-__global__ __launch_bounds__(HISTOGRAM_BEST_BLOCK,
-                             PACKED ? 1 : 2) void histogram_best_kernel(const float *__restrict__ x,
-                                                                        size_t n, size_t head,
-                                                                        int bins, float scale,
-                                                                        int log2c, uint32_t *hist) {
-  constexpr int BLOCK = HISTOGRAM_BEST_BLOCK, F = PACKED ? 4 : 2;
+template <bool PACKED, int BLOCK = HISTOGRAM_BEST_BLOCK, int F = 2>
+__global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_best_kernel(
+    const float *__restrict__ x, size_t n, size_t head, int bins, float scale, int log2c,
+    uint32_t *hist) {
+  /* PACKED: chunks between sweeps, at most 32768 samples (histogram_sweep) */
+  constexpr int ROUND = 32768 / (4 * F * BLOCK);
+  static_assert(!PACKED || ROUND >= 1, "a chunk holds more samples than a sweep allows");
   extern __shared__ uint32_t sh[];
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  const int words = PACKED ? (bins + 1) / 2 : bins << log2c;
-  const int flag_words = PACKED ? (bins + 31) / 32 : 0;
-  uint32_t *flags = sh + words;
-  for (int i = t; i < words + flag_words; i += BLOCK) sh[i] = 0;
+  const int words = PACKED ? ((bins + 1) / 2 + 3) & ~3 : bins << log2c;
+  for (int i = t; i < words; i += BLOCK) sh[i] = 0;
   __syncthreads();
 
   const int rl = t & ((1 << log2c) - 1); /* this thread's copy */
@@ -166,15 +164,15 @@ __global__ __launch_bounds__(HISTOGRAM_BEST_BLOCK,
     }
 #pragma unroll
     for (int f = 0; f < F; f++) {
-      histogram_count<PACKED>(sh, flags, cur[f].x, bins, scale, log2c, rl);
-      histogram_count<PACKED>(sh, flags, cur[f].y, bins, scale, log2c, rl);
-      histogram_count<PACKED>(sh, flags, cur[f].z, bins, scale, log2c, rl);
-      histogram_count<PACKED>(sh, flags, cur[f].w, bins, scale, log2c, rl);
+      histogram_count<PACKED>(sh, cur[f].x, bins, scale, log2c, rl);
+      histogram_count<PACKED>(sh, cur[f].y, bins, scale, log2c, rl);
+      histogram_count<PACKED>(sh, cur[f].z, bins, scale, log2c, rl);
+      histogram_count<PACKED>(sh, cur[f].w, bins, scale, log2c, rl);
       cur[f] = nxt[f];
     }
-    if (PACKED && ++since == HISTOGRAM_BEST_ROUND) {
+    if (PACKED && ++since == ROUND) {
       since = 0;
-      histogram_drain<BLOCK>(sh, flags, flag_words, hist);
+      histogram_sweep<BLOCK>(sh, words / 4, hist);
     }
   }
   __syncthreads();
@@ -230,10 +228,13 @@ __global__ __launch_bounds__(HISTOGRAM_BEST_BLOCK,
 /* ---- plans ---- */
 
 /* log2 of the u32 copies best keeps per bin: the most, up to 1024 (one a thread), that
- * fit 16384 words (1: 1024, 256: 64, 4096: 4, 16384: 1). */
+ * fit 1024 words (1: 1024, 32: 32, 256: 4, 1024 and up: 1). Every block zeroes its
+ * copies and sums them at the end, which below 2^24 elements is much of a launch; the
+ * bank conflicts that fewer copies allow cost less on uniform data (bench/RESULTS.md,
+ * "The histogram's copies and counters"). */
 static inline int histogram_best_log2c(int bins) {
   int r = 0;
-  while (r < 10 && ((long long)bins << (r + 1)) <= HISTOGRAM_BEST_U32_WORDS) r++;
+  while (r < 10 && ((long long)bins << (r + 1)) <= HISTOGRAM_BEST_COPY_WORDS) r++;
   return r;
 }
 
@@ -241,8 +242,7 @@ static inline bool histogram_best_packed(int bins) { return bins > HISTOGRAM_BES
 
 /* Dynamic shared memory of best's block at bins. */
 static inline size_t histogram_best_smem(int bins) {
-  if (histogram_best_packed(bins))
-    return (size_t)((bins + 1) / 2 + (bins + 31) / 32) * sizeof(uint32_t);
+  if (histogram_best_packed(bins)) return (size_t)(((bins + 1) / 2 + 3) & ~3) * sizeof(uint32_t);
   return ((size_t)bins << histogram_best_log2c(bins)) * sizeof(uint32_t);
 }
 
@@ -290,15 +290,15 @@ static inline cudaError_t histogram_shared_plan(size_t n, int bins, dim3 *grid, 
 }
 
 /* best's grid at n elements from x (its alignment sets the head: 0-3 floats, *head):
- * min(SMs x (1 packed, 2 u32), chunks of F x 1024 float4s), at least 1; 0 when the
+ * min(SMs x (1 packed, 2 u32), chunks of 2 x 1024 float4s), at least 1; 0 when the
  * device cannot be asked. */
 static inline unsigned histogram_best_grid(size_t n, const float *x, int bins, size_t *head) {
   const bool packed = histogram_best_packed(bins);
   size_t h = ((16 - ((uintptr_t)x & 15)) & 15) / 4;
   if (h > n) h = n;
   if (head) *head = h;
-  const int sms = current_sm_count(), f = packed ? 4 : 2;
-  const size_t chunk = (size_t)f * HISTOGRAM_BEST_BLOCK;
+  const int sms = current_sm_count();
+  const size_t chunk = (size_t)2 * HISTOGRAM_BEST_BLOCK; /* F = 2 float4s a thread */
   size_t g = ((n - h) / 4 + chunk - 1) / chunk;
   const size_t cap = (size_t)sms * (packed ? 1 : 2);
   if (g > cap) g = cap;
@@ -306,7 +306,7 @@ static inline unsigned histogram_best_grid(size_t n, const float *x, int bins, s
   return sms < 1 ? 0 : (unsigned)g;
 }
 
-/* Raises best's dynamic shared-memory limit to its largest block's (64 KiB u32, 136
+/* Raises best's dynamic shared-memory limit to its largest block's (64 KiB u32, 128
  * KiB packed) with the largest carveout, once per kernel and device; the plan calls it
  * too, so the backend's occupancy query never finds a lower limit. */
 static inline cudaError_t histogram_best_raise(bool packed) {

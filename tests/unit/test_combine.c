@@ -3,7 +3,7 @@
  * tails of every tile and grid, best's grid cap, naive's and shared's third level;
  * integer-valued inputs, which every order sums exactly (the check's max_abs_err must
  * be 0, not only within the float bound); histogram bins = 1 to 65536 across best's
- * three u32 cases and its packed path, the drains of one value counted 2^24 + 5 times,
+ * three u32 cases and its packed path, the sweeps of one value counted 2^24 + 5 times,
  * and values on and past the bins' edges (NaN, infinities, signed zeros, subnormals)
  * that the rule, the kernels and CUB must bin alike; outputs as uint32 counts; graph
  * and cold runs; bins outside 1..65536 make every run unavailable. argv[1]: "cpu" (the
@@ -199,9 +199,9 @@ static void test_exact_sums(void) {
   }
 }
 
-/* histogram: n = 1 at both ends of bins; best's u32 copies 1024 (bins <= 8), 32..512
- * (up to 512), 1..16 below 32 copies, one (16384), then packed (16385 up); shared's
- * passes of 12288 (12289: two); a large n. */
+/* histogram: n = 1 at both ends of bins; best's u32 copies: 32 and more (bins <= 32,
+ * summed by warps), 2..16 (33..512, by segmented shuffles), one (513..16384), then
+ * packed (16385 up); shared's passes of 12288 (12289: two); a large n. */
 static void test_histogram_bins(void) {
   static const int bins[] = {1,   2,    3,     8,     9,     31,    33,    256,   512,
                              513, 4096, 12288, 12289, 16384, 16385, 40000, 65535, 65536};
@@ -219,7 +219,7 @@ static void test_histogram_bins(void) {
 
 /* The edge values at the lab's bin counts, and one value 2^24 + 5 times (on the CPU
  * 2^20 + 5): every block's counter for it crosses 0x8000 again and again (packed best's
- * drains), a count past a float's exact integers. */
+ * sweeps), a count past a float's exact integers. */
 static void test_histogram_edges(void) {
   const size_t n_edge = 1000003, n_same = cuda ? ((size_t)1 << 24) + 5 : ((size_t)1 << 20) + 5;
   float *edge = malloc(n_edge * sizeof *edge), *same = malloc(n_same * sizeof *same);
