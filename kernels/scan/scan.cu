@@ -1,5 +1,5 @@
 /* The scan's CUDA side: each variant's plan (the kernel its run reports: naive's and
- * shared's first level, best's aligned form) and launch through scan_launch (scan.cuh),
+ * shared's first level, best's aligned, staged form) and launch through scan_launch (scan.cuh),
  * with its temp storage (the levels, best's status words, CUB's) from the device's
  * stream-ordered pool. */
 #include <stdio.h>
@@ -23,12 +23,24 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
     p->block = dim3(SCAN_TILE / 2);
     p->grid = dim3(ceil_div((long long)n, SCAN_TILE));
     return 0;
-  case SCAN_BEST:
-    cuda_plan_set(p, KFUNC((scan_best_kernel<SCAN_BEST_BLOCK, true>)), "scan_best_kernel<128,vec>",
-                  "tile of 4096 a block, 8 float4 a thread; decoupled look-back (PDL)");
+  case SCAN_BEST: {
+    if (scan_best_registers(n)) /* asks the driver once: before any timed launch */
+      cuda_plan_set(p, KFUNC((scan_best_kernel<SCAN_BEST_BLOCK, true>)),
+                    "scan_best_kernel<128,vec>",
+                    "tile of 4096 a block, 8 float4 a thread in registers (one wave holds all)");
+    else
+      cuda_plan_set(p, KFUNC(scan_staged_kernel<SCAN_BEST_BLOCK>), "scan_staged_kernel<128>",
+                    "tile of 4096 a block staged in shared memory by cp.async (more an SM)");
     p->block = dim3(SCAN_BEST_BLOCK);
     p->grid = dim3((unsigned)scan_best_tiles(n));
+    const cudaError_t e = scan_staged_raise(); /* before the backend's occupancy query */
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      snprintf(why, why_len, "%s: %s", p->name, cudaGetErrorString(e));
+      return -1;
+    }
     return 0;
+  }
   case SCAN_CUB: /* no kernel of ours: the run's kernel info names the call */
     cuda_plan_set(p, NULL, "cub::DeviceScan::InclusiveSum (CCCL)",
                   "CUB's single pass, decoupled look-back over tiles of 128 x 24 items");

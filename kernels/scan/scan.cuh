@@ -2,9 +2,11 @@
  * moved here: naive (Hillis-Steele per 1024-element
  * tile) and shared (Blelloch's work-efficient tree per tile), each followed by the same
  * multi-level pass that scans the tile totals and adds them back; best (one pass,
- * decoupled look-back, 16-byte loads and stores: the register form at 128 threads a
- * tile, the fastest at every n; a persistent form keeping the next tiles' loads in
- * flight with cp.async ran at a quarter of CUB's rate and was dropped);
+ * decoupled look-back, 16-byte accesses, 128 threads a tile of 4096: held in registers
+ * where one wave holds every tile, else staged in shared memory by cp.async, which lets
+ * an SM hold more tiles; the register form at 4-byte accesses for unaligned data; a
+ * persistent form keeping the next tiles' loads in flight with
+ * cp.async ran at a quarter of CUB's rate and was dropped);
  * cub (cub::DeviceScan::InclusiveSum). The launcher never synchronizes, never
  * allocates (scan_temp_bytes of temp from the caller) and refuses the default stream.
  * Header only (templates and static inline): scan.cu includes it. */
@@ -19,6 +21,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "kernels/core/cuda/combine.cuh"
+#include "kernels/core/cuda/cp_async.cuh"
 #include "kernels/core/cuda/launch.cuh"
 #include "kernels/scan/scan.h"
 
@@ -204,6 +207,28 @@ __device__ __forceinline__ void scan_store4(float *y, size_t idx, size_t n, floa
   if (idx + 3 < n) y[idx + 3] = v.w;
 }
 
+/* Warp 0's step of a tile, between the block's two barriers: seg holds the tile's 32
+ * segment totals in order; scans them (the tile's aggregate), does the look-back (after
+ * pdl_wait: status was zeroed by the kernel before), publishes the tile's inclusive
+ * prefix and leaves each segment's exclusive prefix, look-back included, in seg. */
+template <unsigned SLEEP_MAX, int DEPTH>
+__device__ __forceinline__ void scan_best_publish(unsigned long long *status, long long tile,
+                                                  float *seg, int lane) {
+  const float inc = warp_inclusive(seg[lane], lane);
+  float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
+  if (lane == 0) ex = 0.0f;
+  const float agg = __shfl_sync(COMBINE_FULL_MASK, inc, 31);
+  pdl_wait();
+  float excl = 0.0f;
+  if (tile == 0) {
+    if (lane == 0) scan_status_store(status, scan_pack(SCAN_FLAG_P, agg));
+  } else {
+    excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane);
+    if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_P, excl + agg));
+  }
+  seg[lane] = excl + ex;
+}
+
 /* The work of one 4096-element tile once its data is in registers: v[j] is float4 j*BLOCK
  * + t of the tile (round j, thread t), so every load and store is a warp's 512
  * contiguous bytes; W = BLOCK/32 warps, R = 32/W rounds. The tile is 32 segments of 32
@@ -239,21 +264,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
     v[j].w += ex;
   }
   __syncthreads();
-  if (w == 0) {
-    const float inc = warp_inclusive(seg[lane], lane);
-    float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
-    if (lane == 0) ex = 0.0f;
-    const float agg = __shfl_sync(COMBINE_FULL_MASK, inc, 31);
-    pdl_wait();
-    float excl = 0.0f;
-    if (tile == 0) {
-      if (lane == 0) scan_status_store(status, scan_pack(SCAN_FLAG_P, agg));
-    } else {
-      excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane);
-      if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_P, excl + agg));
-    }
-    seg[lane] = excl + ex;
-  }
+  if (w == 0) scan_best_publish<SLEEP_MAX, DEPTH>(status, tile, seg, lane);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < R; j++) {
@@ -265,9 +276,10 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
 
 /* best's register form: one tile a block, grid = ceil(n / 4096), tile = blockIdx.x
  * (blocks start in index order, so every tile below is resident or done); the R loads
- * go out before anything waits. BLOCK 128 (R = 8) is best's: a tile waits in registers
- * for the look-back with no load in flight, so the rate follows the tile bytes an SM
- * holds, the most at 128 threads (9 blocks, 144 KiB an SM; 96 KiB at 256 threads). */
+ * go out before anything waits. A tile waits in registers for the look-back with no
+ * load in flight, so the rate follows the tiles an SM holds: 8 at 128 threads (63
+ * registers), fewer at other block sizes. best's aligned form is now the staged one
+ * below; this one serves unaligned x or y (<256, false>) and the lab. */
 template <int BLOCK, bool VEC, unsigned SLEEP_MAX = SCAN_BEST_SLEEP_MAX,
           int DEPTH = SCAN_BEST_LOOKBACK_DEPTH>
 __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restrict__ x,
@@ -282,6 +294,103 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
 #pragma unroll
   for (int j = 0; j < R; j++) v[j] = scan_load4<VEC>(x, base + 4 * (size_t)(j * BLOCK + t), n);
   scan_best_tile<BLOCK, VEC, SLEEP_MAX, DEPTH>(v, y, n, status, tile, seg);
+}
+
+/* best's staged form, for 16-byte aligned x and y: the same tile and work, but the tile
+ * is copied into shared memory by cp.async, where the register form loads it into
+ * registers. A tile that waits on its predecessors then holds shared memory, not
+ * registers, and an SM holds 13 tiles (its 227 KiB) instead of 8; the rate follows the
+ * tiles an SM holds (bench/RESULTS.md, "Where the scan's time goes"). Each thread scans
+ * the float4s it copied, in place (it reads back only its own copies: no barrier), warp
+ * 0 publishes, then every float4 adds its segment's prefix on its way out. In the last
+ * tile a float4 that straddles n is copied float by float and one past n zero-filled;
+ * stores stop at n. */
+template <int BLOCK>
+__global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restrict__ x,
+                                                            float *__restrict__ y, size_t n,
+                                                            unsigned long long *status) {
+  constexpr int W = BLOCK / 32, R = 32 / W;
+  static_assert(W * R == 32 && R * BLOCK * 4 == SCAN_BEST_TILE, "32 segments of 32 float4");
+  __shared__ __align__(16) float4 stage[R * BLOCK];
+  __shared__ float seg[32];
+  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
+  const long long tile = blockIdx.x;
+  const size_t base = (size_t)tile * SCAN_BEST_TILE;
+#pragma unroll
+  for (int j = 0; j < R; j++) {
+    const size_t idx = base + 4 * (size_t)(j * BLOCK + t);
+    float *dst = reinterpret_cast<float *>(&stage[j * BLOCK + t]);
+    if (idx + 3 < n) {
+      cp_async16(dst, x + idx);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; k++) cp_async4(dst + k, idx + k < n ? x + idx + k : x, idx + k < n);
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+#pragma unroll
+  for (int j = 0; j < R; j++) {
+    float4 v = stage[j * BLOCK + t];
+    v.y += v.x;
+    v.z += v.y;
+    v.w += v.z;
+    const float inc = warp_inclusive(v.w, lane);
+    float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
+    if (lane == 0) ex = 0.0f;
+    if (lane == 31) seg[j * W + w] = inc;
+    stage[j * BLOCK + t] = make_float4(v.x + ex, v.y + ex, v.z + ex, v.w + ex);
+  }
+  __syncthreads();
+  if (w == 0)
+    scan_best_publish<SCAN_BEST_SLEEP_MAX, SCAN_BEST_LOOKBACK_DEPTH>(status, tile, seg, lane);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < R; j++) {
+    const float off = seg[j * W + w];
+    const float4 v = stage[j * BLOCK + t];
+    scan_store4<true>(y, base + 4 * (size_t)(j * BLOCK + t), n,
+                      make_float4(v.x + off, v.y + off, v.z + off, v.w + off));
+  }
+}
+
+/* Raises the staged kernel's shared-memory carveout to the largest once per device (its
+ * 16 KiB are static; the plan calls it too, so that the occupancy reported is the
+ * launch's). */
+static inline cudaError_t scan_staged_raise() {
+  static std::atomic<unsigned long long> raised{0};
+  return smem_raise_once(
+      &raised, reinterpret_cast<const void *>(&scan_staged_kernel<SCAN_BEST_BLOCK>), 0, true);
+}
+
+/* Tiles the register form holds at once on the current device (its blocks an SM x the
+ * SMs), asked of the driver once per device: the plan's call asks, launches find it.
+ * 0 when it cannot be asked. */
+static inline long long scan_register_wave() {
+  static std::atomic<long long> cache[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  long long v = cache[dev].load(std::memory_order_relaxed);
+  if (v > 0) return v;
+  struct cuda_device_limits d;
+  int per_sm = 0;
+  if (cuda_device_limits_get(&d) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, scan_best_kernel<SCAN_BEST_BLOCK, true>, SCAN_BEST_BLOCK, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  v = (long long)per_sm * d.sms;
+  cache[dev].store(v, std::memory_order_relaxed);
+  return v;
+}
+
+/* Whether best runs the register form at n (aligned data): when its one wave holds
+ * every tile, no tile waits for a slot, and staging would only add its pass through
+ * shared memory (measured: bench/RESULTS.md); above, the staged form. */
+static inline bool scan_best_registers(size_t n) {
+  const long long wave = scan_register_wave();
+  return wave > 0 && (long long)scan_best_tiles(n) <= wave;
 }
 
 /* ---- plans ---- */
@@ -321,22 +430,24 @@ static inline cudaError_t scan_best_zero(void *d_temp, size_t tiles, cudaStream_
   return zero_launch(static_cast<uint32_t *>(d_temp), 2 * (tiles + 1), s);
 }
 
-/* best's register form with BLOCK threads a tile (64, 128, 256 or 512: 16, 8, 4 or 2
- * float4 a thread; the tile stays 4096 elements, so temp and tolerance do not change).
- * Unaligned x or y always take the 256-thread 4-byte kernel (<128, false> spills).
- * n > 0; arguments checked by scan_launch (BLOCK = SCAN_BEST_BLOCK there; the others
- * were timed against it on the H200). */
-template <int BLOCK>
+/* best: when x and y are 16-byte aligned, the register form at 128 threads a tile where
+ * its one wave holds every tile (scan_best_registers), else the staged kernel; unaligned
+ * data, the 256-thread register form with 4-byte accesses (<128, false> spills). n > 0;
+ * arguments checked by scan_launch. */
 static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_y, void *d_temp,
                                            cudaStream_t s) {
   const size_t tiles = scan_best_tiles(n);
   if (tiles > (size_t)INT_MAX) return cudaErrorInvalidValue;
   unsigned long long *status = static_cast<unsigned long long *>(d_temp);
-  cudaError_t e = scan_best_zero(d_temp, tiles, s);
+  cudaError_t e = scan_staged_raise();
+  if (e == cudaSuccess) e = scan_best_zero(d_temp, tiles, s);
   if (e != cudaSuccess) return e;
+  if (aligned16(d_x) && aligned16(d_y) && scan_best_registers(n))
+    return launch_pdl(scan_best_kernel<SCAN_BEST_BLOCK, true>, dim3((unsigned)tiles),
+                      dim3(SCAN_BEST_BLOCK), 0, s, d_x, d_y, n, status);
   if (aligned16(d_x) && aligned16(d_y))
-    return launch_pdl(scan_best_kernel<BLOCK, true>, dim3((unsigned)tiles), dim3(BLOCK), 0, s, d_x,
-                      d_y, n, status);
+    return launch_pdl(scan_staged_kernel<SCAN_BEST_BLOCK>, dim3((unsigned)tiles),
+                      dim3(SCAN_BEST_BLOCK), 0, s, d_x, d_y, n, status);
   return launch_pdl(scan_best_kernel<SCAN_BEST_SCALAR_BLOCK, false>, dim3((unsigned)tiles),
                     dim3(SCAN_BEST_SCALAR_BLOCK), 0, s, d_x, d_y, n, status);
 }
@@ -387,7 +498,7 @@ static inline cudaError_t scan_launch(int variant, const float *d_x, size_t n, f
     }
     return cudaSuccess;
   }
-  case SCAN_BEST: return scan_best_launch<SCAN_BEST_BLOCK>(d_x, n, d_y, d_temp, s);
+  case SCAN_BEST: return scan_best_launch(d_x, n, d_y, d_temp, s);
   case SCAN_CUB: {
     size_t bytes = temp_bytes;
     e = cub::DeviceScan::InclusiveSum(d_temp, bytes, d_x, d_y, (int)n, s);

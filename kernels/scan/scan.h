@@ -32,7 +32,7 @@ enum scan_variant { SCAN_NAIVE, SCAN_SHARED, SCAN_BEST, SCAN_CUB, SCAN_VARIANTS 
 #define SCAN_MAX_LEVELS 8          /* 1024^7 > 2^64 */
 #define SCAN_ADD_BLOCK 256         /* the second pass's threads per block */
 #define SCAN_BEST_TILE 4096        /* best: 32 segments of 32 float4 */
-#define SCAN_BEST_BLOCK 128        /* best: threads a tile (8 float4 each), the lab's run 2 */
+#define SCAN_BEST_BLOCK 128        /* best: threads a tile (8 float4 each) */
 #define SCAN_BEST_SCALAR_BLOCK 256 /* best, unaligned x or y: 4-byte accesses */
 
 /* naive's and shared's levels: len[0] = n, len[l+1] = ceil(len[l] / 1024) while len[l]

@@ -177,7 +177,8 @@ static void test_reduce(void) {
 }
 
 /* scan: n = 1, the tails of naive's and shared's tiles of 1024 and best's of 4096, two
- * and three levels, 2049 tiles of best. */
+ * and three levels, 2049 tiles of best (on the GPU its staged form, the last float4
+ * straddling n). */
 static void test_scan(void) {
   static const int ns[] = {1,    2,    5,    1023,  1024,          1025,
                            4095, 4096, 4097, 20483, (1 << 20) + 1, (1 << 23) + 3};
@@ -282,7 +283,8 @@ static void test_bins_out_of_range(void) {
   }
 }
 
-/* What the runs report on the GPU: best's kernel by bins and its persistent grid. */
+/* What the runs report on the GPU: reduce's persistent grid, scan's form by n, the
+ * histogram's kernel by bins. */
 static void test_plans(void) {
   if (!cuda) return;
   static struct exp_result res;
@@ -296,6 +298,22 @@ static void test_plans(void) {
   CHECK_INT_EQ(res.runs[0].kernel.grid[0], REDUCE_BEST_MAX_BLOCKS);
   backend_buffer_free(be, job.output);
   backend_fence_free(be, job.done);
+  /* scan: the register form while one wave holds every tile, staged above */
+  static const struct {
+    int n;
+    const char *kernel;
+  } scans[] = {{1 << 20, "scan_best_kernel<128,vec>"}, {1 << 26, "scan_staged_kernel<128>"}};
+  for (int i = 0; i < EXP_COUNT_OF(scans); i++) {
+    s = spec_of(EXP_SCAN, scans[i].n, 0);
+    s.n_variants = 1;
+    s.variants[0] = SCAN_BEST;
+    job = (struct backend_job){.spec = &s};
+    CHECK_INT_EQ(backend_run(be, 0, &job, NULL, &res, err, sizeof err), 0);
+    CHECK(res.runs[0].check.passed);
+    CHECK_STR_EQ(res.runs[0].kernel.name, scans[i].kernel);
+    backend_buffer_free(be, job.output);
+    backend_fence_free(be, job.done);
+  }
   static const struct {
     int bins;
     const char *kernel;
