@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cooperative_groups.h>
 #include <cub/device/device_reduce.cuh>
 
 #include "kernels/core/cuda/combine.cuh"
@@ -76,6 +77,17 @@ __global__ __launch_bounds__(BLOCK) void reduce_block_kernel(const float *__rest
   if (threadIdx.x == 0) atomicAdd(out, v);
 }
 
+/* best's last step, by one block once every block's partial is visible: *out = the
+ * gridDim.x partials summed in a fixed order (thread t adds t, t + BLOCK, ..., then the
+ * block sum). */
+template <int BLOCK>
+__device__ __forceinline__ void reduce_best_final(const float *partials, float *sh, float *out) {
+  float r = 0.0f;
+  for (unsigned j = threadIdx.x; j < gridDim.x; j += BLOCK) r += __ldcg(partials + j);
+  r = reduce_block_shuffle<BLOCK>(r, sh);
+  if (threadIdx.x == 0) *out = r;
+}
+
 /* best: a persistent grid of G = min(REDUCE_BEST_MAX_BLOCKS, ceil(n4 / (BLOCK*UNROLL)))
  * blocks (reduce_best_grid; 8 a SM on the H200).
  * x splits into head (0-3 floats up to the first 16-byte boundary), n4 float4s, and a
@@ -88,7 +100,7 @@ __global__ __launch_bounds__(BLOCK) void reduce_block_kernel(const float *__rest
  * result is the same bits on every run (and on every GPU, and in cpu_reduce_best).
  * *ticket must be 0 at launch (zero_kernel runs before, this kernel is its PDL
  * dependant). */
-template <int BLOCK, int UNROLL>
+template <int BLOCK, int UNROLL, bool COOP = false>
 __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
     const float *__restrict__ x, size_t n, size_t head, float *__restrict__ partials,
     unsigned *ticket, float *out) {
@@ -135,6 +147,12 @@ __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
     if ((size_t)t < n - tail0) acc.y += x[tail0 + t];
   }
   float s = reduce_block_shuffle<BLOCK>((acc.x + acc.y) + (acc.z + acc.w), sh);
+  if (COOP) { /* bench/lab/reduce_tail.cu's cooperative launch: a grid barrier, no ticket */
+    if (t == 0) partials[blockIdx.x] = s;
+    cooperative_groups::this_grid().sync();
+    if (blockIdx.x == 0) reduce_best_final<BLOCK>(partials, sh, out);
+    return;
+  }
   if (t == 0) {
     partials[blockIdx.x] = s;
     __threadfence(); /* the partial is visible before the ticket says so */
@@ -144,10 +162,7 @@ __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
   __syncthreads();
   if (!last) return;
   __threadfence();
-  float r = 0.0f;
-  for (unsigned j = t; j < gridDim.x; j += BLOCK) r += __ldcg(partials + j);
-  r = reduce_block_shuffle<BLOCK>(r, sh);
-  if (t == 0) *out = r;
+  reduce_best_final<BLOCK>(partials, sh, out);
 }
 
 /* ---- plans ---- */
