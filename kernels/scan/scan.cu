@@ -1,5 +1,5 @@
 /* The scan's CUDA side: each variant's plan (the kernel its run reports: naive's and
- * shared's first level, best's aligned, staged form) and launch through scan_launch (scan.cuh),
+ * shared's first level, best's aligned form at n) and launch through scan_launch (scan.cuh),
  * with its temp storage (the levels, best's status words, CUB's) from the device's
  * stream-ordered pool. */
 #include <stdio.h>

@@ -5,8 +5,8 @@
  * decoupled look-back, 16-byte accesses, 128 threads a tile of 4096: held in registers
  * where one wave holds every tile, else staged in shared memory by cp.async, which lets
  * an SM hold more tiles; the register form at 4-byte accesses for unaligned data; a
- * persistent form keeping the next tiles' loads in flight with
- * cp.async ran at a quarter of CUB's rate and was dropped);
+ * persistent form keeping the next tiles' loads in flight with cp.async ran at a
+ * quarter of CUB's rate and was dropped);
  * cub (cub::DeviceScan::InclusiveSum). The launcher never synchronizes, never
  * allocates (scan_temp_bytes of temp from the caller) and refuses the default stream.
  * Header only (templates and static inline): scan.cu includes it. */
@@ -278,8 +278,9 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
  * (blocks start in index order, so every tile below is resident or done); the R loads
  * go out before anything waits. A tile waits in registers for the look-back with no
  * load in flight, so the rate follows the tiles an SM holds: 8 at 128 threads (63
- * registers), fewer at other block sizes. best's aligned form is now the staged one
- * below; this one serves unaligned x or y (<256, false>) and the lab. */
+ * registers), fewer at other block sizes. best runs it where one wave holds every
+ * tile (scan_best_registers) and for unaligned x or y (<256, false>); above one wave,
+ * the staged form below. */
 template <int BLOCK, bool VEC, unsigned SLEEP_MAX = SCAN_BEST_SLEEP_MAX,
           int DEPTH = SCAN_BEST_LOOKBACK_DEPTH>
 __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restrict__ x,
@@ -300,7 +301,7 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
  * is copied into shared memory by cp.async, where the register form loads it into
  * registers. A tile that waits on its predecessors then holds shared memory, not
  * registers, and an SM holds 13 tiles (its 227 KiB) instead of 8; the rate follows the
- * tiles an SM holds (bench/RESULTS.md, "Where the scan's time goes"). Each thread scans
+ * tiles an SM holds (bench/RESULTS.md, "The scan's tiles an SM holds"). Each thread scans
  * the float4s it copied, in place (it reads back only its own copies: no barrier), warp
  * 0 publishes, then every float4 adds its segment's prefix on its way out. In the last
  * tile a float4 that straddles n is copied float by float and one past n zero-filled;
