@@ -220,7 +220,7 @@ void store_queue_lock(struct store *s);
 void *store_writer_main(void *arg);
 /* Notes the outcome of a write (a batch's, or one of its own): a failure makes the
  * store refuse new work (store_check) until a write succeeds again, a second later at
- * the earliest. queue_lock held. */
+ * the earliest, and wakes the writer thread to probe meanwhile. queue_lock held. */
 void store_note_write_locked(struct store *s, int err, const char *why);
 /* The same for a write made outside the batches (store_ids_reserve, the kernels
  * table), taking queue_lock. */

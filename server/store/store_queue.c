@@ -39,6 +39,10 @@ void store_note_write_locked(struct store *s, int err, const char *why) {
   if (s->writable || s->error != err)
     log_warn("store: a write failed (%s: %s); new jobs are refused until one succeeds",
              strerror(-err), why);
+  /* A write that failed on another thread (an answer's own commit, the ids, the
+   * kernels) finds the writer asleep until a row comes, and none comes while new jobs
+   * are refused: woken, it probes once a second until a write succeeds. */
+  if (s->writable && s->writer_idle) pthread_cond_signal(&s->queue_ready);
   s->writable = false;
   s->error = err;
   snprintf(s->message, sizeof s->message, "%s", why);

@@ -6,7 +6,8 @@
  * frozen a, taken over, drops what was taken and its late writes change nothing; a
  * draining node keeps its lease. b claims a's queued jobs fairly across clients: one
  * client's flood does not keep another's job waiting behind it. PostgreSQL restarted
- * under load: 503s meanwhile, no job lost; stopped: /health says the node is fenced. */
+ * under load: 503s meanwhile, no job lost; restarted under an idle node: jobs taken
+ * again within seconds; stopped: /health says the node is fenced. */
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <signal.h>
@@ -319,6 +320,33 @@ static void test_pg_restart(void) {
   for (int i = 0; i < 2; i++) gpulabd_stop(&nodes[i]);
 }
 
+/* PostgreSQL restarted while a node is idle: the next job's own commit (on the answering
+ * thread) meets the dropped connection and is refused; with nothing queued, the writer
+ * thread must still notice and probe, so that jobs are taken again within a few seconds
+ * (it slept on, and every job was refused until a restart, when only its own batches
+ * told it of a failure). */
+static void test_pg_restart_idle(void) {
+  struct gpulabd a;
+  const char *args[] = {"--backend", "cpu", "--db", db, "--node", "a", NULL};
+  gpulabd_start(args, &a);
+  json_t *j = job_wait_final(&a, post_or_503(&a), 30); /* everything written: the writer idles */
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  usleep(500 * 1000);
+  cluster("restart");
+  int refused = 0;
+  long long id = 0;
+  for (double t0 = now_s(); !id && now_s() - t0 < 15; usleep(50 * 1000))
+    refused += (id = post_or_503(&a)) == 0;
+  printf("PostgreSQL restarted under an idle node: %d jobs refused before one was taken\n",
+         refused);
+  CHECK(id != 0);
+  j = job_wait_final(&a, id, 30);
+  CHECK_STR_EQ(JSTR(j, "state"), "done");
+  json_decref(j);
+  gpulabd_stop(&a);
+}
+
 /* /health's fleet part, polled until its status is want (10 s at most). */
 static void wait_fleet_status(struct gpulabd *d, const char *want) {
   for (int i = 0;; i++, usleep(50 * 1000)) {
@@ -361,6 +389,7 @@ static const struct test_case cases[] = {
     TEST(test_drain_keeps_lease),
     TEST(test_fair_claims),
     TEST(test_pg_restart),
+    TEST(test_pg_restart_idle),
     TEST(test_fenced_while_db_away),
     TEST_END,
 };
