@@ -207,6 +207,21 @@ __device__ __forceinline__ void scan_store4(float *y, size_t idx, size_t n, floa
   if (idx + 3 < n) y[idx + 3] = v.w;
 }
 
+/* A warp's step of one segment of a tile (lane l holds its float4 l): returns the
+ * float4 scanned inclusive within the segment (3 adds in the thread, a warp scan of the
+ * float4 totals, the exclusive part added); lane 31 parks the segment's total in
+ * *total. Both forms of best's kernel take it, so their additions are the same. */
+__device__ __forceinline__ float4 scan_best_segment(float4 v, int lane, float *total) {
+  v.y += v.x;
+  v.z += v.y;
+  v.w += v.z;
+  const float inc = warp_inclusive(v.w, lane);
+  float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
+  if (lane == 0) ex = 0.0f;
+  if (lane == 31) *total = inc;
+  return make_float4(v.x + ex, v.y + ex, v.z + ex, v.w + ex);
+}
+
 /* Warp 0's step of a tile, between the block's two barriers: seg holds the tile's 32
  * segment totals in order; scans them (the tile's aggregate), does the look-back (after
  * pdl_wait: status was zeroed by the kernel before), publishes the tile's inclusive
@@ -250,19 +265,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const size_t base = (size_t)tile * SCAN_BEST_TILE;
 #pragma unroll
-  for (int j = 0; j < R; j++) {
-    v[j].y += v[j].x;
-    v[j].z += v[j].y;
-    v[j].w += v[j].z;
-    const float inc = warp_inclusive(v[j].w, lane);
-    float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
-    if (lane == 0) ex = 0.0f;
-    if (lane == 31) seg[j * W + w] = inc;
-    v[j].x += ex; /* now inclusive within the segment */
-    v[j].y += ex;
-    v[j].z += ex;
-    v[j].w += ex;
-  }
+  for (int j = 0; j < R; j++) v[j] = scan_best_segment(v[j], lane, &seg[j * W + w]);
   __syncthreads();
   if (w == 0) scan_best_publish<SLEEP_MAX, DEPTH>(status, tile, seg, lane);
   __syncthreads();
@@ -331,17 +334,8 @@ __global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restr
   cp_async_commit();
   cp_async_wait<0>();
 #pragma unroll
-  for (int j = 0; j < R; j++) {
-    float4 v = stage[j * BLOCK + t];
-    v.y += v.x;
-    v.z += v.y;
-    v.w += v.z;
-    const float inc = warp_inclusive(v.w, lane);
-    float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
-    if (lane == 0) ex = 0.0f;
-    if (lane == 31) seg[j * W + w] = inc;
-    stage[j * BLOCK + t] = make_float4(v.x + ex, v.y + ex, v.z + ex, v.w + ex);
-  }
+  for (int j = 0; j < R; j++)
+    stage[j * BLOCK + t] = scan_best_segment(stage[j * BLOCK + t], lane, &seg[j * W + w]);
   __syncthreads();
   if (w == 0)
     scan_best_publish<SCAN_BEST_SLEEP_MAX, SCAN_BEST_LOOKBACK_DEPTH>(status, tile, seg, lane);
