@@ -1,12 +1,14 @@
 /* What a reduce launch costs beyond its bytes (issue 36): best's kernel (reduce.cuh) as
- * a job launches it (zero_kernel for the ticket, then the main kernel as its PDL
- * dependant), the main kernel alone (the ticket left as it was: no block is last, the
- * final sum is skipped; timing only), a cooperative launch with a grid barrier instead
- * of the ticket (one kernel), other grids and loads a step (run 2 also spread the
- * ticket over 32 counters: bench/RESULTS.md); beside CUB, zero_kernel
- * alone and a device-to-device copy of the same bytes (read + written, as the figure
- * counts them). Each timed back to back like bench_best (median of 9 batches of 20
- * after 5 warm-ups) and checked exactly: x is random -1, 0 or 1, so every sum is an
+ * a job launches it (the run's temp kept: one kernel, on a ticket the last launch left
+ * 0), as the launcher issues it on temp of any contents (zero_kernel for the ticket,
+ * then the main kernel as its PDL dependant) and with that temp from the stream-ordered
+ * pool around each launch (as jobs did), and the old grid of 8 blocks an SM both ways;
+ * earlier runs also spread the ticket over 32 counters, timed the main kernel without
+ * its final sum, 8 loads a step and a cooperative launch with a grid barrier instead of
+ * the ticket (bench/RESULTS.md); beside CUB, zero_kernel alone and a
+ * device-to-device copy of the same bytes (read + written, as the figure counts them). Each timed back to back like bench_best (median of 9 batches of 20 after 5
+ * warm-ups), and again as one CUDA Graph of the 20 (the GPU's time without the host's
+ * to issue each call), and checked exactly: x is random -1, 0 or 1, so every sum is an
  * integer a float holds exactly whatever the order. Not a test.
  *   reduce_tail */
 #include <cuda_runtime.h>
@@ -19,7 +21,7 @@
 
 static cudaStream_t stream;
 
-enum kind { COPY, ZERO, CUB, BEST, MAIN_ONLY, COOP };
+enum kind { COPY, ZERO, CUB, BEST, JOB, KEPT, SELF_RESET };
 
 typedef void (*reduce_fn)(const float *, size_t, size_t, float *, unsigned *, float *);
 
@@ -34,14 +36,15 @@ static const struct candidate candidates[] = {
     {"d2d copy, same bytes", COPY, NULL, 0, 0},
     {"zero_kernel alone", ZERO, NULL, 0, 0},
     {"cub", CUB, NULL, 0, 0},
-    {"best (zero_kernel + main, PDL)", BEST, reduce_best_kernel<REDUCE_BLOCK, 4>, 4, 8},
-    {"best's main kernel alone (no final sum)", MAIN_ONLY, reduce_best_kernel<REDUCE_BLOCK, 4>, 4,
-     8},
-    {"cooperative, grid barrier (one kernel)", COOP, reduce_best_kernel<REDUCE_BLOCK, 4, true>, 4,
-     8},
-    {"best, 4 blocks an SM", BEST, reduce_best_kernel<REDUCE_BLOCK, 4>, 4, 4},
-    {"best, 8 loads a step", BEST, reduce_best_kernel<REDUCE_BLOCK, 8>, 8, 8},
-    {"cooperative, 4 blocks an SM", COOP, reduce_best_kernel<REDUCE_BLOCK, 4, true>, 4, 4},
+    {"best as a job launches it (its kept ticket: one kernel, 4 blocks an SM)", KEPT,
+     reduce_best_kernel<REDUCE_BLOCK, 4>, 4, 4},
+    {"best's zero_kernel + main kernel (PDL), as the pool's temp needs", BEST,
+     reduce_best_kernel<REDUCE_BLOCK, 4>, 4, 4},
+    {"the same, temp from the pool around each launch (as jobs did)", JOB, NULL, 0, 0},
+    {"kept ticket, 8 blocks an SM (the old grid)", SELF_RESET, reduce_best_kernel<REDUCE_BLOCK, 4>,
+     4, 8},
+    {"zero_kernel + main, 8 blocks an SM (best before)", BEST, reduce_best_kernel<REDUCE_BLOCK, 4>,
+     4, 8},
 };
 
 struct launch {
@@ -55,6 +58,13 @@ struct launch {
   void *copy_dst;
 };
 
+/* best's main kernel as the PDL dependant of what came before on the stream, grid blocks */
+static cudaError_t launch_main(const struct candidate *c, unsigned grid, const float *x, size_t n,
+                               float *partials, unsigned *ticket, float *out) {
+  return launch_pdl(c->kernel, dim3(grid), dim3(REDUCE_BLOCK), 0, stream, x, n, (size_t)0, partials,
+                    ticket, out);
+}
+
 static void launch_once(const struct launch *l) {
   const struct candidate *c = l->c;
   unsigned *ticket = static_cast<unsigned *>(l->temp);
@@ -65,28 +75,22 @@ static void launch_once(const struct launch *l) {
     return;
   case ZERO: CUDA_OR_EXIT(zero_launch(ticket, 1, stream)); return;
   case CUB:
-    CUDA_OR_EXIT(
-        reduce_launch(REDUCE_CUB, l->x, l->n, l->out, false, l->temp, l->temp_bytes, stream));
+    CUDA_OR_EXIT(reduce_launch(REDUCE_CUB, l->x, l->n, l->out, false, l->temp, l->temp_bytes, false,
+                               stream));
+    return;
+  case KEPT: /* the ticket was zeroed once before the first launch */
+    CUDA_OR_EXIT(reduce_launch(REDUCE_BEST, l->x, l->n, l->out, false, l->temp, l->temp_bytes, true,
+                               stream));
+    return;
+  case JOB:
+    CUDA_OR_EXIT(with_pool_temp(l->temp_bytes, stream, [&](void *d_temp, size_t bytes) {
+      return reduce_launch(REDUCE_BEST, l->x, l->n, l->out, false, d_temp, bytes, false, stream);
+    }));
     return;
   case BEST: CUDA_OR_EXIT(zero_launch(ticket, 1, stream)); break;
-  case MAIN_ONLY:
-  case COOP: break;
+  case SELF_RESET: break; /* the ticket was zeroed once before the first launch */
   }
-  cudaLaunchAttribute attr[1];
-  attr[0].id = c->kind == COOP ? cudaLaunchAttributeCooperative
-                               : cudaLaunchAttributeProgrammaticStreamSerialization;
-  if (c->kind == COOP)
-    attr[0].val.cooperative = 1;
-  else
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(l->grid);
-  cfg.blockDim = dim3(REDUCE_BLOCK);
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  CUDA_OR_EXIT(
-      cudaLaunchKernelEx(&cfg, c->kernel, l->x, l->n, (size_t)0, partials, ticket, l->out));
+  CUDA_OR_EXIT(launch_main(c, l->grid, l->x, l->n, partials, ticket, l->out));
 }
 
 static void launch_fn(void *p) { launch_once((const struct launch *)p); }
@@ -121,12 +125,13 @@ static void run_size(size_t n) {
   CUDA_OR_EXIT(cudaMalloc(&d_copy, n * 2));
   CUDA_OR_EXIT(cudaMemcpy(d_x, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
   const double bytes = 4.0 * n + 4.0;
-  double copy_ms = 0;
+  double copy_ms = 0, copy_graph_ms = 0;
   for (size_t k = 0; k < sizeof candidates / sizeof candidates[0]; k++) {
     const struct candidate *c = &candidates[k];
     const struct launch l = {c, d_x, n, d_out, d_temp, temp_bytes, grid_of(c, n), d_copy};
     const char *check = "-";
-    if (c->kind != COPY && c->kind != ZERO && c->kind != MAIN_ONLY) {
+    CUDA_OR_EXIT(cudaMemsetAsync(d_temp, 0, 256, stream)); /* the ticket */
+    if (c->kind != COPY && c->kind != ZERO) {
       float got = 0;
       CUDA_OR_EXIT(cudaMemsetAsync(d_out, 0xff, sizeof(float), stream)); /* NaN */
       launch_once(&l);
@@ -135,9 +140,11 @@ static void run_size(size_t n) {
       check = got == (float)want ? "PASS" : "FAIL";
     }
     const double ms = batch_timer_ms(launch_fn, (void *)&l, stream, 5, 9, 20);
-    if (c->kind == COPY) copy_ms = ms;
-    printf("| %zu | %s | %u | %.4f | %.0f | %.1f%% | %s |\n", n, c->name,
-           c->kind >= BEST ? l.grid : 0, ms, bytes / ms / 1e6, 100.0 * copy_ms / ms, check);
+    const double graph_ms = batch_timer_graph_ms(launch_fn, (void *)&l, stream, 2, 9, 20);
+    if (c->kind == COPY) copy_ms = ms, copy_graph_ms = graph_ms;
+    printf("| %zu | %s | %u | %.4f | %.0f | %.1f%% | %.4f | %.1f%% | %s |\n", n, c->name,
+           c->kind >= BEST ? l.grid : 0, ms, bytes / ms / 1e6, 100.0 * copy_ms / ms, graph_ms,
+           100.0 * copy_graph_ms / graph_ms, check);
     fflush(stdout);
   }
   CUDA_OR_EXIT(cudaFree(d_x));
@@ -151,14 +158,11 @@ int main(void) {
   CUDA_OR_EXIT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaDeviceProp prop;
   CUDA_OR_EXIT(cudaGetDeviceProperties(&prop, 0));
-  if (prop.multiProcessorCount < 132) {
-    fprintf(stderr, "the cooperative rows need 8 x 132 blocks resident: %d SMs\n",
-            prop.multiProcessorCount);
-    return 1;
-  }
-  printf("%s\n\n| n | kernel | grid | median ms | GB/s | %% of same-size copy | check |\n",
-         prop.name);
-  printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  printf(
+      "%s\n\n| n | kernel | grid | median ms | GB/s | %% of same-size copy | in a graph: ms | "
+      "%% of the copy in a graph | check |\n",
+      prop.name);
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (int e = 20; e <= 26; e += 2) run_size((size_t)1 << e);
   return 0;
 }

@@ -181,8 +181,9 @@ int exp_spec_fit_input(struct exp_spec *spec, int slot, const struct exp_shape *
 
 uint64_t exp_spec_bytes(const struct exp_spec *spec) {
   /* Inputs, one output per run (each is checked after all timing), the job's own
-   * output, computed once before timing, and the largest launch's scratch (a job's
-   * launches run one at a time on one stream). */
+   * output, computed once before timing, and every run's scratch (the CUDA backend
+   * keeps a run's for all its launches, cuda_launch.d_temp; where a launch takes its
+   * own instead, gemm's, the sum over-counts: its launches run one at a time). */
   const struct exp_desc *d = desc_of(spec);
   if (!d) return 0;
   if (d->spec_bytes) return d->spec_bytes(spec);
@@ -196,8 +197,7 @@ uint64_t exp_spec_bytes(const struct exp_spec *spec) {
   bool users = false;
   for (int r = 0; r < spec->n_variants; r++) {
     users = users || (d->user && exp_variant_is_user(spec->variants[r]));
-    uint64_t f = d->scratch_floats ? d->scratch_floats(spec, spec->variants[r]) : 0;
-    if (f > scratch) scratch = f;
+    scratch += d->scratch_floats ? d->scratch_floats(spec, spec->variants[r]) : 0;
   }
   uint64_t floats = (users ? 2 : 1) * inputs +
                     (uint64_t)(spec->n_variants + 1) * (uint64_t)exp_shape_count(&out);

@@ -745,8 +745,8 @@ void exp_shape_format(const struct exp_shape *shape, char *buf, size_t len);
 int64_t exp_shape_count(const struct exp_shape *shape);
 
 /* Bytes of device (or, on the CPU, host) memory one job of this spec needs at once:
- * its inputs, one output per run and the job's output, and the largest scratch of a
- * run's launch (exp_desc.scratch_floats); with a user's kernel among the runs, the
+ * its inputs, one output per run and the job's output, and each run's scratch
+ * (exp_desc.scratch_floats); with a user's kernel among the runs, the
  * inputs once more (the copies its runner opens). Library workspaces and pinned host
  * copies are not counted. */
 uint64_t exp_spec_bytes(const struct exp_spec *spec);

@@ -117,4 +117,4 @@ static cublasStatus_t cublas(const struct cuda_launch *a) {
                                       a->d_in[0], a->d_in[1], a->d_out);
 }
 
-extern const struct cuda_experiment cuda_exp_gemm = {plan, launch, cublas, NULL};
+extern const struct cuda_experiment cuda_exp_gemm = {plan, launch, cublas, NULL, NULL};

@@ -336,4 +336,4 @@ static const struct cuda_job_ops pipeline_job_ops = {pipeline_plan_runs,
 
 /* ---- the CUDA descriptor ---- */
 
-extern const struct cuda_experiment cuda_exp_pipeline = {NULL, NULL, NULL, &pipeline_job_ops};
+extern const struct cuda_experiment cuda_exp_pipeline = {NULL, NULL, NULL, &pipeline_job_ops, NULL};

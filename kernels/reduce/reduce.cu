@@ -1,6 +1,7 @@
 /* The reduce's CUDA side: each variant's plan (the kernel its run reports) and launch
- * through reduce_launch (reduce.cuh), with its temp storage (best's partials, CUB's)
- * from the device's stream-ordered pool. */
+ * through reduce_launch (reduce.cuh), with its temp storage (best's ticket and partials,
+ * CUB's): the run's own, kept by the job for all its launches, else from the device's
+ * stream-ordered pool for each. */
 #include <stdio.h>
 
 #include "kernels/backends/cuda/cuda_exp.h"
@@ -42,16 +43,26 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
   return 0;
 }
 
+static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *bytes) {
+  cudaError_t e = reduce_temp_bytes(variant, (size_t)spec->p[REDUCE_N], bytes);
+  if (e == cudaSuccess && variant == REDUCE_CUB && *bytes == 0)
+    *bytes = 1; /* a NULL temp would be CUB's size query */
+  return e;
+}
+
+/* With the run's kept temp, best's ticket is 0 from the last launch: one kernel. */
 static cudaError_t launch(const struct cuda_launch *a) {
   const size_t n = (size_t)a->spec->p[REDUCE_N];
+  if (a->d_temp)
+    return reduce_launch(a->variant, a->d_in[0], n, a->d_out, a->output_zeroed, a->d_temp,
+                         a->temp_bytes, true, a->stream);
   size_t bytes = 0;
-  cudaError_t e = reduce_temp_bytes(a->variant, n, &bytes);
+  cudaError_t e = temp_bytes(a->spec, a->variant, &bytes);
   if (e != cudaSuccess) return e;
-  if (a->variant == REDUCE_CUB && bytes == 0) bytes = 1; /* a NULL temp would be CUB's size query */
   return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
     return reduce_launch(a->variant, a->d_in[0], n, a->d_out, a->output_zeroed, d_temp, temp_bytes,
-                         a->stream);
+                         false, a->stream);
   });
 }
 
-extern const struct cuda_experiment cuda_exp_reduce = {plan, launch, NULL, NULL};
+extern const struct cuda_experiment cuda_exp_reduce = {plan, launch, NULL, NULL, temp_bytes};

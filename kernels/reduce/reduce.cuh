@@ -2,9 +2,9 @@
  * moved here: naive (an atomicAdd per
  * element), shared (a tree in shared memory per block, an atomic per block), warp (the
  * same with warp shuffles), best (16-byte loads, one pass, deterministic: per-block
- * partials and a last-block-done sum) and cub (cub::DeviceReduce::Sum). One change:
- * best's grid is at most REDUCE_BEST_MAX_BLOCKS (the H200's 8 x 132) on every device
- * (reduce.h). The launcher never synchronizes, never allocates (the caller passes
+ * partials and a last-block-done sum) and cub (cub::DeviceReduce::Sum). Changes
+ * since: best's grid is at most REDUCE_BEST_MAX_BLOCKS (4 x the H200's 132 SMs) on
+ * every device (reduce.h), and with a ticket its caller keeps it is one kernel. The launcher never synchronizes, never allocates (the caller passes
  * reduce_temp_bytes of temp storage) and refuses the default stream. Header only
  * (templates and static inline): reduce.cu includes it. */
 #ifndef GPULAB_REDUCE_CUH
@@ -15,7 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cooperative_groups.h>
 #include <cub/device/device_reduce.cuh>
 
 #include "kernels/core/cuda/combine.cuh"
@@ -89,7 +88,9 @@ __device__ __forceinline__ void reduce_best_final(const float *partials, float *
 }
 
 /* best: a persistent grid of G = min(REDUCE_BEST_MAX_BLOCKS, ceil(n4 / (BLOCK*UNROLL)))
- * blocks (reduce_best_grid; 8 a SM on the H200).
+ * blocks (reduce_best_grid; 4 an SM on the H200), launched as the PDL dependant of the
+ * kernel before it: its blocks become resident while that one drains, then wait for
+ * it (pdl_wait) before they read anything, since that kernel may have written x.
  * x splits into head (0-3 floats up to the first 16-byte boundary), n4 float4s, and a
  * tail (0-3 floats). Thread g of the P = G*BLOCK threads adds float4s g, g+P, g+2P, ...
  * into a float4 accumulator, UNROLL 16-byte loads in flight before the adds (a warp
@@ -98,14 +99,16 @@ __device__ __forceinline__ void reduce_best_final(const float *partials, float *
  * block that takes the last ticket sums the G partials in a fixed order and writes
  * *out. The order of every addition depends only on n and the alignment of x, so the
  * result is the same bits on every run (and on every GPU, and in cpu_reduce_best).
- * *ticket must be 0 at launch (zero_kernel runs before, this kernel is its PDL
- * dependant). */
-template <int BLOCK, int UNROLL, bool COOP = false>
+ * *ticket must be 0 at launch (zero_kernel runs before it, or the ticket is the
+ * caller's own, which the last launch left 0); the last block's atomicInc leaves it 0
+ * again. */
+template <int BLOCK, int UNROLL>
 __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
     const float *__restrict__ x, size_t n, size_t head, float *__restrict__ partials,
     unsigned *ticket, float *out) {
   __shared__ float sh[BLOCK / 32];
   __shared__ bool last;
+  pdl_wait();
   const int t = threadIdx.x;
   const float4 *x4 = reinterpret_cast<const float4 *>(x + head);
   const size_t n4 = (n - head) / 4, P = (size_t)gridDim.x * BLOCK;
@@ -147,17 +150,11 @@ __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
     if ((size_t)t < n - tail0) acc.y += x[tail0 + t];
   }
   float s = reduce_block_shuffle<BLOCK>((acc.x + acc.y) + (acc.z + acc.w), sh);
-  if (COOP) { /* bench/lab/reduce_tail.cu's cooperative launch: a grid barrier, no ticket */
-    if (t == 0) partials[blockIdx.x] = s;
-    cooperative_groups::this_grid().sync();
-    if (blockIdx.x == 0) reduce_best_final<BLOCK>(partials, sh, out);
-    return;
-  }
   if (t == 0) {
     partials[blockIdx.x] = s;
     __threadfence(); /* the partial is visible before the ticket says so */
-    pdl_wait();      /* the ticket was zeroed by the kernel before */
-    last = atomicAdd(ticket, 1u) == gridDim.x - 1;
+    /* atomicInc wraps: the last block's leaves the ticket 0 again */
+    last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1;
   }
   __syncthreads();
   if (!last) return;
@@ -197,14 +194,17 @@ static inline cudaError_t reduce_temp_bytes(int variant, size_t n, size_t *bytes
  * into *d_out: out_zeroed says the caller zeroed it on s before (they then launch their
  * kernel alone); false, they zero it first (a memset in the launch). d_temp:
  * reduce_temp_bytes bytes, 256-byte aligned, any contents (the launcher initializes
- * what it uses); the caller owns all buffers; d_out must not alias d_x or d_temp.
+ * what it uses), unless temp_kept: the caller hands d_temp to every best launch at this
+ * n and zeroed it before the first; best then zeroes nothing (its ticket, which each
+ * launch leaves 0) and is one kernel instead of two. The caller owns all buffers;
+ * d_out must not alias d_x or d_temp.
  * Returns cudaSuccess, the
  * launch's error, or cudaErrorInvalidValue (default stream, unknown variant, NULL
  * buffers, temp too small; cub: also a NULL temp, and n above INT_MAX). Never
  * synchronizes; capturable into a CUDA Graph. */
 static inline cudaError_t reduce_launch(int variant, const float *d_x, size_t n, float *d_out,
                                         bool out_zeroed, void *d_temp, size_t temp_bytes,
-                                        cudaStream_t s) {
+                                        bool temp_kept, cudaStream_t s) {
   if (cuda_is_default_stream(s) || !d_out || (n && !d_x)) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
   if (variant == REDUCE_CUB) { /* CUB checks temp_bytes itself; a NULL temp is its size query */
@@ -234,7 +234,7 @@ static inline cudaError_t reduce_launch(int variant, const float *d_x, size_t n,
     const unsigned g = reduce_best_grid(n, d_x, &head);
     unsigned *ticket = static_cast<unsigned *>(d_temp);
     float *partials = reinterpret_cast<float *>(static_cast<char *>(d_temp) + 256);
-    e = zero_launch(ticket, 1, s);
+    if (!temp_kept) e = zero_launch(ticket, 1, s);
     if (e != cudaSuccess) return e;
     return launch_pdl(reduce_best_kernel<REDUCE_BLOCK, REDUCE_BEST_UNROLL>, dim3(g),
                       dim3(REDUCE_BLOCK), 0, s, d_x, n, head, partials, ticket, d_out);

@@ -33,12 +33,14 @@ enum reduce_variant {
 
 #define REDUCE_BLOCK 256     /* threads per block, every kernel */
 #define REDUCE_BEST_UNROLL 4 /* best: float4 loads in flight per thread */
-#define REDUCE_BEST_PER_SM 8 /* best: blocks per SM, guaranteed by __launch_bounds__ */
-/* best's grid at most: 8 blocks x the H200's 132 SMs, the persistent grid the lab
- * measured. A constant, not 8 x this device's SMs, so that the order of best's
- * additions, hence its bits and its tolerance, depend on n and x's alignment alone
- * (the same on every GPU and in the CPU stand-in). */
-#define REDUCE_BEST_MAX_BLOCKS (REDUCE_BEST_PER_SM * 132)
+#define REDUCE_BEST_PER_SM 8 /* best: blocks an SM can hold, guaranteed by __launch_bounds__ */
+/* best's grid at most: 4 blocks x the H200's 132 SMs, half of what the SMs hold: as
+ * fast as 8 an SM or up to 2% faster at every size the lab timed
+ * (bench/lab/reduce_tail.cu), with half the partials for the last block to sum. A
+ * constant, not 4 x this device's SMs, so that the order of best's additions, hence its
+ * bits and its tolerance, depend on n and x's alignment alone (the same on every GPU
+ * and in the CPU stand-in). */
+#define REDUCE_BEST_MAX_BLOCKS (4 * 132)
 #define REDUCE_TREE_DEPTH 10 /* additions a value passes through in a block sum (<= 10) */
 
 /* best's blocks at n elements starting at x (its alignment sets the head: 0-3 floats

@@ -1,7 +1,7 @@
 /* The scan's CUDA side: each variant's plan (the kernel its run reports: naive's and
  * shared's first level, best's aligned form at n) and launch through scan_launch (scan.cuh),
- * with its temp storage (the levels, best's status words, CUB's) from the device's
- * stream-ordered pool. */
+ * with its temp storage (the levels, best's status words, CUB's): the run's own, kept
+ * by the job for all its launches, else from the device's stream-ordered pool for each. */
 #include <stdio.h>
 
 #include "kernels/backends/cuda/cuda_exp.h"
@@ -49,15 +49,23 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
   }
 }
 
+static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *bytes) {
+  cudaError_t e = scan_temp_bytes(variant, (size_t)spec->p[SCAN_N], bytes);
+  if (e == cudaSuccess && variant == SCAN_CUB && *bytes == 0)
+    *bytes = 1; /* a NULL temp would be CUB's size query */
+  return e;
+}
+
 static cudaError_t launch(const struct cuda_launch *a) {
   const size_t n = (size_t)a->spec->p[SCAN_N];
+  if (a->d_temp)
+    return scan_launch(a->variant, a->d_in[0], n, a->d_out, a->d_temp, a->temp_bytes, a->stream);
   size_t bytes = 0;
-  cudaError_t e = scan_temp_bytes(a->variant, n, &bytes);
+  cudaError_t e = temp_bytes(a->spec, a->variant, &bytes);
   if (e != cudaSuccess) return e;
-  if (a->variant == SCAN_CUB && bytes == 0) bytes = 1; /* a NULL temp would be CUB's size query */
   return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
     return scan_launch(a->variant, a->d_in[0], n, a->d_out, d_temp, temp_bytes, a->stream);
   });
 }
 
-extern const struct cuda_experiment cuda_exp_scan = {plan, launch, NULL, NULL};
+extern const struct cuda_experiment cuda_exp_scan = {plan, launch, NULL, NULL, temp_bytes};

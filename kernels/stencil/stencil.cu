@@ -121,4 +121,4 @@ static cudaError_t launch(const struct cuda_launch *a) {
                         a->spec->p[STENCIL_RADIUS], a->stream);
 }
 
-extern const struct cuda_experiment cuda_exp_stencil = {plan, launch, NULL, NULL};
+extern const struct cuda_experiment cuda_exp_stencil = {plan, launch, NULL, NULL, NULL};

@@ -101,4 +101,4 @@ static cudaError_t launch(const struct cuda_launch *a) {
                           a->spec->p[TRANSPOSE_N], a->stream);
 }
 
-extern const struct cuda_experiment cuda_exp_transpose = {plan, launch, NULL, NULL};
+extern const struct cuda_experiment cuda_exp_transpose = {plan, launch, NULL, NULL, NULL};

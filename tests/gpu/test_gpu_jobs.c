@@ -1,7 +1,7 @@
 /* HTTP tests of the job engine on the CUDA backend: a .npy round trip through two
  * transposes on the device, a diamond whose last child is issued behind event
  * fences before the root has finished, a chain of 20 stencils, exclusive and shared
- * timing, and CUDA Graph launch figures. Skips (77) where no CUDA device answers. */
+ * timing, CUDA Graph launch figures, and runs that keep their scratch across launches. Skips (77) where no CUDA device answers. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,6 +273,33 @@ static void test_graph(void) {
   json_decref(job);
 }
 
+/* Reduce's, scan's and histogram's runs keep their scratch for all their launches
+ * (cuda_launch.d_temp): best's reduce then leaves its ticket 0 for the next launch
+ * instead of zeroing it first. Every launch of a run must find it so, in batches, in
+ * a graph and cold, or the checked output (the last launch's) is wrong. */
+static void test_kept_temp(void) {
+  static const char *const modes[] = {"", ",\"graph\":true", ",\"cold\":true"};
+  static const char *const jobs[][2] = {
+      {"reduce", "\"variant\":[\"best\",\"cub\",\"warp\"]"},
+      {"scan", "\"variant\":[\"best\",\"cub\",\"shared\"]"},
+      {"histogram", "\"bins\":256,\"variant\":[\"best\",\"cub\"]"},
+  };
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+    for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
+      char path[32], body[256];
+      snprintf(path, sizeof path, "/%s", jobs[k][0]);
+      snprintf(body, sizeof body, "{\"n\":1000003,%s,\"warmup\":2,\"batches\":3,\"reps\":7%s}",
+               jobs[k][1], modes[m]);
+      json_t *job = job_post_done(&D, "cuda", path, jobs[k][0], body);
+      for (size_t r = 0; r < json_array_size(json_at(job, "result.runs")); r++) {
+        char at[48];
+        snprintf(at, sizeof at, "result.runs[%zu].available", r);
+        if (!JBOOL(job, at)) CHECK_FAIL_("%s %s: run %zu unavailable", path, body, r);
+      }
+      json_decref(job);
+    }
+}
+
 static int start(void) {
   start_or_skip();
   return 0;
@@ -292,6 +319,7 @@ static const struct test_case cases[] = {
     TEST(test_chain),
     TEST(test_isolation),
     TEST(test_graph),
+    TEST(test_kept_temp),
     TEST_AFTER_ALL(test_none_failed),
     TEST_END,
 };

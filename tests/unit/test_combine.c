@@ -169,10 +169,22 @@ static float edge_value(size_t i) {
 /* ---- the cases ---- */
 
 /* reduce: n = 1..5 (best's head and tail only), a block's tail, best's partial last
- * batch, its grid cap (1056 blocks of 4096) plus a tail, several batches per thread. */
+ * batch, its grid cap (REDUCE_BEST_MAX_BLOCKS blocks of 4096) plus a tail, several
+ * batches per thread. */
 static void test_reduce(void) {
-  static const int ns[] = {
-      1, 2, 3, 4, 5, 255, 257, 1023, 4099, 1000003, 1056 * 4096 + 5, (1 << 22) + 1, (1 << 24) + 7};
+  static const int ns[] = {1,
+                           2,
+                           3,
+                           4,
+                           5,
+                           255,
+                           257,
+                           1023,
+                           4099,
+                           1000003,
+                           REDUCE_BEST_MAX_BLOCKS * 4096 + 5,
+                           (1 << 22) + 1,
+                           (1 << 24) + 7};
   run_sizes(EXP_REDUCE, ns, EXP_COUNT_OF(ns), 0);
 }
 

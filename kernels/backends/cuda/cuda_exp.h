@@ -47,6 +47,13 @@ struct cuda_launch {
    * exp_user.reset_zero): a launcher whose kernel accumulates into its output then
    * launches the kernel alone; false: it zeroes the output first, inside the launch. */
   bool output_zeroed;
+  /* The run's scratch (cuda_experiment.temp_bytes of it), the job's for all of this
+   * run's launches and no other run's: zeros before the first, then as the run's last
+   * launch left it. A launcher that leaves what it needs zeroed at the end of each
+   * launch (a ticket that wraps to 0) then zeroes nothing before. NULL: the launcher
+   * takes stream-ordered scratch for each launch (with_pool_temp) and zeroes it. */
+  void *d_temp;
+  size_t temp_bytes;
 };
 
 struct cuda_job_ops; /* kernels/backends/cuda/cuda_job_ops.h */
@@ -59,9 +66,10 @@ struct cuda_experiment {
   int (*plan)(const struct exp_spec *spec, int variant, struct cuda_plan *plan, char *why,
               size_t why_len);
   /* One launch of any other variant (our kernels, or a library's such as CUB, whose
-   * temporary storage is stream-ordered on a->stream and counted by exp_desc.
-   * scratch_floats): cudaSuccess, the launch's error, cudaErrorInvalidConfiguration when
-   * the plan fails, cudaErrorInvalidValue on a default stream. */
+   * temporary storage is the run's, cuda_launch.d_temp, or else stream-ordered on
+   * a->stream; counted by exp_desc.scratch_floats): cudaSuccess, the launch's error,
+   * cudaErrorInvalidConfiguration when the plan fails, cudaErrorInvalidValue on a
+   * default stream. */
   cudaError_t (*launch)(const struct cuda_launch *launch);
   /* One call of an EXP_VARIANT_CUBLAS variant (NULL: the experiment has none):
    * cuBLAS's status, never a synchronization. */
@@ -70,6 +78,11 @@ struct cuda_experiment {
    * several streams, timed on the host); NULL: the backend's kernel runner, which
    * times launches between events. */
   const struct cuda_job_ops *job;
+  /* Bytes of scratch variant needs at spec's sizes on the current device, which the job
+   * allocates once and hands every launch of the run (cuda_launch.d_temp): no
+   * allocation and free around each launch, two host calls that back-to-back launches
+   * of small sizes wait for. 0: none. NULL: the experiment needs none. */
+  cudaError_t (*temp_bytes)(const struct exp_spec *spec, int variant, size_t *bytes);
 };
 
 /* The CUDA side of type, or NULL for an unknown type. */

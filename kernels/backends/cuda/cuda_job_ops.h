@@ -33,15 +33,17 @@ struct cuda_job {
   struct exp_result *result;
   char *err;
   size_t err_len;
-  bool in_window, idle;                /* phases reported so far */
-  float *allocs[EXP_MAX_VARIANTS + 4]; /* device memory of this call only, freed at the end */
+  bool in_window, idle;                    /* phases reported so far */
+  float *allocs[2 * EXP_MAX_VARIANTS + 4]; /* device memory of this call only, freed at the end */
   int n_allocs;
   /* inputs: a given buffer's data (never written), or generated */
   const float *d_in[EXP_MAX_INPUTS];
-  float *d_out[EXP_MAX_VARIANTS];                      /* each run's own output */
-  size_t out_len;                                      /* floats of one output */
-  const struct cublas_fns *cublas;                     /* loaded for EXP_VARIANT_CUBLAS runs */
-  cudaGraphExec_t graph[EXP_MAX_VARIANTS];             /* graph mode: one batch (or one pass) */
+  float *d_out[EXP_MAX_VARIANTS];          /* each run's own output */
+  void *d_temp[EXP_MAX_VARIANTS];          /* each run's scratch for all its launches, or NULL */
+  size_t temp_bytes[EXP_MAX_VARIANTS];     /* cuda_experiment.temp_bytes */
+  size_t out_len;                          /* floats of one output */
+  const struct cublas_fns *cublas;         /* loaded for EXP_VARIANT_CUBLAS runs */
+  cudaGraphExec_t graph[EXP_MAX_VARIANTS]; /* graph mode: one batch (or one pass) */
   double stream_ms[EXP_MAX_VARIANTS][EXP_MAX_BATCHES]; /* graph mode: samples without it */
   float *flush;     /* cold: 2x the L2 to read before each timed launch (+ 4 floats: the sink) */
   size_t flush_len; /* floats read by a flush */

@@ -145,7 +145,8 @@ static cudaError_t launch_raw(struct cuda_job *j, int r, float *out, bool zeroed
   const struct cuda_launch a = {j->spec,         j->result->runs[r].variant,
                                 j->d_in,         out,
                                 j->lane->stream, j->cublas,
-                                j->lane->cublas, zeroed};
+                                j->lane->cublas, zeroed,
+                                j->d_temp[r],    j->temp_bytes[r]};
   if (is_cublas(j, a.variant)) {
     *cst = j->cexp->cublas(&a);
     return cudaSuccess;
@@ -189,15 +190,32 @@ static bool output_from_window(const struct cuda_job *j) {
          t->batches == 1 && t->reps == 1;
 }
 
-/* Inputs, one output per available run (a user's run's: a buffer its runner opens),
- * the flush buffer of a cold job (zeroed, untimed), then the job's output and fence
- * (after the window when output_from_window). */
+/* Run r's scratch for all its launches (cuda_launch.d_temp), zeroed, untimed; none
+ * where the experiment sizes none. */
+static int temp_setup(struct cuda_job *j, int r) {
+  size_t bytes = 0;
+  if (!j->cexp->temp_bytes) return 0;
+  CUDA_TRY(j, j->cexp->temp_bytes(j->spec, j->result->runs[r].variant, &bytes));
+  if (bytes == 0) return 0;
+  float *d = NULL;
+  RC_TRY(job_alloc(j, (bytes + sizeof(float) - 1) / sizeof(float), &d));
+  CUDA_TRY(j, cudaMemsetAsync(d, 0, bytes, j->lane->stream));
+  j->d_temp[r] = d;
+  j->temp_bytes[r] = bytes;
+  return 0;
+}
+
+/* Inputs, one output and its scratch per available run (a user's run's: a buffer its
+ * runner opens), the flush buffer of a cold job (zeroed, untimed), then the job's
+ * output and fence (after the window when output_from_window). */
 static int kernel_setup(struct cuda_job *j) {
   for (int slot = 0; slot < exp_input_count(j->spec->type); slot++)
     RC_TRY(job_input_setup(j, slot));
   for (int r = 0; r < j->result->n_runs; r++)
-    if (j->result->runs[r].available && !cuda_user_is_run(j, r))
+    if (j->result->runs[r].available && !cuda_user_is_run(j, r)) {
       RC_TRY(job_alloc(j, j->out_len, &j->d_out[r]));
+      RC_TRY(temp_setup(j, r));
+    }
   if (j->user) RC_TRY(cuda_user_setup(j));
   if (j->spec->cold) {
     j->flush_len = l2_flush_floats(j->be->prop.l2CacheSize);

@@ -16,7 +16,8 @@ static_assert(sizeof registry / sizeof registry[0] == EXP_TYPE_COUNT,
               "one CUDA side per experiment");
 
 /* A problem's jobs run their own way (cuda_problem.cu), all in gpulab-runner. */
-static const struct cuda_experiment cuda_exp_problem = {NULL, NULL, NULL, &cuda_problem_job_ops};
+static const struct cuda_experiment cuda_exp_problem = {NULL, NULL, NULL, &cuda_problem_job_ops,
+                                                        NULL};
 
 const struct cuda_experiment *cuda_experiment_of(enum exp_type type) {
   if (type == EXP_PROBLEM) return &cuda_exp_problem;

@@ -48,9 +48,11 @@ static inline cudaError_t with_pool_temp(size_t bytes, cudaStream_t s, Launch la
  * is still running. Everything it does before pdl_wait() must not depend on that
  * kernel (it may read inputs that earlier work produced: the kernel before it started
  * only after that work ended); pdl_wait() returns once that kernel has finished and
- * its writes are visible. The kernel before it is always zero_kernel here, which lets
- * its dependant start at once. Where no such kernel precedes (or on a GPU before
- * sm_90) the wait returns immediately. */
+ * its writes are visible. The kernel before it is zero_kernel, which lets its
+ * dependant start at once; or, for reduce's best on a ticket it keeps, whatever kernel
+ * ran before on the stream, which it waits for before it reads anything (its blocks
+ * still become resident while that kernel drains). Where no kernel precedes (or on a
+ * GPU before sm_90) the wait returns immediately. */
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
