@@ -25,7 +25,7 @@ static int sms;
 
 enum kind { COPY, ZERO, CUB, BEST };
 
-typedef void (*hist_fn)(const float *, size_t, size_t, int, float, int, uint32_t *);
+typedef void (*hist_fn)(const float *, size_t, size_t, int, float, int, uint32_t *, uint32_t *);
 
 struct candidate {
   const char *name;
@@ -91,14 +91,14 @@ static void launch_once(const struct launch *l) {
   case ZERO: CUDA_OR_EXIT(zero_launch(l->hist, (size_t)l->bins, stream)); return;
   case CUB:
     CUDA_OR_EXIT(histogram_launch(HISTOGRAM_CUB, l->x, l->n, l->bins, l->hist, false, l->temp,
-                                  l->temp_bytes, stream));
+                                  l->temp_bytes, false, stream));
     return;
   default: break;
   }
   CUDA_OR_EXIT(zero_launch(l->hist, (size_t)l->bins, stream));
   CUDA_OR_EXIT(launch_pdl(c->kernel, dim3(l->grid), dim3((unsigned)c->block), l->smem, stream,
                           (const float *)l->x, l->n, (size_t)0, l->bins, histogram_scale(l->bins),
-                          l->arg, l->hist));
+                          l->arg, l->hist, (uint32_t *)nullptr));
 }
 
 static void launch_fn(void *p) { launch_once((const struct launch *)p); }

@@ -39,10 +39,12 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
   w->counted = "bytes: x read once and the counts written once (the minimum); no flops";
 }
 
-/* Device temp of one launch: CUB's only, bounded from above (a private copy of the bins
- * per block, up to 1024 blocks, and 4 KiB: 541183 bytes at 256 bins and 138412543 at
- * 65536 on the H200, 528 blocks). */
+/* Device temp of one run: CUB's, bounded from above (a private copy of the bins per
+ * block, up to 1024 blocks, and 4 KiB: 541183 bytes at 256 bins and 138412543 at 65536
+ * on the H200, 528 blocks); best's kept counts and ticket, bounded by 1025 words and 256
+ * bytes (histogram_kept_bytes). */
 static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
+  if (variant == HISTOGRAM_BEST) return s->p[HISTOGRAM_BINS] <= 1024 ? 1025 + 64 : 0;
   return variant == HISTOGRAM_CUB ? 1024 * (uint64_t)s->p[HISTOGRAM_BINS] + 1024 : 0;
 }
 

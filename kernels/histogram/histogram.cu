@@ -1,7 +1,8 @@
 /* The histogram's CUDA side: each variant's plan (the kernel its run reports, with its
  * launch shape on this device) and launch through histogram_launch (histogram.cuh), the
- * counts written as uint32 into the run's output, CUB's temp storage the run's own, kept
- * by the job for all its launches, else from the device's stream-ordered pool for each. */
+ * counts written as uint32 into the run's output, the temp storage (CUB's; best's kept
+ * counts up to 1024 bins) the run's own, kept by the job for all its launches, else
+ * (CUB's only) from the device's stream-ordered pool for each. */
 #include <stdio.h>
 
 #include "kernels/backends/cuda/cuda_exp.h"
@@ -59,11 +60,13 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
   return 0;
 }
 
+/* A run's kept temp: CUB's, or the counts and ticket best then keeps (one kernel). */
 static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *bytes) {
-  cudaError_t e = histogram_temp_bytes(variant, (size_t)spec->p[HISTOGRAM_N],
-                                       spec->p[HISTOGRAM_BINS], bytes);
+  const int bins = spec->p[HISTOGRAM_BINS];
+  cudaError_t e = histogram_temp_bytes(variant, (size_t)spec->p[HISTOGRAM_N], bins, bytes);
   if (e == cudaSuccess && variant == HISTOGRAM_CUB && *bytes == 0)
     *bytes = 1; /* a NULL temp: CUB's size query */
+  if (e == cudaSuccess) *bytes += histogram_kept_bytes(variant, bins);
   return e;
 }
 
@@ -73,13 +76,14 @@ static cudaError_t launch(const struct cuda_launch *a) {
   uint32_t *d_hist = reinterpret_cast<uint32_t *>(a->d_out); /* the counts' bits */
   if (a->d_temp)
     return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, a->output_zeroed, a->d_temp,
-                            a->temp_bytes, a->stream);
+                            a->temp_bytes, true, a->stream);
   size_t bytes = 0;
-  cudaError_t e = temp_bytes(a->spec, a->variant, &bytes);
+  cudaError_t e = histogram_temp_bytes(a->variant, n, bins, &bytes);
   if (e != cudaSuccess) return e;
+  if (a->variant == HISTOGRAM_CUB && bytes == 0) bytes = 1; /* a NULL temp: CUB's size query */
   return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
     return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, a->output_zeroed, d_temp,
-                            temp_bytes, a->stream);
+                            temp_bytes, false, a->stream);
   });
 }
 

@@ -28,6 +28,7 @@
 #define HISTOGRAM_BEST_BLOCK 1024
 #define HISTOGRAM_BEST_U32_WORDS 16384 /* best: u32 counters a block holds (64 KiB) */
 #define HISTOGRAM_BEST_COPY_WORDS 1024 /* best: u32 copies of the bins fill at most this */
+#define HISTOGRAM_BEST_KEPT_BINS 1024  /* best: bins up to which a kept temp saves the zeroing */
 
 /* ---- naive and shared ---- */
 
@@ -129,15 +130,22 @@ __device__ __forceinline__ void histogram_sweep(uint32_t *sh, int words4, uint32
  * sums each bin's copies and adds the nonzero ones to hist with global atomics (bins
  * in order across the warps' lanes). hist must be zero at launch (zero_kernel
  * runs before; this kernel is its PDL dependant and waits before its first global
- * atomic). */
+ * atomic). Or acc is not NULL: the caller's own counts (with *ticket after them,
+ * histogram_kept_bytes), zero at launch; the blocks add into acc instead, the block that
+ * takes the last ticket moves the counts to hist and leaves acc and the ticket zero for
+ * the next launch, and hist needs no zeroing; the kernel before it (whatever it was)
+ * may have written x, so this one waits for it first thing. */
 template <bool PACKED, int BLOCK = HISTOGRAM_BEST_BLOCK, int F = 2>
 __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_best_kernel(
     const float *__restrict__ x, size_t n, size_t head, int bins, float scale, int log2c,
-    uint32_t *hist) {
+    uint32_t *hist, uint32_t *acc) {
   /* PACKED: chunks between sweeps, at most 32768 samples (histogram_sweep) */
   constexpr int ROUND = 32768 / (4 * F * BLOCK);
   static_assert(!PACKED || ROUND >= 1, "a chunk holds more samples than a sweep allows");
   extern __shared__ uint32_t sh[];
+  __shared__ bool last;
+  if (acc) pdl_wait();
+  uint32_t *const counts = acc ? acc : hist; /* where the blocks add */
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const int words = PACKED ? ((bins + 1) / 2 + 3) & ~3 : bins << log2c;
   for (int i = t; i < words; i += BLOCK) sh[i] = 0;
@@ -172,7 +180,7 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
     }
     if (PACKED && ++since == ROUND) {
       since = 0;
-      histogram_sweep<BLOCK>(sh, words / 4, hist);
+      histogram_sweep<BLOCK>(sh, words / 4, counts);
     }
   }
   __syncthreads();
@@ -182,13 +190,13 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
     const size_t i = t < 3 ? (size_t)t : tail0 + (t - 3);
     if ((t < 3 && i < head) || (t >= 3 && i < n)) {
       const int b = histogram_bin(x[i], bins, scale);
-      if (b >= 0) atomicAdd(hist + b, 1u);
+      if (b >= 0) atomicAdd(counts + b, 1u);
     }
   }
   if (PACKED) {
     for (int b = t; b < bins; b += BLOCK) {
       const uint32_t v = (sh[b >> 1] >> ((b & 1) << 4)) & 0xffffu;
-      if (v) atomicAdd(hist + b, v);
+      if (v) atomicAdd(counts + b, v);
     }
   } else {
     /* u32: sum each bin's C copies into its copy 0 (the words of a bin are read and
@@ -220,8 +228,20 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
     __syncthreads();
     for (int b = t; b < bins; b += BLOCK) {
       const uint32_t v = sh[b << log2c];
-      if (v) atomicAdd(hist + b, v);
+      if (v) atomicAdd(counts + b, v);
     }
+  }
+  if (!acc) return;
+  __threadfence(); /* this thread's adds are visible before the ticket says so */
+  __syncthreads();
+  unsigned *ticket = reinterpret_cast<unsigned *>(acc + bins);
+  if (t == 0) last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1; /* wraps to 0 */
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int b = t; b < bins; b += BLOCK) {
+    hist[b] = __ldcg(acc + b);
+    acc[b] = 0;
   }
 }
 
@@ -239,6 +259,14 @@ static inline int histogram_best_log2c(int bins) {
 }
 
 static inline bool histogram_best_packed(int bins) { return bins > HISTOGRAM_BEST_U32_WORDS; }
+
+/* Bytes of the counts and ticket best keeps when its caller keeps them for every launch
+ * (histogram_launch's temp_kept): up to HISTOGRAM_BEST_KEPT_BINS bins, where the last
+ * block's move of the counts to hist is short; 0 above (best then zeroes hist first). */
+static inline size_t histogram_kept_bytes(int variant, int bins) {
+  if (variant != HISTOGRAM_BEST || bins < 1 || bins > HISTOGRAM_BEST_KEPT_BINS) return 0;
+  return align256(((size_t)bins + 1) * sizeof(uint32_t));
+}
 
 /* Dynamic shared memory of best's block at bins. */
 static inline size_t histogram_best_smem(int bins) {
@@ -328,13 +356,16 @@ static inline cudaError_t histogram_best_raise(bool packed) {
  * a memset, best zero_kernel, in the launch). The device's limits are read once
  * (histogram_shared_plan, histogram_best_grid), so a launch asks the driver nothing.
  * d_temp: histogram_temp_bytes bytes (NULL when 0), 256-byte aligned, any
- * contents; d_hist must not alias d_x or d_temp; the caller owns all three. Returns
+ * contents; or temp_kept: the caller hands d_temp to every launch of this variant and
+ * bins and zeroed it before the first, with histogram_kept_bytes more for best, which
+ * then leaves them zero and zeroes nothing before (one kernel instead of two). d_hist
+ * must not alias d_x or d_temp; the caller owns all three. Returns
  * cudaSuccess, the first launch error, or cudaErrorInvalidValue (default stream,
  * unknown variant, bins outside 1..65536, NULL buffers, temp too small; cub: also a
  * NULL temp, and n above INT_MAX). Never synchronizes; capturable into a CUDA Graph. */
 static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t n, int bins,
                                            uint32_t *d_hist, bool hist_zeroed, void *d_temp,
-                                           size_t temp_bytes, cudaStream_t s) {
+                                           size_t temp_bytes, bool temp_kept, cudaStream_t s) {
   if (cuda_is_default_stream(s) || !d_hist || (n && !d_x)) return cudaErrorInvalidValue;
   if (bins < 1 || bins > HISTOGRAM_MAX_BINS) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
@@ -368,7 +399,10 @@ static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t
   case HISTOGRAM_BEST: {
     const bool packed = histogram_best_packed(bins);
     if ((e = histogram_best_raise(packed)) != cudaSuccess) return e;
-    if (!hist_zeroed) e = zero_launch(d_hist, (size_t)bins, s);
+    const size_t kept = temp_kept ? histogram_kept_bytes(variant, bins) : 0;
+    if (kept > temp_bytes) return cudaErrorInvalidValue;
+    uint32_t *acc = kept && n ? static_cast<uint32_t *>(d_temp) : nullptr;
+    if (!hist_zeroed && !acc) e = zero_launch(d_hist, (size_t)bins, s);
     if (e != cudaSuccess || n == 0) return e;
     size_t head = 0;
     const unsigned g = histogram_best_grid(n, d_x, bins, &head);
@@ -376,9 +410,10 @@ static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t
     const int log2c = packed ? 0 : histogram_best_log2c(bins);
     if (packed)
       return launch_pdl(histogram_best_kernel<true>, dim3(g), dim3(HISTOGRAM_BEST_BLOCK),
-                        histogram_best_smem(bins), s, d_x, n, head, bins, scale, log2c, d_hist);
+                        histogram_best_smem(bins), s, d_x, n, head, bins, scale, log2c, d_hist,
+                        acc);
     return launch_pdl(histogram_best_kernel<false>, dim3(g), dim3(HISTOGRAM_BEST_BLOCK),
-                      histogram_best_smem(bins), s, d_x, n, head, bins, scale, log2c, d_hist);
+                      histogram_best_smem(bins), s, d_x, n, head, bins, scale, log2c, d_hist, acc);
   }
   case HISTOGRAM_CUB: {
     size_t bytes = temp_bytes;

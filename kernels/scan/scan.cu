@@ -56,15 +56,18 @@ static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *
   return e;
 }
 
+/* With the run's kept temp, best's status words carry the last launch's epoch: one
+ * kernel. */
 static cudaError_t launch(const struct cuda_launch *a) {
   const size_t n = (size_t)a->spec->p[SCAN_N];
   if (a->d_temp)
-    return scan_launch(a->variant, a->d_in[0], n, a->d_out, a->d_temp, a->temp_bytes, a->stream);
+    return scan_launch(a->variant, a->d_in[0], n, a->d_out, a->d_temp, a->temp_bytes, true,
+                       a->stream);
   size_t bytes = 0;
   cudaError_t e = temp_bytes(a->spec, a->variant, &bytes);
   if (e != cudaSuccess) return e;
   return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
-    return scan_launch(a->variant, a->d_in[0], n, a->d_out, d_temp, temp_bytes, a->stream);
+    return scan_launch(a->variant, a->d_in[0], n, a->d_out, d_temp, temp_bytes, false, a->stream);
   });
 }
 

@@ -116,13 +116,20 @@ __global__ __launch_bounds__(BLOCK) void scan_add_kernel(float *y, size_t n,
 /* ---- best: single pass, decoupled look-back (Merrill and Garland, 2016) ---- */
 
 /* Tile status: a 64-bit word per tile, flag in the high half, the float's bits in the
- * low, written and read whole (so a reader never sees a flag without its value). */
-enum { SCAN_FLAG_X = 0, SCAN_FLAG_A = 1, SCAN_FLAG_P = 2 }; /* none, aggregate, inclusive */
+ * low, written and read whole (so a reader never sees a flag without its value). The
+ * flag is the launch's epoch << 2 | the kind: an aggregate or an inclusive prefix; any
+ * other flag (a zeroed word, another launch's) means nothing published yet. The epoch
+ * is the word after the tiles' (scan_best_epoch): a launch's last tile adds one to it,
+ * so the next launch on the same words needs no zeroing. */
+enum { SCAN_FLAG_A = 1, SCAN_FLAG_P = 2 }; /* the kinds: aggregate, inclusive */
 /* best's longest sleep in the look-back, ns, and the windows of 32 tiles it reads a step
  * (bench/lab/scan_lookback.cu times others). */
 #define SCAN_BEST_SLEEP_MAX 512u
 #define SCAN_BEST_LOOKBACK_DEPTH 1
 
+__device__ __forceinline__ unsigned scan_flag_of(unsigned epoch, unsigned kind) {
+  return epoch << 2 | kind;
+}
 __device__ __forceinline__ unsigned long long scan_pack(unsigned flag, float v) {
   return ((unsigned long long)flag << 32) | __float_as_uint(v);
 }
@@ -139,7 +146,7 @@ __device__ __forceinline__ void scan_status_store(unsigned long long *p, unsigne
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
 }
 
-/* Warp 0 of tile `tile` (>= 1): publishes its aggregate, then walks back over the
+/* Warp 0 of tile `tile` (>= 1) in launch `epoch`: publishes its aggregate, then walks back over the
  * predecessors DEPTH windows of 32 at a time (lane l reads tiles pred - 32k - l, k <
  * DEPTH, all DEPTH loads issued together: one round trip a step), and takes the windows
  * nearest first, waiting while any tile of the window has published nothing. At the
@@ -151,8 +158,9 @@ __device__ __forceinline__ void scan_status_store(unsigned long long *p, unsigne
  * up to SLEEP_MAX (0: it spins). */
 template <unsigned SLEEP_MAX, int DEPTH>
 __device__ __forceinline__ float scan_lookback(unsigned long long *status, long long tile,
-                                               float agg, int lane) {
-  if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_A, agg));
+                                               float agg, int lane, unsigned epoch) {
+  const unsigned e4 = scan_flag_of(epoch, 0), fp = e4 + SCAN_FLAG_P;
+  if (lane == 0) scan_status_store(status + tile, scan_pack(e4 + SCAN_FLAG_A, agg));
   float excl = 0.0f;
   unsigned ns = 32;
   for (long long pred = tile - 1;; pred -= 32 * DEPTH) {
@@ -160,19 +168,20 @@ __device__ __forceinline__ float scan_lookback(unsigned long long *status, long 
 #pragma unroll
     for (int k = 0; k < DEPTH; k++) {
       const long long idx = pred - 32 * k - lane;
-      w[k] = idx >= 0 ? scan_status_load(status + idx) : scan_pack(SCAN_FLAG_P, 0.0f);
+      w[k] = idx >= 0 ? scan_status_load(status + idx) : scan_pack(fp, 0.0f);
     }
 #pragma unroll
     for (int k = 0; k < DEPTH; k++) {
-      while (__any_sync(COMBINE_FULL_MASK, scan_flag(w[k]) == SCAN_FLAG_X)) {
+      /* this launch's aggregate or prefix: the flag minus e4 is 1 or 2 */
+      while (__any_sync(COMBINE_FULL_MASK, scan_flag(w[k]) - e4 - 1u > 1u)) {
         if constexpr (SLEEP_MAX > 0) {
           __nanosleep(ns);
           if (ns < SLEEP_MAX) ns *= 2;
         }
-        if (scan_flag(w[k]) == SCAN_FLAG_X) w[k] = scan_status_load(status + pred - 32 * k - lane);
+        if (scan_flag(w[k]) - e4 - 1u > 1u) w[k] = scan_status_load(status + pred - 32 * k - lane);
       }
       const float v = scan_value(w[k]);
-      const unsigned pm = __ballot_sync(COMBINE_FULL_MASK, scan_flag(w[k]) == SCAN_FLAG_P);
+      const unsigned pm = __ballot_sync(COMBINE_FULL_MASK, scan_flag(w[k]) == fp);
       if (pm) {
         const int j = __ffs(pm) - 1;
         const float between = warp_sum(lane < j ? v : 0.0f);
@@ -222,10 +231,16 @@ __device__ __forceinline__ float4 scan_best_segment(float4 v, int lane, float *t
   return make_float4(v.x + ex, v.y + ex, v.z + ex, v.w + ex);
 }
 
+/* The launch's epoch: the word after the gridDim.x tiles' status words. */
+__device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status) {
+  return reinterpret_cast<unsigned *>(status + gridDim.x);
+}
+
 /* Warp 0's step of a tile, between the block's two barriers: seg holds the tile's 32
- * segment totals in order; scans them (the tile's aggregate), does the look-back (after
- * pdl_wait: status was zeroed by the kernel before), publishes the tile's inclusive
- * prefix and leaves each segment's exclusive prefix, look-back included, in seg. */
+ * segment totals in order; scans them (the tile's aggregate), does the look-back,
+ * publishes the tile's inclusive prefix and leaves each segment's exclusive prefix,
+ * look-back included, in seg. The last tile then moves the epoch on: every other tile
+ * has published (its prefix needed them all), so every tile has read it. */
 template <unsigned SLEEP_MAX, int DEPTH>
 __device__ __forceinline__ void scan_best_publish(unsigned long long *status, long long tile,
                                                   float *seg, int lane) {
@@ -233,13 +248,13 @@ __device__ __forceinline__ void scan_best_publish(unsigned long long *status, lo
   float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
   if (lane == 0) ex = 0.0f;
   const float agg = __shfl_sync(COMBINE_FULL_MASK, inc, 31);
-  pdl_wait();
+  const unsigned epoch = *reinterpret_cast<volatile unsigned *>(scan_best_epoch(status));
   float excl = 0.0f;
-  if (tile == 0) {
-    if (lane == 0) scan_status_store(status, scan_pack(SCAN_FLAG_P, agg));
-  } else {
-    excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane);
-    if (lane == 0) scan_status_store(status + tile, scan_pack(SCAN_FLAG_P, excl + agg));
+  if (tile > 0) excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane, epoch);
+  if (lane == 0) {
+    scan_status_store(status + tile, scan_pack(scan_flag_of(epoch, SCAN_FLAG_P), excl + agg));
+    if (tile == (long long)gridDim.x - 1) /* its word is the epoch's */
+      *reinterpret_cast<unsigned *>(status + tile + 1) = epoch + 1;
   }
   seg[lane] = excl + ex;
 }
@@ -250,8 +265,8 @@ __device__ __forceinline__ void scan_best_publish(unsigned long long *status, lo
  * float4 (segment j*W + w: round j, warp w), in order. Each thread scans its float4 in
  * registers (3 adds), each warp scans its 32 float4 totals (shuffles) and parks the
  * segment total in seg; warp 0 scans the 32 segment totals, which gives the tile's
- * aggregate, does the look-back (after pdl_wait: status was zeroed by the kernel
- * before), publishes the inclusive prefix, and leaves each segment's prefix in seg;
+ * aggregate, does the look-back, publishes the inclusive prefix, and leaves each
+ * segment's prefix in seg;
  * then every element, which already holds its prefix within the segment, adds its
  * segment's and is stored. Two barriers; a caller that calls it again for another
  * tile needs a barrier in between (seg is read after the second). */
@@ -291,6 +306,7 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
                                                           unsigned long long *status) {
   constexpr int R = 32 / (BLOCK / 32);
   __shared__ float seg[32];
+  pdl_wait(); /* the kernel before may have written x, or the status words */
   const int t = threadIdx.x;
   const long long tile = blockIdx.x;
   const size_t base = (size_t)tile * SCAN_BEST_TILE;
@@ -317,6 +333,7 @@ __global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restr
   static_assert(W * R == 32 && R * BLOCK * 4 == SCAN_BEST_TILE, "32 segments of 32 float4");
   __shared__ __align__(16) float4 stage[R * BLOCK];
   __shared__ float seg[32];
+  pdl_wait(); /* the kernel before may have written x, or the status words */
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const long long tile = blockIdx.x;
   const size_t base = (size_t)tile * SCAN_BEST_TILE;
@@ -392,9 +409,8 @@ static inline bool scan_best_registers(size_t n) {
 
 /* Temp storage variant needs at n elements (0: none). Returns cudaSuccess,
  * cudaErrorInvalidValue (unknown variant, cub above INT_MAX elements, best above 2^31
- * tiles) or CUB's error. best: a status word a tile, and one more word (the tile
- * counter of a persistent form that was measured and dropped; kept, so that best's temp
- * and zeroing are those it was measured with). */
+ * tiles) or CUB's error. best: a status word a tile, and one more word: the launch's
+ * epoch (scan_best_epoch). */
 static inline cudaError_t scan_temp_bytes(int variant, size_t n, size_t *bytes) {
   *bytes = 0;
   switch (variant) {
@@ -419,8 +435,8 @@ static inline cudaError_t scan_temp_bytes(int variant, size_t n, size_t *bytes) 
 
 /* ---- launchers of best's forms ---- */
 
-/* Zeroes best's status words and the word after them on s; the main kernel, launched
- * next as its PDL dependant, waits for it before it touches them. */
+/* Zeroes best's status words and the epoch after them on s (temp of any contents); the
+ * main kernel, launched next as its PDL dependant, waits for it first thing. */
 static inline cudaError_t scan_best_zero(void *d_temp, size_t tiles, cudaStream_t s) {
   return zero_launch(static_cast<uint32_t *>(d_temp), 2 * (tiles + 1), s);
 }
@@ -430,12 +446,12 @@ static inline cudaError_t scan_best_zero(void *d_temp, size_t tiles, cudaStream_
  * data, the 256-thread register form with 4-byte accesses (<128, false> spills). n > 0;
  * arguments checked by scan_launch. */
 static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_y, void *d_temp,
-                                           cudaStream_t s) {
+                                           bool temp_kept, cudaStream_t s) {
   const size_t tiles = scan_best_tiles(n);
   if (tiles > (size_t)INT_MAX) return cudaErrorInvalidValue;
   unsigned long long *status = static_cast<unsigned long long *>(d_temp);
   cudaError_t e = scan_staged_raise();
-  if (e == cudaSuccess) e = scan_best_zero(d_temp, tiles, s);
+  if (e == cudaSuccess && !temp_kept) e = scan_best_zero(d_temp, tiles, s);
   if (e != cudaSuccess) return e;
   if (aligned16(d_x) && aligned16(d_y) && scan_best_registers(n))
     return launch_pdl(scan_best_kernel<SCAN_BEST_BLOCK, true>, dim3((unsigned)tiles),
@@ -448,14 +464,17 @@ static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_
 }
 
 /* d_y[i] = d_x[0] + ... + d_x[i] for i < n, on stream s (n == 0 launches nothing).
- * d_temp: scan_temp_bytes bytes, 256-byte aligned, any contents; d_y must not alias
- * d_x or d_temp; the caller owns all three. best takes 16-byte accesses when d_x and
+ * d_temp: scan_temp_bytes bytes, 256-byte aligned, any contents, unless temp_kept: the
+ * caller hands d_temp to every best launch at this n and zeroed it before the first;
+ * best then zeroes nothing (each launch leaves the next its epoch) and is one kernel
+ * instead of two. d_y must not alias d_x or d_temp; the caller owns all three. best takes 16-byte accesses when d_x and
  * d_y are both 16-byte aligned, 4-byte ones (same kernel) otherwise. Returns
  * cudaSuccess, the first launch error, or cudaErrorInvalidValue (default stream,
  * unknown variant, NULL buffers, temp too small; cub: also a NULL temp, and n above
  * INT_MAX). Never synchronizes; capturable. */
 static inline cudaError_t scan_launch(int variant, const float *d_x, size_t n, float *d_y,
-                                      void *d_temp, size_t temp_bytes, cudaStream_t s) {
+                                      void *d_temp, size_t temp_bytes, bool temp_kept,
+                                      cudaStream_t s) {
   if (cuda_is_default_stream(s) || (n && (!d_x || !d_y))) return cudaErrorInvalidValue;
   cudaError_t e = cudaSuccess;
   if (variant == SCAN_CUB) { /* CUB checks temp_bytes itself; a NULL temp is its size query */
@@ -493,7 +512,7 @@ static inline cudaError_t scan_launch(int variant, const float *d_x, size_t n, f
     }
     return cudaSuccess;
   }
-  case SCAN_BEST: return scan_best_launch(d_x, n, d_y, d_temp, s);
+  case SCAN_BEST: return scan_best_launch(d_x, n, d_y, d_temp, temp_kept, s);
   case SCAN_CUB: {
     size_t bytes = temp_bytes;
     e = cub::DeviceScan::InclusiveSum(d_temp, bytes, d_x, d_y, (int)n, s);

@@ -275,7 +275,8 @@ static void test_graph(void) {
 
 /* Reduce's, scan's and histogram's runs keep their scratch for all their launches
  * (cuda_launch.d_temp): best's reduce then leaves its ticket 0 for the next launch
- * instead of zeroing it first. Every launch of a run must find it so, in batches, in
+ * instead of zeroing it first, best's scan the next epoch in its status words, best's
+ * histogram (up to 1024 bins) its counts zero. Every launch of a run must find it so, in batches, in
  * a graph and cold, or the checked output (the last launch's) is wrong. */
 static void test_kept_temp(void) {
   static const char *const modes[] = {"", ",\"graph\":true", ",\"cold\":true"};
@@ -283,6 +284,7 @@ static void test_kept_temp(void) {
       {"reduce", "\"variant\":[\"best\",\"cub\",\"warp\"]"},
       {"scan", "\"variant\":[\"best\",\"cub\",\"shared\"]"},
       {"histogram", "\"bins\":256,\"variant\":[\"best\",\"cub\"]"},
+      {"histogram", "\"bins\":1024,\"variant\":[\"best\"]"}, /* best's most kept bins */
   };
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
     for (size_t k = 0; k < sizeof jobs / sizeof jobs[0]; k++) {
