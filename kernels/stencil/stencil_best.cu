@@ -117,6 +117,7 @@ __global__ void __launch_bounds__(SB_THREADS, sb_shape<STEPS>::MIN_BLOCKS)
                         double inv_width, int xvec, int yvec) {
   using S = sb_shape<STEPS>;
   constexpr int REGION = S::REGION, SPAN = S::SPAN, Q = S::Q;
+  pdl_wait(); /* launched as the PDL dependant of the kernel before it (which may write x) */
   extern __shared__ __align__(16) double sb_smem[];
   double *P = sb_smem;                                      /* 4 arrays of Q doubles */
   double *wtot = P + SPAN;                                  /* the warp totals */
@@ -305,5 +306,5 @@ cudaError_t stencil_best_launch(const float *d_x, float *d_y, int n, int radius,
   int xvec = aligned16(d_x), yvec = aligned16(d_y);
   double inv_width = 1.0 / (double)(2 * radius + 1);
   void *args[] = {&d_x, &d_y, &n, &radius, &tile, &inv_width, &xvec, &yvec};
-  return cuda_plan_launch(&p, args, s);
+  return cuda_plan_launch_pdl(&p, args, s);
 }

@@ -34,6 +34,7 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
                                                              float *__restrict__ b, int m, int n,
                                                              int vec) {
   __shared__ float4 tile[TB_TILE][TB_Q];
+  pdl_wait(); /* launched as the PDL dependant of the kernel before it (which may write a) */
   const int t = threadIdx.y * 32 + threadIdx.x;
   const int bc = t & 15, br = t >> 4;
   int bm, bn;
@@ -93,6 +94,7 @@ __global__ __launch_bounds__(256) void transpose_best_kernel(const float *__rest
 __global__ __launch_bounds__(256) void transpose_gather_kernel(const float *__restrict__ a,
                                                                float *__restrict__ b, int m,
                                                                int n) {
+  pdl_wait(); /* as transpose_best_kernel's */
   const unsigned long long total = (unsigned long long)m * n;
 #pragma unroll
   for (int c = 0; c < 4; c++) {
@@ -127,6 +129,7 @@ __global__ __launch_bounds__(256) void transpose_gather_kernel(const float *__re
  * 8 blocks an SM; both pointers 16-byte aligned. */
 __global__ void transpose_copy4_kernel(const float *__restrict__ src, float *__restrict__ dst,
                                        size_t n) {
+  pdl_wait(); /* as transpose_best_kernel's */
   const size_t n4 = n / 4, stride = (size_t)gridDim.x * blockDim.x;
   const float4 *s4 = reinterpret_cast<const float4 *>(src);
   float4 *d4 = reinterpret_cast<float4 *>(dst);
@@ -225,15 +228,15 @@ cudaError_t transpose_best_launch_kind(enum transpose_kind kind, const float *d_
   if (kind == TRANSPOSE_KIND_TILE) {
     int vec = m % 4 == 0 && n % 4 == 0 && aligned16(d_a) && aligned16(d_b);
     void *args[] = {&d_a, &d_b, &m, &n, &vec};
-    return cuda_plan_launch(&p, args, s);
+    return cuda_plan_launch_pdl(&p, args, s);
   }
   if (kind == TRANSPOSE_KIND_COPY) {
     size_t total = (size_t)m * n;
     void *args[] = {&d_a, &d_b, &total};
-    return cuda_plan_launch(&p, args, s);
+    return cuda_plan_launch_pdl(&p, args, s);
   }
   void *args[] = {&d_a, &d_b, &m, &n};
-  return cuda_plan_launch(&p, args, s);
+  return cuda_plan_launch_pdl(&p, args, s);
 }
 
 cudaError_t transpose_best_launch(const float *d_a, float *d_b, int m, int n, cudaStream_t s) {

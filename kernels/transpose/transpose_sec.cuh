@@ -120,6 +120,7 @@ template <int TC, int TR, int GROUP = SEC_GROUP>
 __global__ __launch_bounds__(256) void transpose_sec_kernel(const float *__restrict__ a,
                                                             float *__restrict__ b, int m, int n) {
   __shared__ float buf[TC * sec_shape<TC, TR>::PITCH];
+  pdl_wait(); /* as transpose_best_kernel's */
   int bm, bn;
   sec_tile<TC, TR, GROUP>(blockIdx.x, m, n, &bm, &bn);
   sec_load<TC, TR>(a, buf, m, n, bm, bn, threadIdx.x);

@@ -104,6 +104,9 @@ int cuda_plan_grid_ok(const struct cuda_plan *plan, char *why, size_t why_len);
 /* Launches plan with args on s (an empty grid launches nothing); returns the launch's
  * error, cudaErrorInvalidValue for a default stream. */
 cudaError_t cuda_plan_launch(const struct cuda_plan *plan, void **args, cudaStream_t s);
+/* The same as the programmatic dependant of the kernel before it on s (launch.cuh's
+ * launch_pdl): plan's kernel must call pdl_wait() before it reads or writes memory. */
+cudaError_t cuda_plan_launch_pdl(const struct cuda_plan *plan, void **args, cudaStream_t s);
 
 /* d[i] = gen_uniform(seed, stream, i) * scale for i < n: reference_fill_scaled's
  * numbers, bit for bit. */

@@ -49,6 +49,12 @@ cudaError_t cuda_plan_launch(const struct cuda_plan *p, void **args, cudaStream_
   return e != cudaSuccess ? e : last;
 }
 
+cudaError_t cuda_plan_launch_pdl(const struct cuda_plan *p, void **args, cudaStream_t s) {
+  if (cuda_is_default_stream(s)) return cudaErrorInvalidValue;
+  if (p->grid.x == 0 || p->grid.y == 0 || p->grid.z == 0) return cudaSuccess;
+  return launch_pdl_args(p->func, p->grid, p->block, args, p->dyn_smem_bytes, s);
+}
+
 cudaError_t gen_launch(float *d, size_t n, uint64_t seed, uint32_t stream, float scale,
                        cudaStream_t s) {
   if (cuda_is_default_stream(s)) return cudaErrorInvalidValue;

@@ -21,6 +21,7 @@
  * across the warp. The grid fills every SM (a few blocks each). */
 __global__ void ceiling_copy_kernel(const float4 *__restrict__ src, float4 *__restrict__ dst,
                                     size_t n4) {
+  pdl_wait(); /* a no-op but where the limits launch it as a PDL dependant */
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   for (; i + 3 * stride < n4; i += 4 * stride) {
@@ -226,7 +227,9 @@ static cudaError_t measure_pinned(struct bench *b, struct buffers *m, size_t byt
 
 /* The limit at each size (experiment.h: exp_limits): for every class of bytes moved that
  * the buffers hold (n floats each: classes up to 8 n bytes; a class's copy moves half
- * its bytes each way), the faster of the copy kernel and cudaMemcpyAsync D2D, timed as
+ * its bytes each way), the fastest of the copy kernel (launched plainly, and as the
+ * PDL dependant of the copy before it, as best's kernels launch) and cudaMemcpyAsync
+ * D2D, timed as
  * a job times its launches: a batch back to back between two events (100 launches under
  * 16 MiB, 20 from there, as the lecture's short and long batches), each alone between
  * events of its own, each alone after the L2 flush of cold runs. Classes past the
@@ -247,11 +250,14 @@ static cudaError_t measure_limits(struct cuda_backend *be, struct bench *b, stru
     if (floats > n) break;
     top = c;
     *what = "the limits' copies";
-    for (int method = 0; method < 2 && e == cudaSuccess; method++) {
+    for (int method = 0; method < 3 && e == cudaSuccess; method++) {
       auto issue = [&] {
         if (method == 1)
           return cudaMemcpyAsync(m->d_dst, m->d_src, floats * sizeof(float),
                                  cudaMemcpyDeviceToDevice, b->s[0]);
+        if (method == 2)
+          return launch_pdl(ceiling_copy_kernel, dim3(blocks), dim3(256), 0, b->s[0],
+                            (const float4 *)m->d_src, (float4 *)m->d_dst, floats / 4);
         ceiling_copy_kernel<<<blocks, 256, 0, b->s[0]>>>((const float4 *)m->d_src,
                                                          (float4 *)m->d_dst, floats / 4);
         return cudaGetLastError();
@@ -379,7 +385,8 @@ int cuda_measure_ceilings(struct backend *bk, char *why, size_t why_len) {
     be->limits = lim;
     snprintf(be->limits_method, sizeof be->limits_method,
              "copies of 2^%d to 2^%d bytes moved (read + written; larger classes take the "
-             "largest's), the faster of the copy kernel and cudaMemcpyAsync D2D, median of %d "
+             "largest's), the fastest of the copy kernel (launched plainly and as a PDL "
+             "dependant) and cudaMemcpyAsync D2D, median of %d "
              "samples: batch (launches back to back), alone (each between its own events), cold "
              "(each after an L2 flush)",
              EXP_LIMIT_MIN_LOG2, EXP_LIMIT_MIN_LOG2 + exp_limit_class(8.0 * z.n), SAMPLES);

@@ -1,7 +1,7 @@
 /* Shared by the kernels in which many threads combine their values into one (reduce,
- * scan, histogram: kernels/<name>/<name>.cuh): warp sums and prefix sums, programmatic
- * dependent launch (PDL) with the zeroing kernel that runs ahead of it, and the sizes
- * their launchers plan with. Header only: kernels are templates, host functions inline. */
+ * scan, histogram: kernels/<name>/<name>.cuh): warp sums and prefix sums, the zeroing
+ * kernel that runs ahead of a PDL launch (launch.cuh), and the sizes their launchers
+ * plan with. Header only: kernels are templates, host functions inline. */
 #ifndef GPULAB_CORE_CUDA_COMBINE_CUH
 #define GPULAB_CORE_CUDA_COMBINE_CUH
 
@@ -43,28 +43,6 @@ static inline cudaError_t with_pool_temp(size_t bytes, cudaStream_t s, Launch la
   return e;
 }
 
-/* ---- programmatic dependent launch (sm_90) ----
- * A kernel launched with launch_pdl may start while the kernel before it on the stream
- * is still running. Everything it does before pdl_wait() must not depend on that
- * kernel (it may read inputs that earlier work produced: the kernel before it started
- * only after that work ended); pdl_wait() returns once that kernel has finished and
- * its writes are visible. The kernel before it is zero_kernel, which lets its
- * dependant start at once; or, for reduce's best on a ticket it keeps, whatever kernel
- * ran before on the stream, which it waits for before it reads anything (its blocks
- * still become resident while that kernel drains). Where no kernel precedes (or on a
- * GPU before sm_90) the wait returns immediately. */
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void pdl_release() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
 /* Zeroes p[0..n): the first step of a launcher whose main kernel needs zeroed
  * counters, flags or bins. Grid-stride, BLOCK threads a block; it releases its
  * dependant first thing, so the main kernel's launch and its loads overlap this. */
@@ -81,27 +59,6 @@ static inline cudaError_t zero_launch(uint32_t *p, size_t n, cudaStream_t s) {
   if (blocks > 264) blocks = 264;
   zero_kernel<256><<<(unsigned)blocks, 256, 0, s>>>(p, n);
   return cudaGetLastError();
-}
-
-/* Launches kernel<<<grid, block, smem, s>>>(args...) as the programmatic dependant of
- * the kernel before it on s (see pdl_wait). Returns the launch's error. Works in
- * stream capture (the graph gets a programmatic edge). */
-template <typename... KArgs, typename... Args>
-static inline cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
-                                     cudaStream_t s, Args... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
-  cudaError_t last = cudaGetLastError();
-  return e != cudaSuccess ? e : last;
 }
 
 /* ---- warp arithmetic ---- */

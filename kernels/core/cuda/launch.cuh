@@ -1,7 +1,7 @@
 /* Launch helpers shared by the kernels of several experiments (transpose_best.cu,
- * gemm_best.cu, gemm_tf32.cu, stencil_best.cu, histogram.cuh, scan.cuh): alignment, the
- * grouped launch order, the default streams, the device's limits read once, raising the
- * shared-memory limit once. */
+ * gemm_best.cu, gemm_tf32.cu, stencil_best.cu, histogram.cuh, scan.cuh, reduce.cuh):
+ * alignment, the grouped launch order, the default streams, the device's limits read
+ * once, raising the shared-memory limit once, programmatic dependent launch. */
 #ifndef GPULAB_CORE_CUDA_LAUNCH_CUH
 #define GPULAB_CORE_CUDA_LAUNCH_CUH
 
@@ -102,6 +102,66 @@ static inline cudaError_t smem_raise_once(std::atomic<unsigned long long> *raise
                              (int)cudaSharedmemCarveoutMaxShared);
   if (e == cudaSuccess) raised->fetch_or(bit);
   return e;
+}
+
+/* ---- programmatic dependent launch (sm_90) ----
+ * A kernel launched with launch_pdl may start while the kernel before it on the stream
+ * is still running. Everything it does before pdl_wait() must not depend on that
+ * kernel (it may read inputs that earlier work produced: the kernel before it started
+ * only after that work ended); pdl_wait() returns once that kernel has finished and
+ * its writes are visible. The kernel before it is combine.cuh's zero_kernel, which
+ * lets its dependant start at once; or whatever kernel ran before on the stream, which
+ * the dependant waits for before it reads or writes anything (its blocks still become
+ * resident while that kernel drains: the launch's latency hides behind it). Where no
+ * kernel precedes (or on a GPU before sm_90) the wait returns immediately. */
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* The launch configuration of a PDL dependant (attr: its one attribute, the caller's). */
+static inline cudaLaunchConfig_t pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                            cudaLaunchAttribute *attr) {
+  attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr->val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+/* Launches kernel<<<grid, block, smem, s>>>(args...) as the programmatic dependant of
+ * the kernel before it on s (see pdl_wait). Returns the launch's error. Works in
+ * stream capture (the graph gets a programmatic edge). */
+template <typename... KArgs, typename... Args>
+static inline cudaError_t launch_pdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t s, Args... args) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = pdl_config(grid, block, smem, s, &attr);
+  cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, static_cast<KArgs>(args)...);
+  cudaError_t last = cudaGetLastError();
+  return e != cudaSuccess ? e : last;
+}
+
+/* The same with func's arguments as cudaLaunchKernel takes them (a plan's launch). */
+static inline cudaError_t launch_pdl_args(const void *func, dim3 grid, dim3 block, void **args,
+                                          size_t smem, cudaStream_t s) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = pdl_config(grid, block, smem, s, &attr);
+  cudaError_t e = cudaLaunchKernelExC(&cfg, func, args);
+  cudaError_t last = cudaGetLastError();
+  return e != cudaSuccess ? e : last;
 }
 
 #endif
