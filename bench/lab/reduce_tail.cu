@@ -6,8 +6,9 @@
  * earlier runs also spread the ticket over 32 counters, timed the main kernel without
  * its final sum, 8 loads a step and a cooperative launch with a grid barrier instead of
  * the ticket (bench/RESULTS.md); beside CUB, zero_kernel alone and a
- * device-to-device copy of the same bytes (read + written, as the figure counts them). Each timed back to back like bench_best (median of 9 batches of 20 after 5
- * warm-ups), and again as one CUDA Graph of the 20 (the GPU's time without the host's
+ * device-to-device copy of the same bytes (read + written, as the figure counts them).
+ * Each timed back to back like bench_best (median of 9 batches of 20 after 5 warm-ups),
+ * and again as one CUDA Graph of the 20 (the GPU's time without the host's
  * to issue each call), and checked exactly: x is random -1, 0 or 1, so every sum is an
  * integer a float holds exactly whatever the order. Not a test.
  *   reduce_tail */

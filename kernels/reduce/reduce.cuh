@@ -4,9 +4,10 @@
  * same with warp shuffles), best (16-byte loads, one pass, deterministic: per-block
  * partials and a last-block-done sum) and cub (cub::DeviceReduce::Sum). Changes
  * since: best's grid is at most REDUCE_BEST_MAX_BLOCKS (4 x the H200's 132 SMs) on
- * every device (reduce.h), and with a ticket its caller keeps it is one kernel. The launcher never synchronizes, never allocates (the caller passes
- * reduce_temp_bytes of temp storage) and refuses the default stream. Header only
- * (templates and static inline): reduce.cu includes it. */
+ * every device (reduce.h), and with a ticket its caller keeps it is one kernel. The
+ * launcher never synchronizes, never allocates (the caller passes reduce_temp_bytes of
+ * temp storage) and refuses the default stream. Header only (templates and static
+ * inline): reduce.cu includes it. */
 #ifndef GPULAB_REDUCE_CUH
 #define GPULAB_REDUCE_CUH
 

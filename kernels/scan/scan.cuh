@@ -146,16 +146,16 @@ __device__ __forceinline__ void scan_status_store(unsigned long long *p, unsigne
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
 }
 
-/* Warp 0 of tile `tile` (>= 1) in launch `epoch`: publishes its aggregate, then walks back over the
- * predecessors DEPTH windows of 32 at a time (lane l reads tiles pred - 32k - l, k <
- * DEPTH, all DEPTH loads issued together: one round trip a step), and takes the windows
- * nearest first, waiting while any tile of the window has published nothing. At the
- * first window holding an inclusive prefix (the lowest such lane, i.e. the nearest tile)
- * it adds that prefix and the aggregates between; a window of aggregates only is added
- * whole and the walk goes on. Returns the tile's exclusive prefix, the same bits in
- * every lane. Needs every tile below to be resident or done: blocks start in index
- * order, which CUB's look-back relies on too. While it waits it sleeps 32 ns, doubling
- * up to SLEEP_MAX (0: it spins). */
+/* Warp 0 of tile `tile` (>= 1) in launch `epoch`: publishes its aggregate, then walks
+ * back over the predecessors DEPTH windows of 32 at a time (lane l reads tiles pred -
+ * 32k - l, k < DEPTH, all DEPTH loads issued together: one round trip a step), and
+ * takes the windows nearest first, waiting while any tile of the window has published
+ * nothing. At the first window holding an inclusive prefix (the lowest such lane, i.e.
+ * the nearest tile) it adds that prefix and the aggregates between; a window of
+ * aggregates only is added whole and the walk goes on. Returns the tile's exclusive
+ * prefix, the same bits in every lane. Needs every tile below to be resident or done:
+ * blocks start in index order, which CUB's look-back relies on too. While it waits it
+ * sleeps 32 ns, doubling up to SLEEP_MAX (0: it spins). */
 template <unsigned SLEEP_MAX, int DEPTH>
 __device__ __forceinline__ float scan_lookback(unsigned long long *status, long long tile,
                                                float agg, int lane, unsigned epoch) {
@@ -467,11 +467,11 @@ static inline cudaError_t scan_best_launch(const float *d_x, size_t n, float *d_
  * d_temp: scan_temp_bytes bytes, 256-byte aligned, any contents, unless temp_kept: the
  * caller hands d_temp to every best launch at this n and zeroed it before the first;
  * best then zeroes nothing (each launch leaves the next its epoch) and is one kernel
- * instead of two. d_y must not alias d_x or d_temp; the caller owns all three. best takes 16-byte accesses when d_x and
- * d_y are both 16-byte aligned, 4-byte ones (same kernel) otherwise. Returns
- * cudaSuccess, the first launch error, or cudaErrorInvalidValue (default stream,
- * unknown variant, NULL buffers, temp too small; cub: also a NULL temp, and n above
- * INT_MAX). Never synchronizes; capturable. */
+ * instead of two. d_y must not alias d_x or d_temp; the caller owns all three. best
+ * takes 16-byte accesses when d_x and d_y are both 16-byte aligned, 4-byte ones (same
+ * kernel) otherwise. Returns cudaSuccess, the first launch error, or
+ * cudaErrorInvalidValue (default stream, unknown variant, NULL buffers, temp too small;
+ * cub: also a NULL temp, and n above INT_MAX). Never synchronizes; capturable. */
 static inline cudaError_t scan_launch(int variant, const float *d_x, size_t n, float *d_y,
                                       void *d_temp, size_t temp_bytes, bool temp_kept,
                                       cudaStream_t s) {
