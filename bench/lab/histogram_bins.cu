@@ -36,7 +36,7 @@ struct candidate {
   bool many;            /* for more than 16384 bins */
 };
 
-#define U32(B, F) histogram_best_kernel<false, B, F>
+#define U32(B, F) histogram_best_kernel<false, false, B, F>
 static const struct candidate candidates[] = {
     {"d2d copy, same bytes", COPY, NULL, 0, 0, 0, 0, false},
     {"zero_kernel alone", ZERO, NULL, 0, 0, 0, 0, false},
@@ -56,8 +56,8 @@ static const struct candidate candidates[] = {
     {"d2d copy, same bytes", COPY, NULL, 0, 0, 0, 0, true},
     {"zero_kernel alone", ZERO, NULL, 0, 0, 0, 0, true},
     {"best (packed, 2 loads)", BEST, histogram_best_kernel<true>, 1024, 2, 1, 0, true},
-    {"packed, 1 load", BEST, histogram_best_kernel<true, 1024, 1>, 1024, 1, 1, 0, true},
-    {"packed, 4 loads", BEST, histogram_best_kernel<true, 1024, 4>, 1024, 4, 1, 0, true},
+    {"packed, 1 load", BEST, histogram_best_kernel<true, false, 1024, 1>, 1024, 1, 1, 0, true},
+    {"packed, 4 loads", BEST, histogram_best_kernel<true, false, 1024, 4>, 1024, 4, 1, 0, true},
 };
 
 struct launch {

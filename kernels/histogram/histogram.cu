@@ -33,13 +33,19 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
     e = histogram_shared_plan(n, bins, &p->grid, &per_pass, &p->dyn_smem_bytes);
     break;
   }
-  case HISTOGRAM_BEST: {
-    const bool packed = histogram_best_packed(bins);
-    cuda_plan_set(p,
-                  packed ? KFUNC(histogram_best_kernel<true>) : KFUNC(histogram_best_kernel<false>),
-                  packed ? "histogram_best_kernel<packed>" : "histogram_best_kernel<u32>",
-                  packed ? "persistent, 16-byte loads; 16-bit packed counters a block, swept"
-                         : "persistent, 16-byte loads; copies a bin in <= 4 KiB, coalesced merge");
+  case HISTOGRAM_BEST: { /* a job keeps best's counts up to HISTOGRAM_BEST_KEPT_BINS */
+    const bool packed = histogram_best_packed(bins), kept = bins <= HISTOGRAM_BEST_KEPT_BINS;
+    if (packed)
+      cuda_plan_set(p, KFUNC(histogram_best_kernel<true>), "histogram_best_kernel<packed>",
+                    "persistent, 16-byte loads; 16-bit packed counters a block, swept");
+    else if (kept)
+      cuda_plan_set(p, KFUNC((histogram_best_kernel<false, true>)),
+                    "histogram_best_kernel<u32,kept>",
+                    "persistent, 16-byte loads; copies a bin in <= 4 KiB, added into the run's "
+                    "counts, moved out by the last block");
+    else
+      cuda_plan_set(p, KFUNC(histogram_best_kernel<false>), "histogram_best_kernel<u32>",
+                    "persistent, 16-byte loads; copies a bin in <= 4 KiB, coalesced merge");
     p->block = dim3(HISTOGRAM_BEST_BLOCK);
     p->grid = dim3(histogram_best_grid(n, NULL, bins, NULL));
     p->dyn_smem_bytes = histogram_best_smem(bins);

@@ -130,22 +130,22 @@ __device__ __forceinline__ void histogram_sweep(uint32_t *sh, int words4, uint32
  * sums each bin's copies and adds the nonzero ones to hist with global atomics (bins
  * in order across the warps' lanes). hist must be zero at launch (zero_kernel
  * runs before; this kernel is its PDL dependant and waits before its first global
- * atomic). Or acc is not NULL: the caller's own counts (with *ticket after them,
- * histogram_kept_bytes), zero at launch; the blocks add into acc instead, the block that
- * takes the last ticket moves the counts to hist and leaves acc and the ticket zero for
- * the next launch, and hist needs no zeroing; the kernel before it (whatever it was)
- * may have written x, so this one waits for it first thing. */
-template <bool PACKED, int BLOCK = HISTOGRAM_BEST_BLOCK, int F = 2>
+ * atomic; acc is not used). KEPT (u32 only): acc is the caller's own counts (with a
+ * ticket after them, histogram_kept_bytes), zero at launch; the blocks add into acc
+ * instead, the block that takes the last ticket moves the counts to hist and leaves acc
+ * and the ticket zero for the next launch, and hist needs no zeroing; the kernel before
+ * it (whatever it was) may have written x, so this one waits for it first thing. */
+template <bool PACKED, bool KEPT = false, int BLOCK = HISTOGRAM_BEST_BLOCK, int F = 2>
 __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_best_kernel(
     const float *__restrict__ x, size_t n, size_t head, int bins, float scale, int log2c,
     uint32_t *hist, uint32_t *acc) {
   /* PACKED: chunks between sweeps, at most 32768 samples (histogram_sweep) */
   constexpr int ROUND = 32768 / (4 * F * BLOCK);
   static_assert(!PACKED || ROUND >= 1, "a chunk holds more samples than a sweep allows");
+  static_assert(!(PACKED && KEPT), "kept counts are the u32 form's");
   extern __shared__ uint32_t sh[];
-  __shared__ bool last;
-  if (acc) pdl_wait();
-  uint32_t *const counts = acc ? acc : hist; /* where the blocks add */
+  if (KEPT) pdl_wait();
+  uint32_t *const counts = KEPT ? acc : hist; /* where the blocks add */
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const int words = PACKED ? ((bins + 1) / 2 + 3) & ~3 : bins << log2c;
   for (int i = t; i < words; i += BLOCK) sh[i] = 0;
@@ -231,17 +231,19 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
       if (v) atomicAdd(counts + b, v);
     }
   }
-  if (!acc) return;
-  __threadfence(); /* this thread's adds are visible before the ticket says so */
-  __syncthreads();
-  unsigned *ticket = reinterpret_cast<unsigned *>(acc + bins);
-  if (t == 0) last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1; /* wraps to 0 */
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int b = t; b < bins; b += BLOCK) {
-    hist[b] = __ldcg(acc + b);
-    acc[b] = 0;
+  if constexpr (KEPT) {
+    __shared__ bool last;
+    __threadfence(); /* this thread's adds are visible before the ticket says so */
+    __syncthreads();
+    unsigned *ticket = reinterpret_cast<unsigned *>(acc + bins);
+    if (t == 0) last = atomicInc(ticket, gridDim.x - 1) == gridDim.x - 1; /* wraps to 0 */
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int b = t; b < bins; b += BLOCK) {
+      hist[b] = __ldcg(acc + b);
+      acc[b] = 0;
+    }
   }
 }
 
@@ -408,12 +410,11 @@ static inline cudaError_t histogram_launch(int variant, const float *d_x, size_t
     const unsigned g = histogram_best_grid(n, d_x, bins, &head);
     if (g == 0) return cudaErrorInvalidDevice;
     const int log2c = packed ? 0 : histogram_best_log2c(bins);
-    if (packed)
-      return launch_pdl(histogram_best_kernel<true>, dim3(g), dim3(HISTOGRAM_BEST_BLOCK),
-                        histogram_best_smem(bins), s, d_x, n, head, bins, scale, log2c, d_hist,
-                        acc);
-    return launch_pdl(histogram_best_kernel<false>, dim3(g), dim3(HISTOGRAM_BEST_BLOCK),
-                      histogram_best_smem(bins), s, d_x, n, head, bins, scale, log2c, d_hist, acc);
+    auto kernel = packed ? histogram_best_kernel<true>
+                  : acc  ? histogram_best_kernel<false, true>
+                         : histogram_best_kernel<false>;
+    return launch_pdl(kernel, dim3(g), dim3(HISTOGRAM_BEST_BLOCK), histogram_best_smem(bins), s,
+                      d_x, n, head, bins, scale, log2c, d_hist, acc);
   }
   case HISTOGRAM_CUB: {
     size_t bytes = temp_bytes;

@@ -329,10 +329,9 @@ static void test_plans(void) {
   static const struct {
     int bins;
     const char *kernel;
-  } best[] = {{256, "histogram_best_kernel<u32>"},
-              {16384, "histogram_best_kernel<u32>"},
-              {16385, "histogram_best_kernel<packed>"},
-              {65536, "histogram_best_kernel<packed>"}};
+  } best[] = {{256, "histogram_best_kernel<u32,kept>"}, {1024, "histogram_best_kernel<u32,kept>"},
+              {1025, "histogram_best_kernel<u32>"},     {16384, "histogram_best_kernel<u32>"},
+              {16385, "histogram_best_kernel<packed>"}, {65536, "histogram_best_kernel<packed>"}};
   for (int i = 0; i < EXP_COUNT_OF(best); i++) {
     s = spec_of(EXP_HISTOGRAM, 1 << 20, best[i].bins);
     s.n_variants = 1;
