@@ -83,11 +83,14 @@ static void launch_once(const struct launch *l) {
     CUDA_OR_EXIT(reduce_launch(REDUCE_BEST, l->x, l->n, l->out, false, l->temp, l->temp_bytes, true,
                                stream));
     return;
-  case JOB:
-    CUDA_OR_EXIT(with_pool_temp(l->temp_bytes, stream, [&](void *d_temp, size_t bytes) {
-      return reduce_launch(REDUCE_BEST, l->x, l->n, l->out, false, d_temp, bytes, false, stream);
-    }));
+  case JOB: { /* a temp from the pool around each launch, as jobs took it before caef478 */
+    void *d_temp = NULL;
+    CUDA_OR_EXIT(cudaMallocAsync(&d_temp, l->temp_bytes, stream));
+    CUDA_OR_EXIT(reduce_launch(REDUCE_BEST, l->x, l->n, l->out, false, d_temp, l->temp_bytes, false,
+                               stream));
+    CUDA_OR_EXIT(cudaFreeAsync(d_temp, stream));
     return;
+  }
   case BEST: CUDA_OR_EXIT(zero_launch(ticket, 1, stream)); break;
   case SELF_RESET: break; /* the ticket was zeroed once before the first launch */
   }

@@ -1,8 +1,8 @@
 /* The histogram's CUDA side: each variant's plan (the kernel its run reports, with its
  * launch shape on this device) and launch through histogram_launch (histogram.cuh), the
  * counts written as uint32 into the run's output, the temp storage (CUB's; best's kept
- * counts up to 1024 bins) the run's own, kept by the job for all its launches, else
- * (CUB's only) from the device's stream-ordered pool for each. */
+ * counts up to 1024 bins) the run's own, kept by the job for all its launches
+ * (temp_bytes sizes it). */
 #include <stdio.h>
 
 #include "kernels/backends/cuda/cuda_exp.h"
@@ -76,21 +76,12 @@ static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *
   return e;
 }
 
+/* On the run's kept temp (none where temp_bytes sized none). */
 static cudaError_t launch(const struct cuda_launch *a) {
-  const size_t n = (size_t)a->spec->p[HISTOGRAM_N];
-  const int bins = a->spec->p[HISTOGRAM_BINS];
   uint32_t *d_hist = reinterpret_cast<uint32_t *>(a->d_out); /* the counts' bits */
-  if (a->d_temp)
-    return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, a->output_zeroed, a->d_temp,
-                            a->temp_bytes, true, a->stream);
-  size_t bytes = 0;
-  cudaError_t e = histogram_temp_bytes(a->variant, n, bins, &bytes);
-  if (e != cudaSuccess) return e;
-  if (a->variant == HISTOGRAM_CUB && bytes == 0) bytes = 1; /* a NULL temp: CUB's size query */
-  return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
-    return histogram_launch(a->variant, a->d_in[0], n, bins, d_hist, a->output_zeroed, d_temp,
-                            temp_bytes, false, a->stream);
-  });
+  return histogram_launch(a->variant, a->d_in[0], (size_t)a->spec->p[HISTOGRAM_N],
+                          a->spec->p[HISTOGRAM_BINS], d_hist, a->output_zeroed, a->d_temp,
+                          a->temp_bytes, true, a->stream);
 }
 
 extern const struct cuda_experiment cuda_exp_histogram = {plan, launch, NULL, NULL, temp_bytes};

@@ -1,7 +1,6 @@
 /* The reduce's CUDA side: each variant's plan (the kernel its run reports) and launch
  * through reduce_launch (reduce.cuh), with its temp storage (best's ticket and partials,
- * CUB's): the run's own, kept by the job for all its launches, else from the device's
- * stream-ordered pool for each. */
+ * CUB's): the run's own, kept by the job for all its launches (temp_bytes sizes it). */
 #include <stdio.h>
 
 #include "kernels/backends/cuda/cuda_exp.h"
@@ -50,19 +49,11 @@ static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *
   return e;
 }
 
-/* With the run's kept temp, best's ticket is 0 from the last launch: one kernel. */
+/* On the run's kept temp (none where temp_bytes sized none): best's ticket is 0 from
+ * the last launch, so best is one kernel. */
 static cudaError_t launch(const struct cuda_launch *a) {
-  const size_t n = (size_t)a->spec->p[REDUCE_N];
-  if (a->d_temp)
-    return reduce_launch(a->variant, a->d_in[0], n, a->d_out, a->output_zeroed, a->d_temp,
-                         a->temp_bytes, true, a->stream);
-  size_t bytes = 0;
-  cudaError_t e = temp_bytes(a->spec, a->variant, &bytes);
-  if (e != cudaSuccess) return e;
-  return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
-    return reduce_launch(a->variant, a->d_in[0], n, a->d_out, a->output_zeroed, d_temp, temp_bytes,
-                         false, a->stream);
-  });
+  return reduce_launch(a->variant, a->d_in[0], (size_t)a->spec->p[REDUCE_N], a->d_out,
+                       a->output_zeroed, a->d_temp, a->temp_bytes, true, a->stream);
 }
 
 extern const struct cuda_experiment cuda_exp_reduce = {plan, launch, NULL, NULL, temp_bytes};

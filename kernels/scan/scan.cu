@@ -1,7 +1,7 @@
 /* The scan's CUDA side: each variant's plan (the kernel its run reports: naive's and
  * shared's first level, best's aligned form at n) and launch through scan_launch (scan.cuh),
  * with its temp storage (the levels, best's status words, CUB's): the run's own, kept
- * by the job for all its launches, else from the device's stream-ordered pool for each. */
+ * by the job for all its launches (temp_bytes sizes it). */
 #include <stdio.h>
 
 #include "kernels/backends/cuda/cuda_exp.h"
@@ -56,19 +56,11 @@ static cudaError_t temp_bytes(const struct exp_spec *spec, int variant, size_t *
   return e;
 }
 
-/* With the run's kept temp, best's status words carry the last launch's epoch: one
- * kernel. */
+/* On the run's kept temp (none where temp_bytes sized none): best's status words carry
+ * the last launch's epoch, so best is one kernel. */
 static cudaError_t launch(const struct cuda_launch *a) {
-  const size_t n = (size_t)a->spec->p[SCAN_N];
-  if (a->d_temp)
-    return scan_launch(a->variant, a->d_in[0], n, a->d_out, a->d_temp, a->temp_bytes, true,
-                       a->stream);
-  size_t bytes = 0;
-  cudaError_t e = temp_bytes(a->spec, a->variant, &bytes);
-  if (e != cudaSuccess) return e;
-  return with_pool_temp(bytes, a->stream, [&](void *d_temp, size_t temp_bytes) {
-    return scan_launch(a->variant, a->d_in[0], n, a->d_out, d_temp, temp_bytes, false, a->stream);
-  });
+  return scan_launch(a->variant, a->d_in[0], (size_t)a->spec->p[SCAN_N], a->d_out, a->d_temp,
+                     a->temp_bytes, true, a->stream);
 }
 
 extern const struct cuda_experiment cuda_exp_scan = {plan, launch, NULL, NULL, temp_bytes};

@@ -50,8 +50,8 @@ struct cuda_launch {
   /* The run's scratch (cuda_experiment.temp_bytes of it), the job's for all of this
    * run's launches and no other run's: zeros before the first, then as the run's last
    * launch left it. A launcher that leaves what it needs zeroed at the end of each
-   * launch (a ticket that wraps to 0) then zeroes nothing before. NULL: the launcher
-   * takes stream-ordered scratch for each launch (with_pool_temp) and zeroes it. */
+   * launch (a ticket that wraps to 0) then zeroes nothing before. NULL where
+   * temp_bytes sized none. */
   void *d_temp;
   size_t temp_bytes;
 };
@@ -67,7 +67,7 @@ struct cuda_experiment {
               size_t why_len);
   /* One launch of any other variant (our kernels, or a library's such as CUB, whose
    * temporary storage is the run's, cuda_launch.d_temp, or else stream-ordered on
-   * a->stream; counted by exp_desc.scratch_floats): cudaSuccess, the launch's error,
+   * a->stream: gemm's; counted by exp_desc.scratch_floats): cudaSuccess, the launch's error,
    * cudaErrorInvalidConfiguration when the plan fails, cudaErrorInvalidValue on a
    * default stream. */
   cudaError_t (*launch)(const struct cuda_launch *launch);

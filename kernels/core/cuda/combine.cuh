@@ -22,27 +22,6 @@ static inline int current_sm_count() {
   return cuda_device_limits_get(&d) == cudaSuccess ? d.sms : 0;
 }
 
-/* Runs launch(d_temp, bytes) with `bytes` of temp storage allocated for it from the
- * device's stream-ordered pool on s and freed after it on s (cudaMallocAsync and
- * cudaFreeAsync: legal while s is captured, where they become the graph's own nodes),
- * none when bytes is 0 (d_temp NULL). Returns the first error: the allocation's
- * (cudaErrorMemoryAllocation), the launch's, the free's. Never synchronizes. */
-template <typename Launch>
-static inline cudaError_t with_pool_temp(size_t bytes, cudaStream_t s, Launch launch) {
-  if (cuda_is_default_stream(s)) return cudaErrorInvalidValue;
-  void *d_temp = nullptr;
-  if (bytes) {
-    cudaError_t e = cudaMallocAsync(&d_temp, bytes, s);
-    if (e != cudaSuccess) return e;
-  }
-  cudaError_t e = launch(d_temp, bytes);
-  if (d_temp) {
-    cudaError_t f = cudaFreeAsync(d_temp, s); /* stream-ordered: after the launch's work */
-    if (e == cudaSuccess) e = f;
-  }
-  return e;
-}
-
 /* Zeroes p[0..n): the first step of a launcher whose main kernel needs zeroed
  * counters, flags or bins. Grid-stride, BLOCK threads a block; it releases its
  * dependant first thing, so the main kernel's launch and its loads overlap this. */
