@@ -41,10 +41,11 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
 
 /* Device temp of one run: CUB's, bounded from above (a private copy of the bins per
  * block, up to 1024 blocks, and 4 KiB: 541183 bytes at 256 bins and 138412543 at 65536
- * on the H200, 528 blocks); best's kept counts and ticket, bounded by 1025 words and 256
- * bytes (histogram_kept_bytes). */
+ * on the H200, 528 blocks); best's kept counts and ticket, bounded by a word for each
+ * of the most bins it keeps, one more and 256 bytes (histogram_kept_bytes). */
 static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
-  if (variant == HISTOGRAM_BEST) return s->p[HISTOGRAM_BINS] <= 1024 ? 1025 + 64 : 0;
+  if (variant == HISTOGRAM_BEST) /* the most it keeps, at any bins it keeps them */
+    return s->p[HISTOGRAM_BINS] <= HISTOGRAM_BEST_KEPT_BINS ? HISTOGRAM_BEST_KEPT_BINS + 1 + 64 : 0;
   return variant == HISTOGRAM_CUB ? 1024 * (uint64_t)s->p[HISTOGRAM_BINS] + 1024 : 0;
 }
 

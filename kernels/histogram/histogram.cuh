@@ -28,7 +28,6 @@
 #define HISTOGRAM_BEST_BLOCK 1024
 #define HISTOGRAM_BEST_U32_WORDS 16384 /* best: u32 counters a block holds (64 KiB) */
 #define HISTOGRAM_BEST_COPY_WORDS 1024 /* best: u32 copies of the bins fill at most this */
-#define HISTOGRAM_BEST_KEPT_BINS 1024  /* best: bins up to which a kept temp saves the zeroing */
 
 /* ---- naive and shared ---- */
 

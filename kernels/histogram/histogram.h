@@ -51,6 +51,8 @@ enum histogram_variant {
 /* n a request may give: x is 4 GiB there; counts are uint32, exact for any n. */
 #define HISTOGRAM_MAX_N (1 << 30)
 #define HISTOGRAM_MAX_BINS 65536
+/* best: bins up to which a run's kept counts spare it the zeroing kernel (histogram.cuh) */
+#define HISTOGRAM_BEST_KEPT_BINS 1024
 
 /* hist[0..bins) = exact counts of x[0..n) by histogram_bin; returns the number of
  * values counted (the rest were dropped), or -1 when bins is outside 1..65536. */
