@@ -10,7 +10,8 @@ usage: shapes.py URL [OUT_MD]   (gpulabd on a GPU must listen at URL)
 Prints a markdown table for bench/RESULTS.md; OUT_MD (optional) receives the same text.
 Exits 1 when a job failed or a check did not pass. SHAPES_QUICK=1 in the environment
 runs one small shape per experiment instead (a smoke test of the script, e.g. on the CPU
-backend). Standard library only."""
+backend); SHAPES_ONLY=tf32,gemm (any of gemm, tf32, transpose, stencil) only those rows.
+Standard library only."""
 import os
 import sys
 import time
@@ -148,12 +149,18 @@ def main():
     say("| exp | shape | configuration (the run's kernel) | best | library | ratio | target | met |")
     say("| --- | --- | --- | --- | --- | --- | --- | --- |")
     t0 = time.time()
-    gemm_rows(GEMM, False)
-    gemm_rows(TF32, True)
-    bandwidth_rows("transpose", [({"m": m, "n": n}, f"{m}x{n}", 0.90) for m, n in TRANSPOSE])
-    bandwidth_rows("stencil", [({"n": n, "radius": r}, f"n={n}, r={r}",
-                                0.90 if n >= 1 << 24 else 0.75 if n == 1 << 22 else None)
-                               for n, r in STENCIL])
+    only = set(filter(None, os.environ.get("SHAPES_ONLY", "").split(","))) or \
+        {"gemm", "tf32", "transpose", "stencil"}
+    if "gemm" in only:
+        gemm_rows(GEMM, False)
+    if "tf32" in only:
+        gemm_rows(TF32, True)
+    if "transpose" in only:
+        bandwidth_rows("transpose", [({"m": m, "n": n}, f"{m}x{n}", 0.90) for m, n in TRANSPOSE])
+    if "stencil" in only:
+        bandwidth_rows("stencil", [({"n": n, "radius": r}, f"n={n}, r={r}",
+                                    0.90 if n >= 1 << 24 else 0.75 if n == 1 << 22 else None)
+                                   for n, r in STENCIL])
     say()
     say(f"{'all checks passed' if ok else 'SOME JOBS FAILED OR CHECKS DID NOT PASS'} "
         f"({time.time() - t0:.0f} s)")

@@ -50,8 +50,8 @@ static void work(const struct exp_spec *s, struct exp_work *w) {
 
 /* Scratch a launch allocates around itself (one at a time: a job's launches share one
  * stream): best's split-K workspace where its pick splits k, tf32's Hopper kernel a
- * transposed B (and A's copy, and its workspace); both as picked at GEMM_PICK_COUNT_SMS
- * (gemm_pick.h). */
+ * transposed B in its Bt form (and A's copy), and its workspace; both as picked at
+ * GEMM_PICK_COUNT_SMS (gemm_pick.h). */
 static uint64_t scratch_floats(const struct exp_spec *s, int variant) {
   const int m = s->p[GEMM_M], n = s->p[GEMM_N], k = s->p[GEMM_K];
   if (variant == GEMM_BEST) return gemm_best_scratch_floats(m, n, k);
@@ -207,8 +207,8 @@ static const struct exp_variant variants[] = {
                        "16x16 output tiles, float fmaf (CPU stand-in for the register-tiled GPU "
                        "kernel)")},
     [GEMM_TF32] = {"tf32",
-                   "tensor cores in TF32 (wgmma + TMA on Hopper at every size, tile width and "
-                   "split-K picked by shape; else mma.sync)",
+                   "tensor cores in TF32 (wgmma + TMA on Hopper at every size; form, tile "
+                   "width and split-K picked by shape; else mma.sync)",
                    EXP_VARIANT_TF32, EXP_CEILING_TF32,
                    EXP_CPU_MAPPED(
                        cpu_gemm_tiled,

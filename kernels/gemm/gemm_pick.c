@@ -255,8 +255,8 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
  * shape measured, 2500^3, 1000x1500x777 and 257x383x97, and lost at 3000^3, whose
  * 12000-byte rows are whole sectors). */
 const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES] = {
-    {256, 4, 1, 1.000}, {224, 4, 1, 1.033}, {192, 4, 1, 1.038},
-    {128, 4, 1, 0.923}, {64, 4, 2, 0.599},
+    {256, 4, 1, 1.000, true}, {224, 4, 1, 1.033, true}, {192, 4, 1, 1.038, true},
+    {128, 4, 1, 0.923, true}, {64, 4, 2, 0.599, false},
 };
 
 static const int tf32_split_menu[] = {1, 2, 3, 4, 6, 8};
@@ -270,20 +270,28 @@ static const int tf32_split_menu[] = {1, 2, 3, 4, 6, 8};
 #define TF32_L2BW 33.0e12
 #define TF32_LAUNCH2_S 2.929e-6
 
-static double tf32_predict(int c, int s, int m, int n, int k, int sms, int *kchunk, int *splits) {
+bool tf32_ct_fits(int m, int n, int k) {
+  return m >= 1 && n >= 1 && k >= 1 && n % 8 == 0 && k % 8 == 0;
+}
+
+/* ct: the C^T form, whose tiles are 128 columns of C by bn rows and which reads B in
+ * place. */
+static double tf32_predict(int c, bool ct, int s, int m, int n, int k, int sms, int *kchunk,
+                           int *splits) {
   const struct tf32_tile_cfg *t = &tf32_tile_cfgs[c];
   const int kc = (int)(cdiv(cdiv(k, s), 32) * 32);
   *splits = (int)cdiv(k, kc);
   if (*splits < 1) *splits = 1;
   *kchunk = kc;
-  const int64_t units = cdiv(m, 128) * cdiv(n, t->bn) * *splits;
+  const int64_t units = (ct ? cdiv(n, 128) * cdiv(m, t->bn) : cdiv(m, 128) * cdiv(n, t->bn)) *
+                        *splits;
   const int64_t left = cdiv(units, sms); /* units of the busiest SM */
   const double unit_flops = 2.0 * 128 * t->bn * kc;
   /* rounds of up to ctas_per_sm CTAs sharing the tensor cores */
   const int64_t rounds = cdiv(left, t->ctas_per_sm);
   double sec = (double)left * unit_flops / (TF32_SM_FLOPS * t->eff) + (double)rounds * TF32_UNIT_S;
   sec += TF32_LAUNCH_S;
-  sec += 8.0 * k * n / TF32_BW + TF32_PREP_S;            /* B -> Bt */
+  if (!ct) sec += 8.0 * k * n / TF32_BW + TF32_PREP_S;   /* B -> Bt */
   if (k % 8) sec += 8.0 * m * k / TF32_BW + TF32_PREP_S; /* A's copy */
   if (*splits > 1) sec += (2.0 * *splits + 1.0) * m * n * 4.0 / TF32_L2BW + TF32_LAUNCH2_S;
   return sec;
@@ -297,27 +305,31 @@ struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
   struct tf32_pick p = {.tile = 0, .splits = 1, .kchunk = (int)(cdiv(k, 32) * 32), .pred_s = 1e30};
   const uint64_t mn = (uint64_t)m * (uint64_t)n;
   if (sms < 1) sms = 1;
-  for (int c = 0; c < TF32_N_TILES; c++)
-    for (int i = 0; i < TF32_N_SPLITS; i++) {
-      const int s = tf32_split_menu[i];
-      if (s > 1 && cdiv(k, s) < 8 * 32) break; /* at least 8 k-tiles a split */
-      int kc, sp;
-      const double sec = tf32_predict(c, s, m, n, k, sms, &kc, &sp);
-      if (sp > 1 && (uint64_t)sp * mn > max_ws_floats) continue;
-      if (sec < p.pred_s) p.tile = c, p.splits = sp, p.kchunk = kc, p.pred_s = sec;
+  const int forms = tf32_ct_fits(m, n, k) ? 2 : 1;
+  for (int f = 0; f < forms; f++)
+    for (int c = 0; c < TF32_N_TILES; c++) {
+      if (f == 1 && !tf32_tile_cfgs[c].ct) continue;
+      for (int i = 0; i < TF32_N_SPLITS; i++) {
+        const int s = tf32_split_menu[i];
+        if (s > 1 && cdiv(k, s) < 8 * 32) break; /* at least 8 k-tiles a split */
+        int kc, sp;
+        const double sec = tf32_predict(c, f == 1, s, m, n, k, sms, &kc, &sp);
+        if (sp > 1 && (uint64_t)sp * mn > max_ws_floats) continue;
+        if (sec < p.pred_s) p.tile = c, p.ct = f == 1, p.splits = sp, p.kchunk = kc, p.pred_s = sec;
+      }
     }
-  p.copy_a = k % 8 != 0;
+  p.copy_a = !p.ct && k % 8 != 0;
   p.kp = p.copy_a ? (int)(cdiv(k, 32) * 32) : k;
-  snprintf(p.name, sizeof p.name, "wg%d_s%d%s", tf32_tile_cfgs[p.tile].bn, p.splits,
-           p.copy_a ? "_p32" : "");
+  snprintf(p.name, sizeof p.name, "%s%d_s%d%s", p.ct ? "ct" : "wg", tf32_tile_cfgs[p.tile].bn,
+           p.splits, p.copy_a ? "_p32" : "");
   return p;
 }
 
 static uint64_t round32(uint64_t f) { return (f + 31) / 32 * 32; }
 
 uint64_t tf32_pick_scratch_floats(const struct tf32_pick *p, int m, int n) {
-  return round32((uint64_t)n * p->kp) + (p->copy_a ? round32((uint64_t)m * p->kp) : 0) +
-         round32(tf32_pick_ws_floats(p, m, n));
+  return (p->ct ? 0 : round32((uint64_t)n * p->kp)) +
+         (p->copy_a ? round32((uint64_t)m * p->kp) : 0) + round32(tf32_pick_ws_floats(p, m, n));
 }
 
 uint64_t gemm_tf32_scratch_floats(int m, int n, int k) {
@@ -330,9 +342,17 @@ void tf32_pick_describe(const struct tf32_pick *p, int m, int n, int k, int sms,
                         size_t len) {
   (void)k;
   const int bn = tf32_tile_cfgs[p->tile].bn;
-  const long long tiles = (long long)cdiv(m, 128) * cdiv(n, bn);
+  const long long tiles = p->ct ? (long long)cdiv(n, 128) * cdiv(m, bn)
+                                : (long long)cdiv(m, 128) * cdiv(n, bn);
   char split[48] = "";
   if (p->splits > 1) snprintf(split, sizeof split, ", split-K %d + pass", p->splits);
+  if (p->ct) {
+    snprintf(buf, len,
+             "%s: C^T = B^T A^T, B's fragments from its rows to registers; %dx128 tiles, TMA + "
+             "2 wgmma warpgroups%s: %lld units on %d SMs (model %.1f us)",
+             p->name, bn, split, tiles * p->splits, sms, p->pred_s * 1e6);
+    return;
+  }
   snprintf(buf, len,
            "%s: B^T%s to scratch (pitch %d); 128x%d tiles, TMA + 2 wgmma warpgroups%s: %lld "
            "units on %d SMs (model %.1f us)",

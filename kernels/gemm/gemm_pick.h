@@ -79,27 +79,38 @@ uint64_t gemm_best_scratch_floats(int m, int n, int k);
 void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms, char *buf,
                         size_t len);
 
-/* ---- TF32 (`tf32`: wgmma + TMA, sm_90a) ---- */
+/* ---- TF32 (`tf32`: wgmma + TMA, sm_90a) ----
+ *
+ * Two forms of the kernel (gemm_tf32.cu). Bt: B transposed into a scratch Bt first, then
+ * C = A Bt^T with both operands from shared memory; C tiles of 128 (m) x bn (n). C^T:
+ * C^T = B^T A^T with B's fragments loaded from its own rows into registers, no
+ * transpose; tiles of 128 (n) x bn (m); only where k % 8 == 0 and n % 8 == 0 (A and B
+ * read in place, rows whole 32-byte sectors). */
 
-/* C tiles of 128 x bn; the kernel (gemm_tf32.cu) has one instance per entry. */
+/* The tile widths; the kernel has one Bt instance per entry, and a C^T one where ct. */
 enum { TF32_N_TILES = 5 };
 struct tf32_tile_cfg {
   int bn;          /* wgmma m64n<bn>k8, two consumer warpgroups */
   int stages;      /* TMA ring */
-  int ctas_per_sm; /* what shared memory and the registers allow */
+  int ctas_per_sm; /* what shared memory and the registers allow (Bt form; C^T: 1) */
   double eff;      /* tensor rate when full, relative to the 128x256 tile */
+  bool ct;         /* has a C^T instance */
 };
 extern const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES];
 
 struct tf32_pick {
   int tile;    /* index in tf32_tile_cfgs */
+  bool ct;     /* the C^T form (no Bt, no copy of A) */
   int splits;  /* > 1: partial tiles in a workspace, then the split-K pass */
   int kchunk;  /* k per split, a multiple of 32 */
   int kp;      /* row pitch (floats) of A as the kernel reads it and of the scratch Bt */
   bool copy_a; /* A is copied to pitch kp first (k % 8 != 0) */
   double pred_s;
-  char name[32]; /* "wg224_s1_p32" (_p32: A and Bt at a 128-byte multiple pitch) */
+  char name[32]; /* "wg224_s1_p32" (_p32: A and Bt at a 128-byte multiple pitch), "ct256_s1" */
 };
+
+/* Whether m x n x k may take the C^T form. */
+bool tf32_ct_fits(int m, int n, int k);
 
 /* The cheapest predicted configuration, as gemm_pick_for (each size >= 1). */
 struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_floats);
@@ -107,9 +118,9 @@ struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
 /* Floats of the pick's split-K workspace (splits > 1: splits * m * n). */
 uint64_t tf32_pick_ws_floats(const struct tf32_pick *p, int m, int n);
 
-/* The scratch a launch of the pick allocates as one block: Bt (n rows at pitch kp), A's
- * copy (m rows, when copy_a), the workspace; each part rounded up to 32 floats (128
- * bytes, TMA's alignment). */
+/* The scratch a launch of the pick allocates as one block: Bt (n rows at pitch kp; not in
+ * the C^T form), A's copy (m rows, when copy_a), the workspace; each part rounded up to
+ * 32 floats (128 bytes, TMA's alignment). */
 uint64_t tf32_pick_scratch_floats(const struct tf32_pick *p, int m, int n);
 
 /* What a tf32 job counts: tf32_pick_scratch_floats of the pick at GEMM_PICK_COUNT_SMS. */

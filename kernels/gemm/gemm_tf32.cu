@@ -338,31 +338,58 @@ __device__ __forceinline__ uint64_t desc_k128(uint32_t saddr) {
 
 #include "kernels/gemm/wgmma_tf32.cuh"
 
-/* The producer (one thread): for each k-tile of each of this CTA's units, waits until
- * the consumers have released stage s, then has TMA fill it with A's 128x32 box and
- * Bt's BNx32 box, STAGE_BYTES announced on full[s]. */
+/* Thread 0 sets up the ring's barriers (full: the producer's arrival and TMA's bytes;
+ * empty: one arrival a consumer warp), visible to all threads after the barrier. */
+template <int STAGES>
+__device__ __forceinline__ void wg_init_barriers(uint32_t full0, uint32_t empty0) {
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, WG_CONSUMER_WARPS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+}
+
+/* The producer's loop (one thread): for each k-tile of each of this CTA's units (unit u
+ * = tile + tiles z, the tiles of tiles_r x tiles_c in grouped order), waits until the
+ * consumers have released stage s, announces STAGE_BYTES on full[s] and has
+ * load(dst, full, k, r, c) issue the stage's TMA copies for k-tile k of tile (r, c). */
+template <int STAGES, int STAGE_BYTES, typename Load>
+__device__ __forceinline__ void ring_produce(uint32_t base, uint32_t full0, uint32_t empty0,
+                                             int tiles_r, int tiles_c, int units, int K, int kchunk,
+                                             Load load) {
+  const int tiles = tiles_r * tiles_c;
+  int s = 0;
+  uint32_t phase = 0;
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int tile = u % tiles, z = u / tiles;
+    int r, c;
+    grouped_tile(tile, tiles_r, tiles_c, GEMM_GROUP_M, &r, &c);
+    const int kb = z * kchunk, kts = (min(kchunk, K - kb) + WG_BK - 1) / WG_BK;
+    for (int kt = 0; kt < kts; kt++) {
+      mbar_wait(empty0 + 8 * s, phase ^ 1u); /* a fresh barrier passes parity 1 at once */
+      const uint32_t full = full0 + 8 * s;
+      mbar_arrive_expect_tx(full, STAGE_BYTES);
+      load(base + s * STAGE_BYTES, full, kb + kt * WG_BK, r, c);
+      if (++s == STAGES) s = 0, phase ^= 1u;
+    }
+  }
+}
+
+/* The Bt form's producer: A's 128x32 box and Bt's BNx32 box a stage. */
 template <int BN, int STAGES>
 __device__ __forceinline__ void wg_produce(const CUtensorMap *tm_a, const CUtensorMap *tm_bt,
                                            uint32_t base, uint32_t full0, uint32_t empty0,
                                            int tiles_m, int tiles_n, int units, int K, int kchunk) {
   using S = wg_shape<BN, STAGES>;
-  const int tiles = tiles_m * tiles_n;
-  int s = 0;
-  uint32_t phase = 0;
-  for (int u = blockIdx.x; u < units; u += gridDim.x) {
-    const int tile = u % tiles, z = u / tiles;
-    int bm, bn;
-    grouped_tile(tile, tiles_m, tiles_n, GEMM_GROUP_M, &bm, &bn);
-    const int kb = z * kchunk, kts = (min(kchunk, K - kb) + S::BK - 1) / S::BK;
-    for (int kt = 0; kt < kts; kt++) {
-      mbar_wait(empty0 + 8 * s, phase ^ 1u); /* a fresh barrier passes parity 1 at once */
-      const uint32_t full = full0 + 8 * s, dst = base + s * S::STAGE_BYTES;
-      mbar_arrive_expect_tx(full, S::STAGE_BYTES);
-      tma_load_2d(dst, tm_a, full, kb + kt * S::BK, bm * S::BM);
-      tma_load_2d(dst + S::A_BYTES, tm_bt, full, kb + kt * S::BK, bn * BN);
-      if (++s == STAGES) s = 0, phase ^= 1u;
-    }
-  }
+  ring_produce<STAGES, S::STAGE_BYTES>(base, full0, empty0, tiles_m, tiles_n, units, K, kchunk,
+                                       [&](uint32_t dst, uint32_t full, int k, int bm, int bn) {
+                                         tma_load_2d(dst, tm_a, full, k, bm * S::BM);
+                                         tma_load_2d(dst + S::A_BYTES, tm_bt, full, k, bn * BN);
+                                       });
 }
 
 /* C[col], C[col+1] of one row, each only inside the matrix; vec2: N even and C 8-byte
@@ -453,15 +480,7 @@ __global__ void __launch_bounds__(WG_THREADS, (wg_shape<BN, STAGES>::MINB))
   const uint32_t empty0 = full0 + 8 * STAGES;
   const int tiles_m = (M + WG_BM - 1) / WG_BM, tiles_n = (N + BN - 1) / BN;
   const int units = tiles_m * tiles_n * splits;
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < STAGES; s++) {
-      mbar_init(full0 + 8 * s, 1);
-      mbar_init(empty0 + 8 * s, WG_CONSUMER_WARPS);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
+  wg_init_barriers<STAGES>(full0, empty0);
   /* Branch on the warpgroup first: with `tid >= 128 ... else if (tid == 0)` ptxas
    * saw the wgmma on a divergent path and serialized them (warning C7518). */
   const int warpgroup = threadIdx.x >> 7;
@@ -478,6 +497,194 @@ __global__ void __launch_bounds__(WG_THREADS, (wg_shape<BN, STAGES>::MINB))
    * this kernel only on a cc 9.0 device, which runs the sm_90a code. Should this body
    * run anyway, fail the launch rather than leave C unwritten. */
   __trap();
+#endif
+}
+
+/* ---- wgmma with B in place: C^T = B^T A^T (sm_90a) ----
+ *
+ * Why: the form above transposes B at every launch (at 2048^3 about an eighth of the
+ * job). wgmma reads its A operand from registers too, and registers hold any layout:
+ * with the product turned around, D = C^T = B^T A^T, D's rows are C's columns, B's
+ * row-major k x n panel gives D's A fragments by plain shared-memory loads, and A
+ * [M,K] row-major is the K-major B operand as it is. A CTA owns a 128 (n) x BW (m) tile
+ * of D, the same work and shared memory as a 128 x BW tile above.
+ *
+ * Loads: per k-tile TMA brings A's BW x 32 box (tm_a: {K, M}, 128-byte swizzle, as Bt
+ * above) and B's 32 (k) x 128 (n) panel as four 32 x 32 boxes (tm_b: {N, K}, 128-byte
+ * rows of n, swizzled the same way: 16-byte chunk j of row k at chunk j ^ (k % 8)).
+ * Consumer warpgroup c multiplies D rows 64c..64c+63, boxes 2c and 2c+1. Its warp w's
+ * fragment rows (g, g+8: h = 0, 1) are the columns n = (g & 3) + 4 (2 (w & 1) + h) +
+ * 16 (g / 4) of box 2c + w / 2: for each of a lane's 4 words (k = t, t+4) the 32 lanes
+ * then hit 32 different banks (chunk (2 (w&1) + h + 4 (g/4)) ^ k differs in bit 2 by g /
+ * 4 and in bits 0-1 by t). A k-tile's fragments are 16 words a lane; k-tile kt's stay
+ * untouched until its wgmma are done (wgmma reads registers as it runs), so k-tiles
+ * alternate between two buffers: kt's is refilled at kt + 2, after wgmma.wait_group
+ * showed kt's multiplies done.
+ *
+ * Registers: BW/2 accumulators and 32 fragment words: more than a third of the
+ * register file at BW = 256, so the producer warpgroup gives its registers up
+ * (setmaxnreg to 40) and the consumers take them (232); one CTA an SM.
+ *
+ * Epilogue: accumulator d[4j + 2h + e] is D(row, 8j + 2t + e), C[m0 + 8j + 2t + e][n(h)],
+ * stored as 4-byte words (16 bytes of a row per 4 lanes; the other half of each 32-byte
+ * sector comes from h = 1). Rows and columns past M and N are not stored; TMA read them
+ * as zeros. Pipeline, split-K, persistence and the grouped order as above. */
+
+#define CT_TILE_N 128 /* D rows (columns of C) a CTA: two consumer warpgroups of 64 */
+#define CT_BOX 32     /* B's boxes: 32 rows of k x 32 floats of n (128 bytes) */
+
+template <int BW, int STAGES>
+struct ct_shape {
+  static constexpr int A_BYTES = BW * WG_BK * 4;
+  static constexpr int B_BOX_BYTES = CT_BOX * CT_BOX * 4;
+  static constexpr int B_BYTES = (CT_TILE_N / CT_BOX) * B_BOX_BYTES;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr size_t SMEM = (size_t)STAGES * STAGE_BYTES + 1024 + 16 * STAGES;
+  static_assert(STAGE_BYTES % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle)");
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+/* volatile: the word changes with the stage's contents, which the compiler cannot see */
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+/* The C^T form's producer: A's BW x 32 box and B's four 32 x 32 boxes a stage. */
+template <int BW, int STAGES>
+__device__ __forceinline__ void ct_produce(const CUtensorMap *tm_a, const CUtensorMap *tm_b,
+                                           uint32_t base, uint32_t full0, uint32_t empty0,
+                                           int tiles_n, int tiles_m, int units, int K, int kchunk) {
+  using S = ct_shape<BW, STAGES>;
+  ring_produce<STAGES, S::STAGE_BYTES>(base, full0, empty0, tiles_n, tiles_m, units, K, kchunk,
+                                       [&](uint32_t dst, uint32_t full, int k, int bn, int bm) {
+                                         tma_load_2d(dst, tm_a, full, k, bm * BW);
+#pragma unroll
+                                         for (int j = 0; j < CT_TILE_N / CT_BOX; j++)
+                                           tma_load_2d(dst + S::A_BYTES + j * S::B_BOX_BYTES, tm_b,
+                                                       full, bn * CT_TILE_N + CT_BOX * j, k);
+                                       });
+}
+
+/* One k-tile of a consumer: wait for stage s, load its 16 fragment words into fr (off:
+ * the lane's byte offsets in the B panel at k8 step 0; a step is 8 rows, 1024 bytes on),
+ * 4 wgmma, commit; then k-tile kt-1's group is waited for and its stage released. */
+template <int BW, int STAGES>
+__device__ __forceinline__ void ct_ktile(float (&d)[BW / 2], uint32_t (&fr)[4][4],
+                                         const uint32_t (&off)[4], uint32_t base, uint32_t full0,
+                                         uint32_t empty0, int kt, int lane, int &s, uint32_t &phase,
+                                         int &prev) {
+  using S = ct_shape<BW, STAGES>;
+  mbar_wait(full0 + 8 * s, phase);
+  __syncwarp(); /* wgmma is .sync.aligned: the lanes may leave the wait apart */
+  const uint32_t a = base + s * S::STAGE_BYTES, b = a + S::A_BYTES;
+#pragma unroll
+  for (int kk = 0; kk < WG_BK / 8; kk++)
+#pragma unroll
+    for (int r = 0; r < 4; r++) fr[kk][r] = lds32(b + off[r] + 1024 * kk);
+  wgmma_fence(); /* the fragments' registers were written since the last wgmma */
+#pragma unroll
+  for (int kk = 0; kk < WG_BK / 8; kk++)
+    wgmma_tf32<BW>::mma_rs(d, fr[kk], desc_k128(a + 32 * kk), kt > 0 || kk > 0);
+  wgmma_commit();
+  if (kt > 0) {
+    wgmma_wait<1>(); /* k-tile kt-1's wgmma are done with its stage and its fragments */
+    if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+  }
+  prev = s;
+  if (++s == STAGES) s = 0, phase ^= 1u;
+}
+
+/* Consumer warpgroup c (0 or 1): D rows 64c..64c+63 of each unit's tile. */
+template <int BW, int STAGES>
+__device__ __forceinline__ void ct_consume(float *C, int M, int N, uint32_t base, uint32_t full0,
+                                           uint32_t empty0, int tiles_n, int tiles_m, int units,
+                                           int K, int kchunk) {
+  using S = ct_shape<BW, STAGES>;
+  const int c = (threadIdx.x >> 7) - 1, w = (threadIdx.x & 127) >> 5, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  uint32_t off[4]; /* word r: h = r & 1, k = t + 4 (r >> 1) */
+#pragma unroll
+  for (int r = 0; r < 4; r++) {
+    const int h = r & 1, k = t + 4 * (r >> 1), chunk = 2 * (w & 1) + h + 4 * (g >> 2);
+    off[r] = (2 * c + (w >> 1)) * S::B_BOX_BYTES + k * 128 + ((chunk ^ k) << 4) + (g & 3) * 4;
+  }
+  const int tiles = tiles_n * tiles_m;
+  float d[BW / 2];
+#pragma unroll
+  for (int i = 0; i < BW / 2; i++) d[i] = 0.f;
+  uint32_t fr0[4][4], fr1[4][4];
+  int s = 0, prev = 0;
+  uint32_t phase = 0;
+  for (int u = blockIdx.x; u < units; u += gridDim.x) {
+    const int tile = u % tiles, z = u / tiles;
+    int bn, bm;
+    grouped_tile(tile, tiles_n, tiles_m, GEMM_GROUP_M, &bn, &bm);
+    const int kb = z * kchunk, kts = (min(kchunk, K - kb) + WG_BK - 1) / WG_BK;
+    for (int kt = 0; kt < kts; kt += 2) { /* even k-tiles' fragments in fr0, odd in fr1 */
+      ct_ktile<BW, STAGES>(d, fr0, off, base, full0, empty0, kt, lane, s, phase, prev);
+      if (kt + 1 < kts)
+        ct_ktile<BW, STAGES>(d, fr1, off, base, full0, empty0, kt + 1, lane, s, phase, prev);
+    }
+    wgmma_wait<0>();
+    fence_acc(d);
+    if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+    float *out = C + (size_t)z * M * N;
+    /* n of fragment rows g (h = 0); g + 8 (h = 1) is 4 columns on */
+    const int n = bn * CT_TILE_N + 64 * c + 32 * (w >> 1) + 8 * (w & 1) + 16 * (g >> 2) + (g & 3);
+    const int m = bm * BW + 2 * t;
+#pragma unroll
+    for (int j = 0; j < BW / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        if (m + 8 * j + e >= M) continue;
+        float *row = out + (size_t)(m + 8 * j + e) * N;
+        if (n < N) row[n] = d[4 * j + e];
+        if (n + 4 < N) row[n + 4] = d[4 * j + 2 + e];
+      }
+  }
+}
+
+#endif /* __CUDA_ARCH_FEAT_SM90_ALL */
+
+/* C (+ z M N) = (B^T A^T)^T per work unit (the design is above). tm_a: A as a {K, M}
+ * FP32 map with 32 x BW boxes; tm_b: B as {N, K} with 32 x 32 boxes; both with the
+ * 128-byte swizzle. Launch: 384 threads, ct_shape::SMEM bytes of dynamic shared memory,
+ * at most one CTA per unit (units = ceil(N/128) ceil(M/BW) splits); K % 8 == 0 and
+ * N % 8 == 0 (tf32_ct_fits). */
+template <int BW, int STAGES>
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    gemm_tf32_ct_kernel(const __grid_constant__ CUtensorMap tm_a,
+                        const __grid_constant__ CUtensorMap tm_b, float *__restrict__ C, int M,
+                        int N, int K, int kchunk, int splits) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(1024) unsigned char ct_smem[];
+  const uint32_t base = (smem_addr(ct_smem) + 1023u) & ~1023u;
+  const uint32_t full0 = base + STAGES * ct_shape<BW, STAGES>::STAGE_BYTES;
+  const uint32_t empty0 = full0 + 8 * STAGES;
+  const int tiles_n = (N + CT_TILE_N - 1) / CT_TILE_N, tiles_m = (M + BW - 1) / BW;
+  const int units = tiles_n * tiles_m * splits;
+  wg_init_barriers<STAGES>(full0, empty0);
+  if (threadIdx.x >> 7 == 0) { /* one branch a role (setmaxnreg; and see the kernel above) */
+    setmaxnreg_dec<40>();
+    if (threadIdx.x == 0)
+      ct_produce<BW, STAGES>(&tm_a, &tm_b, base, full0, empty0, tiles_n, tiles_m, units, K, kchunk);
+  } else {
+    setmaxnreg_inc<232>();
+    ct_consume<BW, STAGES>(C, M, N, base, full0, empty0, tiles_n, tiles_m, units, K, kchunk);
+  }
+#elif defined(__CUDA_ARCH__)
+  __trap(); /* as the kernel above */
 #endif
 }
 
@@ -620,6 +827,23 @@ static cudaError_t wg_plan_bn(const struct tf32_pick *pk, int m, int n, int sms,
   return smem_raise_once(&wg_smem_raised<BN>, p->func, S::SMEM, false);
 }
 
+template <int BW>
+static std::atomic<unsigned long long> ct_smem_raised{0};
+
+template <int BW>
+static cudaError_t ct_plan_bw(const struct tf32_pick *pk, int m, int n, int sms,
+                              struct cuda_plan *p, const char *label) {
+  using S = ct_shape<BW, WG_STAGES>;
+  char name[64];
+  snprintf(name, sizeof name, "gemm_tf32_ct_kernel<%d>", BW);
+  cuda_plan_set(p, KFUNC((gemm_tf32_ct_kernel<BW, WG_STAGES>)), name, label);
+  const long long units = (long long)ceil_div(n, CT_TILE_N) * ceil_div(m, BW) * pk->splits;
+  p->grid = dim3((unsigned)(units < sms ? units : sms)); /* persistent, one CTA an SM */
+  p->block = dim3(WG_THREADS);
+  p->dyn_smem_bytes = S::SMEM;
+  return smem_raise_once(&ct_smem_raised<BW>, p->func, S::SMEM, false);
+}
+
 /* The pick's kernel (its copies and split-K pass go around it): cudaSuccess,
  * cudaErrorInvalidConfiguration for a tile this file lacks, or the raise's error. */
 static cudaError_t wg_plan(const struct tf32_pick *pk, int m, int n, int k, int sms,
@@ -627,6 +851,17 @@ static cudaError_t wg_plan(const struct tf32_pick *pk, int m, int n, int k, int 
   char label[192];
   tf32_pick_describe(pk, m, n, k, sms, label, sizeof label);
   if (pk->tile < 0 || pk->tile >= TF32_N_TILES) return cudaErrorInvalidConfiguration;
+  if (pk->ct) {
+    if (!tf32_tile_cfgs[pk->tile].ct || !tf32_ct_fits(m, n, k))
+      return cudaErrorInvalidConfiguration;
+    switch (tf32_tile_cfgs[pk->tile].bn) {
+    case 256: return ct_plan_bw<256>(pk, m, n, sms, p, label);
+    case 224: return ct_plan_bw<224>(pk, m, n, sms, p, label);
+    case 192: return ct_plan_bw<192>(pk, m, n, sms, p, label);
+    case 128: return ct_plan_bw<128>(pk, m, n, sms, p, label);
+    }
+    return cudaErrorInvalidConfiguration;
+  }
   switch (tf32_tile_cfgs[pk->tile].bn) {
   case 256: return wg_plan_bn<256>(pk, m, n, sms, p, label);
   case 224: return wg_plan_bn<224>(pk, m, n, sms, p, label);
@@ -683,8 +918,43 @@ static size_t round32(size_t f) { return (f + 31) / 32 * 32; }
  * (A not 16-byte aligned where it is read in place, no memory for the scratch, a map
  * refused), having left nothing in flight but a freed scratch: the caller then runs
  * mma.sync. Otherwise true, with the first error in *err. */
+/* The C^T form of pick pk on s: the kernel on A and B in place (both 16-byte aligned, or
+ * false), the split-K workspace and its pass where splits > 1. As wgmma_launch below. */
+static bool ct_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
+                      int m, int n, int k, int sms, cudaStream_t s, cudaError_t *err) {
+  if (cuda_is_default_stream(s) || !aligned16(d_a) || !aligned16(d_b)) return false;
+  struct cuda_plan p;
+  if (wg_plan(pk, m, n, k, sms, &p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  CUtensorMap tm_a, tm_b;
+  if (!tensor_map(&tm_a, d_a, m, k, k, tf32_tile_cfgs[pk->tile].bn) ||
+      !tensor_map(&tm_b, d_b, k, n, n, CT_BOX))
+    return false;
+  float *ws = NULL;
+  if (pk->splits > 1 &&
+      cudaMallocAsync((void **)&ws, tf32_pick_scratch_floats(pk, m, n) * sizeof(float), s) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  float *out = pk->splits > 1 ? ws : d_c;
+  int kchunk = pk->kchunk, splits = pk->splits;
+  void *args[] = {&tm_a, &tm_b, &out, &m, &n, &k, &kchunk, &splits};
+  cudaError_t e = cuda_plan_launch(&p, args, s);
+  if (pk->splits > 1) {
+    if (e == cudaSuccess) e = gemm_splitk_launch(ws, d_c, (size_t)m * n, pk->splits, sms, s);
+    const cudaError_t freed = cudaFreeAsync(ws, s);
+    if (e == cudaSuccess) e = freed;
+  }
+  *err = e;
+  return true;
+}
+
 static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
                          int m, int n, int k, int sms, cudaStream_t s, cudaError_t *err) {
+  if (pk->ct) return ct_launch(pk, d_a, d_b, d_c, m, n, k, sms, s, err);
   if (cuda_is_default_stream(s) || (!pk->copy_a && !aligned16(d_a))) return false;
   struct cuda_plan p;
   if (wg_plan(pk, m, n, k, sms, &p) != cudaSuccess) {

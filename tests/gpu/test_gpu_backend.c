@@ -174,10 +174,11 @@ static void test_graph(void) {
   }
 }
 
-/* gemm tf32 runs the Hopper wgmma kernel (B transposed into a scratch first, A copied
- * where k % 8 != 0) at every size with k > 0 where the build has sm_90a code and the
- * device is cc 9.0, at the tile width and split-K tf32_pick_for chooses, and mma.sync
- * elsewhere (k = 0 included). Each run is checked against the reference: one tile, a half
+/* gemm tf32 runs a Hopper wgmma kernel (the C^T form where n % 8 == 0 and k % 8 == 0 and
+ * the pick prefers it, else B transposed into a scratch first, A copied where k % 8 != 0)
+ * at every size with k > 0 where the build has sm_90a code and the device is cc 9.0, at
+ * the form, tile width and split-K tf32_pick_for chooses, and mma.sync elsewhere (k = 0
+ * included). Each run is checked against the reference: one tile, a half
  * last N tile, the 4-stage ring wrapping, more tiles than SMs, tails in M, N and K, k < 32,
  * m or n = 1; the wgmma path also as a CUDA Graph (its scratch then is the graph's own
  * allocation) and cold. Which kernel ran is asserted where the test can know: wgmma only
@@ -202,7 +203,8 @@ static void test_tf32_paths(void) {
     struct exp_spec s = only(gemm_spec(m, n, kk), 1, tv);
     run_ok_on(0, &s, &res);
     const struct exp_kernel_info *k = &res.runs[0].kernel;
-    const bool wgmma = strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0;
+    const bool wgmma = strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0 ||
+                       strncmp(k->name, "gemm_tf32_ct_kernel<", 20) == 0;
     printf("gemm tf32 %dx%dx%d: %s (%s): %d registers, %d bytes dynamic shared, grid %d\n", m, n,
            kk, k->name, k->description, k->registers, k->dynamic_shared_bytes, k->grid[0]);
     if (kk == 0 || !cc90) CHECK_STR_EQ(k->name, "gemm_tf32_kernel");
@@ -213,23 +215,29 @@ static void test_tf32_paths(void) {
                                               tf32_pick_ws_floats(&counted, m, n));
     const struct tf32_tile_cfg *t = &tf32_tile_cfgs[pk.tile];
     char want[64];
-    snprintf(want, sizeof want, "gemm_tf32_wgmma_kernel<%d>", t->bn);
+    snprintf(want, sizeof want, "gemm_tf32_%s_kernel<%d>", pk.ct ? "ct" : "wgmma", t->bn);
     CHECK_STR_EQ(k->name, want);
     CHECK(strncmp(k->description, pk.name, strlen(pk.name)) == 0);
-    const int units = (m + 127) / 128 * ((n + t->bn - 1) / t->bn) * pk.splits;
-    const int resident = t->ctas_per_sm * info.sms;
+    /* the C^T form's tiles are 128 columns of C by bn rows, one CTA an SM */
+    const int units = pk.ct ? (n + 127) / 128 * ((m + t->bn - 1) / t->bn) * pk.splits
+                            : (m + 127) / 128 * ((n + t->bn - 1) / t->bn) * pk.splits;
+    const int per_sm = pk.ct ? 1 : t->ctas_per_sm, resident = per_sm * info.sms;
     CHECK_INT_EQ(k->block[0], 384);
     CHECK_INT_EQ(k->grid[0], units < resident ? units : resident); /* persistent */
     CHECK_INT_EQ(k->dynamic_shared_bytes, 4 * (128 + t->bn) * 32 * 4 + 1024 + 4 * 16);
     CHECK_INT_EQ(k->local_bytes, 0);
-    CHECK(k->registers > 0 && k->registers <= 65536 / 384 / t->ctas_per_sm);
-    CHECK_INT_EQ(k->blocks_per_sm, t->ctas_per_sm);
+    CHECK(k->registers > 0 && k->registers <= 65536 / 384 / per_sm);
+    CHECK_INT_EQ(k->blocks_per_sm, per_sm);
   }
   struct exp_spec g = only(gemm_spec(256, 384, 96), 1, tv);
   g.graph = true;
   g.timing = (struct exp_timing_params){2, 3, 10};
   run_ok_on(0, &g, &res);
   g = only(gemm_spec(1000, 1500, 777), 1, tv); /* A's copy and Bt at pitch 800, captured */
+  g.graph = true;
+  g.timing = (struct exp_timing_params){2, 3, 10};
+  run_ok_on(0, &g, &res);
+  g = only(gemm_spec(256, 384, 2048), 1, tv); /* the C^T form split 8 ways, captured */
   g.graph = true;
   g.timing = (struct exp_timing_params){2, 3, 10};
   run_ok_on(0, &g, &res);
@@ -351,7 +359,9 @@ static void test_kernel_info(void) {
                 ((unsigned)shapes[i][0] + 127) / 128 * (((unsigned)shapes[i][1] + 127) / 128));
       CHECK_INT_EQ(k->dynamic_shared_bytes, 3 * (128 * 36 + 32 * 136) * 4);
     } else {
-      CHECK(strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0 && k->block[0] == 384);
+      CHECK((strncmp(k->name, "gemm_tf32_wgmma_kernel<", 23) == 0 ||
+             strncmp(k->name, "gemm_tf32_ct_kernel<", 20) == 0) &&
+            k->block[0] == 384);
     }
     printf("gemm tf32: %s: %d registers, %d bytes dynamic shared\n", k->name, k->registers,
            k->dynamic_shared_bytes);

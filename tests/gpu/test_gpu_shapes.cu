@@ -1,7 +1,8 @@
 /* Every configuration the shape pickers can choose, on the GPU against the experiments'
  * CPU references (the same tolerance rules as a job's check): gemm best's tiles (whole,
  * guarded with and without 16-byte B and C rows, hybrid) at every split count class, its
- * gemv kernels, tf32's wgmma tile widths with and without A's copy and split-K,
+ * gemv kernels, tf32's wgmma tile widths in both forms (Bt with and without A's copy, C^T)
+ * and split-K,
  * transpose best's five kernels, stencil best's two instances; each forced through its
  * launcher's test hook (gemm_best_launch_pick, gemm_tf32_launch_pick,
  * transpose_best_launch_kind) at odd sizes and edge shapes: tails in every dimension,
@@ -246,15 +247,16 @@ static void test_gemm_picks(void) {
   }
 }
 
-static struct tf32_pick tf32_forced(int tile, int s, int k) {
+static struct tf32_pick tf32_forced(int tile, bool ct, int s, int k) {
   struct tf32_pick p;
   memset(&p, 0, sizeof p);
   p.tile = tile;
+  p.ct = ct;
   p.kchunk = cdiv(cdiv(k, s), 32) * 32;
   p.splits = cdiv(k, p.kchunk);
-  p.copy_a = k % 8 != 0;
+  p.copy_a = !ct && k % 8 != 0;
   p.kp = p.copy_a ? cdiv(k, 32) * 32 : k;
-  snprintf(p.name, sizeof p.name, "wg%d_s%d%s", tf32_tile_cfgs[tile].bn, p.splits,
+  snprintf(p.name, sizeof p.name, "%s%d_s%d%s", ct ? "ct" : "wg", tf32_tile_cfgs[tile].bn, p.splits,
            p.copy_a ? "_p32" : "");
   return p;
 }
@@ -277,7 +279,7 @@ static void test_tf32(void) {
                              {300, 2 * bn, 1024}};
     for (int s = 1; s <= 4; s += 3)
       for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const struct tf32_pick p = tf32_forced(t, s, shapes[i][2]);
+        const struct tf32_pick p = tf32_forced(t, false, s, shapes[i][2]);
         if (!gemm_case(RUN_TF32_PICK, &p, p.name, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0,
                        i == 1)) {
           printf("tf32: no wgmma path here; forced configurations skipped\n");
@@ -285,16 +287,40 @@ static void test_tf32(void) {
         }
       }
   }
+  /* The C^T form (n % 8 == 0, k % 8 == 0): tails of M at the tile width (its D columns)
+   * and of N at 8 past 128 (a D tile whose last boxes are partly or wholly outside B),
+   * one tile exactly, m = 1, n = 8, k = 8 (one k8 step of a k-tile), an odd number of
+   * k-tiles (the fragment buffers' last pair has one), split-K, C unaligned. */
+  for (int t = 0; t < TF32_N_TILES; t++) {
+    if (!tf32_tile_cfgs[t].ct) continue;
+    const int bw = tf32_tile_cfgs[t].bn;
+    const int shapes[][3] = {{2 * bw + 5, 2 * 128 + 8, 104},
+                             {bw - 3, 128 + 40, 96},
+                             {bw, 128, 32},
+                             {1, 200, 40},
+                             {130, 8, 8},
+                             {300, 72, 16},
+                             {bw + 1, 3 * 128 + 96, 1000},
+                             {300, 256, 1024}};
+    for (int s = 1; s <= 4; s += 3)
+      for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const struct tf32_pick p = tf32_forced(t, true, s, shapes[i][2]);
+        if (!gemm_case(RUN_TF32_PICK, &p, p.name, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0,
+                       i == 1))
+          goto picks;
+      }
+  }
 picks:;
-  static const int picks[][3] = {{1024, 1024, 1024}, {1536, 1536, 1536}, {2500, 2500, 2500},
-                                 {3000, 3000, 96},   {1000, 1500, 777},  {257, 383, 97},
-                                 {1, 1, 1},          {33, 47, 18}};
+  static const int picks[][3] = {{1024, 1024, 1024}, {1536, 1536, 1536}, {2048, 2048, 2048},
+                                 {2500, 2500, 2500}, {3000, 3000, 96},   {1000, 1500, 777},
+                                 {257, 383, 97},     {1, 1, 1},          {33, 47, 18}};
   for (size_t i = 0; i < sizeof picks / sizeof picks[0]; i++) {
     const int m = picks[i][0], n = picks[i][1], k = picks[i][2];
     const struct tf32_pick p = tf32_pick_for(m, n, k, g_sms, UINT64_MAX);
     gemm_case(RUN_TF32_AUTO, NULL, p.name, m, n, k, 0, 0, 0);
   }
   gemm_case(RUN_TF32_AUTO, NULL, "mma.sync fallback", 300, 200, 96, 1, 0, 0);
+  gemm_case(RUN_TF32_AUTO, NULL, "mma.sync fallback, B unaligned", 300, 200, 96, 0, 1, 0);
 }
 
 /* ---- transpose ---- */
