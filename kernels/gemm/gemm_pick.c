@@ -14,22 +14,25 @@
  * device (t64x128's spilled 16 bytes); gemv_t at m = 1 (1 row) and 2..8 (8 rows), the
  * instances that ran; gemv_n at n = 1 only (run 2: at n = 7 the 256x16 tile beat it, at
  * n = 1 it beat the tile). eff: fitted to run 1's timed candidates; the two narrow
- * tiles' is run 2's guess, which picked their best split at every shape measured. */
+ * tiles' is run 2's guess, which picked their best split at every shape measured.
+ * hybrid_rate: added after bench/lab/gemm_forms.cu on an H100 (bench/RESULTS.md): at
+ * 2500^3 and 3000^3 t128x128's hybrid ran 15-16% slower than this model, t64x64w4's 5%
+ * (as far off as the whole t128x128 at 4096^3), and the model picked the slower. */
 const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES] = {
     [GEMM_T128X128] = {"t128x128", "128x128x32, 256 threads, 8x8 a lane", 128, 128, 32, 256, 2, 2,
-                       1.0446, 0, true},
+                       1.0446, 0, true, 0.91},
     [GEMM_T128X64] = {"t128x64", "128x64x32, 128 threads, 8x8 a lane", 128, 64, 32, 128, 4, 3,
-                      0.8595, 0, false},
+                      0.8595, 0, false, 0},
     [GEMM_T64X128] = {"t64x128", "64x128x32, 128 threads, 8x8 a lane", 64, 128, 32, 128, 4, 4,
-                      0.9631, 0, false},
+                      0.9631, 0, false, 0},
     [GEMM_T64X64] = {"t64x64", "64x64x16, 64 threads, 8x8 a lane, 3 stages", 64, 64, 16, 64, 8, 6,
-                     0.8864, 0, false},
+                     0.8864, 0, false, 0},
     [GEMM_T64X64W4] = {"t64x64w4", "64x64x32, 128 threads, 4x8 a lane", 64, 64, 32, 128, 4, 4,
-                       0.9290, 0, true},
+                       0.9290, 0, true, 1.0},
     [GEMM_T256X16] = {"t256x16", "256x16x32, 128 threads, 8x4 a lane", 256, 16, 32, 128, 2, 2, 0.60,
-                      1, false},
+                      1, false, 0},
     [GEMM_T16X256] = {"t16x256", "16x256x32, 128 threads, 4x8 a lane", 16, 256, 32, 128, 3, 3, 0.60,
-                      2, false},
+                      2, false, 0},
 };
 
 static const int split_menu[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
@@ -43,7 +46,10 @@ static const int split_menu[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
  *  EPI: seconds per C element a round of blocks on one SM stores (not overlapped: the
  *     blocks of an SM finish together);
  *  BW: the floor of the operands' bytes; LAUNCH, LAUNCH2: a launch, the split-K pass's;
- *  L2BW: the split-K partials' bytes (they stay in L2 at these sizes). */
+ *  L2BW: the split-K partials' bytes while they fit in L2 (L2_BYTES, below the H100's
+ *  50 MB; a rule added after bench/lab/gemm_forms.cu on an H100: at 3000^3 two splits'
+ *  72 MB of partials ran 30 us slower than one split, where the model had them 18 us
+ *  faster), at BW beyond. */
 #define MODEL_R 3.891e11
 #define MODEL_SAT_WARPS 9.812
 #define MODEL_ALPHA 0.6065
@@ -53,6 +59,7 @@ static const int split_menu[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 #define MODEL_LAUNCH_S 2.5e-6
 #define MODEL_LAUNCH2_S 2.652e-6
 #define MODEL_L2BW 33.0e12
+#define MODEL_L2_BYTES 40e6
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -86,7 +93,8 @@ static double predict_tile(int c, int s, int m, int n, int k, int sms, bool hyb,
   const int64_t tiles = cdiv(m, t->bm) * cdiv(n, t->bn);
   /* hybrid: only the edge tiles run at the guarded rate */
   const double inner = hyb ? (double)(m / t->bm) * (n / t->bn) / (double)tiles : 0.0;
-  const double eff = t->eff * (whole ? 1.0 : inner + (1.0 - inner) * MODEL_GUARD);
+  double eff = t->eff * (whole ? 1.0 : inner + (1.0 - inner) * MODEL_GUARD);
+  if (hyb && !whole) eff *= t->hybrid_rate;
   const int64_t blocks = tiles * *splits;
   const int64_t left = cdiv(blocks, sms); /* blocks on the busiest SM */
   const double block_flops = 2.0 * t->bm * t->bn * kc;
@@ -95,7 +103,11 @@ static double predict_tile(int c, int s, int m, int n, int k, int sms, bool hyb,
   const double bytes = 4.0 * ((double)m * k + (double)k * n + (double)m * n * *splits);
   if (bytes / MODEL_BW > sec) sec = bytes / MODEL_BW;
   sec += MODEL_LAUNCH_S;
-  if (*splits > 1) sec += (2.0 * *splits + 1.0) * m * n * 4.0 / MODEL_L2BW + MODEL_LAUNCH2_S;
+  if (*splits > 1) {
+    const double ws_bytes = 4.0 * *splits * m * n;
+    const double bw = ws_bytes <= MODEL_L2_BYTES ? MODEL_L2BW : MODEL_BW;
+    sec += (2.0 * *splits + 1.0) * m * n * 4.0 / bw + MODEL_LAUNCH2_S;
+  }
   *kchunk = kc;
   *whole_out = whole;
   return sec;

@@ -48,6 +48,7 @@ struct gemm_tile_cfg {
   double eff;             /* FFMA rate when full, relative to the model's R */
   int narrow;             /* 0; 1: only where n <= 16; 2: only where m <= 16 */
   bool hybrid;            /* has the hybrid instance (inner tiles unguarded) */
+  double hybrid_rate;     /* the hybrid instance's rate against the model's for it */
 };
 extern const struct gemm_tile_cfg gemm_tile_cfgs[GEMM_N_TILES];
 

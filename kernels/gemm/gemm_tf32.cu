@@ -800,11 +800,16 @@ static bool wgmma_available(const struct tf32_device *d) {
          (size_t)d->smem_optin >= wg_shape<256, WG_STAGES>::SMEM && tensor_map_encoder() != NULL;
 }
 
-/* The configuration m x n x k gets on this device, under the split-K workspace a job
- * counts for it (gemm_tf32_scratch_floats: the pick at GEMM_PICK_COUNT_SMS). */
+/* The configuration m x n x k gets on this device, under the scratch a job counts for it
+ * (gemm_tf32_scratch_floats: the pick at GEMM_PICK_COUNT_SMS): this device's pick within
+ * the counted split-K workspace, or the counted pick itself where this one would need
+ * more (the Bt form's copy of B where the count took the C^T form). */
 static struct tf32_pick pick_here(int m, int n, int k, int sms) {
   const struct tf32_pick counted = tf32_pick_for(m, n, k, GEMM_PICK_COUNT_SMS, UINT64_MAX);
-  return tf32_pick_for(m, n, k, sms, tf32_pick_ws_floats(&counted, m, n));
+  const struct tf32_pick here = tf32_pick_for(m, n, k, sms, tf32_pick_ws_floats(&counted, m, n));
+  return tf32_pick_scratch_floats(&here, m, n) <= tf32_pick_scratch_floats(&counted, m, n)
+             ? here
+             : counted;
 }
 
 /* Each instance's shared memory is above the default 48 KiB: raised once per instance and
