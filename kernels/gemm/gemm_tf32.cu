@@ -913,16 +913,6 @@ static std::atomic<unsigned long long> mma_smem_raised{0};
 #ifdef GPULAB_CUDA_SM90A
 static size_t round32(size_t f) { return (f + 31) / 32 * 32; }
 
-/* The wgmma path of pick pk on s: one scratch block stream-ordered from the pool (Bt, A's
- * copy, the split-K workspace: tf32_pick_scratch_floats), B transposed into it (and A
- * copied at pitch kp), the kernel, the split-K pass, the scratch freed after them.
- * Stream-ordered allocation is legal while s is being captured (CUDA 11.4+):
- * cudaMallocAsync and cudaFreeAsync become the graph's own allocation and free nodes, and
- * the allocation's address stays fixed for the graph's life, so the tensor maps baked
- * into the captured launch hold at every replay. Returns false when the path cannot start
- * (A not 16-byte aligned where it is read in place, no memory for the scratch, a map
- * refused), having left nothing in flight but a freed scratch: the caller then runs
- * mma.sync. Otherwise true, with the first error in *err. */
 /* The C^T form of pick pk on s: the kernel on A and B in place (both 16-byte aligned, or
  * false), the split-K workspace and its pass where splits > 1. As wgmma_launch below. */
 static bool ct_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
@@ -957,6 +947,17 @@ static bool ct_launch(const struct tf32_pick *pk, const float *d_a, const float 
   return true;
 }
 
+/* The wgmma path of pick pk on s (the C^T form: ct_launch; the Bt form here): one
+ * scratch block stream-ordered from the pool (Bt, A's copy, the split-K workspace:
+ * tf32_pick_scratch_floats), B transposed into it (and A copied at pitch kp), the
+ * kernel, the split-K pass, the scratch freed after them.
+ * Stream-ordered allocation is legal while s is being captured (CUDA 11.4+):
+ * cudaMallocAsync and cudaFreeAsync become the graph's own allocation and free nodes, and
+ * the allocation's address stays fixed for the graph's life, so the tensor maps baked
+ * into the captured launch hold at every replay. Returns false when the path cannot start
+ * (A not 16-byte aligned where it is read in place, no memory for the scratch, a map
+ * refused), having left nothing in flight but a freed scratch: the caller then runs
+ * mma.sync. Otherwise true, with the first error in *err. */
 static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
                          int m, int n, int k, int sms, cudaStream_t s, cudaError_t *err) {
   if (pk->ct) return ct_launch(pk, d_a, d_b, d_c, m, n, k, sms, s, err);
