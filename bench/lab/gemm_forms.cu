@@ -2,7 +2,8 @@
  * and gemm goals). tf32: the two wgmma forms, the Bt form (B transposed into a scratch,
  * then both operands from shared memory; its time includes the transpose) and the C^T
  * form (B's fragments straight from its rows into registers), each at every tile width it
- * has, one split, beside the pick's choice and cuBLAS TF32. fp32: best's tile kernel at
+ * has, one split (the C^T form also 2 and 4 where each has 8 k-tiles), beside the pick's
+ * choice and cuBLAS TF32. fp32: best's tile kernel at
  * each of its five general tiles (hybrid where it has one) and 1, 2, 3, 4 and 6 splits,
  * beside the pick's choice and cuBLAS SGEMM (TF32 off). cuBLAS row-major as C^T = B^T A^T,
  * as the variants call it. Each timed back to back like bench_best (median of 7 batches,
@@ -66,16 +67,18 @@ static void launch_fn(void *p) {
   }
 }
 
-static struct config tf32_forced(int tile, bool ct, int k) {
+static struct config tf32_forced(int tile, bool ct, int s, int k) {
   struct config c;
   memset(&c, 0, sizeof c);
   struct tf32_pick *p = &c.tp;
   c.kind = config::FORCED;
-  p->tile = tile, p->ct = ct, p->splits = 1, p->kchunk = (k + 31) / 32 * 32;
+  p->tile = tile, p->ct = ct;
+  p->kchunk = ((k + s - 1) / s + 31) / 32 * 32;
+  p->splits = (k + p->kchunk - 1) / p->kchunk;
   p->copy_a = !ct && k % 8 != 0;
   p->kp = p->copy_a ? (k + 31) / 32 * 32 : k;
-  snprintf(c.name, sizeof c.name, "%s%d_s1%s", ct ? "ct" : "wg", tf32_tile_cfgs[tile].bn,
-           p->copy_a ? "_p32" : "");
+  snprintf(c.name, sizeof c.name, "%s%d_s%d%s", ct ? "ct" : "wg", tf32_tile_cfgs[tile].bn,
+           p->splits, p->copy_a ? "_p32" : "");
   return c;
 }
 
@@ -122,10 +125,12 @@ static void run_shape(int m, int n, int k) {
   if (tf32) {
     snprintf(cs[ncs++].name, sizeof cs[0].name, "the pick: %s",
              tf32_pick_for(m, n, k, 132, UINT64_MAX).name);
-    for (int t = 0; t < TF32_N_TILES; t++) cs[ncs++] = tf32_forced(t, false, k);
+    for (int t = 0; t < TF32_N_TILES; t++) cs[ncs++] = tf32_forced(t, false, 1, k);
     if (tf32_ct_fits(m, n, k))
       for (int t = 0; t < TF32_N_TILES; t++)
-        if (tf32_tile_cfgs[t].ct) cs[ncs++] = tf32_forced(t, true, k);
+        if (tf32_tile_cfgs[t].ct)
+          for (int s = 1; s <= 4; s *= 2)
+            if (s == 1 || (k + s - 1) / s >= 8 * 32) cs[ncs++] = tf32_forced(t, true, s, k);
   } else {
     snprintf(cs[ncs++].name, sizeof cs[0].name, "the pick: %s",
              gemm_pick_for(m, n, k, 132, gemm_best_scratch_floats(m, n, k)).name);

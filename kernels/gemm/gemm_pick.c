@@ -265,7 +265,11 @@ void gemm_pick_describe(const struct gemm_pick *p, int m, int n, int k, int sms,
  * Bt at a pitch of a multiple of 32 floats when k % 8 != 0 (rows of k floats would start
  * 16 bytes into a 32-byte sector every other row; the 128-byte pitch won at every such
  * shape measured, 2500^3, 1000x1500x777 and 257x383x97, and lost at 3000^3, whose
- * 12000-byte rows are whole sectors). */
+ * 12000-byte rows are whole sectors). The split-K pass refitted after
+ * bench/lab/gemm_forms.cu on an H100 (bench/RESULTS.md): in the C^T form two splits cost
+ * 6.4, 7.7 and 9.7 us beyond one split's time at 512^3, 768^3 and 1024^3 (the model
+ * said 3.5 us) and never won; a fixed 5.3 us and the partials' bytes at 4.5 TB/s fit
+ * them. */
 const struct tf32_tile_cfg tf32_tile_cfgs[TF32_N_TILES] = {
     {256, 4, 1, 1.000, true}, {224, 4, 1, 1.033, true}, {192, 4, 1, 1.038, true},
     {128, 4, 1, 0.923, true}, {64, 4, 2, 0.599, false},
@@ -279,8 +283,8 @@ static const int tf32_split_menu[] = {1, 2, 3, 4, 6, 8};
 #define TF32_LAUNCH_S 2.5e-6
 #define TF32_BW 6.518e12
 #define TF32_PREP_S 4.188e-6
-#define TF32_L2BW 33.0e12
-#define TF32_LAUNCH2_S 2.929e-6
+#define TF32_L2BW 4.5e12
+#define TF32_LAUNCH2_S 5.3e-6
 
 bool tf32_ct_fits(int m, int n, int k) {
   return m >= 1 && n >= 1 && k >= 1 && n % 8 == 0 && k % 8 == 0;
