@@ -1,10 +1,9 @@
 /* Every configuration the shape pickers can choose, on the GPU against the experiments'
  * CPU references (the same tolerance rules as a job's check): gemm best's tiles (whole,
  * guarded with and without 16-byte B and C rows, hybrid) at every split count class, its
- * gemv kernels, tf32's wgmma tile widths in both forms (Bt with and without A's copy, C^T)
- * and split-K,
- * transpose best's five kernels, stencil best's two instances; each forced through its
- * launcher's test hook (gemm_best_launch_pick, gemm_tf32_launch_pick,
+ * gemv kernels, tf32's wgmma tile widths in both forms (Bt with and without A's copy,
+ * C^T) and split-K, transpose best's five kernels, stencil best's two instances; each
+ * forced through its launcher's test hook (gemm_best_launch_pick, gemm_tf32_launch_pick,
  * transpose_best_launch_kind) at odd sizes and edge shapes: tails in every dimension,
  * m or n = 1, k not a multiple of 4, k below the tile's k step, pointers 16-byte aligned
  * and not; then the pickers' own choices at the shapes the labs measured (smaller where
