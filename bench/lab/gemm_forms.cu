@@ -70,31 +70,20 @@ static void launch_fn(void *p) {
 static struct config tf32_forced(int tile, bool ct, int s, int k) {
   struct config c;
   memset(&c, 0, sizeof c);
-  struct tf32_pick *p = &c.tp;
   c.kind = config::FORCED;
-  p->tile = tile, p->ct = ct;
-  p->kchunk = ((k + s - 1) / s + 31) / 32 * 32;
-  p->splits = (k + p->kchunk - 1) / p->kchunk;
-  p->copy_a = !ct && k % 8 != 0;
-  p->kp = p->copy_a ? (k + 31) / 32 * 32 : k;
-  snprintf(c.name, sizeof c.name, "%s%d_s%d%s", ct ? "ct" : "wg", tf32_tile_cfgs[tile].bn,
-           p->splits, p->copy_a ? "_p32" : "");
+  c.tp = tf32_pick_make(tile, ct, s, k);
+  snprintf(c.name, sizeof c.name, "%s", c.tp.name);
   return c;
 }
 
-/* best's tile with s splits asked (the k chunk rounded to the tile's k step, as
- * gemm_pick_for makes it); hybrid where the tile has it (the launcher runs the whole
- * instance where the sizes tile). */
+/* best's tile with s splits asked, hybrid where the tile has it (the launcher runs the
+ * whole instance where the sizes tile). */
 static struct config fp32_forced(int tile, int s, int k) {
   struct config c;
   memset(&c, 0, sizeof c);
-  struct gemm_pick *p = &c.gp;
-  const struct gemm_tile_cfg *t = &gemm_tile_cfgs[tile];
   c.kind = config::FORCED;
-  p->kind = GEMM_KIND_TILE, p->tile = tile, p->hybrid = t->hybrid;
-  p->kchunk = ((k + s - 1) / s + t->bk - 1) / t->bk * t->bk;
-  p->splits = (k + p->kchunk - 1) / p->kchunk;
-  snprintf(c.name, sizeof c.name, "%s%s_s%d", t->name, t->hybrid ? "h" : "", p->splits);
+  c.gp = gemm_pick_tile(tile, gemm_tile_cfgs[tile].hybrid, s, k);
+  snprintf(c.name, sizeof c.name, "%s", c.gp.name);
   return c;
 }
 

@@ -130,6 +130,10 @@ static bool hybrid_applies(int c, int m, int n, int k) {
   return t->hybrid && !whole && n % 4 == 0;
 }
 
+/* k steps of the gemv kernels (a split's k is a multiple) */
+#define GEMV_T_KSTEP 32
+#define GEMV_N_KSTEP 128
+
 /* gemv_t: 128 columns a block, k split for >= 4 blocks an SM, at least 128 k a split
  * (run 1 at 5x3001x2049: 13 splits of 160 beat 8 of 288). By its bytes. */
 static double predict_gemv_t(int m, int n, int k, int sms, int *kchunk, int *splits) {
@@ -137,7 +141,7 @@ static double predict_gemv_t(int m, int n, int k, int sms, int *kchunk, int *spl
   const int smax = k / 128 > 1 ? k / 128 : 1;
   if (s > smax) s = smax;
   if (s < 1) s = 1;
-  *kchunk = kchunk_for(k, s, 32, splits);
+  *kchunk = kchunk_for(k, s, GEMV_T_KSTEP, splits);
   const double bytes = 4.0 * ((double)k * n + (double)m * k + (double)m * n * (*splits + 1));
   return bytes / MODEL_BW + MODEL_LAUNCH_S + (*splits > 1 ? MODEL_LAUNCH2_S : 0.0);
 }
@@ -149,7 +153,7 @@ static double predict_gemv_n(int m, int n, int k, int sms, int *kchunk, int *spl
   const int smax = k / 256 > 1 ? k / 256 : 1;
   if (s > smax) s = smax;
   if (s < 1) s = 1;
-  *kchunk = kchunk_for(k, s, 128, splits);
+  *kchunk = kchunk_for(k, s, GEMV_N_KSTEP, splits);
   const double bytes = 4.0 * ((double)m * k + (double)k * n + (double)m * n * (*splits + 1));
   return bytes / MODEL_BW + MODEL_LAUNCH_S + (*splits > 1 ? MODEL_LAUNCH2_S : 0.0);
 }
@@ -217,6 +221,21 @@ struct gemm_pick gemm_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
   }
   pick_name(&best);
   return best;
+}
+
+struct gemm_pick gemm_pick_tile(int tile, bool hybrid, int s, int k) {
+  struct gemm_pick p = {.kind = GEMM_KIND_TILE, .tile = tile, .hybrid = hybrid};
+  p.kchunk = kchunk_for(k, s, gemm_tile_cfgs[tile].bk, &p.splits);
+  pick_name(&p);
+  return p;
+}
+
+struct gemm_pick gemm_pick_gemv(enum gemm_kind kind, int rows, int s, int k) {
+  const bool t = kind != GEMM_KIND_GEMV_N; /* gemv_t unless gemv_n is asked */
+  struct gemm_pick p = {.kind = t ? GEMM_KIND_GEMV_T : GEMM_KIND_GEMV_N, .tile = -1, .rows = rows};
+  p.kchunk = kchunk_for(k, s, t ? GEMV_T_KSTEP : GEMV_N_KSTEP, &p.splits);
+  pick_name(&p);
+  return p;
 }
 
 uint64_t gemm_best_scratch_floats(int m, int n, int k) {
@@ -295,9 +314,7 @@ bool tf32_ct_fits(int m, int n, int k) {
 static double tf32_predict(int c, bool ct, int s, int m, int n, int k, int sms, int *kchunk,
                            int *splits) {
   const struct tf32_tile_cfg *t = &tf32_tile_cfgs[c];
-  const int kc = (int)(cdiv(cdiv(k, s), 32) * 32);
-  *splits = (int)cdiv(k, kc);
-  if (*splits < 1) *splits = 1;
+  const int kc = kchunk_for(k, s, 32, splits);
   *kchunk = kc;
   const int64_t units = (ct ? cdiv(n, 128) * cdiv(m, t->bn) : cdiv(m, 128) * cdiv(n, t->bn)) *
                         *splits;
@@ -317,6 +334,15 @@ uint64_t tf32_pick_ws_floats(const struct tf32_pick *p, int m, int n) {
   return p->splits > 1 ? (uint64_t)p->splits * (uint64_t)m * (uint64_t)n : 0;
 }
 
+/* What follows from the form and k: A's copy where the Bt form meets k % 8 != 0 (rows
+ * not 16-byte aligned), its pitch, and the name. */
+static void tf32_pick_finish(struct tf32_pick *p, int k) {
+  p->copy_a = !p->ct && k % 8 != 0;
+  p->kp = p->copy_a ? (int)(cdiv(k, 32) * 32) : k;
+  snprintf(p->name, sizeof p->name, "%s%d_s%d%s", p->ct ? "ct" : "wg", tf32_tile_cfgs[p->tile].bn,
+           p->splits, p->copy_a ? "_p32" : "");
+}
+
 struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_floats) {
   struct tf32_pick p = {.tile = 0, .splits = 1, .kchunk = (int)(cdiv(k, 32) * 32), .pred_s = 1e30};
   const uint64_t mn = (uint64_t)m * (uint64_t)n;
@@ -334,10 +360,14 @@ struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
         if (sec < p.pred_s) p.tile = c, p.ct = f == 1, p.splits = sp, p.kchunk = kc, p.pred_s = sec;
       }
     }
-  p.copy_a = !p.ct && k % 8 != 0;
-  p.kp = p.copy_a ? (int)(cdiv(k, 32) * 32) : k;
-  snprintf(p.name, sizeof p.name, "%s%d_s%d%s", p.ct ? "ct" : "wg", tf32_tile_cfgs[p.tile].bn,
-           p.splits, p.copy_a ? "_p32" : "");
+  tf32_pick_finish(&p, k);
+  return p;
+}
+
+struct tf32_pick tf32_pick_make(int tile, bool ct, int s, int k) {
+  struct tf32_pick p = {.tile = tile, .ct = ct};
+  p.kchunk = kchunk_for(k, s, 32, &p.splits);
+  tf32_pick_finish(&p, k);
   return p;
 }
 

@@ -71,6 +71,16 @@ struct gemm_pick gemm_pick_for(int m, int n, int k, int sms, uint64_t max_ws_flo
 /* Floats of the pick's split-K workspace: splits * m * n when splits > 1, else 0. */
 uint64_t gemm_pick_ws_floats(const struct gemm_pick *p, int m, int n);
 
+/* Tile `tile` (its hybrid instance where hybrid) with s splits asked, as gemm_pick_for
+ * makes one: the k chunk rounded up to the tile's k step, the splits that remain, the
+ * name; pred_s 0 (the launcher finds whole shapes itself). For tests and labs that run
+ * a configuration the model would not pick. */
+struct gemm_pick gemm_pick_tile(int tile, bool hybrid, int s, int k);
+
+/* gemv_n (rows 1) where kind is GEMM_KIND_GEMV_N, else gemv_t (rows 1 or 8), with s
+ * splits asked, as gemm_pick_tile. */
+struct gemm_pick gemm_pick_gemv(enum gemm_kind kind, int rows, int s, int k);
+
 /* The workspace the pick at GEMM_PICK_COUNT_SMS needs: what a job counts, and the limit
  * a launch on any device picks under. */
 uint64_t gemm_best_scratch_floats(int m, int n, int k);
@@ -115,6 +125,10 @@ bool tf32_ct_fits(int m, int n, int k);
 
 /* The cheapest predicted configuration, as gemm_pick_for (each size >= 1). */
 struct tf32_pick tf32_pick_for(int m, int n, int k, int sms, uint64_t max_ws_floats);
+
+/* Width `tile` in the C^T form (ct) or the Bt form with s splits asked, as tf32_pick_for
+ * makes one (k chunk, splits, A's copy and pitch, name; pred_s 0), as gemm_pick_tile. */
+struct tf32_pick tf32_pick_make(int tile, bool ct, int s, int k);
 
 /* Floats of the pick's split-K workspace (splits > 1: splits * m * n). */
 uint64_t tf32_pick_ws_floats(const struct tf32_pick *p, int m, int n);

@@ -29,8 +29,6 @@ static int g_sms, g_cases;
 static double g_fp32_worst, g_tf32_best = INFINITY;
 static bool g_wgmma; /* the tf32 wgmma path must run here: sm_90a code and a cc 9.0 device */
 
-static int cdiv(long long a, long long b) { return (int)((a + b - 1) / b); }
-
 /* Inputs and outputs are prepared on g_s, the kernels' stream: g_s does not wait for the
  * legacy default stream (cudaStreamNonBlocking), and cudaMemset there, or the DMA of a
  * cudaMemcpy from pageable memory, may still be running when the kernel starts. */
@@ -132,22 +130,8 @@ static bool gemm_case(enum gemm_run how, const void *pick, const char *name, int
   return ran;
 }
 
-/* A tile configuration with s splits asked (the k chunk rounded to the tile's k step, as
- * gemm_pick_for makes it). */
-static struct gemm_pick tile_pick(int tile, bool hybrid, int s, int k) {
-  struct gemm_pick p;
-  memset(&p, 0, sizeof p);
-  const int bk = gemm_tile_cfgs[tile].bk;
-  p.kind = GEMM_KIND_TILE, p.tile = tile, p.hybrid = hybrid;
-  p.kchunk = cdiv(cdiv(k, s), bk) * bk;
-  p.splits = cdiv(k, p.kchunk);
-  snprintf(p.name, sizeof p.name, "%s%s_s%d", gemm_tile_cfgs[tile].name, hybrid ? "h" : "",
-           p.splits);
-  return p;
-}
-
 static void tile_case(int tile, bool hybrid, int s, int m, int n, int k, int oa, int ob, int oc) {
-  const struct gemm_pick p = tile_pick(tile, hybrid, s, k);
+  const struct gemm_pick p = gemm_pick_tile(tile, hybrid, s, k);
   gemm_case(RUN_BEST_PICK, &p, p.name, m, n, k, oa, ob, oc);
 }
 
@@ -190,18 +174,6 @@ static void test_gemm_tiles(void) {
   }
 }
 
-static struct gemm_pick gemv_pick(enum gemm_kind kind, int rows, int s, int k) {
-  struct gemm_pick p;
-  memset(&p, 0, sizeof p);
-  const int step = kind == GEMM_KIND_GEMV_T ? 32 : 128;
-  p.kind = kind, p.tile = -1, p.rows = rows;
-  p.kchunk = cdiv(cdiv(k, s), step) * step;
-  p.splits = cdiv(k, p.kchunk);
-  snprintf(p.name, sizeof p.name, "%s%d_s%d", kind == GEMM_KIND_GEMV_T ? "gemv_t" : "gemv_n", rows,
-           p.splits);
-  return p;
-}
-
 /* gemv_t at 1 and 8 rows (m = 1; 2, 5, 8), gemv_n at one column; the float4 paths (n and
  * k multiples of 4, aligned) and the scalar ones; 1 split and several. */
 static void test_gemv(void) {
@@ -213,21 +185,21 @@ static void test_gemv(void) {
   static const int splits[] = {1, 4, 13};
   for (int si = 0; si < 3; si++) {
     for (size_t i = 0; i < sizeof t1 / sizeof t1[0]; i++) {
-      const struct gemm_pick p = gemv_pick(GEMM_KIND_GEMV_T, 1, splits[si], t1[i][2]);
+      const struct gemm_pick p = gemm_pick_gemv(GEMM_KIND_GEMV_T, 1, splits[si], t1[i][2]);
       gemm_case(RUN_BEST_PICK, &p, p.name, t1[i][0], t1[i][1], t1[i][2], 0, 0, 0);
     }
     for (size_t i = 0; i < sizeof t8 / sizeof t8[0]; i++) {
-      const struct gemm_pick p = gemv_pick(GEMM_KIND_GEMV_T, 8, splits[si], t8[i][2]);
+      const struct gemm_pick p = gemm_pick_gemv(GEMM_KIND_GEMV_T, 8, splits[si], t8[i][2]);
       gemm_case(RUN_BEST_PICK, &p, p.name, t8[i][0], t8[i][1], t8[i][2], 0, 0, 0);
     }
     for (size_t i = 0; i < sizeof n1 / sizeof n1[0]; i++) {
-      const struct gemm_pick p = gemv_pick(GEMM_KIND_GEMV_N, 1, splits[si], n1[i][2]);
+      const struct gemm_pick p = gemm_pick_gemv(GEMM_KIND_GEMV_N, 1, splits[si], n1[i][2]);
       gemm_case(RUN_BEST_PICK, &p, p.name, n1[i][0], n1[i][1], n1[i][2], 0, 0, 0);
     }
   }
-  const struct gemm_pick p = gemv_pick(GEMM_KIND_GEMV_T, 8, 4, 300); /* unaligned: scalar */
+  const struct gemm_pick p = gemm_pick_gemv(GEMM_KIND_GEMV_T, 8, 4, 300); /* unaligned: scalar */
   gemm_case(RUN_BEST_PICK, &p, p.name, 5, 1000, 300, 1, 1, 1);
-  const struct gemm_pick q = gemv_pick(GEMM_KIND_GEMV_N, 1, 3, 300);
+  const struct gemm_pick q = gemm_pick_gemv(GEMM_KIND_GEMV_N, 1, 3, 300);
   gemm_case(RUN_BEST_PICK, &q, q.name, 1000, 1, 300, 1, 1, 1);
 }
 
@@ -244,20 +216,6 @@ static void test_gemm_picks(void) {
     const struct gemm_pick p = gemm_pick_for(m, n, k, g_sms, gemm_best_scratch_floats(m, n, k));
     gemm_case(RUN_BEST_AUTO, NULL, p.name, m, n, k, 0, 0, 0);
   }
-}
-
-static struct tf32_pick tf32_forced(int tile, bool ct, int s, int k) {
-  struct tf32_pick p;
-  memset(&p, 0, sizeof p);
-  p.tile = tile;
-  p.ct = ct;
-  p.kchunk = cdiv(cdiv(k, s), 32) * 32;
-  p.splits = cdiv(k, p.kchunk);
-  p.copy_a = !ct && k % 8 != 0;
-  p.kp = p.copy_a ? cdiv(k, 32) * 32 : k;
-  snprintf(p.name, sizeof p.name, "%s%d_s%d%s", ct ? "ct" : "wg", tf32_tile_cfgs[tile].bn, p.splits,
-           p.copy_a ? "_p32" : "");
-  return p;
 }
 
 /* Every tile width: tails in M and N (odd N: scalar stores; even: float2), k % 8 == 0 (A
@@ -278,7 +236,7 @@ static void test_tf32(void) {
                              {300, 2 * bn, 1024}};
     for (int s = 1; s <= 4; s += 3)
       for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const struct tf32_pick p = tf32_forced(t, false, s, shapes[i][2]);
+        const struct tf32_pick p = tf32_pick_make(t, false, s, shapes[i][2]);
         if (!gemm_case(RUN_TF32_PICK, &p, p.name, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0,
                        i == 1)) {
           printf("tf32: no wgmma path here; forced configurations skipped\n");
@@ -303,7 +261,7 @@ static void test_tf32(void) {
                              {300, 256, 1024}};
     for (int s = 1; s <= 4; s += 3)
       for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        const struct tf32_pick p = tf32_forced(t, true, s, shapes[i][2]);
+        const struct tf32_pick p = tf32_pick_make(t, true, s, shapes[i][2]);
         if (!gemm_case(RUN_TF32_PICK, &p, p.name, shapes[i][0], shapes[i][1], shapes[i][2], 0, 0,
                        i == 1))
           goto picks;

@@ -2,7 +2,8 @@
  * shapes the labs measured on the H200 (132 SMs) each picks the configuration the labs'
  * second run chose (its pick, or its best measured where the rules were fixed after
  * it); every pick is a valid configuration at odd, edge and
- * huge sizes and any SM count; the workspace limit holds; descriptions fit. */
+ * huge sizes and any SM count, and the one gemm_pick_tile, gemm_pick_gemv or tf32_pick_make build
+ * from its tile and splits; the workspace limit holds; descriptions fit. */
 #include <time.h>
 
 #include "kernels/gemm/gemm_pick.h"
@@ -99,10 +100,18 @@ static void check_gemm_valid(int m, int n, int k, int sms, uint64_t max_ws) {
     if (t->narrow == 2) CHECK(m <= 16);
     CHECK(p.whole == (m % t->bm == 0 && n % t->bn == 0 && k % t->bk == 0));
     if (p.hybrid) CHECK(t->hybrid && !p.whole && n % 4 == 0);
-  } else if (p.kind == GEMM_KIND_GEMV_T) {
-    CHECK(m <= 8 && p.rows == (m == 1 ? 1 : 8) && p.kchunk % 32 == 0);
+    /* the tests' and labs' forced configuration of the same tile and splits is this one */
+    const struct gemm_pick f = gemm_pick_tile(p.tile, p.hybrid, p.splits, k);
+    CHECK(f.kind == p.kind && f.kchunk == p.kchunk && f.splits == p.splits);
+    CHECK(strcmp(f.name, p.name) == 0);
   } else {
-    CHECK(p.kind == GEMM_KIND_GEMV_N && n == 1 && p.rows == 1 && p.kchunk % 128 == 0);
+    if (p.kind == GEMM_KIND_GEMV_T)
+      CHECK(m <= 8 && p.rows == (m == 1 ? 1 : 8) && p.kchunk % 32 == 0);
+    else
+      CHECK(p.kind == GEMM_KIND_GEMV_N && n == 1 && p.rows == 1 && p.kchunk % 128 == 0);
+    const struct gemm_pick f = gemm_pick_gemv(p.kind, p.rows, p.splits, k);
+    CHECK(f.tile == -1 && f.kchunk == p.kchunk && f.splits == p.splits);
+    CHECK(strcmp(f.name, p.name) == 0);
   }
   char d[192];
   gemm_pick_describe(&p, m, n, k, sms, d, sizeof d);
@@ -117,6 +126,9 @@ static void check_tf32_valid(int m, int n, int k, int sms, uint64_t max_ws) {
   CHECK(p.copy_a == (k % 8 != 0) && p.kp % 4 == 0 && p.kp >= k);
   if (p.copy_a) CHECK(p.kp % 32 == 0);
   if (p.ct) CHECK(tf32_tile_cfgs[p.tile].ct && n % 8 == 0 && k % 8 == 0 && !p.copy_a);
+  const struct tf32_pick f = tf32_pick_make(p.tile, p.ct, p.splits, k);
+  CHECK(f.kchunk == p.kchunk && f.splits == p.splits && f.kp == p.kp && f.copy_a == p.copy_a);
+  CHECK(strcmp(f.name, p.name) == 0);
   CHECK(tf32_pick_scratch_floats(&p, m, n) >= (p.ct ? 0 : (uint64_t)n * p.kp) +
                                                   (p.copy_a ? (uint64_t)m * p.kp : 0) +
                                                   tf32_pick_ws_floats(&p, m, n));
