@@ -913,98 +913,73 @@ static std::atomic<unsigned long long> mma_smem_raised{0};
 #ifdef GPULAB_CUDA_SM90A
 static size_t round32(size_t f) { return (f + 31) / 32 * 32; }
 
-/* The C^T form of pick pk on s: the kernel on A and B in place (both 16-byte aligned, or
- * false), the split-K workspace and its pass where splits > 1. As wgmma_launch below. */
-static bool ct_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
-                      int m, int n, int k, int sms, cudaStream_t s, cudaError_t *err) {
-  if (cuda_is_default_stream(s) || !aligned16(d_a) || !aligned16(d_b)) return false;
-  struct cuda_plan p;
-  if (wg_plan(pk, m, n, k, sms, &p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  CUtensorMap tm_a, tm_b;
-  if (!tensor_map(&tm_a, d_a, m, k, k, tf32_tile_cfgs[pk->tile].bn) ||
-      !tensor_map(&tm_b, d_b, k, n, n, CT_BOX))
-    return false;
-  float *ws = NULL;
-  if (pk->splits > 1 &&
-      cudaMallocAsync((void **)&ws, tf32_pick_scratch_floats(pk, m, n) * sizeof(float), s) !=
-          cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  float *out = pk->splits > 1 ? ws : d_c;
-  int kchunk = pk->kchunk, splits = pk->splits;
-  void *args[] = {&tm_a, &tm_b, &out, &m, &n, &k, &kchunk, &splits};
-  cudaError_t e = cuda_plan_launch(&p, args, s);
-  if (pk->splits > 1) {
-    if (e == cudaSuccess) e = gemm_splitk_launch(ws, d_c, (size_t)m * n, pk->splits, sms, s);
-    const cudaError_t freed = cudaFreeAsync(ws, s);
-    if (e == cudaSuccess) e = freed;
-  }
-  *err = e;
-  return true;
+/* B's operand for the Bt form: B transposed into bt at pitch kp (and A copied to ap at
+ * pitch kp where copy_a). */
+static cudaError_t bt_prepare(const struct tf32_pick *pk, const float *d_a, const float *d_b,
+                              float *bt, float *ap, int m, int n, int k, int sms, cudaStream_t s) {
+  if (!pk->copy_a) return transpose_best_launch(d_b, bt, k, n, s); /* B is k x n */
+  tf32_pad_rows_kernel<<<8 * sms, 256, 0, s>>>(d_a, ap, m, k, pk->kp);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  tf32_transpose_pitch_kernel<<<dim3(ceil_div(n, 32), ceil_div(pk->kp, 32)), dim3(32, 8), 0, s>>>(
+      d_b, bt, k, n, pk->kp);
+  return cudaGetLastError();
 }
 
-/* The wgmma path of pick pk on s (the C^T form: ct_launch; the Bt form here): one
- * scratch block stream-ordered from the pool (Bt, A's copy, the split-K workspace:
- * tf32_pick_scratch_floats), B transposed into it (and A copied at pitch kp), the
- * kernel, the split-K pass, the scratch freed after them.
+/* The wgmma path of pick pk on s: one scratch block stream-ordered from the pool
+ * (tf32_pick_scratch_floats: in the Bt form Bt and A's copy, then the split-K
+ * workspace; in the C^T form the workspace only, where splits > 1), the Bt form's B
+ * transposed into it (and A copied at pitch kp), the kernel, the split-K pass, the
+ * scratch freed after them. The C^T form reads A and B in place.
  * Stream-ordered allocation is legal while s is being captured (CUDA 11.4+):
  * cudaMallocAsync and cudaFreeAsync become the graph's own allocation and free nodes, and
  * the allocation's address stays fixed for the graph's life, so the tensor maps baked
  * into the captured launch hold at every replay. Returns false when the path cannot start
- * (A not 16-byte aligned where it is read in place, no memory for the scratch, a map
- * refused), having left nothing in flight but a freed scratch: the caller then runs
- * mma.sync. Otherwise true, with the first error in *err. */
+ * (A or, in the C^T form, B not 16-byte aligned where read in place, no memory for the
+ * scratch, a map refused), having left nothing in flight but a freed scratch: the caller
+ * then runs mma.sync. Otherwise true, with the first error in *err. */
 static bool wgmma_launch(const struct tf32_pick *pk, const float *d_a, const float *d_b, float *d_c,
                          int m, int n, int k, int sms, cudaStream_t s, cudaError_t *err) {
-  if (pk->ct) return ct_launch(pk, d_a, d_b, d_c, m, n, k, sms, s, err);
-  if (cuda_is_default_stream(s) || (!pk->copy_a && !aligned16(d_a))) return false;
+  const bool ct = pk->ct;
+  if (cuda_is_default_stream(s) || (!pk->copy_a && !aligned16(d_a)) || (ct && !aligned16(d_b)))
+    return false;
   struct cuda_plan p;
   if (wg_plan(pk, m, n, k, sms, &p) != cudaSuccess) {
     (void)cudaGetLastError(); /* a sticky error shows again in the fallback's launch */
     return false;
   }
+  const size_t scratch_floats = tf32_pick_scratch_floats(pk, m, n);
   float *scratch = NULL;
-  if (cudaMallocAsync((void **)&scratch, tf32_pick_scratch_floats(pk, m, n) * sizeof(float), s) !=
-      cudaSuccess) {
+  if (scratch_floats &&
+      cudaMallocAsync((void **)&scratch, scratch_floats * sizeof(float), s) != cudaSuccess) {
     (void)cudaGetLastError(); /* out of memory is not sticky; mma.sync needs no scratch */
     return false;
   }
-  float *bt = scratch, *ap = bt + round32((size_t)n * pk->kp);
+  float *bt = scratch, *ap = bt + (ct ? 0 : round32((size_t)n * pk->kp));
   float *ws = ap + (pk->copy_a ? round32((size_t)m * pk->kp) : 0);
-  const float *a = pk->copy_a ? ap : d_a;
-  CUtensorMap tm_a, tm_bt;
-  if (!tensor_map(&tm_a, a, m, k, pk->kp, WG_BM) ||
-      !tensor_map(&tm_bt, bt, n, k, pk->kp, tf32_tile_cfgs[pk->tile].bn)) {
-    (void)cudaFreeAsync(scratch, s);
+  const int bn = tf32_tile_cfgs[pk->tile].bn;
+  CUtensorMap tm_a, tm_b;
+  const bool mapped = ct ? tensor_map(&tm_a, d_a, m, k, k, bn) &&
+                               tensor_map(&tm_b, d_b, k, n, n, CT_BOX)
+                         : tensor_map(&tm_a, pk->copy_a ? ap : d_a, m, k, pk->kp, WG_BM) &&
+                               tensor_map(&tm_b, bt, n, k, pk->kp, bn);
+  if (!mapped) {
+    if (scratch) (void)cudaFreeAsync(scratch, s);
     (void)cudaGetLastError();
     return false;
   }
-  cudaError_t e = cudaSuccess;
-  if (pk->copy_a) {
-    tf32_pad_rows_kernel<<<8 * sms, 256, 0, s>>>(d_a, ap, m, k, pk->kp);
-    e = cudaGetLastError();
-    if (e == cudaSuccess) {
-      tf32_transpose_pitch_kernel<<<dim3(ceil_div(n, 32), ceil_div(pk->kp, 32)), dim3(32, 8), 0,
-                                    s>>>(d_b, bt, k, n, pk->kp);
-      e = cudaGetLastError();
-    }
-  } else {
-    e = transpose_best_launch(d_b, bt, k, n, s); /* B is k x n */
-  }
+  cudaError_t e = ct ? cudaSuccess : bt_prepare(pk, d_a, d_b, bt, ap, m, n, k, sms, s);
   float *out = pk->splits > 1 ? ws : d_c;
   int kchunk = pk->kchunk, splits = pk->splits;
-  int vec2 = n % 2 == 0 && ((uintptr_t)out & 7) == 0;
+  int vec2 = n % 2 == 0 && ((uintptr_t)out & 7) == 0; /* the Bt form's float2 stores */
   if (e == cudaSuccess) {
-    void *args[] = {&tm_a, &tm_bt, &out, &m, &n, &k, &kchunk, &splits, &vec2};
+    /* the C^T kernel takes the first eight (cudaLaunchKernel reads one a parameter) */
+    void *args[] = {&tm_a, &tm_b, &out, &m, &n, &k, &kchunk, &splits, &vec2};
     e = cuda_plan_launch(&p, args, s);
   }
   if (e == cudaSuccess && pk->splits > 1)
     e = gemm_splitk_launch(ws, d_c, (size_t)m * n, pk->splits, sms, s);
-  const cudaError_t freed = cudaFreeAsync(scratch, s); /* stream-ordered: after them */
+  const cudaError_t freed = scratch ? cudaFreeAsync(scratch, s) : cudaSuccess; /* after them */
   *err = e != cudaSuccess ? e : freed;
   return true;
 }
