@@ -204,10 +204,13 @@ __device__ __forceinline__ float4 scan_load4(const float *x, size_t idx, size_t 
   if (idx + 3 < n) v.w = x[idx + 3];
   return v;
 }
-template <bool VEC>
+template <bool VEC, bool STREAM = false>
 __device__ __forceinline__ void scan_store4(float *y, size_t idx, size_t n, float4 v) {
   if (VEC && idx + 3 < n) {
-    *reinterpret_cast<float4 *>(y + idx) = v;
+    if (STREAM)
+      __stcs(reinterpret_cast<float4 *>(y + idx), v); /* st.global.cs: evict first */
+    else
+      *reinterpret_cast<float4 *>(y + idx) = v;
     return;
   }
   if (idx < n) y[idx] = v.x;
@@ -231,9 +234,9 @@ __device__ __forceinline__ float4 scan_best_segment(float4 v, int lane, float *t
   return make_float4(v.x + ex, v.y + ex, v.z + ex, v.w + ex);
 }
 
-/* The launch's epoch: the word after the gridDim.x tiles' status words. */
-__device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status) {
-  return reinterpret_cast<unsigned *>(status + gridDim.x);
+/* The launch's epoch: the word after the tiles' status words. */
+__device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status, long long tiles) {
+  return reinterpret_cast<unsigned *>(status + tiles);
 }
 
 /* Warp 0's step of a tile, between the block's two barriers: seg holds the tile's 32
@@ -242,19 +245,18 @@ __device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status)
  * look-back included, in seg. The last tile then moves the epoch on: every other tile
  * has published (its prefix needed them all), so every tile has read it. */
 template <unsigned SLEEP_MAX, int DEPTH>
-__device__ __forceinline__ void scan_best_publish(unsigned long long *status, long long tile,
-                                                  float *seg, int lane) {
+__device__ __forceinline__ void scan_best_publish(unsigned long long *status, long long tiles,
+                                                  long long tile, float *seg, int lane) {
   const float inc = warp_inclusive(seg[lane], lane);
   float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
   if (lane == 0) ex = 0.0f;
   const float agg = __shfl_sync(COMBINE_FULL_MASK, inc, 31);
-  const unsigned epoch = *reinterpret_cast<volatile unsigned *>(scan_best_epoch(status));
+  const unsigned epoch = *reinterpret_cast<volatile unsigned *>(scan_best_epoch(status, tiles));
   float excl = 0.0f;
   if (tile > 0) excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane, epoch);
   if (lane == 0) {
     scan_status_store(status + tile, scan_pack(scan_flag_of(epoch, SCAN_FLAG_P), excl + agg));
-    if (tile == (long long)gridDim.x - 1) /* its word is the epoch's */
-      *reinterpret_cast<unsigned *>(status + tile + 1) = epoch + 1;
+    if (tile == tiles - 1) *scan_best_epoch(status, tiles) = epoch + 1;
   }
   seg[lane] = excl + ex;
 }
@@ -282,7 +284,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
 #pragma unroll
   for (int j = 0; j < R; j++) v[j] = scan_best_segment(v[j], lane, &seg[j * W + w]);
   __syncthreads();
-  if (w == 0) scan_best_publish<SLEEP_MAX, DEPTH>(status, tile, seg, lane);
+  if (w == 0) scan_best_publish<SLEEP_MAX, DEPTH>(status, gridDim.x, tile, seg, lane);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < R; j++) {
@@ -324,8 +326,8 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
  * the float4s it copied, in place (it reads back only its own copies: no barrier), warp
  * 0 publishes, then every float4 adds its segment's prefix on its way out. In the last
  * tile a float4 that straddles n is copied float by float and one past n zero-filled;
- * stores stop at n. */
-template <int BLOCK>
+ * stores stop at n. STREAM: the stores marked evict-first (a lab candidate). */
+template <int BLOCK, bool STREAM = false>
 __global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restrict__ x,
                                                             float *__restrict__ y, size_t n,
                                                             unsigned long long *status) {
@@ -355,14 +357,15 @@ __global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restr
     stage[j * BLOCK + t] = scan_best_segment(stage[j * BLOCK + t], lane, &seg[j * W + w]);
   __syncthreads();
   if (w == 0)
-    scan_best_publish<SCAN_BEST_SLEEP_MAX, SCAN_BEST_LOOKBACK_DEPTH>(status, tile, seg, lane);
+    scan_best_publish<SCAN_BEST_SLEEP_MAX, SCAN_BEST_LOOKBACK_DEPTH>(status, gridDim.x, tile, seg,
+                                                                     lane);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < R; j++) {
     const float off = seg[j * W + w];
     const float4 v = stage[j * BLOCK + t];
-    scan_store4<true>(y, base + 4 * (size_t)(j * BLOCK + t), n,
-                      make_float4(v.x + off, v.y + off, v.z + off, v.w + off));
+    scan_store4<true, STREAM>(y, base + 4 * (size_t)(j * BLOCK + t), n,
+                              make_float4(v.x + off, v.y + off, v.z + off, v.w + off));
   }
 }
 
