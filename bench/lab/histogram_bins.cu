@@ -1,12 +1,12 @@
 /* Where the histogram's time goes and what would shorten it (issue 36): best's kernel
- * (histogram.cuh) as a job launches it (kept counts: one kernel), with its blocks' totals
- * polled by the last blocks instead of a ticket, with other numbers of copies a bin
- * (u32), loads a step and blocks, and for many bins its 16-bit packed counters with other loads a step; beside CUB, a
+ * (histogram.cuh) as a job launches it (kept counts: one kernel), with other numbers of
+ * copies a bin (u32), loads a step and blocks, and for many bins its 16-bit packed counters with other loads a step; beside CUB, a
  * device-to-device copy of the same bytes (read + written, as the figure counts them)
  * and zero_kernel alone. Each timed back to back like bench_best (median of 9 batches
  * of 20 after 5 warm-ups, the output zeroed inside each launch as a job's batch does)
  * and checked exactly against histogram_ref. x is uniform in [-1, 1). What runs 1 and 2
- * tried and dropped (clusters, flags set by the packed atomics) is in bench/RESULTS.md.
+ * tried and dropped (clusters, flags set by the packed atomics, totals polled instead of
+ * a ticket: 6ea3159) is in bench/RESULTS.md.
  * Not a test.
  *   histogram_bins            the table
  *   histogram_bins NAME N B   one launch of the candidate named NAME (for ncu) */
@@ -24,7 +24,7 @@ static int sms;
 
 /* ---- candidates ---- */
 
-enum kind { COPY, ZERO, CUB, BEST, KEPT, POLL };
+enum kind { COPY, ZERO, CUB, BEST, KEPT };
 
 typedef void (*hist_fn)(const float *, size_t, size_t, int, float, int, uint32_t *, uint32_t *);
 
@@ -44,8 +44,6 @@ static const struct candidate candidates[] = {
     {"cub", CUB, NULL, 0, 0, 0, 0, false},
     {"best as a job launches it (kept counts and ticket: one kernel)", KEPT, NULL, 1024, 2, 2, -1,
      false},
-    {"kept epoch, totals polled by the last blocks (no ticket, no global atomics)", POLL,
-     histogram_best_kernel<false, false, 1024, 2, true>, 1024, 2, 2, -1, false},
     {"best's copies", BEST, U32(1024, 2), 1024, 2, 2, -1, false},
     {"1024 copies", BEST, U32(1024, 2), 1024, 2, 2, 10, false},
     {"256 copies", BEST, U32(1024, 2), 1024, 2, 2, 8, false},
@@ -102,11 +100,6 @@ static void launch_once(const struct launch *l) {
     CUDA_OR_EXIT(histogram_launch(HISTOGRAM_BEST, l->x, l->n, l->bins, l->hist, false, l->temp,
                                   l->temp_bytes, true, stream));
     return;
-  case POLL: /* the same: its epoch and words */
-    CUDA_OR_EXIT(launch_pdl(c->kernel, dim3(l->grid), dim3((unsigned)c->block), l->smem, stream,
-                            (const float *)l->x, l->n, (size_t)0, l->bins, histogram_scale(l->bins),
-                            l->arg, l->hist, static_cast<uint32_t *>(l->temp)));
-    return;
   default: break;
   }
   CUDA_OR_EXIT(zero_launch(l->hist, (size_t)l->bins, stream));
@@ -122,7 +115,7 @@ static void plan(struct launch *l, const struct candidate *c) {
   l->c = c;
   l->smem = 0;
   l->arg = 0;
-  if (c->kind != BEST && c->kind != POLL) return;
+  if (c->kind != BEST) return;
   if (c->many) {
     l->smem = histogram_best_smem(l->bins);
   } else {
@@ -142,7 +135,7 @@ static void plan(struct launch *l, const struct candidate *c) {
  * this bins (the bins' rows try the counts around best's). */
 static bool skip(const struct candidate *c, int bins) {
   if (c->many != (bins > HISTOGRAM_BEST_U32_WORDS)) return true;
-  if (c->kind == KEPT || c->kind == POLL) return bins > HISTOGRAM_BEST_KEPT_BINS;
+  if (c->kind == KEPT) return bins > HISTOGRAM_BEST_KEPT_BINS;
   if (c->kind != BEST || c->many || c->log2c < 0) return false;
   if (((long long)bins << c->log2c) > HISTOGRAM_BEST_U32_WORDS) return true;
   return false;
@@ -165,9 +158,7 @@ struct buffers {
 
 static void buffers_make(struct buffers *b, const float *h_x, size_t n, int bins) {
   CUDA_OR_EXIT(histogram_temp_bytes(HISTOGRAM_CUB, n, bins, &b->temp_bytes));
-  /* or the kept counts and ticket, or the polled form's epoch and words */
-  const size_t poll = (1 + (size_t)2 * sms * bins) * sizeof(unsigned long long);
-  if (b->temp_bytes < poll) b->temp_bytes = poll;
+  /* or the kept counts and ticket */
   if (b->temp_bytes < histogram_kept_bytes(HISTOGRAM_BEST, bins))
     b->temp_bytes = histogram_kept_bytes(HISTOGRAM_BEST, bins);
   CUDA_OR_EXIT(cudaMalloc(&b->x, n * sizeof(float)));

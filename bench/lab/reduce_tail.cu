@@ -2,8 +2,7 @@
  * a job launches it (the run's temp kept: one kernel, on a ticket the last launch left
  * 0), as the launcher issues it on temp of any contents (zero_kernel for the ticket,
  * then the main kernel as its PDL dependant) and with that temp from the stream-ordered
- * pool around each launch (as jobs did), the old grid of 8 blocks an SM both ways, and
- * the partials polled by the grid's last block instead of a ticket;
+ * pool around each launch (as jobs did), and the old grid of 8 blocks an SM both ways;
  * earlier runs also spread the ticket over 32 counters, timed the main kernel without
  * its final sum, 8 loads a step and a cooperative launch with a grid barrier instead of
  * the ticket (bench/RESULTS.md); beside CUB, zero_kernel alone and a
@@ -43,8 +42,6 @@ static const struct candidate candidates[] = {
     {"best's zero_kernel + main kernel (PDL), as the pool's temp needs", BEST,
      reduce_best_kernel<REDUCE_BLOCK, 4>, 4, 4},
     {"the same, temp from the pool around each launch (as jobs did)", JOB, NULL, 0, 0},
-    {"kept epoch, partials polled by the last block (no ticket), 4 an SM", SELF_RESET,
-     reduce_best_kernel<REDUCE_BLOCK, 4, true>, 4, 4},
     {"kept ticket, 8 blocks an SM (the old grid)", SELF_RESET, reduce_best_kernel<REDUCE_BLOCK, 4>,
      4, 8},
     {"zero_kernel + main, 8 blocks an SM (best before)", BEST, reduce_best_kernel<REDUCE_BLOCK, 4>,
@@ -137,7 +134,7 @@ static void run_size(size_t n) {
     const struct candidate *c = &candidates[k];
     const struct launch l = {c, d_x, n, d_out, d_temp, temp_bytes, grid_of(c, n), d_copy};
     const char *check = "-";
-    CUDA_OR_EXIT(cudaMemsetAsync(d_temp, 0, temp_bytes, stream)); /* the ticket, the partials */
+    CUDA_OR_EXIT(cudaMemsetAsync(d_temp, 0, 256, stream)); /* the ticket */
     if (c->kind != COPY && c->kind != ZERO) {
       float got = 0;
       CUDA_OR_EXIT(cudaMemsetAsync(d_out, 0xff, sizeof(float), stream)); /* NaN */

@@ -115,61 +115,6 @@ __device__ __forceinline__ void histogram_sweep(uint32_t *sh, int words4, uint32
   __syncthreads();
 }
 
-/* best's POLL merge (below): the block's totals (copy 0 of each bin in sh) stored whole
- * and tagged; the grid's last P blocks sum 32-bin slices of every block's totals, each
- * thread's words asked 4 at once and asked again until they carry tag. */
-template <int BLOCK>
-__device__ __forceinline__ void histogram_poll_merge(const uint32_t *sh, int log2c, int bins,
-                                                     uint32_t *hist, uint32_t *acc, unsigned tag) {
-  constexpr int W = BLOCK / 32, BATCH = 4;
-  __shared__ uint32_t part[W][32];
-  const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-  const unsigned G = gridDim.x;
-  unsigned long long *words = reinterpret_cast<unsigned long long *>(acc) + 1;
-  auto load = [&](size_t i) {
-    unsigned long long v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(words + i) : "memory");
-    return v;
-  };
-  const unsigned long long tagged = (unsigned long long)tag << 32;
-  for (int b = t; b < bins; b += BLOCK)
-    asm volatile(
-        "st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(words + (size_t)blockIdx.x * bins + b),
-        "l"(tagged | sh[b << log2c])
-        : "memory");
-  const unsigned slices = (unsigned)(bins + 31) / 32, P = slices < G ? slices : G;
-  if (blockIdx.x < G - P) return;
-  const unsigned p = blockIdx.x - (G - P);
-  for (unsigned c = p; c < slices; c += P) {
-    const int b = (int)c * 32 + lane;
-    uint32_t v = 0;
-    for (unsigned g0 = w; g0 < G; g0 += W * BATCH) {
-      unsigned long long q[BATCH];
-#pragma unroll
-      for (int k = 0; k < BATCH; k++) {
-        const unsigned g = g0 + k * W;
-        q[k] = g < G && b < bins ? load((size_t)g * bins + b) : tagged;
-      }
-#pragma unroll
-      for (int k = 0; k < BATCH; k++) {
-        const unsigned g = g0 + k * W;
-        while ((unsigned)(q[k] >> 32) != tag) q[k] = load((size_t)g * bins + b);
-        v += (uint32_t)q[k];
-      }
-    }
-    part[w][lane] = v;
-    __syncthreads();
-    if (w == 0) {
-      uint32_t u = 0;
-#pragma unroll
-      for (int i = 0; i < W; i++) u += part[i][lane];
-      if (b < bins) hist[b] = u;
-    }
-    __syncthreads();
-  }
-  if (p == 0 && t == 0) *reinterpret_cast<volatile unsigned *>(acc) = tag; /* the next epoch */
-}
-
 /* best: a persistent grid of G = min(sms * (PACKED ? 1 : 2), chunks) blocks of 1024
  * threads, each with a private histogram in dynamic shared memory (u32: C copies of
  * each bin, bins << log2c words, 4 KiB or one copy of up to 16384 bins, 2 blocks an
@@ -188,16 +133,8 @@ __device__ __forceinline__ void histogram_poll_merge(const uint32_t *sh, int log
  * ticket after them, histogram_kept_bytes), zero at launch; the blocks add into acc
  * instead, the block that takes the last ticket moves the counts to hist and leaves acc
  * and the ticket zero for the next launch, and hist needs no zeroing; the kernel before
- * it (whatever it was) may have written x, so this one waits for it first thing.
- * POLL (u32, a lab candidate: bench/lab/histogram_bins.cu): no ticket and no global
- * atomics; acc is an epoch word, then a 64-bit word a block and bin (zero before the
- * first launch); each block stores its totals whole, tagged with the epoch + 1, and the
- * grid's last P = min(G, bins / 32) blocks (dispatched last: every other block is
- * resident or done) each take 32-bin slices, poll the G blocks' words of a slice until
- * all carry this launch's tag, sum them and write hist; the first of them moves the
- * epoch on. hist needs no zeroing. */
-template <bool PACKED, bool KEPT = false, int BLOCK = HISTOGRAM_BEST_BLOCK, int F = 2,
-          bool POLL = false>
+ * it (whatever it was) may have written x, so this one waits for it first thing. */
+template <bool PACKED, bool KEPT = false, int BLOCK = HISTOGRAM_BEST_BLOCK, int F = 2>
 __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_best_kernel(
     const float *__restrict__ x, size_t n, size_t head, int bins, float scale, int log2c,
     uint32_t *hist, uint32_t *acc) {
@@ -205,10 +142,8 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
   constexpr int ROUND = 32768 / (4 * F * BLOCK);
   static_assert(!PACKED || ROUND >= 1, "a chunk holds more samples than a sweep allows");
   static_assert(!(PACKED && KEPT), "kept counts are the u32 form's");
-  static_assert(!(POLL && (PACKED || KEPT)), "polled totals are the u32 form's, unticketed");
   extern __shared__ uint32_t sh[];
-  if (KEPT || POLL) pdl_wait();
-  const unsigned tag = POLL ? *reinterpret_cast<volatile unsigned *>(acc) + 1u : 0u;
+  if (KEPT) pdl_wait();
   uint32_t *const counts = KEPT ? acc : hist; /* where the blocks add */
   const int t = threadIdx.x, lane = t & 31, w = t >> 5;
   const int words = PACKED ? ((bins + 1) / 2 + 3) & ~3 : bins << log2c;
@@ -254,11 +189,9 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
     const size_t i = t < 3 ? (size_t)t : tail0 + (t - 3);
     if ((t < 3 && i < head) || (t >= 3 && i < n)) {
       const int b = histogram_bin(x[i], bins, scale);
-      if (b >= 0 && POLL) atomicAdd(sh + (b << log2c), 1u); /* into the block's totals */
-      if (b >= 0 && !POLL) atomicAdd(counts + b, 1u);
+      if (b >= 0) atomicAdd(counts + b, 1u);
     }
   }
-  if (POLL) __syncthreads();
   if (PACKED) {
     for (int b = t; b < bins; b += BLOCK) {
       const uint32_t v = (sh[b >> 1] >> ((b & 1) << 4)) & 0xffffu;
@@ -292,14 +225,9 @@ __global__ __launch_bounds__(BLOCK, PACKED ? 1 : 2048 / BLOCK) void histogram_be
       }
     }
     __syncthreads();
-    if constexpr (POLL) {
-      histogram_poll_merge<BLOCK>(sh, log2c, bins, hist, acc, tag);
-      return;
-    } else {
-      for (int b = t; b < bins; b += BLOCK) {
-        const uint32_t v = sh[b << log2c];
-        if (v) atomicAdd(counts + b, v);
-      }
+    for (int b = t; b < bins; b += BLOCK) {
+      const uint32_t v = sh[b << log2c];
+      if (v) atomicAdd(counts + b, v);
     }
   }
   if constexpr (KEPT) {

@@ -102,15 +102,8 @@ __device__ __forceinline__ void reduce_best_final(const float *partials, float *
  * result is the same bits on every run (and on every GPU, and in cpu_reduce_best).
  * *ticket must be 0 at launch (zero_kernel runs before it, or the ticket is the
  * caller's own, which the last launch left 0); the last block's atomicInc leaves it 0
- * again.
- * POLL (a lab candidate, bench/lab/reduce_tail.cu): no ticket; *ticket is the launch's
- * epoch and partials are G 64-bit words, a tag (the epoch + 1) over the float's bits,
- * each stored whole; the grid's last block (dispatched last, so every other block is
- * resident or done) polls them until each carries this launch's tag, sums them in the
- * same order, and moves the epoch on (every block read it before its tag was in): no
- * fence and no atomic round trip on the way to *out. The epoch and the words start
- * zeroed, as the ticket does. */
-template <int BLOCK, int UNROLL, bool POLL = false>
+ * again. */
+template <int BLOCK, int UNROLL>
 __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
     const float *__restrict__ x, size_t n, size_t head, float *__restrict__ partials,
     unsigned *ticket, float *out) {
@@ -118,7 +111,6 @@ __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
   __shared__ bool last;
   pdl_wait();
   const int t = threadIdx.x;
-  const unsigned tag = POLL ? *reinterpret_cast<volatile unsigned *>(ticket) + 1u : 0u;
   const float4 *x4 = reinterpret_cast<const float4 *>(x + head);
   const size_t n4 = (n - head) / 4, P = (size_t)gridDim.x * BLOCK;
   size_t i = (size_t)blockIdx.x * BLOCK + t;
@@ -159,38 +151,6 @@ __global__ __launch_bounds__(BLOCK, REDUCE_BEST_PER_SM) void reduce_best_kernel(
     if ((size_t)t < n - tail0) acc.y += x[tail0 + t];
   }
   float s = reduce_block_shuffle<BLOCK>((acc.x + acc.y) + (acc.z + acc.w), sh);
-  if constexpr (POLL) {
-    unsigned long long *words = reinterpret_cast<unsigned long long *>(partials);
-    if (t == 0)
-      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(words + blockIdx.x),
-                   "l"((unsigned long long)tag << 32 | __float_as_uint(s))
-                   : "memory");
-    if (blockIdx.x != gridDim.x - 1) return;
-    /* all of a thread's words asked at once (one round trip), then any not yet in again */
-    constexpr int PER = (REDUCE_BEST_MAX_BLOCKS + BLOCK - 1) / BLOCK;
-    auto load = [&](unsigned j) {
-      unsigned long long w;
-      asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(w) : "l"(words + j) : "memory");
-      return w;
-    };
-    unsigned long long w[PER];
-#pragma unroll
-    for (int q = 0; q < PER; q++) w[q] = t + q * BLOCK < gridDim.x ? load(t + q * BLOCK) : 0ull;
-    float r = 0.0f;
-#pragma unroll
-    for (int q = 0; q < PER; q++) {
-      if (t + q * BLOCK >= gridDim.x) break;
-      while ((unsigned)(w[q] >> 32) != tag) w[q] = load(t + q * BLOCK);
-      r += __uint_as_float((unsigned)w[q]);
-    }
-    __syncthreads(); /* sh is the block sum's again */
-    r = reduce_block_shuffle<BLOCK>(r, sh);
-    if (t == 0) {
-      *out = r;
-      *ticket = tag; /* the next launch's epoch */
-    }
-    return;
-  }
   if (t == 0) {
     partials[blockIdx.x] = s;
     __threadfence(); /* the partial is visible before the ticket says so */

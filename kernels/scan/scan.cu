@@ -29,8 +29,10 @@ static int plan(const struct exp_spec *s, int variant, struct cuda_plan *p, char
                     "scan_best_kernel<128,vec>",
                     "tile of 4096 a block, 8 float4 a thread in registers (one wave holds all)");
     else
-      cuda_plan_set(p, KFUNC(scan_staged_kernel<SCAN_BEST_BLOCK>), "scan_staged_kernel<128>",
-                    "tile of 4096 a block staged in shared memory by cp.async (more an SM)");
+      cuda_plan_set(p, KFUNC((scan_staged_kernel<SCAN_BEST_BLOCK, true>)),
+                    "scan_staged_kernel<128,cs>",
+                    "tile of 4096 a block staged in shared memory by cp.async (more an SM), "
+                    "stores evict-first");
     p->block = dim3(SCAN_BEST_BLOCK);
     p->grid = dim3((unsigned)scan_best_tiles(n));
     const cudaError_t e = scan_staged_raise(); /* before the backend's occupancy query */

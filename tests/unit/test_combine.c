@@ -314,7 +314,7 @@ static void test_plans(void) {
   static const struct {
     int n;
     const char *kernel;
-  } scans[] = {{1 << 20, "scan_best_kernel<128,vec>"}, {1 << 26, "scan_staged_kernel<128>"}};
+  } scans[] = {{1 << 20, "scan_best_kernel<128,vec>"}, {1 << 26, "scan_staged_kernel<128,cs>"}};
   for (int i = 0; i < EXP_COUNT_OF(scans); i++) {
     s = spec_of(EXP_SCAN, scans[i].n, 0);
     s.n_variants = 1;
