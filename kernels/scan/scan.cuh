@@ -6,7 +6,8 @@
  * where one wave holds every tile, else staged in shared memory by cp.async, which lets
  * an SM hold more tiles; the register form at 4-byte accesses for unaligned data; a
  * persistent form keeping the next tiles' loads in flight with cp.async ran at a
- * quarter of CUB's rate and was dropped);
+ * quarter of CUB's rate and was dropped: a prefetched tile publishes its aggregate only
+ * once its block is done with the tile before it, so its successors wait behind that);
  * cub (cub::DeviceScan::InclusiveSum). The launcher never synchronizes, never
  * allocates (scan_temp_bytes of temp from the caller) and refuses the default stream.
  * Header only (templates and static inline): scan.cu includes it. */
@@ -327,7 +328,8 @@ __global__ __launch_bounds__(BLOCK) void scan_best_kernel(const float *__restric
  * 0 publishes, then every float4 adds its segment's prefix on its way out. In the last
  * tile a float4 that straddles n is copied float by float and one past n zero-filled;
  * stores stop at n. STREAM (best's): the stores marked evict-first, since nothing here
- * reads them back (bench/RESULTS.md: +0.3 to +0.9% above one wave). */
+ * reads them back (a little faster: bench/RESULTS.md, "Three tails that did not
+ * shorten"). */
 template <int BLOCK, bool STREAM = false>
 __global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restrict__ x,
                                                             float *__restrict__ y, size_t n,
