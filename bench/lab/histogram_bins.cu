@@ -1,8 +1,8 @@
 /* Where the histogram's time goes and what would shorten it (issue 36): best's kernel
  * (histogram.cuh) as a job launches it (kept counts: one kernel), with other numbers of
- * copies a bin (u32), loads a step and blocks, and for many bins its 16-bit packed counters with other loads a step; beside CUB, a
- * device-to-device copy of the same bytes (read + written, as the figure counts them)
- * and zero_kernel alone. Each timed back to back like bench_best (median of 9 batches
+ * copies a bin (u32), loads a step and blocks, and for many bins its 16-bit packed
+ * counters with other loads a step; beside CUB, a device-to-device copy of the same
+ * bytes (read + written, as the figure counts them) and zero_kernel alone. Each timed back to back like bench_best (median of 9 batches
  * of 20 after 5 warm-ups, the output zeroed inside each launch as a job's batch does)
  * and checked exactly against histogram_ref. x is uniform in [-1, 1). What runs 1 and 2
  * tried and dropped (clusters, flags set by the packed atomics, totals polled instead of

@@ -235,9 +235,9 @@ __device__ __forceinline__ float4 scan_best_segment(float4 v, int lane, float *t
   return make_float4(v.x + ex, v.y + ex, v.z + ex, v.w + ex);
 }
 
-/* The launch's epoch: the word after the tiles' status words. */
-__device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status, long long tiles) {
-  return reinterpret_cast<unsigned *>(status + tiles);
+/* The launch's epoch: the word after the gridDim.x tiles' status words. */
+__device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status) {
+  return reinterpret_cast<unsigned *>(status + gridDim.x);
 }
 
 /* Warp 0's step of a tile, between the block's two barriers: seg holds the tile's 32
@@ -246,18 +246,19 @@ __device__ __forceinline__ unsigned *scan_best_epoch(unsigned long long *status,
  * look-back included, in seg. The last tile then moves the epoch on: every other tile
  * has published (its prefix needed them all), so every tile has read it. */
 template <unsigned SLEEP_MAX, int DEPTH>
-__device__ __forceinline__ void scan_best_publish(unsigned long long *status, long long tiles,
-                                                  long long tile, float *seg, int lane) {
+__device__ __forceinline__ void scan_best_publish(unsigned long long *status, long long tile,
+                                                  float *seg, int lane) {
   const float inc = warp_inclusive(seg[lane], lane);
   float ex = __shfl_up_sync(COMBINE_FULL_MASK, inc, 1);
   if (lane == 0) ex = 0.0f;
   const float agg = __shfl_sync(COMBINE_FULL_MASK, inc, 31);
-  const unsigned epoch = *reinterpret_cast<volatile unsigned *>(scan_best_epoch(status, tiles));
+  const unsigned epoch = *reinterpret_cast<volatile unsigned *>(scan_best_epoch(status));
   float excl = 0.0f;
   if (tile > 0) excl = scan_lookback<SLEEP_MAX, DEPTH>(status, tile, agg, lane, epoch);
   if (lane == 0) {
     scan_status_store(status + tile, scan_pack(scan_flag_of(epoch, SCAN_FLAG_P), excl + agg));
-    if (tile == tiles - 1) *scan_best_epoch(status, tiles) = epoch + 1;
+    if (tile == (long long)gridDim.x - 1) /* its word is the epoch's */
+      *reinterpret_cast<unsigned *>(status + tile + 1) = epoch + 1;
   }
   seg[lane] = excl + ex;
 }
@@ -285,7 +286,7 @@ __device__ __forceinline__ void scan_best_tile(float4 (&v)[32 / (BLOCK / 32)],
 #pragma unroll
   for (int j = 0; j < R; j++) v[j] = scan_best_segment(v[j], lane, &seg[j * W + w]);
   __syncthreads();
-  if (w == 0) scan_best_publish<SLEEP_MAX, DEPTH>(status, gridDim.x, tile, seg, lane);
+  if (w == 0) scan_best_publish<SLEEP_MAX, DEPTH>(status, tile, seg, lane);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < R; j++) {
@@ -360,8 +361,7 @@ __global__ __launch_bounds__(BLOCK) void scan_staged_kernel(const float *__restr
     stage[j * BLOCK + t] = scan_best_segment(stage[j * BLOCK + t], lane, &seg[j * W + w]);
   __syncthreads();
   if (w == 0)
-    scan_best_publish<SCAN_BEST_SLEEP_MAX, SCAN_BEST_LOOKBACK_DEPTH>(status, gridDim.x, tile, seg,
-                                                                     lane);
+    scan_best_publish<SCAN_BEST_SLEEP_MAX, SCAN_BEST_LOOKBACK_DEPTH>(status, tile, seg, lane);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < R; j++) {

@@ -1,9 +1,9 @@
 /* The shape pickers (kernels/gemm/gemm_pick.h, kernels/transpose/transpose_pick.h): at the
  * shapes the labs measured on the H200 (132 SMs) each picks the configuration the labs'
  * second run chose (its pick, or its best measured where the rules were fixed after
- * it); every pick is a valid configuration at odd, edge and
- * huge sizes and any SM count, and the one gemm_pick_tile, gemm_pick_gemv or tf32_pick_make build
- * from its tile and splits; the workspace limit holds; descriptions fit. */
+ * it); every pick is a valid configuration at odd, edge and huge sizes and any SM
+ * count, and the one gemm_pick_tile, gemm_pick_gemv or tf32_pick_make build from its
+ * tile and splits; the workspace limit holds; descriptions fit. */
 #include <time.h>
 
 #include "kernels/gemm/gemm_pick.h"
